@@ -1,0 +1,160 @@
+/*
+ * seam.h - load an ONNX model into seam's graph IR, check it, infer its
+ * types and shapes, inspect it and write it back.
+ *
+ * Usage:
+ *
+ *     seam_context *ctx;
+ *     seam_model *model;
+ *     if (seam_context_create(&ctx) != SEAM_STATUS_OK) return 1;
+ *     seam_status st = seam_model_load(ctx, "resnet18.onnx", &model);
+ *     if (st != SEAM_STATUS_OK) {
+ *         fprintf(stderr, "%s: %s\n", seam_status_string(st),
+ *                 seam_context_last_error(ctx));
+ *         seam_context_free(ctx);
+ *         return 1;
+ *     }
+ *     printf("%d nodes\n", seam_model_node_count(model));
+ *     seam_model_save(model, "copy.onnx", NULL);
+ *     seam_model_free(model);
+ *     seam_context_free(ctx);
+ *
+ * Threading: a context, and every handle made from it, is used by one
+ * thread at a time. Two contexts never share state, so two threads with a
+ * context each need no locking.
+ *
+ * Errors: every fallible call returns a seam_status. The detailed message
+ * of the last failure (which names the node, value, file or option) is
+ * read with seam_context_last_error() on the context the handle came from.
+ */
+#ifndef SEAM_H
+#define SEAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SEAM_VERSION_MAJOR 0
+#define SEAM_VERSION_MINOR 1
+#define SEAM_VERSION_PATCH 0
+
+typedef enum seam_status {
+    SEAM_STATUS_OK = 0,
+    SEAM_STATUS_INVALID_ARGUMENT,  /* a bad option or a NULL where one is not allowed */
+    SEAM_STATUS_IO_ERROR,          /* a file could not be opened, read or written */
+    SEAM_STATUS_PARSE_ERROR,       /* the bytes are not an ONNX ModelProto */
+    SEAM_STATUS_INVALID_MODEL,     /* it parses, but the graph breaks ONNX's rules */
+    SEAM_STATUS_UNSUPPORTED,       /* valid, but seam cannot do it (yet) */
+    SEAM_STATUS_OUT_OF_MEMORY,
+    SEAM_STATUS_INTERNAL,          /* a bug in seam: please report it */
+} seam_status;
+
+/* Returns a static string such as "invalid model". Never NULL. */
+const char *seam_status_string(seam_status status);
+
+/* Element types. The numbers are ONNX's TensorProto.DataType. */
+typedef enum seam_dtype {
+    SEAM_DTYPE_UNDEFINED = 0,
+    SEAM_DTYPE_FLOAT32 = 1,
+    SEAM_DTYPE_UINT8 = 2,
+    SEAM_DTYPE_INT8 = 3,
+    SEAM_DTYPE_UINT16 = 4,
+    SEAM_DTYPE_INT16 = 5,
+    SEAM_DTYPE_INT32 = 6,
+    SEAM_DTYPE_INT64 = 7,
+    SEAM_DTYPE_STRING = 8,
+    SEAM_DTYPE_BOOL = 9,
+    SEAM_DTYPE_FLOAT16 = 10,
+    SEAM_DTYPE_FLOAT64 = 11,
+    SEAM_DTYPE_UINT32 = 12,
+    SEAM_DTYPE_UINT64 = 13,
+    SEAM_DTYPE_COMPLEX64 = 14,
+    SEAM_DTYPE_COMPLEX128 = 15,
+    SEAM_DTYPE_BFLOAT16 = 16,
+    SEAM_DTYPE_COUNT_
+} seam_dtype;
+
+/* "float32", "int64", ...; "undefined" for anything unknown. Never NULL. */
+const char *seam_dtype_name(seam_dtype dtype);
+/* Bytes per element; 0 for string, undefined and unknown types. */
+size_t seam_dtype_size(seam_dtype dtype);
+
+/* ---- context ----------------------------------------------------------- */
+
+typedef struct seam_context seam_context;
+
+seam_status seam_context_create(seam_context **ctx_out);
+/* Frees the context. Every model made from it must be freed first. */
+void seam_context_free(seam_context *ctx);
+/* The message of the last failed call made with this context or any handle
+ * from it; "" if none failed. Owned by the context, valid until the next
+ * call that fails. */
+const char *seam_context_last_error(const seam_context *ctx);
+
+/* ---- model --------------------------------------------------------------- */
+
+typedef struct seam_model seam_model;
+
+/* Loads, checks and type/shape-infers an ONNX file. External data is read
+ * from files next to the model; a location that is absolute or leaves the
+ * model's folder is refused. On failure *model_out is set to NULL and the
+ * message names the node (index, name, op), value or file at fault. */
+seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **model_out);
+
+/* As seam_model_load, from bytes in memory. base_dir is where external data
+ * files are looked up; NULL refuses any external data. The bytes are not
+ * kept after return. */
+seam_status seam_model_load_buffer(seam_context *ctx, const void *data, size_t size,
+                                   const char *base_dir, seam_model **model_out);
+
+typedef struct seam_save_options {
+    /* When not NULL, tensors of at least external_min_bytes bytes go to this
+     * file, named relative to the model's folder (a plain file name such as
+     * "model.weights"). Default: NULL, everything inside the .onnx file. */
+    const char *external_data;
+    size_t external_min_bytes; /* default (0): 1024 */
+} seam_save_options;
+
+/* Writes the model as ONNX. The file is written to a temporary name in the
+ * same folder and renamed, so an existing file is never left half-written.
+ * opts may be NULL. */
+seam_status seam_model_save(seam_model *model, const char *path, const seam_save_options *opts);
+
+/* Frees the model and everything it owns. NULL is allowed. */
+void seam_model_free(seam_model *model);
+
+/* ---- introspection ------------------------------------------------------ */
+/* Strings and arrays returned here are owned by the model and stay valid
+ * until seam_model_free. */
+
+typedef struct seam_value_info {
+    const char *name;
+    seam_dtype dtype;     /* SEAM_DTYPE_UNDEFINED if unknown or not a tensor */
+    int32_t rank;         /* -1 if unknown */
+    const int64_t *dims;  /* rank entries; -1 for a dimension not known statically */
+    const char *const *dim_params; /* rank entries; symbolic name or NULL */
+} seam_value_info;
+
+typedef struct seam_node_info {
+    int32_t index;        /* position in the file's node list */
+    const char *name;     /* the file's name, or a stable generated one */
+    const char *op_type;
+    const char *domain;   /* "" for the default ONNX domain */
+    int32_t n_inputs, n_outputs;
+} seam_node_info;
+
+int32_t seam_model_node_count(const seam_model *model);
+seam_status seam_model_node(const seam_model *model, int32_t index, seam_node_info *info_out);
+int32_t seam_model_input_count(const seam_model *model);
+int32_t seam_model_output_count(const seam_model *model);
+/* Inputs listed here exclude initializers that old files also list as inputs. */
+seam_status seam_model_input(const seam_model *model, int32_t index, seam_value_info *info_out);
+seam_status seam_model_output(const seam_model *model, int32_t index, seam_value_info *info_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SEAM_H */

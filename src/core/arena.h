@@ -1,0 +1,31 @@
+/* A bump allocator: many small allocations, freed together with one call.
+ * The model's IR lives in one arena; so do the protobuf structures while a
+ * file is parsed. */
+#ifndef SEAM_ARENA_H
+#define SEAM_ARENA_H
+
+#include <stddef.h>
+
+typedef struct seam_arena_chunk seam_arena_chunk;
+
+typedef struct seam_arena {
+    seam_arena_chunk *head;   /* chunk being filled; older chunks follow */
+    size_t chunk_size;        /* size of ordinary chunks */
+    size_t total;             /* bytes obtained from malloc, for reports */
+} seam_arena;
+
+void seam_arena_init(seam_arena *a, size_t chunk_size);
+/* Returns 16-byte aligned memory, or NULL when out of memory. */
+void *seam_arena_alloc(seam_arena *a, size_t size);
+/* As seam_arena_alloc, zero-filled; also NULL if n * size overflows. */
+void *seam_arena_calloc(seam_arena *a, size_t n, size_t size);
+/* Copies s (NULL gives ""). */
+char *seam_arena_strdup(seam_arena *a, const char *s);
+char *seam_arena_strndup(seam_arena *a, const char *s, size_t n);
+/* Copies n bytes of p (p may be NULL when n is 0); never returns NULL for
+ * n == 0 unless out of memory. */
+void *seam_arena_memdup(seam_arena *a, const void *p, size_t n);
+/* Frees every chunk. The arena can be used again afterwards. */
+void seam_arena_free(seam_arena *a);
+
+#endif

@@ -1,0 +1,26 @@
+/* The context behind seam_context: the last error's message, and settings
+ * shared by every handle made from it. No global state lives anywhere else. */
+#ifndef SEAM_CONTEXT_H
+#define SEAM_CONTEXT_H
+
+#include "seam.h"
+
+#define SEAM_ERROR_MAX 2048
+
+struct seam_context {
+    seam_status last_status;
+    char last_error[SEAM_ERROR_MAX];
+};
+
+/* Records a formatted message and returns status, so callers can write
+ * `return seam_error(ctx, SEAM_STATUS_INVALID_MODEL, "node %d ...", i);`.
+ * ctx may be NULL (the message is then dropped). */
+seam_status seam_error(seam_context *ctx, seam_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Puts "prefix: " in front of the current message (for adding where an
+ * error happened as it travels up, e.g. the file name). */
+void seam_error_prefix(seam_context *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,956 @@
+/*
+ * ONNX file -> seam IR. Protobuf ends here: the file is parsed by protobuf-c
+ * into structures allocated from a scratch arena, converted into the
+ * model's own arena, and the scratch is freed.
+ *
+ * Big byte fields (tensor raw_data) are the exception to "copy then free":
+ * protobuf-c already copied them out of the file once, into blocks that the
+ * scratch allocator hands out with malloc. The model adopts those blocks
+ * instead of copying them a second time, so loading a 100 MB model costs
+ * about one pass over its bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "ir/ir.h"
+#include "ir/names.h"
+#include "onnx/onnx.h"
+#include "onnx/onnx.pb-c.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "seam assumes a little-endian host, as ONNX raw_data is little-endian"
+#endif
+
+/* ---- the scratch allocator handed to protobuf-c ---- */
+
+#define BIG_BLOCK ((size_t)64 << 10)
+
+typedef struct scratch {
+    seam_arena arena;
+    void **big; /* malloc'd blocks >= BIG_BLOCK, adoptable by the model */
+    size_t n_big, cap_big;
+    bool oom;
+} scratch;
+
+static void *scratch_alloc(void *data, size_t size) {
+    scratch *s = data;
+    if (size < BIG_BLOCK) {
+        void *p = seam_arena_alloc(&s->arena, size);
+        if (!p) s->oom = true;
+        return p;
+    }
+    if (s->n_big == s->cap_big) {
+        size_t cap = s->cap_big ? s->cap_big * 2 : 64;
+        void **n = realloc(s->big, cap * sizeof(void *));
+        if (!n) {
+            s->oom = true;
+            return NULL;
+        }
+        s->big = n;
+        s->cap_big = cap;
+    }
+    void *p = malloc(size);
+    if (!p) {
+        s->oom = true;
+        return NULL;
+    }
+    s->big[s->n_big++] = p;
+    return p;
+}
+
+static void scratch_free(void *data, void *p) {
+    (void)data;
+    (void)p; /* everything goes at once in scratch_release */
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Takes block p away from the scratch, so it survives scratch_release.
+ * Returns false if p is not a big block. big[] is sorted by then. */
+static bool scratch_adopt(scratch *s, const void *p) {
+    void *key = (void *)p;
+    void **hit = bsearch(&key, s->big, s->n_big, sizeof(void *), cmp_ptr);
+    if (!hit) return false;
+    *hit = NULL; /* NULL sorts first; bsearch keys are never NULL */
+    return true;
+}
+
+static void scratch_release(scratch *s) {
+    for (size_t k = 0; k < s->n_big; k++) free(s->big[k]);
+    free(s->big);
+    seam_arena_free(&s->arena);
+}
+
+/* ---- conversion state ---- */
+
+typedef struct loader {
+    seam_context *ctx;
+    struct seam_model *m;
+    seam_arena *a;
+    scratch *sc;
+    const char *base_dir;  /* realpath of the model's folder, or NULL */
+    ir_name_map *interned; /* op types and domains, stored once */
+    const char **strings;
+    int32_t n_interned, cap_interned;
+} loader;
+
+#define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
+
+static const char *dup_str(loader *L, const char *s) {
+    return seam_arena_strdup(L->a, s ? s : "");
+}
+
+/* Op types and domains repeat: keep one copy of each. */
+static const char *intern(loader *L, const char *s) {
+    if (!s) s = "";
+    int32_t k = ir_names_get(L->interned, s);
+    if (k >= 0) return L->strings[k];
+    if (L->n_interned == L->cap_interned) {
+        int32_t cap = L->cap_interned ? L->cap_interned * 2 : 64;
+        const char **n = seam_arena_alloc(L->a, sizeof(char *) * (size_t)cap);
+        if (!n) return NULL;
+        if (L->n_interned) memcpy(n, L->strings, sizeof(char *) * (size_t)L->n_interned);
+        L->strings = n;
+        L->cap_interned = cap;
+    }
+    const char *c = seam_arena_strdup(L->a, s);
+    if (!c || !ir_names_put(L->interned, c, L->n_interned)) return NULL;
+    L->strings[L->n_interned++] = c;
+    return c;
+}
+
+/* ---- tensors ---- */
+
+/* Checks that a dims list is sane; on error names `what`. */
+static seam_status check_dims(loader *L, const int64_t *dims, size_t n, const char *what, int64_t *numel) {
+    if (n > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an absurd rank %zu", what, n);
+    for (size_t k = 0; k < n; k++) {
+        if (dims[k] < 0)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has a negative dimension %lld at axis %zu",
+                              what, (long long)dims[k], k);
+        if (dims[k] > IR_MAX_DIM)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an absurd dimension %lld at axis %zu",
+                              what, (long long)dims[k], k);
+    }
+    *numel = ir_numel(dims, (int32_t)n);
+    if (*numel < 0)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an absurd element count (dims overflow)", what);
+    return SEAM_STATUS_OK;
+}
+
+/* Buffer for n bytes of tensor data: the model's arena when small, an
+ * owned malloc block when big. */
+static void *tensor_buf(loader *L, size_t n) {
+    if (n < BIG_BLOCK) return seam_arena_alloc(L->a, n ? n : 1);
+    void *p = malloc(n);
+    if (p && !ir_model_own(L->m, p)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* A relative location that stays inside the model's folder: no absolute
+ * path, no ".." component, and (after resolving links) still inside. */
+static seam_status external_path(loader *L, const char *tname, const char *loc, char *out, size_t n) {
+    if (!L->base_dir)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s' uses external data '%s', but the model was not loaded from a file",
+                          tname, loc);
+    if (!loc[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': external data location is empty", tname);
+    if (loc[0] == '/' || loc[0] == '\\')
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s': external data location '%s' is absolute; it must be relative to the model's folder",
+                          tname, loc);
+    for (const char *p = loc; *p;) {
+        const char *e = p + strcspn(p, "/\\");
+        if (e - p == 2 && p[0] == '.' && p[1] == '.')
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                              "initializer '%s': external data location '%s' leaves the model's folder", tname, loc);
+        p = *e ? e + 1 : e;
+    }
+    if ((size_t)snprintf(out, n, "%s/%s", L->base_dir, loc) >= n)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': external data location too long", tname);
+    char real[PATH_MAX];
+    if (!realpath(out, real))
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s': external data file '%s' is missing (%s)", tname, out, strerror(errno));
+    size_t bl = strlen(L->base_dir);
+    if (strncmp(real, L->base_dir, bl) != 0 || (real[bl] != '/' && !(bl == 1 && L->base_dir[0] == '/')))
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s': external data '%s' resolves outside the model's folder", tname, loc);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status read_external(loader *L, const Onnx__TensorProto *tp, ir_tensor *t, size_t want) {
+    const char *loc = NULL;
+    int64_t offset = 0, length = -1;
+    for (size_t k = 0; k < tp->n_external_data; k++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[k];
+        const char *key = e->key ? e->key : "", *val = e->value ? e->value : "";
+        char *end;
+        if (strcmp(key, "location") == 0) {
+            loc = val;
+        } else if (strcmp(key, "offset") == 0 || strcmp(key, "length") == 0) {
+            errno = 0;
+            long long x = strtoll(val, &end, 10);
+            if (errno || *end || x < 0 || end == val)
+                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                                  "initializer '%s': external data %s '%s' is not a non-negative integer", t->name, key, val);
+            if (key[0] == 'o') offset = x;
+            else length = x;
+        }
+    }
+    if (!loc) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': external data has no location", t->name);
+    if (length >= 0 && (uint64_t)length != want)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s': external data length %lld disagrees with its dims (%zu bytes)",
+                          t->name, (long long)length, want);
+    char path[PATH_MAX + 256];
+    seam_status st = external_path(L, t->name, loc, path, sizeof(path));
+    if (st) return st;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': cannot open external data file '%s': %s",
+                          t->name, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size < (uint64_t)offset + want) {
+        close(fd);
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s': external data file '%s' is too short for %zu bytes at offset %lld",
+                          t->name, path, want, (long long)offset);
+    }
+    void *buf = tensor_buf(L, want);
+    if (!buf) {
+        close(fd);
+        return OOM(L);
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(fd, (char *)buf + got, want - got, (off_t)(offset + (int64_t)got));
+        if (r <= 0) {
+            close(fd);
+            return seam_error(L->ctx, SEAM_STATUS_IO_ERROR, "initializer '%s': reading '%s' failed", t->name, path);
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    t->data = buf;
+    t->external_location = dup_str(L, loc);
+    return SEAM_STATUS_OK;
+}
+
+/* Copies a typed field into packed little-endian data. `count` is the
+ * number of entries in the field, `per` how many entries make an element
+ * (2 for complex). */
+static seam_status typed_count(loader *L, const ir_tensor *t, size_t count, size_t per) {
+    if ((uint64_t)count != (uint64_t)t->numel * per)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                          "initializer '%s' has %zu values but its dims %s %lld elements", t->name, count,
+                          "hold", (long long)t->numel);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status convert_typed(loader *L, const Onnx__TensorProto *tp, ir_tensor *t) {
+    seam_status st;
+    size_t n = (size_t)t->numel;
+    switch (t->dtype) {
+    case SEAM_DTYPE_FLOAT32:
+    case SEAM_DTYPE_COMPLEX64: {
+        size_t per = t->dtype == SEAM_DTYPE_COMPLEX64 ? 2 : 1;
+        if ((st = typed_count(L, t, tp->n_float_data, per))) return st;
+        t->data = tensor_buf(L, t->nbytes);
+        if (!t->data) return OOM(L);
+        if (t->nbytes) memcpy(t->data, tp->float_data, t->nbytes);
+        return SEAM_STATUS_OK;
+    }
+    case SEAM_DTYPE_FLOAT64:
+    case SEAM_DTYPE_COMPLEX128: {
+        size_t per = t->dtype == SEAM_DTYPE_COMPLEX128 ? 2 : 1;
+        if ((st = typed_count(L, t, tp->n_double_data, per))) return st;
+        t->data = tensor_buf(L, t->nbytes);
+        if (!t->data) return OOM(L);
+        if (t->nbytes) memcpy(t->data, tp->double_data, t->nbytes);
+        return SEAM_STATUS_OK;
+    }
+    case SEAM_DTYPE_INT64:
+        if ((st = typed_count(L, t, tp->n_int64_data, 1))) return st;
+        t->data = tensor_buf(L, t->nbytes);
+        if (!t->data) return OOM(L);
+        if (t->nbytes) memcpy(t->data, tp->int64_data, t->nbytes);
+        return SEAM_STATUS_OK;
+    case SEAM_DTYPE_UINT32:
+    case SEAM_DTYPE_UINT64: {
+        if ((st = typed_count(L, t, tp->n_uint64_data, 1))) return st;
+        t->data = tensor_buf(L, t->nbytes);
+        if (!t->data) return OOM(L);
+        for (size_t k = 0; k < n; k++) {
+            if (t->dtype == SEAM_DTYPE_UINT64) ((uint64_t *)t->data)[k] = tp->uint64_data[k];
+            else ((uint32_t *)t->data)[k] = (uint32_t)tp->uint64_data[k];
+        }
+        return SEAM_STATUS_OK;
+    }
+    case SEAM_DTYPE_STRING: {
+        if ((st = typed_count(L, t, tp->n_string_data, 1))) return st;
+        ir_bytes *b = seam_arena_calloc(L->a, n ? n : 1, sizeof(ir_bytes));
+        if (!b) return OOM(L);
+        for (size_t k = 0; k < n; k++) {
+            b[k].len = tp->string_data[k].len;
+            b[k].data = seam_arena_memdup(L->a, tp->string_data[k].data, b[k].len);
+            if (!b[k].data) return OOM(L);
+        }
+        t->data = b;
+        return SEAM_STATUS_OK;
+    }
+    default: /* everything else narrower than 32 bits, plus int32, lives in int32_data */
+        if ((st = typed_count(L, t, tp->n_int32_data, 1))) return st;
+        t->data = tensor_buf(L, t->nbytes);
+        if (!t->data) return OOM(L);
+        for (size_t k = 0; k < n; k++) {
+            int32_t v = tp->int32_data[k];
+            switch (seam_dtype_size(t->dtype)) {
+            case 1: ((uint8_t *)t->data)[k] = (uint8_t)v; break;
+            case 2: ((uint16_t *)t->data)[k] = (uint16_t)v; break;
+            default: ((int32_t *)t->data)[k] = v; break;
+            }
+        }
+        return SEAM_STATUS_OK;
+    }
+}
+
+static seam_status convert_tensor(loader *L, const Onnx__TensorProto *tp, const char *what, ir_tensor **out) {
+    ir_tensor *t = seam_arena_calloc(L->a, 1, sizeof(*t));
+    if (!t) return OOM(L);
+    *out = t;
+    t->name = dup_str(L, tp->name);
+    t->doc = dup_str(L, tp->doc_string);
+    char label[512];
+    snprintf(label, sizeof(label), "%s '%s'", what, t->name);
+    if (!tp->has_data_type || !ir_dtype_valid(tp->data_type))
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an unknown element type %d", label,
+                          tp->has_data_type ? tp->data_type : 0);
+    t->dtype = tp->data_type;
+    seam_status st = check_dims(L, tp->dims, tp->n_dims, label, &t->numel);
+    if (st) return st;
+    t->rank = (int32_t)tp->n_dims;
+    t->dims = seam_arena_memdup(L->a, tp->dims, sizeof(int64_t) * tp->n_dims);
+    if (!t->dims) return OOM(L);
+    size_t es = seam_dtype_size(t->dtype);
+    if (es && (uint64_t)t->numel > SIZE_MAX / es)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is too big", label);
+    t->nbytes = (size_t)t->numel * es;
+    if (tp->segment)
+        return seam_error(L->ctx, SEAM_STATUS_UNSUPPORTED, "%s is segmented; seam does not read segmented tensors", label);
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (t->dtype == SEAM_DTYPE_STRING)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s: string tensors cannot use external data", label);
+        return read_external(L, tp, t, t->nbytes);
+    }
+    if (tp->has_raw_data && t->dtype != SEAM_DTYPE_STRING) {
+        if (tp->raw_data.len != t->nbytes)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                              "%s has %zu bytes of data but its dims and type need %zu", label,
+                              tp->raw_data.len, t->nbytes);
+        if (t->nbytes >= BIG_BLOCK && scratch_adopt(L->sc, tp->raw_data.data)) {
+            if (!ir_model_own(L->m, tp->raw_data.data)) {
+                free(tp->raw_data.data);
+                return OOM(L);
+            }
+            t->data = tp->raw_data.data;
+        } else {
+            t->data = tensor_buf(L, t->nbytes);
+            if (!t->data) return OOM(L);
+            if (t->nbytes) memcpy(t->data, tp->raw_data.data, t->nbytes);
+        }
+        return SEAM_STATUS_OK;
+    }
+    return convert_typed(L, tp, t);
+}
+
+static seam_status convert_sparse(loader *L, const Onnx__SparseTensorProto *sp, const char *what, ir_sparse_tensor **out) {
+    ir_sparse_tensor *s = seam_arena_calloc(L->a, 1, sizeof(*s));
+    if (!s) return OOM(L);
+    *out = s;
+    if (!sp->values) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s: sparse tensor without values", what);
+    seam_status st = convert_tensor(L, sp->values, what, &s->values);
+    if (!st && sp->indices) st = convert_tensor(L, sp->indices, what, &s->indices);
+    if (st) return st;
+    int64_t numel;
+    if ((st = check_dims(L, sp->dims, sp->n_dims, what, &numel))) return st;
+    s->rank = (int32_t)sp->n_dims;
+    s->dims = seam_arena_memdup(L->a, sp->dims, sizeof(int64_t) * sp->n_dims);
+    return s->dims ? SEAM_STATUS_OK : OOM(L);
+}
+
+/* ---- types ---- */
+
+static seam_status convert_shape(loader *L, const Onnx__TensorShapeProto *sh, const char *what, ir_type *t) {
+    if (!sh) {
+        t->rank = -1;
+        return SEAM_STATUS_OK;
+    }
+    if (sh->n_dim > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "value '%s' has an absurd rank %zu", what, sh->n_dim);
+    t->rank = (int32_t)sh->n_dim;
+    t->dims = seam_arena_calloc(L->a, sh->n_dim + 1, sizeof(ir_dim));
+    if (!t->dims) return OOM(L);
+    for (size_t k = 0; k < sh->n_dim; k++) {
+        const Onnx__TensorShapeProto__Dimension *d = sh->dim[k];
+        t->dims[k] = IR_DIM_UNKNOWN;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value < 0)
+                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                                  "value '%s' has a negative dimension %lld at axis %zu", what, (long long)d->dim_value, k);
+            if (d->dim_value > IR_MAX_DIM)
+                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
+                                  "value '%s' has an absurd dimension %lld at axis %zu", what, (long long)d->dim_value, k);
+            t->dims[k].v = d->dim_value;
+        } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param && d->dim_param[0]) {
+            t->dims[k].sym = dup_str(L, d->dim_param);
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status convert_type(loader *L, const Onnx__TypeProto *tp, const char *what, ir_type *t, int depth) {
+    memset(t, 0, sizeof(*t));
+    t->rank = -1;
+    if (!tp) return SEAM_STATUS_OK;
+    if (depth > 32) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "value '%s' has a type nested too deeply", what);
+    if (tp->denotation && tp->denotation[0]) t->denotation = dup_str(L, tp->denotation);
+    int32_t elem = 0;
+    bool has_elem = false;
+    const Onnx__TypeProto *inner = NULL;
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE: {
+        bool sparse = tp->value_case == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE;
+        t->kind = sparse ? IR_TYPE_SPARSE_TENSOR : IR_TYPE_TENSOR;
+        has_elem = sparse ? tp->sparse_tensor_type->has_elem_type : tp->tensor_type->has_elem_type;
+        elem = sparse ? tp->sparse_tensor_type->elem_type : tp->tensor_type->elem_type;
+        seam_status st = convert_shape(L, sparse ? tp->sparse_tensor_type->shape : tp->tensor_type->shape, what, t);
+        if (st) return st;
+        break;
+    }
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        t->kind = IR_TYPE_SEQUENCE;
+        inner = tp->sequence_type->elem_type;
+        break;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        t->kind = IR_TYPE_OPTIONAL;
+        inner = tp->optional_type->elem_type;
+        break;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        t->kind = IR_TYPE_MAP;
+        has_elem = tp->map_type->has_key_type;
+        elem = tp->map_type->key_type;
+        inner = tp->map_type->value_type;
+        break;
+    default:
+        return SEAM_STATUS_OK;
+    }
+    if (has_elem && elem != 0 && !ir_dtype_valid(elem))
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "value '%s' has an unknown element type %d", what, elem);
+    t->elem = has_elem ? elem : 0;
+    if (inner) {
+        t->inner = seam_arena_alloc(L->a, sizeof(ir_type));
+        if (!t->inner) return OOM(L);
+        return convert_type(L, inner, what, t->inner, depth + 1);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- attributes and graphs ---- */
+
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph *parent, int depth, ir_graph **out);
+
+static ir_attr_kind guess_attr_kind(const Onnx__AttributeProto *ap) {
+    /* Files from before IR version 2 may leave `type` unset. */
+    if (ap->has_f) return IR_ATTR_FLOAT;
+    if (ap->has_i) return IR_ATTR_INT;
+    if (ap->has_s) return IR_ATTR_STRING;
+    if (ap->t) return IR_ATTR_TENSOR;
+    if (ap->g) return IR_ATTR_GRAPH;
+    if (ap->sparse_tensor) return IR_ATTR_SPARSE_TENSOR;
+    if (ap->tp) return IR_ATTR_TYPE_PROTO;
+    if (ap->n_floats) return IR_ATTR_FLOATS;
+    if (ap->n_ints) return IR_ATTR_INTS;
+    if (ap->n_strings) return IR_ATTR_STRINGS;
+    if (ap->n_tensors) return IR_ATTR_TENSORS;
+    if (ap->n_graphs) return IR_ATTR_GRAPHS;
+    if (ap->n_sparse_tensors) return IR_ATTR_SPARSE_TENSORS;
+    if (ap->n_type_protos) return IR_ATTR_TYPE_PROTOS;
+    return IR_ATTR_UNDEFINED;
+}
+
+static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_graph *g, const char *nlabel,
+                                int depth, ir_attr *at) {
+    memset(at, 0, sizeof(*at));
+    at->name = dup_str(L, ap->name);
+    at->doc = dup_str(L, ap->doc_string);
+    at->ref_attr_name = ap->ref_attr_name ? dup_str(L, ap->ref_attr_name) : NULL;
+    at->kind = ap->has_type && ap->type != 0 ? (ir_attr_kind)ap->type : guess_attr_kind(ap);
+    char what[700];
+    snprintf(what, sizeof(what), "attribute '%s' of %s", at->name, nlabel);
+    seam_status st = SEAM_STATUS_OK;
+    switch (at->kind) {
+    case IR_ATTR_FLOAT: at->f = ap->f; break;
+    case IR_ATTR_INT: at->i = ap->i; break;
+    case IR_ATTR_STRING:
+        at->s.len = ap->s.len;
+        at->s.data = (const uint8_t *)seam_arena_strndup(L->a, (const char *)ap->s.data, ap->s.len);
+        if (!at->s.data) return OOM(L);
+        break;
+    case IR_ATTR_TENSOR:
+        if (!ap->t) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is a tensor attribute without a tensor", what);
+        st = convert_tensor(L, ap->t, what, &at->t);
+        break;
+    case IR_ATTR_GRAPH:
+        if (!ap->g) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is a graph attribute without a graph", what);
+        st = convert_graph(L, ap->g, g, depth + 1, &at->g);
+        if (st) seam_error_prefix(L->ctx, "in %s", what);
+        break;
+    case IR_ATTR_SPARSE_TENSOR:
+        if (!ap->sparse_tensor) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has no sparse tensor", what);
+        st = convert_sparse(L, ap->sparse_tensor, what, &at->sparse);
+        break;
+    case IR_ATTR_TYPE_PROTO:
+        at->tp = seam_arena_alloc(L->a, sizeof(ir_type));
+        if (!at->tp) return OOM(L);
+        st = convert_type(L, ap->tp, what, at->tp, 0);
+        break;
+    case IR_ATTR_FLOATS:
+        at->n = (int32_t)ap->n_floats;
+        at->floats = seam_arena_memdup(L->a, ap->floats, sizeof(float) * ap->n_floats);
+        if (!at->floats) return OOM(L);
+        break;
+    case IR_ATTR_INTS:
+        at->n = (int32_t)ap->n_ints;
+        at->ints = seam_arena_memdup(L->a, ap->ints, sizeof(int64_t) * ap->n_ints);
+        if (!at->ints) return OOM(L);
+        break;
+    case IR_ATTR_STRINGS:
+        at->n = (int32_t)ap->n_strings;
+        at->strings = seam_arena_calloc(L->a, ap->n_strings + 1, sizeof(ir_bytes));
+        if (!at->strings) return OOM(L);
+        for (size_t k = 0; k < ap->n_strings; k++) {
+            at->strings[k].len = ap->strings[k].len;
+            at->strings[k].data = (const uint8_t *)seam_arena_strndup(L->a, (const char *)ap->strings[k].data, ap->strings[k].len);
+            if (!at->strings[k].data) return OOM(L);
+        }
+        break;
+    case IR_ATTR_TENSORS:
+        at->n = (int32_t)ap->n_tensors;
+        at->tensors = seam_arena_calloc(L->a, ap->n_tensors + 1, sizeof(ir_tensor *));
+        if (!at->tensors) return OOM(L);
+        for (size_t k = 0; k < ap->n_tensors && !st; k++) st = convert_tensor(L, ap->tensors[k], what, &at->tensors[k]);
+        break;
+    case IR_ATTR_GRAPHS:
+        at->n = (int32_t)ap->n_graphs;
+        at->graphs = seam_arena_calloc(L->a, ap->n_graphs + 1, sizeof(ir_graph *));
+        if (!at->graphs) return OOM(L);
+        for (size_t k = 0; k < ap->n_graphs && !st; k++) st = convert_graph(L, ap->graphs[k], g, depth + 1, &at->graphs[k]);
+        if (st) seam_error_prefix(L->ctx, "in %s", what);
+        break;
+    case IR_ATTR_SPARSE_TENSORS:
+        at->n = (int32_t)ap->n_sparse_tensors;
+        at->sparse_tensors = seam_arena_calloc(L->a, ap->n_sparse_tensors + 1, sizeof(ir_sparse_tensor *));
+        if (!at->sparse_tensors) return OOM(L);
+        for (size_t k = 0; k < ap->n_sparse_tensors && !st; k++)
+            st = convert_sparse(L, ap->sparse_tensors[k], what, &at->sparse_tensors[k]);
+        break;
+    case IR_ATTR_TYPE_PROTOS:
+        at->n = (int32_t)ap->n_type_protos;
+        at->type_protos = seam_arena_calloc(L->a, ap->n_type_protos + 1, sizeof(ir_type *));
+        if (!at->type_protos) return OOM(L);
+        for (size_t k = 0; k < ap->n_type_protos && !st; k++) {
+            at->type_protos[k] = seam_arena_alloc(L->a, sizeof(ir_type));
+            if (!at->type_protos[k]) return OOM(L);
+            st = convert_type(L, ap->type_protos[k], what, at->type_protos[k], 0);
+        }
+        break;
+    default:
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an unknown attribute type %d", what, (int)at->kind);
+    }
+    return st;
+}
+
+/* The value named `name` as seen from g: defined in g, or an outer-scope
+ * value of an enclosing graph (then a local OUTER value is made, chained
+ * through every graph in between). -1 if nothing defines it. */
+static int32_t resolve_outer(loader *L, ir_graph *g, const char *name) {
+    int32_t v = ir_graph_find(g, name);
+    if (v >= 0) return v;
+    if (!g->parent) return -1;
+    int32_t o = resolve_outer(L, g->parent, name);
+    if (o < 0) return -1;
+    v = ir_graph_add_value(g, g->parent->values[o].name);
+    if (v < 0) return -2;
+    g->values[v].flags |= IR_VALUE_OUTER;
+    g->values[v].outer = o;
+    return v;
+}
+
+/* A value to use as a node input or graph output. Names nothing defines
+ * get a plain value with no flags, so that linking reports them with the
+ * node that uses them. */
+static int32_t use_value(loader *L, ir_graph *g, const char *name) {
+    int32_t v = resolve_outer(L, g, name);
+    if (v == -1) v = ir_graph_add_value(g, dup_str(L, name));
+    return v < 0 ? -2 : v;
+}
+
+static seam_status convert_value_info(loader *L, ir_graph *g, const Onnx__ValueInfoProto *vi, int32_t v) {
+    ir_value *val = &g->values[v];
+    if (vi->doc_string && vi->doc_string[0]) val->doc = dup_str(L, vi->doc_string);
+    if (!vi->type) return SEAM_STATUS_OK;
+    ir_type t;
+    seam_status st = convert_type(L, vi->type, val->name, &t, 0);
+    if (st) return st;
+    g->values[v].type = t;
+    g->values[v].flags |= IR_VALUE_DECLARED;
+    return SEAM_STATUS_OK;
+}
+
+/* Gives unnamed nodes "<op>_<index>", made unique against every node name
+ * of the graph; the same file always gets the same names. */
+static seam_status name_nodes(loader *L, ir_graph *g) {
+    ir_name_map *used = ir_names_new(L->a, (uint32_t)g->n_nodes);
+    if (!used) return OOM(L);
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].name[0] && !ir_names_put(used, g->nodes[i].name, i)) return OOM(L);
+    char buf[256];
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (n->name[0]) continue;
+        snprintf(buf, sizeof(buf), "%.200s_%d", n->op_type[0] ? n->op_type : "node", i);
+        size_t base = strlen(buf);
+        for (int k = 1; ir_names_get(used, buf) >= 0; k++) snprintf(buf + base, sizeof(buf) - base, "_%d", k);
+        n->name = dup_str(L, buf);
+        n->name_generated = true;
+        if (!n->name || !ir_names_put(used, n->name, i)) return OOM(L);
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph *parent, int depth, ir_graph **out) {
+    if (depth > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graphs are nested more than 64 deep");
+    ir_graph *g = ir_graph_new(L->m, parent);
+    if (!g) return OOM(L);
+    *out = g;
+    g->name = dup_str(L, gp->name);
+    g->doc = dup_str(L, gp->doc_string);
+    seam_status st;
+    char lab[300];
+
+    /* Presize: every value is an input, an initializer or a node output. */
+    size_t nv = gp->n_input + gp->n_initializer + gp->n_sparse_initializer;
+    for (size_t i = 0; i < gp->n_node; i++) nv += gp->node[i]->n_output;
+    if (gp->n_node > INT32_MAX / 2 || nv > INT32_MAX / 2)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s' is too big", g->name);
+    g->values = seam_arena_alloc(L->a, sizeof(ir_value) * (nv + 1));
+    g->nodes = seam_arena_alloc(L->a, sizeof(ir_node) * (gp->n_node + 1));
+    if (!g->values || !g->nodes) return OOM(L);
+    g->cap_values = (int32_t)nv + 1;
+    g->cap_nodes = (int32_t)gp->n_node + 1;
+    g->names = ir_names_new(L->a, (uint32_t)nv);
+    if (!g->names) return OOM(L);
+
+    /* initializers */
+    g->inits = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_initializer + 1));
+    if (!g->inits) return OOM(L);
+    for (size_t k = 0; k < gp->n_initializer; k++) {
+        ir_tensor *t;
+        if ((st = convert_tensor(L, gp->initializer[k], "initializer", &t))) return st;
+        if (!t->name[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer %zu has no name", k);
+        if (ir_graph_find(g, t->name) >= 0)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s' appears twice", t->name);
+        int32_t v = ir_graph_add_value(g, t->name);
+        if (v < 0) return OOM(L);
+        ir_value *val = &g->values[v];
+        val->flags |= IR_VALUE_INIT;
+        val->init = t;
+        val->type.kind = IR_TYPE_TENSOR;
+        val->type.elem = t->dtype;
+        val->type.rank = t->rank;
+        val->type.dims = seam_arena_calloc(L->a, (size_t)t->rank + 1, sizeof(ir_dim));
+        if (!val->type.dims) return OOM(L);
+        for (int32_t d = 0; d < t->rank; d++) val->type.dims[d].v = t->dims[d];
+        g->inits[g->n_inits++] = v;
+    }
+    g->sparse_inits = seam_arena_alloc(L->a, sizeof(ir_sparse_tensor *) * (gp->n_sparse_initializer + 1));
+    if (!g->sparse_inits) return OOM(L);
+    for (size_t k = 0; k < gp->n_sparse_initializer; k++) {
+        ir_sparse_tensor *s;
+        if ((st = convert_sparse(L, gp->sparse_initializer[k], "sparse initializer", &s))) return st;
+        const char *nm = s->values->name;
+        if (!nm[0] || ir_graph_find(g, nm) >= 0)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "sparse initializer '%s' has no name or appears twice", nm);
+        int32_t v = ir_graph_add_value(g, nm);
+        if (v < 0) return OOM(L);
+        ir_value *val = &g->values[v];
+        val->flags |= IR_VALUE_INIT; /* init stays NULL: the data is sparse */
+        val->type.kind = IR_TYPE_TENSOR;
+        val->type.elem = s->values->dtype;
+        val->type.rank = s->rank;
+        val->type.dims = seam_arena_calloc(L->a, (size_t)s->rank + 1, sizeof(ir_dim));
+        if (!val->type.dims) return OOM(L);
+        for (int32_t d = 0; d < s->rank; d++) val->type.dims[d].v = s->dims[d];
+        g->sparse_inits[g->n_sparse_inits++] = s;
+    }
+
+    /* inputs (old files list initializers here too) */
+    g->inputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_input + 1));
+    if (!g->inputs) return OOM(L);
+    for (size_t k = 0; k < gp->n_input; k++) {
+        const Onnx__ValueInfoProto *vi = gp->input[k];
+        const char *nm = vi->name ? vi->name : "";
+        if (!nm[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s': input %zu has no name", g->name, k);
+        int32_t v = ir_graph_find(g, nm);
+        if (v >= 0 && (g->values[v].flags & IR_VALUE_INPUT))
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s': input '%s' is listed twice", g->name, nm);
+        if (v < 0) {
+            v = ir_graph_add_value(g, dup_str(L, nm));
+            if (v < 0) return OOM(L);
+            if ((st = convert_value_info(L, g, vi, v))) return st;
+        } else if (vi->type) {
+            /* an initializer that is also an input: keep the initializer's
+             * exact shape, but check the declared type agrees */
+            ir_type t;
+            if ((st = convert_type(L, vi->type, nm, &t, 0))) return st;
+        }
+        g->values[v].flags |= IR_VALUE_INPUT;
+        g->inputs[g->n_inputs++] = v;
+    }
+
+    /* nodes: first every output, so bodies and unsorted files can refer
+     * to values defined further down */
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        int32_t idx = ir_graph_add_node(g);
+        if (idx < 0) return OOM(L);
+        ir_node *n = &g->nodes[idx];
+        n->name = dup_str(L, np->name);
+        n->op_type = intern(L, np->op_type);
+        n->domain = intern(L, np->domain);
+        n->doc = dup_str(L, np->doc_string);
+        n->opset = -1;
+        if (!n->name || !n->op_type || !n->domain || !n->doc) return OOM(L);
+        if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
+        n->n_outputs = (int32_t)np->n_output;
+        n->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_output + 1));
+        if (!n->outputs) return OOM(L);
+        for (size_t k = 0; k < np->n_output; k++) {
+            const char *nm = np->output[k] ? np->output[k] : "";
+            if (!nm[0]) {
+                n->outputs[k] = -1;
+                continue;
+            }
+            int32_t v = ir_graph_find(g, nm);
+            if (v < 0) v = ir_graph_add_value(g, dup_str(L, nm));
+            if (v < 0) return OOM(L);
+            n->outputs[k] = v; /* a second producer is reported by linking */
+        }
+    }
+    if ((st = name_nodes(L, g))) return st;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        ir_node *n = &g->nodes[i];
+        n->n_inputs = (int32_t)np->n_input;
+        n->inputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_input + 1));
+        if (!n->inputs) return OOM(L);
+        for (size_t k = 0; k < np->n_input; k++) {
+            const char *nm = np->input[k] ? np->input[k] : "";
+            n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
+            if (n->inputs[k] == -2) return OOM(L);
+        }
+        n->n_attrs = (int32_t)np->n_attribute;
+        n->attrs = seam_arena_calloc(L->a, np->n_attribute + 1, sizeof(ir_attr));
+        if (!n->attrs) return OOM(L);
+        ir_node_label(g, (int32_t)i, lab, sizeof(lab));
+        for (size_t k = 0; k < np->n_attribute; k++) {
+            if ((st = convert_attr(L, np->attribute[k], g, lab, depth, &n->attrs[k]))) return st;
+            for (size_t j = 0; j < k; j++)
+                if (strcmp(n->attrs[j].name, n->attrs[k].name) == 0)
+                    return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice", lab, n->attrs[k].name);
+        }
+    }
+
+    /* outputs */
+    g->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_output + 1));
+    if (!g->outputs) return OOM(L);
+    for (size_t k = 0; k < gp->n_output; k++) {
+        const Onnx__ValueInfoProto *vi = gp->output[k];
+        const char *nm = vi->name ? vi->name : "";
+        if (!nm[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s': output %zu has no name", g->name, k);
+        int32_t v = use_value(L, g, nm);
+        if (v < 0) return OOM(L);
+        if ((st = convert_value_info(L, g, vi, v))) return st;
+        g->values[v].flags |= IR_VALUE_OUTPUT;
+        g->outputs[g->n_outputs++] = v;
+    }
+    for (size_t k = 0; k < gp->n_value_info; k++) {
+        const Onnx__ValueInfoProto *vi = gp->value_info[k];
+        int32_t v = ir_graph_find(g, vi->name ? vi->name : "");
+        if (v < 0 || (g->values[v].flags & (IR_VALUE_INIT | IR_VALUE_INPUT | IR_VALUE_OUTPUT | IR_VALUE_OUTER)))
+            continue; /* a value_info for nothing, or for a value typed elsewhere */
+        if ((st = convert_value_info(L, g, vi, v))) return st;
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- model ---- */
+
+static seam_status pack_blob(loader *L, const ProtobufCMessage *msg, ir_bytes *out) {
+    size_t n = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = seam_arena_alloc(L->a, n + 1);
+    if (!buf) return OOM(L);
+    protobuf_c_message_pack(msg, buf);
+    out->data = buf;
+    out->len = n;
+    return SEAM_STATUS_OK;
+}
+
+static seam_status convert_model(loader *L, const Onnx__ModelProto *mp) {
+    struct seam_model *m = L->m;
+    seam_status st;
+    if (!mp->graph) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "the model has no graph (is this an ONNX file?)");
+    m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    m->model_version = mp->has_model_version ? mp->model_version : 0;
+    m->producer_name = dup_str(L, mp->producer_name);
+    m->producer_version = dup_str(L, mp->producer_version);
+    m->domain = dup_str(L, mp->domain);
+    m->doc = dup_str(L, mp->doc_string);
+    m->opsets = seam_arena_calloc(L->a, mp->n_opset_import + 1, sizeof(ir_opset));
+    m->metadata = seam_arena_calloc(L->a, mp->n_metadata_props + 1, sizeof(ir_string_pair));
+    m->functions = seam_arena_calloc(L->a, mp->n_functions + 1, sizeof(ir_bytes));
+    m->training_infos = seam_arena_calloc(L->a, mp->n_training_info + 1, sizeof(ir_bytes));
+    if (!m->opsets || !m->metadata || !m->functions || !m->training_infos) return OOM(L);
+    for (size_t k = 0; k < mp->n_opset_import; k++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[k];
+        const char *d = o->domain ? o->domain : "";
+        for (int32_t j = 0; j < m->n_opsets; j++)
+            if (strcmp(m->opsets[j].domain, d) == 0)
+                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "opset for domain '%s' is imported twice", d);
+        if (!o->has_version || o->version < 1)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "opset import for domain '%s' has no valid version", d);
+        m->opsets[m->n_opsets++] = (ir_opset){dup_str(L, d), o->version};
+    }
+    for (size_t k = 0; k < mp->n_metadata_props; k++) {
+        const Onnx__StringStringEntryProto *e = mp->metadata_props[k];
+        m->metadata[m->n_metadata++] = (ir_string_pair){dup_str(L, e->key), dup_str(L, e->value)};
+    }
+    for (size_t k = 0; k < mp->n_functions; k++)
+        if ((st = pack_blob(L, &mp->functions[k]->base, &m->functions[m->n_functions++]))) return st;
+    for (size_t k = 0; k < mp->n_training_info; k++)
+        if ((st = pack_blob(L, &mp->training_info[k]->base, &m->training_infos[m->n_training_infos++]))) return st;
+    return convert_graph(L, mp->graph, NULL, 0, &m->graph);
+}
+
+static void model_free(struct seam_model *m) {
+    if (!m) return;
+    for (int32_t k = 0; k < m->n_owned; k++) free(m->owned[k]);
+    free(m->owned);
+    seam_arena_free(&m->arena);
+    free(m);
+}
+
+void seam_model_free(seam_model *model) { model_free(model); }
+
+static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir,
+                              seam_model **model_out) {
+    if (size == 0) return seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "the file is empty");
+    struct seam_model *m = calloc(1, sizeof(*m));
+    if (!m) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    m->ctx = ctx;
+    seam_arena_init(&m->arena, (size_t)1 << 20);
+    scratch sc = {0};
+    seam_arena_init(&sc.arena, (size_t)1 << 20);
+    ProtobufCAllocator alloc = {scratch_alloc, scratch_free, &sc};
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
+    seam_status st = SEAM_STATUS_OK;
+    if (!mp) {
+        st = sc.oom ? seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while parsing the model")
+                    : seam_error(ctx, SEAM_STATUS_PARSE_ERROR,
+                                 "not an ONNX model: the protobuf is malformed or truncated");
+    } else {
+        qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
+        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0};
+        L.interned = ir_names_new(&m->arena, 256);
+        m->base_dir = base_dir ? seam_arena_strdup(&m->arena, base_dir) : NULL;
+        L.base_dir = m->base_dir;
+        st = L.interned ? convert_model(&L, mp) : OOM(&L);
+    }
+    scratch_release(&sc); /* the protobuf structures end here */
+    if (!st) st = ir_graph_link(ctx, m->graph);
+    if (!st) st = ir_infer_model(m);
+    if (st) {
+        model_free(m);
+        return st;
+    }
+    *model_out = m;
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_model_load_buffer(seam_context *ctx, const void *data, size_t size, const char *base_dir,
+                                   seam_model **model_out) {
+    if (!model_out) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "model_out is NULL");
+    *model_out = NULL;
+    if (!data && size) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "data is NULL");
+    char real[PATH_MAX];
+    if (base_dir && !realpath(base_dir, real))
+        return seam_error(ctx, SEAM_STATUS_IO_ERROR, "cannot resolve folder '%s': %s", base_dir, strerror(errno));
+    return load_bytes(ctx, data, size, base_dir ? real : NULL, model_out);
+}
+
+seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **model_out) {
+    if (!model_out) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "model_out is NULL");
+    *model_out = NULL;
+    if (!path) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "path is NULL");
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: not a regular file", path);
+    }
+    /* The folder that external data is relative to. */
+    char dir[PATH_MAX], real[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        if (slash == dir) slash[1] = 0;
+        else *slash = 0;
+    } else {
+        snprintf(dir, sizeof(dir), ".");
+    }
+    if (!realpath(dir, real)) {
+        close(fd);
+        return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot resolve its folder: %s", path, strerror(errno));
+    }
+    size_t size = (size_t)sb.st_size;
+    seam_status st;
+    if (size == 0) {
+        close(fd);
+        st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "the file is empty");
+    } else {
+        /* mmap + one copy by protobuf-c costs about one read(2). */
+        void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot map: %s", path, strerror(errno));
+        st = load_bytes(ctx, p, size, real, model_out);
+        munmap(p, size);
+    }
+    if (st) seam_error_prefix(ctx, "%s", path);
+    return st;
+}

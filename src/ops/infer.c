@@ -1,0 +1,271 @@
+/* The inference driver and the helpers in infer.h. */
+#include "ops/infer.h"
+
+#include <string.h>
+
+#include "core/context.h"
+
+int32_t infer_n_inputs(const seam_infer *ic) { return ic->n->n_inputs; }
+int32_t infer_n_outputs(const seam_infer *ic) { return ic->n->n_outputs; }
+
+bool infer_has_input(const seam_infer *ic, int32_t i) {
+    return i >= 0 && i < ic->n->n_inputs && ic->n->inputs[i] >= 0;
+}
+
+bool infer_has_output(const seam_infer *ic, int32_t i) {
+    return i >= 0 && i < ic->n->n_outputs && ic->n->outputs[i] >= 0;
+}
+
+const ir_type *infer_in(const seam_infer *ic, int32_t i) {
+    if (!infer_has_input(ic, i)) return NULL;
+    return &ic->g->values[ic->n->inputs[i]].type;
+}
+
+int32_t infer_in_dtype(const seam_infer *ic, int32_t i) {
+    const ir_type *t = infer_in(ic, i);
+    return t && t->kind == IR_TYPE_TENSOR ? t->elem : SEAM_DTYPE_UNDEFINED;
+}
+
+int32_t infer_in_rank(const seam_infer *ic, int32_t i) {
+    const ir_type *t = infer_in(ic, i);
+    return t && t->kind == IR_TYPE_TENSOR ? t->rank : -1;
+}
+
+const ir_tensor *infer_in_const(const seam_infer *ic, int32_t i) {
+    if (!infer_has_input(ic, i)) return NULL;
+    return ic->g->values[ic->n->inputs[i]].konst;
+}
+
+int32_t infer_in_ints(const seam_infer *ic, int32_t i, int64_t *out, int32_t max) {
+    const ir_tensor *t = infer_in_const(ic, i);
+    if (!t || t->numel < 0 || t->numel > max) return -1;
+    for (int64_t k = 0; k < t->numel; k++) {
+        if (t->dtype == SEAM_DTYPE_INT64) {
+            memcpy(&out[k], (const char *)t->data + 8 * k, 8);
+        } else if (t->dtype == SEAM_DTYPE_INT32) {
+            int32_t v;
+            memcpy(&v, (const char *)t->data + 4 * k, 4);
+            out[k] = v;
+        } else {
+            return -1;
+        }
+    }
+    return (int32_t)t->numel;
+}
+
+const ir_attr *infer_attr(const seam_infer *ic, const char *name) {
+    return ir_node_attr(ic->n, name);
+}
+
+int64_t infer_attr_int(const seam_infer *ic, const char *name, int64_t def) {
+    const ir_attr *a = infer_attr(ic, name);
+    return a && a->kind == IR_ATTR_INT ? a->i : def;
+}
+
+float infer_attr_float(const seam_infer *ic, const char *name, float def) {
+    const ir_attr *a = infer_attr(ic, name);
+    return a && a->kind == IR_ATTR_FLOAT ? a->f : def;
+}
+
+const char *infer_attr_string(const seam_infer *ic, const char *name, const char *def) {
+    const ir_attr *a = infer_attr(ic, name);
+    if (!a || a->kind != IR_ATTR_STRING) return def;
+    char *s = seam_arena_strndup(ic->arena, (const char *)a->s.data, a->s.len);
+    return s ? s : def;
+}
+
+int32_t infer_attr_ints(const seam_infer *ic, const char *name, const int64_t **out) {
+    const ir_attr *a = infer_attr(ic, name);
+    if (!a || a->kind != IR_ATTR_INTS) return -1;
+    *out = a->ints;
+    return a->n;
+}
+
+static ir_type *out_type(seam_infer *ic, int32_t i) {
+    if (!infer_has_output(ic, i)) return NULL;
+    return &ic->g->values[ic->n->outputs[i]].type;
+}
+
+/* Merges an inferred tensor type into t. A declared dim stays; an unknown
+ * one takes the inferred dim. A declared rank that disagrees wins too:
+ * inference never overrules the file. */
+void infer_set_tensor(seam_infer *ic, int32_t i, int32_t dtype, int32_t rank, const ir_dim *dims) {
+    ir_type *t = out_type(ic, i);
+    if (!t) return;
+    if (t->kind == IR_TYPE_NONE) t->kind = IR_TYPE_TENSOR;
+    if (t->kind != IR_TYPE_TENSOR) return;
+    if (t->elem == SEAM_DTYPE_UNDEFINED) t->elem = dtype;
+    if (rank < 0 || rank > INFER_MAX_RANK) return;
+    if (t->rank < 0) {
+        ir_dim *d = seam_arena_calloc(ic->arena, (size_t)rank + 1, sizeof(ir_dim));
+        if (!d) return;
+        for (int32_t k = 0; k < rank; k++) d[k] = dims[k];
+        t->dims = d;
+        t->rank = rank;
+        return;
+    }
+    if (t->rank != rank) return;
+    for (int32_t k = 0; k < rank; k++) {
+        if (t->dims[k].v < 0 && dims[k].v >= 0) t->dims[k].v = dims[k].v;
+        if (t->dims[k].v < 0 && !t->dims[k].sym) t->dims[k].sym = dims[k].sym;
+    }
+}
+
+void infer_set_tensor_i64(seam_infer *ic, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims) {
+    ir_dim d[INFER_MAX_RANK];
+    if (rank > INFER_MAX_RANK) rank = -1;
+    for (int32_t k = 0; k < rank; k++) d[k] = (ir_dim){dims[k] >= 0 ? dims[k] : -1, NULL};
+    infer_set_tensor(ic, i, dtype, rank, d);
+}
+
+void infer_set_dtype(seam_infer *ic, int32_t i, int32_t dtype) {
+    infer_set_tensor(ic, i, dtype, -1, NULL);
+}
+
+void infer_copy_type(seam_infer *ic, int32_t out, int32_t in) {
+    const ir_type *t = infer_in(ic, in);
+    if (!t) return;
+    if (t->kind == IR_TYPE_TENSOR || t->kind == IR_TYPE_NONE)
+        infer_set_tensor(ic, out, t->elem, t->kind == IR_TYPE_TENSOR ? t->rank : -1, t->dims);
+    else
+        infer_set_type(ic, out, t);
+}
+
+static ir_type *type_dup(seam_arena *a, const ir_type *t) {
+    ir_type *c = seam_arena_alloc(a, sizeof(*c));
+    if (!c) return NULL;
+    *c = *t;
+    if (t->rank > 0) {
+        c->dims = seam_arena_memdup(a, t->dims, sizeof(ir_dim) * (size_t)t->rank);
+        if (!c->dims) return NULL;
+    }
+    if (t->inner) c->inner = type_dup(a, t->inner);
+    return c;
+}
+
+void infer_set_type(seam_infer *ic, int32_t i, const ir_type *t) {
+    ir_type *o = out_type(ic, i);
+    if (!o || !t) return;
+    if (t->kind == IR_TYPE_TENSOR) {
+        infer_set_tensor(ic, i, t->elem, t->rank, t->dims);
+        return;
+    }
+    if (o->kind != IR_TYPE_NONE) return; /* declared non-tensor types stay */
+    ir_type *c = type_dup(ic->arena, t);
+    if (c) *o = *c;
+}
+
+void infer_set_const(seam_infer *ic, int32_t i, int32_t dtype, int32_t rank,
+                     const int64_t *dims, const void *data) {
+    if (!infer_has_output(ic, i)) return;
+    int64_t numel = ir_numel(dims, rank);
+    size_t es = seam_dtype_size(dtype);
+    if (numel < 0 || es == 0) return;
+    ir_tensor *t = seam_arena_calloc(ic->arena, 1, sizeof(*t));
+    if (!t) return;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->numel = numel;
+    t->nbytes = (size_t)numel * es;
+    t->dims = rank ? seam_arena_memdup(ic->arena, dims, sizeof(int64_t) * (size_t)rank) : NULL;
+    t->data = seam_arena_memdup(ic->arena, data, t->nbytes);
+    if ((rank && !t->dims) || !t->data) return;
+    ir_value *v = &ic->g->values[ic->n->outputs[i]];
+    t->name = v->name;
+    v->konst = t;
+    infer_set_tensor_i64(ic, i, dtype, rank, dims);
+}
+
+int32_t infer_broadcast(const ir_type *const *ts, int32_t n, ir_dim *out) {
+    int32_t r = 0;
+    for (int32_t k = 0; k < n; k++) {
+        if (!ts[k] || ts[k]->kind != IR_TYPE_TENSOR || ts[k]->rank < 0) return -1;
+        if (ts[k]->rank > r) r = ts[k]->rank;
+    }
+    if (r > INFER_MAX_RANK) return -1;
+    for (int32_t d = 0; d < r; d++) {
+        ir_dim acc = {1, NULL};
+        bool unknown = false;
+        for (int32_t k = 0; k < n; k++) {
+            int32_t off = d - (r - ts[k]->rank);
+            if (off < 0) continue;
+            ir_dim x = ts[k]->dims[off];
+            if (x.v == 1) continue;
+            if (x.v > 1 || x.v == 0) {
+                if (acc.v < 0 || acc.v == 1) {
+                    acc = (ir_dim){x.v, NULL};
+                    unknown = false;
+                }
+                continue;
+            }
+            /* x unknown */
+            if (acc.v == 1) {
+                acc = x;
+                unknown = true;
+            } else if (unknown && !(x.sym && acc.sym && strcmp(x.sym, acc.sym) == 0)) {
+                acc.sym = NULL;
+            }
+        }
+        out[d] = acc;
+    }
+    return r;
+}
+
+int32_t infer_axis(int64_t axis, int32_t rank) {
+    if (axis < 0) axis += rank;
+    return axis >= 0 && axis < rank ? (int32_t)axis : -1;
+}
+
+void infer_same_as_input(seam_infer *ic) { infer_copy_type(ic, 0, 0); }
+
+/* ---- the driver ---- */
+
+static void infer_graph(struct seam_model *m, ir_graph *g);
+
+void infer_subgraph(seam_infer *ic, ir_graph *body) {
+    if (body) infer_graph(ic->model, body);
+}
+
+static int64_t opset_of(const struct seam_model *m, const char *domain) {
+    if (strcmp(domain, "ai.onnx") == 0) domain = "";
+    for (int32_t k = 0; k < m->n_opsets; k++) {
+        const char *d = m->opsets[k].domain;
+        if (strcmp(d, "ai.onnx") == 0) d = "";
+        if (strcmp(d, domain) == 0) return m->opsets[k].version;
+    }
+    return -1;
+}
+
+/* Values defined outside a body take their type from the enclosing graph. */
+static void infer_outer_values(ir_graph *g) {
+    if (!g->parent) return;
+    for (int32_t k = 0; k < g->n_values; k++) {
+        ir_value *v = &g->values[k];
+        if (!(v->flags & IR_VALUE_OUTER) || v->outer < 0) continue;
+        const ir_value *o = &g->parent->values[v->outer];
+        if (v->type.kind == IR_TYPE_NONE) v->type = o->type;
+        if (!v->konst) v->konst = o->konst;
+    }
+}
+
+static void infer_graph(struct seam_model *m, ir_graph *g) {
+    infer_outer_values(g);
+    for (int32_t k = 0; k < g->n_values; k++) {
+        ir_value *v = &g->values[k];
+        if (v->init && !v->konst) v->konst = v->init;
+    }
+    for (int32_t t = 0; t < g->n_nodes; t++) {
+        int32_t idx = g->topo[t];
+        ir_node *n = &g->nodes[idx];
+        n->opset = (int32_t)opset_of(m, n->domain);
+        if (!n->def) n->def = seam_op_find(n->domain, n->op_type, n->opset);
+        if (!n->def || !n->def->infer) continue;
+        seam_infer ic = {m, g, n, idx, &m->arena};
+        n->def->infer(&ic);
+    }
+}
+
+seam_status ir_infer_model(struct seam_model *m) {
+    infer_graph(m, m->graph);
+    return SEAM_STATUS_OK;
+}

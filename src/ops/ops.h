@@ -1,0 +1,53 @@
+/*
+ * The op registry: one entry per op, holding its type/shape inference and
+ * (later) its CPU kernel. Entries live in one table per op family
+ * (elementwise.c, conv.c, ...) and registry.c joins the tables.
+ *
+ * Adding an op is a local change: write its infer function next to its
+ * family's others and add one line to that family's table, e.g.
+ *
+ *     static void infer_relu(seam_infer *ic) { infer_same_as_input(ic, 0); }
+ *     const seam_op_def seam_ops_activation[] = {
+ *         {"", "Relu", 1, infer_relu, NULL},
+ *         ...
+ *     };
+ */
+#ifndef SEAM_OPS_H
+#define SEAM_OPS_H
+
+#include "ir/ir.h"
+
+typedef struct seam_infer seam_infer;
+typedef void (*seam_infer_fn)(seam_infer *ic);
+
+struct seam_op_def {
+    const char *domain;   /* "" for ai.onnx */
+    const char *op_type;
+    int32_t since;        /* first opset version this entry describes */
+    seam_infer_fn infer;  /* NULL: outputs stay unknown */
+    void *kernel;         /* the CPU kernel (issue 3); NULL for now */
+};
+
+/* Each family file defines one table and its length. */
+#define SEAM_OP_FAMILY(fam)                          \
+    extern const seam_op_def seam_ops_##fam[];       \
+    extern const size_t seam_ops_##fam##_count;
+
+SEAM_OP_FAMILY(elementwise)
+SEAM_OP_FAMILY(activation)
+SEAM_OP_FAMILY(linalg)
+SEAM_OP_FAMILY(pool)
+SEAM_OP_FAMILY(norm)
+SEAM_OP_FAMILY(reduce)
+SEAM_OP_FAMILY(tensor)
+SEAM_OP_FAMILY(index)
+SEAM_OP_FAMILY(rnn)
+SEAM_OP_FAMILY(control)
+SEAM_OP_FAMILY(quant)
+SEAM_OP_FAMILY(cast)
+
+/* The entry for (domain, op) with the highest `since` <= opset; NULL if
+ * seam does not know the op. Domain "ai.onnx" is the same as "". */
+const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t opset);
+
+#endif

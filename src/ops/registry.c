@@ -1,0 +1,80 @@
+/* Joins the op family tables into one index sorted by (domain, op, since),
+ * built once per process. The index is immutable after it is built, so
+ * sharing it between contexts is safe. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+typedef struct family {
+    const seam_op_def *ops;
+    const size_t *count;
+} family;
+
+static const family families[] = {
+    {seam_ops_elementwise, &seam_ops_elementwise_count},
+    {seam_ops_activation, &seam_ops_activation_count},
+    {seam_ops_linalg, &seam_ops_linalg_count},
+    {seam_ops_pool, &seam_ops_pool_count},
+    {seam_ops_norm, &seam_ops_norm_count},
+    {seam_ops_reduce, &seam_ops_reduce_count},
+    {seam_ops_tensor, &seam_ops_tensor_count},
+    {seam_ops_index, &seam_ops_index_count},
+    {seam_ops_rnn, &seam_ops_rnn_count},
+    {seam_ops_control, &seam_ops_control_count},
+    {seam_ops_quant, &seam_ops_quant_count},
+    {seam_ops_cast, &seam_ops_cast_count},
+};
+
+#define MAX_OPS 1024
+static const seam_op_def *index_[MAX_OPS];
+static size_t n_index;
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static const char *norm_domain(const char *d) {
+    return d && strcmp(d, "ai.onnx") != 0 ? d : "";
+}
+
+static int cmp_key(const char *da, const char *oa, const char *db, const char *ob) {
+    int c = strcmp(norm_domain(da), norm_domain(db));
+    return c ? c : strcmp(oa, ob);
+}
+
+static int cmp_def(const void *a, const void *b) {
+    const seam_op_def *x = *(const seam_op_def *const *)a;
+    const seam_op_def *y = *(const seam_op_def *const *)b;
+    int c = cmp_key(x->domain, x->op_type, y->domain, y->op_type);
+    return c ? c : (x->since > y->since) - (x->since < y->since);
+}
+
+static void build_index(void) {
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+        for (size_t k = 0; k < *families[f].count && n_index < MAX_OPS; k++)
+            index_[n_index++] = &families[f].ops[k];
+    qsort(index_, n_index, sizeof(index_[0]), cmp_def);
+}
+
+const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t opset) {
+    pthread_once(&index_once, build_index);
+    /* first entry >= (domain, op) */
+    size_t lo = 0, hi = n_index;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cmp_key(index_[mid]->domain, index_[mid]->op_type, domain, op_type) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const seam_op_def *best = NULL;
+    for (size_t k = lo; k < n_index && cmp_key(index_[k]->domain, index_[k]->op_type, domain, op_type) == 0; k++) {
+        /* An unknown opset (-1) takes the newest entry. */
+        if (opset < 0 || index_[k]->since <= opset) best = index_[k];
+    }
+    return best;
+}
+
+size_t seam_op_count(void) {
+    pthread_once(&index_once, build_index);
+    return n_index;
+}

@@ -1,0 +1,22 @@
+/* Shared bits of the seam command-line tool. Exit codes: 0 ok, 1 bad
+ * input (a model, a file, data), 2 bad usage (an unknown option, a
+ * missing argument). */
+#ifndef SEAM_CLI_H
+#define SEAM_CLI_H
+
+#include <stdbool.h>
+
+#include "seam.h"
+
+#define CLI_OK 0
+#define CLI_BAD_INPUT 1
+#define CLI_USAGE 2
+
+/* Prints "seam <cmd>: message" to stderr and returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "seam <cmd>: <status>: <context's last error>" and returns CLI_BAD_INPUT. */
+int cli_fail(const char *cmd, seam_context *ctx, seam_status st);
+
+int cmd_inspect(int argc, char **argv);
+
+#endif
