@@ -884,7 +884,7 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
                     : seam_error(ctx, SEAM_STATUS_PARSE_ERROR,
                                  "not an ONNX model: the protobuf is malformed or truncated");
     } else {
-        qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
+        if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
         loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0};
         L.interned = ir_names_new(&m->arena, 256);
         m->base_dir = base_dir ? seam_arena_strdup(&m->arena, base_dir) : NULL;

@@ -50,7 +50,6 @@ int main(int argc, char **argv) {
     }
     for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
         if (strcmp(argv[1], commands[k].name) == 0) return commands[k].fn(argc - 1, argv + 1);
-    fprintf(stderr, "seam: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "seam: unknown command '%s' (see 'seam --help')\n", argv[1]);
     return CLI_USAGE;
 }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: the suite, the suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and a fuzz smoke run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== tests under ASan + UBSan"
+cmake -S . -B build-asan -DSEAM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DSEAM_MODELS_DIR="$PWD/build/models" >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== fuzz smoke"
+bash scripts/fuzz_smoke.sh 30
+echo "== all tests passed"

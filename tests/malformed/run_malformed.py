@@ -1,0 +1,155 @@
+"""Feeds seam hostile and broken models; each must give exit 1 (bad input)
+and one clear line naming the problem, never a crash.
+
+usage: /usr/bin/python3 run_malformed.py SEAM_BINARY WORKDIR
+"""
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SEAM, WORK = sys.argv[1], sys.argv[2]
+os.makedirs(WORK, exist_ok=True)
+failures = []
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def model(nodes, inputs, outputs, inits=(), value_info=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits), value_info=list(value_info))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def write(name, data):
+    path = os.path.join(WORK, name)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.SerializeToString())
+    return path
+
+
+def expect(path, code, *needles, args=("inspect",)):
+    cmd = [SEAM, *args, path] if path is not None else [SEAM, *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    err = r.stderr.strip()
+    ok = r.returncode == code and all(n in err for n in needles)
+    if code != 0 and (len(err.splitlines()) != 1):
+        ok = False
+    label = os.path.basename(path) if path else " ".join(args)
+    print(("ok   " if ok else "FAIL ") + f"{label}: exit {r.returncode}: {err[:200]}")
+    if not ok:
+        failures.append(f"{label}: wanted exit {code} and {needles}, got {r.returncode}: {err}")
+
+
+relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+good = model([relu], [vi("x", [1, 4])], [vi("y", [1, 4])])
+good_bytes = good.SerializeToString()
+
+# files that are not models
+expect(write("empty.onnx", b""), 1, "empty")
+expect(write("truncated.onnx", good_bytes[: len(good_bytes) // 2]), 1, "truncated.onnx")
+rng = random.Random(1)
+for k in range(5):
+    expect(write(f"random{k}.onnx", bytes(rng.randrange(256) for _ in range(4096))), 1, f"random{k}.onnx")
+expect(write("text.onnx", b"this is a text file, not a model\nsecond line\n"), 1, "text.onnx")
+expect(os.path.join(WORK, "does-not-exist.onnx"), 1, "does-not-exist.onnx", "cannot open")
+expect(WORK, 1, "not a regular file")
+
+# broken graphs
+cyc = model([helper.make_node("Add", ["x", "c"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu"),
+             helper.make_node("Neg", ["b"], ["c"], name="neg"),
+             helper.make_node("Identity", ["c"], ["y"], name="out")],
+            [vi("x", [1])], [vi("y", [1])])
+expect(write("cycle.onnx", cyc), 1, "cycle", "node 0 'add' (Add)", "node 2 'neg' (Neg)")
+dang = model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [vi("x", [1])], [vi("y", [1])])
+expect(write("dangling.onnx", dang), 1, "'ghost'", "node 0 'add' (Add)", "never defined")
+twice = model([helper.make_node("Relu", ["x"], ["y"], name="r1"), helper.make_node("Neg", ["x"], ["y"], name="r2")],
+              [vi("x", [1])], [vi("y", [1])])
+expect(write("twice.onnx", twice), 1, "'y' is produced twice", "node 1 'r2' (Neg)")
+noout = model([relu], [vi("x", [1])], [vi("z", [1])])
+expect(write("orphan_output.onnx", noout), 1, "graph output 'z'")
+body_dang = helper.make_graph([helper.make_node("Add", ["x", "nowhere"], ["o"], name="inner")], "then",
+                              [], [vi("o", [1])])
+ifm = model([helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=body_dang, else_branch=body_dang)],
+            [vi("cond", [], TensorProto.BOOL), vi("x", [1])], [vi("y", [1])])
+expect(write("body_dangling.onnx", ifm), 1, "'nowhere'", "node 0 'inner' (Add)", "node 0 'branch' (If)")
+
+# bad types, dims and data
+bad_t = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+bad_t.data_type = 99
+expect(write("bad_dtype.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [2])], [vi("y", [2])], [bad_t])),
+       1, "initializer 'w'", "unknown element type 99")
+bad_vi = model([relu], [vi("x", [1, 4])], [vi("y", [1, 4])])
+bad_vi.graph.input[0].type.tensor_type.elem_type = 77
+expect(write("bad_value_dtype.onnx", bad_vi), 1, "value 'x'", "unknown element type 77")
+neg = model([relu], [vi("x", [1, 4])], [vi("y", [1, 4])])
+neg.graph.input[0].type.tensor_type.shape.dim[1].dim_value = -3
+expect(write("negative_dim.onnx", neg), 1, "value 'x'", "negative dimension -3")
+absurd = model([relu], [vi("x", [1, 4])], [vi("y", [1, 4])])
+absurd.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 1 << 50
+expect(write("absurd_dim.onnx", absurd), 1, "value 'x'", "absurd dimension")
+def raw_tensor(name, dims, raw):
+    t = TensorProto()
+    t.name, t.data_type, t.raw_data = name, TensorProto.FLOAT, raw
+    t.dims.extend(dims)
+    return t
+
+
+overflow = raw_tensor("w", [1 << 30, 1 << 30, 1 << 30], b"\0\0\0\0")
+expect(write("overflow_dims.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [1])], [vi("y", [1])], [overflow])),
+       1, "initializer 'w'", "absurd element count")
+huge = raw_tensor("w", [1 << 20, 1 << 20], b"\0\0\0\0")
+expect(write("huge_dims.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [1])], [vi("y", [1])], [huge])),
+       1, "initializer 'w'", "4 bytes of data")
+short = raw_tensor("w", [3], b"\0" * 8)
+expect(write("short_data.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [3])], [vi("y", [3])], [short])),
+       1, "initializer 'w'", "8 bytes of data but its dims and type need 12")
+typed = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+typed.dims[0] = 3
+expect(write("typed_count.onnx", model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [3])], [vi("y", [3])], [typed])),
+       1, "initializer 'w' has 2 values")
+
+
+def ext_model(location):
+    t = raw_tensor("w", [4], b"")
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return model([helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [4])], [vi("y", [4])], [t])
+
+
+with open(os.path.join(WORK, "weights.bin"), "wb") as f:
+    f.write(np.arange(4, dtype=np.float32).tobytes())
+expect(write("ext_ok.onnx", ext_model("weights.bin")), 0)
+expect(write("ext_dotdot.onnx", ext_model("../secret.bin")), 1, "initializer 'w'", "leaves the model's folder")
+expect(write("ext_dotdot2.onnx", ext_model("sub/../../secret.bin")), 1, "leaves the model's folder")
+expect(write("ext_absolute.onnx", ext_model("/etc/passwd")), 1, "initializer 'w'", "is absolute")
+expect(write("ext_missing.onnx", ext_model("no_such_weights.bin")), 1, "initializer 'w'", "is missing")
+link = os.path.join(WORK, "escape.bin")
+if os.path.lexists(link):
+    os.remove(link)
+os.symlink("/etc/hostname", link)
+expect(write("ext_symlink.onnx", ext_model("escape.bin")), 1, "resolves outside")
+short_ext = ext_model("weights.bin")
+short_ext.graph.initializer[0].dims[0] = 8
+short_ext.graph.initializer[0].external_data[2].value = "32"
+expect(write("ext_short.onnx", short_ext), 1, "too short")
+
+# usage errors exit 2
+expect(None, 2, "no model given", args=("inspect",))
+expect(write("ok.onnx", good), 2, "unknown option '--bogus'", args=("inspect", "--bogus"))
+expect(None, 2, "unknown command", args=("frobnicate",))
+expect(write("ok.onnx", good), 0)
+
+if failures:
+    print(f"{len(failures)} malformed-input check(s) failed")
+    sys.exit(1)
+print("all malformed-input checks passed")

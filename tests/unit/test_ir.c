@@ -1,0 +1,234 @@
+/* Unit tests for the arena, the name map and the graph IR's linking and
+ * checks, on graphs built by hand. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/context.h"
+#include "ir/ir.h"
+#include "ir/names.h"
+
+static void test_arena(void) {
+    seam_arena a;
+    seam_arena_init(&a, 1024);
+    for (int k = 1; k < 2000; k += 37) {
+        void *p = seam_arena_alloc(&a, (size_t)k);
+        CHECK(p != NULL);
+        CHECK(((uintptr_t)p & 15) == 0);
+        memset(p, 0xab, (size_t)k);
+    }
+    char *big = seam_arena_alloc(&a, 100000);
+    CHECK(big != NULL);
+    memset(big, 1, 100000);
+    CHECK(strcmp(seam_arena_strdup(&a, "conv1"), "conv1") == 0);
+    CHECK(strcmp(seam_arena_strdup(&a, NULL), "") == 0);
+    CHECK(seam_arena_calloc(&a, SIZE_MAX / 2, 4) == NULL);
+    CHECK(seam_arena_memdup(&a, NULL, 0) != NULL);
+    seam_arena_free(&a);
+    CHECK(a.head == NULL);
+}
+
+static void test_names(void) {
+    seam_arena a;
+    seam_arena_init(&a, 1 << 16);
+    ir_name_map *m = ir_names_new(&a, 4);
+    char buf[32];
+    for (int k = 0; k < 20000; k++) {
+        snprintf(buf, sizeof(buf), "v%d", k);
+        CHECK(ir_names_put(m, seam_arena_strdup(&a, buf), k));
+    }
+    int bad = 0;
+    for (int k = 0; k < 20000; k++) {
+        snprintf(buf, sizeof(buf), "v%d", k);
+        if (ir_names_get(m, buf) != k) bad++;
+    }
+    CHECK(bad == 0);
+    CHECK(ir_names_get(m, "v20000") == -1);
+    CHECK(ir_names_get(m, "") == -1);
+    seam_arena_free(&a);
+}
+
+static void test_numel(void) {
+    int64_t d1[] = {2, 3, 4};
+    CHECK(ir_numel(d1, 3) == 24);
+    CHECK(ir_numel(d1, 0) == 1);
+    int64_t d2[] = {2, -1};
+    CHECK(ir_numel(d2, 2) == -1);
+    int64_t d3[] = {IR_MAX_DIM, IR_MAX_DIM};
+    CHECK(ir_numel(d3, 2) == -1);
+    int64_t d4[] = {IR_MAX_DIM + 1};
+    CHECK(ir_numel(d4, 1) == -1);
+    int64_t d5[] = {0, IR_MAX_DIM};
+    CHECK(ir_numel(d5, 2) == 0);
+}
+
+/* A model with one graph, built without a file. */
+typedef struct fixture {
+    seam_context ctx;
+    struct seam_model m;
+    ir_graph *g;
+} fixture;
+
+static void fx_init(fixture *f) {
+    memset(f, 0, sizeof(*f));
+    f->m.ctx = &f->ctx;
+    seam_arena_init(&f->m.arena, 1 << 16);
+    f->g = ir_graph_new(&f->m, NULL);
+    f->m.graph = f->g;
+}
+
+static void fx_free(fixture *f) { seam_arena_free(&f->m.arena); }
+
+static int32_t val(fixture *f, const char *name) {
+    int32_t v = ir_graph_find(f->g, name);
+    return v >= 0 ? v : ir_graph_add_value(f->g, seam_arena_strdup(&f->m.arena, name));
+}
+
+/* Adds node `name` (op) reading ins and writing outs (comma-separated). */
+static void node(fixture *f, const char *name, const char *op, const char *ins, const char *outs) {
+    int32_t i = ir_graph_add_node(f->g);
+    ir_node *n = &f->g->nodes[i];
+    n->name = name;
+    n->op_type = op;
+    n->domain = "";
+    n->inputs = seam_arena_alloc(&f->m.arena, sizeof(int32_t) * 8);
+    n->outputs = seam_arena_alloc(&f->m.arena, sizeof(int32_t) * 8);
+    char buf[256];
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(buf, sizeof(buf), "%s", pass ? outs : ins);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            int32_t v = strcmp(tok, "-") == 0 ? -1 : val(f, tok);
+            if (pass) n->outputs[n->n_outputs++] = v;
+            else n->inputs[n->n_inputs++] = v;
+        }
+    }
+}
+
+static void graph_io(fixture *f, const char *in, const char *out) {
+    f->g->inputs = seam_arena_alloc(&f->m.arena, sizeof(int32_t) * 4);
+    f->g->outputs = seam_arena_alloc(&f->m.arena, sizeof(int32_t) * 4);
+    int32_t v = val(f, in);
+    f->g->values[v].flags |= IR_VALUE_INPUT;
+    f->g->inputs[f->g->n_inputs++] = v;
+    v = val(f, out);
+    f->g->values[v].flags |= IR_VALUE_OUTPUT;
+    f->g->outputs[f->g->n_outputs++] = v;
+}
+
+static void test_link_sorted_and_unsorted(void) {
+    fixture f;
+    fx_init(&f);
+    /* file order: c (needs b), a, b (needs a): topo must be a, b, c */
+    node(&f, "c", "Relu", "t2", "y");
+    node(&f, "a", "Relu", "x", "t1");
+    node(&f, "b", "Add", "t1,t1", "t2");
+    graph_io(&f, "x", "y");
+    CHECK(ir_graph_link(&f.ctx, f.g) == SEAM_STATUS_OK);
+    CHECK(f.g->topo[0] == 1 && f.g->topo[1] == 2 && f.g->topo[2] == 0);
+    const ir_value *t1 = &f.g->values[ir_graph_find(f.g, "t1")];
+    CHECK(t1->producer == 1);
+    CHECK(t1->n_consumers == 2 && t1->consumers[0] == 2 && t1->consumers[1] == 2);
+    CHECK(f.g->values[ir_graph_find(f.g, "x")].producer == -1);
+    fx_free(&f);
+}
+
+static void test_link_optional_inputs(void) {
+    fixture f;
+    fx_init(&f);
+    node(&f, "clip", "Clip", "x,-,-", "y,-");
+    graph_io(&f, "x", "y");
+    CHECK(ir_graph_link(&f.ctx, f.g) == SEAM_STATUS_OK);
+    CHECK(f.g->nodes[0].inputs[1] == -1 && f.g->nodes[0].outputs[1] == -1);
+    fx_free(&f);
+}
+
+static void test_link_cycle(void) {
+    fixture f;
+    fx_init(&f);
+    node(&f, "a", "Add", "x,t3", "t1");
+    node(&f, "b", "Relu", "t1", "t2");
+    node(&f, "c", "Neg", "t2", "t3");
+    node(&f, "d", "Relu", "t3", "y");
+    graph_io(&f, "x", "y");
+    CHECK(ir_graph_link(&f.ctx, f.g) == SEAM_STATUS_INVALID_MODEL);
+    const char *e = seam_context_last_error(&f.ctx);
+    CHECK_CONTAINS(e, "cycle");
+    CHECK_CONTAINS(e, "node 0 'a' (Add)");
+    CHECK_CONTAINS(e, "node 1 'b' (Relu)");
+    CHECK_CONTAINS(e, "node 2 'c' (Neg)");
+    CHECK(strstr(e, "'d'") == NULL);
+    fx_free(&f);
+}
+
+static void test_link_errors(void) {
+    fixture f;
+    fx_init(&f);
+    node(&f, "a", "Relu", "x", "t");
+    node(&f, "b", "Relu", "x", "t");
+    graph_io(&f, "x", "t");
+    CHECK(ir_graph_link(&f.ctx, f.g) == SEAM_STATUS_INVALID_MODEL);
+    CHECK_CONTAINS(seam_context_last_error(&f.ctx), "value 't' is produced twice");
+    CHECK_CONTAINS(seam_context_last_error(&f.ctx), "node 1 'b' (Relu)");
+    fx_free(&f);
+
+    fx_init(&f);
+    node(&f, "a", "Add", "x,ghost", "y");
+    graph_io(&f, "x", "y");
+    CHECK(ir_graph_link(&f.ctx, f.g) == SEAM_STATUS_INVALID_MODEL);
+    CHECK_CONTAINS(seam_context_last_error(&f.ctx), "value 'ghost' is used by node 0 'a' (Add) but never defined");
+    fx_free(&f);
+
+    fx_init(&f);
+    node(&f, "a", "Relu", "x", "t");
+    graph_io(&f, "x", "nothing");
+    CHECK(ir_graph_link(&f.ctx, f.g) == SEAM_STATUS_INVALID_MODEL);
+    CHECK_CONTAINS(seam_context_last_error(&f.ctx), "graph output 'nothing'");
+    fx_free(&f);
+}
+
+static void test_load_buffer_garbage(void) {
+    seam_context *ctx;
+    CHECK(seam_context_create(&ctx) == SEAM_STATUS_OK);
+    seam_model *m = (seam_model *)1;
+    CHECK(seam_model_load_buffer(ctx, "", 0, NULL, &m) == SEAM_STATUS_PARSE_ERROR);
+    CHECK(m == NULL);
+    unsigned char junk[256];
+    srand(7);
+    int parsed = 0;
+    for (int round = 0; round < 200; round++) {
+        for (size_t k = 0; k < sizeof(junk); k++) junk[k] = (unsigned char)rand();
+        seam_status st = seam_model_load_buffer(ctx, junk, sizeof(junk), NULL, &m);
+        CHECK(st != SEAM_STATUS_OK || m != NULL);
+        if (!st) parsed++;
+        seam_model_free(m);
+        CHECK(strlen(seam_context_last_error(ctx)) > 0);
+    }
+    CHECK(parsed == 0);
+    CHECK(seam_model_load(ctx, "/nonexistent/model.onnx", &m) == SEAM_STATUS_IO_ERROR);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "/nonexistent/model.onnx");
+    CHECK(seam_model_load(ctx, "/tmp", &m) == SEAM_STATUS_IO_ERROR);
+    seam_context_free(ctx);
+}
+
+static void test_strings(void) {
+    for (int s = SEAM_STATUS_OK; s <= SEAM_STATUS_INTERNAL; s++) CHECK(seam_status_string((seam_status)s)[0] != 0);
+    CHECK(strcmp(seam_status_string(SEAM_STATUS_INVALID_MODEL), "invalid model") == 0);
+    CHECK(strcmp(seam_dtype_name(SEAM_DTYPE_FLOAT32), "float32") == 0);
+    CHECK(strcmp(seam_dtype_name((seam_dtype)99), "undefined") == 0);
+    CHECK(seam_dtype_size(SEAM_DTYPE_INT64) == 8 && seam_dtype_size(SEAM_DTYPE_BOOL) == 1);
+    CHECK(seam_dtype_size(SEAM_DTYPE_STRING) == 0);
+}
+
+int main(void) {
+    test_arena();
+    test_names();
+    test_numel();
+    test_link_sorted_and_unsorted();
+    test_link_optional_inputs();
+    test_link_cycle();
+    test_link_errors();
+    test_load_buffer_garbage();
+    test_strings();
+    CHECK_DONE();
+}
