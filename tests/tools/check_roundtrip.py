@@ -1,6 +1,8 @@
 """Round trip every model through seam and check the result independently.
 
-usage: /usr/bin/python3 check_roundtrip.py ROUNDTRIP_BINARY WORKDIR MODEL_DIR...
+usage: /usr/bin/python3 check_roundtrip.py ROUNDTRIP_BINARY WORKDIR MODEL_DIR... [--external]
+
+With --external, seam saves the weights to a side file next to each copy.
 
 The roundtrip binary loads each model, saves it, loads the copy and
 compares the two IRs (import -> export -> import). This script then reads
@@ -15,29 +17,53 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
-binary, work, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
+args = [a for a in sys.argv[1:] if a != "--external"]
+extra = ["--external"] if "--external" in sys.argv else []
+binary, work, dirs = args[0], args[1], args[2:]
 os.makedirs(work, exist_ok=True)
 models = sorted(p for d in dirs for p in glob.glob(os.path.join(d, "*", "model.onnx")))
 models += sorted(p for d in dirs for p in glob.glob(os.path.join(d, "*.onnx")))
-r = subprocess.run([binary, "--out", work, *models], capture_output=True, text=True)
+r = subprocess.run([binary, "--out", work, *extra, *models], capture_output=True, text=True)
 failures = [line for line in r.stdout.splitlines() if line.startswith("FAIL")]
 if r.returncode not in (0, 1) or (r.returncode == 1 and not failures):
     failures.append(f"FAIL the roundtrip binary died (exit {r.returncode}): {r.stderr[-2000:]}")
 pairs = [line.split(" ", 1) for line in r.stdout.splitlines() if not line.startswith("FAIL")]
 
 
+T = onnx.TensorProto
+INT32_FIELD = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.UINT16: np.uint16, T.INT32: np.int32,
+               T.BOOL: np.uint8, T.FLOAT16: np.uint16, T.BFLOAT16: np.uint16}
+
+
+def tensor_bytes(t):
+    """The tensor's elements as packed little-endian bytes, whichever field
+    holds them (onnx 1.12's numpy_helper cannot read typed complex data)."""
+    if t.data_type == T.STRING:
+        return tuple(t.string_data)
+    if t.HasField("raw_data"):
+        return t.raw_data
+    if t.data_type in (T.FLOAT, T.COMPLEX64):
+        return np.array(t.float_data, np.float32).tobytes()
+    if t.data_type in (T.DOUBLE, T.COMPLEX128):
+        return np.array(t.double_data, np.float64).tobytes()
+    if t.data_type == T.INT64:
+        return np.array(t.int64_data, np.int64).tobytes()
+    if t.data_type in (T.UINT32, T.UINT64):
+        return np.array(t.uint64_data, np.uint64).astype(np.uint32 if t.data_type == T.UINT32 else np.uint64).tobytes()
+    return np.array(t.int32_data, np.int64).astype(INT32_FIELD[t.data_type]).tobytes()
+
+
 def attr_value(a):
     v = onnx.helper.get_attribute_value(a)
     if isinstance(v, onnx.TensorProto):
-        return ("tensor", numpy_helper.to_array(v).tobytes() if v.data_type != onnx.TensorProto.STRING else list(v.string_data))
+        return ("tensor", v.name, tuple(v.dims), v.data_type, tensor_bytes(v))
     if isinstance(v, onnx.GraphProto):
         return ("graph", graph_key(v))
     if isinstance(v, list) and v and isinstance(v[0], onnx.GraphProto):
         return ("graphs", [graph_key(g) for g in v])
     if isinstance(v, list) and v and isinstance(v[0], onnx.TensorProto):
-        return ("tensors", [numpy_helper.to_array(t).tobytes() for t in v])
+        return ("tensors", [(t.name, tuple(t.dims), t.data_type, tensor_bytes(t)) for t in v])
     if isinstance(v, float):
         return np.float32(v).tobytes()
     if isinstance(v, list) and v and isinstance(v[0], float):
@@ -48,9 +74,7 @@ def attr_value(a):
 
 
 def init_value(t):
-    if t.data_type == onnx.TensorProto.STRING:
-        return (t.name, tuple(t.dims), tuple(t.string_data))
-    return (t.name, tuple(t.dims), t.data_type, numpy_helper.to_array(t).tobytes())
+    return (t.name, tuple(t.dims), t.data_type, tensor_bytes(t))
 
 
 def type_key(vi):
@@ -60,8 +84,9 @@ def type_key(vi):
 def graph_key(g):
     nodes = [(n.op_type, n.domain, n.name, tuple(n.input), tuple(n.output),
               tuple((a.name, attr_value(a)) for a in n.attribute)) for n in g.node]
-    return (g.name, nodes, [init_value(t) for t in g.initializer],
-            [type_key(v) for v in g.input], [type_key(v) for v in g.output])
+    sparse = [(init_value(s.values), init_value(s.indices), tuple(s.dims)) for s in g.sparse_initializer]
+    return (g.name, nodes, [init_value(t) for t in g.initializer], sparse,
+            [type_key(v) for v in g.input], [type_key(v) for v in g.output], [type_key(v) for v in g.value_info])
 
 
 checked = 0
@@ -76,6 +101,10 @@ for out_name, src in pairs:
             failures.append(f"FAIL {src}: opsets differ")
         elif [(p.key, p.value) for p in orig.metadata_props] != [(p.key, p.value) for p in copy.metadata_props]:
             failures.append(f"FAIL {src}: metadata differs")
+        elif (orig.producer_name, orig.producer_version, orig.domain, orig.model_version, orig.doc_string,
+              orig.graph.doc_string) != (copy.producer_name, copy.producer_version, copy.domain,
+                                         copy.model_version, copy.doc_string, copy.graph.doc_string):
+            failures.append(f"FAIL {src}: model fields or doc strings differ")
         checked += 1
     except Exception as e:  # the checker's complaint is the message
         failures.append(f"FAIL {src}: {type(e).__name__}: {str(e)[:300]}")

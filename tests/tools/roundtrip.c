@@ -1,11 +1,14 @@
 /*
- * roundtrip MODEL... [--out DIR]
+ * roundtrip MODEL... [--out DIR] [--external]
  *
  * For each model: load (check + infer), save, load the saved file again and
  * compare the two IRs deeply. With --out, the saved files stay in DIR
  * (named <n>.onnx, listed on stdout as "<n>.onnx <MODEL>") so that an
- * independent tool (onnx.checker) can read them. Exit 1 if any model fails.
+ * independent tool (onnx.checker) can read them. With --external, tensors
+ * of 1 KiB or more are saved to <n>.weights next to each copy. Exit 1 if
+ * any model fails.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +19,14 @@
 
 int main(int argc, char **argv) {
     const char *out_dir = NULL;
+    bool external = false;
     int failed = 0, done = 0;
     seam_context *ctx;
     if (seam_context_create(&ctx)) return 2;
     char tmp_dir[] = "/tmp/seam_rt_XXXXXX";
     for (int k = 1; k < argc; k++)
         if (strcmp(argv[k], "--out") == 0 && k + 1 < argc) out_dir = argv[k + 1];
+        else if (strcmp(argv[k], "--external") == 0) external = true;
     if (!out_dir) {
         if (!mkdtemp(tmp_dir)) return 2;
         out_dir = tmp_dir;
@@ -31,11 +36,15 @@ int main(int argc, char **argv) {
             k++;
             continue;
         }
-        char path[4096];
+        if (strcmp(argv[k], "--external") == 0) continue;
+        char path[4096], weights[64], wpath[4200];
         snprintf(path, sizeof(path), "%s/%d.onnx", out_dir, done);
+        snprintf(weights, sizeof(weights), "%d.weights", done);
+        snprintf(wpath, sizeof(wpath), "%s/%s", out_dir, weights);
+        seam_save_options opts = {external ? weights : NULL, 0};
         seam_model *a = NULL, *b = NULL;
         seam_status st = seam_model_load(ctx, argv[k], &a);
-        if (!st) st = seam_model_save(a, path, NULL);
+        if (!st) st = seam_model_save(a, path, &opts);
         if (!st) st = seam_model_load(ctx, path, &b);
         if (st) {
             printf("FAIL %s: %s: %s\n", argv[k], seam_status_string(st), seam_context_last_error(ctx));
@@ -55,7 +64,10 @@ int main(int argc, char **argv) {
         }
         seam_model_free(a);
         seam_model_free(b);
-        if (out_dir == tmp_dir) unlink(path);
+        if (out_dir == tmp_dir) {
+            unlink(path);
+            unlink(wpath);
+        }
         done++;
     }
     if (out_dir == tmp_dir) rmdir(tmp_dir);
