@@ -38,19 +38,30 @@ static bool grow(seam_arena *a, void **arr, int32_t *cap, int32_t need, size_t e
     return true;
 }
 
-int32_t ir_graph_add_value(ir_graph *g, const char *name) {
-    seam_arena *a = &g->model->arena;
-    if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
-    int32_t idx = g->n_values++;
-    ir_value *v = &g->values[idx];
+static void value_init(ir_value *v, const char *name) {
     memset(v, 0, sizeof(*v));
     v->name = name;
     v->doc = "";
     v->type.rank = -1;
     v->producer = -1;
     v->outer = -1;
+}
+
+int32_t ir_graph_add_value(ir_graph *g, const char *name) {
+    seam_arena *a = &g->model->arena;
+    if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
+    int32_t idx = g->n_values++;
+    value_init(&g->values[idx], name);
     if (name[0] && !ir_names_put(g->names, name, idx)) return -1;
     return idx;
+}
+
+int32_t ir_graph_find_or_add(ir_graph *g, const char *name) {
+    seam_arena *a = &g->model->arena;
+    if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
+    int32_t idx = ir_names_get_or_put(g->names, name, g->n_values);
+    if (idx == g->n_values) value_init(&g->values[g->n_values++], name);
+    return idx < 0 ? -1 : idx;
 }
 
 int32_t ir_graph_find(const ir_graph *g, const char *name) {

@@ -239,6 +239,9 @@ bool ir_dtype_valid(int32_t dtype);
 ir_graph *ir_graph_new(struct seam_model *m, ir_graph *parent);
 /* Appends a value; returns its index or -1 when out of memory. */
 int32_t ir_graph_add_value(ir_graph *g, const char *name);
+/* The value named name (which must outlive the graph), added if g has
+ * none; -1 when out of memory. */
+int32_t ir_graph_find_or_add(ir_graph *g, const char *name);
 /* Finds a value by name in g only; -1 if absent. */
 int32_t ir_graph_find(const ir_graph *g, const char *name);
 /* Appends a node; returns its index or -1. */

@@ -60,21 +60,38 @@ static void put_slot(ir_name_map *m, const char *key, uint32_t h, int32_t idx) {
     }
 }
 
-bool ir_names_put(ir_name_map *m, const char *name, int32_t idx) {
-    if ((m->count + 1) * 2 > m->cap) {
-        /* Old slots stay in the arena; growth doubles, so the waste is
-         * bounded by the final table's size. */
-        slot *old = m->slots;
-        uint32_t old_cap = m->cap, old_count = m->count;
-        if (!names_alloc(m, old_cap * 2)) {
-            m->slots = old;
-            m->cap = old_cap;
-            m->count = old_count;
-            return false;
-        }
-        for (uint32_t i = 0; i < old_cap; i++)
-            if (old[i].key) put_slot(m, old[i].key, old[i].hash, old[i].idx);
+/* Doubles the table. Old slots stay in the arena; the waste is bounded by
+ * the final table's size. */
+static bool names_grow(ir_name_map *m) {
+    slot *old = m->slots;
+    uint32_t old_cap = m->cap, old_count = m->count;
+    if (!names_alloc(m, old_cap * 2)) {
+        m->slots = old;
+        m->cap = old_cap;
+        m->count = old_count;
+        return false;
     }
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i].key) put_slot(m, old[i].key, old[i].hash, old[i].idx);
+    return true;
+}
+
+bool ir_names_put(ir_name_map *m, const char *name, int32_t idx) {
+    if ((m->count + 1) * 2 > m->cap && !names_grow(m)) return false;
     put_slot(m, name, hash_str(name), idx);
     return true;
+}
+
+int32_t ir_names_get_or_put(ir_name_map *m, const char *name, int32_t idx) {
+    if ((m->count + 1) * 2 > m->cap && !names_grow(m)) return -2;
+    uint32_t h = hash_str(name);
+    for (uint32_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        slot *s = &m->slots[i];
+        if (!s->key) {
+            *s = (slot){name, h, idx};
+            m->count++;
+            return idx;
+        }
+        if (s->hash == h && strcmp(s->key, name) == 0) return s->idx;
+    }
 }

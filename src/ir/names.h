@@ -12,6 +12,10 @@ typedef struct ir_name_map ir_name_map;
 ir_name_map *ir_names_new(seam_arena *a, uint32_t expect);
 /* Returns the index stored for name, or -1. */
 int32_t ir_names_get(const ir_name_map *m, const char *name);
+/* Returns the index stored for name if there is one; otherwise stores
+ * name -> idx and returns idx. -2 when out of memory. One probe sequence
+ * instead of a get and a put. */
+int32_t ir_names_get_or_put(ir_name_map *m, const char *name, int32_t idx);
 /* Stores name -> idx (name is not copied and must outlive the map).
  * Returns false when out of memory. */
 bool ir_names_put(ir_name_map *m, const char *name, int32_t idx);

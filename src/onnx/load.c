@@ -133,19 +133,22 @@ static const char *intern(loader *L, const char *s) {
 /* ---- tensors ---- */
 
 /* Checks that a dims list is sane; on error names `what`. */
-static seam_status check_dims(loader *L, const int64_t *dims, size_t n, const char *what, int64_t *numel) {
-    if (n > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an absurd rank %zu", what, n);
+/* Checks that a tensor's dims are sane; errors name "<what> '<name>'". */
+static seam_status check_dims(loader *L, const int64_t *dims, size_t n, const char *what, const char *name,
+                              int64_t *numel) {
+    if (n > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has an absurd rank %zu", what, name, n);
     for (size_t k = 0; k < n; k++) {
         if (dims[k] < 0)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has a negative dimension %lld at axis %zu",
-                              what, (long long)dims[k], k);
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has a negative dimension %lld at axis %zu",
+                              what, name, (long long)dims[k], k);
         if (dims[k] > IR_MAX_DIM)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an absurd dimension %lld at axis %zu",
-                              what, (long long)dims[k], k);
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has an absurd dimension %lld at axis %zu",
+                              what, name, (long long)dims[k], k);
     }
     *numel = ir_numel(dims, (int32_t)n);
     if (*numel < 0)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an absurd element count (dims overflow)", what);
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has an absurd element count (dims overflow)",
+                          what, name);
     return SEAM_STATUS_OK;
 }
 
@@ -335,32 +338,33 @@ static seam_status convert_tensor(loader *L, const Onnx__TensorProto *tp, const 
     *out = t;
     t->name = dup_str(L, tp->name);
     t->doc = dup_str(L, tp->doc_string);
-    char label[512];
-    snprintf(label, sizeof(label), "%s '%s'", what, t->name);
+    /* The label is made only when there is an error to report. */
+    char lb[512];
+#define LABEL (snprintf(lb, sizeof(lb), "%s '%s'", what, t->name), lb)
     if (!tp->has_data_type || !ir_dtype_valid(tp->data_type))
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an unknown element type %d", label,
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an unknown element type %d", LABEL,
                           tp->has_data_type ? tp->data_type : 0);
     t->dtype = tp->data_type;
-    seam_status st = check_dims(L, tp->dims, tp->n_dims, label, &t->numel);
+    seam_status st = check_dims(L, tp->dims, tp->n_dims, what, t->name, &t->numel);
     if (st) return st;
     t->rank = (int32_t)tp->n_dims;
     t->dims = seam_arena_memdup(L->a, tp->dims, sizeof(int64_t) * tp->n_dims);
     if (!t->dims) return OOM(L);
     size_t es = seam_dtype_size(t->dtype);
     if (es && (uint64_t)t->numel > SIZE_MAX / es)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is too big", label);
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is too big", LABEL);
     t->nbytes = (size_t)t->numel * es;
     if (tp->segment)
-        return seam_error(L->ctx, SEAM_STATUS_UNSUPPORTED, "%s is segmented; seam does not read segmented tensors", label);
+        return seam_error(L->ctx, SEAM_STATUS_UNSUPPORTED, "%s is segmented; seam does not read segmented tensors", LABEL);
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         if (t->dtype == SEAM_DTYPE_STRING)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s: string tensors cannot use external data", label);
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s: string tensors cannot use external data", LABEL);
         return read_external(L, tp, t, t->nbytes);
     }
     if (tp->has_raw_data && t->dtype != SEAM_DTYPE_STRING) {
         if (tp->raw_data.len != t->nbytes)
             return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                              "%s has %zu bytes of data but its dims and type need %zu", label,
+                              "%s has %zu bytes of data but its dims and type need %zu", LABEL,
                               tp->raw_data.len, t->nbytes);
         if (t->nbytes >= BIG_BLOCK && scratch_adopt(L->sc, tp->raw_data.data)) {
             if (!ir_model_own(L->m, tp->raw_data.data)) {
@@ -377,6 +381,7 @@ static seam_status convert_tensor(loader *L, const Onnx__TensorProto *tp, const 
     }
     return convert_typed(L, tp, t);
 }
+#undef LABEL
 
 static seam_status convert_sparse(loader *L, const Onnx__SparseTensorProto *sp, const char *what, ir_sparse_tensor **out) {
     ir_sparse_tensor *s = seam_arena_calloc(L->a, 1, sizeof(*s));
@@ -387,7 +392,7 @@ static seam_status convert_sparse(loader *L, const Onnx__SparseTensorProto *sp, 
     if (!st && sp->indices) st = convert_tensor(L, sp->indices, what, &s->indices);
     if (st) return st;
     int64_t numel;
-    if ((st = check_dims(L, sp->dims, sp->n_dims, what, &numel))) return st;
+    if ((st = check_dims(L, sp->dims, sp->n_dims, what, "dims", &numel))) return st;
     s->rank = (int32_t)sp->n_dims;
     s->dims = seam_arena_memdup(L->a, sp->dims, sizeof(int64_t) * sp->n_dims);
     return s->dims ? SEAM_STATUS_OK : OOM(L);
@@ -493,15 +498,26 @@ static ir_attr_kind guess_attr_kind(const Onnx__AttributeProto *ap) {
     return IR_ATTR_UNDEFINED;
 }
 
-static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_graph *g, const char *nlabel,
+/* "attribute 'x' of node 3 'conv' (Conv)", made into buf. */
+static const char *attr_label(char *buf, size_t n, const ir_graph *g, int32_t node, const char *attr) {
+    char lab[300];
+    snprintf(buf, n, "attribute '%s' of %s", attr, ir_node_label(g, node, lab, sizeof(lab)));
+    return buf;
+}
+
+static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_graph *g, int32_t node,
                                 int depth, ir_attr *at) {
     memset(at, 0, sizeof(*at));
     at->name = dup_str(L, ap->name);
     at->doc = dup_str(L, ap->doc_string);
     at->ref_attr_name = ap->ref_attr_name ? dup_str(L, ap->ref_attr_name) : NULL;
     at->kind = ap->has_type && ap->type != 0 ? (ir_attr_kind)ap->type : guess_attr_kind(ap);
-    char what[700];
-    snprintf(what, sizeof(what), "attribute '%s' of %s", at->name, nlabel);
+    /* Most attributes are plain numbers: the label is made only for the
+     * kinds whose conversion can report an error. */
+    char what[700] = "";
+    if (at->kind != IR_ATTR_FLOAT && at->kind != IR_ATTR_INT && at->kind != IR_ATTR_INTS &&
+        at->kind != IR_ATTR_FLOATS && at->kind != IR_ATTR_STRING && at->kind != IR_ATTR_STRINGS)
+        attr_label(what, sizeof(what), g, node, at->name);
     seam_status st = SEAM_STATUS_OK;
     switch (at->kind) {
     case IR_ATTR_FLOAT: at->f = ap->f; break;
@@ -625,6 +641,9 @@ static seam_status convert_value_info(loader *L, ir_graph *g, const Onnx__ValueI
 /* Gives unnamed nodes "<op>_<index>", made unique against every node name
  * of the graph; the same file always gets the same names. */
 static seam_status name_nodes(loader *L, ir_graph *g) {
+    bool any = false;
+    for (int32_t i = 0; i < g->n_nodes && !any; i++) any = !g->nodes[i].name[0];
+    if (!any) return SEAM_STATUS_OK;
     ir_name_map *used = ir_names_new(L->a, (uint32_t)g->n_nodes);
     if (!used) return OOM(L);
     for (int32_t i = 0; i < g->n_nodes; i++)
@@ -756,8 +775,8 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
                 n->outputs[k] = -1;
                 continue;
             }
-            int32_t v = ir_graph_find(g, nm);
-            if (v < 0) v = ir_graph_add_value(g, dup_str(L, nm));
+            const char *copy = dup_str(L, nm);
+            int32_t v = copy ? ir_graph_find_or_add(g, copy) : -1;
             if (v < 0) return OOM(L);
             n->outputs[k] = v; /* a second producer is reported by linking */
         }
@@ -777,12 +796,12 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
         n->n_attrs = (int32_t)np->n_attribute;
         n->attrs = seam_arena_calloc(L->a, np->n_attribute + 1, sizeof(ir_attr));
         if (!n->attrs) return OOM(L);
-        ir_node_label(g, (int32_t)i, lab, sizeof(lab));
         for (size_t k = 0; k < np->n_attribute; k++) {
-            if ((st = convert_attr(L, np->attribute[k], g, lab, depth, &n->attrs[k]))) return st;
+            if ((st = convert_attr(L, np->attribute[k], g, (int32_t)i, depth, &n->attrs[k]))) return st;
             for (size_t j = 0; j < k; j++)
                 if (strcmp(n->attrs[j].name, n->attrs[k].name) == 0)
-                    return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice", lab, n->attrs[k].name);
+                    return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice",
+                                      ir_node_label(g, (int32_t)i, lab, sizeof(lab)), n->attrs[k].name);
         }
     }
 

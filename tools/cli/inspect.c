@@ -29,27 +29,33 @@ static int cmp_count(const void *a, const void *b) {
     return strcmp(x->op, y->op);
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Op types with their counts, most frequent first. */
+/* Op types with their counts, most frequent first. The loader stores each
+ * op type string once, so counting compares pointers; a model has few
+ * distinct op types, and the last one seen is tried first. */
 static op_count *histogram(const ir_graph *g, int32_t *n_out) {
-    op_count *h = calloc((size_t)g->n_nodes + 1, sizeof(op_count));
-    int32_t n = 0;
+    op_count *h = calloc(256, sizeof(op_count));
+    int32_t n = 0, cap = 256, last = 0;
     if (!h) return NULL;
-    const char **ops = malloc(sizeof(char *) * ((size_t)g->n_nodes + 1));
-    if (!ops) {
-        free(h);
-        return NULL;
-    }
-    for (int32_t i = 0; i < g->n_nodes; i++) ops[i] = g->nodes[i].op_type;
-    qsort(ops, (size_t)g->n_nodes, sizeof(char *), cmp_str);
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (n && strcmp(h[n - 1].op, ops[i]) == 0) h[n - 1].n++;
-        else h[n++] = (op_count){ops[i], 1};
+        const char *op = g->nodes[i].op_type;
+        if (n && h[last].op == op) {
+            h[last].n++;
+            continue;
+        }
+        int32_t k = 0;
+        while (k < n && h[k].op != op) k++;
+        if (k == n) {
+            if (n == cap) {
+                op_count *grown = realloc(h, sizeof(op_count) * (size_t)cap * 2);
+                if (!grown) break;
+                h = grown;
+                cap *= 2;
+            }
+            h[n++] = (op_count){op, 0};
+        }
+        h[k].n++;
+        last = k;
     }
-    free(ops);
     qsort(h, (size_t)n, sizeof(op_count), cmp_count);
     *n_out = n;
     return h;
