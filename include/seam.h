@@ -154,6 +154,63 @@ int32_t seam_model_output_count(const seam_model *model);
 seam_status seam_model_input(const seam_model *model, int32_t index, seam_value_info *info_out);
 seam_status seam_model_output(const seam_model *model, int32_t index, seam_value_info *info_out);
 
+/* Fixes the shape of a graph input whose dimensions are symbolic or
+ * unknown (e.g. a batch of 4 for "batch"), and infers shapes again, so a
+ * session can plan all its memory ahead. Fails, naming the input, when the
+ * rank or a known dimension disagrees. dims is not kept. */
+seam_status seam_model_set_input_shape(seam_model *model, const char *name, int32_t rank, const int64_t *dims);
+
+/* ---- running on the CPU ------------------------------------------------ */
+/*
+ *     seam_session *s;
+ *     seam_session_create(model, NULL, &s);            // checks every node
+ *     seam_session_set_input(s, "x", SEAM_DTYPE_FLOAT32, 4, dims, pixels);
+ *     seam_session_run(s);
+ *     seam_tensor_view y;
+ *     seam_session_output(s, 0, &y);                   // y.data owned by s
+ */
+
+typedef struct seam_session seam_session;
+
+typedef struct seam_session_options {
+    int32_t n_threads;  /* worker threads; default (0): one per core */
+} seam_session_options;
+
+/* Prepares the model to run on the CPU: every node is checked here, and an
+ * op that seam cannot run fails now (naming the node and the op), never
+ * in the middle of a run. Memory for values of known shape is planned
+ * once. The model must outlive the session. opts may be NULL. */
+seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **session_out);
+void seam_session_free(seam_session *session);
+
+/* Binds graph input `name` to caller-owned data (dense, row-major). seam
+ * does not copy it: the data must stay valid and unchanged until the run
+ * that uses it returns. A wrong dtype, rank or dimension is refused with a
+ * message naming the input, what was expected and what was given. */
+seam_status seam_session_set_input(seam_session *session, const char *name, seam_dtype dtype, int32_t rank,
+                                   const int64_t *dims, const void *data);
+
+/* Optionally gives a caller-owned buffer of `capacity` bytes for output
+ * `name`; the run writes the output there when it fits (otherwise into
+ * session memory; seam_session_output tells where). Not kept after
+ * seam_session_free. */
+seam_status seam_session_set_output_buffer(seam_session *session, const char *name, void *data, size_t capacity);
+
+/* Runs the model once; can be called any number of times. */
+seam_status seam_session_run(seam_session *session);
+
+typedef struct seam_tensor_view {
+    const char *name;
+    seam_dtype dtype;
+    int32_t rank;
+    const int64_t *dims;
+    const void *data;   /* owned by the session (or the caller's buffer);
+                           valid until the next run or seam_session_free */
+    size_t nbytes;
+} seam_tensor_view;
+
+seam_status seam_session_output(seam_session *session, int32_t index, seam_tensor_view *view_out);
+
 #ifdef __cplusplus
 }
 #endif

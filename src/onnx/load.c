@@ -886,6 +886,56 @@ static void model_free(struct seam_model *m) {
 
 void seam_model_free(seam_model *model) { model_free(model); }
 
+seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t size, const char *what, seam_tensor *t,
+                                  char **name_out) {
+    memset(t, 0, sizeof(*t));
+    *name_out = NULL;
+    struct seam_model *m = calloc(1, sizeof(*m));
+    if (!m) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    m->ctx = ctx;
+    seam_arena_init(&m->arena, 1 << 16);
+    scratch sc = {0};
+    seam_arena_init(&sc.arena, 1 << 16);
+    ProtobufCAllocator alloc = {scratch_alloc, scratch_free, &sc};
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, size, bytes);
+    seam_status st;
+    ir_tensor *x = NULL;
+    if (!tp) {
+        st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "%s: not a TensorProto (malformed or truncated)", what);
+    } else {
+        if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
+        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0};
+        st = convert_tensor(&L, tp, "tensor", &x);
+        if (!st && x->dtype == SEAM_DTYPE_STRING)
+            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors are not supported as inputs", what);
+        if (!st && x->rank > SEAM_MAX_RANK)
+            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: rank %d is above %d", what, x->rank, SEAM_MAX_RANK);
+    }
+    if (!st) {
+        t->data = malloc(x->nbytes ? x->nbytes : 1);
+        *name_out = strdup(x->name);
+        if (!t->data || !*name_out) {
+            free(t->data);
+            free(*name_out);
+            t->data = NULL;
+            *name_out = NULL;
+            st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        } else {
+            if (x->nbytes) memcpy(t->data, x->data, x->nbytes);
+            t->dtype = x->dtype;
+            t->rank = x->rank;
+            for (int32_t d = 0; d < x->rank; d++) t->dims[d] = x->dims[d];
+            t->numel = x->numel;
+            t->nbytes = x->nbytes;
+        }
+    } else if (tp) {
+        seam_error_prefix(ctx, "%s", what);
+    }
+    scratch_release(&sc);
+    model_free(m);
+    return st;
+}
+
 static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir,
                               seam_model **model_out) {
     if (size == 0) return seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "the file is empty");

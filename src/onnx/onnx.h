@@ -6,3 +6,13 @@
 #include "ir/ir.h"
 
 #endif
+
+#include "runtime/tensor.h"
+
+/* Reads one serialized TensorProto (the format of ONNX's test data,
+ * input_0.pb ...). On success t->data is malloc'd and *name_out strdup'd;
+ * the caller frees both. Errors name `what` (e.g. the file). */
+seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t size, const char *what, seam_tensor *t,
+                                  char **name_out);
+/* Writes t as a TensorProto file named path (through a temporary file). */
+seam_status seam_onnx_tensor_write(seam_context *ctx, const char *path, const char *name, const seam_tensor *t);

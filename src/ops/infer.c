@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "ir/ir.h"
 
 int32_t infer_n_inputs(const seam_infer *ic) { return ic->n->n_inputs; }
 int32_t infer_n_outputs(const seam_infer *ic) { return ic->n->n_outputs; }
@@ -263,6 +264,54 @@ static void infer_graph(struct seam_model *m, ir_graph *g) {
         seam_infer ic = {m, g, n, idx, &m->arena};
         n->def->infer(&ic);
     }
+}
+
+/* Forgets what inference found (declared types stay), so it can run again
+ * after an input's shape was fixed. */
+static void forget_inferred(ir_graph *g) {
+    for (int32_t v = 0; v < g->n_values; v++) {
+        ir_value *val = &g->values[v];
+        if (val->producer < 0 && !(val->flags & IR_VALUE_OUTER)) continue;
+        val->konst = NULL;
+        if (!(val->flags & IR_VALUE_DECLARED)) val->type = (ir_type){IR_TYPE_NONE, 0, -1, NULL, NULL, NULL};
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        for (int32_t a = 0; a < g->nodes[i].n_attrs; a++) {
+            const ir_attr *at = &g->nodes[i].attrs[a];
+            if (at->kind == IR_ATTR_GRAPH) forget_inferred(at->g);
+            for (int32_t b = 0; at->kind == IR_ATTR_GRAPHS && b < at->n; b++) forget_inferred(at->graphs[b]);
+        }
+}
+
+seam_status seam_model_set_input_shape(seam_model *m, const char *name, int32_t rank, const int64_t *dims) {
+    if (!m || !name || (rank > 0 && !dims)) return SEAM_STATUS_INVALID_ARGUMENT;
+    ir_graph *g = m->graph;
+    int32_t v = -1;
+    for (int32_t k = 0; k < g->n_inputs && v < 0; k++)
+        if (strcmp(g->values[g->inputs[k]].name, name) == 0 && !(g->values[g->inputs[k]].flags & IR_VALUE_INIT))
+            v = g->inputs[k];
+    if (v < 0) return seam_error(m->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no input '%s'", name);
+    ir_type *t = &g->values[v].type;
+    if (rank < 0 || rank > INFER_MAX_RANK || (t->kind == IR_TYPE_TENSOR && t->rank >= 0 && t->rank != rank))
+        return seam_error(m->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' has rank %d; a shape of rank %d was given",
+                          name, t->rank, rank);
+    for (int32_t k = 0; k < rank; k++) {
+        if (dims[k] < 0 || dims[k] > IR_MAX_DIM)
+            return seam_error(m->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': dimension %d = %lld is not valid",
+                              name, k, (long long)dims[k]);
+        if (t->rank >= 0 && t->dims[k].v >= 0 && t->dims[k].v != dims[k])
+            return seam_error(m->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                              "input '%s': dimension %d is fixed at %lld in the model; %lld was given", name, k,
+                              (long long)t->dims[k].v, (long long)dims[k]);
+    }
+    ir_dim *d = seam_arena_calloc(&m->arena, (size_t)rank + 1, sizeof(ir_dim));
+    if (!d) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int32_t k = 0; k < rank; k++) d[k] = (ir_dim){dims[k], t->rank >= 0 ? t->dims[k].sym : NULL};
+    t->kind = IR_TYPE_TENSOR;
+    t->rank = rank;
+    t->dims = d;
+    forget_inferred(g);
+    return ir_infer_model(m);
 }
 
 seam_status ir_infer_model(struct seam_model *m) {

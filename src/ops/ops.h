@@ -6,9 +6,10 @@
  * Adding an op is a local change: write its infer function next to its
  * family's others and add one line to that family's table, e.g.
  *
- *     static void infer_relu(seam_infer *ic) { infer_same_as_input(ic, 0); }
+ *     static void infer_relu(seam_infer *ic) { infer_same_as_input(ic); }
+ *     static const seam_kernel_def relu_cpu = {relu_run, relu_check};
  *     const seam_op_def seam_ops_activation[] = {
- *         {"", "Relu", 1, infer_relu, NULL},
+ *         {"", "Relu", 1, infer_relu, &relu_cpu},
  *         ...
  *     };
  */
@@ -19,13 +20,23 @@
 
 typedef struct seam_infer seam_infer;
 typedef void (*seam_infer_fn)(seam_infer *ic);
+typedef struct seam_kernel seam_kernel;
+typedef struct seam_check seam_check;
+typedef seam_status (*seam_kernel_fn)(seam_kernel *k);
+typedef seam_status (*seam_check_fn)(seam_check *c);
+
+/* An op's CPU implementation (see ops/kernel.h). */
+typedef struct seam_kernel_def {
+    seam_kernel_fn run;
+    seam_check_fn check; /* (optional) at session creation; default: accept */
+} seam_kernel_def;
 
 struct seam_op_def {
     const char *domain;   /* "" for ai.onnx */
     const char *op_type;
     int32_t since;        /* first opset version this entry describes */
     seam_infer_fn infer;  /* NULL: outputs stay unknown */
-    void *kernel;         /* the CPU kernel (issue 3); NULL for now */
+    const seam_kernel_def *kernel; /* the CPU kernel, or NULL */
 };
 
 /* Each family file defines one table and its length. */

@@ -18,5 +18,6 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_fail(const char *cmd, seam_context *ctx, seam_status st);
 
 int cmd_inspect(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

@@ -26,6 +26,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"inspect", cmd_inspect, "print a model's nodes, ops, inputs, outputs, weights and opsets"},
+    {"run", cmd_run, "run a model on the CPU and write its outputs"},
 };
 
 static void usage(FILE *f) {

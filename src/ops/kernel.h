@@ -1,0 +1,82 @@
+/*
+ * The CPU kernel contract. A kernel runs one node: it reads its inputs,
+ * computes its outputs' shapes from them (shapes may be known only at run
+ * time), asks the executor for each output buffer, and fills it.
+ *
+ *     static seam_status relu_f32(seam_kernel *k) {
+ *         const seam_tensor *x = kernel_in(k, 0);
+ *         seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+ *         if (!y) return kernel_oom(k);
+ *         const float *a = x->data; float *b = y->data;
+ *         for (int64_t i = 0; i < x->numel; i++) b[i] = a[i] > 0 ? a[i] : 0;
+ *         return SEAM_STATUS_OK;
+ *     }
+ *
+ * `check` runs once at session creation on the node's inferred types and
+ * attributes. It refuses what the kernel cannot do (a dtype, an attribute
+ * value) with a reason, so that an unsupported node fails when the session
+ * is made, not in the middle of a run. It may also prepare `state`.
+ */
+#ifndef SEAM_KERNEL_H
+#define SEAM_KERNEL_H
+
+#include "ops/ops.h"
+#include "runtime/tensor.h"
+
+typedef struct seam_pool seam_pool;
+
+struct seam_kernel {
+    const ir_graph *g;
+    const ir_node *n;
+    int32_t node;
+    void *state;          /* made by check(), freed with the session */
+    seam_pool *pool;      /* thread pool for the outer loop */
+    seam_context *ctx;    /* for error messages */
+    struct seam_exec *exec;
+};
+
+/* Input i, or NULL when the optional input is absent. */
+const seam_tensor *kernel_in(seam_kernel *k, int32_t i);
+int32_t kernel_n_in(const seam_kernel *k);
+int32_t kernel_n_out(const seam_kernel *k);
+bool kernel_has_out(const seam_kernel *k, int32_t i);
+/* Output i with the given dtype and shape, its buffer ready to fill (the
+ * planned one, or one made now when the shape was not known before the
+ * run). NULL when the output is absent or out of memory: check
+ * kernel_has_out first for optional outputs. */
+seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims);
+/* Scratch memory valid until the kernel returns. */
+void *kernel_scratch(seam_kernel *k, size_t n);
+
+/* Error helpers: they name the node. */
+seam_status kernel_oom(seam_kernel *k);
+seam_status kernel_fail(seam_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* At session creation: `check` sees the node with its inferred types. */
+struct seam_check {
+    const ir_graph *g;
+    const ir_node *n;
+    int32_t node;
+    char *reason;         /* write why the node is refused here */
+    size_t reason_size;
+    void **state;         /* optional per-node state for the kernel */
+    void (**free_state)(void *state); /* set when state needs freeing */
+    seam_context *ctx;
+    seam_pool *pool;
+    struct seam_exec *exec; /* the graph's executor (bodies use it as parent) */
+};
+
+/* The attribute helpers of infer.h work on a seam_infer; these work on a
+ * node directly, for checks and kernels. */
+int64_t node_attr_int(const ir_node *n, const char *name, int64_t def);
+float node_attr_float(const ir_node *n, const char *name, float def);
+int32_t node_attr_ints(const ir_node *n, const char *name, const int64_t **out);
+/* The input's inferred dtype, or SEAM_DTYPE_UNDEFINED. */
+int32_t check_in_dtype(const seam_check *c, int32_t i);
+
+/* Parallel for: calls fn(arg, begin, end) over [0, n) in chunks, on the
+ * pool's threads (or inline when the pool has one thread). */
+void seam_parallel_for(seam_pool *pool, int64_t n, int64_t grain, void (*fn)(void *arg, int64_t begin, int64_t end),
+                       void *arg);
+
+#endif

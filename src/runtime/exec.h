@@ -1,0 +1,58 @@
+/*
+ * The executor: runs one graph (the model's, or a body of If/Loop) on the
+ * CPU kernels.
+ *
+ * Phases, kept apart:
+ *   seam_exec_create  check every node (unknown or unsupported ops fail
+ *                     here, naming the node), plan memory
+ *   seam_exec_run     run the nodes in topological order
+ *
+ * Memory: values whose shape is known before the run share one slab; two
+ * values share bytes only when their lifetimes (producer to last consumer,
+ * in topological positions) do not overlap. Values whose shape depends on
+ * data are allocated when produced and freed after their last use.
+ */
+#ifndef SEAM_EXEC_H
+#define SEAM_EXEC_H
+
+#include "ops/kernel.h"
+#include "runtime/pool.h"
+
+typedef struct exec_value {
+    seam_tensor t;
+    int32_t last_use;     /* topo position of the last reader; n_nodes for outputs */
+    int64_t offset;       /* planned place in the slab, or -1 */
+    size_t planned;       /* planned bytes */
+    void *user;           /* a caller's output buffer of `capacity` bytes */
+    size_t capacity;
+    bool dynamic;         /* t.data was malloc'd during this run */
+    bool bound;           /* t.data is the caller's (input or output buffer) */
+    bool fixed;           /* an initializer or outer value: never freed or planned */
+} exec_value;
+
+typedef struct seam_exec {
+    seam_context *ctx;
+    const ir_graph *g;
+    struct seam_exec *parent;   /* for bodies: where outer values live */
+    seam_pool *pool;
+    exec_value *vals;
+    seam_kernel *kernels;       /* per node */
+    int32_t *pos;               /* topo position of each node */
+    uint8_t *slab;
+    size_t slab_size;
+    struct state_entry *states; /* per node, from check() */
+    /* scratch for kernel_scratch, reset after each node */
+    void *scratch;
+    size_t scratch_size;
+} seam_exec;
+
+seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
+                             seam_exec **out);
+void seam_exec_free(seam_exec *e);
+/* Runs the graph; inputs must have been set in vals[] (t filled, bound). */
+seam_status seam_exec_run(seam_exec *e);
+/* Frees what the last run allocated dynamically (call before the next run
+ * or when done with the outputs). */
+void seam_exec_reset(seam_exec *e);
+
+#endif

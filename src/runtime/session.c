@@ -1,0 +1,149 @@
+/* The CPU session of seam.h: a model, a thread pool and one executor. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "runtime/exec.h"
+
+struct seam_session {
+    seam_context *ctx;
+    seam_model *model;
+    seam_pool *pool;
+    seam_exec *exec;
+};
+
+seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **out) {
+    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!model) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_context *ctx = model->ctx;
+    int32_t threads = opts ? opts->n_threads : 0;
+    if (threads < 0) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "threads must be >= 0, got %d", threads);
+    seam_session *s = calloc(1, sizeof(*s));
+    if (!s) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    s->ctx = ctx;
+    s->model = model;
+    s->pool = seam_pool_create(threads);
+    if (!s->pool) {
+        free(s);
+        return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    seam_status st = seam_exec_create(ctx, model->graph, NULL, s->pool, &s->exec);
+    if (st) {
+        seam_session_free(s);
+        return st;
+    }
+    *out = s;
+    return SEAM_STATUS_OK;
+}
+
+void seam_session_free(seam_session *s) {
+    if (!s) return;
+    seam_exec_free(s->exec);
+    seam_pool_free(s->pool);
+    free(s);
+}
+
+static void format_shape(char *buf, size_t n, seam_dtype dtype, int32_t rank, const int64_t *dims, const ir_dim *idims) {
+    size_t off = (size_t)snprintf(buf, n, "%s [", seam_dtype_name(dtype));
+    for (int32_t k = 0; k < rank && off < n; k++) {
+        if (idims && idims[k].v < 0)
+            off += (size_t)snprintf(buf + off, n - off, "%s%s", k ? "," : "", idims[k].sym ? idims[k].sym : "?");
+        else
+            off += (size_t)snprintf(buf + off, n - off, "%s%lld", k ? "," : "",
+                                    (long long)(idims ? idims[k].v : dims[k]));
+    }
+    if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+static int32_t find_input(const ir_graph *g, const char *name) {
+    for (int32_t k = 0; k < g->n_inputs; k++)
+        if (strcmp(g->values[g->inputs[k]].name, name) == 0) return g->inputs[k];
+    return -1;
+}
+
+seam_status seam_session_set_input(seam_session *s, const char *name, seam_dtype dtype, int32_t rank,
+                                   const int64_t *dims, const void *data) {
+    if (!s || !name) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = s->model->graph;
+    int32_t v = find_input(g, name);
+    if (v < 0) {
+        char list[512] = "";
+        size_t off = 0;
+        for (int32_t k = 0; k < g->n_inputs && off < sizeof(list); k++)
+            if (!(g->values[g->inputs[k]].flags & IR_VALUE_INIT))
+                off += (size_t)snprintf(list + off, sizeof(list) - off, "%s'%s'", off ? ", " : "",
+                                        g->values[g->inputs[k]].name);
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no input '%s' (its inputs: %s)", name, list);
+    }
+    const ir_type *t = &g->values[v].type;
+    char want[256], got[256];
+    bool ok = rank >= 0 && rank <= SEAM_MAX_RANK && (data || rank >= 0);
+    if (ok && t->kind == IR_TYPE_TENSOR) {
+        if (t->elem && t->elem != (int32_t)dtype) ok = false;
+        if (t->rank >= 0 && t->rank != rank) ok = false;
+        for (int32_t k = 0; ok && t->rank >= 0 && k < rank; k++)
+            if (t->dims[k].v >= 0 && t->dims[k].v != dims[k]) ok = false;
+    }
+    int64_t numel = ok ? seam_shape_numel(dims, rank) : -1;
+    if (!ok || numel < 0) {
+        if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
+            format_shape(want, sizeof(want), (seam_dtype)t->elem, t->rank, NULL, t->dims);
+        else
+            snprintf(want, sizeof(want), "%s of any shape", seam_dtype_name((seam_dtype)t->elem));
+        format_shape(got, sizeof(got), dtype, rank > SEAM_MAX_RANK ? 0 : rank, dims, NULL);
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': expected %s, got %s", name, want, got);
+    }
+    if (!data && numel > 0) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': data is NULL", name);
+    exec_value *ev = &s->exec->vals[v];
+    ev->t.dtype = (int32_t)dtype;
+    ev->t.rank = rank;
+    for (int32_t k = 0; k < rank; k++) ev->t.dims[k] = dims[k];
+    ev->t.numel = numel;
+    ev->t.nbytes = (size_t)numel * (dtype == SEAM_DTYPE_STRING ? sizeof(ir_bytes) : seam_dtype_size(dtype));
+    ev->t.data = (void *)data;
+    ev->bound = true;
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_set_output_buffer(seam_session *s, const char *name, void *data, size_t capacity) {
+    if (!s || !name) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = s->model->graph;
+    for (int32_t k = 0; k < g->n_outputs; k++) {
+        int32_t v = g->outputs[k];
+        if (strcmp(g->values[v].name, name) != 0) continue;
+        exec_value *ev = &s->exec->vals[v];
+        if (g->values[v].producer < 0)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                              "output '%s' is an input or initializer of the model; it cannot take a buffer", name);
+        ev->user = data;
+        ev->capacity = data ? capacity : 0;
+        return SEAM_STATUS_OK;
+    }
+    return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no output '%s'", name);
+}
+
+seam_status seam_session_run(seam_session *s) {
+    if (!s) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = s->model->graph;
+    for (int32_t k = 0; k < g->n_inputs; k++) {
+        int32_t v = g->inputs[k];
+        if (g->values[v].flags & IR_VALUE_INIT) continue;
+        if (!s->exec->vals[v].bound)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' was not set", g->values[v].name);
+    }
+    return seam_exec_run(s->exec);
+}
+
+seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view *view) {
+    if (!s || !view) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = s->model->graph;
+    if (index < 0 || index >= g->n_outputs)
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range (%d outputs)", index,
+                          g->n_outputs);
+    int32_t v = g->outputs[index];
+    const seam_tensor *t = &s->exec->vals[v].t;
+    *view = (seam_tensor_view){g->values[v].name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
+    return SEAM_STATUS_OK;
+}

@@ -1,0 +1,339 @@
+/* seam run MODEL [--input NAME=FILE]... [--output-dir DIR] [--output-format npy|pb]
+ *               [--repeat N] [--threads N] [--shape NAME=1x3x224x224]... */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ir/ir.h"
+#include "npy.h"
+#include "onnx/onnx.h"
+
+static const char *RUN_HELP =
+    "usage: seam run MODEL [options]\n"
+    "\n"
+    "Runs MODEL on the CPU and writes its outputs.\n"
+    "\n"
+    "  --input NAME=FILE     data for input NAME, from a .npy file or an ONNX\n"
+    "                        TensorProto .pb file; inputs without a file get\n"
+    "                        random data from a fixed seed\n"
+    "  --shape NAME=AxBxC    fixes the shape of an input with symbolic dims\n"
+    "  --output-dir DIR      write each output to DIR/<name>.npy (characters\n"
+    "                        outside [A-Za-z0-9._-] become _)\n"
+    "  --output-format F     npy (default) or pb (TensorProto)\n"
+    "  --repeat N            time N runs after a warm-up; prints the median\n"
+    "  --threads N           worker threads (default: one per core)\n";
+
+typedef struct named {
+    const char *name;
+    const char *value;
+} named;
+
+#define MAX_NAMED 64
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static bool read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errn) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errn, "cannot open '%s': %s", path, strerror(errno));
+        return false;
+    }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        snprintf(err, errn, "'%s' is not a regular file", path);
+        return false;
+    }
+    *n = (size_t)sb.st_size;
+    *buf = malloc(*n ? *n : 1);
+    bool ok = *buf && fread(*buf, 1, *n, f) == *n;
+    fclose(f);
+    if (!ok) {
+        free(*buf);
+        snprintf(err, errn, "cannot read '%s'", path);
+    }
+    return ok;
+}
+
+/* xorshift64*: the fixed-seed source of random inputs. */
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+static bool fill_random(seam_tensor *t, uint64_t seed) {
+    size_t es = seam_dtype_size((seam_dtype)t->dtype);
+    t->nbytes = (size_t)t->numel * es;
+    t->data = malloc(t->nbytes ? t->nbytes : 1);
+    if (!t->data) return false;
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < t->numel; i++) {
+        uint64_t r = rng_next(&s);
+        double u = (double)(r >> 11) / 9007199254740992.0; /* [0,1) */
+        switch (t->dtype) {
+        case SEAM_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)(2 * u - 1); break;
+        case SEAM_DTYPE_FLOAT64: ((double *)t->data)[i] = 2 * u - 1; break;
+        case SEAM_DTYPE_BOOL: ((uint8_t *)t->data)[i] = r >> 63; break;
+        /* small non-negative integers: safe as indices and token ids */
+        case SEAM_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(r % 10); break;
+        case SEAM_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(r % 10); break;
+        default: memset((char *)t->data + (size_t)i * es, (int)(r % 10), es); break;
+        }
+    }
+    return true;
+}
+
+static void safe_name(const char *in, char *out, size_t n) {
+    size_t k = 0;
+    for (; in[k] && k + 1 < n; k++) {
+        char c = in[k];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        out[k] = ok ? c : '_';
+    }
+    out[k] = 0;
+    if (k == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, n, "output");
+}
+
+static bool split_named(const char *arg, named *out) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return false;
+    char *name = strndup(arg, (size_t)(eq - arg));
+    if (!name) return false;
+    out->name = name;
+    out->value = eq + 1;
+    return true;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *path = NULL, *out_dir = NULL, *format = "npy";
+    named inputs[MAX_NAMED], shapes[MAX_NAMED];
+    int n_inputs = 0, n_shapes = 0, repeat = 0, threads = 0, rc = CLI_OK;
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        bool has_val = k + 1 < argc;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(RUN_HELP, stdout);
+            return CLI_OK;
+        } else if (strcmp(a, "--input") == 0 || strcmp(a, "--shape") == 0) {
+            bool is_in = a[2] == 'i';
+            if (!has_val) return cli_usage("run", "%s needs NAME=%s", a, is_in ? "FILE" : "SHAPE");
+            if ((is_in ? n_inputs : n_shapes) >= MAX_NAMED) return cli_usage("run", "too many %s options", a);
+            if (!split_named(argv[++k], is_in ? &inputs[n_inputs++] : &shapes[n_shapes++]))
+                return cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
+        } else if (strcmp(a, "--output-dir") == 0) {
+            if (!has_val) return cli_usage("run", "--output-dir needs a folder");
+            out_dir = argv[++k];
+        } else if (strcmp(a, "--output-format") == 0) {
+            if (!has_val) return cli_usage("run", "--output-format needs npy or pb");
+            format = argv[++k];
+            if (strcmp(format, "npy") != 0 && strcmp(format, "pb") != 0)
+                return cli_usage("run", "--output-format must be npy or pb, not '%s'", format);
+        } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--threads") == 0) {
+            if (!has_val) return cli_usage("run", "%s needs a number", a);
+            char *end;
+            long v = strtol(argv[++k], &end, 10);
+            bool rep = a[2] == 'r';
+            if (*end || end == argv[k] || v < (rep ? 1 : 0) || v > 1000000)
+                return cli_usage("run", "%s wants a number %s, got '%s'", a, rep ? ">= 1" : ">= 0", argv[k]);
+            if (rep) repeat = (int)v;
+            else threads = (int)v;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage("run", "unknown option '%s'", a);
+        } else if (path) {
+            return cli_usage("run", "one model at a time ('%s' and '%s' given)", path, a);
+        } else {
+            path = a;
+        }
+    }
+    if (!path) return cli_usage("run", "no model given");
+
+    seam_context *ctx;
+    if (seam_context_create(&ctx)) return CLI_BAD_INPUT;
+    seam_model *m = NULL;
+    seam_session *s = NULL;
+    seam_tensor feeds[MAX_NAMED];
+    int n_feeds = 0;
+    char err[1024];
+    seam_status st = seam_model_load(ctx, path, &m);
+    if (st) {
+        rc = cli_fail("run", ctx, st);
+        goto done;
+    }
+    const ir_graph *g = m->graph;
+    for (int k = 0; k < n_shapes; k++) {
+        int64_t dims[SEAM_MAX_RANK];
+        int32_t rank = 0;
+        const char *p = shapes[k].value;
+        while (*p) {
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (end == p || v < 0 || rank >= SEAM_MAX_RANK || (*end && *end != 'x')) {
+                rc = cli_usage("run", "--shape %s=%s: write the shape as AxBxC", shapes[k].name, shapes[k].value);
+                goto done;
+            }
+            dims[rank++] = v;
+            p = *end ? end + 1 : end;
+        }
+        if ((st = seam_model_set_input_shape(m, shapes[k].name, rank, dims))) {
+            rc = cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+    }
+    for (int k = 0; k < n_inputs; k++) {
+        bool known = false;
+        for (int32_t i = 0; i < g->n_inputs; i++)
+            known |= strcmp(g->values[g->inputs[i]].name, inputs[k].name) == 0 &&
+                     !(g->values[g->inputs[i]].flags & IR_VALUE_INIT);
+        if (!known) {
+            fprintf(stderr, "seam run: the model has no input '%s'\n", inputs[k].name);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+    }
+    seam_session_options opts = {threads};
+    if ((st = seam_session_create(m, &opts, &s))) {
+        rc = cli_fail("run", ctx, st);
+        goto done;
+    }
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (v->flags & IR_VALUE_INIT) continue;
+        seam_tensor *t = &feeds[n_feeds++];
+        memset(t, 0, sizeof(*t));
+        const char *file = NULL;
+        for (int k = 0; k < n_inputs; k++)
+            if (strcmp(inputs[k].name, v->name) == 0) file = inputs[k].value;
+        if (file) {
+            unsigned char *buf;
+            size_t n;
+            bool ok = read_file(file, &buf, &n, err, sizeof(err));
+            if (ok) {
+                size_t fl = strlen(file);
+                if (fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
+                    ok = npy_parse(buf, n, t, err, sizeof(err));
+                } else {
+                    char *pbname = NULL;
+                    st = seam_onnx_tensor_read(ctx, buf, n, file, t, &pbname);
+                    free(pbname);
+                    ok = st == SEAM_STATUS_OK;
+                    if (!ok) snprintf(err, sizeof(err), "%s", seam_context_last_error(ctx));
+                }
+                free(buf);
+            }
+            if (!ok) {
+                fprintf(stderr, "seam run: input '%s': %s\n", v->name, err);
+                rc = CLI_BAD_INPUT;
+                goto done;
+            }
+        } else {
+            if (v->type.kind != IR_TYPE_TENSOR || v->type.rank < 0 || !v->type.elem) {
+                fprintf(stderr, "seam run: input '%s' has no known type or shape; give it with --input\n", v->name);
+                rc = CLI_BAD_INPUT;
+                goto done;
+            }
+            t->dtype = v->type.elem;
+            t->rank = v->type.rank;
+            for (int32_t d = 0; d < t->rank; d++) {
+                if (v->type.dims[d].v < 0) {
+                    fprintf(stderr, "seam run: input '%s' has symbolic dimension '%s' (axis %d); give it with --shape %s=...\n",
+                            v->name, v->type.dims[d].sym ? v->type.dims[d].sym : "?", d, v->name);
+                    rc = CLI_USAGE;
+                    goto done;
+                }
+                t->dims[d] = v->type.dims[d].v;
+            }
+            t->numel = seam_shape_numel(t->dims, t->rank);
+            if (t->numel < 0 || !fill_random(t, (uint64_t)i + 1)) {
+                fprintf(stderr, "seam run: input '%s': cannot make random data\n", v->name);
+                rc = CLI_BAD_INPUT;
+                goto done;
+            }
+        }
+        if ((st = seam_session_set_input(s, v->name, (seam_dtype)t->dtype, t->rank, t->dims, t->data))) {
+            rc = cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+    }
+    if ((st = seam_session_run(s))) {
+        rc = cli_fail("run", ctx, st);
+        goto done;
+    }
+    if (repeat > 0) {
+        double *times = malloc(sizeof(double) * (size_t)repeat);
+        if (!times) goto done;
+        for (int r = 0; r < repeat && !st; r++) {
+            double t0 = now_ms();
+            st = seam_session_run(s);
+            times[r] = now_ms() - t0;
+        }
+        if (!st) {
+            qsort(times, (size_t)repeat, sizeof(double), cmp_double);
+            printf("%s: median %.3f ms, min %.3f ms over %d runs\n", path, times[repeat / 2], times[0], repeat);
+        }
+        free(times);
+        if (st) {
+            rc = cli_fail("run", ctx, st);
+            goto done;
+        }
+    }
+    for (int32_t o = 0; o < g->n_outputs; o++) {
+        seam_tensor_view view;
+        seam_session_output(s, o, &view);
+        if (!out_dir) {
+            printf("output '%s': %s [", view.name, seam_dtype_name(view.dtype));
+            for (int32_t d = 0; d < view.rank; d++) printf("%s%lld", d ? "," : "", (long long)view.dims[d]);
+            printf("]\n");
+            continue;
+        }
+        if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "seam run: cannot create '%s': %s\n", out_dir, strerror(errno));
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        char fname[512], fpath[4096];
+        safe_name(view.name, fname, sizeof(fname));
+        snprintf(fpath, sizeof(fpath), "%s/%s.%s", out_dir, fname, format);
+        seam_tensor t = {.dtype = view.dtype, .rank = view.rank, .data = (void *)view.data, .nbytes = view.nbytes};
+        for (int32_t d = 0; d < view.rank; d++) t.dims[d] = view.dims[d];
+        t.numel = seam_shape_numel(t.dims, t.rank);
+        bool ok;
+        if (format[0] == 'p') {
+            ok = (st = seam_onnx_tensor_write(ctx, fpath, view.name, &t)) == SEAM_STATUS_OK;
+            if (!ok) snprintf(err, sizeof(err), "%s", seam_context_last_error(ctx));
+        } else {
+            ok = npy_write(fpath, &t, err, sizeof(err));
+        }
+        if (!ok) {
+            fprintf(stderr, "seam run: output '%s': %s\n", view.name, err);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+    }
+done:
+    for (int k = 0; k < n_feeds; k++) free(feeds[k].data);
+    for (int k = 0; k < n_inputs; k++) free((char *)inputs[k].name);
+    for (int k = 0; k < n_shapes; k++) free((char *)shapes[k].name);
+    seam_session_free(s);
+    seam_model_free(m);
+    seam_context_free(ctx);
+    return rc;
+}
