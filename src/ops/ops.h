@@ -57,6 +57,35 @@ SEAM_OP_FAMILY(control)
 SEAM_OP_FAMILY(quant)
 SEAM_OP_FAMILY(cast)
 
+/* The CPU backend's kernels live in src/backends/cpu/, one file per op
+ * family, each with a table of bindings. The registry joins every binding
+ * into the op's entry when it builds its index, so at run time an op has
+ * one entry holding both its inference and its kernel. A binding applies to
+ * the op's entries with since >= its own since (the newest such binding). */
+typedef struct seam_cpu_binding {
+    const char *domain;
+    const char *op_type;
+    int32_t since;
+    seam_kernel_def kernel;
+} seam_cpu_binding;
+
+#define SEAM_CPU_FAMILY(fam)                           \
+    extern const seam_cpu_binding seam_cpu_##fam[];     \
+    extern const size_t seam_cpu_##fam##_count;
+
+SEAM_CPU_FAMILY(elementwise)
+SEAM_CPU_FAMILY(activation)
+SEAM_CPU_FAMILY(linalg)
+SEAM_CPU_FAMILY(pool)
+SEAM_CPU_FAMILY(norm)
+SEAM_CPU_FAMILY(reduce)
+SEAM_CPU_FAMILY(tensor)
+SEAM_CPU_FAMILY(index)
+SEAM_CPU_FAMILY(rnn)
+SEAM_CPU_FAMILY(control)
+SEAM_CPU_FAMILY(quant)
+SEAM_CPU_FAMILY(cast)
+
 /* The entry for (domain, op) with the highest `since` <= opset; NULL if
  * seam does not know the op. Domain "ai.onnx" is the same as "". */
 const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t opset);
