@@ -19,5 +19,7 @@ int cli_fail(const char *cmd, seam_context *ctx, seam_status st);
 
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_partition(int argc, char **argv);
 
 #endif

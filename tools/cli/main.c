@@ -27,6 +27,8 @@ static const struct {
 } commands[] = {
     {"inspect", cmd_inspect, "print a model's nodes, ops, inputs, outputs, weights and opsets"},
     {"run", cmd_run, "run a model on the CPU and write its outputs"},
+    {"analyze", cmd_analyze, "report which operations the targets support"},
+    {"partition", cmd_partition, "place every node on a target and group nodes into subgraphs"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,205 @@
+/*
+ * seam_backend.h - what a backend tells the partitioner, and how seam
+ * splits a model between backends.
+ *
+ * A backend is a versioned table of function pointers plus a context
+ * pointer. The first field is the ABI version; seam refuses a table whose
+ * version it does not know. Optional slots say "(optional)" and may be NULL.
+ *
+ *     static bool npu_supports(void *ctx, const seam_node_view *n, char *why, size_t why_size) {
+ *         if (strcmp(n->op_type, "Conv") == 0 && n->inputs[0].dtype == SEAM_DTYPE_FLOAT32) return true;
+ *         snprintf(why, why_size, "%s is not supported", n->op_type);
+ *         return false;
+ *     }
+ *     static const seam_backend npu = {
+ *         .abi_version = SEAM_BACKEND_ABI_VERSION,
+ *         .name = "npu",
+ *         .supports = npu_supports,
+ *     };
+ *
+ *     const seam_backend *targets[] = {&npu};
+ *     seam_partition_options opts = seam_partition_defaults();
+ *     opts.targets = targets;
+ *     opts.n_targets = 1;
+ *     seam_plan *plan;
+ *     if (seam_partition(model, &opts, &plan) == SEAM_STATUS_OK) { ... seam_plan_free(plan); }
+ *
+ * How the partitioner works, on a small example. Each node first gets a
+ * target: the first target (in priority order) that supports it, unless a
+ * pin, --cpu-ops or a constraint says otherwise; `cpu` runs the rest.
+ *
+ *     x -> Conv(npu) -> Relu(npu) -> TopK(cpu) -> Gemm(npu) -> y
+ *
+ * Grouping then cuts a topological order into runs of one target, taking
+ * "ready waves": all nodes of one target whose inputs are available, then
+ * everything of that target they make ready, and so on, before switching
+ * target. It tries each target as the first and keeps the plan with the
+ * fewest device subgraphs:
+ *
+ *     subgraph 0 npu [Conv, Relu]   inputs x        outputs relu_out
+ *     subgraph 1 cpu [TopK]         inputs relu_out outputs topk_out
+ *     subgraph 2 npu [Gemm]         inputs topk_out outputs y
+ *
+ * The graph of subgraphs never has a cycle, by construction, and the plan
+ * lists subgraphs in an order that can run.
+ */
+#ifndef SEAM_BACKEND_H
+#define SEAM_BACKEND_H
+
+#include <stdbool.h>
+
+#include "seam.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SEAM_BACKEND_ABI_VERSION 1
+
+/* A node as a backend sees it when asked whether it can run it. Everything
+ * is owned by seam and valid only during the call. */
+typedef struct seam_node_view {
+    int32_t index;                 /* position in the model's node list */
+    const char *name;
+    const char *op_type;
+    const char *domain;            /* "" for ai.onnx */
+    int64_t opset;                 /* version of the node's domain, -1 if not imported */
+    int32_t n_inputs, n_outputs;
+    const seam_value_info *inputs; /* inferred; an absent optional input has name NULL */
+    const seam_value_info *outputs;
+    /* The op type of the node producing each input; NULL for graph inputs,
+     * initializers and absent inputs. */
+    const char *const *input_producers;
+    const void *impl;              /* seam's; read attributes with the calls below */
+} seam_node_view;
+
+/* Attribute access on a node view. Each returns false if the attribute is
+ * absent or of another kind. */
+bool seam_node_attr_int(const seam_node_view *node, const char *name, int64_t *value_out);
+bool seam_node_attr_float(const seam_node_view *node, const char *name, float *value_out);
+/* The string is NUL-terminated and valid during the call. */
+bool seam_node_attr_string(const seam_node_view *node, const char *name, const char **value_out);
+bool seam_node_attr_ints(const seam_node_view *node, const char *name, const int64_t **values_out, int32_t *n_out);
+
+typedef struct seam_backend {
+    uint32_t abi_version;  /* SEAM_BACKEND_ABI_VERSION */
+    const char *name;      /* shown in plans; "cpu" is reserved */
+    void *ctx;             /* passed back to every call */
+
+    /* Can this backend run the node? On no, writes a precise reason into
+     * why (e.g. "Resize mode=cubic not supported"). */
+    bool (*supports)(void *ctx, const seam_node_view *node, char *why, size_t why_size);
+
+    /* (optional) Relative cost of running the node here; default 1. Used to
+     * decide which subgraphs offload the most work. */
+    double (*node_cost)(void *ctx, const seam_node_view *node);
+
+    /* (optional) Frees ctx when the backend is released; default: nothing. */
+    void (*release)(void *ctx);
+
+    /* Reserved for compile/run/release of subgraphs (heterogeneous
+     * execution). Must be NULL in ABI version 1. */
+    void *reserved[8];
+} seam_backend;
+
+/* The built-in CPU backend: supports what seam's CPU kernels support. It is
+ * always the last target, whether listed or not. Owned by seam. */
+const seam_backend *seam_backend_cpu(void);
+
+/* Loads a rules target: a JSON description of a device's op coverage (see
+ * docs/rules.md). An unknown key or a bad value is an error naming the key.
+ * Free with seam_backend_free. */
+seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **backend_out);
+seam_status seam_rules_parse(seam_context *ctx, const char *json, const char *what, seam_backend **backend_out);
+/* Frees a backend made by seam_rules_load/parse (calls its release). */
+void seam_backend_free(seam_backend *backend);
+
+/* ---- partitioning ---- */
+
+typedef enum seam_on_violation {
+    SEAM_ON_VIOLATION_FALLBACK = 0, /* move offending subgraphs to the CPU and say so */
+    SEAM_ON_VIOLATION_ERROR = 1,    /* fail with a message */
+} seam_on_violation;
+
+typedef struct seam_pin {
+    const char *node_name;
+    const char *target;    /* a target's name, or "cpu" */
+} seam_pin;
+
+typedef struct seam_partition_options {
+    const seam_backend *const *targets; /* priority order; cpu is always last */
+    int32_t n_targets;
+    double min_support;          /* 0..1: fraction of nodes the targets must support; default 0 */
+    int32_t min_subgraph_size;   /* device subgraphs smaller than this go to the CPU; default 1 */
+    int32_t max_subgraph_count;  /* most device subgraphs; 0 = no limit (default) */
+    seam_on_violation on_violation;
+    const char *const *cpu_ops;  /* op types forced to the CPU even where supported */
+    int32_t n_cpu_ops;
+    const seam_pin *pins;        /* nodes forced onto a target */
+    int32_t n_pins;
+} seam_partition_options;
+
+seam_partition_options seam_partition_defaults(void);
+
+typedef struct seam_plan seam_plan;
+
+/* Decides a target for every node and groups nodes into subgraphs. The
+ * model must outlive the plan. */
+seam_status seam_partition(seam_model *model, const seam_partition_options *opts, seam_plan **plan_out);
+
+/* torch.fx split_module's callback: the caller gives each node a partition
+ * id (>= 0); nodes with the same id form one subgraph, on target
+ * targets[id's target]. Fails, naming the nodes on the cycle, if the
+ * assignment would make the subgraphs depend on each other in a cycle. */
+typedef int32_t (*seam_assign_fn)(void *user, const seam_node_view *node);
+seam_status seam_partition_by_callback(seam_model *model, seam_assign_fn assign, void *user, seam_plan **plan_out);
+
+void seam_plan_free(seam_plan *plan);
+
+/* Why a node went where it went. */
+typedef enum seam_reason {
+    SEAM_REASON_SUPPORTED = 0,     /* the target supports it (first by priority) */
+    SEAM_REASON_UNSUPPORTED,       /* no target supports it: runs on the CPU */
+    SEAM_REASON_CPU_OPS,           /* its op type is in cpu_ops */
+    SEAM_REASON_PINNED,            /* a pin put it here */
+    SEAM_REASON_MIN_SIZE,          /* its subgraph was smaller than min_subgraph_size */
+    SEAM_REASON_MAX_COUNT,         /* its subgraph was dropped to meet max_subgraph_count */
+    SEAM_REASON_CONSTANT,          /* a constant: computed once, in no subgraph */
+    SEAM_REASON_USER,              /* the caller's assignment */
+} seam_reason;
+
+typedef struct seam_plan_node {
+    int32_t index;
+    const char *name;
+    const char *op_type;
+    const char *target;       /* a target's name, "cpu" or "constant" */
+    int32_t subgraph;         /* -1 for constants */
+    seam_reason reason;
+    const char *detail;       /* human-readable: why unsupported, which pin, ... */
+} seam_plan_node_info;
+
+typedef struct seam_plan_subgraph {
+    int32_t id;               /* position in execution order */
+    const char *target;
+    int32_t n_nodes, n_inputs, n_outputs;
+    const int32_t *nodes;     /* node indices, in a topological order */
+    const char *const *inputs;  /* values read from outside (not initializers) */
+    const char *const *outputs; /* values read by other subgraphs or graph outputs */
+} seam_plan_subgraph_info;
+
+/* Owned by the plan, valid until seam_plan_free. */
+int32_t seam_plan_node_count(const seam_plan *plan);
+int32_t seam_plan_subgraph_count(const seam_plan *plan);
+int32_t seam_plan_device_subgraph_count(const seam_plan *plan);
+seam_status seam_plan_node(const seam_plan *plan, int32_t index, seam_plan_node_info *out);
+seam_status seam_plan_subgraph(const seam_plan *plan, int32_t id, seam_plan_subgraph_info *out);
+/* Nodes supported by some target, and nodes counted (constants excluded). */
+void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *counted_out);
+/* What constraints changed, one line each ("moved subgraph 3 (npu, 2
+ * nodes) to cpu: below min_subgraph_size 3"); "" if nothing. */
+const char *seam_plan_notes(const seam_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SEAM_BACKEND_H */

@@ -1,0 +1,26 @@
+/* The built-in `cpu` backend as the partitioner sees it: it supports every
+ * node whose op has a CPU kernel. It is always the last fallback. */
+#include <stdio.h>
+
+#include "ops/kernel.h"
+#include "seam_backend.h"
+
+static bool cpu_supports(void *ctx, const seam_node_view *v, char *why, size_t n) {
+    const ir_node *node = v->impl;
+    const seam_op_def *def = node->def ? node->def : seam_op_find(v->domain, v->op_type, v->opset);
+    if (def && def->kernel && def->kernel->run) return true;
+    snprintf(why, n, def ? "%s has no CPU kernel" : "%s is an unknown op", v->op_type);
+    return false;
+}
+
+static const seam_backend cpu_backend = {
+    /* .abi_version = */ SEAM_BACKEND_ABI_VERSION,
+    /* .name = */ "cpu",
+    /* .ctx = */ NULL,
+    /* .supports = */ cpu_supports,
+    /* .node_cost = */ NULL,
+    /* .release = */ NULL,
+    /* .reserved = */ {NULL},
+};
+
+const seam_backend *seam_backend_cpu(void) { return &cpu_backend; }

@@ -1,0 +1,426 @@
+/*
+ * Rules targets: a device's op coverage described in JSON, for what-if
+ * analysis and tests (schema in docs/rules.md).
+ *
+ *   {"name": "npu", "default": false,
+ *    "ops": {"Conv": {"dtypes": ["float32"], "max_rank": 4,
+ *                     "attrs": {"group": {"max": 1}, "auto_pad": {"in": ["NOTSET", "VALID"]}},
+ *                     "cost": 4},
+ *            "Relu": {"after": ["Conv", "Add"]},
+ *            "MaxPool": true, "TopK": false}}
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "seam_backend.h"
+
+typedef enum cond_kind { COND_IN, COND_NOT_IN, COND_MIN, COND_MAX } cond_kind;
+
+typedef struct attr_cond {
+    const char *attr;
+    cond_kind kind;
+    bool required;          /* an absent attribute fails the rule */
+    int32_t n;
+    double *nums;           /* numeric values (ints and floats) */
+    const char **strs;      /* string values, for string attributes */
+} attr_cond;
+
+typedef struct op_rule {
+    const char *op;
+    bool supported;
+    uint32_t dtypes;        /* bit per seam_dtype; 0 = any */
+    int32_t max_rank;       /* -1 = any */
+    int32_t n_conds;
+    attr_cond *conds;
+    int32_t n_after;
+    const char **after;     /* input 0 must come from one of these ops */
+    double cost;            /* 0 = none given */
+} op_rule;
+
+typedef struct rules {
+    seam_backend backend;
+    char *name;
+    bool default_ok;
+    int32_t n_rules;
+    op_rule *rules;         /* sorted by op */
+    json_t *root;           /* keeps the strings alive */
+    char *source;           /* the JSON text, for saving with a plan */
+} rules;
+
+static const char *const dtype_names[] = {
+    [SEAM_DTYPE_FLOAT32] = "float32", [SEAM_DTYPE_UINT8] = "uint8",     [SEAM_DTYPE_INT8] = "int8",
+    [SEAM_DTYPE_UINT16] = "uint16",   [SEAM_DTYPE_INT16] = "int16",     [SEAM_DTYPE_INT32] = "int32",
+    [SEAM_DTYPE_INT64] = "int64",     [SEAM_DTYPE_STRING] = "string",   [SEAM_DTYPE_BOOL] = "bool",
+    [SEAM_DTYPE_FLOAT16] = "float16", [SEAM_DTYPE_FLOAT64] = "float64", [SEAM_DTYPE_UINT32] = "uint32",
+    [SEAM_DTYPE_UINT64] = "uint64",   [SEAM_DTYPE_BFLOAT16] = "bfloat16",
+};
+
+static int cmp_rule(const void *a, const void *b) { return strcmp(((const op_rule *)a)->op, ((const op_rule *)b)->op); }
+
+static const op_rule *find_rule(const rules *r, const char *op) {
+    op_rule key = {.op = op};
+    return bsearch(&key, r->rules, (size_t)r->n_rules, sizeof(op_rule), cmp_rule);
+}
+
+/* ---- evaluation ---- */
+
+static bool cond_holds_num(const attr_cond *c, double x) {
+    switch (c->kind) {
+    case COND_MIN: return x >= c->nums[0];
+    case COND_MAX: return x <= c->nums[0];
+    case COND_IN:
+    case COND_NOT_IN: {
+        bool found = false;
+        for (int32_t k = 0; k < c->n && !found; k++) found = c->nums && c->nums[k] == x;
+        return c->kind == COND_IN ? found : !found;
+    }
+    }
+    return false;
+}
+
+static const char *cond_name(cond_kind k) {
+    return k == COND_IN ? "in" : k == COND_NOT_IN ? "not_in" : k == COND_MIN ? "min" : "max";
+}
+
+/* Checks one attribute condition; on failure writes why. */
+static bool check_cond(const attr_cond *c, const seam_node_view *v, char *why, size_t n) {
+    int64_t i;
+    float f;
+    const char *s;
+    const int64_t *ints;
+    int32_t cnt;
+    if (seam_node_attr_int(v, c->attr, &i)) {
+        if (cond_holds_num(c, (double)i)) return true;
+        snprintf(why, n, "%s %s=%lld fails the rule '%s'", v->op_type, c->attr, (long long)i, cond_name(c->kind));
+        return false;
+    }
+    if (seam_node_attr_float(v, c->attr, &f)) {
+        if (cond_holds_num(c, f)) return true;
+        snprintf(why, n, "%s %s=%g fails the rule '%s'", v->op_type, c->attr, f, cond_name(c->kind));
+        return false;
+    }
+    if (seam_node_attr_ints(v, c->attr, &ints, &cnt)) {
+        for (int32_t k = 0; k < cnt; k++)
+            if (!cond_holds_num(c, (double)ints[k])) {
+                snprintf(why, n, "%s %s[%d]=%lld fails the rule '%s'", v->op_type, c->attr, k, (long long)ints[k],
+                         cond_name(c->kind));
+                return false;
+            }
+        return true;
+    }
+    if (seam_node_attr_string(v, c->attr, &s)) {
+        bool found = false;
+        for (int32_t k = 0; k < c->n && c->strs && !found; k++) found = strcmp(c->strs[k], s) == 0;
+        bool ok = c->kind == COND_IN ? found : c->kind == COND_NOT_IN ? !found : false;
+        if (!ok) snprintf(why, n, "%s %s=%s not supported", v->op_type, c->attr, s);
+        return ok;
+    }
+    if (c->required) {
+        snprintf(why, n, "%s has no attribute %s, which the rules require", v->op_type, c->attr);
+        return false;
+    }
+    return true;
+}
+
+static bool rules_supports(void *ctx, const seam_node_view *v, char *why, size_t n) {
+    const rules *r = ctx;
+    const op_rule *rule = find_rule(r, v->op_type);
+    if (!rule) {
+        if (!r->default_ok) snprintf(why, n, "%s is not listed and the default is false", v->op_type);
+        return r->default_ok;
+    }
+    if (!rule->supported) {
+        snprintf(why, n, "%s is not supported", v->op_type);
+        return false;
+    }
+    if (rule->dtypes && v->n_inputs > 0 && v->inputs[0].name) {
+        int32_t dt = v->inputs[0].dtype;
+        if (dt <= 0 || dt >= 32 || !(rule->dtypes >> dt & 1)) {
+            snprintf(why, n, "%s input 0 has dtype %s, not in the allowed dtypes", v->op_type,
+                     dt > 0 ? seam_dtype_name((seam_dtype)dt) : "unknown");
+            return false;
+        }
+    }
+    if (rule->max_rank >= 0) {
+        for (int32_t k = 0; k < v->n_inputs; k++) {
+            if (!v->inputs[k].name) continue;
+            if (v->inputs[k].rank < 0 || v->inputs[k].rank > rule->max_rank) {
+                if (v->inputs[k].rank < 0) snprintf(why, n, "%s input %d has unknown rank (max_rank %d)", v->op_type, k, rule->max_rank);
+                else snprintf(why, n, "%s input %d has rank %d, above max_rank %d", v->op_type, k, v->inputs[k].rank, rule->max_rank);
+                return false;
+            }
+        }
+    }
+    for (int32_t k = 0; k < rule->n_conds; k++)
+        if (!check_cond(&rule->conds[k], v, why, n)) return false;
+    if (rule->n_after) {
+        const char *prod = v->n_inputs > 0 ? v->input_producers[0] : NULL;
+        bool ok = false;
+        for (int32_t k = 0; k < rule->n_after && prod && !ok; k++) ok = strcmp(rule->after[k], prod) == 0;
+        if (!ok) {
+            snprintf(why, n, "%s is supported only right after %s%s, but its input comes from %s", v->op_type,
+                     rule->after[0], rule->n_after > 1 ? " (or another listed op)" : "", prod ? prod : "outside the graph");
+            return false;
+        }
+    }
+    return true;
+}
+
+static double rules_cost(void *ctx, const seam_node_view *v) {
+    const op_rule *rule = find_rule(ctx, v->op_type);
+    return rule && rule->cost > 0 ? rule->cost : 1.0;
+}
+
+static void rules_release(void *ctx) {
+    rules *r = ctx;
+    if (!r) return;
+    for (int32_t k = 0; k < r->n_rules; k++) {
+        for (int32_t c = 0; c < r->rules[k].n_conds; c++) {
+            free(r->rules[k].conds[c].nums);
+            free(r->rules[k].conds[c].strs);
+        }
+        free(r->rules[k].conds);
+        free(r->rules[k].after);
+    }
+    free(r->rules);
+    free(r->name);
+    free(r->source);
+    json_decref(r->root);
+    free(r);
+}
+
+/* ---- parsing ---- */
+
+#define BAD(...) (seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, __VA_ARGS__))
+
+static seam_status parse_cond(seam_context *ctx, const char *what, const char *op, const char *attr, json_t *spec,
+                              attr_cond *out) {
+    memset(out, 0, sizeof(*out));
+    out->attr = attr;
+    if (!json_is_object(spec))
+        return BAD("%s: ops.%s.attrs.%s: expected an object such as {\"in\": [1]} or {\"max\": 1}", what, op, attr);
+    const char *key;
+    json_t *val;
+    bool have = false;
+    json_object_foreach(spec, key, val) {
+        if (strcmp(key, "required") == 0) {
+            if (!json_is_boolean(val)) return BAD("%s: ops.%s.attrs.%s.required: expected true or false", what, op, attr);
+            out->required = json_is_true(val);
+            continue;
+        }
+        cond_kind k;
+        if (strcmp(key, "in") == 0) k = COND_IN;
+        else if (strcmp(key, "not_in") == 0) k = COND_NOT_IN;
+        else if (strcmp(key, "min") == 0) k = COND_MIN;
+        else if (strcmp(key, "max") == 0) k = COND_MAX;
+        else return BAD("%s: ops.%s.attrs.%s: unknown key '%s' (known: in, not_in, min, max, required)", what, op, attr, key);
+        if (have) return BAD("%s: ops.%s.attrs.%s: give one of in, not_in, min, max", what, op, attr);
+        have = true;
+        out->kind = k;
+        if (k == COND_MIN || k == COND_MAX) {
+            if (!json_is_number(val)) return BAD("%s: ops.%s.attrs.%s.%s: expected a number", what, op, attr, key);
+            out->n = 1;
+            out->nums = malloc(sizeof(double));
+            if (!out->nums) return BAD("out of memory");
+            out->nums[0] = json_number_value(val);
+            continue;
+        }
+        if (!json_is_array(val) || json_array_size(val) == 0)
+            return BAD("%s: ops.%s.attrs.%s.%s: expected a non-empty list", what, op, attr, key);
+        out->n = (int32_t)json_array_size(val);
+        out->nums = calloc((size_t)out->n, sizeof(double));
+        out->strs = calloc((size_t)out->n, sizeof(char *));
+        if (!out->nums || !out->strs) return BAD("out of memory");
+        for (int32_t i = 0; i < out->n; i++) {
+            json_t *e = json_array_get(val, (size_t)i);
+            if (json_is_number(e)) out->nums[i] = json_number_value(e);
+            else if (json_is_string(e)) out->strs[i] = json_string_value(e);
+            else return BAD("%s: ops.%s.attrs.%s.%s[%d]: expected a number or a string", what, op, attr, key, i);
+        }
+    }
+    if (!have) return BAD("%s: ops.%s.attrs.%s: give one of in, not_in, min, max", what, op, attr);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status parse_rule(seam_context *ctx, const char *what, const char *op, json_t *spec, op_rule *r) {
+    memset(r, 0, sizeof(*r));
+    r->op = op;
+    r->max_rank = -1;
+    if (json_is_boolean(spec)) {
+        r->supported = json_is_true(spec);
+        return SEAM_STATUS_OK;
+    }
+    if (!json_is_object(spec)) return BAD("%s: ops.%s: expected true, false or an object", what, op);
+    r->supported = true;
+    const char *key;
+    json_t *val;
+    json_object_foreach(spec, key, val) {
+        if (strcmp(key, "dtypes") == 0) {
+            if (!json_is_array(val)) return BAD("%s: ops.%s.dtypes: expected a list of dtype names", what, op);
+            size_t i;
+            json_t *e;
+            json_array_foreach(val, i, e) {
+                const char *s = json_string_value(e);
+                int32_t dt = 0;
+                for (int32_t k = 1; s && k < (int32_t)(sizeof(dtype_names) / sizeof(dtype_names[0])); k++)
+                    if (dtype_names[k] && strcmp(dtype_names[k], s) == 0) dt = k;
+                if (!dt)
+                    return BAD("%s: ops.%s.dtypes[%zu]: unknown dtype %s%s%s (known: float32, float16, bfloat16, "
+                               "float64, int8, uint8, int16, int32, int64, bool, ...)",
+                               what, op, i, s ? "'" : "", s ? s : "(not a string)", s ? "'" : "");
+                r->dtypes |= 1u << dt;
+            }
+        } else if (strcmp(key, "max_rank") == 0) {
+            if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) > 64)
+                return BAD("%s: ops.%s.max_rank: expected an integer from 0 to 64", what, op);
+            r->max_rank = (int32_t)json_integer_value(val);
+        } else if (strcmp(key, "attrs") == 0) {
+            if (!json_is_object(val)) return BAD("%s: ops.%s.attrs: expected an object of attribute rules", what, op);
+            r->conds = calloc(json_object_size(val) + 1, sizeof(attr_cond));
+            if (!r->conds) return BAD("out of memory");
+            const char *an;
+            json_t *av;
+            json_object_foreach(val, an, av) {
+                seam_status st = parse_cond(ctx, what, op, an, av, &r->conds[r->n_conds]);
+                r->n_conds++;
+                if (st) return st;
+            }
+        } else if (strcmp(key, "after") == 0) {
+            if (!json_is_array(val) || json_array_size(val) == 0)
+                return BAD("%s: ops.%s.after: expected a non-empty list of op types", what, op);
+            r->after = calloc(json_array_size(val), sizeof(char *));
+            if (!r->after) return BAD("out of memory");
+            size_t i;
+            json_t *e;
+            json_array_foreach(val, i, e) {
+                if (!json_is_string(e)) return BAD("%s: ops.%s.after[%zu]: expected an op type", what, op, i);
+                r->after[r->n_after++] = json_string_value(e);
+            }
+        } else if (strcmp(key, "cost") == 0) {
+            if (!json_is_number(val) || json_number_value(val) <= 0)
+                return BAD("%s: ops.%s.cost: expected a positive number", what, op);
+            r->cost = json_number_value(val);
+        } else if (strcmp(key, "supported") == 0) {
+            if (!json_is_boolean(val)) return BAD("%s: ops.%s.supported: expected true or false", what, op);
+            r->supported = json_is_true(val);
+        } else {
+            return BAD("%s: ops.%s: unknown key '%s' (known: supported, dtypes, max_rank, attrs, after, cost)", what, op, key);
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *what, seam_backend **out) {
+    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!text) return BAD("no rules text");
+    if (!what) what = "rules";
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) return BAD("%s: line %d: %s", what, jerr.line, jerr.text);
+    rules *r = calloc(1, sizeof(*r));
+    if (!r) {
+        json_decref(root);
+        return BAD("out of memory");
+    }
+    r->root = root;
+    r->source = strdup(text);
+    seam_status st = SEAM_STATUS_OK;
+    if (!json_is_object(root)) st = BAD("%s: expected a JSON object", what);
+    const char *key;
+    json_t *val;
+    json_t *ops = NULL;
+    if (!st) {
+        json_object_foreach(root, key, val) {
+            if (strcmp(key, "name") == 0) {
+                if (!json_is_string(val) || !json_string_length(val)) {
+                    st = BAD("%s: name: expected a non-empty string", what);
+                    break;
+                }
+                r->name = strdup(json_string_value(val));
+            } else if (strcmp(key, "default") == 0) {
+                if (!json_is_boolean(val)) {
+                    st = BAD("%s: default: expected true or false", what);
+                    break;
+                }
+                r->default_ok = json_is_true(val);
+            } else if (strcmp(key, "ops") == 0) {
+                if (!json_is_object(val)) {
+                    st = BAD("%s: ops: expected an object mapping op types to rules", what);
+                    break;
+                }
+                ops = val;
+            } else if (strcmp(key, "doc") != 0) {
+                st = BAD("%s: unknown key '%s' (known: name, default, ops, doc)", what, key);
+                break;
+            }
+        }
+    }
+    if (!st && !r->name) st = BAD("%s: name is missing", what);
+    if (!st && (strcmp(r->name, "cpu") == 0 || strcmp(r->name, "constant") == 0))
+        st = BAD("%s: name '%s' is reserved", what, r->name);
+    if (!st && ops) {
+        r->rules = calloc(json_object_size(ops) + 1, sizeof(op_rule));
+        if (!r->rules) st = BAD("out of memory");
+        json_object_foreach(ops, key, val) {
+            if (st) break;
+            st = parse_rule(ctx, what, key, val, &r->rules[r->n_rules]);
+            r->n_rules++;
+        }
+        if (!st) qsort(r->rules, (size_t)r->n_rules, sizeof(op_rule), cmp_rule);
+    }
+    if (st) {
+        rules_release(r);
+        return st;
+    }
+    r->backend = (seam_backend){SEAM_BACKEND_ABI_VERSION, r->name, r, rules_supports, rules_cost, rules_release, {NULL}};
+    *out = &r->backend;
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **out) {
+    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot open the rules file", path ? path : "(null)");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = (cap + 4096) * 2;
+            if (cap > ((size_t)64 << 20)) {
+                free(buf);
+                fclose(f);
+                return BAD("%s: the rules file is over 64 MB", path);
+            }
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return BAD("out of memory");
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + len, 1, 4096, f);
+        len += got;
+        if (got < 4096) break;
+    }
+    fclose(f);
+    buf[len] = 0;
+    seam_status st = seam_rules_parse(ctx, buf, path, out);
+    free(buf);
+    return st;
+}
+
+void seam_backend_free(seam_backend *b) {
+    if (b && b->release) b->release(b->ctx);
+}
+
+/* The JSON a rules target was made from (for saving with a plan), or NULL
+ * if b is not a rules target. */
+const char *seam_rules_source(const seam_backend *b) {
+    return b && b->supports == rules_supports ? ((const rules *)b->ctx)->source : NULL;
+}

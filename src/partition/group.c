@@ -1,0 +1,234 @@
+/*
+ * Grouping: cuts a topological order of the nodes into runs of one target
+ * ("ready waves"), which makes subgraphs whose dependency graph cannot have
+ * a cycle. A wave takes every ready node of its target, then every node of
+ * that target those make ready, until none is left; then another target
+ * takes its turn. Different first targets give different plans: each is
+ * tried and the one with the fewest device subgraphs (then fewest in all)
+ * is kept. With two targets the waves alternate and this is the minimum
+ * (tests/unit/test_partition.c checks it against a brute-force search).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "partition/partition.h"
+
+typedef struct waves {
+    int32_t *order;     /* nodes in wave order */
+    int32_t *seg_start; /* start of each wave in order[]; n_segs + 1 entries */
+    int32_t *seg_color;
+    int32_t n_order, n_segs, n_device;
+} waves;
+
+static void waves_free(waves *w) {
+    free(w->order);
+    free(w->seg_start);
+    free(w->seg_color);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Inputs of node i that count for ordering: its inputs and the values its
+ * bodies read, made by non-constant nodes. */
+#define NODE_DEPS(n) ((n)->n_inputs + (n)->n_implicit)
+#define NODE_DEP(n, k) ((k) < (n)->n_inputs ? (n)->inputs[k] : (n)->implicit[(k) - (n)->n_inputs])
+
+static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors, int32_t cpu, int32_t start,
+                      const int32_t *indeg0, waves *w) {
+    int32_t nn = g->n_nodes;
+    int32_t *indeg = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    int32_t *qbuf = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    int32_t *qhead = calloc((size_t)n_colors, sizeof(int32_t)), *qtail = calloc((size_t)n_colors, sizeof(int32_t));
+    int32_t *qbase = calloc((size_t)n_colors + 1, sizeof(int32_t));
+    w->order = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    w->seg_start = malloc(sizeof(int32_t) * ((size_t)nn + 2));
+    w->seg_color = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    bool ok = indeg && qbuf && qhead && qtail && qbase && w->order && w->seg_start && w->seg_color;
+    if (ok) {
+        /* one FIFO per color, laid out back to back in qbuf */
+        for (int32_t i = 0; i < nn; i++)
+            if (color[i] >= 0) qbase[color[i] + 1]++;
+        for (int32_t c = 0; c < n_colors; c++) qbase[c + 1] += qbase[c];
+        for (int32_t c = 0; c < n_colors; c++) qhead[c] = qtail[c] = qbase[c];
+        memcpy(indeg, indeg0, sizeof(int32_t) * (size_t)nn);
+        for (int32_t i = 0; i < nn; i++)
+            if (color[i] >= 0 && indeg[i] == 0) qbuf[qtail[color[i]]++] = i;
+        w->n_order = w->n_segs = w->n_device = 0;
+        int32_t cur = start;
+        for (;;) {
+            if (qhead[cur] == qtail[cur]) {
+                /* pick the next wave's target: the CPU first (a CPU wave
+                 * lets device nodes pile up for one bigger device wave),
+                 * else the device target with the most ready nodes */
+                int32_t next = -1;
+                if (cur != cpu && qhead[cpu] < qtail[cpu]) next = cpu;
+                for (int32_t c = 0; c < n_colors && next < 0; c++) {
+                    if (c == cur || qhead[c] == qtail[c]) continue;
+                    int32_t best = -1;
+                    for (int32_t d = 0; d < n_colors; d++)
+                        if (d != cur && d != cpu && qhead[d] < qtail[d] &&
+                            (best < 0 || qtail[d] - qhead[d] > qtail[best] - qhead[best]))
+                            best = d;
+                    next = best >= 0 ? best : c;
+                }
+                if (next < 0) break;
+                cur = next;
+            }
+            w->seg_start[w->n_segs] = w->n_order;
+            w->seg_color[w->n_segs] = cur;
+            w->n_segs++;
+            if (cur != cpu) w->n_device++;
+            while (qhead[cur] < qtail[cur]) {
+                int32_t i = qbuf[qhead[cur]++];
+                w->order[w->n_order++] = i;
+                const ir_node *n = &g->nodes[i];
+                for (int32_t k = 0; k < n->n_outputs; k++) {
+                    int32_t v = n->outputs[k];
+                    if (v < 0) continue;
+                    const ir_value *val = &g->values[v];
+                    for (int32_t c = 0; c < val->n_consumers; c++) {
+                        int32_t j = val->consumers[c];
+                        if (color[j] >= 0 && --indeg[j] == 0) qbuf[qtail[color[j]]++] = j;
+                    }
+                }
+            }
+        }
+        w->seg_start[w->n_segs] = w->n_order;
+    }
+    free(indeg);
+    free(qbuf);
+    free(qhead);
+    free(qtail);
+    free(qbase);
+    return ok;
+}
+
+seam_status plan_group(seam_context *ctx, seam_plan *plan) {
+    const ir_graph *g = plan->model->graph;
+    int32_t nn = g->n_nodes, n_colors = plan->n_targets + 1, cpu = plan->n_targets;
+    const int32_t *color = plan->node_target;
+    int32_t *indeg = calloc((size_t)nn + 1, sizeof(int32_t));
+    if (!indeg) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
+    int32_t n_placed = 0;
+    bool *starts = calloc((size_t)n_colors, sizeof(bool));
+    for (int32_t i = 0; i < nn; i++) {
+        if (color[i] < 0) continue;
+        n_placed++;
+        const ir_node *n = &g->nodes[i];
+        for (int32_t k = 0; k < NODE_DEPS(n); k++) {
+            int32_t v = NODE_DEP(n, k);
+            if (v >= 0 && g->values[v].producer >= 0 && color[g->values[v].producer] >= 0) indeg[i]++;
+        }
+    }
+    for (int32_t i = 0; i < nn; i++)
+        if (color[i] >= 0 && indeg[i] == 0 && starts) starts[color[i]] = true;
+    waves best = {0}, w = {0};
+    bool have = false;
+    for (int32_t c = 0; c < n_colors && starts; c++) {
+        if (!starts[c]) continue;
+        if (!run_waves(g, color, n_colors, cpu, c, indeg, &w)) {
+            waves_free(&w);
+            continue;
+        }
+        if (!have || w.n_device < best.n_device || (w.n_device == best.n_device && w.n_segs < best.n_segs)) {
+            waves_free(&best);
+            best = w;
+            have = true;
+        } else {
+            waves_free(&w);
+        }
+        memset(&w, 0, sizeof(w));
+    }
+    free(indeg);
+    free(starts);
+    if (n_placed && (!have || best.n_order != n_placed)) {
+        waves_free(&best);
+        /* the graph is acyclic (checked at load), so every node is reached */
+        return seam_error(ctx, have ? SEAM_STATUS_INTERNAL : SEAM_STATUS_OUT_OF_MEMORY,
+                          have ? "grouping did not reach every node" : "out of memory while grouping");
+    }
+
+    /* subgraphs and boundaries */
+    seam_arena *a = &plan->arena;
+    plan->n_subgraphs = best.n_segs;
+    plan->n_device_subgraphs = best.n_device;
+    plan->subgraphs = seam_arena_calloc(a, (size_t)best.n_segs + 1, sizeof(plan_subgraph));
+    int32_t *stamp = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
+    const char **names = malloc(sizeof(char *) * ((size_t)g->n_values + 1));
+    seam_status st = SEAM_STATUS_OK;
+    if (!plan->subgraphs || !stamp || !names) st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int32_t s = 0; !st && s < best.n_segs; s++)
+        for (int32_t k = best.seg_start[s]; k < best.seg_start[s + 1]; k++) plan->node_subgraph[best.order[k]] = s;
+    for (int32_t i = 0; i < nn; i++)
+        if (color[i] < 0) plan->node_subgraph[i] = -1;
+    if (stamp)
+        for (int32_t v = 0; v < g->n_values; v++) stamp[v] = -1;
+    for (int32_t s = 0; !st && s < best.n_segs; s++) {
+        plan_subgraph *sg = &plan->subgraphs[s];
+        int32_t b = best.seg_start[s], e = best.seg_start[s + 1];
+        sg->target = best.seg_color[s];
+        sg->n_nodes = e - b;
+        sg->nodes = seam_arena_memdup(a, best.order + b, sizeof(int32_t) * (size_t)sg->n_nodes);
+        /* inputs: read here, made elsewhere (not initializers or constants) */
+        int32_t ni = 0;
+        for (int32_t k = b; k < e; k++) {
+            const ir_node *n = &g->nodes[best.order[k]];
+            for (int32_t j = 0; j < NODE_DEPS(n); j++) {
+                int32_t v = NODE_DEP(n, j);
+                if (v < 0 || stamp[v] == 2 * s) continue;
+                const ir_value *val = &g->values[v];
+                if (val->flags & IR_VALUE_INIT) continue;
+                if (val->producer >= 0 && (color[val->producer] < 0 || plan->node_subgraph[val->producer] == s)) continue;
+                stamp[v] = 2 * s;
+                names[ni++] = val->name;
+            }
+        }
+        sg->n_inputs = ni;
+        sg->inputs = seam_arena_memdup(a, names, sizeof(char *) * (size_t)ni);
+        /* outputs: made here, read by another subgraph or the caller */
+        int32_t no = 0;
+        for (int32_t k = b; k < e; k++) {
+            const ir_node *n = &g->nodes[best.order[k]];
+            for (int32_t j = 0; j < n->n_outputs; j++) {
+                int32_t v = n->outputs[j];
+                if (v < 0 || stamp[v] == 2 * s + 1) continue;
+                const ir_value *val = &g->values[v];
+                bool out = (val->flags & IR_VALUE_OUTPUT) != 0;
+                for (int32_t c = 0; c < val->n_consumers && !out; c++) out = plan->node_subgraph[val->consumers[c]] != s;
+                if (!out) continue;
+                stamp[v] = 2 * s + 1;
+                names[no++] = val->name;
+            }
+        }
+        sg->n_outputs = no;
+        sg->outputs = seam_arena_memdup(a, names, sizeof(char *) * (size_t)no);
+        if (!sg->nodes || !sg->inputs || !sg->outputs) st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    free(stamp);
+    free(names);
+    waves_free(&best);
+    return st;
+}
+
+void plan_note(seam_plan *plan, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    size_t len = strlen(line);
+    if (plan->notes_len + len + 2 > plan->notes_cap) {
+        size_t cap = (plan->notes_cap + len + 2) * 2;
+        char *grown = realloc(plan->notes, cap);
+        if (!grown) return;
+        plan->notes = grown;
+        plan->notes_cap = cap;
+    }
+    memcpy(plan->notes + plan->notes_len, line, len);
+    plan->notes_len += len;
+    plan->notes[plan->notes_len++] = '\n';
+    plan->notes[plan->notes_len] = 0;
+}

@@ -1,0 +1,456 @@
+/*
+ * seam_partition: support, assignment, grouping, constraints.
+ *
+ *  1. support: every target is asked about every node (its reason kept);
+ *     Constant nodes are data, placed nowhere.
+ *  2. assignment: pins, then cpu_ops, then the first target by priority
+ *     that supports the node, else the CPU.
+ *  3. grouping (group.c) into acyclic subgraphs.
+ *  4. constraints: device subgraphs below min_subgraph_size, or beyond
+ *     max_subgraph_count (keeping those that offload the most work), move to
+ *     the CPU and the rest is grouped again, until the plan holds; or, under
+ *     SEAM_ON_VIOLATION_ERROR, the first violation is an error.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "partition/partition.h"
+
+seam_partition_options seam_partition_defaults(void) {
+    seam_partition_options o;
+    memset(&o, 0, sizeof(o));
+    o.min_subgraph_size = 1;
+    return o;
+}
+
+seam_plan *plan_new(const struct seam_model *m, int32_t n_targets) {
+    seam_plan *p = calloc(1, sizeof(*p));
+    if (!p) return NULL;
+    seam_arena_init(&p->arena, 1 << 16);
+    p->model = m;
+    p->n_targets = n_targets;
+    int32_t nn = m->graph->n_nodes;
+    p->n_nodes = nn;
+    p->node_target = seam_arena_calloc(&p->arena, (size_t)nn + 1, sizeof(int32_t));
+    p->node_subgraph = seam_arena_calloc(&p->arena, (size_t)nn + 1, sizeof(int32_t));
+    p->reason = seam_arena_calloc(&p->arena, (size_t)nn + 1, 1);
+    p->detail = seam_arena_calloc(&p->arena, (size_t)nn + 1, sizeof(char *));
+    p->target_names = seam_arena_calloc(&p->arena, (size_t)n_targets + 2, sizeof(char *));
+    if (!p->node_target || !p->node_subgraph || !p->reason || !p->detail || !p->target_names) {
+        seam_plan_free(p);
+        return NULL;
+    }
+    p->target_names[n_targets] = "cpu";
+    return p;
+}
+
+void seam_plan_free(seam_plan *p) {
+    if (!p) return;
+    seam_arena_free(&p->arena);
+    free(p->notes);
+    free(p);
+}
+
+/* A rough count of the work a node does, from its inferred shapes: used to
+ * rank subgraphs by how much they offload. Conv/MatMul/Gemm count their
+ * multiply-adds; other ops their output elements. */
+static double node_work(const ir_graph *g, const ir_node *n) {
+    double out = 1;
+    if (n->n_outputs > 0 && n->outputs[0] >= 0) {
+        const ir_type *t = &g->values[n->outputs[0]].type;
+        if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
+            for (int32_t d = 0; d < t->rank; d++) out *= t->dims[d].v > 0 ? (double)t->dims[d].v : 1;
+    }
+    double k = 1;
+    const char *op = n->op_type;
+    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+        const ir_type *w = &g->values[n->inputs[1]].type;
+        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
+            if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
+                for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v > 0 ? (double)w->dims[d].v : 1;
+            } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
+                int32_t kd = w->rank - 2;
+                const ir_attr *tb = ir_node_attr(n, "transB");
+                if (strcmp(op, "Gemm") == 0 && tb && tb->kind == IR_ATTR_INT && tb->i) kd = w->rank - 1;
+                k = w->dims[kd].v > 0 ? (double)w->dims[kd].v : 1;
+            }
+        }
+    }
+    return out * k;
+}
+
+typedef struct part {
+    seam_context *ctx;
+    const struct seam_model *m;
+    const seam_partition_options *o;
+    seam_plan *p;
+    const seam_backend *const *targets;
+    int32_t nt;          /* device targets; cpu is index nt */
+    uint64_t *supp;      /* per node: bit t set if target t supports it */
+    bool *pinned;
+    double *work;
+} part;
+
+static bool is_constant_node(const ir_node *n) {
+    return strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0;
+}
+
+static const char *pdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
+
+/* Step 1: who supports what, with the reasons of the refusals. */
+static seam_status compute_support(part *P) {
+    const ir_graph *g = P->m->graph;
+    seam_plan *p = P->p;
+    view_builder vb;
+    view_init(&vb, P->m);
+    const seam_backend *cpu = seam_backend_cpu();
+    char why[512], detail[2048];
+    seam_status st = SEAM_STATUS_OK;
+    for (int32_t i = 0; i < g->n_nodes && !st; i++) {
+        const ir_node *n = &g->nodes[i];
+        P->work[i] = node_work(g, n);
+        if (is_constant_node(n)) {
+            p->node_target[i] = -1;
+            p->reason[i] = SEAM_REASON_CONSTANT;
+            continue;
+        }
+        p->counted++;
+        seam_node_view view;
+        if (!view_node(&vb, i, &view)) {
+            st = seam_error(P->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        size_t off = 0;
+        detail[0] = 0;
+        for (int32_t t = 0; t < P->nt; t++) {
+            why[0] = 0;
+            if (P->targets[t]->supports(P->targets[t]->ctx, &view, why, sizeof(why))) {
+                P->supp[i] |= (uint64_t)1 << t;
+            } else if (off < sizeof(detail)) {
+                off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
+                                        P->targets[t]->name, why[0] ? why : "not supported");
+            }
+        }
+        if (P->supp[i]) {
+            p->supported++;
+        } else {
+            why[0] = 0;
+            if (!cpu->supports(cpu->ctx, &view, why, sizeof(why)) && off < sizeof(detail))
+                snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
+            p->detail[i] = pdup(p, detail);
+        }
+    }
+    view_free(&vb);
+    return st;
+}
+
+static int32_t target_index(const part *P, const char *name) {
+    if (strcmp(name, "cpu") == 0) return P->nt;
+    for (int32_t t = 0; t < P->nt; t++)
+        if (strcmp(P->targets[t]->name, name) == 0) return t;
+    return -1;
+}
+
+/* Step 2: pins, cpu_ops, then priority order. */
+static seam_status assign(part *P) {
+    const ir_graph *g = P->m->graph;
+    seam_plan *p = P->p;
+    char buf[512], lab[300];
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (p->node_target[i] < 0 && p->reason[i] == SEAM_REASON_CONSTANT) continue;
+        const ir_node *n = &g->nodes[i];
+        bool forced = false;
+        for (int32_t k = 0; k < P->o->n_cpu_ops && !forced; k++) forced = strcmp(P->o->cpu_ops[k], n->op_type) == 0;
+        int32_t t = 0;
+        while (t < P->nt && !(P->supp[i] >> t & 1)) t++;
+        if (forced && P->supp[i]) {
+            p->node_target[i] = P->nt;
+            p->reason[i] = SEAM_REASON_CPU_OPS;
+            snprintf(buf, sizeof(buf), "%s is in cpu_ops", n->op_type);
+            p->detail[i] = pdup(p, buf);
+        } else {
+            p->node_target[i] = t;
+            p->reason[i] = t < P->nt ? SEAM_REASON_SUPPORTED : SEAM_REASON_UNSUPPORTED;
+        }
+    }
+    /* pins: the node names are looked up once, through a map */
+    for (int32_t k = 0; k < P->o->n_pins; k++) {
+        const seam_pin *pin = &P->o->pins[k];
+        if (!pin->node_name || !pin->target)
+            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin %d has no node name or target", k);
+        int32_t t = target_index(P, pin->target);
+        if (t < 0)
+            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': there is no target '%s'",
+                              pin->node_name, pin->target, pin->target);
+        int32_t i = -1;
+        for (int32_t j = 0; j < g->n_nodes && i < 0; j++)
+            if (strcmp(g->nodes[j].name, pin->node_name) == 0) i = j;
+        if (i < 0)
+            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': the model has no node named '%s'",
+                              pin->node_name, pin->target, pin->node_name);
+        if (p->reason[i] == SEAM_REASON_CONSTANT) continue;
+        if (t < P->nt && !(P->supp[i] >> t & 1))
+            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': %s does not support %s: %s",
+                              pin->node_name, pin->target, pin->target, ir_node_label(g, i, lab, sizeof(lab)),
+                              p->detail[i] ? p->detail[i] : "refused");
+        p->node_target[i] = t;
+        p->reason[i] = SEAM_REASON_PINNED;
+        snprintf(buf, sizeof(buf), "pinned to %s", pin->target);
+        p->detail[i] = pdup(p, buf);
+        P->pinned[i] = true;
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* With several targets, a node two targets support joins the one its
+ * neighbours use, so that subgraphs are not cut between targets for
+ * nothing. Returns whether anything changed. */
+static bool smooth(part *P) {
+    const ir_graph *g = P->m->graph;
+    seam_plan *p = P->p;
+    bool changed = false;
+    int32_t votes[64];
+    for (int32_t pass = 0; pass < 2; pass++) {
+        for (int32_t q = 0; q < g->n_nodes; q++) {
+            int32_t i = g->topo[q];
+            if (p->reason[i] != SEAM_REASON_SUPPORTED || __builtin_popcountll(P->supp[i]) < 2) continue;
+            memset(votes, 0, sizeof(int32_t) * (size_t)P->nt);
+            const ir_node *n = &g->nodes[i];
+            for (int32_t k = 0; k < n->n_inputs; k++) {
+                int32_t v = n->inputs[k];
+                if (v < 0 || g->values[v].producer < 0) continue;
+                int32_t t = p->node_target[g->values[v].producer];
+                if (t >= 0 && t < P->nt) votes[t]++;
+            }
+            for (int32_t k = 0; k < n->n_outputs; k++) {
+                int32_t v = n->outputs[k];
+                if (v < 0) continue;
+                for (int32_t c = 0; c < g->values[v].n_consumers; c++) {
+                    int32_t t = p->node_target[g->values[v].consumers[c]];
+                    if (t >= 0 && t < P->nt) votes[t]++;
+                }
+            }
+            int32_t best = p->node_target[i];
+            for (int32_t t = 0; t < P->nt; t++)
+                if ((P->supp[i] >> t & 1) && votes[t] > votes[best]) best = t;
+            if (best != p->node_target[i]) {
+                p->node_target[i] = best;
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+static void describe_subgraph(const part *P, int32_t s, char *buf, size_t n) {
+    const plan_subgraph *sg = &P->p->subgraphs[s];
+    snprintf(buf, n, "subgraph %d (%s, %d node%s)", s, P->p->target_names[sg->target], sg->n_nodes,
+             sg->n_nodes == 1 ? "" : "s");
+}
+
+/* Moves the non-pinned nodes of subgraph s to the CPU. */
+static int32_t move_to_cpu(part *P, int32_t s, seam_reason why, const char *detail) {
+    const plan_subgraph *sg = &P->p->subgraphs[s];
+    int32_t moved = 0;
+    const char *d = pdup(P->p, detail);
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        int32_t i = sg->nodes[k];
+        if (P->pinned[i]) continue;
+        P->p->node_target[i] = P->nt;
+        P->p->reason[i] = (uint8_t)why;
+        P->p->detail[i] = d;
+        moved++;
+    }
+    return moved;
+}
+
+typedef struct ranked {
+    int32_t s;
+    double work;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->work != y->work) return x->work < y->work ? 1 : -1;
+    return x->s - y->s;
+}
+
+/* Step 4: min size and max count, until the plan holds. */
+static seam_status enforce(part *P) {
+    seam_plan *p = P->p;
+    const seam_partition_options *o = P->o;
+    char desc[256], buf[512];
+    seam_status st;
+    for (int32_t round = 0; round < 1000; round++) {
+        int32_t moved = 0;
+        int32_t min = o->min_subgraph_size > 1 ? o->min_subgraph_size : 1;
+        for (int32_t s = 0; s < p->n_subgraphs; s++) {
+            const plan_subgraph *sg = &p->subgraphs[s];
+            if (sg->target == P->nt || sg->n_nodes >= min) continue;
+            describe_subgraph(P, s, desc, sizeof(desc));
+            if (o->on_violation == SEAM_ON_VIOLATION_ERROR)
+                return seam_error(P->ctx, SEAM_STATUS_UNSUPPORTED,
+                                  "The partitioner has found %s, which is smaller than the specified min subgraph size of %d.",
+                                  desc, min);
+            snprintf(buf, sizeof(buf), "its %s subgraph had %d node%s, fewer than min_subgraph_size %d",
+                     p->target_names[sg->target], sg->n_nodes, sg->n_nodes == 1 ? "" : "s", min);
+            int32_t m = move_to_cpu(P, s, SEAM_REASON_MIN_SIZE, buf);
+            if (m) plan_note(p, "moved %s to cpu: fewer nodes than min_subgraph_size %d", desc, min);
+            moved += m;
+        }
+        if (!moved && o->max_subgraph_count > 0 && p->n_device_subgraphs > o->max_subgraph_count) {
+            if (o->on_violation == SEAM_ON_VIOLATION_ERROR)
+                return seam_error(P->ctx, SEAM_STATUS_UNSUPPORTED,
+                                  "The partitioner has found %d subgraphs which exceeds the specified max subgraph count of %d.",
+                                  p->n_device_subgraphs, o->max_subgraph_count);
+            ranked *r = malloc(sizeof(ranked) * ((size_t)p->n_subgraphs + 1));
+            if (!r) return seam_error(P->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            int32_t nr = 0;
+            for (int32_t s = 0; s < p->n_subgraphs; s++) {
+                const plan_subgraph *sg = &p->subgraphs[s];
+                if (sg->target == P->nt) continue;
+                double w = 0;
+                for (int32_t k = 0; k < sg->n_nodes; k++) w += P->work[sg->nodes[k]];
+                r[nr++] = (ranked){s, w};
+            }
+            qsort(r, (size_t)nr, sizeof(ranked), cmp_ranked);
+            for (int32_t k = o->max_subgraph_count; k < nr; k++) {
+                describe_subgraph(P, r[k].s, desc, sizeof(desc));
+                snprintf(buf, sizeof(buf), "its %s subgraph was dropped to keep %d subgraphs (max_subgraph_count)",
+                         p->target_names[p->subgraphs[r[k].s].target], o->max_subgraph_count);
+                int32_t m = move_to_cpu(P, r[k].s, SEAM_REASON_MAX_COUNT, buf);
+                if (m)
+                    plan_note(p, "moved %s to cpu: %d device subgraphs exceed max_subgraph_count %d; kept the %d doing the most work",
+                              desc, p->n_device_subgraphs, o->max_subgraph_count, o->max_subgraph_count);
+                moved += m;
+            }
+            free(r);
+        }
+        if (!moved) return SEAM_STATUS_OK;
+        if ((st = plan_group(P->ctx, p))) return st;
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_options(seam_context *ctx, const seam_partition_options *o) {
+    if (o->n_targets < 0 || o->n_targets > 63 || (o->n_targets && !o->targets))
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "between 0 and 63 targets are allowed, %d given", o->n_targets);
+    for (int32_t t = 0; t < o->n_targets; t++) {
+        const seam_backend *b = o->targets[t];
+        if (!b) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d is NULL", t);
+        if (b->abi_version != SEAM_BACKEND_ABI_VERSION)
+            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has ABI version %u; seam knows version %d", t,
+                              b->abi_version, SEAM_BACKEND_ABI_VERSION);
+        if (!b->name || !b->name[0] || !b->supports)
+            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has no name or no supports()", t);
+        if (strcmp(b->name, "cpu") == 0 || strcmp(b->name, "constant") == 0)
+            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target name '%s' is reserved", b->name);
+        for (int32_t u = 0; u < t; u++)
+            if (strcmp(o->targets[u]->name, b->name) == 0)
+                return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "two targets are named '%s'", b->name);
+    }
+    if (!(o->min_support >= 0 && o->min_support <= 1))
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "min support must be between 0 and 1, got %g", o->min_support);
+    if (o->min_subgraph_size < 0 || o->max_subgraph_count < 0)
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "min subgraph size and max subgraph count must be >= 0");
+    if (o->on_violation != SEAM_ON_VIOLATION_FALLBACK && o->on_violation != SEAM_ON_VIOLATION_ERROR)
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "on_violation must be fallback or error");
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_partition(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
+    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_partition_options dflt = seam_partition_defaults();
+    if (!opts) opts = &dflt;
+    seam_status st = check_options(m->ctx, opts);
+    if (st) return st;
+    const ir_graph *g = m->graph;
+    part P = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, NULL};
+    P.supp = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
+    P.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    P.work = calloc((size_t)g->n_nodes + 1, sizeof(double));
+    if (!P.p || !P.supp || !P.pinned || !P.work) {
+        st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int32_t t = 0; t < P.nt; t++) P.p->target_names[t] = pdup(P.p, P.targets[t]->name);
+    if ((st = compute_support(&P))) goto done;
+    if (P.p->counted && (double)P.p->supported < opts->min_support * (double)P.p->counted - 1e-9) {
+        st = seam_error(m->ctx, SEAM_STATUS_UNSUPPORTED,
+                        "%.2f%% of operations (%d of %d) are supported, below the required minimum of %.2f%%",
+                        100.0 * P.p->supported / P.p->counted, P.p->supported, P.p->counted, 100.0 * opts->min_support);
+        goto done;
+    }
+    if ((st = assign(&P))) goto done;
+    if ((st = plan_group(m->ctx, P.p))) goto done;
+    if (P.nt > 1) {
+        /* several targets: try the neighbour-aware choice; keep it only
+         * if it gives fewer device subgraphs */
+        int32_t *first_fit = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
+        if (first_fit) {
+            memcpy(first_fit, P.p->node_target, sizeof(int32_t) * (size_t)g->n_nodes);
+            int32_t before = P.p->n_device_subgraphs, before_all = P.p->n_subgraphs;
+            if (smooth(&P)) {
+                if ((st = plan_group(m->ctx, P.p))) {
+                    free(first_fit);
+                    goto done;
+                }
+                if (P.p->n_device_subgraphs > before ||
+                    (P.p->n_device_subgraphs == before && P.p->n_subgraphs >= before_all)) {
+                    memcpy(P.p->node_target, first_fit, sizeof(int32_t) * (size_t)g->n_nodes);
+                    st = plan_group(m->ctx, P.p);
+                } else {
+                    plan_note(P.p, "joint placement across targets: %d device subgraphs instead of %d with first-fit",
+                              P.p->n_device_subgraphs, before);
+                }
+            }
+            free(first_fit);
+            if (st) goto done;
+        }
+    }
+    st = enforce(&P);
+done:
+    free(P.supp);
+    free(P.pinned);
+    free(P.work);
+    if (st) {
+        seam_plan_free(P.p);
+        return st;
+    }
+    *out = P.p;
+    return SEAM_STATUS_OK;
+}
+
+/* ---- accessors ---- */
+
+int32_t seam_plan_node_count(const seam_plan *p) { return p ? p->n_nodes : 0; }
+int32_t seam_plan_subgraph_count(const seam_plan *p) { return p ? p->n_subgraphs : 0; }
+int32_t seam_plan_device_subgraph_count(const seam_plan *p) { return p ? p->n_device_subgraphs : 0; }
+const char *seam_plan_notes(const seam_plan *p) { return p && p->notes ? p->notes : ""; }
+
+void seam_plan_support(const seam_plan *p, int32_t *supported, int32_t *counted) {
+    if (supported) *supported = p ? p->supported : 0;
+    if (counted) *counted = p ? p->counted : 0;
+}
+
+seam_status seam_plan_node(const seam_plan *p, int32_t i, seam_plan_node_info *out) {
+    if (!p || !out || i < 0 || i >= p->n_nodes) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_node *n = &p->model->graph->nodes[i];
+    int32_t t = p->node_target[i];
+    *out = (seam_plan_node_info){i, n->name, n->op_type, t < 0 ? "constant" : p->target_names[t], p->node_subgraph[i],
+                            (seam_reason)p->reason[i], p->detail[i] ? p->detail[i] : ""};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_plan_subgraph(const seam_plan *p, int32_t id, seam_plan_subgraph_info *out) {
+    if (!p || !out || id < 0 || id >= p->n_subgraphs) return SEAM_STATUS_INVALID_ARGUMENT;
+    const plan_subgraph *sg = &p->subgraphs[id];
+    *out = (seam_plan_subgraph_info){id, p->target_names[sg->target], sg->n_nodes, sg->n_inputs, sg->n_outputs,
+                                sg->nodes, sg->inputs, sg->outputs};
+    return SEAM_STATUS_OK;
+}

@@ -1,0 +1,55 @@
+/* The partitioner's internals: node views for backends, and the plan. */
+#ifndef SEAM_PARTITION_H
+#define SEAM_PARTITION_H
+
+#include "ir/ir.h"
+#include "seam_backend.h"
+
+/* Builds views of one node at a time into reusable buffers. */
+typedef struct view_builder {
+    const ir_graph *g;
+    const struct seam_model *m;
+    seam_value_info *infos;  /* inputs then outputs */
+    const char **producers;
+    int64_t *dims;
+    const char **syms;
+    int32_t cap_infos, cap_dims;
+} view_builder;
+
+void view_init(view_builder *vb, const struct seam_model *m);
+/* The view of node i; valid until the next call. NULL when out of memory. */
+const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out);
+void view_free(view_builder *vb);
+
+typedef struct plan_subgraph {
+    int32_t target;          /* index into plan->targets; n_targets = cpu */
+    int32_t n_nodes, n_inputs, n_outputs;
+    int32_t *nodes;
+    const char **inputs, **outputs;
+} plan_subgraph;
+
+struct seam_plan {
+    seam_arena arena;
+    const struct seam_model *model;
+    int32_t n_targets;       /* device targets; index n_targets is cpu */
+    const char **target_names;
+    int32_t n_nodes;
+    int32_t *node_target;    /* -1 = constant */
+    int32_t *node_subgraph;
+    uint8_t *reason;
+    const char **detail;
+    int32_t n_subgraphs, n_device_subgraphs;
+    plan_subgraph *subgraphs;
+    int32_t supported, counted;
+    char *notes;
+    size_t notes_len, notes_cap;
+};
+
+/* Groups nodes by node_target into subgraphs (ready waves), fills
+ * plan->subgraphs with boundaries. Constants (target -1) go nowhere. */
+seam_status plan_group(seam_context *ctx, seam_plan *plan);
+/* Appends a line to plan->notes. */
+void plan_note(seam_plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+seam_plan *plan_new(const struct seam_model *m, int32_t n_targets);
+
+#endif

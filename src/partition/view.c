@@ -1,0 +1,119 @@
+/* Node views handed to backends' supports(), and attribute access on them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "partition/partition.h"
+
+void view_init(view_builder *vb, const struct seam_model *m) {
+    memset(vb, 0, sizeof(*vb));
+    vb->m = m;
+    vb->g = m->graph;
+}
+
+void view_free(view_builder *vb) {
+    free(vb->infos);
+    free(vb->producers);
+    free(vb->dims);
+    free(vb->syms);
+    memset(vb, 0, sizeof(*vb));
+}
+
+static int64_t opset_of(const struct seam_model *m, const char *domain) {
+    bool dflt = !domain[0] || strcmp(domain, "ai.onnx") == 0;
+    for (int32_t k = 0; k < m->n_opsets; k++) {
+        const char *d = m->opsets[k].domain;
+        bool kd = !d[0] || strcmp(d, "ai.onnx") == 0;
+        if ((dflt && kd) || strcmp(d, domain) == 0) return m->opsets[k].version;
+    }
+    return -1;
+}
+
+const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out) {
+    const ir_graph *g = vb->g;
+    const ir_node *n = &g->nodes[i];
+    int32_t nv = n->n_inputs + n->n_outputs;
+    if (nv > vb->cap_infos) {
+        int32_t cap = nv * 2 + 8;
+        seam_value_info *infos = realloc(vb->infos, sizeof(*infos) * (size_t)cap);
+        if (infos) vb->infos = infos;
+        const char **prods = realloc(vb->producers, sizeof(char *) * (size_t)cap);
+        if (prods) vb->producers = prods;
+        if (!infos || !prods) return NULL;
+        vb->cap_infos = cap;
+    }
+    int32_t nd = 0;
+    for (int32_t k = 0; k < nv; k++) {
+        int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v >= 0 && g->values[v].type.kind == IR_TYPE_TENSOR && g->values[v].type.rank > 0)
+            nd += g->values[v].type.rank;
+    }
+    if (nd > vb->cap_dims) {
+        int32_t cap = nd * 2 + 16;
+        int64_t *dims = realloc(vb->dims, sizeof(int64_t) * (size_t)cap);
+        if (dims) vb->dims = dims;
+        const char **syms = realloc(vb->syms, sizeof(char *) * (size_t)cap);
+        if (syms) vb->syms = syms;
+        if (!dims || !syms) return NULL;
+        vb->cap_dims = cap;
+    }
+    nd = 0;
+    for (int32_t k = 0; k < nv; k++) {
+        int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        seam_value_info *vi = &vb->infos[k];
+        memset(vi, 0, sizeof(*vi));
+        vi->rank = -1;
+        if (k < n->n_inputs) vb->producers[k] = NULL;
+        if (v < 0) continue;
+        const ir_value *val = &g->values[v];
+        vi->name = val->name;
+        if (k < n->n_inputs && val->producer >= 0) vb->producers[k] = g->nodes[val->producer].op_type;
+        if (val->type.kind != IR_TYPE_TENSOR) continue;
+        vi->dtype = (seam_dtype)val->type.elem;
+        vi->rank = val->type.rank;
+        if (vi->rank > 0) {
+            for (int32_t d = 0; d < vi->rank; d++) {
+                vb->dims[nd + d] = val->type.dims[d].v >= 0 ? val->type.dims[d].v : -1;
+                vb->syms[nd + d] = val->type.dims[d].sym;
+            }
+            vi->dims = &vb->dims[nd];
+            vi->dim_params = &vb->syms[nd];
+            nd += vi->rank;
+        }
+    }
+    *out = (seam_node_view){i, n->name, n->op_type, n->domain, opset_of(vb->m, n->domain), n->n_inputs, n->n_outputs,
+                            vb->infos, vb->infos + n->n_inputs, vb->producers, n};
+    return out;
+}
+
+static const ir_attr *view_attr(const seam_node_view *v, const char *name) {
+    return v && v->impl && name ? ir_node_attr((const ir_node *)v->impl, name) : NULL;
+}
+
+bool seam_node_attr_int(const seam_node_view *v, const char *name, int64_t *out) {
+    const ir_attr *a = view_attr(v, name);
+    if (!a || a->kind != IR_ATTR_INT) return false;
+    *out = a->i;
+    return true;
+}
+
+bool seam_node_attr_float(const seam_node_view *v, const char *name, float *out) {
+    const ir_attr *a = view_attr(v, name);
+    if (!a || a->kind != IR_ATTR_FLOAT) return false;
+    *out = a->f;
+    return true;
+}
+
+bool seam_node_attr_string(const seam_node_view *v, const char *name, const char **out) {
+    const ir_attr *a = view_attr(v, name);
+    if (!a || a->kind != IR_ATTR_STRING) return false;
+    *out = (const char *)a->s.data; /* the loader keeps strings NUL-terminated */
+    return true;
+}
+
+bool seam_node_attr_ints(const seam_node_view *v, const char *name, const int64_t **out, int32_t *n) {
+    const ir_attr *a = view_attr(v, name);
+    if (!a || a->kind != IR_ATTR_INTS) return false;
+    *out = a->ints;
+    *n = a->n;
+    return true;
+}

@@ -1,0 +1,111 @@
+#include "targets.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void targets_init(cli_targets *t) {
+    memset(t, 0, sizeof(*t));
+    t->opts = seam_partition_defaults();
+}
+
+#define TUSAGE (CLI_USAGE + 10)
+
+int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k) {
+    const char *a = argv[*k];
+    static const char *const names[] = {"--target", "--min-support", "--min-subgraph-size", "--max-subgraph-count",
+                                        "--on-violation", "--cpu-ops", "--pin"};
+    int which = -1;
+    for (int n = 0; n < 7; n++)
+        if (strcmp(a, names[n]) == 0) which = n;
+    if (which < 0) return 0;
+    if (*k + 1 >= argc) {
+        cli_usage(cmd, "%s needs a value", a);
+        return TUSAGE;
+    }
+    const char *v = argv[++*k];
+    char *end;
+    switch (which) {
+    case 0:
+        if (t->n_paths >= MAX_TARGETS) {
+            cli_usage(cmd, "at most %d targets", MAX_TARGETS);
+            return TUSAGE;
+        }
+        t->paths[t->n_paths++] = v;
+        return 1;
+    case 1: {
+        double f = strtod(v, &end);
+        if (*end || end == v || !(f >= 0 && f <= 1)) {
+            cli_usage(cmd, "--min-support wants a fraction from 0 to 1, got '%s'", v);
+            return TUSAGE;
+        }
+        t->opts.min_support = f;
+        return 1;
+    }
+    case 2:
+    case 3: {
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n < (which == 2 ? 1 : 1) || n > 1000000000) {
+            cli_usage(cmd, "%s wants a whole number >= 1, got '%s'", a, v);
+            return TUSAGE;
+        }
+        if (which == 2) t->opts.min_subgraph_size = (int32_t)n;
+        else t->opts.max_subgraph_count = (int32_t)n;
+        return 1;
+    }
+    case 4:
+        if (strcmp(v, "fallback") == 0) t->opts.on_violation = SEAM_ON_VIOLATION_FALLBACK;
+        else if (strcmp(v, "error") == 0) t->opts.on_violation = SEAM_ON_VIOLATION_ERROR;
+        else {
+            cli_usage(cmd, "--on-violation wants fallback or error, got '%s'", v);
+            return TUSAGE;
+        }
+        return 1;
+    case 5: {
+        free(t->cpu_ops_buf);
+        t->cpu_ops_buf = strdup(v);
+        t->opts.n_cpu_ops = 0;
+        for (char *s = strtok(t->cpu_ops_buf, ","); s && t->opts.n_cpu_ops < 256; s = strtok(NULL, ","))
+            if (*s) t->cpu_ops[t->opts.n_cpu_ops++] = s;
+        t->opts.cpu_ops = t->cpu_ops;
+        return 1;
+    }
+    case 6: {
+        const char *eq = strrchr(v, '=');
+        if (!eq || eq == v || !eq[1]) {
+            cli_usage(cmd, "--pin wants NODE=TARGET, got '%s'", v);
+            return TUSAGE;
+        }
+        if (t->opts.n_pins >= MAX_PINS) {
+            cli_usage(cmd, "at most %d pins", MAX_PINS);
+            return TUSAGE;
+        }
+        t->pins[t->opts.n_pins++] = (seam_pin){strndup(v, (size_t)(eq - v)), eq + 1};
+        t->opts.pins = t->pins;
+        return 1;
+    }
+    }
+    return 0;
+}
+
+int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
+    int32_t n = 0;
+    for (int32_t k = 0; k < t->n_paths; k++) {
+        if (strcmp(t->paths[k], "cpu") == 0) continue;
+        seam_status st = seam_rules_load(ctx, t->paths[k], &t->loaded[n]);
+        if (st) return cli_fail(cmd, ctx, st) == CLI_USAGE ? CLI_BAD_INPUT : CLI_BAD_INPUT;
+        t->list[n] = t->loaded[n];
+        n++;
+    }
+    t->opts.targets = t->list;
+    t->opts.n_targets = n;
+    return CLI_OK;
+}
+
+void targets_free(cli_targets *t) {
+    for (int32_t k = 0; k < MAX_TARGETS; k++) seam_backend_free(t->loaded[k]);
+    for (int32_t k = 0; k < t->opts.n_pins; k++) free((char *)t->pins[k].node_name);
+    free(t->cpu_ops_buf);
+}

@@ -1,0 +1,40 @@
+/* Target options shared by analyze, partition and run: --target, --min-support,
+ * --min-subgraph-size, --max-subgraph-count, --on-violation, --cpu-ops, --pin. */
+#ifndef SEAM_CLI_TARGETS_H
+#define SEAM_CLI_TARGETS_H
+
+#include "seam_backend.h"
+
+#define MAX_TARGETS 16
+#define MAX_PINS 256
+
+typedef struct cli_targets {
+    const char *paths[MAX_TARGETS];
+    int32_t n_paths;
+    seam_backend *loaded[MAX_TARGETS];
+    const seam_backend *list[MAX_TARGETS];
+    seam_pin pins[MAX_PINS];
+    const char *cpu_ops[256];
+    char *cpu_ops_buf;
+    seam_partition_options opts;
+} cli_targets;
+
+void targets_init(cli_targets *t);
+/* Consumes argv[*k] (and its value) if it is a target option. Returns 1 if
+ * consumed, 0 if not one, or CLI_USAGE+10 after printing a usage error. */
+int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k);
+/* Loads the rules files; "cpu" is accepted and ignored (always last). */
+int targets_load(cli_targets *t, const char *cmd, seam_context *ctx);
+void targets_free(cli_targets *t);
+
+#define TARGET_HELP                                                                          \
+    "  --target T            a target: a rules file (JSON) or cpu; repeat for more, in\n"    \
+    "                        priority order (cpu is always last)\n"                          \
+    "  --min-support F       fail if fewer than this fraction of nodes are supported\n"      \
+    "  --min-subgraph-size N device subgraphs with fewer nodes go back to the CPU\n"         \
+    "  --max-subgraph-count N keep at most N device subgraphs (those doing the most work)\n" \
+    "  --on-violation P      fallback (default: move to the CPU and say so) or error\n"     \
+    "  --cpu-ops A,B         op types forced to the CPU even where supported\n"              \
+    "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"
+
+#endif
