@@ -148,9 +148,11 @@ typedef struct seam_plan seam_plan;
 seam_status seam_partition(seam_model *model, const seam_partition_options *opts, seam_plan **plan_out);
 
 /* torch.fx split_module's callback: the caller gives each node a partition
- * id (>= 0); nodes with the same id form one subgraph, on target
- * targets[id's target]. Fails, naming the nodes on the cycle, if the
- * assignment would make the subgraphs depend on each other in a cycle. */
+ * id (>= 0); the nodes with one id form one subgraph (target "cpu", reason
+ * SEAM_REASON_USER). Subgraphs are listed in a topological order of their
+ * dependencies, smaller ids first where free. Fails, naming the values and
+ * nodes that close the cycle, if the subgraphs would depend on each other
+ * in a cycle. Constant nodes are not passed to the callback. */
 typedef int32_t (*seam_assign_fn)(void *user, const seam_node_view *node);
 seam_status seam_partition_by_callback(seam_model *model, seam_assign_fn assign, void *user, seam_plan **plan_out);
 

@@ -16,13 +16,6 @@
 #include "core/context.h"
 #include "partition/partition.h"
 
-typedef struct waves {
-    int32_t *order;     /* nodes in wave order */
-    int32_t *seg_start; /* start of each wave in order[]; n_segs + 1 entries */
-    int32_t *seg_color;
-    int32_t n_order, n_segs, n_device;
-} waves;
-
 static void waves_free(waves *w) {
     free(w->order);
     free(w->seg_start);
@@ -35,23 +28,54 @@ static void waves_free(waves *w) {
 #define NODE_DEPS(n) ((n)->n_inputs + (n)->n_implicit)
 #define NODE_DEP(n, k) ((k) < (n)->n_inputs ? (n)->inputs[k] : (n)->implicit[(k) - (n)->n_inputs])
 
+/* Which target takes the next wave, once the current one has nothing
+ * ready. The CPU goes first when it can (a CPU wave lets device nodes pile
+ * up into one bigger device wave). Between device targets the choice is a
+ * heuristic (the problem is hard with three or more targets), so several
+ * policies are tried: most ready nodes, fewest ready, most nodes left,
+ * fewest left. */
+static int32_t next_color(int32_t cur, int32_t cpu, int32_t n_colors, const int32_t *qhead, const int32_t *qtail,
+                          const int32_t *left, int32_t policy) {
+    if (cur != cpu && qhead[cpu] < qtail[cpu]) return cpu;
+    int32_t best = -1;
+    for (int32_t d = 0; d < n_colors; d++) {
+        if (d == cur || d == cpu || qhead[d] == qtail[d]) continue;
+        if (best < 0) {
+            best = d;
+            continue;
+        }
+        int32_t rd = qtail[d] - qhead[d], rb = qtail[best] - qhead[best];
+        bool better = policy == 0 ? rd > rb : policy == 1 ? rd < rb : policy == 2 ? left[d] > left[best] : left[d] < left[best];
+        if (better) best = d;
+    }
+    if (best < 0 && cur == cpu) return -1;
+    if (best < 0 && qhead[cpu] < qtail[cpu]) return cpu;
+    return best;
+}
+
+#define N_POLICIES 4
+
 static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors, int32_t cpu, int32_t start,
-                      const int32_t *indeg0, waves *w) {
+                      int32_t policy, const int32_t *indeg0, waves *w) {
     int32_t nn = g->n_nodes;
     int32_t *indeg = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *qbuf = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *qhead = calloc((size_t)n_colors, sizeof(int32_t)), *qtail = calloc((size_t)n_colors, sizeof(int32_t));
     int32_t *qbase = calloc((size_t)n_colors + 1, sizeof(int32_t));
+    int32_t *left = calloc((size_t)n_colors + 1, sizeof(int32_t)); /* nodes not yet placed, per target */
     w->order = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     w->seg_start = malloc(sizeof(int32_t) * ((size_t)nn + 2));
     w->seg_color = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-    bool ok = indeg && qbuf && qhead && qtail && qbase && w->order && w->seg_start && w->seg_color;
+    bool ok = indeg && qbuf && qhead && qtail && qbase && left && w->order && w->seg_start && w->seg_color;
     if (ok) {
         /* one FIFO per color, laid out back to back in qbuf */
         for (int32_t i = 0; i < nn; i++)
             if (color[i] >= 0) qbase[color[i] + 1]++;
         for (int32_t c = 0; c < n_colors; c++) qbase[c + 1] += qbase[c];
-        for (int32_t c = 0; c < n_colors; c++) qhead[c] = qtail[c] = qbase[c];
+        for (int32_t c = 0; c < n_colors; c++) {
+            qhead[c] = qtail[c] = qbase[c];
+            left[c] = qbase[c + 1] - qbase[c];
+        }
         memcpy(indeg, indeg0, sizeof(int32_t) * (size_t)nn);
         for (int32_t i = 0; i < nn; i++)
             if (color[i] >= 0 && indeg[i] == 0) qbuf[qtail[color[i]]++] = i;
@@ -59,20 +83,7 @@ static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors,
         int32_t cur = start;
         for (;;) {
             if (qhead[cur] == qtail[cur]) {
-                /* pick the next wave's target: the CPU first (a CPU wave
-                 * lets device nodes pile up for one bigger device wave),
-                 * else the device target with the most ready nodes */
-                int32_t next = -1;
-                if (cur != cpu && qhead[cpu] < qtail[cpu]) next = cpu;
-                for (int32_t c = 0; c < n_colors && next < 0; c++) {
-                    if (c == cur || qhead[c] == qtail[c]) continue;
-                    int32_t best = -1;
-                    for (int32_t d = 0; d < n_colors; d++)
-                        if (d != cur && d != cpu && qhead[d] < qtail[d] &&
-                            (best < 0 || qtail[d] - qhead[d] > qtail[best] - qhead[best]))
-                            best = d;
-                    next = best >= 0 ? best : c;
-                }
+                int32_t next = next_color(cur, cpu, n_colors, qhead, qtail, left, policy);
                 if (next < 0) break;
                 cur = next;
             }
@@ -83,6 +94,7 @@ static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors,
             while (qhead[cur] < qtail[cur]) {
                 int32_t i = qbuf[qhead[cur]++];
                 w->order[w->n_order++] = i;
+                left[cur]--;
                 const ir_node *n = &g->nodes[i];
                 for (int32_t k = 0; k < n->n_outputs; k++) {
                     int32_t v = n->outputs[k];
@@ -102,6 +114,7 @@ static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors,
     free(qhead);
     free(qtail);
     free(qbase);
+    free(left);
     return ok;
 }
 
@@ -126,9 +139,12 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
         if (color[i] >= 0 && indeg[i] == 0 && starts) starts[color[i]] = true;
     waves best = {0}, w = {0};
     bool have = false;
-    for (int32_t c = 0; c < n_colors && starts; c++) {
+    /* with one device target the policies agree: run one */
+    int32_t n_policies = n_colors > 2 ? N_POLICIES : 1;
+    for (int32_t trial = 0; trial < n_colors * n_policies && starts; trial++) {
+        int32_t c = trial / n_policies, policy = trial % n_policies;
         if (!starts[c]) continue;
-        if (!run_waves(g, color, n_colors, cpu, c, indeg, &w)) {
+        if (!run_waves(g, color, n_colors, cpu, c, policy, indeg, &w)) {
             waves_free(&w);
             continue;
         }
@@ -150,7 +166,18 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
                           have ? "grouping did not reach every node" : "out of memory while grouping");
     }
 
-    /* subgraphs and boundaries */
+    seam_status st = plan_set_subgraphs(ctx, plan, &best);
+    waves_free(&best);
+    return st;
+}
+
+/* Fills plan->subgraphs from an order cut into runs, with each run's
+ * boundary values. */
+seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *w) {
+    const ir_graph *g = plan->model->graph;
+    int32_t nn = g->n_nodes;
+    const int32_t *color = plan->node_target;
+    const waves best = *w;
     seam_arena *a = &plan->arena;
     plan->n_subgraphs = best.n_segs;
     plan->n_device_subgraphs = best.n_device;
@@ -208,7 +235,6 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     }
     free(stamp);
     free(names);
-    waves_free(&best);
     return st;
 }
 

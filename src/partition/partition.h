@@ -45,6 +45,17 @@ struct seam_plan {
     size_t notes_len, notes_cap;
 };
 
+/* Nodes in execution order, cut into runs of one target. */
+typedef struct waves {
+    int32_t *order;     /* nodes in run order */
+    int32_t *seg_start; /* start of each run in order[]; n_segs + 1 entries */
+    int32_t *seg_color; /* target of each run */
+    int32_t n_order, n_segs, n_device;
+} waves;
+
+/* Sets plan->subgraphs (and node_subgraph) from runs, with boundaries. */
+seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *w);
+
 /* Groups nodes by node_target into subgraphs (ready waves), fills
  * plan->subgraphs with boundaries. Constants (target -1) go nowhere. */
 seam_status plan_group(seam_context *ctx, seam_plan *plan);

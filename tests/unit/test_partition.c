@@ -1,0 +1,385 @@
+/*
+ * Property tests of the partitioner: thousands of random DAGs x random
+ * capabilities x random configurations. Every plan is checked for
+ *   - every node in exactly one subgraph (constants in none);
+ *   - an acyclic quotient graph, listed in topological order, with the
+ *     nodes of each subgraph in topological order;
+ *   - exact boundary inputs and outputs, recomputed here independently;
+ *   - the constraints (support, min size, max count, cpu_ops);
+ *   - a minimal number of device subgraphs for the plan's assignment,
+ *     against a brute-force search over all topological orders (small
+ *     graphs, no size/count constraints): exactly, with one device target;
+ *     with two device targets the wave order is a heuristic, so at least
+ *     99% must be exact and none more than one above the minimum.
+ * Also: the callback assignment, with and without a cycle.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/context.h"
+#include "ir/ir.h"
+#include "seam_backend.h"
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint32_t rnd(rng *r, uint32_t n) {
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return (uint32_t)(r->s % n);
+}
+
+static const char *OPS[] = {"Conv", "Relu", "Add", "TopK", "MatMul", "Concat"};
+
+/* A random DAG: node i reads 1-3 values made by earlier nodes (or the
+ * input), so that index order is topological; the file order is then
+ * shuffled a little to exercise the IR's own topological order. */
+static struct seam_model *random_model(seam_context *ctx, rng *r, int32_t n, int32_t *op_of) {
+    struct seam_model *m = calloc(1, sizeof(*m));
+    m->ctx = ctx;
+    seam_arena_init(&m->arena, 1 << 16);
+    ir_graph *g = ir_graph_new(m, NULL);
+    m->graph = g;
+    char name[32];
+    int32_t x = ir_graph_add_value(g, "x");
+    g->values[x].flags |= IR_VALUE_INPUT;
+    g->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+    g->inputs[g->n_inputs++] = x;
+    int32_t w = ir_graph_add_value(g, "w");
+    g->values[w].flags |= IR_VALUE_INIT;
+    int32_t *out = malloc(sizeof(int32_t) * (size_t)n);
+    for (int32_t i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "t%d", i);
+        out[i] = ir_graph_add_value(g, seam_arena_strdup(&m->arena, name));
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int32_t idx = ir_graph_add_node(g);
+        ir_node *nd = &g->nodes[idx];
+        snprintf(name, sizeof(name), "n%d", i);
+        nd->name = seam_arena_strdup(&m->arena, name);
+        op_of[i] = (int32_t)rnd(r, 6);
+        nd->op_type = OPS[op_of[i]];
+        nd->domain = "";
+        int32_t k = 1 + (int32_t)rnd(r, 3);
+        nd->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t) * 4);
+        for (int32_t j = 0; j < k; j++) {
+            int32_t src = i == 0 ? -1 : (int32_t)rnd(r, (uint32_t)i + 1) - 1;
+            /* mostly recent producers: long chains with some skips */
+            if (src >= 0 && rnd(r, 3)) src = i - 1 - (int32_t)rnd(r, (uint32_t)(i < 3 ? i : 3));
+            nd->inputs[nd->n_inputs++] = src < 0 ? x : out[src];
+        }
+        if (rnd(r, 5) == 0) nd->inputs[nd->n_inputs++] = w;
+        nd->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+        nd->outputs[nd->n_outputs++] = out[i];
+    }
+    g->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+    g->outputs[g->n_outputs++] = out[n - 1];
+    g->values[out[n - 1]].flags |= IR_VALUE_OUTPUT;
+    free(out);
+    if (ir_graph_link(ctx, g) != SEAM_STATUS_OK) {
+        fprintf(stderr, "link failed: %s\n", seam_context_last_error(ctx));
+        exit(2);
+    }
+    return m;
+}
+
+static void free_model(struct seam_model *m) {
+    seam_arena_free(&m->arena);
+    free(m);
+}
+
+/* A target that supports a random set of (node index) entries. */
+typedef struct cap {
+    const uint8_t *ok;
+} cap;
+
+static bool cap_supports(void *ctx, const seam_node_view *n, char *why, size_t len) {
+    const cap *c = ctx;
+    if (c->ok[n->index]) return true;
+    snprintf(why, len, "not in the random capability");
+    return false;
+}
+
+/* Brute force: the fewest device runs over all topological orders of the
+ * nodes with their given targets (DP over subsets of placed nodes). */
+static int32_t brute_min_device(const ir_graph *g, const int32_t *target, int32_t cpu) {
+    int32_t n = g->n_nodes;
+    uint32_t *pred = calloc((size_t)n, sizeof(uint32_t));
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t k = 0; k < g->nodes[i].n_inputs; k++) {
+            int32_t v = g->nodes[i].inputs[k];
+            if (v >= 0 && g->values[v].producer >= 0) pred[i] |= 1u << g->values[v].producer;
+        }
+    int32_t ncol = cpu + 1;
+    size_t states = ((size_t)1 << n) * (size_t)(ncol + 1);
+    int32_t *dp = malloc(sizeof(int32_t) * states);
+    for (size_t s = 0; s < states; s++) dp[s] = 1 << 20;
+    /* last color ncol = "nothing placed yet" */
+    dp[(size_t)ncol] = 0;
+    for (uint32_t mask = 0; mask < (1u << n); mask++)
+        for (int32_t last = 0; last <= ncol; last++) {
+            int32_t cur = dp[(size_t)mask * (size_t)(ncol + 1) + (size_t)last];
+            if (cur >= 1 << 20) continue;
+            for (int32_t i = 0; i < n; i++) {
+                if (mask >> i & 1 || (pred[i] & ~mask)) continue;
+                int32_t c = target[i];
+                int32_t add = (c != last && c != cpu) ? 1 : 0;
+                size_t s2 = (size_t)(mask | 1u << i) * (size_t)(ncol + 1) + (size_t)c;
+                if (cur + add < dp[s2]) dp[s2] = cur + add;
+            }
+        }
+    int32_t best = 1 << 20;
+    for (int32_t last = 0; last <= ncol; last++) {
+        int32_t v = dp[(size_t)((1u << n) - 1) * (size_t)(ncol + 1) + (size_t)last];
+        if (v < best) best = v;
+    }
+    free(dp);
+    free(pred);
+    return best;
+}
+
+static int target_of(const seam_plan_subgraph_info *sg, const char *const *names, int32_t nt) {
+    for (int32_t t = 0; t < nt; t++)
+        if (strcmp(sg->target, names[t]) == 0) return t;
+    return nt; /* cpu */
+}
+
+static int multi_exact, multi_off;
+
+static void check_plan(const struct seam_model *m, const seam_plan *plan, const seam_partition_options *o,
+                       const uint8_t *const *caps, bool check_min, int *minimal_checked) {
+    const ir_graph *g = m->graph;
+    int32_t nn = g->n_nodes, ns = seam_plan_subgraph_count(plan);
+    int32_t *sub = malloc(sizeof(int32_t) * (size_t)nn), *pos = malloc(sizeof(int32_t) * (size_t)nn);
+    int32_t *tgt = malloc(sizeof(int32_t) * (size_t)nn);
+    for (int32_t i = 0; i < nn; i++) sub[i] = -1;
+    const char *names[8];
+    for (int32_t t = 0; t < o->n_targets; t++) names[t] = o->targets[t]->name;
+    int32_t n_dev = 0, seen = 0;
+    for (int32_t s = 0; s < ns; s++) {
+        seam_plan_subgraph_info sg;
+        CHECK(seam_plan_subgraph(plan, s, &sg) == SEAM_STATUS_OK);
+        int32_t t = target_of(&sg, names, o->n_targets);
+        if (t < o->n_targets) {
+            n_dev++;
+            CHECK(sg.n_nodes >= o->min_subgraph_size);
+        }
+        CHECK(sg.n_nodes > 0);
+        for (int32_t k = 0; k < sg.n_nodes; k++) {
+            int32_t i = sg.nodes[k];
+            CHECK(sub[i] == -1); /* in exactly one subgraph */
+            sub[i] = s;
+            pos[i] = seen++;
+            tgt[i] = t;
+            if (t < o->n_targets) CHECK(caps[t][i]); /* a device runs only what it supports */
+            seam_plan_node_info info;
+            seam_plan_node(plan, i, &info);
+            CHECK(info.subgraph == s && strcmp(info.target, sg.target) == 0);
+            for (int32_t c = 0; c < o->n_cpu_ops; c++)
+                if (strcmp(info.op_type, o->cpu_ops[c]) == 0) CHECK(t == o->n_targets);
+        }
+        /* boundaries, recomputed */
+        int32_t ins = 0, outs = 0;
+        for (int32_t v = 0; v < g->n_values; v++) {
+            const ir_value *val = &g->values[v];
+            bool read_here = false, made_here = val->producer >= 0 && sub[val->producer] == s;
+            bool read_elsewhere = (val->flags & IR_VALUE_OUTPUT) != 0;
+            for (int32_t c = 0; c < val->n_consumers; c++) {
+                int32_t cs = -2;
+                for (int32_t k = 0; k < sg.n_nodes; k++)
+                    if (sg.nodes[k] == val->consumers[c]) cs = s;
+                if (cs == s) read_here = true;
+                else read_elsewhere = true;
+            }
+            bool is_in = read_here && !made_here && !(val->flags & IR_VALUE_INIT);
+            bool is_out = made_here && read_elsewhere;
+            bool listed_in = false, listed_out = false;
+            for (int32_t k = 0; k < sg.n_inputs; k++) listed_in |= strcmp(sg.inputs[k], val->name) == 0;
+            for (int32_t k = 0; k < sg.n_outputs; k++) listed_out |= strcmp(sg.outputs[k], val->name) == 0;
+            CHECK(is_in == listed_in);
+            CHECK(is_out == listed_out);
+            ins += is_in;
+            outs += is_out;
+        }
+        CHECK(ins == sg.n_inputs && outs == sg.n_outputs);
+    }
+    CHECK(seen == nn);
+    CHECK(n_dev == seam_plan_device_subgraph_count(plan));
+    if (o->max_subgraph_count) CHECK(n_dev <= o->max_subgraph_count);
+    /* topological: producers come first (earlier subgraph, or earlier in the same one) */
+    for (int32_t i = 0; i < nn; i++)
+        for (int32_t k = 0; k < g->nodes[i].n_inputs; k++) {
+            int32_t v = g->nodes[i].inputs[k], p = v >= 0 ? g->values[v].producer : -1;
+            if (p >= 0) CHECK(sub[p] <= sub[i] && pos[p] < pos[i]);
+        }
+    if (check_min && nn <= 12) {
+        int32_t best = brute_min_device(g, tgt, o->n_targets);
+        if (o->n_targets == 1) {
+            if (n_dev != best) fprintf(stderr, "not minimal: %d device subgraphs, brute force %d (%d nodes)\n", n_dev, best, nn);
+            CHECK(n_dev == best);
+        } else {
+            CHECK(n_dev <= best + 1);
+            if (n_dev == best) multi_exact++;
+            else multi_off++;
+        }
+        (*minimal_checked)++;
+    }
+    free(sub);
+    free(pos);
+    free(tgt);
+}
+
+static void property_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    rng r = {0x9e3779b97f4a7c15ull};
+    int plans = 0, minimal = 0, errors = 0;
+    for (int round = 0; round < 4000; round++) {
+        int32_t n = round % 3 == 0 ? 40 + (int32_t)rnd(&r, 200) : 2 + (int32_t)rnd(&r, 11);
+        int32_t op_of[300];
+        struct seam_model *m = random_model(ctx, &r, n, op_of);
+        int32_t nt = 1 + (int32_t)rnd(&r, 2);
+        uint8_t *ok[2];
+        cap caps[2];
+        seam_backend be[2];
+        const seam_backend *list[2];
+        const char *tn[2] = {"npu", "dsp"};
+        for (int32_t t = 0; t < nt; t++) {
+            ok[t] = calloc((size_t)n, 1);
+            int32_t density = 30 + (int32_t)rnd(&r, 65);
+            for (int32_t i = 0; i < n; i++) ok[t][i] = (int32_t)rnd(&r, 100) < density;
+            caps[t].ok = ok[t];
+            be[t] = (seam_backend){SEAM_BACKEND_ABI_VERSION, tn[t], &caps[t], cap_supports, NULL, NULL, {NULL}};
+            list[t] = &be[t];
+        }
+        seam_partition_options o = seam_partition_defaults();
+        o.targets = list;
+        o.n_targets = nt;
+        bool constrained = rnd(&r, 2) == 0;
+        const char *cpu_ops[1] = {"Concat"};
+        if (constrained) {
+            o.min_subgraph_size = 1 + (int32_t)rnd(&r, 4);
+            o.max_subgraph_count = (int32_t)rnd(&r, 4);
+            if (rnd(&r, 2)) {
+                o.cpu_ops = cpu_ops;
+                o.n_cpu_ops = 1;
+            }
+        }
+        seam_plan *plan = NULL;
+        seam_status st = seam_partition(m, &o, &plan);
+        if (st) {
+            errors++;
+        } else {
+            plans++;
+            check_plan(m, plan, &o, (const uint8_t *const *)ok, !constrained, &minimal);
+        }
+        seam_plan_free(plan);
+        for (int32_t t = 0; t < nt; t++) free(ok[t]);
+        free_model(m);
+    }
+    printf("property tests: %d plans checked (%d against brute force), %d refused; two device targets: %d of %d minimal\n",
+           plans, minimal, errors, multi_exact, multi_exact + multi_off);
+    CHECK(multi_off * 100 <= multi_exact + multi_off);
+    CHECK(plans > 3500 && minimal > 1200 && errors == 0);
+    seam_context_free(ctx);
+}
+
+/* The seed's error policy wording and the callback assignment. */
+static int32_t by_half(void *user, const seam_node_view *n) { return n->index < *(int32_t *)user ? 0 : 1; }
+static int32_t alternate(void *user, const seam_node_view *n) { return n->index % 2; }
+
+static void callback_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    rng r = {42};
+    int32_t op_of[64];
+    /* a chain: a split in two halves is fine; alternating ids make a cycle */
+    struct seam_model *m = random_model(ctx, &r, 1, op_of);
+    free_model(m);
+    struct seam_model *chain = calloc(1, sizeof(*chain));
+    chain->ctx = ctx;
+    seam_arena_init(&chain->arena, 1 << 12);
+    ir_graph *g = ir_graph_new(chain, NULL);
+    chain->graph = g;
+    int32_t prev = ir_graph_add_value(g, "x");
+    g->values[prev].flags |= IR_VALUE_INPUT;
+    g->inputs = seam_arena_alloc(&chain->arena, sizeof(int32_t));
+    g->inputs[g->n_inputs++] = prev;
+    char nm[16];
+    for (int32_t i = 0; i < 6; i++) {
+        snprintf(nm, sizeof(nm), "v%d", i);
+        int32_t v = ir_graph_add_value(g, seam_arena_strdup(&chain->arena, nm));
+        int32_t idx = ir_graph_add_node(g);
+        ir_node *n = &g->nodes[idx];
+        snprintf(nm, sizeof(nm), "r%d", i);
+        n->name = seam_arena_strdup(&chain->arena, nm);
+        n->op_type = "Relu";
+        n->domain = "";
+        n->inputs = seam_arena_alloc(&chain->arena, sizeof(int32_t));
+        n->outputs = seam_arena_alloc(&chain->arena, sizeof(int32_t));
+        n->inputs[n->n_inputs++] = prev;
+        n->outputs[n->n_outputs++] = v;
+        prev = v;
+    }
+    g->outputs = seam_arena_alloc(&chain->arena, sizeof(int32_t));
+    g->outputs[g->n_outputs++] = prev;
+    g->values[prev].flags |= IR_VALUE_OUTPUT;
+    CHECK(ir_graph_link(ctx, g) == SEAM_STATUS_OK);
+    int32_t half = 3;
+    seam_plan *plan = NULL;
+    CHECK(seam_partition_by_callback(chain, by_half, &half, &plan) == SEAM_STATUS_OK);
+    CHECK(seam_plan_subgraph_count(plan) == 2);
+    seam_plan_subgraph_info sg;
+    seam_plan_subgraph(plan, 1, &sg);
+    CHECK(sg.n_inputs == 1 && strcmp(sg.inputs[0], "v2") == 0);
+    seam_plan_free(plan);
+    plan = NULL;
+    CHECK(seam_partition_by_callback(chain, alternate, NULL, &plan) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK(plan == NULL);
+    const char *e = seam_context_last_error(ctx);
+    CHECK_CONTAINS(e, "cycle");
+    CHECK_CONTAINS(e, "'r0' (Relu)");
+    CHECK_CONTAINS(e, "'r1' (Relu)");
+    seam_arena_free(&chain->arena);
+    free(chain);
+    seam_context_free(ctx);
+}
+
+static void rules_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    seam_backend *b = NULL;
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"npu\", \"ops\": {\"Conv\": {\"dtype\": [\"float32\"]}}}", "t.json", &b) ==
+          SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "unknown key 'dtype'");
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"npu\", \"ops\": {\"Conv\": {\"dtypes\": [\"float33\"]}}}", "t.json", &b) ==
+          SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "ops.Conv.dtypes[0]");
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"npu\", \"ops\": {\"Conv\": {\"max_rank\": -1}}}", "t.json", &b) ==
+          SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "ops.Conv.max_rank");
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"npu\", \"defualt\": true}", "t.json", &b) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "unknown key 'defualt'");
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"npu\", ", "t.json", &b) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "t.json: line");
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"cpu\"}", "t.json", &b) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK(seam_rules_parse(ctx,
+                           "{\"name\": \"npu\", \"default\": false, \"ops\": {\"Conv\": {\"dtypes\": [\"float32\"], "
+                           "\"max_rank\": 4, \"attrs\": {\"group\": {\"max\": 1}}, \"cost\": 3}, \"Relu\": {\"after\": "
+                           "[\"Conv\"]}, \"TopK\": false}}",
+                           "t.json", &b) == SEAM_STATUS_OK);
+    CHECK(b && strcmp(b->name, "npu") == 0 && b->abi_version == SEAM_BACKEND_ABI_VERSION);
+    seam_backend_free(b);
+    seam_context_free(ctx);
+}
+
+int main(void) {
+    property_tests();
+    callback_tests();
+    rules_tests();
+    CHECK_DONE();
+}
