@@ -197,20 +197,12 @@ static seam_status report_cycle(seam_context *ctx, const ir_graph *g, const int3
     return seam_error(ctx, SEAM_STATUS_INVALID_MODEL, "%s", msg);
 }
 
-static seam_status link_topo(seam_context *ctx, ir_graph *g) {
+static seam_status link_topo(seam_context *ctx, ir_graph *g, bool sorted) {
     seam_arena *a = &g->model->arena;
     int32_t nn = g->n_nodes;
     g->topo = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(nn + 1));
     if (!g->topo) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     /* Files are nearly always already sorted: keep their order when so. */
-    bool sorted = true;
-    for (int32_t i = 0; i < nn && sorted; i++) {
-        const ir_node *n = &g->nodes[i];
-        for (int32_t k = 0; k < n->n_inputs + n->n_implicit && sorted; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
-            if (v >= 0 && g->values[v].producer >= i) sorted = false;
-        }
-    }
     if (sorted) {
         for (int32_t i = 0; i < nn; i++) g->topo[i] = i;
         return SEAM_STATUS_OK;
@@ -263,7 +255,8 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
         g->values[v].producer = -1;
         g->values[v].n_consumers = 0;
     }
-    /* producers */
+    /* one pass: producers, and how many readers each value has */
+    int64_t total = 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < n->n_outputs; k++) {
@@ -288,9 +281,23 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
             val->producer = i;
             val->producer_slot = k;
         }
+        for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
+            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
+            if (v < 0) continue;
+            g->values[v].n_consumers++;
+            total++;
+        }
     }
-    /* consumers: count, then fill one shared array */
-    int64_t total = 0;
+    int32_t *pool = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(total + 1));
+    if (!pool) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int32_t v = 0; v < g->n_values; v++) {
+        g->values[v].consumers = pool;
+        pool += g->values[v].n_consumers;
+        g->values[v].n_consumers = 0;
+    }
+    /* one pass: fill the consumers, check every input is defined, and see
+     * whether the file's order is already topological */
+    bool sorted = true;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
@@ -302,23 +309,7 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
                                   "value '%s' is used by %s but never defined", val->name,
                                   ir_node_label(g, i, lab, sizeof(lab)));
             }
-            val->n_consumers++;
-            total++;
-        }
-    }
-    int32_t *pool = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(total + 1));
-    if (!pool) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (int32_t v = 0; v < g->n_values; v++) {
-        g->values[v].consumers = pool;
-        pool += g->values[v].n_consumers;
-        g->values[v].n_consumers = 0;
-    }
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = &g->nodes[i];
-        for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
-            if (v < 0) continue;
-            ir_value *val = &g->values[v];
+            if (val->producer >= i) sorted = false;
             val->consumers[val->n_consumers++] = i;
         }
     }
@@ -329,5 +320,5 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
                               "graph output '%s' is not produced by any node, nor is it an input or initializer",
                               val->name);
     }
-    return link_topo(ctx, g);
+    return link_topo(ctx, g, sorted);
 }

@@ -55,8 +55,14 @@ static int32_t next_color(int32_t cur, int32_t cpu, int32_t n_colors, const int3
 
 #define N_POLICIES 4
 
-static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors, int32_t cpu, int32_t start,
-                      int32_t policy, const int32_t *indeg0, waves *w) {
+/* Successors of each node (one entry per edge), as compact arrays. */
+typedef struct csr {
+    int32_t *start; /* n_nodes + 1 */
+    int32_t *succ;
+} csr;
+
+static bool run_waves(const ir_graph *g, const csr *adj, const int32_t *color, int32_t n_colors, int32_t cpu,
+                      int32_t start, int32_t policy, const int32_t *indeg0, waves *w) {
     int32_t nn = g->n_nodes;
     int32_t *indeg = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *qbuf = malloc(sizeof(int32_t) * ((size_t)nn + 1));
@@ -95,15 +101,9 @@ static bool run_waves(const ir_graph *g, const int32_t *color, int32_t n_colors,
                 int32_t i = qbuf[qhead[cur]++];
                 w->order[w->n_order++] = i;
                 left[cur]--;
-                const ir_node *n = &g->nodes[i];
-                for (int32_t k = 0; k < n->n_outputs; k++) {
-                    int32_t v = n->outputs[k];
-                    if (v < 0) continue;
-                    const ir_value *val = &g->values[v];
-                    for (int32_t c = 0; c < val->n_consumers; c++) {
-                        int32_t j = val->consumers[c];
-                        if (color[j] >= 0 && --indeg[j] == 0) qbuf[qtail[color[j]]++] = j;
-                    }
+                for (int32_t e = adj->start[i]; e < adj->start[i + 1]; e++) {
+                    int32_t j = adj->succ[e];
+                    if (--indeg[j] == 0) qbuf[qtail[color[j]]++] = j;
                 }
             }
         }
@@ -123,18 +123,53 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     int32_t nn = g->n_nodes, n_colors = plan->n_targets + 1, cpu = plan->n_targets;
     const int32_t *color = plan->node_target;
     int32_t *indeg = calloc((size_t)nn + 1, sizeof(int32_t));
-    if (!indeg) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
-    int32_t n_placed = 0;
     bool *starts = calloc((size_t)n_colors, sizeof(bool));
+    csr adj = {calloc((size_t)nn + 2, sizeof(int32_t)), NULL};
+    if (!indeg || !starts || !adj.start) {
+        free(indeg);
+        free(starts);
+        free(adj.start);
+        return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
+    }
+    /* edges between placed nodes: count per producer, then fill */
+    int32_t n_placed = 0;
+    int64_t n_edges = 0;
     for (int32_t i = 0; i < nn; i++) {
         if (color[i] < 0) continue;
         n_placed++;
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < NODE_DEPS(n); k++) {
             int32_t v = NODE_DEP(n, k);
-            if (v >= 0 && g->values[v].producer >= 0 && color[g->values[v].producer] >= 0) indeg[i]++;
+            int32_t p = v >= 0 ? g->values[v].producer : -1;
+            if (p >= 0 && color[p] >= 0) {
+                indeg[i]++;
+                adj.start[p + 1]++;
+                n_edges++;
+            }
         }
     }
+    for (int32_t i = 0; i < nn; i++) adj.start[i + 1] += adj.start[i];
+    adj.succ = malloc(sizeof(int32_t) * ((size_t)n_edges + 1));
+    int32_t *fill = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!adj.succ || !fill) {
+        free(indeg);
+        free(starts);
+        free(adj.start);
+        free(adj.succ);
+        free(fill);
+        return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
+    }
+    memcpy(fill, adj.start, sizeof(int32_t) * (size_t)nn);
+    for (int32_t i = 0; i < nn; i++) {
+        if (color[i] < 0) continue;
+        const ir_node *n = &g->nodes[i];
+        for (int32_t k = 0; k < NODE_DEPS(n); k++) {
+            int32_t v = NODE_DEP(n, k);
+            int32_t p = v >= 0 ? g->values[v].producer : -1;
+            if (p >= 0 && color[p] >= 0) adj.succ[fill[p]++] = i;
+        }
+    }
+    free(fill);
     for (int32_t i = 0; i < nn; i++)
         if (color[i] >= 0 && indeg[i] == 0 && starts) starts[color[i]] = true;
     waves best = {0}, w = {0};
@@ -144,7 +179,7 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     for (int32_t trial = 0; trial < n_colors * n_policies && starts; trial++) {
         int32_t c = trial / n_policies, policy = trial % n_policies;
         if (!starts[c]) continue;
-        if (!run_waves(g, color, n_colors, cpu, c, policy, indeg, &w)) {
+        if (!run_waves(g, &adj, color, n_colors, cpu, c, policy, indeg, &w)) {
             waves_free(&w);
             continue;
         }
@@ -159,6 +194,8 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     }
     free(indeg);
     free(starts);
+    free(adj.start);
+    free(adj.succ);
     if (n_placed && (!have || best.n_order != n_placed)) {
         waves_free(&best);
         /* the graph is acyclic (checked at load), so every node is reached */

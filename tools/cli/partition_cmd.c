@@ -34,10 +34,16 @@ typedef struct count {
     int32_t n;
 } count;
 
-/* Adds op to a small histogram kept in first-seen order. */
+/* Adds op to a small histogram kept in first-seen order. The loader keeps
+ * one copy of each op type string, so pointers are compared first. */
 static void hist_add(count *h, int32_t *n, const char *op) {
     for (int32_t k = 0; k < *n; k++)
-        if (h[k].op == op || strcmp(h[k].op, op) == 0) {
+        if (h[k].op == op) {
+            h[k].n++;
+            return;
+        }
+    for (int32_t k = 0; k < *n; k++)
+        if (strcmp(h[k].op, op) == 0) {
             h[k].n++;
             return;
         }
