@@ -131,7 +131,10 @@ typedef struct seam_partition_options {
     int32_t n_targets;
     double min_support;          /* 0..1: fraction of nodes the targets must support; default 0 */
     int32_t min_subgraph_size;   /* device subgraphs smaller than this go to the CPU; default 1 */
-    int32_t max_subgraph_count;  /* most device subgraphs; 0 = no limit (default) */
+    int32_t max_subgraph_count;  /* most subgraphs (device and CPU); 0 = no limit (default).
+                                    Over it, the device subgraphs doing the least work move
+                                    to the CPU until the plan fits (or, under
+                                    SEAM_ON_VIOLATION_ERROR, it is an error) */
     seam_on_violation on_violation;
     const char *const *cpu_ops;  /* op types forced to the CPU even where supported */
     int32_t n_cpu_ops;

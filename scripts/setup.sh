@@ -12,6 +12,7 @@ PKGS=(
   libopenblas-dev                        # MatMul/Gemm/Conv on the CPU backend
   libdnnl-dev                            # the dnnl backend
   graphviz                               # pictures of plans
+  bc time                                # benchmark scripts
   # tests
   clang libclang-rt-14-dev               # libFuzzer, sanitizers
   libonnx-testdata                       # ONNX conformance models and data

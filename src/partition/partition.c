@@ -301,11 +301,14 @@ static seam_status enforce(part *P) {
             if (m) plan_note(p, "moved %s to cpu: fewer nodes than min_subgraph_size %d", desc, min);
             moved += m;
         }
-        if (!moved && o->max_subgraph_count > 0 && p->n_device_subgraphs > o->max_subgraph_count) {
+        if (!moved && o->max_subgraph_count > 0 && p->n_subgraphs > o->max_subgraph_count) {
             if (o->on_violation == SEAM_ON_VIOLATION_ERROR)
                 return seam_error(P->ctx, SEAM_STATUS_UNSUPPORTED,
                                   "The partitioner has found %d subgraphs which exceeds the specified max subgraph count of %d.",
-                                  p->n_device_subgraphs, o->max_subgraph_count);
+                                  p->n_subgraphs, o->max_subgraph_count);
+            /* Move the device subgraphs doing the least work to the CPU. Each
+             * move removes at most two subgraphs (it joins its CPU
+             * neighbours), so move at least half the excess at once. */
             ranked *r = malloc(sizeof(ranked) * ((size_t)p->n_subgraphs + 1));
             if (!r) return seam_error(P->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
             int32_t nr = 0;
@@ -313,18 +316,25 @@ static seam_status enforce(part *P) {
                 const plan_subgraph *sg = &p->subgraphs[s];
                 if (sg->target == P->nt) continue;
                 double w = 0;
-                for (int32_t k = 0; k < sg->n_nodes; k++) w += P->work[sg->nodes[k]];
-                r[nr++] = (ranked){s, w};
+                bool pinned = false;
+                for (int32_t k = 0; k < sg->n_nodes; k++) {
+                    w += P->work[sg->nodes[k]];
+                    pinned |= P->pinned[sg->nodes[k]];
+                }
+                if (!pinned) r[nr++] = (ranked){s, w};
             }
             qsort(r, (size_t)nr, sizeof(ranked), cmp_ranked);
-            for (int32_t k = o->max_subgraph_count; k < nr; k++) {
+            int32_t excess = p->n_subgraphs - o->max_subgraph_count;
+            int32_t drop = (excess + 1) / 2;
+            if (drop > nr) drop = nr;
+            for (int32_t k = nr - drop; k < nr; k++) {
                 describe_subgraph(P, r[k].s, desc, sizeof(desc));
-                snprintf(buf, sizeof(buf), "its %s subgraph was dropped to keep %d subgraphs (max_subgraph_count)",
+                snprintf(buf, sizeof(buf), "its %s subgraph was moved to keep at most %d subgraphs (max_subgraph_count)",
                          p->target_names[p->subgraphs[r[k].s].target], o->max_subgraph_count);
                 int32_t m = move_to_cpu(P, r[k].s, SEAM_REASON_MAX_COUNT, buf);
                 if (m)
-                    plan_note(p, "moved %s to cpu: %d device subgraphs exceed max_subgraph_count %d; kept the %d doing the most work",
-                              desc, p->n_device_subgraphs, o->max_subgraph_count, o->max_subgraph_count);
+                    plan_note(p, "moved %s to cpu: %d subgraphs exceed max_subgraph_count %d; the device subgraphs doing the most work stay",
+                              desc, p->n_subgraphs, o->max_subgraph_count);
                 moved += m;
             }
             free(r);

@@ -32,7 +32,8 @@ void targets_free(cli_targets *t);
     "                        priority order (cpu is always last)\n"                          \
     "  --min-support F       fail if fewer than this fraction of nodes are supported\n"      \
     "  --min-subgraph-size N device subgraphs with fewer nodes go back to the CPU\n"         \
-    "  --max-subgraph-count N keep at most N device subgraphs (those doing the most work)\n" \
+    "  --max-subgraph-count N at most N subgraphs in all: the device subgraphs doing the\n" \
+    "                        least work move to the CPU until the plan fits\n"              \
     "  --on-violation P      fallback (default: move to the CPU and say so) or error\n"     \
     "  --cpu-ops A,B         op types forced to the CPU even where supported\n"              \
     "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Partitioning time across graph sizes, seam against torch.fx's
+# CapabilityBasedPartitioner (the peer, 1k-8k nodes; it grows
+# quadratically), and seam alone up to 1M nodes. seam's time is the whole
+# command (load, check, infer, partition, print the summary); the peer's is
+# propose_partitions() alone. Both sides run alternately in one loop.
+#
+# usage: bench/partition_bench.sh [BUILD_DIR]    (prints a markdown table)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+echo '{"name": "npu", "default": true, "ops": {"Sigmoid": false}}' > "$W/npu.json"
+best() { # best of 3 wall times of a command, in seconds
+  local b=999
+  for _ in 1 2 3; do
+    local s e
+    s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N)
+    b=$(echo "$e - $s" | bc -l | awk -v b="$b" '{print ($1 < b) ? $1 : b}')
+  done
+  echo "$b"
+}
+echo "| graph | nodes | seam s | seam device subgraphs | torch.fx s | fx partitions | fx / seam |"
+echo "|---|---|---|---|---|---|---|"
+for kind in chain wide random; do
+  for n in 1000 2000 4000 8000 100000 1000000; do
+    "$B/bench/gen_graph" "$kind" "$n" "$W/g.onnx"
+    ts=$(best "$B/seam" partition "$W/g.onnx" --target "$W/npu.json")
+    dev=$("$B/seam" partition "$W/g.onnx" --target "$W/npu.json" | head -1 | sed -E 's/.*\(([0-9]+) on devices\).*/\1/')
+    if [ "$n" -le 8000 ]; then
+      fx=$(/usr/bin/python3 bench/fx_peer.py "$W/g.onnx" "$W/npu.json")
+      tf=$(echo "$fx" | sed -E 's/.*"fx_seconds": ([0-9.e-]+).*/\1/')
+      pf=$(echo "$fx" | sed -E 's/.*"fx_partitions": ([0-9]+).*/\1/')
+      ratio=$(echo "$tf / $ts" | bc -l)
+      printf "| %s | %d | %.3f | %s | %.3f | %s | %.1fx |\n" "$kind" "$n" "$ts" "$dev" "$tf" "$pf" "$ratio"
+    else
+      printf "| %s | %d | %.3f | %s | - | - | - |\n" "$kind" "$n" "$ts" "$dev"
+    fi
+  done
+done
