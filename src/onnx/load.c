@@ -107,8 +107,9 @@ typedef struct loader {
 
 #define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
 
+/* Empty strings (most doc strings) share one constant. */
 static const char *dup_str(loader *L, const char *s) {
-    return seam_arena_strdup(L->a, s ? s : "");
+    return s && s[0] ? seam_arena_strdup(L->a, s) : "";
 }
 
 /* Op types and domains repeat: keep one copy of each. */
@@ -766,9 +767,11 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
         n->opset = -1;
         if (!n->name || !n->op_type || !n->domain || !n->doc) return OOM(L);
         if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
+        /* inputs and outputs share one allocation */
         n->n_outputs = (int32_t)np->n_output;
-        n->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_output + 1));
+        n->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1));
         if (!n->outputs) return OOM(L);
+        n->inputs = n->outputs + np->n_output;
         for (size_t k = 0; k < np->n_output; k++) {
             const char *nm = np->output[k] ? np->output[k] : "";
             if (!nm[0]) {
@@ -786,16 +789,14 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
         const Onnx__NodeProto *np = gp->node[i];
         ir_node *n = &g->nodes[i];
         n->n_inputs = (int32_t)np->n_input;
-        n->inputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_input + 1));
-        if (!n->inputs) return OOM(L);
         for (size_t k = 0; k < np->n_input; k++) {
             const char *nm = np->input[k] ? np->input[k] : "";
             n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
             if (n->inputs[k] == -2) return OOM(L);
         }
         n->n_attrs = (int32_t)np->n_attribute;
-        n->attrs = seam_arena_calloc(L->a, np->n_attribute + 1, sizeof(ir_attr));
-        if (!n->attrs) return OOM(L);
+        n->attrs = np->n_attribute ? seam_arena_calloc(L->a, np->n_attribute, sizeof(ir_attr)) : NULL;
+        if (np->n_attribute && !n->attrs) return OOM(L);
         for (size_t k = 0; k < np->n_attribute; k++) {
             if ((st = convert_attr(L, np->attribute[k], g, (int32_t)i, depth, &n->attrs[k]))) return st;
             for (size_t j = 0; j < k; j++)
