@@ -1,0 +1,75 @@
+"""Checks seam's type and shape inference on exported models against two
+independent references.
+
+usage: /usr/bin/python3 check_inference.py [--strict] SEAM MODEL.onnx...
+
+ (a) onnx.shape_inference.infer_shapes: for every value where ONNX infers a
+     tensor dtype and a fully static shape, seam must report the same; a
+     value seam leaves unknown where ONNX knows it is counted, and with
+     --strict it is a failure;
+ (b) torch's outputs (NAME.expected.<k>.npy next to the model): the graph
+     outputs' shapes must equal them.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import shape_inference
+
+strict = "--strict" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--strict"]
+seam, models = args[0], args[1:]
+DT = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string", 9: "bool",
+      10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+bad = 0
+for path in models:
+    r = subprocess.run([seam, "inspect", path, "--json", "--values"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {path}: seam cannot load it: {r.stderr.strip()}")
+        bad += 1
+        continue
+    seen = {v["name"]: v for v in json.loads(r.stdout)["values"]}
+    ref = shape_inference.infer_shapes(onnx.load(path), strict_mode=False)
+    infos = list(ref.graph.value_info) + list(ref.graph.output)
+    checked = agree = unknown = 0
+    problems = []
+    for vi in infos:
+        t = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not t.elem_type or not t.HasField("shape"):
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if any(d is None for d in dims):
+            continue
+        checked += 1
+        s = seen.get(vi.name)
+        if s is None or s["dtype"] is None or s["shape"] is None or any(not isinstance(d, int) for d in s["shape"]):
+            unknown += 1
+            if strict:
+                problems.append(f"'{vi.name}': seam does not know it; onnx says {DT.get(t.elem_type)} {dims}")
+            continue
+        if s["dtype"] != DT.get(t.elem_type) or s["shape"] != dims:
+            problems.append(f"'{vi.name}': seam {s['dtype']} {s['shape']}, onnx {DT.get(t.elem_type)} {dims}")
+        else:
+            agree += 1
+    # torch's own outputs
+    base = path[:-5]
+    m = onnx.load(path, load_external_data=False)
+    for k, o in enumerate(m.graph.output):
+        f = f"{base}.expected.{k}.npy"
+        if os.path.exists(f):
+            want = list(np.load(f).shape)
+            got = seen.get(o.name, {}).get("shape")
+            if got != want:
+                problems.append(f"output '{o.name}': seam {got}, torch {want}")
+    unknown_all = sum(1 for v in seen.values() if v["dtype"] is None or v["shape"] is None
+                      or any(not isinstance(d, int) for d in v["shape"]))
+    print(f"{'FAIL' if problems else 'ok  '} {os.path.basename(path)}: {checked} values checked against onnx, "
+          f"{agree} agree, {unknown} unknown in seam, {len(problems)} problems; "
+          f"{unknown_all} of {len(seen)} values not fully static in seam")
+    for p in problems[:10]:
+        print("     ", p)
+    bad += bool(problems)
+sys.exit(1 if bad else 0)
