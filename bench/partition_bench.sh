@@ -27,7 +27,8 @@ for kind in chain wide random; do
   for n in 1000 2000 4000 8000 100000 1000000; do
     "$B/bench/gen_graph" "$kind" "$n" "$W/g.onnx"
     ts=$(best "$B/seam" partition "$W/g.onnx" --target "$W/npu.json")
-    dev=$("$B/seam" partition "$W/g.onnx" --target "$W/npu.json" | head -1 | sed -E 's/.*\(([0-9]+) on devices\).*/\1/')
+    summary=$("$B/seam" partition "$W/g.onnx" --target "$W/npu.json")
+    dev=$(printf '%s\n' "$summary" | sed -n '1s/.*(\([0-9]*\) on devices).*/\1/p')
     if [ "$n" -le 8000 ]; then
       fx=$(/usr/bin/python3 bench/fx_peer.py "$W/g.onnx" "$W/npu.json")
       tf=$(echo "$fx" | sed -E 's/.*"fx_seconds": ([0-9.e-]+).*/\1/')
