@@ -1,7 +1,47 @@
-/* Op family: activation. */
+/* Op family: activations. Every one keeps its input's type and shape. */
+#include <string.h>
+
 #include "ops/infer.h"
 
+static void infer_same(seam_infer *ic) { infer_same_as_input(ic); }
+
+/* Identity also passes a known constant through. */
+static void infer_identity(seam_infer *ic) {
+    infer_copy_type(ic, 0, 0);
+    const ir_tensor *t = infer_in_const(ic, 0);
+    if (t && t->numel <= 64 && t->dtype != SEAM_DTYPE_STRING && t->rank <= INFER_MAX_RANK)
+        infer_set_const(ic, 0, t->dtype, t->rank, t->dims, t->data);
+}
+
+/* Dropout: output, and an optional bool mask of the same shape. */
+static void infer_dropout(seam_infer *ic) {
+    infer_copy_type(ic, 0, 0);
+    const ir_type *t = infer_in(ic, 0);
+    if (t && t->kind == IR_TYPE_TENSOR) infer_set_tensor(ic, 1, SEAM_DTYPE_BOOL, t->rank, t->dims);
+}
+
 const seam_op_def seam_ops_activation[] = {
-    {"", "", 0, NULL, NULL},
+    {"", "Relu", 1, infer_same, NULL},
+    {"", "LeakyRelu", 1, infer_same, NULL},
+    {"", "PRelu", 1, infer_same, NULL},
+    {"", "Sigmoid", 1, infer_same, NULL},
+    {"", "HardSigmoid", 1, infer_same, NULL},
+    {"", "HardSwish", 14, infer_same, NULL},
+    {"", "Tanh", 1, infer_same, NULL},
+    {"", "Elu", 1, infer_same, NULL},
+    {"", "Selu", 1, infer_same, NULL},
+    {"", "Celu", 12, infer_same, NULL},
+    {"", "ThresholdedRelu", 10, infer_same, NULL},
+    {"", "Softplus", 1, infer_same, NULL},
+    {"", "Softsign", 1, infer_same, NULL},
+    {"", "Clip", 1, infer_same, NULL},
+    {"", "Gelu", 20, infer_same, NULL},
+    {"", "Mish", 18, infer_same, NULL},
+    {"", "Softmax", 1, infer_same, NULL},
+    {"", "LogSoftmax", 1, infer_same, NULL},
+    {"", "Hardmax", 1, infer_same, NULL},
+    {"", "Shrink", 9, infer_same, NULL},
+    {"", "Identity", 1, infer_identity, NULL},
+    {"", "Dropout", 1, infer_dropout, NULL},
 };
-const size_t seam_ops_activation_count = 0;
+const size_t seam_ops_activation_count = sizeof(seam_ops_activation) / sizeof(seam_ops_activation[0]);
