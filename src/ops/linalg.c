@@ -1,7 +1,70 @@
-/* Op family: linalg. */
-#include "ops/infer.h"
+/* Op family: MatMul, Gemm, Conv, ConvTranspose (and Einsum's dtype). The
+ * quantized forms reuse these shapes (quant.c). */
+#include "ops/conv_shape.h"
+#include "ops/linalg_shape.h"
+
+static void infer_matmul(seam_infer *ic) { matmul_shape(ic, infer_in_dtype(ic, 0), 0, 1); }
+
+static void infer_gemm(seam_infer *ic) {
+    const ir_type *a = infer_in(ic, 0), *b = infer_in(ic, 1);
+    int32_t dt = infer_in_dtype(ic, 0);
+    bool ta = infer_attr_int(ic, "transA", 0) != 0, tb = infer_attr_int(ic, "transB", 0) != 0;
+    ir_dim out[2] = {IR_DIM_UNKNOWN, IR_DIM_UNKNOWN};
+    if (a && a->kind == IR_TYPE_TENSOR && a->rank == 2) out[0] = a->dims[ta ? 1 : 0];
+    if (b && b->kind == IR_TYPE_TENSOR && b->rank == 2) out[1] = b->dims[tb ? 0 : 1];
+    infer_set_tensor(ic, 0, dt, 2, out);
+}
+
+static void infer_conv(seam_infer *ic) { conv_shape(ic, infer_in_dtype(ic, 0), 0, 1); }
+
+static void infer_conv_transpose(seam_infer *ic) {
+    const ir_type *x = infer_in(ic, 0), *w = infer_in(ic, 1);
+    int32_t dt = infer_in_dtype(ic, 0);
+    if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 3 || x->rank > INFER_MAX_RANK) {
+        infer_set_dtype(ic, 0, dt);
+        return;
+    }
+    int32_t n_sp = x->rank - 2;
+    int64_t group = infer_attr_int(ic, "group", 1);
+    ir_dim out[INFER_MAX_RANK];
+    out[0] = x->dims[0];
+    out[1] = w && w->kind == IR_TYPE_TENSOR && w->rank == x->rank && w->dims[1].v >= 0 && group > 0
+                 ? (ir_dim){w->dims[1].v * group, NULL}
+                 : IR_DIM_UNKNOWN;
+    const int64_t *os, *kernel = NULL, *strides = NULL, *pads = NULL, *dil = NULL, *opad = NULL;
+    int32_t nos = infer_attr_ints(ic, "output_shape", &os);
+    int32_t nk = infer_attr_ints(ic, "kernel_shape", &kernel), ns = infer_attr_ints(ic, "strides", &strides);
+    int32_t np = infer_attr_ints(ic, "pads", &pads), nd = infer_attr_ints(ic, "dilations", &dil);
+    int32_t no = infer_attr_ints(ic, "output_padding", &opad);
+    for (int32_t k = 0; k < n_sp; k++) {
+        out[2 + k] = IR_DIM_UNKNOWN;
+        if (nos == n_sp) {
+            out[2 + k] = (ir_dim){os[k], NULL};
+            continue;
+        }
+        int64_t in = x->dims[2 + k].v;
+        int64_t kern = nk == n_sp ? kernel[k] : (w && w->kind == IR_TYPE_TENSOR && w->rank == x->rank ? w->dims[2 + k].v : -1);
+        int64_t s = ns == n_sp ? strides[k] : 1, d = nd == n_sp ? dil[k] : 1, op = no == n_sp ? opad[k] : 0;
+        if (in < 0 || kern < 0) continue;
+        const char *ap = infer_attr_string(ic, "auto_pad", "NOTSET");
+        if (ap[0] == 'S') { /* SAME_*: out = in * stride */
+            out[2 + k] = (ir_dim){in * s, NULL};
+            continue;
+        }
+        int64_t p = np == 2 * n_sp ? pads[k] + pads[k + n_sp] : 0;
+        int64_t v = s * (in - 1) + op + (kern - 1) * d + 1 - p;
+        if (v >= 0) out[2 + k] = (ir_dim){v, NULL};
+    }
+    infer_set_tensor(ic, 0, dt, x->rank, out);
+}
+
+static void infer_einsum(seam_infer *ic) { infer_set_dtype(ic, 0, infer_in_dtype(ic, 0)); }
 
 const seam_op_def seam_ops_linalg[] = {
-    {"", "", 0, NULL, NULL},
+    {"", "MatMul", 1, infer_matmul, NULL},
+    {"", "Gemm", 1, infer_gemm, NULL},
+    {"", "Conv", 1, infer_conv, NULL},
+    {"", "ConvTranspose", 1, infer_conv_transpose, NULL},
+    {"", "Einsum", 12, infer_einsum, NULL},
 };
-const size_t seam_ops_linalg_count = 0;
+const size_t seam_ops_linalg_count = sizeof(seam_ops_linalg) / sizeof(seam_ops_linalg[0]);

@@ -1,7 +1,81 @@
-/* Op family: pool. */
-#include "ops/infer.h"
+/* Op family: pooling. */
+#include "ops/conv_shape.h"
+
+static void infer_pool(seam_infer *ic) {
+    const ir_type *x = infer_in(ic, 0);
+    int32_t dt = infer_in_dtype(ic, 0);
+    if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 3) {
+        infer_set_dtype(ic, 0, dt);
+        return;
+    }
+    const int64_t *kernel;
+    int32_t nk = infer_attr_ints(ic, "kernel_shape", &kernel);
+    ir_dim out[INFER_MAX_RANK];
+    out[0] = x->dims[0];
+    out[1] = x->dims[1];
+    if (nk != x->rank - 2 || !conv_spatial(ic, x, kernel, nk, infer_attr_int(ic, "ceil_mode", 0) != 0, out + 2)) {
+        for (int32_t k = 2; k < x->rank; k++) out[k] = IR_DIM_UNKNOWN;
+    }
+    infer_set_tensor(ic, 0, dt, x->rank, out);
+    infer_set_tensor(ic, 1, SEAM_DTYPE_INT64, x->rank, out); /* MaxPool's Indices */
+}
+
+static void infer_global_pool(seam_infer *ic) {
+    const ir_type *x = infer_in(ic, 0);
+    int32_t dt = infer_in_dtype(ic, 0);
+    if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 2) {
+        infer_set_dtype(ic, 0, dt);
+        return;
+    }
+    ir_dim out[INFER_MAX_RANK];
+    for (int32_t k = 0; k < x->rank; k++) out[k] = k < 2 ? x->dims[k] : (ir_dim){1, NULL};
+    infer_set_tensor(ic, 0, dt, x->rank, out);
+}
+
+/* MaxUnpool: the output_shape input, else (in - 1) * stride - pads + kernel. */
+static void infer_max_unpool(seam_infer *ic) {
+    int32_t dt = infer_in_dtype(ic, 0);
+    int64_t shape[INFER_MAX_RANK];
+    int32_t n = infer_has_input(ic, 2) ? infer_in_ints(ic, 2, shape, INFER_MAX_RANK) : -1;
+    if (n >= 0) {
+        infer_set_tensor_i64(ic, 0, dt, n, shape);
+        return;
+    }
+    const ir_type *x = infer_in(ic, 0);
+    if (infer_has_input(ic, 2)) { /* output_shape known only at run time */
+        if (x && x->kind == IR_TYPE_TENSOR && x->rank >= 0) {
+            for (int32_t k = 0; k < x->rank && k < INFER_MAX_RANK; k++) shape[k] = -1;
+            infer_set_tensor_i64(ic, 0, dt, x->rank, shape);
+        } else {
+            infer_set_dtype(ic, 0, dt);
+        }
+        return;
+    }
+    const int64_t *kernel, *strides = NULL, *pads = NULL;
+    int32_t nk = infer_attr_ints(ic, "kernel_shape", &kernel);
+    int32_t ns = infer_attr_ints(ic, "strides", &strides), np = infer_attr_ints(ic, "pads", &pads);
+    if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 3 || nk != x->rank - 2) {
+        infer_set_dtype(ic, 0, dt);
+        return;
+    }
+    ir_dim out[INFER_MAX_RANK];
+    out[0] = x->dims[0];
+    out[1] = x->dims[1];
+    for (int32_t k = 0; k < nk; k++) {
+        int64_t in = x->dims[2 + k].v, s = ns == nk ? strides[k] : 1;
+        int64_t p = np == 2 * nk ? pads[k] + pads[k + nk] : 0;
+        out[2 + k] = in >= 0 ? (ir_dim){(in - 1) * s - p + kernel[k], NULL} : IR_DIM_UNKNOWN;
+    }
+    infer_set_tensor(ic, 0, dt, x->rank, out);
+}
 
 const seam_op_def seam_ops_pool[] = {
-    {"", "", 0, NULL, NULL},
+    {"", "MaxPool", 1, infer_pool, NULL},
+    {"", "AveragePool", 1, infer_pool, NULL},
+    {"", "LpPool", 1, infer_pool, NULL},
+    {"", "GlobalAveragePool", 1, infer_global_pool, NULL},
+    {"", "GlobalMaxPool", 1, infer_global_pool, NULL},
+    {"", "GlobalLpPool", 2, infer_global_pool, NULL},
+    {"", "MaxUnpool", 9, infer_max_unpool, NULL},
 };
-const size_t seam_ops_pool_count = 0;
+const size_t seam_ops_pool_count = sizeof(seam_ops_pool) / sizeof(seam_ops_pool[0]);

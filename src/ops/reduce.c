@@ -1,7 +1,99 @@
-/* Op family: reduce. */
+/* Op family: reductions, and ArgMax/ArgMin. */
+#include <string.h>
+
 #include "ops/infer.h"
 
+static void reduce_shape(seam_infer *ic, int32_t dtype, bool axes_from_input) {
+    const ir_type *x = infer_in(ic, 0);
+    if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 0) {
+        infer_set_dtype(ic, 0, dtype);
+        return;
+    }
+    bool keep = infer_attr_int(ic, "keepdims", 1) != 0;
+    int64_t axes[INFER_MAX_RANK];
+    int32_t na;
+    if (axes_from_input) {
+        na = infer_has_input(ic, 1) ? infer_in_ints(ic, 1, axes, INFER_MAX_RANK) : 0;
+        if (na < 0) { /* axes not known: the rank is, when dims are kept */
+            if (keep) {
+                ir_dim out[INFER_MAX_RANK];
+                for (int32_t k = 0; k < x->rank; k++) out[k] = IR_DIM_UNKNOWN;
+                infer_set_tensor(ic, 0, dtype, x->rank, out);
+            } else {
+                infer_set_dtype(ic, 0, dtype);
+            }
+            return;
+        }
+        if (na == 0 && infer_attr_int(ic, "noop_with_empty_axes", 0)) {
+            infer_set_tensor(ic, 0, dtype, x->rank, x->dims);
+            return;
+        }
+    } else {
+        const int64_t *a;
+        na = infer_attr_ints(ic, "axes", &a);
+        if (na > INFER_MAX_RANK) return;
+        if (na < 0) na = 0;
+        memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+    }
+    bool red[INFER_MAX_RANK] = {false};
+    for (int32_t k = 0; k < na; k++) {
+        int32_t a = infer_axis(axes[k], x->rank);
+        if (a < 0) return;
+        red[a] = true;
+    }
+    ir_dim out[INFER_MAX_RANK];
+    int32_t r = 0;
+    for (int32_t k = 0; k < x->rank; k++) {
+        bool all = na == 0;
+        if (red[k] || all) {
+            if (keep) out[r++] = (ir_dim){1, NULL};
+        } else {
+            out[r++] = x->dims[k];
+        }
+    }
+    infer_set_tensor(ic, 0, dtype, r, out);
+}
+
+static void infer_reduce(seam_infer *ic) {
+    /* axes moved from an attribute to input 1: ReduceSum in opset 13, the
+     * others in opset 18 */
+    int32_t since = strcmp(ic->n->op_type, "ReduceSum") == 0 ? 13 : 18;
+    reduce_shape(ic, infer_in_dtype(ic, 0), ic->n->opset >= since);
+}
+
+static void infer_arg(seam_infer *ic) {
+    const ir_type *x = infer_in(ic, 0);
+    if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 0) {
+        infer_set_dtype(ic, 0, SEAM_DTYPE_INT64);
+        return;
+    }
+    int32_t axis = infer_axis(infer_attr_int(ic, "axis", 0), x->rank);
+    if (axis < 0) return;
+    bool keep = infer_attr_int(ic, "keepdims", 1) != 0;
+    ir_dim out[INFER_MAX_RANK];
+    int32_t r = 0;
+    for (int32_t k = 0; k < x->rank; k++) {
+        if (k == axis) {
+            if (keep) out[r++] = (ir_dim){1, NULL};
+        } else {
+            out[r++] = x->dims[k];
+        }
+    }
+    infer_set_tensor(ic, 0, SEAM_DTYPE_INT64, r, out);
+}
+
 const seam_op_def seam_ops_reduce[] = {
-    {"", "", 0, NULL, NULL},
+    {"", "ReduceSum", 1, infer_reduce, NULL},
+    {"", "ReduceMean", 1, infer_reduce, NULL},
+    {"", "ReduceMax", 1, infer_reduce, NULL},
+    {"", "ReduceMin", 1, infer_reduce, NULL},
+    {"", "ReduceProd", 1, infer_reduce, NULL},
+    {"", "ReduceL1", 1, infer_reduce, NULL},
+    {"", "ReduceL2", 1, infer_reduce, NULL},
+    {"", "ReduceLogSum", 1, infer_reduce, NULL},
+    {"", "ReduceLogSumExp", 1, infer_reduce, NULL},
+    {"", "ReduceSumSquare", 1, infer_reduce, NULL},
+    {"", "ArgMax", 1, infer_arg, NULL},
+    {"", "ArgMin", 1, infer_arg, NULL},
 };
-const size_t seam_ops_reduce_count = 0;
+const size_t seam_ops_reduce_count = sizeof(seam_ops_reduce) / sizeof(seam_ops_reduce[0]);

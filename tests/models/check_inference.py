@@ -8,7 +8,10 @@ usage: /usr/bin/python3 check_inference.py [--strict] SEAM MODEL.onnx...
      value seam leaves unknown where ONNX knows it is counted, and with
      --strict it is a failure;
  (b) torch's outputs (NAME.expected.<k>.npy next to the model): the graph
-     outputs' shapes must equal them.
+     outputs' shapes must equal them. A model with symbolic input dims is
+     checked twice: as is (a symbolic output dim then matches any size, the
+     rank must agree), and with --shape set from NAME.input.npy, where every
+     output dim must be known and equal torch's.
 """
 import json
 import os
@@ -57,13 +60,27 @@ for path in models:
     # torch's own outputs
     base = path[:-5]
     m = onnx.load(path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    feeds = [i for i in m.graph.input if i.name not in inits]
+    symbolic = any(not d.HasField("dim_value") for i in feeds for d in i.type.tensor_type.shape.dim)
+    fixed = None
+    if symbolic and len(feeds) == 1 and os.path.exists(f"{base}.input.npy"):
+        shape = "x".join(str(d) for d in np.load(f"{base}.input.npy").shape)
+        r2 = subprocess.run([seam, "inspect", path, "--json", "--values", "--shape", f"{feeds[0].name}={shape}"],
+                            capture_output=True, text=True)
+        if r2.returncode != 0:
+            problems.append(f"--shape {feeds[0].name}={shape} refused: {r2.stderr.strip()}")
+        else:
+            fixed = {v["name"]: v for v in json.loads(r2.stdout)["values"]}
     for k, o in enumerate(m.graph.output):
         f = f"{base}.expected.{k}.npy"
         if os.path.exists(f):
             want = list(np.load(f).shape)
             got = seen.get(o.name, {}).get("shape")
-            if got != want:
+            if got is None or len(got) != len(want) or any(isinstance(g, int) and g != w for g, w in zip(got, want)):
                 problems.append(f"output '{o.name}': seam {got}, torch {want}")
+            if fixed is not None and fixed.get(o.name, {}).get("shape") != want:
+                problems.append(f"output '{o.name}' with --shape: seam {fixed.get(o.name, {}).get('shape')}, torch {want}")
     unknown_all = sum(1 for v in seen.values() if v["dtype"] is None or v["shape"] is None
                       or any(not isinstance(d, int) for d in v["shape"]))
     print(f"{'FAIL' if problems else 'ok  '} {os.path.basename(path)}: {checked} values checked against onnx, "

@@ -17,6 +17,12 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* Prints "seam <cmd>: <status>: <context's last error>" and returns CLI_BAD_INPUT. */
 int cli_fail(const char *cmd, seam_context *ctx, seam_status st);
 
+/* Applies one --shape NAME=AxBxC to m (and re-infers). Returns CLI_OK,
+ * CLI_USAGE for a malformed argument, or CLI_BAD_INPUT when the model
+ * refuses the shape (no such input, wrong rank, a fixed dim differs). */
+struct seam_model;
+int cli_set_shape(const char *cmd, seam_context *ctx, seam_model *m, const char *arg);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

@@ -8,13 +8,15 @@
 #include "ir/ir.h"
 
 static const char *INSPECT_HELP =
-    "usage: seam inspect MODEL [--json] [--values]\n"
+    "usage: seam inspect MODEL [--json] [--values] [--shape NAME=AxBxC]...\n"
     "\n"
     "Loads MODEL, checks it, infers types and shapes, and prints the node\n"
     "count, a histogram of op types, the inputs and outputs with dtype and\n"
     "shape, the initializers' count and bytes, and the opsets.\n"
     "\n"
     "  --json    print one JSON object instead of text\n"
+    "  --shape NAME=AxBxC\n"
+    "            fix the shape of an input with symbolic dims before inference\n"
     "  --values  also list every value of the main graph with its inferred\n"
     "            dtype and shape (a ? marks a dimension not known statically)\n";
 
@@ -119,6 +121,8 @@ static bool is_feed(const ir_value *v) { return !(v->flags & IR_VALUE_INIT); }
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
     bool as_json = false, values = false;
+    const char *shapes[64];
+    int n_shapes = 0;
     for (int k = 1; k < argc; k++) {
         if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
             fputs(INSPECT_HELP, stdout);
@@ -127,6 +131,10 @@ int cmd_inspect(int argc, char **argv) {
             as_json = true;
         } else if (strcmp(argv[k], "--values") == 0) {
             values = true;
+        } else if (strcmp(argv[k], "--shape") == 0) {
+            if (k + 1 >= argc) return cli_usage("inspect", "--shape needs NAME=AxBxC");
+            if (n_shapes >= 64) return cli_usage("inspect", "too many --shape options");
+            shapes[n_shapes++] = argv[++k];
         } else if (argv[k][0] == '-' && argv[k][1]) {
             return cli_usage("inspect", "unknown option '%s'", argv[k]);
         } else if (path) {
@@ -145,6 +153,14 @@ int cmd_inspect(int argc, char **argv) {
         int rc = cli_fail("inspect", ctx, st);
         seam_context_free(ctx);
         return rc == CLI_USAGE ? CLI_BAD_INPUT : rc;
+    }
+    for (int k = 0; k < n_shapes; k++) {
+        int rc = cli_set_shape("inspect", ctx, m, shapes[k]);
+        if (rc) {
+            seam_model_free(m);
+            seam_context_free(ctx);
+            return rc;
+        }
     }
     const ir_graph *g = m->graph;
     int32_t n_ops = 0;

@@ -1,5 +1,8 @@
 /* seam: the command-line tool. One function per subcommand. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +21,33 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
 int cli_fail(const char *cmd, seam_context *ctx, seam_status st) {
     fprintf(stderr, "seam %s: %s: %s\n", cmd, seam_status_string(st), seam_context_last_error(ctx));
     return st == SEAM_STATUS_INVALID_ARGUMENT ? CLI_USAGE : CLI_BAD_INPUT;
+}
+
+int cli_set_shape(const char *cmd, seam_context *ctx, seam_model *m, const char *arg) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return cli_usage(cmd, "--shape wants NAME=AxBxC, got '%s'", arg);
+    char name[512];
+    size_t len = (size_t)(eq - arg);
+    if (len >= sizeof(name)) return cli_usage(cmd, "--shape: input name too long");
+    memcpy(name, arg, len);
+    name[len] = 0;
+    int64_t dims[16]; /* seam's largest rank */
+    int32_t rank = 0;
+    for (const char *p = eq + 1; *p;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0 || rank >= 16 || (*end && *end != 'x') || (*end == 'x' && !end[1]))
+            return cli_usage(cmd, "--shape %s: write the shape as AxBxC with dims >= 0", arg);
+        dims[rank++] = v;
+        p = *end ? end + 1 : end;
+    }
+    seam_status st = seam_model_set_input_shape(m, name, rank, dims);
+    if (st) {
+        cli_fail(cmd, ctx, st);
+        return CLI_BAD_INPUT;
+    }
+    return CLI_OK;
 }
 
 static const struct {

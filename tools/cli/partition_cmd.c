@@ -103,6 +103,7 @@ int cmd_analyze(int argc, char **argv) {
         cli_fail("analyze", ctx, st);
         goto done;
     }
+    if ((rc = targets_apply_shapes(&t, "analyze", ctx, m))) goto done;
     if ((rc = targets_load(&t, "analyze", ctx))) goto done;
     /* analysis is about support: no constraints, no forcing */
     seam_partition_options o = seam_partition_defaults();
@@ -202,6 +203,7 @@ int cmd_partition(int argc, char **argv) {
         cli_fail("partition", ctx, st);
         goto done;
     }
+    if ((rc = targets_apply_shapes(&t, "partition", ctx, m))) goto done;
     if ((rc = targets_load(&t, "partition", ctx))) goto done;
     if ((st = seam_partition(m, &t.opts, &plan))) {
         rc = cli_fail("partition", ctx, st);

@@ -178,24 +178,9 @@ int cmd_run(int argc, char **argv) {
     }
     const ir_graph *g = m->graph;
     for (int k = 0; k < n_shapes; k++) {
-        int64_t dims[SEAM_MAX_RANK];
-        int32_t rank = 0;
-        const char *p = shapes[k].value;
-        while (*p) {
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (end == p || v < 0 || rank >= SEAM_MAX_RANK || (*end && *end != 'x')) {
-                rc = cli_usage("run", "--shape %s=%s: write the shape as AxBxC", shapes[k].name, shapes[k].value);
-                goto done;
-            }
-            dims[rank++] = v;
-            p = *end ? end + 1 : end;
-        }
-        if ((st = seam_model_set_input_shape(m, shapes[k].name, rank, dims))) {
-            rc = cli_fail("run", ctx, st);
-            rc = CLI_BAD_INPUT;
-            goto done;
-        }
+        char arg[1024];
+        snprintf(arg, sizeof(arg), "%s=%s", shapes[k].name, shapes[k].value);
+        if ((rc = cli_set_shape("run", ctx, m, arg))) goto done;
     }
     for (int k = 0; k < n_inputs; k++) {
         bool known = false;

@@ -16,9 +16,9 @@ void targets_init(cli_targets *t) {
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k) {
     const char *a = argv[*k];
     static const char *const names[] = {"--target", "--min-support", "--min-subgraph-size", "--max-subgraph-count",
-                                        "--on-violation", "--cpu-ops", "--pin"};
+                                        "--on-violation", "--cpu-ops", "--pin", "--shape"};
     int which = -1;
-    for (int n = 0; n < 7; n++)
+    for (int n = 0; n < 8; n++)
         if (strcmp(a, names[n]) == 0) which = n;
     if (which < 0) return 0;
     if (*k + 1 >= argc) {
@@ -28,6 +28,13 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     const char *v = argv[++*k];
     char *end;
     switch (which) {
+    case 7:
+        if (t->n_shapes >= 64) {
+            cli_usage(cmd, "too many --shape options");
+            return TUSAGE;
+        }
+        t->shapes[t->n_shapes++] = v;
+        return 1;
     case 0:
         if (t->n_paths >= MAX_TARGETS) {
             cli_usage(cmd, "at most %d targets", MAX_TARGETS);
@@ -101,6 +108,14 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     }
     t->opts.targets = t->list;
     t->opts.n_targets = n;
+    return CLI_OK;
+}
+
+int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m) {
+    for (int32_t k = 0; k < t->n_shapes; k++) {
+        int rc = cli_set_shape(cmd, ctx, m, t->shapes[k]);
+        if (rc) return rc;
+    }
     return CLI_OK;
 }
 

@@ -1,5 +1,6 @@
 /* Target options shared by analyze, partition and run: --target, --min-support,
- * --min-subgraph-size, --max-subgraph-count, --on-violation, --cpu-ops, --pin. */
+ * --min-subgraph-size, --max-subgraph-count, --on-violation, --cpu-ops, --pin,
+ * --shape. */
 #ifndef SEAM_CLI_TARGETS_H
 #define SEAM_CLI_TARGETS_H
 
@@ -16,6 +17,8 @@ typedef struct cli_targets {
     seam_pin pins[MAX_PINS];
     const char *cpu_ops[256];
     char *cpu_ops_buf;
+    const char *shapes[64];     /* --shape NAME=AxBxC, applied after load */
+    int32_t n_shapes;
     seam_partition_options opts;
 } cli_targets;
 
@@ -25,6 +28,8 @@ void targets_init(cli_targets *t);
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k);
 /* Loads the rules files; "cpu" is accepted and ignored (always last). */
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx);
+/* Applies the --shape options to a loaded model. */
+int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m);
 void targets_free(cli_targets *t);
 
 #define TARGET_HELP                                                                          \
@@ -36,6 +41,7 @@ void targets_free(cli_targets *t);
     "                        least work move to the CPU until the plan fits\n"              \
     "  --on-violation P      fallback (default: move to the CPU and say so) or error\n"     \
     "  --cpu-ops A,B         op types forced to the CPU even where supported\n"              \
-    "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"
+    "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"                      \
+    "  --shape NAME=AxBxC    fix an input's symbolic dims before deciding support\n"
 
 #endif
