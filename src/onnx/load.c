@@ -748,6 +748,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
              * exact shape, but check the declared type agrees */
             ir_type t;
             if ((st = convert_type(L, vi->type, nm, &t, 0))) return st;
+            g->values[v].flags |= IR_VALUE_DECLARED;
         }
         g->values[v].flags |= IR_VALUE_INPUT;
         g->inputs[g->n_inputs++] = v;

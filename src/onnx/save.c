@@ -126,12 +126,14 @@ static Onnx__TensorShapeProto *save_shape(saver *S, const ir_type *t) {
         Onnx__TensorShapeProto__Dimension *d = NEW(S, Onnx__TensorShapeProto__Dimension);
         if (!d) return NULL;
         onnx__tensor_shape_proto__dimension__init(d);
-        if (t->dims[k].v >= 0) {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            d->dim_value = t->dims[k].v;
-        } else if (t->dims[k].sym) {
+        /* A named dim stays named even when inference (or --shape) found
+         * its size here: the file keeps the model as general as it was. */
+        if (t->dims[k].sym) {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
             d->dim_param = (char *)t->dims[k].sym;
+        } else if (t->dims[k].v >= 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = t->dims[k].v;
         }
         sh->dim[k] = d;
     }
@@ -208,7 +210,9 @@ static Onnx__ValueInfoProto *save_value_info(saver *S, const ir_value *v) {
     onnx__value_info_proto__init(vi);
     vi->name = str(v->name);
     vi->doc_string = opt_str(v->doc);
-    vi->type = save_type(S, &v->type);
+    /* Only what the file declared: an inferred type is seam's knowledge,
+     * found again on load, and writing it would change the model. */
+    vi->type = (v->flags & IR_VALUE_DECLARED) ? save_type(S, &v->type) : NULL;
     return vi;
 }
 
