@@ -109,7 +109,7 @@ static void infer_loop(seam_infer *ic) {
             }
             ir_dim out[INFER_MAX_RANK];
             out[0] = IR_DIM_UNKNOWN;
-            memcpy(out + 1, t->dims, sizeof(ir_dim) * (size_t)t->rank);
+            if (t->rank > 0) memcpy(out + 1, t->dims, sizeof(ir_dim) * (size_t)t->rank);
             infer_set_tensor(ic, o, t->elem, t->rank + 1, out);
         }
     }

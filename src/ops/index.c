@@ -30,7 +30,7 @@ static void infer_topk(seam_infer *ic) {
         if (infer_in_ints(ic, 1, kv, 1) == 1) k = kv[0];
     }
     ir_dim out[INFER_MAX_RANK];
-    memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
+    if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
     out[axis] = k >= 0 ? (ir_dim){k, NULL} : IR_DIM_UNKNOWN;
     infer_set_tensor(ic, 0, dt, x->rank, out);
     infer_set_tensor(ic, 1, SEAM_DTYPE_INT64, x->rank, out);
@@ -162,7 +162,7 @@ static void infer_unique(seam_infer *ic) {
         int32_t axis = infer_axis(ax->i, x->rank);
         if (axis < 0) return;
         ir_dim out[INFER_MAX_RANK];
-        memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
+        if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
         out[axis] = IR_DIM_UNKNOWN;
         infer_set_tensor(ic, 0, dt, x->rank, out);
     } else {

@@ -33,7 +33,7 @@ static void reduce_shape(seam_infer *ic, int32_t dtype, bool axes_from_input) {
         na = infer_attr_ints(ic, "axes", &a);
         if (na > INFER_MAX_RANK) return;
         if (na < 0) na = 0;
-        memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+        if (na > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
     }
     bool red[INFER_MAX_RANK] = {false};
     for (int32_t k = 0; k < na; k++) {

@@ -19,7 +19,7 @@ static int32_t ints_from(const seam_infer *ic, int32_t input, const char *attr, 
     const int64_t *a;
     int32_t n = attr ? infer_attr_ints(ic, attr, &a) : -1;
     if (n < 0 || n > max) return -1;
-    memcpy(out, a, sizeof(int64_t) * (size_t)n);
+    if (n > 0) memcpy(out, a, sizeof(int64_t) * (size_t)n);
     return n;
 }
 
@@ -206,7 +206,7 @@ static void infer_split(seam_infer *ic) {
     }
     ir_dim out[INFER_MAX_RANK];
     for (int32_t o = 0; o < nout; o++) {
-        memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
+        if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
         out[axis] = n == nout && split[o] >= 0 ? (ir_dim){split[o], NULL} : IR_DIM_UNKNOWN;
         infer_set_tensor(ic, o, dt, x->rank, out);
     }
@@ -244,7 +244,7 @@ static void infer_slice(seam_infer *ic) {
     int32_t na = (v10 ? infer_has_input(ic, 3) : infer_attr(ic, "axes") != NULL) ? ints_from(ic, v10 ? 3 : -1, v10 ? NULL : "axes", axes, MAXC) : -2;
     int32_t nst = v10 && infer_has_input(ic, 4) ? infer_in_ints(ic, 4, steps, MAXC) : -2;
     ir_dim out[INFER_MAX_RANK];
-    memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
+    if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
     if (ns < 0 || ne != ns || na == -1 || nst == -1) {
         /* which axes are sliced is unknown unless axes are known */
         if (na >= 0)
@@ -534,7 +534,7 @@ static void infer_compress(seam_infer *ic) {
     int32_t axis = infer_axis(a->i, x->rank);
     if (axis < 0) return;
     ir_dim out[INFER_MAX_RANK];
-    memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
+    if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
     out[axis] = IR_DIM_UNKNOWN;
     infer_set_tensor(ic, 0, dt, x->rank, out);
 }
@@ -552,7 +552,7 @@ static void infer_center_crop_pad(seam_infer *ic) {
         return;
     }
     ir_dim out[INFER_MAX_RANK];
-    memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
+    if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
     for (int32_t k = 0; k < n; k++) {
         int32_t a = na >= 0 ? infer_axis(axes[k], x->rank) : k;
         if (a < 0) return;

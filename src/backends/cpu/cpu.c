@@ -1,0 +1,259 @@
+/* Helpers shared by the CPU kernels (see cpu.h). */
+#include "backends/cpu/cpu.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+size_t cpu_dtype_size(int32_t dt) {
+    switch (dt) {
+    case SEAM_DTYPE_BOOL: case SEAM_DTYPE_INT8: case SEAM_DTYPE_UINT8: return 1;
+    case SEAM_DTYPE_INT16: case SEAM_DTYPE_UINT16: case SEAM_DTYPE_FLOAT16: case SEAM_DTYPE_BFLOAT16: return 2;
+    case SEAM_DTYPE_INT32: case SEAM_DTYPE_UINT32: case SEAM_DTYPE_FLOAT32: return 4;
+    case SEAM_DTYPE_INT64: case SEAM_DTYPE_UINT64: case SEAM_DTYPE_FLOAT64: case SEAM_DTYPE_COMPLEX64: return 8;
+    case SEAM_DTYPE_COMPLEX128: return 16;
+    default: return 0;
+    }
+}
+
+bool cpu_is_float(int32_t dt) {
+    return dt == SEAM_DTYPE_FLOAT32 || dt == SEAM_DTYPE_FLOAT64 || dt == SEAM_DTYPE_FLOAT16 || dt == SEAM_DTYPE_BFLOAT16;
+}
+
+bool cpu_is_signed_int(int32_t dt) {
+    return dt == SEAM_DTYPE_INT8 || dt == SEAM_DTYPE_INT16 || dt == SEAM_DTYPE_INT32 || dt == SEAM_DTYPE_INT64;
+}
+
+bool cpu_is_int(int32_t dt) {
+    return cpu_is_signed_int(dt) || dt == SEAM_DTYPE_UINT8 || dt == SEAM_DTYPE_UINT16 || dt == SEAM_DTYPE_UINT32 ||
+           dt == SEAM_DTYPE_UINT64;
+}
+
+float cpu_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalize */
+            int e = -1;
+            do {
+                man <<= 1;
+                e++;
+            } while (!(man & 0x400));
+            bits = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | man << 13;
+    } else {
+        bits = sign | (exp + 127 - 15) << 23 | man << 13;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Round to nearest even, with overflow to infinity and subnormals. */
+uint16_t cpu_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
+    if (ax < 0x38800000u) { /* subnormal or zero in half */
+        if (ax < 0x33000000u) return (uint16_t)sign;
+        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e; /* value = m * 2^(e-150) = (m >> shift) * 2^-24 */
+        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((ax - 0x38000000u) >> 13);
+    uint32_t rem = ax & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+}
+
+float cpu_bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t cpu_float_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+double cpu_get(const void *p, int32_t dt, int64_t i) {
+    switch (dt) {
+    case SEAM_DTYPE_FLOAT32: return ((const float *)p)[i];
+    case SEAM_DTYPE_FLOAT64: return ((const double *)p)[i];
+    case SEAM_DTYPE_FLOAT16: return cpu_half_to_float(((const uint16_t *)p)[i]);
+    case SEAM_DTYPE_BFLOAT16: return cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    case SEAM_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case SEAM_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case SEAM_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case SEAM_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case SEAM_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case SEAM_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case SEAM_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    case SEAM_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    case SEAM_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+int64_t cpu_get_i64(const void *p, int32_t dt, int64_t i) {
+    switch (dt) {
+    case SEAM_DTYPE_INT64: return ((const int64_t *)p)[i];
+    case SEAM_DTYPE_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    case SEAM_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case SEAM_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    case SEAM_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case SEAM_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case SEAM_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case SEAM_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case SEAM_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: {
+        double v = cpu_get(p, dt, i);
+        if (!(v == v)) return 0;
+        if (v >= 9.2e18) return INT64_MAX;
+        if (v <= -9.2e18) return INT64_MIN;
+        return (int64_t)v;
+    }
+    }
+}
+
+/* A float to integer conversion with defined results for NaN and values
+ * out of range (C leaves them undefined; the sanitizer would object). */
+static int64_t sat_i64(double v, double lo, double hi) {
+    if (!(v == v)) return 0;
+    if (v < lo) return (int64_t)lo;
+    if (v > hi) return (int64_t)hi;
+    return (int64_t)v;
+}
+
+void cpu_set(void *p, int32_t dt, int64_t i, double v) {
+    switch (dt) {
+    case SEAM_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case SEAM_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
+    case SEAM_DTYPE_FLOAT16: ((uint16_t *)p)[i] = cpu_float_to_half((float)v); break;
+    case SEAM_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = cpu_float_to_bf16((float)v); break;
+    case SEAM_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    /* wrap like a C cast through int64 for in-range values */
+    case SEAM_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_INT64: ((int64_t *)p)[i] = sat_i64(v, -9.2e18, 9.2e18); break;
+    case SEAM_DTYPE_UINT64:
+        ((uint64_t *)p)[i] = v >= 9.2e18 ? (uint64_t)(v < 1.8e19 ? v : 1.8e19) : (uint64_t)sat_i64(v, -9.2e18, 9.2e18);
+        break;
+    default: break;
+    }
+}
+
+void cpu_set_i64(void *p, int32_t dt, int64_t i, int64_t v) {
+    switch (dt) {
+    case SEAM_DTYPE_INT64: ((int64_t *)p)[i] = v; break;
+    case SEAM_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case SEAM_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case SEAM_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case SEAM_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case SEAM_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case SEAM_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case SEAM_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case SEAM_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: cpu_set(p, dt, i, (double)v); break;
+    }
+}
+
+bool cpu_broadcast(const seam_tensor *const *ts, int32_t n, int32_t *rank, int64_t *dims) {
+    int32_t r = 0;
+    for (int32_t k = 0; k < n; k++)
+        if (ts[k]->rank > r) r = ts[k]->rank;
+    for (int32_t d = 0; d < r; d++) {
+        int64_t v = 1;
+        for (int32_t k = 0; k < n; k++) {
+            int32_t off = d - (r - ts[k]->rank);
+            if (off < 0) continue;
+            int64_t x = ts[k]->dims[off];
+            if (x == v || x == 1) continue;
+            if (v != 1) return false;
+            v = x;
+        }
+        dims[d] = v;
+    }
+    *rank = r;
+    return true;
+}
+
+void cpu_strides(int32_t rank, const int64_t *dims, int64_t *strides) {
+    int64_t s = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= dims[d];
+    }
+}
+
+void cpu_bcast_strides(const seam_tensor *t, int32_t rank, const int64_t *dims, int64_t *strides) {
+    int64_t own[SEAM_MAX_RANK];
+    cpu_strides(t->rank, t->dims, own);
+    for (int32_t d = 0; d < rank; d++) {
+        int32_t off = d - (rank - t->rank);
+        strides[d] = off < 0 || t->dims[off] == 1 ? 0 : own[off];
+    }
+    (void)dims;
+}
+
+void cpu_iter_init(cpu_iter *it, int32_t rank, const int64_t *dims, const seam_tensor *const *ins, int32_t n) {
+    it->rank = rank;
+    it->n = n;
+    for (int32_t d = 0; d < rank; d++) {
+        it->dims[d] = dims[d];
+        it->idx[d] = 0;
+    }
+    for (int32_t k = 0; k < n; k++) {
+        cpu_bcast_strides(ins[k], rank, dims, it->strides[k]);
+        it->off[k] = 0;
+    }
+}
+
+int32_t cpu_axis(int64_t axis, int32_t rank) {
+    if (axis < 0) axis += rank;
+    return axis >= 0 && axis < rank ? (int32_t)axis : -1;
+}
+
+int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max) {
+    if (!t || t->numel > max || (t->dtype != SEAM_DTYPE_INT64 && t->dtype != SEAM_DTYPE_INT32)) return -1;
+    for (int64_t k = 0; k < t->numel; k++) out[k] = cpu_get_i64(t->data, t->dtype, k);
+    return (int32_t)t->numel;
+}
+
+int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to) {
+    int64_t n = 1;
+    for (int32_t d = from; d < to; d++) n *= dims[d];
+    return n;
+}
+
+bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed) {
+    int32_t dt = check_in_dtype(c, input);
+    for (const int32_t *a = allowed; *a; a++)
+        if (*a == dt) return true;
+    return false;
+}
+
+seam_status check_refuse(seam_check *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->reason, c->reason_size, fmt, ap);
+    va_end(ap);
+    return SEAM_STATUS_UNSUPPORTED;
+}

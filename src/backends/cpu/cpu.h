@@ -1,0 +1,83 @@
+/*
+ * Helpers shared by the CPU kernels: element access for every dtype,
+ * float16/bfloat16 conversion, numpy broadcasting, and shape checks.
+ *
+ * Kernels pick a fast path for the dtypes real models use (float32,
+ * int64) and fall back to the generic element access (cpu_get/cpu_set,
+ * through double or int64) for the rest, so every dtype the spec allows
+ * works without one copy of each loop per type.
+ */
+#ifndef SEAM_CPU_H
+#define SEAM_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops/kernel.h"
+
+size_t cpu_dtype_size(int32_t dtype);
+bool cpu_is_float(int32_t dtype);   /* float16/32/64, bfloat16 */
+bool cpu_is_signed_int(int32_t dtype);
+bool cpu_is_int(int32_t dtype);     /* any integer, not bool */
+
+float cpu_half_to_float(uint16_t h);
+uint16_t cpu_float_to_half(float f);
+float cpu_bf16_to_float(uint16_t h);
+uint16_t cpu_float_to_bf16(float f);
+
+/* Element i of a buffer of dtype, as double / as int64 (floats truncate). */
+double cpu_get(const void *p, int32_t dtype, int64_t i);
+int64_t cpu_get_i64(const void *p, int32_t dtype, int64_t i);
+/* Stores v into element i, converting as a C cast would (float to int
+ * truncates; to bool: v != 0). */
+void cpu_set(void *p, int32_t dtype, int64_t i, double v);
+void cpu_set_i64(void *p, int32_t dtype, int64_t i, int64_t v);
+/* Copies element i of src into element j of dst (same dtype). */
+static inline void cpu_copy_elem(void *dst, int64_t j, const void *src, int64_t i, size_t es) {
+    memcpy((char *)dst + (size_t)j * es, (const char *)src + (size_t)i * es, es);
+}
+
+/* Broadcasts the shapes of n tensors (numpy rules) into dims/rank.
+ * Returns false when they are not compatible. */
+bool cpu_broadcast(const seam_tensor *const *ts, int32_t n, int32_t *rank, int64_t *dims);
+/* Strides of t (in elements) seen through a broadcast to (rank, dims):
+ * 0 on broadcast axes. */
+void cpu_bcast_strides(const seam_tensor *t, int32_t rank, const int64_t *dims, int64_t *strides);
+/* Row-major strides of a shape. */
+void cpu_strides(int32_t rank, const int64_t *dims, int64_t *strides);
+
+/* Walks every element of an output of (rank, dims) with up to 4 inputs'
+ * broadcast strides: off[k] is the current element of input k. */
+typedef struct cpu_iter {
+    int32_t rank, n;
+    int64_t dims[SEAM_MAX_RANK];
+    int64_t strides[4][SEAM_MAX_RANK];
+    int64_t idx[SEAM_MAX_RANK];
+    int64_t off[4];
+} cpu_iter;
+void cpu_iter_init(cpu_iter *it, int32_t rank, const int64_t *dims, const seam_tensor *const *ins, int32_t n);
+/* Advances to the next element (row-major). */
+static inline void cpu_iter_next(cpu_iter *it) {
+    for (int32_t d = it->rank - 1; d >= 0; d--) {
+        for (int32_t k = 0; k < it->n; k++) it->off[k] += it->strides[k][d];
+        if (++it->idx[d] < it->dims[d]) return;
+        for (int32_t k = 0; k < it->n; k++) it->off[k] -= it->strides[k][d] * it->dims[d];
+        it->idx[d] = 0;
+    }
+}
+
+/* An axis attribute normalized against rank; -1 if out of range. */
+int32_t cpu_axis(int64_t axis, int32_t rank);
+/* Reads an integer tensor (int32/int64) into out (at most max). -1 if it
+ * is not an integer tensor or too long. */
+int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
+/* Element count of dims[from, to). */
+int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
+
+/* A check that accepts only the listed input-0 dtypes (list ends with 0). */
+bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed);
+/* Writes "reason" into c->reason and returns SEAM_STATUS_UNSUPPORTED. */
+seam_status check_refuse(seam_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
