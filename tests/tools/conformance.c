@@ -1,5 +1,5 @@
 /*
- * conformance [--list FILE] [--update] [-v] DIR...
+ * conformance [--list FILE] [--update] [-v] [--match A,B] DIR...
  *
  * Runs ONNX backend test directories (model.onnx, test_data_set_N/
  * input_*.pb and output_*.pb) on seam's CPU session and compares with the
@@ -11,6 +11,7 @@
  * names in FILE are the tests known not to pass: any other test that does
  * not pass is a regression (exit 1), and a listed test that now passes
  * must be removed from the list (exit 1). --update rewrites FILE.
+ * --match keeps only tests whose name contains one of the substrings.
  */
 #include <dirent.h>
 #include <math.h>
@@ -182,8 +183,17 @@ done:
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+static bool matches(const char *name, const char *list) {
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (strstr(name, tok)) return true;
+    return false;
+}
+
 int main(int argc, char **argv) {
     const char *list = NULL;
+    const char *match = NULL; /* comma-separated substrings of test names */
     bool update = false, verbose = false;
     char **tests = NULL;
     size_t n_tests = 0, cap = 0;
@@ -194,6 +204,8 @@ int main(int argc, char **argv) {
             update = true;
         } else if (strcmp(argv[k], "-v") == 0) {
             verbose = true;
+        } else if (strcmp(argv[k], "--match") == 0 && k + 1 < argc) {
+            match = argv[++k];
         } else {
             DIR *d = opendir(argv[k]);
             if (!d) {
@@ -206,6 +218,7 @@ int main(int argc, char **argv) {
                 char p[4096];
                 snprintf(p, sizeof(p), "%s/%s/model.onnx", argv[k], de->d_name);
                 if (access(p, R_OK) != 0) continue;
+                if (match && !matches(de->d_name, match)) continue;
                 if (n_tests == cap) {
                     cap = cap ? cap * 2 : 1024;
                     tests = realloc(tests, cap * sizeof(char *));
