@@ -1,7 +1,315 @@
-/* CPU kernels: activation. */
-#include "ops/kernel.h"
+/* CPU kernels: activations, Softmax/LogSoftmax/Hardmax, Clip, Shrink,
+ * Identity and Dropout (inference). Point-wise activations compute in
+ * float for float32 (the hot path) and in double for float64, float16 and
+ * bfloat16 (converted on load and store). */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+
+typedef enum {
+    A_RELU, A_LEAKY, A_SIGMOID, A_HSIGMOID, A_HSWISH, A_TANH, A_ELU, A_SELU, A_CELU, A_THRESH, A_SOFTPLUS,
+    A_SOFTSIGN, A_GELU, A_GELU_TANH, A_MISH, A_SHRINK,
+} act;
+
+typedef struct act_job {
+    act op;
+    double alpha, beta, gamma;
+    const seam_tensor *x;
+    seam_tensor *y;
+} act_job;
+
+static double act_d(const act_job *j, double x) {
+    double a = j->alpha, b = j->beta;
+    switch (j->op) {
+    case A_RELU: return x > 0 ? x : (x == x ? 0 : x);
+    case A_LEAKY: return x >= 0 ? x : a * x;
+    case A_SIGMOID: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+    case A_HSIGMOID: return fmax(0, fmin(1, a * x + b));
+    case A_HSWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    case A_TANH: return tanh(x);
+    case A_ELU: return x >= 0 ? x : a * (exp(x) - 1);
+    case A_SELU: return j->gamma * (x > 0 ? x : a * exp(x) - a);
+    case A_CELU: return fmax(0, x) + fmin(0, a * (exp(x / a) - 1));
+    case A_THRESH: return x > a ? x : 0;
+    case A_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case A_SOFTSIGN: return x / (1 + fabs(x));
+    case A_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case A_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case A_MISH: return x * tanh(x > 30 ? x : log1p(exp(x)));
+    case A_SHRINK: return x < -a ? x + b : x > a ? x - b : 0;
+    }
+    return x;
+}
+
+static void act_range(void *arg, int64_t begin, int64_t end) {
+    act_job *j = arg;
+    int32_t dt = j->x->dtype;
+    if (dt == SEAM_DTYPE_FLOAT32) {
+        const float *x = j->x->data;
+        float *y = j->y->data;
+        float a = (float)j->alpha, b = (float)j->beta;
+        switch (j->op) {
+        case A_RELU:
+            for (int64_t i = begin; i < end; i++) y[i] = x[i] > 0 ? x[i] : (x[i] == x[i] ? 0 : x[i]);
+            return;
+        case A_LEAKY:
+            for (int64_t i = begin; i < end; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
+            return;
+        case A_SIGMOID:
+            for (int64_t i = begin; i < end; i++) {
+                float e = expf(-fabsf(x[i]));
+                y[i] = x[i] >= 0 ? 1 / (1 + e) : e / (1 + e);
+            }
+            return;
+        case A_TANH:
+            for (int64_t i = begin; i < end; i++) y[i] = tanhf(x[i]);
+            return;
+        case A_HSIGMOID:
+            for (int64_t i = begin; i < end; i++) y[i] = fmaxf(0, fminf(1, a * x[i] + b));
+            return;
+        case A_HSWISH:
+            for (int64_t i = begin; i < end; i++) y[i] = x[i] * fmaxf(0, fminf(1, x[i] / 6 + 0.5f));
+            return;
+        case A_GELU:
+            for (int64_t i = begin; i < end; i++) y[i] = 0.5f * x[i] * (1 + erff(x[i] * (float)M_SQRT1_2));
+            return;
+        default:
+            for (int64_t i = begin; i < end; i++) y[i] = (float)act_d(j, x[i]);
+            return;
+        }
+    }
+    for (int64_t i = begin; i < end; i++) cpu_set(j->y->data, dt, i, act_d(j, cpu_get(j->x->data, dt, i)));
+}
+
+static const struct {
+    const char *name;
+    act op;
+    double alpha, beta;
+} acts[] = {
+    {"Relu", A_RELU, 0, 0}, {"LeakyRelu", A_LEAKY, 0.01, 0}, {"Sigmoid", A_SIGMOID, 0, 0},
+    {"HardSigmoid", A_HSIGMOID, 0.2, 0.5}, {"HardSwish", A_HSWISH, 0, 0}, {"Tanh", A_TANH, 0, 0},
+    {"Elu", A_ELU, 1, 0}, {"Selu", A_SELU, 1.67326319217681884765625, 0}, {"Celu", A_CELU, 1, 0},
+    {"ThresholdedRelu", A_THRESH, 1, 0}, {"Softplus", A_SOFTPLUS, 0, 0}, {"Softsign", A_SOFTSIGN, 0, 0},
+    {"Gelu", A_GELU, 0, 0}, {"Mish", A_MISH, 0, 0}, {"Shrink", A_SHRINK, 0.5, 0},
+};
+
+static seam_status run_act(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    act_job j = {A_RELU, 0, 0, 0, x, NULL};
+    for (size_t a = 0; a < sizeof(acts) / sizeof(acts[0]); a++)
+        if (strcmp(k->n->op_type, acts[a].name) == 0) {
+            j.op = acts[a].op;
+            j.alpha = node_attr_float(k->n, acts[a].op == A_SHRINK ? "lambd" : "alpha", (float)acts[a].alpha);
+            j.beta = node_attr_float(k->n, "beta", (float)acts[a].beta);
+            if (acts[a].op == A_SHRINK) j.beta = node_attr_float(k->n, "bias", 0);
+        }
+    if (j.op == A_SELU) j.gamma = node_attr_float(k->n, "gamma", 1.05070102214813232421875f);
+    if (j.op == A_GELU) {
+        const ir_attr *ap = ir_node_attr(k->n, "approximate");
+        if (ap && ap->kind == IR_ATTR_STRING && ap->s.len == 4 && memcmp(ap->s.data, "tanh", 4) == 0) j.op = A_GELU_TANH;
+    }
+    j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!j.y) return kernel_oom(k);
+    seam_parallel_for(k->pool, x->numel, 16384, act_range, &j);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_float(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+/* Relu, LeakyRelu and Shrink also take integers in newer opsets. */
+static seam_status check_numeric(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
+        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+/* PRelu: y = x < 0 ? slope * x : x, slope broadcast to x. */
+static seam_status run_prelu(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1);
+    if (!x || !s) return kernel_fail(k, "needs X and slope");
+    const seam_tensor *ins[2] = {x, s};
+    int32_t rank;
+    int64_t dims[SEAM_MAX_RANK];
+    if (!cpu_broadcast(ins, 2, &rank, dims)) return kernel_fail(k, "slope does not broadcast to X");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, rank, dims);
+    if (!y) return kernel_oom(k);
+    cpu_iter it;
+    cpu_iter_init(&it, rank, dims, ins, 2);
+    for (int64_t i = 0; i < y->numel; i++, cpu_iter_next(&it)) {
+        double v = cpu_get(x->data, x->dtype, it.off[0]);
+        cpu_set(y->data, y->dtype, i, v < 0 ? v * cpu_get(s->data, s->dtype, it.off[1]) : v);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* Clip: min and max are inputs from opset 11, attributes before. */
+static seam_status run_clip(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    double lo = -INFINITY, hi = INFINITY;
+    bool is_int = cpu_is_int(x->dtype);
+    int64_t ilo = INT64_MIN, ihi = INT64_MAX;
+    if (k->n->opset < 11) {
+        lo = node_attr_float(k->n, "min", -INFINITY);
+        hi = node_attr_float(k->n, "max", INFINITY);
+    } else {
+        const seam_tensor *mn = kernel_in(k, 1), *mx = kernel_in(k, 2);
+        if ((mn && mn->numel != 1) || (mx && mx->numel != 1)) return kernel_fail(k, "min and max must be scalars");
+        if ((mn && mn->dtype != x->dtype) || (mx && mx->dtype != x->dtype))
+            return kernel_fail(k, "min and max must have the input's dtype");
+        if (mn) lo = cpu_get(mn->data, mn->dtype, 0), ilo = cpu_get_i64(mn->data, mn->dtype, 0);
+        if (mx) hi = cpu_get(mx->data, mx->dtype, 0), ihi = cpu_get_i64(mx->data, mx->dtype, 0);
+    }
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    if (x->dtype == SEAM_DTYPE_FLOAT32) {
+        const float *a = x->data;
+        float *b = y->data, l = (float)lo, h = (float)hi;
+        for (int64_t i = 0; i < x->numel; i++) b[i] = a[i] < l ? l : a[i] > h ? h : a[i];
+    } else if (is_int) {
+        for (int64_t i = 0; i < x->numel; i++) {
+            int64_t v = cpu_get_i64(x->data, x->dtype, i);
+            cpu_set_i64(y->data, y->dtype, i, v < ilo ? ilo : v > ihi ? ihi : v);
+        }
+    } else {
+        for (int64_t i = 0; i < x->numel; i++) {
+            double v = cpu_get(x->data, x->dtype, i);
+            cpu_set(y->data, y->dtype, i, v < lo ? lo : v > hi ? hi : v);
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* Softmax family. From opset 13 the op works along one axis; before, on
+ * the 2-D view [prod(dims[:axis]), prod(dims[axis:])] (default axis 1). */
+typedef struct soft_job {
+    int kind; /* 0 softmax, 1 log-softmax, 2 hardmax */
+    const seam_tensor *x;
+    seam_tensor *y;
+    int64_t len, inner; /* the reduced length and the stride between its elements */
+} soft_job;
+
+static void soft_rows(void *arg, int64_t begin, int64_t end) {
+    soft_job *j = arg;
+    int32_t dt = j->x->dtype;
+    int64_t len = j->len, inner = j->inner;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t base = (r / inner) * len * inner + r % inner;
+        if (dt == SEAM_DTYPE_FLOAT32 && inner == 1 && j->kind != 2) {
+            const float *x = (const float *)j->x->data + base;
+            float *y = (float *)j->y->data + base;
+            float mx = -INFINITY;
+            for (int64_t i = 0; i < len; i++) mx = x[i] > mx ? x[i] : mx;
+            double sum = 0;
+            for (int64_t i = 0; i < len; i++) {
+                float e = expf(x[i] - mx);
+                if (j->kind == 0) y[i] = e;
+                sum += e;
+            }
+            if (j->kind == 0) {
+                float inv = (float)(1.0 / sum);
+                for (int64_t i = 0; i < len; i++) y[i] *= inv;
+            } else {
+                float ls = (float)log(sum);
+                for (int64_t i = 0; i < len; i++) y[i] = x[i] - mx - ls;
+            }
+            continue;
+        }
+        double mx = -INFINITY;
+        int64_t arg_max = 0;
+        for (int64_t i = 0; i < len; i++) {
+            double v = cpu_get(j->x->data, dt, base + i * inner);
+            if (v > mx) mx = v, arg_max = i;
+        }
+        if (j->kind == 2) {
+            for (int64_t i = 0; i < len; i++) cpu_set(j->y->data, dt, base + i * inner, i == arg_max);
+            continue;
+        }
+        double sum = 0;
+        for (int64_t i = 0; i < len; i++) sum += exp(cpu_get(j->x->data, dt, base + i * inner) - mx);
+        for (int64_t i = 0; i < len; i++) {
+            double v = cpu_get(j->x->data, dt, base + i * inner) - mx;
+            cpu_set(j->y->data, dt, base + i * inner, j->kind == 0 ? exp(v) / sum : v - log(sum));
+        }
+    }
+}
+
+static seam_status run_softmax(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    soft_job j = {0, x, NULL, 1, 1};
+    const char *op = k->n->op_type;
+    j.kind = op[0] == 'L' ? 1 : op[0] == 'H' ? 2 : 0;
+    bool new_style = k->n->opset >= 13;
+    int64_t axis_attr = node_attr_int(k->n, "axis", new_style ? -1 : 1);
+    int32_t rank = x->rank ? x->rank : 1;
+    int32_t axis = cpu_axis(axis_attr, rank);
+    if (axis < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
+    j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!j.y) return kernel_oom(k);
+    if (x->numel == 0) return SEAM_STATUS_OK;
+    if (x->rank == 0) {
+        j.len = 1;
+    } else if (new_style) {
+        j.len = x->dims[axis];
+        j.inner = cpu_span(x->dims, axis + 1, x->rank);
+    } else {
+        j.len = cpu_span(x->dims, axis, x->rank);
+    }
+    int64_t rows = x->numel / j.len;
+    seam_parallel_for(k->pool, rows, 64, soft_rows, &j);
+    return SEAM_STATUS_OK;
+}
+
+/* Identity, and Dropout at inference: a copy (the mask is all true). */
+static seam_status run_identity(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    if (x->dtype == SEAM_DTYPE_STRING) return kernel_fail(k, "string tensors are not supported");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+    if (kernel_has_out(k, 1)) {
+        seam_tensor *m = kernel_out(k, 1, SEAM_DTYPE_BOOL, x->rank, x->dims);
+        if (!m) return kernel_oom(k);
+        memset(m->data, 1, (size_t)m->numel);
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_dropout(seam_check *c) {
+    /* training_mode is input 2; only a missing one or a constant false is
+     * inference */
+    if (c->n->n_inputs > 2 && c->n->inputs[2] >= 0) {
+        const ir_value *v = &c->g->values[c->n->inputs[2]];
+        const ir_tensor *t = v->konst ? v->konst : v->init;
+        if (!t || t->numel != 1 || ((const uint8_t *)t->data)[0])
+            return check_refuse(c, "Dropout in training mode is not supported (random masks)");
+    }
+    if (node_attr_int(c->n, "is_test", 1) == 0 && c->n->opset < 7)
+        return check_refuse(c, "Dropout in training mode is not supported (random masks)");
+    return SEAM_STATUS_OK;
+}
+
+#define ACT {run_act, check_float}
+#define ACTN {run_act, check_numeric}
+#define SOFT {run_softmax, check_float}
 
 const seam_cpu_binding seam_cpu_activation[] = {
-    {"", "", 0, {NULL, NULL}},
+    {"", "Relu", 1, ACTN}, {"", "LeakyRelu", 1, ACTN}, {"", "Sigmoid", 1, ACT}, {"", "HardSigmoid", 1, ACT},
+    {"", "HardSwish", 14, ACT}, {"", "Tanh", 1, ACT}, {"", "Elu", 1, ACT}, {"", "Selu", 1, ACT},
+    {"", "Celu", 12, ACT}, {"", "ThresholdedRelu", 10, ACT}, {"", "Softplus", 1, ACT}, {"", "Softsign", 1, ACT},
+    {"", "Gelu", 20, ACT}, {"", "Mish", 18, ACT}, {"", "Shrink", 9, ACTN},
+    {"", "PRelu", 1, {run_prelu, check_numeric}}, {"", "Clip", 1, {run_clip, check_numeric}},
+    {"", "Softmax", 1, SOFT}, {"", "LogSoftmax", 1, SOFT}, {"", "Hardmax", 1, SOFT},
+    {"", "Identity", 1, {run_identity, NULL}}, {"", "Dropout", 1, {run_identity, check_dropout}},
 };
-const size_t seam_cpu_activation_count = 0;
+const size_t seam_cpu_activation_count = sizeof(seam_cpu_activation) / sizeof(seam_cpu_activation[0]);
