@@ -1,7 +1,280 @@
-/* CPU kernels: cast. */
-#include "ops/kernel.h"
+/* CPU kernels: Cast, CastLike, Shape, Size, ConstantOfShape, Constant,
+ * EyeLike and the random generators. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+
+static bool castable(int32_t dt) {
+    return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL;
+}
+
+/* Float to integer truncates toward zero (saturating where C would be
+ * undefined); integer to integer wraps; everything to bool is != 0. */
+static void convert(const seam_tensor *x, seam_tensor *y) {
+    int32_t from = x->dtype, to = y->dtype;
+    if (from == to) {
+        if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+        return;
+    }
+    if (from == SEAM_DTYPE_FLOAT32 && to == SEAM_DTYPE_FLOAT16) {
+        const float *a = x->data;
+        uint16_t *b = y->data;
+        for (int64_t i = 0; i < x->numel; i++) b[i] = cpu_float_to_half(a[i]);
+        return;
+    }
+    if (from == SEAM_DTYPE_FLOAT16 && to == SEAM_DTYPE_FLOAT32) {
+        const uint16_t *a = x->data;
+        float *b = y->data;
+        for (int64_t i = 0; i < x->numel; i++) b[i] = cpu_half_to_float(a[i]);
+        return;
+    }
+    if (from == SEAM_DTYPE_FLOAT64 && to == SEAM_DTYPE_FLOAT16) { /* round once, not through float */
+        for (int64_t i = 0; i < x->numel; i++) {
+            double v = ((const double *)x->data)[i];
+            float f = (float)v;
+            /* (float)v may round the wrong way for half; nudge toward v */
+            if ((double)f != v && fabs(v) < 65520) {
+                float g = nextafterf(f, v > f ? INFINITY : -INFINITY);
+                uint16_t hf = cpu_float_to_half(f), hg = cpu_float_to_half(g);
+                if (hf != hg) {
+                    double df = fabs(cpu_half_to_float(hf) - v), dg = fabs(cpu_half_to_float(hg) - v);
+                    ((uint16_t *)y->data)[i] = dg < df ? hg : hf;
+                    continue;
+                }
+            }
+            ((uint16_t *)y->data)[i] = cpu_float_to_half(f);
+        }
+        return;
+    }
+    bool exact_int = (cpu_is_int(from) || from == SEAM_DTYPE_BOOL) && (cpu_is_int(to) || to == SEAM_DTYPE_BOOL);
+    for (int64_t i = 0; i < x->numel; i++) {
+        if (exact_int) {
+            cpu_set_i64(y->data, to, i, cpu_get_i64(x->data, from, i));
+        } else if (from == SEAM_DTYPE_INT64 || from == SEAM_DTYPE_UINT64) {
+            /* through double rounds to nearest, as a C cast from int64 does */
+            cpu_set(y->data, to, i, from == SEAM_DTYPE_INT64 ? (double)cpu_get_i64(x->data, from, i)
+                                                             : (double)((const uint64_t *)x->data)[i]);
+        } else {
+            double v = cpu_get(x->data, from, i);
+            if (cpu_is_int(to)) v = trunc(v);
+            cpu_set(y->data, to, i, v);
+        }
+    }
+}
+
+static seam_status run_cast(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int32_t to;
+    if (strcmp(k->n->op_type, "CastLike") == 0) {
+        const seam_tensor *like = kernel_in(k, 1);
+        if (!like) return kernel_fail(k, "needs target_type");
+        to = like->dtype;
+    } else {
+        to = (int32_t)node_attr_int(k->n, "to", 0);
+    }
+    if (!castable(x->dtype) || !castable(to))
+        return kernel_fail(k, "cast from %s to %s is not supported", seam_dtype_name(x->dtype), seam_dtype_name(to));
+    seam_tensor *y = kernel_out(k, 0, to, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    convert(x, y);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_cast(seam_check *c) {
+    int32_t from = check_in_dtype(c, 0);
+    int32_t to = strcmp(c->n->op_type, "CastLike") == 0 ? check_in_dtype(c, 1) : (int32_t)node_attr_int(c->n, "to", 0);
+    if ((from != SEAM_DTYPE_UNDEFINED && !castable(from)) || (to != SEAM_DTYPE_UNDEFINED && !castable(to)))
+        return check_refuse(c, "cast from %s to %s is not supported", seam_dtype_name(from), seam_dtype_name(to));
+    return SEAM_STATUS_OK;
+}
+
+/* Shape, with the start/end slice of opset 15. */
+static seam_status run_shape(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int64_t r = x->rank, start = node_attr_int(k->n, "start", 0), end = node_attr_int(k->n, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t n = end > start ? end - start : 0;
+    seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_INT64, 1, &n);
+    if (!y) return kernel_oom(k);
+    for (int64_t i = 0; i < n; i++) ((int64_t *)y->data)[i] = x->dims[start + i];
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_size(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_INT64, 0, NULL);
+    if (!y) return kernel_oom(k);
+    *(int64_t *)y->data = x->numel;
+    return SEAM_STATUS_OK;
+}
+
+/* The largest tensor a shape read from data may ask for: 2^31 elements. */
+#define MAX_DATA_NUMEL ((int64_t)1 << 31)
+
+static seam_status run_constant_of_shape(seam_kernel *k) {
+    const seam_tensor *s = kernel_in(k, 0);
+    int64_t dims[SEAM_MAX_RANK];
+    int32_t rank = cpu_read_ints(s, dims, SEAM_MAX_RANK);
+    if (rank < 0 || s->rank != 1) return kernel_fail(k, "the shape input must be a 1-D int64 tensor of at most %d dims", SEAM_MAX_RANK);
+    for (int32_t d = 0; d < rank; d++)
+        if (dims[d] < 0) return kernel_fail(k, "shape dim %d is %lld", d, (long long)dims[d]);
+    int64_t numel = seam_shape_numel(dims, rank);
+    if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the shape asks for too many elements");
+    const ir_attr *v = ir_node_attr(k->n, "value");
+    const ir_tensor *t = v && v->kind == IR_ATTR_TENSOR ? v->t : NULL;
+    int32_t dt = t ? t->dtype : SEAM_DTYPE_FLOAT32;
+    if (t && (t->numel != 1 || !castable(dt))) return kernel_fail(k, "value must be a one-element numeric tensor");
+    seam_tensor *y = kernel_out(k, 0, dt, rank, dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(dt);
+    if (!t) {
+        memset(y->data, 0, y->nbytes);
+    } else {
+        for (int64_t i = 0; i < numel; i++) memcpy((char *)y->data + (size_t)i * es, t->data, es);
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_constant(seam_kernel *k) {
+    const ir_node *n = k->n;
+    for (int32_t a = 0; a < n->n_attrs; a++) {
+        const ir_attr *at = &n->attrs[a];
+        seam_tensor *y = NULL;
+        if (strcmp(at->name, "value") == 0 && at->kind == IR_ATTR_TENSOR && at->t) {
+            const ir_tensor *t = at->t;
+            if (t->dtype == SEAM_DTYPE_STRING) return kernel_fail(k, "string constants are not supported");
+            y = kernel_out(k, 0, t->dtype, t->rank, t->dims);
+            if (!y) return kernel_oom(k);
+            if (t->nbytes) memcpy(y->data, t->data, t->nbytes);
+            return SEAM_STATUS_OK;
+        }
+        int64_t d = at->n;
+        if (strcmp(at->name, "value_float") == 0) {
+            if (!(y = kernel_out(k, 0, SEAM_DTYPE_FLOAT32, 0, NULL))) return kernel_oom(k);
+            *(float *)y->data = at->f;
+            return SEAM_STATUS_OK;
+        } else if (strcmp(at->name, "value_int") == 0) {
+            if (!(y = kernel_out(k, 0, SEAM_DTYPE_INT64, 0, NULL))) return kernel_oom(k);
+            *(int64_t *)y->data = at->i;
+            return SEAM_STATUS_OK;
+        } else if (strcmp(at->name, "value_floats") == 0) {
+            if (!(y = kernel_out(k, 0, SEAM_DTYPE_FLOAT32, 1, &d))) return kernel_oom(k);
+            if (d) memcpy(y->data, at->floats, sizeof(float) * (size_t)d);
+            return SEAM_STATUS_OK;
+        } else if (strcmp(at->name, "value_ints") == 0) {
+            if (!(y = kernel_out(k, 0, SEAM_DTYPE_INT64, 1, &d))) return kernel_oom(k);
+            if (d) memcpy(y->data, at->ints, sizeof(int64_t) * (size_t)d);
+            return SEAM_STATUS_OK;
+        }
+    }
+    return kernel_fail(k, "Constant without a supported value attribute (string and sparse values are not supported)");
+}
+
+static seam_status check_constant(seam_check *c) {
+    for (int32_t a = 0; a < c->n->n_attrs; a++) {
+        const ir_attr *at = &c->n->attrs[a];
+        if (strcmp(at->name, "value") == 0 && at->kind == IR_ATTR_TENSOR && at->t && at->t->dtype != SEAM_DTYPE_STRING)
+            return SEAM_STATUS_OK;
+        if (!strcmp(at->name, "value_float") || !strcmp(at->name, "value_int") || !strcmp(at->name, "value_floats") ||
+            !strcmp(at->name, "value_ints"))
+            return SEAM_STATUS_OK;
+    }
+    return check_refuse(c, "Constant with a string or sparse value is not supported");
+}
+
+/* EyeLike: ones on diagonal k of a 2-D tensor. */
+static seam_status run_eyelike(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x || x->rank != 2) return kernel_fail(k, "the input must be 2-D");
+    int32_t dt = (int32_t)node_attr_int(k->n, "dtype", x->dtype);
+    if (!castable(dt)) return kernel_fail(k, "dtype %s is not supported", seam_dtype_name(dt));
+    int64_t off = node_attr_int(k->n, "k", 0);
+    seam_tensor *y = kernel_out(k, 0, dt, 2, x->dims);
+    if (!y) return kernel_oom(k);
+    memset(y->data, 0, y->nbytes);
+    for (int64_t r = 0; r < x->dims[0]; r++) {
+        int64_t c = r + off;
+        if (c >= 0 && c < x->dims[1]) cpu_set(y->data, dt, r * x->dims[1] + c, 1);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* Random generators: a fixed-seed xorshift (the `seed` attribute, or 0),
+ * so runs are reproducible. Values match no other runtime's stream. */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static double next_unit(uint64_t *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+static seam_status run_random(seam_kernel *k) {
+    const char *op = k->n->op_type;
+    bool like = strstr(op, "Like") != NULL, bern = strcmp(op, "Bernoulli") == 0;
+    const seam_tensor *x = like || bern ? kernel_in(k, 0) : NULL;
+    if ((like || bern) && !x) return kernel_fail(k, "needs an input");
+    int32_t dt = (int32_t)node_attr_int(k->n, "dtype", x ? x->dtype : SEAM_DTYPE_FLOAT32);
+    int64_t dims[SEAM_MAX_RANK];
+    int32_t rank;
+    if (x) {
+        rank = x->rank;
+        memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
+    } else {
+        const int64_t *s;
+        rank = node_attr_ints(k->n, "shape", &s);
+        if (rank < 0 || rank > SEAM_MAX_RANK) return kernel_fail(k, "needs a shape attribute");
+        for (int32_t d = 0; d < rank; d++) {
+            if (s[d] < 0) return kernel_fail(k, "shape dim %d is negative", d);
+            dims[d] = s[d];
+        }
+    }
+    int64_t numel = seam_shape_numel(dims, rank);
+    if (numel < 0 || numel > MAX_DATA_NUMEL || !castable(dt)) return kernel_fail(k, "unsupported shape or dtype");
+    seam_tensor *y = kernel_out(k, 0, dt, rank, dims);
+    if (!y) return kernel_oom(k);
+    float seed = node_attr_float(k->n, "seed", 0);
+    uint64_t st = 0x9e3779b97f4a7c15ull ^ (uint64_t)(int64_t)seed;
+    if (!st) st = 1;
+    bool normal = strstr(op, "Normal") != NULL;
+    double a = node_attr_float(k->n, normal ? "mean" : "low", normal ? 0.0f : 0.0f);
+    double b = node_attr_float(k->n, normal ? "scale" : "high", 1.0f);
+    for (int64_t i = 0; i < numel; i++) {
+        double v;
+        if (bern) {
+            v = next_unit(&st) < cpu_get(x->data, x->dtype, i);
+        } else if (normal) { /* Box-Muller */
+            double u1 = next_unit(&st), u2 = next_unit(&st);
+            v = a + b * sqrt(-2 * log(u1 > 0 ? u1 : 1e-300)) * cos(2 * M_PI * u2);
+        } else {
+            v = a + (b - a) * next_unit(&st);
+        }
+        cpu_set(y->data, dt, i, v);
+    }
+    return SEAM_STATUS_OK;
+}
 
 const seam_cpu_binding seam_cpu_cast[] = {
-    {"", "", 0, {NULL, NULL}},
+    {"", "Cast", 1, {run_cast, check_cast}},
+    {"", "CastLike", 15, {run_cast, check_cast}},
+    {"", "Shape", 1, {run_shape, NULL}},
+    {"", "Size", 1, {run_size, NULL}},
+    {"", "ConstantOfShape", 9, {run_constant_of_shape, NULL}},
+    {"", "Constant", 1, {run_constant, check_constant}},
+    {"", "EyeLike", 9, {run_eyelike, NULL}},
+    {"", "RandomNormal", 1, {run_random, NULL}},
+    {"", "RandomUniform", 1, {run_random, NULL}},
+    {"", "RandomNormalLike", 1, {run_random, NULL}},
+    {"", "RandomUniformLike", 1, {run_random, NULL}},
+    {"", "Bernoulli", 15, {run_random, NULL}},
 };
-const size_t seam_cpu_cast_count = 0;
+const size_t seam_cpu_cast_count = sizeof(seam_cpu_cast) / sizeof(seam_cpu_cast[0]);
