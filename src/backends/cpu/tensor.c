@@ -1,7 +1,1070 @@
-/* CPU kernels: tensor. */
-#include "ops/kernel.h"
+/* CPU kernels: tensor manipulation. Most of these move elements without
+ * looking at them, so they work on bytes (any dtype of a fixed size) and
+ * share one strided copy: Transpose, Slice, Expand, DepthToSpace and
+ * SpaceToDepth are each a copy from a strided view of the input. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+
+#define MAX_DATA_NUMEL ((int64_t)1 << 31)
+
+static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
+
+/* dst (dense, shape dims) = the view of src at base with strides (in
+ * elements, possibly 0 or negative). */
+static void strided_copy(void *dst, const char *src, size_t es, int32_t rank, const int64_t *dims,
+                         const int64_t *strides) {
+    int64_t numel = seam_shape_numel(dims, rank);
+    if (numel <= 0) return;
+    if (rank == 0) {
+        memcpy(dst, src, es);
+        return;
+    }
+    int64_t idx[SEAM_MAX_RANK] = {0};
+    int64_t inner = dims[rank - 1], is = strides[rank - 1];
+    char *out = dst;
+    int64_t off = 0;
+    for (int64_t row = 0, rows = numel / inner; row < rows; row++) {
+        const char *p = src + off * (int64_t)es;
+        if (is == 1) {
+            memcpy(out, p, (size_t)inner * es);
+            out += (size_t)inner * es;
+        } else if (es == 4) {
+            for (int64_t i = 0; i < inner; i++, out += 4) memcpy(out, p + i * is * 4, 4);
+        } else {
+            for (int64_t i = 0; i < inner; i++, out += es) memcpy(out, p + i * is * (int64_t)es, es);
+        }
+        for (int32_t d = rank - 2; d >= 0; d--) {
+            off += strides[d];
+            if (++idx[d] < dims[d]) break;
+            off -= strides[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static seam_status check_fixed_size(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt == SEAM_DTYPE_STRING || (dt != SEAM_DTYPE_UNDEFINED && cpu_dtype_size(dt) == 0))
+        return check_refuse(c, "%s on %s tensors is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+static seam_status copy_out(seam_kernel *k, const seam_tensor *x, int32_t rank, const int64_t *dims) {
+    seam_tensor *y = kernel_out(k, 0, x->dtype, rank, dims);
+    if (!y) return kernel_oom(k);
+    if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Reshape, Flatten, Squeeze, Unsqueeze: the same bytes, a new shape ---- */
+
+static seam_status run_reshape(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1);
+    int64_t want[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
+    int32_t r;
+    if (k->n->opset < 5) {
+        const int64_t *a;
+        r = node_attr_ints(k->n, "shape", &a);
+        if (r > SEAM_MAX_RANK) r = -1;
+        for (int32_t d = 0; d < r; d++) want[d] = a[d];
+    } else {
+        r = cpu_read_ints(s, want, SEAM_MAX_RANK);
+    }
+    if (!x || r < 0) return kernel_fail(k, "the shape must be an int64 tensor of at most %d entries", SEAM_MAX_RANK);
+    bool allowzero = node_attr_int(k->n, "allowzero", 0) != 0;
+    int32_t infer_at = -1;
+    int64_t known = 1;
+    for (int32_t d = 0; d < r; d++) {
+        int64_t v = want[d];
+        if (v == 0 && !allowzero) {
+            if (d >= x->rank) return kernel_fail(k, "shape[%d] = 0 copies a dim the input (rank %d) lacks", d, x->rank);
+            v = x->dims[d];
+        }
+        if (v == -1) {
+            if (infer_at >= 0) return kernel_fail(k, "the shape has more than one -1");
+            infer_at = d;
+            dims[d] = 1;
+            continue;
+        }
+        if (v < 0) return kernel_fail(k, "shape[%d] = %lld is not valid", d, (long long)v);
+        dims[d] = v;
+        if (v && known > MAX_DATA_NUMEL / v) return kernel_fail(k, "the shape is too large");
+        known *= v;
+    }
+    if (infer_at >= 0) {
+        if (known == 0 || x->numel % known) return kernel_fail(k, "cannot reshape %lld elements with a -1 in the shape", (long long)x->numel);
+        dims[infer_at] = x->numel / known;
+    }
+    if (seam_shape_numel(dims, r) != x->numel)
+        return kernel_fail(k, "cannot reshape '%s' (%lld elements) to a shape of %lld elements", in_name(k, 0),
+                           (long long)x->numel, (long long)seam_shape_numel(dims, r));
+    return copy_out(k, x, r, dims);
+}
+
+static seam_status run_flatten(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int64_t axis = node_attr_int(k->n, "axis", 1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis > x->rank) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
+    int64_t dims[2] = {cpu_span(x->dims, 0, (int32_t)axis), cpu_span(x->dims, (int32_t)axis, x->rank)};
+    return copy_out(k, x, 2, dims);
+}
+
+/* The axes of Squeeze/Unsqueeze: input 1 from opset 13, an attribute before. */
+static int32_t read_axes(seam_kernel *k, int64_t *axes) {
+    if (k->n->opset >= 13) {
+        const seam_tensor *a = kernel_in(k, 1);
+        return a ? cpu_read_ints(a, axes, SEAM_MAX_RANK) : 0;
+    }
+    const int64_t *a;
+    int32_t n = node_attr_ints(k->n, "axes", &a);
+    if (n < 0) return 0;
+    if (n > SEAM_MAX_RANK) return -1;
+    for (int32_t i = 0; i < n; i++) axes[i] = a[i];
+    return n;
+}
+
+static seam_status run_squeeze(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    int64_t axes[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
+    int32_t na = read_axes(k, axes);
+    if (!x || na < 0) return kernel_fail(k, "bad axes");
+    bool drop[SEAM_MAX_RANK] = {false};
+    for (int32_t i = 0; i < na; i++) {
+        int32_t a = cpu_axis(axes[i], x->rank);
+        if (a < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)axes[i], x->rank);
+        if (x->dims[a] != 1) return kernel_fail(k, "cannot squeeze axis %d of size %lld", a, (long long)x->dims[a]);
+        drop[a] = true;
+    }
+    int32_t r = 0;
+    for (int32_t d = 0; d < x->rank; d++)
+        if (!(na ? drop[d] : x->dims[d] == 1)) dims[r++] = x->dims[d];
+    return copy_out(k, x, r, dims);
+}
+
+static seam_status run_unsqueeze(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    int64_t axes[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
+    int32_t na = read_axes(k, axes);
+    if (!x || na < 0) return kernel_fail(k, "bad axes");
+    int32_t r = x->rank + na;
+    if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result would have rank %d; seam supports %d", r, SEAM_MAX_RANK);
+    bool ins[SEAM_MAX_RANK] = {false};
+    for (int32_t i = 0; i < na; i++) {
+        int32_t a = cpu_axis(axes[i], r);
+        if (a < 0 || ins[a]) return kernel_fail(k, "axis %lld is out of range or repeated", (long long)axes[i]);
+        ins[a] = true;
+    }
+    for (int32_t d = 0, j = 0; d < r; d++) dims[d] = ins[d] ? 1 : x->dims[j++];
+    return copy_out(k, x, r, dims);
+}
+
+/* ---- Transpose ---- */
+
+static seam_status run_transpose(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int32_t r = x->rank;
+    int64_t perm[SEAM_MAX_RANK], dims[SEAM_MAX_RANK], src[SEAM_MAX_RANK], st[SEAM_MAX_RANK];
+    const int64_t *p;
+    int32_t np = node_attr_ints(k->n, "perm", &p);
+    if (np >= 0 && np != r) return kernel_fail(k, "perm has %d entries for an input of rank %d", np, r);
+    bool seen[SEAM_MAX_RANK] = {false};
+    for (int32_t d = 0; d < r; d++) {
+        perm[d] = np >= 0 ? p[d] : r - 1 - d;
+        if (perm[d] < 0 || perm[d] >= r || seen[perm[d]]) return kernel_fail(k, "perm is not a permutation");
+        seen[perm[d]] = true;
+    }
+    cpu_strides(r, x->dims, src);
+    for (int32_t d = 0; d < r; d++) {
+        dims[d] = x->dims[perm[d]];
+        st[d] = src[perm[d]];
+    }
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    strided_copy(y->data, x->data, cpu_dtype_size(x->dtype), r, dims, st);
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Concat and Split ---- */
+
+static seam_status run_concat(seam_kernel *k) {
+    int32_t n = kernel_n_in(k);
+    const seam_tensor *x0 = NULL;
+    for (int32_t i = 0; i < n && !x0; i++) x0 = kernel_in(k, i);
+    if (!x0) return kernel_fail(k, "needs inputs");
+    int32_t r = x0->rank;
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), r);
+    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", r);
+    int64_t dims[SEAM_MAX_RANK];
+    memcpy(dims, x0->dims, sizeof(int64_t) * (size_t)r);
+    dims[axis] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        if (!x) continue;
+        if (x->rank != r || x->dtype != x0->dtype) return kernel_fail(k, "input %d ('%s') has another rank or dtype", i, in_name(k, i));
+        for (int32_t d = 0; d < r; d++)
+            if (d != axis && x->dims[d] != x0->dims[d])
+                return kernel_fail(k, "input %d ('%s') has dim %d = %lld, input 0 has %lld", i, in_name(k, i), d,
+                                   (long long)x->dims[d], (long long)x0->dims[d]);
+        dims[axis] += x->dims[axis];
+    }
+    seam_tensor *y = kernel_out(k, 0, x0->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x0->dtype);
+    int64_t outer = cpu_span(dims, 0, axis), inner = cpu_span(dims, axis + 1, r);
+    int64_t out_row = dims[axis] * inner, at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        if (!x) continue;
+        int64_t row = x->dims[axis] * inner;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy((char *)y->data + (size_t)(o * out_row + at) * es, (const char *)x->data + (size_t)(o * row) * es,
+                   (size_t)row * es);
+        at += row;
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_split(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int32_t nout = kernel_n_out(k), r = x->rank;
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), r);
+    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", r);
+    int64_t len = x->dims[axis];
+    int64_t *parts = kernel_scratch(k, sizeof(int64_t) * (size_t)(nout + 1));
+    if (!parts) return kernel_oom(k);
+    int32_t np = -1;
+    if (k->n->opset >= 13 && kernel_in(k, 1)) {
+        const seam_tensor *s = kernel_in(k, 1);
+        if (s->numel != nout) return kernel_fail(k, "split has %lld entries for %d outputs", (long long)s->numel, nout);
+        np = cpu_read_ints(s, parts, nout);
+    } else if (k->n->opset < 13) {
+        const int64_t *a;
+        np = node_attr_ints(k->n, "split", &a);
+        if (np >= 0 && np != nout) return kernel_fail(k, "split has %d entries for %d outputs", np, nout);
+        for (int32_t i = 0; i < np; i++) parts[i] = a[i];
+    }
+    if (np < 0) { /* equal parts; with num_outputs the last may be smaller */
+        int64_t part = (len + nout - 1) / nout;
+        for (int32_t i = 0; i < nout; i++) parts[i] = i < nout - 1 ? part : len - part * (nout - 1);
+        if (len % nout == 0)
+            for (int32_t i = 0; i < nout; i++) parts[i] = len / nout;
+    }
+    int64_t total = 0;
+    for (int32_t i = 0; i < nout; i++) {
+        if (parts[i] < 0) return kernel_fail(k, "split entry %d is negative", i);
+        total += parts[i];
+    }
+    if (total != len) return kernel_fail(k, "split sums to %lld but the axis has %lld", (long long)total, (long long)len);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t outer = cpu_span(x->dims, 0, axis), inner = cpu_span(x->dims, axis + 1, r), at = 0;
+    for (int32_t i = 0; i < nout; i++) {
+        int64_t dims[SEAM_MAX_RANK];
+        memcpy(dims, x->dims, sizeof(int64_t) * (size_t)r);
+        dims[axis] = parts[i];
+        if (kernel_has_out(k, i)) {
+            seam_tensor *y = kernel_out(k, i, x->dtype, r, dims);
+            if (!y) return kernel_oom(k);
+            int64_t row = parts[i] * inner;
+            for (int64_t o = 0; o < outer; o++)
+                memcpy((char *)y->data + (size_t)(o * row) * es,
+                       (const char *)x->data + (size_t)(o * len * inner + at) * es, (size_t)row * es);
+        }
+        at += parts[i] * inner;
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Slice ---- */
+
+static seam_status run_slice(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int32_t r = x->rank;
+    int64_t starts[SEAM_MAX_RANK], ends[SEAM_MAX_RANK], axes[SEAM_MAX_RANK], steps[SEAM_MAX_RANK];
+    int32_t ns, ne, na, nst;
+    if (k->n->opset < 10) {
+        const int64_t *a, *b, *c;
+        ns = node_attr_ints(k->n, "starts", &a);
+        ne = node_attr_ints(k->n, "ends", &b);
+        na = node_attr_ints(k->n, "axes", &c);
+        if (ns < 0 || ns > SEAM_MAX_RANK || ne != ns || (na >= 0 && na != ns)) return kernel_fail(k, "bad starts/ends/axes");
+        for (int32_t i = 0; i < ns; i++) {
+            starts[i] = a[i];
+            ends[i] = b[i];
+            axes[i] = na >= 0 ? c[i] : i;
+            steps[i] = 1;
+        }
+    } else {
+        ns = cpu_read_ints(kernel_in(k, 1), starts, SEAM_MAX_RANK);
+        ne = cpu_read_ints(kernel_in(k, 2), ends, SEAM_MAX_RANK);
+        na = kernel_in(k, 3) ? cpu_read_ints(kernel_in(k, 3), axes, SEAM_MAX_RANK) : ns;
+        nst = kernel_in(k, 4) ? cpu_read_ints(kernel_in(k, 4), steps, SEAM_MAX_RANK) : ns;
+        if (ns < 0 || ne != ns || na != ns || nst != ns) return kernel_fail(k, "starts, ends, axes and steps must be int tensors of one length");
+        if (!kernel_in(k, 3))
+            for (int32_t i = 0; i < ns; i++) axes[i] = i;
+        if (!kernel_in(k, 4))
+            for (int32_t i = 0; i < ns; i++) steps[i] = 1;
+    }
+    int64_t dims[SEAM_MAX_RANK], st[SEAM_MAX_RANK], begin[SEAM_MAX_RANK];
+    cpu_strides(r, x->dims, st);
+    for (int32_t d = 0; d < r; d++) {
+        dims[d] = x->dims[d];
+        begin[d] = 0;
+    }
+    bool seen[SEAM_MAX_RANK] = {false};
+    for (int32_t i = 0; i < ns; i++) {
+        int32_t a = cpu_axis(axes[i], r);
+        if (a < 0 || seen[a]) return kernel_fail(k, "axis %lld is out of range or repeated", (long long)axes[i]);
+        seen[a] = true;
+        int64_t len = x->dims[a], s = starts[i], e = ends[i], step = steps[i];
+        if (step == 0) return kernel_fail(k, "step 0 on axis %d", a);
+        if (s < 0) s += len;
+        if (e < 0) e += len;
+        int64_t n;
+        if (step > 0) {
+            s = s < 0 ? 0 : s > len ? len : s;
+            e = e < 0 ? 0 : e > len ? len : e;
+            n = e > s ? (e - s + step - 1) / step : 0;
+        } else {
+            s = s < 0 ? -1 : s > len - 1 ? len - 1 : s;
+            e = e < -1 ? -1 : e > len - 1 ? len - 1 : e;
+            n = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+        }
+        dims[a] = n;
+        begin[a] = n ? s : 0;
+        st[a] *= step;
+    }
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    int64_t off = 0, own[SEAM_MAX_RANK];
+    cpu_strides(r, x->dims, own);
+    for (int32_t d = 0; d < r; d++) off += begin[d] * own[d];
+    size_t es = cpu_dtype_size(x->dtype);
+    if (y->numel) strided_copy(y->data, (const char *)x->data + off * (int64_t)es, es, r, dims, st);
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Gather family ---- */
+
+static seam_status run_gather(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
+    if (!x || !ix) return kernel_fail(k, "needs data and indices");
+    if (!cpu_is_int(ix->dtype)) return kernel_fail(k, "indices must be integers");
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
+    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
+    int32_t r = x->rank - 1 + ix->rank;
+    if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result would have rank %d", r);
+    int64_t dims[SEAM_MAX_RANK];
+    int32_t o = 0;
+    for (int32_t d = 0; d < axis; d++) dims[o++] = x->dims[d];
+    for (int32_t d = 0; d < ix->rank; d++) dims[o++] = ix->dims[d];
+    for (int32_t d = axis + 1; d < x->rank; d++) dims[o++] = x->dims[d];
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t outer = cpu_span(x->dims, 0, axis), inner = cpu_span(x->dims, axis + 1, x->rank), len = x->dims[axis];
+    size_t block = (size_t)inner * es;
+    char *out = y->data;
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t i = 0; i < ix->numel; i++) {
+            int64_t j = cpu_get_i64(ix->data, ix->dtype, i);
+            if (j < 0) j += len;
+            if (j < 0 || j >= len)
+                return kernel_fail(k, "index %lld is out of range for axis %d of size %lld",
+                                   (long long)cpu_get_i64(ix->data, ix->dtype, i), axis, (long long)len);
+            memcpy(out, (const char *)x->data + (size_t)((a * len + j) * inner) * es, block);
+            out += block;
+        }
+    return SEAM_STATUS_OK;
+}
+
+/* GatherElements: y[i...] = x[... index[i...] at axis ...]. */
+static seam_status run_gather_elements(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
+    if (!x || !ix || !cpu_is_int(ix->dtype)) return kernel_fail(k, "needs data and integer indices");
+    if (ix->rank != x->rank) return kernel_fail(k, "indices must have the data's rank");
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
+    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
+    seam_tensor *y = kernel_out(k, 0, x->dtype, ix->rank, ix->dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
+    cpu_strides(x->rank, x->dims, xs);
+    for (int64_t i = 0; i < ix->numel; i++) {
+        int64_t j = cpu_get_i64(ix->data, ix->dtype, i), off = 0;
+        if (j < 0) j += x->dims[axis];
+        if (j < 0 || j >= x->dims[axis]) return kernel_fail(k, "index %lld is out of range", (long long)j);
+        for (int32_t d = 0; d < x->rank; d++) {
+            int64_t v = d == axis ? j : idx[d];
+            if (v >= x->dims[d]) return kernel_fail(k, "indices are larger than the data on axis %d", d);
+            off += v * xs[d];
+        }
+        cpu_copy_elem(y->data, i, x->data, off, es);
+        for (int32_t d = ix->rank - 1; d >= 0; d--) {
+            if (++idx[d] < ix->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_gather_nd(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
+    if (!x || !ix || !cpu_is_int(ix->dtype) || ix->rank < 1) return kernel_fail(k, "needs data and integer indices");
+    int64_t b = node_attr_int(k->n, "batch_dims", 0), m = ix->dims[ix->rank - 1];
+    if (b < 0 || b >= ix->rank || b >= x->rank || m < 1 || b + m > x->rank) return kernel_fail(k, "bad batch_dims or index depth");
+    int64_t dims[SEAM_MAX_RANK];
+    int32_t r = 0;
+    for (int32_t d = 0; d < ix->rank - 1; d++) dims[r++] = ix->dims[d];
+    for (int32_t d = (int32_t)(b + m); d < x->rank; d++) {
+        if (r >= SEAM_MAX_RANK) return kernel_fail(k, "result rank too large");
+        dims[r++] = x->dims[d];
+    }
+    for (int32_t d = 0; d < b; d++)
+        if (x->dims[d] != ix->dims[d]) return kernel_fail(k, "batch dims of data and indices differ");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t xs[SEAM_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    int64_t slice = cpu_span(x->dims, (int32_t)(b + m), x->rank);
+    int64_t n_batch = cpu_span(x->dims, 0, (int32_t)b), per_batch = ix->numel / m / (n_batch ? n_batch : 1);
+    int64_t batch_stride = b ? xs[b - 1] : 0;
+    for (int64_t t = 0; t < ix->numel / m; t++) {
+        int64_t bi = per_batch ? t / per_batch : 0, off = bi * batch_stride;
+        for (int64_t q = 0; q < m; q++) {
+            int32_t d = (int32_t)(b + q);
+            int64_t j = cpu_get_i64(ix->data, ix->dtype, t * m + q);
+            if (j < 0) j += x->dims[d];
+            if (j < 0 || j >= x->dims[d]) return kernel_fail(k, "index %lld is out of range for axis %d", (long long)j, d);
+            off += j * xs[d];
+        }
+        memcpy((char *)y->data + (size_t)(t * slice) * es, (const char *)x->data + (size_t)off * es, (size_t)slice * es);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Scatter family ---- */
+
+typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction;
+
+static reduction reduction_of(const ir_node *n) {
+    const ir_attr *a = ir_node_attr(n, "reduction");
+    if (!a || a->kind != IR_ATTR_STRING) return RED_NONE;
+    if (a->s.len == 3 && !memcmp(a->s.data, "add", 3)) return RED_ADD;
+    if (a->s.len == 3 && !memcmp(a->s.data, "mul", 3)) return RED_MUL;
+    if (a->s.len == 3 && !memcmp(a->s.data, "max", 3)) return RED_MAX;
+    if (a->s.len == 3 && !memcmp(a->s.data, "min", 3)) return RED_MIN;
+    return RED_NONE;
+}
+
+static void scatter_one(void *y, int32_t dt, int64_t at, const void *u, int64_t ui, reduction red, size_t es) {
+    if (red == RED_NONE) {
+        cpu_copy_elem(y, at, u, ui, es);
+        return;
+    }
+    if (cpu_is_float(dt)) {
+        double a = cpu_get(y, dt, at), b = cpu_get(u, dt, ui);
+        double v = red == RED_ADD ? a + b : red == RED_MUL ? a * b : red == RED_MAX ? (a > b ? a : b) : (a < b ? a : b);
+        cpu_set(y, dt, at, v);
+    } else {
+        int64_t a = cpu_get_i64(y, dt, at), b = cpu_get_i64(u, dt, ui);
+        int64_t v = red == RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
+                    : red == RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                    : red == RED_MAX ? (a > b ? a : b) : (a < b ? a : b);
+        cpu_set_i64(y, dt, at, v);
+    }
+}
+
+static seam_status run_scatter_elements(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1), *u = kernel_in(k, 2);
+    if (!x || !ix || !u || !cpu_is_int(ix->dtype)) return kernel_fail(k, "needs data, integer indices and updates");
+    if (ix->rank != x->rank || u->rank != ix->rank || u->dtype != x->dtype)
+        return kernel_fail(k, "data, indices and updates must have one rank, and updates the data's dtype");
+    for (int32_t d = 0; d < ix->rank; d++)
+        if (u->dims[d] != ix->dims[d]) return kernel_fail(k, "updates and indices must have one shape");
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
+    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+    size_t es = cpu_dtype_size(x->dtype);
+    reduction red = reduction_of(k->n);
+    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
+    cpu_strides(x->rank, x->dims, xs);
+    for (int64_t i = 0; i < ix->numel; i++) {
+        int64_t j = cpu_get_i64(ix->data, ix->dtype, i), off = 0;
+        if (j < 0) j += x->dims[axis];
+        if (j < 0 || j >= x->dims[axis]) return kernel_fail(k, "index %lld is out of range", (long long)j);
+        for (int32_t d = 0; d < x->rank; d++) {
+            int64_t v = d == axis ? j : idx[d];
+            if (v >= x->dims[d]) return kernel_fail(k, "indices are larger than the data on axis %d", d);
+            off += v * xs[d];
+        }
+        scatter_one(y->data, x->dtype, off, u->data, i, red, es);
+        for (int32_t d = ix->rank - 1; d >= 0; d--) {
+            if (++idx[d] < ix->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_scatter_nd(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1), *u = kernel_in(k, 2);
+    if (!x || !ix || !u || !cpu_is_int(ix->dtype) || ix->rank < 1 || u->dtype != x->dtype)
+        return kernel_fail(k, "needs data, integer indices and updates of the data's dtype");
+    int64_t m = ix->dims[ix->rank - 1];
+    if (m < 1 || m > x->rank) return kernel_fail(k, "index depth %lld does not fit rank %d", (long long)m, x->rank);
+    int64_t slice = cpu_span(x->dims, (int32_t)m, x->rank), n = ix->numel / m;
+    if (u->numel != n * slice) return kernel_fail(k, "updates have %lld elements, expected %lld", (long long)u->numel, (long long)(n * slice));
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+    size_t es = cpu_dtype_size(x->dtype);
+    reduction red = reduction_of(k->n);
+    int64_t xs[SEAM_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    for (int64_t t = 0; t < n; t++) {
+        int64_t off = 0;
+        for (int64_t q = 0; q < m; q++) {
+            int64_t j = cpu_get_i64(ix->data, ix->dtype, t * m + q);
+            if (j < 0) j += x->dims[q];
+            if (j < 0 || j >= x->dims[q]) return kernel_fail(k, "index %lld is out of range for axis %lld", (long long)j, (long long)q);
+            off += j * xs[q];
+        }
+        for (int64_t e = 0; e < slice; e++) scatter_one(y->data, x->dtype, off + e, u->data, t * slice + e, red, es);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Expand and Tile ---- */
+
+static seam_status run_expand(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1);
+    int64_t want[SEAM_MAX_RANK];
+    int32_t ns = cpu_read_ints(s, want, SEAM_MAX_RANK);
+    if (!x || ns < 0) return kernel_fail(k, "the shape must be an int64 tensor of at most %d entries", SEAM_MAX_RANK);
+    seam_tensor shape = {.dtype = x->dtype, .rank = ns};
+    for (int32_t d = 0; d < ns; d++) {
+        if (want[d] < 0) return kernel_fail(k, "shape[%d] is negative", d);
+        shape.dims[d] = want[d];
+    }
+    const seam_tensor *ins[2] = {x, &shape};
+    int32_t r;
+    int64_t dims[SEAM_MAX_RANK], st[SEAM_MAX_RANK];
+    if (!cpu_broadcast(ins, 2, &r, dims)) return kernel_fail(k, "'%s' does not broadcast to the shape", in_name(k, 0));
+    int64_t numel = seam_shape_numel(dims, r);
+    if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    cpu_bcast_strides(x, r, dims, st);
+    strided_copy(y->data, x->data, cpu_dtype_size(x->dtype), r, dims, st);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_tile(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *rp = kernel_in(k, 1);
+    int64_t reps[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
+    int32_t n = cpu_read_ints(rp, reps, SEAM_MAX_RANK);
+    if (!x || n != x->rank) return kernel_fail(k, "repeats must have one entry per input dim");
+    for (int32_t d = 0; d < n; d++) {
+        if (reps[d] < 0) return kernel_fail(k, "repeats[%d] is negative", d);
+        dims[d] = x->dims[d] * reps[d];
+    }
+    int64_t numel = seam_shape_numel(dims, n);
+    if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, n, dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
+    cpu_strides(n, x->dims, xs);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t off = 0;
+        for (int32_t d = 0; d < n; d++) off += (idx[d] % x->dims[d]) * xs[d];
+        cpu_copy_elem(y->data, i, x->data, off, es);
+        for (int32_t d = n - 1; d >= 0; d--) {
+            if (++idx[d] < dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Pad ---- */
+
+static seam_status run_pad(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int32_t r = x->rank;
+    int64_t pads[2 * SEAM_MAX_RANK], axes[SEAM_MAX_RANK];
+    int32_t np, na = r;
+    double cval = 0;
+    const ir_attr *ma = ir_node_attr(k->n, "mode");
+    char mode = 'c'; /* constant, reflect, edge, wrap */
+    if (ma && ma->kind == IR_ATTR_STRING && ma->s.len) mode = (char)ma->s.data[0];
+    if (k->n->opset < 11) {
+        const int64_t *p;
+        np = node_attr_ints(k->n, "pads", &p);
+        if (np != 2 * r) return kernel_fail(k, "pads must have 2 * rank entries");
+        for (int32_t i = 0; i < np; i++) pads[i] = p[i];
+        cval = node_attr_float(k->n, "value", 0);
+    } else {
+        np = cpu_read_ints(kernel_in(k, 1), pads, 2 * SEAM_MAX_RANK);
+        const seam_tensor *cv = kernel_in(k, 2), *ax = kernel_in(k, 3);
+        if (cv && cv->numel >= 1) cval = cpu_get(cv->data, cv->dtype, 0);
+        if (ax) na = cpu_read_ints(ax, axes, SEAM_MAX_RANK);
+        if (na < 0 || np != 2 * na) return kernel_fail(k, "pads must have 2 entries per padded axis");
+    }
+    int64_t lo[SEAM_MAX_RANK] = {0}, hi[SEAM_MAX_RANK] = {0}, dims[SEAM_MAX_RANK];
+    for (int32_t i = 0; i < na; i++) {
+        int32_t a = k->n->opset >= 11 && kernel_in(k, 3) ? cpu_axis(axes[i], r) : i;
+        if (a < 0) return kernel_fail(k, "axis out of range");
+        lo[a] = pads[i];
+        hi[a] = pads[i + na];
+    }
+    for (int32_t d = 0; d < r; d++) {
+        dims[d] = x->dims[d] + lo[d] + hi[d];
+        if (dims[d] < 0) return kernel_fail(k, "pads make axis %d negative", d);
+        if (mode != 'c' && (x->dims[d] == 0 && dims[d] > 0)) return kernel_fail(k, "cannot %c-pad an empty axis", mode);
+    }
+    int64_t numel = seam_shape_numel(dims, r);
+    if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
+    cpu_strides(r, x->dims, xs);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int32_t d = 0; d < r; d++) {
+            int64_t v = idx[d] - lo[d], n = x->dims[d];
+            if (v < 0 || v >= n) {
+                if (mode == 'c') {
+                    inside = false;
+                    break;
+                } else if (mode == 'e') {
+                    v = v < 0 ? 0 : n - 1;
+                } else if (mode == 'w') {
+                    v = ((v % n) + n) % n;
+                } else { /* reflect, without repeating the edge */
+                    if (n == 1) {
+                        v = 0;
+                    } else {
+                        int64_t period = 2 * (n - 1);
+                        v = ((v % period) + period) % period;
+                        if (v >= n) v = period - v;
+                    }
+                }
+            }
+            off += v * xs[d];
+        }
+        if (inside)
+            cpu_copy_elem(y->data, i, x->data, off, es);
+        else
+            cpu_set(y->data, y->dtype, i, cval);
+        for (int32_t d = r - 1; d >= 0; d--) {
+            if (++idx[d] < dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- DepthToSpace, SpaceToDepth: a reshape, a transpose, a reshape ---- */
+
+static seam_status run_depth_space(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x || x->rank != 4) return kernel_fail(k, "the input must be 4-D");
+    int64_t b = node_attr_int(k->n, "blocksize", 0);
+    if (b <= 0) return kernel_fail(k, "blocksize must be positive");
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    bool to_space = k->n->op_type[0] == 'D';
+    int64_t dims6[6], st6[6], out[4];
+    if (to_space) {
+        if (C % (b * b)) return kernel_fail(k, "channels %lld are not a multiple of blocksize^2", (long long)C);
+        int64_t c = C / (b * b);
+        const ir_attr *ma = ir_node_attr(k->n, "mode");
+        bool crd = ma && ma->kind == IR_ATTR_STRING && ma->s.len == 3 && !memcmp(ma->s.data, "CRD", 3);
+        /* the input viewed as [N, b, b, c, H, W] (DCR) or [N, c, b, b, H, W]
+         * (CRD), read as [N, c, H, b, W, b] */
+        int64_t sW = 1, sH = W, sPlane = H * W;
+        int64_t s_c = crd ? b * b * sPlane : sPlane, s_b1 = crd ? b * sPlane : b * c * sPlane,
+                s_b2 = crd ? sPlane : c * sPlane;
+        int64_t d6[6] = {N, c, H, b, W, b}, t6[6] = {C * sPlane, s_c, sH, s_b1, sW, s_b2};
+        memcpy(dims6, d6, sizeof(d6));
+        memcpy(st6, t6, sizeof(t6));
+        out[0] = N, out[1] = c, out[2] = H * b, out[3] = W * b;
+    } else {
+        if (H % b || W % b) return kernel_fail(k, "height and width must be multiples of blocksize");
+        int64_t h = H / b, w = W / b;
+        /* output [N, b, b, C, h, w] read from x[n, c, hh*b + i, ww*b + j] */
+        int64_t d6[6] = {N, b, b, C, h, w}, t6[6] = {C * H * W, W, 1, H * W, b * W, b};
+        memcpy(dims6, d6, sizeof(d6));
+        memcpy(st6, t6, sizeof(t6));
+        out[0] = N, out[1] = C * b * b, out[2] = h, out[3] = w;
+    }
+    seam_tensor *y = kernel_out(k, 0, x->dtype, 4, out);
+    if (!y) return kernel_oom(k);
+    strided_copy(y->data, x->data, cpu_dtype_size(x->dtype), 6, dims6, st6);
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Trilu, ReverseSequence, Compress ---- */
+
+static seam_status run_trilu(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *kk = kernel_in(k, 1);
+    if (!x || x->rank < 2) return kernel_fail(k, "the input must be at least 2-D");
+    int64_t diag = kk && kk->numel == 1 ? cpu_get_i64(kk->data, kk->dtype, 0) : 0;
+    bool upper = node_attr_int(k->n, "upper", 1) != 0;
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t R = x->dims[x->rank - 2], C = x->dims[x->rank - 1];
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t c = i % C, r = (i / C) % R;
+        bool keep = upper ? c - r >= diag : c - r <= diag;
+        if (keep) cpu_copy_elem(y->data, i, x->data, i, es);
+        else memset((char *)y->data + (size_t)i * es, 0, es);
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_reverse_sequence(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *sl = kernel_in(k, 1);
+    if (!x || !sl || x->rank < 2 || !cpu_is_int(sl->dtype)) return kernel_fail(k, "needs input (rank >= 2) and sequence_lens");
+    int64_t ba = node_attr_int(k->n, "batch_axis", 1), ta = node_attr_int(k->n, "time_axis", 0);
+    if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0))) return kernel_fail(k, "batch_axis and time_axis must be 0 and 1");
+    if (sl->numel != x->dims[ba]) return kernel_fail(k, "sequence_lens must have one entry per batch");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    size_t es = cpu_dtype_size(x->dtype);
+    int64_t inner = cpu_span(x->dims, 2, x->rank), xs[SEAM_MAX_RANK];
+    cpu_strides(x->rank, x->dims, xs);
+    for (int64_t bi = 0; bi < x->dims[ba]; bi++) {
+        int64_t len = cpu_get_i64(sl->data, sl->dtype, bi);
+        if (len < 0 || len > x->dims[ta]) return kernel_fail(k, "sequence length %lld is out of range", (long long)len);
+        for (int64_t t = 0; t < x->dims[ta]; t++) {
+            int64_t src_t = t < len ? len - 1 - t : t;
+            int64_t dst = bi * xs[ba] + t * xs[ta], src = bi * xs[ba] + src_t * xs[ta];
+            memcpy((char *)y->data + (size_t)dst * es, (const char *)x->data + (size_t)src * es, (size_t)inner * es);
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_compress(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *c = kernel_in(k, 1);
+    if (!x || !c || c->rank != 1) return kernel_fail(k, "needs input and a 1-D condition");
+    const ir_attr *aa = ir_node_attr(k->n, "axis");
+    size_t es = cpu_dtype_size(x->dtype);
+    if (!aa) { /* flattened */
+        int64_t n = 0, lim = c->numel < x->numel ? c->numel : x->numel;
+        for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
+        seam_tensor *y = kernel_out(k, 0, x->dtype, 1, &n);
+        if (!y) return kernel_oom(k);
+        for (int64_t i = 0, o = 0; i < lim; i++)
+            if (cpu_get_i64(c->data, c->dtype, i)) cpu_copy_elem(y->data, o++, x->data, i, es);
+        return SEAM_STATUS_OK;
+    }
+    int32_t axis = cpu_axis(aa->i, x->rank);
+    if (axis < 0) return kernel_fail(k, "axis is out of range");
+    int64_t len = x->dims[axis], lim = c->numel < len ? c->numel : len, n = 0;
+    for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
+    int64_t dims[SEAM_MAX_RANK];
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    dims[axis] = n;
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
+    if (!y) return kernel_oom(k);
+    int64_t outer = cpu_span(x->dims, 0, axis), inner = cpu_span(x->dims, axis + 1, x->rank);
+    char *out = y->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < lim; i++)
+            if (cpu_get_i64(c->data, c->dtype, i)) {
+                memcpy(out, (const char *)x->data + (size_t)((o * len + i) * inner) * es, (size_t)inner * es);
+                out += (size_t)inner * es;
+            }
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Resize and Upsample ---- */
+
+typedef enum { CT_HALF_PIXEL, CT_PYTORCH_HALF, CT_ALIGN, CT_ASYM, CT_TF_CROP, CT_HALF_SYM, CT_TF_NN } coord_mode;
+
+static bool attr_is(const ir_node *n, const char *name, const char *want) {
+    const ir_attr *a = ir_node_attr(n, name);
+    size_t len = strlen(want);
+    return a && a->kind == IR_ATTR_STRING && a->s.len == len && memcmp(a->s.data, want, len) == 0;
+}
+
+/* Maps an output coordinate to the input, per coordinate_transformation_mode.
+ * The output length in the formulas is in * scale, not rounded (as ONNX's
+ * reference does), which matters when scales do not divide evenly. */
+static double to_input(coord_mode cm, double xo, double scale, int64_t in, int64_t out_int, double roi_lo, double roi_hi) {
+    double out = (double)in * scale;
+    switch (cm) {
+    case CT_TF_NN: return (xo + 0.5) / scale;
+    case CT_HALF_PIXEL: return (xo + 0.5) / scale - 0.5;
+    case CT_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0;
+    case CT_ALIGN: return out == 1 ? 0 : xo * (double)(in - 1) / (out - 1);
+    case CT_ASYM: return xo / scale;
+    case CT_TF_CROP:
+        return out > 1 ? roi_lo * (double)(in - 1) + xo * (roi_hi - roi_lo) * (double)(in - 1) / (out - 1)
+                       : 0.5 * (roi_lo + roi_hi) * (double)(in - 1);
+    case CT_HALF_SYM: {
+        double adj = (double)out_int / out;
+        double center = (double)in / 2, off = center * (1 - adj);
+        return off + (xo + 0.5) / scale - 0.5;
+    }
+    }
+    return xo;
+}
+
+static double cubic_w(double t, double a) {
+    t = fabs(t);
+    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
+
+static seam_status run_resize(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x) return kernel_fail(k, "needs an input");
+    int32_t r = x->rank;
+    bool upsample = strcmp(k->n->op_type, "Upsample") == 0;
+    double scales[SEAM_MAX_RANK], roi[2 * SEAM_MAX_RANK];
+    int64_t out[SEAM_MAX_RANK];
+    for (int32_t d = 0; d < r; d++) roi[d] = 0, roi[d + r] = 1;
+    const seam_tensor *ts = NULL, *tz = NULL, *troi = NULL;
+    if (upsample) {
+        if (k->n->opset >= 9) {
+            ts = kernel_in(k, 1);
+        } else {
+            const ir_attr *a = ir_node_attr(k->n, "scales");
+            if (!a || a->kind != IR_ATTR_FLOATS || a->n != r) return kernel_fail(k, "scales must have one entry per dim");
+            for (int32_t d = 0; d < r; d++) scales[d] = a->floats[d];
+        }
+    } else if (k->n->opset >= 11) {
+        troi = kernel_in(k, 1);
+        ts = kernel_in(k, 2);
+        tz = kernel_in(k, 3);
+    } else {
+        ts = kernel_in(k, 1);
+    }
+    if (ts && ts->numel == 0) ts = NULL;
+    if (tz && tz->numel == 0) tz = NULL;
+    if (troi && troi->numel == 0) troi = NULL;
+    /* axes (opset 18): scales/sizes cover only these axes */
+    int64_t axes[SEAM_MAX_RANK];
+    const int64_t *aa;
+    int32_t na = node_attr_ints(k->n, "axes", &aa);
+    if (na < 0) {
+        na = r;
+        for (int32_t d = 0; d < r; d++) axes[d] = d;
+    } else {
+        if (na > r) return kernel_fail(k, "too many axes");
+        for (int32_t i = 0; i < na; i++) {
+            axes[i] = cpu_axis(aa[i], r);
+            if (axes[i] < 0) return kernel_fail(k, "axis out of range");
+        }
+    }
+    if (!upsample || k->n->opset >= 9) {
+        for (int32_t d = 0; d < r; d++) scales[d] = 1, out[d] = x->dims[d];
+        if (ts) {
+            if (ts->numel != na || !cpu_is_float(ts->dtype)) return kernel_fail(k, "scales must be floats, one per axis");
+            for (int32_t i = 0; i < na; i++) scales[axes[i]] = cpu_get(ts->data, ts->dtype, i);
+        } else if (tz) {
+            if (tz->numel != na || !cpu_is_int(tz->dtype)) return kernel_fail(k, "sizes must be integers, one per axis");
+            int64_t sizes[SEAM_MAX_RANK];
+            for (int32_t i = 0; i < na; i++) sizes[i] = cpu_get_i64(tz->data, tz->dtype, i);
+            const char *pol = attr_is(k->n, "keep_aspect_ratio_policy", "not_smaller") ? "ns"
+                              : attr_is(k->n, "keep_aspect_ratio_policy", "not_larger") ? "nl" : "st";
+            if (pol[0] != 's') {
+                double s = pol[1] == 's' ? 0 : INFINITY;
+                for (int32_t i = 0; i < na; i++) {
+                    double v = (double)sizes[i] / (double)x->dims[axes[i]];
+                    s = pol[1] == 's' ? fmax(s, v) : fmin(s, v);
+                }
+                for (int32_t i = 0; i < na; i++) {
+                    scales[axes[i]] = s;
+                    out[axes[i]] = (int64_t)floor(s * (double)x->dims[axes[i]] + 0.5);
+                }
+            } else {
+                for (int32_t i = 0; i < na; i++) {
+                    out[axes[i]] = sizes[i];
+                    scales[axes[i]] = x->dims[axes[i]] ? (double)sizes[i] / (double)x->dims[axes[i]] : 1;
+                }
+            }
+        } else {
+            return kernel_fail(k, "needs scales or sizes");
+        }
+        if (ts)
+            for (int32_t d = 0; d < r; d++) {
+                if (!(scales[d] > 0)) return kernel_fail(k, "scale %d must be positive", d);
+                out[d] = (int64_t)floor((double)x->dims[d] * scales[d]);
+            }
+    } else {
+        for (int32_t d = 0; d < r; d++) out[d] = (int64_t)floor((double)x->dims[d] * scales[d]);
+    }
+    if (troi) {
+        if (troi->numel != 2 * na) return kernel_fail(k, "roi must have 2 entries per axis");
+        for (int32_t i = 0; i < na; i++) {
+            roi[axes[i]] = cpu_get(troi->data, troi->dtype, i);
+            roi[axes[i] + r] = cpu_get(troi->data, troi->dtype, i + na);
+        }
+    }
+    int64_t numel = seam_shape_numel(out, r);
+    if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
+    char mode = 'n';
+    if (attr_is(k->n, "mode", "linear") || attr_is(k->n, "mode", "bilinear")) mode = 'l';
+    if (attr_is(k->n, "mode", "cubic")) mode = 'c';
+    coord_mode cm = upsample || k->n->opset < 11 ? CT_ASYM : CT_HALF_PIXEL;
+    if (attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = CT_PYTORCH_HALF;
+    if (attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = CT_ALIGN;
+    if (attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = CT_ASYM;
+    if (attr_is(k->n, "coordinate_transformation_mode", "tf_crop_and_resize")) cm = CT_TF_CROP;
+    if (attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = CT_HALF_SYM;
+    if (attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = CT_TF_NN;
+    char nearest = 'p'; /* round_prefer_floor (default), round_prefer_ceil, floor, ceil */
+    if (attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
+    if (attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
+    if (attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
+    if (upsample || k->n->opset < 11) nearest = 'f';
+    double cubic_a = node_attr_float(k->n, "cubic_coeff_a", -0.75f);
+    bool exclude = node_attr_int(k->n, "exclude_outside", 0) != 0;
+    double extrap = node_attr_float(k->n, "extrapolation_value", 0);
+    bool antialias = node_attr_int(k->n, "antialias", 0) != 0;
+    if (antialias) return kernel_fail(k, "antialias is not supported");
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, out);
+    if (!y) return kernel_oom(k);
+    if (!numel) return SEAM_STATUS_OK;
+    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
+    cpu_strides(r, x->dims, xs);
+    for (int64_t i = 0; i < numel; i++) {
+        /* per axis: taps (input index, weight) */
+        int64_t tap_i[SEAM_MAX_RANK][4];
+        double tap_w[SEAM_MAX_RANK][4];
+        int32_t ntap[SEAM_MAX_RANK];
+        bool outside = false;
+        for (int32_t d = 0; d < r; d++) {
+            int64_t in = x->dims[d];
+            if (out[d] == in && scales[d] == 1 && cm != CT_TF_CROP) {
+                tap_i[d][0] = idx[d], tap_w[d][0] = 1, ntap[d] = 1;
+                continue;
+            }
+            double xi = to_input(cm, (double)idx[d], scales[d], in, out[d], roi[d], roi[d + r]);
+            if (cm == CT_TF_CROP && (xi < 0 || xi > (double)(in - 1))) {
+                outside = true;
+                break;
+            }
+            if (mode == 'n') {
+                double f = floor(xi);
+                int64_t v;
+                if (nearest == 'f') v = (int64_t)f;
+                else if (nearest == 'C') v = (int64_t)ceil(xi);
+                else if (xi - f == 0.5) v = nearest == 'c' ? (int64_t)f + 1 : (int64_t)f;
+                else v = (int64_t)llround(xi);
+                v = v < 0 ? 0 : v >= in ? in - 1 : v;
+                tap_i[d][0] = v, tap_w[d][0] = 1, ntap[d] = 1;
+            } else if (mode == 'l') {
+                double c = xi < 0 ? 0 : xi > (double)(in - 1) ? (double)(in - 1) : xi;
+                int64_t lo = (int64_t)floor(c), hi = lo + 1 < in ? lo + 1 : lo;
+                double t = c - (double)lo;
+                tap_i[d][0] = lo, tap_w[d][0] = 1 - t, tap_i[d][1] = hi, tap_w[d][1] = t, ntap[d] = 2;
+            } else {
+                int64_t f = (int64_t)floor(xi);
+                double t = xi - (double)f, sum = 0;
+                for (int32_t q = 0; q < 4; q++) {
+                    int64_t v = f - 1 + q;
+                    double w = cubic_w(t - (q - 1), cubic_a);
+                    if (v < 0 || v >= in) {
+                        if (exclude) w = 0;
+                        v = v < 0 ? 0 : in - 1;
+                    }
+                    tap_i[d][q] = v, tap_w[d][q] = w, sum += w;
+                }
+                if (exclude && sum != 0)
+                    for (int32_t q = 0; q < 4; q++) tap_w[d][q] /= sum;
+                ntap[d] = 4;
+            }
+        }
+        if (outside) {
+            cpu_set(y->data, y->dtype, i, extrap);
+        } else if (mode == 'n') {
+            int64_t off = 0;
+            for (int32_t d = 0; d < r; d++) off += tap_i[d][0] * xs[d];
+            cpu_copy_elem(y->data, i, x->data, off, cpu_dtype_size(x->dtype));
+        } else {
+            /* sum over every combination of taps */
+            int32_t c[SEAM_MAX_RANK] = {0};
+            double acc = 0;
+            for (;;) {
+                double w = 1;
+                int64_t off = 0;
+                for (int32_t d = 0; d < r; d++) {
+                    w *= tap_w[d][c[d]];
+                    off += tap_i[d][c[d]] * xs[d];
+                }
+                if (w != 0) acc += w * cpu_get(x->data, x->dtype, off);
+                int32_t d = r - 1;
+                for (; d >= 0; d--) {
+                    if (++c[d] < ntap[d]) break;
+                    c[d] = 0;
+                }
+                if (d < 0) break;
+            }
+            if (cpu_is_int(x->dtype)) acc = nearbyint(acc);
+            cpu_set(y->data, y->dtype, i, acc);
+        }
+        for (int32_t d = r - 1; d >= 0; d--) {
+            if (++idx[d] < out[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_resize(seam_check *c) {
+    seam_status st = check_fixed_size(c);
+    if (st) return st;
+    if (node_attr_int(c->n, "antialias", 0)) return check_refuse(c, "Resize antialias=1 is not supported");
+    return SEAM_STATUS_OK;
+}
+
+#define FIX(fn) {fn, check_fixed_size}
 
 const seam_cpu_binding seam_cpu_tensor[] = {
-    {"", "", 0, {NULL, NULL}},
+    {"", "Reshape", 1, FIX(run_reshape)},
+    {"", "Flatten", 1, FIX(run_flatten)},
+    {"", "Squeeze", 1, FIX(run_squeeze)},
+    {"", "Unsqueeze", 1, FIX(run_unsqueeze)},
+    {"", "Transpose", 1, FIX(run_transpose)},
+    {"", "Concat", 1, FIX(run_concat)},
+    {"", "Split", 1, FIX(run_split)},
+    {"", "Slice", 1, FIX(run_slice)},
+    {"", "Gather", 1, FIX(run_gather)},
+    {"", "GatherElements", 11, FIX(run_gather_elements)},
+    {"", "GatherND", 11, FIX(run_gather_nd)},
+    {"", "Scatter", 9, FIX(run_scatter_elements)},
+    {"", "ScatterElements", 11, FIX(run_scatter_elements)},
+    {"", "ScatterND", 11, FIX(run_scatter_nd)},
+    {"", "Expand", 8, FIX(run_expand)},
+    {"", "Tile", 6, FIX(run_tile)},
+    {"", "Pad", 2, FIX(run_pad)},
+    {"", "DepthToSpace", 1, FIX(run_depth_space)},
+    {"", "SpaceToDepth", 1, FIX(run_depth_space)},
+    {"", "Trilu", 14, FIX(run_trilu)},
+    {"", "ReverseSequence", 10, FIX(run_reverse_sequence)},
+    {"", "Compress", 9, FIX(run_compress)},
+    {"", "Resize", 10, {run_resize, check_resize}},
+    {"", "Upsample", 7, {run_resize, check_resize}},
 };
-const size_t seam_cpu_tensor_count = 0;
+const size_t seam_cpu_tensor_count = sizeof(seam_cpu_tensor) / sizeof(seam_cpu_tensor[0]);
