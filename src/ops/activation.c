@@ -1,4 +1,5 @@
-/* Op family: activations. Every one keeps its input's type and shape. */
+/* Op family: activations (each keeps its input's type and shape), the
+ * softmax family and the two losses built on it. */
 #include <string.h>
 
 #include "ops/infer.h"
@@ -20,7 +21,25 @@ static void infer_dropout(seam_infer *ic) {
     if (t && t->kind == IR_TYPE_TENSOR) infer_set_tensor(ic, 1, SEAM_DTYPE_BOOL, t->rank, t->dims);
 }
 
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: the loss is a
+ * scalar, or the target's shape with reduction "none"; SCE's optional
+ * second output (log_prob) has the scores' shape. */
+static void infer_loss(seam_infer *ic) {
+    int32_t dt = infer_in_dtype(ic, 0);
+    const char *red = infer_attr_string(ic, "reduction", "mean");
+    const ir_type *t = infer_in(ic, 1);
+    if (strcmp(red, "none") != 0)
+        infer_set_tensor(ic, 0, dt, 0, NULL);
+    else if (t && t->kind == IR_TYPE_TENSOR)
+        infer_set_tensor(ic, 0, dt, t->rank, t->dims);
+    else
+        infer_set_dtype(ic, 0, dt);
+    if (infer_n_outputs(ic) > 1) infer_copy_type(ic, 1, 0);
+}
+
 const seam_op_def seam_ops_activation[] = {
+    {"", "NegativeLogLikelihoodLoss", 12, infer_loss, NULL},
+    {"", "SoftmaxCrossEntropyLoss", 12, infer_loss, NULL},
     {"", "Relu", 1, infer_same, NULL},
     {"", "LeakyRelu", 1, infer_same, NULL},
     {"", "PRelu", 1, infer_same, NULL},

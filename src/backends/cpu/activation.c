@@ -299,6 +299,71 @@ static seam_status check_dropout(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
+/* NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...], weight [C])
+ * and SoftmaxCrossEntropyLoss(scores, labels, weights), which is NLL over
+ * log_softmax(scores) along axis 1. Ignored targets weigh 0; "mean" divides
+ * by the total weight of the targets not ignored. */
+static seam_status run_loss(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *t = kernel_in(k, 1), *w = kernel_in(k, 2);
+    bool sce = k->n->op_type[0] == 'S';
+    if (!x || !t || x->rank < 2 || t->rank != x->rank - 1 || !cpu_is_int(t->dtype))
+        return kernel_fail(k, "needs input [N, C, ...] and integer target [N, ...]");
+    if (x->dims[0] != t->dims[0]) return kernel_fail(k, "input and target disagree on N");
+    for (int32_t d = 2; d < x->rank; d++)
+        if (x->dims[d] != t->dims[d - 1]) return kernel_fail(k, "input and target disagree on dim %d", d);
+    int64_t C = x->dims[1], N = x->dims[0], D = cpu_span(x->dims, 2, x->rank);
+    if (w && (w->rank != 1 || w->dims[0] != C)) return kernel_fail(k, "weight must be [C]");
+    const ir_attr *ra = ir_node_attr(k->n, "reduction");
+    char red = 'm';
+    if (ra && ra->kind == IR_ATTR_STRING && ra->s.len) red = (char)ra->s.data[0];
+    const ir_attr *ia = ir_node_attr(k->n, "ignore_index");
+    bool has_ignore = ia && ia->kind == IR_ATTR_INT;
+    int64_t ignore = has_ignore ? ia->i : 0;
+    /* log-probabilities: the input itself, or log_softmax over C */
+    double *lp = kernel_scratch(k, sizeof(double) * (size_t)(x->numel + t->numel + 1));
+    if (!lp) return kernel_oom(k);
+    double *per = lp + x->numel;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t d = 0; d < D; d++) {
+            int64_t base = n * C * D + d;
+            if (!sce) {
+                for (int64_t c = 0; c < C; c++) lp[base + c * D] = cpu_get(x->data, x->dtype, base + c * D);
+                continue;
+            }
+            double mx = -INFINITY, sum = 0;
+            for (int64_t c = 0; c < C; c++) mx = fmax(mx, cpu_get(x->data, x->dtype, base + c * D));
+            for (int64_t c = 0; c < C; c++) sum += exp(cpu_get(x->data, x->dtype, base + c * D) - mx);
+            for (int64_t c = 0; c < C; c++) lp[base + c * D] = cpu_get(x->data, x->dtype, base + c * D) - mx - log(sum);
+        }
+    double total = 0, wsum = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t d = 0; d < D; d++) {
+            int64_t ti = n * D + d, cls = cpu_get_i64(t->data, t->dtype, ti);
+            if (has_ignore && cls == ignore) {
+                per[ti] = 0;
+                continue;
+            }
+            if (cls < 0 || cls >= C) return kernel_fail(k, "target %lld is out of range [0, %lld)", (long long)cls, (long long)C);
+            double wt = w ? cpu_get(w->data, w->dtype, cls) : 1;
+            per[ti] = -lp[n * C * D + cls * D + d] * wt;
+            total += per[ti];
+            wsum += wt;
+        }
+    seam_tensor *y = red == 'n' ? kernel_out(k, 0, x->dtype, t->rank, t->dims) : kernel_out(k, 0, x->dtype, 0, NULL);
+    if (!y) return kernel_oom(k);
+    if (red == 'n') {
+        for (int64_t i = 0; i < t->numel; i++) cpu_set(y->data, y->dtype, i, per[i]);
+    } else {
+        cpu_set(y->data, y->dtype, 0, red == 's' ? total : wsum != 0 ? total / wsum : 0);
+    }
+    if (sce && kernel_has_out(k, 1)) {
+        seam_tensor *l = kernel_out(k, 1, x->dtype, x->rank, x->dims);
+        if (!l) return kernel_oom(k);
+        for (int64_t i = 0; i < x->numel; i++) cpu_set(l->data, l->dtype, i, lp[i]);
+    }
+    return SEAM_STATUS_OK;
+}
+
 #define ACT {run_act, check_float}
 #define ACTN {run_act, check_numeric}
 #define SOFT {run_softmax, check_float}
@@ -310,6 +375,8 @@ const seam_cpu_binding seam_cpu_activation[] = {
     {"", "Gelu", 20, ACT}, {"", "Mish", 18, ACT}, {"", "Shrink", 9, ACTN},
     {"", "PRelu", 1, {run_prelu, check_numeric}}, {"", "Clip", 1, {run_clip, check_numeric}},
     {"", "Softmax", 1, SOFT}, {"", "LogSoftmax", 1, SOFT}, {"", "Hardmax", 1, SOFT},
-    {"", "Identity", 1, {run_identity, NULL}}, {"", "Dropout", 1, {run_identity, check_dropout}},
+    {"", "Identity", 1, {run_identity, NULL}},
+    {"", "NegativeLogLikelihoodLoss", 12, {run_loss, check_float}},
+    {"", "SoftmaxCrossEntropyLoss", 12, {run_loss, check_float}}, {"", "Dropout", 1, {run_identity, check_dropout}},
 };
 const size_t seam_cpu_activation_count = sizeof(seam_cpu_activation) / sizeof(seam_cpu_activation[0]);
