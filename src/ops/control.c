@@ -163,6 +163,7 @@ static void infer_scan(seam_infer *ic) {
 const seam_op_def seam_ops_control[] = {
     {"", "If", 1, infer_if, NULL},
     {"", "Loop", 1, infer_loop, NULL},
+    {"", "Scan", 8, NULL, NULL}, /* the batched form: known, not run */
     {"", "Scan", 9, infer_scan, NULL},
 };
 const size_t seam_ops_control_count = sizeof(seam_ops_control) / sizeof(seam_ops_control[0]);
