@@ -1,4 +1,4 @@
-/* Op family: MatMul, Gemm, Conv, ConvTranspose (and Einsum's dtype). The
+/* Op family: MatMul, Gemm, Conv, ConvTranspose (Einsum is in algebra.c). The
  * quantized forms reuse these shapes (quant.c). */
 #include "ops/conv_shape.h"
 #include "ops/linalg_shape.h"
@@ -58,13 +58,10 @@ static void infer_conv_transpose(seam_infer *ic) {
     infer_set_tensor(ic, 0, dt, x->rank, out);
 }
 
-static void infer_einsum(seam_infer *ic) { infer_set_dtype(ic, 0, infer_in_dtype(ic, 0)); }
-
 const seam_op_def seam_ops_linalg[] = {
     {"", "MatMul", 1, infer_matmul, NULL},
     {"", "Gemm", 1, infer_gemm, NULL},
     {"", "Conv", 1, infer_conv, NULL},
     {"", "ConvTranspose", 1, infer_conv_transpose, NULL},
-    {"", "Einsum", 12, infer_einsum, NULL},
 };
 const size_t seam_ops_linalg_count = sizeof(seam_ops_linalg) / sizeof(seam_ops_linalg[0]);

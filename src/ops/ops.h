@@ -56,6 +56,9 @@ SEAM_OP_FAMILY(rnn)
 SEAM_OP_FAMILY(control)
 SEAM_OP_FAMILY(quant)
 SEAM_OP_FAMILY(cast)
+SEAM_OP_FAMILY(algebra)
+SEAM_OP_FAMILY(signal)
+SEAM_OP_FAMILY(spatial)
 
 /* The CPU backend's kernels live in src/backends/cpu/, one file per op
  * family, each with a table of bindings. The registry joins every binding
@@ -85,6 +88,9 @@ SEAM_CPU_FAMILY(rnn)
 SEAM_CPU_FAMILY(control)
 SEAM_CPU_FAMILY(quant)
 SEAM_CPU_FAMILY(cast)
+SEAM_CPU_FAMILY(algebra)
+SEAM_CPU_FAMILY(signal)
+SEAM_CPU_FAMILY(spatial)
 
 /* The entry for (domain, op) with the highest `since` <= opset; NULL if
  * seam does not know the op. Domain "ai.onnx" is the same as "". */

@@ -30,6 +30,9 @@ static const cpu_family cpu_families[] = {
     {seam_cpu_control, &seam_cpu_control_count},
     {seam_cpu_quant, &seam_cpu_quant_count},
     {seam_cpu_cast, &seam_cpu_cast_count},
+    {seam_cpu_algebra, &seam_cpu_algebra_count},
+    {seam_cpu_signal, &seam_cpu_signal_count},
+    {seam_cpu_spatial, &seam_cpu_spatial_count},
 };
 
 static const family families[] = {
@@ -45,6 +48,9 @@ static const family families[] = {
     {seam_ops_control, &seam_ops_control_count},
     {seam_ops_quant, &seam_ops_quant_count},
     {seam_ops_cast, &seam_ops_cast_count},
+    {seam_ops_algebra, &seam_ops_algebra_count},
+    {seam_ops_signal, &seam_ops_signal_count},
+    {seam_ops_spatial, &seam_ops_spatial_count},
 };
 
 #define MAX_OPS 1024
