@@ -1,0 +1,50 @@
+// Runs a model on ONNX Runtime's CPU provider, the way `seam run --repeat N`
+// does: one warm-up, then N timed runs; prints "median X ms (min Y ms)" and
+// the process's peak RSS. Optionally writes output 0 as raw float32 for
+// comparison.
+//
+// usage: node ort_run.js MODEL.onnx INPUT.npy --repeat N --threads T [--out FILE]
+const fs = require("fs");
+const ort = require("onnxruntime-node");
+
+function readNpy(path) {
+  const buf = fs.readFileSync(path);
+  const hlen = buf.readUInt16LE(8);
+  const header = buf.toString("latin1", 10, 10 + hlen);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").map((s) => s.trim()).filter((s) => s).map(Number);
+  const data = buf.subarray(10 + hlen);
+  const copy = new Uint8Array(data).buffer;
+  if (descr === "<f4") return new ort.Tensor("float32", new Float32Array(copy), shape);
+  if (descr === "<i8") return new ort.Tensor("int64", new BigInt64Array(copy), shape);
+  throw new Error("unsupported npy dtype " + descr);
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const model = args[0], input = args[1];
+  const opt = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
+  const repeat = Number(opt("--repeat", "20")), threads = Number(opt("--threads", "2"));
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all",
+  });
+  const feeds = { [session.inputNames[0]]: readNpy(input) };
+  let out = await session.run(feeds); // warm-up
+  const times = [];
+  for (let i = 0; i < repeat; i++) {
+    const t0 = process.hrtime.bigint();
+    out = await session.run(feeds);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  const median = times[Math.floor(times.length / 2)];
+  console.log(`median ${median.toFixed(3)} ms (min ${times[0].toFixed(3)} ms, ${repeat} runs)`);
+  console.log(`peak rss ${(process.resourceUsage().maxRSS / 1024).toFixed(1)} MB`);
+  const file = opt("--out", null);
+  if (file) fs.writeFileSync(file, Buffer.from(out[session.outputNames[0]].data.buffer));
+}
+
+main().catch((e) => {
+  console.error("ort_run: " + e.message);
+  process.exit(1);
+});
