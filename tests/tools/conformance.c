@@ -1,5 +1,5 @@
 /*
- * conformance [--list FILE] [--update] [-v] [--match A,B] DIR...
+ * conformance [--list FILE] [--update] [-v] [--match A,B] [--min-pass F] DIR...
  *
  * Runs ONNX backend test directories (model.onnx, test_data_set_N/
  * input_*.pb and output_*.pb) on seam's CPU session and compares with the
@@ -12,6 +12,8 @@
  * not pass is a regression (exit 1), and a listed test that now passes
  * must be removed from the list (exit 1). --update rewrites FILE.
  * --match keeps only tests whose name contains one of the substrings.
+ * --min-pass F fails the run when fewer than F (a fraction) pass. A test
+ * that crashes or runs over 300 s always fails the run.
  */
 #include <dirent.h>
 #include <math.h>
@@ -194,6 +196,7 @@ static bool matches(const char *name, const char *list) {
 int main(int argc, char **argv) {
     const char *list = NULL;
     const char *match = NULL; /* comma-separated substrings of test names */
+    double min_pass = 0;      /* fail when fewer pass than this fraction */
     bool update = false, verbose = false;
     char **tests = NULL;
     size_t n_tests = 0, cap = 0;
@@ -204,6 +207,8 @@ int main(int argc, char **argv) {
             update = true;
         } else if (strcmp(argv[k], "-v") == 0) {
             verbose = true;
+        } else if (strcmp(argv[k], "--min-pass") == 0 && k + 1 < argc) {
+            min_pass = atof(argv[++k]);
         } else if (strcmp(argv[k], "--match") == 0 && k + 1 < argc) {
             match = argv[++k];
         } else {
@@ -240,6 +245,7 @@ int main(int argc, char **argv) {
         pid_t pid = fork();
         if (pid == 0) {
             close(fds[0]);
+            alarm(300); /* a hang counts as a crash */
             char why[1024] = "";
             int v = run_test(tests[t], why, sizeof(why));
             if (write(fds[1], why, strlen(why)) < 0) v = ERROR;
@@ -262,6 +268,11 @@ int main(int argc, char **argv) {
            n_tests, counts[PASS], counts[FAIL], counts[UNSUPPORTED], counts[ERROR], counts[CRASH],
            n_tests ? 100.0 * counts[PASS] / (double)n_tests : 0.0);
     int rc = counts[CRASH] ? 1 : 0;
+    if (n_tests && (double)counts[PASS] / (double)n_tests < min_pass) {
+        printf("conformance: %.1f%% pass is below the required %.1f%%\n", 100.0 * counts[PASS] / (double)n_tests,
+               100.0 * min_pass);
+        rc = 1;
+    }
     if (list && update) {
         FILE *f = fopen(list, "w");
         if (!f) return 2;

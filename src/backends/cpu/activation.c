@@ -135,9 +135,17 @@ static seam_status check_numeric(seam_check *c) {
 static seam_status run_prelu(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1);
     if (!x || !s) return kernel_fail(k, "needs X and slope");
+    seam_tensor per_channel;
     const seam_tensor *ins[2] = {x, s};
     int32_t rank;
     int64_t dims[SEAM_MAX_RANK];
+    if (!cpu_broadcast(ins, 2, &rank, dims) && s->rank == 1 && x->rank >= 2 && s->dims[0] == x->dims[1]) {
+        /* old exporters give a per-channel slope [C]: view it as [C, 1, ...] */
+        per_channel = *s;
+        per_channel.rank = x->rank - 1;
+        for (int32_t d = 1; d < per_channel.rank; d++) per_channel.dims[d] = 1;
+        s = ins[1] = &per_channel;
+    }
     if (!cpu_broadcast(ins, 2, &rank, dims)) return kernel_fail(k, "slope does not broadcast to X");
     seam_tensor *y = kernel_out(k, 0, x->dtype, rank, dims);
     if (!y) return kernel_oom(k);
