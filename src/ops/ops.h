@@ -59,6 +59,8 @@ SEAM_OP_FAMILY(cast)
 SEAM_OP_FAMILY(algebra)
 SEAM_OP_FAMILY(signal)
 SEAM_OP_FAMILY(spatial)
+SEAM_OP_FAMILY(text)
+SEAM_OP_FAMILY(training)
 
 /* The CPU backend's kernels live in src/backends/cpu/, one file per op
  * family, each with a table of bindings. The registry joins every binding
@@ -91,6 +93,8 @@ SEAM_CPU_FAMILY(cast)
 SEAM_CPU_FAMILY(algebra)
 SEAM_CPU_FAMILY(signal)
 SEAM_CPU_FAMILY(spatial)
+SEAM_CPU_FAMILY(text)
+SEAM_CPU_FAMILY(training)
 
 /* The entry for (domain, op) with the highest `since` <= opset; NULL if
  * seam does not know the op. Domain "ai.onnx" is the same as "". */

@@ -33,6 +33,8 @@ static const cpu_family cpu_families[] = {
     {seam_cpu_algebra, &seam_cpu_algebra_count},
     {seam_cpu_signal, &seam_cpu_signal_count},
     {seam_cpu_spatial, &seam_cpu_spatial_count},
+    {seam_cpu_text, &seam_cpu_text_count},
+    {seam_cpu_training, &seam_cpu_training_count},
 };
 
 static const family families[] = {
@@ -51,6 +53,8 @@ static const family families[] = {
     {seam_ops_algebra, &seam_ops_algebra_count},
     {seam_ops_signal, &seam_ops_signal_count},
     {seam_ops_spatial, &seam_ops_spatial_count},
+    {seam_ops_text, &seam_ops_text_count},
+    {seam_ops_training, &seam_ops_training_count},
 };
 
 #define MAX_OPS 1024

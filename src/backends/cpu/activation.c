@@ -293,17 +293,30 @@ static seam_status run_identity(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_dropout(seam_check *c) {
-    /* training_mode is input 2; only a missing one or a constant false is
-     * inference */
-    if (c->n->n_inputs > 2 && c->n->inputs[2] >= 0) {
-        const ir_value *v = &c->g->values[c->n->inputs[2]];
-        const ir_tensor *t = v->konst ? v->konst : v->init;
-        if (!t || t->numel != 1 || ((const uint8_t *)t->data)[0])
-            return check_refuse(c, "Dropout in training mode is not supported (random masks)");
+/* Dropout: at inference (no training_mode, or false) a copy with an
+ * all-true mask. In training mode each element is kept with probability
+ * 1 - ratio and scaled by 1 / (1 - ratio); the mask comes from a
+ * xorshift generator seeded by `seed` (0 when absent), so runs repeat, but
+ * the stream matches no other runtime's. */
+static seam_status run_dropout(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *tr = kernel_in(k, 1), *tm = kernel_in(k, 2);
+    if (!x) return kernel_fail(k, "needs an input");
+    bool training = tm && tm->numel == 1 && ((const uint8_t *)tm->data)[0];
+    double ratio = k->n->opset >= 12 ? (tr && tr->numel == 1 ? cpu_get(tr->data, tr->dtype, 0) : 0.5)
+                                     : node_attr_float(k->n, "ratio", 0.5f);
+    if (!training || ratio == 0) return run_identity(k);
+    if (!(ratio > 0 && ratio < 1)) return kernel_fail(k, "ratio %g must be in [0, 1)", ratio);
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    seam_tensor *m = kernel_has_out(k, 1) ? kernel_out(k, 1, SEAM_DTYPE_BOOL, x->rank, x->dims) : NULL;
+    if (!y || (kernel_has_out(k, 1) && !m)) return kernel_oom(k);
+    uint64_t st = 0x9e3779b97f4a7c15ull ^ (uint64_t)node_attr_int(k->n, "seed", 0);
+    double scale = 1 / (1 - ratio);
+    for (int64_t i = 0; i < x->numel; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        bool keep = (double)(st >> 11) * (1.0 / 9007199254740992.0) >= ratio;
+        cpu_set(y->data, y->dtype, i, keep ? cpu_get(x->data, x->dtype, i) * scale : 0);
+        if (m) ((uint8_t *)m->data)[i] = keep;
     }
-    if (node_attr_int(c->n, "is_test", 1) == 0 && c->n->opset < 7)
-        return check_refuse(c, "Dropout in training mode is not supported (random masks)");
     return SEAM_STATUS_OK;
 }
 
@@ -385,6 +398,6 @@ const seam_cpu_binding seam_cpu_activation[] = {
     {"", "Softmax", 1, SOFT}, {"", "LogSoftmax", 1, SOFT}, {"", "Hardmax", 1, SOFT},
     {"", "Identity", 1, {run_identity, NULL}},
     {"", "NegativeLogLikelihoodLoss", 12, {run_loss, check_float}},
-    {"", "SoftmaxCrossEntropyLoss", 12, {run_loss, check_float}}, {"", "Dropout", 1, {run_identity, check_dropout}},
+    {"", "SoftmaxCrossEntropyLoss", 12, {run_loss, check_float}}, {"", "Dropout", 1, {run_dropout, check_float}},
 };
 const size_t seam_cpu_activation_count = sizeof(seam_cpu_activation) / sizeof(seam_cpu_activation[0]);
