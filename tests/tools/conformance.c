@@ -313,6 +313,13 @@ int main(int argc, char **argv) {
                 rc = 1;
             }
         }
+        for (size_t k = 0; k < n_known; k++) free(known[k]);
+        free(known);
     }
+    for (size_t k = 0; k < n_tests; k++) free(tests[k]);
+    for (size_t k = 0; k < n_np; k++) free(not_passing[k]);
+    free(tests);
+    free(not_passing);
+    fflush(stdout);
     return rc;
 }
