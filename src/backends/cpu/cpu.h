@@ -75,6 +75,18 @@ int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
 /* Element count of dims[from, to). */
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
 
+/* The sliding-window geometry of Conv and the pools: kernel, strides,
+ * dilations, pads (after auto_pad) and the output size per spatial axis. */
+typedef struct cpu_window {
+    int32_t n;                    /* spatial axes */
+    int64_t in[SEAM_MAX_RANK], out[SEAM_MAX_RANK], kernel[SEAM_MAX_RANK];
+    int64_t stride[SEAM_MAX_RANK], dil[SEAM_MAX_RANK], pad_lo[SEAM_MAX_RANK], pad_hi[SEAM_MAX_RANK];
+} cpu_window;
+/* Fills w for input x ([N, C, spatial...]) and the given kernel sizes,
+ * reading strides, dilations, pads and auto_pad from the node. Fails with
+ * a message naming the attribute. */
+seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, cpu_window *w);
+
 /* A check that accepts only the listed input-0 dtypes (list ends with 0). */
 bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed);
 /* Writes "reason" into c->reason and returns SEAM_STATUS_UNSUPPORTED. */

@@ -1,7 +1,508 @@
-/* CPU kernels: linalg. */
-#include "ops/kernel.h"
+/* CPU kernels: MatMul, Gemm, Conv and ConvTranspose on OpenBLAS.
+ *
+ * float32 goes straight to sgemm; float64 to dgemm; float16 and bfloat16
+ * are widened to float32 and narrowed back. Conv is im2col + sgemm per
+ * image and group (a 1x1, stride 1, unpadded conv needs no im2col: the
+ * input already is the column matrix). ConvTranspose is the transposed
+ * product followed by col2im. Integer MatMul is a plain loop in int64. */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+
+static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
+
+/* A float view of a tensor: its own data for float32/64, else a widened
+ * float32 copy (free with release). */
+typedef struct fview {
+    void *p;
+    bool owned;
+    bool f64;
+} fview;
+
+static bool fview_of(const seam_tensor *t, bool want_f64, fview *v) {
+    v->f64 = want_f64;
+    v->owned = false;
+    if ((t->dtype == SEAM_DTYPE_FLOAT32 && !want_f64) || (t->dtype == SEAM_DTYPE_FLOAT64 && want_f64)) {
+        v->p = t->data;
+        return true;
+    }
+    size_t es = want_f64 ? 8 : 4;
+    v->p = malloc((size_t)t->numel * es + es);
+    if (!v->p) return false;
+    v->owned = true;
+    for (int64_t i = 0; i < t->numel; i++) {
+        double x = cpu_get(t->data, t->dtype, i);
+        if (want_f64) ((double *)v->p)[i] = x;
+        else ((float *)v->p)[i] = (float)x;
+    }
+    return true;
+}
+
+static void release(fview *v) {
+    if (v->owned) free(v->p);
+    v->p = NULL;
+}
+
+/* An output buffer in the compute type: the output itself, or a temporary
+ * narrowed into it by finish(). */
+static bool out_view(seam_tensor *y, bool f64, fview *v) {
+    v->f64 = f64;
+    if ((y->dtype == SEAM_DTYPE_FLOAT32 && !f64) || (y->dtype == SEAM_DTYPE_FLOAT64 && f64)) {
+        v->p = y->data;
+        v->owned = false;
+        return true;
+    }
+    v->p = calloc((size_t)y->numel + 1, f64 ? 8 : 4);
+    v->owned = true;
+    return v->p != NULL;
+}
+
+static void finish(seam_tensor *y, fview *v) {
+    if (v->owned)
+        for (int64_t i = 0; i < y->numel; i++)
+            cpu_set(y->data, y->dtype, i, v->f64 ? ((double *)v->p)[i] : ((float *)v->p)[i]);
+    release(v);
+}
+
+/* C[m x n] = alpha * op(A) op(B) + beta * C, row-major. */
+static void gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    if (kk == 0) { /* BLAS leaves C alone when k = 0; the math says beta * C */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                if (f64) ((double *)c)[i * ldc + j] *= beta;
+                else ((float *)c)[i * ldc + j] *= (float)beta;
+            }
+        return;
+    }
+    if (f64)
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                    (int)kk, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                    (int)kk, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);
+}
+
+#define BLAS_MAX ((int64_t)1 << 31) /* BLAS takes int sizes */
+
+/* ---- MatMul ---- */
+
+static seam_status run_matmul(seam_kernel *k) {
+    const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 1);
+    if (!a || !b || a->rank < 1 || b->rank < 1) return kernel_fail(k, "needs two inputs of rank >= 1");
+    if (a->dtype != b->dtype) return kernel_fail(k, "input dtypes differ");
+    /* 1-D operands: A gets a leading 1, B a trailing 1, both dropped after */
+    int64_t M = a->rank == 1 ? 1 : a->dims[a->rank - 2], K = a->dims[a->rank - 1];
+    int64_t K2 = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2], N = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+    if (K != K2)
+        return kernel_fail(k, "'%s' has %lld columns but '%s' has %lld rows", in_name(k, 0), (long long)K, in_name(k, 1),
+                           (long long)K2);
+    seam_tensor ba = {.rank = a->rank > 2 ? a->rank - 2 : 0}, bb = {.rank = b->rank > 2 ? b->rank - 2 : 0};
+    for (int32_t d = 0; d < ba.rank; d++) ba.dims[d] = a->dims[d];
+    for (int32_t d = 0; d < bb.rank; d++) bb.dims[d] = b->dims[d];
+    const seam_tensor *bt[2] = {&ba, &bb};
+    int32_t br;
+    int64_t bdims[SEAM_MAX_RANK], sa[SEAM_MAX_RANK], sb[SEAM_MAX_RANK];
+    if (!cpu_broadcast(bt, 2, &br, bdims)) return kernel_fail(k, "the batch dims of the inputs do not broadcast");
+    int64_t dims[SEAM_MAX_RANK];
+    int32_t r = 0;
+    for (int32_t d = 0; d < br; d++) dims[r++] = bdims[d];
+    if (a->rank > 1) dims[r++] = M;
+    if (b->rank > 1) dims[r++] = N;
+    if (r > SEAM_MAX_RANK) return kernel_fail(k, "result rank too large");
+    seam_tensor *y = kernel_out(k, 0, a->dtype, r, dims);
+    if (!y) return kernel_oom(k);
+    if (M > BLAS_MAX || N > BLAS_MAX || K > BLAS_MAX) return kernel_fail(k, "a matrix dimension exceeds 2^31");
+    cpu_bcast_strides(&ba, br, bdims, sa);
+    cpu_bcast_strides(&bb, br, bdims, sb);
+    int64_t batches = cpu_span(bdims, 0, br), idx[SEAM_MAX_RANK] = {0};
+    if (cpu_is_float(a->dtype)) {
+        bool f64 = a->dtype == SEAM_DTYPE_FLOAT64;
+        fview va, vb, vy;
+        if (!fview_of(a, f64, &va)) return kernel_oom(k);
+        if (!fview_of(b, f64, &vb)) {
+            release(&va);
+            return kernel_oom(k);
+        }
+        if (!out_view(y, f64, &vy)) {
+            release(&va);
+            release(&vb);
+            return kernel_oom(k);
+        }
+        size_t es = f64 ? 8 : 4;
+        for (int64_t t = 0; t < batches; t++) {
+            int64_t oa = 0, ob = 0;
+            for (int32_t d = 0; d < br; d++) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
+            gemm(f64, false, false, M, N, K, 1.0, (char *)va.p + (size_t)(oa * M * K) * es, K,
+                 (char *)vb.p + (size_t)(ob * K * N) * es, N, 0.0, (char *)vy.p + (size_t)(t * M * N) * es, N);
+            for (int32_t d = br - 1; d >= 0; d--) {
+                if (++idx[d] < bdims[d]) break;
+                idx[d] = 0;
+            }
+        }
+        release(&va);
+        release(&vb);
+        finish(y, &vy);
+        return SEAM_STATUS_OK;
+    }
+    for (int64_t t = 0; t < batches; t++) {
+        int64_t oa = 0, ob = 0;
+        for (int32_t d = 0; d < br; d++) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                uint64_t acc = 0;
+                for (int64_t q = 0; q < K; q++)
+                    acc += (uint64_t)cpu_get_i64(a->data, a->dtype, oa * M * K + i * K + q) *
+                           (uint64_t)cpu_get_i64(b->data, b->dtype, ob * K * N + q * N + j);
+                cpu_set_i64(y->data, y->dtype, t * M * N + i * N + j, (int64_t)acc);
+            }
+        for (int32_t d = br - 1; d >= 0; d--) {
+            if (++idx[d] < bdims[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_matmul(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
+        return check_refuse(c, "MatMul on %s is not supported", seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Gemm ---- */
+
+static seam_status run_gemm(seam_kernel *k) {
+    const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 1), *c = kernel_in(k, 2);
+    if (!a || !b || a->rank != 2 || b->rank != 2) return kernel_fail(k, "A and B must be 2-D");
+    bool ta = node_attr_int(k->n, "transA", 0) != 0, tb = node_attr_int(k->n, "transB", 0) != 0;
+    double alpha = node_attr_float(k->n, "alpha", 1), beta = node_attr_float(k->n, "beta", 1);
+    int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
+    int64_t K2 = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
+    if (K != K2) return kernel_fail(k, "A has K = %lld but B has K = %lld", (long long)K, (long long)K2);
+    if (M > BLAS_MAX || N > BLAS_MAX || K > BLAS_MAX) return kernel_fail(k, "a matrix dimension exceeds 2^31");
+    int64_t dims[2] = {M, N};
+    seam_tensor *y = kernel_out(k, 0, a->dtype, 2, dims);
+    if (!y) return kernel_oom(k);
+    if (!cpu_is_float(a->dtype)) { /* integer Gemm: plain loops */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                int64_t acc = 0;
+                for (int64_t q = 0; q < K; q++)
+                    acc += cpu_get_i64(a->data, a->dtype, ta ? q * M + i : i * K + q) *
+                           cpu_get_i64(b->data, b->dtype, tb ? j * K + q : q * N + j);
+                double v = alpha * (double)acc;
+                if (c) {
+                    int64_t ci = (c->rank == 2 ? (c->dims[0] == 1 ? 0 : i) * c->dims[1] : 0) +
+                                 (c->rank >= 1 && c->dims[c->rank - 1] != 1 ? j : 0);
+                    v += beta * cpu_get(c->data, c->dtype, ci);
+                }
+                cpu_set(y->data, y->dtype, i * N + j, v);
+            }
+        return SEAM_STATUS_OK;
+    }
+    bool f64 = a->dtype == SEAM_DTYPE_FLOAT64;
+    fview va, vb, vy;
+    if (!fview_of(a, f64, &va)) return kernel_oom(k);
+    if (!fview_of(b, f64, &vb)) {
+        release(&va);
+        return kernel_oom(k);
+    }
+    if (!out_view(y, f64, &vy)) {
+        release(&va);
+        release(&vb);
+        return kernel_oom(k);
+    }
+    double cb = 0;
+    if (c && beta != 0) {
+        /* C broadcasts (unidirectionally) to [M, N] */
+        if (c->rank > 2 || (c->rank >= 1 && c->dims[c->rank - 1] != N && c->dims[c->rank - 1] != 1) ||
+            (c->rank == 2 && c->dims[0] != M && c->dims[0] != 1)) {
+            release(&va);
+            release(&vb);
+            release(&vy);
+            return kernel_fail(k, "C does not broadcast to [%lld, %lld]", (long long)M, (long long)N);
+        }
+        int64_t cr = c->rank == 2 ? c->dims[0] : 1, cc = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double v = cpu_get(c->data, c->dtype, (cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : j));
+                if (f64) ((double *)vy.p)[i * N + j] = v;
+                else ((float *)vy.p)[i * N + j] = (float)v;
+            }
+        cb = beta;
+    }
+    gemm(f64, ta, tb, M, N, K, alpha, va.p, ta ? M : K, vb.p, tb ? K : N, cb, vy.p, N);
+    release(&va);
+    release(&vb);
+    finish(y, &vy);
+    return SEAM_STATUS_OK;
+}
+
+/* ---- Conv ---- */
+
+typedef struct im2col_job {
+    const float *x;     /* one image's channels of one group: [C, in...] */
+    float *col;         /* [C * kprod, out_prod] */
+    const cpu_window *w;
+    int64_t C, kprod, out_prod, in_prod;
+} im2col_job;
+
+/* Rows [begin, end) of the column matrix: row = (c, kernel offset). */
+static void im2col_rows(void *arg, int64_t begin, int64_t end) {
+    im2col_job *j = arg;
+    const cpu_window *w = j->w;
+    int32_t n = w->n;
+    for (int64_t row = begin; row < end; row++) {
+        int64_t c = row / j->kprod, kk = row % j->kprod;
+        int64_t koff[SEAM_MAX_RANK];
+        for (int32_t d = n - 1; d >= 0; d--) {
+            koff[d] = kk % w->kernel[d];
+            kk /= w->kernel[d];
+        }
+        const float *src = j->x + c * j->in_prod;
+        float *dst = j->col + row * j->out_prod;
+        if (n == 2) { /* the common case, with a contiguous inner loop when stride 1 */
+            int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
+            for (int64_t oh = 0; oh < OH; oh++) {
+                int64_t ih = oh * w->stride[0] - w->pad_lo[0] + koff[0] * w->dil[0];
+                float *drow = dst + oh * OW;
+                if (ih < 0 || ih >= H) {
+                    memset(drow, 0, sizeof(float) * (size_t)OW);
+                    continue;
+                }
+                const float *srow = src + ih * W;
+                int64_t base = -w->pad_lo[1] + koff[1] * w->dil[1], s = w->stride[1];
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t iw = ow * s + base;
+                    drow[ow] = iw >= 0 && iw < W ? srow[iw] : 0.0f;
+                }
+            }
+            continue;
+        }
+        int64_t oidx[SEAM_MAX_RANK] = {0};
+        for (int64_t o = 0; o < j->out_prod; o++) {
+            int64_t off = 0;
+            bool inside = true;
+            for (int32_t d = 0; d < n && inside; d++) {
+                int64_t i = oidx[d] * w->stride[d] - w->pad_lo[d] + koff[d] * w->dil[d];
+                inside = i >= 0 && i < w->in[d];
+                off = off * w->in[d] + i;
+            }
+            dst[o] = inside ? src[off] : 0.0f;
+            for (int32_t d = n - 1; d >= 0; d--) {
+                if (++oidx[d] < w->out[d]) break;
+                oidx[d] = 0;
+            }
+        }
+    }
+}
+
+static seam_status run_conv(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *wt = kernel_in(k, 1), *b = kernel_in(k, 2);
+    if (!x || !wt || x->rank < 3 || wt->rank != x->rank) return kernel_fail(k, "needs X [N, C, ...] and W of the same rank");
+    int64_t group = node_attr_int(k->n, "group", 1), N = x->dims[0], C = x->dims[1], M = wt->dims[0];
+    if (group < 1 || C % group || M % group || wt->dims[1] != C / group)
+        return kernel_fail(k, "W [%lld, %lld, ...] does not fit %lld input channels in %lld groups", (long long)M,
+                           (long long)wt->dims[1], (long long)C, (long long)group);
+    if (b && (b->rank != 1 || b->dims[0] != M)) return kernel_fail(k, "B must be [%lld]", (long long)M);
+    const int64_t *ks;
+    int32_t nk = node_attr_ints(k->n, "kernel_shape", &ks);
+    if (nk >= 0 && nk != x->rank - 2) return kernel_fail(k, "kernel_shape has %d entries", nk);
+    for (int32_t d = 0; nk >= 0 && d < nk; d++)
+        if (ks[d] != wt->dims[2 + d]) return kernel_fail(k, "kernel_shape disagrees with W");
+    cpu_window w;
+    seam_status st = cpu_window_init(k, x, wt->dims + 2, false, &w);
+    if (st) return st;
+    int64_t dims[SEAM_MAX_RANK];
+    dims[0] = N, dims[1] = M;
+    for (int32_t d = 0; d < w.n; d++) dims[2 + d] = w.out[d];
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
+    if (!y) return kernel_oom(k);
+    if (y->numel == 0) return SEAM_STATUS_OK;
+    int64_t Cg = C / group, Mg = M / group, kprod = cpu_span(wt->dims, 2, wt->rank), out_prod = cpu_span(w.out, 0, w.n);
+    int64_t in_prod = cpu_span(w.in, 0, w.n);
+    if (Cg * kprod > BLAS_MAX || out_prod > BLAS_MAX) return kernel_fail(k, "the convolution is too large");
+    bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
+    /* compute in float32 (double for float64 inputs, through im2col in float) */
+    fview vx, vw, vy;
+    if (!fview_of(x, false, &vx)) return kernel_oom(k);
+    if (!fview_of(wt, false, &vw)) {
+        release(&vx);
+        return kernel_oom(k);
+    }
+    if (!out_view(y, false, &vy)) {
+        release(&vx);
+        release(&vw);
+        return kernel_oom(k);
+    }
+    (void)f64;
+    bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
+    for (int32_t d = 0; d < w.n; d++)
+        direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
+    float *col = direct ? NULL : kernel_scratch(k, sizeof(float) * (size_t)(Cg * kprod * out_prod));
+    if (!direct && !col) {
+        release(&vx);
+        release(&vw);
+        release(&vy);
+        return kernel_oom(k);
+    }
+    const float *xs = vx.p, *ws = vw.p;
+    float *ys = vy.p;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < group; g++) {
+            const float *xg = xs + (n * C + g * Cg) * in_prod;
+            const float *src = xg;
+            if (!direct) {
+                im2col_job j = {xg, col, &w, Cg, kprod, out_prod, in_prod};
+                seam_parallel_for(k->pool, Cg * kprod, 8, im2col_rows, &j);
+                src = col;
+            }
+            gemm(false, false, false, Mg, out_prod, Cg * kprod, 1.0, ws + g * Mg * Cg * kprod, Cg * kprod, src, out_prod,
+                 0.0, ys + (n * M + g * Mg) * out_prod, out_prod);
+        }
+    if (b)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t m = 0; m < M; m++) {
+                float bv = (float)cpu_get(b->data, b->dtype, m);
+                float *p = ys + (n * M + m) * out_prod;
+                for (int64_t i = 0; i < out_prod; i++) p[i] += bv;
+            }
+    release(&vx);
+    release(&vw);
+    finish(y, &vy);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_conv(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+/* ---- ConvTranspose ---- */
+
+static seam_status run_conv_transpose(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *wt = kernel_in(k, 1), *b = kernel_in(k, 2);
+    if (!x || !wt || x->rank < 3 || wt->rank != x->rank) return kernel_fail(k, "needs X [N, C, ...] and W of the same rank");
+    int32_t n_sp = x->rank - 2;
+    int64_t group = node_attr_int(k->n, "group", 1), N = x->dims[0], C = x->dims[1];
+    if (group < 1 || C % group || wt->dims[0] != C) return kernel_fail(k, "W must be [C, M / group, ...] with C %% group == 0");
+    int64_t Mg = wt->dims[1], M = Mg * group, Cg = C / group;
+    if (b && (b->rank != 1 || b->dims[0] != M)) return kernel_fail(k, "B must be [%lld]", (long long)M);
+    const int64_t *strides, *dil, *pads, *opad, *oshape;
+    int32_t ns = node_attr_ints(k->n, "strides", &strides), nd = node_attr_ints(k->n, "dilations", &dil);
+    int32_t np = node_attr_ints(k->n, "pads", &pads), no = node_attr_ints(k->n, "output_padding", &opad);
+    int32_t nos = node_attr_ints(k->n, "output_shape", &oshape);
+    if ((ns >= 0 && ns != n_sp) || (nd >= 0 && nd != n_sp) || (np >= 0 && np != 2 * n_sp) || (no >= 0 && no != n_sp) ||
+        (nos >= 0 && nos != n_sp && nos != x->rank))
+        return kernel_fail(k, "strides, dilations, pads, output_padding or output_shape have the wrong length");
+    const ir_attr *ap = ir_node_attr(k->n, "auto_pad");
+    bool same = ap && ap->kind == IR_ATTR_STRING && ap->s.len > 5 && !memcmp(ap->s.data, "SAME_", 5);
+    bool upper = same && ap->s.len > 6 && ap->s.data[5] == 'U';
+    int64_t s[SEAM_MAX_RANK], dl[SEAM_MAX_RANK], lo[SEAM_MAX_RANK], out[SEAM_MAX_RANK], in[SEAM_MAX_RANK];
+    int64_t kern[SEAM_MAX_RANK];
+    for (int32_t d = 0; d < n_sp; d++) {
+        in[d] = x->dims[2 + d];
+        kern[d] = wt->dims[2 + d];
+        s[d] = ns > 0 ? strides[d] : 1;
+        dl[d] = nd > 0 ? dil[d] : 1;
+        int64_t op = no > 0 ? opad[d] : 0, eff = (kern[d] - 1) * dl[d] + 1;
+        if (s[d] < 1 || dl[d] < 1 || op < 0 || s[d] > (1 << 20) || dl[d] > (1 << 20))
+            return kernel_fail(k, "bad stride, dilation or output_padding on axis %d", d);
+        int64_t full = s[d] * (in[d] - 1) + op + eff;
+        if (nos >= 0 || same) {
+            out[d] = nos >= 0 ? oshape[nos == x->rank ? 2 + d : d] : in[d] * s[d];
+            int64_t total = full - out[d];
+            if (total < 0) total = 0;
+            lo[d] = upper ? total / 2 : total - total / 2;
+        } else {
+            lo[d] = np > 0 ? pads[d] : 0;
+            int64_t hi = np > 0 ? pads[d + n_sp] : 0;
+            if (lo[d] < 0 || hi < 0) return kernel_fail(k, "pads must be >= 0");
+            out[d] = full - lo[d] - hi;
+        }
+        if (out[d] < 0 || out[d] > (1 << 24)) return kernel_fail(k, "output size %lld on axis %d is out of range", (long long)out[d], d);
+    }
+    int64_t dims[SEAM_MAX_RANK];
+    dims[0] = N, dims[1] = M;
+    for (int32_t d = 0; d < n_sp; d++) dims[2 + d] = out[d];
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
+    if (!y) return kernel_oom(k);
+    int64_t kprod = cpu_span(kern, 0, n_sp), in_prod = cpu_span(in, 0, n_sp), out_prod = cpu_span(out, 0, n_sp);
+    if (Mg * kprod > BLAS_MAX || in_prod > BLAS_MAX) return kernel_fail(k, "the convolution is too large");
+    fview vx, vw, vy;
+    if (!fview_of(x, false, &vx)) return kernel_oom(k);
+    if (!fview_of(wt, false, &vw)) {
+        release(&vx);
+        return kernel_oom(k);
+    }
+    if (!out_view(y, false, &vy)) {
+        release(&vx);
+        release(&vw);
+        return kernel_oom(k);
+    }
+    float *col = kernel_scratch(k, sizeof(float) * (size_t)(Mg * kprod * in_prod + 1));
+    float *ys = vy.p;
+    if (!col) {
+        release(&vx);
+        release(&vw);
+        release(&vy);
+        return kernel_oom(k);
+    }
+    memset(ys, 0, sizeof(float) * (size_t)y->numel);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < group; g++) {
+            /* col [Mg * kprod, in_prod] = W_g^T [Mg * kprod, Cg] * X_g [Cg, in_prod] */
+            gemm(false, true, false, Mg * kprod, in_prod, Cg, 1.0, (const float *)vw.p + g * Cg * Mg * kprod, Mg * kprod,
+                 (const float *)vx.p + (n * C + g * Cg) * in_prod, in_prod, 0.0, col, in_prod);
+            /* col2im: scatter-add each (m, kernel offset, input position) */
+            for (int64_t row = 0; row < Mg * kprod; row++) {
+                int64_t m = row / kprod, kk = row % kprod, koff[SEAM_MAX_RANK];
+                for (int32_t d = n_sp - 1; d >= 0; d--) {
+                    koff[d] = kk % kern[d];
+                    kk /= kern[d];
+                }
+                float *dst = ys + (n * M + g * Mg + m) * out_prod;
+                const float *src = col + row * in_prod;
+                int64_t iidx[SEAM_MAX_RANK] = {0};
+                for (int64_t i = 0; i < in_prod; i++) {
+                    int64_t off = 0;
+                    bool inside = true;
+                    for (int32_t d = 0; d < n_sp && inside; d++) {
+                        int64_t o = iidx[d] * s[d] - lo[d] + koff[d] * dl[d];
+                        inside = o >= 0 && o < out[d];
+                        off = off * out[d] + o;
+                    }
+                    if (inside) dst[off] += src[i];
+                    for (int32_t d = n_sp - 1; d >= 0; d--) {
+                        if (++iidx[d] < in[d]) break;
+                        iidx[d] = 0;
+                    }
+                }
+            }
+        }
+    if (b)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t m = 0; m < M; m++) {
+                float bv = (float)cpu_get(b->data, b->dtype, m);
+                for (int64_t i = 0; i < out_prod; i++) ys[(n * M + m) * out_prod + i] += bv;
+            }
+    release(&vx);
+    release(&vw);
+    finish(y, &vy);
+    return SEAM_STATUS_OK;
+}
 
 const seam_cpu_binding seam_cpu_linalg[] = {
-    {"", "", 0, {NULL, NULL}},
+    {"", "MatMul", 1, {run_matmul, check_matmul}},
+    {"", "Gemm", 1, {run_gemm, check_matmul}},
+    {"", "Conv", 1, {run_conv, check_conv}},
+    {"", "ConvTranspose", 1, {run_conv_transpose, check_conv}},
 };
-const size_t seam_cpu_linalg_count = 0;
+const size_t seam_cpu_linalg_count = sizeof(seam_cpu_linalg) / sizeof(seam_cpu_linalg[0]);
