@@ -1,7 +1,201 @@
-/* CPU kernels: pool. */
-#include "ops/kernel.h"
+/* CPU kernels: MaxPool (with Indices), AveragePool, LpPool, their global
+ * forms, and MaxUnpool. One N-d window walker serves them all; pads are
+ * outside the input (skipped by max, counted or not by average). */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+
+typedef enum { P_MAX, P_AVG, P_LP } pool_kind;
+
+typedef struct pool_job {
+    pool_kind kind;
+    const seam_tensor *x;
+    seam_tensor *y, *ind;
+    cpu_window w;
+    bool count_pad, col_major;
+    double p;
+    int64_t in_prod, out_prod;
+} pool_job;
+
+/* Planes [begin, end): one plane is one (n, c). */
+static void pool_planes(void *arg, int64_t begin, int64_t end) {
+    pool_job *j = arg;
+    const cpu_window *w = &j->w;
+    int32_t n = w->n, dt = j->x->dtype;
+    bool f32 = dt == SEAM_DTYPE_FLOAT32;
+    for (int64_t plane = begin; plane < end; plane++) {
+        int64_t xbase = plane * j->in_prod, ybase = plane * j->out_prod;
+        int64_t oidx[SEAM_MAX_RANK] = {0};
+        for (int64_t o = 0; o < j->out_prod; o++) {
+            /* per axis: the first input index and the kernel taps that land inside */
+            int64_t start[SEAM_MAX_RANK], k0[SEAM_MAX_RANK], k1[SEAM_MAX_RANK];
+            int64_t padded_count = 1;
+            bool empty = false;
+            for (int32_t d = 0; d < n; d++) {
+                start[d] = oidx[d] * w->stride[d] - w->pad_lo[d];
+                int64_t lo = 0, hi = w->kernel[d];
+                while (lo < hi && start[d] + lo * w->dil[d] < 0) lo++;
+                while (hi > lo && start[d] + (hi - 1) * w->dil[d] >= w->in[d]) hi--;
+                k0[d] = lo, k1[d] = hi;
+                if (lo >= hi) empty = true;
+                /* taps inside the padded input (ceil_mode windows may pass it) */
+                int64_t plo = 0, phi = w->kernel[d];
+                while (phi > plo && start[d] + (phi - 1) * w->dil[d] >= w->in[d] + w->pad_hi[d]) phi--;
+                padded_count *= phi - plo;
+            }
+            double acc = j->kind == P_MAX ? -INFINITY : 0;
+            int64_t best = -1, count = 0;
+            if (!empty) {
+                int64_t kidx[SEAM_MAX_RANK];
+                for (int32_t d = 0; d < n; d++) kidx[d] = k0[d];
+                for (;;) {
+                    int64_t off = 0;
+                    for (int32_t d = 0; d < n; d++) off = off * w->in[d] + start[d] + kidx[d] * w->dil[d];
+                    double v = f32 ? ((const float *)j->x->data)[xbase + off] : cpu_get(j->x->data, dt, xbase + off);
+                    if (j->kind == P_MAX) {
+                        if (v > acc || best < 0) acc = v, best = off;
+                    } else if (j->kind == P_AVG) {
+                        acc += v;
+                    } else {
+                        acc += pow(fabs(v), j->p);
+                    }
+                    count++;
+                    int32_t d = n - 1;
+                    for (; d >= 0; d--) {
+                        if (++kidx[d] < k1[d]) break;
+                        kidx[d] = k0[d];
+                    }
+                    if (d < 0) break;
+                }
+            }
+            double v = acc;
+            if (j->kind == P_AVG) v = count ? acc / (double)(j->count_pad ? padded_count : count) : 0;
+            if (j->kind == P_LP) v = pow(acc, 1.0 / j->p);
+            if (j->kind == P_MAX && best < 0) v = 0;
+            if (f32) ((float *)j->y->data)[ybase + o] = (float)v;
+            else cpu_set(j->y->data, j->y->dtype, ybase + o, v);
+            if (j->ind) {
+                int64_t flat = best < 0 ? 0 : best;
+                if (j->col_major && n == 2) { /* storage_order 1: the index counts down columns */
+                    int64_t h = flat / w->in[1], c = flat % w->in[1];
+                    flat = c * w->in[0] + h;
+                }
+                ((int64_t *)j->ind->data)[ybase + o] = xbase + flat;
+            }
+            for (int32_t d = n - 1; d >= 0; d--) {
+                if (++oidx[d] < w->out[d]) break;
+                oidx[d] = 0;
+            }
+        }
+    }
+}
+
+static seam_status run_pool(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x || x->rank < 3) return kernel_fail(k, "needs an input [N, C, spatial...]");
+    const char *op = k->n->op_type;
+    bool global = strncmp(op, "Global", 6) == 0;
+    const char *base = global ? op + 6 : op;
+    pool_job j = {0};
+    j.kind = base[0] == 'M' ? P_MAX : base[0] == 'A' ? P_AVG : P_LP;
+    j.x = x;
+    j.p = (double)node_attr_int(k->n, "p", 2);
+    int64_t kernel[SEAM_MAX_RANK];
+    int32_t n_sp = x->rank - 2;
+    if (global) {
+        j.w.n = n_sp;
+        for (int32_t d = 0; d < n_sp; d++) {
+            j.w.in[d] = j.w.kernel[d] = x->dims[2 + d];
+            j.w.out[d] = 1, j.w.stride[d] = 1, j.w.dil[d] = 1, j.w.pad_lo[d] = j.w.pad_hi[d] = 0;
+        }
+    } else {
+        const int64_t *ks;
+        if (node_attr_ints(k->n, "kernel_shape", &ks) != n_sp) return kernel_fail(k, "kernel_shape must have %d entries", n_sp);
+        for (int32_t d = 0; d < n_sp; d++) kernel[d] = ks[d];
+        seam_status st = cpu_window_init(k, x, kernel, node_attr_int(k->n, "ceil_mode", 0) != 0, &j.w);
+        if (st) return st;
+    }
+    j.count_pad = node_attr_int(k->n, "count_include_pad", 0) != 0;
+    j.col_major = node_attr_int(k->n, "storage_order", 0) != 0;
+    int64_t dims[SEAM_MAX_RANK];
+    dims[0] = x->dims[0], dims[1] = x->dims[1];
+    for (int32_t d = 0; d < n_sp; d++) dims[2 + d] = j.w.out[d];
+    j.y = kernel_out(k, 0, x->dtype, x->rank, dims);
+    if (!j.y) return kernel_oom(k);
+    if (kernel_has_out(k, 1)) {
+        j.ind = kernel_out(k, 1, SEAM_DTYPE_INT64, x->rank, dims);
+        if (!j.ind) return kernel_oom(k);
+    }
+    j.in_prod = cpu_span(x->dims, 2, x->rank);
+    j.out_prod = cpu_span(dims, 2, x->rank);
+    seam_parallel_for(k->pool, x->dims[0] * x->dims[1], 1, pool_planes, &j);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_pool(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    bool is_max = strstr(c->n->op_type, "MaxPool") != NULL;
+    bool ok = dt == SEAM_DTYPE_UNDEFINED || cpu_is_float(dt) ||
+              (is_max && (dt == SEAM_DTYPE_INT8 || dt == SEAM_DTYPE_UINT8));
+    if (!ok) return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+/* MaxUnpool: scatter X to the positions in I, zeros elsewhere. */
+static seam_status run_max_unpool(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0), *ind = kernel_in(k, 1), *os = kernel_in(k, 2);
+    if (!x || !ind || x->rank < 3 || ind->numel != x->numel || !cpu_is_int(ind->dtype))
+        return kernel_fail(k, "needs X [N, C, ...] and integer indices of X's size");
+    int32_t n_sp = x->rank - 2;
+    /* indices count positions in the default output (from the kernel,
+     * strides and pads); an explicit output_shape re-places them by their
+     * coordinates */
+    int64_t def[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
+    const int64_t *ks, *st, *pads;
+    int32_t nk = node_attr_ints(k->n, "kernel_shape", &ks), ns = node_attr_ints(k->n, "strides", &st);
+    int32_t np = node_attr_ints(k->n, "pads", &pads);
+    if (nk != n_sp || (ns >= 0 && ns != n_sp) || (np >= 0 && np != 2 * n_sp)) return kernel_fail(k, "bad kernel_shape, strides or pads");
+    def[0] = x->dims[0], def[1] = x->dims[1];
+    for (int32_t d = 0; d < n_sp; d++) {
+        def[2 + d] = (x->dims[2 + d] - 1) * (ns > 0 ? st[d] : 1) - (np > 0 ? pads[d] + pads[d + n_sp] : 0) + ks[d];
+        if (def[2 + d] < 0 || def[2 + d] > (1 << 24)) return kernel_fail(k, "the default output size is out of range");
+    }
+    memcpy(dims, def, sizeof(int64_t) * (size_t)x->rank);
+    if (os) {
+        if (cpu_read_ints(os, dims, SEAM_MAX_RANK) != x->rank) return kernel_fail(k, "output_shape must have rank %d entries", x->rank);
+        for (int32_t d = 0; d < x->rank; d++)
+            if (dims[d] < 0 || dims[d] > (1 << 24)) return kernel_fail(k, "output_shape is out of range");
+    }
+    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
+    if (!y) return kernel_oom(k);
+    memset(y->data, 0, y->nbytes);
+    size_t es = cpu_dtype_size(x->dtype);
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t at = cpu_get_i64(ind->data, ind->dtype, i), rem = at, to = 0;
+        if (at < 0 || at >= seam_shape_numel(def, x->rank)) return kernel_fail(k, "index %lld is out of range", (long long)at);
+        int64_t coord[SEAM_MAX_RANK];
+        for (int32_t d = x->rank - 1; d >= 0; d--) {
+            coord[d] = rem % def[d];
+            rem /= def[d];
+        }
+        for (int32_t d = 0; d < x->rank; d++) {
+            if (coord[d] >= dims[d]) return kernel_fail(k, "index %lld falls outside output_shape", (long long)at);
+            to = to * dims[d] + coord[d];
+        }
+        at = to;
+        cpu_copy_elem(y->data, at, x->data, i, es);
+    }
+    return SEAM_STATUS_OK;
+}
 
 const seam_cpu_binding seam_cpu_pool[] = {
-    {"", "", 0, {NULL, NULL}},
+    {"", "MaxPool", 1, {run_pool, check_pool}},
+    {"", "AveragePool", 1, {run_pool, check_pool}},
+    {"", "LpPool", 1, {run_pool, check_pool}},
+    {"", "GlobalMaxPool", 1, {run_pool, check_pool}},
+    {"", "GlobalAveragePool", 1, {run_pool, check_pool}},
+    {"", "GlobalLpPool", 1, {run_pool, check_pool}},
+    {"", "MaxUnpool", 9, {run_max_unpool, NULL}},
 };
-const size_t seam_cpu_pool_count = 0;
+const size_t seam_cpu_pool_count = sizeof(seam_cpu_pool) / sizeof(seam_cpu_pool[0]);
