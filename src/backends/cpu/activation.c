@@ -42,7 +42,7 @@ static double act_d(const act_job *j, double x) {
     return x;
 }
 
-static void act_range(void *arg, int64_t begin, int64_t end) {
+CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
     act_job *j = arg;
     int32_t dt = j->x->dtype;
     if (dt == SEAM_DTYPE_FLOAT32) {
@@ -51,7 +51,7 @@ static void act_range(void *arg, int64_t begin, int64_t end) {
         float a = (float)j->alpha, b = (float)j->beta;
         switch (j->op) {
         case A_RELU:
-            for (int64_t i = begin; i < end; i++) y[i] = x[i] > 0 ? x[i] : (x[i] == x[i] ? 0 : x[i]);
+            for (int64_t i = begin; i < end; i++) y[i] = x[i] < 0 ? 0 : x[i]; /* NaN stays NaN */
             return;
         case A_LEAKY:
             for (int64_t i = begin; i < end; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
@@ -158,6 +158,25 @@ static seam_status run_prelu(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+typedef struct clip_job {
+    const float *x;
+    float *y;
+    float lo, hi;
+} clip_job;
+
+/* Two selects the compiler turns into max/min vector instructions (a NaN
+ * input stays NaN). */
+CPU_HOT static void clip_range(void *arg, int64_t begin, int64_t end) {
+    const clip_job *j = arg;
+    const float *a = j->x;
+    float *b = j->y, l = j->lo, h = j->hi;
+    for (int64_t i = begin; i < end; i++) {
+        float v = a[i];
+        v = v < l ? l : v;
+        b[i] = v > h ? h : v;
+    }
+}
+
 /* Clip: min and max are inputs from opset 11, attributes before. */
 static seam_status run_clip(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
@@ -179,9 +198,8 @@ static seam_status run_clip(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
     if (x->dtype == SEAM_DTYPE_FLOAT32) {
-        const float *a = x->data;
-        float *b = y->data, l = (float)lo, h = (float)hi;
-        for (int64_t i = 0; i < x->numel; i++) b[i] = a[i] < l ? l : a[i] > h ? h : a[i];
+        clip_job j = {x->data, y->data, (float)lo, (float)hi};
+        seam_parallel_for(k->pool, x->numel, 16384, clip_range, &j);
     } else if (is_int) {
         for (int64_t i = 0; i < x->numel; i++) {
             int64_t v = cpu_get_i64(x->data, x->dtype, i);

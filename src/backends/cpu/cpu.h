@@ -16,6 +16,14 @@
 
 #include "ops/kernel.h"
 
+/* For the hottest loops: a second copy built for AVX2, picked at load time
+ * on machines that have it (the baseline build targets plain x86-64). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define CPU_HOT
+#endif
+
 size_t cpu_dtype_size(int32_t dtype);
 bool cpu_is_float(int32_t dtype);   /* float16/32/64, bfloat16 */
 bool cpu_is_signed_int(int32_t dtype);

@@ -133,7 +133,7 @@ typedef struct binary_job {
 } binary_job;
 
 /* Rows [begin, end) of the output (a row = the innermost axis). */
-static void binary_rows(void *arg, int64_t begin, int64_t end) {
+CPU_HOT static void binary_rows(void *arg, int64_t begin, int64_t end) {
     binary_job *j = arg;
     int32_t r = j->rank, dt = j->in_dt, odt = j->y->dtype;
     int64_t inner = j->dims[r - 1], isa = j->sa[r - 1], isb = j->sb[r - 1];

@@ -6,10 +6,12 @@
  * input already is the column matrix). ConvTranspose is the transposed
  * product followed by col2im. Integer MatMul is a plain loop in int64. */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "runtime/pool.h"
 
 static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
 
@@ -66,9 +68,46 @@ static void finish(seam_tensor *y, fview *v) {
     release(v);
 }
 
+/* OpenBLAS runs single-threaded: seam splits a large product over its own
+ * pool instead. Two thread pools on two cores fight (OpenBLAS's idle
+ * workers spin in sched_yield), and a split of the output columns that
+ * depends only on the sizes keeps results the same for any thread count. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_single_thread(void) { openblas_set_num_threads(1); }
+
+typedef struct gemm_job {
+    bool f64, ta, tb;
+    int64_t m, n, k, lda, ldb, ldc, chunk;
+    double alpha, beta;
+    const void *a, *b;
+    void *c;
+} gemm_job;
+
+static void gemm_one(const gemm_job *j, int64_t j0, int64_t nn) {
+    size_t es = j->f64 ? 8 : 4;
+    const char *b = (const char *)j->b + (size_t)(j->tb ? j0 * j->ldb : j0) * es;
+    char *c = (char *)j->c + (size_t)j0 * es;
+    if (j->f64)
+        cblas_dgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)j->m,
+                    (int)nn, (int)j->k, j->alpha, j->a, (int)j->lda, (const double *)b, (int)j->ldb, j->beta,
+                    (double *)c, (int)j->ldc);
+    else
+        cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)j->m,
+                    (int)nn, (int)j->k, (float)j->alpha, j->a, (int)j->lda, (const float *)b, (int)j->ldb,
+                    (float)j->beta, (float *)c, (int)j->ldc);
+}
+
+static void gemm_chunks(void *arg, int64_t begin, int64_t end) {
+    const gemm_job *j = arg;
+    for (int64_t q = begin; q < end; q++) {
+        int64_t j0 = q * j->chunk, nn = j->n - j0 < j->chunk ? j->n - j0 : j->chunk;
+        gemm_one(j, j0, nn);
+    }
+}
+
 /* C[m x n] = alpha * op(A) op(B) + beta * C, row-major. */
-static void gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha, const void *a,
-                 int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                 const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     if (m == 0 || n == 0) return;
     if (kk == 0) { /* BLAS leaves C alone when k = 0; the math says beta * C */
         for (int64_t i = 0; i < m; i++)
@@ -78,12 +117,17 @@ static void gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, d
             }
         return;
     }
-    if (f64)
-        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                    (int)kk, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-    else
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                    (int)kk, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);
+    pthread_once(&blas_once, blas_single_thread);
+    gemm_job j = {f64, ta, tb, m, n, kk, lda, ldb, ldc, n, alpha, beta, a, b, c};
+    /* column chunks of 64 (a multiple of every kernel's register block),
+     * when there is enough work to share */
+    int64_t chunks = 1;
+    if (pool && seam_pool_threads(pool) > 1 && m * n * kk >= ((int64_t)1 << 18) && n >= 128) {
+        j.chunk = 64 * ((n / 64 + 7) / 8 > 0 ? (n / 64 + 7) / 8 : 1);
+        chunks = (n + j.chunk - 1) / j.chunk;
+    }
+    if (chunks == 1) gemm_one(&j, 0, n);
+    else seam_parallel_for(pool, chunks, 1, gemm_chunks, &j);
 }
 
 #define BLAS_MAX ((int64_t)1 << 31) /* BLAS takes int sizes */
@@ -136,7 +180,7 @@ static seam_status run_matmul(seam_kernel *k) {
         for (int64_t t = 0; t < batches; t++) {
             int64_t oa = 0, ob = 0;
             for (int32_t d = 0; d < br; d++) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
-            gemm(f64, false, false, M, N, K, 1.0, (char *)va.p + (size_t)(oa * M * K) * es, K,
+            gemm(k->pool, f64, false, false, M, N, K, 1.0, (char *)va.p + (size_t)(oa * M * K) * es, K,
                  (char *)vb.p + (size_t)(ob * K * N) * es, N, 0.0, (char *)vy.p + (size_t)(t * M * N) * es, N);
             for (int32_t d = br - 1; d >= 0; d--) {
                 if (++idx[d] < bdims[d]) break;
@@ -236,7 +280,7 @@ static seam_status run_gemm(seam_kernel *k) {
             }
         cb = beta;
     }
-    gemm(f64, ta, tb, M, N, K, alpha, va.p, ta ? M : K, vb.p, tb ? K : N, cb, vy.p, N);
+    gemm(k->pool, f64, ta, tb, M, N, K, alpha, va.p, ta ? M : K, vb.p, tb ? K : N, cb, vy.p, N);
     release(&va);
     release(&vb);
     finish(y, &vy);
@@ -253,7 +297,7 @@ typedef struct im2col_job {
 } im2col_job;
 
 /* Rows [begin, end) of the column matrix: row = (c, kernel offset). */
-static void im2col_rows(void *arg, int64_t begin, int64_t end) {
+CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
     im2col_job *j = arg;
     const cpu_window *w = j->w;
     int32_t n = w->n;
@@ -277,10 +321,18 @@ static void im2col_rows(void *arg, int64_t begin, int64_t end) {
                 }
                 const float *srow = src + ih * W;
                 int64_t base = -w->pad_lo[1] + koff[1] * w->dil[1], s = w->stride[1];
-                for (int64_t ow = 0; ow < OW; ow++) {
-                    int64_t iw = ow * s + base;
-                    drow[ow] = iw >= 0 && iw < W ? srow[iw] : 0.0f;
+                /* the output columns whose input column is inside: [lo, hi) */
+                int64_t lo = base >= 0 ? 0 : (-base + s - 1) / s, hi = W - base > 0 ? (W - base + s - 1) / s : 0;
+                if (hi > OW) hi = OW;
+                if (lo > hi) lo = hi;
+                for (int64_t ow = 0; ow < lo; ow++) drow[ow] = 0.0f;
+                if (s == 1) {
+                    memcpy(drow + lo, srow + lo + base, sizeof(float) * (size_t)(hi - lo));
+                } else {
+                    const float *sp = srow + base;
+                    for (int64_t ow = lo; ow < hi; ow++) drow[ow] = sp[ow * s];
                 }
+                for (int64_t ow = hi; ow < OW; ow++) drow[ow] = 0.0f;
             }
             continue;
         }
@@ -297,6 +349,49 @@ static void im2col_rows(void *arg, int64_t begin, int64_t end) {
             for (int32_t d = n - 1; d >= 0; d--) {
                 if (++oidx[d] < w->out[d]) break;
                 oidx[d] = 0;
+            }
+        }
+    }
+}
+
+/* Depthwise 2-D convolution (one input channel per group): a direct loop
+ * per output channel. One sgemm per channel with M = 1 would be all
+ * overhead. */
+typedef struct dw_job {
+    const float *x, *w;
+    float *y;
+    const cpu_window *win;
+    int64_t C, M, Mg;
+} dw_job;
+
+CPU_HOT static void dw_channels(void *arg, int64_t begin, int64_t end) {
+    dw_job *j = arg;
+    const cpu_window *w = j->win;
+    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
+    for (int64_t nm = begin; nm < end; nm++) {
+        int64_t n = nm / j->M, m = nm % j->M, c = m / j->Mg;
+        const float *x = j->x + (n * j->C + c) * H * W, *k = j->w + m * KH * KW;
+        float *y = j->y + nm * OH * OW;
+        int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1];
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t h0 = oh * sh - w->pad_lo[0];
+            float *yrow = y + oh * OW; /* holds the bias already */
+            for (int64_t a = 0; a < KH; a++) {
+                int64_t h = h0 + a * dh;
+                if (h < 0 || h >= H) continue;
+                const float *row = x + h * W;
+                for (int64_t b = 0; b < KW; b++) {
+                    /* output columns whose input column is inside, then a check-free loop */
+                    int64_t base = b * dw - w->pad_lo[1];
+                    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
+                    if (hi > OW) hi = OW;
+                    float kv = k[a * KW + b];
+                    const float *sp = row + base;
+                    if (sw == 1)
+                        for (int64_t ow = lo; ow < hi; ow++) yrow[ow] += kv * sp[ow];
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) yrow[ow] += kv * sp[ow * sw];
+                }
             }
         }
     }
@@ -341,6 +436,18 @@ static seam_status run_conv(seam_kernel *k) {
         return kernel_oom(k);
     }
     (void)f64;
+    /* the output starts as the bias (or zero): the products add onto it */
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++) {
+            float bv = b ? (float)cpu_get(b->data, b->dtype, m) : 0.0f;
+            float *p = (float *)vy.p + (n * M + m) * out_prod;
+            for (int64_t i = 0; i < out_prod; i++) p[i] = bv;
+        }
+    if (Cg == 1 && group > 1 && w.n == 2) {
+        dw_job dj = {vx.p, vw.p, vy.p, &w, C, M, Mg};
+        seam_parallel_for(k->pool, N * M, 4, dw_channels, &dj);
+        goto done;
+    }
     bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
     for (int32_t d = 0; d < w.n; d++)
         direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
@@ -362,16 +469,10 @@ static seam_status run_conv(seam_kernel *k) {
                 seam_parallel_for(k->pool, Cg * kprod, 8, im2col_rows, &j);
                 src = col;
             }
-            gemm(false, false, false, Mg, out_prod, Cg * kprod, 1.0, ws + g * Mg * Cg * kprod, Cg * kprod, src, out_prod,
-                 0.0, ys + (n * M + g * Mg) * out_prod, out_prod);
+            gemm(k->pool, false, false, false, Mg, out_prod, Cg * kprod, 1.0, ws + g * Mg * Cg * kprod, Cg * kprod, src, out_prod,
+                 1.0, ys + (n * M + g * Mg) * out_prod, out_prod);
         }
-    if (b)
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t m = 0; m < M; m++) {
-                float bv = (float)cpu_get(b->data, b->dtype, m);
-                float *p = ys + (n * M + m) * out_prod;
-                for (int64_t i = 0; i < out_prod; i++) p[i] += bv;
-            }
+done:
     release(&vx);
     release(&vw);
     finish(y, &vy);
@@ -459,7 +560,7 @@ static seam_status run_conv_transpose(seam_kernel *k) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t g = 0; g < group; g++) {
             /* col [Mg * kprod, in_prod] = W_g^T [Mg * kprod, Cg] * X_g [Cg, in_prod] */
-            gemm(false, true, false, Mg * kprod, in_prod, Cg, 1.0, (const float *)vw.p + g * Cg * Mg * kprod, Mg * kprod,
+            gemm(k->pool, false, true, false, Mg * kprod, in_prod, Cg, 1.0, (const float *)vw.p + g * Cg * Mg * kprod, Mg * kprod,
                  (const float *)vx.p + (n * C + g * Cg) * in_prod, in_prod, 0.0, col, in_prod);
             /* col2im: scatter-add each (m, kernel offset, input position) */
             for (int64_t row = 0; row < Mg * kprod; row++) {

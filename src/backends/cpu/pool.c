@@ -18,10 +18,57 @@ typedef struct pool_job {
     int64_t in_prod, out_prod;
 } pool_job;
 
+/* 2-D float32 max and average pooling without indices: the hot case of
+ * CNNs, with the window clipped per row instead of per tap. */
+CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
+    const cpu_window *w = &j->w;
+    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
+    for (int64_t plane = begin; plane < end; plane++) {
+        const float *x = (const float *)j->x->data + plane * H * W;
+        float *y = (float *)j->y->data + plane * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t h0 = oh * w->stride[0] - w->pad_lo[0];
+            int64_t kh0 = 0, kh1 = w->kernel[0];
+            while (kh0 < kh1 && h0 + kh0 * w->dil[0] < 0) kh0++;
+            while (kh1 > kh0 && h0 + (kh1 - 1) * w->dil[0] >= H) kh1--;
+            int64_t ph1 = w->kernel[0];
+            while (ph1 > 0 && h0 + (ph1 - 1) * w->dil[0] >= H + w->pad_hi[0]) ph1--;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t w0 = ow * w->stride[1] - w->pad_lo[1];
+                int64_t kw0 = 0, kw1 = w->kernel[1];
+                while (kw0 < kw1 && w0 + kw0 * w->dil[1] < 0) kw0++;
+                while (kw1 > kw0 && w0 + (kw1 - 1) * w->dil[1] >= W) kw1--;
+                float acc = j->kind == P_MAX ? -INFINITY : 0;
+                for (int64_t a = kh0; a < kh1; a++) {
+                    const float *row = x + (h0 + a * w->dil[0]) * W + w0;
+                    if (j->kind == P_MAX)
+                        for (int64_t b = kw0; b < kw1; b++) acc = row[b * w->dil[1]] > acc ? row[b * w->dil[1]] : acc;
+                    else
+                        for (int64_t b = kw0; b < kw1; b++) acc += row[b * w->dil[1]];
+                }
+                int64_t count = (kh1 - kh0) * (kw1 - kw0);
+                if (j->kind == P_AVG) {
+                    int64_t pw1 = w->kernel[1];
+                    while (pw1 > 0 && w0 + (pw1 - 1) * w->dil[1] >= W + w->pad_hi[1]) pw1--;
+                    int64_t den = j->count_pad ? ph1 * pw1 : count;
+                    acc = count ? acc / (float)den : 0;
+                } else if (count == 0) {
+                    acc = 0;
+                }
+                y[oh * OW + ow] = acc;
+            }
+        }
+    }
+}
+
 /* Planes [begin, end): one plane is one (n, c). */
 static void pool_planes(void *arg, int64_t begin, int64_t end) {
     pool_job *j = arg;
     const cpu_window *w = &j->w;
+    if (w->n == 2 && j->x->dtype == SEAM_DTYPE_FLOAT32 && !j->ind && j->kind != P_LP) {
+        pool_planes_2d(j, begin, end);
+        return;
+    }
     int32_t n = w->n, dt = j->x->dtype;
     bool f32 = dt == SEAM_DTYPE_FLOAT32;
     for (int64_t plane = begin; plane < end; plane++) {
