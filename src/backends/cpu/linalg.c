@@ -121,8 +121,10 @@ static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t
     gemm_job j = {f64, ta, tb, m, n, kk, lda, ldb, ldc, n, alpha, beta, a, b, c};
     /* column chunks of 64 (a multiple of every kernel's register block),
      * when there is enough work to share */
+    /* the split depends on the sizes only, never on the thread count, so
+     * --threads 1 computes exactly what the pool does */
     int64_t chunks = 1;
-    if (pool && seam_pool_threads(pool) > 1 && m * n * kk >= ((int64_t)1 << 18) && n >= 128) {
+    if (m * n * kk >= ((int64_t)1 << 18) && n >= 128) {
         j.chunk = 64 * ((n / 64 + 7) / 8 > 0 ? (n / 64 + 7) / 8 : 1);
         chunks = (n + j.chunk - 1) / j.chunk;
     }
