@@ -36,11 +36,34 @@ static void run_chunks(seam_pool *p) {
     }
 }
 
+/* Between the parallel loops of consecutive nodes a worker spins briefly
+ * before it sleeps: waking a sleeping thread costs tens of microseconds,
+ * more than many small kernels take. */
+#define SPIN_ROUNDS 2000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void spin_until_work(seam_pool *p, uint64_t seen) {
+    for (int i = 0; i < SPIN_ROUNDS; i++) {
+        if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) != seen || __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return;
+        cpu_relax();
+    }
+}
+
 static void *worker(void *arg) {
     seam_pool *p = arg;
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
+        if (!p->stop && p->generation == seen) {
+            pthread_mutex_unlock(&p->mu);
+            spin_until_work(p, seen);
+            pthread_mutex_lock(&p->mu);
+        }
         while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->mu);
         if (p->stop) break;
         seen = p->generation;
@@ -86,7 +109,7 @@ seam_pool *seam_pool_create(int32_t n_threads) {
 void seam_pool_free(seam_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->stop = true;
+    __atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
     for (int32_t k = 0; k < p->n_threads - 1; k++) pthread_join(p->threads[k], NULL);
@@ -117,7 +140,7 @@ void seam_parallel_for(seam_pool *p, int64_t n, int64_t grain, void (*fn)(void *
     p->chunk = chunk;
     p->next_chunk = 0;
     p->n_chunks = (n + chunk - 1) / chunk;
-    p->generation++;
+    __atomic_add_fetch(&p->generation, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
     run_chunks(p);

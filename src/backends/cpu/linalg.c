@@ -382,6 +382,37 @@ CPU_HOT static void dw_channels(void *arg, int64_t begin, int64_t end) {
                 int64_t h = h0 + a * dh;
                 if (h < 0 || h >= H) continue;
                 const float *row = x + h * W;
+                if (KW == 3 && dw == 1) { /* the common 3-wide window: one pass per kernel row */
+                    const float *kr = k + a * 3;
+                    float k0 = kr[0], k1 = kr[1], k2 = kr[2];
+                    int64_t base = -w->pad_lo[1]; /* input column of tap 0 at ow = 0 */
+                    /* interior: all three taps inside */
+                    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw;
+                    int64_t hi = W - 2 - base > 0 ? (W - 2 - base + sw - 1) / sw : 0;
+                    if (hi > OW) hi = OW;
+                    if (lo > hi) lo = hi;
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        if (ow == lo) { /* the check-free middle */
+                            if (sw == 1) {
+                                const float *sp = row + base;
+                                for (; ow < hi; ow++) yrow[ow] += k0 * sp[ow] + k1 * sp[ow + 1] + k2 * sp[ow + 2];
+                            } else {
+                                for (; ow < hi; ow++) {
+                                    const float *sp = row + ow * sw + base;
+                                    yrow[ow] += k0 * sp[0] + k1 * sp[1] + k2 * sp[2];
+                                }
+                            }
+                            if (ow >= OW) break;
+                        }
+                        int64_t c0 = ow * sw + base;
+                        float acc = 0;
+                        if (c0 >= 0 && c0 < W) acc += k0 * row[c0];
+                        if (c0 + 1 >= 0 && c0 + 1 < W) acc += k1 * row[c0 + 1];
+                        if (c0 + 2 >= 0 && c0 + 2 < W) acc += k2 * row[c0 + 2];
+                        yrow[ow] += acc;
+                    }
+                    continue;
+                }
                 for (int64_t b = 0; b < KW; b++) {
                     /* output columns whose input column is inside, then a check-free loop */
                     int64_t base = b * dw - w->pad_lo[1];
