@@ -204,6 +204,21 @@ void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *c
  * nodes) to cpu: below min_subgraph_size 3"); "" if nothing. */
 const char *seam_plan_notes(const seam_plan *plan);
 
+/* ---- applying a plan ---- */
+
+/* Rewrites the model as the plan says: each device subgraph becomes one
+ * node of domain "ai.seam", op "Subgraph", holding the subgraph's nodes
+ * in its "body" graph attribute, the target's name in "target" and, for a
+ * rules target, the rules file's text in "rules" (so the saved model runs
+ * elsewhere). CPU and constant nodes stay plain nodes; weights stay the
+ * main graph's initializers, which bodies read as outer-scope values. The
+ * model then runs like any other (seam_session_create) and saves as one
+ * ONNX file (seam_model_save). targets are the backends the plan was made
+ * with. Afterwards the plan no longer describes the model: free it.
+ * Fails (UNSUPPORTED) if a device subgraph holds a node with a body. */
+seam_status seam_plan_apply(seam_model *model, const seam_plan *plan, const seam_backend *const *targets,
+                            int32_t n_targets);
+
 #ifdef __cplusplus
 }
 #endif

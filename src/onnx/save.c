@@ -289,7 +289,10 @@ static Onnx__GraphProto *save_graph(saver *S, const ir_graph *g) {
     gp->n_node = (size_t)g->n_nodes;
     gp->node = arr(S, gp->n_node, sizeof(*gp->node));
     if (!gp->node) return NULL;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
+    /* in topological order, which ONNX requires (the loader accepts any;
+     * for a file that was sorted this is its own order) */
+    for (int32_t p = 0; p < g->n_nodes; p++) {
+        int32_t i = g->topo ? g->topo[p] : p;
         const ir_node *n = &g->nodes[i];
         Onnx__NodeProto *np = NEW(S, Onnx__NodeProto);
         if (!np) return NULL;
@@ -309,7 +312,7 @@ static Onnx__GraphProto *save_graph(saver *S, const ir_graph *g) {
         for (int32_t k = 0; k < n->n_inputs; k++) np->input[k] = value_name(g, n->inputs[k]);
         for (int32_t k = 0; k < n->n_outputs; k++) np->output[k] = value_name(g, n->outputs[k]);
         for (int32_t k = 0; k < n->n_attrs; k++) np->attribute[k] = save_attr(S, &n->attrs[k]);
-        gp->node[i] = np;
+        gp->node[p] = np;
     }
 
     gp->n_initializer = (size_t)g->n_inits;

@@ -160,7 +160,21 @@ static void infer_scan(seam_infer *ic) {
     }
 }
 
+/* ai.seam Subgraph (a device subgraph of an applied plan): the body sees
+ * the node's inputs; the node's outputs are the body's. */
+static void infer_seam_subgraph(seam_infer *ic) {
+    ir_graph *b = body_attr(ic, "body");
+    if (!b) return;
+    for (int32_t k = 0; k < infer_n_inputs(ic) && k < b->n_inputs; k++) set_body_input_type(ic, b, k, infer_in(ic, k));
+    infer_subgraph(ic, b);
+    for (int32_t o = 0; o < infer_n_outputs(ic); o++) {
+        const ir_type *t = body_out(b, o);
+        if (t && t->kind != IR_TYPE_NONE) infer_set_type(ic, o, t);
+    }
+}
+
 const seam_op_def seam_ops_control[] = {
+    {"ai.seam", "Subgraph", 1, infer_seam_subgraph, NULL},
     {"", "If", 1, infer_if, NULL},
     {"", "Loop", 1, infer_loop, NULL},
     {"", "Scan", 8, NULL, NULL}, /* the batched form: known, not run */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "ir/ir.h"
@@ -181,14 +182,17 @@ static const char *PARTITION_HELP =
     "Decides a target for every node and groups the nodes into subgraphs that\n"
     "never form a cycle. Prints each subgraph in execution order with its\n"
     "target and op histogram; --json prints the whole plan as one object,\n"
-    "with a reason for every node's placement.\n\n" TARGET_HELP;
+    "with a reason for every node's placement.\n\n"
+    "  -o OUT.onnx           also write the partitioned model as one ONNX file: each\n"
+    "                        device subgraph becomes an ai.seam Subgraph node (run it\n"
+    "                        with seam run OUT.onnx)\n" TARGET_HELP;
 
 int cmd_partition(int argc, char **argv) {
     cli_targets t;
     targets_init(&t);
-    const char *path = NULL;
+    const char *path = NULL, *out_path = NULL;
     bool as_json = false;
-    int rc = parse_common("partition", PARTITION_HELP, argc, argv, &t, &path, &as_json, NULL);
+    int rc = parse_common("partition", PARTITION_HELP, argc, argv, &t, &path, &as_json, &out_path);
     if (rc) {
         targets_free(&t);
         return rc < 0 ? CLI_OK : rc;
@@ -280,6 +284,20 @@ int cmd_partition(int argc, char **argv) {
         free(h);
         const char *notes = seam_plan_notes(plan);
         if (*notes) printf("notes:\n%s", notes);
+    }
+    if (out_path) {
+        struct stat a, b;
+        if (stat(path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            fprintf(stderr, "seam partition: -o %s is the input model; write the partitioned model elsewhere\n", out_path);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        if ((st = seam_plan_apply(m, plan, t.opts.targets, t.opts.n_targets)) || (st = seam_model_save(m, out_path, NULL))) {
+            rc = cli_fail("partition", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        if (!as_json) printf("wrote %s\n", out_path);
     }
 done:
     seam_plan_free(plan);

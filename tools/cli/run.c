@@ -13,11 +13,14 @@
 #include "ir/ir.h"
 #include "npy.h"
 #include "onnx/onnx.h"
+#include "targets.h"
 
 static const char *RUN_HELP =
     "usage: seam run MODEL [options]\n"
     "\n"
-    "Runs MODEL on the CPU and writes its outputs.\n"
+    "Runs MODEL and writes its outputs: on the CPU, or split between the\n"
+    "--target devices and the CPU (partitioned on the fly, as seam partition\n"
+    "would). A model saved by seam partition -o runs as it was partitioned.\n"
     "\n"
     "  --input NAME=FILE     data for input NAME, from a .npy file or an ONNX\n"
     "                        TensorProto .pb file; inputs without a file get\n"
@@ -27,7 +30,9 @@ static const char *RUN_HELP =
     "                        outside [A-Za-z0-9._-] become _)\n"
     "  --output-format F     npy (default) or pb (TensorProto)\n"
     "  --repeat N            time N runs after a warm-up; prints the median\n"
-    "  --threads N           worker threads (default: one per core)\n";
+    "  --threads N           worker threads (default: one per core)\n"
+    "\n"
+    "Partitioning (all of seam partition's options):\n" TARGET_HELP;
 
 typedef struct named {
     const char *name;
@@ -125,44 +130,53 @@ int cmd_run(int argc, char **argv) {
     const char *path = NULL, *out_dir = NULL, *format = "npy";
     named inputs[MAX_NAMED], shapes[MAX_NAMED];
     int n_inputs = 0, n_shapes = 0, repeat = 0, threads = 0, rc = CLI_OK;
+    cli_targets tg;
+    targets_init(&tg);
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         bool has_val = k + 1 < argc;
+        int tr = strcmp(a, "--shape") == 0 ? 0 : targets_option(&tg, "run", argc, argv, &k);
+        if (tr > 1) {
+            targets_free(&tg);
+            return CLI_USAGE;
+        }
+        if (tr == 1) continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(RUN_HELP, stdout);
+            targets_free(&tg);
             return CLI_OK;
         } else if (strcmp(a, "--input") == 0 || strcmp(a, "--shape") == 0) {
             bool is_in = a[2] == 'i';
-            if (!has_val) return cli_usage("run", "%s needs NAME=%s", a, is_in ? "FILE" : "SHAPE");
-            if ((is_in ? n_inputs : n_shapes) >= MAX_NAMED) return cli_usage("run", "too many %s options", a);
+            if (!has_val) return targets_free(&tg), cli_usage("run", "%s needs NAME=%s", a, is_in ? "FILE" : "SHAPE");
+            if ((is_in ? n_inputs : n_shapes) >= MAX_NAMED) return targets_free(&tg), cli_usage("run", "too many %s options", a);
             if (!split_named(argv[++k], is_in ? &inputs[n_inputs++] : &shapes[n_shapes++]))
-                return cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
+                return targets_free(&tg), cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
         } else if (strcmp(a, "--output-dir") == 0) {
-            if (!has_val) return cli_usage("run", "--output-dir needs a folder");
+            if (!has_val) return targets_free(&tg), cli_usage("run", "--output-dir needs a folder");
             out_dir = argv[++k];
         } else if (strcmp(a, "--output-format") == 0) {
-            if (!has_val) return cli_usage("run", "--output-format needs npy or pb");
+            if (!has_val) return targets_free(&tg), cli_usage("run", "--output-format needs npy or pb");
             format = argv[++k];
             if (strcmp(format, "npy") != 0 && strcmp(format, "pb") != 0)
-                return cli_usage("run", "--output-format must be npy or pb, not '%s'", format);
+                return targets_free(&tg), cli_usage("run", "--output-format must be npy or pb, not '%s'", format);
         } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--threads") == 0) {
-            if (!has_val) return cli_usage("run", "%s needs a number", a);
+            if (!has_val) return targets_free(&tg), cli_usage("run", "%s needs a number", a);
             char *end;
             long v = strtol(argv[++k], &end, 10);
             bool rep = a[2] == 'r';
             if (*end || end == argv[k] || v < (rep ? 1 : 0) || v > 1000000)
-                return cli_usage("run", "%s wants a number %s, got '%s'", a, rep ? ">= 1" : ">= 0", argv[k]);
+                return targets_free(&tg), cli_usage("run", "%s wants a number %s, got '%s'", a, rep ? ">= 1" : ">= 0", argv[k]);
             if (rep) repeat = (int)v;
             else threads = (int)v;
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage("run", "unknown option '%s'", a);
+            return targets_free(&tg), cli_usage("run", "unknown option '%s'", a);
         } else if (path) {
-            return cli_usage("run", "one model at a time ('%s' and '%s' given)", path, a);
+            return targets_free(&tg), cli_usage("run", "one model at a time ('%s' and '%s' given)", path, a);
         } else {
             path = a;
         }
     }
-    if (!path) return cli_usage("run", "no model given");
+    if (!path) return targets_free(&tg), cli_usage("run", "no model given");
 
     seam_context *ctx;
     if (seam_context_create(&ctx)) return CLI_BAD_INPUT;
@@ -192,6 +206,17 @@ int cmd_run(int argc, char **argv) {
             rc = CLI_BAD_INPUT;
             goto done;
         }
+    }
+    if (tg.n_paths > 0) { /* partition on the fly */
+        seam_plan *plan = NULL;
+        if ((rc = targets_load(&tg, "run", ctx))) goto done;
+        if ((st = seam_partition(m, &tg.opts, &plan)) || (st = seam_plan_apply(m, plan, tg.opts.targets, tg.opts.n_targets))) {
+            seam_plan_free(plan);
+            rc = cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        seam_plan_free(plan);
     }
     seam_session_options opts = {threads};
     if ((st = seam_session_create(m, &opts, &s))) {
@@ -314,6 +339,7 @@ int cmd_run(int argc, char **argv) {
         }
     }
 done:
+    targets_free(&tg);
     for (int k = 0; k < n_feeds; k++) free(feeds[k].data);
     for (int k = 0; k < n_inputs; k++) free((char *)inputs[k].name);
     for (int k = 0; k < n_shapes; k++) free((char *)shapes[k].name);

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "runtime/exec.h"
+#include "seam_backend.h"
 
 #define MAX_BODIES 2
 #define MAX_DATA_NUMEL ((int64_t)1 << 31)
@@ -329,7 +330,105 @@ done:
     return st;
 }
 
+/* ---- ai.seam Subgraph: a device subgraph of an applied plan ----
+ *
+ * Targets here run on the CPU kernels: "cpu" directly, a rules target as a
+ * device with memory of its own, so every boundary value is copied in and
+ * out (weights, read as outer values, stay resident). */
+
+
+typedef struct subgraph_state {
+    bodies b;            /* first: free_bodies frees the rest too */
+    bool device;         /* copy at the boundary */
+    int64_t bytes_in, bytes_out; /* moved by the last run */
+} subgraph_state;
+
+static const char *str_attr(const ir_node *n, const char *name, size_t *len) {
+    const ir_attr *a = ir_node_attr(n, name);
+    if (!a || a->kind != IR_ATTR_STRING) return NULL;
+    *len = a->s.len;
+    return (const char *)a->s.data;
+}
+
+static seam_status check_seam_subgraph(seam_check *c) {
+    size_t tlen = 0, rlen = 0;
+    const char *target = str_attr(c->n, "target", &tlen), *rules = str_attr(c->n, "rules", &rlen);
+    const ir_graph *body = graph_attr(c->n, "body");
+    if (!ir_node_attr(c->n, "body")) return check_refuse(c, "ai.seam Subgraph without its 'body' attribute");
+    if (!body) return check_refuse(c, "ai.seam Subgraph: 'body' must be a graph");
+    if (!ir_node_attr(c->n, "target")) return check_refuse(c, "ai.seam Subgraph without its 'target' attribute");
+    if (!target || tlen == 0) return check_refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
+    if (ir_node_attr(c->n, "rules") && !rules) return check_refuse(c, "ai.seam Subgraph: 'rules' must be a string");
+    if (body->n_inputs != c->n->n_inputs || body->n_outputs != c->n->n_outputs)
+        return check_refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
+                            body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
+    bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
+    if (!is_cpu && !rules)
+        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, and no rules to stand in for it)",
+                            (int)tlen, target);
+    if (rules) { /* the rules must still parse: they are the target's description */
+        char *text = malloc(rlen + 1);
+        if (!text) return check_refuse(c, "out of memory");
+        memcpy(text, rules, rlen);
+        text[rlen] = 0;
+        seam_backend *be = NULL;
+        seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &be);
+        free(text);
+        if (st) return check_refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
+        seam_backend_free(be);
+    }
+    subgraph_state *s = calloc(1, sizeof(*s));
+    if (!s) return check_refuse(c, "out of memory");
+    *c->state = s;
+    *c->free_state = free_bodies;
+    s->device = !is_cpu;
+    s->b.g[0] = body;
+    seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->b.e[0]);
+    if (st) return check_refuse(c, "in its body: %s", seam_context_last_error(c->ctx));
+    return SEAM_STATUS_OK;
+}
+
+static seam_status run_seam_subgraph(seam_kernel *k) {
+    subgraph_state *s = k->state;
+    seam_exec *e = s->b.e[0];
+    int32_t n_in = kernel_n_in(k);
+    void **dev = calloc((size_t)n_in + 1, sizeof(void *));
+    if (!dev) return kernel_oom(k);
+    seam_status st = SEAM_STATUS_OK;
+    s->bytes_in = s->bytes_out = 0;
+    for (int32_t i = 0; i < n_in; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        if (!x) {
+            st = kernel_fail(k, "input %d is missing", i);
+            goto done;
+        }
+        seam_tensor t = *x;
+        if (s->device) { /* to the device's memory */
+            dev[i] = malloc(x->nbytes ? x->nbytes : 1);
+            if (!dev[i]) {
+                st = kernel_oom(k);
+                goto done;
+            }
+            if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
+            t.data = dev[i];
+            s->bytes_in += (int64_t)x->nbytes;
+        }
+        bind_input(e, i, &t);
+    }
+    if ((st = seam_exec_run(e))) goto done;
+    for (int32_t o = 0; o < kernel_n_out(k); o++) { /* back to host memory */
+        const seam_tensor *t = body_out(e, o);
+        if ((st = copy_to_output(k, o, t))) goto done;
+        if (s->device) s->bytes_out += (int64_t)t->nbytes;
+    }
+done:
+    for (int32_t i = 0; i < n_in; i++) free(dev[i]);
+    free(dev);
+    return st;
+}
+
 const seam_cpu_binding seam_cpu_control[] = {
+    {"ai.seam", "Subgraph", 1, {run_seam_subgraph, check_seam_subgraph}},
     {"", "If", 1, {run_if, check_if}},
     {"", "Loop", 1, {run_loop, check_loop}},
     {"", "Scan", 9, {run_scan, check_scan}},

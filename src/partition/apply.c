@@ -1,0 +1,237 @@
+/*
+ * Applying a plan: the model's graph is rebuilt so that each device
+ * subgraph is one node of domain "ai.seam", op "Subgraph", whose "body"
+ * attribute holds the subgraph's nodes. CPU nodes stay as they were. The
+ * result is an ordinary model: it runs on the executor (the Subgraph
+ * kernel runs its body on the target), and it saves as one ONNX file.
+ *
+ *     x -> Conv -> Relu -> TopK -> y        (Conv, Relu on npu)
+ *
+ * becomes
+ *
+ *     x -> Subgraph[target=npu, body: x -> Conv -> Relu -> r] -> r -> TopK -> y
+ *
+ * Weights are not copied: a body reads the main graph's initializers (and
+ * the outputs of Constant nodes) as outer-scope values, which ONNX allows
+ * for nested graphs; they stay resident with the device across runs. Every
+ * other value crossing the boundary is an explicit input or output of the
+ * Subgraph node: those are the transfers.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "ir/ir.h"
+#include "partition/partition.h"
+#include "seam_backend.h"
+
+/* The rules text of a rules target; NULL for other backends. */
+const char *seam_rules_source(const seam_backend *b);
+
+static seam_status oom(seam_context *ctx) { return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory"); }
+
+static bool has_body(const ir_node *n) {
+    for (int32_t a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return true;
+    return false;
+}
+
+/* Sets body graphs of a copied node to point at their new parent. */
+static void reparent(ir_node *n, ir_graph *parent) {
+    for (int32_t a = 0; a < n->n_attrs; a++) {
+        ir_attr *at = &n->attrs[a];
+        if (at->kind == IR_ATTR_GRAPH && at->g) at->g->parent = parent;
+        for (int32_t b = 0; at->kind == IR_ATTR_GRAPHS && b < at->n; b++) at->graphs[b]->parent = parent;
+    }
+}
+
+static ir_attr string_attr(seam_arena *a, const char *name, const char *value) {
+    ir_attr at;
+    memset(&at, 0, sizeof(at));
+    at.name = name;
+    at.kind = IR_ATTR_STRING;
+    at.s.data = (const uint8_t *)seam_arena_strdup(a, value);
+    at.s.len = strlen(value);
+    return at;
+}
+
+/* Builds the body of device subgraph `s` and the Subgraph node for it in
+ * ng. map_in is scratch of g->n_values entries. */
+static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const ir_graph *g, ir_graph *ng,
+                                  const seam_plan *plan, int32_t s, const seam_backend *backend, int32_t *map) {
+    seam_arena *a = &m->arena;
+    const plan_subgraph *sg = &plan->subgraphs[s];
+    const char *target = plan->target_names[sg->target];
+    char lab[256];
+    ir_graph *b = ir_graph_new(m, ng);
+    if (!b) return oom(ctx);
+    char name[128];
+    snprintf(name, sizeof(name), "seam_subgraph_%d_%s", s, target);
+    b->name = seam_arena_strdup(a, name);
+    for (int32_t v = 0; v < g->n_values; v++) map[v] = -1;
+    /* inputs first, in the order the nodes meet them */
+    int32_t n_in = 0, n_out = 0;
+    int32_t *ins = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(g->n_values + 1));
+    int32_t *outs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(g->n_values + 1));
+    if (!ins || !outs) return oom(ctx);
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        if (has_body(n))
+            return seam_error(ctx, SEAM_STATUS_UNSUPPORTED,
+                              "%s: a node with a body (If/Loop/Scan) cannot go into a device subgraph yet; pin it to cpu",
+                              ir_node_label(g, sg->nodes[k], lab, sizeof(lab)));
+        for (int32_t i = 0; i < n->n_inputs; i++) {
+            int32_t v = n->inputs[i];
+            if (v < 0 || map[v] >= 0) continue;
+            const ir_value *val = &g->values[v];
+            if (val->producer >= 0 && plan->node_subgraph[val->producer] == s) continue; /* made inside */
+            int32_t bv = ir_graph_add_value(b, val->name);
+            if (bv < 0) return oom(ctx);
+            map[v] = bv;
+            b->values[bv].type = val->type;
+            bool resident = (val->flags & IR_VALUE_INIT) || (val->producer >= 0 && plan->node_target[val->producer] < 0);
+            if (resident) { /* a weight or a constant: read from the main graph */
+                b->values[bv].flags |= IR_VALUE_OUTER;
+                b->values[bv].outer = v;
+            } else {
+                b->values[bv].flags |= IR_VALUE_INPUT | IR_VALUE_DECLARED;
+                ins[n_in++] = v;
+            }
+        }
+    }
+    /* the nodes, with values mapped into the body */
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        for (int32_t o = 0; o < n->n_outputs; o++) {
+            int32_t v = n->outputs[o];
+            if (v < 0) continue;
+            int32_t bv = ir_graph_add_value(b, g->values[v].name);
+            if (bv < 0) return oom(ctx);
+            map[v] = bv;
+            b->values[bv].type = g->values[v].type;
+            /* an output of the subgraph: read outside it, or a graph output */
+            const ir_value *val = &g->values[v];
+            bool out = (val->flags & IR_VALUE_OUTPUT) != 0;
+            for (int32_t c = 0; c < val->n_consumers && !out; c++) out = plan->node_subgraph[val->consumers[c]] != s;
+            if (out) {
+                b->values[bv].flags |= IR_VALUE_OUTPUT | IR_VALUE_DECLARED;
+                outs[n_out++] = v;
+            }
+        }
+    }
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        int32_t bi = ir_graph_add_node(b);
+        if (bi < 0) return oom(ctx);
+        ir_node *bn = &b->nodes[bi];
+        *bn = *n;
+        bn->n_implicit = 0;
+        bn->implicit = NULL;
+        bn->inputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n->n_inputs + 1));
+        bn->outputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n->n_outputs + 1));
+        if (!bn->inputs || !bn->outputs) return oom(ctx);
+        for (int32_t i = 0; i < n->n_inputs; i++) bn->inputs[i] = n->inputs[i] < 0 ? -1 : map[n->inputs[i]];
+        for (int32_t o = 0; o < n->n_outputs; o++) bn->outputs[o] = n->outputs[o] < 0 ? -1 : map[n->outputs[o]];
+    }
+    b->inputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n_in + 1));
+    b->outputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n_out + 1));
+    if (!b->inputs || !b->outputs) return oom(ctx);
+    for (int32_t i = 0; i < n_in; i++) b->inputs[b->n_inputs++] = map[ins[i]];
+    for (int32_t o = 0; o < n_out; o++) b->outputs[b->n_outputs++] = map[outs[o]];
+
+    /* the Subgraph node in the main graph */
+    int32_t ni = ir_graph_add_node(ng);
+    if (ni < 0) return oom(ctx);
+    ir_node *sn = &ng->nodes[ni];
+    memset(sn, 0, sizeof(*sn));
+    sn->name = b->name;
+    sn->op_type = "Subgraph";
+    sn->domain = "ai.seam";
+    sn->n_inputs = n_in;
+    sn->n_outputs = n_out;
+    sn->inputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n_in + 1));
+    sn->outputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n_out + 1));
+    const char *rules = seam_rules_source(backend);
+    sn->attrs = seam_arena_calloc(a, 3, sizeof(ir_attr));
+    if (!sn->inputs || !sn->outputs || !sn->attrs) return oom(ctx);
+    memcpy(sn->inputs, ins, sizeof(int32_t) * (size_t)n_in);
+    memcpy(sn->outputs, outs, sizeof(int32_t) * (size_t)n_out);
+    ir_attr body;
+    memset(&body, 0, sizeof(body));
+    body.name = "body";
+    body.kind = IR_ATTR_GRAPH;
+    body.g = b;
+    sn->attrs[sn->n_attrs++] = body;
+    sn->attrs[sn->n_attrs++] = string_attr(a, "target", target);
+    if (rules) sn->attrs[sn->n_attrs++] = string_attr(a, "rules", rules);
+    for (int32_t k = 0; k < sn->n_attrs; k++)
+        if (!sn->attrs[k].name || (sn->attrs[k].kind == IR_ATTR_STRING && !sn->attrs[k].s.data)) return oom(ctx);
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_plan_apply(seam_model *m, const seam_plan *plan, const seam_backend *const *targets, int32_t n_targets) {
+    if (!m || !plan || plan->model != m) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_context *ctx = m->ctx;
+    seam_arena *a = &m->arena;
+    const ir_graph *g = m->graph;
+    ir_graph *ng = ir_graph_new(m, NULL);
+    if (!ng) return oom(ctx);
+    ng->name = g->name;
+    ng->doc = g->doc;
+    /* the same values at the same indices */
+    for (int32_t v = 0; v < g->n_values; v++) {
+        int32_t nv = ir_graph_add_value(ng, g->values[v].name);
+        if (nv != v) return nv < 0 ? oom(ctx) : seam_error(ctx, SEAM_STATUS_INTERNAL, "value order changed while applying a plan");
+        ir_value *val = &ng->values[nv];
+        val->doc = g->values[v].doc;
+        val->type = g->values[v].type;
+        val->flags = g->values[v].flags;
+        val->init = g->values[v].init;
+        val->outer = g->values[v].outer;
+    }
+    ng->inputs = g->inputs, ng->n_inputs = g->n_inputs;
+    ng->outputs = g->outputs, ng->n_outputs = g->n_outputs;
+    ng->inits = g->inits, ng->n_inits = g->n_inits;
+    ng->sparse_inits = g->sparse_inits, ng->n_sparse_inits = g->n_sparse_inits;
+    int32_t *map = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(g->n_values + 1));
+    bool *built = seam_arena_calloc(a, (size_t)plan->n_subgraphs + 1, sizeof(bool));
+    if (!map || !built) return oom(ctx);
+    seam_status st;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        int32_t s = plan->node_subgraph[i];
+        bool device = s >= 0 && plan->subgraphs[s].target < plan->n_targets;
+        if (!device) { /* CPU and constant nodes stay as they are */
+            int32_t ni = ir_graph_add_node(ng);
+            if (ni < 0) return oom(ctx);
+            ng->nodes[ni] = g->nodes[i];
+            reparent(&ng->nodes[ni], ng);
+            continue;
+        }
+        if (built[s]) continue;
+        built[s] = true;
+        const char *target = plan->target_names[plan->subgraphs[s].target];
+        const seam_backend *backend = NULL;
+        for (int32_t t = 0; t < n_targets && !backend; t++)
+            if (targets[t] && strcmp(targets[t]->name, target) == 0) backend = targets[t];
+        if ((st = build_subgraph(ctx, m, g, ng, plan, s, backend, map))) return st;
+    }
+    /* the file now needs the ai.seam domain */
+    bool has = false;
+    for (int32_t k = 0; k < m->n_opsets; k++) has |= strcmp(m->opsets[k].domain, "ai.seam") == 0;
+    if (!has) {
+        ir_opset *os = seam_arena_alloc(a, sizeof(ir_opset) * (size_t)(m->n_opsets + 1));
+        if (!os) return oom(ctx);
+        memcpy(os, m->opsets, sizeof(ir_opset) * (size_t)m->n_opsets);
+        os[m->n_opsets] = (ir_opset){"ai.seam", 1};
+        m->opsets = os;
+        m->n_opsets++;
+    }
+    if ((st = ir_graph_link(ctx, ng))) return st;
+    /* values now made inside a body are no longer declared here */
+    for (int32_t v = 0; v < ng->n_values; v++) {
+        ir_value *val = &ng->values[v];
+        if (val->producer < 0 && !(val->flags & (IR_VALUE_INPUT | IR_VALUE_INIT | IR_VALUE_OUTER))) val->flags &= ~(uint32_t)IR_VALUE_DECLARED;
+    }
+    m->graph = ng;
+    return ir_infer_model(m);
+}
