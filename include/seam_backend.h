@@ -204,6 +204,17 @@ void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *c
  * nodes) to cpu: below min_subgraph_size 3"); "" if nothing. */
 const char *seam_plan_notes(const seam_plan *plan);
 
+/* ---- folding ---- */
+
+/* Replaces every node whose output depends only on initializers and on
+ * statically known shapes (Shape -> Gather -> Concat chains,
+ * ConstantOfShape, Range with constant inputs, ...) with a Constant node
+ * holding the value, in place: indices, names and outputs stay. Run it
+ * before seam_partition: the plan then lists those nodes with target
+ * "constant", in no subgraph, and they no longer tie device subgraphs to
+ * the CPU. *folded_out (may be NULL) gets how many nodes were folded. */
+seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
+
 /* ---- applying a plan ---- */
 
 /* Rewrites the model as the plan says: each device subgraph becomes one

@@ -7,6 +7,8 @@ rules target (the neuron-like and conv/gemm/relu/maxpool files, and a
 random half of the ops):
   - `seam run MODEL --target T` gives outputs bitwise equal to the plain
     `seam run MODEL` (every target runs on the CPU kernels);
+  - folding is on (the default), so this also checks that folding leaves
+    outputs unchanged;
   - `seam partition MODEL --target T -o P.onnx` writes a file that
     onnx.checker accepts, whose device subgraphs are ai.seam Subgraph
     nodes (as many as the plan's device subgraphs), and `seam run P.onnx`
@@ -47,7 +49,8 @@ half = os.path.join(work, "half.json")
 rng = random.Random(99)
 with open(half, "w") as f:
     json.dump({"name": "half", "default": False, "ops": {op: rng.random() < 0.5 for op in all_ops}}, f)
-targets = [os.path.join(targets_dir, "neuron_like.json"), os.path.join(targets_dir, "conv_gemm_relu_maxpool.json"), half]
+targets = [os.path.join(targets_dir, "neuron_like.json"), os.path.join(targets_dir, "conv_gemm_relu_maxpool.json"),
+           os.path.join(targets_dir, "dense_npu.json"), half]
 
 checked = 0
 for model in models:
@@ -97,6 +100,21 @@ for model in models:
         if not all(np.array_equal(a, b, equal_nan=True) for a, b in zip(ref, outputs(model, d2))):
             failures.append(f"{tag}: the saved partitioned model's outputs differ")
         checked += 1
+
+# folding: shape arithmetic on static shapes no longer splits device work
+vit = os.path.join(models_dir, "vit_small.onnx")
+if os.path.exists(vit):
+    counts = []
+    for extra in (["--no-fold"], []):
+        r = run("partition", vit, "--target", os.path.join(targets_dir, "dense_npu.json"), "--json", *extra)
+        counts.append(sum(1 for s in json.loads(r.stdout)["subgraphs"] if s["target"] != "cpu") if r.returncode == 0 else -1)
+        if r.returncode == 0 and not extra:
+            consts = [n for n in json.loads(r.stdout)["nodes"] if n["target"] == "constant"]
+            if not consts:
+                failures.append("vit_small: folding marked no node constant")
+    if not (0 < counts[1] < counts[0]):
+        failures.append(f"vit_small x dense: device subgraphs {counts[0]} without folding, {counts[1]} with; "
+                        "folding should need fewer")
 
 # malformed partitioned files, from the MLP partitioned for the neuron-like target
 base = os.path.join(work, "seed_mlp.neuron.onnx")

@@ -106,7 +106,10 @@ def check_real(model_path, target_path):
             failures.append(f"{name}: node {i} ({nodes[i].op_type}) on {rules['name']}, which does not support it")
     producer = {o: i for i, nd in enumerate(nodes) for o in nd.output if o}
     inits = {t.name for t in m.graph.initializer}
+    # Constant nodes, and the nodes seam folded into constants (their values
+    # depend only on initializers and static shapes)
     consts = {i for i, nd in enumerate(nodes) if nd.op_type == "Constant"}
+    consts |= {n["index"] for n in p["nodes"] if n["target"] == "constant"}
     outputs = {o.name for o in m.graph.output}
     ok = True
     for s in p["subgraphs"]:
@@ -126,7 +129,8 @@ def check_real(model_path, target_path):
             for o in nodes[i].output:
                 if not o:
                     continue
-                readers = [j for j, nd in enumerate(nodes) if o in nd.input] if o not in outputs else [-1]
+                # (a folded node no longer reads anything)
+                readers = [j for j, nd in enumerate(nodes) if o in nd.input and j not in consts] if o not in outputs else [-1]
                 if o in outputs or any(j not in mine for j in readers):
                     outs.add(o)
         # inputs of nested bodies (outer-scope reads) are also inputs; accept a superset

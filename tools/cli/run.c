@@ -209,6 +209,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (tg.n_paths > 0) { /* partition on the fly */
         seam_plan *plan = NULL;
+        if ((rc = targets_apply_shapes(&tg, "run", ctx, m))) goto done; /* shapes are applied; this folds */
         if ((rc = targets_load(&tg, "run", ctx))) goto done;
         if ((st = seam_partition(m, &tg.opts, &plan)) || (st = seam_plan_apply(m, plan, tg.opts.targets, tg.opts.n_targets))) {
             seam_plan_free(plan);

@@ -15,6 +15,10 @@ void targets_init(cli_targets *t) {
 
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k) {
     const char *a = argv[*k];
+    if (strcmp(a, "--no-fold") == 0) {
+        t->no_fold = true;
+        return 1;
+    }
     static const char *const names[] = {"--target", "--min-support", "--min-subgraph-size", "--max-subgraph-count",
                                         "--on-violation", "--cpu-ops", "--pin", "--shape"};
     int which = -1;
@@ -115,6 +119,10 @@ int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, sea
     for (int32_t k = 0; k < t->n_shapes; k++) {
         int rc = cli_set_shape(cmd, ctx, m, t->shapes[k]);
         if (rc) return rc;
+    }
+    if (!t->no_fold) {
+        seam_status st = seam_model_fold(m, NULL);
+        if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
     }
     return CLI_OK;
 }

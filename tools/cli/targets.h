@@ -19,6 +19,7 @@ typedef struct cli_targets {
     char *cpu_ops_buf;
     const char *shapes[64];     /* --shape NAME=AxBxC, applied after load */
     int32_t n_shapes;
+    bool no_fold;               /* --no-fold */
     seam_partition_options opts;
 } cli_targets;
 
@@ -28,7 +29,8 @@ void targets_init(cli_targets *t);
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k);
 /* Loads the rules files; "cpu" is accepted and ignored (always last). */
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx);
-/* Applies the --shape options to a loaded model. */
+/* Applies the --shape options to a loaded model, then folds constants
+ * (unless --no-fold). */
 int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m);
 void targets_free(cli_targets *t);
 
@@ -42,6 +44,8 @@ void targets_free(cli_targets *t);
     "  --on-violation P      fallback (default: move to the CPU and say so) or error\n"     \
     "  --cpu-ops A,B         op types forced to the CPU even where supported\n"              \
     "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"                      \
-    "  --shape NAME=AxBxC    fix an input's symbolic dims before deciding support\n"
+    "  --shape NAME=AxBxC    fix an input's symbolic dims before deciding support\n"       \
+    "  --no-fold             keep nodes computed from constants and static shapes as\n"  \
+    "                        they are (by default they become constants first)\n"
 
 #endif

@@ -1,0 +1,62 @@
+/*
+ * Folding before partitioning. Inference already computes the content of
+ * every small value that depends only on initializers and statically known
+ * shapes (Shape -> Gather -> Unsqueeze -> Concat chains, ConstantOfShape,
+ * Range with constant inputs, casts and arithmetic on them). Each node all
+ * of whose outputs are known that way becomes a Constant node holding the
+ * value: it keeps its index, name and outputs, loses its inputs, and so no
+ * longer ties a device subgraph's output (say, the input of a Shape) to a
+ * CPU node. The partitioner then puts it in no subgraph (target
+ * "constant"), and device bodies read it as a resident value.
+ */
+#include <string.h>
+
+#include "core/context.h"
+#include "ir/ir.h"
+#include "ops/ops.h"
+#include "seam_backend.h"
+
+static bool foldable(const ir_graph *g, const ir_node *n) {
+    if (strcmp(n->op_type, "Constant") == 0 && !n->domain[0]) return false;
+    if (n->n_outputs != 1 || n->outputs[0] < 0 || n->n_implicit > 0) return false;
+    for (int32_t a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return false;
+    /* random generators are not constants, whatever inference says */
+    if (strncmp(n->op_type, "Random", 6) == 0 || strcmp(n->op_type, "Bernoulli") == 0) return false;
+    const ir_value *v = &g->values[n->outputs[0]];
+    return v->konst && !(v->flags & IR_VALUE_OUTPUT) && v->konst->dtype != SEAM_DTYPE_STRING;
+}
+
+seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
+    if (folded_out) *folded_out = 0;
+    if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
+    ir_graph *g = m->graph;
+    seam_arena *a = &m->arena;
+    int32_t folded = 0;
+    int64_t opset = -1;
+    for (int32_t k = 0; k < m->n_opsets; k++)
+        if (!m->opsets[k].domain[0] || strcmp(m->opsets[k].domain, "ai.onnx") == 0) opset = m->opsets[k].version;
+    const seam_op_def *constant = seam_op_find("", "Constant", opset);
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (!foldable(g, n)) continue;
+        ir_attr *at = seam_arena_calloc(a, 1, sizeof(ir_attr));
+        if (!at) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        at->name = "value";
+        at->kind = IR_ATTR_TENSOR;
+        at->t = (ir_tensor *)g->values[n->outputs[0]].konst;
+        n->op_type = "Constant";
+        n->domain = "";
+        n->n_inputs = 0;
+        n->attrs = at;
+        n->n_attrs = 1;
+        n->def = constant;
+        folded++;
+    }
+    if (folded) {
+        seam_status st = ir_graph_link(m->ctx, g);
+        if (st) return st;
+    }
+    if (folded_out) *folded_out = folded;
+    return SEAM_STATUS_OK;
+}
