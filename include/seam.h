@@ -30,6 +30,7 @@
 #ifndef SEAM_H
 #define SEAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -174,6 +175,7 @@ typedef struct seam_session seam_session;
 
 typedef struct seam_session_options {
     int32_t n_threads;  /* worker threads; default (0): one per core */
+    bool profile;       /* time every node of each run (seam_session_node_stats) */
 } seam_session_options;
 
 /* Prepares the model to run on the CPU: every node is checked here, and an
@@ -182,6 +184,20 @@ typedef struct seam_session_options {
  * once. The model must outlive the session. opts may be NULL. */
 seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **session_out);
 void seam_session_free(seam_session *session);
+
+/* What one node of the model's graph cost in the last run (sessions made
+ * with options.profile). For an ai.seam Subgraph node (a device subgraph
+ * of a partitioned model), target is its target and bytes_in/bytes_out
+ * what crossed its boundary: copied to the device's memory and back. */
+typedef struct seam_node_stats {
+    const char *name;
+    const char *op_type;
+    const char *target;   /* "cpu" for plain nodes */
+    double ms;
+    int64_t bytes_in, bytes_out;
+} seam_node_stats;
+/* node: an index in the graph (0 .. seam_model_node_count - 1). */
+seam_status seam_session_node_stats(seam_session *session, int32_t node, seam_node_stats *stats_out);
 
 /* Binds graph input `name` to caller-owned data (dense, row-major). seam
  * does not copy it: the data must stay valid and unchanged until the run

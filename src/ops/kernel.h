@@ -33,6 +33,9 @@ struct seam_kernel {
     seam_pool *pool;      /* thread pool for the outer loop */
     seam_context *ctx;    /* for error messages */
     struct seam_exec *exec;
+    /* A kernel that moves data between memories (a device subgraph) sets
+     * these for the run; the profile reports them. */
+    int64_t bytes_in, bytes_out;
 };
 
 /* Input i, or NULL when the optional input is absent. */

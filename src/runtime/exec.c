@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/context.h"
 
@@ -246,7 +247,7 @@ seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *pa
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         seam_kernel *k = &e->kernels[i];
-        *k = (seam_kernel){g, n, i, NULL, pool, ctx, e};
+        *k = (seam_kernel){g, n, i, NULL, pool, ctx, e, 0, 0};
         if (!n->def || !n->def->kernel || !n->def->kernel->run) {
             seam_exec_free(e);
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)),
@@ -293,6 +294,7 @@ void seam_exec_free(seam_exec *e) {
         for (int32_t i = 0; i < e->g->n_nodes; i++)
             if (e->states[i].free_state) e->states[i].free_state(e->states[i].state);
     free(e->states);
+    free(e->node_ms);
     free(e->vals);
     free(e->kernels);
     free(e->pos);
@@ -320,8 +322,15 @@ seam_status seam_exec_run(seam_exec *e) {
                                   ir_node_label(g, i, lab, sizeof(lab)), g->values[v].name);
             }
         }
+        struct timespec t0, t1;
+        if (e->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
+        e->kernels[i].bytes_in = e->kernels[i].bytes_out = 0;
         seam_status st = n->def->kernel->run(&e->kernels[i]);
         if (st) return st;
+        if (e->profile) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            e->node_ms[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        }
         /* free dynamic values whose last reader was this node */
         for (int32_t k = 0; k < n->n_inputs; k++) {
             int32_t v = n->inputs[k];

@@ -41,6 +41,8 @@ typedef struct seam_exec {
     uint8_t *slab;
     size_t slab_size;
     struct state_entry *states; /* per node, from check() */
+    bool profile;               /* time each node into node_ms */
+    double *node_ms;
     /* scratch for kernel_scratch, reset after each node */
     void *scratch;
     size_t scratch_size;

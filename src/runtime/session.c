@@ -34,6 +34,14 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         seam_session_free(s);
         return st;
     }
+    if (opts && opts->profile) {
+        s->exec->node_ms = calloc((size_t)model->graph->n_nodes + 1, sizeof(double));
+        if (!s->exec->node_ms) {
+            seam_session_free(s);
+            return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+        s->exec->profile = true;
+    }
     *out = s;
     return SEAM_STATUS_OK;
 }
@@ -145,5 +153,21 @@ seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view
     int32_t v = g->outputs[index];
     const seam_tensor *t = &s->exec->vals[v].t;
     *view = (seam_tensor_view){g->values[v].name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_stats *out) {
+    if (!s || !out) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = s->model->graph;
+    if (node < 0 || node >= g->n_nodes)
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "node %d is out of range (%d nodes)", node, g->n_nodes);
+    if (!s->exec->profile)
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the session was made without options.profile");
+    const ir_node *n = &g->nodes[node];
+    const char *target = "cpu";
+    const ir_attr *t = strcmp(n->domain, "ai.seam") == 0 ? ir_node_attr(n, "target") : NULL;
+    if (t && t->kind == IR_ATTR_STRING) target = (const char *)t->s.data; /* NUL-terminated in the arena */
+    *out = (seam_node_stats){n->name, n->op_type, target, s->exec->node_ms[node], s->exec->kernels[node].bytes_in,
+                             s->exec->kernels[node].bytes_out};
     return SEAM_STATUS_OK;
 }

@@ -13,6 +13,8 @@ random half of the ops):
     onnx.checker accepts, whose device subgraphs are ai.seam Subgraph
     nodes (as many as the plan's device subgraphs), and `seam run P.onnx`
     gives the same outputs again.
+`seam run P.onnx --report` must report, for each device subgraph, the bytes
+that onnx.shape_inference's shapes say cross its boundary.
 Then malformed partitioned files (no target, an unknown target without
 rules, broken rules, no body, a body that does not match the node) must
 each fail with exit 1 and a message naming the Subgraph node.
@@ -52,7 +54,7 @@ with open(half, "w") as f:
 targets = [os.path.join(targets_dir, "neuron_like.json"), os.path.join(targets_dir, "conv_gemm_relu_maxpool.json"),
            os.path.join(targets_dir, "dense_npu.json"), half]
 
-checked = 0
+checked = bytes_checked = 0
 for model in models:
     name = os.path.basename(model)[:-5]
     m = onnx.load(model, load_external_data=False)
@@ -99,6 +101,28 @@ for model in models:
             continue
         if not all(np.array_equal(a, b, equal_nan=True) for a, b in zip(ref, outputs(model, d2))):
             failures.append(f"{tag}: the saved partitioned model's outputs differ")
+        # --report's bytes against a count from onnx's own shape inference
+        if not any(not d.HasField("dim_value") for d in feed.type.tensor_type.shape.dim):
+            r = run("run", p, *common, "--report")
+            got = {}
+            for line in r.stdout.splitlines():
+                f = line.split()
+                if len(f) == 6 and f[0].startswith("seam_subgraph_"):
+                    got[f[0]] = (int(f[4]), int(f[5]))
+            sizes = {}
+            inf = onnx.shape_inference.infer_shapes(m)
+            for vi in list(inf.graph.value_info) + list(inf.graph.input) + list(inf.graph.output):
+                tt = vi.type.tensor_type
+                if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+                    sizes[vi.name] = int(np.prod([d.dim_value for d in tt.shape.dim])) * \
+                        np.dtype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tt.elem_type]).itemsize
+            for n in subs:
+                if not all(v in sizes for v in list(n.input) + list(n.output)):
+                    continue
+                want = (sum(sizes[v] for v in n.input), sum(sizes[v] for v in n.output))
+                bytes_checked += 1
+                if got.get(n.name) != want:
+                    failures.append(f"{tag}: --report says {n.name} moved {got.get(n.name)} bytes, onnx's shapes say {want}")
         checked += 1
 
 # folding: shape arithmetic on static shapes no longer splits device work
@@ -163,5 +187,8 @@ else:
 
 for f in failures:
     print("FAIL", f)
-print(f"hetero: {checked} model x target pairs run partitioned, saved and reloaded; {len(failures)} failures")
+print(f"hetero: {checked} model x target pairs run partitioned, saved and reloaded; "
+      f"{bytes_checked} device subgraphs' reported bytes checked; {len(failures)} failures")
+if bytes_checked == 0:
+    failures.append("no reported byte count was checked")
 sys.exit(1 if failures else 0)

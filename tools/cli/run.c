@@ -31,6 +31,10 @@ static const char *RUN_HELP =
     "  --output-format F     npy (default) or pb (TensorProto)\n"
     "  --repeat N            time N runs after a warm-up; prints the median\n"
     "  --threads N           worker threads (default: one per core)\n"
+    "  --report              after the (last) run, print each part's time in\n"
+    "                        execution order: every device subgraph with its\n"
+    "                        target and the bytes copied in and out, and the CPU\n"
+    "                        nodes between them\n"
     "\n"
     "Partitioning (all of seam partition's options):\n" TARGET_HELP;
 
@@ -126,10 +130,44 @@ static bool split_named(const char *arg, named *out) {
     return true;
 }
 
+/* One line per device subgraph and per run of CPU nodes between them, in
+ * execution order, from the last run's profile. */
+static void print_report(seam_session *s, const ir_graph *g) {
+    printf("report (last run): part, target, nodes, ms, bytes in, bytes out\n");
+    double total = 0, cpu_ms = 0;
+    int32_t cpu_nodes = 0;
+    int64_t moved = 0;
+    for (int32_t p = 0; p <= g->n_nodes; p++) {
+        seam_node_stats st = {0};
+        bool device = false;
+        if (p < g->n_nodes) {
+            seam_session_node_stats(s, g->topo[p], &st);
+            device = strcmp(st.target, "cpu") != 0 || strcmp(st.op_type, "Subgraph") == 0;
+            total += st.ms;
+        }
+        if ((device || p == g->n_nodes) && cpu_nodes) {
+            printf("  %-28s %-10s %5d %9.3f %12s %12s\n", "cpu nodes", "cpu", cpu_nodes, cpu_ms, "-", "-");
+            cpu_nodes = 0, cpu_ms = 0;
+        }
+        if (p == g->n_nodes) break;
+        if (device) {
+            const ir_attr *body = ir_node_attr(&g->nodes[g->topo[p]], "body");
+            int32_t n_body = body && body->kind == IR_ATTR_GRAPH ? body->g->n_nodes : 1;
+            printf("  %-28s %-10s %5d %9.3f %12lld %12lld\n", st.name, st.target, n_body, st.ms, (long long)st.bytes_in,
+                   (long long)st.bytes_out);
+            moved += st.bytes_in + st.bytes_out;
+        } else {
+            cpu_nodes++, cpu_ms += st.ms;
+        }
+    }
+    printf("  total %.3f ms; %lld bytes crossed device boundaries\n", total, (long long)moved);
+}
+
 int cmd_run(int argc, char **argv) {
     const char *path = NULL, *out_dir = NULL, *format = "npy";
     named inputs[MAX_NAMED], shapes[MAX_NAMED];
     int n_inputs = 0, n_shapes = 0, repeat = 0, threads = 0, rc = CLI_OK;
+    bool report = false;
     cli_targets tg;
     targets_init(&tg);
     for (int k = 1; k < argc; k++) {
@@ -151,6 +189,8 @@ int cmd_run(int argc, char **argv) {
             if ((is_in ? n_inputs : n_shapes) >= MAX_NAMED) return targets_free(&tg), cli_usage("run", "too many %s options", a);
             if (!split_named(argv[++k], is_in ? &inputs[n_inputs++] : &shapes[n_shapes++]))
                 return targets_free(&tg), cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
+        } else if (strcmp(a, "--report") == 0) {
+            report = true;
         } else if (strcmp(a, "--output-dir") == 0) {
             if (!has_val) return targets_free(&tg), cli_usage("run", "--output-dir needs a folder");
             out_dir = argv[++k];
@@ -219,7 +259,7 @@ int cmd_run(int argc, char **argv) {
         }
         seam_plan_free(plan);
     }
-    seam_session_options opts = {threads};
+    seam_session_options opts = {threads, report};
     if ((st = seam_session_create(m, &opts, &s))) {
         rc = cli_fail("run", ctx, st);
         goto done;
@@ -306,6 +346,7 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    if (report) print_report(s, m->graph);
     for (int32_t o = 0; o < g->n_outputs; o++) {
         seam_tensor_view view;
         seam_session_output(s, o, &view);

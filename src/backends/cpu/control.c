@@ -422,6 +422,8 @@ static seam_status run_seam_subgraph(seam_kernel *k) {
         if (s->device) s->bytes_out += (int64_t)t->nbytes;
     }
 done:
+    k->bytes_in = s->bytes_in;
+    k->bytes_out = s->bytes_out;
     for (int32_t i = 0; i < n_in; i++) free(dev[i]);
     free(dev);
     return st;

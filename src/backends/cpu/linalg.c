@@ -110,10 +110,11 @@ static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t
                  const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     if (m == 0 || n == 0) return;
     if (kk == 0) { /* BLAS leaves C alone when k = 0; the math says beta * C */
+        /* beta 0 means zeros, as in BLAS: C may hold garbage (0 * NaN is NaN) */
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
-                if (f64) ((double *)c)[i * ldc + j] *= beta;
-                else ((float *)c)[i * ldc + j] *= (float)beta;
+                if (f64) ((double *)c)[i * ldc + j] = beta == 0 ? 0 : ((double *)c)[i * ldc + j] * beta;
+                else ((float *)c)[i * ldc + j] = beta == 0 ? 0.0f : ((float *)c)[i * ldc + j] * (float)beta;
             }
         return;
     }
