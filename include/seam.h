@@ -124,6 +124,14 @@ typedef struct seam_save_options {
  * opts may be NULL. */
 seam_status seam_model_save(seam_model *model, const char *path, const seam_save_options *opts);
 
+/* Replaces the model's weights (initializers of its main graph) with the
+ * ones of the same name in donor, e.g. a partitioned model gets retrained
+ * weights without partitioning again. Each of donor's initializers must
+ * name a weight of the model with the same dtype and shape; otherwise
+ * nothing changes and the error names the weight. The data is copied.
+ * *replaced_out (may be NULL) gets the count. */
+seam_status seam_model_replace_weights(seam_model *model, const seam_model *donor, int32_t *replaced_out);
+
 /* Frees the model and everything it owns. NULL is allowed. */
 void seam_model_free(seam_model *model);
 

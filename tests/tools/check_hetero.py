@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import helper
 
 seam, models_dir, targets_dir, work = sys.argv[1:5]
@@ -184,6 +185,48 @@ if os.path.exists(base):
     mutate("extra_input", lambda n: n.input.append(n.input[0]))
 else:
     failures.append("seed_mlp x neuron was not produced; the malformed-file checks did not run")
+
+# replace-weights: a partitioned resnet18 takes other weights without being
+# partitioned again, and runs exactly like the plain model with those weights
+base = os.path.join(work, "resnet18.neuron.onnx")
+src = os.path.join(models_dir, "resnet18.onnx")
+if os.path.exists(base):
+    m = onnx.load(src)
+    for t in m.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT:
+            a = onnx.numpy_helper.to_array(t) * np.float32(0.5)
+            t.CopyFrom(onnx.numpy_helper.from_array(a, t.name))
+    new = os.path.join(work, "resnet18_new_weights.onnx")
+    onnx.save(m, new)
+    out = os.path.join(work, "resnet18.neuron.reweighted.onnx")
+    r = run("replace-weights", base, "--weights", new, "-o", out)
+    inp = ["--input", f"input={src[:-5]}.input.npy"]
+    if r.returncode:
+        failures.append(f"replace-weights failed: {r.stderr.strip()}")
+    else:
+        d1, d2 = os.path.join(work, "rw.partitioned"), os.path.join(work, "rw.plain")
+        r1 = run("run", out, *inp, "--output-dir", d1)
+        r2 = run("run", new, *inp, "--output-dir", d2)
+        if r1.returncode or r2.returncode:
+            failures.append(f"replace-weights: runs failed: {r1.stderr.strip()} {r2.stderr.strip()}")
+        elif not np.array_equal(np.load(os.path.join(d1, "output.npy")), np.load(os.path.join(d2, "output.npy"))):
+            failures.append("replace-weights: the reweighted partitioned model differs from the plain model with those weights")
+        if np.array_equal(np.load(os.path.join(d1, "output.npy")), np.load(os.path.join(work, "resnet18.ref", "output.npy"))):
+            failures.append("replace-weights: the outputs did not change with the weights")
+    # a weight of another shape: refused, naming it, and -o left as it was
+    bad = onnx.load(new)
+    t = next(t for t in bad.graph.initializer if len(t.dims) == 4)
+    t.CopyFrom(onnx.numpy_helper.from_array(np.zeros((1, 1, 1, 1), np.float32), t.name))
+    badp = os.path.join(work, "resnet18_bad_weights.onnx")
+    onnx.save(bad, badp)
+    before = open(out, "rb").read() if os.path.exists(out) else b""
+    r = run("replace-weights", base, "--weights", badp, "-o", out)
+    if r.returncode != 1 or t.name not in r.stderr:
+        failures.append(f"replace-weights with a wrong shape: exit {r.returncode}, {r.stderr.strip()!r}")
+    if os.path.exists(out) and open(out, "rb").read() != before:
+        failures.append("replace-weights with a wrong shape changed the output file")
+else:
+    failures.append("resnet18 x neuron was not produced; replace-weights was not checked")
 
 for f in failures:
     print("FAIL", f)

@@ -27,5 +27,6 @@ int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
+int cmd_replace_weights(int argc, char **argv);
 
 #endif

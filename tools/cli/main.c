@@ -59,12 +59,13 @@ static const struct {
     {"run", cmd_run, "run a model on the CPU and write its outputs"},
     {"analyze", cmd_analyze, "report which operations the targets support"},
     {"partition", cmd_partition, "place every node on a target and group nodes into subgraphs"},
+    {"replace-weights", cmd_replace_weights, "swap a (partitioned) model's weights by name"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: seam <command> [options]\n\ncommands:\n");
     for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
-        fprintf(f, "  %-10s %s\n", commands[k].name, commands[k].help);
+        fprintf(f, "  %-16s %s\n", commands[k].name, commands[k].help);
     fprintf(f, "\n'seam <command> --help' describes a command.\n");
 }
 

@@ -137,6 +137,48 @@ static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t
 
 /* ---- MatMul ---- */
 
+/* One batch of products: the batch dims broadcast, the matrices do not. */
+typedef struct matmul_job {
+    seam_pool *pool; /* for the gemm itself when the batches run one by one */
+    bool fl, f64;    /* float (through BLAS), and which precision */
+    const seam_tensor *a, *b;
+    seam_tensor *y;
+    const void *pa, *pb; /* float views of a and b */
+    void *py;
+    int64_t M, N, K;
+    int32_t br;
+    const int64_t *bdims, *sa, *sb;
+} matmul_job;
+
+static void matmul_batches(void *arg, int64_t begin, int64_t end) {
+    const matmul_job *j = arg;
+    int64_t M = j->M, N = j->N, K = j->K;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t oa = 0, ob = 0, rem = t;
+        for (int32_t d = j->br - 1; d >= 0; d--) {
+            int64_t i = rem % j->bdims[d];
+            rem /= j->bdims[d];
+            oa += i * j->sa[d], ob += i * j->sb[d];
+        }
+        if (j->fl) {
+            size_t es = j->f64 ? 8 : 4;
+            gemm(j->pool, j->f64, false, false, M, N, K, 1.0, (const char *)j->pa + (size_t)(oa * M * K) * es, K,
+                 (const char *)j->pb + (size_t)(ob * K * N) * es, N, 0.0, (char *)j->py + (size_t)(t * M * N) * es, N);
+            continue;
+        }
+        /* integers wrap like the C types they are: multiply in uint64 */
+        const seam_tensor *a = j->a, *b = j->b;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t c = 0; c < N; c++) {
+                uint64_t acc = 0;
+                for (int64_t q = 0; q < K; q++)
+                    acc += (uint64_t)cpu_get_i64(a->data, a->dtype, oa * M * K + i * K + q) *
+                           (uint64_t)cpu_get_i64(b->data, b->dtype, ob * K * N + q * N + c);
+                cpu_set_i64(j->y->data, j->y->dtype, t * M * N + i * N + c, (int64_t)acc);
+            }
+    }
+}
+
 static seam_status run_matmul(seam_kernel *k) {
     const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 1);
     if (!a || !b || a->rank < 1 || b->rank < 1) return kernel_fail(k, "needs two inputs of rank >= 1");
@@ -162,54 +204,41 @@ static seam_status run_matmul(seam_kernel *k) {
     if (r > SEAM_MAX_RANK) return kernel_fail(k, "result rank too large");
     seam_tensor *y = kernel_out(k, 0, a->dtype, r, dims);
     if (!y) return kernel_oom(k);
+    /* an empty result may still have a huge batch count: nothing to loop over */
+    if (y->numel == 0) return SEAM_STATUS_OK;
     if (M > BLAS_MAX || N > BLAS_MAX || K > BLAS_MAX) return kernel_fail(k, "a matrix dimension exceeds 2^31");
     cpu_bcast_strides(&ba, br, bdims, sa);
     cpu_bcast_strides(&bb, br, bdims, sb);
-    int64_t batches = cpu_span(bdims, 0, br), idx[SEAM_MAX_RANK] = {0};
-    if (cpu_is_float(a->dtype)) {
-        bool f64 = a->dtype == SEAM_DTYPE_FLOAT64;
-        fview va, vb, vy;
-        if (!fview_of(a, f64, &va)) return kernel_oom(k);
-        if (!fview_of(b, f64, &vb)) {
+    int64_t batches = cpu_span(bdims, 0, br);
+    matmul_job j = {k->pool, cpu_is_float(a->dtype), a->dtype == SEAM_DTYPE_FLOAT64, a, b, y, NULL, NULL, NULL,
+                    M, N, K, br, bdims, sa, sb};
+    fview va = {0}, vb = {0}, vy = {0};
+    if (j.fl) {
+        if (!fview_of(a, j.f64, &va)) return kernel_oom(k);
+        if (!fview_of(b, j.f64, &vb)) {
             release(&va);
             return kernel_oom(k);
         }
-        if (!out_view(y, f64, &vy)) {
+        if (!out_view(y, j.f64, &vy)) {
             release(&va);
             release(&vb);
             return kernel_oom(k);
         }
-        size_t es = f64 ? 8 : 4;
-        for (int64_t t = 0; t < batches; t++) {
-            int64_t oa = 0, ob = 0;
-            for (int32_t d = 0; d < br; d++) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
-            gemm(k->pool, f64, false, false, M, N, K, 1.0, (char *)va.p + (size_t)(oa * M * K) * es, K,
-                 (char *)vb.p + (size_t)(ob * K * N) * es, N, 0.0, (char *)vy.p + (size_t)(t * M * N) * es, N);
-            for (int32_t d = br - 1; d >= 0; d--) {
-                if (++idx[d] < bdims[d]) break;
-                idx[d] = 0;
-            }
-        }
+        j.pa = va.p, j.pb = vb.p, j.py = vy.p;
+    }
+    /* small products share the pool by batch (each batch is one whole
+     * product, so the result does not depend on the thread count); large
+     * ones go one at a time with the gemm split over the pool */
+    if (batches > 1 && (!j.fl || M * N * K < ((int64_t)1 << 18))) {
+        j.pool = NULL;
+        seam_parallel_for(k->pool, batches, 1, matmul_batches, &j);
+    } else {
+        matmul_batches(&j, 0, batches);
+    }
+    if (j.fl) {
         release(&va);
         release(&vb);
         finish(y, &vy);
-        return SEAM_STATUS_OK;
-    }
-    for (int64_t t = 0; t < batches; t++) {
-        int64_t oa = 0, ob = 0;
-        for (int32_t d = 0; d < br; d++) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                uint64_t acc = 0;
-                for (int64_t q = 0; q < K; q++)
-                    acc += (uint64_t)cpu_get_i64(a->data, a->dtype, oa * M * K + i * K + q) *
-                           (uint64_t)cpu_get_i64(b->data, b->dtype, ob * K * N + q * N + j);
-                cpu_set_i64(y->data, y->dtype, t * M * N + i * N + j, (int64_t)acc);
-            }
-        for (int32_t d = br - 1; d >= 0; d--) {
-            if (++idx[d] < bdims[d]) break;
-            idx[d] = 0;
-        }
     }
     return SEAM_STATUS_OK;
 }
@@ -223,32 +252,47 @@ static seam_status check_matmul(seam_check *c) {
 
 /* ---- Gemm ---- */
 
+/* alpha or beta as a whole number for integer Gemm, when it is one */
+static bool whole(double v, int64_t *out) {
+    if (!(v >= -9.2e18 && v <= 9.2e18) || v != (double)(int64_t)v) return false;
+    *out = (int64_t)v;
+    return true;
+}
+
 static seam_status run_gemm(seam_kernel *k) {
     const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 1), *c = kernel_in(k, 2);
     if (!a || !b || a->rank != 2 || b->rank != 2) return kernel_fail(k, "A and B must be 2-D");
+    if (a->dtype != b->dtype || (c && c->dtype != a->dtype)) return kernel_fail(k, "A, B and C must have one dtype");
     bool ta = node_attr_int(k->n, "transA", 0) != 0, tb = node_attr_int(k->n, "transB", 0) != 0;
     double alpha = node_attr_float(k->n, "alpha", 1), beta = node_attr_float(k->n, "beta", 1);
     int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
     int64_t K2 = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
     if (K != K2) return kernel_fail(k, "A has K = %lld but B has K = %lld", (long long)K, (long long)K2);
     if (M > BLAS_MAX || N > BLAS_MAX || K > BLAS_MAX) return kernel_fail(k, "a matrix dimension exceeds 2^31");
+    /* C broadcasts (unidirectionally) to [M, N]: cr x cc, each 1 or the full size */
+    int64_t cr = 1, cc = 1;
+    if (c) {
+        cr = c->rank == 2 ? c->dims[0] : 1, cc = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+        if (c->rank > 2 || (cc != N && cc != 1) || (cr != M && cr != 1))
+            return kernel_fail(k, "C does not broadcast to [%lld, %lld]", (long long)M, (long long)N);
+    }
     int64_t dims[2] = {M, N};
     seam_tensor *y = kernel_out(k, 0, a->dtype, 2, dims);
     if (!y) return kernel_oom(k);
-    if (!cpu_is_float(a->dtype)) { /* integer Gemm: plain loops */
+    if (!cpu_is_float(a->dtype)) { /* integer Gemm: plain loops, wrapping like the C types */
+        int64_t ia, ib;
+        bool exact = whole(alpha, &ia) && whole(beta, &ib);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
-                int64_t acc = 0;
+                uint64_t acc = 0;
                 for (int64_t q = 0; q < K; q++)
-                    acc += cpu_get_i64(a->data, a->dtype, ta ? q * M + i : i * K + q) *
-                           cpu_get_i64(b->data, b->dtype, tb ? j * K + q : q * N + j);
-                double v = alpha * (double)acc;
-                if (c) {
-                    int64_t ci = (c->rank == 2 ? (c->dims[0] == 1 ? 0 : i) * c->dims[1] : 0) +
-                                 (c->rank >= 1 && c->dims[c->rank - 1] != 1 ? j : 0);
-                    v += beta * cpu_get(c->data, c->dtype, ci);
-                }
-                cpu_set(y->data, y->dtype, i * N + j, v);
+                    acc += (uint64_t)cpu_get_i64(a->data, a->dtype, ta ? q * M + i : i * K + q) *
+                           (uint64_t)cpu_get_i64(b->data, b->dtype, tb ? j * K + q : q * N + j);
+                int64_t cv = c ? cpu_get_i64(c->data, c->dtype, (cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : j)) : 0;
+                if (exact)
+                    cpu_set_i64(y->data, y->dtype, i * N + j, (int64_t)((uint64_t)ia * acc + (uint64_t)ib * (uint64_t)cv));
+                else
+                    cpu_set(y->data, y->dtype, i * N + j, alpha * (double)(int64_t)acc + beta * (double)cv);
             }
         return SEAM_STATUS_OK;
     }
@@ -265,16 +309,7 @@ static seam_status run_gemm(seam_kernel *k) {
         return kernel_oom(k);
     }
     double cb = 0;
-    if (c && beta != 0) {
-        /* C broadcasts (unidirectionally) to [M, N] */
-        if (c->rank > 2 || (c->rank >= 1 && c->dims[c->rank - 1] != N && c->dims[c->rank - 1] != 1) ||
-            (c->rank == 2 && c->dims[0] != M && c->dims[0] != 1)) {
-            release(&va);
-            release(&vb);
-            release(&vy);
-            return kernel_fail(k, "C does not broadcast to [%lld, %lld]", (long long)M, (long long)N);
-        }
-        int64_t cr = c->rank == 2 ? c->dims[0] : 1, cc = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+    if (c && beta != 0) { /* Y starts as C, and the product adds onto beta * Y */
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 double v = cpu_get(c->data, c->dtype, (cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : j));
@@ -293,10 +328,11 @@ static seam_status run_gemm(seam_kernel *k) {
 /* ---- Conv ---- */
 
 typedef struct im2col_job {
-    const float *x;     /* one image's channels of one group: [C, in...] */
-    float *col;         /* [C * kprod, out_prod] */
+    const void *x;      /* one image's channels of one group: [C, in...] */
+    void *col;          /* [C * kprod, out_prod] */
     const cpu_window *w;
     int64_t C, kprod, out_prod, in_prod;
+    bool f64;           /* double elements (float otherwise) */
 } im2col_job;
 
 /* Rows [begin, end) of the column matrix: row = (c, kernel offset). */
@@ -311,9 +347,9 @@ CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
             koff[d] = kk % w->kernel[d];
             kk /= w->kernel[d];
         }
-        const float *src = j->x + c * j->in_prod;
-        float *dst = j->col + row * j->out_prod;
-        if (n == 2) { /* the common case, with a contiguous inner loop when stride 1 */
+        if (n == 2 && !j->f64) { /* the common case, with a contiguous inner loop when stride 1 */
+            const float *src = (const float *)j->x + c * j->in_prod;
+            float *dst = (float *)j->col + row * j->out_prod;
             int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
             for (int64_t oh = 0; oh < OH; oh++) {
                 int64_t ih = oh * w->stride[0] - w->pad_lo[0] + koff[0] * w->dil[0];
@@ -339,7 +375,8 @@ CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
             }
             continue;
         }
-        int64_t oidx[SEAM_MAX_RANK] = {0};
+        /* any rank, and float64 */
+        int64_t oidx[SEAM_MAX_RANK] = {0}, base = c * j->in_prod, at = row * j->out_prod;
         for (int64_t o = 0; o < j->out_prod; o++) {
             int64_t off = 0;
             bool inside = true;
@@ -348,7 +385,8 @@ CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
                 inside = i >= 0 && i < w->in[d];
                 off = off * w->in[d] + i;
             }
-            dst[o] = inside ? src[off] : 0.0f;
+            if (j->f64) ((double *)j->col)[at + o] = inside ? ((const double *)j->x)[base + off] : 0.0;
+            else ((float *)j->col)[at + o] = inside ? ((const float *)j->x)[base + off] : 0.0f;
             for (int32_t d = n - 1; d >= 0; d--) {
                 if (++oidx[d] < w->out[d]) break;
                 oidx[d] = 0;
@@ -455,29 +493,34 @@ static seam_status run_conv(seam_kernel *k) {
     if (y->numel == 0) return SEAM_STATUS_OK;
     int64_t Cg = C / group, Mg = M / group, kprod = cpu_span(wt->dims, 2, wt->rank), out_prod = cpu_span(w.out, 0, w.n);
     int64_t in_prod = cpu_span(w.in, 0, w.n);
-    if (Cg * kprod > BLAS_MAX || out_prod > BLAS_MAX) return kernel_fail(k, "the convolution is too large");
+    /* (each at most 2^31, so the column matrix's byte count cannot wrap) */
+    if (Cg * kprod > BLAS_MAX || out_prod > BLAS_MAX || Cg * kprod > (INT64_MAX / 16) / out_prod)
+        return kernel_fail(k, "the convolution is too large");
+    /* float32 (float16 and bfloat16 widened to it), or float64 through dgemm */
     bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
-    /* compute in float32 (double for float64 inputs, through im2col in float) */
+    size_t es = f64 ? 8 : 4;
     fview vx, vw, vy;
-    if (!fview_of(x, false, &vx)) return kernel_oom(k);
-    if (!fview_of(wt, false, &vw)) {
+    if (!fview_of(x, f64, &vx)) return kernel_oom(k);
+    if (!fview_of(wt, f64, &vw)) {
         release(&vx);
         return kernel_oom(k);
     }
-    if (!out_view(y, false, &vy)) {
+    if (!out_view(y, f64, &vy)) {
         release(&vx);
         release(&vw);
         return kernel_oom(k);
     }
-    (void)f64;
     /* the output starts as the bias (or zero): the products add onto it */
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
-            float bv = b ? (float)cpu_get(b->data, b->dtype, m) : 0.0f;
-            float *p = (float *)vy.p + (n * M + m) * out_prod;
-            for (int64_t i = 0; i < out_prod; i++) p[i] = bv;
+            double bv = b ? cpu_get(b->data, b->dtype, m) : 0.0;
+            int64_t at = (n * M + m) * out_prod;
+            for (int64_t i = 0; i < out_prod; i++) {
+                if (f64) ((double *)vy.p)[at + i] = bv;
+                else ((float *)vy.p)[at + i] = (float)bv;
+            }
         }
-    if (Cg == 1 && group > 1 && w.n == 2) {
+    if (!f64 && Cg == 1 && group > 1 && w.n == 2) {
         dw_job dj = {vx.p, vw.p, vy.p, &w, C, M, Mg};
         seam_parallel_for(k->pool, N * M, 4, dw_channels, &dj);
         goto done;
@@ -485,26 +528,25 @@ static seam_status run_conv(seam_kernel *k) {
     bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
     for (int32_t d = 0; d < w.n; d++)
         direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
-    float *col = direct ? NULL : kernel_scratch(k, sizeof(float) * (size_t)(Cg * kprod * out_prod));
+    void *col = direct ? NULL : kernel_scratch(k, es * (size_t)(Cg * kprod * out_prod) + 1);
     if (!direct && !col) {
         release(&vx);
         release(&vw);
         release(&vy);
         return kernel_oom(k);
     }
-    const float *xs = vx.p, *ws = vw.p;
-    float *ys = vy.p;
     for (int64_t n = 0; n < N; n++)
         for (int64_t g = 0; g < group; g++) {
-            const float *xg = xs + (n * C + g * Cg) * in_prod;
-            const float *src = xg;
+            const char *xg = (const char *)vx.p + (size_t)((n * C + g * Cg) * in_prod) * es;
+            const void *src = xg;
             if (!direct) {
-                im2col_job j = {xg, col, &w, Cg, kprod, out_prod, in_prod};
+                im2col_job j = {xg, col, &w, Cg, kprod, out_prod, in_prod, f64};
                 seam_parallel_for(k->pool, Cg * kprod, 8, im2col_rows, &j);
                 src = col;
             }
-            gemm(k->pool, false, false, false, Mg, out_prod, Cg * kprod, 1.0, ws + g * Mg * Cg * kprod, Cg * kprod, src, out_prod,
-                 1.0, ys + (n * M + g * Mg) * out_prod, out_prod);
+            gemm(k->pool, f64, false, false, Mg, out_prod, Cg * kprod, 1.0,
+                 (const char *)vw.p + (size_t)(g * Mg * Cg * kprod) * es, Cg * kprod, src, out_prod, 1.0,
+                 (char *)vy.p + (size_t)((n * M + g * Mg) * out_prod) * es, out_prod);
         }
 done:
     release(&vx);
@@ -522,21 +564,68 @@ static seam_status check_conv(seam_check *c) {
 
 /* ---- ConvTranspose ---- */
 
+/* col2im for one image and group: output channel m adds up its kprod rows
+ * of the column matrix. One channel per task with its rows in order, so
+ * the sums do not depend on the thread count. */
+typedef struct col2im_job {
+    const void *col; /* [Mg * kprod, in_prod] */
+    void *y;         /* this image's and group's [Mg, out...] */
+    bool f64;
+    int32_t n;
+    int64_t kprod, in_prod, out_prod;
+    const int64_t *in, *out, *kern, *s, *lo, *dl;
+} col2im_job;
+
+static void col2im_channels(void *arg, int64_t begin, int64_t end) {
+    const col2im_job *j = arg;
+    int32_t n = j->n;
+    for (int64_t m = begin; m < end; m++)
+        for (int64_t kq = 0; kq < j->kprod; kq++) {
+            int64_t row = m * j->kprod + kq, kk = kq, koff[SEAM_MAX_RANK], iidx[SEAM_MAX_RANK] = {0};
+            for (int32_t d = n - 1; d >= 0; d--) {
+                koff[d] = kk % j->kern[d];
+                kk /= j->kern[d];
+            }
+            for (int64_t i = 0; i < j->in_prod; i++) {
+                int64_t off = 0;
+                bool inside = true;
+                for (int32_t d = 0; d < n && inside; d++) {
+                    int64_t o = iidx[d] * j->s[d] - j->lo[d] + koff[d] * j->dl[d];
+                    inside = o >= 0 && o < j->out[d];
+                    off = off * j->out[d] + o;
+                }
+                if (inside) {
+                    int64_t to = m * j->out_prod + off, from = row * j->in_prod + i;
+                    if (j->f64) ((double *)j->y)[to] += ((const double *)j->col)[from];
+                    else ((float *)j->y)[to] += ((const float *)j->col)[from];
+                }
+                for (int32_t d = n - 1; d >= 0; d--) {
+                    if (++iidx[d] < j->in[d]) break;
+                    iidx[d] = 0;
+                }
+            }
+        }
+}
+
+#define ATTR_MAX ((int64_t)1 << 20) /* bound on kernel, stride, dilation and pad sizes */
+
 static seam_status run_conv_transpose(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *wt = kernel_in(k, 1), *b = kernel_in(k, 2);
     if (!x || !wt || x->rank < 3 || wt->rank != x->rank) return kernel_fail(k, "needs X [N, C, ...] and W of the same rank");
     int32_t n_sp = x->rank - 2;
     int64_t group = node_attr_int(k->n, "group", 1), N = x->dims[0], C = x->dims[1];
     if (group < 1 || C % group || wt->dims[0] != C) return kernel_fail(k, "W must be [C, M / group, ...] with C %% group == 0");
-    int64_t Mg = wt->dims[1], M = Mg * group, Cg = C / group;
+    int64_t Mg = wt->dims[1], Cg = C / group;
+    if (Mg > IR_MAX_DIM / group) return kernel_fail(k, "too many output channels");
+    int64_t M = Mg * group;
     if (b && (b->rank != 1 || b->dims[0] != M)) return kernel_fail(k, "B must be [%lld]", (long long)M);
-    const int64_t *strides, *dil, *pads, *opad, *oshape;
+    const int64_t *strides, *dil, *pads, *opad, *oshape, *ks;
     int32_t ns = node_attr_ints(k->n, "strides", &strides), nd = node_attr_ints(k->n, "dilations", &dil);
     int32_t np = node_attr_ints(k->n, "pads", &pads), no = node_attr_ints(k->n, "output_padding", &opad);
-    int32_t nos = node_attr_ints(k->n, "output_shape", &oshape);
+    int32_t nos = node_attr_ints(k->n, "output_shape", &oshape), nk = node_attr_ints(k->n, "kernel_shape", &ks);
     if ((ns >= 0 && ns != n_sp) || (nd >= 0 && nd != n_sp) || (np >= 0 && np != 2 * n_sp) || (no >= 0 && no != n_sp) ||
-        (nos >= 0 && nos != n_sp && nos != x->rank))
-        return kernel_fail(k, "strides, dilations, pads, output_padding or output_shape have the wrong length");
+        (nos >= 0 && nos != n_sp && nos != x->rank) || (nk >= 0 && nk != n_sp))
+        return kernel_fail(k, "strides, dilations, pads, output_padding, output_shape or kernel_shape have the wrong length");
     const ir_attr *ap = ir_node_attr(k->n, "auto_pad");
     bool same = ap && ap->kind == IR_ATTR_STRING && ap->s.len > 5 && !memcmp(ap->s.data, "SAME_", 5);
     bool upper = same && ap->s.len > 6 && ap->s.data[5] == 'U';
@@ -545,88 +634,79 @@ static seam_status run_conv_transpose(seam_kernel *k) {
     for (int32_t d = 0; d < n_sp; d++) {
         in[d] = x->dims[2 + d];
         kern[d] = wt->dims[2 + d];
+        if (nk > 0 && ks[d] != kern[d]) return kernel_fail(k, "kernel_shape disagrees with W");
         s[d] = ns > 0 ? strides[d] : 1;
         dl[d] = nd > 0 ? dil[d] : 1;
-        int64_t op = no > 0 ? opad[d] : 0, eff = (kern[d] - 1) * dl[d] + 1;
-        if (s[d] < 1 || dl[d] < 1 || op < 0 || s[d] > (1 << 20) || dl[d] > (1 << 20))
-            return kernel_fail(k, "bad stride, dilation or output_padding on axis %d", d);
-        int64_t full = s[d] * (in[d] - 1) + op + eff;
+        int64_t op = no > 0 ? opad[d] : 0;
+        /* bounded first, so the sizes below cannot overflow */
+        if (kern[d] < 1 || kern[d] > ATTR_MAX || s[d] < 1 || s[d] > ATTR_MAX || dl[d] < 1 || dl[d] > ATTR_MAX || op < 0 ||
+            op > ATTR_MAX)
+            return kernel_fail(k, "bad kernel size, stride, dilation or output_padding on axis %d", d);
+        int64_t eff = (kern[d] - 1) * dl[d] + 1, full = s[d] * (in[d] - 1) + op + eff;
         if (nos >= 0 || same) {
             out[d] = nos >= 0 ? oshape[nos == x->rank ? 2 + d : d] : in[d] * s[d];
+            if (out[d] < 0 || out[d] > IR_MAX_DIM) return kernel_fail(k, "output_shape on axis %d is out of range", d);
             int64_t total = full - out[d];
             if (total < 0) total = 0;
             lo[d] = upper ? total / 2 : total - total / 2;
         } else {
             lo[d] = np > 0 ? pads[d] : 0;
             int64_t hi = np > 0 ? pads[d + n_sp] : 0;
-            if (lo[d] < 0 || hi < 0) return kernel_fail(k, "pads must be >= 0");
+            if (lo[d] < 0 || hi < 0 || lo[d] > ATTR_MAX || hi > ATTR_MAX)
+                return kernel_fail(k, "pads must be between 0 and 2^20");
             out[d] = full - lo[d] - hi;
         }
-        if (out[d] < 0 || out[d] > (1 << 24)) return kernel_fail(k, "output size %lld on axis %d is out of range", (long long)out[d], d);
+        if (out[d] < 0) return kernel_fail(k, "the pads leave a negative output size on axis %d", d);
     }
     int64_t dims[SEAM_MAX_RANK];
     dims[0] = N, dims[1] = M;
     for (int32_t d = 0; d < n_sp; d++) dims[2 + d] = out[d];
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
     if (!y) return kernel_oom(k);
+    if (y->numel == 0) return SEAM_STATUS_OK;
     int64_t kprod = cpu_span(kern, 0, n_sp), in_prod = cpu_span(in, 0, n_sp), out_prod = cpu_span(out, 0, n_sp);
-    if (Mg * kprod > BLAS_MAX || in_prod > BLAS_MAX) return kernel_fail(k, "the convolution is too large");
+    /* (each at most 2^31, so the column matrix's byte count cannot wrap) */
+    if (Cg > 0 && (Mg * kprod > BLAS_MAX || in_prod > BLAS_MAX || Mg * kprod > (INT64_MAX / 16) / (in_prod ? in_prod : 1)))
+        return kernel_fail(k, "the convolution is too large");
+    bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
+    size_t es = f64 ? 8 : 4;
     fview vx, vw, vy;
-    if (!fview_of(x, false, &vx)) return kernel_oom(k);
-    if (!fview_of(wt, false, &vw)) {
+    if (!fview_of(x, f64, &vx)) return kernel_oom(k);
+    if (!fview_of(wt, f64, &vw)) {
         release(&vx);
         return kernel_oom(k);
     }
-    if (!out_view(y, false, &vy)) {
+    if (!out_view(y, f64, &vy)) {
         release(&vx);
         release(&vw);
         return kernel_oom(k);
     }
-    float *col = kernel_scratch(k, sizeof(float) * (size_t)(Mg * kprod * in_prod + 1));
-    float *ys = vy.p;
-    if (!col) {
+    void *col = Cg > 0 ? kernel_scratch(k, es * (size_t)(Mg * kprod * in_prod) + 1) : NULL;
+    if (Cg > 0 && !col) {
         release(&vx);
         release(&vw);
         release(&vy);
         return kernel_oom(k);
     }
-    memset(ys, 0, sizeof(float) * (size_t)y->numel);
-    for (int64_t n = 0; n < N; n++)
+    memset(vy.p, 0, es * (size_t)y->numel);
+    for (int64_t n = 0; n < N && Cg > 0; n++)
         for (int64_t g = 0; g < group; g++) {
             /* col [Mg * kprod, in_prod] = W_g^T [Mg * kprod, Cg] * X_g [Cg, in_prod] */
-            gemm(k->pool, false, true, false, Mg * kprod, in_prod, Cg, 1.0, (const float *)vw.p + g * Cg * Mg * kprod, Mg * kprod,
-                 (const float *)vx.p + (n * C + g * Cg) * in_prod, in_prod, 0.0, col, in_prod);
-            /* col2im: scatter-add each (m, kernel offset, input position) */
-            for (int64_t row = 0; row < Mg * kprod; row++) {
-                int64_t m = row / kprod, kk = row % kprod, koff[SEAM_MAX_RANK];
-                for (int32_t d = n_sp - 1; d >= 0; d--) {
-                    koff[d] = kk % kern[d];
-                    kk /= kern[d];
-                }
-                float *dst = ys + (n * M + g * Mg + m) * out_prod;
-                const float *src = col + row * in_prod;
-                int64_t iidx[SEAM_MAX_RANK] = {0};
-                for (int64_t i = 0; i < in_prod; i++) {
-                    int64_t off = 0;
-                    bool inside = true;
-                    for (int32_t d = 0; d < n_sp && inside; d++) {
-                        int64_t o = iidx[d] * s[d] - lo[d] + koff[d] * dl[d];
-                        inside = o >= 0 && o < out[d];
-                        off = off * out[d] + o;
-                    }
-                    if (inside) dst[off] += src[i];
-                    for (int32_t d = n_sp - 1; d >= 0; d--) {
-                        if (++iidx[d] < in[d]) break;
-                        iidx[d] = 0;
-                    }
-                }
-            }
+            gemm(k->pool, f64, true, false, Mg * kprod, in_prod, Cg, 1.0, (const char *)vw.p + (size_t)(g * Cg * Mg * kprod) * es,
+                 Mg * kprod, (const char *)vx.p + (size_t)((n * C + g * Cg) * in_prod) * es, in_prod, 0.0, col, in_prod);
+            col2im_job j = {col, (char *)vy.p + (size_t)((n * M + g * Mg) * out_prod) * es, f64, n_sp, kprod, in_prod,
+                            out_prod, in, out, kern, s, lo, dl};
+            seam_parallel_for(k->pool, Mg, 1, col2im_channels, &j);
         }
     if (b)
         for (int64_t n = 0; n < N; n++)
             for (int64_t m = 0; m < M; m++) {
-                float bv = (float)cpu_get(b->data, b->dtype, m);
-                for (int64_t i = 0; i < out_prod; i++) ys[(n * M + m) * out_prod + i] += bv;
+                double bv = cpu_get(b->data, b->dtype, m);
+                int64_t at = (n * M + m) * out_prod;
+                for (int64_t i = 0; i < out_prod; i++) {
+                    if (f64) ((double *)vy.p)[at + i] += bv;
+                    else ((float *)vy.p)[at + i] += (float)bv;
+                }
             }
     release(&vx);
     release(&vw);

@@ -124,9 +124,17 @@ static void pool_planes(void *arg, int64_t begin, int64_t end) {
             else cpu_set(j->y->data, j->y->dtype, ybase + o, v);
             if (j->ind) {
                 int64_t flat = best < 0 ? 0 : best;
-                if (j->col_major && n == 2) { /* storage_order 1: the index counts down columns */
-                    int64_t h = flat / w->in[1], c = flat % w->in[1];
-                    flat = c * w->in[0] + h;
+                if (j->col_major) { /* storage_order 1: the first spatial axis varies fastest */
+                    int64_t rem = flat, coord[SEAM_MAX_RANK], mul = 1;
+                    for (int32_t d = n - 1; d >= 0; d--) {
+                        coord[d] = rem % w->in[d];
+                        rem /= w->in[d];
+                    }
+                    flat = 0;
+                    for (int32_t d = 0; d < n; d++) {
+                        flat += coord[d] * mul;
+                        mul *= w->in[d];
+                    }
                 }
                 ((int64_t *)j->ind->data)[ybase + o] = xbase + flat;
             }
@@ -147,7 +155,9 @@ static seam_status run_pool(seam_kernel *k) {
     pool_job j = {0};
     j.kind = base[0] == 'M' ? P_MAX : base[0] == 'A' ? P_AVG : P_LP;
     j.x = x;
-    j.p = (double)node_attr_int(k->n, "p", 2);
+    /* p is an int since opset 2; LpPool-1 had it as a float */
+    const ir_attr *pa = ir_node_attr(k->n, "p");
+    j.p = pa && pa->kind == IR_ATTR_FLOAT ? pa->f : (double)node_attr_int(k->n, "p", 2);
     int64_t kernel[SEAM_MAX_RANK];
     int32_t n_sp = x->rank - 2;
     if (global) {
@@ -189,11 +199,20 @@ static seam_status check_pool(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
+static seam_status check_max_unpool(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
+        return check_refuse(c, "MaxUnpool on %s is not supported", seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
 /* MaxUnpool: scatter X to the positions in I, zeros elsewhere. */
 static seam_status run_max_unpool(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *ind = kernel_in(k, 1), *os = kernel_in(k, 2);
     if (!x || !ind || x->rank < 3 || ind->numel != x->numel || !cpu_is_int(ind->dtype))
         return kernel_fail(k, "needs X [N, C, ...] and integer indices of X's size");
+    size_t es = cpu_dtype_size(x->dtype);
+    if (es == 0) return kernel_fail(k, "MaxUnpool on %s is not supported", seam_dtype_name(x->dtype));
     int32_t n_sp = x->rank - 2;
     /* indices count positions in the default output (from the kernel,
      * strides and pads); an explicit output_shape re-places them by their
@@ -205,9 +224,15 @@ static seam_status run_max_unpool(seam_kernel *k) {
     if (nk != n_sp || (ns >= 0 && ns != n_sp) || (np >= 0 && np != 2 * n_sp)) return kernel_fail(k, "bad kernel_shape, strides or pads");
     def[0] = x->dims[0], def[1] = x->dims[1];
     for (int32_t d = 0; d < n_sp; d++) {
-        def[2 + d] = (x->dims[2 + d] - 1) * (ns > 0 ? st[d] : 1) - (np > 0 ? pads[d] + pads[d + n_sp] : 0) + ks[d];
+        int64_t kd = ks[d], sd = ns > 0 ? st[d] : 1, lo = np > 0 ? pads[d] : 0, hi = np > 0 ? pads[d + n_sp] : 0;
+        /* bounded first, so the size below cannot overflow */
+        if (kd < 1 || kd > (1 << 20) || sd < 1 || sd > (1 << 20) || lo < 0 || lo > (1 << 20) || hi < 0 || hi > (1 << 20))
+            return kernel_fail(k, "bad kernel_shape, strides or pads on axis %d", d);
+        def[2 + d] = (x->dims[2 + d] - 1) * sd - lo - hi + kd;
         if (def[2 + d] < 0 || def[2 + d] > (1 << 24)) return kernel_fail(k, "the default output size is out of range");
     }
+    int64_t def_numel = seam_shape_numel(def, x->rank);
+    if (def_numel < 0) return kernel_fail(k, "the default output is too large");
     memcpy(dims, def, sizeof(int64_t) * (size_t)x->rank);
     if (os) {
         if (cpu_read_ints(os, dims, SEAM_MAX_RANK) != x->rank) return kernel_fail(k, "output_shape must have rank %d entries", x->rank);
@@ -217,10 +242,9 @@ static seam_status run_max_unpool(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
     if (!y) return kernel_oom(k);
     memset(y->data, 0, y->nbytes);
-    size_t es = cpu_dtype_size(x->dtype);
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t at = cpu_get_i64(ind->data, ind->dtype, i), rem = at, to = 0;
-        if (at < 0 || at >= seam_shape_numel(def, x->rank)) return kernel_fail(k, "index %lld is out of range", (long long)at);
+        if (at < 0 || at >= def_numel) return kernel_fail(k, "index %lld is out of range", (long long)at);
         int64_t coord[SEAM_MAX_RANK];
         for (int32_t d = x->rank - 1; d >= 0; d--) {
             coord[d] = rem % def[d];
@@ -243,6 +267,6 @@ const seam_cpu_binding seam_cpu_pool[] = {
     {"", "GlobalMaxPool", 1, {run_pool, check_pool}},
     {"", "GlobalAveragePool", 1, {run_pool, check_pool}},
     {"", "GlobalLpPool", 1, {run_pool, check_pool}},
-    {"", "MaxUnpool", 9, {run_max_unpool, NULL}},
+    {"", "MaxUnpool", 9, {run_max_unpool, check_max_unpool}},
 };
 const size_t seam_cpu_pool_count = sizeof(seam_cpu_pool) / sizeof(seam_cpu_pool[0]);
