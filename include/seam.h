@@ -184,6 +184,12 @@ typedef struct seam_session seam_session;
 typedef struct seam_session_options {
     int32_t n_threads;  /* worker threads; default (0): one per core */
     bool profile;       /* time every node of each run (seam_session_node_stats) */
+    /* torch-neuronx's dynamic_batch: a model made for batch B (a fixed dim
+     * 0 on every input) accepts any batch N. The inputs are cut along dim
+     * 0 into chunks of B (the last one padded with zeros), each chunk runs,
+     * and the outputs (which must also have B as dim 0) are joined. Every
+     * other dim must match the model's. */
+    bool dynamic_batch;
 } seam_session_options;
 
 /* Prepares the model to run on the CPU: every node is checked here, and an

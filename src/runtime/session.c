@@ -11,7 +11,19 @@ struct seam_session {
     seam_model *model;
     seam_pool *pool;
     seam_exec *exec;
+    /* dynamic batch: the caller's whole inputs (indexed like graph inputs)
+     * and the joined outputs of the last run, when it was cut in chunks */
+    bool dynamic_batch;
+    seam_tensor *whole;
+    bool *has_whole;
+    seam_tensor *joined;
+    bool joined_valid;
 };
+
+/* The fixed dim 0 of input value v, or -1. */
+static int64_t batch_of(const ir_value *val) {
+    return val->type.kind == IR_TYPE_TENSOR && val->type.rank >= 1 && val->type.dims[0].v > 0 ? val->type.dims[0].v : -1;
+}
 
 seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **out) {
     if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
@@ -34,6 +46,17 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         seam_session_free(s);
         return st;
     }
+    if (opts && opts->dynamic_batch) {
+        const ir_graph *g = model->graph;
+        s->dynamic_batch = true;
+        s->whole = calloc((size_t)g->n_inputs + 1, sizeof(seam_tensor));
+        s->has_whole = calloc((size_t)g->n_inputs + 1, sizeof(bool));
+        s->joined = calloc((size_t)g->n_outputs + 1, sizeof(seam_tensor));
+        if (!s->whole || !s->has_whole || !s->joined) {
+            seam_session_free(s);
+            return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+    }
     if (opts && opts->profile) {
         s->exec->node_ms = calloc((size_t)model->graph->n_nodes + 1, sizeof(double));
         if (!s->exec->node_ms) {
@@ -46,8 +69,20 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
     return SEAM_STATUS_OK;
 }
 
+static void drop_joined(seam_session *s) {
+    for (int32_t k = 0; s->joined && k < s->model->graph->n_outputs; k++) {
+        free(s->joined[k].data);
+        s->joined[k].data = NULL;
+    }
+    s->joined_valid = false;
+}
+
 void seam_session_free(seam_session *s) {
     if (!s) return;
+    drop_joined(s);
+    free(s->whole);
+    free(s->has_whole);
+    free(s->joined);
     seam_exec_free(s->exec);
     seam_pool_free(s->pool);
     free(s);
@@ -92,7 +127,7 @@ seam_status seam_session_set_input(seam_session *s, const char *name, seam_dtype
         if (t->elem && t->elem != (int32_t)dtype) ok = false;
         if (t->rank >= 0 && t->rank != rank) ok = false;
         for (int32_t k = 0; ok && t->rank >= 0 && k < rank; k++)
-            if (t->dims[k].v >= 0 && t->dims[k].v != dims[k]) ok = false;
+            if (t->dims[k].v >= 0 && t->dims[k].v != dims[k] && !(k == 0 && s->dynamic_batch && dims[0] >= 1)) ok = false;
     }
     int64_t numel = ok ? seam_shape_numel(dims, rank) : -1;
     if (!ok || numel < 0) {
@@ -104,6 +139,19 @@ seam_status seam_session_set_input(seam_session *s, const char *name, seam_dtype
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': expected %s, got %s", name, want, got);
     }
     if (!data && numel > 0) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': data is NULL", name);
+    if (s->dynamic_batch) { /* kept whole; run() cuts it into chunks */
+        for (int32_t k = 0; k < g->n_inputs; k++)
+            if (g->inputs[k] == v) {
+                seam_tensor *w = &s->whole[k];
+                w->dtype = (int32_t)dtype;
+                w->rank = rank;
+                for (int32_t d = 0; d < rank; d++) w->dims[d] = dims[d];
+                w->numel = numel;
+                w->nbytes = (size_t)numel * seam_dtype_size(dtype);
+                w->data = (void *)data;
+                s->has_whole[k] = true;
+            }
+    }
     exec_value *ev = &s->exec->vals[v];
     ev->t.dtype = (int32_t)dtype;
     ev->t.rank = rank;
@@ -132,6 +180,82 @@ seam_status seam_session_set_output_buffer(seam_session *s, const char *name, vo
     return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no output '%s'", name);
 }
 
+/* Dynamic batch: cut the inputs into chunks of the model's batch, run
+ * each, join the outputs. A run whose batch equals the model's is plain. */
+static seam_status run_chunked(seam_session *s) {
+    const ir_graph *g = s->model->graph;
+    drop_joined(s);
+    int64_t B = -1, N = -1;
+    for (int32_t k = 0; k < g->n_inputs; k++) {
+        if (!s->has_whole[k]) continue;
+        int64_t b = batch_of(&g->values[g->inputs[k]]);
+        if (b < 0) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                                     "dynamic batch: input '%s' has no fixed batch (dim 0) in the model",
+                                     g->values[g->inputs[k]].name);
+        if (B >= 0 && (b != B || s->whole[k].dims[0] != N))
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "dynamic batch: input '%s' has batch %lld; the others %lld",
+                              g->values[g->inputs[k]].name, (long long)s->whole[k].dims[0], (long long)N);
+        B = b, N = s->whole[k].dims[0];
+    }
+    if (B < 0 || N == B) return seam_exec_run(s->exec);
+    int64_t chunks = (N + B - 1) / B;
+    void **bufs = calloc((size_t)g->n_inputs + 1, sizeof(void *));
+    if (!bufs) return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    seam_status st = SEAM_STATUS_OK;
+    for (int64_t c = 0; c < chunks && !st; c++) {
+        int64_t rows = N - c * B < B ? N - c * B : B;
+        for (int32_t k = 0; k < g->n_inputs; k++) {
+            if (!s->has_whole[k]) continue;
+            const seam_tensor *w = &s->whole[k];
+            size_t row = w->nbytes / (size_t)N;
+            if (!bufs[k] && !(bufs[k] = calloc((size_t)B * row + 1, 1))) {
+                st = seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            memcpy(bufs[k], (const char *)w->data + (size_t)(c * B) * row, (size_t)rows * row);
+            if (rows < B) memset((char *)bufs[k] + (size_t)rows * row, 0, (size_t)(B - rows) * row); /* padding */
+            exec_value *ev = &s->exec->vals[g->inputs[k]];
+            ev->t = *w;
+            ev->t.dims[0] = B;
+            ev->t.numel = w->numel / N * B;
+            ev->t.nbytes = (size_t)B * row;
+            ev->t.data = bufs[k];
+        }
+        if (st || (st = seam_exec_run(s->exec))) break;
+        for (int32_t o = 0; o < g->n_outputs; o++) {
+            const seam_tensor *t = &s->exec->vals[g->outputs[o]].t;
+            if (t->rank < 1 || t->dims[0] != B) {
+                st = seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                                "dynamic batch: output '%s' does not have the batch (%lld) as dim 0",
+                                g->values[g->outputs[o]].name, (long long)B);
+                break;
+            }
+            seam_tensor *j = &s->joined[o];
+            size_t row = t->nbytes / (size_t)B;
+            if (c == 0) {
+                *j = *t;
+                j->dims[0] = N;
+                j->numel = t->numel / B * N;
+                j->nbytes = (size_t)N * row;
+                if (!(j->data = malloc(j->nbytes + 1))) {
+                    st = seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+                    break;
+                }
+            }
+            memcpy((char *)j->data + (size_t)(c * B) * row, t->data, (size_t)rows * row);
+        }
+    }
+    /* the whole inputs stay bound, for the next run */
+    for (int32_t k = 0; k < g->n_inputs; k++) {
+        if (s->has_whole[k]) s->exec->vals[g->inputs[k]].t = s->whole[k];
+        free(bufs[k]);
+    }
+    free(bufs);
+    if (st) drop_joined(s);
+    else s->joined_valid = true;
+    return st;
+}
+
 seam_status seam_session_run(seam_session *s) {
     if (!s) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;
@@ -141,6 +265,7 @@ seam_status seam_session_run(seam_session *s) {
         if (!s->exec->vals[v].bound)
             return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' was not set", g->values[v].name);
     }
+    if (s->dynamic_batch) return run_chunked(s);
     return seam_exec_run(s->exec);
 }
 
@@ -151,7 +276,7 @@ seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range (%d outputs)", index,
                           g->n_outputs);
     int32_t v = g->outputs[index];
-    const seam_tensor *t = &s->exec->vals[v].t;
+    const seam_tensor *t = s->joined_valid ? &s->joined[index] : &s->exec->vals[v].t;
     *view = (seam_tensor_view){g->values[v].name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
     return SEAM_STATUS_OK;
 }

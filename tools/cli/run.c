@@ -31,6 +31,9 @@ static const char *RUN_HELP =
     "  --output-format F     npy (default) or pb (TensorProto)\n"
     "  --repeat N            time N runs after a warm-up; prints the median\n"
     "  --threads N           worker threads (default: one per core)\n"
+    "  --dynamic-batch       accept any batch (dim 0) for a model made for batch B:\n"
+    "                        the inputs run in chunks of B (the last padded) and\n"
+    "                        the outputs are joined\n"
     "  --report              after the (last) run, print each part's time in\n"
     "                        execution order: every device subgraph with its\n"
     "                        target and the bytes copied in and out, and the CPU\n"
@@ -167,7 +170,7 @@ int cmd_run(int argc, char **argv) {
     const char *path = NULL, *out_dir = NULL, *format = "npy";
     named inputs[MAX_NAMED], shapes[MAX_NAMED];
     int n_inputs = 0, n_shapes = 0, repeat = 0, threads = 0, rc = CLI_OK;
-    bool report = false;
+    bool report = false, dynamic_batch = false;
     cli_targets tg;
     targets_init(&tg);
     for (int k = 1; k < argc; k++) {
@@ -191,6 +194,8 @@ int cmd_run(int argc, char **argv) {
                 return targets_free(&tg), cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
         } else if (strcmp(a, "--report") == 0) {
             report = true;
+        } else if (strcmp(a, "--dynamic-batch") == 0) {
+            dynamic_batch = true;
         } else if (strcmp(a, "--output-dir") == 0) {
             if (!has_val) return targets_free(&tg), cli_usage("run", "--output-dir needs a folder");
             out_dir = argv[++k];
@@ -259,7 +264,7 @@ int cmd_run(int argc, char **argv) {
         }
         seam_plan_free(plan);
     }
-    seam_session_options opts = {threads, report};
+    seam_session_options opts = {threads, report, dynamic_batch};
     if ((st = seam_session_create(m, &opts, &s))) {
         rc = cli_fail("run", ctx, st);
         goto done;
