@@ -190,6 +190,11 @@ typedef struct seam_session_options {
      * and the outputs (which must also have B as dim 0) are joined. Every
      * other dim must match the model's. */
     bool dynamic_batch;
+    /* Backends (see seam_backend.h) that the model's ai.seam Subgraph
+     * nodes may name, besides cpu and rules targets (whose rules travel in
+     * the file). The array and the backends must outlive the session. */
+    const struct seam_backend *const *backends;
+    int32_t n_backends;
 } seam_session_options;
 
 /* Prepares the model to run on the CPU: every node is checked here, and an

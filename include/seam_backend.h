@@ -54,7 +54,9 @@
 extern "C" {
 #endif
 
-#define SEAM_BACKEND_ABI_VERSION 1
+/* Version 2 added compile/run/release_compiled and memory; a version-1
+ * table (those slots NULL) is still accepted. */
+#define SEAM_BACKEND_ABI_VERSION 2
 
 /* A node as a backend sees it when asked whether it can run it. Everything
  * is owned by seam and valid only during the call. */
@@ -81,8 +83,39 @@ bool seam_node_attr_float(const seam_node_view *node, const char *name, float *v
 bool seam_node_attr_string(const seam_node_view *node, const char *name, const char **value_out);
 bool seam_node_attr_ints(const seam_node_view *node, const char *name, const int64_t **values_out, int32_t *n_out);
 
+/* Where a backend keeps tensors. HOST: it reads and writes seam's buffers
+ * (zero-copy at the boundary). DEVICE: it has memory of its own; seam
+ * hands it copies of the inputs and copies the outputs back, at every
+ * subgraph boundary (weights stay resident: compile sees them once). */
+typedef enum seam_memory { SEAM_MEMORY_HOST = 0, SEAM_MEMORY_DEVICE = 1 } seam_memory;
+
+/* A device subgraph as compile sees it. Valid during the call. */
+typedef struct seam_subgraph_view {
+    const char *name;                /* the ai.seam Subgraph node's name */
+    int32_t n_nodes, n_inputs, n_outputs;
+    const seam_value_info *inputs;   /* boundary values, in the order run passes them */
+    const seam_value_info *outputs;
+    const void *impl;                /* seam's */
+} seam_subgraph_view;
+
+/* Node i (topological order) of a subgraph; valid until the next call. */
+const seam_node_view *seam_subgraph_node(const seam_subgraph_view *sg, int32_t i, seam_node_view *storage);
+/* A weight (or other constant) a subgraph node reads, by value name: its
+ * data, or false if the value is not a constant. */
+bool seam_subgraph_constant(const seam_subgraph_view *sg, const char *name, seam_tensor_view *out);
+
+/* A buffer for run to fill: dtype and shape are set, data has nbytes. */
+typedef struct seam_buffer {
+    const char *name;
+    seam_dtype dtype;
+    int32_t rank;
+    const int64_t *dims;
+    void *data;
+    size_t nbytes;
+} seam_buffer;
+
 typedef struct seam_backend {
-    uint32_t abi_version;  /* SEAM_BACKEND_ABI_VERSION */
+    uint32_t abi_version;  /* SEAM_BACKEND_ABI_VERSION (1 is still accepted) */
     const char *name;      /* shown in plans; "cpu" is reserved */
     void *ctx;             /* passed back to every call */
 
@@ -97,10 +130,31 @@ typedef struct seam_backend {
     /* (optional) Frees ctx when the backend is released; default: nothing. */
     void (*release)(void *ctx);
 
-    /* Reserved for compile/run/release of subgraphs (heterogeneous
-     * execution). Must be NULL in ABI version 1. */
-    void *reserved[8];
+    /* (optional) Compiles one device subgraph, once, at session creation;
+     * options are the target options (compiler flags), passed through.
+     * Returns a handle, or NULL with a message in err naming the node that
+     * could not be compiled. A backend without compile runs its subgraphs
+     * on seam's CPU kernels (in its own memory when memory is DEVICE). */
+    void *(*compile)(void *ctx, const seam_subgraph_view *subgraph, const char *const *options, int32_t n_options,
+                     char *err, size_t err_size);
+    /* Runs a compiled subgraph: inputs and outputs in the subgraph's
+     * boundary order; the output buffers are allocated by seam from the
+     * shapes known when compiling (so a subgraph with outputs of unknown
+     * shape must be refused by compile). Returns SEAM_STATUS_OK or an
+     * error, with a message in err. */
+    seam_status (*run)(void *ctx, void *compiled, const seam_tensor_view *inputs, int32_t n_inputs, seam_buffer *outputs,
+                       int32_t n_outputs, char *err, size_t err_size);
+    void (*release_compiled)(void *ctx, void *compiled);
+    seam_memory memory;
+    void *reserved[4];  /* NULL */
 } seam_backend;
+
+/* Loads a backend from a shared library that exports
+ *     const seam_backend *seam_backend_register(uint32_t abi_version);
+ * (seam passes SEAM_BACKEND_ABI_VERSION; the library returns its table, or
+ * NULL if it cannot serve that version). The table's version and slots are
+ * checked. The library stays loaded for the life of the process. */
+seam_status seam_backend_load_library(seam_context *ctx, const char *path, const seam_backend **backend_out);
 
 /* The built-in CPU backend: supports what seam's CPU kernels support. It is
  * always the last target, whether listed or not. Owned by seam. */

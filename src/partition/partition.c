@@ -351,8 +351,8 @@ static seam_status check_options(seam_context *ctx, const seam_partition_options
     for (int32_t t = 0; t < o->n_targets; t++) {
         const seam_backend *b = o->targets[t];
         if (!b) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d is NULL", t);
-        if (b->abi_version != SEAM_BACKEND_ABI_VERSION)
-            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has ABI version %u; seam knows version %d", t,
+        if (b->abi_version < 1 || b->abi_version > SEAM_BACKEND_ABI_VERSION)
+            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has ABI version %u; seam knows versions 1 to %d", t,
                               b->abi_version, SEAM_BACKEND_ABI_VERSION);
         if (!b->name || !b->name[0] || !b->supports)
             return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has no name or no supports()", t);

@@ -20,6 +20,9 @@ void view_init(view_builder *vb, const struct seam_model *m);
 /* The view of node i; valid until the next call. NULL when out of memory. */
 const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out);
 void view_free(view_builder *vb);
+/* The impl behind a seam_subgraph_view of body (node views on demand). */
+void *subgraph_impl_new(const struct seam_model *m, const ir_graph *body);
+void subgraph_impl_free(void *impl);
 
 typedef struct plan_subgraph {
     int32_t target;          /* index into plan->targets; n_targets = cpu */

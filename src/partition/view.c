@@ -117,3 +117,49 @@ bool seam_node_attr_ints(const seam_node_view *v, const char *name, const int64_
     *n = a->n;
     return true;
 }
+
+/* ---- subgraph views, for backends' compile ---- */
+
+typedef struct subgraph_impl {
+    const ir_graph *body;
+    view_builder vb;
+} subgraph_impl;
+
+const seam_node_view *seam_subgraph_node(const seam_subgraph_view *sg, int32_t i, seam_node_view *storage) {
+    subgraph_impl *impl = (subgraph_impl *)sg->impl;
+    if (!impl || i < 0 || i >= impl->body->n_nodes) return NULL;
+    return view_node(&impl->vb, impl->body->topo[i], storage);
+}
+
+bool seam_subgraph_constant(const seam_subgraph_view *sg, const char *name, seam_tensor_view *out) {
+    const subgraph_impl *impl = sg->impl;
+    if (!impl || !name) return false;
+    const ir_graph *g = impl->body;
+    int32_t v = ir_graph_find(g, name);
+    if (v < 0) return false;
+    const ir_value *val = &g->values[v];
+    while ((val->flags & IR_VALUE_OUTER) && g->parent && val->outer >= 0) {
+        g = g->parent;
+        val = &g->values[val->outer];
+    }
+    const ir_tensor *t = val->init ? val->init : val->konst;
+    if (!t || t->dtype == SEAM_DTYPE_STRING) return false;
+    *out = (seam_tensor_view){val->name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
+    return true;
+}
+
+void *subgraph_impl_new(const struct seam_model *m, const ir_graph *body) {
+    subgraph_impl *impl = calloc(1, sizeof(*impl));
+    if (!impl) return NULL;
+    impl->body = body;
+    view_init(&impl->vb, m);
+    impl->vb.g = body;
+    return impl;
+}
+
+void subgraph_impl_free(void *p) {
+    subgraph_impl *impl = p;
+    if (!impl) return;
+    view_free(&impl->vb);
+    free(impl);
+}

@@ -209,9 +209,16 @@ typedef struct state_entry {
 
 seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
                              seam_exec **out) {
+    return seam_exec_create_with(ctx, g, parent, pool, NULL, 0, out);
+}
+
+seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
+                                  const struct seam_backend *const *backends, int32_t n_backends, seam_exec **out) {
     *out = NULL;
     seam_exec *e = calloc(1, sizeof(*e));
     if (!e) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    e->backends = backends;
+    e->n_backends = n_backends;
     e->ctx = ctx;
     e->g = g;
     e->parent = parent;

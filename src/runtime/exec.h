@@ -41,6 +41,10 @@ typedef struct seam_exec {
     uint8_t *slab;
     size_t slab_size;
     struct state_entry *states; /* per node, from check() */
+    /* backends that ai.seam Subgraph nodes may name (the root exec's; a
+     * body's exec asks its parent) */
+    const struct seam_backend *const *backends;
+    int32_t n_backends;
     bool profile;               /* time each node into node_ms */
     double *node_ms;
     /* scratch for kernel_scratch, reset after each node */
@@ -50,6 +54,10 @@ typedef struct seam_exec {
 
 seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
                              seam_exec **out);
+/* The same, for a root executor with backends its Subgraph nodes may use
+ * (they are known before any node is checked). */
+seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
+                                  const struct seam_backend *const *backends, int32_t n_backends, seam_exec **out);
 void seam_exec_free(seam_exec *e);
 /* Runs the graph; inputs must have been set in vals[] (t filled, bound). */
 seam_status seam_exec_run(seam_exec *e);

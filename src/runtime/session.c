@@ -41,7 +41,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         free(s);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    seam_status st = seam_exec_create(ctx, model->graph, NULL, s->pool, &s->exec);
+    seam_status st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->backends : NULL,
+                                           opts ? opts->n_backends : 0, &s->exec);
     if (st) {
         seam_session_free(s);
         return st;

@@ -254,7 +254,7 @@ static void property_tests(void) {
             int32_t density = 30 + (int32_t)rnd(&r, 65);
             for (int32_t i = 0; i < n; i++) ok[t][i] = (int32_t)rnd(&r, 100) < density;
             caps[t].ok = ok[t];
-            be[t] = (seam_backend){SEAM_BACKEND_ABI_VERSION, tn[t], &caps[t], cap_supports, NULL, NULL, {NULL}};
+            be[t] = (seam_backend){.abi_version = SEAM_BACKEND_ABI_VERSION, .name = tn[t], .ctx = &caps[t], .supports = cap_supports};
             list[t] = &be[t];
         }
         seam_partition_options o = seam_partition_defaults();

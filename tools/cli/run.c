@@ -264,7 +264,8 @@ int cmd_run(int argc, char **argv) {
         }
         seam_plan_free(plan);
     }
-    seam_session_options opts = {threads, report, dynamic_batch};
+    if (tg.n_paths == 0 && tg.n_libs > 0 && (rc = targets_load(&tg, "run", ctx))) goto done; /* backends for a saved model */
+    seam_session_options opts = {threads, report, dynamic_batch, tg.avail, tg.n_avail};
     if ((st = seam_session_create(m, &opts, &s))) {
         rc = cli_fail("run", ctx, st);
         goto done;

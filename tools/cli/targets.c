@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -17,6 +18,14 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     const char *a = argv[*k];
     if (strcmp(a, "--no-fold") == 0) {
         t->no_fold = true;
+        return 1;
+    }
+    if (strcmp(a, "--backend-lib") == 0) {
+        if (*k + 1 >= argc || t->n_libs >= MAX_TARGETS) {
+            cli_usage(cmd, "--backend-lib needs a path (at most %d)", MAX_TARGETS);
+            return TUSAGE;
+        }
+        t->libs[t->n_libs++] = argv[++*k];
         return 1;
     }
     static const char *const names[] = {"--target", "--min-support", "--min-subgraph-size", "--max-subgraph-count",
@@ -101,14 +110,49 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     return 0;
 }
 
+/* NAME.so in a folder of $SEAM_BACKEND_PATH; false if none. */
+static bool search_backend_path(const char *name, char *out, size_t n) {
+    const char *path = getenv("SEAM_BACKEND_PATH");
+    if (!path || strchr(name, '/')) return false;
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len) {
+            snprintf(out, n, "%.*s/%s.so", (int)len, path, name);
+            if (access(out, R_OK) == 0) return true;
+        }
+        path += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
-    int32_t n = 0;
+    const seam_backend *libs[MAX_TARGETS];
+    int32_t n_libs = 0, n = 0;
+    for (int32_t k = 0; k < t->n_libs; k++) {
+        seam_status st = seam_backend_load_library(ctx, t->libs[k], &libs[n_libs]);
+        if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
+        t->avail[t->n_avail++] = libs[n_libs++];
+    }
     for (int32_t k = 0; k < t->n_paths; k++) {
-        if (strcmp(t->paths[k], "cpu") == 0) continue;
-        seam_status st = seam_rules_load(ctx, t->paths[k], &t->loaded[n]);
-        if (st) return cli_fail(cmd, ctx, st) == CLI_USAGE ? CLI_BAD_INPUT : CLI_BAD_INPUT;
-        t->list[n] = t->loaded[n];
-        n++;
+        const char *p = t->paths[k];
+        if (strcmp(p, "cpu") == 0) continue;
+        const seam_backend *found = NULL;
+        for (int32_t j = 0; j < n_libs && !found; j++)
+            if (strcmp(libs[j]->name, p) == 0) found = libs[j];
+        char so[4096];
+        if (!found && access(p, F_OK) != 0 && search_backend_path(p, so, sizeof(so))) {
+            seam_status st = seam_backend_load_library(ctx, so, &found);
+            if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
+            t->avail[t->n_avail++] = found;
+        }
+        if (!found) { /* a rules file */
+            seam_status st = seam_rules_load(ctx, p, &t->loaded[k]);
+            if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
+            found = t->loaded[k];
+            t->avail[t->n_avail++] = found;
+        }
+        t->list[n++] = found;
     }
     t->opts.targets = t->list;
     t->opts.n_targets = n;

@@ -20,6 +20,10 @@ typedef struct cli_targets {
     const char *shapes[64];     /* --shape NAME=AxBxC, applied after load */
     int32_t n_shapes;
     bool no_fold;               /* --no-fold */
+    const char *libs[MAX_TARGETS]; /* --backend-lib */
+    int32_t n_libs;
+    const seam_backend *avail[2 * MAX_TARGETS]; /* every backend loaded, for sessions */
+    int32_t n_avail;
     seam_partition_options opts;
 } cli_targets;
 
@@ -45,6 +49,10 @@ void targets_free(cli_targets *t);
     "  --cpu-ops A,B         op types forced to the CPU even where supported\n"              \
     "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"                      \
     "  --shape NAME=AxBxC    fix an input's symbolic dims before deciding support\n"       \
+    "  --backend-lib PATH    load a backend from a shared library (it exports\n"      \
+    "                        seam_backend_register); --target NAME then uses it.\n"   \
+    "                        A --target that is not a file is also looked up as\n"  \
+    "                        NAME.so in the folders of $SEAM_BACKEND_PATH\n"          \
     "  --no-fold             keep nodes computed from constants and static shapes as\n"  \
     "                        they are (by default they become constants first)\n"
 

@@ -20,6 +20,10 @@ static const seam_backend cpu_backend = {
     /* .supports = */ cpu_supports,
     /* .node_cost = */ NULL,
     /* .release = */ NULL,
+    /* .compile = */ NULL,
+    /* .run = */ NULL,
+    /* .release_compiled = */ NULL,
+    /* .memory = */ SEAM_MEMORY_HOST,
     /* .reserved = */ {NULL},
 };
 

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "runtime/exec.h"
+#include "partition/partition.h"
 #include "seam_backend.h"
 
 #define MAX_BODIES 2
@@ -341,7 +342,135 @@ typedef struct subgraph_state {
     bodies b;            /* first: free_bodies frees the rest too */
     bool device;         /* copy at the boundary */
     int64_t bytes_in, bytes_out; /* moved by the last run */
+    /* a backend that compiles its subgraphs */
+    const seam_backend *be;
+    void *compiled;
+    void *view_impl;
 } subgraph_state;
+
+static void free_subgraph_state(void *p) {
+    subgraph_state *s = p;
+    if (!s) return;
+    if (s->compiled && s->be->release_compiled) s->be->release_compiled(s->be->ctx, s->compiled);
+    subgraph_impl_free(s->view_impl);
+    free_bodies(p);
+}
+
+/* A backend the session was given, by name (the root executor holds them). */
+static const seam_backend *find_backend(const seam_exec *e, const char *name, size_t len) {
+    while (e && !e->backends) e = e->parent;
+    for (int32_t k = 0; e && k < e->n_backends; k++) {
+        const seam_backend *b = e->backends[k];
+        if (b && b->name && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
+    }
+    return NULL;
+}
+
+/* Static value infos of a body's boundary, for the compile view; false if
+ * a shape is not fully known. */
+static bool boundary_infos(const ir_graph *body, const int32_t *vals, int32_t n, seam_value_info *out, int64_t *dims_pool) {
+    for (int32_t k = 0; k < n; k++) {
+        const ir_value *v = &body->values[vals[k]];
+        const ir_type *t = &v->type;
+        if (t->kind != IR_TYPE_TENSOR || t->rank < 0 || t->rank > SEAM_MAX_RANK) return false;
+        int64_t *d = dims_pool + k * SEAM_MAX_RANK;
+        for (int32_t i = 0; i < t->rank; i++) {
+            if (t->dims[i].v < 0) return false;
+            d[i] = t->dims[i].v;
+        }
+        out[k] = (seam_value_info){v->name, (seam_dtype)t->elem, t->rank, d, NULL};
+    }
+    return true;
+}
+
+static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const ir_graph *body, subgraph_state *s) {
+    seam_value_info *infos = calloc((size_t)(body->n_inputs + body->n_outputs) + 1, sizeof(seam_value_info));
+    int64_t *dims = calloc((size_t)(body->n_inputs + body->n_outputs) * SEAM_MAX_RANK + 1, sizeof(int64_t));
+    seam_status st = SEAM_STATUS_OK;
+    if (!infos || !dims) {
+        st = check_refuse(c, "out of memory");
+        goto done;
+    }
+    if (!boundary_infos(body, body->inputs, body->n_inputs, infos, dims) ||
+        !boundary_infos(body, body->outputs, body->n_outputs, infos + body->n_inputs, dims + body->n_inputs * SEAM_MAX_RANK)) {
+        st = check_refuse(c, "ai.seam Subgraph for '%s': a boundary value's shape is not static; the backend compiles "
+                             "static shapes only (fix them with --shape)", be->name);
+        goto done;
+    }
+    s->view_impl = subgraph_impl_new(body->model, body);
+    if (!s->view_impl) {
+        st = check_refuse(c, "out of memory");
+        goto done;
+    }
+    seam_subgraph_view v = {c->n->name, body->n_nodes, body->n_inputs, body->n_outputs, infos, infos + body->n_inputs,
+                            s->view_impl};
+    /* target options: the node's "target_options" strings */
+    const ir_attr *oa = ir_node_attr(c->n, "target_options");
+    const char *opts[64];
+    int32_t n_opts = 0;
+    for (int32_t k = 0; oa && oa->kind == IR_ATTR_STRINGS && k < oa->n && n_opts < 64; k++)
+        opts[n_opts++] = (const char *)oa->strings[k].data;
+    char err[512] = "";
+    s->compiled = be->compile(be->ctx, &v, opts, n_opts, err, sizeof(err));
+    if (!s->compiled) st = check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
+done:
+    free(infos);
+    free(dims);
+    return st;
+}
+
+static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
+    const ir_graph *body = s->b.g[0];
+    int32_t n_in = kernel_n_in(k), n_out = kernel_n_out(k);
+    seam_tensor_view *ins = calloc((size_t)n_in + 1, sizeof(seam_tensor_view));
+    seam_buffer *outs = calloc((size_t)n_out + 1, sizeof(seam_buffer));
+    void **dev = calloc((size_t)n_in + 1, sizeof(void *));
+    seam_status st = SEAM_STATUS_OK;
+    if (!ins || !outs || !dev) {
+        st = kernel_oom(k);
+        goto done;
+    }
+    bool device = s->be->memory == SEAM_MEMORY_DEVICE;
+    for (int32_t i = 0; i < n_in; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        if (!x) {
+            st = kernel_fail(k, "input %d is missing", i);
+            goto done;
+        }
+        const void *data = x->data;
+        if (device) { /* a copy into "device" memory */
+            if (!(dev[i] = malloc(x->nbytes ? x->nbytes : 1))) {
+                st = kernel_oom(k);
+                goto done;
+            }
+            if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
+            data = dev[i];
+            k->bytes_in += (int64_t)x->nbytes;
+        }
+        ins[i] = (seam_tensor_view){body->values[body->inputs[i]].name, (seam_dtype)x->dtype, x->rank, x->dims, data, x->nbytes};
+    }
+    for (int32_t o = 0; o < n_out; o++) {
+        const ir_type *t = &body->values[body->outputs[o]].type;
+        int64_t dims[SEAM_MAX_RANK];
+        for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d].v;
+        seam_tensor *y = kernel_out(k, o, t->elem, t->rank, dims);
+        if (!y) {
+            st = kernel_oom(k);
+            goto done;
+        }
+        outs[o] = (seam_buffer){body->values[body->outputs[o]].name, (seam_dtype)y->dtype, y->rank, y->dims, y->data, y->nbytes};
+        if (device) k->bytes_out += (int64_t)y->nbytes;
+    }
+    char err[512] = "";
+    st = s->be->run(s->be->ctx, s->compiled, ins, n_in, outs, n_out, err, sizeof(err));
+    if (st) st = kernel_fail(k, "%s failed to run it: %s", s->be->name, err[0] ? err : seam_status_string(st));
+done:
+    for (int32_t i = 0; dev && i < n_in; i++) free(dev[i]);
+    free(dev);
+    free(ins);
+    free(outs);
+    return st;
+}
 
 static const char *str_attr(const ir_node *n, const char *name, size_t *len) {
     const ir_attr *a = ir_node_attr(n, name);
@@ -363,25 +492,37 @@ static seam_status check_seam_subgraph(seam_check *c) {
         return check_refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
                             body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
     bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
-    if (!is_cpu && !rules)
-        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, and no rules to stand in for it)",
-                            (int)tlen, target);
+    const seam_backend *be = is_cpu ? NULL : find_backend(c->exec, target, tlen);
+    if (be && be->compile) { /* the backend compiles and runs it */
+        subgraph_state *s = calloc(1, sizeof(*s));
+        if (!s) return check_refuse(c, "out of memory");
+        *c->state = s;
+        *c->free_state = free_subgraph_state;
+        s->be = be;
+        s->b.g[0] = body;
+        return compile_subgraph(c, be, body, s);
+    }
+    if (!is_cpu && !rules && !be)
+        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
+                               "no such backend given: load it with --backend-lib)", (int)tlen, target);
     if (rules) { /* the rules must still parse: they are the target's description */
         char *text = malloc(rlen + 1);
         if (!text) return check_refuse(c, "out of memory");
         memcpy(text, rules, rlen);
         text[rlen] = 0;
-        seam_backend *be = NULL;
-        seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &be);
+        seam_backend *rb = NULL;
+        seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &rb);
         free(text);
         if (st) return check_refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
-        seam_backend_free(be);
+        seam_backend_free(rb);
     }
     subgraph_state *s = calloc(1, sizeof(*s));
     if (!s) return check_refuse(c, "out of memory");
     *c->state = s;
-    *c->free_state = free_bodies;
-    s->device = !is_cpu;
+    *c->free_state = free_subgraph_state;
+    /* a rules target, or a backend without compile: the CPU kernels, in the
+     * device's own memory unless the backend works in host memory */
+    s->device = !is_cpu && !(be && be->memory == SEAM_MEMORY_HOST);
     s->b.g[0] = body;
     seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->b.e[0]);
     if (st) return check_refuse(c, "in its body: %s", seam_context_last_error(c->ctx));
@@ -390,6 +531,7 @@ static seam_status check_seam_subgraph(seam_check *c) {
 
 static seam_status run_seam_subgraph(seam_kernel *k) {
     subgraph_state *s = k->state;
+    if (s->compiled) return run_compiled(k, s);
     seam_exec *e = s->b.e[0];
     int32_t n_in = kernel_n_in(k);
     void **dev = calloc((size_t)n_in + 1, sizeof(void *));

@@ -289,10 +289,12 @@ static seam_status run_gemm(seam_kernel *k) {
                     acc += (uint64_t)cpu_get_i64(a->data, a->dtype, ta ? q * M + i : i * K + q) *
                            (uint64_t)cpu_get_i64(b->data, b->dtype, tb ? j * K + q : q * N + j);
                 int64_t cv = c ? cpu_get_i64(c->data, c->dtype, (cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : j)) : 0;
-                if (exact)
-                    cpu_set_i64(y->data, y->dtype, i * N + j, (int64_t)((uint64_t)ia * acc + (uint64_t)ib * (uint64_t)cv));
-                else
+                if (exact) {
+                    uint64_t v = (uint64_t)ia * acc + (uint64_t)ib * (uint64_t)cv;
+                    cpu_set_i64(y->data, y->dtype, i * N + j, (int64_t)v);
+                } else {
                     cpu_set(y->data, y->dtype, i * N + j, alpha * (double)(int64_t)acc + beta * (double)cv);
+                }
             }
         return SEAM_STATUS_OK;
     }
@@ -636,7 +638,8 @@ static seam_status run_conv_transpose(seam_kernel *k) {
     int32_t nos = node_attr_ints(k->n, "output_shape", &oshape), nk = node_attr_ints(k->n, "kernel_shape", &ks);
     if ((ns >= 0 && ns != n_sp) || (nd >= 0 && nd != n_sp) || (np >= 0 && np != 2 * n_sp) || (no >= 0 && no != n_sp) ||
         (nos >= 0 && nos != n_sp && nos != x->rank) || (nk >= 0 && nk != n_sp))
-        return kernel_fail(k, "strides, dilations, pads, output_padding, output_shape or kernel_shape have the wrong length");
+        return kernel_fail(k, "strides, dilations, pads, output_padding, output_shape or kernel_shape have the wrong "
+                              "length");
     const ir_attr *ap = ir_node_attr(k->n, "auto_pad");
     bool same = ap && ap->kind == IR_ATTR_STRING && ap->s.len > 5 && !memcmp(ap->s.data, "SAME_", 5);
     bool upper = same && ap->s.len > 6 && ap->s.data[5] == 'U';
@@ -650,8 +653,8 @@ static seam_status run_conv_transpose(seam_kernel *k) {
         dl[d] = nd > 0 ? dil[d] : 1;
         int64_t op = no > 0 ? opad[d] : 0;
         /* bounded first, so the sizes below cannot overflow */
-        if (kern[d] < 1 || kern[d] > ATTR_MAX || s[d] < 1 || s[d] > ATTR_MAX || dl[d] < 1 || dl[d] > ATTR_MAX || op < 0 ||
-            op > ATTR_MAX)
+        if (kern[d] < 1 || kern[d] > ATTR_MAX || s[d] < 1 || s[d] > ATTR_MAX || dl[d] < 1 || dl[d] > ATTR_MAX ||
+            op < 0 || op > ATTR_MAX)
             return kernel_fail(k, "bad kernel size, stride, dilation or output_padding on axis %d", d);
         int64_t eff = (kern[d] - 1) * dl[d] + 1, full = s[d] * (in[d] - 1) + op + eff;
         if (nos >= 0 || same) {
@@ -677,7 +680,8 @@ static seam_status run_conv_transpose(seam_kernel *k) {
     if (y->numel == 0) return SEAM_STATUS_OK;
     int64_t kprod = cpu_span(kern, 0, n_sp), in_prod = cpu_span(in, 0, n_sp), out_prod = cpu_span(out, 0, n_sp);
     /* (each at most 2^31, so the column matrix's byte count cannot wrap) */
-    if (Cg > 0 && (Mg * kprod > BLAS_MAX || in_prod > BLAS_MAX || Mg * kprod > (INT64_MAX / 16) / (in_prod ? in_prod : 1)))
+    if (Cg > 0 &&
+        (Mg * kprod > BLAS_MAX || in_prod > BLAS_MAX || Mg * kprod > (INT64_MAX / 16) / (in_prod ? in_prod : 1)))
         return kernel_fail(k, "the convolution is too large");
     bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
     size_t es = f64 ? 8 : 4;
@@ -703,8 +707,10 @@ static seam_status run_conv_transpose(seam_kernel *k) {
     for (int64_t n = 0; n < N && Cg > 0; n++)
         for (int64_t g = 0; g < group; g++) {
             /* col [Mg * kprod, in_prod] = W_g^T [Mg * kprod, Cg] * X_g [Cg, in_prod] */
-            gemm(k->pool, f64, true, false, Mg * kprod, in_prod, Cg, 1.0, (const char *)vw.p + (size_t)(g * Cg * Mg * kprod) * es,
-                 Mg * kprod, (const char *)vx.p + (size_t)((n * C + g * Cg) * in_prod) * es, in_prod, 0.0, col, in_prod);
+            const char *wg = (const char *)vw.p + (size_t)(g * Cg * Mg * kprod) * es;
+            const char *xg = (const char *)vx.p + (size_t)((n * C + g * Cg) * in_prod) * es;
+            gemm(k->pool, f64, true, false, Mg * kprod, in_prod, Cg, 1.0, wg, Mg * kprod, xg, in_prod, 0.0, col,
+                 in_prod);
             col2im_job j = {col, (char *)vy.p + (size_t)((n * M + g * Mg) * out_prod) * es, f64, n_sp, kprod, in_prod,
                             out_prod, in, out, kern, s, lo, dl};
             seam_parallel_for(k->pool, Mg, 1, col2im_channels, &j);

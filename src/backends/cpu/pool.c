@@ -237,7 +237,8 @@ static seam_status run_max_unpool(seam_kernel *k) {
     for (int32_t d = 0; d < n_sp; d++) {
         int64_t kd = ks[d], sd = ns > 0 ? st[d] : 1, lo = np > 0 ? pads[d] : 0, hi = np > 0 ? pads[d + n_sp] : 0;
         /* bounded first, so the size below cannot overflow */
-        if (kd < 1 || kd > (1 << 20) || sd < 1 || sd > (1 << 20) || lo < 0 || lo > (1 << 20) || hi < 0 || hi > (1 << 20))
+        if (kd < 1 || kd > (1 << 20) || sd < 1 || sd > (1 << 20) || lo < 0 || lo > (1 << 20) || hi < 0 ||
+            hi > (1 << 20))
             return kernel_fail(k, "bad kernel_shape, strides or pads on axis %d", d);
         def[2 + d] = (x->dims[2 + d] - 1) * sd - lo - hi + kd;
         if (def[2 + d] < 0 || def[2 + d] > (1 << 24)) return kernel_fail(k, "the default output size is out of range");

@@ -376,7 +376,8 @@ seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *wh
         rules_release(r);
         return st;
     }
-    r->backend = (seam_backend){SEAM_BACKEND_ABI_VERSION, r->name, r, rules_supports, rules_cost, rules_release, {NULL}};
+    r->backend = (seam_backend){.abi_version = SEAM_BACKEND_ABI_VERSION, .name = r->name, .ctx = r, .supports = rules_supports,
+                                .node_cost = rules_cost, .release = rules_release, .memory = SEAM_MEMORY_DEVICE};
     *out = &r->backend;
     return SEAM_STATUS_OK;
 }
