@@ -279,10 +279,12 @@ seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
  * main graph's initializers, which bodies read as outer-scope values. The
  * model then runs like any other (seam_session_create) and saves as one
  * ONNX file (seam_model_save). targets are the backends the plan was made
- * with. Afterwards the plan no longer describes the model: free it.
- * Fails (UNSUPPORTED) if a device subgraph holds a node with a body. */
+ * with. target_options (may be NULL) are stored, untouched, in each
+ * Subgraph node's "target_options" and reach the backend's compile.
+ * Afterwards the plan no longer describes the model: free it. Fails
+ * (UNSUPPORTED) if a device subgraph holds a node with a body. */
 seam_status seam_plan_apply(seam_model *model, const seam_plan *plan, const seam_backend *const *targets,
-                            int32_t n_targets);
+                            int32_t n_targets, const char *const *target_options, int32_t n_target_options);
 
 #ifdef __cplusplus
 }

@@ -58,7 +58,8 @@ static ir_attr string_attr(seam_arena *a, const char *name, const char *value) {
 /* Builds the body of device subgraph `s` and the Subgraph node for it in
  * ng. map_in is scratch of g->n_values entries. */
 static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const ir_graph *g, ir_graph *ng,
-                                  const seam_plan *plan, int32_t s, const seam_backend *backend, int32_t *map) {
+                                  const seam_plan *plan, int32_t s, const seam_backend *backend, int32_t *map,
+                                  const char *const *options, int32_t n_options) {
     seam_arena *a = &m->arena;
     const plan_subgraph *sg = &plan->subgraphs[s];
     const char *target = plan->target_names[sg->target];
@@ -152,7 +153,7 @@ static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const
     sn->inputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n_in + 1));
     sn->outputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n_out + 1));
     const char *rules = seam_rules_source(backend);
-    sn->attrs = seam_arena_calloc(a, 3, sizeof(ir_attr));
+    sn->attrs = seam_arena_calloc(a, 4, sizeof(ir_attr));
     if (!sn->inputs || !sn->outputs || !sn->attrs) return oom(ctx);
     memcpy(sn->inputs, ins, sizeof(int32_t) * (size_t)n_in);
     memcpy(sn->outputs, outs, sizeof(int32_t) * (size_t)n_out);
@@ -164,12 +165,26 @@ static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const
     sn->attrs[sn->n_attrs++] = body;
     sn->attrs[sn->n_attrs++] = string_attr(a, "target", target);
     if (rules) sn->attrs[sn->n_attrs++] = string_attr(a, "rules", rules);
+    if (n_options > 0) {
+        ir_attr *oa = &sn->attrs[sn->n_attrs++];
+        oa->name = "target_options";
+        oa->kind = IR_ATTR_STRINGS;
+        oa->strings = seam_arena_alloc(a, sizeof(ir_bytes) * (size_t)n_options);
+        if (!oa->strings) return oom(ctx);
+        for (int32_t k = 0; k < n_options; k++) {
+            oa->strings[k].data = (const uint8_t *)seam_arena_strdup(a, options[k]);
+            oa->strings[k].len = strlen(options[k]);
+            if (!oa->strings[k].data) return oom(ctx);
+        }
+        oa->n = n_options;
+    }
     for (int32_t k = 0; k < sn->n_attrs; k++)
         if (!sn->attrs[k].name || (sn->attrs[k].kind == IR_ATTR_STRING && !sn->attrs[k].s.data)) return oom(ctx);
     return SEAM_STATUS_OK;
 }
 
-seam_status seam_plan_apply(seam_model *m, const seam_plan *plan, const seam_backend *const *targets, int32_t n_targets) {
+seam_status seam_plan_apply(seam_model *m, const seam_plan *plan, const seam_backend *const *targets, int32_t n_targets,
+                            const char *const *options, int32_t n_options) {
     if (!m || !plan || plan->model != m) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_context *ctx = m->ctx;
     seam_arena *a = &m->arena;
@@ -213,7 +228,7 @@ seam_status seam_plan_apply(seam_model *m, const seam_plan *plan, const seam_bac
         const seam_backend *backend = NULL;
         for (int32_t t = 0; t < n_targets && !backend; t++)
             if (targets[t] && strcmp(targets[t]->name, target) == 0) backend = targets[t];
-        if ((st = build_subgraph(ctx, m, g, ng, plan, s, backend, map))) return st;
+        if ((st = build_subgraph(ctx, m, g, ng, plan, s, backend, map, options, n_options))) return st;
     }
     /* the file now needs the ai.seam domain */
     bool has = false;

@@ -63,7 +63,12 @@ static void toy_release_compiled(void *ctx, void *compiled);
 
 static void *toy_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options,
                          char *err, size_t err_size) {
-    (void)ctx, (void)options, (void)n_options;
+    (void)ctx;
+    for (int32_t k = 0; k < n_options; k++) /* target options arrive untouched */
+        if (!strcmp(options[k], "fail=1")) {
+            snprintf(err, err_size, "toy was told to fail by the target option fail=1");
+            return NULL;
+        }
     program *p = calloc(1, sizeof(*p));
     int cap = 2 * sg->n_nodes + sg->n_inputs + 4;
     if (!p || !(p->names = calloc((size_t)cap, sizeof(*p->names))) || !(p->sizes = calloc((size_t)cap, sizeof(size_t))) ||

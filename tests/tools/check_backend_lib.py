@@ -13,6 +13,7 @@ its subgraphs in its own memory. Checked:
   - --report counts the bytes toy's memory received and returned;
   - a Sigmoid (which toy claims but cannot compile) fails at session
     creation with the subgraph and the node named;
+  - --target-option values reach toy's compile (fail=1 makes it refuse);
   - a library without the registration function is refused, naming it.
 """
 import json
@@ -112,6 +113,10 @@ model(sig, with_sigmoid=True)
 r = run("run", sig, "--backend-lib", so, "--target", "toy", "--input", f"x={xin}")
 if r.returncode != 1 or "seam_subgraph" not in r.stderr or "'sig'" not in r.stderr:
     failures.append(f"Sigmoid compile failure: exit {r.returncode}, {r.stderr.strip()!r}")
+
+r = run("run", src, "--backend-lib", so, "--target", "toy", "--target-option", "fail=1", "--input", f"x={xin}")
+if r.returncode != 1 or "fail=1" not in r.stderr:
+    failures.append(f"target options did not reach toy's compile: exit {r.returncode}, {r.stderr.strip()!r}")
 
 bad = os.path.join(work, "not_a_backend.so")
 with open(bad, "wb") as f:

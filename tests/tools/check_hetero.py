@@ -186,6 +186,27 @@ if os.path.exists(base):
 else:
     failures.append("seed_mlp x neuron was not produced; the malformed-file checks did not run")
 
+# --weights-file: the weights beside the partitioned model, not inside it
+src18 = os.path.join(models_dir, "resnet18.onnx")
+if os.path.exists(src18):
+    wdir = os.path.join(work, "wf")
+    os.makedirs(wdir, exist_ok=True)
+    p = os.path.join(wdir, "r18.onnx")
+    r = run("partition", src18, "--target", os.path.join(targets_dir, "conv_gemm_relu_maxpool.json"), "-o", p,
+            "--weights-file", "r18.weights")
+    wf = os.path.join(wdir, "r18.weights")
+    if r.returncode or not os.path.exists(wf):
+        failures.append(f"--weights-file: exit {r.returncode}, {r.stderr.strip()}")
+    elif os.path.getsize(p) > 1 << 20 or os.path.getsize(wf) < 40 << 20:
+        failures.append(f"--weights-file: model {os.path.getsize(p)} bytes, weights {os.path.getsize(wf)} bytes")
+    else:
+        onnx.checker.check_model(p)
+        d = os.path.join(work, "wf.out")
+        r = run("run", p, "--input", f"input={src18[:-5]}.input.npy", "--output-dir", d)
+        if r.returncode or not np.array_equal(np.load(os.path.join(d, "output.npy")),
+                                              np.load(os.path.join(work, "resnet18.ref", "output.npy"))):
+            failures.append(f"--weights-file: the model with external weights runs differently: {r.stderr.strip()}")
+
 # replace-weights: a partitioned resnet18 takes other weights without being
 # partitioned again, and runs exactly like the plain model with those weights
 base = os.path.join(work, "resnet18.neuron.onnx")

@@ -185,14 +185,37 @@ static const char *PARTITION_HELP =
     "with a reason for every node's placement.\n\n"
     "  -o OUT.onnx           also write the partitioned model as one ONNX file: each\n"
     "                        device subgraph becomes an ai.seam Subgraph node (run it\n"
-    "                        with seam run OUT.onnx)\n" TARGET_HELP;
+    "                        with seam run OUT.onnx)\n"
+    "  --weights-file NAME   with -o: the weights go to NAME, a file next to OUT\n"
+    "                        (ONNX external data), not inside it\n" TARGET_HELP;
 
 int cmd_partition(int argc, char **argv) {
     cli_targets t;
     targets_init(&t);
-    const char *path = NULL, *out_path = NULL;
+    const char *path = NULL, *out_path = NULL, *weights_file = NULL;
     bool as_json = false;
-    int rc = parse_common("partition", PARTITION_HELP, argc, argv, &t, &path, &as_json, &out_path);
+    /* --weights-file is partition's own; take it out before the common parse */
+    char **args = calloc((size_t)argc + 1, sizeof(char *));
+    int n_args = 0;
+    if (!args) return CLI_BAD_INPUT;
+    for (int k = 0; k < argc; k++) {
+        if (strcmp(argv[k], "--weights-file") == 0) {
+            if (k + 1 >= argc) {
+                free(args);
+                targets_free(&t);
+                return cli_usage("partition", "--weights-file needs a file name");
+            }
+            weights_file = argv[++k];
+            continue;
+        }
+        args[n_args++] = argv[k];
+    }
+    int rc = parse_common("partition", PARTITION_HELP, n_args, args, &t, &path, &as_json, &out_path);
+    free(args);
+    if (!rc && weights_file && !out_path) {
+        targets_free(&t);
+        return cli_usage("partition", "--weights-file needs -o");
+    }
     if (rc) {
         targets_free(&t);
         return rc < 0 ? CLI_OK : rc;
@@ -292,7 +315,9 @@ int cmd_partition(int argc, char **argv) {
             rc = CLI_BAD_INPUT;
             goto done;
         }
-        if ((st = seam_plan_apply(m, plan, t.opts.targets, t.opts.n_targets)) || (st = seam_model_save(m, out_path, NULL))) {
+        seam_save_options so = {weights_file, 0};
+        if ((st = seam_plan_apply(m, plan, t.opts.targets, t.opts.n_targets, t.target_options, t.n_target_options)) ||
+            (st = seam_model_save(m, out_path, weights_file ? &so : NULL))) {
             rc = cli_fail("partition", ctx, st);
             rc = CLI_BAD_INPUT;
             goto done;

@@ -20,6 +20,14 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
         t->no_fold = true;
         return 1;
     }
+    if (strcmp(a, "--target-option") == 0) {
+        if (*k + 1 >= argc || t->n_target_options >= 64) {
+            cli_usage(cmd, "--target-option needs a value (at most 64)");
+            return TUSAGE;
+        }
+        t->target_options[t->n_target_options++] = argv[++*k];
+        return 1;
+    }
     if (strcmp(a, "--backend-lib") == 0) {
         if (*k + 1 >= argc || t->n_libs >= MAX_TARGETS) {
             cli_usage(cmd, "--backend-lib needs a path (at most %d)", MAX_TARGETS);

@@ -20,6 +20,8 @@ typedef struct cli_targets {
     const char *shapes[64];     /* --shape NAME=AxBxC, applied after load */
     int32_t n_shapes;
     bool no_fold;               /* --no-fold */
+    const char *target_options[64]; /* --target-option, passed through */
+    int32_t n_target_options;
     const char *libs[MAX_TARGETS]; /* --backend-lib */
     int32_t n_libs;
     const seam_backend *avail[2 * MAX_TARGETS]; /* every backend loaded, for sessions */
@@ -53,6 +55,8 @@ void targets_free(cli_targets *t);
     "                        seam_backend_register); --target NAME then uses it.\n"   \
     "                        A --target that is not a file is also looked up as\n"  \
     "                        NAME.so in the folders of $SEAM_BACKEND_PATH\n"          \
+    "  --target-option OPT   an option for the targets' compilers (repeatable),\n"    \
+    "                        stored with each device subgraph, passed untouched\n"    \
     "  --no-fold             keep nodes computed from constants and static shapes as\n"  \
     "                        they are (by default they become constants first)\n"
 
