@@ -195,6 +195,10 @@ typedef struct seam_session_options {
      * the file). The array and the backends must outlive the session. */
     const struct seam_backend *const *backends;
     int32_t n_backends;
+    /* (optional) Called while the session is made, after each device
+     * subgraph is compiled: done of total. For progress displays. */
+    void (*progress)(void *user, int32_t done, int32_t total);
+    void *progress_user;
 } seam_session_options;
 
 /* Prepares the model to run on the CPU: every node is checked here, and an

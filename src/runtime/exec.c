@@ -209,16 +209,20 @@ typedef struct state_entry {
 
 seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
                              seam_exec **out) {
-    return seam_exec_create_with(ctx, g, parent, pool, NULL, 0, out);
+    return seam_exec_create_with(ctx, g, parent, pool, NULL, 0, NULL, NULL, out);
 }
 
 seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
-                                  const struct seam_backend *const *backends, int32_t n_backends, seam_exec **out) {
+                                  const struct seam_backend *const *backends, int32_t n_backends,
+                                  void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
+                                  seam_exec **out) {
     *out = NULL;
     seam_exec *e = calloc(1, sizeof(*e));
     if (!e) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     e->backends = backends;
     e->n_backends = n_backends;
+    e->progress = progress;
+    e->progress_user = progress_user;
     e->ctx = ctx;
     e->g = g;
     e->parent = parent;
@@ -251,6 +255,8 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
             ev->fixed = true;
         }
     }
+    int32_t n_sub = 0, done_sub = 0;
+    for (int32_t i = 0; progress && i < g->n_nodes; i++) n_sub += strcmp(g->nodes[i].domain, "ai.seam") == 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         seam_kernel *k = &e->kernels[i];
@@ -273,6 +279,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
             }
             k->state = e->states[i].state;
         }
+        if (progress && strcmp(n->domain, "ai.seam") == 0) progress(progress_user, ++done_sub, n_sub);
     }
     seam_status st = plan_memory(e);
     if (st) {

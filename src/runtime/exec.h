@@ -45,6 +45,8 @@ typedef struct seam_exec {
      * body's exec asks its parent) */
     const struct seam_backend *const *backends;
     int32_t n_backends;
+    void (*progress)(void *user, int32_t done, int32_t total); /* root only */
+    void *progress_user;
     bool profile;               /* time each node into node_ms */
     double *node_ms;
     /* scratch for kernel_scratch, reset after each node */
@@ -57,7 +59,9 @@ seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *pa
 /* The same, for a root executor with backends its Subgraph nodes may use
  * (they are known before any node is checked). */
 seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
-                                  const struct seam_backend *const *backends, int32_t n_backends, seam_exec **out);
+                                  const struct seam_backend *const *backends, int32_t n_backends,
+                                  void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
+                                  seam_exec **out);
 void seam_exec_free(seam_exec *e);
 /* Runs the graph; inputs must have been set in vals[] (t filled, bound). */
 seam_status seam_exec_run(seam_exec *e);

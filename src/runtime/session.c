@@ -42,7 +42,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     seam_status st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->backends : NULL,
-                                           opts ? opts->n_backends : 0, &s->exec);
+                                           opts ? opts->n_backends : 0, opts ? opts->progress : NULL,
+                                           opts ? opts->progress_user : NULL, &s->exec);
     if (st) {
         seam_session_free(s);
         return st;

@@ -133,6 +133,13 @@ static bool split_named(const char *arg, named *out) {
     return true;
 }
 
+static void show_progress(void *user, int32_t done, int32_t total) {
+    (void)user;
+    if (total < 2) return;
+    fprintf(stderr, "\rcompiling device subgraphs: %d of %d", done, total);
+    if (done == total) fprintf(stderr, "\n");
+}
+
 /* One line per device subgraph and per run of CPU nodes between them, in
  * execution order, from the last run's profile. */
 static void print_report(seam_session *s, const ir_graph *g) {
@@ -265,7 +272,8 @@ int cmd_run(int argc, char **argv) {
         seam_plan_free(plan);
     }
     if (tg.n_paths == 0 && tg.n_libs > 0 && (rc = targets_load(&tg, "run", ctx))) goto done; /* backends for a saved model */
-    seam_session_options opts = {threads, report, dynamic_batch, tg.avail, tg.n_avail};
+    seam_session_options opts = {threads, report, dynamic_batch, tg.avail, tg.n_avail, NULL, NULL};
+    if (isatty(2)) opts.progress = show_progress; /* only on a terminal */
     if ((st = seam_session_create(m, &opts, &s))) {
         rc = cli_fail("run", ctx, st);
         goto done;

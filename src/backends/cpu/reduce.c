@@ -1,15 +1,22 @@
 /* CPU kernels: the Reduce* family, ArgMax and ArgMin.
  *
- * The input is viewed as [outer, len, inner] after moving the reduced axes
- * together: when they are contiguous (the usual case: the last axis, or
- * the spatial axes) no copy is made; otherwise the input is first
- * transposed into that order. Sums accumulate in double (int64 for
- * integer sums and products, which stay exact). */
+ * The input is viewed as [outer, len, inner] with the reduced axes in the
+ * middle: when they are adjacent (the usual case: the last axis, or the
+ * spatial axes) no copy is made; otherwise the input is first transposed
+ * into that order. The work is split into units of (outer index, block of
+ * up to COLS inner columns), so that a reduction over a leading axis still
+ * reads memory row by row. Floats accumulate in double; integer sums,
+ * products and extrema stay in int64, exact (wrapping like the C types). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+
+/* The largest output made from an empty input (its dims may be anything). */
+#define MAX_OUT_NUMEL ((int64_t)1 << 31)
+/* Inner columns reduced together by one unit of work. */
+#define COLS 64
 
 typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP } rop;
 
@@ -55,77 +62,198 @@ static bool reduced_axes(seam_kernel *k, const seam_tensor *x, bool from_input, 
     return true;
 }
 
-typedef struct red_job {
-    rop op;
-    const seam_tensor *x; /* [outer, len, inner], possibly a transposed copy */
-    seam_tensor *y;
-    int64_t len, inner;
-} red_job;
-
-static double finish_f(rop op, double acc, int64_t len) {
-    switch (op) {
-    case R_MEAN: return len ? acc / (double)len : NAN;
-    case R_L2: return sqrt(acc);
-    case R_LOGSUM: return log(acc);
-    default: return acc;
+static int64_t int_lowest(int32_t dt) {
+    switch (dt) {
+    case SEAM_DTYPE_INT8: return INT8_MIN;
+    case SEAM_DTYPE_INT16: return INT16_MIN;
+    case SEAM_DTYPE_INT32: return INT32_MIN;
+    case SEAM_DTYPE_INT64: return INT64_MIN;
+    default: return 0; /* unsigned, bool */
     }
 }
 
-static void reduce_range(void *arg, int64_t begin, int64_t end) {
-    red_job *j = arg;
-    int32_t dt = j->x->dtype;
-    bool is_int = !cpu_is_float(dt);
-    for (int64_t o = begin; o < end; o++) {
-        int64_t outer = o / j->inner, in = o % j->inner, base = outer * j->len * j->inner + in;
-        if (dt == SEAM_DTYPE_FLOAT32 && j->inner == 1 && (j->op == R_SUM || j->op == R_MEAN)) {
-            const float *p = (const float *)j->x->data + base;
-            double acc = 0;
-            for (int64_t i = 0; i < j->len; i++) acc += p[i];
-            cpu_set(j->y->data, j->y->dtype, o, finish_f(j->op, acc, j->len));
+static int64_t int_highest(int32_t dt) {
+    switch (dt) {
+    case SEAM_DTYPE_INT8: return INT8_MAX;
+    case SEAM_DTYPE_UINT8: return UINT8_MAX;
+    case SEAM_DTYPE_INT16: return INT16_MAX;
+    case SEAM_DTYPE_UINT16: return UINT16_MAX;
+    case SEAM_DTYPE_INT32: return INT32_MAX;
+    case SEAM_DTYPE_UINT32: return UINT32_MAX;
+    case SEAM_DTYPE_INT64: return INT64_MAX;
+    case SEAM_DTYPE_UINT64: return -1; /* all ones: stored as UINT64_MAX */
+    default: return 1; /* bool */
+    }
+}
+
+/* A reduction over no values (the spec since opset 18): 0 for the sums,
+ * 1 for the product, the lowest / highest value of the type for max / min,
+ * -inf for the log sums and NaN for the mean (undefined; numpy's value). */
+static void fill_empty(seam_tensor *y, rop op) {
+    int32_t dt = y->dtype;
+    double v = 0;
+    int64_t iv = 0;
+    switch (op) {
+    case R_PROD: v = 1, iv = 1; break;
+    case R_MEAN: v = NAN; break;
+    case R_MAX: case R_LOGSUM: case R_LOGSUMEXP: v = -INFINITY, iv = int_lowest(dt); break;
+    case R_MIN: v = INFINITY, iv = int_highest(dt); break;
+    default: break;
+    }
+    bool fl = cpu_is_float(dt);
+    for (int64_t i = 0; i < y->numel; i++) {
+        if (fl) cpu_set(y->data, dt, i, v);
+        else cpu_set_i64(y->data, dt, i, iv);
+    }
+}
+
+typedef struct red_job {
+    rop op;
+    int32_t dt;
+    bool in_int;        /* exact int64 accumulation */
+    const void *x;      /* [outer, len, inner], possibly a transposed copy */
+    void *y;            /* [outer, inner] */
+    int64_t len, inner, blocks;
+} red_job;
+
+/* Element i as double, with float32 (the common case) inline. */
+static inline double ld(const void *p, int32_t dt, int64_t i) {
+    return dt == SEAM_DTYPE_FLOAT32 ? (double)((const float *)p)[i] : cpu_get(p, dt, i);
+}
+
+/* a < b, as unsigned for uint64 */
+static inline bool ilt(int64_t a, int64_t b, bool u) { return u ? (uint64_t)a < (uint64_t)b : a < b; }
+
+/* The LayerNorm case: a contiguous float32 row. Eight partial sums let the
+ * loop vectorize (a single double accumulator is a serial chain). */
+CPU_HOT static double row_sum_f32(const float *p, int64_t n) {
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t = 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int32_t l = 0; l < 8; l++) s[l] += (double)p[i + l];
+    for (; i < n; i++) t += (double)p[i];
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])) + t;
+}
+
+/* w float32 columns summed down len rows `stride` apart. */
+CPU_HOT static void col_sum_f32(const float *p, int64_t len, int64_t stride, int64_t w, double *acc) {
+    for (int64_t c = 0; c < w; c++) acc[c] = 0;
+    for (int64_t q = 0; q < len; q++) {
+        const float *r = p + q * stride;
+        for (int64_t c = 0; c < w; c++) acc[c] += (double)r[c];
+    }
+}
+
+/* Every element of the unit's rows: v is element (q, c). */
+#define EACH_F(stmt)                                        \
+    for (int64_t q = 0; q < len; q++)                       \
+        for (int64_t c = 0; c < w; c++) {                   \
+            double v = ld(x, dt, base + q * inner + c);     \
+            stmt;                                           \
+        }
+
+/* The general float path: w columns from `base`, results in acc. */
+static void float_cols(const red_job *j, int64_t base, int64_t w, double *acc) {
+    const void *x = j->x;
+    int32_t dt = j->dt;
+    int64_t len = j->len, inner = j->inner;
+    if (j->op == R_SUM || j->op == R_MEAN) {
+        if (dt == SEAM_DTYPE_FLOAT32 && inner == 1) {
+            acc[0] = row_sum_f32((const float *)x + base, len);
+        } else if (dt == SEAM_DTYPE_FLOAT32) {
+            col_sum_f32((const float *)x + base, len, inner, w, acc);
+        } else {
+            for (int64_t c = 0; c < w; c++) acc[c] = 0;
+            EACH_F(acc[c] += v);
+        }
+        if (j->op == R_MEAN)
+            for (int64_t c = 0; c < w; c++) acc[c] /= (double)len;
+        return;
+    }
+    double init = j->op == R_PROD ? 1 : j->op == R_MAX ? -INFINITY : j->op == R_MIN ? INFINITY : 0;
+    for (int64_t c = 0; c < w; c++) acc[c] = init;
+    switch (j->op) {
+    case R_MAX: EACH_F(if (v > acc[c] || v != v) acc[c] = v); break; /* NaN sticks */
+    case R_MIN: EACH_F(if (v < acc[c] || v != v) acc[c] = v); break;
+    case R_PROD: EACH_F(acc[c] *= v); break;
+    case R_SUMSQ: case R_L2: EACH_F(acc[c] += v * v); break;
+    case R_L1: EACH_F(acc[c] += fabs(v)); break;
+    case R_LOGSUM: EACH_F(acc[c] += v); break;
+    case R_LOGSUMEXP: {
+        /* shifted by the max so exp does not overflow */
+        double mx[COLS];
+        for (int64_t c = 0; c < w; c++) mx[c] = -INFINITY;
+        EACH_F(if (v > mx[c]) mx[c] = v);
+        for (int64_t c = 0; c < w; c++) mx[c] = isfinite(mx[c]) ? mx[c] : 0;
+        EACH_F(acc[c] += exp(v - mx[c]));
+        for (int64_t c = 0; c < w; c++) acc[c] = mx[c] + log(acc[c]);
+        return;
+    }
+    default: break;
+    }
+    for (int64_t c = 0; c < w; c++) {
+        if (j->op == R_L2) acc[c] = sqrt(acc[c]);
+        else if (j->op == R_LOGSUM) acc[c] = log(acc[c]);
+    }
+}
+
+#define EACH_I(stmt)                                                   \
+    for (int64_t q = 0; q < len; q++)                                  \
+        for (int64_t c = 0; c < w; c++) {                              \
+            int64_t v = cpu_get_i64(x, dt, base + q * inner + c);      \
+            stmt;                                                      \
+        }
+
+/* Integer sums, products and extrema, exact in int64 (wrapping). */
+static void int_cols(const red_job *j, int64_t base, int64_t w, int64_t *acc) {
+    const void *x = j->x;
+    int32_t dt = j->dt;
+    int64_t len = j->len, inner = j->inner;
+    bool u = dt == SEAM_DTYPE_UINT64;
+    if (j->op == R_MAX || j->op == R_MIN) {
+        for (int64_t c = 0; c < w; c++) acc[c] = cpu_get_i64(x, dt, base + c);
+        if (j->op == R_MAX) EACH_I(if (ilt(acc[c], v, u)) acc[c] = v);
+        else EACH_I(if (ilt(v, acc[c], u)) acc[c] = v);
+        return;
+    }
+    for (int64_t c = 0; c < w; c++) acc[c] = j->op == R_PROD ? 1 : 0;
+    switch (j->op) {
+    case R_PROD: EACH_I(acc[c] = (int64_t)((uint64_t)acc[c] * (uint64_t)v)); break;
+    case R_SUMSQ: EACH_I(acc[c] = (int64_t)((uint64_t)acc[c] + (uint64_t)v * (uint64_t)v)); break;
+    case R_L1: EACH_I(acc[c] = (int64_t)((uint64_t)acc[c] + (u || v >= 0 ? (uint64_t)v : 0 - (uint64_t)v))); break;
+    default: EACH_I(acc[c] = (int64_t)((uint64_t)acc[c] + (uint64_t)v)); break;
+    }
+    if (j->op == R_MEAN) /* truncates toward zero, as numpy's mean cast back */
+        for (int64_t c = 0; c < w; c++)
+            acc[c] = u ? (int64_t)((uint64_t)acc[c] / (uint64_t)len) : acc[c] / len;
+}
+
+static void reduce_units(void *arg, int64_t begin, int64_t end) {
+    const red_job *j = arg;
+    for (int64_t unit = begin; unit < end; unit++) {
+        int64_t o = unit / j->blocks, c0 = (unit % j->blocks) * COLS;
+        int64_t w = j->inner - c0 < COLS ? j->inner - c0 : COLS;
+        int64_t base = o * j->len * j->inner + c0, at = o * j->inner + c0;
+        if (j->in_int) {
+            int64_t acc[COLS];
+            int_cols(j, base, w, acc);
+            for (int64_t c = 0; c < w; c++) cpu_set_i64(j->y, j->dt, at + c, acc[c]);
             continue;
         }
-        if (is_int && j->op != R_MEAN && j->op != R_L2 && j->op != R_LOGSUM && j->op != R_LOGSUMEXP) {
-            int64_t acc = j->op == R_PROD ? 1 : j->op == R_MAX ? INT64_MIN : j->op == R_MIN ? INT64_MAX : 0;
-            for (int64_t i = 0; i < j->len; i++) {
-                int64_t v = cpu_get_i64(j->x->data, dt, base + i * j->inner);
-                switch (j->op) {
-                case R_MAX: acc = v > acc ? v : acc; break;
-                case R_MIN: acc = v < acc ? v : acc; break;
-                case R_PROD: acc = (int64_t)((uint64_t)acc * (uint64_t)v); break;
-                case R_SUMSQ: acc = (int64_t)((uint64_t)acc + (uint64_t)v * (uint64_t)v); break;
-                case R_L1: acc = (int64_t)((uint64_t)acc + (uint64_t)(v < 0 ? -v : v)); break;
-                default: acc = (int64_t)((uint64_t)acc + (uint64_t)v); break;
-                }
-            }
-            cpu_set_i64(j->y->data, j->y->dtype, o, acc);
-            continue;
-        }
-        double acc = j->op == R_PROD ? 1 : j->op == R_MAX ? -INFINITY : j->op == R_MIN ? INFINITY : 0, mx = -INFINITY;
-        if (j->op == R_LOGSUMEXP)
-            for (int64_t i = 0; i < j->len; i++) mx = fmax(mx, cpu_get(j->x->data, dt, base + i * j->inner));
-        for (int64_t i = 0; i < j->len; i++) {
-            double v = cpu_get(j->x->data, dt, base + i * j->inner);
-            switch (j->op) {
-            case R_MAX: acc = v != v || v > acc ? v : acc; break;
-            case R_MIN: acc = v != v || v < acc ? v : acc; break;
-            case R_PROD: acc *= v; break;
-            case R_SUMSQ: case R_L2: acc += v * v; break;
-            case R_L1: acc += fabs(v); break;
-            case R_LOGSUMEXP: acc += exp(v - mx); break;
-            default: acc += v; break;
-            }
-        }
-        double v = j->op == R_LOGSUMEXP ? (j->len ? mx + log(acc) : -INFINITY) : finish_f(j->op, acc, j->len);
-        if (is_int) v = j->op == R_MEAN ? trunc(v) : v; /* integer mean truncates */
-        cpu_set(j->y->data, j->y->dtype, o, v);
+        double acc[COLS];
+        float_cols(j, base, w, acc);
+        if (j->dt == SEAM_DTYPE_FLOAT32)
+            for (int64_t c = 0; c < w; c++) ((float *)j->y)[at + c] = (float)acc[c];
+        else
+            for (int64_t c = 0; c < w; c++) cpu_set(j->y, j->dt, at + c, acc[c]);
     }
 }
 
 /* Moves the reduced axes of x behind the kept ones (a copy when they are
- * not already together). Sets outer/len/inner and *view (x or the copy,
- * which the caller frees when it differs from x). */
-static seam_status group_axes(seam_kernel *k, const seam_tensor *x, const bool *red, seam_tensor *view, int64_t *outer,
-                              int64_t *len, int64_t *inner) {
+ * not already together). Sets outer/len/inner and *data (x's, or a copy
+ * the caller frees when it differs). x is not empty. */
+static seam_status group_axes(seam_kernel *k, const seam_tensor *x, const bool *red, const void **data,
+                              int64_t *outer, int64_t *len, int64_t *inner) {
     int32_t first = -1, last = -1;
     for (int32_t d = 0; d < x->rank; d++)
         if (red[d]) {
@@ -134,7 +262,7 @@ static seam_status group_axes(seam_kernel *k, const seam_tensor *x, const bool *
         }
     bool together = true;
     for (int32_t d = first; first >= 0 && d <= last; d++) together &= red[d];
-    *view = *x;
+    *data = x->data;
     if (first < 0) {
         *outer = x->numel, *len = 1, *inner = 1;
         return SEAM_STATUS_OK;
@@ -155,19 +283,19 @@ static seam_status group_axes(seam_kernel *k, const seam_tensor *x, const bool *
     size_t es = cpu_dtype_size(x->dtype);
     void *buf = malloc(x->nbytes ? x->nbytes : 1);
     if (!buf) return kernel_oom(k);
-    int64_t st[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0}, pd[SEAM_MAX_RANK];
+    int64_t st[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0}, pd[SEAM_MAX_RANK], off = 0;
     cpu_strides(x->rank, x->dims, st);
     for (int32_t d = 0; d < x->rank; d++) pd[d] = x->dims[perm[d]];
     for (int64_t i = 0; i < x->numel; i++) {
-        int64_t off = 0;
-        for (int32_t d = 0; d < x->rank; d++) off += idx[d] * st[perm[d]];
         cpu_copy_elem(buf, i, x->data, off, es);
-        for (int32_t d = x->rank - 1; d >= 0; d--) {
+        for (int32_t d = x->rank - 1; d >= 0; d--) { /* odometer over the permuted shape */
+            off += st[perm[d]];
             if (++idx[d] < pd[d]) break;
+            off -= st[perm[d]] * pd[d];
             idx[d] = 0;
         }
     }
-    view->data = buf;
+    *data = buf;
     *outer = cpu_span(pd, 0, n_kept), *len = cpu_span(pd, n_kept, x->rank), *inner = 1;
     return SEAM_STATUS_OK;
 }
@@ -175,11 +303,12 @@ static seam_status group_axes(seam_kernel *k, const seam_tensor *x, const bool *
 static seam_status run_reduce(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    red_job j = {R_SUM, NULL, NULL, 0, 0};
+    rop op = R_SUM;
     for (size_t i = 0; i < sizeof(rops) / sizeof(rops[0]); i++)
-        if (strcmp(k->n->op_type, rops[i].name) == 0) j.op = rops[i].op;
-    bool from_input = k->n->opset >= (j.op == R_SUM ? 13 : 18), red[SEAM_MAX_RANK], noop;
-    if (!reduced_axes(k, x, from_input, red, &noop)) return kernel_fail(k, "axes must be integers in range for rank %d", x->rank);
+        if (strcmp(k->n->op_type, rops[i].name) == 0) op = rops[i].op;
+    bool from_input = k->n->opset >= (op == R_SUM ? 13 : 18), red[SEAM_MAX_RANK], noop;
+    if (!reduced_axes(k, x, from_input, red, &noop))
+        return kernel_fail(k, "axes must be integers in [-%d, %d)", x->rank, x->rank);
     bool keep = node_attr_int(k->n, "keepdims", 1) != 0;
     int64_t dims[SEAM_MAX_RANK];
     int32_t r = 0;
@@ -187,21 +316,28 @@ static seam_status run_reduce(seam_kernel *k) {
         if (!red[d]) dims[r++] = x->dims[d];
         else if (keep) dims[r++] = 1;
     }
+    int64_t n_out = seam_shape_numel(dims, r);
+    if (n_out < 0 || (x->numel == 0 && n_out > MAX_OUT_NUMEL))
+        return kernel_fail(k, "the result of reducing an empty input is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
     if (noop) { /* noop_with_empty_axes: the input as is */
-        if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+        if (x->nbytes && y->data != x->data) memcpy(y->data, x->data, x->nbytes);
         return SEAM_STATUS_OK;
     }
-    if ((j.op == R_MAX || j.op == R_MIN) && y->numel > 0 && x->numel == 0)
-        return kernel_fail(k, "%s over an empty axis has no value", k->n->op_type);
-    seam_tensor view;
-    int64_t outer = 0, len = 0, inner = 1;
-    seam_status st = group_axes(k, x, red, &view, &outer, &len, &inner);
+    if (x->numel == 0) { /* also keeps the spans below from overflowing on huge zero-size dims */
+        fill_empty(y, op);
+        return SEAM_STATUS_OK;
+    }
+    red_job j = {op, x->dtype, false, NULL, y->data, 0, 0, 0};
+    j.in_int = !cpu_is_float(x->dtype) && op != R_L2 && op != R_LOGSUM && op != R_LOGSUMEXP;
+    int64_t outer;
+    seam_status st = group_axes(k, x, red, &j.x, &outer, &j.len, &j.inner);
     if (st) return st;
-    j.x = &view, j.y = y, j.len = len, j.inner = inner;
-    seam_parallel_for(k->pool, outer * inner, 64, reduce_range, &j);
-    if (view.data != x->data) free(view.data);
+    j.blocks = (j.inner + COLS - 1) / COLS;
+    int64_t per_unit = j.len * (j.inner < COLS ? j.inner : COLS);
+    seam_parallel_for(k->pool, outer * j.blocks, 16384 / per_unit + 1, reduce_units, &j);
+    if (j.x != x->data) free((void *)j.x);
     return SEAM_STATUS_OK;
 }
 
@@ -214,45 +350,71 @@ static seam_status check_reduce(seam_check *c) {
 
 /* ---- ArgMax, ArgMin ---- */
 
+typedef struct arg_job {
+    const seam_tensor *x;
+    int64_t *y;
+    int64_t len, inner;
+    bool is_max, last;
+} arg_job;
+
+/* Whether v replaces the best so far b. NaN counts as the extreme either
+ * way (numpy returns the first NaN); select_last_index takes the last of
+ * equal values. */
+static inline bool arg_better_f(double v, double b, bool is_max, bool last) {
+    if (b != b) return last && v != v;
+    if (v != v) return true;
+    if (v == b) return last;
+    return is_max ? v > b : v < b;
+}
+
+static void arg_rows(void *arg, int64_t begin, int64_t end) {
+    const arg_job *j = arg;
+    int32_t dt = j->x->dtype;
+    const void *x = j->x->data;
+    bool fl = cpu_is_float(dt), u = dt == SEAM_DTYPE_UINT64;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t base = (r / j->inner) * j->len * j->inner + r % j->inner, best = 0;
+        if (fl) {
+            double b = ld(x, dt, base);
+            for (int64_t q = 1; q < j->len; q++) {
+                double v = ld(x, dt, base + q * j->inner);
+                if (arg_better_f(v, b, j->is_max, j->last)) b = v, best = q;
+            }
+        } else {
+            int64_t b = cpu_get_i64(x, dt, base);
+            for (int64_t q = 1; q < j->len; q++) {
+                int64_t v = cpu_get_i64(x, dt, base + q * j->inner);
+                bool better = v == b ? j->last : j->is_max ? ilt(b, v, u) : ilt(v, b, u);
+                if (better) b = v, best = q;
+            }
+        }
+        j->y[r] = best;
+    }
+}
+
 static seam_status run_arg(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
-    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
-    bool keep = node_attr_int(k->n, "keepdims", 1) != 0, last = node_attr_int(k->n, "select_last_index", 0) != 0;
-    bool is_max = k->n->op_type[3] == 'M' && k->n->op_type[4] == 'a';
+    if (axis < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)node_attr_int(k->n, "axis", 0),
+                                     x->rank);
+    bool keep = node_attr_int(k->n, "keepdims", 1) != 0;
     int64_t dims[SEAM_MAX_RANK];
     int32_t r = 0;
     for (int32_t d = 0; d < x->rank; d++) {
         if (d != axis) dims[r++] = x->dims[d];
         else if (keep) dims[r++] = 1;
     }
-    int64_t len = x->dims[axis];
-    if (len == 0) return kernel_fail(k, "%s over an empty axis has no value", k->n->op_type);
+    int64_t n_out = seam_shape_numel(dims, r);
+    if (n_out < 0) return kernel_fail(k, "the result is too large");
+    if (x->numel == 0 && n_out > 0) return kernel_fail(k, "%s over an empty axis has no value", k->n->op_type);
     seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_INT64, r, dims);
     if (!y) return kernel_oom(k);
-    int64_t inner = cpu_span(x->dims, axis + 1, x->rank), outer = cpu_span(x->dims, 0, axis);
-    bool fl = cpu_is_float(x->dtype);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            int64_t base = o * len * inner + i, best = 0;
-            double bv = fl ? cpu_get(x->data, x->dtype, base) : 0;
-            int64_t bi = fl ? 0 : cpu_get_i64(x->data, x->dtype, base);
-            for (int64_t q = 1; q < len; q++) {
-                bool better;
-                if (fl) {
-                    double v = cpu_get(x->data, x->dtype, base + q * inner);
-                    better = is_max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
-                    if (better) bv = v;
-                } else {
-                    int64_t v = cpu_get_i64(x->data, x->dtype, base + q * inner);
-                    better = is_max ? (last ? v >= bi : v > bi) : (last ? v <= bi : v < bi);
-                    if (better) bi = v;
-                }
-                if (better) best = q;
-            }
-            ((int64_t *)y->data)[o * inner + i] = best;
-        }
+    if (n_out == 0) return SEAM_STATUS_OK;
+    arg_job j = {x, y->data, x->dims[axis], cpu_span(x->dims, axis + 1, x->rank), false, false};
+    j.is_max = strcmp(k->n->op_type, "ArgMax") == 0;
+    j.last = node_attr_int(k->n, "select_last_index", 0) != 0;
+    seam_parallel_for(k->pool, n_out, 16384 / j.len + 1, arg_rows, &j);
     return SEAM_STATUS_OK;
 }
 
