@@ -116,20 +116,7 @@ static seam_status run_act(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_float(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
 
-/* Relu, LeakyRelu and Shrink also take integers in newer opsets. */
-static seam_status check_numeric(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
 
 /* PRelu: y = x < 0 ? slope * x : x, slope broadcast to x. */
 static seam_status run_prelu(seam_kernel *k) {
@@ -403,19 +390,19 @@ static seam_status run_loss(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-#define ACT {run_act, check_float}
-#define ACTN {run_act, check_numeric}
-#define SOFT {run_softmax, check_float}
+#define ACT {run_act, check_float_input}
+#define ACTN {run_act, check_numeric_input}
+#define SOFT {run_softmax, check_float_input}
 
 const seam_cpu_binding seam_cpu_activation[] = {
     {"", "Relu", 1, ACTN}, {"", "LeakyRelu", 1, ACTN}, {"", "Sigmoid", 1, ACT}, {"", "HardSigmoid", 1, ACT},
     {"", "HardSwish", 14, ACT}, {"", "Tanh", 1, ACT}, {"", "Elu", 1, ACT}, {"", "Selu", 1, ACT},
     {"", "Celu", 12, ACT}, {"", "ThresholdedRelu", 10, ACT}, {"", "Softplus", 1, ACT}, {"", "Softsign", 1, ACT},
     {"", "Gelu", 20, ACT}, {"", "Mish", 18, ACT}, {"", "Shrink", 9, ACTN},
-    {"", "PRelu", 1, {run_prelu, check_numeric}}, {"", "Clip", 1, {run_clip, check_numeric}},
+    {"", "PRelu", 1, {run_prelu, check_numeric_input}}, {"", "Clip", 1, {run_clip, check_numeric_input}},
     {"", "Softmax", 1, SOFT}, {"", "LogSoftmax", 1, SOFT}, {"", "Hardmax", 1, SOFT},
     {"", "Identity", 1, {run_identity, NULL}},
-    {"", "NegativeLogLikelihoodLoss", 12, {run_loss, check_float}},
-    {"", "SoftmaxCrossEntropyLoss", 12, {run_loss, check_float}}, {"", "Dropout", 1, {run_dropout, check_float}},
+    {"", "NegativeLogLikelihoodLoss", 12, {run_loss, check_float_input}},
+    {"", "SoftmaxCrossEntropyLoss", 12, {run_loss, check_float_input}}, {"", "Dropout", 1, {run_dropout, check_float_input}},
 };
 const size_t seam_cpu_activation_count = sizeof(seam_cpu_activation) / sizeof(seam_cpu_activation[0]);

@@ -134,15 +134,9 @@ static seam_status run_det(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_numeric(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
 
 const seam_cpu_binding seam_cpu_algebra[] = {
-    {"", "Einsum", 12, {run_einsum, check_numeric}},
-    {"", "Det", 11, {run_det, check_numeric}},
+    {"", "Einsum", 12, {run_einsum, check_numeric_input}},
+    {"", "Det", 11, {run_det, check_numeric_input}},
 };
 const size_t seam_cpu_algebra_count = sizeof(seam_cpu_algebra) / sizeof(seam_cpu_algebra[0]);

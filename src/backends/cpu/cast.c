@@ -115,8 +115,6 @@ static seam_status run_size(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-/* The largest tensor a shape read from data may ask for: 2^31 elements. */
-#define MAX_DATA_NUMEL ((int64_t)1 << 31)
 
 static seam_status run_constant_of_shape(seam_kernel *k) {
     const seam_tensor *s = kernel_in(k, 0);

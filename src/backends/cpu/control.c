@@ -11,7 +11,6 @@
 #include "seam_backend.h"
 
 #define MAX_BODIES 2
-#define MAX_DATA_NUMEL ((int64_t)1 << 31)
 
 typedef struct bodies {
     seam_exec *e[MAX_BODIES];

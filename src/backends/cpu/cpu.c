@@ -299,3 +299,32 @@ seam_status check_refuse(seam_check *c, const char *fmt, ...) {
     va_end(ap);
     return SEAM_STATUS_UNSUPPORTED;
 }
+
+bool cpu_attr_is(const ir_node *n, const char *name, const char *want) {
+    const ir_attr *a = ir_node_attr(n, name);
+    size_t len = strlen(want);
+    return a && a->kind == IR_ATTR_STRING && a->s.len == len && memcmp(a->s.data, want, len) == 0;
+}
+
+/* auto_pad other than the spec's four values would silently act as NOTSET */
+bool cpu_auto_pad_known(const ir_node *n) {
+    static const char *const names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+    if (!ir_node_attr(n, "auto_pad")) return true;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (cpu_attr_is(n, "auto_pad", names[i])) return true;
+    return false;
+}
+
+seam_status check_float_input(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}
+
+seam_status check_numeric_input(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
+        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    return SEAM_STATUS_OK;
+}

@@ -95,6 +95,18 @@ typedef struct cpu_window {
  * a message naming the attribute. */
 seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, cpu_window *w);
 
+/* The largest tensor a shape read from data may ask for (2^31 elements):
+ * hostile shape inputs fail with a message instead of allocating TBs. */
+#define MAX_DATA_NUMEL ((int64_t)1 << 31)
+
+/* True when the node's string attribute `name` equals want. */
+bool cpu_attr_is(const ir_node *n, const char *name, const char *want);
+/* auto_pad absent or one of the spec's four values. */
+bool cpu_auto_pad_known(const ir_node *n);
+/* Checks refusing input 0 dtypes other than floats / numbers. */
+seam_status check_float_input(seam_check *c);
+seam_status check_numeric_input(seam_check *c);
+
 /* A check that accepts only the listed input-0 dtypes (list ends with 0). */
 bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed);
 /* Writes "reason" into c->reason and returns SEAM_STATUS_UNSUPPORTED. */

@@ -7,7 +7,6 @@
 
 #include "backends/cpu/cpu.h"
 
-#define MAX_DATA_NUMEL ((int64_t)1 << 31)
 
 /* ---- TopK ---- */
 

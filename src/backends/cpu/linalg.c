@@ -557,21 +557,12 @@ done:
     return SEAM_STATUS_OK;
 }
 
-/* auto_pad other than the spec's four values would silently act as NOTSET */
-static bool auto_pad_known(const ir_node *n) {
-    static const char *const names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
-    const ir_attr *a = ir_node_attr(n, "auto_pad");
-    if (!a) return true;
-    for (size_t i = 0; a->kind == IR_ATTR_STRING && i < sizeof(names) / sizeof(names[0]); i++)
-        if (a->s.len == strlen(names[i]) && !memcmp(a->s.data, names[i], a->s.len)) return true;
-    return false;
-}
 
 static seam_status check_conv(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
     if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
         return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    if (!auto_pad_known(c->n)) return check_refuse(c, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    if (!cpu_auto_pad_known(c->n)) return check_refuse(c, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
     return SEAM_STATUS_OK;
 }
 

@@ -16,12 +16,6 @@ static inline void st(seam_tensor *t, int64_t i, double v) {
     else cpu_set(t->data, t->dtype, i, v);
 }
 
-static seam_status check_float(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
 
 static bool is_vec(const seam_tensor *t, int64_t n) { return t && t->numel == n; }
 
@@ -298,12 +292,12 @@ static seam_status run_lp_norm(seam_kernel *k) {
 }
 
 const seam_cpu_binding seam_cpu_norm[] = {
-    {"", "BatchNormalization", 1, {run_batch_norm, check_float}},
-    {"", "LayerNormalization", 17, {run_layer_norm, check_float}},
-    {"", "InstanceNormalization", 1, {run_instance_norm, check_float}},
-    {"", "GroupNormalization", 18, {run_group_norm, check_float}},
-    {"", "LRN", 1, {run_lrn, check_float}},
-    {"", "MeanVarianceNormalization", 9, {run_mvn, check_float}},
-    {"", "LpNormalization", 1, {run_lp_norm, check_float}},
+    {"", "BatchNormalization", 1, {run_batch_norm, check_float_input}},
+    {"", "LayerNormalization", 17, {run_layer_norm, check_float_input}},
+    {"", "InstanceNormalization", 1, {run_instance_norm, check_float_input}},
+    {"", "GroupNormalization", 18, {run_group_norm, check_float_input}},
+    {"", "LRN", 1, {run_lrn, check_float_input}},
+    {"", "MeanVarianceNormalization", 9, {run_mvn, check_float_input}},
+    {"", "LpNormalization", 1, {run_lp_norm, check_float_input}},
 };
 const size_t seam_cpu_norm_count = sizeof(seam_cpu_norm) / sizeof(seam_cpu_norm[0]);

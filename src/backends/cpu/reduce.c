@@ -144,6 +144,56 @@ CPU_HOT static void col_sum_f32(const float *p, int64_t len, int64_t stride, int
     }
 }
 
+/* Float32 max or min of w columns. NaN is tracked apart so that the
+ * compare loop vectorizes; a contiguous row is read eight lanes at a time. */
+CPU_HOT static void col_ext_f32(const float *p, int64_t len, int64_t stride, int64_t w, bool is_max, double *acc) {
+    float m[COLS];
+    int32_t nan[COLS];
+    if (stride == 1 && w == 1) {
+        float l8[8];
+        int32_t n8[8];
+        for (int32_t l = 0; l < 8; l++) l8[l] = is_max ? -INFINITY : INFINITY, n8[l] = 0;
+        int64_t i = 0;
+        if (is_max) {
+            for (; i + 8 <= len; i += 8)
+                for (int32_t l = 0; l < 8; l++) {
+                    float v = p[i + l];
+                    l8[l] = v > l8[l] ? v : l8[l];
+                    n8[l] |= v != v;
+                }
+        } else {
+            for (; i + 8 <= len; i += 8)
+                for (int32_t l = 0; l < 8; l++) {
+                    float v = p[i + l];
+                    l8[l] = v < l8[l] ? v : l8[l];
+                    n8[l] |= v != v;
+                }
+        }
+        for (; i < len; i++) {
+            float v = p[i];
+            l8[0] = is_max ? (v > l8[0] ? v : l8[0]) : (v < l8[0] ? v : l8[0]);
+            n8[0] |= v != v;
+        }
+        float r = l8[0];
+        int32_t any = n8[0];
+        for (int32_t l = 1; l < 8; l++) {
+            r = is_max ? (l8[l] > r ? l8[l] : r) : (l8[l] < r ? l8[l] : r);
+            any |= n8[l];
+        }
+        acc[0] = any ? NAN : r;
+        return;
+    }
+    for (int64_t c = 0; c < w; c++) m[c] = is_max ? -INFINITY : INFINITY, nan[c] = 0;
+    for (int64_t q = 0; q < len; q++) {
+        const float *r = p + q * stride;
+        if (is_max)
+            for (int64_t c = 0; c < w; c++) m[c] = r[c] > m[c] ? r[c] : m[c], nan[c] |= r[c] != r[c];
+        else
+            for (int64_t c = 0; c < w; c++) m[c] = r[c] < m[c] ? r[c] : m[c], nan[c] |= r[c] != r[c];
+    }
+    for (int64_t c = 0; c < w; c++) acc[c] = nan[c] ? NAN : m[c];
+}
+
 /* Every element of the unit's rows: v is element (q, c). */
 #define EACH_F(stmt)                                        \
     for (int64_t q = 0; q < len; q++)                       \
@@ -168,6 +218,10 @@ static void float_cols(const red_job *j, int64_t base, int64_t w, double *acc) {
         }
         if (j->op == R_MEAN)
             for (int64_t c = 0; c < w; c++) acc[c] /= (double)len;
+        return;
+    }
+    if (dt == SEAM_DTYPE_FLOAT32 && (j->op == R_MAX || j->op == R_MIN)) {
+        col_ext_f32((const float *)x + base, len, inner, w, j->op == R_MAX, acc);
         return;
     }
     double init = j->op == R_PROD ? 1 : j->op == R_MAX ? -INFINITY : j->op == R_MIN ? INFINITY : 0;
@@ -212,8 +266,11 @@ static void int_cols(const red_job *j, int64_t base, int64_t w, int64_t *acc) {
     bool u = dt == SEAM_DTYPE_UINT64;
     if (j->op == R_MAX || j->op == R_MIN) {
         for (int64_t c = 0; c < w; c++) acc[c] = cpu_get_i64(x, dt, base + c);
-        if (j->op == R_MAX) EACH_I(if (ilt(acc[c], v, u)) acc[c] = v);
-        else EACH_I(if (ilt(v, acc[c], u)) acc[c] = v);
+        if (j->op == R_MAX) {
+            EACH_I(if (ilt(acc[c], v, u)) acc[c] = v);
+        } else {
+            EACH_I(if (ilt(v, acc[c], u)) acc[c] = v);
+        }
         return;
     }
     for (int64_t c = 0; c < w; c++) acc[c] = j->op == R_PROD ? 1 : 0;
@@ -331,7 +388,7 @@ static seam_status run_reduce(seam_kernel *k) {
     }
     red_job j = {op, x->dtype, false, NULL, y->data, 0, 0, 0};
     j.in_int = !cpu_is_float(x->dtype) && op != R_L2 && op != R_LOGSUM && op != R_LOGSUMEXP;
-    int64_t outer;
+    int64_t outer = 0;
     seam_status st = group_axes(k, x, red, &j.x, &outer, &j.len, &j.inner);
     if (st) return st;
     j.blocks = (j.inner + COLS - 1) / COLS;

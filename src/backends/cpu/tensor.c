@@ -8,7 +8,6 @@
 
 #include "backends/cpu/cpu.h"
 
-#define MAX_DATA_NUMEL ((int64_t)1 << 31)
 
 static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
 
@@ -799,11 +798,6 @@ static seam_status run_compress(seam_kernel *k) {
 
 typedef enum { CT_HALF_PIXEL, CT_PYTORCH_HALF, CT_ALIGN, CT_ASYM, CT_TF_CROP, CT_HALF_SYM, CT_TF_NN } coord_mode;
 
-static bool attr_is(const ir_node *n, const char *name, const char *want) {
-    const ir_attr *a = ir_node_attr(n, name);
-    size_t len = strlen(want);
-    return a && a->kind == IR_ATTR_STRING && a->s.len == len && memcmp(a->s.data, want, len) == 0;
-}
 
 /* Maps an output coordinate to the input, per coordinate_transformation_mode.
  * The output length in the formulas is in * scale, not rounded (as ONNX's
@@ -885,8 +879,8 @@ static seam_status run_resize(seam_kernel *k) {
             if (tz->numel != na || !cpu_is_int(tz->dtype)) return kernel_fail(k, "sizes must be integers, one per axis");
             int64_t sizes[SEAM_MAX_RANK];
             for (int32_t i = 0; i < na; i++) sizes[i] = cpu_get_i64(tz->data, tz->dtype, i);
-            const char *pol = attr_is(k->n, "keep_aspect_ratio_policy", "not_smaller") ? "ns"
-                              : attr_is(k->n, "keep_aspect_ratio_policy", "not_larger") ? "nl" : "st";
+            const char *pol = cpu_attr_is(k->n, "keep_aspect_ratio_policy", "not_smaller") ? "ns"
+                              : cpu_attr_is(k->n, "keep_aspect_ratio_policy", "not_larger") ? "nl" : "st";
             if (pol[0] != 's') {
                 double s = pol[1] == 's' ? 0 : INFINITY;
                 for (int32_t i = 0; i < na; i++) {
@@ -924,19 +918,19 @@ static seam_status run_resize(seam_kernel *k) {
     int64_t numel = seam_shape_numel(out, r);
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     char mode = 'n';
-    if (attr_is(k->n, "mode", "linear") || attr_is(k->n, "mode", "bilinear")) mode = 'l';
-    if (attr_is(k->n, "mode", "cubic")) mode = 'c';
+    if (cpu_attr_is(k->n, "mode", "linear") || cpu_attr_is(k->n, "mode", "bilinear")) mode = 'l';
+    if (cpu_attr_is(k->n, "mode", "cubic")) mode = 'c';
     coord_mode cm = upsample || k->n->opset < 11 ? CT_ASYM : CT_HALF_PIXEL;
-    if (attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = CT_PYTORCH_HALF;
-    if (attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = CT_ALIGN;
-    if (attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = CT_ASYM;
-    if (attr_is(k->n, "coordinate_transformation_mode", "tf_crop_and_resize")) cm = CT_TF_CROP;
-    if (attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = CT_HALF_SYM;
-    if (attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = CT_TF_NN;
+    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = CT_PYTORCH_HALF;
+    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = CT_ALIGN;
+    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = CT_ASYM;
+    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "tf_crop_and_resize")) cm = CT_TF_CROP;
+    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = CT_HALF_SYM;
+    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = CT_TF_NN;
     char nearest = 'p'; /* round_prefer_floor (default), round_prefer_ceil, floor, ceil */
-    if (attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
-    if (attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
-    if (attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
+    if (cpu_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
+    if (cpu_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
+    if (cpu_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
     if (upsample || k->n->opset < 11) nearest = 'f';
     double cubic_a = node_attr_float(k->n, "cubic_coeff_a", -0.75f);
     bool exclude = node_attr_int(k->n, "exclude_outside", 0) != 0;

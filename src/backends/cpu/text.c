@@ -5,11 +5,6 @@
 
 #include "backends/cpu/cpu.h"
 
-static bool mode_is(const ir_node *n, const char *m) {
-    const ir_attr *a = ir_node_attr(n, "mode");
-    size_t len = strlen(m);
-    return a && a->kind == IR_ATTR_STRING && a->s.len == len && memcmp(a->s.data, m, len) == 0;
-}
 
 typedef struct pool {
     const int64_t *v;      /* the n-grams of each length, back to back */
@@ -74,7 +69,7 @@ static seam_status run_tfidf(seam_kernel *k) {
                     int64_t o = pool_find(&p, n, g);
                     if (o >= 0 && o < n_idx) out[r * width + idx[o]] += 1;
                 }
-    bool idf = mode_is(k->n, "IDF"), tfidf = mode_is(k->n, "TFIDF");
+    bool idf = cpu_attr_is(k->n, "mode", "IDF"), tfidf = cpu_attr_is(k->n, "mode", "TFIDF");
     if (idf || tfidf)
         for (int64_t r = 0; r < rows; r++)
             for (int32_t i = 0; i < n_idx; i++) {

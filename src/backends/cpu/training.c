@@ -4,11 +4,6 @@
 
 #include "backends/cpu/cpu.h"
 
-static bool is(const ir_node *n, const char *name, const char *want) {
-    const ir_attr *a = ir_node_attr(n, name);
-    size_t len = strlen(want);
-    return a && a->kind == IR_ATTR_STRING && a->s.len == len && memcmp(a->s.data, want, len) == 0;
-}
 
 static seam_status run_optimizer(seam_kernel *k) {
     const char *op = k->n->op_type;
@@ -41,7 +36,7 @@ static seam_status run_optimizer(seam_kernel *k) {
             } else if (kind == 'm') {
                 double alpha = node_attr_float(k->n, "alpha", 0), beta = node_attr_float(k->n, "beta", 0);
                 S_new = alpha * S + (T > 0 ? beta : 1) * G;
-                X_new = is(k->n, "mode", "nesterov") ? X - R * (G + alpha * S_new) : X - R * S_new;
+                X_new = cpu_attr_is(k->n, "mode", "nesterov") ? X - R * (G + alpha * S_new) : X - R * S_new;
             } else { /* Adam: S is the first moment, H the second */
                 double alpha = node_attr_float(k->n, "alpha", 0.9f), beta = node_attr_float(k->n, "beta", 0.999f);
                 double H = cpu_get(h->data, h->dtype, e);
