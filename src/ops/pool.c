@@ -63,8 +63,12 @@ static void infer_max_unpool(seam_infer *ic) {
     out[1] = x->dims[1];
     for (int32_t k = 0; k < nk; k++) {
         int64_t in = x->dims[2 + k].v, s = ns == nk ? strides[k] : 1;
-        int64_t p = np == 2 * nk ? pads[k] + pads[k + nk] : 0;
-        out[2 + k] = in >= 0 ? (ir_dim){(in - 1) * s - p + kernel[k], NULL} : IR_DIM_UNKNOWN;
+        int64_t p0 = np == 2 * nk ? pads[k] : 0, p1 = np == 2 * nk ? pads[k + nk] : 0;
+        /* hostile attributes: leave the dim unknown rather than overflow */
+        bool sane = in >= 1 && in <= IR_MAX_DIM && s >= 1 && s <= IR_MAX_DIM && kernel[k] >= 1 && kernel[k] <= IR_MAX_DIM &&
+                    p0 >= 0 && p1 >= 0 && p0 <= IR_MAX_DIM && p1 <= IR_MAX_DIM;
+        int64_t o = sane ? (in - 1) * s - p0 - p1 + kernel[k] : -1;
+        out[2 + k] = sane && o >= 0 ? (ir_dim){o, NULL} : IR_DIM_UNKNOWN;
     }
     infer_set_tensor(ic, 0, dt, x->rank, out);
 }

@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
             closedir(d);
         }
     }
-    qsort(tests, n_tests, sizeof(char *), cmp_str);
+    if (n_tests) qsort(tests, n_tests, sizeof(char *), cmp_str);
     int counts[5] = {0};
     char **not_passing = calloc(n_tests + 1, sizeof(char *));
     size_t n_np = 0;
