@@ -65,7 +65,8 @@ static void infer_max_unpool(seam_infer *ic) {
         int64_t in = x->dims[2 + k].v, s = ns == nk ? strides[k] : 1;
         int64_t p0 = np == 2 * nk ? pads[k] : 0, p1 = np == 2 * nk ? pads[k + nk] : 0;
         /* hostile attributes: leave the dim unknown rather than overflow */
-        bool sane = in >= 1 && in <= IR_MAX_DIM && s >= 1 && s <= IR_MAX_DIM && kernel[k] >= 1 && kernel[k] <= IR_MAX_DIM &&
+        bool sane = in >= 1 && in <= IR_MAX_DIM && s >= 1 && s <= IR_MAX_DIM && in - 1 <= IR_MAX_DIM / s &&
+                    kernel[k] >= 1 && kernel[k] <= IR_MAX_DIM &&
                     p0 >= 0 && p1 >= 0 && p0 <= IR_MAX_DIM && p1 <= IR_MAX_DIM;
         int64_t o = sane ? (in - 1) * s - p0 - p1 + kernel[k] : -1;
         out[2 + k] = sane && o >= 0 ? (ir_dim){o, NULL} : IR_DIM_UNKNOWN;
