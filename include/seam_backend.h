@@ -160,6 +160,13 @@ seam_status seam_backend_load_library(seam_context *ctx, const char *path, const
  * always the last target, whether listed or not. Owned by seam. */
 const seam_backend *seam_backend_cpu(void);
 
+/* The built-in oneDNN backend `dnnl` (float32; Conv, Gemm, MatMul, pools,
+ * eltwise and binary ops, BatchNormalization, Softmax, Concat, views; a
+ * Conv absorbs the activation that follows it). It compiles its
+ * subgraphs into oneDNN primitives and works in host memory. Owned by
+ * seam. */
+const seam_backend *seam_backend_dnnl(void);
+
 /* Loads a rules target: a JSON description of a device's op coverage (see
  * docs/rules.md). An unknown key or a bad value is an error naming the key.
  * Free with seam_backend_free. */

@@ -272,6 +272,10 @@ int cmd_run(int argc, char **argv) {
         seam_plan_free(plan);
     }
     if (tg.n_paths == 0 && tg.n_libs > 0 && (rc = targets_load(&tg, "run", ctx))) goto done; /* backends for a saved model */
+    /* the built-in accelerated backend is always there for saved models */
+    bool has_dnnl = false;
+    for (int32_t k = 0; k < tg.n_avail; k++) has_dnnl |= tg.avail[k] == seam_backend_dnnl();
+    if (!has_dnnl && tg.n_avail < (int32_t)(sizeof(tg.avail) / sizeof(tg.avail[0]))) tg.avail[tg.n_avail++] = seam_backend_dnnl();
     seam_session_options opts = {threads, report, dynamic_batch, tg.avail, tg.n_avail, NULL, NULL};
     if (isatty(2)) opts.progress = show_progress; /* only on a terminal */
     if ((st = seam_session_create(m, &opts, &s))) {

@@ -149,10 +149,15 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
         for (int32_t j = 0; j < n_libs && !found; j++)
             if (strcmp(libs[j]->name, p) == 0) found = libs[j];
         char so[4096];
+        if (!found && strcmp(p, "dnnl") == 0 && access(p, F_OK) != 0) found = seam_backend_dnnl(); /* built in */
         if (!found && access(p, F_OK) != 0 && search_backend_path(p, so, sizeof(so))) {
             seam_status st = seam_backend_load_library(ctx, so, &found);
             if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
             t->avail[t->n_avail++] = found;
+        }
+        if (found && found == seam_backend_dnnl()) {
+            t->list[n++] = found;
+            continue;
         }
         if (!found) { /* a rules file */
             seam_status st = seam_rules_load(ctx, p, &t->loaded[k]);

@@ -1,0 +1,783 @@
+/*
+ * The `dnnl` backend: device subgraphs compiled to oneDNN (Debian's
+ * libdnnl 2.6, C API) primitives.
+ *
+ * compile() walks the subgraph once: every value gets a slot (a boundary
+ * input or output, bound per run; a weight, read in place, resident; or an
+ * intermediate, allocated here), every node a primitive made now. A Conv
+ * whose only reader is an activation takes it as a post-op, and the
+ * activation disappears (the conv -> relu fusion of TVM's discussion).
+ * Flatten, Reshape, Squeeze, Unsqueeze and Identity are views: their output
+ * shares the input's slot. Tensors are in plain (ONNX) layouts throughout
+ * this first version: no reorders at all.
+ *
+ * supports() answers per node from op, dtypes, ranks and attributes, with a
+ * precise reason when it says no.
+ */
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "seam_backend.h"
+
+#define MAXR 6      /* plain tags up to abcdef */
+#define MAX_ARGS 66 /* a Concat of up to 64 inputs, plus its output */
+
+typedef struct slot {
+    const char *name;
+    int32_t rank;
+    dnnl_dims_t dims;
+    dnnl_memory_t mem;
+    void *owned;       /* intermediates */
+    int32_t alias;     /* a view of another slot, or -1 */
+    int32_t boundary;  /* 0 none, 1 input k, 2 output k */
+    int32_t index;
+} slot;
+
+typedef struct step {
+    dnnl_primitive_t prim;
+    int32_t n_args;
+    int32_t arg_kind[MAX_ARGS];
+    int32_t arg_slot[MAX_ARGS];
+} step;
+
+typedef struct program {
+    slot *slots;
+    int32_t n_slots, cap_slots;
+    step *steps;
+    int32_t n_steps;
+    int32_t *in_slot, *out_slot;
+    int32_t n_in, n_out;
+} program;
+
+typedef struct dnnl_ctx {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    bool ok;
+} dnnl_ctx;
+
+static dnnl_ctx g_ctx; /* one CPU engine for the process */
+
+static dnnl_format_tag_t plain_tag(int32_t rank) {
+    static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
+    return rank >= 0 && rank <= MAXR ? tags[rank] : dnnl_format_tag_undef;
+}
+
+static bool is_op(const seam_node_view *n, const char *op) { return strcmp(n->op_type, op) == 0 && !n->domain[0]; }
+
+static const char *const eltwise_ops[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "Exp", "Log",
+                                          "Sqrt", "Abs", "HardSigmoid", "Softplus", "HardSwish"};
+static const char *const binary_ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+static const char *const view_ops[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+
+static bool in_list(const seam_node_view *n, const char *const *list, size_t len) {
+    for (size_t k = 0; k < len; k++)
+        if (is_op(n, list[k])) return true;
+    return false;
+}
+#define IN_LIST(n, l) in_list(n, l, sizeof(l) / sizeof(l[0]))
+
+static bool static_shape(const seam_value_info *v) {
+    if (v->rank < 0 || v->rank > MAXR) return false;
+    for (int32_t d = 0; d < v->rank; d++)
+        if (v->dims[d] < 0) return false;
+    return true;
+}
+
+/* ---- supports ---- */
+
+static bool refuse(char *why, size_t n, const char *fmt, const char *a, const char *b) {
+    snprintf(why, n, fmt, a, b);
+    return false;
+}
+
+static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t wn) {
+    (void)ctx;
+    bool known = is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul") || is_op(n, "MaxPool") ||
+                 is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool") ||
+                 is_op(n, "Softmax") || is_op(n, "BatchNormalization") || is_op(n, "Concat") ||
+                 IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops) || IN_LIST(n, view_ops);
+    if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)%s", n->op_type, "");
+    if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0%s", n->op_type, "");
+    if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32) return refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
+    for (int32_t k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k].name && !static_shape(&n->inputs[k]))
+            return refuse(why, wn, "%s: input '%s' has no static shape of rank <= 6", n->op_type, n->inputs[k].name);
+    for (int32_t k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k].name && !static_shape(&n->outputs[k]))
+            return refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type, n->outputs[k].name);
+    int64_t v;
+    const char *s;
+    if (is_op(n, "Conv") && (n->inputs[0].rank < 3 || n->inputs[0].rank > 5))
+        return refuse(why, wn, "Conv of rank %s: dnnl does 1-D, 2-D and 3-D%s", n->inputs[0].rank < 3 ? "< 3" : "> 5", "");
+    if ((is_op(n, "MaxPool") || is_op(n, "AveragePool")) && n->n_outputs > 1 && n->outputs[1].name)
+        return refuse(why, wn, "MaxPool with an Indices output is not supported%s%s", "", "");
+    if (is_op(n, "Gemm")) {
+        if (seam_node_attr_int(n, "transA", &v) && v) return refuse(why, wn, "Gemm transA=1 is not supported%s%s", "", "");
+        float f;
+        if ((seam_node_attr_float(n, "alpha", &f) && f != 1) || (seam_node_attr_float(n, "beta", &f) && f != 1))
+            return refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported%s%s", "", "");
+        if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
+            return refuse(why, wn, "Gemm with a C of rank other than 1 is not supported%s%s", "", "");
+    }
+    if (is_op(n, "MatMul") && (n->inputs[0].rank < 2 || n->inputs[1].rank < 2))
+        return refuse(why, wn, "MatMul with a 1-D operand is not supported%s%s", "", "");
+    if (is_op(n, "Concat") && n->n_inputs > MAX_ARGS - 2) return refuse(why, wn, "Concat of more than 64 inputs is not supported%s%s", "", "");
+    if (is_op(n, "BatchNormalization") && seam_node_attr_int(n, "training_mode", &v) && v)
+        return refuse(why, wn, "BatchNormalization in training mode is not supported%s%s", "", "");
+    if (is_op(n, "Clip") && n->n_inputs > 1) { /* min and max must be constants: checked at compile */
+    }
+    if (seam_node_attr_string(n, "auto_pad", &s) && strcmp(s, "NOTSET") && strcmp(s, "VALID") &&
+        strcmp(s, "SAME_UPPER") && strcmp(s, "SAME_LOWER"))
+        return refuse(why, wn, "auto_pad=%s is not supported%s", s, "");
+    if (IN_LIST(n, binary_ops) && (n->inputs[1].rank > n->inputs[0].rank || n->inputs[0].rank != n->outputs[0].rank))
+        return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)%s", n->op_type, "");
+    if (IN_LIST(n, binary_ops))
+        for (int32_t d = 0; d < n->inputs[0].rank; d++)
+            if (n->inputs[0].dims[d] != n->outputs[0].dims[d])
+                return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)%s", n->op_type, "");
+    return true;
+}
+
+static double dnnl_cost(void *ctx, const seam_node_view *n) {
+    (void)ctx;
+    return is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 10 : 1;
+}
+
+/* ---- compile ---- */
+
+static int32_t slot_of(program *p, const char *name) {
+    for (int32_t k = 0; k < p->n_slots; k++)
+        if (!strcmp(p->slots[k].name, name)) return k;
+    return -1;
+}
+
+static int32_t add_slot(program *p, const char *name, const seam_value_info *v) {
+    if (p->n_slots == p->cap_slots) {
+        int32_t cap = p->cap_slots ? p->cap_slots * 2 : 64;
+        slot *s = realloc(p->slots, sizeof(slot) * (size_t)cap);
+        if (!s) return -1;
+        p->slots = s;
+        p->cap_slots = cap;
+    }
+    slot *s = &p->slots[p->n_slots];
+    memset(s, 0, sizeof(*s));
+    s->name = name;
+    s->alias = -1;
+    s->rank = v ? v->rank : 0;
+    for (int32_t d = 0; v && d < v->rank; d++) s->dims[d] = v->dims[d];
+    return p->n_slots++;
+}
+
+static bool md_of(const slot *s, dnnl_memory_desc_t *md) {
+    int32_t r = s->rank ? s->rank : 1;
+    dnnl_dims_t dims;
+    for (int32_t d = 0; d < r; d++) dims[d] = s->rank ? s->dims[d] : 1;
+    return dnnl_memory_desc_init_by_tag(md, r, dims, dnnl_f32, plain_tag(r)) == dnnl_success;
+}
+
+typedef struct builder {
+    program *p;
+    const seam_subgraph_view *sg;
+    char *err;
+    size_t err_size;
+    const seam_node_view *n; /* the node being compiled, for messages */
+    seam_node_view *storage; /* n's storage, to fetch it again */
+    int32_t index;
+} builder;
+
+static void *fail(builder *b, const char *what) {
+    snprintf(b->err, b->err_size, "node %d '%s' (%s): %s", b->n->index, b->n->name, b->n->op_type, what);
+    return NULL;
+}
+
+/* The slot of an input value: made earlier, a boundary input, or a weight. */
+static int32_t input_slot(builder *b, const seam_value_info *v) {
+    int32_t s = slot_of(b->p, v->name);
+    if (s >= 0) return s;
+    seam_tensor_view c;
+    if (!seam_subgraph_constant(b->sg, v->name, &c)) return -1;
+    if (c.dtype != SEAM_DTYPE_FLOAT32) return -1;
+    s = add_slot(b->p, v->name, v);
+    if (s < 0) return -1;
+    dnnl_memory_desc_t md;
+    if (!md_of(&b->p->slots[s], &md) || dnnl_memory_create(&b->p->slots[s].mem, &md, g_ctx.engine, (void *)c.data) != dnnl_success)
+        return -1;
+    return s;
+}
+
+static int32_t output_slot(builder *b, const seam_value_info *v) {
+    int32_t s = slot_of(b->p, v->name);
+    if (s >= 0) return s; /* a boundary output made up front */
+    s = add_slot(b->p, v->name, v);
+    if (s < 0) return -1;
+    slot *sl = &b->p->slots[s];
+    dnnl_memory_desc_t md;
+    if (!md_of(sl, &md)) return -1;
+    size_t bytes = dnnl_memory_desc_get_size(&md);
+    sl->owned = malloc(bytes ? bytes : 4);
+    if (!sl->owned || dnnl_memory_create(&sl->mem, &md, g_ctx.engine, sl->owned) != dnnl_success) return -1;
+    return s;
+}
+
+static bool add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
+                     const int32_t *kinds, const int32_t *slots) {
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, desc, attr, g_ctx.engine, NULL) != dnnl_success) return fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
+    step *st = &b->p->steps[b->p->n_steps];
+    dnnl_status_t s = dnnl_primitive_create(&st->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (s != dnnl_success) return fail(b, "oneDNN could not create the primitive"), false;
+    st->n_args = n_args;
+    for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
+    b->p->n_steps++;
+    return true;
+}
+
+static bool eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_alg_kind_t *alg, float *alpha, float *beta) {
+    float f;
+    *alpha = 0, *beta = 0;
+    if (is_op(n, "Relu")) *alg = dnnl_eltwise_relu;
+    else if (is_op(n, "LeakyRelu")) *alg = dnnl_eltwise_relu, *alpha = seam_node_attr_float(n, "alpha", &f) ? f : 0.01f;
+    else if (is_op(n, "Sigmoid")) *alg = dnnl_eltwise_logistic;
+    else if (is_op(n, "Tanh")) *alg = dnnl_eltwise_tanh;
+    else if (is_op(n, "Elu")) *alg = dnnl_eltwise_elu, *alpha = seam_node_attr_float(n, "alpha", &f) ? f : 1.0f;
+    else if (is_op(n, "Exp")) *alg = dnnl_eltwise_exp;
+    else if (is_op(n, "Log")) *alg = dnnl_eltwise_log;
+    else if (is_op(n, "Sqrt")) *alg = dnnl_eltwise_sqrt;
+    else if (is_op(n, "Abs")) *alg = dnnl_eltwise_abs;
+    else if (is_op(n, "Softplus")) *alg = dnnl_eltwise_soft_relu;
+    else if (is_op(n, "HardSwish")) *alg = dnnl_eltwise_hardswish;
+    else if (is_op(n, "HardSigmoid")) { /* max(0, min(1, a*x + b)) = clip(linear) : not one op in 2.6 */
+        return false;
+    } else if (is_op(n, "Clip")) {
+        *alg = dnnl_eltwise_clip_v2;
+        *alpha = -INFINITY, *beta = INFINITY;
+        seam_tensor_view c;
+        if (n->n_inputs > 1 && n->inputs[1].name) {
+            if (!seam_subgraph_constant(sg, n->inputs[1].name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+            memcpy(alpha, c.data, 4);
+        }
+        if (n->n_inputs > 2 && n->inputs[2].name) {
+            if (!seam_subgraph_constant(sg, n->inputs[2].name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+            memcpy(beta, c.data, 4);
+        }
+        if (seam_node_attr_float(n, "min", &f)) *alpha = f;
+        if (seam_node_attr_float(n, "max", &f)) *beta = f;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Spatial pads for Conv/pools: explicit, or from auto_pad and the known
+ * output size. */
+static void pads_of(const seam_node_view *n, int32_t nsp, const int64_t *in, const int64_t *out, const int64_t *kern,
+                    const int64_t *str, const int64_t *dil, dnnl_dims_t pl, dnnl_dims_t pr) {
+    const int64_t *pads;
+    int32_t np = 0;
+    const char *ap = "NOTSET";
+    seam_node_attr_string(n, "auto_pad", &ap);
+    if (!seam_node_attr_ints(n, "pads", &pads, &np)) np = 0;
+    for (int32_t d = 0; d < nsp; d++) {
+        int64_t eff = (kern[d] - 1) * dil[d] + 1;
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            int64_t total = (out[d] - 1) * str[d] + eff - in[d];
+            if (total < 0) total = 0;
+            pl[d] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+        } else {
+            pl[d] = np == 2 * nsp && strcmp(ap, "VALID") ? pads[d] : 0;
+        }
+        /* the right pad that gives the known output (covers ceil_mode) */
+        pr[d] = (out[d] - 1) * str[d] + eff - in[d] - pl[d];
+        if (pr[d] < 0) pr[d] = 0;
+    }
+}
+
+static void spatial_attrs(const seam_node_view *n, int32_t nsp, int64_t *str, int64_t *dil) {
+    const int64_t *v;
+    int32_t c;
+    for (int32_t d = 0; d < nsp; d++) str[d] = 1, dil[d] = 1;
+    if (seam_node_attr_ints(n, "strides", &v, &c) && c == nsp)
+        for (int32_t d = 0; d < nsp; d++) str[d] = v[d];
+    if (seam_node_attr_ints(n, "dilations", &v, &c) && c == nsp)
+        for (int32_t d = 0; d < nsp; d++) dil[d] = v[d];
+}
+
+/* Index of the node (in the subgraph) that alone reads value name, or -1;
+ * also -1 when the value leaves the subgraph. */
+static int32_t sole_reader(const seam_subgraph_view *sg, const char *name) {
+    for (int32_t k = 0; k < sg->n_outputs; k++)
+        if (!strcmp(sg->outputs[k].name, name)) return -1;
+    int32_t found = -1;
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) {
+                if (found >= 0 && found != i) return -1;
+                found = i;
+            }
+    }
+    return found;
+}
+
+static void release_program(program *p) {
+    if (!p) return;
+    for (int32_t k = 0; k < p->n_steps; k++) dnnl_primitive_destroy(p->steps[k].prim);
+    for (int32_t k = 0; k < p->n_slots; k++) {
+        if (p->slots[k].mem) dnnl_memory_destroy(p->slots[k].mem);
+        free(p->slots[k].owned);
+    }
+    free(p->slots), free(p->steps), free(p->in_slot), free(p->out_slot), free(p);
+}
+
+static void dnnl_release_compiled(void *ctx, void *compiled) {
+    (void)ctx;
+    release_program(compiled);
+}
+
+static bool compile_node(builder *b, int32_t i, bool *fused) {
+    const seam_node_view *n = b->n;
+    (void)i;
+    program *p = b->p;
+    if (fused[i]) return true;
+    if (IN_LIST(n, view_ops)) { /* same bytes, new shape: an alias slot */
+        int32_t in = input_slot(b, &n->inputs[0]);
+        if (in < 0) return fail(b, "its input is not available"), false;
+        int32_t s = slot_of(p, n->outputs[0].name);
+        if (s >= 0) { /* a boundary output: copy through a reorder of equal layouts */
+            dnnl_memory_desc_t md;
+            slot tmp = p->slots[in];
+            tmp.rank = p->slots[s].rank;
+            memcpy(tmp.dims, p->slots[s].dims, sizeof(tmp.dims));
+            md_of(&tmp, &md);
+            dnnl_primitive_desc_t pd;
+            if (dnnl_reorder_primitive_desc_create(&pd, &md, g_ctx.engine, &md, g_ctx.engine, NULL) != dnnl_success)
+                return fail(b, "no reorder"), false;
+            step *st = &p->steps[p->n_steps];
+            dnnl_status_t ok = dnnl_primitive_create(&st->prim, pd);
+            dnnl_primitive_desc_destroy(pd);
+            if (ok != dnnl_success) return fail(b, "no reorder"), false;
+            /* the source is read through an alias slot of the output's shape */
+            int32_t a = add_slot(p, n->outputs[0].name, NULL);
+            if (a < 0) return false;
+            p->slots[a] = tmp;
+            p->slots[a].name = "(view)";
+            p->slots[a].alias = in;
+            p->slots[a].owned = NULL;
+            p->slots[a].boundary = 0;
+            if (dnnl_memory_create(&p->slots[a].mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+            st->n_args = 2;
+            st->arg_kind[0] = DNNL_ARG_FROM, st->arg_slot[0] = a;
+            st->arg_kind[1] = DNNL_ARG_TO, st->arg_slot[1] = s;
+            p->n_steps++;
+            return true;
+        }
+        s = add_slot(p, n->outputs[0].name, &n->outputs[0]);
+        if (s < 0) return false;
+        p->slots[s].alias = in;
+        dnnl_memory_desc_t md;
+        md_of(&p->slots[s], &md);
+        return dnnl_memory_create(&p->slots[s].mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) == dnnl_success;
+    }
+    dnnl_memory_desc_t src, dst, w, bias;
+    int32_t sin = input_slot(b, &n->inputs[0]);
+    if (sin < 0) return fail(b, "input 0 is neither made earlier nor a constant"), false;
+    md_of(&p->slots[sin], &src);
+    if (is_op(n, "Conv")) {
+        /* an activation that alone reads the output becomes a post-op. (Node
+         * views share buffers: look at the reader first, then fetch the
+         * conv's own view again.) */
+        dnnl_primitive_attr_t attr = NULL;
+        seam_value_info act_out;
+        int64_t act_dims[MAXR];
+        bool has_act = false;
+        int32_t r = sole_reader(b->sg, n->outputs[0].name);
+        if (r >= 0) {
+            seam_node_view stor;
+            const seam_node_view *act = seam_subgraph_node(b->sg, r, &stor);
+            dnnl_alg_kind_t alg;
+            float alpha, beta;
+            if (eltwise_of(act, b->sg, &alg, &alpha, &beta)) {
+                dnnl_post_ops_t po;
+                dnnl_post_ops_create(&po);
+                dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
+                dnnl_primitive_attr_create(&attr);
+                dnnl_primitive_attr_set_post_ops(attr, po);
+                dnnl_post_ops_destroy(po);
+                fused[r] = true;
+                act_out = act->outputs[0];
+                for (int32_t d = 0; d < act_out.rank && d < MAXR; d++) act_dims[d] = act_out.dims[d];
+                act_out.dims = act_dims;
+                has_act = true;
+            }
+        }
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        const seam_value_info *result = has_act ? &act_out : &n->outputs[0];
+        int32_t nsp = n->inputs[0].rank - 2;
+        int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
+        seam_node_attr_int(n, "group", &group);
+        spatial_attrs(n, nsp, str, dil);
+        for (int32_t d = 0; d < nsp; d++) in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d], kern[d] = n->inputs[1].dims[2 + d];
+        dnnl_dims_t pl, pr, strides, dilates;
+        pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
+        for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], dilates[d] = dil[d] - 1;
+        int32_t sw = input_slot(b, &n->inputs[1]);
+        if (sw < 0) return fail(b, "the weights are not constant"), false;
+        /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
+        slot ws = p->slots[sw];
+        if (group > 1) {
+            ws.rank = n->inputs[1].rank + 1;
+            ws.dims[0] = group;
+            ws.dims[1] = n->inputs[1].dims[0] / group;
+            for (int32_t d = 1; d < n->inputs[1].rank; d++) ws.dims[d + 1] = n->inputs[1].dims[d];
+            md_of(&ws, &w);
+            int32_t gs = add_slot(p, "(grouped weights)", NULL);
+            if (gs < 0) return false;
+            p->slots[gs] = ws;
+            p->slots[gs].name = "(grouped weights)";
+            p->slots[gs].owned = NULL;
+            seam_tensor_view c;
+            seam_subgraph_constant(b->sg, n->inputs[1].name, &c);
+            if (dnnl_memory_create(&p->slots[gs].mem, &w, g_ctx.engine, (void *)c.data) != dnnl_success) return false;
+            sw = gs;
+        } else {
+            md_of(&ws, &w);
+        }
+        int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
+        if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return fail(b, "the bias is not constant"), false;
+        if (sb >= 0) md_of(&p->slots[sb], &bias);
+        int32_t sd = output_slot(b, result);
+        if (sd < 0) {
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            return fail(b, "out of memory"), false;
+        }
+        md_of(&p->slots[sd], &dst);
+        dnnl_convolution_desc_t cd;
+        dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &w,
+                                                                     sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr);
+        if (s != dnnl_success) {
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            return fail(b, "oneDNN refuses this convolution's shapes"), false;
+        }
+        int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sin, sw, sd, sb};
+        bool ok = add_step(b, &cd, attr, sb >= 0 ? 4 : 3, kinds, slots);
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        return ok;
+    }
+    int32_t sd = output_slot(b, &n->outputs[0]);
+    if (sd < 0) return fail(b, "out of memory"), false;
+    md_of(&p->slots[sd], &dst);
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (IN_LIST(n, eltwise_ops)) {
+        if (!eltwise_of(n, b->sg, &alg, &alpha, &beta)) return fail(b, "not expressible as one oneDNN eltwise (e.g. Clip with a non-constant bound)"), false;
+        dnnl_eltwise_desc_t ed;
+        if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success)
+            return fail(b, "oneDNN refuses this eltwise"), false;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+        return add_step(b, &ed, NULL, 2, kinds, slots);
+    }
+    if (IN_LIST(n, binary_ops)) {
+        static const dnnl_alg_kind_t algs[] = {dnnl_binary_add, dnnl_binary_sub, dnnl_binary_mul, dnnl_binary_div, dnnl_binary_max, dnnl_binary_min};
+        for (size_t k = 0; k < 6; k++)
+            if (is_op(n, binary_ops[k])) alg = algs[k];
+        int32_t s1 = input_slot(b, &n->inputs[1]);
+        if (s1 < 0) return fail(b, "input 1 is not available"), false;
+        /* right-align the second operand's dims with leading 1s */
+        slot v1 = p->slots[s1];
+        int32_t r0 = n->inputs[0].rank;
+        if (v1.rank < r0) {
+            int32_t shift = r0 - v1.rank;
+            for (int32_t d = r0 - 1; d >= 0; d--) v1.dims[d] = d >= shift ? p->slots[s1].dims[d - shift] : 1;
+            v1.rank = r0;
+            int32_t a = add_slot(p, "(broadcast view)", NULL);
+            if (a < 0) return false;
+            p->slots[a] = v1;
+            p->slots[a].name = "(broadcast view)";
+            p->slots[a].alias = s1;
+            p->slots[a].owned = NULL;
+            p->slots[a].boundary = 0;
+            dnnl_memory_desc_t m1;
+            md_of(&p->slots[a], &m1);
+            if (dnnl_memory_create(&p->slots[a].mem, &m1, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+            s1 = a;
+        }
+        dnnl_memory_desc_t m1;
+        md_of(&p->slots[s1], &m1);
+        dnnl_binary_desc_t bd;
+        if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success) return fail(b, "oneDNN refuses this broadcast"), false;
+        int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, sd};
+        return add_step(b, &bd, NULL, 3, kinds, slots);
+    }
+    if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {
+        int32_t nsp = n->inputs[0].rank - 2;
+        bool global = n->op_type[0] == 'G';
+        int64_t str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
+        spatial_attrs(n, nsp, str, dil);
+        const int64_t *ks;
+        int32_t nk = 0;
+        if (!global && (!seam_node_attr_ints(n, "kernel_shape", &ks, &nk) || nk != nsp)) return fail(b, "bad kernel_shape"), false;
+        for (int32_t d = 0; d < nsp; d++) {
+            in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d];
+            kern[d] = global ? in[d] : ks[d];
+            if (global) str[d] = 1, dil[d] = 1;
+        }
+        dnnl_dims_t pl, pr, strides, kernel, dilation;
+        if (global) for (int32_t d = 0; d < nsp; d++) pl[d] = pr[d] = 0;
+        else pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
+        for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], kernel[d] = kern[d], dilation[d] = dil[d] - 1;
+        int64_t cip = 0;
+        seam_node_attr_int(n, "count_include_pad", &cip);
+        alg = strstr(n->op_type, "Max") ? dnnl_pooling_max : cip ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+        dnnl_pooling_v2_desc_t pd;
+        if (dnnl_pooling_v2_forward_desc_init(&pd, dnnl_forward_inference, alg, &src, &dst, strides, kernel, dilation, pl, pr) != dnnl_success)
+            return fail(b, "oneDNN refuses this pooling"), false;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+        return add_step(b, &pd, NULL, 2, kinds, slots);
+    }
+    if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
+        int32_t sw = input_slot(b, &n->inputs[1]);
+        if (sw < 0) return fail(b, "input 1 is not available"), false;
+        slot wv = p->slots[sw];
+        int64_t tb = 0;
+        if (is_op(n, "Gemm")) seam_node_attr_int(n, "transB", &tb);
+        int32_t r = n->outputs[0].rank;
+        /* batch dims of B right-aligned to the output's rank */
+        dnnl_dims_t wd, wst;
+        int32_t shift = r - wv.rank;
+        for (int32_t d = 0; d < r; d++) wd[d] = d >= shift ? wv.dims[d - shift] : 1;
+        if (tb) { int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t; }
+        /* strides of B as stored (transposed when transB) */
+        int64_t acc = 1;
+        dnnl_dims_t stored;
+        for (int32_t d = 0; d < r; d++) stored[d] = d >= shift ? wv.dims[d - shift] : 1;
+        for (int32_t d = r - 1; d >= 0; d--) {
+            wst[d] = acc;
+            acc *= stored[d];
+        }
+        if (tb) { int64_t t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t; }
+        if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return fail(b, "bad B layout"), false;
+        int32_t a = add_slot(p, "(matmul weights view)", NULL);
+        if (a < 0) return false;
+        p->slots[a] = wv;
+        p->slots[a].name = "(matmul weights view)";
+        p->slots[a].alias = sw;
+        p->slots[a].owned = NULL;
+        p->slots[a].boundary = 0;
+        if (dnnl_memory_create(&p->slots[a].mem, &w, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+        /* A with batch dims right-aligned too */
+        slot av = p->slots[sin];
+        if (av.rank < r) {
+            int32_t sh = r - av.rank;
+            for (int32_t d = r - 1; d >= 0; d--) av.dims[d] = d >= sh ? p->slots[sin].dims[d - sh] : 1;
+            av.rank = r;
+        }
+        md_of(&av, &src);
+        int32_t sa = add_slot(p, "(matmul src view)", NULL);
+        if (sa < 0) return false;
+        p->slots[sa] = av;
+        p->slots[sa].name = "(matmul src view)";
+        p->slots[sa].alias = sin;
+        p->slots[sa].owned = NULL;
+        p->slots[sa].boundary = 0;
+        if (dnnl_memory_create(&p->slots[sa].mem, &src, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+        int32_t sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
+        if (sb >= 0) {
+            slot bv = p->slots[sb];
+            bv.rank = 2, bv.dims[0] = 1, bv.dims[1] = p->slots[sb].dims[0];
+            md_of(&bv, &bias);
+            int32_t ab = add_slot(p, "(bias view)", NULL);
+            if (ab < 0) return false;
+            p->slots[ab] = bv;
+            p->slots[ab].name = "(bias view)";
+            p->slots[ab].alias = sb;
+            p->slots[ab].owned = NULL;
+            if (dnnl_memory_create(&p->slots[ab].mem, &bias, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+            sb = ab;
+        }
+        dnnl_matmul_desc_t md;
+        if (dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
+            return fail(b, "oneDNN refuses this matrix product"), false;
+        int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sa, a, sd, sb};
+        return add_step(b, &md, NULL, sb >= 0 ? 4 : 3, kinds, slots);
+    }
+    if (is_op(n, "Softmax")) {
+        int64_t axis = -1;
+        seam_node_attr_int(n, "axis", &axis);
+        if (n->opset < 13) return fail(b, "Softmax before opset 13 (2-D coercion) is not supported"), false;
+        if (axis < 0) axis += n->inputs[0].rank;
+        dnnl_softmax_v2_desc_t sd2;
+        if (dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, dnnl_softmax_accurate, &src, &dst, (int)axis) != dnnl_success)
+            return fail(b, "oneDNN refuses this softmax"), false;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+        return add_step(b, &sd2, NULL, 2, kinds, slots);
+    }
+    if (is_op(n, "BatchNormalization")) {
+        int32_t sc = input_slot(b, &n->inputs[1]), sh = input_slot(b, &n->inputs[2]);
+        int32_t mn = input_slot(b, &n->inputs[3]), vr = input_slot(b, &n->inputs[4]);
+        if (sc < 0 || sh < 0 || mn < 0 || vr < 0) return fail(b, "scale, B, mean and var must be constants"), false;
+        float eps = 1e-5f;
+        seam_node_attr_float(n, "epsilon", &eps);
+        dnnl_batch_normalization_desc_t bd;
+        if (dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &src, eps,
+                                                       dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift) != dnnl_success)
+            return fail(b, "oneDNN refuses this batch normalization"), false;
+        int32_t kinds[6] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+        int32_t slots[6] = {sin, sd, sc, sh, mn, vr};
+        return add_step(b, &bd, NULL, 6, kinds, slots);
+    }
+    if (is_op(n, "Concat")) {
+        int64_t axis = 0;
+        seam_node_attr_int(n, "axis", &axis);
+        if (axis < 0) axis += n->inputs[0].rank;
+        int32_t cnt = n->n_inputs;
+        if (cnt > MAX_ARGS - 2) return fail(b, "Concat of more than 64 inputs is not supported"), false;
+        dnnl_memory_desc_t mds[MAX_ARGS];
+        int32_t kinds[MAX_ARGS], slots[MAX_ARGS];
+        for (int32_t k = 0; k < cnt; k++) {
+            int32_t s = input_slot(b, &n->inputs[k]);
+            if (s < 0) return fail(b, "an input is not available"), false;
+            md_of(&p->slots[s], &mds[k]);
+            kinds[k] = DNNL_ARG_MULTIPLE_SRC + k, slots[k] = s;
+        }
+        kinds[cnt] = DNNL_ARG_DST, slots[cnt] = sd;
+        dnnl_primitive_desc_t pd;
+        if (dnnl_concat_primitive_desc_create(&pd, &dst, cnt, (int)axis, mds, NULL, g_ctx.engine) != dnnl_success)
+            return fail(b, "oneDNN refuses this concat"), false;
+        step *st = &p->steps[p->n_steps];
+        dnnl_status_t ok = dnnl_primitive_create(&st->prim, pd);
+        dnnl_primitive_desc_destroy(pd);
+        if (ok != dnnl_success) return fail(b, "oneDNN could not create the concat"), false;
+        st->n_args = cnt + 1;
+        for (int32_t k = 0; k <= cnt; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
+        p->n_steps++;
+        return true;
+    }
+    return fail(b, "not implemented by the dnnl backend"), false;
+}
+
+static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
+                          size_t err_size) {
+    (void)ctx;
+    bool fuse = true;
+    for (int32_t k = 0; k < n_options; k++)
+        if (!strcmp(options[k], "fusion=off")) fuse = false;
+    if (!g_ctx.ok) {
+        snprintf(err, err_size, "no oneDNN CPU engine");
+        return NULL;
+    }
+    program *p = calloc(1, sizeof(*p));
+    bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
+    if (!p || !fused || !(p->steps = calloc((size_t)sg->n_nodes + 1, sizeof(step))) ||
+        !(p->in_slot = calloc((size_t)sg->n_inputs + 1, sizeof(int32_t))) ||
+        !(p->out_slot = calloc((size_t)sg->n_outputs + 1, sizeof(int32_t)))) {
+        snprintf(err, err_size, "out of memory");
+        free(fused);
+        release_program(p);
+        return NULL;
+    }
+    for (int32_t k = 0; k < sg->n_inputs; k++) {
+        int32_t s = add_slot(p, sg->inputs[k].name, &sg->inputs[k]);
+        dnnl_memory_desc_t md;
+        if (s < 0 || !md_of(&p->slots[s], &md) || dnnl_memory_create(&p->slots[s].mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
+            snprintf(err, err_size, "out of memory");
+            goto bad;
+        }
+        p->slots[s].boundary = 1, p->slots[s].index = k;
+        p->in_slot[p->n_in++] = s;
+    }
+    for (int32_t k = 0; k < sg->n_outputs; k++) {
+        int32_t s = slot_of(p, sg->outputs[k].name);
+        if (s >= 0) {
+            snprintf(err, err_size, "output '%s' is also an input of the subgraph", sg->outputs[k].name);
+            goto bad;
+        }
+        s = add_slot(p, sg->outputs[k].name, &sg->outputs[k]);
+        dnnl_memory_desc_t md;
+        if (s < 0 || !md_of(&p->slots[s], &md) || dnnl_memory_create(&p->slots[s].mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
+            snprintf(err, err_size, "out of memory");
+            goto bad;
+        }
+        p->slots[s].boundary = 2, p->slots[s].index = k;
+        p->out_slot[p->n_out++] = s;
+    }
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i};
+        if (!fuse) memset(fused, 0, sizeof(bool) * (size_t)sg->n_nodes);
+        if (!fuse && is_op(b.n, "Conv")) { /* without fusion: the conv alone */
+        }
+        if (!compile_node(&b, i, fused)) {
+            if (!err[0]) snprintf(err, err_size, "node %d '%s' (%s): could not be compiled", b.n->index, b.n->name, b.n->op_type);
+            goto bad;
+        }
+        if (!fuse) memset(fused, 0, sizeof(bool) * (size_t)sg->n_nodes);
+    }
+    free(fused);
+    return p;
+bad:
+    free(fused);
+    release_program(p);
+    return NULL;
+}
+
+static void *slot_data(program *p, int32_t s, const seam_tensor_view *in, seam_buffer *out) {
+    slot *sl = &p->slots[s];
+    while (sl->alias >= 0) sl = &p->slots[sl->alias];
+    if (sl->boundary == 1) return (void *)in[sl->index].data;
+    if (sl->boundary == 2) return out[sl->index].data;
+    void *h = NULL;
+    dnnl_memory_get_data_handle(sl->mem, &h);
+    return h;
+}
+
+static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *inputs, int32_t n_inputs, seam_buffer *outputs,
+                            int32_t n_outputs, char *err, size_t err_size) {
+    (void)ctx;
+    program *p = compiled;
+    if (n_inputs != p->n_in || n_outputs != p->n_out) {
+        snprintf(err, err_size, "dnnl: %d inputs and %d outputs given, %d and %d compiled", n_inputs, n_outputs, p->n_in, p->n_out);
+        return SEAM_STATUS_INVALID_ARGUMENT;
+    }
+    /* point the boundary and view memories at this run's buffers */
+    for (int32_t s = 0; s < p->n_slots; s++) {
+        slot *sl = &p->slots[s];
+        if (sl->boundary || sl->alias >= 0) dnnl_memory_set_data_handle(sl->mem, slot_data(p, s, inputs, outputs));
+    }
+    for (int32_t k = 0; k < p->n_steps; k++) {
+        step *st = &p->steps[k];
+        dnnl_exec_arg_t args[MAX_ARGS];
+        for (int32_t a = 0; a < st->n_args; a++) args[a] = (dnnl_exec_arg_t){st->arg_kind[a], p->slots[st->arg_slot[a]].mem};
+        if (dnnl_primitive_execute(st->prim, g_ctx.stream, st->n_args, args) != dnnl_success) {
+            snprintf(err, err_size, "dnnl: step %d failed", k);
+            return SEAM_STATUS_INTERNAL;
+        }
+    }
+    dnnl_stream_wait(g_ctx.stream);
+    /* a boundary output that is a view of another slot was written there */
+    return SEAM_STATUS_OK;
+}
+
+static seam_backend dnnl_backend = {
+    .abi_version = SEAM_BACKEND_ABI_VERSION,
+    .name = "dnnl",
+    .supports = dnnl_supports,
+    .node_cost = dnnl_cost,
+    .compile = dnnl_compile,
+    .run = dnnl_run,
+    .release_compiled = dnnl_release_compiled,
+    .memory = SEAM_MEMORY_HOST,
+};
+
+const seam_backend *seam_backend_dnnl(void) {
+    if (!g_ctx.ok && !g_ctx.engine) {
+        if (dnnl_engine_create(&g_ctx.engine, dnnl_cpu, 0) == dnnl_success &&
+            dnnl_stream_create(&g_ctx.stream, g_ctx.engine, dnnl_stream_default_flags) == dnnl_success)
+            g_ctx.ok = true;
+    }
+    return &dnnl_backend;
+}

@@ -1,0 +1,186 @@
+"""The dnnl backend against seam's CPU kernels (the reference).
+
+usage: /usr/bin/python3 check_dnnl.py SEAM MODELS_DIR WORKDIR
+
+1. Per op: small models built with onnx.helper for each supported op and
+   attribute variant (grouped, depthwise, dilated, asymmetric-pad and
+   auto_pad convolutions, conv + activation fusion, Gemm transB with bias,
+   batched broadcast MatMul, max/average/global pools with ceil_mode and
+   count_include_pad, every eltwise, broadcast binaries, Softmax, inference
+   BatchNormalization, Concat, views). Each must be placed on dnnl (plan
+   checked) and its output must match the CPU run within 1e-4 of the
+   output's scale.
+2. Every exported real model runs with --target dnnl (unsupported nodes
+   fall back to the CPU) and matches the CPU run within 1e-4; the seed MLP
+   with a sort keeps the TopK on the CPU.
+3. A partitioned file with dnnl subgraphs is saved, reloaded and run.
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+seam, models_dir, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+rng = np.random.RandomState(7)
+failures = []
+TOL = 1e-4
+
+
+def run(*a):
+    return subprocess.run([seam, *a], capture_output=True, text=True)
+
+
+def rel_err(a, b):
+    return float(np.abs(a.astype(np.float64) - b).max() / max(float(np.abs(b).max()), 1e-6)) if b.size else 0.0
+
+
+def case(name, nodes, inputs, inits, out_shape, opset=13):
+    """inputs: [(name, shape)]; inits: {name: array}."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                          [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    feeds = []
+    for n, s in inputs:
+        f = os.path.join(work, f"{name}.{n}.npy")
+        np.save(f, rng.randn(*s).astype(np.float32))
+        feeds += ["--input", f"{n}={f}"]
+    r = run("partition", path, "--target", "dnnl", "--json")
+    if r.returncode:
+        failures.append(f"{name}: partition failed: {r.stderr.strip()}")
+        return
+    plan = json.loads(r.stdout)
+    off = [n["name"] + ": " + n["reason"] for n in plan["nodes"] if n["target"] not in ("dnnl", "constant")]
+    if off:
+        failures.append(f"{name}: not on dnnl: {off}")
+    outs = {}
+    for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl"])):
+        d = os.path.join(work, f"{name}.{label}")
+        r = run("run", path, *feeds, *extra, "--output-dir", d)
+        if r.returncode:
+            failures.append(f"{name} ({label}): {r.stderr.strip()}")
+            return
+        outs[label] = np.load(os.path.join(d, "y.npy"))
+    if outs["dnnl"].shape != outs["cpu"].shape:
+        failures.append(f"{name}: dnnl shape {outs['dnnl'].shape}, CPU {outs['cpu'].shape}")
+        return
+    e = rel_err(outs["dnnl"], outs["cpu"])
+    ok = e <= TOL
+    print(f"{'ok  ' if ok else 'FAIL'} op {name}: error {e:.2e}")
+    if not ok:
+        failures.append(f"{name}: dnnl differs from the CPU by {e:.3g}")
+
+
+W = lambda *s: rng.randn(*s) * 0.3  # noqa: E731
+X4 = [("x", [2, 4, 9, 9])]
+conv = lambda name, w, b=None, **kw: helper.make_node("Conv", ["x", "w"] + (["b"] if b is not None else []), [name], **kw)  # noqa: E731
+
+case("conv_basic", [conv("y", 1, b=1, pads=[1, 1, 1, 1])], X4, {"w": W(6, 4, 3, 3), "b": W(6)}, [2, 6, 9, 9])
+case("conv_stride_asym", [conv("y", 1, strides=[2, 2], pads=[0, 1, 2, 0])], X4, {"w": W(5, 4, 3, 3)}, [2, 5, 5, 4])
+case("conv_dilated", [conv("y", 1, dilations=[2, 2], pads=[2, 2, 2, 2])], X4, {"w": W(3, 4, 3, 3)}, [2, 3, 9, 9])
+case("conv_grouped", [conv("y", 1, b=1, group=2, pads=[1, 1, 1, 1])], X4, {"w": W(6, 2, 3, 3), "b": W(6)}, [2, 6, 9, 9])
+case("conv_depthwise", [conv("y", 1, group=4, pads=[1, 1, 1, 1], strides=[2, 2])], X4, {"w": W(4, 1, 3, 3)}, [2, 4, 5, 5])
+case("conv_same_upper", [conv("y", 1, auto_pad="SAME_UPPER", strides=[2, 2])], X4, {"w": W(3, 4, 4, 4)}, [2, 3, 5, 5])
+case("conv_same_lower", [conv("y", 1, auto_pad="SAME_LOWER", strides=[2, 2])], X4, {"w": W(3, 4, 4, 4)}, [2, 3, 5, 5])
+case("conv_valid", [conv("y", 1, auto_pad="VALID")], X4, {"w": W(3, 4, 3, 3)}, [2, 3, 7, 7])
+case("conv_1d", [conv("y", 1, pads=[1, 1])], [("x", [2, 4, 11])], {"w": W(3, 4, 3)}, [2, 3, 11])
+case("conv_3d", [conv("y", 1, pads=[1, 1, 1, 1, 1, 1])], [("x", [1, 2, 5, 5, 5])], {"w": W(3, 2, 3, 3, 3)}, [1, 3, 5, 5, 5])
+case("conv_relu_fused", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])], X4,
+     {"w": W(6, 4, 3, 3), "b": W(6)}, [2, 6, 9, 9])
+case("conv_clip_fused", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], X4,
+     {"w": W(6, 4, 3, 3), "lo": np.array(0.0), "hi": np.array(0.5)}, [2, 6, 9, 9])
+case("conv_two_readers", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+                          helper.make_node("Add", ["r", "c"], ["y"])], X4, {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+case("gemm_transb_bias", [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], [("x", [3, 8])],
+     {"w": W(5, 8), "b": W(5)}, [3, 5])
+case("gemm_plain", [helper.make_node("Gemm", ["x", "w"], ["y"])], [("x", [3, 8])], {"w": W(8, 5)}, [3, 5])
+case("matmul_batched", [helper.make_node("MatMul", ["x", "z"], ["y"])], [("x", [2, 3, 4, 5]), ("z", [2, 3, 5, 6])], {},
+     [2, 3, 4, 6])
+case("matmul_broadcast", [helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [2, 3, 4, 5])], {"w": W(5, 6)},
+     [2, 3, 4, 6])
+case("maxpool_ceil", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)], X4,
+     {}, [2, 4, 4, 4])
+case("maxpool_pads", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+     X4, {}, [2, 4, 5, 5])
+case("avgpool_include_pad", [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                              count_include_pad=1)], X4, {}, [2, 4, 9, 9])
+case("avgpool_exclude_pad", [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], X4,
+     {}, [2, 4, 9, 9])
+case("global_avg", [helper.make_node("GlobalAveragePool", ["x"], ["y"])], X4, {}, [2, 4, 1, 1])
+case("global_max", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], X4, {}, [2, 4, 1, 1])
+for op, kw in (("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}), ("Tanh", {}), ("Elu", {"alpha": 0.7}),
+               ("Exp", {}), ("Abs", {}), ("Softplus", {}), ("HardSwish", {})):
+    case(f"eltwise_{op}", [helper.make_node(op, ["x"], ["y"], **kw)], [("x", [2, 3, 5])], {}, [2, 3, 5], opset=14)
+case("eltwise_Sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Sqrt", ["a"], ["y"])], [("x", [2, 3, 5])],
+     {}, [2, 3, 5])
+for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
+    case(f"binary_{op}_bcast", [helper.make_node(op, ["x", "c"], ["y"])], [("x", [2, 4, 3, 3])],
+         {"c": rng.rand(4, 1, 1) + 0.5}, [2, 4, 3, 3])
+case("binary_same", [helper.make_node("Add", ["x", "z"], ["y"])], [("x", [2, 5]), ("z", [2, 5])], {}, [2, 5])
+case("softmax_axis1", [helper.make_node("Softmax", ["x"], ["y"], axis=1)], [("x", [2, 5, 3])], {}, [2, 5, 3])
+case("batchnorm", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])], X4,
+     {"s": W(4) + 1, "b": W(4), "m": W(4), "v": rng.rand(4) + 0.5}, [2, 4, 9, 9])
+case("concat", [helper.make_node("Concat", ["x", "z"], ["y"], axis=1)], [("x", [2, 3, 4]), ("z", [2, 5, 4])], {},
+     [2, 8, 4])
+case("views", [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Flatten", ["r"], ["f"], axis=1),
+               helper.make_node("Gemm", ["f", "w"], ["y"], transB=1)], X4, {"w": W(3, 324)}, [2, 3])
+
+# real models: dnnl (+ cpu fallback) against the CPU
+for path in sorted(glob.glob(os.path.join(models_dir, "*.onnx"))):
+    base, name = path[:-5], os.path.basename(path)[:-5]
+    if not os.path.exists(base + ".input.npy"):
+        continue
+    m = onnx.load(path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    feed = [i for i in m.graph.input if i.name not in inits][0]
+    x = np.load(base + ".input.npy")
+    args = ["--input", f"{feed.name}={base}.input.npy", "--shape", f"{feed.name}=" + "x".join(map(str, x.shape))]
+    outs = {}
+    for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl"])):
+        d = os.path.join(work, f"model.{name}.{label}")
+        r = run("run", path, *args, *extra, "--output-dir", d)
+        if r.returncode:
+            failures.append(f"{name} ({label}): {r.stderr.strip()}")
+            break
+        outs[label] = [np.load(os.path.join(d, "".join(c if c.isalnum() or c in "._-" else "_" for c in o.name) + ".npy"))
+                       for o in m.graph.output]
+    if len(outs) < 2:
+        continue
+    worst = max(rel_err(a, b) if np.issubdtype(b.dtype, np.floating) else float(not np.array_equal(a, b))
+                for a, b in zip(outs["dnnl"], outs["cpu"]))
+    ok = worst <= TOL
+    print(f"{'ok  ' if ok else 'FAIL'} model {name}: error {worst:.2e}")
+    if not ok:
+        failures.append(f"{name}: dnnl differs from the CPU by {worst:.3g}")
+
+# the seed MLP with a sort: TopK stays on the CPU; saved with dnnl subgraphs, reloaded, run
+seed = os.path.join(models_dir, "seed_mlp.onnx")
+if os.path.exists(seed):
+    r = run("partition", seed, "--target", "dnnl", "--json")
+    plan = json.loads(r.stdout) if r.returncode == 0 else {"nodes": []}
+    topk = [n for n in plan["nodes"] if n["op"] == "TopK"]
+    if not topk or any(n["target"] != "cpu" for n in topk):
+        failures.append(f"seed_mlp: TopK not on the CPU: {topk}")
+    saved = os.path.join(work, "seed_mlp.dnnl.onnx")
+    r = run("partition", seed, "--target", "dnnl", "-o", saved)
+    d = os.path.join(work, "seed_mlp.saved")
+    r2 = run("run", saved, "--input", f"input={seed[:-5]}.input.npy", "--output-dir", d)
+    if r.returncode or r2.returncode:
+        failures.append(f"seed_mlp saved with dnnl: {r.stderr.strip()} {r2.stderr.strip()}")
+    else:
+        onnx.checker.check_model(onnx.load(saved))
+        e = rel_err(np.load(os.path.join(d, "output.npy")), np.load(os.path.join(work, "model.seed_mlp.cpu", "output.npy")))
+        if e > TOL:
+            failures.append(f"seed_mlp saved with dnnl: error {e:.3g}")
+
+for f in failures:
+    print("FAIL", f)
+print(f"dnnl: {len(failures)} failures")
+sys.exit(1 if failures else 0)
