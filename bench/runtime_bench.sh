@@ -8,6 +8,7 @@
 #
 # usage: bench/runtime_bench.sh [BUILD_DIR] [ROUNDS] [MODELS...]
 #        (models come from tests/models/gen_models.py, in BUILD_DIR/models)
+#        SEAM_ARGS adds arguments to seam run, e.g. SEAM_ARGS="--target dnnl".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -23,7 +24,8 @@ for m in $MODELS; do
   model="$B/models/$m.onnx" input="$B/models/$m.input.npy"
   s_best=999999 o_best=999999 s_mem=0 o_mem=0
   for _ in $(seq "$ROUNDS"); do
-    out=$(/usr/bin/time -f 'maxrss %M' "$B/seam" run "$model" --input "input=$input" --repeat 20 --threads 2 2>&1)
+    # shellcheck disable=SC2086
+    out=$(/usr/bin/time -f 'maxrss %M' "$B/seam" run "$model" --input "input=$input" --repeat 20 --threads 2 ${SEAM_ARGS:-} 2>&1)
     s=$(echo "$out" | median); s_mem=$(echo "$out" | sed -n 's/maxrss //p')
     out=$(/usr/bin/time -f 'maxrss %M' node bench/ort/ort_run.js "$model" "$input" --repeat 20 --threads 2 2>&1)
     o=$(echo "$out" | median); o_mem=$(echo "$out" | sed -n 's/maxrss //p')
