@@ -13,7 +13,7 @@ cmake --build build -j"$(nproc)"
 D=build/demo
 mkdir -p "$D"
 M=build/models/seed_mlp.onnx
-T=tests/targets/neuron_like.json   # a rules target: float ops, no TopK (torch.sort)
+T=dnnl   # the oneDNN backend: it has no TopK (torch.sort), which falls back to the CPU
 IN="input=build/models/seed_mlp.input.npy"
 say() { echo; echo "\$ $*"; "$@"; }
 say build/seam analyze "$M" --target "$T"
@@ -22,11 +22,17 @@ say build/seam inspect "$D/seed_mlp.partitioned.onnx"
 say build/seam run "$D/seed_mlp.partitioned.onnx" --input "$IN" --output-dir "$D/partitioned" --report
 say build/seam run "$M" --input "$IN" --output-dir "$D/plain"
 echo
-if cmp -s "$D/partitioned/output.npy" "$D/plain/output.npy"; then
-  echo "the partitioned model's output is bitwise equal to the unpartitioned run"
-else
-  echo "MISMATCH between the partitioned and the unpartitioned run" >&2
-  exit 1
-fi
-say build/seam run build/models/resnet18.onnx --target tests/targets/conv_gemm_relu_maxpool.json \
+# oneDNN's arithmetic differs from the CPU kernels' in the last bits: compare
+# within the documented tolerance (1e-4 of the output's scale)
+/usr/bin/python3 - "$D" <<'PY'
+import sys
+import numpy as np
+d = sys.argv[1]
+a, b = np.load(f"{d}/partitioned/output.npy"), np.load(f"{d}/plain/output.npy")
+err = float(np.abs(a - b).max() / np.abs(b).max())
+print(f"partitioned vs unpartitioned: max error {err:.2e} of the output's scale "
+      f"({'ok' if err <= 1e-4 else 'MISMATCH'}, limit 1e-4)")
+sys.exit(0 if err <= 1e-4 else 1)
+PY
+say build/seam run build/models/resnet18.onnx --target dnnl \
   --input input=build/models/resnet18.input.npy --report --repeat 5
