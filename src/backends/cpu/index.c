@@ -1,101 +1,206 @@
 /* CPU kernels: TopK, NonZero, Where, CumSum, OneHot, Range, Unique,
  * NonMaxSuppression. Several have outputs whose size depends on the data;
- * they size them here and kernel_out allocates at run time. */
+ * they size them here and kernel_out allocates at run time.
+ *
+ * Inputs may be hostile: a tensor with a zero dim may have other dims up
+ * to 2^40, so products of dims are only formed once the element count is
+ * known to be non-zero (or the product is checked), and data-sized
+ * outputs are refused above MAX_DATA_NUMEL elements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
 
+/* Kernels here read elements as numbers; strings and complex numbers
+ * would be copied as raw structs or misread. */
+static bool numeric(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL; }
 
 /* ---- TopK ---- */
 
 typedef struct topk_item {
-    double v;
+    double v;   /* floats */
+    int64_t iv; /* integers, exact */
     int64_t i;
 } topk_item;
 
+typedef int (*topk_cmp)(const void *, const void *);
+
+/* Orders: the first element ranks first. NaN counts as the largest value;
+ * ties go to the lower index, as the spec's tests expect. */
+static int by_index(const topk_item *x, const topk_item *y) { return x->i < y->i ? -1 : x->i > y->i; }
+
 static int cmp_largest(const void *a, const void *b) {
     const topk_item *x = a, *y = b;
-    if (x->v != y->v) {
-        if (x->v != x->v) return -1; /* NaN first, as numpy's sort puts it last of ascending */
-        if (y->v != y->v) return 1;
-        return x->v > y->v ? -1 : 1;
-    }
-    return x->i < y->i ? -1 : x->i > y->i;
+    bool nx = x->v != x->v, ny = y->v != y->v;
+    if (nx || ny) return nx && ny ? by_index(x, y) : nx ? -1 : 1;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return by_index(x, y);
 }
 
 static int cmp_smallest(const void *a, const void *b) {
     const topk_item *x = a, *y = b;
-    if (x->v != y->v) {
-        if (x->v != x->v) return 1;
-        if (y->v != y->v) return -1;
-        return x->v < y->v ? -1 : 1;
+    bool nx = x->v != x->v, ny = y->v != y->v;
+    if (nx || ny) return nx && ny ? by_index(x, y) : nx ? 1 : -1;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return by_index(x, y);
+}
+
+static int cmp_largest_i(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->iv != y->iv) return x->iv > y->iv ? -1 : 1;
+    return by_index(x, y);
+}
+
+static int cmp_smallest_i(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->iv != y->iv) return x->iv < y->iv ? -1 : 1;
+    return by_index(x, y);
+}
+
+/* uint64 compares as unsigned: its values are stored offset by 2^63. */
+static int64_t u64_key(uint64_t v) { return (int64_t)(v ^ ((uint64_t)1 << 63)); }
+
+/* Keeps the best k of v[0..n) in v[0..k), sorted: a heap of the k best so
+ * far with the worst on top, so a long row with a small k costs n log k. */
+static void select_best(topk_item *v, int64_t n, int64_t k, topk_cmp cmp) {
+    if (k * 4 >= n) {
+        qsort(v, (size_t)n, sizeof(topk_item), cmp);
+        return;
     }
-    return x->i < y->i ? -1 : x->i > y->i;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at;
+        if (i < k) { /* grow: sift up */
+            at = i;
+            topk_item t = v[i];
+            while (at > 0 && cmp(&v[(at - 1) / 2], &t) < 0) {
+                v[at] = v[(at - 1) / 2];
+                at = (at - 1) / 2;
+            }
+            v[at] = t;
+            continue;
+        }
+        if (cmp(&v[i], &v[0]) >= 0) continue; /* not better than the worst kept */
+        topk_item t = v[i];
+        at = 0;
+        for (;;) { /* replace the top: sift down */
+            int64_t c = 2 * at + 1;
+            if (c >= k) break;
+            if (c + 1 < k && cmp(&v[c + 1], &v[c]) > 0) c++;
+            if (cmp(&v[c], &t) <= 0) break;
+            v[at] = v[c];
+            at = c;
+        }
+        v[at] = t;
+    }
+    qsort(v, (size_t)k, sizeof(topk_item), cmp);
+}
+
+typedef struct topk_job {
+    const seam_tensor *x;
+    seam_tensor *y, *ind;
+    int64_t len, inner, kk;
+    topk_cmp cmp;
+    bool oom;
+} topk_job;
+
+static void topk_rows(void *arg, int64_t begin, int64_t end) {
+    topk_job *j = arg;
+    const seam_tensor *x = j->x;
+    int32_t dt = x->dtype;
+    bool fl = cpu_is_float(dt);
+    size_t es = cpu_dtype_size(dt);
+    topk_item *items = malloc(sizeof(topk_item) * (size_t)j->len);
+    if (!items) {
+        __atomic_store_n(&j->oom, true, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / j->inner, i = r % j->inner, base = o * j->len * j->inner + i;
+        for (int64_t q = 0; q < j->len; q++) {
+            int64_t at = base + q * j->inner;
+            topk_item *t = &items[q];
+            t->i = q;
+            if (dt == SEAM_DTYPE_FLOAT32) t->v = ((const float *)x->data)[at];
+            else if (fl) t->v = cpu_get(x->data, dt, at);
+            else if (dt == SEAM_DTYPE_UINT64) t->iv = u64_key(((const uint64_t *)x->data)[at]);
+            else t->iv = cpu_get_i64(x->data, dt, at);
+        }
+        select_best(items, j->len, j->kk, j->cmp);
+        for (int64_t q = 0; q < j->kk; q++) {
+            int64_t at = o * j->kk * j->inner + q * j->inner + i;
+            cpu_copy_elem(j->y->data, at, x->data, base + items[q].i * j->inner, es);
+            if (j->ind) ((int64_t *)j->ind->data)[at] = items[q].i;
+        }
+    }
+    free(items);
 }
 
 static seam_status run_topk(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x || x->rank < 1) return kernel_fail(k, "needs an input of rank >= 1");
+    if (!numeric(x->dtype)) return kernel_fail(k, "TopK on %s is not supported", seam_dtype_name(x->dtype));
     int64_t kk;
     if (k->n->opset < 10) {
         kk = node_attr_int(k->n, "k", -1);
     } else {
         const seam_tensor *kt = kernel_in(k, 1);
-        if (!kt || kt->numel != 1 || !cpu_is_int(kt->dtype)) return kernel_fail(k, "K must be a one-element integer tensor");
+        if (!kt || kt->numel != 1 || !cpu_is_int(kt->dtype))
+            return kernel_fail(k, "K must be a one-element integer tensor");
         kk = cpu_get_i64(kt->data, kt->dtype, 0);
     }
     int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     int64_t len = x->dims[axis];
-    if (kk < 0 || kk > len) return kernel_fail(k, "K = %lld is out of range for an axis of %lld", (long long)kk, (long long)len);
+    if (kk < 0 || kk > len)
+        return kernel_fail(k, "K = %lld is out of range for an axis of %lld", (long long)kk, (long long)len);
     bool largest = node_attr_int(k->n, "largest", 1) != 0;
     int64_t dims[SEAM_MAX_RANK];
     memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
     dims[axis] = kk;
+    if (seam_shape_numel(dims, x->rank) < 0) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, dims);
     seam_tensor *ind = kernel_has_out(k, 1) ? kernel_out(k, 1, SEAM_DTYPE_INT64, x->rank, dims) : NULL;
     if (!y || (kernel_has_out(k, 1) && !ind)) return kernel_oom(k);
-    topk_item *items = kernel_scratch(k, sizeof(topk_item) * (size_t)(len + 1));
-    if (!items) return kernel_oom(k);
-    int64_t inner = cpu_span(x->dims, axis + 1, x->rank), outer = cpu_span(x->dims, 0, axis);
-    size_t es = cpu_dtype_size(x->dtype);
+    if (y->numel == 0) return SEAM_STATUS_OK; /* also: x is not empty below */
     bool fl = cpu_is_float(x->dtype);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            int64_t base = o * len * inner + i;
-            for (int64_t q = 0; q < len; q++)
-                items[q] = (topk_item){fl ? cpu_get(x->data, x->dtype, base + q * inner)
-                                          : (double)cpu_get_i64(x->data, x->dtype, base + q * inner), q};
-            /* sorted or not, the k best in order: the spec leaves the order
-             * of an unsorted result open */
-            qsort(items, (size_t)len, sizeof(topk_item), largest ? cmp_largest : cmp_smallest);
-            for (int64_t q = 0; q < kk; q++) {
-                int64_t at = o * kk * inner + q * inner + i;
-                cpu_copy_elem(y->data, at, x->data, base + items[q].i * inner, es);
-                if (ind) ((int64_t *)ind->data)[at] = items[q].i;
-            }
-        }
-    return SEAM_STATUS_OK;
+    /* sorted or not, the k best in order: the spec leaves the order of an
+     * unsorted result open */
+    topk_job j = {x, y, ind, len, cpu_span(x->dims, axis + 1, x->rank), kk,
+                  fl ? (largest ? cmp_largest : cmp_smallest) : (largest ? cmp_largest_i : cmp_smallest_i), false};
+    int64_t rows = x->numel / len;
+    seam_parallel_for(k->pool, rows, 65536 / len + 1, topk_rows, &j);
+    return j.oom ? kernel_oom(k) : SEAM_STATUS_OK;
 }
 
 /* ---- NonZero ---- */
 
+static bool is_nonzero(const void *p, int32_t dt, int64_t i) {
+    switch (dt) {
+    case SEAM_DTYPE_FLOAT32: return ((const float *)p)[i] != 0;
+    case SEAM_DTYPE_INT64: return ((const int64_t *)p)[i] != 0;
+    case SEAM_DTYPE_BOOL: case SEAM_DTYPE_UINT8: case SEAM_DTYPE_INT8: return ((const uint8_t *)p)[i] != 0;
+    default: return cpu_is_float(dt) ? cpu_get(p, dt, i) != 0 : cpu_get_i64(p, dt, i) != 0;
+    }
+}
+
 static seam_status run_nonzero(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
+    if (!numeric(x->dtype)) return kernel_fail(k, "NonZero on %s is not supported", seam_dtype_name(x->dtype));
     int64_t n = 0;
-    bool fl = cpu_is_float(x->dtype);
-    for (int64_t i = 0; i < x->numel; i++) n += fl ? cpu_get(x->data, x->dtype, i) != 0 : cpu_get_i64(x->data, x->dtype, i) != 0;
-    int32_t r = x->rank ? x->rank : 1;
-    int64_t dims[2] = {x->rank, n};
+    for (int64_t i = 0; i < x->numel; i++) n += is_nonzero(x->data, x->dtype, i);
+    /* a scalar is seen as one element of rank 1, as numpy and ONNX Runtime do */
+    int64_t dims[2] = {x->rank ? x->rank : 1, n};
     seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_INT64, 2, dims);
     if (!y) return kernel_oom(k);
     int64_t *out = y->data, idx[SEAM_MAX_RANK] = {0}, at = 0;
+    if (x->rank == 0) {
+        if (n) out[0] = 0;
+        return SEAM_STATUS_OK;
+    }
     for (int64_t i = 0; i < x->numel; i++) {
-        bool nz = fl ? cpu_get(x->data, x->dtype, i) != 0 : cpu_get_i64(x->data, x->dtype, i) != 0;
-        if (nz) {
+        if (is_nonzero(x->data, x->dtype, i)) {
             for (int32_t d = 0; d < x->rank; d++) out[d * n + at] = idx[d];
             at++;
         }
@@ -104,30 +209,94 @@ static seam_status run_nonzero(seam_kernel *k) {
             idx[d] = 0;
         }
     }
-    (void)r;
     return SEAM_STATUS_OK;
 }
 
 /* ---- Where ---- */
 
+typedef struct where_job {
+    const seam_tensor *in[3]; /* condition, X, Y */
+    seam_tensor *y;
+    int32_t rank;
+    int64_t dims[SEAM_MAX_RANK], st[3][SEAM_MAX_RANK]; /* broadcast strides */
+    int64_t last;                                       /* the innermost dim: one row */
+} where_job;
+
+/* The select over one row with each input either walking (stride 1) or
+ * fixed (stride 0, broadcast). Constant strides and loads made whatever
+ * the condition let the compiler vectorize. */
+#define WHERE_LOOP(T, S0, S1, S2)             \
+    for (int64_t t = 0; t < n; t++) {         \
+        T va = a[t * (S1)], vb = b[t * (S2)]; \
+        o[t] = c[t * (S0)] ? va : vb;         \
+    }
+#define WHERE_ROW(T)                                                                              \
+    do {                                                                                          \
+        const T *a = (const T *)j->in[1]->data + off[1], *b = (const T *)j->in[2]->data + off[2]; \
+        T *o = (T *)j->y->data + r * n;                                                           \
+        switch (s0 * 4 + s1 * 2 + s2) {                                                           \
+        case 7: WHERE_LOOP(T, 1, 1, 1) break;                                                     \
+        case 6: WHERE_LOOP(T, 1, 1, 0) break;                                                     \
+        case 5: WHERE_LOOP(T, 1, 0, 1) break;                                                     \
+        case 4: WHERE_LOOP(T, 1, 0, 0) break;                                                     \
+        case 3: WHERE_LOOP(T, 0, 1, 1) break;                                                     \
+        case 2: WHERE_LOOP(T, 0, 1, 0) break;                                                     \
+        case 1: WHERE_LOOP(T, 0, 0, 1) break;                                                     \
+        default: WHERE_LOOP(T, 0, 0, 0) break;                                                    \
+        }                                                                                         \
+    } while (0)
+
+/* Rows of the output: the offsets of each input move with an odometer
+ * over the outer dims; the inner loop is a typed select. */
+CPU_HOT static void where_rows(void *arg, int64_t begin, int64_t end) {
+    const where_job *j = arg;
+    int32_t outer_rank = j->rank > 0 ? j->rank - 1 : 0;
+    int64_t idx[SEAM_MAX_RANK], off[3] = {0, 0, 0}, rest = begin, n = j->last;
+    for (int32_t d = outer_rank - 1; d >= 0; d--) {
+        idx[d] = rest % j->dims[d];
+        rest /= j->dims[d];
+        for (int32_t q = 0; q < 3; q++) off[q] += idx[d] * j->st[q][d];
+    }
+    /* the innermost strides: 1, or 0 where broadcast */
+    int64_t s0 = j->rank && j->st[0][j->rank - 1], s1 = j->rank && j->st[1][j->rank - 1];
+    int64_t s2 = j->rank && j->st[2][j->rank - 1];
+    size_t es = cpu_dtype_size(j->y->dtype);
+    for (int64_t r = begin; r < end; r++) {
+        const uint8_t *c = (const uint8_t *)j->in[0]->data + off[0];
+        switch (es) {
+        case 1: WHERE_ROW(uint8_t); break;
+        case 2: WHERE_ROW(uint16_t); break;
+        case 4: WHERE_ROW(uint32_t); break;
+        case 8: WHERE_ROW(uint64_t); break;
+        default:
+            for (int64_t t = 0; t < n; t++)
+                cpu_copy_elem(j->y->data, r * n + t, c[t * s0] ? j->in[1]->data : j->in[2]->data,
+                              c[t * s0] ? off[1] + t * s1 : off[2] + t * s2, es);
+        }
+        for (int32_t d = outer_rank - 1; d >= 0; d--) {
+            for (int32_t q = 0; q < 3; q++) off[q] += j->st[q][d];
+            if (++idx[d] < j->dims[d]) break;
+            for (int32_t q = 0; q < 3; q++) off[q] -= j->st[q][d] * j->dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 static seam_status run_where(seam_kernel *k) {
     const seam_tensor *c = kernel_in(k, 0), *a = kernel_in(k, 1), *b = kernel_in(k, 2);
     if (!c || !a || !b || c->dtype != SEAM_DTYPE_BOOL) return kernel_fail(k, "needs a bool condition and two values");
     if (a->dtype != b->dtype) return kernel_fail(k, "X and Y have different dtypes");
-    const seam_tensor *ins[3] = {c, a, b};
-    int32_t rank;
-    int64_t dims[SEAM_MAX_RANK];
-    if (!cpu_broadcast(ins, 3, &rank, dims)) return kernel_fail(k, "condition, X and Y do not broadcast");
-    seam_tensor *y = kernel_out(k, 0, a->dtype, rank, dims);
-    if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(a->dtype);
-    cpu_iter it;
-    cpu_iter_init(&it, rank, dims, ins, 3);
-    const uint8_t *cd = c->data;
-    for (int64_t i = 0; i < y->numel; i++, cpu_iter_next(&it)) {
-        if (cd[it.off[0]]) cpu_copy_elem(y->data, i, a->data, it.off[1], es);
-        else cpu_copy_elem(y->data, i, b->data, it.off[2], es);
-    }
+    if (a->dtype == SEAM_DTYPE_STRING) return kernel_fail(k, "Where on strings is not supported");
+    where_job j = {{c, a, b}, NULL, 0, {0}, {{0}}, 1};
+    if (!cpu_broadcast(j.in, 3, &j.rank, j.dims)) return kernel_fail(k, "condition, X and Y do not broadcast");
+    if (seam_shape_numel(j.dims, j.rank) < 0) return kernel_fail(k, "the broadcast result is too large");
+    j.y = kernel_out(k, 0, a->dtype, j.rank, j.dims);
+    if (!j.y) return kernel_oom(k);
+    if (j.y->numel == 0) return SEAM_STATUS_OK;
+    for (int32_t q = 0; q < 3; q++) cpu_bcast_strides(j.in[q], j.rank, j.dims, j.st[q]);
+    if (j.rank > 0) j.last = j.dims[j.rank - 1];
+    int64_t rows = j.y->numel / j.last;
+    seam_parallel_for(k->pool, rows, 16384 / j.last + 1, where_rows, &j);
     return SEAM_STATUS_OK;
 }
 
@@ -135,12 +304,16 @@ static seam_status run_where(seam_kernel *k) {
 
 static seam_status run_cumsum(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *ax = kernel_in(k, 1);
-    if (!x || !ax || ax->numel != 1 || !cpu_is_int(ax->dtype)) return kernel_fail(k, "needs X and a scalar integer axis");
+    if (!x || !ax || ax->numel != 1 || !cpu_is_int(ax->dtype))
+        return kernel_fail(k, "needs X and a scalar integer axis");
+    if (!cpu_is_float(x->dtype) && !cpu_is_int(x->dtype))
+        return kernel_fail(k, "CumSum on %s is not supported", seam_dtype_name(x->dtype));
     int32_t axis = cpu_axis(cpu_get_i64(ax->data, ax->dtype, 0), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     bool excl = node_attr_int(k->n, "exclusive", 0) != 0, rev = node_attr_int(k->n, "reverse", 0) != 0;
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
+    if (x->numel == 0) return SEAM_STATUS_OK;
     int64_t len = x->dims[axis], inner = cpu_span(x->dims, axis + 1, x->rank), outer = cpu_span(x->dims, 0, axis);
     bool fl = cpu_is_float(x->dtype);
     for (int64_t o = 0; o < outer; o++)
@@ -154,7 +327,7 @@ static seam_status run_cumsum(seam_kernel *k) {
                     if (!excl) acc += v;
                     cpu_set(y->data, y->dtype, at, acc);
                     if (excl) acc += v;
-                } else {
+                } else { /* exact, wrapping like the C type */
                     int64_t v = cpu_get_i64(x->data, x->dtype, at);
                     if (!excl) iacc = (int64_t)((uint64_t)iacc + (uint64_t)v);
                     cpu_set_i64(y->data, y->dtype, at, iacc);
@@ -169,30 +342,44 @@ static seam_status run_cumsum(seam_kernel *k) {
 
 static seam_status run_onehot(seam_kernel *k) {
     const seam_tensor *ix = kernel_in(k, 0), *dp = kernel_in(k, 1), *vals = kernel_in(k, 2);
-    if (!ix || !dp || !vals || dp->numel != 1 || vals->numel != 2) return kernel_fail(k, "needs indices, a scalar depth and two values");
+    if (!ix || !dp || !vals || dp->numel != 1 || vals->numel != 2)
+        return kernel_fail(k, "needs indices, a scalar depth and two values");
+    if (!numeric(ix->dtype) || !numeric(dp->dtype) || !numeric(vals->dtype))
+        return kernel_fail(k, "indices, depth and values must be numbers");
     double dd = cpu_get(dp->data, dp->dtype, 0);
-    if (!(dd >= 1 && dd <= (double)(1 << 24))) return kernel_fail(k, "depth %g is out of range", dd);
+    if (!(dd >= 1 && dd <= (double)MAX_DATA_NUMEL)) return kernel_fail(k, "depth %g is out of range", dd);
     int64_t depth = (int64_t)dd;
     int32_t r = ix->rank + 1;
-    if (r > SEAM_MAX_RANK) return kernel_fail(k, "result rank too large");
+    if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result's rank would be over %d", SEAM_MAX_RANK);
     int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), r);
-    if (axis < 0) return kernel_fail(k, "axis is out of range");
+    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", r);
     int64_t dims[SEAM_MAX_RANK];
     for (int32_t d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : ix->dims[j++];
     int64_t numel = seam_shape_numel(dims, r);
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, vals->dtype, r, dims);
     if (!y) return kernel_oom(k);
+    if (numel == 0) return SEAM_STATUS_OK;
     size_t es = cpu_dtype_size(vals->dtype);
     int64_t outer = cpu_span(ix->dims, 0, axis), inner = cpu_span(ix->dims, axis, ix->rank);
     for (int64_t i = 0; i < numel; i++) cpu_copy_elem(y->data, i, vals->data, 0, es);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             double v = cpu_get(ix->data, ix->dtype, o * inner + i);
-            int64_t h = (int64_t)(v < 0 ? v + (double)depth : v);
-            if (v < -(double)depth || h < 0 || h >= depth) continue; /* out of range: all off */
+            /* out of range (or NaN): all off; checked before the cast */
+            if (!(v > -(double)depth - 1 && v < (double)depth)) continue;
+            int64_t h = (int64_t)v; /* truncates, as the indices' cast to int64 in the spec */
+            if (h < 0) h += depth;
+            if (h < 0 || h >= depth) continue;
             cpu_copy_elem(y->data, (o * depth + h) * inner + i, vals->data, 1, es);
         }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_onehot(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 2);
+    if (dt != SEAM_DTYPE_UNDEFINED && !numeric(dt))
+        return check_refuse(c, "OneHot on %s values is not supported", seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
 
@@ -200,14 +387,21 @@ static seam_status run_onehot(seam_kernel *k) {
 
 static seam_status run_range(seam_kernel *k) {
     const seam_tensor *s = kernel_in(k, 0), *l = kernel_in(k, 1), *d = kernel_in(k, 2);
-    if (!s || !l || !d || s->numel != 1 || l->numel != 1 || d->numel != 1) return kernel_fail(k, "start, limit and delta must be scalars");
+    if (!s || !l || !d || s->numel != 1 || l->numel != 1 || d->numel != 1)
+        return kernel_fail(k, "start, limit and delta must be scalars");
     int32_t dt = s->dtype;
+    if (l->dtype != dt || d->dtype != dt) return kernel_fail(k, "start, limit and delta must have the same type");
+    if (!cpu_is_float(dt) && !cpu_is_int(dt))
+        return kernel_fail(k, "Range on %s is not supported", seam_dtype_name(dt));
     int64_t n;
     if (cpu_is_float(dt)) {
         double a = cpu_get(s->data, dt, 0), b = cpu_get(l->data, dt, 0), c = cpu_get(d->data, dt, 0);
-        if (c == 0 || !isfinite(a) || !isfinite(b) || !isfinite(c)) return kernel_fail(k, "delta is 0 or a bound is not finite");
+        if (c == 0) return kernel_fail(k, "delta is 0");
+        if (!isfinite(a) || !isfinite(b) || !isfinite(c))
+            return kernel_fail(k, "start, limit and delta must be finite");
         double f = ceil((b - a) / c);
-        if (f > (double)MAX_DATA_NUMEL) return kernel_fail(k, "the range has too many elements");
+        if (f > (double)MAX_DATA_NUMEL)
+            return kernel_fail(k, "the range has %g elements, more than %lld", f, (long long)MAX_DATA_NUMEL);
         n = f > 0 ? (int64_t)f : 0;
         seam_tensor *y = kernel_out(k, 0, dt, 1, &n);
         if (!y) return kernel_oom(k);
@@ -216,12 +410,27 @@ static seam_status run_range(seam_kernel *k) {
     }
     int64_t a = cpu_get_i64(s->data, dt, 0), b = cpu_get_i64(l->data, dt, 0), c = cpu_get_i64(d->data, dt, 0);
     if (c == 0) return kernel_fail(k, "delta is 0");
-    double f = ceil(((double)b - (double)a) / (double)c);
-    if (f > (double)MAX_DATA_NUMEL) return kernel_fail(k, "the range has too many elements");
-    n = f > 0 ? (int64_t)f : 0;
+    /* the count, exactly: the distance fits in uint64 however far apart */
+    uint64_t dist = 0, step = c > 0 ? (uint64_t)c : 0 - (uint64_t)c;
+    if (c > 0 && b > a) dist = (uint64_t)b - (uint64_t)a;
+    if (c < 0 && a > b) dist = (uint64_t)a - (uint64_t)b;
+    uint64_t count = dist / step + (dist % step != 0);
+    if (count > (uint64_t)MAX_DATA_NUMEL)
+        return kernel_fail(k, "the range has %llu elements, more than %lld", (unsigned long long)count,
+                           (long long)MAX_DATA_NUMEL);
+    n = (int64_t)count;
     seam_tensor *y = kernel_out(k, 0, dt, 1, &n);
     if (!y) return kernel_oom(k);
-    for (int64_t i = 0; i < n; i++) cpu_set_i64(y->data, dt, i, a + i * c);
+    /* start + i * delta stays between start and limit; unsigned to keep
+     * the intermediate product defined */
+    for (int64_t i = 0; i < n; i++) cpu_set_i64(y->data, dt, i, (int64_t)((uint64_t)a + (uint64_t)i * (uint64_t)c));
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_range(seam_check *c) {
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
+        return check_refuse(c, "Range on %s is not supported", seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
 
@@ -229,16 +438,34 @@ static seam_status run_range(seam_kernel *k) {
 
 typedef struct uniq_ctx {
     const seam_tensor *x;
-    int64_t slice, inner, len; /* a slice = the elements of one index along the axis */
+    int64_t outer, len, inner; /* a slice: the elements of one index along the axis */
+    bool fl, u64;
 } uniq_ctx;
 
+/* Total orders: NaN after every number and equal to NaN (numpy's unique
+ * with equal_nan); integers exact, uint64 unsigned. */
+static int cmp_elem(const uniq_ctx *u, int64_t pa, int64_t pb) {
+    const void *p = u->x->data;
+    int32_t dt = u->x->dtype;
+    if (u->fl) {
+        double x = cpu_get(p, dt, pa), y = cpu_get(p, dt, pb);
+        bool nx = x != x, ny = y != y;
+        if (nx || ny) return nx == ny ? 0 : nx ? 1 : -1;
+        return x < y ? -1 : x > y;
+    }
+    if (u->u64) {
+        uint64_t x = ((const uint64_t *)p)[pa], y = ((const uint64_t *)p)[pb];
+        return x < y ? -1 : x > y;
+    }
+    int64_t x = cpu_get_i64(p, dt, pa), y = cpu_get_i64(p, dt, pb);
+    return x < y ? -1 : x > y;
+}
+
 static int cmp_slice(int64_t a, int64_t b, const uniq_ctx *u) {
-    int64_t outer = u->x->numel / (u->len > 0 && u->inner > 0 ? u->len * u->inner : 1);
-    for (int64_t o = 0; o < outer; o++)
+    for (int64_t o = 0; o < u->outer; o++)
         for (int64_t i = 0; i < u->inner; i++) {
-            int64_t pa = (o * u->len + a) * u->inner + i, pb = (o * u->len + b) * u->inner + i;
-            double x = cpu_get(u->x->data, u->x->dtype, pa), y = cpu_get(u->x->data, u->x->dtype, pb);
-            if (x != y) return x < y ? -1 : 1;
+            int c = cmp_elem(u, (o * u->len + a) * u->inner + i, (o * u->len + b) * u->inner + i);
+            if (c) return c;
         }
     return 0;
 }
@@ -260,31 +487,41 @@ static void sort_slices(int64_t *v, int64_t *tmp, int64_t n, const uniq_ctx *u) 
 static seam_status run_unique(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
+    if (!numeric(x->dtype)) return kernel_fail(k, "Unique on %s is not supported", seam_dtype_name(x->dtype));
     const ir_attr *aa = ir_node_attr(k->n, "axis");
     bool sorted = node_attr_int(k->n, "sorted", 1) != 0;
-    seam_tensor flat = *x;
-    int32_t axis = 0;
-    if (!aa) {
-        flat.rank = 1;
-        flat.dims[0] = x->numel;
+    int32_t rank = x->rank, axis = 0;
+    int64_t dims[SEAM_MAX_RANK];
+    if (!aa) { /* flattened */
+        rank = 1;
+        dims[0] = x->numel;
     } else {
-        axis = cpu_axis(aa->i, x->rank);
-        if (axis < 0) return kernel_fail(k, "axis is out of range");
+        axis = aa->kind == IR_ATTR_INT ? cpu_axis(aa->i, x->rank) : -1;
+        if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
+        memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
     }
-    uniq_ctx u = {&flat, 0, cpu_span(flat.dims, axis + 1, flat.rank), flat.dims[axis]};
-    int64_t len = u.len;
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)(3 * len + 1));
-    if (!order) return kernel_oom(k);
-    int64_t *first = order + len, *inverse = order + 2 * len;
+    int64_t len = dims[axis];
+    if (len > MAX_DATA_NUMEL) return kernel_fail(k, "the axis has more than %lld slices", (long long)MAX_DATA_NUMEL);
+    uniq_ctx u = {x, 0, len, 0, cpu_is_float(x->dtype), x->dtype == SEAM_DTYPE_UINT64};
+    if (x->numel > 0) {
+        u.outer = cpu_span(dims, 0, axis);
+        u.inner = cpu_span(dims, axis + 1, rank);
+    } /* else every slice is empty, so all are equal: cmp_slice sees no elements */
+    size_t n = (size_t)len + 1;
+    int64_t *order = malloc(sizeof(int64_t) * n), *tmp = malloc(sizeof(int64_t) * n);
+    int64_t *first = malloc(sizeof(int64_t) * n), *group_of = malloc(sizeof(int64_t) * n);
+    int64_t *counts = malloc(sizeof(int64_t) * n), *rank_of = malloc(sizeof(int64_t) * n);
+    int64_t *by = malloc(sizeof(int64_t) * n);
+    seam_status st = SEAM_STATUS_OK;
+    if (!order || !tmp || !first || !group_of || !counts || !rank_of || !by) {
+        st = kernel_oom(k);
+        goto done;
+    }
     for (int64_t i = 0; i < len; i++) order[i] = i;
-    sort_slices(order, inverse, len, &u); /* inverse is free scratch until later */
-    /* groups of equal slices in sorted order; each group's first index */
+    if (x->numel > 0) sort_slices(order, tmp, len, &u);
+    /* groups of equal slices in sorted order, each with its first index
+     * (the sort is stable, so the group's first member) */
     int64_t n_u = 0;
-    int64_t *group_of = malloc(sizeof(int64_t) * (size_t)(len + 1)), *counts = malloc(sizeof(int64_t) * (size_t)(len + 1));
-    if (!group_of || !counts) {
-        free(order), free(group_of), free(counts);
-        return kernel_oom(k);
-    }
     for (int64_t i = 0; i < len; i++) {
         if (i == 0 || cmp_slice(order[i - 1], order[i], &u) != 0) {
             first[n_u] = order[i];
@@ -294,64 +531,48 @@ static seam_status run_unique(seam_kernel *k) {
         group_of[order[i]] = n_u - 1;
         counts[n_u - 1]++;
     }
-    /* unsorted: groups in order of first occurrence */
-    int64_t *rank_of = malloc(sizeof(int64_t) * (size_t)(n_u + 1)), *by = malloc(sizeof(int64_t) * (size_t)(n_u + 1));
-    if (!rank_of || !by) {
-        free(order), free(group_of), free(counts), free(rank_of), free(by);
-        return kernel_oom(k);
-    }
-    for (int64_t g = 0; g < n_u; g++) by[g] = g;
-    if (!sorted) { /* insertion by first index (groups are few in practice) */
-        for (int64_t a = 1; a < n_u; a++)
-            for (int64_t b = a; b > 0 && first[by[b]] < first[by[b - 1]]; b--) {
-                int64_t t = by[b];
-                by[b] = by[b - 1];
-                by[b - 1] = t;
+    /* output order: sorted, or by first occurrence */
+    if (sorted) {
+        for (int64_t g = 0; g < n_u; g++) by[g] = g;
+    } else {
+        int64_t next = 0;
+        for (int64_t g = 0; g < n_u; g++) rank_of[g] = -1;
+        for (int64_t i = 0; i < len; i++)
+            if (rank_of[group_of[i]] < 0) {
+                rank_of[group_of[i]] = next;
+                by[next++] = group_of[i];
             }
     }
     for (int64_t g = 0; g < n_u; g++) rank_of[by[g]] = g;
-    for (int64_t i = 0; i < len; i++) inverse[i] = rank_of[group_of[i]];
-    int64_t dims[SEAM_MAX_RANK];
-    memcpy(dims, flat.dims, sizeof(int64_t) * (size_t)flat.rank);
     dims[axis] = n_u;
-    seam_status st = SEAM_STATUS_OK;
-    seam_tensor *y = kernel_out(k, 0, x->dtype, flat.rank, dims);
+    seam_tensor *y = kernel_out(k, 0, x->dtype, rank, dims);
     if (!y) {
         st = kernel_oom(k);
         goto done;
     }
     size_t es = cpu_dtype_size(x->dtype);
-    int64_t outer = flat.numel / (len > 0 && u.inner > 0 ? len * u.inner : 1);
     for (int64_t g = 0; g < n_u; g++)
-        for (int64_t o = 0; o < outer; o++)
+        for (int64_t o = 0; o < u.outer; o++)
             for (int64_t i = 0; i < u.inner; i++)
-                cpu_copy_elem(y->data, (o * n_u + g) * u.inner + i, x->data, (o * len + first[by[g]]) * u.inner + i, es);
-    if (kernel_has_out(k, 1)) {
-        seam_tensor *t = kernel_out(k, 1, SEAM_DTYPE_INT64, 1, &n_u);
+                cpu_copy_elem(y->data, (o * n_u + g) * u.inner + i, x->data, (o * len + first[by[g]]) * u.inner + i,
+                              es);
+    for (int32_t out = 1; out < 4; out++) {
+        if (!kernel_has_out(k, out)) continue;
+        seam_tensor *t = kernel_out(k, out, SEAM_DTYPE_INT64, 1, out == 2 ? &len : &n_u);
         if (!t) {
             st = kernel_oom(k);
             goto done;
         }
-        for (int64_t g = 0; g < n_u; g++) ((int64_t *)t->data)[g] = first[by[g]];
-    }
-    if (kernel_has_out(k, 2)) {
-        seam_tensor *t = kernel_out(k, 2, SEAM_DTYPE_INT64, 1, &len);
-        if (!t) {
-            st = kernel_oom(k);
-            goto done;
-        }
-        memcpy(t->data, inverse, sizeof(int64_t) * (size_t)len);
-    }
-    if (kernel_has_out(k, 3)) {
-        seam_tensor *t = kernel_out(k, 3, SEAM_DTYPE_INT64, 1, &n_u);
-        if (!t) {
-            st = kernel_oom(k);
-            goto done;
-        }
-        for (int64_t g = 0; g < n_u; g++) ((int64_t *)t->data)[g] = counts[by[g]];
+        int64_t *v = t->data;
+        if (out == 1) /* indices: each unique slice's first occurrence */
+            for (int64_t g = 0; g < n_u; g++) v[g] = first[by[g]];
+        else if (out == 2) /* inverse_indices: each slice's unique one */
+            for (int64_t i = 0; i < len; i++) v[i] = rank_of[group_of[i]];
+        else
+            for (int64_t g = 0; g < n_u; g++) v[g] = counts[by[g]];
     }
 done:
-    free(order), free(group_of), free(counts), free(rank_of), free(by);
+    free(order), free(tmp), free(first), free(group_of), free(counts), free(rank_of), free(by);
     return st;
 }
 
@@ -362,20 +583,34 @@ typedef struct nms_box {
     int64_t i;
 } nms_box;
 
+/* Higher scores first, ties by index (NaN scores never get here). */
 static int cmp_score(const void *a, const void *b) {
     const nms_box *x = a, *y = b;
     if (x->score != y->score) return x->score > y->score ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static void corners(const seam_tensor *b, int64_t at, bool center, double *y1, double *x1, double *y2, double *x2) {
-    double a = cpu_get(b->data, b->dtype, at), c = cpu_get(b->data, b->dtype, at + 1);
-    double d = cpu_get(b->data, b->dtype, at + 2), e = cpu_get(b->data, b->dtype, at + 3);
+/* The corners of box i as [y1, x1, y2, x2] with y1 <= y2, x1 <= x2. */
+static void corners(const seam_tensor *b, int64_t at, bool center, double *c) {
+    double p = cpu_get(b->data, b->dtype, at), q = cpu_get(b->data, b->dtype, at + 1);
+    double r = cpu_get(b->data, b->dtype, at + 2), s = cpu_get(b->data, b->dtype, at + 3);
     if (center) { /* [x_center, y_center, width, height] */
-        *x1 = a - d / 2, *x2 = a + d / 2, *y1 = c - e / 2, *y2 = c + e / 2;
+        double x1 = p - r / 2, x2 = p + r / 2, y1 = q - s / 2, y2 = q + s / 2;
+        c[0] = fmin(y1, y2), c[1] = fmin(x1, x2), c[2] = fmax(y1, y2), c[3] = fmax(x1, x2);
     } else { /* [y1, x1, y2, x2], either corner order */
-        *y1 = fmin(a, d), *y2 = fmax(a, d), *x1 = fmin(c, e), *x2 = fmax(c, e);
+        c[0] = fmin(p, r), c[1] = fmin(q, s), c[2] = fmax(p, r), c[3] = fmax(q, s);
     }
+}
+
+/* Whether boxes a and b overlap by more than t (intersection over union).
+ * Boxes that do not intersect, or have no area, never suppress each other
+ * (as in the spec's reference and ONNX Runtime). */
+static bool overlaps(const double *a, const double *b, double t) {
+    double ih = fmin(a[2], b[2]) - fmax(a[0], b[0]), iw = fmin(a[3], b[3]) - fmax(a[1], b[1]);
+    double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    if (!(ih > 0 && iw > 0 && area_a > 0 && area_b > 0)) return false;
+    double inter = ih * iw;
+    return inter / (area_a + area_b - inter) > t;
 }
 
 static seam_status run_nms(seam_kernel *k) {
@@ -383,7 +618,13 @@ static seam_status run_nms(seam_kernel *k) {
     const seam_tensor *tmax = kernel_in(k, 2), *tiou = kernel_in(k, 3), *tsc = kernel_in(k, 4);
     if (!boxes || !scores || boxes->rank != 3 || boxes->dims[2] != 4 || scores->rank != 3 ||
         scores->dims[0] != boxes->dims[0] || scores->dims[2] != boxes->dims[1])
-        return kernel_fail(k, "needs boxes [B, N, 4] and scores [B, C, N]");
+        return kernel_fail(k, "needs boxes [B, N, 4] and scores [B, C, N] with the same B and N");
+    if (!cpu_is_float(boxes->dtype) || !cpu_is_float(scores->dtype))
+        return kernel_fail(k, "boxes and scores must be floats");
+    if ((tmax && tmax->numel > 1) || (tiou && tiou->numel > 1) || (tsc && tsc->numel > 1))
+        return kernel_fail(k, "max_output_boxes_per_class, iou_threshold and score_threshold must be scalars");
+    if ((tmax && !numeric(tmax->dtype)) || (tiou && !numeric(tiou->dtype)) || (tsc && !numeric(tsc->dtype)))
+        return kernel_fail(k, "the thresholds must be numbers");
     int64_t max_out = tmax && tmax->numel ? cpu_get_i64(tmax->data, tmax->dtype, 0) : 0;
     double iou_t = tiou && tiou->numel ? cpu_get(tiou->data, tiou->dtype, 0) : 0;
     bool has_st = tsc && tsc->numel;
@@ -391,50 +632,61 @@ static seam_status run_nms(seam_kernel *k) {
     bool center = node_attr_int(k->n, "center_point_box", 0) != 0;
     int64_t B = boxes->dims[0], C = scores->dims[1], N = boxes->dims[1];
     if (max_out < 0) max_out = 0;
-    nms_box *cand = malloc(sizeof(nms_box) * (size_t)(N + 1));
-    int64_t *sel = malloc(sizeof(int64_t) * (size_t)(N + 1));
-    int64_t *out = malloc(sizeof(int64_t) * 3 * (size_t)(B * C * (max_out < N ? max_out : N) + 1));
-    if (!cand || !sel || !out) {
-        free(cand), free(sel), free(out);
+    if (max_out > N) max_out = N;
+    if (scores->numel == 0 || max_out == 0) { /* nothing to select (and B, C may be anything) */
+        int64_t dims[2] = {0, 3};
+        return kernel_out(k, 0, SEAM_DTYPE_INT64, 2, dims) ? SEAM_STATUS_OK : kernel_oom(k);
+    }
+    /* B * C * max_out <= B * C * N, the scores' element count */
+    nms_box *cand = malloc(sizeof(nms_box) * (size_t)N);
+    int64_t *sel = malloc(sizeof(int64_t) * (size_t)max_out);
+    double *box = malloc(sizeof(double) * 4 * (size_t)N);
+    int64_t *out = malloc(sizeof(int64_t) * 3 * (size_t)(B * C * max_out));
+    if (!cand || !sel || !box || !out) {
+        free(cand), free(sel), free(box), free(out);
         return kernel_oom(k);
     }
     int64_t n_out = 0;
-    for (int64_t b = 0; b < B; b++)
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t i = 0; i < N; i++) corners(boxes, (b * N + i) * 4, center, box + 4 * i);
         for (int64_t c = 0; c < C; c++) {
             int64_t n = 0, n_sel = 0;
             for (int64_t i = 0; i < N; i++) {
                 double s = cpu_get(scores->data, scores->dtype, (b * C + c) * N + i);
-                if (!has_st || s > sc_t) cand[n++] = (nms_box){s, i};
+                if (s == s && (!has_st || s > sc_t)) cand[n++] = (nms_box){s, i};
             }
             qsort(cand, (size_t)n, sizeof(nms_box), cmp_score);
             for (int64_t q = 0; q < n && n_sel < max_out; q++) {
-                double y1, x1, y2, x2;
-                corners(boxes, (b * N + cand[q].i) * 4, center, &y1, &x1, &y2, &x2);
+                const double *bq = box + 4 * cand[q].i;
                 bool keep = true;
-                for (int64_t s = 0; s < n_sel && keep; s++) {
-                    double v1, u1, v2, u2;
-                    corners(boxes, (b * N + sel[s]) * 4, center, &v1, &u1, &v2, &u2);
-                    double ih = fmin(y2, v2) - fmax(y1, v1), iw = fmin(x2, u2) - fmax(x1, u1);
-                    double inter = ih > 0 && iw > 0 ? ih * iw : 0;
-                    double uni = (y2 - y1) * (x2 - x1) + (v2 - v1) * (u2 - u1) - inter;
-                    if (uni > 0 && inter / uni > iou_t) keep = false;
-                }
+                for (int64_t s = 0; s < n_sel && keep; s++) keep = !overlaps(bq, box + 4 * sel[s], iou_t);
                 if (!keep) continue;
                 sel[n_sel++] = cand[q].i;
                 out[3 * n_out] = b, out[3 * n_out + 1] = c, out[3 * n_out + 2] = cand[q].i;
                 n_out++;
             }
         }
+    }
     int64_t dims[2] = {n_out, 3};
     seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_INT64, 2, dims);
     if (y && n_out) memcpy(y->data, out, sizeof(int64_t) * 3 * (size_t)n_out);
-    free(cand), free(sel), free(out);
+    free(cand), free(sel), free(box), free(out);
     return y ? SEAM_STATUS_OK : kernel_oom(k);
 }
 
-static seam_status check_any_fixed(seam_check *c) {
+static seam_status check_nms(seam_check *c) {
+    for (int32_t i = 0; i < 2; i++) {
+        int32_t dt = check_in_dtype(c, i);
+        if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+            return check_refuse(c, "NonMaxSuppression on %s boxes or scores is not supported", seam_dtype_name(dt));
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_numeric(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
-    if (dt == SEAM_DTYPE_STRING) return check_refuse(c, "%s on strings is not supported", c->n->op_type);
+    if (dt != SEAM_DTYPE_UNDEFINED && !numeric(dt))
+        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
 
@@ -445,13 +697,13 @@ static seam_status check_where(seam_check *c) {
 }
 
 const seam_cpu_binding seam_cpu_index[] = {
-    {"", "TopK", 1, {run_topk, check_any_fixed}},
-    {"", "NonZero", 9, {run_nonzero, check_any_fixed}},
+    {"", "TopK", 1, {run_topk, check_numeric}},
+    {"", "NonZero", 9, {run_nonzero, check_numeric}},
     {"", "Where", 9, {run_where, check_where}},
-    {"", "CumSum", 11, {run_cumsum, check_any_fixed}},
-    {"", "OneHot", 9, {run_onehot, NULL}},
-    {"", "Range", 11, {run_range, NULL}},
-    {"", "Unique", 11, {run_unique, check_any_fixed}},
-    {"", "NonMaxSuppression", 10, {run_nms, NULL}},
+    {"", "CumSum", 11, {run_cumsum, check_numeric_input}},
+    {"", "OneHot", 9, {run_onehot, check_onehot}},
+    {"", "Range", 11, {run_range, check_range}},
+    {"", "Unique", 11, {run_unique, check_numeric}},
+    {"", "NonMaxSuppression", 10, {run_nms, check_nms}},
 };
 const size_t seam_cpu_index_count = sizeof(seam_cpu_index) / sizeof(seam_cpu_index[0]);

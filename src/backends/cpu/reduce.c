@@ -13,8 +13,6 @@
 
 #include "backends/cpu/cpu.h"
 
-/* The largest output made from an empty input (its dims may be anything). */
-#define MAX_OUT_NUMEL ((int64_t)1 << 31)
 /* Inner columns reduced together by one unit of work. */
 #define COLS 64
 
@@ -374,7 +372,7 @@ static seam_status run_reduce(seam_kernel *k) {
         else if (keep) dims[r++] = 1;
     }
     int64_t n_out = seam_shape_numel(dims, r);
-    if (n_out < 0 || (x->numel == 0 && n_out > MAX_OUT_NUMEL))
+    if (n_out < 0 || (x->numel == 0 && n_out > MAX_DATA_NUMEL))
         return kernel_fail(k, "the result of reducing an empty input is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
@@ -382,7 +380,7 @@ static seam_status run_reduce(seam_kernel *k) {
         if (x->nbytes && y->data != x->data) memcpy(y->data, x->data, x->nbytes);
         return SEAM_STATUS_OK;
     }
-    if (x->numel == 0) { /* also keeps the spans below from overflowing on huge zero-size dims */
+    if (x->numel == 0) { /* also keeps the spans below from overflowing: other dims may be huge */
         fill_empty(y, op);
         return SEAM_STATUS_OK;
     }
@@ -452,9 +450,9 @@ static void arg_rows(void *arg, int64_t begin, int64_t end) {
 static seam_status run_arg(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
-    if (axis < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)node_attr_int(k->n, "axis", 0),
-                                     x->rank);
+    int64_t axis_attr = node_attr_int(k->n, "axis", 0);
+    int32_t axis = cpu_axis(axis_attr, x->rank);
+    if (axis < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
     bool keep = node_attr_int(k->n, "keepdims", 1) != 0;
     int64_t dims[SEAM_MAX_RANK];
     int32_t r = 0;
