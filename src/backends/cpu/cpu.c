@@ -238,8 +238,15 @@ int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max) {
 }
 
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to) {
+    /* a zero dim makes the span 0 whatever the others are (and they may be
+     * large enough to overflow a product of the rest) */
+    for (int32_t d = from; d < to; d++)
+        if (dims[d] == 0) return 0;
     int64_t n = 1;
-    for (int32_t d = from; d < to; d++) n *= dims[d];
+    for (int32_t d = from; d < to; d++) {
+        if (dims[d] < 0 || n > INT64_MAX / dims[d]) return INT64_MAX; /* not a real tensor's span */
+        n *= dims[d];
+    }
     return n;
 }
 

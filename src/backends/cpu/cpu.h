@@ -80,7 +80,8 @@ int32_t cpu_axis(int64_t axis, int32_t rank);
 /* Reads an integer tensor (int32/int64) into out (at most max). -1 if it
  * is not an integer tensor or too long. */
 int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
-/* Element count of dims[from, to). */
+/* Element count of dims[from, to): 0 if any is 0, INT64_MAX if it would
+ * overflow. */
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
 
 /* The sliding-window geometry of Conv and the pools: kernel, strides,
