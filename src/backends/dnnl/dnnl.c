@@ -34,6 +34,9 @@ typedef struct slot {
     int32_t alias;     /* a view of another slot, or -1 */
     int32_t boundary;  /* 0 none, 1 input k, 2 output k */
     int32_t index;
+    bool has_md;       /* md is a layout oneDNN chose; else plain */
+    dnnl_memory_desc_t md;
+    int32_t plain;     /* a plain copy made by a reorder, or -1 */
 } slot;
 
 typedef struct step {
@@ -47,7 +50,7 @@ typedef struct program {
     slot *slots;
     int32_t n_slots, cap_slots;
     step *steps;
-    int32_t n_steps;
+    int32_t n_steps, cap_steps;
     int32_t *in_slot, *out_slot;
     int32_t n_in, n_out;
 } program;
@@ -166,12 +169,17 @@ static int32_t add_slot(program *p, const char *name, const seam_value_info *v) 
     memset(s, 0, sizeof(*s));
     s->name = name;
     s->alias = -1;
+    s->plain = -1;
     s->rank = v ? v->rank : 0;
     for (int32_t d = 0; v && d < v->rank; d++) s->dims[d] = v->dims[d];
     return p->n_slots++;
 }
 
 static bool md_of(const slot *s, dnnl_memory_desc_t *md) {
+    if (s->has_md) {
+        *md = s->md;
+        return true;
+    }
     int32_t r = s->rank ? s->rank : 1;
     dnnl_dims_t dims;
     for (int32_t d = 0; d < r; d++) dims[d] = s->rank ? s->dims[d] : 1;
@@ -222,18 +230,115 @@ static int32_t output_slot(builder *b, const seam_value_info *v) {
     return s;
 }
 
-static bool add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
-                     const int32_t *kinds, const int32_t *slots) {
-    dnnl_primitive_desc_t pd;
-    if (dnnl_primitive_desc_create(&pd, desc, attr, g_ctx.engine, NULL) != dnnl_success) return fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
-    step *st = &b->p->steps[b->p->n_steps];
-    dnnl_status_t s = dnnl_primitive_create(&st->prim, pd);
-    dnnl_primitive_desc_destroy(pd);
-    if (s != dnnl_success) return fail(b, "oneDNN could not create the primitive"), false;
+static step *new_step(program *p) {
+    if (p->n_steps == p->cap_steps) {
+        int32_t cap = p->cap_steps ? p->cap_steps * 2 : 64;
+        step *st = realloc(p->steps, sizeof(step) * (size_t)cap);
+        if (!st) return NULL;
+        p->steps = st;
+        p->cap_steps = cap;
+    }
+    return &p->steps[p->n_steps];
+}
+
+/* A step from a primitive descriptor (which stays the caller's). */
+static bool add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, const int32_t *slots) {
+    step *st = new_step(b->p);
+    if (!st) return fail(b, "out of memory"), false;
+    if (dnnl_primitive_create(&st->prim, pd) != dnnl_success) return fail(b, "oneDNN could not create the primitive"), false;
     st->n_args = n_args;
     for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
     b->p->n_steps++;
     return true;
+}
+
+static bool add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
+                     const int32_t *kinds, const int32_t *slots) {
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, desc, attr, g_ctx.engine, NULL) != dnnl_success) return fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
+    bool ok = add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* A new intermediate slot in layout md (a temporary, named for messages). */
+static int32_t temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md) {
+    int32_t t = add_slot(b->p, "(reordered)", NULL);
+    if (t < 0) return -1;
+    slot *sl = &b->p->slots[t];
+    sl->rank = like->rank;
+    memcpy(sl->dims, like->dims, sizeof(sl->dims));
+    sl->has_md = true;
+    sl->md = *md;
+    size_t bytes = dnnl_memory_desc_get_size(md);
+    sl->owned = malloc(bytes ? bytes : 4);
+    if (!sl->owned || dnnl_memory_create(&sl->mem, md, g_ctx.engine, sl->owned) != dnnl_success) return -1;
+    return t;
+}
+
+static bool add_reorder(builder *b, int32_t from, int32_t to) {
+    dnnl_memory_desc_t a, c;
+    md_of(&b->p->slots[from], &a);
+    md_of(&b->p->slots[to], &c);
+    dnnl_primitive_desc_t pd;
+    if (dnnl_reorder_primitive_desc_create(&pd, &a, g_ctx.engine, &c, g_ctx.engine, NULL) != dnnl_success)
+        return fail(b, "oneDNN has no reorder between these layouts"), false;
+    int32_t kinds[2] = {DNNL_ARG_FROM, DNNL_ARG_TO}, slots[2] = {from, to};
+    bool ok = add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* Slot s in layout md: s itself, or a reordered copy. */
+static int32_t in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t cur;
+    md_of(&b->p->slots[s], &cur);
+    if (dnnl_memory_desc_equal(&cur, md)) return s;
+    slot like = b->p->slots[s];
+    int32_t t = temp_slot(b, &like, md);
+    if (t < 0 || !add_reorder(b, s, t)) return -1;
+    return t;
+}
+
+/* Slot s in the plain ONNX layout (reordered once, then reused). */
+static int32_t as_plain(builder *b, int32_t s) {
+    if (!b->p->slots[s].has_md) return s;
+    if (b->p->slots[s].plain >= 0) return b->p->slots[s].plain;
+    slot like = b->p->slots[s];
+    like.has_md = false;
+    dnnl_memory_desc_t md;
+    md_of(&like, &md);
+    int32_t t = temp_slot(b, &like, &md);
+    if (t < 0) return -1;
+    b->p->slots[t].has_md = false;
+    if (!add_reorder(b, s, t)) return -1;
+    b->p->slots[s].plain = t;
+    return t;
+}
+
+/* Where a step writing value v in layout md puts it: a new slot in md; or,
+ * for a boundary output (always plain), a temporary whose reorder into the
+ * boundary slot the caller adds after the step (*final_out >= 0). */
+static int32_t result_slot(builder *b, const seam_value_info *v, const dnnl_memory_desc_t *md, int32_t *final_out) {
+    *final_out = -1;
+    int32_t s = slot_of(b->p, v->name);
+    if (s >= 0) { /* a boundary output */
+        dnnl_memory_desc_t plain;
+        md_of(&b->p->slots[s], &plain);
+        if (dnnl_memory_desc_equal(&plain, md)) return s;
+        slot like = b->p->slots[s];
+        *final_out = s;
+        return temp_slot(b, &like, md);
+    }
+    s = add_slot(b->p, v->name, v);
+    if (s < 0) return -1;
+    slot *sl = &b->p->slots[s];
+    sl->has_md = true;
+    sl->md = *md;
+    size_t bytes = dnnl_memory_desc_get_size(md);
+    sl->owned = malloc(bytes ? bytes : 4);
+    if (!sl->owned || dnnl_memory_create(&sl->mem, md, g_ctx.engine, sl->owned) != dnnl_success) return -1;
+    return s;
 }
 
 static bool eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_alg_kind_t *alg, float *alpha, float *beta) {
@@ -346,6 +451,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     if (fused[i]) return true;
     if (IN_LIST(n, view_ops)) { /* same bytes, new shape: an alias slot */
         int32_t in = input_slot(b, &n->inputs[0]);
+        if (in >= 0) in = as_plain(b, in);
         if (in < 0) return fail(b, "its input is not available"), false;
         int32_t s = slot_of(p, n->outputs[0].name);
         if (s >= 0) { /* a boundary output: copy through a reorder of equal layouts */
@@ -357,7 +463,11 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
             dnnl_primitive_desc_t pd;
             if (dnnl_reorder_primitive_desc_create(&pd, &md, g_ctx.engine, &md, g_ctx.engine, NULL) != dnnl_success)
                 return fail(b, "no reorder"), false;
-            step *st = &p->steps[p->n_steps];
+            step *st = new_step(p);
+            if (!st) {
+                dnnl_primitive_desc_destroy(pd);
+                return fail(b, "out of memory"), false;
+            }
             dnnl_status_t ok = dnnl_primitive_create(&st->prim, pd);
             dnnl_primitive_desc_destroy(pd);
             if (ok != dnnl_success) return fail(b, "no reorder"), false;
@@ -450,24 +560,70 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
         if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return fail(b, "the bias is not constant"), false;
         if (sb >= 0) md_of(&p->slots[sb], &bias);
-        int32_t sd = output_slot(b, result);
-        if (sd < 0) {
-            if (attr) dnnl_primitive_attr_destroy(attr);
-            return fail(b, "out of memory"), false;
-        }
-        md_of(&p->slots[sd], &dst);
+        /* oneDNN picks the layouts (blocked ones for its fast kernels): the
+         * input is reordered to it if needed, the weights once, here */
+        dnnl_memory_desc_t any_src, any_w, any_dst;
+        slot rs;
+        memset(&rs, 0, sizeof(rs));
+        rs.rank = result->rank;
+        for (int32_t d = 0; d < result->rank; d++) rs.dims[d] = result->dims[d];
+        md_of(&rs, &dst);
+        dnnl_memory_desc_init_by_tag(&any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&any_dst, dst.ndims, dst.dims, dnnl_f32, dnnl_format_tag_any);
         dnnl_convolution_desc_t cd;
-        dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &w,
-                                                                     sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr);
-        if (s != dnnl_success) {
-            if (attr) dnnl_primitive_attr_destroy(attr);
-            return fail(b, "oneDNN refuses this convolution's shapes"), false;
-        }
-        int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sin, sw, sd, sb};
-        bool ok = add_step(b, &cd, attr, sb >= 0 ? 4 : 3, kinds, slots);
+        dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
+                                                                     &any_w, sb >= 0 ? &bias : NULL, &any_dst, strides, dilates, pl, pr);
+        dnnl_primitive_desc_t pd = NULL;
+        if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &cd, attr, g_ctx.engine, NULL);
         if (attr) dnnl_primitive_attr_destroy(attr);
+        if (s != dnnl_success) return fail(b, "oneDNN refuses this convolution's shapes"), false;
+        const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        const dnnl_memory_desc_t *cdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        int32_t xs = in_layout(b, sin, csrc);
+        /* weights: reordered now into their own buffer, resident */
+        int32_t wt = -1;
+        if (xs >= 0) {
+            slot like = p->slots[sw];
+            wt = temp_slot(b, &like, cw);
+            if (wt >= 0) {
+                dnnl_primitive_desc_t rpd;
+                dnnl_memory_desc_t from;
+                md_of(&p->slots[sw], &from);
+                if (dnnl_reorder_primitive_desc_create(&rpd, &from, g_ctx.engine, cw, g_ctx.engine, NULL) == dnnl_success) {
+                    dnnl_primitive_t rp;
+                    if (dnnl_primitive_create(&rp, rpd) == dnnl_success) {
+                        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, p->slots[sw].mem}, {DNNL_ARG_TO, p->slots[wt].mem}};
+                        if (dnnl_primitive_execute(rp, g_ctx.stream, 2, args) != dnnl_success) wt = -1;
+                        dnnl_stream_wait(g_ctx.stream);
+                        dnnl_primitive_destroy(rp);
+                    } else {
+                        wt = -1;
+                    }
+                    dnnl_primitive_desc_destroy(rpd);
+                } else {
+                    wt = -1;
+                }
+            }
+        }
+        int32_t final_slot = -1;
+        int32_t sd = xs >= 0 && wt >= 0 ? result_slot(b, result, cdst, &final_slot) : -1;
+        if (sd < 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return fail(b, "could not lay out the convolution's tensors"), false;
+        }
+        int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {xs, wt, sd, sb};
+        bool ok = add_prim(b, pd, sb >= 0 ? 4 : 3, kinds, slots);
+        dnnl_primitive_desc_destroy(pd);
+        if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
         return ok;
     }
+    /* every other op works in the plain layout: a convolution's blocked
+     * output is reordered back first (once per value) */
+    sin = as_plain(b, sin);
+    if (sin < 0) return fail(b, "could not reorder input 0 to the plain layout"), false;
+    md_of(&p->slots[sin], &src);
     int32_t sd = output_slot(b, &n->outputs[0]);
     if (sd < 0) return fail(b, "out of memory"), false;
     md_of(&p->slots[sd], &dst);
@@ -486,6 +642,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         for (size_t k = 0; k < 6; k++)
             if (is_op(n, binary_ops[k])) alg = algs[k];
         int32_t s1 = input_slot(b, &n->inputs[1]);
+        if (s1 >= 0) s1 = as_plain(b, s1);
         if (s1 < 0) return fail(b, "input 1 is not available"), false;
         /* right-align the second operand's dims with leading 1s */
         slot v1 = p->slots[s1];
@@ -541,6 +698,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     }
     if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
         int32_t sw = input_slot(b, &n->inputs[1]);
+        if (sw >= 0) sw = as_plain(b, sw);
         if (sw < 0) return fail(b, "input 1 is not available"), false;
         slot wv = p->slots[sw];
         int64_t tb = 0;
@@ -640,6 +798,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         int32_t kinds[MAX_ARGS], slots[MAX_ARGS];
         for (int32_t k = 0; k < cnt; k++) {
             int32_t s = input_slot(b, &n->inputs[k]);
+            if (s >= 0) s = as_plain(b, s);
             if (s < 0) return fail(b, "an input is not available"), false;
             md_of(&p->slots[s], &mds[k]);
             kinds[k] = DNNL_ARG_MULTIPLE_SRC + k, slots[k] = s;
@@ -648,14 +807,9 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         dnnl_primitive_desc_t pd;
         if (dnnl_concat_primitive_desc_create(&pd, &dst, cnt, (int)axis, mds, NULL, g_ctx.engine) != dnnl_success)
             return fail(b, "oneDNN refuses this concat"), false;
-        step *st = &p->steps[p->n_steps];
-        dnnl_status_t ok = dnnl_primitive_create(&st->prim, pd);
+        bool ok = add_prim(b, pd, cnt + 1, kinds, slots);
         dnnl_primitive_desc_destroy(pd);
-        if (ok != dnnl_success) return fail(b, "oneDNN could not create the concat"), false;
-        st->n_args = cnt + 1;
-        for (int32_t k = 0; k <= cnt; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
-        p->n_steps++;
-        return true;
+        return ok;
     }
     return fail(b, "not implemented by the dnnl backend"), false;
 }
@@ -672,7 +826,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     }
     program *p = calloc(1, sizeof(*p));
     bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
-    if (!p || !fused || !(p->steps = calloc((size_t)sg->n_nodes + 1, sizeof(step))) ||
+    if (!p || !fused ||
         !(p->in_slot = calloc((size_t)sg->n_inputs + 1, sizeof(int32_t))) ||
         !(p->out_slot = calloc((size_t)sg->n_outputs + 1, sizeof(int32_t)))) {
         snprintf(err, err_size, "out of memory");
