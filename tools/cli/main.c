@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -70,6 +71,11 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* The dnnl backend runs on oneDNN's OpenMP threads, whose default is to
+     * spin when idle; on a machine shared with other work that costs up to
+     * 10x. libgomp reads OMP_WAIT_POLICY once, at load: unless the user
+     * chose one, set PASSIVE and start again (once). */
+    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0) execv("/proc/self/exe", argv);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;
