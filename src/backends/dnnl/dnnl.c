@@ -429,6 +429,53 @@ static int32_t sole_reader(const seam_subgraph_view *sg, const char *name) {
     return found;
 }
 
+/* One eltwise or binary step in input 0's (blocked) layout. Returns 1
+ * when made, 0 when the op does not fit (the caller then goes plain), -1 on
+ * an error. */
+static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
+    program *p = b->p;
+    dnnl_memory_desc_t src = p->slots[sin].md;
+    dnnl_primitive_desc_t pd = NULL;
+    int32_t kinds[3], slots[3], n_args;
+    if (IN_LIST(n, eltwise_ops)) {
+        dnnl_alg_kind_t alg;
+        float alpha, beta;
+        dnnl_eltwise_desc_t ed;
+        if (!eltwise_of(n, b->sg, &alg, &alpha, &beta) ||
+            dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &ed, NULL, g_ctx.engine, NULL) != dnnl_success)
+            return 0;
+        kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
+    } else {
+        static const dnnl_alg_kind_t algs[] = {dnnl_binary_add, dnnl_binary_sub, dnnl_binary_mul, dnnl_binary_div, dnnl_binary_max, dnnl_binary_min};
+        dnnl_alg_kind_t alg = dnnl_binary_add;
+        for (size_t k = 0; k < 6; k++)
+            if (is_op(n, binary_ops[k])) alg = algs[k];
+        int32_t s1 = input_slot(b, &n->inputs[1]);
+        if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
+        for (int32_t d = 0; d < p->slots[sin].rank; d++)
+            if (p->slots[s1].dims[d] != p->slots[sin].dims[d]) return 0; /* broadcasts go plain */
+        s1 = in_layout(b, s1, &src);
+        if (s1 < 0) return -1;
+        dnnl_binary_desc_t bd;
+        if (dnnl_binary_desc_init(&bd, alg, &src, &src, &src) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &bd, NULL, g_ctx.engine, NULL) != dnnl_success)
+            return 0;
+        kinds[0] = DNNL_ARG_SRC_0, slots[0] = sin, kinds[1] = DNNL_ARG_SRC_1, slots[1] = s1, n_args = 3;
+    }
+    int32_t final_slot = -1;
+    int32_t sd = result_slot(b, &n->outputs[0], &src, &final_slot);
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return fail(b, "out of memory"), -1;
+    }
+    kinds[n_args - 1] = DNNL_ARG_DST, slots[n_args - 1] = sd;
+    bool ok = add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
+    return ok ? 1 : -1;
+}
+
 static void release_program(program *p) {
     if (!p) return;
     for (int32_t k = 0; k < p->n_steps; k++) dnnl_primitive_destroy(p->steps[k].prim);
@@ -618,6 +665,14 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         dnnl_primitive_desc_destroy(pd);
         if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
         return ok;
+    }
+    /* An activation or a same-shape binary on a convolution's blocked output
+     * stays in that layout (the residual Add of a ResNet, the Relu after
+     * it): no reorder to plain and back. */
+    if (p->slots[sin].has_md && (IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops))) {
+        int32_t r = blocked_step(b, n, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
     }
     /* every other op works in the plain layout: a convolution's blocked
      * output is reordered back first (once per value) */
