@@ -68,6 +68,22 @@ static void finish(seam_tensor *y, fview *v) {
     release(v);
 }
 
+/* The float views of a product's two operands and its output, all or
+ * nothing (false: out of memory, nothing left to release). */
+static bool views3(const seam_tensor *a, const seam_tensor *b, seam_tensor *y, bool f64, fview *va, fview *vb, fview *vy) {
+    if (!fview_of(a, f64, va)) return false;
+    if (!fview_of(b, f64, vb)) {
+        release(va);
+        return false;
+    }
+    if (!out_view(y, f64, vy)) {
+        release(va);
+        release(vb);
+        return false;
+    }
+    return true;
+}
+
 /* OpenBLAS runs single-threaded: seam splits a large product over its own
  * pool instead. Two thread pools on two cores fight (OpenBLAS's idle
  * workers spin in sched_yield), and a split of the output columns that
@@ -214,16 +230,7 @@ static seam_status run_matmul(seam_kernel *k) {
                     M, N, K, br, bdims, sa, sb};
     fview va = {0}, vb = {0}, vy = {0};
     if (j.fl) {
-        if (!fview_of(a, j.f64, &va)) return kernel_oom(k);
-        if (!fview_of(b, j.f64, &vb)) {
-            release(&va);
-            return kernel_oom(k);
-        }
-        if (!out_view(y, j.f64, &vy)) {
-            release(&va);
-            release(&vb);
-            return kernel_oom(k);
-        }
+        if (!views3(a, b, y, j.f64, &va, &vb, &vy)) return kernel_oom(k);
         j.pa = va.p, j.pb = vb.p, j.py = vy.p;
     }
     /* small products share the pool by batch (each batch is one whole
@@ -300,16 +307,7 @@ static seam_status run_gemm(seam_kernel *k) {
     }
     bool f64 = a->dtype == SEAM_DTYPE_FLOAT64;
     fview va, vb, vy;
-    if (!fview_of(a, f64, &va)) return kernel_oom(k);
-    if (!fview_of(b, f64, &vb)) {
-        release(&va);
-        return kernel_oom(k);
-    }
-    if (!out_view(y, f64, &vy)) {
-        release(&va);
-        release(&vb);
-        return kernel_oom(k);
-    }
+    if (!views3(a, b, y, f64, &va, &vb, &vy)) return kernel_oom(k);
     double cb = 0;
     if (c && beta != 0) { /* Y starts as C, and the product adds onto beta * Y */
         for (int64_t i = 0; i < M; i++)
@@ -502,16 +500,7 @@ static seam_status run_conv(seam_kernel *k) {
     bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
     size_t es = f64 ? 8 : 4;
     fview vx, vw, vy;
-    if (!fview_of(x, f64, &vx)) return kernel_oom(k);
-    if (!fview_of(wt, f64, &vw)) {
-        release(&vx);
-        return kernel_oom(k);
-    }
-    if (!out_view(y, f64, &vy)) {
-        release(&vx);
-        release(&vw);
-        return kernel_oom(k);
-    }
+    if (!views3(x, wt, y, f64, &vx, &vw, &vy)) return kernel_oom(k);
     /* the output starts as the bias (or zero): the products add onto it */
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
@@ -677,16 +666,7 @@ static seam_status run_conv_transpose(seam_kernel *k) {
     bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
     size_t es = f64 ? 8 : 4;
     fview vx, vw, vy;
-    if (!fview_of(x, f64, &vx)) return kernel_oom(k);
-    if (!fview_of(wt, f64, &vw)) {
-        release(&vx);
-        return kernel_oom(k);
-    }
-    if (!out_view(y, f64, &vy)) {
-        release(&vx);
-        release(&vw);
-        return kernel_oom(k);
-    }
+    if (!views3(x, wt, y, f64, &vx, &vw, &vy)) return kernel_oom(k);
     void *col = Cg > 0 ? kernel_scratch(k, es * (size_t)(Mg * kprod * in_prod) + 1) : NULL;
     if (Cg > 0 && !col) {
         release(&vx);
