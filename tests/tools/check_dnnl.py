@@ -180,6 +180,20 @@ if os.path.exists(seed):
         if e > TOL:
             failures.append(f"seed_mlp saved with dnnl: error {e:.3g}")
 
+# a hand-made file that names dnnl for an int64 Relu: refused at session
+# creation, naming the node (supports() is not asked for saved files)
+body = helper.make_graph([helper.make_node("Relu", ["a"], ["b"], name="int_relu")], "body",
+                         [helper.make_tensor_value_info("a", TensorProto.INT64, [4])],
+                         [helper.make_tensor_value_info("b", TensorProto.INT64, [4])])
+sub = helper.make_node("Subgraph", ["x"], ["y"], domain="ai.seam", name="bad_dnnl", body=body, target="dnnl")
+g = helper.make_graph([sub], "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [4])],
+                      [helper.make_tensor_value_info("y", TensorProto.INT64, [4])])
+bad = os.path.join(work, "bad_dnnl.onnx")
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.seam", 1)]), bad)
+r = run("run", bad)
+if r.returncode != 1 or "bad_dnnl" not in r.stderr or "int_relu" not in r.stderr:
+    failures.append(f"a dnnl subgraph with int64 data: exit {r.returncode}, {r.stderr.strip()!r}")
+
 for f in failures:
     print("FAIL", f)
 print(f"dnnl: {len(failures)} failures")

@@ -889,6 +889,32 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         release_program(p);
         return NULL;
     }
+    /* a saved file may name dnnl for anything: check every node and every
+     * boundary value as supports() would, before trusting a byte */
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *n = seam_subgraph_node(sg, i, &st);
+        char why[256];
+        if (!dnnl_supports(NULL, n, why, sizeof(why))) {
+            snprintf(err, err_size, "node %d '%s' (%s): %s", n->index, n->name, n->op_type, why);
+            goto bad;
+        }
+        for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
+            if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !(k >= 1 && k < n->n_inputs && IN_LIST(n, view_ops))) {
+                snprintf(err, err_size, "node %d '%s' (%s): value '%s' is %s; dnnl runs float32 only", n->index, n->name,
+                         n->op_type, v->name, seam_dtype_name(v->dtype));
+                goto bad;
+            }
+        }
+    }
+    for (int32_t k = 0; k < sg->n_inputs + sg->n_outputs; k++) {
+        const seam_value_info *v = k < sg->n_inputs ? &sg->inputs[k] : &sg->outputs[k - sg->n_inputs];
+        if (v->dtype != SEAM_DTYPE_FLOAT32 || !static_shape(v)) {
+            snprintf(err, err_size, "boundary value '%s' is not a float32 tensor of static shape", v->name);
+            goto bad;
+        }
+    }
     for (int32_t k = 0; k < sg->n_inputs; k++) {
         int32_t s = add_slot(p, sg->inputs[k].name, &sg->inputs[k]);
         dnnl_memory_desc_t md;
