@@ -21,58 +21,97 @@ static bool is_vec(const seam_tensor *t, int64_t n) { return t && t->numel == n;
 
 /* ---- BatchNormalization ---- */
 
-static seam_status run_batch_norm(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0), *sc = kernel_in(k, 1), *b = kernel_in(k, 2);
-    const seam_tensor *mean = kernel_in(k, 3), *var = kernel_in(k, 4);
-    if (!x || x->rank < 1) return kernel_fail(k, "needs X [N, C, ...]");
-    int64_t C = x->rank > 1 ? x->dims[1] : 1, N = x->dims[0], S = cpu_span(x->dims, 2, x->rank);
-    if (!is_vec(sc, C) || !is_vec(b, C) || !is_vec(mean, C) || !is_vec(var, C))
-        return kernel_fail(k, "scale, B, mean and var must have %lld (channel) entries", (long long)C);
-    double eps = node_attr_float(k->n, "epsilon", 1e-5f), mom = node_attr_float(k->n, "momentum", 0.9f);
-    bool training = node_attr_int(k->n, "training_mode", 0) != 0;
-    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
-    if (!y) return kernel_oom(k);
-    seam_tensor *rm = NULL, *rv = NULL;
-    if (training) {
-        if (kernel_has_out(k, 1) && !(rm = kernel_out(k, 1, mean->dtype, mean->rank, mean->dims))) return kernel_oom(k);
-        if (kernel_has_out(k, 2) && !(rv = kernel_out(k, 2, var->dtype, var->rank, var->dims))) return kernel_oom(k);
-    }
-    for (int64_t c = 0; c < C; c++) {
-        double m = ld(mean, c), v = ld(var, c);
-        if (training) { /* this batch's statistics (population variance) */
-            double s = 0, s2 = 0, cnt = (double)(N * S);
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t i = 0; i < S; i++) s += ld(x, (n * C + c) * S + i);
+typedef struct bn_job {
+    const seam_tensor *x, *sc, *b, *mean, *var;
+    seam_tensor *y, *rm, *rv, *sm, *sv; /* running mean/var; batch mean/var (opset < 14) */
+    int64_t N, C, S, per;               /* per: elements of one image a parameter covers */
+    double eps, mom;
+    bool spatial, training;
+} bn_job;
+
+/* Parameters [begin, end): a channel each, or with spatial=0 (opset < 9) a
+ * channel and spatial position each. */
+static void bn_params(void *arg, int64_t begin, int64_t end) {
+    bn_job *j = arg;
+    const seam_tensor *x = j->x;
+    for (int64_t q = begin; q < end; q++) {
+        int64_t c = j->spatial ? q : q / j->S, i0 = j->spatial ? 0 : q % j->S;
+        double m = ld(j->mean, q), v = ld(j->var, q);
+        if (j->training) { /* this batch's statistics (population variance) */
+            double s = 0, s2 = 0, cnt = (double)(j->N * j->per);
+            for (int64_t n = 0; n < j->N; n++)
+                for (int64_t i = 0; i < j->per; i++) s += ld(x, (n * j->C + c) * j->S + i0 + i);
             double bm = cnt > 0 ? s / cnt : 0;
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t i = 0; i < S; i++) {
-                    double d = ld(x, (n * C + c) * S + i) - bm;
+            for (int64_t n = 0; n < j->N; n++)
+                for (int64_t i = 0; i < j->per; i++) {
+                    double d = ld(x, (n * j->C + c) * j->S + i0 + i) - bm;
                     s2 += d * d;
                 }
             double bv = cnt > 0 ? s2 / cnt : 0;
-            if (rm) st(rm, c, m * mom + bm * (1 - mom));
-            if (rv) st(rv, c, v * mom + bv * (1 - mom));
+            if (j->rm) st(j->rm, q, m * j->mom + bm * (1 - j->mom));
+            if (j->rv) st(j->rv, q, v * j->mom + bv * (1 - j->mom));
+            if (j->sm) st(j->sm, q, bm);
+            if (j->sv) st(j->sv, q, bv);
             m = bm, v = bv;
         }
-        double a = ld(sc, c) / sqrt(v + eps), sh = ld(b, c) - m * a;
-        for (int64_t n = 0; n < N; n++) {
-            int64_t base = (n * C + c) * S;
-            if (x->dtype == SEAM_DTYPE_FLOAT32) {
+        double a = ld(j->sc, q) / sqrt(v + j->eps), sh = ld(j->b, q) - m * a;
+        for (int64_t n = 0; n < j->N; n++) {
+            int64_t base = (n * j->C + c) * j->S + i0;
+            if (x->dtype == SEAM_DTYPE_FLOAT32 && j->y->dtype == SEAM_DTYPE_FLOAT32) {
                 const float *xp = (const float *)x->data + base;
-                float *yp = (float *)y->data + base, fa = (float)a, fs = (float)sh;
-                for (int64_t i = 0; i < S; i++) yp[i] = xp[i] * fa + fs;
+                float *yp = (float *)j->y->data + base, fa = (float)a, fs = (float)sh;
+                for (int64_t i = 0; i < j->per; i++) yp[i] = xp[i] * fa + fs;
             } else {
-                for (int64_t i = 0; i < S; i++) st(y, base + i, ld(x, base + i) * a + sh);
+                for (int64_t i = 0; i < j->per; i++) st(j->y, base + i, ld(x, base + i) * a + sh);
             }
         }
     }
+}
+
+static seam_status run_batch_norm(seam_kernel *k) {
+    bn_job j = {.x = kernel_in(k, 0), .sc = kernel_in(k, 1), .b = kernel_in(k, 2), .mean = kernel_in(k, 3),
+                .var = kernel_in(k, 4)};
+    const seam_tensor *x = j.x;
+    if (!x || x->rank < 1) return kernel_fail(k, "needs X [N, C, ...]");
+    /* (an empty X's dims past its 0 may be anything: no span of them) */
+    j.N = x->dims[0], j.C = x->rank > 1 ? x->dims[1] : 1, j.S = x->numel ? cpu_span(x->dims, 2, x->rank) : 0;
+    /* before opset 9, spatial=0 gives every (channel, position) its own parameters */
+    j.spatial = k->n->opset >= 9 || node_attr_int(k->n, "spatial", 1) != 0;
+    j.per = j.spatial ? j.S : 1;
+    int64_t np = j.spatial ? j.C : j.C * j.S;
+    if (!is_vec(j.sc, np) || !is_vec(j.b, np) || !is_vec(j.mean, np) || !is_vec(j.var, np))
+        return kernel_fail(k, "scale, B, mean and var must have %lld entries", (long long)np);
+    j.eps = node_attr_float(k->n, "epsilon", 1e-5f), j.mom = node_attr_float(k->n, "momentum", 0.9f);
+    /* opset 14 has training_mode; before it, asking for the statistics
+     * outputs (mean, var, saved_mean, saved_var) means training */
+    j.training = k->n->opset >= 14 ? node_attr_int(k->n, "training_mode", 0) != 0 : kernel_has_out(k, 1);
+    j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!j.y) return kernel_oom(k);
+    if (j.training) {
+        seam_tensor **outs[4] = {&j.rm, &j.rv, &j.sm, &j.sv};
+        const seam_tensor *like[4] = {j.mean, j.var, j.mean, j.var};
+        for (int32_t o = 0; o < (k->n->opset >= 14 ? 2 : 4); o++) {
+            if (!kernel_has_out(k, o + 1)) continue;
+            *outs[o] = kernel_out(k, o + 1, like[o]->dtype, like[o]->rank, like[o]->dims);
+            if (!*outs[o]) return kernel_oom(k);
+        }
+    }
+    if (x->numel == 0) { /* no batch statistics: the running ones pass through */
+        const seam_tensor *src[4] = {j.mean, j.var, j.mean, j.var};
+        seam_tensor *dst[4] = {j.rm, j.rv, j.sm, j.sv};
+        for (int32_t o = 0; o < 4; o++)
+            if (dst[o] && dst[o]->nbytes) memcpy(dst[o]->data, src[o]->data, dst[o]->nbytes);
+        return SEAM_STATUS_OK;
+    }
+    seam_parallel_for(k->pool, np, 4, bn_params, &j);
     return SEAM_STATUS_OK;
 }
 
 /* ---- LayerNormalization ---- */
 
 typedef struct ln_job {
-    const seam_tensor *x, *sc, *b;
+    const seam_tensor *x;
+    const double *gamma, *beta; /* Scale and B spread over the normalized shape */
     seam_tensor *y, *mean, *inv;
     int64_t inner;
     double eps;
@@ -91,14 +130,42 @@ static void ln_rows(void *arg, int64_t begin, int64_t end) {
             s2 += d * d;
         }
         double inv = 1 / sqrt(s2 / (double)n + j->eps);
-        for (int64_t i = 0; i < n; i++) {
-            double v = (ld(j->x, base + i) - m) * inv * ld(j->sc, j->sc->numel == 1 ? 0 : i);
-            if (j->b) v += ld(j->b, j->b->numel == 1 ? 0 : i);
-            st(j->y, base + i, v);
-        }
+        for (int64_t i = 0; i < n; i++) st(j->y, base + i, (ld(j->x, base + i) - m) * inv * j->gamma[i] + j->beta[i]);
         if (j->mean) st(j->mean, r, m);
         if (j->inv) st(j->inv, r, inv);
     }
+}
+
+/* Spreads p (Scale or B) over out[inner] (when out is not NULL): flat when
+ * it has the normalized shape's element count, else broadcast numpy-style
+ * against the normalized dims [axis, rank) of x. False when it fits
+ * neither way. */
+static bool spread_param(const seam_tensor *p, const seam_tensor *x, int32_t axis, int64_t inner, double *out) {
+    int32_t nr = x->rank - axis;
+    bool flat = p->numel == inner;
+    for (int32_t d = 0; d < p->rank - nr && !flat; d++)
+        if (p->dims[d] != 1) return false;
+    for (int32_t d = 0; d < nr && !flat; d++) {
+        int32_t off = d - (nr - p->rank);
+        if (off >= 0 && p->dims[off] != 1 && p->dims[off] != x->dims[axis + d]) return false;
+    }
+    if (!out) return true;
+    int64_t strides[SEAM_MAX_RANK], step = 1;
+    for (int32_t d = nr - 1; d >= 0 && !flat; d--) {
+        int32_t off = d - (nr - p->rank);
+        int64_t pd = off >= 0 ? p->dims[off] : 1;
+        strides[d] = pd == 1 ? 0 : step;
+        step *= pd;
+    }
+    for (int64_t i = 0; i < inner; i++) {
+        int64_t rem = i, at = 0;
+        for (int32_t d = nr - 1; d >= 0 && !flat; d--) {
+            at += (rem % x->dims[axis + d]) * strides[d];
+            rem /= x->dims[axis + d];
+        }
+        out[i] = ld(p, flat ? i : at);
+    }
+    return true;
 }
 
 static seam_status run_layer_norm(seam_kernel *k) {
@@ -106,9 +173,11 @@ static seam_status run_layer_norm(seam_kernel *k) {
     if (!x || !sc) return kernel_fail(k, "needs X and Scale");
     int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
-    ln_job j = {x, sc, b, NULL, NULL, NULL, cpu_span(x->dims, axis, x->rank), node_attr_float(k->n, "epsilon", 1e-5f)};
-    if ((sc->numel != j.inner && sc->numel != 1) || (b && b->numel != j.inner && b->numel != 1))
-        return kernel_fail(k, "Scale and B must have the normalized shape (%lld elements)", (long long)j.inner);
+    /* (an empty X's dims past its 0 may be anything: no span of them) */
+    ln_job j = {x, NULL, NULL, NULL, NULL, NULL, x->numel ? cpu_span(x->dims, axis, x->rank) : 0,
+                node_attr_float(k->n, "epsilon", 1e-5f)};
+    if (x->numel && (!spread_param(sc, x, axis, j.inner, NULL) || (b && !spread_param(b, x, axis, j.inner, NULL))))
+        return kernel_fail(k, "Scale and B must broadcast to the normalized shape (%lld elements)", (long long)j.inner);
     j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!j.y) return kernel_oom(k);
     int64_t sdims[SEAM_MAX_RANK];
@@ -116,50 +185,88 @@ static seam_status run_layer_norm(seam_kernel *k) {
     int32_t stash = (int32_t)node_attr_int(k->n, "stash_type", SEAM_DTYPE_FLOAT32);
     if (kernel_has_out(k, 1) && !(j.mean = kernel_out(k, 1, stash, x->rank, sdims))) return kernel_oom(k);
     if (kernel_has_out(k, 2) && !(j.inv = kernel_out(k, 2, stash, x->rank, sdims))) return kernel_oom(k);
-    if (j.inner == 0) return SEAM_STATUS_OK;
-    seam_parallel_for(k->pool, x->numel / j.inner, 16, ln_rows, &j);
+    if (x->numel == 0) { /* rows with nothing to normalize have NaN statistics, as in the spec's reference */
+        for (int64_t r = 0; j.mean && r < j.mean->numel; r++) st(j.mean, r, NAN);
+        for (int64_t r = 0; j.inv && r < j.inv->numel; r++) st(j.inv, r, NAN);
+        return SEAM_STATUS_OK;
+    }
+    double *params = kernel_scratch(k, sizeof(double) * (size_t)(2 * j.inner));
+    if (!params) return kernel_oom(k);
+    memset(params, 0, sizeof(double) * (size_t)(2 * j.inner)); /* B absent: 0 */
+    spread_param(sc, x, axis, j.inner, params);
+    if (b) spread_param(b, x, axis, j.inner, params + j.inner);
+    j.gamma = params, j.beta = params + j.inner;
+    seam_parallel_for(k->pool, x->numel / j.inner, 1 + 4096 / j.inner, ln_rows, &j);
     return SEAM_STATUS_OK;
+}
+
+static seam_status check_layer_norm(seam_check *c) {
+    int64_t stash = node_attr_int(c->n, "stash_type", SEAM_DTYPE_FLOAT32);
+    if (stash != SEAM_DTYPE_FLOAT32 && stash != SEAM_DTYPE_FLOAT64 && stash != SEAM_DTYPE_FLOAT16 &&
+        stash != SEAM_DTYPE_BFLOAT16)
+        return check_refuse(c, "stash_type %lld is not a float type", (long long)stash);
+    return check_float_input(c);
 }
 
 /* ---- InstanceNormalization and GroupNormalization ---- */
 
-/* Normalizes each of `groups` blocks of `len` elements per image, then
- * applies a per-channel (or per-group) scale and bias. */
-static seam_status group_norm(seam_kernel *k, int64_t groups) {
-    const seam_tensor *x = kernel_in(k, 0), *sc = kernel_in(k, 1), *b = kernel_in(k, 2);
-    if (!x || x->rank < 2 || !sc || !b) return kernel_fail(k, "needs X [N, C, ...], scale and B");
-    int64_t N = x->dims[0], C = x->dims[1], S = cpu_span(x->dims, 2, x->rank);
-    if (groups < 1 || C % groups) return kernel_fail(k, "%lld channels do not split into %lld groups", (long long)C, (long long)groups);
-    bool per_group = sc->numel == groups && groups != C;
-    if ((sc->numel != C && !per_group) || b->numel != sc->numel) return kernel_fail(k, "scale and B must have C (or num_groups) entries");
-    double eps = node_attr_float(k->n, "epsilon", 1e-5f);
-    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
-    if (!y) return kernel_oom(k);
-    int64_t cg = C / groups, len = cg * S;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t g = 0; g < groups; g++) {
-            int64_t base = (n * C + g * cg) * S;
-            double s = 0, s2 = 0;
-            for (int64_t i = 0; i < len; i++) s += ld(x, base + i);
-            double m = len ? s / (double)len : 0;
-            for (int64_t i = 0; i < len; i++) {
-                double d = ld(x, base + i) - m;
-                s2 += d * d;
-            }
-            double inv = 1 / sqrt((len ? s2 / (double)len : 0) + eps);
-            for (int64_t c = 0; c < cg; c++) {
-                int64_t ch = g * cg + c, p = per_group ? g : ch;
-                double a = ld(sc, p) * inv, sh = ld(b, p);
-                for (int64_t i = 0; i < S; i++) st(y, base + c * S + i, (ld(x, base + c * S + i) - m) * a + sh);
-            }
+typedef struct gn_job {
+    const seam_tensor *x, *sc, *b;
+    seam_tensor *y;
+    int64_t C, S, groups;
+    double eps;
+    bool per_group;
+} gn_job;
+
+/* Blocks [begin, end) of (image, group): normalized together, then scaled
+ * per channel (or per group). */
+static void gn_blocks(void *arg, int64_t begin, int64_t end) {
+    gn_job *j = arg;
+    int64_t cg = j->C / j->groups, len = cg * j->S;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t n = blk / j->groups, g = blk % j->groups, base = (n * j->C + g * cg) * j->S;
+        double s = 0, s2 = 0;
+        for (int64_t i = 0; i < len; i++) s += ld(j->x, base + i);
+        double m = len ? s / (double)len : 0;
+        for (int64_t i = 0; i < len; i++) {
+            double d = ld(j->x, base + i) - m;
+            s2 += d * d;
         }
+        double inv = 1 / sqrt((len ? s2 / (double)len : 0) + j->eps);
+        for (int64_t c = 0; c < cg; c++) {
+            int64_t p = j->per_group ? g : g * cg + c, at = base + c * j->S;
+            double a = ld(j->sc, p) * inv, sh = ld(j->b, p) - m * a;
+            for (int64_t i = 0; i < j->S; i++) st(j->y, at + i, ld(j->x, at + i) * a + sh);
+        }
+    }
+}
+
+/* Normalizes each of `groups` blocks of channels per image (InstanceNorm:
+ * one channel each). */
+static seam_status group_norm(seam_kernel *k, int64_t groups) {
+    gn_job j = {.x = kernel_in(k, 0), .sc = kernel_in(k, 1), .b = kernel_in(k, 2), .groups = groups};
+    const seam_tensor *x = j.x;
+    if (!x || x->rank < 2 || !j.sc || !j.b) return kernel_fail(k, "needs X [N, C, ...], scale and B");
+    j.C = x->dims[1];
+    if (groups < 1 || j.C % groups)
+        return kernel_fail(k, "%lld channels do not split into %lld groups", (long long)j.C, (long long)groups);
+    /* GroupNormalization-18 has per-group scale and bias, -21 per channel */
+    j.per_group = j.sc->numel == groups && groups != j.C;
+    if ((j.sc->numel != j.C && !j.per_group) || j.b->numel != j.sc->numel)
+        return kernel_fail(k, "scale and B must have C (or num_groups) entries");
+    j.eps = node_attr_float(k->n, "epsilon", 1e-5f);
+    j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
+    if (!j.y) return kernel_oom(k);
+    if (x->numel == 0) return SEAM_STATUS_OK; /* (its other dims may be anything) */
+    j.S = cpu_span(x->dims, 2, x->rank);
+    seam_parallel_for(k->pool, x->dims[0] * groups, 1, gn_blocks, &j);
     return SEAM_STATUS_OK;
 }
 
 static seam_status run_instance_norm(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x || x->rank < 2) return kernel_fail(k, "needs X [N, C, ...]");
-    return group_norm(k, x->dims[1]);
+    return group_norm(k, x->dims[1] ? x->dims[1] : 1);
 }
 
 static seam_status run_group_norm(seam_kernel *k) {
@@ -177,20 +284,23 @@ static seam_status run_lrn(seam_kernel *k) {
     double bias = node_attr_float(k->n, "bias", 1);
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
+    if (x->numel == 0) return SEAM_STATUS_OK;
     int64_t N = x->dims[0], C = x->dims[1], S = cpu_span(x->dims, 2, x->rank);
     int64_t before = (size - 1) / 2, after = size - 1 - before;
     for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < C; c++)
+        for (int64_t c = 0; c < C; c++) {
+            /* the window's channels, clipped to the image's */
+            int64_t lo = c - before < 0 ? 0 : c - before, hi = after > C - 1 - c ? C - 1 : c + after;
             for (int64_t i = 0; i < S; i++) {
                 double sum = 0;
-                for (int64_t q = c - before; q <= c + after; q++)
-                    if (q >= 0 && q < C) {
-                        double v = ld(x, (n * C + q) * S + i);
-                        sum += v * v;
-                    }
+                for (int64_t q = lo; q <= hi; q++) {
+                    double v = ld(x, (n * C + q) * S + i);
+                    sum += v * v;
+                }
                 int64_t at = (n * C + c) * S + i;
                 st(y, at, ld(x, at) / pow(bias + alpha / (double)size * sum, beta));
             }
+        }
     return SEAM_STATUS_OK;
 }
 
@@ -200,6 +310,7 @@ static seam_status run_lrn(seam_kernel *k) {
  * coordinates: offs lists the group's element offsets. */
 static seam_status reduce_groups(seam_kernel *k, const seam_tensor *x, const bool *red,
                                  void (*fn)(seam_kernel *k, const int64_t *offs, int64_t n, void *arg), void *arg) {
+    if (x->numel == 0) return SEAM_STATUS_OK; /* (its other dims may be anything) */
     int64_t count = 1;
     for (int32_t d = 0; d < x->rank; d++)
         if (red[d]) count *= x->dims[d];
@@ -291,13 +402,25 @@ static seam_status run_lp_norm(seam_kernel *k) {
     return reduce_groups(k, x, red, lp_group, &arg);
 }
 
+static seam_status check_lp_norm(seam_check *c) {
+    int64_t p = node_attr_int(c->n, "p", 2);
+    if (p != 1 && p != 2)
+        return check_refuse(c, "LpNormalization with p = %lld (the spec allows 1 and 2)", (long long)p);
+    return check_float_input(c);
+}
+
+static seam_status check_lrn(seam_check *c) {
+    if (node_attr_int(c->n, "size", 0) < 1) return check_refuse(c, "LRN needs a positive size");
+    return check_float_input(c);
+}
+
 const seam_cpu_binding seam_cpu_norm[] = {
     {"", "BatchNormalization", 1, {run_batch_norm, check_float_input}},
-    {"", "LayerNormalization", 17, {run_layer_norm, check_float_input}},
+    {"", "LayerNormalization", 17, {run_layer_norm, check_layer_norm}},
     {"", "InstanceNormalization", 1, {run_instance_norm, check_float_input}},
     {"", "GroupNormalization", 18, {run_group_norm, check_float_input}},
-    {"", "LRN", 1, {run_lrn, check_float_input}},
+    {"", "LRN", 1, {run_lrn, check_lrn}},
     {"", "MeanVarianceNormalization", 9, {run_mvn, check_float_input}},
-    {"", "LpNormalization", 1, {run_lp_norm, check_float_input}},
+    {"", "LpNormalization", 1, {run_lp_norm, check_lp_norm}},
 };
 const size_t seam_cpu_norm_count = sizeof(seam_cpu_norm) / sizeof(seam_cpu_norm[0]);

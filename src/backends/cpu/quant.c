@@ -1,8 +1,14 @@
 /* CPU kernels: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
- * MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv. Integer
- * products accumulate exactly in int64; requantization rounds half to
- * even and saturates, as the spec says. Plain loops: correctness first. */
+ * MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv.
+ * Requantization rounds half to even and saturates, as the spec says.
+ *
+ * The integer products take 8-bit operands only: with the zero points
+ * subtracted every operand lies in [-255, 255], so they are widened once to
+ * int16 and 2^15 products at a time fit an int32 sum (which vectorizes)
+ * before joining an exact int64 total. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -16,61 +22,123 @@ static int64_t sat(int32_t dt, double v) {
     return (int64_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
-/* The scale/zero point for element i of x: per tensor, or per slice along
- * axis when the parameter is 1-D of that axis's length. */
-static int64_t param_at(const seam_tensor *x, const seam_tensor *p, int32_t axis, int64_t i) {
-    if (!p || p->numel == 1) return 0;
-    int64_t inner = cpu_span(x->dims, axis + 1, x->rank);
-    return (i / inner) % x->dims[axis];
+static bool is_8bit(int32_t dt) { return dt == SEAM_DTYPE_UINT8 || dt == SEAM_DTYPE_INT8; }
+
+/* ---- QuantizeLinear and DequantizeLinear ---- */
+
+/* How x splits for per-axis parameters: outer blocks of `len` slices along
+ * the axis, each of `inner` elements, slice a using parameter a. Per-tensor
+ * parameters make it one slice of every element. */
+typedef struct qblocks {
+    int64_t outer, len, inner;
+} qblocks;
+
+static bool fits_axis(const seam_tensor *p, const seam_tensor *x, int32_t axis) {
+    return p->numel == 1 || (axis >= 0 && p->rank == 1 && p->dims[0] == x->dims[axis]);
 }
 
-static bool param_ok(const seam_tensor *x, const seam_tensor *p, int32_t axis) {
-    return !p || p->numel == 1 || (axis >= 0 && p->rank == 1 && p->dims[0] == x->dims[axis]);
+/* Checks that the scale and zero point are scalars or 1-D along axis, and
+ * fills b. */
+static bool quant_blocks(const seam_tensor *x, const seam_tensor *s, const seam_tensor *z, int32_t axis, qblocks *b) {
+    *b = (qblocks){x->numel ? 1 : 0, 1, x->numel}; /* an empty x: no blocks (and maybe an empty scale) */
+    if (!fits_axis(s, x, axis) || (z && !fits_axis(z, x, axis))) return false;
+    if (s->numel == 1 && (!z || z->numel == 1)) return true;
+    if (x->numel == 0) return true; /* (x's dims past its 0 may be anything) */
+    *b = (qblocks){cpu_span(x->dims, 0, axis), x->dims[axis], cpu_span(x->dims, axis + 1, x->rank)};
+    return true;
+}
+
+static inline void put_int(void *p, int32_t dt, int64_t i, int64_t v) {
+    switch (dt) {
+    case SEAM_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case SEAM_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+    default: cpu_set_i64(p, dt, i, v); break;
+    }
+}
+
+/* The axis attribute against x's rank; -1 for a scalar x (only per-tensor
+ * parameters fit it) or an axis out of range. */
+static int32_t quant_axis(const seam_kernel *k, const seam_tensor *x) {
+    return x->rank ? cpu_axis(node_attr_int(k->n, "axis", 1), x->rank) : -1;
+}
+
+static bool quant_out_ok(int32_t dt) {
+    return dt == SEAM_DTYPE_UINT8 || dt == SEAM_DTYPE_INT8 || dt == SEAM_DTYPE_UINT16 || dt == SEAM_DTYPE_INT16 ||
+           dt == SEAM_DTYPE_INT32;
 }
 
 static seam_status run_quantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1), *z = kernel_in(k, 2);
     if (!x || !s) return kernel_fail(k, "needs x and y_scale");
-    int32_t axis = x->rank ? cpu_axis(node_attr_int(k->n, "axis", 1), x->rank) : 0;
-    if (!param_ok(x, s, axis) || !param_ok(x, z, axis)) return kernel_fail(k, "y_scale and y_zero_point must be scalars or 1-D along axis");
-    int32_t odt = z ? z->dtype : SEAM_DTYPE_UINT8;
-    if (odt != SEAM_DTYPE_UINT8 && odt != SEAM_DTYPE_INT8 && odt != SEAM_DTYPE_INT16 && odt != SEAM_DTYPE_UINT16 &&
-        odt != SEAM_DTYPE_INT32)
-        return kernel_fail(k, "output type %s is not supported", seam_dtype_name(odt));
+    qblocks q;
+    if (!quant_blocks(x, s, z, quant_axis(k, x), &q))
+        return kernel_fail(k, "y_scale and y_zero_point must be scalars or 1-D along axis");
+    /* the zero point's type; without one, opset 21's output_dtype or uint8 */
+    int32_t odt = z ? z->dtype : (int32_t)node_attr_int(k->n, "output_dtype", 0);
+    if (!odt) odt = SEAM_DTYPE_UINT8;
+    if (!quant_out_ok(odt)) return kernel_fail(k, "output type %s is not supported", seam_dtype_name(odt));
     seam_tensor *y = kernel_out(k, 0, odt, x->rank, x->dims);
     if (!y) return kernel_oom(k);
-    for (int64_t i = 0; i < x->numel; i++) {
-        int64_t p = param_at(x, s, axis, i);
-        double sc = cpu_get(s->data, s->dtype, p);
-        double zp = z ? (double)cpu_get_i64(z->data, z->dtype, param_at(x, z, axis, i)) : 0;
-        /* float32 inputs divide in float32, as the reference does: the
-         * halfway cases of the rounding depend on it */
-        double q = x->dtype == SEAM_DTYPE_FLOAT32 ? (double)nearbyintf(((const float *)x->data)[i] / (float)sc) + zp
-                                                  : nearbyint(cpu_get(x->data, x->dtype, i) / sc) + zp;
-        cpu_set_i64(y->data, odt, i, sat(odt, q));
-    }
+    for (int64_t o = 0; o < q.outer; o++)
+        for (int64_t a = 0; a < q.len; a++) {
+            double sc = cpu_get(s->data, s->dtype, s->numel == 1 ? 0 : a);
+            double zp = z ? (double)cpu_get_i64(z->data, z->dtype, z->numel == 1 ? 0 : a) : 0;
+            int64_t base = (o * q.len + a) * q.inner;
+            if (x->dtype == SEAM_DTYPE_FLOAT32) {
+                /* divide in float32, as the reference does: the halfway
+                 * cases of the rounding depend on it */
+                const float *xp = (const float *)x->data + base;
+                float fs = (float)sc;
+                for (int64_t i = 0; i < q.inner; i++)
+                    put_int(y->data, odt, base + i, sat(odt, (double)nearbyintf(xp[i] / fs) + zp));
+            } else {
+                for (int64_t i = 0; i < q.inner; i++) {
+                    double v = cpu_get(x->data, x->dtype, base + i);
+                    put_int(y->data, odt, base + i, sat(odt, nearbyint(v / sc) + zp));
+                }
+            }
+        }
     return SEAM_STATUS_OK;
 }
 
 static seam_status run_dequantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1), *z = kernel_in(k, 2);
     if (!x || !s) return kernel_fail(k, "needs x and x_scale");
-    int32_t axis = x->rank ? cpu_axis(node_attr_int(k->n, "axis", 1), x->rank) : 0;
-    if (!param_ok(x, s, axis) || !param_ok(x, z, axis)) return kernel_fail(k, "x_scale and x_zero_point must be scalars or 1-D along axis");
+    qblocks q;
+    if (!quant_blocks(x, s, z, quant_axis(k, x), &q))
+        return kernel_fail(k, "x_scale and x_zero_point must be scalars or 1-D along axis");
+    if (!cpu_is_float(s->dtype)) return kernel_fail(k, "x_scale must be a float tensor");
+    if (z && z->dtype != x->dtype) return kernel_fail(k, "x_zero_point must have x's type");
     seam_tensor *y = kernel_out(k, 0, s->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
-    for (int64_t i = 0; i < x->numel; i++) {
-        double sc = cpu_get(s->data, s->dtype, param_at(x, s, axis, i));
-        int64_t zp = z ? cpu_get_i64(z->data, z->dtype, param_at(x, z, axis, i)) : 0;
-        cpu_set(y->data, y->dtype, i, (double)(cpu_get_i64(x->data, x->dtype, i) - zp) * sc);
-    }
+    for (int64_t o = 0; o < q.outer; o++)
+        for (int64_t a = 0; a < q.len; a++) {
+            double sc = cpu_get(s->data, s->dtype, s->numel == 1 ? 0 : a);
+            int64_t zp = z ? cpu_get_i64(z->data, z->dtype, z->numel == 1 ? 0 : a) : 0;
+            int64_t base = (o * q.len + a) * q.inner;
+            if (y->dtype == SEAM_DTYPE_FLOAT32 && is_8bit(x->dtype)) {
+                /* (x - zp) has at most 9 bits: the float product rounds once */
+                float *yp = (float *)y->data + base, fs = (float)sc;
+                int32_t zi = (int32_t)zp;
+                if (x->dtype == SEAM_DTYPE_UINT8) {
+                    const uint8_t *xp = (const uint8_t *)x->data + base;
+                    for (int64_t i = 0; i < q.inner; i++) yp[i] = (float)(xp[i] - zi) * fs;
+                } else {
+                    const int8_t *xp = (const int8_t *)x->data + base;
+                    for (int64_t i = 0; i < q.inner; i++) yp[i] = (float)(xp[i] - zi) * fs;
+                }
+            } else {
+                for (int64_t i = 0; i < q.inner; i++)
+                    cpu_set(y->data, y->dtype, base + i, (double)(cpu_get_i64(x->data, x->dtype, base + i) - zp) * sc);
+            }
+        }
     return SEAM_STATUS_OK;
 }
 
 static seam_status run_dynamic_quantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    double lo = 0, hi = 0;
+    double lo = 0, hi = 0; /* the range always holds 0 */
     for (int64_t i = 0; i < x->numel; i++) {
         double v = cpu_get(x->data, x->dtype, i);
         lo = fmin(lo, v), hi = fmax(hi, v);
@@ -80,29 +148,98 @@ static seam_status run_dynamic_quantize(seam_kernel *k) {
     float scale = (float)(hi - lo) / 255.0f;
     float zp = scale != 0 ? (float)sat(SEAM_DTYPE_UINT8, nearbyintf(-(float)lo / scale)) : 0;
     seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_UINT8, x->rank, x->dims);
-    seam_tensor *ys = kernel_out(k, 1, x->dtype, 0, NULL), *yz = kernel_out(k, 2, SEAM_DTYPE_UINT8, 0, NULL);
+    seam_tensor *ys = kernel_out(k, 1, SEAM_DTYPE_FLOAT32, 0, NULL), *yz = kernel_out(k, 2, SEAM_DTYPE_UINT8, 0, NULL);
     if (!y || !ys || !yz) return kernel_oom(k);
     for (int64_t i = 0; i < x->numel; i++) {
         float v = (float)cpu_get(x->data, x->dtype, i);
-        ((uint8_t *)y->data)[i] = (uint8_t)(scale != 0 ? sat(SEAM_DTYPE_UINT8, nearbyintf(v / scale) + zp) : (int64_t)zp);
+        int64_t q = scale != 0 ? sat(SEAM_DTYPE_UINT8, nearbyintf(v / scale) + zp) : (int64_t)zp;
+        ((uint8_t *)y->data)[i] = (uint8_t)q;
     }
-    cpu_set(ys->data, ys->dtype, 0, (float)scale);
+    ((float *)ys->data)[0] = scale;
     ((uint8_t *)yz->data)[0] = (uint8_t)zp;
     return SEAM_STATUS_OK;
 }
 
-/* ---- integer MatMul: batched, with per-row (A) / per-column (B) zero points ---- */
+/* ---- integer products ---- */
 
-typedef struct qmm {
-    const seam_tensor *a, *b, *azp, *bzp;
-    int64_t M, K, N;
-} qmm;
+/* Sum of a[p] * b[p] for entries in [-255, 255]. */
+CPU_HOT static int64_t dot16(const int16_t *a, const int16_t *b, int64_t n) {
+    int64_t total = 0;
+    for (int64_t p0 = 0; p0 < n; p0 += 32768) {
+        int64_t e = n - p0 < 32768 ? n : p0 + 32768;
+        int32_t acc = 0;
+        for (int64_t p = p0; p < e; p++) acc += (int32_t)a[p] * b[p];
+        total += acc;
+    }
+    return total;
+}
 
-/* Calls out(i) with the int64 product for every output element. */
-static seam_status int_matmul(seam_kernel *k, qmm *q, int32_t odt, double (*post)(void *ctx, int64_t acc, int64_t i, int64_t j),
-                              void *ctx) {
-    const seam_tensor *a = q->a, *b = q->b;
+static inline int32_t get8(const void *p, int32_t dt, int64_t i) {
+    return dt == SEAM_DTYPE_UINT8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+/* A zero point or scale of A (per row) or B (per column): one value, one
+ * per row/column, or one per row/column of each of the operand's batches. */
+static bool qp_ok(const seam_tensor *p, int64_t batches, int64_t n) {
+    return !p || p->numel == 1 || p->numel == n || p->numel == batches * n;
+}
+
+static int64_t qp_at(const seam_tensor *p, int64_t batch, int64_t i, int64_t n) {
+    return p->numel == 1 ? 0 : p->numel == n ? i : batch * n + i;
+}
+
+/* A zero point of an 8-bit operand: it must be of the operand's type, so
+ * that operand - zero point stays within [-255, 255]. */
+static bool zp_type_ok(const seam_tensor *zp, const seam_tensor *of) { return !zp || zp->dtype == of->dtype; }
+
+/* Requantization: y = saturate(round(acc * scale) + zero point). */
+typedef struct requant {
+    const seam_tensor *as, *bs, *ys, *yz; /* NULL as: none, the int32 sum is the output */
+    int32_t odt;
+} requant;
+
+typedef struct imm_job {
+    const int16_t *a, *bt; /* A - a_zp [a batches, M, K]; (B - b_zp)^T [b batches, N, K] */
+    seam_tensor *y;
+    int64_t M, K, N, br, a_batches, b_batches;
+    int64_t bdims[SEAM_MAX_RANK], sa[SEAM_MAX_RANK], sb[SEAM_MAX_RANK]; /* batch dims; A's and B's batch strides */
+    const requant *rq;
+} imm_job;
+
+/* Output rows [begin, end) of all batches: row = batch * M + i. */
+static void imm_rows(void *arg, int64_t begin, int64_t end) {
+    imm_job *j = arg;
+    const requant *rq = j->rq;
+    for (int64_t row = begin; row < end; row++) {
+        int64_t t = row / j->M, i = row % j->M, rem = t, oa = 0, ob = 0;
+        for (int64_t d = j->br - 1; d >= 0; d--) {
+            int64_t idx = rem % j->bdims[d];
+            rem /= j->bdims[d];
+            oa += idx * j->sa[d], ob += idx * j->sb[d];
+        }
+        const int16_t *arow = j->a + (oa * j->M + i) * j->K;
+        for (int64_t c = 0; c < j->N; c++) {
+            int64_t acc = dot16(arow, j->bt + (ob * j->N + c) * j->K, j->K), at = row * j->N + c;
+            if (!rq->as) {
+                cpu_set_i64(j->y->data, SEAM_DTYPE_INT32, at, acc);
+                continue;
+            }
+            double s = cpu_get(rq->as->data, rq->as->dtype, qp_at(rq->as, oa, i, j->M)) *
+                       cpu_get(rq->bs->data, rq->bs->dtype, qp_at(rq->bs, ob, c, j->N)) /
+                       cpu_get(rq->ys->data, rq->ys->dtype, 0);
+            double zp = rq->yz ? (double)cpu_get_i64(rq->yz->data, rq->yz->dtype, 0) : 0;
+            put_int(j->y->data, rq->odt, at, sat(rq->odt, nearbyint((double)acc * s) + zp));
+        }
+    }
+}
+
+/* Batched integer MatMul of a and b (numpy rules), zero points subtracted,
+ * requantized when rq->as is set. */
+static seam_status int_matmul(seam_kernel *k, const seam_tensor *a, const seam_tensor *b, const seam_tensor *azp,
+                              const seam_tensor *bzp, const requant *rq) {
     if (a->rank < 1 || b->rank < 1) return kernel_fail(k, "inputs must have rank >= 1");
+    if (!is_8bit(a->dtype) || !is_8bit(b->dtype) || !zp_type_ok(azp, a) || !zp_type_ok(bzp, b))
+        return kernel_fail(k, "A and B must be int8 or uint8, with zero points of their own types");
     int64_t M = a->rank == 1 ? 1 : a->dims[a->rank - 2], K = a->dims[a->rank - 1];
     int64_t K2 = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2], N = b->rank == 1 ? 1 : b->dims[b->rank - 1];
     if (K != K2) return kernel_fail(k, "inner dims differ (%lld and %lld)", (long long)K, (long long)K2);
@@ -110,136 +247,195 @@ static seam_status int_matmul(seam_kernel *k, qmm *q, int32_t odt, double (*post
     for (int32_t d = 0; d < ba.rank; d++) ba.dims[d] = a->dims[d];
     for (int32_t d = 0; d < bb.rank; d++) bb.dims[d] = b->dims[d];
     const seam_tensor *bt[2] = {&ba, &bb};
+    imm_job j = {.M = M, .K = K, .N = N, .rq = rq};
     int32_t br;
-    int64_t bdims[SEAM_MAX_RANK], sa[SEAM_MAX_RANK], sb[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
-    if (!cpu_broadcast(bt, 2, &br, bdims)) return kernel_fail(k, "batch dims do not broadcast");
+    int64_t dims[SEAM_MAX_RANK];
+    if (!cpu_broadcast(bt, 2, &br, j.bdims)) return kernel_fail(k, "batch dims do not broadcast");
+    j.br = br;
     int32_t r = 0;
-    for (int32_t d = 0; d < br; d++) dims[r++] = bdims[d];
+    for (int32_t d = 0; d < br; d++) dims[r++] = j.bdims[d];
     if (a->rank > 1) dims[r++] = M;
     if (b->rank > 1) dims[r++] = N;
-    if ((q->azp && q->azp->numel != 1 && q->azp->numel != M) || (q->bzp && q->bzp->numel != 1 && q->bzp->numel != N))
-        return kernel_fail(k, "zero points must be scalars, per row of A or per column of B");
-    seam_tensor *y = kernel_out(k, 0, odt, r, dims);
-    if (!y) return kernel_oom(k);
-    cpu_bcast_strides(&ba, br, bdims, sa);
-    cpu_bcast_strides(&bb, br, bdims, sb);
-    int64_t batches = cpu_span(bdims, 0, br), idx[SEAM_MAX_RANK] = {0};
-    for (int64_t t = 0; t < batches; t++) {
-        int64_t oa = 0, ob = 0;
-        for (int32_t d = 0; d < br; d++) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                int64_t az = q->azp ? cpu_get_i64(q->azp->data, q->azp->dtype, q->azp->numel == 1 ? 0 : i) : 0;
-                int64_t bz = q->bzp ? cpu_get_i64(q->bzp->data, q->bzp->dtype, q->bzp->numel == 1 ? 0 : j) : 0;
-                int64_t acc = 0;
-                for (int64_t p = 0; p < K; p++)
-                    acc += (cpu_get_i64(a->data, a->dtype, oa * M * K + i * K + p) - az) *
-                           (cpu_get_i64(b->data, b->dtype, ob * K * N + p * N + j) - bz);
-                cpu_set_i64(y->data, odt, t * M * N + i * N + j, (int64_t)post(ctx, acc, i, j));
-            }
-        for (int32_t d = br - 1; d >= 0; d--) {
-            if (++idx[d] < bdims[d]) break;
-            idx[d] = 0;
-        }
+    j.y = kernel_out(k, 0, rq->odt, r, dims);
+    if (!j.y) return kernel_oom(k);
+    if (j.y->numel == 0) return SEAM_STATUS_OK; /* (empty operands' dims past their 0 may be anything) */
+    /* with a non-empty output, A and B are empty only when K is 0 */
+    j.a_batches = cpu_span(a->dims, 0, ba.rank), j.b_batches = cpu_span(b->dims, 0, bb.rank);
+    if (!qp_ok(azp, j.a_batches, M) || !qp_ok(bzp, j.b_batches, N) || (rq->as && !qp_ok(rq->as, j.a_batches, M)) ||
+        (rq->bs && !qp_ok(rq->bs, j.b_batches, N)))
+        return kernel_fail(k, "zero points and scales must be scalars, per row of A or per column of B");
+    if (rq->as && (rq->ys->numel != 1 || (rq->yz && rq->yz->numel != 1)))
+        return kernel_fail(k, "y_scale and y_zero_point must be scalars");
+    cpu_bcast_strides(&ba, br, j.bdims, j.sa);
+    cpu_bcast_strides(&bb, br, j.bdims, j.sb);
+    int16_t *a16 = malloc(sizeof(int16_t) * (size_t)(a->numel + 1));
+    int16_t *b16 = malloc(sizeof(int16_t) * (size_t)(b->numel + 1));
+    if (!a16 || !b16) {
+        free(a16), free(b16);
+        return kernel_oom(k);
     }
+    for (int64_t t = 0; t < j.a_batches; t++)
+        for (int64_t i = 0; i < M; i++) {
+            int32_t zp = azp ? get8(azp->data, azp->dtype, qp_at(azp, t, i, M)) : 0;
+            int64_t row = (t * M + i) * K;
+            for (int64_t p = 0; p < K; p++) a16[row + p] = (int16_t)(get8(a->data, a->dtype, row + p) - zp);
+        }
+    for (int64_t t = 0; t < j.b_batches; t++) /* transposed: each column's K entries contiguous */
+        for (int64_t c = 0; c < N; c++) {
+            int32_t zp = bzp ? get8(bzp->data, bzp->dtype, qp_at(bzp, t, c, N)) : 0;
+            int16_t *col = b16 + (t * N + c) * K;
+            for (int64_t p = 0; p < K; p++) col[p] = (int16_t)(get8(b->data, b->dtype, (t * K + p) * N + c) - zp);
+        }
+    j.a = a16, j.bt = b16;
+    seam_parallel_for(k->pool, cpu_span(j.bdims, 0, br) * M, 1 + 65536 / (1 + N * K), imm_rows, &j);
+    free(a16), free(b16);
     return SEAM_STATUS_OK;
 }
 
-static double post_identity(void *ctx, int64_t acc, int64_t i, int64_t j) { return (double)acc; }
-
 static seam_status run_matmul_integer(seam_kernel *k) {
-    qmm q = {kernel_in(k, 0), kernel_in(k, 1), kernel_in(k, 2), kernel_in(k, 3), 0, 0, 0};
-    if (!q.a || !q.b) return kernel_fail(k, "needs A and B");
-    return int_matmul(k, &q, SEAM_DTYPE_INT32, post_identity, NULL);
-}
-
-typedef struct requant {
-    const seam_tensor *as, *bs, *ys, *yz;
-    int32_t odt;
-    bool per_col; /* b_scale per column */
-} requant;
-
-static double post_requant(void *ctx, int64_t acc, int64_t i, int64_t j) {
-    requant *r = ctx;
-    double s = cpu_get(r->as->data, r->as->dtype, r->as->numel == 1 ? 0 : i) *
-               cpu_get(r->bs->data, r->bs->dtype, r->bs->numel == 1 ? 0 : j) / cpu_get(r->ys->data, r->ys->dtype, 0);
-    double zp = r->yz ? (double)cpu_get_i64(r->yz->data, r->yz->dtype, 0) : 0;
-    return (double)sat(r->odt, nearbyint((double)acc * s) + zp);
+    const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 1);
+    if (!a || !b) return kernel_fail(k, "needs A and B");
+    requant rq = {NULL, NULL, NULL, NULL, SEAM_DTYPE_INT32};
+    return int_matmul(k, a, b, kernel_in(k, 2), kernel_in(k, 3), &rq);
 }
 
 static seam_status run_qlinear_matmul(seam_kernel *k) {
-    qmm q = {kernel_in(k, 0), kernel_in(k, 3), kernel_in(k, 2), kernel_in(k, 5), 0, 0, 0};
-    requant r = {kernel_in(k, 1), kernel_in(k, 4), kernel_in(k, 6), kernel_in(k, 7), 0, false};
-    if (!q.a || !q.b || !r.as || !r.bs || !r.ys) return kernel_fail(k, "needs a, a_scale, b, b_scale and y_scale");
-    r.odt = r.yz ? r.yz->dtype : SEAM_DTYPE_UINT8;
-    return int_matmul(k, &q, r.odt, post_requant, &r);
+    const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 3);
+    requant rq = {kernel_in(k, 1), kernel_in(k, 4), kernel_in(k, 6), kernel_in(k, 7), SEAM_DTYPE_UINT8};
+    if (!a || !b || !rq.as || !rq.bs || !rq.ys) return kernel_fail(k, "needs a, a_scale, b, b_scale and y_scale");
+    if (rq.yz) rq.odt = rq.yz->dtype;
+    if (!is_8bit(rq.odt)) return kernel_fail(k, "y_zero_point must be int8 or uint8");
+    return int_matmul(k, a, b, kernel_in(k, 2), kernel_in(k, 5), &rq);
 }
 
-/* ---- integer Conv: direct loops over the window ---- */
+/* ---- integer Conv: an int16 window per output position, a dot product per output channel ---- */
 
-static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_tensor *w, const seam_tensor *xz,
-                            const seam_tensor *wz, int32_t odt, const seam_tensor *xs, const seam_tensor *ws,
-                            const seam_tensor *ys, const seam_tensor *yz, const seam_tensor *bias) {
-    if (!x || !w || x->rank < 3 || w->rank != x->rank) return kernel_fail(k, "needs x [N, C, ...] and w of the same rank");
-    int64_t group = node_attr_int(k->n, "group", 1), N = x->dims[0], C = x->dims[1], M = w->dims[0];
-    if (group < 1 || C % group || M % group || w->dims[1] != C / group) return kernel_fail(k, "w does not fit the channels and groups");
-    if (wz && wz->numel != 1 && wz->numel != M) return kernel_fail(k, "w_zero_point must be a scalar or per output channel");
-    if (ws && ws->numel != 1 && ws->numel != M) return kernel_fail(k, "w_scale must be a scalar or per output channel");
-    if (bias && bias->numel != M) return kernel_fail(k, "B must have one entry per output channel");
+enum { CONV_TILE = 32 }; /* output positions per work item */
+
+typedef struct iconv_job {
+    const seam_tensor *x, *xs, *ws, *ys, *yz, *bias;
+    seam_tensor *y;
+    const int16_t *w;       /* w - w_zp, [M, Cg * kprod] */
+    const int64_t *koff;    /* per kernel element, its offset along each spatial axis */
     cpu_window win;
-    seam_status st = cpu_window_init(k, x, w->dims + 2, false, &win);
-    if (st) return st;
-    int64_t dims[SEAM_MAX_RANK];
-    dims[0] = N, dims[1] = M;
-    for (int32_t d = 0; d < win.n; d++) dims[2 + d] = win.out[d];
-    seam_tensor *y = kernel_out(k, 0, odt, x->rank, dims);
-    if (!y) return kernel_oom(k);
-    int64_t Cg = C / group, Mg = M / group, kprod = cpu_span(w->dims, 2, w->rank);
-    int64_t in_prod = cpu_span(win.in, 0, win.n), out_prod = cpu_span(win.out, 0, win.n);
-    int64_t xzp = xz ? cpu_get_i64(xz->data, xz->dtype, 0) : 0;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < M; m++) {
-            int64_t g = m / Mg, wzp = wz ? cpu_get_i64(wz->data, wz->dtype, wz->numel == 1 ? 0 : m) : 0;
-            int64_t oidx[SEAM_MAX_RANK] = {0};
-            for (int64_t o = 0; o < out_prod; o++) {
-                int64_t acc = 0;
-                for (int64_t c = 0; c < Cg; c++)
-                    for (int64_t kk = 0; kk < kprod; kk++) {
-                        int64_t rem = kk, off = 0;
-                        bool inside = true;
-                        int64_t koff[SEAM_MAX_RANK];
-                        for (int32_t d = win.n - 1; d >= 0; d--) {
-                            koff[d] = rem % win.kernel[d];
-                            rem /= win.kernel[d];
-                        }
-                        for (int32_t d = 0; d < win.n && inside; d++) {
-                            int64_t i = oidx[d] * win.stride[d] - win.pad_lo[d] + koff[d] * win.dil[d];
-                            inside = i >= 0 && i < win.in[d];
-                            off = off * win.in[d] + i;
-                        }
-                        /* padding holds the zero point, which contributes 0 */
-                        if (!inside) continue;
-                        int64_t xv = cpu_get_i64(x->data, x->dtype, (n * C + g * Cg + c) * in_prod + off) - xzp;
-                        int64_t wv = cpu_get_i64(w->data, w->dtype, (m * Cg + c) * kprod + kk) - wzp;
-                        acc += xv * wv;
-                    }
-                int64_t at = (n * M + m) * out_prod + o;
-                if (!ys) {
-                    cpu_set_i64(y->data, odt, at, acc);
-                } else {
-                    if (bias) acc += cpu_get_i64(bias->data, bias->dtype, m);
-                    double s = cpu_get(xs->data, xs->dtype, 0) * cpu_get(ws->data, ws->dtype, ws->numel == 1 ? 0 : m) /
-                               cpu_get(ys->data, ys->dtype, 0);
-                    double zp = yz ? (double)cpu_get_i64(yz->data, yz->dtype, 0) : 0;
-                    cpu_set_i64(y->data, odt, at, sat(odt, nearbyint((double)acc * s) + zp));
+    int64_t C, M, group, Cg, Mg, kprod, in_prod, out_prod, tiles;
+    int32_t xzp, odt;
+    atomic_bool failed; /* a work item could not get its buffer */
+} iconv_job;
+
+/* Work items [begin, end) of (image, group, tile of output positions). */
+static void iconv_items(void *arg, int64_t begin, int64_t end) {
+    iconv_job *j = arg;
+    const cpu_window *win = &j->win;
+    int64_t K = j->Cg * j->kprod;
+    int16_t *col = malloc(sizeof(int16_t) * (size_t)(CONV_TILE * K + 1));
+    if (!col) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    for (int64_t item = begin; item < end; item++) {
+        int64_t tile = item % j->tiles, ng = item / j->tiles, n = ng / j->group, g = ng % j->group;
+        int64_t o0 = tile * CONV_TILE, o1 = o0 + CONV_TILE < j->out_prod ? o0 + CONV_TILE : j->out_prod;
+        /* the windows of this tile's positions, x - x_zp (padding: 0) */
+        for (int64_t o = o0; o < o1; o++) {
+            int64_t start[SEAM_MAX_RANK], rem = o;
+            for (int32_t d = win->n - 1; d >= 0; d--) {
+                start[d] = (rem % win->out[d]) * win->stride[d] - win->pad_lo[d];
+                rem /= win->out[d];
+            }
+            int16_t *dst = col + (o - o0) * K;
+            for (int64_t kk = 0; kk < j->kprod; kk++) {
+                int64_t off = 0;
+                bool inside = true;
+                for (int32_t d = 0; d < win->n && inside; d++) {
+                    int64_t at = start[d] + j->koff[kk * win->n + d];
+                    inside = at >= 0 && at < win->in[d];
+                    off = off * win->in[d] + at;
                 }
-                for (int32_t d = win.n - 1; d >= 0; d--) {
-                    if (++oidx[d] < win.out[d]) break;
-                    oidx[d] = 0;
+                int64_t at = (n * j->C + g * j->Cg) * j->in_prod + off; /* channel c adds c * in_prod */
+                for (int64_t c = 0; c < j->Cg; c++) {
+                    int32_t v = inside ? get8(j->x->data, j->x->dtype, at + c * j->in_prod) - j->xzp : 0;
+                    dst[c * j->kprod + kk] = (int16_t)v;
                 }
             }
         }
-    return SEAM_STATUS_OK;
+        for (int64_t m = g * j->Mg; m < (g + 1) * j->Mg; m++) {
+            double s = 0, zp = 0;
+            int64_t bias = j->bias ? cpu_get_i64(j->bias->data, j->bias->dtype, m) : 0;
+            if (j->ys) {
+                double wsc = cpu_get(j->ws->data, j->ws->dtype, j->ws->numel == 1 ? 0 : m);
+                s = cpu_get(j->xs->data, j->xs->dtype, 0) * wsc / cpu_get(j->ys->data, j->ys->dtype, 0);
+                zp = j->yz ? (double)cpu_get_i64(j->yz->data, j->yz->dtype, 0) : 0;
+            }
+            for (int64_t o = o0; o < o1; o++) {
+                int64_t acc = dot16(j->w + m * K, col + (o - o0) * K, K), at = (n * j->M + m) * j->out_prod + o;
+                if (!j->ys) cpu_set_i64(j->y->data, SEAM_DTYPE_INT32, at, acc);
+                else put_int(j->y->data, j->odt, at, sat(j->odt, nearbyint((double)(acc + bias) * s) + zp));
+            }
+        }
+    }
+    free(col);
+}
+
+/* ConvInteger (ys NULL: the int32 sums) and QLinearConv. */
+static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_tensor *w, const seam_tensor *xz,
+                            const seam_tensor *wz, int32_t odt, const seam_tensor *xs, const seam_tensor *ws,
+                            const seam_tensor *ys, const seam_tensor *yz, const seam_tensor *bias) {
+    if (!x || !w || x->rank < 3 || w->rank != x->rank)
+        return kernel_fail(k, "needs x [N, C, ...] and w of the same rank");
+    if (!is_8bit(x->dtype) || !is_8bit(w->dtype) || !zp_type_ok(xz, x) || !zp_type_ok(wz, w))
+        return kernel_fail(k, "x and w must be int8 or uint8, with zero points of their own types");
+    iconv_job j = {.x = x, .xs = xs, .ws = ws, .ys = ys, .yz = yz, .bias = bias, .odt = odt};
+    int64_t N = x->dims[0];
+    j.C = x->dims[1], j.M = w->dims[0], j.group = node_attr_int(k->n, "group", 1);
+    if (j.group < 1 || j.C % j.group || j.M % j.group || w->dims[1] != j.C / j.group)
+        return kernel_fail(k, "w does not fit the channels and groups");
+    if (xz && xz->numel != 1) return kernel_fail(k, "x_zero_point must be a scalar");
+    if (wz && wz->numel != 1 && wz->numel != j.M)
+        return kernel_fail(k, "w_zero_point must be a scalar or per output channel");
+    if (ys && (xs->numel != 1 || ys->numel != 1 || (yz && yz->numel != 1)))
+        return kernel_fail(k, "x_scale, y_scale and y_zero_point must be scalars");
+    if (ws && ws->numel != 1 && ws->numel != j.M)
+        return kernel_fail(k, "w_scale must be a scalar or per output channel");
+    if (bias && (bias->numel != j.M || bias->dtype != SEAM_DTYPE_INT32))
+        return kernel_fail(k, "B must be int32 with one entry per output channel");
+    seam_status st = cpu_window_init(k, x, w->dims + 2, false, &j.win);
+    if (st) return st;
+    int64_t dims[SEAM_MAX_RANK];
+    dims[0] = N, dims[1] = j.M;
+    for (int32_t d = 0; d < j.win.n; d++) dims[2 + d] = j.win.out[d];
+    j.y = kernel_out(k, 0, odt, x->rank, dims);
+    if (!j.y) return kernel_oom(k);
+    if (j.y->numel == 0) return SEAM_STATUS_OK;
+    /* with a non-empty output, w is real and so are the sizes below (x may
+     * be empty: no channels, or only padding) */
+    j.Cg = j.C / j.group, j.Mg = j.M / j.group, j.kprod = cpu_span(w->dims, 2, w->rank);
+    j.in_prod = x->numel ? cpu_span(j.win.in, 0, j.win.n) : 0, j.out_prod = cpu_span(j.win.out, 0, j.win.n);
+    j.xzp = xz ? get8(xz->data, xz->dtype, 0) : 0;
+    j.tiles = (j.out_prod + CONV_TILE - 1) / CONV_TILE;
+    int64_t K = j.Cg * j.kprod;
+    int16_t *w16 = malloc(sizeof(int16_t) * (size_t)(j.M * K + 1));
+    int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j.kprod * j.win.n + 1));
+    if (!w16 || !koff) {
+        free(w16), free(koff);
+        return kernel_oom(k);
+    }
+    for (int64_t m = 0; m < j.M; m++) {
+        int32_t zp = wz ? get8(wz->data, wz->dtype, wz->numel == 1 ? 0 : m) : 0;
+        for (int64_t q = 0; q < K; q++) w16[m * K + q] = (int16_t)(get8(w->data, w->dtype, m * K + q) - zp);
+    }
+    for (int64_t kk = 0; kk < j.kprod; kk++) {
+        int64_t rem = kk;
+        for (int32_t d = j.win.n - 1; d >= 0; d--) {
+            koff[kk * j.win.n + d] = (rem % j.win.kernel[d]) * j.win.dil[d];
+            rem /= j.win.kernel[d];
+        }
+    }
+    j.w = w16, j.koff = koff;
+    atomic_init(&j.failed, false);
+    seam_parallel_for(k->pool, N * j.group * j.tiles, 1, iconv_items, &j);
+    free(w16), free(koff);
+    return atomic_load(&j.failed) ? kernel_oom(k) : SEAM_STATUS_OK;
 }
 
 static seam_status run_conv_integer(seam_kernel *k) {
@@ -250,32 +446,53 @@ static seam_status run_conv_integer(seam_kernel *k) {
 static seam_status run_qlinear_conv(seam_kernel *k) {
     const seam_tensor *xs = kernel_in(k, 1), *ws = kernel_in(k, 4), *ys = kernel_in(k, 6), *yz = kernel_in(k, 7);
     if (!xs || !ws || !ys) return kernel_fail(k, "needs x_scale, w_scale and y_scale");
-    return int_conv(k, kernel_in(k, 0), kernel_in(k, 3), kernel_in(k, 2), kernel_in(k, 5), yz ? yz->dtype : SEAM_DTYPE_UINT8,
-                    xs, ws, ys, yz, kernel_in(k, 8));
+    int32_t odt = yz ? yz->dtype : SEAM_DTYPE_UINT8;
+    if (!is_8bit(odt)) return kernel_fail(k, "y_zero_point must be int8 or uint8");
+    return int_conv(k, kernel_in(k, 0), kernel_in(k, 3), kernel_in(k, 2), kernel_in(k, 5), odt, xs, ws, ys, yz,
+                    kernel_in(k, 8));
 }
 
-static seam_status check_int_input(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_int(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+/* ---- checks ---- */
+
+static seam_status check_8bit_inputs(seam_check *c, int32_t i0, int32_t i1) {
+    int32_t a = check_in_dtype(c, i0), b = check_in_dtype(c, i1);
+    if ((a != SEAM_DTYPE_UNDEFINED && !is_8bit(a)) || (b != SEAM_DTYPE_UNDEFINED && !is_8bit(b)))
+        return check_refuse(c, "%s on %s and %s is not supported (int8 and uint8 are)", c->n->op_type,
+                            seam_dtype_name(a), seam_dtype_name(b));
     return SEAM_STATUS_OK;
 }
 
+static seam_status check_matmul_integer(seam_check *c) { return check_8bit_inputs(c, 0, 1); }
+static seam_status check_qlinear(seam_check *c) { return check_8bit_inputs(c, 0, 3); }
+
 static seam_status check_quantize(seam_check *c) {
     if (node_attr_int(c->n, "block_size", 0) != 0) return check_refuse(c, "blocked quantization is not supported");
-    int32_t dt = check_in_dtype(c, 0);
+    int64_t odt = node_attr_int(c->n, "output_dtype", 0);
+    if (odt != 0 && !quant_out_ok((int32_t)odt))
+        return check_refuse(c, "output_dtype %lld is not supported", (long long)odt);
+    int32_t dt = check_in_dtype(c, 0), zdt = check_in_dtype(c, 2);
     if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && dt != SEAM_DTYPE_INT32)
         return check_refuse(c, "QuantizeLinear on %s is not supported", seam_dtype_name(dt));
+    if (zdt != SEAM_DTYPE_UNDEFINED && !quant_out_ok(zdt))
+        return check_refuse(c, "QuantizeLinear to %s is not supported", seam_dtype_name(zdt));
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_dequantize(seam_check *c) {
+    if (node_attr_int(c->n, "block_size", 0) != 0) return check_refuse(c, "blocked quantization is not supported");
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_int(dt))
+        return check_refuse(c, "DequantizeLinear on %s is not supported", seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
 
 const seam_cpu_binding seam_cpu_quant[] = {
     {"", "QuantizeLinear", 10, {run_quantize, check_quantize}},
-    {"", "DequantizeLinear", 10, {run_dequantize, check_int_input}},
-    {"", "DynamicQuantizeLinear", 11, {run_dynamic_quantize, NULL}},
-    {"", "MatMulInteger", 10, {run_matmul_integer, check_int_input}},
-    {"", "QLinearMatMul", 10, {run_qlinear_matmul, check_int_input}},
-    {"", "ConvInteger", 10, {run_conv_integer, check_int_input}},
-    {"", "QLinearConv", 10, {run_qlinear_conv, check_int_input}},
+    {"", "DequantizeLinear", 10, {run_dequantize, check_dequantize}},
+    {"", "DynamicQuantizeLinear", 11, {run_dynamic_quantize, check_float_input}},
+    {"", "MatMulInteger", 10, {run_matmul_integer, check_matmul_integer}},
+    {"", "QLinearMatMul", 10, {run_qlinear_matmul, check_qlinear}},
+    {"", "ConvInteger", 10, {run_conv_integer, check_matmul_integer}},
+    {"", "QLinearConv", 10, {run_qlinear_conv, check_qlinear}},
 };
 const size_t seam_cpu_quant_count = sizeof(seam_cpu_quant) / sizeof(seam_cpu_quant[0]);

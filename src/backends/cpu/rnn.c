@@ -1,31 +1,48 @@
 /* CPU kernels: LSTM, GRU and RNN, per the ONNX equations.
  *
- * Computed in float32 (other float types are widened): the input
- * projection X W^T + Wb for every step is one sgemm up front; each step
- * then adds H R^T (+ Rb) with another. Gate orders are ONNX's: LSTM i, o,
+ * Computed in float32 (float16 and float64 are converted at the edges): the
+ * input projection X W^T (+ biases) for every step is one sgemm up front;
+ * each step then adds H R^T with another. Gate orders are ONNX's: LSTM i, o,
  * f, c; GRU z, r, h. */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backends/cpu/cpu.h"
 
-typedef enum { F_SIGMOID, F_TANH, F_RELU, F_HSIGMOID, F_LEAKY, F_THRESH, F_STANH, F_AFFINE, F_ELU, F_SOFTSIGN, F_SOFTPLUS } actfn;
+/* ---- activation functions ---- */
+
+typedef enum {
+    F_SIGMOID, F_TANH, F_RELU, F_HSIGMOID, F_LEAKY, F_THRESH, F_STANH, F_AFFINE, F_ELU, F_SOFTSIGN, F_SOFTPLUS
+} actfn;
 
 typedef struct act {
     actfn f;
     float a, b;
 } act;
 
+/* Each function with the defaults of the ONNX op of the same name, and
+ * whether it takes alpha / beta from the activation_alpha/beta lists. */
 static const struct {
     const char *name;
     actfn f;
     float a, b;
+    bool takes_a, takes_b;
 } act_names[] = {
-    {"Sigmoid", F_SIGMOID, 0, 0}, {"Tanh", F_TANH, 0, 0}, {"Relu", F_RELU, 0, 0}, {"HardSigmoid", F_HSIGMOID, 0.2f, 0.5f},
-    {"LeakyRelu", F_LEAKY, 0.01f, 0}, {"ThresholdedRelu", F_THRESH, 1, 0}, {"ScaledTanh", F_STANH, 1, 1},
-    {"Affine", F_AFFINE, 1, 0}, {"Elu", F_ELU, 1, 0}, {"Softsign", F_SOFTSIGN, 0, 0}, {"Softplus", F_SOFTPLUS, 0, 0},
+    {"Sigmoid", F_SIGMOID, 0, 0, false, false},
+    {"Tanh", F_TANH, 0, 0, false, false},
+    {"Relu", F_RELU, 0, 0, false, false},
+    {"HardSigmoid", F_HSIGMOID, 0.2f, 0.5f, true, true},
+    {"LeakyRelu", F_LEAKY, 0.01f, 0, true, false},
+    {"ThresholdedRelu", F_THRESH, 1, 0, true, false},
+    {"ScaledTanh", F_STANH, 1, 1, true, true},
+    {"Affine", F_AFFINE, 1, 0, true, true},
+    {"Elu", F_ELU, 1, 0, true, false},
+    {"Softsign", F_SOFTSIGN, 0, 0, false, false},
+    {"Softplus", F_SOFTPLUS, 0, 0, false, false},
 };
 
 static float apply(const act *a, float x) {
@@ -40,47 +57,87 @@ static float apply(const act *a, float x) {
     case F_AFFINE: return a->a * x + a->b;
     case F_ELU: return x >= 0 ? x : a->a * (expf(x) - 1);
     case F_SOFTSIGN: return x / (1 + fabsf(x));
-    case F_SOFTPLUS: return log1pf(expf(x));
+    case F_SOFTPLUS: return x > 20 ? x : log1pf(expf(x)); /* exp would overflow; log1p(e^x) == x there */
     }
     return x;
 }
 
-/* Reads the activations attribute: n_per_dir per direction, defaults when
- * absent. Returns false (with the bad name in *bad) on an unknown one. */
+/* Reads the activations attribute into out[n_per_dir * dirs]: the defaults
+ * when it is absent; a list for one direction serves both. Like
+ * onnxruntime, the alpha and beta lists are consumed in order by only the
+ * functions that take them. Returns false, naming the function in *bad, on
+ * an unknown name. */
 static bool read_acts(const ir_node *n, int32_t n_per_dir, int32_t dirs, act *out, const char **bad, size_t *bad_len) {
-    static const actfn defaults[3] = {F_SIGMOID, F_TANH, F_TANH};
-    bool is_rnn = strcmp(n->op_type, "RNN") == 0;
     const ir_attr *a = ir_node_attr(n, "activations");
     const ir_attr *al = ir_node_attr(n, "activation_alpha"), *be = ir_node_attr(n, "activation_beta");
-    for (int32_t i = 0; i < n_per_dir * dirs; i++) {
-        actfn f = is_rnn ? F_TANH : defaults[i % n_per_dir];
-        out[i] = (act){f, 0, 0};
-        if (a && a->kind == IR_ATTR_STRINGS && a->n > 0) {
-            const ir_bytes *s = &a->strings[i < a->n ? i : i % a->n];
-            bool found = false;
-            for (size_t q = 0; q < sizeof(act_names) / sizeof(act_names[0]); q++)
-                if (strlen(act_names[q].name) == s->len && strncasecmp(act_names[q].name, (const char *)s->data, s->len) == 0) {
-                    out[i] = (act){act_names[q].f, act_names[q].a, act_names[q].b};
-                    found = true;
-                }
-            if (!found) {
-                *bad = (const char *)s->data;
-                *bad_len = s->len;
-                return false;
-            }
-            if (al && al->kind == IR_ATTR_FLOATS && i < al->n) out[i].a = al->floats[i];
-            if (be && be->kind == IR_ATTR_FLOATS && i < be->n) out[i].b = be->floats[i];
-        }
+    int32_t total = n_per_dir * dirs, na = 0, nb = 0;
+    bool is_rnn = strcmp(n->op_type, "RNN") == 0;
+    if (!a || a->kind != IR_ATTR_STRINGS || a->n == 0) {
+        for (int32_t i = 0; i < total; i++) /* LSTM f, g, h = Sigmoid, Tanh, Tanh; GRU f, g; RNN Tanh */
+            out[i] = (act){is_rnn || i % n_per_dir != 0 ? F_TANH : F_SIGMOID, 0, 0};
+        return true;
     }
+    for (int32_t i = 0; i < a->n; i++) {
+        const ir_bytes *s = &a->strings[i];
+        size_t q = 0, count = sizeof(act_names) / sizeof(act_names[0]);
+        while (q < count && !(strlen(act_names[q].name) == s->len &&
+                              strncasecmp(act_names[q].name, (const char *)s->data, s->len) == 0))
+            q++;
+        if (q == count) {
+            *bad = (const char *)s->data;
+            *bad_len = s->len;
+            return false;
+        }
+        act v = {act_names[q].f, act_names[q].a, act_names[q].b};
+        if (act_names[q].takes_a && al && al->kind == IR_ATTR_FLOATS && na < al->n) v.a = al->floats[na++];
+        if (act_names[q].takes_b && be && be->kind == IR_ATTR_FLOATS && nb < be->n) v.b = be->floats[nb++];
+        if (i < total) out[i] = v;
+    }
+    for (int32_t i = a->n; i < total; i++) out[i] = out[i % a->n];
     return true;
 }
+
+/* ---- the recurrence ---- */
+
+/* 1 forward, 2 reverse, 3 bidirectional; 0 for an unknown direction. */
+static int direction(const ir_node *n) {
+    const ir_attr *a = ir_node_attr(n, "direction");
+    if (!a) return 1;
+    if (cpu_attr_is(n, "direction", "forward")) return 1;
+    if (cpu_attr_is(n, "direction", "reverse")) return 2;
+    if (cpu_attr_is(n, "direction", "bidirectional")) return 3;
+    return 0;
+}
+
+/* a * b <= INT_MAX: every size here is also a BLAS int. */
+static bool fits(int64_t a, int64_t b) { return a == 0 || b <= INT_MAX / a; }
 
 static float *widen(const seam_tensor *t) {
     if (!t) return NULL;
     float *p = malloc(sizeof(float) * (size_t)(t->numel + 1));
     if (!p) return NULL;
-    for (int64_t i = 0; i < t->numel; i++) p[i] = (float)cpu_get(t->data, t->dtype, i);
+    if (t->dtype == SEAM_DTYPE_FLOAT32 && t->numel > 0) memcpy(p, t->data, sizeof(float) * (size_t)t->numel);
+    else
+        for (int64_t i = 0; i < t->numel; i++) p[i] = (float)cpu_get(t->data, t->dtype, i);
     return p;
+}
+
+static inline void put(seam_tensor *t, int64_t i, float v) {
+    if (t->dtype == SEAM_DTYPE_FLOAT32) ((float *)t->data)[i] = v;
+    else cpu_set(t->data, t->dtype, i, v);
+}
+
+static inline float clipped(float v, float clip) { return clip > 0 ? fmaxf(-clip, fminf(clip, v)) : v; }
+
+/* C = A B^T for row-major A [m, k] and B [n, k]. */
+static void gemm_nt(int64_t m, int64_t n, int64_t kk, const float *a, const float *b, float *c) {
+    if (m == 0 || n == 0) return;
+    if (kk == 0) {
+        memset(c, 0, sizeof(float) * (size_t)(m * n));
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, a, (int)kk, b, (int)kk, 0.0f, c,
+                (int)n);
 }
 
 static seam_status run_recurrent(seam_kernel *k) {
@@ -90,28 +147,47 @@ static seam_status run_recurrent(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *w = kernel_in(k, 1), *r = kernel_in(k, 2), *b = kernel_in(k, 3);
     const seam_tensor *sl = kernel_in(k, 4), *h0 = kernel_in(k, 5), *c0 = G == 4 ? kernel_in(k, 6) : NULL;
     const seam_tensor *p = G == 4 ? kernel_in(k, 7) : NULL;
-    if (!x || !w || !r || x->rank != 3 || w->rank != 3 || r->rank != 3) return kernel_fail(k, "needs X, W and R of rank 3");
-    bool bf = node_attr_int(k->n, "layout", 0) == 1;
+    if (!x || !w || !r || x->rank != 3 || w->rank != 3 || r->rank != 3)
+        return kernel_fail(k, "needs X, W and R of rank 3");
+    int64_t layout = node_attr_int(k->n, "layout", 0);
+    int dir = direction(k->n);
+    if (layout != 0 && layout != 1) return kernel_fail(k, "layout must be 0 or 1, not %lld", (long long)layout);
+    if (!dir) return kernel_fail(k, "direction must be forward, reverse or bidirectional");
+    bool bf = layout == 1, bidi = dir == 3, rev = dir == 2;
     int64_t S = x->dims[bf ? 1 : 0], Bn = x->dims[bf ? 0 : 1], In = x->dims[2];
     int64_t D = w->dims[0], H = r->dims[2];
-    const ir_attr *da = ir_node_attr(k->n, "direction");
-    bool bidi = da && da->kind == IR_ATTR_STRING && da->s.len == 13 && !memcmp(da->s.data, "bidirectional", 13);
-    bool rev = da && da->kind == IR_ATTR_STRING && da->s.len == 7 && !memcmp(da->s.data, "reverse", 7);
-    if (D != (bidi ? 2 : 1) || w->dims[1] != G * H || w->dims[2] != In || r->dims[0] != D || r->dims[1] != G * H)
-        return kernel_fail(k, "W must be [%d, %lld, %lld] and R [%d, %lld, %lld]", bidi ? 2 : 1, (long long)(G * H),
-                           (long long)In, bidi ? 2 : 1, (long long)(G * H), (long long)H);
+    /* empty tensors can carry any dims: bound them before multiplying */
+    if (S > INT_MAX || Bn > INT_MAX || In > INT_MAX || H > INT_MAX / 4 || !fits(S, Bn) || !fits(S * Bn, In) ||
+        !fits(S * Bn, G * H) || !fits(Bn, G * H))
+        return kernel_fail(k, "sequence, batch, input or hidden size is too large");
+    int64_t GH = G * H;
+    if (D != (bidi ? 2 : 1) || w->dims[1] != GH || w->dims[2] != In || r->dims[0] != D || r->dims[1] != GH)
+        return kernel_fail(k, "W must be [%d, %lld, %lld] and R [%d, %lld, %lld]", bidi ? 2 : 1, (long long)GH,
+                           (long long)In, bidi ? 2 : 1, (long long)GH, (long long)H);
     int64_t hs = node_attr_int(k->n, "hidden_size", H);
     if (hs != H) return kernel_fail(k, "hidden_size %lld disagrees with R", (long long)hs);
-    if (b && b->numel != D * 2 * G * H) return kernel_fail(k, "B must be [%lld, %lld]", (long long)D, (long long)(2 * G * H));
-    if ((h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H)) return kernel_fail(k, "initial_h/initial_c have the wrong size");
+    if (b && b->numel != D * 2 * GH) return kernel_fail(k, "B must be [%lld, %lld]", (long long)D, (long long)(2 * GH));
+    if ((h0 && h0->numel != D * Bn * H) || (c0 && c0->numel != D * Bn * H))
+        return kernel_fail(k, "initial_h and initial_c must have %lld elements", (long long)(D * Bn * H));
     if (p && p->numel != D * 3 * H) return kernel_fail(k, "P must be [%lld, %lld]", (long long)D, (long long)(3 * H));
     if (sl && sl->numel != Bn) return kernel_fail(k, "sequence_lens must have one entry per batch");
+    for (int64_t bb = 0; sl && bb < Bn; bb++) {
+        int64_t len = cpu_get_i64(sl->data, sl->dtype, bb);
+        if (len < 0 || len > S)
+            return kernel_fail(k, "sequence length %lld is out of range [0, %lld]", (long long)len, (long long)S);
+    }
     act acts[6];
     const char *bad = NULL;
     size_t bad_len = 0;
-    if (!read_acts(k->n, n_act, (int32_t)D, acts, &bad, &bad_len)) return kernel_fail(k, "unknown activation '%.*s'", (int)bad_len, bad);
+    if (!read_acts(k->n, n_act, (int32_t)D, acts, &bad, &bad_len))
+        return kernel_fail(k, "unknown activation '%.*s'", (int)bad_len, bad);
     float clip = node_attr_float(k->n, "clip", 0);
-    bool input_forget = node_attr_int(k->n, "input_forget", 0) != 0, lbr = node_attr_int(k->n, "linear_before_reset", 0) != 0;
+    bool input_forget = node_attr_int(k->n, "input_forget", 0) != 0;
+    bool lbr = node_attr_int(k->n, "linear_before_reset", 0) != 0;
+    /* GRU without linear_before_reset multiplies R_h by (r . H), not H: the
+     * per-step sgemm then covers only the z and r gates */
+    bool gru_rh = G == 3 && !lbr;
+    int64_t NR = gru_rh ? 2 * H : GH;
 
     int64_t ydims[4], hdims[3];
     if (bf) ydims[0] = Bn, ydims[1] = S, ydims[2] = D, ydims[3] = H, hdims[0] = Bn, hdims[1] = D, hdims[2] = H;
@@ -121,135 +197,117 @@ static seam_status run_recurrent(seam_kernel *k) {
     seam_tensor *yc = G == 4 && kernel_has_out(k, 2) ? kernel_out(k, 2, x->dtype, 3, hdims) : NULL;
     if ((kernel_has_out(k, 0) && !y) || (kernel_has_out(k, 1) && !yh) || (G == 4 && kernel_has_out(k, 2) && !yc))
         return kernel_oom(k);
-    if (y) memset(y->data, 0, y->nbytes);
+    if (y) memset(y->data, 0, y->nbytes); /* steps past a sequence's end stay 0 */
 
     float *X = widen(x), *W = widen(w), *R = widen(r), *Bv = widen(b), *P = widen(p), *H0 = widen(h0), *C0 = widen(c0);
-    float *xp = malloc(sizeof(float) * (size_t)(S * Bn * G * H + 1)); /* X W^T for every step */
-    float *hp = malloc(sizeof(float) * (size_t)(Bn * G * H + 1));     /* H R^T for one step */
-    float *hcur = malloc(sizeof(float) * (size_t)(Bn * H + 1)), *ccur = malloc(sizeof(float) * (size_t)(Bn * H + 1));
-    float *xt = malloc(sizeof(float) * (size_t)(S * Bn * In + 1));
+    size_t bh = sizeof(float) * (size_t)(Bn * H + 1);
+    float *xt = malloc(sizeof(float) * (size_t)(S * Bn * In + 1));  /* X as [S, B, In] */
+    float *xp = malloc(sizeof(float) * (size_t)(S * Bn * GH + 1));  /* X W^T + biases, every step */
+    float *hp = malloc(sizeof(float) * (size_t)(Bn * GH + 1));      /* H R^T for one step */
+    float *hcur = malloc(bh), *ccur = malloc(bh), *hnew = malloc(bh);
+    float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
     seam_status st = SEAM_STATUS_OK;
-    if (!X || !W || !R || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xp || !hp || !hcur || !ccur || !xt) {
+    if (!X || !W || !R || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hp || !hcur ||
+        !ccur || !hnew || !rh || !zs || !hh) {
         st = kernel_oom(k);
         goto done;
     }
-    /* X as [S, B, In] whatever the layout */
     for (int64_t s = 0; s < S; s++)
         for (int64_t bb = 0; bb < Bn; bb++)
             memcpy(xt + (s * Bn + bb) * In, X + (bf ? bb * S + s : s * Bn + bb) * In, sizeof(float) * (size_t)In);
+
     for (int64_t d = 0; d < D; d++) {
         bool backward = rev || (bidi && d == 1);
-        const float *Wd = W + d * G * H * In, *Rd = R + d * G * H * H;
-        const float *Wb = Bv ? Bv + d * 2 * G * H : NULL, *Rb = Bv ? Bv + d * 2 * G * H + G * H : NULL;
+        const float *Wd = W + d * GH * In, *Rd = R + d * GH * H;
+        const float *Wb = Bv ? Bv + d * 2 * GH : NULL, *Rb = Bv ? Bv + d * 2 * GH + GH : NULL;
+        const float *Pd = P ? P + d * 3 * H : NULL;
         const act *fa = &acts[d * n_act];
-        if (S * Bn > 0 && G * H > 0 && In > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(S * Bn), (int)(G * H), (int)In, 1.0f, xt, (int)In,
-                        Wd, (int)In, 0.0f, xp, (int)(G * H));
-        else
-            memset(xp, 0, sizeof(float) * (size_t)(S * Bn * G * H));
+        gemm_nt(S * Bn, GH, In, xt, Wd, xp);
+        /* Both biases go into the projection, except GRU's R_bh with
+         * linear_before_reset, which the reset gate multiplies */
+        for (int64_t row = 0; Bv && row < S * Bn; row++)
+            for (int64_t q = 0; q < GH; q++)
+                xp[row * GH + q] += Wb[q] + (G == 3 && lbr && q >= 2 * H ? 0 : Rb[q]);
         for (int64_t bb = 0; bb < Bn; bb++)
             for (int64_t j = 0; j < H; j++) {
-                hcur[bb * H + j] = H0 ? H0[bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j] : 0;
-                ccur[bb * H + j] = C0 ? C0[bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j] : 0;
+                int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
+                hcur[bb * H + j] = H0 ? H0[at] : 0;
+                ccur[bb * H + j] = C0 ? C0[at] : 0;
             }
-        for (int64_t step = 0; step < S; step++) {
+        for (int64_t step = 0; Bn > 0 && step < S; step++) {
             int64_t t = backward ? S - 1 - step : step;
-            /* H R^T for this step (rows of batches whose sequence has ended stay unused) */
-            if (H > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Bn, (int)(G * H), (int)H, 1.0f, hcur, (int)H, Rd,
-                            (int)H, 0.0f, hp, (int)(G * H));
+            gemm_nt(Bn, NR, H, hcur, Rd, hp);
+            /* rows whose sequence has ended keep their H (and C) */
             for (int64_t bb = 0; bb < Bn; bb++) {
-                int64_t len = sl ? cpu_get_i64(sl->data, sl->dtype, bb) : S;
-                if (len < 0 || len > S) {
-                    st = kernel_fail(k, "sequence length %lld is out of range [0, %lld]", (long long)len, (long long)S);
-                    goto done;
-                }
-                if (t >= len) continue; /* past this sequence's end: Y stays 0, H stays */
-                const float *gx = xp + (t * Bn + bb) * G * H, *gh = hp + bb * G * H;
-                float *hrow = hcur + bb * H, *crow = ccur + bb * H;
-                float newh[4096], *nh = H <= 4096 ? newh : NULL;
-                if (!nh) {
-                    st = kernel_fail(k, "hidden size %lld is larger than 4096", (long long)H);
-                    goto done;
-                }
-                float rvec[4096]; /* GRU: the reset gate, needed whole for (r . H) R_h^T */
-                for (int64_t q = 0; G == 3 && q < H; q++) {
-                    float rp = gx[H + q] + (Wb ? Wb[H + q] : 0) + gh[H + q] + (Rb ? Rb[H + q] : 0);
-                    if (clip > 0) rp = fmaxf(-clip, fminf(clip, rp));
-                    rvec[q] = apply(&fa[0], rp);
-                }
+                if (sl && t >= cpu_get_i64(sl->data, sl->dtype, bb)) continue;
+                const float *gx = xp + (t * Bn + bb) * GH, *gh = hp + bb * NR;
+                float *hrow = hcur + bb * H, *crow = ccur + bb * H, *nh = hnew + bb * H;
                 for (int64_t j = 0; j < H; j++) {
-                    float pre[4];
-                    for (int32_t g = 0; g < G; g++) {
-                        int64_t q = g * H + j;
-                        float v = gx[q] + (Wb ? Wb[q] : 0);
-                        if (!(G == 3 && g == 2)) v += gh[q] + (Rb ? Rb[q] : 0); /* GRU's h gate handles R below */
-                        pre[g] = v;
-                    }
-                    if (G == 4) { /* LSTM: i, o, f, c */
+                    if (G == 4) {
                         float cprev = crow[j];
-                        float ip = pre[0] + (P ? P[d * 3 * H + j] * cprev : 0);
-                        float fp = pre[2] + (P ? P[d * 3 * H + 2 * H + j] * cprev : 0);
-                        float cp = pre[3];
-                        if (clip > 0) {
-                            ip = fmaxf(-clip, fminf(clip, ip));
-                            fp = fmaxf(-clip, fminf(clip, fp));
-                            cp = fmaxf(-clip, fminf(clip, cp));
-                        }
-                        float it = apply(&fa[0], ip);
-                        float ft = input_forget ? 1 - it : apply(&fa[0], fp);
-                        float ct = apply(&fa[1], cp);
+                        float ip = gx[j] + gh[j] + (Pd ? Pd[j] * cprev : 0);
+                        float fp = gx[2 * H + j] + gh[2 * H + j] + (Pd ? Pd[2 * H + j] * cprev : 0);
+                        float it = apply(&fa[0], clipped(ip, clip));
+                        float ft = input_forget ? 1 - it : apply(&fa[0], clipped(fp, clip));
+                        float ct = apply(&fa[1], clipped(gx[3 * H + j] + gh[3 * H + j], clip));
                         float cn = ft * cprev + it * ct;
-                        float op_ = pre[1] + (P ? P[d * 3 * H + H + j] * cn : 0);
-                        if (clip > 0) op_ = fmaxf(-clip, fminf(clip, op_));
-                        float ot = apply(&fa[0], op_);
+                        float op_ = gx[H + j] + gh[H + j] + (Pd ? Pd[H + j] * cn : 0);
+                        float ot = apply(&fa[0], clipped(op_, clip));
                         crow[j] = cn;
                         nh[j] = ot * apply(&fa[2], cn);
-                    } else if (G == 3) { /* GRU: z, r, h */
-                        float zp = pre[0];
-                        if (clip > 0) zp = fmaxf(-clip, fminf(clip, zp));
-                        float zt = apply(&fa[0], zp), rt = rvec[j], hh;
-                        if (lbr) {
-                            hh = pre[2] + rt * (gh[2 * H + j] + (Rb ? Rb[2 * H + j] : 0));
-                        } else { /* (r . H) R_h^T: a dot product per output unit */
-                            float acc = 0;
-                            const float *rrow = Rd + (2 * H + j) * H;
-                            for (int64_t q = 0; q < H; q++) acc += rvec[q] * hrow[q] * rrow[q];
-                            hh = pre[2] + acc + (Rb ? Rb[2 * H + j] : 0);
+                    } else if (G == 3) {
+                        float zt = apply(&fa[0], clipped(gx[j] + gh[j], clip));
+                        float rt = apply(&fa[0], clipped(gx[H + j] + gh[H + j], clip));
+                        if (gru_rh) { /* finished below, after (r . H) R_h^T */
+                            zs[bb * H + j] = zt;
+                            rh[bb * H + j] = rt * hrow[j];
+                            continue;
                         }
-                        if (clip > 0) hh = fmaxf(-clip, fminf(clip, hh));
-                        float ht = apply(&fa[1], hh);
+                        float rbh = Rb ? Rb[2 * H + j] : 0;
+                        float ht = apply(&fa[1], clipped(gx[2 * H + j] + rt * (gh[2 * H + j] + rbh), clip));
                         nh[j] = (1 - zt) * ht + zt * hrow[j];
                     } else {
-                        float v = pre[0];
-                        if (clip > 0) v = fmaxf(-clip, fminf(clip, v));
-                        nh[j] = apply(&fa[0], v);
+                        nh[j] = apply(&fa[0], clipped(gx[j] + gh[j], clip));
+                    }
+                }
+            }
+            if (gru_rh) gemm_nt(Bn, H, H, rh, Rd + 2 * H * H, hh);
+            for (int64_t bb = 0; bb < Bn; bb++) {
+                if (sl && t >= cpu_get_i64(sl->data, sl->dtype, bb)) continue;
+                float *hrow = hcur + bb * H, *nh = hnew + bb * H;
+                if (gru_rh) {
+                    const float *gx = xp + (t * Bn + bb) * GH;
+                    for (int64_t j = 0; j < H; j++) {
+                        float zt = zs[bb * H + j];
+                        float ht = apply(&fa[1], clipped(gx[2 * H + j] + hh[bb * H + j], clip));
+                        nh[j] = (1 - zt) * ht + zt * hrow[j];
                     }
                 }
                 memcpy(hrow, nh, sizeof(float) * (size_t)H);
-                if (y)
-                    for (int64_t j = 0; j < H; j++) {
-                        int64_t at = bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j;
-                        cpu_set(y->data, y->dtype, at, hrow[j]);
-                    }
+                for (int64_t j = 0; y && j < H; j++)
+                    put(y, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j, hrow[j]);
             }
         }
         for (int64_t bb = 0; bb < Bn; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                if (yh) cpu_set(yh->data, yh->dtype, at, hcur[bb * H + j]);
-                if (yc) cpu_set(yc->data, yc->dtype, at, ccur[bb * H + j]);
+                if (yh) put(yh, at, hcur[bb * H + j]);
+                if (yc) put(yc, at, ccur[bb * H + j]);
             }
     }
 done:
-    free(X), free(W), free(R), free(Bv), free(P), free(H0), free(C0), free(xp), free(hp), free(hcur), free(ccur), free(xt);
+    free(X), free(W), free(R), free(Bv), free(P), free(H0), free(C0);
+    free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh);
     return st;
 }
 
 static seam_status check_recurrent(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+    if (dt != SEAM_DTYPE_UNDEFINED && dt != SEAM_DTYPE_FLOAT32 && dt != SEAM_DTYPE_FLOAT64 && dt != SEAM_DTYPE_FLOAT16)
         return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
+    if (!direction(c->n)) return check_refuse(c, "direction must be forward, reverse or bidirectional");
+    int64_t layout = node_attr_int(c->n, "layout", 0);
+    if (layout != 0 && layout != 1) return check_refuse(c, "layout %lld is not supported", (long long)layout);
     act acts[6];
     const char *bad = NULL;
     size_t bad_len = 0;
