@@ -48,7 +48,9 @@ bool kernel_has_out(const seam_kernel *k, int32_t i);
  * run). NULL when the output is absent or out of memory: check
  * kernel_has_out first for optional outputs. */
 seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims);
-/* Scratch memory valid until the kernel returns. */
+/* Scratch memory valid until the kernel returns. There is one scratch
+ * buffer per executor: a second call may free what the first returned, so
+ * take all the scratch a run needs in one call (and not from pool threads). */
 void *kernel_scratch(seam_kernel *k, size_t n);
 
 /* Error helpers: they name the node. */
