@@ -36,10 +36,11 @@ static void infer_topk(seam_infer *ic) {
     infer_set_tensor(ic, 1, SEAM_DTYPE_INT64, x->rank, out);
 }
 
-/* NonZero: int64 [rank(X), number of non-zeros]; the count is data. */
+/* NonZero: int64 [rank(X) (1 for a scalar), number of non-zeros]; the
+ * count is data. */
 static void infer_nonzero(seam_infer *ic) {
     int32_t r = infer_in_rank(ic, 0);
-    int64_t dims[2] = {r, -1};
+    int64_t dims[2] = {r == 0 ? 1 : r, -1}; /* a scalar counts as one axis, as numpy's nonzero does */
     if (r >= 0)
         infer_set_tensor_i64(ic, 0, SEAM_DTYPE_INT64, 2, dims);
     else
