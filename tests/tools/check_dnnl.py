@@ -40,7 +40,7 @@ def rel_err(a, b):
     return float(np.abs(a.astype(np.float64) - b).max() / max(float(np.abs(b).max()), 1e-6)) if b.size else 0.0
 
 
-def case(name, nodes, inputs, inits, out_shape, opset=13):
+def case(name, nodes, inputs, inits, out_shape, opset=13, options=()):
     """inputs: [(name, shape)]; inits: {name: array}."""
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
@@ -61,7 +61,7 @@ def case(name, nodes, inputs, inits, out_shape, opset=13):
     if off:
         failures.append(f"{name}: not on dnnl: {off}")
     outs = {}
-    for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl"])):
+    for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl"] + [a for o in options for a in ("--target-option", o)])):
         d = os.path.join(work, f"{name}.{label}")
         r = run("run", path, *feeds, *extra, "--output-dir", d)
         if r.returncode:
@@ -94,6 +94,8 @@ case("conv_1d", [conv("y", 1, pads=[1, 1])], [("x", [2, 4, 11])], {"w": W(3, 4, 
 case("conv_3d", [conv("y", 1, pads=[1, 1, 1, 1, 1, 1])], [("x", [1, 2, 5, 5, 5])], {"w": W(3, 2, 3, 3, 3)}, [1, 3, 5, 5, 5])
 case("conv_relu_fused", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])], X4,
      {"w": W(6, 4, 3, 3), "b": W(6)}, [2, 6, 9, 9])
+case("conv_relu_fusion_off", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])], X4,
+     {"w": W(6, 4, 3, 3), "b": W(6)}, [2, 6, 9, 9], options=("fusion=off",))
 case("conv_clip_fused", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], X4,
      {"w": W(6, 4, 3, 3), "lo": np.array(0.0), "hi": np.array(0.5)}, [2, 6, 9, 9])
 case("conv_two_readers", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),

@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +92,12 @@ static bool static_shape(const seam_value_info *v) {
 
 /* ---- supports ---- */
 
-static bool refuse(char *why, size_t n, const char *fmt, const char *a, const char *b) {
-    snprintf(why, n, fmt, a, b);
+static bool refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool refuse(char *why, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
     return false;
 }
 
@@ -102,8 +107,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
                  is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool") ||
                  is_op(n, "Softmax") || is_op(n, "BatchNormalization") || is_op(n, "Concat") ||
                  IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops) || IN_LIST(n, view_ops);
-    if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)%s", n->op_type, "");
-    if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0%s", n->op_type, "");
+    if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
+    if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0", n->op_type);
     if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32) return refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
     for (int32_t k = 0; k < n->n_inputs; k++)
         if (n->inputs[k].name && !static_shape(&n->inputs[k]))
@@ -114,33 +119,31 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     int64_t v;
     const char *s;
     if (is_op(n, "Conv") && (n->inputs[0].rank < 3 || n->inputs[0].rank > 5))
-        return refuse(why, wn, "Conv of rank %s: dnnl does 1-D, 2-D and 3-D%s", n->inputs[0].rank < 3 ? "< 3" : "> 5", "");
+        return refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if ((is_op(n, "MaxPool") || is_op(n, "AveragePool")) && n->n_outputs > 1 && n->outputs[1].name)
-        return refuse(why, wn, "MaxPool with an Indices output is not supported%s%s", "", "");
+        return refuse(why, wn, "MaxPool with an Indices output is not supported");
     if (is_op(n, "Gemm")) {
-        if (seam_node_attr_int(n, "transA", &v) && v) return refuse(why, wn, "Gemm transA=1 is not supported%s%s", "", "");
+        if (seam_node_attr_int(n, "transA", &v) && v) return refuse(why, wn, "Gemm transA=1 is not supported");
         float f;
         if ((seam_node_attr_float(n, "alpha", &f) && f != 1) || (seam_node_attr_float(n, "beta", &f) && f != 1))
-            return refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported%s%s", "", "");
+            return refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported");
         if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
-            return refuse(why, wn, "Gemm with a C of rank other than 1 is not supported%s%s", "", "");
+            return refuse(why, wn, "Gemm with a C of rank other than 1 is not supported");
     }
     if (is_op(n, "MatMul") && (n->inputs[0].rank < 2 || n->inputs[1].rank < 2))
-        return refuse(why, wn, "MatMul with a 1-D operand is not supported%s%s", "", "");
-    if (is_op(n, "Concat") && n->n_inputs > MAX_ARGS - 2) return refuse(why, wn, "Concat of more than 64 inputs is not supported%s%s", "", "");
+        return refuse(why, wn, "MatMul with a 1-D operand is not supported");
+    if (is_op(n, "Concat") && n->n_inputs > MAX_ARGS - 2) return refuse(why, wn, "Concat of more than 64 inputs is not supported");
     if (is_op(n, "BatchNormalization") && seam_node_attr_int(n, "training_mode", &v) && v)
-        return refuse(why, wn, "BatchNormalization in training mode is not supported%s%s", "", "");
-    if (is_op(n, "Clip") && n->n_inputs > 1) { /* min and max must be constants: checked at compile */
-    }
+        return refuse(why, wn, "BatchNormalization in training mode is not supported");
     if (seam_node_attr_string(n, "auto_pad", &s) && strcmp(s, "NOTSET") && strcmp(s, "VALID") &&
         strcmp(s, "SAME_UPPER") && strcmp(s, "SAME_LOWER"))
-        return refuse(why, wn, "auto_pad=%s is not supported%s", s, "");
+        return refuse(why, wn, "auto_pad=%s is not supported", s);
     if (IN_LIST(n, binary_ops) && (n->inputs[1].rank > n->inputs[0].rank || n->inputs[0].rank != n->outputs[0].rank))
-        return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)%s", n->op_type, "");
+        return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
     if (IN_LIST(n, binary_ops))
         for (int32_t d = 0; d < n->inputs[0].rank; d++)
             if (n->inputs[0].dims[d] != n->outputs[0].dims[d])
-                return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)%s", n->op_type, "");
+                return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
     return true;
 }
 
@@ -175,6 +178,23 @@ static int32_t add_slot(program *p, const char *name, const seam_value_info *v) 
     return p->n_slots++;
 }
 
+static bool md_of(const slot *s, dnnl_memory_desc_t *md);
+
+/* A slot reading base's bytes (found at run time) with the shape of
+ * `shape`, in the plain layout or in md: a view, no copy. */
+static int32_t view_slot(program *p, int32_t base, const slot *shape, const dnnl_memory_desc_t *md) {
+    int32_t a = add_slot(p, "(view)", NULL);
+    if (a < 0) return -1;
+    slot *v = &p->slots[a];
+    v->rank = shape->rank;
+    memcpy(v->dims, shape->dims, sizeof(v->dims));
+    v->alias = base;
+    dnnl_memory_desc_t m;
+    if (md) v->has_md = true, v->md = *md;
+    md_of(v, &m);
+    return dnnl_memory_create(&v->mem, &m, g_ctx.engine, DNNL_MEMORY_NONE) == dnnl_success ? a : -1;
+}
+
 static bool md_of(const slot *s, dnnl_memory_desc_t *md) {
     if (s->has_md) {
         *md = s->md;
@@ -194,6 +214,7 @@ typedef struct builder {
     const seam_node_view *n; /* the node being compiled, for messages */
     seam_node_view *storage; /* n's storage, to fetch it again */
     int32_t index;
+    bool fuse;               /* conv + activation post-ops (target option fusion=off) */
 } builder;
 
 static void *fail(builder *b, const char *what) {
@@ -493,52 +514,22 @@ static void dnnl_release_compiled(void *ctx, void *compiled) {
 
 static bool compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
-    (void)i;
     program *p = b->p;
     if (fused[i]) return true;
     if (IN_LIST(n, view_ops)) { /* same bytes, new shape: an alias slot */
         int32_t in = input_slot(b, &n->inputs[0]);
         if (in >= 0) in = as_plain(b, in);
         if (in < 0) return fail(b, "its input is not available"), false;
+        slot shape;
+        memset(&shape, 0, sizeof(shape));
+        shape.rank = n->outputs[0].rank;
+        for (int32_t d = 0; d < shape.rank; d++) shape.dims[d] = n->outputs[0].dims[d];
+        int32_t v = view_slot(p, in, &shape, NULL);
+        if (v < 0) return fail(b, "out of memory"), false;
         int32_t s = slot_of(p, n->outputs[0].name);
-        if (s >= 0) { /* a boundary output: copy through a reorder of equal layouts */
-            dnnl_memory_desc_t md;
-            slot tmp = p->slots[in];
-            tmp.rank = p->slots[s].rank;
-            memcpy(tmp.dims, p->slots[s].dims, sizeof(tmp.dims));
-            md_of(&tmp, &md);
-            dnnl_primitive_desc_t pd;
-            if (dnnl_reorder_primitive_desc_create(&pd, &md, g_ctx.engine, &md, g_ctx.engine, NULL) != dnnl_success)
-                return fail(b, "no reorder"), false;
-            step *st = new_step(p);
-            if (!st) {
-                dnnl_primitive_desc_destroy(pd);
-                return fail(b, "out of memory"), false;
-            }
-            dnnl_status_t ok = dnnl_primitive_create(&st->prim, pd);
-            dnnl_primitive_desc_destroy(pd);
-            if (ok != dnnl_success) return fail(b, "no reorder"), false;
-            /* the source is read through an alias slot of the output's shape */
-            int32_t a = add_slot(p, n->outputs[0].name, NULL);
-            if (a < 0) return false;
-            p->slots[a] = tmp;
-            p->slots[a].name = "(view)";
-            p->slots[a].alias = in;
-            p->slots[a].owned = NULL;
-            p->slots[a].boundary = 0;
-            if (dnnl_memory_create(&p->slots[a].mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
-            st->n_args = 2;
-            st->arg_kind[0] = DNNL_ARG_FROM, st->arg_slot[0] = a;
-            st->arg_kind[1] = DNNL_ARG_TO, st->arg_slot[1] = s;
-            p->n_steps++;
-            return true;
-        }
-        s = add_slot(p, n->outputs[0].name, &n->outputs[0]);
-        if (s < 0) return false;
-        p->slots[s].alias = in;
-        dnnl_memory_desc_t md;
-        md_of(&p->slots[s], &md);
-        return dnnl_memory_create(&p->slots[s].mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) == dnnl_success;
+        if (s >= 0) return add_reorder(b, v, s); /* a boundary output: a copy */
+        p->slots[v].name = n->outputs[0].name;
+        return true;
     }
     dnnl_memory_desc_t src, dst, w, bias;
     int32_t sin = input_slot(b, &n->inputs[0]);
@@ -552,7 +543,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         seam_value_info act_out;
         int64_t act_dims[MAXR];
         bool has_act = false;
-        int32_t r = sole_reader(b->sg, n->outputs[0].name);
+        int32_t r = b->fuse ? sole_reader(b->sg, n->outputs[0].name) : -1;
         if (r >= 0) {
             seam_node_view stor;
             const seam_node_view *act = seam_subgraph_node(b->sg, r, &stor);
@@ -706,16 +697,8 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
             int32_t shift = r0 - v1.rank;
             for (int32_t d = r0 - 1; d >= 0; d--) v1.dims[d] = d >= shift ? p->slots[s1].dims[d - shift] : 1;
             v1.rank = r0;
-            int32_t a = add_slot(p, "(broadcast view)", NULL);
-            if (a < 0) return false;
-            p->slots[a] = v1;
-            p->slots[a].name = "(broadcast view)";
-            p->slots[a].alias = s1;
-            p->slots[a].owned = NULL;
-            p->slots[a].boundary = 0;
-            dnnl_memory_desc_t m1;
-            md_of(&p->slots[a], &m1);
-            if (dnnl_memory_create(&p->slots[a].mem, &m1, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+            int32_t a = view_slot(p, s1, &v1, NULL);
+            if (a < 0) return fail(b, "out of memory"), false;
             s1 = a;
         }
         dnnl_memory_desc_t m1;
@@ -774,14 +757,8 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         }
         if (tb) { int64_t t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t; }
         if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return fail(b, "bad B layout"), false;
-        int32_t a = add_slot(p, "(matmul weights view)", NULL);
-        if (a < 0) return false;
-        p->slots[a] = wv;
-        p->slots[a].name = "(matmul weights view)";
-        p->slots[a].alias = sw;
-        p->slots[a].owned = NULL;
-        p->slots[a].boundary = 0;
-        if (dnnl_memory_create(&p->slots[a].mem, &w, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+        int32_t a = view_slot(p, sw, &wv, &w);
+        if (a < 0) return fail(b, "out of memory"), false;
         /* A with batch dims right-aligned too */
         slot av = p->slots[sin];
         if (av.rank < r) {
@@ -790,26 +767,15 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
             av.rank = r;
         }
         md_of(&av, &src);
-        int32_t sa = add_slot(p, "(matmul src view)", NULL);
-        if (sa < 0) return false;
-        p->slots[sa] = av;
-        p->slots[sa].name = "(matmul src view)";
-        p->slots[sa].alias = sin;
-        p->slots[sa].owned = NULL;
-        p->slots[sa].boundary = 0;
-        if (dnnl_memory_create(&p->slots[sa].mem, &src, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+        int32_t sa = view_slot(p, sin, &av, NULL);
+        if (sa < 0) return fail(b, "out of memory"), false;
         int32_t sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
         if (sb >= 0) {
             slot bv = p->slots[sb];
             bv.rank = 2, bv.dims[0] = 1, bv.dims[1] = p->slots[sb].dims[0];
             md_of(&bv, &bias);
-            int32_t ab = add_slot(p, "(bias view)", NULL);
-            if (ab < 0) return false;
-            p->slots[ab] = bv;
-            p->slots[ab].name = "(bias view)";
-            p->slots[ab].alias = sb;
-            p->slots[ab].owned = NULL;
-            if (dnnl_memory_create(&p->slots[ab].mem, &bias, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return false;
+            int32_t ab = view_slot(p, sb, &bv, NULL);
+            if (ab < 0) return fail(b, "out of memory"), false;
             sb = ab;
         }
         dnnl_matmul_desc_t md;
@@ -942,15 +908,11 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     }
     for (int32_t i = 0; i < sg->n_nodes; i++) {
         seam_node_view st;
-        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i};
-        if (!fuse) memset(fused, 0, sizeof(bool) * (size_t)sg->n_nodes);
-        if (!fuse && is_op(b.n, "Conv")) { /* without fusion: the conv alone */
-        }
+        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse};
         if (!compile_node(&b, i, fused)) {
             if (!err[0]) snprintf(err, err_size, "node %d '%s' (%s): could not be compiled", b.n->index, b.n->name, b.n->op_type);
             goto bad;
         }
-        if (!fuse) memset(fused, 0, sizeof(bool) * (size_t)sg->n_nodes);
     }
     free(fused);
     return p;
