@@ -85,10 +85,7 @@ static seam_status run_einsum(seam_kernel *k) {
         }
         if (fl) cpu_set(y->data, y->dtype, o, acc);
         else cpu_set_i64(y->data, y->dtype, o, iacc);
-        for (int32_t d = s.out_rank - 1; d >= 0; d--) {
-            if (++oidx[d] < dims[d]) break;
-            oidx[d] = 0;
-        }
+        cpu_index_next(oidx, dims, s.out_rank);
     }
     return SEAM_STATUS_OK;
 }

@@ -75,6 +75,15 @@ static inline void cpu_iter_next(cpu_iter *it) {
     }
 }
 
+/* Steps a row-major multi-index idx over dims to the next position
+ * (wrapping to all zeros after the last). */
+static inline void cpu_index_next(int64_t *idx, const int64_t *dims, int32_t rank) {
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d]) return;
+        idx[d] = 0;
+    }
+}
+
 /* An axis attribute normalized against rank; -1 if out of range. */
 int32_t cpu_axis(int64_t axis, int32_t rank);
 /* Reads an integer tensor (int32/int64) into out (at most max). -1 if it

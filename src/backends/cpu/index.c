@@ -204,10 +204,7 @@ static seam_status run_nonzero(seam_kernel *k) {
             for (int32_t d = 0; d < x->rank; d++) out[d * n + at] = idx[d];
             at++;
         }
-        for (int32_t d = x->rank - 1; d >= 0; d--) {
-            if (++idx[d] < x->dims[d]) break;
-            idx[d] = 0;
-        }
+        cpu_index_next(idx, x->dims, x->rank);
     }
     return SEAM_STATUS_OK;
 }

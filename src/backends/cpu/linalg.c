@@ -387,10 +387,7 @@ CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
             }
             if (j->f64) ((double *)j->col)[at + o] = inside ? ((const double *)j->x)[base + off] : 0.0;
             else ((float *)j->col)[at + o] = inside ? ((const float *)j->x)[base + off] : 0.0f;
-            for (int32_t d = n - 1; d >= 0; d--) {
-                if (++oidx[d] < w->out[d]) break;
-                oidx[d] = 0;
-            }
+            cpu_index_next(oidx, w->out, n);
         }
     }
 }
@@ -592,10 +589,7 @@ static void col2im_channels(void *arg, int64_t begin, int64_t end) {
                     if (j->f64) ((double *)j->y)[to] += ((const double *)j->col)[from];
                     else ((float *)j->y)[to] += ((const float *)j->col)[from];
                 }
-                for (int32_t d = n - 1; d >= 0; d--) {
-                    if (++iidx[d] < j->in[d]) break;
-                    iidx[d] = 0;
-                }
+                cpu_index_next(iidx, j->in, n);
             }
         }
 }

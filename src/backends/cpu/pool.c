@@ -138,10 +138,7 @@ static void pool_planes(void *arg, int64_t begin, int64_t end) {
                 }
                 ((int64_t *)j->ind->data)[ybase + o] = xbase + flat;
             }
-            for (int32_t d = n - 1; d >= 0; d--) {
-                if (++oidx[d] < w->out[d]) break;
-                oidx[d] = 0;
-            }
+            cpu_index_next(oidx, w->out, n);
         }
     }
 }

@@ -406,10 +406,7 @@ static seam_status run_gather_elements(seam_kernel *k) {
             off += v * xs[d];
         }
         cpu_copy_elem(y->data, i, x->data, off, es);
-        for (int32_t d = ix->rank - 1; d >= 0; d--) {
-            if (++idx[d] < ix->dims[d]) break;
-            idx[d] = 0;
-        }
+        cpu_index_next(idx, ix->dims, ix->rank);
     }
     return SEAM_STATUS_OK;
 }
@@ -508,10 +505,7 @@ static seam_status run_scatter_elements(seam_kernel *k) {
             off += v * xs[d];
         }
         scatter_one(y->data, x->dtype, off, u->data, i, red, es);
-        for (int32_t d = ix->rank - 1; d >= 0; d--) {
-            if (++idx[d] < ix->dims[d]) break;
-            idx[d] = 0;
-        }
+        cpu_index_next(idx, ix->dims, ix->rank);
     }
     return SEAM_STATUS_OK;
 }
@@ -589,10 +583,7 @@ static seam_status run_tile(seam_kernel *k) {
         int64_t off = 0;
         for (int32_t d = 0; d < n; d++) off += (idx[d] % x->dims[d]) * xs[d];
         cpu_copy_elem(y->data, i, x->data, off, es);
-        for (int32_t d = n - 1; d >= 0; d--) {
-            if (++idx[d] < dims[d]) break;
-            idx[d] = 0;
-        }
+        cpu_index_next(idx, dims, n);
     }
     return SEAM_STATUS_OK;
 }
@@ -670,10 +661,7 @@ static seam_status run_pad(seam_kernel *k) {
             cpu_copy_elem(y->data, i, x->data, off, es);
         else
             cpu_set(y->data, y->dtype, i, cval);
-        for (int32_t d = r - 1; d >= 0; d--) {
-            if (++idx[d] < dims[d]) break;
-            idx[d] = 0;
-        }
+        cpu_index_next(idx, dims, r);
     }
     return SEAM_STATUS_OK;
 }
@@ -1018,10 +1006,7 @@ static seam_status run_resize(seam_kernel *k) {
             if (cpu_is_int(x->dtype)) acc = nearbyint(acc);
             cpu_set(y->data, y->dtype, i, acc);
         }
-        for (int32_t d = r - 1; d >= 0; d--) {
-            if (++idx[d] < out[d]) break;
-            idx[d] = 0;
-        }
+        cpu_index_next(idx, out, r);
     }
     return SEAM_STATUS_OK;
 }
