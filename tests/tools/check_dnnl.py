@@ -100,6 +100,34 @@ case("conv_clip_fused", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip
      {"w": W(6, 4, 3, 3), "lo": np.array(0.0), "hi": np.array(0.5)}, [2, 6, 9, 9])
 case("conv_two_readers", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
                           helper.make_node("Add", ["r", "c"], ["y"])], X4, {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+# post-op chains: a residual Add (sum post-op, in place when nothing else
+# reads the operand, else copied first), a per-channel Mul, a chain of
+# several; pools and batch norm in the conv's blocked layout
+relu = lambda a, y: helper.make_node("Relu", [a], [y])  # noqa: E731
+case("conv_residual_inplace", [conv("a", 1, pads=[1, 1, 1, 1]), relu("a", "r"),
+                               helper.make_node("Conv", ["r", "w2"], ["c"], pads=[1, 1, 1, 1]),
+                               helper.make_node("Add", ["c", "r"], ["s"]), relu("s", "y")], X4,
+     {"w": W(4, 4, 3, 3), "w2": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+case("conv_residual_read_later", [conv("a", 1, pads=[1, 1, 1, 1]), relu("a", "r"),
+                                  helper.make_node("Conv", ["r", "w2"], ["c"], pads=[1, 1, 1, 1]),
+                                  helper.make_node("Add", ["r", "c"], ["s"]),
+                                  helper.make_node("Mul", ["s", "r"], ["y"])], X4,
+     {"w": W(4, 4, 3, 3), "w2": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+case("conv_residual_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Add", ["x", "c"], ["y"])], X4,
+     {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+case("conv_chain", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), helper.make_node("Mul", ["c", "s"], ["m"]),
+                    helper.make_node("Sub", ["m", "t"], ["d"]), helper.make_node("Sigmoid", ["d"], ["y"])], X4,
+     {"w": W(6, 4, 3, 3), "b": W(6), "s": W(6, 1, 1), "t": W(1)}, [2, 6, 9, 9])
+case("conv_sub_reversed", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Sub", ["x", "c"], ["y"])], X4,
+     {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+case("conv_maxpool_blocked", [conv("c", 1, pads=[1, 1, 1, 1]), relu("c", "r"),
+                              helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+     X4, {"w": W(16, 4, 3, 3)}, [2, 16, 5, 5])
+case("conv_bn_gap_blocked", [conv("c", 1, pads=[1, 1, 1, 1]),
+                             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+                             helper.make_node("GlobalAveragePool", ["n"], ["g"]),
+                             helper.make_node("Flatten", ["g"], ["y"])], X4,
+     {"w": W(16, 4, 3, 3), "s": W(16) + 1, "b": W(16), "m": W(16), "v": rng.rand(16) + 0.5}, [2, 16])
 case("gemm_transb_bias", [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], [("x", [3, 8])],
      {"w": W(5, 8), "b": W(5)}, [3, 5])
 case("gemm_plain", [helper.make_node("Gemm", ["x", "w"], ["y"])], [("x", [3, 8])], {"w": W(8, 5)}, [3, 5])

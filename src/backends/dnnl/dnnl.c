@@ -38,6 +38,7 @@ typedef struct slot {
     bool has_md;       /* md is a layout oneDNN chose; else plain */
     dnnl_memory_desc_t md;
     int32_t plain;     /* a plain copy made by a reorder, or -1 */
+    int32_t other;     /* a copy in another (blocked) layout, or -1 */
 } slot;
 
 typedef struct step {
@@ -173,6 +174,7 @@ static int32_t add_slot(program *p, const char *name, const seam_value_info *v) 
     s->name = name;
     s->alias = -1;
     s->plain = -1;
+    s->other = -1;
     s->rank = v ? v->rank : 0;
     for (int32_t d = 0; v && d < v->rank; d++) s->dims[d] = v->dims[d];
     return p->n_slots++;
@@ -284,7 +286,7 @@ static bool add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive
 
 /* A new intermediate slot in layout md (a temporary, named for messages). */
 static int32_t temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md) {
-    int32_t t = add_slot(b->p, "(reordered)", NULL);
+    int32_t t = add_slot(b->p, like->name, NULL); /* a copy of the value: its name, for read_later */
     if (t < 0) return -1;
     slot *sl = &b->p->slots[t];
     sl->rank = like->rank;
@@ -315,9 +317,12 @@ static int32_t in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md) {
     dnnl_memory_desc_t cur;
     md_of(&b->p->slots[s], &cur);
     if (dnnl_memory_desc_equal(&cur, md)) return s;
+    int32_t o = b->p->slots[s].other;
+    if (o >= 0 && dnnl_memory_desc_equal(&b->p->slots[o].md, md)) return o; /* made for an earlier reader */
     slot like = b->p->slots[s];
     int32_t t = temp_slot(b, &like, md);
     if (t < 0 || !add_reorder(b, s, t)) return -1;
+    if (!b->p->slots[s].has_md) b->p->slots[s].other = t; /* a plain value's blocked copy */
     return t;
 }
 
@@ -450,6 +455,148 @@ static int32_t sole_reader(const seam_subgraph_view *sg, const char *name) {
     return found;
 }
 
+/* ---- post-op chains ----
+ * A Conv, MatMul or Gemm absorbs the run of nodes that alone read its
+ * result, as long as each is an eltwise op or a binary op whose other
+ * operand exists already (a weight, a boundary input, or a value made
+ * earlier): the residual Add and the Relu after a ResNet block's last
+ * convolution, a MatMul's bias Add. oneDNN applies them to each output
+ * tile while it is in registers: no extra pass over memory. */
+#define MAX_CHAIN 8
+
+typedef struct chain {
+    int32_t n;                     /* fused nodes */
+    int32_t node[MAX_CHAIN];
+    bool is_binary[MAX_CHAIN];
+    dnnl_alg_kind_t alg[MAX_CHAIN];
+    float alpha[MAX_CHAIN], beta[MAX_CHAIN];
+    int32_t operand[MAX_CHAIN];    /* a binary's other operand: its slot */
+    seam_value_info out;           /* the value the chain ends with */
+    int64_t out_dims[MAXR];
+} chain;
+
+static dnnl_alg_kind_t binary_alg(const seam_node_view *n) {
+    static const dnnl_alg_kind_t algs[] = {dnnl_binary_add, dnnl_binary_sub, dnnl_binary_mul, dnnl_binary_div, dnnl_binary_max, dnnl_binary_min};
+    for (size_t k = 0; k < sizeof(algs) / sizeof(algs[0]); k++)
+        if (is_op(n, binary_ops[k])) return algs[k];
+    return dnnl_alg_kind_undef;
+}
+
+static bool commutative(const seam_node_view *n) {
+    return is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Max") || is_op(n, "Min");
+}
+
+static int32_t input_slot(builder *b, const seam_value_info *v);
+
+/* Fills c with the nodes after the producer of `v` that can become its
+ * post-ops (none when fusion is off). Node views are invalidated: the
+ * caller fetches its node again. */
+static void collect_chain(builder *b, const seam_value_info *v, chain *c) {
+    memset(c, 0, sizeof(*c));
+    c->out = *v;
+    for (int32_t d = 0; d < v->rank && d < MAXR; d++) c->out_dims[d] = v->dims[d];
+    c->out.dims = c->out_dims;
+    while (b->fuse && c->n < MAX_CHAIN) {
+        int32_t r = sole_reader(b->sg, c->out.name);
+        if (r < 0) break;
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
+        if (m->n_outputs < 1 || !m->outputs[0].name || m->outputs[0].rank != c->out.rank) break;
+        bool same = true;
+        for (int32_t d = 0; d < c->out.rank; d++) same &= m->outputs[0].dims[d] == c->out.dims[d];
+        if (!same) break;
+        int32_t k = c->n;
+        if (IN_LIST(m, eltwise_ops)) {
+            if (!eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
+        } else if (IN_LIST(m, binary_ops) && m->n_inputs == 2 && m->inputs[0].name && m->inputs[1].name) {
+            int32_t mine = !strcmp(m->inputs[0].name, c->out.name) ? 0 : 1;
+            if (!strcmp(m->inputs[1 - mine].name, c->out.name)) break; /* x op x */
+            if (mine == 1 && !commutative(m)) break;
+            const seam_value_info *o = &m->inputs[1 - mine];
+            if (o->rank > c->out.rank) break;
+            bool bcast = true;
+            for (int32_t d = 0; d < o->rank; d++) {
+                int64_t od = o->dims[d], rd = c->out.dims[c->out.rank - o->rank + d];
+                bcast &= od == rd || od == 1;
+            }
+            if (!bcast) break;
+            seam_value_info ov = *o;
+            int32_t s = slot_of(b->p, ov.name);
+            if (s < 0) s = input_slot(b, &ov); /* a constant */
+            if (s < 0) break;                  /* made later: not yet available */
+            c->is_binary[k] = true;
+            c->alg[k] = binary_alg(m);
+            c->operand[k] = s;
+        } else {
+            break;
+        }
+        m = seam_subgraph_node(b->sg, r, &st);
+        c->node[k] = r;
+        c->n++;
+        c->out = m->outputs[0];
+        for (int32_t d = 0; d < c->out.rank && d < MAXR; d++) c->out_dims[d] = m->outputs[0].dims[d];
+        c->out.dims = c->out_dims;
+    }
+}
+
+/* The chain's post-ops as a primitive attribute (NULL when empty), and the
+ * execution arguments of its binary operands, appended at kinds/slots[*n].
+ * A binary operand of the result's shape joins in the layout dst has (it
+ * is reordered to it when needed); a broadcast one joins plain, its dims
+ * right-aligned with 1s. Returns false on an error (message set). */
+static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dnnl_primitive_attr_t *attr,
+                       int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from) {
+    *attr = NULL;
+    *sum_from = -1;
+    if (!c->n) return true;
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success) return fail(b, "out of memory"), false;
+    for (int32_t k = 0; k < c->n; k++) {
+        if (!c->is_binary[k]) {
+            dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]);
+            continue;
+        }
+        int32_t s = c->operand[k];
+        slot like = b->p->slots[s];
+        bool full = like.rank == c->out.rank;
+        for (int32_t d = 0; full && d < like.rank; d++) full = like.dims[d] == c->out.dims[d];
+        dnnl_memory_desc_t md;
+        /* Adding a whole tensor: a sum post-op (dst += result), with the
+         * operand put in dst beforehand (see sum_dst). oneDNN's fast kernels
+         * take that, not a same-shape binary post-op. */
+        if (full && dst && c->alg[k] == dnnl_binary_add && *sum_from < 0) {
+            dnnl_post_ops_append_sum(po, 1.0f);
+            *sum_from = s;
+            continue;
+        }
+        if (full && dst) {
+            s = in_layout(b, s, dst);
+        } else {
+            s = as_plain(b, s);
+            if (s >= 0 && like.rank < c->out.rank) {
+                slot v = like;
+                int32_t shift = c->out.rank - like.rank;
+                for (int32_t d = c->out.rank - 1; d >= 0; d--) v.dims[d] = d >= shift ? like.dims[d - shift] : 1;
+                v.rank = c->out.rank;
+                v.has_md = false;
+                s = view_slot(b->p, s, &v, NULL);
+            }
+        }
+        if (s < 0) {
+            dnnl_post_ops_destroy(po);
+            return fail(b, "could not lay out a fused operand"), false;
+        }
+        md_of(&b->p->slots[s], &md);
+        dnnl_post_ops_append_binary(po, c->alg[k], &md);
+        kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(k) | DNNL_ARG_SRC_1;
+        slots[(*n_args)++] = s;
+    }
+    bool ok = dnnl_primitive_attr_create(attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    dnnl_post_ops_destroy(po);
+    if (!ok) return fail(b, "out of memory"), false;
+    return true;
+}
+
 /* One eltwise or binary step in input 0's (blocked) layout. Returns 1
  * when made, 0 when the op does not fit (the caller then goes plain), -1 on
  * an error. */
@@ -512,6 +659,207 @@ static void dnnl_release_compiled(void *ctx, void *compiled) {
     release_program(compiled);
 }
 
+/* A step whose dst layout the primitive chose (the layout of its input,
+ * for pools and batch norm): SRC and DST, plus extra arguments. The pd is
+ * consumed. */
+static bool layout_step_with(builder *b, dnnl_primitive_desc_t pd, int32_t sin, const seam_value_info *out, int32_t n_extra,
+                             const int32_t *extra_kinds, const int32_t *extra_slots) {
+    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int32_t final_slot = -1;
+    int32_t sd = result_slot(b, out, dst, &final_slot);
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return fail(b, "out of memory"), false;
+    }
+    int32_t kinds[8] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[8] = {sin, sd};
+    for (int32_t k = 0; k < n_extra; k++) kinds[2 + k] = extra_kinds[k], slots[2 + k] = extra_slots[k];
+    bool ok = add_prim(b, pd, 2 + n_extra, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
+    return ok;
+}
+
+static bool layout_step(builder *b, dnnl_primitive_desc_t pd, int32_t sin, const seam_value_info *out) {
+    return layout_step_with(b, pd, sin, out, 0, NULL, NULL);
+}
+
+/* Weights in layout md, reordered once now into a resident buffer. */
+static int32_t resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md) {
+    slot like = b->p->slots[from];
+    int32_t t = temp_slot(b, &like, md);
+    if (t < 0) return -1;
+    dnnl_primitive_desc_t rpd;
+    dnnl_memory_desc_t src;
+    md_of(&b->p->slots[from], &src);
+    if (dnnl_reorder_primitive_desc_create(&rpd, &src, g_ctx.engine, md, g_ctx.engine, NULL) != dnnl_success) return -1;
+    dnnl_primitive_t rp;
+    bool ok = dnnl_primitive_create(&rp, rpd) == dnnl_success;
+    dnnl_primitive_desc_destroy(rpd);
+    if (!ok) return -1;
+    /* a view of a weight (grouped weights): point it at the weight's bytes */
+    const slot *base = &b->p->slots[from];
+    while (base->alias >= 0) base = &b->p->slots[base->alias];
+    void *h = NULL;
+    dnnl_memory_get_data_handle(base->mem, &h);
+    if (base != &b->p->slots[from]) dnnl_memory_set_data_handle(b->p->slots[from].mem, h);
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, b->p->slots[from].mem}, {DNNL_ARG_TO, b->p->slots[t].mem}};
+    ok = dnnl_primitive_execute(rp, g_ctx.stream, 2, args) == dnnl_success;
+    dnnl_stream_wait(g_ctx.stream);
+    dnnl_primitive_destroy(rp);
+    return ok ? t : -1;
+}
+
+static int32_t root_of(const program *p, int32_t s) {
+    while (p->slots[s].alias >= 0) s = p->slots[s].alias;
+    return s;
+}
+
+/* Whether value `name` is read by a node after the one being compiled,
+ * other than the nodes fused into it. */
+static bool read_later(builder *b, const char *name, const chain *c) {
+    for (int32_t k = 0; k < b->sg->n_outputs; k++)
+        if (!strcmp(b->sg->outputs[k].name, name)) return true;
+    for (int32_t i = b->index + 1; i < b->sg->n_nodes; i++) {
+        bool in_chain = false;
+        for (int32_t k = 0; k < c->n; k++) in_chain |= c->node[k] == i;
+        if (in_chain) continue;
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) return true;
+    }
+    return false;
+}
+
+/* Whether slot s may be overwritten by the primitive now compiled: its
+ * bytes are an intermediate of this program, in layout md, and no value
+ * living in those bytes (s, or any view of the same buffer) is read after
+ * this node, except by the nodes fused into it. */
+static bool may_overwrite(builder *b, int32_t s, const dnnl_memory_desc_t *md, const chain *c) {
+    program *p = b->p;
+    int32_t root = root_of(p, s);
+    if (!p->slots[root].owned || p->slots[root].boundary) return false;
+    dnnl_memory_desc_t cur;
+    md_of(&p->slots[s], &cur);
+    if (!dnnl_memory_desc_equal(&cur, md)) return false;
+    for (int32_t k = 0; k < p->n_slots; k++)
+        if (root_of(p, k) == root && p->slots[k].name[0] != '(' && read_later(b, p->slots[k].name, c)) return false;
+    return true;
+}
+
+/* dst for a primitive with a sum post-op reading sum_from: sum_from's own
+ * buffer when nothing reads it later (in place, no copy), else a new slot
+ * the operand is copied into just before the primitive. */
+static int32_t sum_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result,
+                       const dnnl_memory_desc_t *md, int32_t *final_out) {
+    program *p = b->p;
+    *final_out = -1;
+    if (slot_of(p, result->name) < 0 && may_overwrite(b, sum_from, md, c)) {
+        slot shape = p->slots[sum_from];
+        int32_t v = view_slot(p, sum_from, &shape, md);
+        if (v >= 0) p->slots[v].name = result->name;
+        return v;
+    }
+    int32_t sd = result_slot(b, result, md, final_out);
+    if (sd < 0 || !add_reorder(b, sum_from, sd)) return -1;
+    return sd;
+}
+
+/* Marks a chain's nodes as done by the primitive that absorbed them. */
+static void take_chain(const chain *c, bool *fused) {
+    for (int32_t k = 0; k < c->n; k++) fused[c->node[k]] = true;
+}
+
+/* A convolution in the layouts oneDNN picks (blocked ones for its fast
+ * kernels): the input is reordered to it if needed, the weights once, now.
+ * Its post-op chain comes along when oneDNN accepts it. */
+static bool compile_conv(builder *b, bool *fused) {
+    program *p = b->p;
+    chain c;
+    collect_chain(b, &b->n->outputs[0], &c);
+    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    int32_t sin = input_slot(b, &n->inputs[0]);
+    if (sin < 0) return fail(b, "input 0 is neither made earlier nor a constant"), false;
+    dnnl_memory_desc_t src, w, bias, dst;
+    md_of(&p->slots[sin], &src);
+    int32_t nsp = n->inputs[0].rank - 2;
+    int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
+    seam_node_attr_int(n, "group", &group);
+    spatial_attrs(n, nsp, str, dil);
+    for (int32_t d = 0; d < nsp; d++) in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d], kern[d] = n->inputs[1].dims[2 + d];
+    dnnl_dims_t pl, pr, strides, dilates;
+    pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
+    for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], dilates[d] = dil[d] - 1;
+    int32_t sw = input_slot(b, &n->inputs[1]);
+    if (sw < 0) return fail(b, "the weights are not constant"), false;
+    /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
+    if (group > 1) {
+        slot ws = p->slots[sw];
+        ws.rank = n->inputs[1].rank + 1;
+        ws.dims[0] = group;
+        ws.dims[1] = n->inputs[1].dims[0] / group;
+        for (int32_t d = 1; d < n->inputs[1].rank; d++) ws.dims[d + 1] = n->inputs[1].dims[d];
+        sw = view_slot(p, sw, &ws, NULL);
+        if (sw < 0) return fail(b, "out of memory"), false;
+    }
+    md_of(&p->slots[sw], &w);
+    int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
+    if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return fail(b, "the bias is not constant"), false;
+    if (sb >= 0) md_of(&p->slots[sb], &bias);
+    dnnl_memory_desc_t any_src, any_w, any_dst;
+    dnnl_memory_desc_init_by_tag(&any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_convolution_desc_t cd;
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
+                                                   sb >= 0 ? &bias : NULL, &any_dst, strides, dilates, pl, pr) != dnnl_success)
+        return fail(b, "oneDNN refuses this convolution's shapes"), false;
+    /* first without post-ops, to learn the layout dst will have; then with
+     * the chain, its same-shape operands in that layout */
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_primitive_desc_create(&pd, &cd, NULL, g_ctx.engine, NULL) != dnnl_success)
+        return fail(b, "oneDNN refuses this convolution's shapes"), false;
+    int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
+    int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+    if (c.n) {
+        dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        dnnl_primitive_attr_t attr;
+        if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return dnnl_primitive_desc_destroy(pd), false;
+        dnnl_convolution_desc_t cd2;
+        dnnl_primitive_desc_t pd2 = NULL;
+        if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
+                                                       sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd2, &cd2, attr, g_ctx.engine, NULL) == dnnl_success) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = pd2;
+            take_chain(&c, fused);
+        } else {
+            c.n = 0, n_args = sb >= 0 ? 4 : 3, sum_from = -1; /* oneDNN cannot fuse these: they run on their own */
+        }
+        dnnl_primitive_attr_destroy(attr);
+    }
+    const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
+    const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *cdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int32_t xs = in_layout(b, sin, csrc);
+    int32_t wt = xs >= 0 ? resident_copy(b, sw, cw) : -1;
+    int32_t final_slot = -1;
+    int32_t sd = xs < 0 || wt < 0 ? -1
+                 : sum_from >= 0 ? sum_dst(b, &c, sum_from, result, cdst, &final_slot)
+                                 : result_slot(b, result, cdst, &final_slot);
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return fail(b, "could not lay out the convolution's tensors"), false;
+    }
+    slots[0] = xs, slots[1] = wt, slots[2] = sd;
+    if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
+    bool ok = add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
+    return ok;
+}
+
 static bool compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -535,128 +883,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     int32_t sin = input_slot(b, &n->inputs[0]);
     if (sin < 0) return fail(b, "input 0 is neither made earlier nor a constant"), false;
     md_of(&p->slots[sin], &src);
-    if (is_op(n, "Conv")) {
-        /* an activation that alone reads the output becomes a post-op. (Node
-         * views share buffers: look at the reader first, then fetch the
-         * conv's own view again.) */
-        dnnl_primitive_attr_t attr = NULL;
-        seam_value_info act_out;
-        int64_t act_dims[MAXR];
-        bool has_act = false;
-        int32_t r = b->fuse ? sole_reader(b->sg, n->outputs[0].name) : -1;
-        if (r >= 0) {
-            seam_node_view stor;
-            const seam_node_view *act = seam_subgraph_node(b->sg, r, &stor);
-            dnnl_alg_kind_t alg;
-            float alpha, beta;
-            if (eltwise_of(act, b->sg, &alg, &alpha, &beta)) {
-                dnnl_post_ops_t po;
-                dnnl_post_ops_create(&po);
-                dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
-                dnnl_primitive_attr_create(&attr);
-                dnnl_primitive_attr_set_post_ops(attr, po);
-                dnnl_post_ops_destroy(po);
-                fused[r] = true;
-                act_out = act->outputs[0];
-                for (int32_t d = 0; d < act_out.rank && d < MAXR; d++) act_dims[d] = act_out.dims[d];
-                act_out.dims = act_dims;
-                has_act = true;
-            }
-        }
-        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-        const seam_value_info *result = has_act ? &act_out : &n->outputs[0];
-        int32_t nsp = n->inputs[0].rank - 2;
-        int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
-        seam_node_attr_int(n, "group", &group);
-        spatial_attrs(n, nsp, str, dil);
-        for (int32_t d = 0; d < nsp; d++) in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d], kern[d] = n->inputs[1].dims[2 + d];
-        dnnl_dims_t pl, pr, strides, dilates;
-        pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
-        for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], dilates[d] = dil[d] - 1;
-        int32_t sw = input_slot(b, &n->inputs[1]);
-        if (sw < 0) return fail(b, "the weights are not constant"), false;
-        /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
-        slot ws = p->slots[sw];
-        if (group > 1) {
-            ws.rank = n->inputs[1].rank + 1;
-            ws.dims[0] = group;
-            ws.dims[1] = n->inputs[1].dims[0] / group;
-            for (int32_t d = 1; d < n->inputs[1].rank; d++) ws.dims[d + 1] = n->inputs[1].dims[d];
-            md_of(&ws, &w);
-            int32_t gs = add_slot(p, "(grouped weights)", NULL);
-            if (gs < 0) return false;
-            p->slots[gs] = ws;
-            p->slots[gs].name = "(grouped weights)";
-            p->slots[gs].owned = NULL;
-            seam_tensor_view c;
-            seam_subgraph_constant(b->sg, n->inputs[1].name, &c);
-            if (dnnl_memory_create(&p->slots[gs].mem, &w, g_ctx.engine, (void *)c.data) != dnnl_success) return false;
-            sw = gs;
-        } else {
-            md_of(&ws, &w);
-        }
-        int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
-        if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return fail(b, "the bias is not constant"), false;
-        if (sb >= 0) md_of(&p->slots[sb], &bias);
-        /* oneDNN picks the layouts (blocked ones for its fast kernels): the
-         * input is reordered to it if needed, the weights once, here */
-        dnnl_memory_desc_t any_src, any_w, any_dst;
-        slot rs;
-        memset(&rs, 0, sizeof(rs));
-        rs.rank = result->rank;
-        for (int32_t d = 0; d < result->rank; d++) rs.dims[d] = result->dims[d];
-        md_of(&rs, &dst);
-        dnnl_memory_desc_init_by_tag(&any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
-        dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
-        dnnl_memory_desc_init_by_tag(&any_dst, dst.ndims, dst.dims, dnnl_f32, dnnl_format_tag_any);
-        dnnl_convolution_desc_t cd;
-        dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
-                                                                     &any_w, sb >= 0 ? &bias : NULL, &any_dst, strides, dilates, pl, pr);
-        dnnl_primitive_desc_t pd = NULL;
-        if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &cd, attr, g_ctx.engine, NULL);
-        if (attr) dnnl_primitive_attr_destroy(attr);
-        if (s != dnnl_success) return fail(b, "oneDNN refuses this convolution's shapes"), false;
-        const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-        const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        const dnnl_memory_desc_t *cdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        int32_t xs = in_layout(b, sin, csrc);
-        /* weights: reordered now into their own buffer, resident */
-        int32_t wt = -1;
-        if (xs >= 0) {
-            slot like = p->slots[sw];
-            wt = temp_slot(b, &like, cw);
-            if (wt >= 0) {
-                dnnl_primitive_desc_t rpd;
-                dnnl_memory_desc_t from;
-                md_of(&p->slots[sw], &from);
-                if (dnnl_reorder_primitive_desc_create(&rpd, &from, g_ctx.engine, cw, g_ctx.engine, NULL) == dnnl_success) {
-                    dnnl_primitive_t rp;
-                    if (dnnl_primitive_create(&rp, rpd) == dnnl_success) {
-                        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, p->slots[sw].mem}, {DNNL_ARG_TO, p->slots[wt].mem}};
-                        if (dnnl_primitive_execute(rp, g_ctx.stream, 2, args) != dnnl_success) wt = -1;
-                        dnnl_stream_wait(g_ctx.stream);
-                        dnnl_primitive_destroy(rp);
-                    } else {
-                        wt = -1;
-                    }
-                    dnnl_primitive_desc_destroy(rpd);
-                } else {
-                    wt = -1;
-                }
-            }
-        }
-        int32_t final_slot = -1;
-        int32_t sd = xs >= 0 && wt >= 0 ? result_slot(b, result, cdst, &final_slot) : -1;
-        if (sd < 0) {
-            dnnl_primitive_desc_destroy(pd);
-            return fail(b, "could not lay out the convolution's tensors"), false;
-        }
-        int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {xs, wt, sd, sb};
-        bool ok = add_prim(b, pd, sb >= 0 ? 4 : 3, kinds, slots);
-        dnnl_primitive_desc_destroy(pd);
-        if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
-        return ok;
-    }
+    if (is_op(n, "Conv")) return compile_conv(b, fused);
     /* An activation or a same-shape binary on a convolution's blocked output
      * stays in that layout (the residual Add of a ResNet, the Relu after
      * it): no reorder to plain and back. */
@@ -664,6 +891,52 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         int32_t r = blocked_step(b, n, sin);
         if (r < 0) return false;
         if (r > 0) return true;
+    }
+    /* pools and batch norm work in the layout their input has */
+    if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {
+        int32_t nsp = n->inputs[0].rank - 2;
+        bool global = n->op_type[0] == 'G';
+        int64_t str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
+        spatial_attrs(n, nsp, str, dil);
+        const int64_t *ks;
+        int32_t nk = 0;
+        if (!global && (!seam_node_attr_ints(n, "kernel_shape", &ks, &nk) || nk != nsp)) return fail(b, "bad kernel_shape"), false;
+        for (int32_t d = 0; d < nsp; d++) {
+            in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d];
+            kern[d] = global ? in[d] : ks[d];
+            if (global) str[d] = 1, dil[d] = 1;
+        }
+        dnnl_dims_t pl, pr, strides, kernel, dilation;
+        if (global) for (int32_t d = 0; d < nsp; d++) pl[d] = pr[d] = 0;
+        else pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
+        for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], kernel[d] = kern[d], dilation[d] = dil[d] - 1;
+        int64_t cip = 0;
+        seam_node_attr_int(n, "count_include_pad", &cip);
+        dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max : cip ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+        dnnl_memory_desc_t any_dst;
+        dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_pooling_v2_desc_t pld;
+        dnnl_primitive_desc_t pd;
+        if (dnnl_pooling_v2_forward_desc_init(&pld, dnnl_forward_inference, alg, &src, &any_dst, strides, kernel, dilation, pl, pr) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &pld, NULL, g_ctx.engine, NULL) != dnnl_success)
+            return fail(b, "oneDNN refuses this pooling"), false;
+        return layout_step(b, pd, sin, &n->outputs[0]);
+    }
+    if (is_op(n, "BatchNormalization")) {
+        int32_t sc = input_slot(b, &n->inputs[1]), sh = input_slot(b, &n->inputs[2]);
+        int32_t mn = input_slot(b, &n->inputs[3]), vr = input_slot(b, &n->inputs[4]);
+        if (sc < 0 || sh < 0 || mn < 0 || vr < 0) return fail(b, "scale, B, mean and var must be constants"), false;
+        float eps = 1e-5f;
+        seam_node_attr_float(n, "epsilon", &eps);
+        dnnl_batch_normalization_desc_t bd;
+        if (dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &src, eps,
+                                                       dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift) != dnnl_success)
+            return fail(b, "oneDNN refuses this batch normalization"), false;
+        dnnl_primitive_desc_t pd;
+        if (dnnl_primitive_desc_create(&pd, &bd, NULL, g_ctx.engine, NULL) != dnnl_success)
+            return fail(b, "oneDNN refuses this batch normalization"), false;
+        int32_t extra_kinds[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, extra[4] = {sc, sh, mn, vr};
+        return layout_step_with(b, pd, sin, &n->outputs[0], 4, extra_kinds, extra);
     }
     /* every other op works in the plain layout: a convolution's blocked
      * output is reordered back first (once per value) */
@@ -707,32 +980,6 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success) return fail(b, "oneDNN refuses this broadcast"), false;
         int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, sd};
         return add_step(b, &bd, NULL, 3, kinds, slots);
-    }
-    if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {
-        int32_t nsp = n->inputs[0].rank - 2;
-        bool global = n->op_type[0] == 'G';
-        int64_t str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
-        spatial_attrs(n, nsp, str, dil);
-        const int64_t *ks;
-        int32_t nk = 0;
-        if (!global && (!seam_node_attr_ints(n, "kernel_shape", &ks, &nk) || nk != nsp)) return fail(b, "bad kernel_shape"), false;
-        for (int32_t d = 0; d < nsp; d++) {
-            in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d];
-            kern[d] = global ? in[d] : ks[d];
-            if (global) str[d] = 1, dil[d] = 1;
-        }
-        dnnl_dims_t pl, pr, strides, kernel, dilation;
-        if (global) for (int32_t d = 0; d < nsp; d++) pl[d] = pr[d] = 0;
-        else pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
-        for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], kernel[d] = kern[d], dilation[d] = dil[d] - 1;
-        int64_t cip = 0;
-        seam_node_attr_int(n, "count_include_pad", &cip);
-        alg = strstr(n->op_type, "Max") ? dnnl_pooling_max : cip ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
-        dnnl_pooling_v2_desc_t pd;
-        if (dnnl_pooling_v2_forward_desc_init(&pd, dnnl_forward_inference, alg, &src, &dst, strides, kernel, dilation, pl, pr) != dnnl_success)
-            return fail(b, "oneDNN refuses this pooling"), false;
-        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
-        return add_step(b, &pd, NULL, 2, kinds, slots);
     }
     if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
         int32_t sw = input_slot(b, &n->inputs[1]);
@@ -794,20 +1041,6 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
             return fail(b, "oneDNN refuses this softmax"), false;
         int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
         return add_step(b, &sd2, NULL, 2, kinds, slots);
-    }
-    if (is_op(n, "BatchNormalization")) {
-        int32_t sc = input_slot(b, &n->inputs[1]), sh = input_slot(b, &n->inputs[2]);
-        int32_t mn = input_slot(b, &n->inputs[3]), vr = input_slot(b, &n->inputs[4]);
-        if (sc < 0 || sh < 0 || mn < 0 || vr < 0) return fail(b, "scale, B, mean and var must be constants"), false;
-        float eps = 1e-5f;
-        seam_node_attr_float(n, "epsilon", &eps);
-        dnnl_batch_normalization_desc_t bd;
-        if (dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &src, eps,
-                                                       dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift) != dnnl_success)
-            return fail(b, "oneDNN refuses this batch normalization"), false;
-        int32_t kinds[6] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
-        int32_t slots[6] = {sin, sd, sc, sh, mn, vr};
-        return add_step(b, &bd, NULL, 6, kinds, slots);
     }
     if (is_op(n, "Concat")) {
         int64_t axis = 0;
