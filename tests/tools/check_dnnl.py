@@ -44,7 +44,8 @@ def case(name, nodes, inputs, inits, out_shape, opset=13, options=()):
     """inputs: [(name, shape)]; inits: {name: array}."""
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
-                          [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
+                          [numpy_helper.from_array(np.asarray(v) if np.asarray(v).dtype.kind in "iu" else np.asarray(v, np.float32), k)
+                           for k, v in inits.items()])
     path = os.path.join(work, name + ".onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
     feeds = []
@@ -161,6 +162,45 @@ case("concat", [helper.make_node("Concat", ["x", "z"], ["y"], axis=1)], [("x", [
      [2, 8, 4])
 case("views", [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Flatten", ["r"], ["f"], axis=1),
                helper.make_node("Gemm", ["f", "w"], ["y"], transB=1)], X4, {"w": W(3, 324)}, [2, 3])
+
+# the transformer's ops: transposes (read in place by MatMul or copied),
+# slices, reductions, Pow, layer norm (the op and the decomposed pattern),
+# MatMul chains (bias, residual sum, Relu, a deferred 1/sqrt(d) factor),
+# a broadcast first operand of a commutative op
+X3 = [("x", [4, 6, 8])]
+case("transpose_copy", [helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]), relu("t", "y")], X3, {}, [8, 4, 6])
+case("transpose_into_matmul", [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+                               helper.make_node("MatMul", ["x", "t"], ["y"])], X3, {}, [4, 6, 6])
+case("slice_steps", [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], X3,
+     {"st": np.array([1, -7]), "en": np.array([4, 100]), "ax": np.array([0, 2]), "sp": np.array([1, 2])}, [3, 6, 4])
+for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"):
+    if op == "ReduceSum":
+        case(f"{op}_keep", [helper.make_node(op, ["x", "ax"], ["y"])], X3, {"ax": np.array([-1])}, [4, 6, 1])
+        case(f"{op}_drop", [helper.make_node(op, ["x", "ax"], ["y"], keepdims=0)], X3, {"ax": np.array([0, 2])}, [6])
+    else:
+        case(f"{op}_keep", [helper.make_node(op, ["x"], ["y"], axes=[-1])], X3, {}, [4, 6, 1])
+        case(f"{op}_drop", [helper.make_node(op, ["x"], ["y"], axes=[0, 2], keepdims=0)], X3, {}, [6])
+case("pow_square", [helper.make_node("Pow", ["x", "e"], ["y"])], X3, {"e": np.array(2.0)}, [4, 6, 8])
+case("pow_sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Pow", ["a", "e"], ["y"])], X3,
+     {"e": np.array(0.5)}, [4, 6, 8])
+case("layernorm_op", [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)], X3,
+     {"g": W(8) + 1, "b": W(8)}, [4, 6, 8], opset=17)
+ln = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]), helper.make_node("Sub", ["x", "mu"], ["d"]),
+      helper.make_node("Pow", ["d", "two"], ["sq"]), helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+      helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["sd"]),
+      helper.make_node("Div", ["d", "sd"], ["nrm"]), helper.make_node("Mul", ["nrm", "g"], ["sc"]),
+      helper.make_node("Add", ["sc", "b"], ["y"])]
+case("layernorm_pattern", ln, X3, {"two": np.array(2.0), "eps": np.array(1e-5), "g": W(8) + 1, "b": W(8)}, [4, 6, 8])
+case("layernorm_pattern_partial", ln[:7] + [helper.make_node("Relu", ["nrm"], ["y"])], X3,
+     {"two": np.array(2.0), "eps": np.array(1e-5)}, [4, 6, 8])
+case("matmul_bias_relu", [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["bb", "m"], ["a"]),
+                          relu("a", "y")], X3, {"w": W(8, 5), "bb": W(5)}, [4, 6, 5])
+case("matmul_residual", [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["bb", "m"], ["a"]),
+                         helper.make_node("Add", ["x", "a"], ["y"])], X3, {"w": W(8, 8), "bb": W(8)}, [4, 6, 8])
+case("matmul_scaled", [helper.make_node("Div", ["x", "c"], ["q"]), helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+                       helper.make_node("MatMul", ["q", "t"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=-1)],
+     X3, {"c": np.array(2.8284)}, [4, 6, 6])
+case("add_bcast_first", [helper.make_node("Add", ["c", "x"], ["y"])], X3, {"c": W(6, 1)}, [4, 6, 8])
 
 # real models: dnnl (+ cpu fallback) against the CPU
 for path in sorted(glob.glob(os.path.join(models_dir, "*.onnx"))):

@@ -33,12 +33,16 @@ typedef struct slot {
     dnnl_memory_t mem;
     void *owned;       /* intermediates */
     int32_t alias;     /* a view of another slot, or -1 */
+    int64_t offset;    /* a view's first byte within the slot it views */
     int32_t boundary;  /* 0 none, 1 input k, 2 output k */
     int32_t index;
     bool has_md;       /* md is a layout oneDNN chose; else plain */
     dnnl_memory_desc_t md;
     int32_t plain;     /* a plain copy made by a reorder, or -1 */
     int32_t other;     /* a copy in another (blocked) layout, or -1 */
+    bool lazy;         /* a strided view (a Transpose) not copied yet: readers
+                          that need a dense layout make a copy (as_plain) */
+    float scale;       /* a MatMul operand's pending factor (see defer_scale) */
 } slot;
 
 typedef struct step {
@@ -73,9 +77,27 @@ static dnnl_format_tag_t plain_tag(int32_t rank) {
 static bool is_op(const seam_node_view *n, const char *op) { return strcmp(n->op_type, op) == 0 && !n->domain[0]; }
 
 static const char *const eltwise_ops[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "Exp", "Log",
-                                          "Sqrt", "Abs", "HardSigmoid", "Softplus", "HardSwish"};
+                                          "Sqrt", "Abs", "HardSigmoid", "Softplus", "HardSwish", "Pow"};
 static const char *const binary_ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
 static const char *const view_ops[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+static const char *const reduce_ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"};
+
+static bool commutative(const seam_node_view *n) {
+    return is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Max") || is_op(n, "Min");
+}
+
+static bool full_shape(const seam_value_info *v, const seam_value_info *out) {
+    if (v->rank != out->rank) return false;
+    for (int32_t d = 0; d < v->rank; d++)
+        if (v->dims[d] != out->dims[d]) return false;
+    return true;
+}
+
+static int64_t seam_value_numel(const seam_value_info *v) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < v->rank; d++) n *= v->dims[d];
+    return v->rank < 0 ? -1 : n;
+}
 
 static bool in_list(const seam_node_view *n, const char *const *list, size_t len) {
     for (size_t k = 0; k < len; k++)
@@ -83,6 +105,19 @@ static bool in_list(const seam_node_view *n, const char *const *list, size_t len
     return false;
 }
 #define IN_LIST(n, l) in_list(n, l, sizeof(l) / sizeof(l[0]))
+
+/* Inputs that parameterize a node (a shape, slice bounds, reduction axes)
+ * rather than carry data: any integer type, read at compile time. */
+static bool param_input(const seam_node_view *n, int32_t k) {
+    return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops));
+}
+
+/* Input k is a constant (an initializer or a Constant node's output) or
+ * absent. supports() cannot read the data; compile() does. */
+static bool const_input(const seam_node_view *n, int32_t k) {
+    return k >= n->n_inputs || !n->inputs[k].name || !n->input_producers || !n->input_producers[k] ||
+           !strcmp(n->input_producers[k], "Constant");
+}
 
 static bool static_shape(const seam_value_info *v) {
     if (v->rank < 0 || v->rank > MAXR) return false;
@@ -107,7 +142,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     bool known = is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul") || is_op(n, "MaxPool") ||
                  is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool") ||
                  is_op(n, "Softmax") || is_op(n, "BatchNormalization") || is_op(n, "Concat") ||
-                 IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops) || IN_LIST(n, view_ops);
+                 is_op(n, "Transpose") || is_op(n, "Slice") || is_op(n, "Pow") || is_op(n, "LayerNormalization") ||
+                 IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops) || IN_LIST(n, view_ops) || IN_LIST(n, reduce_ops);
     if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
     if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0", n->op_type);
     if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32) return refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
@@ -139,12 +175,25 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     if (seam_node_attr_string(n, "auto_pad", &s) && strcmp(s, "NOTSET") && strcmp(s, "VALID") &&
         strcmp(s, "SAME_UPPER") && strcmp(s, "SAME_LOWER"))
         return refuse(why, wn, "auto_pad=%s is not supported", s);
-    if (IN_LIST(n, binary_ops) && (n->inputs[1].rank > n->inputs[0].rank || n->inputs[0].rank != n->outputs[0].rank))
+    if (IN_LIST(n, binary_ops) && !full_shape(&n->inputs[0], &n->outputs[0]) &&
+        !(commutative(n) && full_shape(&n->inputs[1], &n->outputs[0])))
         return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
-    if (IN_LIST(n, binary_ops))
-        for (int32_t d = 0; d < n->inputs[0].rank; d++)
-            if (n->inputs[0].dims[d] != n->outputs[0].dims[d])
-                return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
+    if (is_op(n, "Pow") && (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || !const_input(n, 1) || seam_value_numel(&n->inputs[1]) != 1))
+        return refuse(why, wn, "Pow with an exponent that is not one constant float32 is not supported");
+    if ((is_op(n, "Slice") || IN_LIST(n, reduce_ops)) && n->opset >= 10)
+        for (int32_t k = 1; k < n->n_inputs; k++)
+            if (!const_input(n, k)) return refuse(why, wn, "%s with a computed input %d is not supported", n->op_type, k);
+    if (IN_LIST(n, reduce_ops) && seam_node_attr_int(n, "noop_with_empty_axes", &v) && v)
+        return refuse(why, wn, "%s with noop_with_empty_axes=1 is not supported", n->op_type);
+    if (is_op(n, "LayerNormalization")) {
+        if (seam_node_attr_int(n, "axis", &v) && v != -1 && v != n->inputs[0].rank - 1)
+            return refuse(why, wn, "LayerNormalization over more than the last axis is not supported");
+        for (int32_t k = 1; k < 3 && k < n->n_inputs; k++)
+            if (n->inputs[k].name && (!const_input(n, k) || n->inputs[k].rank != 1))
+                return refuse(why, wn, "LayerNormalization with a scale or bias that is not a constant vector is not supported");
+        for (int32_t k = 1; k < n->n_outputs; k++)
+            if (n->outputs[k].name) return refuse(why, wn, "LayerNormalization with Mean or InvStdDev outputs is not supported");
+    }
     return true;
 }
 
@@ -175,6 +224,7 @@ static int32_t add_slot(program *p, const char *name, const seam_value_info *v) 
     s->alias = -1;
     s->plain = -1;
     s->other = -1;
+    s->scale = 1.0f;
     s->rank = v ? v->rank : 0;
     for (int32_t d = 0; v && d < v->rank; d++) s->dims[d] = v->dims[d];
     return p->n_slots++;
@@ -192,8 +242,8 @@ static int32_t view_slot(program *p, int32_t base, const slot *shape, const dnnl
     memcpy(v->dims, shape->dims, sizeof(v->dims));
     v->alias = base;
     dnnl_memory_desc_t m;
-    if (md) v->has_md = true, v->md = *md;
     md_of(v, &m);
+    if (md && !dnnl_memory_desc_equal(&m, md)) v->has_md = true, v->md = *md, m = *md;
     return dnnl_memory_create(&v->mem, &m, g_ctx.engine, DNNL_MEMORY_NONE) == dnnl_success ? a : -1;
 }
 
@@ -359,7 +409,9 @@ static int32_t result_slot(builder *b, const seam_value_info *v, const dnnl_memo
     s = add_slot(b->p, v->name, v);
     if (s < 0) return -1;
     slot *sl = &b->p->slots[s];
-    sl->has_md = true;
+    dnnl_memory_desc_t plain;
+    md_of(sl, &plain);
+    sl->has_md = !dnnl_memory_desc_equal(&plain, md);
     sl->md = *md;
     size_t bytes = dnnl_memory_desc_get_size(md);
     sl->owned = malloc(bytes ? bytes : 4);
@@ -381,6 +433,14 @@ static bool eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dn
     else if (is_op(n, "Abs")) *alg = dnnl_eltwise_abs;
     else if (is_op(n, "Softplus")) *alg = dnnl_eltwise_soft_relu;
     else if (is_op(n, "HardSwish")) *alg = dnnl_eltwise_hardswish;
+    else if (is_op(n, "Pow")) { /* alpha * x^beta, with a constant exponent */
+        seam_tensor_view c;
+        if (n->n_inputs < 2 || !n->inputs[1].name || !seam_subgraph_constant(sg, n->inputs[1].name, &c) ||
+            c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4)
+            return false;
+        *alg = dnnl_eltwise_pow, *alpha = 1.0f;
+        memcpy(beta, c.data, 4);
+    }
     else if (is_op(n, "HardSigmoid")) { /* max(0, min(1, a*x + b)) = clip(linear) : not one op in 2.6 */
         return false;
     } else if (is_op(n, "Clip")) {
@@ -471,6 +531,7 @@ typedef struct chain {
     dnnl_alg_kind_t alg[MAX_CHAIN];
     float alpha[MAX_CHAIN], beta[MAX_CHAIN];
     int32_t operand[MAX_CHAIN];    /* a binary's other operand: its slot */
+    float prescale;                /* a factor applied first (defer_scale); 0 or 1: none */
     seam_value_info out;           /* the value the chain ends with */
     int64_t out_dims[MAXR];
 } chain;
@@ -480,10 +541,6 @@ static dnnl_alg_kind_t binary_alg(const seam_node_view *n) {
     for (size_t k = 0; k < sizeof(algs) / sizeof(algs[0]); k++)
         if (is_op(n, binary_ops[k])) return algs[k];
     return dnnl_alg_kind_undef;
-}
-
-static bool commutative(const seam_node_view *n) {
-    return is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Max") || is_op(n, "Min");
 }
 
 static int32_t input_slot(builder *b, const seam_value_info *v);
@@ -548,9 +605,11 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
                        int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from) {
     *attr = NULL;
     *sum_from = -1;
-    if (!c->n) return true;
+    bool scaled = c->prescale != 0.0f && c->prescale != 1.0f;
+    if (!c->n && !scaled) return true;
     dnnl_post_ops_t po;
     if (dnnl_post_ops_create(&po) != dnnl_success) return fail(b, "out of memory"), false;
+    if (scaled) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, c->prescale, 0.0f);
     for (int32_t k = 0; k < c->n; k++) {
         if (!c->is_binary[k]) {
             dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]);
@@ -588,7 +647,7 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
         }
         md_of(&b->p->slots[s], &md);
         dnnl_post_ops_append_binary(po, c->alg[k], &md);
-        kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(k) | DNNL_ARG_SRC_1;
+        kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(k + (scaled ? 1 : 0)) | DNNL_ARG_SRC_1;
         slots[(*n_args)++] = s;
     }
     bool ok = dnnl_primitive_attr_create(attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
@@ -860,6 +919,521 @@ static bool compile_conv(builder *b, bool *fused) {
     return ok;
 }
 
+/* Integers of a constant input (int64 or int32), at most max; -1 when
+ * the input is not a constant of those types. */
+static int32_t const_ints(builder *b, const seam_value_info *v, int64_t *out, int32_t max) {
+    seam_tensor_view c;
+    if (!v->name || !seam_subgraph_constant(b->sg, v->name, &c)) return -1;
+    size_t esz = c.dtype == SEAM_DTYPE_INT64 ? 8 : c.dtype == SEAM_DTYPE_INT32 ? 4 : 0;
+    if (!esz || c.nbytes / esz > (size_t)max) return -1;
+    int32_t n = (int32_t)(c.nbytes / esz);
+    for (int32_t k = 0; k < n; k++) {
+        if (esz == 8) memcpy(&out[k], (const char *)c.data + 8 * k, 8);
+        else {
+            int32_t x;
+            memcpy(&x, (const char *)c.data + 4 * k, 4);
+            out[k] = x;
+        }
+    }
+    return n;
+}
+
+static int64_t slot_numel(const slot *s) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < s->rank; d++) n *= s->dims[d];
+    return n;
+}
+
+static void plain_strides(const slot *s, int64_t *st) {
+    int64_t acc = 1;
+    for (int32_t d = s->rank - 1; d >= 0; d--) st[d] = acc, acc *= s->dims[d];
+}
+
+static void shape_of(slot *shape, const seam_value_info *v) {
+    memset(shape, 0, sizeof(*shape));
+    shape->rank = v->rank;
+    for (int32_t d = 0; d < v->rank; d++) shape->dims[d] = v->dims[d];
+}
+
+/* Transpose: a reorder from a view of the input with permuted strides. */
+static bool compile_transpose(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    int64_t perm[MAXR], st[MAXR];
+    const int64_t *pv;
+    int32_t np = 0;
+    if (seam_node_attr_ints(n, "perm", &pv, &np)) {
+        if (np != r) return fail(b, "perm does not match the input's rank"), false;
+        for (int32_t d = 0; d < r; d++) {
+            perm[d] = pv[d] < 0 ? pv[d] + r : pv[d];
+            if (perm[d] < 0 || perm[d] >= r) return fail(b, "perm is out of range"), false;
+        }
+    } else {
+        for (int32_t d = 0; d < r; d++) perm[d] = r - 1 - d;
+    }
+    plain_strides(&p->slots[sin], st);
+    slot shape;
+    shape_of(&shape, &n->outputs[0]);
+    dnnl_dims_t dims, strides;
+    for (int32_t d = 0; d < r; d++) dims[d] = p->slots[sin].dims[perm[d]], strides[d] = st[perm[d]];
+    dnnl_memory_desc_t vmd;
+    int32_t rr = r ? r : 1;
+    if (!r) dims[0] = 1, strides[0] = 1;
+    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success) return fail(b, "bad transpose"), false;
+    int32_t v = view_slot(p, sin, &shape, &vmd);
+    if (v < 0) return fail(b, "out of memory"), false;
+    /* no copy until a reader needs one: a MatMul reads the strided view
+     * as it is, and a permutation that moves only 1-sized dims is plain */
+    int32_t sd = slot_of(p, n->outputs[0].name);
+    if (sd >= 0) return add_reorder(b, v, sd); /* a boundary output */
+    p->slots[v].name = n->outputs[0].name;
+    p->slots[v].lazy = p->slots[v].has_md;
+    return true;
+}
+
+/* Slice with constant bounds and positive steps: a reorder from a strided
+ * view of the input, which starts at the first element taken. */
+static bool compile_slice(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    int64_t starts[MAXR], ends[MAXR], axes[MAXR], steps[MAXR];
+    int32_t ns, ne, na = -1, nst = -1;
+    if (n->opset >= 10) {
+        ns = n->n_inputs > 1 ? const_ints(b, &n->inputs[1], starts, MAXR) : -1;
+        ne = n->n_inputs > 2 ? const_ints(b, &n->inputs[2], ends, MAXR) : -1;
+        if (n->n_inputs > 3 && n->inputs[3].name) na = const_ints(b, &n->inputs[3], axes, MAXR);
+        if (n->n_inputs > 4 && n->inputs[4].name) nst = const_ints(b, &n->inputs[4], steps, MAXR);
+        if ((n->n_inputs > 3 && n->inputs[3].name && na < 0) || (n->n_inputs > 4 && n->inputs[4].name && nst < 0))
+            return fail(b, "axes and steps must be constants"), false;
+    } else {
+        const int64_t *v;
+        int32_t c;
+        ns = seam_node_attr_ints(n, "starts", &v, &c) && c <= MAXR ? (memcpy(starts, v, 8 * (size_t)c), c) : -1;
+        ne = seam_node_attr_ints(n, "ends", &v, &c) && c <= MAXR ? (memcpy(ends, v, 8 * (size_t)c), c) : -1;
+        if (seam_node_attr_ints(n, "axes", &v, &c) && c <= MAXR) memcpy(axes, v, 8 * (size_t)c), na = c;
+    }
+    if (ns < 0 || ne != ns) return fail(b, "starts and ends must be constants of one length"), false;
+    if (na < 0) {
+        na = ns;
+        for (int32_t k = 0; k < ns; k++) axes[k] = k;
+    }
+    if (nst < 0) {
+        nst = ns;
+        for (int32_t k = 0; k < ns; k++) steps[k] = 1;
+    }
+    if (na != ns || nst != ns) return fail(b, "starts, ends, axes and steps differ in length"), false;
+    int64_t first[MAXR] = {0}, stride_of[MAXR], st[MAXR];
+    for (int32_t d = 0; d < r; d++) stride_of[d] = 1;
+    for (int32_t k = 0; k < ns; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+        if (a < 0 || a >= r) return fail(b, "an axis is out of range"), false;
+        if (steps[k] <= 0) return fail(b, "Slice with a step below 1 is not supported by dnnl"), false;
+        int64_t dim = p->slots[sin].dims[a], f = starts[k] < 0 ? starts[k] + dim : starts[k];
+        first[a] = f < 0 ? 0 : f > dim ? dim : f;
+        stride_of[a] = steps[k];
+    }
+    plain_strides(&p->slots[sin], st);
+    slot shape;
+    shape_of(&shape, &n->outputs[0]);
+    dnnl_dims_t dims, strides;
+    int64_t offset = 0;
+    for (int32_t d = 0; d < r; d++) {
+        dims[d] = shape.dims[d], strides[d] = st[d] * stride_of[d];
+        if (dims[d] > 0 && first[d] + (dims[d] - 1) * stride_of[d] >= p->slots[sin].dims[d])
+            return fail(b, "the inferred output shape does not fit the input"), false;
+        offset += first[d] * st[d];
+    }
+    dnnl_memory_desc_t vmd;
+    if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success) return fail(b, "bad slice"), false;
+    int32_t v = view_slot(p, sin, &shape, &vmd);
+    if (v < 0) return fail(b, "out of memory"), false;
+    p->slots[v].offset = offset * (int64_t)sizeof(float);
+    int32_t sd = output_slot(b, &n->outputs[0]);
+    if (sd < 0) return fail(b, "out of memory"), false;
+    return add_reorder(b, v, sd);
+}
+
+/* The axes a Reduce* node reduces (attribute, or constant input 1 from
+ * ReduceSum-13 and the others' opset 18), as a mask; all when none. */
+static bool reduce_axes(builder *b, int32_t rank, bool *mask) {
+    const seam_node_view *n = b->n;
+    int64_t ax[MAXR];
+    int32_t na = 0;
+    const int64_t *v;
+    if (seam_node_attr_ints(b->n, "axes", &v, &na)) {
+        if (na > MAXR) return false;
+        memcpy(ax, v, 8 * (size_t)na);
+    } else if (n->n_inputs > 1 && n->inputs[1].name) {
+        na = const_ints(b, &n->inputs[1], ax, MAXR);
+        if (na < 0) return false;
+    }
+    for (int32_t d = 0; d < rank; d++) mask[d] = na == 0;
+    for (int32_t k = 0; k < na; k++) {
+        int64_t a = ax[k] < 0 ? ax[k] + rank : ax[k];
+        if (a < 0 || a >= rank) return false;
+        mask[a] = true;
+    }
+    return true;
+}
+
+/* ReduceMean/Sum/Max/Min: oneDNN's reduction into the kept-dims shape,
+ * which is a view of the output when keepdims=0. */
+static bool compile_reduce(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    bool mask[MAXR];
+    if (!reduce_axes(b, r, mask)) return fail(b, "axes must be constants within the input's rank"), false;
+    slot kept = p->slots[sin];
+    kept.has_md = false;
+    for (int32_t d = 0; d < r; d++)
+        if (mask[d]) kept.dims[d] = 1;
+    int32_t sd = output_slot(b, &n->outputs[0]);
+    if (sd < 0) return fail(b, "out of memory"), false;
+    int32_t dv = view_slot(p, sd, &kept, NULL);
+    if (dv < 0) return fail(b, "out of memory"), false;
+    dnnl_memory_desc_t src, dst;
+    md_of(&p->slots[sin], &src);
+    md_of(&p->slots[dv], &dst);
+    dnnl_alg_kind_t alg = is_op(n, "ReduceMean") ? dnnl_reduction_mean : is_op(n, "ReduceSum") ? dnnl_reduction_sum
+                          : is_op(n, "ReduceMax") ? dnnl_reduction_max : dnnl_reduction_min;
+    dnnl_reduction_desc_t rd;
+    if (dnnl_reduction_desc_init(&rd, alg, &src, &dst, 0.0f, 0.0f) != dnnl_success) return fail(b, "oneDNN refuses this reduction"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, dv};
+    return add_step(b, &rd, NULL, 2, kinds, slots);
+}
+
+static int32_t named_slot(builder *b, const char *name);
+
+/* Layer normalization over the last axis, with optional scale and shift
+ * (constant vectors): the LayerNormalization op, or the decomposed form
+ * exporters write (see compile_layernorm_pattern). */
+static bool layernorm_step(builder *b, int32_t sin, const char *scale, const char *shift, float eps,
+                           const seam_value_info *out) {
+    program *p = b->p;
+    int32_t sc = scale ? named_slot(b, scale) : -1, sh = shift ? named_slot(b, shift) : -1;
+    if ((scale && sc < 0) || (shift && sh < 0)) return fail(b, "scale and bias must be float32 constants"), false;
+    int64_t c = p->slots[sin].dims[p->slots[sin].rank - 1];
+    for (int32_t k = 0; k < 2; k++) {
+        int32_t t = k ? sh : sc;
+        if (t >= 0 && slot_numel(&p->slots[t]) != c) return fail(b, "scale and bias must have one value per normalized element"), false;
+        if (t >= 0) { /* as a [C] vector, whatever rank the file gives */
+            slot v = p->slots[t];
+            v.rank = 1, v.dims[0] = c, v.has_md = false;
+            if (k) sh = view_slot(p, sh, &v, NULL);
+            else sc = view_slot(p, sc, &v, NULL);
+            if ((k ? sh : sc) < 0) return fail(b, "out of memory"), false;
+        }
+    }
+    dnnl_memory_desc_t src;
+    md_of(&p->slots[sin], &src);
+    unsigned flags = (sc >= 0 ? dnnl_use_scale : 0) | (sh >= 0 ? dnnl_use_shift : 0);
+    dnnl_layer_normalization_desc_t ld;
+    if (dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &src, NULL, eps, flags) != dnnl_success)
+        return fail(b, "oneDNN refuses this layer normalization"), false;
+    int32_t sd = output_slot(b, out);
+    if (sd < 0) return fail(b, "out of memory"), false;
+    int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[4] = {sin, sd};
+    int32_t na = 2;
+    if (sc >= 0) kinds[na] = DNNL_ARG_SCALE, slots[na++] = sc;
+    if (sh >= 0) kinds[na] = DNNL_ARG_SHIFT, slots[na++] = sh;
+    return add_step(b, &ld, NULL, na, kinds, slots);
+}
+
+/* The slot of a value known by name only: made earlier, or a constant
+ * (with the constant's own shape). */
+static int32_t named_slot(builder *b, const char *name) {
+    int32_t s = slot_of(b->p, name);
+    if (s >= 0) return s;
+    seam_tensor_view c;
+    if (!seam_subgraph_constant(b->sg, name, &c) || c.rank > MAXR) return -1;
+    seam_value_info vi = {name, c.dtype, c.rank, c.dims, NULL};
+    return input_slot(b, &vi);
+}
+
+static bool compile_layernorm(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    float eps = 1e-5f;
+    seam_node_attr_float(n, "epsilon", &eps);
+    const char *scale = n->n_inputs > 1 ? n->inputs[1].name : NULL, *shift = n->n_inputs > 2 ? n->inputs[2].name : NULL;
+    seam_value_info out = n->outputs[0];
+    int64_t dims[MAXR];
+    for (int32_t d = 0; d < out.rank; d++) dims[d] = out.dims[d];
+    out.dims = dims;
+    return layernorm_step(b, sin, scale, shift, eps, &out);
+}
+
+/* The readers of value `name` in the subgraph (at most max), or -1 when
+ * it leaves the subgraph or has more readers. */
+static int32_t readers_of(const seam_subgraph_view *sg, const char *name, int32_t *out, int32_t max) {
+    for (int32_t k = 0; k < sg->n_outputs; k++)
+        if (!strcmp(sg->outputs[k].name, name)) return -1;
+    int32_t cnt = 0;
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) {
+                if (cnt == max) return -1;
+                out[cnt++] = i;
+                break;
+            }
+    }
+    return cnt;
+}
+
+/* Node i of the subgraph if it is op `op` reading `name` (as input `pos`,
+ * or either when pos < 0), with the output name copied to out_name. */
+static bool node_is(const seam_subgraph_view *sg, int32_t i, const char *op, const char *name, int32_t pos,
+                    const char **out_name, const char **other) {
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+    if (!is_op(m, op) || m->n_outputs < 1 || !m->outputs[0].name) return false;
+    int32_t at = -1;
+    for (int32_t k = 0; k < m->n_inputs && k < 2; k++)
+        if (m->inputs[k].name && !strcmp(m->inputs[k].name, name) && (pos < 0 || pos == k)) at = k;
+    if (at < 0) return false;
+    if (other) *other = m->n_inputs > 1 && m->inputs[1 - at].name ? m->inputs[1 - at].name : NULL;
+    *out_name = m->outputs[0].name;
+    return true;
+}
+
+static bool scalar_const(builder *b, const char *name, float *v) {
+    seam_tensor_view c;
+    if (!name || !seam_subgraph_constant(b->sg, name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+    memcpy(v, c.data, 4);
+    return true;
+}
+
+/* Whether value `name` is a float32 vector of c values available now: a
+ * constant, or a value made earlier or given to the subgraph (the scale of
+ * a layer norm, which the primitive reads at run time). */
+static bool vector_of(builder *b, const char *name, int64_t c) {
+    if (!name) return false;
+    int32_t s = slot_of(b->p, name);
+    if (s >= 0) return slot_numel(&b->p->slots[s]) == c && !b->p->slots[s].has_md;
+    seam_tensor_view t;
+    return seam_subgraph_constant(b->sg, name, &t) && t.dtype == SEAM_DTYPE_FLOAT32 && t.nbytes == 4 * (size_t)c;
+}
+
+/* The decomposed layer norm exporters write (torch's LayerNorm before
+ * opset 17):
+ *     mean = ReduceMean(x, last axis); d = Sub(x, mean)
+ *     var = ReduceMean(Pow(d, 2)); y = Div(d, Sqrt(Add(var, eps)))
+ *     [y = Add(Mul(y, gamma), beta)]
+ * becomes one layer normalization. Called on the first ReduceMean; false
+ * (and no error) when the nodes do not form the pattern. */
+static bool compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
+    const seam_subgraph_view *sg = b->sg;
+    const seam_node_view *n = b->n;
+    int32_t r = b->p->slots[sin].rank;
+    bool mask[MAXR];
+    int64_t keep = 1;
+    seam_node_attr_int(n, "keepdims", &keep);
+    if (!b->fuse || r < 1 || !keep || !reduce_axes(b, r, mask) || !mask[r - 1]) return false;
+    for (int32_t d = 0; d < r - 1; d++)
+        if (mask[d]) return false;
+    const char *x = n->inputs[0].name, *mean = n->outputs[0].name, *d, *sq, *var, *ve, *sd, *y, *other;
+    int32_t nodes[9], cnt = 0, rd[2];
+    float pw, eps;
+    nodes[cnt++] = b->index;
+    /* mean -> Sub(x, mean) */
+    if (readers_of(sg, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x)) return false;
+    nodes[cnt++] = rd[0];
+    /* d -> Pow(d, 2) and Div(d, ...) */
+    int32_t dr[2];
+    if (readers_of(sg, d, dr, 2) != 2) return false;
+    int32_t ipow = node_is(sg, dr[0], "Pow", d, 0, &sq, &other) ? 0 : node_is(sg, dr[1], "Pow", d, 0, &sq, &other) ? 1 : -1;
+    if (ipow < 0 || !scalar_const(b, other, &pw) || pw != 2.0f) return false;
+    int32_t idiv = dr[1 - ipow];
+    nodes[cnt++] = dr[ipow];
+    /* Pow -> ReduceMean (same axes) -> Add(eps) -> Sqrt -> the Div */
+    int32_t k1;
+    if (readers_of(sg, sq, &k1, 1) != 1 || !node_is(sg, k1, "ReduceMean", sq, 0, &var, &other)) return false;
+    {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, k1, &st);
+        int64_t kd = 1;
+        seam_node_attr_int(m, "keepdims", &kd);
+        const int64_t *ax;
+        int32_t na;
+        if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1)) return false;
+    }
+    nodes[cnt++] = k1;
+    if (readers_of(sg, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps)) return false;
+    nodes[cnt++] = k1;
+    if (readers_of(sg, ve, &k1, 1) != 1 || !node_is(sg, k1, "Sqrt", ve, 0, &sd, &other)) return false;
+    nodes[cnt++] = k1;
+    if (readers_of(sg, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d)) return false;
+    nodes[cnt++] = k1;
+    /* optional scale and shift */
+    const char *scale = NULL, *shift = NULL, *end = y, *o;
+    int64_t ch = b->p->slots[sin].dims[r - 1];
+    if (readers_of(sg, y, &k1, 1) == 1 && node_is(sg, k1, "Mul", y, -1, &o, &other) && vector_of(b, other, ch)) {
+        scale = other, end = o, nodes[cnt++] = k1;
+        if (readers_of(sg, end, &k1, 1) == 1 && node_is(sg, k1, "Add", end, -1, &o, &other) && vector_of(b, other, ch))
+            shift = other, end = o, nodes[cnt++] = k1;
+    }
+    /* the output's value info, from the last node */
+    seam_value_info out = {0};
+    int64_t dims[MAXR];
+    {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, nodes[cnt - 1], &st);
+        out = m->outputs[0];
+        if (!full_shape(&out, &b->n->inputs[0]) && out.rank != r) return false;
+        for (int32_t k = 0; k < out.rank; k++) dims[k] = out.dims[k];
+        out.dims = dims;
+    }
+    (void)end;
+    b->n = seam_subgraph_node(sg, b->index, b->storage);
+    for (int32_t k = 0; k < r; k++)
+        if (out.dims[k] != b->p->slots[sin].dims[k]) return false;
+    if (!layernorm_step(b, sin, scale, shift, eps, &out)) return false;
+    for (int32_t k = 0; k < cnt; k++) fused[nodes[k]] = true;
+    return true;
+}
+
+/* A Div or Mul by a constant scalar whose only reader is a MatMul (the
+ * 1/sqrt(d) of attention): no step; its output is a view of its input
+ * carrying the factor, which the MatMul applies to its result as a post-op
+ * ((A/c) B = (A B)/c). */
+static bool defer_scale(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    if (!b->fuse || n->n_inputs != 2 || !n->inputs[1].name || p->slots[sin].scale != 1.0f) return false;
+    if (!full_shape(&n->inputs[0], &n->outputs[0])) return false;
+    float c;
+    if (!scalar_const(b, n->inputs[1].name, &c) || c == 0.0f || !isfinite(c)) return false;
+    float f = is_op(n, "Div") ? 1.0f / c : c;
+    const char *out = n->outputs[0].name;
+    int32_t r = sole_reader(b->sg, out), rank = n->outputs[0].rank;
+    seam_node_view st;
+    const seam_node_view *m = r >= 0 ? seam_subgraph_node(b->sg, r, &st) : NULL;
+    bool ok = m && is_op(m, "MatMul") && m->n_inputs == 2 && m->outputs[0].rank == rank &&
+              m->inputs[0].rank == rank && m->inputs[1].rank == rank && rank >= 2 &&
+              strcmp(m->inputs[0].name, m->inputs[1].name);
+    b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (!ok) return false;
+    slot shape = p->slots[sin];
+    int32_t v = view_slot(p, sin, &shape, shape.has_md ? &shape.md : NULL);
+    if (v < 0) return fail(b, "out of memory"), false;
+    p->slots[v].name = out;
+    p->slots[v].lazy = p->slots[sin].lazy;
+    p->slots[v].scale = f;
+    return true;
+}
+
+/* The dims and element strides of a slot in a plain or strided layout. */
+static void dense_strides(const slot *s, int64_t *st) {
+    if (s->has_md && s->md.format_kind == dnnl_blocked && s->md.format_desc.blocking.inner_nblks == 0) {
+        for (int32_t d = 0; d < s->rank; d++) st[d] = s->md.format_desc.blocking.strides[d];
+        return;
+    }
+    plain_strides(s, st);
+}
+
+static bool scalar_const(builder *b, const char *name, float *v);
+
+/* MatMul and Gemm (transB, bias) on oneDNN's matmul, with B read in place
+ * (a strided view when transposed) and the post-op chain: bias Adds,
+ * residual Adds (a sum, in place when it may be), activations. */
+static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
+    program *p = b->p;
+    chain c;
+    collect_chain(b, &b->n->outputs[0], &c);
+    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    dnnl_memory_desc_t src, w, bias, dst;
+    int32_t r = n->outputs[0].rank;
+    int32_t sw = input_slot(b, &n->inputs[1]);
+    if (sw >= 0 && !(p->slots[sw].lazy && p->slots[sw].rank == r)) sw = as_plain(b, sw);
+    if (sw < 0) return fail(b, "input 1 is not available"), false;
+    if (p->slots[sin].lazy && p->slots[sin].rank != r) sin = as_plain(b, sin);
+    if (sin < 0) return fail(b, "input 0 is not available"), false;
+    float prescale = p->slots[sin].scale * p->slots[sw].scale;
+    slot wv = p->slots[sw];
+    int64_t tb = 0;
+    if (is_op(n, "Gemm")) seam_node_attr_int(n, "transB", &tb);
+    /* B as stored (plain, or a strided view of a Transpose), its batch dims
+     * right-aligned to the output's rank, transposed when transB */
+    dnnl_dims_t wd, wst;
+    int64_t vst[MAXR];
+    dense_strides(&wv, vst);
+    int32_t shift = r - wv.rank;
+    for (int32_t d = 0; d < r; d++) {
+        wd[d] = d >= shift ? wv.dims[d - shift] : 1;
+        wst[d] = d >= shift ? vst[d - shift] : wd[d] == 1 ? 1 : 0;
+    }
+    for (int32_t d = shift - 1; d >= 0; d--) wst[d] = wst[d + 1] * wd[d + 1]; /* 1-sized: any stride */
+    if (tb) {
+        int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t;
+        t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t;
+    }
+    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return fail(b, "bad B layout"), false;
+    int32_t a = view_slot(p, sw, &wv, &w);
+    if (a < 0) return fail(b, "out of memory"), false;
+    /* A with batch dims right-aligned too */
+    slot av = p->slots[sin];
+    if (av.rank < r) {
+        int32_t sh = r - av.rank;
+        for (int32_t d = r - 1; d >= 0; d--) av.dims[d] = d >= sh ? p->slots[sin].dims[d - sh] : 1;
+        av.rank = r;
+    }
+    md_of(&av, &src);
+    int32_t sa = view_slot(p, sin, &av, av.has_md ? &av.md : NULL);
+    if (sa < 0) return fail(b, "out of memory"), false;
+    int32_t sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
+    if (sb >= 0) {
+        slot bv = p->slots[sb];
+        bv.rank = 2, bv.dims[0] = 1, bv.dims[1] = p->slots[sb].dims[0];
+        md_of(&bv, &bias);
+        int32_t ab = view_slot(p, sb, &bv, NULL);
+        if (ab < 0) return fail(b, "out of memory"), false;
+        sb = ab;
+    }
+    const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
+    slot rs;
+    shape_of(&rs, result);
+    md_of(&rs, &dst);
+    dnnl_matmul_desc_t md;
+    if (dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
+        return fail(b, "oneDNN refuses this matrix product"), false;
+    int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
+    int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+    c.prescale = prescale;
+    dnnl_primitive_attr_t attr = NULL;
+    if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_primitive_desc_create(&pd, &md, attr, g_ctx.engine, NULL) != dnnl_success) {
+        pd = NULL;
+        if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
+            c.n = 0, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            attr = NULL;
+            if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
+                dnnl_primitive_desc_create(&pd, &md, attr, g_ctx.engine, NULL) != dnnl_success)
+                pd = NULL;
+        }
+    }
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!pd) return fail(b, "oneDNN refuses this matrix product"), false;
+    take_chain(&c, fused);
+    int32_t final_slot = -1;
+    int32_t sd = sum_from >= 0 ? sum_dst(b, &c, sum_from, result, &dst, &final_slot) : result_slot(b, result, &dst, &final_slot);
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return fail(b, "out of memory"), false;
+    }
+    slots[0] = sa, slots[1] = a, slots[2] = sd;
+    if (sb >= 0) slots[3] = sb;
+    bool ok = add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
+    return ok;
+}
+
 static bool compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -879,9 +1453,13 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         p->slots[v].name = n->outputs[0].name;
         return true;
     }
-    dnnl_memory_desc_t src, dst, w, bias;
+    dnnl_memory_desc_t src, dst;
     int32_t sin = input_slot(b, &n->inputs[0]);
     if (sin < 0) return fail(b, "input 0 is neither made earlier nor a constant"), false;
+    if ((is_op(n, "Div") || is_op(n, "Mul")) && defer_scale(b, sin)) return true;
+    if (b->err[0]) return false;
+    if (p->slots[sin].lazy && !is_op(n, "MatMul")) sin = as_plain(b, sin);
+    if (sin < 0) return fail(b, "could not copy input 0 to a dense layout"), false;
     md_of(&p->slots[sin], &src);
     if (is_op(n, "Conv")) return compile_conv(b, fused);
     /* An activation or a same-shape binary on a convolution's blocked output
@@ -940,9 +1518,16 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     }
     /* every other op works in the plain layout: a convolution's blocked
      * output is reordered back first (once per value) */
-    sin = as_plain(b, sin);
+    if (!p->slots[sin].lazy) sin = as_plain(b, sin);
     if (sin < 0) return fail(b, "could not reorder input 0 to the plain layout"), false;
     md_of(&p->slots[sin], &src);
+    if (is_op(n, "Gemm") || is_op(n, "MatMul")) return compile_matmul(b, fused, sin);
+    if (is_op(n, "Transpose")) return compile_transpose(b, sin);
+    if (is_op(n, "Slice")) return compile_slice(b, sin);
+    if (is_op(n, "ReduceMean") && compile_layernorm_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    if (IN_LIST(n, reduce_ops)) return compile_reduce(b, sin);
+    if (is_op(n, "LayerNormalization")) return compile_layernorm(b, sin);
     int32_t sd = output_slot(b, &n->outputs[0]);
     if (sd < 0) return fail(b, "out of memory"), false;
     md_of(&p->slots[sd], &dst);
@@ -957,15 +1542,24 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         return add_step(b, &ed, NULL, 2, kinds, slots);
     }
     if (IN_LIST(n, binary_ops)) {
-        static const dnnl_alg_kind_t algs[] = {dnnl_binary_add, dnnl_binary_sub, dnnl_binary_mul, dnnl_binary_div, dnnl_binary_max, dnnl_binary_min};
-        for (size_t k = 0; k < 6; k++)
-            if (is_op(n, binary_ops[k])) alg = algs[k];
-        int32_t s1 = input_slot(b, &n->inputs[1]);
+        alg = binary_alg(n);
+        /* oneDNN broadcasts the second operand only: a commutative op whose
+         * first operand broadcasts takes its operands the other way round */
+        int32_t i1 = 1;
+        if (!full_shape(&n->inputs[0], &n->outputs[0])) {
+            if (!commutative(n)) return fail(b, "broadcasting input 0 is not supported"), false;
+            sin = input_slot(b, &n->inputs[1]);
+            if (sin >= 0) sin = as_plain(b, sin);
+            if (sin < 0) return fail(b, "input 1 is not available"), false;
+            md_of(&p->slots[sin], &src);
+            i1 = 0;
+        }
+        int32_t s1 = input_slot(b, &n->inputs[i1]);
         if (s1 >= 0) s1 = as_plain(b, s1);
-        if (s1 < 0) return fail(b, "input 1 is not available"), false;
+        if (s1 < 0) return fail(b, "an input is not available"), false;
         /* right-align the second operand's dims with leading 1s */
         slot v1 = p->slots[s1];
-        int32_t r0 = n->inputs[0].rank;
+        int32_t r0 = n->outputs[0].rank;
         if (v1.rank < r0) {
             int32_t shift = r0 - v1.rank;
             for (int32_t d = r0 - 1; d >= 0; d--) v1.dims[d] = d >= shift ? p->slots[s1].dims[d - shift] : 1;
@@ -980,56 +1574,6 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success) return fail(b, "oneDNN refuses this broadcast"), false;
         int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, sd};
         return add_step(b, &bd, NULL, 3, kinds, slots);
-    }
-    if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
-        int32_t sw = input_slot(b, &n->inputs[1]);
-        if (sw >= 0) sw = as_plain(b, sw);
-        if (sw < 0) return fail(b, "input 1 is not available"), false;
-        slot wv = p->slots[sw];
-        int64_t tb = 0;
-        if (is_op(n, "Gemm")) seam_node_attr_int(n, "transB", &tb);
-        int32_t r = n->outputs[0].rank;
-        /* batch dims of B right-aligned to the output's rank */
-        dnnl_dims_t wd, wst;
-        int32_t shift = r - wv.rank;
-        for (int32_t d = 0; d < r; d++) wd[d] = d >= shift ? wv.dims[d - shift] : 1;
-        if (tb) { int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t; }
-        /* strides of B as stored (transposed when transB) */
-        int64_t acc = 1;
-        dnnl_dims_t stored;
-        for (int32_t d = 0; d < r; d++) stored[d] = d >= shift ? wv.dims[d - shift] : 1;
-        for (int32_t d = r - 1; d >= 0; d--) {
-            wst[d] = acc;
-            acc *= stored[d];
-        }
-        if (tb) { int64_t t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t; }
-        if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return fail(b, "bad B layout"), false;
-        int32_t a = view_slot(p, sw, &wv, &w);
-        if (a < 0) return fail(b, "out of memory"), false;
-        /* A with batch dims right-aligned too */
-        slot av = p->slots[sin];
-        if (av.rank < r) {
-            int32_t sh = r - av.rank;
-            for (int32_t d = r - 1; d >= 0; d--) av.dims[d] = d >= sh ? p->slots[sin].dims[d - sh] : 1;
-            av.rank = r;
-        }
-        md_of(&av, &src);
-        int32_t sa = view_slot(p, sin, &av, NULL);
-        if (sa < 0) return fail(b, "out of memory"), false;
-        int32_t sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
-        if (sb >= 0) {
-            slot bv = p->slots[sb];
-            bv.rank = 2, bv.dims[0] = 1, bv.dims[1] = p->slots[sb].dims[0];
-            md_of(&bv, &bias);
-            int32_t ab = view_slot(p, sb, &bv, NULL);
-            if (ab < 0) return fail(b, "out of memory"), false;
-            sb = ab;
-        }
-        dnnl_matmul_desc_t md;
-        if (dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
-            return fail(b, "oneDNN refuses this matrix product"), false;
-        int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sa, a, sd, sb};
-        return add_step(b, &md, NULL, sb >= 0 ? 4 : 3, kinds, slots);
     }
     if (is_op(n, "Softmax")) {
         int64_t axis = -1;
@@ -1100,7 +1644,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         }
         for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
             const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
-            if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !(k >= 1 && k < n->n_inputs && IN_LIST(n, view_ops))) {
+            if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !(k < n->n_inputs && param_input(n, k))) {
                 snprintf(err, err_size, "node %d '%s' (%s): value '%s' is %s; dnnl runs float32 only", n->index, n->name,
                          n->op_type, v->name, seam_dtype_name(v->dtype));
                 goto bad;
@@ -1157,12 +1701,13 @@ bad:
 
 static void *slot_data(program *p, int32_t s, const seam_tensor_view *in, seam_buffer *out) {
     slot *sl = &p->slots[s];
-    while (sl->alias >= 0) sl = &p->slots[sl->alias];
-    if (sl->boundary == 1) return (void *)in[sl->index].data;
-    if (sl->boundary == 2) return out[sl->index].data;
-    void *h = NULL;
-    dnnl_memory_get_data_handle(sl->mem, &h);
-    return h;
+    int64_t off = 0;
+    while (sl->alias >= 0) off += sl->offset, sl = &p->slots[sl->alias];
+    char *h = NULL;
+    if (sl->boundary == 1) h = (char *)in[sl->index].data;
+    else if (sl->boundary == 2) h = out[sl->index].data;
+    else dnnl_memory_get_data_handle(sl->mem, (void **)&h);
+    return h + off;
 }
 
 static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *inputs, int32_t n_inputs, seam_buffer *outputs,
