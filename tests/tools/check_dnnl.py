@@ -202,6 +202,27 @@ case("matmul_scaled", [helper.make_node("Div", ["x", "c"], ["q"]), helper.make_n
      X3, {"c": np.array(2.8284)}, [4, 6, 6])
 case("add_bcast_first", [helper.make_node("Add", ["c", "x"], ["y"])], X3, {"c": W(6, 1)}, [4, 6, 8])
 
+# the rest of the op list: LogSoftmax, Sum, PRelu, LRN, Resize, ConvTranspose,
+# the Erf GELU pattern (both orders of its factors)
+case("logsoftmax", [helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)], X3, {}, [4, 6, 8])
+case("sum3", [helper.make_node("Sum", ["x", "z", "x"], ["y"])], [("x", [2, 5]), ("z", [2, 5])], {}, [2, 5])
+case("prelu_channel", [helper.make_node("PRelu", ["x", "s"], ["y"])], X4, {"s": W(4, 1, 1)}, [2, 4, 9, 9])
+case("lrn", [helper.make_node("LRN", ["x"], ["y"], size=3, alpha=1e-2, beta=0.75, bias=2.0)], X4, {}, [2, 4, 9, 9])
+case("resize_linear", [helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear")], X4,
+     {"sc": np.array([1.0, 1.0, 2.0, 2.0])}, [2, 4, 18, 18])
+case("resize_nearest", [helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest",
+                                         coordinate_transformation_mode="asymmetric", nearest_mode="floor")], X4,
+     {"sc": np.array([1.0, 1.0, 2.0, 2.0])}, [2, 4, 18, 18])
+case("convtranspose", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
+                                        output_padding=[1, 1])], X4, {"w": W(4, 3, 3, 3), "b": W(3)}, [2, 3, 18, 18])
+case("convtranspose_group", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], group=2, dilations=[2, 1])], X4,
+     {"w": W(4, 3, 3, 2)}, [2, 6, 13, 10])
+gelu = lambda first, second: [helper.make_node("Div", ["x", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),  # noqa: E731
+                              helper.make_node("Add", ["e", "one"], ["o"]), helper.make_node("Mul", [first, "o"], ["h"]),
+                              helper.make_node("Mul", ["h", second], ["y"])]
+case("gelu_x_first", gelu("x", "half"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
+case("gelu_half_first", gelu("half", "x"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
+
 # real models: dnnl (+ cpu fallback) against the CPU
 for path in sorted(glob.glob(os.path.join(models_dir, "*.onnx"))):
     base, name = path[:-5], os.path.basename(path)[:-5]

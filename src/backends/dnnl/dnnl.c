@@ -109,7 +109,7 @@ static bool in_list(const seam_node_view *n, const char *const *list, size_t len
 /* Inputs that parameterize a node (a shape, slice bounds, reduction axes)
  * rather than carry data: any integer type, read at compile time. */
 static bool param_input(const seam_node_view *n, int32_t k) {
-    return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops));
+    return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops) || is_op(n, "Resize"));
 }
 
 /* Input k is a constant (an initializer or a Constant node's output) or
@@ -143,6 +143,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
                  is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool") ||
                  is_op(n, "Softmax") || is_op(n, "BatchNormalization") || is_op(n, "Concat") ||
                  is_op(n, "Transpose") || is_op(n, "Slice") || is_op(n, "Pow") || is_op(n, "LayerNormalization") ||
+                 is_op(n, "LogSoftmax") || is_op(n, "Sum") || is_op(n, "PRelu") || is_op(n, "LRN") ||
+                 is_op(n, "ConvTranspose") || is_op(n, "Resize") || is_op(n, "Erf") ||
                  IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops) || IN_LIST(n, view_ops) || IN_LIST(n, reduce_ops);
     if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
     if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0", n->op_type);
@@ -155,6 +157,45 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
             return refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type, n->outputs[k].name);
     int64_t v;
     const char *s;
+    if ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->opset < 13)
+        return refuse(why, wn, "%s before opset 13 (2-D coercion) is not supported", n->op_type);
+    if (is_op(n, "Sum"))
+        for (int32_t k = 0; k < n->n_inputs; k++)
+            if (!n->inputs[k].name || !full_shape(&n->inputs[k], &n->outputs[0]))
+                return refuse(why, wn, "Sum with broadcasting is not supported");
+    if (is_op(n, "Sum") && n->n_inputs > MAX_ARGS - 2) return refuse(why, wn, "Sum of more than 64 inputs is not supported");
+    if (is_op(n, "PRelu") && n->inputs[1].rank > n->inputs[0].rank)
+        return refuse(why, wn, "PRelu with a slope of higher rank than X is not supported");
+    if (is_op(n, "LRN") && (n->inputs[0].rank < 3 || n->inputs[0].rank > 5))
+        return refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
+    if (is_op(n, "ConvTranspose")) {
+        if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5) return refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
+        if (!const_input(n, 1)) return refuse(why, wn, "ConvTranspose with weights that are not constant is not supported");
+        if (seam_node_attr_string(n, "auto_pad", &s) && strcmp(s, "NOTSET") && strcmp(s, "VALID"))
+            return refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", s);
+    }
+    if (is_op(n, "Erf") && !(n->input_producers && n->input_producers[0] &&
+                             (!strcmp(n->input_producers[0], "Div") || !strcmp(n->input_producers[0], "Mul"))))
+        return refuse(why, wn, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))");
+    if (is_op(n, "Resize")) {
+        const char *mode = "nearest", *ctm = "half_pixel", *nm = "round_prefer_floor";
+        seam_node_attr_string(n, "mode", &mode);
+        seam_node_attr_string(n, "coordinate_transformation_mode", &ctm);
+        seam_node_attr_string(n, "nearest_mode", &nm);
+        if (n->opset < 11) ctm = "asymmetric", nm = "floor";
+        if (strcmp(mode, "linear") && strcmp(mode, "nearest")) return refuse(why, wn, "Resize mode=%s not supported", mode);
+        if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5) return refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
+        if (n->inputs[0].dims[0] != n->outputs[0].dims[0] || n->inputs[0].dims[1] != n->outputs[0].dims[1])
+            return refuse(why, wn, "Resize of the batch or channel dimension is not supported");
+        if (!strcmp(mode, "linear") && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel"))
+            return refuse(why, wn, "Resize mode=linear with coordinate_transformation_mode=%s not supported", ctm);
+        if (!strcmp(mode, "nearest") && !(!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")))
+            return refuse(why, wn, "Resize mode=nearest with coordinate_transformation_mode=%s and nearest_mode=%s not supported (only asymmetric with floor)", ctm, nm);
+        for (int32_t d = 2; d < n->inputs[0].rank; d++)
+            if (!strcmp(ctm, "pytorch_half_pixel") && n->outputs[0].dims[d] == 1)
+                return refuse(why, wn, "Resize pytorch_half_pixel to a size of 1 not supported");
+        if (seam_node_attr_int(n, "antialias", &v) && v) return refuse(why, wn, "Resize antialias=1 not supported");
+    }
     if (is_op(n, "Conv") && (n->inputs[0].rank < 3 || n->inputs[0].rank > 5))
         return refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if ((is_op(n, "MaxPool") || is_op(n, "AveragePool")) && n->n_outputs > 1 && n->outputs[1].name)
@@ -1283,7 +1324,7 @@ static bool compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(sg, nodes[cnt - 1], &st);
         out = m->outputs[0];
-        if (!full_shape(&out, &b->n->inputs[0]) && out.rank != r) return false;
+        if (out.rank != r) return false;
         for (int32_t k = 0; k < out.rank; k++) dims[k] = out.dims[k];
         out.dims = dims;
     }
@@ -1309,7 +1350,7 @@ static bool defer_scale(builder *b, int32_t sin) {
     if (!scalar_const(b, n->inputs[1].name, &c) || c == 0.0f || !isfinite(c)) return false;
     float f = is_op(n, "Div") ? 1.0f / c : c;
     const char *out = n->outputs[0].name;
-    int32_t r = sole_reader(b->sg, out), rank = n->outputs[0].rank;
+    int32_t rank = n->outputs[0].rank, r = sole_reader(b->sg, out); /* (n is stale after this) */
     seam_node_view st;
     const seam_node_view *m = r >= 0 ? seam_subgraph_node(b->sg, r, &st) : NULL;
     bool ok = m && is_op(m, "MatMul") && m->n_inputs == 2 && m->outputs[0].rank == rank &&
@@ -1434,6 +1475,130 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     return ok;
 }
 
+/* ConvTranspose as oneDNN's deconvolution. ONNX keeps the weights as
+ * [C_in, C_out/group, k...]; oneDNN wants [group, OC/group, IC/group, k...]:
+ * a strided view of the same bytes, reordered once into the layout the
+ * primitive picks. The right pads follow from the known output size (they
+ * absorb output_padding and output_shape). */
+static bool compile_convtranspose(builder *b) {
+    program *p = b->p;
+    const seam_node_view *n = b->n;
+    int32_t sin = input_slot(b, &n->inputs[0]);
+    if (sin >= 0) sin = as_plain(b, sin);
+    int32_t sw = input_slot(b, &n->inputs[1]);
+    if (sin < 0 || sw < 0) return fail(b, "input or weights not available"), false;
+    int32_t nsp = n->inputs[0].rank - 2;
+    int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
+    seam_node_attr_int(n, "group", &group);
+    spatial_attrs(n, nsp, str, dil);
+    const int64_t *wd = n->inputs[1].dims;
+    int64_t cin = n->inputs[0].dims[1], cout = n->outputs[0].dims[1];
+    if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout) return fail(b, "weights do not match the channels and group"), false;
+    int64_t kk = 1, ocg = cout / group, icg = cin / group;
+    for (int32_t d = 0; d < nsp; d++) kk *= wd[2 + d];
+    slot ws;
+    memset(&ws, 0, sizeof(ws));
+    ws.name = "(deconvolution weights)";
+    dnnl_dims_t dims, strides;
+    int32_t r = 0;
+    if (group > 1) dims[r] = group, strides[r++] = icg * ocg * kk;
+    dims[r] = ocg, strides[r++] = kk;
+    dims[r] = icg, strides[r++] = ocg * kk;
+    int64_t acc = 1;
+    for (int32_t d = nsp - 1; d >= 0; d--) dims[r + d] = wd[2 + d], strides[r + d] = acc, acc *= wd[2 + d];
+    r += nsp;
+    ws.rank = r;
+    for (int32_t d = 0; d < r; d++) ws.dims[d] = dims[d];
+    dnnl_memory_desc_t wmd, src, bias, any_w, any_dst;
+    if (dnnl_memory_desc_init_by_strides(&wmd, r, dims, dnnl_f32, strides) != dnnl_success) return fail(b, "bad weights"), false;
+    int32_t wv = view_slot(p, sw, &ws, &wmd);
+    if (wv < 0) return fail(b, "out of memory"), false;
+    md_of(&p->slots[sin], &src);
+    int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? input_slot(b, &n->inputs[2]) : -1;
+    if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return fail(b, "the bias is not available"), false;
+    if (sb >= 0) md_of(&p->slots[sb], &bias);
+    dnnl_dims_t pl, pr, sd_, dl;
+    const int64_t *pads;
+    int32_t np = 0;
+    const char *ap = "NOTSET";
+    seam_node_attr_string(n, "auto_pad", &ap);
+    if (!seam_node_attr_ints(n, "pads", &pads, &np) || strcmp(ap, "NOTSET")) np = 0;
+    for (int32_t d = 0; d < nsp; d++) {
+        pl[d] = np == 2 * nsp ? pads[d] : 0;
+        pr[d] = (n->inputs[0].dims[2 + d] - 1) * str[d] + (wd[2 + d] - 1) * dil[d] + 1 - pl[d] - n->outputs[0].dims[2 + d];
+        if (pr[d] < 0) return fail(b, "output padding beyond the right pad is not supported by dnnl"), false;
+        sd_[d] = str[d], dl[d] = dil[d] - 1;
+    }
+    dnnl_memory_desc_init_by_tag(&any_w, r, dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_deconvolution_desc_t dd;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_dilated_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src, &any_w,
+                                                     sb >= 0 ? &bias : NULL, &any_dst, sd_, dl, pl, pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &dd, NULL, g_ctx.engine, NULL) != dnnl_success)
+        return fail(b, "oneDNN refuses this transposed convolution"), false;
+    int32_t wt = resident_copy(b, wv, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+    int32_t final_slot = -1;
+    int32_t sd = wt >= 0 ? result_slot(b, &n->outputs[0], dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &final_slot) : -1;
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return fail(b, "could not lay out the transposed convolution's tensors"), false;
+    }
+    int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sin, wt, sd, sb};
+    bool ok = add_prim(b, pd, sb >= 0 ? 4 : 3, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
+    return ok;
+}
+
+/* GELU as exporters write it, x * 0.5 * (1 + Erf(x / sqrt(2))) (the 0.5
+ * on either side, Div by sqrt(2) or Mul by 1/sqrt(2)), as one gelu_erf
+ * eltwise. Called on the Div/Mul feeding the Erf; false when the nodes do
+ * not form the pattern. */
+static bool compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
+    const seam_subgraph_view *sg = b->sg;
+    const seam_node_view *n = b->n;
+    float c;
+    if (n->n_inputs != 2 || !n->inputs[1].name || !scalar_const(b, n->inputs[1].name, &c)) return false;
+    float inv = is_op(n, "Div") ? 1.0f / c : c;
+    if (fabsf(inv - 0.70710678f) > 1e-4f) return false;
+    const char *x = n->inputs[0].name, *dv = n->outputs[0].name, *e, *o, *h, *y, *other;
+    int32_t nodes[5], cnt = 0, k;
+    nodes[cnt++] = b->index;
+    if (readers_of(sg, dv, &k, 1) != 1 || !node_is(sg, k, "Erf", dv, 0, &e, &other)) return false;
+    nodes[cnt++] = k;
+    float one, half;
+    if (readers_of(sg, e, &k, 1) != 1 || !node_is(sg, k, "Add", e, -1, &o, &other) || !scalar_const(b, other, &one) || one != 1.0f)
+        return false;
+    nodes[cnt++] = k;
+    /* (1 + erf) * x * 0.5 in either order */
+    if (readers_of(sg, o, &k, 1) != 1 || !node_is(sg, k, "Mul", o, -1, &h, &other)) return false;
+    nodes[cnt++] = k;
+    bool have_x = other && !strcmp(other, x), have_half = scalar_const(b, other, &half) && half == 0.5f;
+    if (!have_x && !have_half) return false;
+    if (readers_of(sg, h, &k, 1) != 1 || !node_is(sg, k, "Mul", h, -1, &y, &other)) return false;
+    if (have_x ? !(scalar_const(b, other, &half) && half == 0.5f) : !(other && !strcmp(other, x))) return false;
+    nodes[cnt++] = k;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(sg, k, &st);
+    seam_value_info out = m->outputs[0];
+    int64_t dims[MAXR];
+    for (int32_t d = 0; d < out.rank && d < MAXR; d++) dims[d] = out.dims[d];
+    out.dims = dims;
+    b->n = seam_subgraph_node(sg, b->index, b->storage);
+    if (!full_shape(&out, &b->n->inputs[0])) return false;
+    program *p = b->p;
+    dnnl_memory_desc_t src;
+    md_of(&p->slots[sin], &src);
+    dnnl_eltwise_desc_t ed;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_gelu_erf, &src, 0.0f, 0.0f) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &ed, NULL, g_ctx.engine, NULL) != dnnl_success)
+        return false;
+    for (int32_t j = 0; j < cnt; j++) fused[nodes[j]] = true;
+    return layout_step(b, pd, sin, &out);
+}
+
 static bool compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -1456,12 +1621,20 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     dnnl_memory_desc_t src, dst;
     int32_t sin = input_slot(b, &n->inputs[0]);
     if (sin < 0) return fail(b, "input 0 is neither made earlier nor a constant"), false;
+    /* (pattern matchers look at other nodes, which invalidates n: fetch
+     * it again after each) */
+    if ((is_op(n, "Div") || is_op(n, "Mul")) && b->fuse && !p->slots[sin].lazy && compile_gelu_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if ((is_op(n, "Div") || is_op(n, "Mul")) && defer_scale(b, sin)) return true;
     if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if (p->slots[sin].lazy && !is_op(n, "MatMul")) sin = as_plain(b, sin);
     if (sin < 0) return fail(b, "could not copy input 0 to a dense layout"), false;
     md_of(&p->slots[sin], &src);
     if (is_op(n, "Conv")) return compile_conv(b, fused);
+    if (is_op(n, "ConvTranspose")) return compile_convtranspose(b);
+    if (is_op(n, "Erf")) return fail(b, "Erf outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))"), false;
     /* An activation or a same-shape binary on a convolution's blocked output
      * stays in that layout (the residual Add of a ResNet, the Relu after
      * it): no reorder to plain and back. */
@@ -1526,6 +1699,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     if (is_op(n, "Slice")) return compile_slice(b, sin);
     if (is_op(n, "ReduceMean") && compile_layernorm_pattern(b, fused, sin)) return true;
     if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if (IN_LIST(n, reduce_ops)) return compile_reduce(b, sin);
     if (is_op(n, "LayerNormalization")) return compile_layernorm(b, sin);
     int32_t sd = output_slot(b, &n->outputs[0]);
@@ -1575,16 +1749,80 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, sd};
         return add_step(b, &bd, NULL, 3, kinds, slots);
     }
-    if (is_op(n, "Softmax")) {
+    if (is_op(n, "Softmax") || is_op(n, "LogSoftmax")) {
         int64_t axis = -1;
         seam_node_attr_int(n, "axis", &axis);
         if (n->opset < 13) return fail(b, "Softmax before opset 13 (2-D coercion) is not supported"), false;
         if (axis < 0) axis += n->inputs[0].rank;
         dnnl_softmax_v2_desc_t sd2;
-        if (dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, dnnl_softmax_accurate, &src, &dst, (int)axis) != dnnl_success)
+        if (dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, is_op(n, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log,
+                                              &src, &dst, (int)axis) != dnnl_success)
             return fail(b, "oneDNN refuses this softmax"), false;
         int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
         return add_step(b, &sd2, NULL, 2, kinds, slots);
+    }
+    if (is_op(n, "Sum")) {
+        int32_t cnt = n->n_inputs, kinds[MAX_ARGS], slots[MAX_ARGS];
+        dnnl_memory_desc_t mds[MAX_ARGS];
+        float scales[MAX_ARGS];
+        for (int32_t k = 0; k < cnt; k++) {
+            int32_t s2 = input_slot(b, &n->inputs[k]);
+            if (s2 >= 0) s2 = as_plain(b, s2);
+            if (s2 < 0) return fail(b, "an input is not available"), false;
+            md_of(&p->slots[s2], &mds[k]);
+            kinds[k] = DNNL_ARG_MULTIPLE_SRC + k, slots[k] = s2, scales[k] = 1.0f;
+        }
+        kinds[cnt] = DNNL_ARG_DST, slots[cnt] = sd;
+        dnnl_primitive_desc_t pd;
+        if (dnnl_sum_primitive_desc_create(&pd, &dst, cnt, scales, mds, NULL, g_ctx.engine) != dnnl_success)
+            return fail(b, "oneDNN refuses this sum"), false;
+        bool ok = add_prim(b, pd, cnt + 1, kinds, slots);
+        dnnl_primitive_desc_destroy(pd);
+        return ok;
+    }
+    if (is_op(n, "PRelu")) { /* the slope broadcast like ONNX's: right-aligned */
+        int32_t s1 = input_slot(b, &n->inputs[1]);
+        if (s1 >= 0) s1 = as_plain(b, s1);
+        if (s1 < 0) return fail(b, "the slope is not available"), false;
+        slot v1 = p->slots[s1];
+        int32_t r0 = n->inputs[0].rank, shift = r0 - v1.rank;
+        for (int32_t d = r0 - 1; d >= 0; d--) v1.dims[d] = d >= shift ? p->slots[s1].dims[d - shift] : 1;
+        v1.rank = r0;
+        int32_t a = view_slot(p, s1, &v1, NULL);
+        if (a < 0) return fail(b, "out of memory"), false;
+        dnnl_memory_desc_t wmd;
+        md_of(&p->slots[a], &wmd);
+        dnnl_prelu_desc_t pdsc;
+        if (dnnl_prelu_forward_desc_init(&pdsc, dnnl_forward_inference, &src, &wmd) != dnnl_success)
+            return fail(b, "oneDNN refuses this PRelu"), false;
+        int32_t kinds[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, slots[3] = {sin, a, sd};
+        return add_step(b, &pdsc, NULL, 3, kinds, slots);
+    }
+    if (is_op(n, "LRN")) { /* y = x / (bias + alpha / size * sum of squares)^beta, as oneDNN's */
+        int64_t size = 0;
+        float la = 1e-4f, lb = 0.75f, bias = 1.0f;
+        if (!seam_node_attr_int(n, "size", &size) || size < 1) return fail(b, "LRN needs size >= 1"), false;
+        seam_node_attr_float(n, "alpha", &la);
+        seam_node_attr_float(n, "beta", &lb);
+        seam_node_attr_float(n, "bias", &bias);
+        dnnl_lrn_desc_t ld;
+        if (dnnl_lrn_forward_desc_init(&ld, dnnl_forward_inference, dnnl_lrn_across_channels, &src, size, la, lb, bias) != dnnl_success)
+            return fail(b, "oneDNN refuses this LRN"), false;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+        return add_step(b, &ld, NULL, 2, kinds, slots);
+    }
+    if (is_op(n, "Resize")) { /* the factors from the static shapes */
+        const char *mode = "nearest";
+        seam_node_attr_string(n, "mode", &mode);
+        float factors[3];
+        int32_t nsp = src.ndims - 2;
+        for (int32_t d = 0; d < nsp; d++) factors[d] = (float)n->outputs[0].dims[2 + d] / (float)n->inputs[0].dims[2 + d];
+        dnnl_resampling_desc_t rd;
+        if (dnnl_resampling_forward_desc_init(&rd, dnnl_forward_inference, strcmp(mode, "linear") ? dnnl_resampling_nearest : dnnl_resampling_linear,
+                                              factors, &src, &dst) != dnnl_success)
+            return fail(b, "oneDNN refuses this resampling"), false;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+        return add_step(b, &rd, NULL, 2, kinds, slots);
     }
     if (is_op(n, "Concat")) {
         int64_t axis = 0;
