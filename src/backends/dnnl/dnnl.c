@@ -24,14 +24,15 @@
 #include "seam_backend.h"
 
 #define MAXR 6      /* plain tags up to abcdef */
-#define MAX_ARGS 66 /* a Concat of up to 64 inputs, plus its output */
+#define MAX_ARGS 66 /* a Concat of up to 64 inputs, plus its output (and a scratchpad) */
 
 typedef struct slot {
     const char *name;
     int32_t rank;
     dnnl_dims_t dims;
     dnnl_memory_t mem;
-    void *owned;       /* intermediates */
+    void *owned;       /* resident data made at compile time (reordered weights) */
+    size_t bytes;      /* an intermediate: its size; its place in the arena is planned */
     int32_t alias;     /* a view of another slot, or -1 */
     int64_t offset;    /* a view's first byte within the slot it views */
     int32_t boundary;  /* 0 none, 1 input k, 2 output k */
@@ -47,6 +48,7 @@ typedef struct slot {
 
 typedef struct step {
     dnnl_primitive_t prim;
+    dnnl_memory_t scratch; /* its scratchpad: the program's one buffer, or NULL */
     int32_t n_args;
     int32_t arg_kind[MAX_ARGS];
     int32_t arg_slot[MAX_ARGS];
@@ -59,11 +61,16 @@ typedef struct program {
     int32_t n_steps, cap_steps;
     int32_t *in_slot, *out_slot;
     int32_t n_in, n_out;
+    void *arena;          /* every intermediate, placed by lifetime */
+    size_t arena_bytes;
+    void *scratch;        /* the scratchpad all steps share (they run one at a time) */
+    size_t scratch_bytes;
 } program;
 
 typedef struct dnnl_ctx {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    dnnl_primitive_attr_t user_scratch; /* attr of primitives without post-ops */
     bool ok;
 } dnnl_ctx;
 
@@ -339,8 +346,8 @@ static int32_t output_slot(builder *b, const seam_value_info *v) {
     dnnl_memory_desc_t md;
     if (!md_of(sl, &md)) return -1;
     size_t bytes = dnnl_memory_desc_get_size(&md);
-    sl->owned = malloc(bytes ? bytes : 4);
-    if (!sl->owned || dnnl_memory_create(&sl->mem, &md, g_ctx.engine, sl->owned) != dnnl_success) return -1;
+    sl->bytes = bytes ? bytes : 4;
+    if (dnnl_memory_create(&sl->mem, &md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return -1;
     return s;
 }
 
@@ -359,7 +366,17 @@ static step *new_step(program *p) {
 static bool add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, const int32_t *slots) {
     step *st = new_step(b->p);
     if (!st) return fail(b, "out of memory"), false;
+    st->scratch = NULL;
     if (dnnl_primitive_create(&st->prim, pd) != dnnl_success) return fail(b, "oneDNN could not create the primitive"), false;
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (sbytes) {
+        if (dnnl_memory_create(&st->scratch, smd, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
+            dnnl_primitive_destroy(st->prim);
+            return fail(b, "out of memory"), false;
+        }
+        if (sbytes > b->p->scratch_bytes) b->p->scratch_bytes = sbytes;
+    }
     st->n_args = n_args;
     for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
     b->p->n_steps++;
@@ -369,7 +386,7 @@ static bool add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args,
 static bool add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
                      const int32_t *kinds, const int32_t *slots) {
     dnnl_primitive_desc_t pd;
-    if (dnnl_primitive_desc_create(&pd, desc, attr, g_ctx.engine, NULL) != dnnl_success) return fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
+    if (dnnl_primitive_desc_create(&pd, desc, attr ? attr : g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success) return fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
     bool ok = add_prim(b, pd, n_args, kinds, slots);
     dnnl_primitive_desc_destroy(pd);
     return ok;
@@ -385,8 +402,8 @@ static int32_t temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t 
     sl->has_md = true;
     sl->md = *md;
     size_t bytes = dnnl_memory_desc_get_size(md);
-    sl->owned = malloc(bytes ? bytes : 4);
-    if (!sl->owned || dnnl_memory_create(&sl->mem, md, g_ctx.engine, sl->owned) != dnnl_success) return -1;
+    sl->bytes = bytes ? bytes : 4;
+    if (dnnl_memory_create(&sl->mem, md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return -1;
     return t;
 }
 
@@ -395,7 +412,7 @@ static bool add_reorder(builder *b, int32_t from, int32_t to) {
     md_of(&b->p->slots[from], &a);
     md_of(&b->p->slots[to], &c);
     dnnl_primitive_desc_t pd;
-    if (dnnl_reorder_primitive_desc_create(&pd, &a, g_ctx.engine, &c, g_ctx.engine, NULL) != dnnl_success)
+    if (dnnl_reorder_primitive_desc_create(&pd, &a, g_ctx.engine, &c, g_ctx.engine, g_ctx.user_scratch) != dnnl_success)
         return fail(b, "oneDNN has no reorder between these layouts"), false;
     int32_t kinds[2] = {DNNL_ARG_FROM, DNNL_ARG_TO}, slots[2] = {from, to};
     bool ok = add_prim(b, pd, 2, kinds, slots);
@@ -455,8 +472,8 @@ static int32_t result_slot(builder *b, const seam_value_info *v, const dnnl_memo
     sl->has_md = !dnnl_memory_desc_equal(&plain, md);
     sl->md = *md;
     size_t bytes = dnnl_memory_desc_get_size(md);
-    sl->owned = malloc(bytes ? bytes : 4);
-    if (!sl->owned || dnnl_memory_create(&sl->mem, md, g_ctx.engine, sl->owned) != dnnl_success) return -1;
+    sl->bytes = bytes ? bytes : 4;
+    if (dnnl_memory_create(&sl->mem, md, g_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) return -1;
     return s;
 }
 
@@ -691,7 +708,8 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
         kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(k + (scaled ? 1 : 0)) | DNNL_ARG_SRC_1;
         slots[(*n_args)++] = s;
     }
-    bool ok = dnnl_primitive_attr_create(attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    bool ok = dnnl_primitive_attr_create(attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user) == dnnl_success;
     dnnl_post_ops_destroy(po);
     if (!ok) return fail(b, "out of memory"), false;
     return true;
@@ -711,7 +729,7 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         dnnl_eltwise_desc_t ed;
         if (!eltwise_of(n, b->sg, &alg, &alpha, &beta) ||
             dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success ||
-            dnnl_primitive_desc_create(&pd, &ed, NULL, g_ctx.engine, NULL) != dnnl_success)
+            dnnl_primitive_desc_create(&pd, &ed, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
             return 0;
         kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
     } else {
@@ -727,7 +745,7 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         if (s1 < 0) return -1;
         dnnl_binary_desc_t bd;
         if (dnnl_binary_desc_init(&bd, alg, &src, &src, &src) != dnnl_success ||
-            dnnl_primitive_desc_create(&pd, &bd, NULL, g_ctx.engine, NULL) != dnnl_success)
+            dnnl_primitive_desc_create(&pd, &bd, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
             return 0;
         kinds[0] = DNNL_ARG_SRC_0, slots[0] = sin, kinds[1] = DNNL_ARG_SRC_1, slots[1] = s1, n_args = 3;
     }
@@ -746,7 +764,11 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
 
 static void release_program(program *p) {
     if (!p) return;
-    for (int32_t k = 0; k < p->n_steps; k++) dnnl_primitive_destroy(p->steps[k].prim);
+    for (int32_t k = 0; k < p->n_steps; k++) {
+        dnnl_primitive_destroy(p->steps[k].prim);
+        if (p->steps[k].scratch) dnnl_memory_destroy(p->steps[k].scratch);
+    }
+    free(p->arena), free(p->scratch);
     for (int32_t k = 0; k < p->n_slots; k++) {
         if (p->slots[k].mem) dnnl_memory_destroy(p->slots[k].mem);
         free(p->slots[k].owned);
@@ -788,6 +810,10 @@ static int32_t resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t 
     slot like = b->p->slots[from];
     int32_t t = temp_slot(b, &like, md);
     if (t < 0) return -1;
+    slot *ts = &b->p->slots[t]; /* resident: its own buffer, out of the arena */
+    ts->owned = malloc(ts->bytes);
+    ts->bytes = 0;
+    if (!ts->owned || dnnl_memory_set_data_handle(ts->mem, ts->owned) != dnnl_success) return -1;
     dnnl_primitive_desc_t rpd;
     dnnl_memory_desc_t src;
     md_of(&b->p->slots[from], &src);
@@ -838,7 +864,7 @@ static bool read_later(builder *b, const char *name, const chain *c) {
 static bool may_overwrite(builder *b, int32_t s, const dnnl_memory_desc_t *md, const chain *c) {
     program *p = b->p;
     int32_t root = root_of(p, s);
-    if (!p->slots[root].owned || p->slots[root].boundary) return false;
+    if (!p->slots[root].bytes || p->slots[root].boundary) return false;
     dnnl_memory_desc_t cur;
     md_of(&p->slots[s], &cur);
     if (!dnnl_memory_desc_equal(&cur, md)) return false;
@@ -917,7 +943,7 @@ static bool compile_conv(builder *b, bool *fused) {
     /* first without post-ops, to learn the layout dst will have; then with
      * the chain, its same-shape operands in that layout */
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_primitive_desc_create(&pd, &cd, NULL, g_ctx.engine, NULL) != dnnl_success)
+    if (dnnl_primitive_desc_create(&pd, &cd, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
         return fail(b, "oneDNN refuses this convolution's shapes"), false;
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
     int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
@@ -1447,14 +1473,14 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     dnnl_primitive_attr_t attr = NULL;
     if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_primitive_desc_create(&pd, &md, attr, g_ctx.engine, NULL) != dnnl_success) {
+    if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success) {
         pd = NULL;
         if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
             c.n = 0, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
             if (attr) dnnl_primitive_attr_destroy(attr);
             attr = NULL;
             if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
-                dnnl_primitive_desc_create(&pd, &md, attr, g_ctx.engine, NULL) != dnnl_success)
+                dnnl_primitive_desc_create(&pd, &md, attr ? attr : g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
                 pd = NULL;
         }
     }
@@ -1535,7 +1561,7 @@ static bool compile_convtranspose(builder *b) {
     dnnl_primitive_desc_t pd;
     if (dnnl_dilated_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src, &any_w,
                                                      sb >= 0 ? &bias : NULL, &any_dst, sd_, dl, pl, pr) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &dd, NULL, g_ctx.engine, NULL) != dnnl_success)
+        dnnl_primitive_desc_create(&pd, &dd, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
         return fail(b, "oneDNN refuses this transposed convolution"), false;
     int32_t wt = resident_copy(b, wv, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
     int32_t final_slot = -1;
@@ -1593,7 +1619,7 @@ static bool compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
     dnnl_eltwise_desc_t ed;
     dnnl_primitive_desc_t pd;
     if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_gelu_erf, &src, 0.0f, 0.0f) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &ed, NULL, g_ctx.engine, NULL) != dnnl_success)
+        dnnl_primitive_desc_create(&pd, &ed, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
         return false;
     for (int32_t j = 0; j < cnt; j++) fused[nodes[j]] = true;
     return layout_step(b, pd, sin, &out);
@@ -1669,7 +1695,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         dnnl_pooling_v2_desc_t pld;
         dnnl_primitive_desc_t pd;
         if (dnnl_pooling_v2_forward_desc_init(&pld, dnnl_forward_inference, alg, &src, &any_dst, strides, kernel, dilation, pl, pr) != dnnl_success ||
-            dnnl_primitive_desc_create(&pd, &pld, NULL, g_ctx.engine, NULL) != dnnl_success)
+            dnnl_primitive_desc_create(&pd, &pld, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
             return fail(b, "oneDNN refuses this pooling"), false;
         return layout_step(b, pd, sin, &n->outputs[0]);
     }
@@ -1684,7 +1710,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
                                                        dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift) != dnnl_success)
             return fail(b, "oneDNN refuses this batch normalization"), false;
         dnnl_primitive_desc_t pd;
-        if (dnnl_primitive_desc_create(&pd, &bd, NULL, g_ctx.engine, NULL) != dnnl_success)
+        if (dnnl_primitive_desc_create(&pd, &bd, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
             return fail(b, "oneDNN refuses this batch normalization"), false;
         int32_t extra_kinds[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, extra[4] = {sc, sh, mn, vr};
         return layout_step_with(b, pd, sin, &n->outputs[0], 4, extra_kinds, extra);
@@ -1774,7 +1800,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         }
         kinds[cnt] = DNNL_ARG_DST, slots[cnt] = sd;
         dnnl_primitive_desc_t pd;
-        if (dnnl_sum_primitive_desc_create(&pd, &dst, cnt, scales, mds, NULL, g_ctx.engine) != dnnl_success)
+        if (dnnl_sum_primitive_desc_create(&pd, &dst, cnt, scales, mds, g_ctx.user_scratch, g_ctx.engine) != dnnl_success)
             return fail(b, "oneDNN refuses this sum"), false;
         bool ok = add_prim(b, pd, cnt + 1, kinds, slots);
         dnnl_primitive_desc_destroy(pd);
@@ -1841,13 +1867,70 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         }
         kinds[cnt] = DNNL_ARG_DST, slots[cnt] = sd;
         dnnl_primitive_desc_t pd;
-        if (dnnl_concat_primitive_desc_create(&pd, &dst, cnt, (int)axis, mds, NULL, g_ctx.engine) != dnnl_success)
+        if (dnnl_concat_primitive_desc_create(&pd, &dst, cnt, (int)axis, mds, g_ctx.user_scratch, g_ctx.engine) != dnnl_success)
             return fail(b, "oneDNN refuses this concat"), false;
         bool ok = add_prim(b, pd, cnt + 1, kinds, slots);
         dnnl_primitive_desc_destroy(pd);
         return ok;
     }
     return fail(b, "not implemented by the dnnl backend"), false;
+}
+
+/* ---- memory plan ----
+ * Every intermediate gets a place in one arena: two share bytes when no
+ * step uses both between the first write of one and the last read of the
+ * other (greedy, largest first, as seam's CPU executor plans its own).
+ * Made once at compile time; a run allocates nothing. */
+typedef struct span { int32_t slot, first, last; size_t off, bytes; } span;
+
+static int cmp_span_size(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    return x->bytes != y->bytes ? (x->bytes < y->bytes ? 1 : -1) : x->slot - y->slot;
+}
+
+static bool plan_arena(program *p) {
+    span *sp = calloc((size_t)p->n_slots + 1, sizeof(span));
+    int32_t *at = calloc((size_t)p->n_slots + 1, sizeof(int32_t));
+    if (!sp || !at) return free(sp), free(at), false;
+    int32_t n = 0;
+    for (int32_t k = 0; k < p->n_slots; k++) {
+        at[k] = -1;
+        if (p->slots[k].bytes && p->slots[k].alias < 0) at[k] = n, sp[n++] = (span){k, -1, -1, 0, p->slots[k].bytes};
+    }
+    for (int32_t i = 0; i < p->n_steps; i++)
+        for (int32_t a = 0; a < p->steps[i].n_args; a++) {
+            int32_t r = root_of(p, p->steps[i].arg_slot[a]), j = at[r];
+            if (j < 0) continue;
+            if (sp[j].first < 0) sp[j].first = i;
+            sp[j].last = i;
+        }
+    qsort(sp, (size_t)n, sizeof(span), cmp_span_size);
+    size_t total = 0;
+    for (int32_t j = 0; j < n; j++) {
+        size_t off = 0;
+        for (bool moved = true; moved;) { /* the lowest offset clear of every live placed span */
+            moved = false;
+            for (int32_t q = 0; q < j; q++) {
+                bool live = sp[q].first <= sp[j].last && sp[j].first <= sp[q].last;
+                if (live && off < sp[q].off + sp[q].bytes && sp[q].off < off + sp[j].bytes) {
+                    off = (sp[q].off + sp[q].bytes + 63) & ~(size_t)63;
+                    moved = true;
+                }
+            }
+        }
+        sp[j].off = off;
+        if (off + sp[j].bytes > total) total = off + sp[j].bytes;
+    }
+    p->arena_bytes = total;
+    p->arena = total ? aligned_alloc(64, (total + 63) & ~(size_t)63) : NULL;
+    p->scratch = p->scratch_bytes ? aligned_alloc(64, (p->scratch_bytes + 63) & ~(size_t)63) : NULL;
+    bool ok = (!total || p->arena) && (!p->scratch_bytes || p->scratch);
+    for (int32_t j = 0; ok && j < n; j++)
+        ok = dnnl_memory_set_data_handle(p->slots[sp[j].slot].mem, (char *)p->arena + sp[j].off) == dnnl_success;
+    for (int32_t i = 0; ok && i < p->n_steps; i++)
+        if (p->steps[i].scratch) ok = dnnl_memory_set_data_handle(p->steps[i].scratch, p->scratch) == dnnl_success;
+    free(sp), free(at);
+    return ok;
 }
 
 static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
@@ -1929,6 +2012,10 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
             goto bad;
         }
     }
+    if (!plan_arena(p)) {
+        snprintf(err, err_size, "out of memory (the subgraph's intermediates)");
+        goto bad;
+    }
     free(fused);
     return p;
 bad:
@@ -1963,9 +2050,11 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
     }
     for (int32_t k = 0; k < p->n_steps; k++) {
         step *st = &p->steps[k];
-        dnnl_exec_arg_t args[MAX_ARGS];
-        for (int32_t a = 0; a < st->n_args; a++) args[a] = (dnnl_exec_arg_t){st->arg_kind[a], p->slots[st->arg_slot[a]].mem};
-        if (dnnl_primitive_execute(st->prim, g_ctx.stream, st->n_args, args) != dnnl_success) {
+        dnnl_exec_arg_t args[MAX_ARGS + 1];
+        int32_t na = st->n_args;
+        for (int32_t a = 0; a < na; a++) args[a] = (dnnl_exec_arg_t){st->arg_kind[a], p->slots[st->arg_slot[a]].mem};
+        if (st->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, st->scratch};
+        if (dnnl_primitive_execute(st->prim, g_ctx.stream, na, args) != dnnl_success) {
             snprintf(err, err_size, "dnnl: step %d failed", k);
             return SEAM_STATUS_INTERNAL;
         }
@@ -1989,7 +2078,9 @@ static seam_backend dnnl_backend = {
 const seam_backend *seam_backend_dnnl(void) {
     if (!g_ctx.ok && !g_ctx.engine) {
         if (dnnl_engine_create(&g_ctx.engine, dnnl_cpu, 0) == dnnl_success &&
-            dnnl_stream_create(&g_ctx.stream, g_ctx.engine, dnnl_stream_default_flags) == dnnl_success)
+            dnnl_stream_create(&g_ctx.stream, g_ctx.engine, dnnl_stream_default_flags) == dnnl_success &&
+            dnnl_primitive_attr_create(&g_ctx.user_scratch) == dnnl_success &&
+            dnnl_primitive_attr_set_scratchpad_mode(g_ctx.user_scratch, dnnl_scratchpad_mode_user) == dnnl_success)
             g_ctx.ok = true;
     }
     return &dnnl_backend;
