@@ -223,6 +223,14 @@ gelu = lambda first, second: [helper.make_node("Div", ["x", "r2"], ["d"]), helpe
 case("gelu_x_first", gelu("x", "half"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
 case("gelu_half_first", gelu("half", "x"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
 
+# target options reach the backend: a thread count; an unknown option is an
+# error that names it
+case("conv_threads_1", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), relu("c", "y")], X4, {"w": W(6, 4, 3, 3), "b": W(6)},
+     [2, 6, 9, 9], options=("threads=1",))
+r = run("run", os.path.join(work, "conv_basic.onnx"), "--target", "dnnl", "--target-option", "fusion=maybe")
+if r.returncode != 1 or "fusion=maybe" not in r.stderr:
+    failures.append(f"a bad dnnl target option: exit {r.returncode}, {r.stderr.strip()!r}")
+
 # real models: dnnl (+ cpu fallback) against the CPU
 for path in sorted(glob.glob(os.path.join(models_dir, "*.onnx"))):
     base, name = path[:-5], os.path.basename(path)[:-5]

@@ -14,6 +14,8 @@
  * supports() answers per node from op, dtypes, ranks and attributes, with a
  * precise reason when it says no.
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdarg.h>
@@ -63,6 +65,7 @@ typedef struct program {
     int32_t n_in, n_out;
     void *arena;          /* every intermediate, placed by lifetime */
     size_t arena_bytes;
+    int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
     void *scratch;        /* the scratchpad all steps share (they run one at a time) */
     size_t scratch_bytes;
 } program;
@@ -1933,17 +1936,44 @@ static bool plan_arena(program *p) {
     return ok;
 }
 
+/* oneDNN (Debian's build) runs on OpenMP: the thread count is the calling
+ * thread's OpenMP setting, read when primitives are made and run. libgomp is
+ * loaded with libdnnl; its setter is looked up rather than linked. */
+static void set_threads(int32_t n) {
+    static void (*setter)(int);
+    static int default_threads; /* OpenMP's own (OMP_NUM_THREADS or the cores) */
+    if (!setter) {
+        int (*getter)(void);
+        *(void **)&setter = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+        *(void **)&getter = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+        default_threads = getter ? getter() : 1;
+    }
+    if (setter) setter(n >= 1 ? n : default_threads);
+}
+
 static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
                           size_t err_size) {
     (void)ctx;
     bool fuse = true;
-    for (int32_t k = 0; k < n_options; k++)
+    int32_t threads = 0;
+    for (int32_t k = 0; k < n_options; k++) {
+        char *end;
         if (!strcmp(options[k], "fusion=off")) fuse = false;
+        else if (!strcmp(options[k], "fusion=on")) fuse = true;
+        else if (!strncmp(options[k], "threads=", 8) && (threads = (int32_t)strtol(options[k] + 8, &end, 10)) >= 1 &&
+                 threads <= 1024 && !*end) {
+        } else {
+            snprintf(err, err_size, "dnnl: unknown or bad target option '%s' (known: fusion=on|off, threads=N with N >= 1)", options[k]);
+            return NULL;
+        }
+    }
+    set_threads(threads);
     if (!g_ctx.ok) {
         snprintf(err, err_size, "no oneDNN CPU engine");
         return NULL;
     }
     program *p = calloc(1, sizeof(*p));
+    if (p) p->threads = threads;
     bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
     if (!p || !fused ||
         !(p->in_slot = calloc((size_t)sg->n_inputs + 1, sizeof(int32_t))) ||
@@ -2039,6 +2069,7 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
                             int32_t n_outputs, char *err, size_t err_size) {
     (void)ctx;
     program *p = compiled;
+    set_threads(p->threads);
     if (n_inputs != p->n_in || n_outputs != p->n_out) {
         snprintf(err, err_size, "dnnl: %d inputs and %d outputs given, %d and %d compiled", n_inputs, n_outputs, p->n_in, p->n_out);
         return SEAM_STATUS_INVALID_ARGUMENT;
