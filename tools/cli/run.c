@@ -29,7 +29,9 @@ static const char *RUN_HELP =
     "  --output-dir DIR      write each output to DIR/<name>.npy (characters\n"
     "                        outside [A-Za-z0-9._-] become _)\n"
     "  --output-format F     npy (default) or pb (TensorProto)\n"
-    "  --repeat N            time N runs after a warm-up; prints the median\n"
+    "  --repeat N            time N runs after a warm-up; prints the median and\n"
+    "                        min, and the time it took to partition and to make\n"
+    "                        the session (backend compiles, memory plan)\n"
     "  --threads N           worker threads (default: one per core)\n"
     "  --dynamic-batch       accept any batch (dim 0) for a model made for batch B:\n"
     "                        the inputs run in chunks of B (the last padded) and\n"
@@ -259,6 +261,7 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    double t_partition = now_ms();
     if (tg.n_paths > 0) { /* partition on the fly */
         seam_plan *plan = NULL;
         if ((rc = targets_apply_shapes(&tg, "run", ctx, m))) goto done; /* shapes are applied; this folds */
@@ -278,10 +281,13 @@ int cmd_run(int argc, char **argv) {
     if (!has_dnnl && tg.n_avail < (int32_t)(sizeof(tg.avail) / sizeof(tg.avail[0]))) tg.avail[tg.n_avail++] = seam_backend_dnnl();
     seam_session_options opts = {threads, report, dynamic_batch, tg.avail, tg.n_avail, NULL, NULL};
     if (isatty(2)) opts.progress = show_progress; /* only on a terminal */
+    double t_session = now_ms();
+    t_partition = t_session - t_partition;
     if ((st = seam_session_create(m, &opts, &s))) {
         rc = cli_fail("run", ctx, st);
         goto done;
     }
+    t_session = now_ms() - t_session;
     for (int32_t i = 0; i < g->n_inputs; i++) {
         const ir_value *v = &g->values[g->inputs[i]];
         if (v->flags & IR_VALUE_INIT) continue;
@@ -357,6 +363,8 @@ int cmd_run(int argc, char **argv) {
         if (!st) {
             qsort(times, (size_t)repeat, sizeof(double), cmp_double);
             printf("%s: median %.3f ms, min %.3f ms over %d runs\n", path, times[repeat / 2], times[0], repeat);
+            printf("%s: ready in %.1f ms: partitioning %.1f ms, session (backend compiles, memory plan) %.1f ms\n", path,
+                   t_partition + t_session, t_partition, t_session);
         }
         free(times);
         if (st) {
