@@ -200,6 +200,22 @@ case("matmul_residual", [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.m
 case("matmul_scaled", [helper.make_node("Div", ["x", "c"], ["q"]), helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
                        helper.make_node("MatMul", ["q", "t"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=-1)],
      X3, {"c": np.array(2.8284)}, [4, 6, 6])
+# torch's attention, as exported: q, k, v sliced from one projection and
+# reshaped into heads (strided views, no copies), K transposed into the
+# MatMul, the 1/sqrt(d) factor deferred, heads transposed back by the MatMul
+att = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"])]
+for i, nm in enumerate("qkv"):
+    att += [helper.make_node("Slice", ["qkv", f"s{i}", f"e{i}", "ax2"], [f"{nm}s"]),
+            helper.make_node("Reshape", [f"{nm}s", "heads"], [f"{nm}r"]),
+            helper.make_node("Transpose", [f"{nm}r"], [f"{nm}t"], perm=[1, 2, 0] if nm == "k" else [1, 0, 2])]
+att += [helper.make_node("Div", ["qt", "sqrtd"], ["qd"]), helper.make_node("MatMul", ["qd", "kt"], ["sc"]),
+        helper.make_node("Softmax", ["sc"], ["pr"], axis=-1), helper.make_node("MatMul", ["pr", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[1, 0, 2]), helper.make_node("Reshape", ["ot", "flat"], ["of"]),
+        helper.make_node("Gemm", ["of", "wo", "bo"], ["y"], transB=1)]
+case("attention", att, [("x", [6, 1, 24])],
+     {"wqkv": W(24, 72), "ax2": np.array([2]), "s0": np.array([0]), "e0": np.array([24]), "s1": np.array([24]),
+      "e1": np.array([48]), "s2": np.array([48]), "e2": np.array([72]), "heads": np.array([6, 4, 6]),
+      "sqrtd": np.array(2.449), "flat": np.array([6, 24]), "wo": W(24, 24), "bo": W(24)}, [6, 24])
 case("add_bcast_first", [helper.make_node("Add", ["c", "x"], ["y"])], X3, {"c": W(6, 1)}, [4, 6, 8])
 
 # the rest of the op list: LogSoftmax, Sum, PRelu, LRN, Resize, ConvTranspose,

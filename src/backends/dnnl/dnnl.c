@@ -1019,6 +1019,51 @@ static void plain_strides(const slot *s, int64_t *st) {
     for (int32_t d = s->rank - 1; d >= 0; d--) st[d] = acc, acc *= s->dims[d];
 }
 
+/* The dims and element strides of a slot in a plain or strided layout. */
+static void dense_strides(const slot *s, int64_t *st) {
+    if (s->has_md && s->md.format_kind == dnnl_blocked && s->md.format_desc.blocking.inner_nblks == 0) {
+        for (int32_t d = 0; d < s->rank; d++) st[d] = s->md.format_desc.blocking.strides[d];
+        return;
+    }
+    plain_strides(s, st);
+}
+
+/* The strided layout of `in`'s bytes seen with shape `out`, when one exists
+ * (numpy's no-copy reshape: each run of merged dims must be contiguous
+ * within itself). */
+static bool reshape_view(const slot *in, const slot *out, dnnl_memory_desc_t *md) {
+    int64_t ist[MAXR], od[MAXR], os[MAXR], id[MAXR], is[MAXR];
+    dense_strides(in, ist);
+    int32_t ni = 0, no = out->rank;
+    for (int32_t d = 0; d < in->rank; d++) /* 1-sized dims carry no stride */
+        if (in->dims[d] != 1) id[ni] = in->dims[d], is[ni++] = ist[d];
+    for (int32_t d = 0; d < no; d++) od[d] = out->dims[d], os[d] = 1;
+    if (slot_numel(in) != slot_numel(out) || slot_numel(in) == 0) return false;
+    int32_t oi = 0, oj = 1, ki = 0, kj = 1;
+    while (ki < no && oi < ni) {
+        int64_t np = od[ki], op = id[oi];
+        while (np != op) {
+            if (np < op) {
+                if (kj >= no) return false;
+                np *= od[kj++];
+            } else {
+                if (oj >= ni) return false;
+                op *= id[oj++];
+            }
+        }
+        for (int32_t k = oi; k < oj - 1; k++)
+            if (is[k] != id[k + 1] * is[k + 1]) return false;
+        os[kj - 1] = is[oj - 1];
+        for (int32_t k = kj - 1; k > ki; k--) os[k - 1] = os[k] * od[k];
+        ki = kj++, oi = oj++;
+    }
+    for (int32_t d = ki; d < no; d++) os[d] = 1; /* trailing 1-sized dims */
+    dnnl_dims_t dims, strides;
+    int32_t r = no ? no : 1;
+    for (int32_t d = 0; d < r; d++) dims[d] = no ? od[d] : 1, strides[d] = no ? os[d] : 1;
+    return dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides) == dnnl_success;
+}
+
 static void shape_of(slot *shape, const seam_value_info *v) {
     memset(shape, 0, sizeof(*shape));
     shape->rank = v->rank;
@@ -1042,7 +1087,7 @@ static bool compile_transpose(builder *b, int32_t sin) {
     } else {
         for (int32_t d = 0; d < r; d++) perm[d] = r - 1 - d;
     }
-    plain_strides(&p->slots[sin], st);
+    dense_strides(&p->slots[sin], st);
     slot shape;
     shape_of(&shape, &n->outputs[0]);
     dnnl_dims_t dims, strides;
@@ -1120,9 +1165,12 @@ static bool compile_slice(builder *b, int32_t sin) {
     int32_t v = view_slot(p, sin, &shape, &vmd);
     if (v < 0) return fail(b, "out of memory"), false;
     p->slots[v].offset = offset * (int64_t)sizeof(float);
-    int32_t sd = output_slot(b, &n->outputs[0]);
-    if (sd < 0) return fail(b, "out of memory"), false;
-    return add_reorder(b, v, sd);
+    /* like a Transpose: no copy until a reader needs a dense layout */
+    int32_t sd = slot_of(p, n->outputs[0].name);
+    if (sd >= 0) return add_reorder(b, v, sd); /* a boundary output */
+    p->slots[v].name = n->outputs[0].name;
+    p->slots[v].lazy = p->slots[v].has_md;
+    return true;
 }
 
 /* The axes a Reduce* node reduces (attribute, or constant input 1 from
@@ -1396,15 +1444,6 @@ static bool defer_scale(builder *b, int32_t sin) {
     return true;
 }
 
-/* The dims and element strides of a slot in a plain or strided layout. */
-static void dense_strides(const slot *s, int64_t *st) {
-    if (s->has_md && s->md.format_kind == dnnl_blocked && s->md.format_desc.blocking.inner_nblks == 0) {
-        for (int32_t d = 0; d < s->rank; d++) st[d] = s->md.format_desc.blocking.strides[d];
-        return;
-    }
-    plain_strides(s, st);
-}
-
 static bool scalar_const(builder *b, const char *name, float *v);
 
 /* MatMul and Gemm (transB, bias) on oneDNN's matmul, with B read in place
@@ -1463,11 +1502,56 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
         if (ab < 0) return fail(b, "out of memory"), false;
         sb = ab;
     }
+    /* A Transpose alone reading the product that keeps the last axis (the
+     * attention heads put back side by side): the product is written
+     * through a strided view of the Transpose's output, which costs
+     * nothing then. */
+    int32_t tnode = -1;
+    seam_value_info tout;
+    int64_t tdims[MAXR];
+    dnnl_memory_desc_t tmd;
+    if (!c.n && b->fuse) {
+        const char *out_name = n->outputs[0].name;
+        int32_t t = sole_reader(b->sg, out_name);
+        seam_node_view st;
+        const seam_node_view *m = t >= 0 ? seam_subgraph_node(b->sg, t, &st) : NULL;
+        const int64_t *perm;
+        int32_t np = 0;
+        if (m && is_op(m, "Transpose") && seam_node_attr_ints(m, "perm", &perm, &np) && np == r && perm[r - 1] == r - 1 &&
+            m->outputs[0].rank == r) {
+            tout = m->outputs[0];
+            for (int32_t d = 0; d < r; d++) tdims[d] = tout.dims[d];
+            tout.dims = tdims;
+            int64_t tst[MAXR];
+            dnnl_dims_t pd_dims, pd_strides;
+            int64_t acc = 1;
+            for (int32_t d = r - 1; d >= 0; d--) tst[d] = acc, acc *= tdims[d];
+            bool ok = true;
+            for (int32_t j = 0; j < r; j++) {
+                int64_t ax = perm[j] < 0 ? perm[j] + r : perm[j];
+                if (ax < 0 || ax >= r) ok = false;
+                else pd_strides[ax] = tst[j], pd_dims[ax] = tdims[j];
+            }
+            if (ok && dnnl_memory_desc_init_by_strides(&tmd, r, pd_dims, dnnl_f32, pd_strides) == dnnl_success) tnode = t;
+        }
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    }
     const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
     slot rs;
     shape_of(&rs, result);
     md_of(&rs, &dst);
     dnnl_matmul_desc_t md;
+    if (tnode >= 0 && dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &tmd) == dnnl_success) {
+        dnnl_primitive_desc_t probe;
+        if (dnnl_primitive_desc_create(&probe, &md, g_ctx.user_scratch, g_ctx.engine, NULL) == dnnl_success) {
+            dnnl_primitive_desc_destroy(probe);
+            dst = tmd;
+        } else {
+            tnode = -1;
+        }
+    } else {
+        tnode = -1;
+    }
     if (dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
         return fail(b, "oneDNN refuses this matrix product"), false;
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
@@ -1491,7 +1575,14 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     if (!pd) return fail(b, "oneDNN refuses this matrix product"), false;
     take_chain(&c, fused);
     int32_t final_slot = -1;
-    int32_t sd = sum_from >= 0 ? sum_dst(b, &c, sum_from, result, &dst, &final_slot) : result_slot(b, result, &dst, &final_slot);
+    int32_t sd;
+    if (tnode >= 0) { /* the Transpose's output, written through a strided view */
+        int32_t os = output_slot(b, &tout);
+        sd = os >= 0 ? view_slot(p, os, &rs, &dst) : -1;
+        fused[tnode] = true;
+    } else {
+        sd = sum_from >= 0 ? sum_dst(b, &c, sum_from, result, &dst, &final_slot) : result_slot(b, result, &dst, &final_slot);
+    }
     if (sd < 0) {
         dnnl_primitive_desc_destroy(pd);
         return fail(b, "out of memory"), false;
@@ -1634,17 +1725,22 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     if (fused[i]) return true;
     if (IN_LIST(n, view_ops)) { /* same bytes, new shape: an alias slot */
         int32_t in = input_slot(b, &n->inputs[0]);
-        if (in >= 0) in = as_plain(b, in);
-        if (in < 0) return fail(b, "its input is not available"), false;
         slot shape;
         memset(&shape, 0, sizeof(shape));
         shape.rank = n->outputs[0].rank;
         for (int32_t d = 0; d < shape.rank; d++) shape.dims[d] = n->outputs[0].dims[d];
-        int32_t v = view_slot(p, in, &shape, NULL);
+        /* a strided view (a Slice, a Transpose) stays one when the new shape
+         * only splits or merges dims its strides allow */
+        dnnl_memory_desc_t smd;
+        bool strided = in >= 0 && p->slots[in].lazy && p->slots[in].scale == 1.0f && reshape_view(&p->slots[in], &shape, &smd);
+        if (in >= 0 && !strided) in = as_plain(b, in);
+        if (in < 0) return fail(b, "its input is not available"), false;
+        int32_t v = view_slot(p, in, &shape, strided ? &smd : NULL);
         if (v < 0) return fail(b, "out of memory"), false;
         int32_t s = slot_of(p, n->outputs[0].name);
         if (s >= 0) return add_reorder(b, v, s); /* a boundary output: a copy */
         p->slots[v].name = n->outputs[0].name;
+        p->slots[v].lazy = p->slots[v].has_md;
         return true;
     }
     dnnl_memory_desc_t src, dst;
@@ -1658,7 +1754,7 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     if ((is_op(n, "Div") || is_op(n, "Mul")) && defer_scale(b, sin)) return true;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    if (p->slots[sin].lazy && !is_op(n, "MatMul")) sin = as_plain(b, sin);
+    if (p->slots[sin].lazy && !is_op(n, "MatMul") && !is_op(n, "Transpose")) sin = as_plain(b, sin);
     if (sin < 0) return fail(b, "could not copy input 0 to a dense layout"), false;
     md_of(&p->slots[sin], &src);
     if (is_op(n, "Conv")) return compile_conv(b, fused);
