@@ -216,6 +216,17 @@ case("attention", att, [("x", [6, 1, 24])],
      {"wqkv": W(24, 72), "ax2": np.array([2]), "s0": np.array([0]), "e0": np.array([24]), "s1": np.array([24]),
       "e1": np.array([48]), "s2": np.array([48]), "e2": np.array([72]), "heads": np.array([6, 4, 6]),
       "sqrtd": np.array(2.449), "flat": np.array([6, 24]), "wo": W(24, 24), "bo": W(24)}, [6, 24])
+# chains through Reshape-like nodes: a bias before the reshape, a residual
+# sum and an activation after it; a Transpose moving only 1-sized dims
+case("matmul_chain_reshape", [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "bb"], ["a"]),
+                              helper.make_node("Reshape", ["a", "shp"], ["r"]),
+                              helper.make_node("Add", ["z", "r"], ["s"]), relu("s", "y")],
+     [("x", [4, 6, 8]), ("z", [4, 6, 2, 4])], {"w": W(8, 8), "bb": W(8), "shp": np.array([4, 6, 2, 4])}, [4, 6, 2, 4])
+case("gemm_chain_transpose", [helper.make_node("Gemm", ["x", "w", "bb"], ["g"], transB=1),
+                              helper.make_node("Reshape", ["g", "shp"], ["r"]),
+                              helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0, 2]),
+                              helper.make_node("Add", ["t", "z"], ["y"])],
+     [("x", [6, 8]), ("z", [1, 6, 5])], {"w": W(5, 8), "bb": W(5), "shp": np.array([6, 1, 5])}, [1, 6, 5])
 case("add_bcast_first", [helper.make_node("Add", ["c", "x"], ["y"])], X3, {"c": W(6, 1)}, [4, 6, 8])
 
 # the rest of the op list: LogSoftmax, Sum, PRelu, LRN, Resize, ConvTranspose,

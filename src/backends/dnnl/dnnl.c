@@ -589,6 +589,11 @@ typedef struct chain {
     int32_t n;                     /* fused nodes */
     int32_t node[MAX_CHAIN];
     bool is_binary[MAX_CHAIN];
+    bool is_view[MAX_CHAIN];       /* a Reshape-like node: bytes unchanged, not a post-op */
+    bool full[MAX_CHAIN];          /* a binary's operand has the whole value's shape */
+    bool reshaped;                 /* out's shape differs from the primitive's dst */
+    int32_t prim_rank;             /* the primitive's own output shape */
+    int64_t prim_dims[MAXR];
     dnnl_alg_kind_t alg[MAX_CHAIN];
     float alpha[MAX_CHAIN], beta[MAX_CHAIN];
     int32_t operand[MAX_CHAIN];    /* a binary's other operand: its slot */
@@ -609,21 +614,50 @@ static int32_t input_slot(builder *b, const seam_value_info *v);
 /* Fills c with the nodes after the producer of `v` that can become its
  * post-ops (none when fusion is off). Node views are invalidated: the
  * caller fetches its node again. */
-static void collect_chain(builder *b, const seam_value_info *v, chain *c) {
+/* Whether node m only gives its input's bytes a new shape: a view op, or
+ * a Transpose that moves nothing but 1-sized dims. */
+static bool reshape_like(const seam_node_view *m) {
+    if (IN_LIST(m, view_ops)) return true;
+    if (!is_op(m, "Transpose") || m->inputs[0].rank < 1) return false;
+    const int64_t *perm;
+    int32_t np = 0, last = -1;
+    if (!seam_node_attr_ints(m, "perm", &perm, &np) || np != m->inputs[0].rank) return false;
+    for (int32_t d = 0; d < np; d++) {
+        if (perm[d] < 0 || perm[d] >= np) return false;
+        if (m->inputs[0].dims[perm[d]] == 1) continue;
+        if (perm[d] < last) return false;
+        last = (int32_t)perm[d];
+    }
+    return true;
+}
+
+static void collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c) {
     memset(c, 0, sizeof(*c));
     c->out = *v;
-    for (int32_t d = 0; d < v->rank && d < MAXR; d++) c->out_dims[d] = v->dims[d];
+    for (int32_t d = 0; d < v->rank && d < MAXR; d++) c->out_dims[d] = v->dims[d], c->prim_dims[d] = v->dims[d];
     c->out.dims = c->out_dims;
+    c->prim_rank = v->rank;
     while (b->fuse && c->n < MAX_CHAIN) {
         int32_t r = sole_reader(b->sg, c->out.name);
         if (r < 0) break;
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
-        if (m->n_outputs < 1 || !m->outputs[0].name || m->outputs[0].rank != c->out.rank) break;
+        if (m->n_outputs < 1 || !m->outputs[0].name || m->outputs[0].rank < 0 || m->outputs[0].rank > MAXR) break;
+        int32_t k = c->n;
+        if (allow_views && reshape_like(m) && m->n_outputs == 1) { /* the chain goes on in the new shape */
+            c->is_view[k] = true;
+            c->reshaped = true;
+            c->node[k] = r;
+            c->n++;
+            c->out = m->outputs[0];
+            for (int32_t d = 0; d < c->out.rank; d++) c->out_dims[d] = m->outputs[0].dims[d];
+            c->out.dims = c->out_dims;
+            continue;
+        }
+        if (m->outputs[0].rank != c->out.rank) break;
         bool same = true;
         for (int32_t d = 0; d < c->out.rank; d++) same &= m->outputs[0].dims[d] == c->out.dims[d];
         if (!same) break;
-        int32_t k = c->n;
         if (IN_LIST(m, eltwise_ops)) {
             if (!eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
         } else if (IN_LIST(m, binary_ops) && m->n_inputs == 2 && m->inputs[0].name && m->inputs[1].name) {
@@ -638,6 +672,10 @@ static void collect_chain(builder *b, const seam_value_info *v, chain *c) {
                 bcast &= od == rd || od == 1;
             }
             if (!bcast) break;
+            bool full = o->rank == c->out.rank;
+            for (int32_t d = 0; full && d < o->rank; d++) full = o->dims[d] == c->out.dims[d];
+            if (c->reshaped && !full) break; /* a broadcast in another shape than the primitive's */
+            c->full[k] = full;
             seam_value_info ov = *o;
             int32_t s = slot_of(b->p, ov.name);
             if (s < 0) s = input_slot(b, &ov); /* a constant */
@@ -670,22 +708,36 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
     if (!c->n && !scaled) return true;
     dnnl_post_ops_t po;
     if (dnnl_post_ops_create(&po) != dnnl_success) return fail(b, "out of memory"), false;
-    if (scaled) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, c->prescale, 0.0f);
+    int32_t at = 0; /* post-ops appended so far */
+    if (scaled) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, c->prescale, 0.0f), at++;
+    slot prim_shape;
+    memset(&prim_shape, 0, sizeof(prim_shape));
+    prim_shape.rank = c->prim_rank;
+    for (int32_t d = 0; d < c->prim_rank; d++) prim_shape.dims[d] = c->prim_dims[d];
     for (int32_t k = 0; k < c->n; k++) {
+        if (c->is_view[k]) continue;
         if (!c->is_binary[k]) {
-            dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]);
+            dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]), at++;
             continue;
         }
         int32_t s = c->operand[k];
         slot like = b->p->slots[s];
-        bool full = like.rank == c->out.rank;
-        for (int32_t d = 0; full && d < like.rank; d++) full = like.dims[d] == c->out.dims[d];
+        bool full = c->full[k];
+        if (full && c->reshaped) { /* the same bytes seen in the primitive's shape */
+            s = as_plain(b, s);
+            if (s >= 0) s = view_slot(b->p, s, &prim_shape, NULL);
+            if (s < 0) {
+                dnnl_post_ops_destroy(po);
+                return fail(b, "out of memory"), false;
+            }
+            like = b->p->slots[s];
+        }
         dnnl_memory_desc_t md;
         /* Adding a whole tensor: a sum post-op (dst += result), with the
          * operand put in dst beforehand (see sum_dst). oneDNN's fast kernels
          * take that, not a same-shape binary post-op. */
         if (full && dst && c->alg[k] == dnnl_binary_add && *sum_from < 0) {
-            dnnl_post_ops_append_sum(po, 1.0f);
+            dnnl_post_ops_append_sum(po, 1.0f), at++;
             *sum_from = s;
             continue;
         }
@@ -693,11 +745,13 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
             s = in_layout(b, s, dst);
         } else {
             s = as_plain(b, s);
-            if (s >= 0 && like.rank < c->out.rank) {
+            /* (a broadcast comes before any Reshape-like node of the chain:
+             * it is aligned to the primitive's own shape) */
+            if (s >= 0 && like.rank < c->prim_rank) {
                 slot v = like;
-                int32_t shift = c->out.rank - like.rank;
-                for (int32_t d = c->out.rank - 1; d >= 0; d--) v.dims[d] = d >= shift ? like.dims[d - shift] : 1;
-                v.rank = c->out.rank;
+                int32_t shift = c->prim_rank - like.rank;
+                for (int32_t d = c->prim_rank - 1; d >= 0; d--) v.dims[d] = d >= shift ? like.dims[d - shift] : 1;
+                v.rank = c->prim_rank;
                 v.has_md = false;
                 s = view_slot(b->p, s, &v, NULL);
             }
@@ -708,8 +762,9 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
         }
         md_of(&b->p->slots[s], &md);
         dnnl_post_ops_append_binary(po, c->alg[k], &md);
-        kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(k + (scaled ? 1 : 0)) | DNNL_ARG_SRC_1;
+        kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(at) | DNNL_ARG_SRC_1;
         slots[(*n_args)++] = s;
+        at++;
     }
     bool ok = dnnl_primitive_attr_create(attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success &&
               dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user) == dnnl_success;
@@ -894,6 +949,36 @@ static int32_t sum_dst(builder *b, const chain *c, int32_t sum_from, const seam_
     return sd;
 }
 
+/* dst for a chain that ends in another shape (through Reshape-like nodes):
+ * the final value's slot, plain, in its own shape, which the primitive
+ * writes through a view in its own shape. A sum operand is put there first
+ * (same bytes, any shape), or is that slot when it may be overwritten. */
+static int32_t reshaped_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result, const slot *prim) {
+    program *p = b->p;
+    slot rshape;
+    memset(&rshape, 0, sizeof(rshape));
+    rshape.rank = result->rank;
+    for (int32_t d = 0; d < result->rank; d++) rshape.dims[d] = result->dims[d];
+    int32_t fs = -1;
+    if (sum_from >= 0 && slot_of(p, result->name) < 0) {
+        dnnl_memory_desc_t pm;
+        md_of(&p->slots[sum_from], &pm);
+        if (!p->slots[sum_from].has_md && may_overwrite(b, sum_from, &pm, c)) {
+            fs = view_slot(p, sum_from, &rshape, NULL);
+            if (fs < 0) return -1;
+            p->slots[fs].name = result->name;
+        }
+    }
+    if (fs < 0) {
+        fs = output_slot(b, result);
+        if (fs >= 0 && sum_from >= 0) {
+            int32_t v = view_slot(p, sum_from, &rshape, NULL);
+            if (v < 0 || !add_reorder(b, v, fs)) return -1;
+        }
+    }
+    return fs >= 0 ? view_slot(p, fs, prim, NULL) : -1;
+}
+
 /* Marks a chain's nodes as done by the primitive that absorbed them. */
 static void take_chain(const chain *c, bool *fused) {
     for (int32_t k = 0; k < c->n; k++) fused[c->node[k]] = true;
@@ -905,7 +990,7 @@ static void take_chain(const chain *c, bool *fused) {
 static bool compile_conv(builder *b, bool *fused) {
     program *p = b->p;
     chain c;
-    collect_chain(b, &b->n->outputs[0], &c);
+    collect_chain(b, &b->n->outputs[0], false, &c); /* (dst is blocked: no views) */
     const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     int32_t sin = input_slot(b, &n->inputs[0]);
     if (sin < 0) return fail(b, "input 0 is neither made earlier nor a constant"), false;
@@ -1452,7 +1537,7 @@ static bool scalar_const(builder *b, const char *name, float *v);
 static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     program *p = b->p;
     chain c;
-    collect_chain(b, &b->n->outputs[0], &c);
+    collect_chain(b, &b->n->outputs[0], true, &c);
     const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     dnnl_memory_desc_t src, w, bias, dst;
     int32_t r = n->outputs[0].rank;
@@ -1537,8 +1622,8 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
         n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     }
     const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
-    slot rs;
-    shape_of(&rs, result);
+    slot rs; /* the product's own shape (the chain may end in another) */
+    shape_of(&rs, &n->outputs[0]);
     md_of(&rs, &dst);
     dnnl_matmul_desc_t md;
     if (tnode >= 0 && dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &tmd) == dnnl_success) {
@@ -1563,7 +1648,7 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success) {
         pd = NULL;
         if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
-            c.n = 0, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
+            c.n = 0, c.reshaped = false, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
             if (attr) dnnl_primitive_attr_destroy(attr);
             attr = NULL;
             if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
@@ -1580,6 +1665,8 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
         int32_t os = output_slot(b, &tout);
         sd = os >= 0 ? view_slot(p, os, &rs, &dst) : -1;
         fused[tnode] = true;
+    } else if (c.reshaped) {
+        sd = reshaped_dst(b, &c, sum_from, result, &rs);
     } else {
         sd = sum_from >= 0 ? sum_dst(b, &c, sum_from, result, &dst, &final_slot) : result_slot(b, result, &dst, &final_slot);
     }
