@@ -63,6 +63,8 @@ typedef struct program {
     int32_t n_steps, cap_steps;
     int32_t *in_slot, *out_slot;
     int32_t n_in, n_out;
+    int32_t *per_run;     /* the slots whose bytes are the caller's: set at each run */
+    int32_t n_per_run;
     void *arena;          /* every intermediate, placed by lifetime */
     size_t arena_bytes;
     int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
@@ -826,7 +828,7 @@ static void release_program(program *p) {
         dnnl_primitive_destroy(p->steps[k].prim);
         if (p->steps[k].scratch) dnnl_memory_destroy(p->steps[k].scratch);
     }
-    free(p->arena), free(p->scratch);
+    free(p->arena), free(p->scratch), free(p->per_run);
     for (int32_t k = 0; k < p->n_slots; k++) {
         if (p->slots[k].mem) dnnl_memory_destroy(p->slots[k].mem);
         free(p->slots[k].owned);
@@ -2134,6 +2136,8 @@ static void set_threads(int32_t n) {
     if (setter) setter(n >= 1 ? n : default_threads);
 }
 
+static bool fix_views(program *p);
+
 static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
                           size_t err_size) {
     (void)ctx;
@@ -2225,7 +2229,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
             goto bad;
         }
     }
-    if (!plan_arena(p)) {
+    if (!plan_arena(p) || !fix_views(p)) {
         snprintf(err, err_size, "out of memory (the subgraph's intermediates)");
         goto bad;
     }
@@ -2248,6 +2252,19 @@ static void *slot_data(program *p, int32_t s, const seam_tensor_view *in, seam_b
     return h + off;
 }
 
+/* Views of intermediates and weights point at fixed bytes: set once, here.
+ * Only the boundary slots and their views change from run to run. */
+static bool fix_views(program *p) {
+    p->per_run = calloc((size_t)p->n_slots + 1, sizeof(int32_t));
+    if (!p->per_run) return false;
+    for (int32_t s = 0; s < p->n_slots; s++) {
+        slot *sl = &p->slots[s];
+        if (p->slots[root_of(p, s)].boundary) p->per_run[p->n_per_run++] = s;
+        else if (sl->alias >= 0 && dnnl_memory_set_data_handle(sl->mem, slot_data(p, s, NULL, NULL)) != dnnl_success) return false;
+    }
+    return true;
+}
+
 static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *inputs, int32_t n_inputs, seam_buffer *outputs,
                             int32_t n_outputs, char *err, size_t err_size) {
     (void)ctx;
@@ -2257,10 +2274,10 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
         snprintf(err, err_size, "dnnl: %d inputs and %d outputs given, %d and %d compiled", n_inputs, n_outputs, p->n_in, p->n_out);
         return SEAM_STATUS_INVALID_ARGUMENT;
     }
-    /* point the boundary and view memories at this run's buffers */
-    for (int32_t s = 0; s < p->n_slots; s++) {
-        slot *sl = &p->slots[s];
-        if (sl->boundary || sl->alias >= 0) dnnl_memory_set_data_handle(sl->mem, slot_data(p, s, inputs, outputs));
+    /* point the boundary memories and their views at this run's buffers */
+    for (int32_t k = 0; k < p->n_per_run; k++) {
+        int32_t s = p->per_run[k];
+        dnnl_memory_set_data_handle(p->slots[s].mem, slot_data(p, s, inputs, outputs));
     }
     for (int32_t k = 0; k < p->n_steps; k++) {
         step *st = &p->steps[k];
