@@ -273,7 +273,9 @@ const char *seam_plan_notes(const seam_plan *plan);
  * holding the value, in place: indices, names and outputs stay. Run it
  * before seam_partition: the plan then lists those nodes with target
  * "constant", in no subgraph, and they no longer tie device subgraphs to
- * the CPU. *folded_out (may be NULL) gets how many nodes were folded. */
+ * the CPU. The readers of an Identity of an initializer (one per shared
+ * weight, in many exports) read the initializer itself: backends see a
+ * constant. *folded_out (may be NULL) gets how many nodes were folded. */
 seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 
 /* ---- applying a plan ---- */

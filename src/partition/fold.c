@@ -9,6 +9,7 @@
  * CPU node. The partitioner then puts it in no subgraph (target
  * "constant"), and device bodies read it as a resident value.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/context.h"
@@ -37,6 +38,28 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
     for (int32_t k = 0; k < m->n_opsets; k++)
         if (!m->opsets[k].domain[0] || strcmp(m->opsets[k].domain, "ai.onnx") == 0) opset = m->opsets[k].version;
     const seam_op_def *constant = seam_op_find("", "Constant", opset);
+    /* An Identity of an initializer (exporters write one for each shared
+     * weight): its readers read the initializer itself, so that a backend
+     * sees a constant it can lay out once at compile time, and
+     * replace-weights reaches them. The Identity stays, unread. */
+    int32_t *alias = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
+    if (!alias) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    bool rewired = false;
+    for (int32_t v = 0; v < g->n_values; v++) alias[v] = -1;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (strcmp(n->op_type, "Identity") || n->domain[0] || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 ||
+            n->outputs[0] < 0)
+            continue;
+        int32_t from = n->inputs[0], to = n->outputs[0];
+        if ((g->values[from].flags & IR_VALUE_INIT) && !(g->values[to].flags & IR_VALUE_OUTPUT)) alias[to] = from;
+    }
+    for (int32_t j = 0; j < g->n_nodes; j++)
+        for (int32_t k = 0; k < g->nodes[j].n_inputs; k++) {
+            int32_t v = g->nodes[j].inputs[k];
+            if (v >= 0 && alias[v] >= 0) g->nodes[j].inputs[k] = alias[v], rewired = true;
+        }
+    free(alias);
     for (int32_t i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         if (!foldable(g, n)) continue;
@@ -53,7 +76,7 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
         n->def = constant;
         folded++;
     }
-    if (folded) {
+    if (folded || rewired) {
         seam_status st = ir_graph_link(m->ctx, g);
         if (st) return st;
     }

@@ -306,6 +306,40 @@ if os.path.exists(seed):
         if e > TOL:
             failures.append(f"seed_mlp saved with dnnl: error {e:.3g}")
 
+# weights shared through Identity nodes (torch's cloned encoder layers):
+# dnnl reads the initializer itself and packs it at compile time; a saved
+# file whose weights are replaced runs with the new ones
+tr = os.path.join(models_dir, "transformer_encoder.onnx")
+if os.path.exists(tr):
+    m = onnx.load(tr)
+    inits = {t.name: t for t in m.graph.initializer}
+    shared = [n.input[0] for n in m.graph.node if n.op_type == "Identity" and n.input[0] in inits
+              and len(numpy_helper.to_array(inits[n.input[0]]).shape) == 2]
+    if not shared:
+        failures.append("transformer_encoder: no weight shared through an Identity (the export changed?)")
+    else:
+        t = inits[shared[0]]
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * 1.5, t.name))
+        newer = os.path.join(work, "transformer.newweights.onnx")
+        onnx.save(m, newer)
+        part, part2 = os.path.join(work, "transformer.dnnl.onnx"), os.path.join(work, "transformer.dnnl2.onnx")
+        feed = ["--input", f"input={tr[:-5]}.input.npy"]
+        steps = [run("partition", tr, "--target", "dnnl", "-o", part),
+                 run("replace-weights", part, "--weights", newer, "-o", part2),
+                 run("run", part2, *feed, "--output-dir", os.path.join(work, "tr.replaced")),
+                 run("run", newer, *feed, "--output-dir", os.path.join(work, "tr.cpu.new"))]
+        bad = [r.stderr.strip() for r in steps if r.returncode]
+        if bad:
+            failures.append(f"transformer with replaced shared weights: {bad}")
+        else:
+            got = np.load(os.path.join(work, "tr.replaced", "output.npy"))
+            want = np.load(os.path.join(work, "tr.cpu.new", "output.npy"))
+            old = np.load(os.path.join(work, "model.transformer_encoder.cpu", "output.npy"))
+            e = rel_err(got, want)
+            print(f"{'ok  ' if e <= TOL else 'FAIL'} shared weights replaced ({shared[0]}): error {e:.2e}")
+            if e > TOL or rel_err(old, want) < 1e-3:
+                failures.append(f"transformer with replaced shared weights: error {e:.3g} (old vs new {rel_err(old, want):.3g})")
+
 # a hand-made file that names dnnl for an int64 Relu: refused at session
 # creation, naming the node (supports() is not asked for saved files)
 body = helper.make_graph([helper.make_node("Relu", ["a"], ["b"], name="int_relu")], "body",

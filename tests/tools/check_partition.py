@@ -111,12 +111,18 @@ def check_real(model_path, target_path):
     consts = {i for i, nd in enumerate(nodes) if nd.op_type == "Constant"}
     consts |= {n["index"] for n in p["nodes"] if n["target"] == "constant"}
     outputs = {o.name for o in m.graph.output}
+    # seam's folding also makes the readers of an Identity of an initializer
+    # read the initializer itself
+    alias = {nd.output[0]: nd.input[0] for nd in nodes
+             if nd.op_type == "Identity" and not nd.domain and len(nd.input) == 1 and nd.input[0] in inits
+             and nd.output[0] not in outputs}
+    reads = [[alias.get(x, x) for x in nd.input] for nd in nodes]
     ok = True
     for s in p["subgraphs"]:
         mine = set(s["nodes"])
         ins, outs = set(), set()
         for i in s["nodes"]:
-            for x in nodes[i].input:
+            for x in reads[i]:
                 if not x or x in inits:
                     continue
                 pr = producer.get(x)
@@ -130,7 +136,7 @@ def check_real(model_path, target_path):
                 if not o:
                     continue
                 # (a folded node no longer reads anything)
-                readers = [j for j, nd in enumerate(nodes) if o in nd.input and j not in consts] if o not in outputs else [-1]
+                readers = [j for j in range(len(nodes)) if o in reads[j] and j not in consts] if o not in outputs else [-1]
                 if o in outputs or any(j not in mine for j in readers):
                     outs.add(o)
         # inputs of nested bodies (outer-scope reads) are also inputs; accept a superset

@@ -46,6 +46,7 @@ typedef struct slot {
     bool lazy;         /* a strided view (a Transpose) not copied yet: readers
                           that need a dense layout make a copy (as_plain) */
     float scale;       /* a MatMul operand's pending factor (see defer_scale) */
+    bool constant;     /* a weight or other constant, read in place */
 } slot;
 
 typedef struct step {
@@ -339,6 +340,7 @@ static int32_t input_slot(builder *b, const seam_value_info *v) {
     dnnl_memory_desc_t md;
     if (!md_of(&b->p->slots[s], &md) || dnnl_memory_create(&b->p->slots[s].mem, &md, g_ctx.engine, (void *)c.data) != dnnl_success)
         return -1;
+    b->p->slots[s].constant = true;
     return s;
 }
 
@@ -1549,6 +1551,26 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     if (p->slots[sin].lazy && p->slots[sin].rank != r) sin = as_plain(b, sin);
     if (sin < 0) return fail(b, "input 0 is not available"), false;
     float prescale = p->slots[sin].scale * p->slots[sw].scale;
+    /* Rows times 2-D constant weights (a Linear layer on [B, S, K]) run as
+     * one 2-D product [B*S, K] x [K, N]: oneDNN 2.6 keeps weights packed
+     * only for 2-D products. The chain's broadcast operands must then be
+     * one row (a bias). */
+    int64_t n_cols = n->outputs[0].rank >= 1 ? n->outputs[0].dims[r - 1] : 0;
+    bool flat = b->fuse && p->slots[sw].constant && p->slots[sw].rank == 2 && r > 2 && p->slots[sin].rank == r &&
+                !p->slots[sin].has_md && n_cols > 0;
+    for (int32_t k = 0; flat && k < c.n; k++)
+        if (c.is_binary[k] && !c.full[k]) {
+            const slot *o = &p->slots[c.operand[k]];
+            int64_t cnt = slot_numel(o);
+            flat = o->rank <= 2 && (cnt == 1 || (cnt == n_cols && o->dims[o->rank - 1] == n_cols));
+        }
+    if (flat) {
+        int64_t rows = 1;
+        for (int32_t d = 0; d < r - 1; d++) rows *= n->outputs[0].dims[d];
+        c.prim_rank = 2, c.prim_dims[0] = rows, c.prim_dims[1] = n_cols;
+        c.reshaped = true;
+        r = 2;
+    }
     slot wv = p->slots[sw];
     int64_t tb = 0;
     if (is_op(n, "Gemm")) seam_node_attr_int(n, "transB", &tb);
@@ -1570,9 +1592,17 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return fail(b, "bad B layout"), false;
     int32_t a = view_slot(p, sw, &wv, &w);
     if (a < 0) return fail(b, "out of memory"), false;
+    /* constant weights go in the layout the primitive prefers, reordered
+     * once now (as for convolutions): no packing of B at every run */
+    bool packed = p->slots[sw].constant;
+    dnnl_memory_desc_t any_w;
+    if (dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) packed = false;
+    const dnnl_memory_desc_t *wd_for = packed ? &any_w : &w;
     /* A with batch dims right-aligned too */
     slot av = p->slots[sin];
-    if (av.rank < r) {
+    if (flat) {
+        av.rank = 2, av.dims[0] = c.prim_dims[0], av.dims[1] = p->slots[sin].dims[p->slots[sin].rank - 1];
+    } else if (av.rank < r) {
         int32_t sh = r - av.rank;
         for (int32_t d = r - 1; d >= 0; d--) av.dims[d] = d >= sh ? p->slots[sin].dims[d - sh] : 1;
         av.rank = r;
@@ -1597,7 +1627,7 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     seam_value_info tout;
     int64_t tdims[MAXR];
     dnnl_memory_desc_t tmd;
-    if (!c.n && b->fuse) {
+    if (!c.n && b->fuse && !flat) {
         const char *out_name = n->outputs[0].name;
         int32_t t = sole_reader(b->sg, out_name);
         seam_node_view st;
@@ -1626,9 +1656,10 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
     slot rs; /* the product's own shape (the chain may end in another) */
     shape_of(&rs, &n->outputs[0]);
+    if (flat) rs.rank = 2, rs.dims[0] = c.prim_dims[0], rs.dims[1] = c.prim_dims[1];
     md_of(&rs, &dst);
     dnnl_matmul_desc_t md;
-    if (tnode >= 0 && dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &tmd) == dnnl_success) {
+    if (tnode >= 0 && dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &tmd) == dnnl_success) {
         dnnl_primitive_desc_t probe;
         if (dnnl_primitive_desc_create(&probe, &md, g_ctx.user_scratch, g_ctx.engine, NULL) == dnnl_success) {
             dnnl_primitive_desc_destroy(probe);
@@ -1639,7 +1670,7 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     } else {
         tnode = -1;
     }
-    if (dnnl_matmul_desc_init(&md, &src, &w, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
+    if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
         return fail(b, "oneDNN refuses this matrix product"), false;
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
     int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
@@ -1650,7 +1681,7 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success) {
         pd = NULL;
         if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
-            c.n = 0, c.reshaped = false, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
+            c.n = 0, c.reshaped = flat, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
             if (attr) dnnl_primitive_attr_destroy(attr);
             attr = NULL;
             if (!chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
@@ -1675,6 +1706,13 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
     if (sd < 0) {
         dnnl_primitive_desc_destroy(pd);
         return fail(b, "out of memory"), false;
+    }
+    if (packed) {
+        a = resident_copy(b, a, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+        if (a < 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return fail(b, "could not reorder the weights"), false;
+        }
     }
     slots[0] = sa, slots[1] = a, slots[2] = sd;
     if (sb >= 0) slots[3] = sb;
