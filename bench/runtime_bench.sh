@@ -4,7 +4,10 @@
 # alternate, ROUNDS times each, in one process group; each side's best
 # median is kept, since the machine is shared and noisy. Peak memory is the
 # process's max RSS (for ONNX Runtime that includes node itself, about
-# 45 MB; the table reports it as measured).
+# 45 MB; the table reports it as measured). "ready" is the time from
+# reading the file to a session that can run: for seam, loading,
+# partitioning and making the session (backend compiles, memory plan), as
+# `seam run --repeat` prints it; for ONNX Runtime, InferenceSession.create.
 #
 # usage: bench/runtime_bench.sh [BUILD_DIR] [ROUNDS] [MODELS...]
 #        (models come from tests/models/gen_models.py, in BUILD_DIR/models)
@@ -18,8 +21,8 @@ MODELS=${*:-resnet18 mobilenet_v2 transformer_encoder}
 [ -d bench/ort/node_modules/onnxruntime-node ] || (cd bench/ort && npm install --ignore-scripts >/dev/null)
 /usr/bin/python3 tests/models/gen_models.py "$B/models" --only "$(echo $MODELS | tr ' ' ,)" >/dev/null
 median() { sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | head -1; }
-echo "| model | seam ms | ORT ms | seam / ORT | seam peak MB | ORT peak MB |"
-echo "|---|---|---|---|---|---|"
+echo "| model | seam ms | ORT ms | seam / ORT | seam peak MB | ORT peak MB | seam ready ms | ORT ready ms |"
+echo "|---|---|---|---|---|---|---|---|"
 for m in $MODELS; do
   model="$B/models/$m.onnx" input="$B/models/$m.input.npy"
   s_best=999999 o_best=999999 s_mem=0 o_mem=0
@@ -27,10 +30,12 @@ for m in $MODELS; do
     # shellcheck disable=SC2086
     out=$(/usr/bin/time -f 'maxrss %M' "$B/seam" run "$model" --input "input=$input" --repeat 20 --threads 2 ${SEAM_ARGS:-} 2>&1)
     s=$(echo "$out" | median); s_mem=$(echo "$out" | sed -n 's/maxrss //p')
+    s_ready=$(echo "$out" | sed -n 's/.*ready in \([0-9.]*\) ms.*/\1/p' | head -1)
     out=$(/usr/bin/time -f 'maxrss %M' node bench/ort/ort_run.js "$model" "$input" --repeat 20 --threads 2 2>&1)
     o=$(echo "$out" | median); o_mem=$(echo "$out" | sed -n 's/maxrss //p')
+    o_ready=$(echo "$out" | sed -n 's/.*ready in \([0-9.]*\) ms.*/\1/p' | head -1)
     s_best=$(echo "$s $s_best" | awk '{print ($1 < $2) ? $1 : $2}')
     o_best=$(echo "$o $o_best" | awk '{print ($1 < $2) ? $1 : $2}')
   done
-  echo "| $m | $s_best | $o_best | $(echo "$s_best $o_best" | awk '{printf "%.2f", $1 / $2}') | $((s_mem / 1024)) | $((o_mem / 1024)) |"
+  echo "| $m | $s_best | $o_best | $(echo "$s_best $o_best" | awk '{printf "%.2f", $1 / $2}') | $((s_mem / 1024)) | $((o_mem / 1024)) | $s_ready | $o_ready |"
 done

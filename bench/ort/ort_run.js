@@ -1,6 +1,6 @@
 // Runs a model on ONNX Runtime's CPU provider, the way `seam run --repeat N`
-// does: one warm-up, then N timed runs; prints "median X ms (min Y ms)" and
-// the process's peak RSS. Optionally writes output 0 as raw float32 for
+// does: one warm-up, then N timed runs; prints "median X ms (min Y ms)", the
+// time it took to create the session, and the process's peak RSS. Optionally writes output 0 as raw float32 for
 // comparison.
 //
 // usage: node ort_run.js MODEL.onnx INPUT.npy --repeat N --threads T [--out FILE]
@@ -25,9 +25,11 @@ async function main() {
   const model = args[0], input = args[1];
   const opt = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
   const repeat = Number(opt("--repeat", "20")), threads = Number(opt("--threads", "2"));
+  const t_create = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all",
   });
+  const ready = Number(process.hrtime.bigint() - t_create) / 1e6;
   const feeds = { [session.inputNames[0]]: readNpy(input) };
   let out = await session.run(feeds); // warm-up
   const times = [];
@@ -39,6 +41,7 @@ async function main() {
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)];
   console.log(`median ${median.toFixed(3)} ms (min ${times[0].toFixed(3)} ms, ${repeat} runs)`);
+  console.log(`session ready in ${ready.toFixed(1)} ms`);
   console.log(`peak rss ${(process.resourceUsage().maxRSS / 1024).toFixed(1)} MB`);
   const file = opt("--out", null);
   if (file) fs.writeFileSync(file, Buffer.from(out[session.outputNames[0]].data.buffer));

@@ -30,8 +30,8 @@ static const char *RUN_HELP =
     "                        outside [A-Za-z0-9._-] become _)\n"
     "  --output-format F     npy (default) or pb (TensorProto)\n"
     "  --repeat N            time N runs after a warm-up; prints the median and\n"
-    "                        min, and the time it took to partition and to make\n"
-    "                        the session (backend compiles, memory plan)\n"
+    "                        min, and the time it took to load, to partition and\n"
+    "                        to make the session (backend compiles, memory plan)\n"
     "  --threads N           worker threads (default: one per core)\n"
     "  --dynamic-batch       accept any batch (dim 0) for a model made for batch B:\n"
     "                        the inputs run in chunks of B (the last padded) and\n"
@@ -239,7 +239,9 @@ int cmd_run(int argc, char **argv) {
     seam_tensor feeds[MAX_NAMED];
     int n_feeds = 0;
     char err[1024];
+    double t_load = now_ms();
     seam_status st = seam_model_load(ctx, path, &m);
+    t_load = now_ms() - t_load;
     if (st) {
         rc = cli_fail("run", ctx, st);
         goto done;
@@ -363,8 +365,8 @@ int cmd_run(int argc, char **argv) {
         if (!st) {
             qsort(times, (size_t)repeat, sizeof(double), cmp_double);
             printf("%s: median %.3f ms, min %.3f ms over %d runs\n", path, times[repeat / 2], times[0], repeat);
-            printf("%s: ready in %.1f ms: partitioning %.1f ms, session (backend compiles, memory plan) %.1f ms\n", path,
-                   t_partition + t_session, t_partition, t_session);
+            printf("%s: ready in %.1f ms: loading %.1f ms, partitioning %.1f ms, session (backend compiles, memory plan) %.1f ms\n",
+                   path, t_load + t_partition + t_session, t_load, t_partition, t_session);
         }
         free(times);
         if (st) {
