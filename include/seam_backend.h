@@ -160,11 +160,13 @@ seam_status seam_backend_load_library(seam_context *ctx, const char *path, const
  * always the last target, whether listed or not. Owned by seam. */
 const seam_backend *seam_backend_cpu(void);
 
-/* The built-in oneDNN backend `dnnl` (float32; Conv, Gemm, MatMul, pools,
- * eltwise and binary ops, BatchNormalization, Softmax, Concat, views; a
- * Conv absorbs the activation that follows it). It compiles its
- * subgraphs into oneDNN primitives and works in host memory. Owned by
- * seam. */
+/* The built-in oneDNN backend `dnnl` (float32): Conv, ConvTranspose, Gemm,
+ * MatMul, pools, BatchNormalization, LayerNormalization, eltwise ops,
+ * broadcast binaries, Pow, Softmax/LogSoftmax, reductions, Concat, Sum,
+ * Transpose, Slice, Resize, PRelu, LRN, views, and the layer-norm and GELU
+ * patterns exporters write. It compiles its subgraphs into oneDNN
+ * primitives with fused post-ops and works in host memory. Target options:
+ * fusion=on|off, threads=N. Owned by seam. */
 const seam_backend *seam_backend_dnnl(void);
 
 /* Loads a rules target: a JSON description of a device's op coverage (see

@@ -2,17 +2,29 @@
  * The `dnnl` backend: device subgraphs compiled to oneDNN (Debian's
  * libdnnl 2.6, C API) primitives.
  *
- * compile() walks the subgraph once: every value gets a slot (a boundary
- * input or output, bound per run; a weight, read in place, resident; or an
- * intermediate, allocated here), every node a primitive made now. A Conv
- * whose only reader is an activation takes it as a post-op, and the
- * activation disappears (the conv -> relu fusion of TVM's discussion).
- * Flatten, Reshape, Squeeze, Unsqueeze and Identity are views: their output
- * shares the input's slot. Tensors are in plain (ONNX) layouts throughout
- * this first version: no reorders at all.
+ * compile() walks the subgraph once, in order. Every value gets a slot: a
+ * boundary input or output (bound at each run), a constant (read in
+ * place), an intermediate (placed in one arena by lifetime, see
+ * plan_arena), or a view of another slot (Reshape-like nodes, Slice and
+ * Transpose as strided views, in-place results). Every node becomes a
+ * primitive made now, or disappears into one:
+ *
+ *   - Conv, MatMul and Gemm absorb the run of nodes that alone read their
+ *     result: activations, broadcast binaries, a residual Add as an
+ *     in-place sum (collect_chain); MatMul/Gemm chains go on through
+ *     Reshape-like nodes. A scalar Div/Mul feeding a MatMul becomes a
+ *     factor on its result; a Transpose reading a MatMul is how it writes.
+ *   - Patterns exporters write become one primitive: the decomposed layer
+ *     norm, and GELU with Erf.
+ *   - Convolutions run in the layouts oneDNN picks (blocked, or NHWC for its
+ *     brgemm kernels); pools and batch norm follow their input's layout, and
+ *     values are reordered only where a reader needs another one.
+ *   - Constant weights of Conv, ConvTranspose, MatMul and Gemm are reordered
+ *     once, at compile time, into the layout their primitive prefers.
  *
  * supports() answers per node from op, dtypes, ranks and attributes, with a
- * precise reason when it says no.
+ * precise reason when it says no; compile() checks again, since a saved
+ * file may name dnnl for anything.
  */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
