@@ -99,6 +99,10 @@ case("conv_relu_fusion_off", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), helper.make_
      {"w": W(6, 4, 3, 3), "b": W(6)}, [2, 6, 9, 9], options=("fusion=off",))
 case("conv_clip_fused", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], X4,
      {"w": W(6, 4, 3, 3), "lo": np.array(0.0), "hi": np.array(0.5)}, [2, 6, 9, 9])
+case("conv_hardsigmoid_fused", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("HardSigmoid", ["c"], ["h"]),
+                                helper.make_node("Mul", ["h", "c"], ["y"])], X4, {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9])
+case("conv_hardsigmoid_chain", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("HardSigmoid", ["c"], ["h"]),
+                                helper.make_node("Mul", ["h", "t"], ["y"])], X4, {"w": W(4, 4, 3, 3), "t": W(4, 1, 1)}, [2, 4, 9, 9])
 case("conv_two_readers", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
                           helper.make_node("Add", ["r", "c"], ["y"])], X4, {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9])
 # post-op chains: a residual Add (sum post-op, in place when nothing else
@@ -147,7 +151,7 @@ case("avgpool_exclude_pad", [helper.make_node("AveragePool", ["x"], ["y"], kerne
 case("global_avg", [helper.make_node("GlobalAveragePool", ["x"], ["y"])], X4, {}, [2, 4, 1, 1])
 case("global_max", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], X4, {}, [2, 4, 1, 1])
 for op, kw in (("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}), ("Tanh", {}), ("Elu", {"alpha": 0.7}),
-               ("Exp", {}), ("Abs", {}), ("Softplus", {}), ("HardSwish", {})):
+               ("Exp", {}), ("Abs", {}), ("Softplus", {}), ("HardSwish", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4})):
     case(f"eltwise_{op}", [helper.make_node(op, ["x"], ["y"], **kw)], [("x", [2, 3, 5])], {}, [2, 3, 5], opset=14)
 case("eltwise_Sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Sqrt", ["a"], ["y"])], [("x", [2, 3, 5])],
      {}, [2, 3, 5])

@@ -244,6 +244,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     if (IN_LIST(n, binary_ops) && !full_shape(&n->inputs[0], &n->outputs[0]) &&
         !(commutative(n) && full_shape(&n->inputs[1], &n->outputs[0])))
         return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
+    if (is_op(n, "Clip") && (!const_input(n, 1) || !const_input(n, 2)))
+        return refuse(why, wn, "Clip with computed bounds is not supported (oneDNN needs them at compile time)");
     if (is_op(n, "Pow") && (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || !const_input(n, 1) || seam_value_numel(&n->inputs[1]) != 1))
         return refuse(why, wn, "Pow with an exponent that is not one constant float32 is not supported");
     if ((is_op(n, "Slice") || IN_LIST(n, reduce_ops)) && n->opset >= 10)
@@ -518,8 +520,10 @@ static bool eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dn
         *alg = dnnl_eltwise_pow, *alpha = 1.0f;
         memcpy(beta, c.data, 4);
     }
-    else if (is_op(n, "HardSigmoid")) { /* max(0, min(1, a*x + b)) = clip(linear) : not one op in 2.6 */
-        return false;
+    else if (is_op(n, "HardSigmoid")) { /* max(0, min(1, a*x + b)): linear here, then a clip (see clips_after) */
+        *alg = dnnl_eltwise_linear;
+        *alpha = seam_node_attr_float(n, "alpha", &f) ? f : 0.2f;
+        *beta = seam_node_attr_float(n, "beta", &f) ? f : 0.5f;
     } else if (is_op(n, "Clip")) {
         *alg = dnnl_eltwise_clip_v2;
         *alpha = -INFINITY, *beta = INFINITY;
@@ -538,6 +542,23 @@ static bool eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dn
         return false;
     }
     return true;
+}
+
+/* oneDNN 2.6 has no hard sigmoid: eltwise_of gives its linear part, and a
+ * clip to [0, 1] follows as a post-op. */
+static bool clips_after(const seam_node_view *n) { return is_op(n, "HardSigmoid"); }
+
+/* A primitive attribute with that clip as its post-op (NULL on failure). */
+static dnnl_primitive_attr_t clip01_attr(void) {
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success) return NULL;
+    bool ok = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 1.0f) == dnnl_success &&
+              dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    dnnl_post_ops_destroy(po);
+    if (!ok && attr) dnnl_primitive_attr_destroy(attr), attr = NULL;
+    return attr;
 }
 
 /* Spatial pads for Conv/pools: explicit, or from auto_pad and the known
@@ -606,6 +627,7 @@ typedef struct chain {
     int32_t node[MAX_CHAIN];
     bool is_binary[MAX_CHAIN];
     bool is_view[MAX_CHAIN];       /* a Reshape-like node: bytes unchanged, not a post-op */
+    bool clip01[MAX_CHAIN];        /* an eltwise followed by a clip to [0, 1] (HardSigmoid) */
     bool full[MAX_CHAIN];          /* a binary's operand has the whole value's shape */
     bool reshaped;                 /* out's shape differs from the primitive's dst */
     int32_t prim_rank;             /* the primitive's own output shape */
@@ -676,6 +698,7 @@ static void collect_chain(builder *b, const seam_value_info *v, bool allow_views
         if (!same) break;
         if (IN_LIST(m, eltwise_ops)) {
             if (!eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
+            c->clip01[k] = clips_after(m);
         } else if (IN_LIST(m, binary_ops) && m->n_inputs == 2 && m->inputs[0].name && m->inputs[1].name) {
             int32_t mine = !strcmp(m->inputs[0].name, c->out.name) ? 0 : 1;
             if (!strcmp(m->inputs[1 - mine].name, c->out.name)) break; /* x op x */
@@ -734,6 +757,7 @@ static bool chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst
         if (c->is_view[k]) continue;
         if (!c->is_binary[k]) {
             dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]), at++;
+            if (c->clip01[k]) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 1.0f), at++;
             continue;
         }
         int32_t s = c->operand[k];
@@ -801,10 +825,12 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         dnnl_alg_kind_t alg;
         float alpha, beta;
         dnnl_eltwise_desc_t ed;
-        if (!eltwise_of(n, b->sg, &alg, &alpha, &beta) ||
-            dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success ||
-            dnnl_primitive_desc_create(&pd, &ed, g_ctx.user_scratch, g_ctx.engine, NULL) != dnnl_success)
-            return 0;
+        dnnl_primitive_attr_t clip = clips_after(n) ? clip01_attr() : NULL;
+        bool ok = (!clips_after(n) || clip) && eltwise_of(n, b->sg, &alg, &alpha, &beta) &&
+                  dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) == dnnl_success &&
+                  dnnl_primitive_desc_create(&pd, &ed, clip ? clip : g_ctx.user_scratch, g_ctx.engine, NULL) == dnnl_success;
+        if (clip) dnnl_primitive_attr_destroy(clip);
+        if (!ok) return 0;
         kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
     } else {
         static const dnnl_alg_kind_t algs[] = {dnnl_binary_add, dnnl_binary_sub, dnnl_binary_mul, dnnl_binary_div, dnnl_binary_max, dnnl_binary_min};
@@ -1977,7 +2003,11 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success)
             return fail(b, "oneDNN refuses this eltwise"), false;
         int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
-        return add_step(b, &ed, NULL, 2, kinds, slots);
+        dnnl_primitive_attr_t clip = clips_after(n) ? clip01_attr() : NULL;
+        if (clips_after(n) && !clip) return fail(b, "out of memory"), false;
+        bool ok = add_step(b, &ed, clip, 2, kinds, slots);
+        if (clip) dnnl_primitive_attr_destroy(clip);
+        return ok;
     }
     if (IN_LIST(n, binary_ops)) {
         alg = binary_alg(n);
