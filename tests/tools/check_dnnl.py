@@ -133,6 +133,10 @@ case("conv_bn_gap_blocked", [conv("c", 1, pads=[1, 1, 1, 1]),
                              helper.make_node("GlobalAveragePool", ["n"], ["g"]),
                              helper.make_node("Flatten", ["g"], ["y"])], X4,
      {"w": W(16, 4, 3, 3), "s": W(16) + 1, "b": W(16), "m": W(16), "v": rng.rand(16) + 0.5}, [2, 16])
+case("conv_concat_blocked", [conv("a", 1, pads=[1, 1, 1, 1]), helper.make_node("Conv", ["x", "w2"], ["c"]),
+                             helper.make_node("Concat", ["a", "c", "x"], ["k"], axis=1),
+                             helper.make_node("Conv", ["k", "w3"], ["y"], pads=[1, 1, 1, 1])], X4,
+     {"w": W(16, 4, 3, 3), "w2": W(8, 4, 1, 1), "w3": W(5, 28, 3, 3)}, [2, 5, 9, 9])
 case("gemm_transb_bias", [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], [("x", [3, 8])],
      {"w": W(5, 8), "b": W(5)}, [3, 5])
 case("gemm_plain", [helper.make_node("Gemm", ["x", "w"], ["y"])], [("x", [3, 8])], {"w": W(8, 5)}, [3, 5])

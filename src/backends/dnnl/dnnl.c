@@ -1933,6 +1933,42 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
         if (r < 0) return false;
         if (r > 0) return true;
     }
+    /* a Concat of inputs in oneDNN's layouts (the branches of an inception
+     * block, a densenet's features) stays in them: dst takes the layout
+     * oneDNN picks from its inputs */
+    if (is_op(n, "Concat") && n->n_inputs <= MAX_ARGS - 2 && p->slots[sin].has_md && !p->slots[sin].lazy) {
+        int64_t axis = 0;
+        seam_node_attr_int(n, "axis", &axis);
+        if (axis < 0) axis += n->inputs[0].rank;
+        int32_t cnt = n->n_inputs, kinds[MAX_ARGS], slots[MAX_ARGS];
+        dnnl_memory_desc_t mds[MAX_ARGS], any_dst;
+        bool ok = true;
+        for (int32_t k = 0; ok && k < cnt; k++) {
+            int32_t s2 = input_slot(b, &n->inputs[k]);
+            if (s2 >= 0 && p->slots[s2].lazy) s2 = as_plain(b, s2);
+            ok = s2 >= 0;
+            if (ok) md_of(&p->slots[s2], &mds[k]), kinds[k] = DNNL_ARG_MULTIPLE_SRC + k, slots[k] = s2;
+        }
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        dnnl_primitive_desc_t pd;
+        if (ok && dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_concat_primitive_desc_create(&pd, &any_dst, cnt, (int)axis, mds, g_ctx.user_scratch, g_ctx.engine) == dnnl_success) {
+            const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+            int32_t final_slot = -1;
+            int32_t sd = result_slot(b, &n->outputs[0], dmd, &final_slot);
+            if (sd < 0) {
+                dnnl_primitive_desc_destroy(pd);
+                return fail(b, "out of memory"), false;
+            }
+            kinds[cnt] = DNNL_ARG_DST, slots[cnt] = sd;
+            ok = add_prim(b, pd, cnt + 1, kinds, slots);
+            dnnl_primitive_desc_destroy(pd);
+            if (ok && final_slot >= 0) ok = add_reorder(b, sd, final_slot);
+            return ok;
+        }
+        if (!ok) return fail(b, "an input is not available"), false;
+        /* else the plain concat below */
+    }
     /* pools and batch norm work in the layout their input has */
     if (is_op(n, "MaxPool") || is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool")) {
         int32_t nsp = n->inputs[0].rank - 2;
