@@ -157,6 +157,8 @@ case("global_max", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], X4, {}, [2
 for op, kw in (("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}), ("Tanh", {}), ("Elu", {"alpha": 0.7}),
                ("Exp", {}), ("Abs", {}), ("Softplus", {}), ("HardSwish", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4})):
     case(f"eltwise_{op}", [helper.make_node(op, ["x"], ["y"], **kw)], [("x", [2, 3, 5])], {}, [2, 3, 5], opset=14)
+case("eltwise_Log", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Log", ["a"], ["y"])], [("x", [2, 3, 5])],
+     {}, [2, 3, 5])
 case("eltwise_Sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Sqrt", ["a"], ["y"])], [("x", [2, 3, 5])],
      {}, [2, 3, 5])
 for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
