@@ -364,6 +364,22 @@ r = run("run", bad)
 if r.returncode != 1 or "bad_dnnl" not in r.stderr or "int_relu" not in r.stderr:
     failures.append(f"a dnnl subgraph with int64 data: exit {r.returncode}, {r.stderr.strip()!r}")
 
+# a saved file whose dnnl body reshapes 4 values into 8: refused at session
+# creation, naming the node, never read out of bounds
+body = helper.make_graph([helper.make_node("Relu", ["a"], ["r"], name="r0"),
+                          helper.make_node("Reshape", ["r", "shp"], ["b"], name="bad_reshape")], "body",
+                         [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4])],
+                         [helper.make_tensor_value_info("b", TensorProto.FLOAT, [8])],
+                         [numpy_helper.from_array(np.array([8], dtype=np.int64), "shp")])
+sub = helper.make_node("Subgraph", ["x"], ["y"], domain="ai.seam", name="bad_view", body=body, target="dnnl")
+g = helper.make_graph([sub], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])])
+bad = os.path.join(work, "bad_view.onnx")
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.seam", 1)]), bad)
+r = run("run", bad)
+if r.returncode != 1 or "bad_reshape" not in r.stderr:
+    failures.append(f"a dnnl body reshaping 4 values into 8: exit {r.returncode}, {r.stderr.strip()!r}")
+
 for f in failures:
     print("FAIL", f)
 print(f"dnnl: {len(failures)} failures")

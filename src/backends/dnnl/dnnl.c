@@ -83,6 +83,7 @@ typedef struct program {
     int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
     void *scratch;        /* the scratchpad all steps share (they run one at a time) */
     size_t scratch_bytes;
+    bool view_error;      /* a view did not fit the bytes it views */
 } program;
 
 typedef struct dnnl_ctx {
@@ -309,9 +310,16 @@ static int32_t view_slot(program *p, int32_t base, const slot *shape, const dnnl
     v->rank = shape->rank;
     memcpy(v->dims, shape->dims, sizeof(v->dims));
     v->alias = base;
-    dnnl_memory_desc_t m;
+    dnnl_memory_desc_t m, bm;
     md_of(v, &m);
     if (md && !dnnl_memory_desc_equal(&m, md)) v->has_md = true, v->md = *md, m = *md;
+    /* a view never reaches past the bytes it views (a file whose shapes do
+     * not agree is refused here, not read out of bounds at run time) */
+    md_of(&p->slots[base], &bm);
+    if (dnnl_memory_desc_get_size(&m) > dnnl_memory_desc_get_size(&bm)) {
+        p->view_error = true;
+        return -1;
+    }
     return dnnl_memory_create(&v->mem, &m, g_ctx.engine, DNNL_MEMORY_NONE) == dnnl_success ? a : -1;
 }
 
@@ -659,9 +667,11 @@ static bool reshape_like(const seam_node_view *m) {
     if (!is_op(m, "Transpose") || m->inputs[0].rank < 1) return false;
     const int64_t *perm;
     int32_t np = 0, last = -1;
-    if (!seam_node_attr_ints(m, "perm", &perm, &np) || np != m->inputs[0].rank) return false;
+    bool seen[MAXR] = {false};
+    if (!seam_node_attr_ints(m, "perm", &perm, &np) || np != m->inputs[0].rank || np > MAXR) return false;
     for (int32_t d = 0; d < np; d++) {
-        if (perm[d] < 0 || perm[d] >= np) return false;
+        if (perm[d] < 0 || perm[d] >= np || seen[perm[d]]) return false;
+        seen[perm[d]] = true;
         if (m->inputs[0].dims[perm[d]] == 1) continue;
         if (perm[d] < last) return false;
         last = (int32_t)perm[d];
@@ -1207,9 +1217,11 @@ static bool compile_transpose(builder *b, int32_t sin) {
     int32_t np = 0;
     if (seam_node_attr_ints(n, "perm", &pv, &np)) {
         if (np != r) return fail(b, "perm does not match the input's rank"), false;
+        bool seen[MAXR] = {false};
         for (int32_t d = 0; d < r; d++) {
             perm[d] = pv[d] < 0 ? pv[d] + r : pv[d];
-            if (perm[d] < 0 || perm[d] >= r) return fail(b, "perm is out of range"), false;
+            if (perm[d] < 0 || perm[d] >= r || seen[perm[d]]) return fail(b, "perm is not a permutation of the axes"), false;
+            seen[perm[d]] = true;
         }
     } else {
         for (int32_t d = 0; d < r; d++) perm[d] = r - 1 - d;
@@ -1279,11 +1291,13 @@ static bool compile_slice(builder *b, int32_t sin) {
     plain_strides(&p->slots[sin], st);
     slot shape;
     shape_of(&shape, &n->outputs[0]);
+    if (shape.rank != r) return fail(b, "the inferred output rank differs from the input's"), false;
     dnnl_dims_t dims, strides;
     int64_t offset = 0;
     for (int32_t d = 0; d < r; d++) {
         dims[d] = shape.dims[d], strides[d] = st[d] * stride_of[d];
-        if (dims[d] > 0 && first[d] + (dims[d] - 1) * stride_of[d] >= p->slots[sin].dims[d])
+        int64_t room = p->slots[sin].dims[d] - first[d]; /* elements from the first one taken */
+        if (dims[d] > 0 && (room <= 0 || (dims[d] > 1 && stride_of[d] > (room - 1) / (dims[d] - 1))))
             return fail(b, "the inferred output shape does not fit the input"), false;
         offset += first[d] * st[d];
     }
@@ -1681,11 +1695,11 @@ static bool compile_matmul(builder *b, bool *fused, int32_t sin) {
             dnnl_dims_t pd_dims, pd_strides;
             int64_t acc = 1;
             for (int32_t d = r - 1; d >= 0; d--) tst[d] = acc, acc *= tdims[d];
-            bool ok = true;
+            bool ok = true, seen[MAXR] = {false};
             for (int32_t j = 0; j < r; j++) {
                 int64_t ax = perm[j] < 0 ? perm[j] + r : perm[j];
-                if (ax < 0 || ax >= r) ok = false;
-                else pd_strides[ax] = tst[j], pd_dims[ax] = tdims[j];
+                if (ax < 0 || ax >= r || seen[ax]) ok = false;
+                else pd_strides[ax] = tst[j], pd_dims[ax] = tdims[j], seen[ax] = true;
             }
             if (ok && dnnl_memory_desc_init_by_strides(&tmd, r, pd_dims, dnnl_f32, pd_strides) == dnnl_success) tnode = t;
         }
@@ -2341,7 +2355,11 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         seam_node_view st;
         builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse};
         if (!compile_node(&b, i, fused)) {
-            if (!err[0]) snprintf(err, err_size, "node %d '%s' (%s): could not be compiled", b.n->index, b.n->name, b.n->op_type);
+            b.n = seam_subgraph_node(sg, i, &st);
+            if (p->view_error)
+                snprintf(err, err_size, "node %d '%s' (%s): its shapes do not fit its input's bytes (inconsistent shapes in the file)",
+                         b.n->index, b.n->name, b.n->op_type);
+            else if (!err[0]) snprintf(err, err_size, "node %d '%s' (%s): could not be compiled", b.n->index, b.n->name, b.n->op_type);
             goto bad;
         }
     }
