@@ -149,6 +149,15 @@ expect(write("ok.onnx", good), 2, "unknown option '--bogus'", args=("inspect", "
 expect(None, 2, "unknown command", args=("frobnicate",))
 expect(write("ok.onnx", good), 0)
 
+# a Reshape whose constant shape does not hold its input's elements: the
+# run stops at that node with exit 1, on the CPU and on dnnl (which checks
+# it when compiling)
+reshape = model([helper.make_node("Relu", ["x"], ["r"], name="r0"),
+                 helper.make_node("Reshape", ["r", "shp"], ["y"], name="bad_reshape")],
+                [vi("x", [4])], [vi("y", [8])], [numpy_helper.from_array(np.array([8], dtype=np.int64), "shp")])
+expect(write("reshape_numel.onnx", reshape), 1, "bad_reshape", args=("run",))
+expect(write("reshape_numel_dnnl.onnx", reshape), 1, "bad_reshape", args=("run", "--target", "dnnl"))
+
 if failures:
     print(f"{len(failures)} malformed-input check(s) failed")
     sys.exit(1)

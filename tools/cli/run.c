@@ -285,8 +285,11 @@ int cmd_run(int argc, char **argv) {
     if (isatty(2)) opts.progress = show_progress; /* only on a terminal */
     double t_session = now_ms();
     t_partition = t_session - t_partition;
+    /* the options were checked above: a session or a run that fails is the
+     * model's or the data's fault, bad input (exit 1) */
     if ((st = seam_session_create(m, &opts, &s))) {
-        rc = cli_fail("run", ctx, st);
+        cli_fail("run", ctx, st);
+        rc = CLI_BAD_INPUT;
         goto done;
     }
     t_session = now_ms() - t_session;
@@ -351,7 +354,8 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if ((st = seam_session_run(s))) {
-        rc = cli_fail("run", ctx, st);
+        cli_fail("run", ctx, st);
+        rc = CLI_BAD_INPUT;
         goto done;
     }
     if (repeat > 0) {
@@ -370,7 +374,8 @@ int cmd_run(int argc, char **argv) {
         }
         free(times);
         if (st) {
-            rc = cli_fail("run", ctx, st);
+            cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
             goto done;
         }
     }
