@@ -260,6 +260,20 @@ gelu = lambda first, second: [helper.make_node("Div", ["x", "r2"], ["d"]), helpe
 case("gelu_x_first", gelu("x", "half"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
 case("gelu_half_first", gelu("half", "x"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
 
+# what dnnl cannot do stays on the CPU, with a precise reason, and runs
+g = helper.make_graph([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="cubic", name="cubic")], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])],
+                      [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")])
+cubic = os.path.join(work, "resize_cubic.onnx")
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), cubic)
+r = run("partition", cubic, "--target", "dnnl", "--json")
+reasons = [n["reason"] for n in json.loads(r.stdout)["nodes"] if n["name"] == "cubic"] if r.returncode == 0 else []
+if not reasons or "Resize mode=cubic not supported" not in reasons[0]:
+    failures.append(f"Resize cubic: reason {reasons!r} ({r.stderr.strip()})")
+if run("run", cubic, "--target", "dnnl").returncode:
+    failures.append("Resize cubic with --target dnnl did not run on the CPU")
+
 # target options reach the backend: a thread count; an unknown option is an
 # error that names it
 case("conv_threads_1", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), relu("c", "y")], X4, {"w": W(6, 4, 3, 3), "b": W(6)},
