@@ -1,0 +1,363 @@
+/*
+ * dnnl: the ops with weights, which absorb post-op chains: Conv and
+ * ConvTranspose (weights reordered once, at compile time, into the layout
+ * the primitive picks) and MatMul/Gemm (B read in place, or packed once
+ * when constant).
+ */
+#include <string.h>
+
+#include "dnnl_internal.h"
+
+/* A convolution in the layouts oneDNN picks (blocked ones for its fast
+ * kernels): the input is reordered to it if needed, the weights once, now.
+ * Its post-op chain comes along when oneDNN accepts it. */
+bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
+    (void)out0;
+    program *p = b->p;
+    chain c;
+    dx_collect_chain(b, &b->n->outputs[0], false, &c); /* (dst is blocked: no views) */
+    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    int32_t sin = in0; /* as compile_node readied it (a strided view already copied dense) */
+    if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
+    dnnl_memory_desc_t src, w, bias, dst;
+    dx_md_of(&p->slots[sin], &src);
+    int32_t nsp = n->inputs[0].rank - 2;
+    int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
+    seam_node_attr_int(n, "group", &group);
+    dx_spatial_attrs(n, nsp, str, dil);
+    for (int32_t d = 0; d < nsp; d++) in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d], kern[d] = n->inputs[1].dims[2 + d];
+    dnnl_dims_t pl, pr, strides, dilates;
+    dx_pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
+    for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], dilates[d] = dil[d] - 1;
+    int32_t sw = dx_input_slot(b, &n->inputs[1]);
+    if (sw < 0) return dx_fail(b, "the weights are not constant"), false;
+    /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
+    if (group > 1) {
+        slot ws = p->slots[sw];
+        ws.rank = n->inputs[1].rank + 1;
+        ws.dims[0] = group;
+        ws.dims[1] = n->inputs[1].dims[0] / group;
+        for (int32_t d = 1; d < n->inputs[1].rank; d++) ws.dims[d + 1] = n->inputs[1].dims[d];
+        sw = dx_view_slot(p, sw, &ws, NULL);
+        if (sw < 0) return dx_fail(b, "out of memory"), false;
+    }
+    dx_md_of(&p->slots[sw], &w);
+    int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
+    if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return dx_fail(b, "the bias is not constant"), false;
+    if (sb >= 0) dx_md_of(&p->slots[sb], &bias);
+    dnnl_memory_desc_t any_src, any_w, any_dst;
+    dnnl_memory_desc_init_by_tag(&any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_convolution_desc_t cd;
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
+                                                   sb >= 0 ? &bias : NULL, &any_dst, strides, dilates, pl, pr) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this convolution's shapes"), false;
+    /* first without post-ops, to learn the layout dst will have; then with
+     * the chain, its same-shape operands in that layout */
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_primitive_desc_create(&pd, &cd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this convolution's shapes"), false;
+    int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
+    int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+    if (c.n) {
+        dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        dnnl_primitive_attr_t attr;
+        if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return dnnl_primitive_desc_destroy(pd), false;
+        dnnl_convolution_desc_t cd2;
+        dnnl_primitive_desc_t pd2 = NULL;
+        if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
+                                                       sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd2, &cd2, attr, dx_ctx.engine, NULL) == dnnl_success) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = pd2;
+            dx_take_chain(&c, fused);
+        } else {
+            c.n = 0, n_args = sb >= 0 ? 4 : 3, sum_from = -1; /* oneDNN cannot fuse these: they run on their own */
+        }
+        dnnl_primitive_attr_destroy(attr);
+    }
+    const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
+    const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *cdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int32_t xs = dx_in_layout(b, sin, csrc);
+    int32_t wt = xs >= 0 ? dx_resident_copy(b, sw, cw) : -1;
+    int32_t final_slot = -1;
+    int32_t sd = xs < 0 || wt < 0 ? -1
+                 : sum_from >= 0 ? dx_sum_dst(b, &c, sum_from, result, cdst, &final_slot)
+                                 : dx_result_slot(b, result, cdst, &final_slot);
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "could not lay out the convolution's tensors"), false;
+    }
+    slots[0] = xs, slots[1] = wt, slots[2] = sd;
+    if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
+    bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
+    return ok;
+}
+
+/* MatMul and Gemm (transB, bias) on oneDNN's matmul, with B read in place
+ * (a strided view when transposed) and the post-op chain: bias Adds,
+ * residual Adds (a sum, in place when it may be), activations. */
+bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    program *p = b->p;
+    chain c;
+    dx_collect_chain(b, &b->n->outputs[0], true, &c);
+    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    dnnl_memory_desc_t src, w, bias, dst;
+    int32_t r = n->outputs[0].rank;
+    int32_t sw = dx_input_slot(b, &n->inputs[1]);
+    if (sw >= 0 && !(p->slots[sw].lazy && p->slots[sw].rank == r)) sw = dx_as_plain(b, sw);
+    if (sw < 0) return dx_fail(b, "input 1 is not available"), false;
+    if (p->slots[sin].lazy && p->slots[sin].rank != r) sin = dx_as_plain(b, sin);
+    if (sin < 0) return dx_fail(b, "input 0 is not available"), false;
+    float prescale = p->slots[sin].scale * p->slots[sw].scale;
+    /* Rows times 2-D constant weights (a Linear layer on [B, S, K]) run as
+     * one 2-D product [B*S, K] x [K, N]: oneDNN 2.6 keeps weights packed
+     * only for 2-D products. The chain's broadcast operands must then be
+     * one row (a bias). */
+    int64_t n_cols = n->outputs[0].rank >= 1 ? n->outputs[0].dims[r - 1] : 0;
+    bool flat = b->fuse && p->slots[sw].constant && p->slots[sw].rank == 2 && r > 2 && p->slots[sin].rank == r &&
+                !p->slots[sin].has_md && n_cols > 0;
+    for (int32_t k = 0; flat && k < c.n; k++)
+        if (c.is_binary[k] && !c.full[k]) {
+            const slot *o = &p->slots[c.operand[k]];
+            int64_t cnt = dx_slot_numel(o);
+            flat = o->rank <= 2 && (cnt == 1 || (cnt == n_cols && o->dims[o->rank - 1] == n_cols));
+        }
+    if (flat) {
+        int64_t rows = 1;
+        for (int32_t d = 0; d < r - 1; d++) rows *= n->outputs[0].dims[d];
+        c.prim_rank = 2, c.prim_dims[0] = rows, c.prim_dims[1] = n_cols;
+        c.reshaped = true;
+        r = 2;
+    }
+    slot wv = p->slots[sw];
+    int64_t tb = 0;
+    if (is_op(n, "Gemm")) seam_node_attr_int(n, "transB", &tb);
+    /* B as stored (plain, or a strided view of a Transpose), its batch dims
+     * right-aligned to the output's rank, transposed when transB */
+    dnnl_dims_t wd, wst;
+    int64_t vst[MAXR];
+    dx_dense_strides(&wv, vst);
+    int32_t shift = r - wv.rank;
+    for (int32_t d = 0; d < r; d++) {
+        wd[d] = d >= shift ? wv.dims[d - shift] : 1;
+        wst[d] = d >= shift ? vst[d - shift] : wd[d] == 1 ? 1 : 0;
+    }
+    for (int32_t d = shift - 1; d >= 0; d--) wst[d] = wst[d + 1] * wd[d + 1]; /* 1-sized: any stride */
+    if (tb) {
+        int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t;
+        t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t;
+    }
+    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return dx_fail(b, "bad B layout"), false;
+    int32_t a = dx_view_slot(p, sw, &wv, &w);
+    if (a < 0) return dx_fail(b, "out of memory"), false;
+    /* constant weights go in the layout the primitive prefers, reordered
+     * once now (as for convolutions): no packing of B at every run */
+    bool packed = p->slots[sw].constant;
+    dnnl_memory_desc_t any_w;
+    if (dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) packed = false;
+    const dnnl_memory_desc_t *wd_for = packed ? &any_w : &w;
+    /* A with batch dims right-aligned too */
+    slot av = p->slots[sin];
+    if (flat) {
+        av.rank = 2, av.dims[0] = c.prim_dims[0], av.dims[1] = p->slots[sin].dims[p->slots[sin].rank - 1];
+    } else if (av.rank < r) {
+        int32_t sh = r - av.rank;
+        for (int32_t d = r - 1; d >= 0; d--) av.dims[d] = d >= sh ? p->slots[sin].dims[d - sh] : 1;
+        av.rank = r;
+    }
+    dx_md_of(&av, &src);
+    int32_t sa = dx_view_slot(p, sin, &av, av.has_md ? &av.md : NULL);
+    if (sa < 0) return dx_fail(b, "out of memory"), false;
+    int32_t sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
+    if (sb >= 0) {
+        slot bv = p->slots[sb];
+        bv.rank = 2, bv.dims[0] = 1, bv.dims[1] = p->slots[sb].dims[0];
+        dx_md_of(&bv, &bias);
+        int32_t ab = dx_view_slot(p, sb, &bv, NULL);
+        if (ab < 0) return dx_fail(b, "out of memory"), false;
+        sb = ab;
+    }
+    /* A Transpose alone reading the product that keeps the last axis (the
+     * attention heads put back side by side): the product is written
+     * through a strided view of the Transpose's output, which costs
+     * nothing then. */
+    int32_t tnode = -1;
+    seam_value_info tout;
+    int64_t tdims[MAXR];
+    dnnl_memory_desc_t tmd;
+    if (!c.n && b->fuse && !flat) {
+        const char *out_name = n->outputs[0].name;
+        int32_t t = dx_sole_reader(b->sg, out_name);
+        seam_node_view st;
+        const seam_node_view *m = t >= 0 ? seam_subgraph_node(b->sg, t, &st) : NULL;
+        const int64_t *perm;
+        int32_t np = 0;
+        if (m && is_op(m, "Transpose") && seam_node_attr_ints(m, "perm", &perm, &np) && np == r && perm[r - 1] == r - 1 &&
+            m->outputs[0].rank == r) {
+            tout = m->outputs[0];
+            for (int32_t d = 0; d < r; d++) tdims[d] = tout.dims[d];
+            tout.dims = tdims;
+            int64_t tst[MAXR];
+            dnnl_dims_t pd_dims, pd_strides;
+            int64_t acc = 1;
+            for (int32_t d = r - 1; d >= 0; d--) tst[d] = acc, acc *= tdims[d];
+            bool ok = true, seen[MAXR] = {false};
+            for (int32_t j = 0; j < r; j++) {
+                int64_t ax = perm[j] < 0 ? perm[j] + r : perm[j];
+                if (ax < 0 || ax >= r || seen[ax]) ok = false;
+                else pd_strides[ax] = tst[j], pd_dims[ax] = tdims[j], seen[ax] = true;
+            }
+            if (ok && dnnl_memory_desc_init_by_strides(&tmd, r, pd_dims, dnnl_f32, pd_strides) == dnnl_success) tnode = t;
+        }
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    }
+    const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
+    slot rs; /* the product's own shape (the chain may end in another) */
+    dx_shape_of(&rs, &n->outputs[0]);
+    if (flat) rs.rank = 2, rs.dims[0] = c.prim_dims[0], rs.dims[1] = c.prim_dims[1];
+    dx_md_of(&rs, &dst);
+    dnnl_matmul_desc_t md;
+    if (tnode >= 0 && dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &tmd) == dnnl_success) {
+        dnnl_primitive_desc_t probe;
+        if (dnnl_primitive_desc_create(&probe, &md, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success) {
+            dnnl_primitive_desc_destroy(probe);
+            dst = tmd;
+        } else {
+            tnode = -1;
+        }
+    } else {
+        tnode = -1;
+    }
+    if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this matrix product"), false;
+    int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
+    int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+    c.prescale = prescale;
+    dnnl_primitive_attr_t attr = NULL;
+    if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success) {
+        pd = NULL;
+        if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
+            c.n = 0, c.reshaped = flat, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            attr = NULL;
+            if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
+                dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+                pd = NULL;
+        }
+    }
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!pd) return dx_fail(b, "oneDNN refuses this matrix product"), false;
+    dx_take_chain(&c, fused);
+    int32_t final_slot = -1;
+    int32_t sd;
+    if (tnode >= 0) { /* the Transpose's output, written through a strided view */
+        int32_t os = dx_output_slot(b, &tout);
+        sd = os >= 0 ? dx_view_slot(p, os, &rs, &dst) : -1;
+        fused[tnode] = true;
+    } else if (c.reshaped) {
+        sd = dx_reshaped_dst(b, &c, sum_from, result, &rs);
+    } else {
+        sd = sum_from >= 0 ? dx_sum_dst(b, &c, sum_from, result, &dst, &final_slot) : dx_result_slot(b, result, &dst, &final_slot);
+    }
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "out of memory"), false;
+    }
+    if (packed) {
+        a = dx_resident_copy(b, a, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+        if (a < 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return dx_fail(b, "could not reorder the weights"), false;
+        }
+    }
+    slots[0] = sa, slots[1] = a, slots[2] = sd;
+    if (sb >= 0) slots[3] = sb;
+    bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
+    return ok;
+}
+
+/* ConvTranspose as oneDNN's deconvolution. ONNX keeps the weights as
+ * [C_in, C_out/group, k...]; oneDNN wants [group, OC/group, IC/group, k...]:
+ * a strided view of the same bytes, reordered once into the layout the
+ * primitive picks. The right pads follow from the known output size (they
+ * absorb output_padding and output_shape). */
+bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0) {
+    program *p = b->p;
+    const seam_node_view *n = b->n;
+    int32_t sin = dx_input_slot(b, &n->inputs[0]);
+    if (sin >= 0) sin = dx_as_plain(b, sin);
+    int32_t sw = dx_input_slot(b, &n->inputs[1]);
+    if (sin < 0 || sw < 0) return dx_fail(b, "input or weights not available"), false;
+    int32_t nsp = n->inputs[0].rank - 2;
+    int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
+    seam_node_attr_int(n, "group", &group);
+    dx_spatial_attrs(n, nsp, str, dil);
+    const int64_t *wd = n->inputs[1].dims;
+    int64_t cin = n->inputs[0].dims[1], cout = n->outputs[0].dims[1];
+    if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout) return dx_fail(b, "weights do not match the channels and group"), false;
+    int64_t kk = 1, ocg = cout / group, icg = cin / group;
+    for (int32_t d = 0; d < nsp; d++) kk *= wd[2 + d];
+    slot ws;
+    memset(&ws, 0, sizeof(ws));
+    ws.name = "(deconvolution weights)";
+    dnnl_dims_t dims, strides;
+    int32_t r = 0;
+    if (group > 1) dims[r] = group, strides[r++] = icg * ocg * kk;
+    dims[r] = ocg, strides[r++] = kk;
+    dims[r] = icg, strides[r++] = ocg * kk;
+    int64_t acc = 1;
+    for (int32_t d = nsp - 1; d >= 0; d--) dims[r + d] = wd[2 + d], strides[r + d] = acc, acc *= wd[2 + d];
+    r += nsp;
+    ws.rank = r;
+    for (int32_t d = 0; d < r; d++) ws.dims[d] = dims[d];
+    dnnl_memory_desc_t wmd, src, bias, any_w, any_dst;
+    if (dnnl_memory_desc_init_by_strides(&wmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad weights"), false;
+    int32_t wv = dx_view_slot(p, sw, &ws, &wmd);
+    if (wv < 0) return dx_fail(b, "out of memory"), false;
+    dx_md_of(&p->slots[sin], &src);
+    int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
+    if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return dx_fail(b, "the bias is not available"), false;
+    if (sb >= 0) dx_md_of(&p->slots[sb], &bias);
+    dnnl_dims_t pl, pr, sd_, dl;
+    const int64_t *pads;
+    int32_t np = 0;
+    const char *ap = "NOTSET";
+    seam_node_attr_string(n, "auto_pad", &ap);
+    if (!seam_node_attr_ints(n, "pads", &pads, &np) || strcmp(ap, "NOTSET")) np = 0;
+    for (int32_t d = 0; d < nsp; d++) {
+        pl[d] = np == 2 * nsp ? pads[d] : 0;
+        pr[d] = (n->inputs[0].dims[2 + d] - 1) * str[d] + (wd[2 + d] - 1) * dil[d] + 1 - pl[d] - n->outputs[0].dims[2 + d];
+        if (pr[d] < 0) return dx_fail(b, "output padding beyond the right pad is not supported by dnnl"), false;
+        sd_[d] = str[d], dl[d] = dil[d] - 1;
+    }
+    dnnl_memory_desc_init_by_tag(&any_w, r, dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_deconvolution_desc_t dd;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_dilated_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &src, &any_w,
+                                                     sb >= 0 ? &bias : NULL, &any_dst, sd_, dl, pl, pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &dd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this transposed convolution"), false;
+    int32_t wt = dx_resident_copy(b, wv, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+    int32_t final_slot = -1;
+    int32_t sd = wt >= 0 ? dx_result_slot(b, &n->outputs[0], dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &final_slot) : -1;
+    if (sd < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "could not lay out the transposed convolution's tensors"), false;
+    }
+    int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sin, wt, sd, sb};
+    bool ok = dx_add_prim(b, pd, sb >= 0 ? 4 : 3, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
+    return ok;
+}

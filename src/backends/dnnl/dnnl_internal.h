@@ -1,0 +1,214 @@
+/*
+ * What the files of the dnnl backend share: the program a subgraph
+ * compiles to (its slots and steps), the builder that makes it, post-op
+ * chains, and the functions each file offers the others (prefix dx_).
+ * Private to src/backends/dnnl/; see dnnl.c for how compile() works.
+ *
+ *   dnnl.c         the backend table, supports(), the compile driver, the
+ *                  memory plan, run
+ *   layout.c       slots, views, layouts, reorders, steps
+ *   fuse.c         post-op chains, and the patterns exporters write
+ *   ops.c          a compile function per op, the table of them, compile_node
+ *   conv_matmul.c  the ops with weights: Conv, ConvTranspose, MatMul, Gemm
+ */
+#ifndef SEAM_DNNL_INTERNAL_H
+#define SEAM_DNNL_INTERNAL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "seam_backend.h"
+
+#define MAXR 6      /* plain tags up to abcdef */
+#define MAX_ARGS 66 /* a Concat of up to 64 inputs, plus its output (and a scratchpad) */
+#define MAX_CHAIN 8 /* post-ops fused into one primitive (see fuse.c) */
+
+typedef struct slot {
+    const char *name;
+    int32_t rank;
+    dnnl_dims_t dims;
+    dnnl_memory_t mem;
+    void *owned;       /* resident data made at compile time (reordered weights) */
+    size_t bytes;      /* an intermediate: its size; its place in the arena is planned */
+    int32_t alias;     /* a view of another slot, or -1 */
+    int64_t offset;    /* a view's first byte within the slot it views */
+    int32_t boundary;  /* 0 none, 1 input k, 2 output k */
+    int32_t index;
+    bool has_md;       /* md is a layout oneDNN chose; else plain */
+    dnnl_memory_desc_t md;
+    int32_t plain;     /* a plain copy made by a reorder, or -1 */
+    int32_t other;     /* a copy in another (blocked) layout, or -1 */
+    bool lazy;         /* a strided view (a Transpose) not copied yet: readers
+                          that need a dense layout make a copy (as_plain) */
+    float scale;       /* a MatMul operand's pending factor (see defer_scale) */
+    bool constant;     /* a weight or other constant, read in place */
+} slot;
+
+typedef struct step {
+    dnnl_primitive_t prim;
+    dnnl_memory_t scratch; /* its scratchpad: the program's one buffer, or NULL */
+    int32_t n_args;
+    int32_t arg_kind[MAX_ARGS];
+    int32_t arg_slot[MAX_ARGS];
+} step;
+
+typedef struct program {
+    slot *slots;
+    int32_t n_slots, cap_slots;
+    step *steps;
+    int32_t n_steps, cap_steps;
+    int32_t *in_slot, *out_slot;
+    int32_t n_in, n_out;
+    int32_t *per_run;     /* the slots whose bytes are the caller's: set at each run */
+    int32_t n_per_run;
+    void *arena;          /* every intermediate, placed by lifetime */
+    size_t arena_bytes;
+    int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
+    void *scratch;        /* the scratchpad all steps share (they run one at a time) */
+    size_t scratch_bytes;
+    bool view_error;      /* a view did not fit the bytes it views */
+} program;
+
+typedef struct dx_context {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    dnnl_primitive_attr_t user_scratch; /* attr of primitives without post-ops */
+    bool ok;
+} dx_context;
+
+extern dx_context dx_ctx; /* one CPU engine for the process (dnnl.c) */
+
+typedef struct builder {
+    program *p;
+    const seam_subgraph_view *sg;
+    char *err;
+    size_t err_size;
+    const seam_node_view *n; /* the node being compiled, for messages */
+    seam_node_view *storage; /* n's storage, to fetch it again */
+    int32_t index;
+    bool fuse;               /* conv + activation post-ops (target option fusion=off) */
+} builder;
+
+/* A post-op chain: the nodes a Conv, MatMul or Gemm absorbs (see fuse.c). */
+typedef struct chain {
+    int32_t n;                     /* fused nodes */
+    int32_t node[MAX_CHAIN];
+    bool is_binary[MAX_CHAIN];
+    bool is_view[MAX_CHAIN];       /* a Reshape-like node: bytes unchanged, not a post-op */
+    bool clip01[MAX_CHAIN];        /* an eltwise followed by a clip to [0, 1] (HardSigmoid) */
+    bool full[MAX_CHAIN];          /* a binary's operand has the whole value's shape */
+    bool reshaped;                 /* out's shape differs from the primitive's dst */
+    int32_t prim_rank;             /* the primitive's own output shape */
+    int64_t prim_dims[MAXR];
+    dnnl_alg_kind_t alg[MAX_CHAIN];
+    float alpha[MAX_CHAIN], beta[MAX_CHAIN];
+    int32_t operand[MAX_CHAIN];    /* a binary's other operand: its slot */
+    float prescale;                /* a factor applied first (defer_scale); 0 or 1: none */
+    seam_value_info out;           /* the value the chain ends with */
+    int64_t out_dims[MAXR];
+} chain;
+
+static inline bool is_op(const seam_node_view *n, const char *op) { return strcmp(n->op_type, op) == 0 && !n->domain[0]; }
+
+static inline bool commutative(const seam_node_view *n) {
+    return is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Max") || is_op(n, "Min");
+}
+
+static inline bool full_shape(const seam_value_info *v, const seam_value_info *out) {
+    if (v->rank != out->rank) return false;
+    for (int32_t d = 0; d < v->rank; d++)
+        if (v->dims[d] != out->dims[d]) return false;
+    return true;
+}
+
+static inline bool in_list(const seam_node_view *n, const char *const *list, size_t len) {
+    for (size_t k = 0; k < len; k++)
+        if (is_op(n, list[k])) return true;
+    return false;
+}
+#define IN_LIST(n, l) in_list(n, l, sizeof(l) / sizeof(l[0]))
+
+/* The op families, shared by supports(), the fusion and the compilers
+ * (each file that reads one has its own copy: a few pointers). */
+static const char *const eltwise_ops[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "Exp", "Log",
+                                          "Sqrt", "Abs", "HardSigmoid", "Softplus", "HardSwish", "Pow"};
+static const char *const binary_ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+static const char *const view_ops[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+static const char *const reduce_ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"};
+
+/* ---- layout.c: slots, views, layouts, steps ---- */
+int32_t dx_slot_of(program *p, const char *name);
+int32_t dx_add_slot(program *p, const char *name, const seam_value_info *v);
+/* A slot reading base's bytes (found at run time) with the shape of
+ * `shape`, in the plain layout or in md: a view, no copy. */
+int32_t dx_view_slot(program *p, int32_t base, const slot *shape, const dnnl_memory_desc_t *md);
+bool dx_md_of(const slot *s, dnnl_memory_desc_t *md);
+int32_t dx_root_of(const program *p, int32_t s);
+/* Sets the builder's error message (naming the node); returns NULL. */
+void *dx_fail(builder *b, const char *what);
+/* The slot of an input value: made earlier, a boundary input, or a weight. */
+int32_t dx_input_slot(builder *b, const seam_value_info *v);
+int32_t dx_output_slot(builder *b, const seam_value_info *v);
+/* The slot of a value known by name only: made earlier, or a constant. */
+int32_t dx_named_slot(builder *b, const char *name);
+/* A step from a primitive descriptor (which stays the caller's). */
+bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, const int32_t *slots);
+bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
+                 const int32_t *kinds, const int32_t *slots);
+bool dx_add_reorder(builder *b, int32_t from, int32_t to);
+/* Slot s in layout md: s itself, or a reordered copy. */
+int32_t dx_in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md);
+/* Slot s in the plain ONNX layout (reordered once, then reused). */
+int32_t dx_as_plain(builder *b, int32_t s);
+int32_t dx_result_slot(builder *b, const seam_value_info *v, const dnnl_memory_desc_t *md, int32_t *final_out);
+bool dx_layout_step_with(builder *b, dnnl_primitive_desc_t pd, int32_t sin, const seam_value_info *out, int32_t n_extra,
+                         const int32_t *extra_kinds, const int32_t *extra_slots);
+bool dx_layout_step(builder *b, dnnl_primitive_desc_t pd, int32_t sin, const seam_value_info *out);
+/* Weights in layout md, reordered once now into a resident buffer. */
+int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md);
+int32_t dx_const_ints(builder *b, const seam_value_info *v, int64_t *out, int32_t max);
+int64_t dx_slot_numel(const slot *s);
+void dx_plain_strides(const slot *s, int64_t *st);
+void dx_dense_strides(const slot *s, int64_t *st);
+bool dx_reshape_view(const slot *in, const slot *out, dnnl_memory_desc_t *md);
+void dx_shape_of(slot *shape, const seam_value_info *v);
+
+/* ---- fuse.c: post-op chains and patterns ---- */
+int32_t dx_sole_reader(const seam_subgraph_view *sg, const char *name);
+void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c);
+bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dnnl_primitive_attr_t *attr,
+                   int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from);
+int32_t dx_sum_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result,
+                   const dnnl_memory_desc_t *md, int32_t *final_out);
+int32_t dx_reshaped_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result, const slot *prim);
+void dx_take_chain(const chain *c, bool *fused);
+bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin);
+bool dx_defer_scale(builder *b, int32_t sin);
+bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin);
+
+/* ---- ops.c: the ops ---- */
+/* Compiles node i of the subgraph (b->n), unless a primitive made earlier
+ * absorbed it (fused[i]); false with b->err set on failure. */
+bool dx_compile_node(builder *b, int32_t i, bool *fused);
+bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_alg_kind_t *alg, float *alpha, float *beta);
+bool dx_clips_after(const seam_node_view *n);
+dnnl_alg_kind_t dx_binary_alg(const seam_node_view *n);
+bool dx_reduce_axes(builder *b, int32_t rank, bool *mask);
+/* Spatial pads for Conv/pools: explicit, or from auto_pad and the known
+ * output size. */
+void dx_pads_of(const seam_node_view *n, int32_t nsp, const int64_t *in, const int64_t *out, const int64_t *kern,
+                const int64_t *str, const int64_t *dil, dnnl_dims_t pl, dnnl_dims_t pr);
+void dx_spatial_attrs(const seam_node_view *n, int32_t nsp, int64_t *str, int64_t *dil);
+bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *shift, float eps,
+                       const seam_value_info *out);
+
+/* ---- conv_matmul.c: the ops with weights (compile functions of ops.c's
+ * table: see op_compiler there) ---- */
+bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0);
+bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0);
+bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * dnnl: fusion. The post-op chains a Conv, MatMul or Gemm absorbs, where
+ * the fused result is written (in place when it may be), and the patterns
+ * exporters write that become one primitive: the decomposed layer norm,
+ * GELU with Erf, a scalar factor deferred to the MatMul it feeds.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "dnnl_internal.h"
+
+/* Index of the node (in the subgraph) that alone reads value name, or -1;
+ * also -1 when the value leaves the subgraph. */
+int32_t dx_sole_reader(const seam_subgraph_view *sg, const char *name) {
+    for (int32_t k = 0; k < sg->n_outputs; k++)
+        if (!strcmp(sg->outputs[k].name, name)) return -1;
+    int32_t found = -1;
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) {
+                if (found >= 0 && found != i) return -1;
+                found = i;
+            }
+    }
+    return found;
+}
+
+/* ---- post-op chains ----
+ * A Conv, MatMul or Gemm absorbs the run of nodes that alone read its
+ * result, as long as each is an eltwise op or a binary op whose other
+ * operand exists already (a weight, a boundary input, or a value made
+ * earlier): the residual Add and the Relu after a ResNet block's last
+ * convolution, a MatMul's bias Add. oneDNN applies them to each output
+ * tile while it is in registers: no extra pass over memory. */
+
+/* Whether node m only gives its input's bytes a new shape: a view op, or
+ * a Transpose that moves nothing but 1-sized dims. */
+static bool reshape_like(const seam_node_view *m) {
+    if (IN_LIST(m, view_ops)) return true;
+    if (!is_op(m, "Transpose") || m->inputs[0].rank < 1) return false;
+    const int64_t *perm;
+    int32_t np = 0, last = -1;
+    bool seen[MAXR] = {false};
+    if (!seam_node_attr_ints(m, "perm", &perm, &np) || np != m->inputs[0].rank || np > MAXR) return false;
+    for (int32_t d = 0; d < np; d++) {
+        if (perm[d] < 0 || perm[d] >= np || seen[perm[d]]) return false;
+        seen[perm[d]] = true;
+        if (m->inputs[0].dims[perm[d]] == 1) continue;
+        if (perm[d] < last) return false;
+        last = (int32_t)perm[d];
+    }
+    return true;
+}
+
+/* Fills c with the nodes after the producer of `v` that can become its
+ * post-ops (none when fusion is off). Node views are invalidated: the
+ * caller fetches its node again. */
+void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c) {
+    memset(c, 0, sizeof(*c));
+    c->out = *v;
+    for (int32_t d = 0; d < v->rank && d < MAXR; d++) c->out_dims[d] = v->dims[d], c->prim_dims[d] = v->dims[d];
+    c->out.dims = c->out_dims;
+    c->prim_rank = v->rank;
+    while (b->fuse && c->n < MAX_CHAIN) {
+        int32_t r = dx_sole_reader(b->sg, c->out.name);
+        if (r < 0) break;
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
+        if (m->n_outputs < 1 || !m->outputs[0].name || m->outputs[0].rank < 0 || m->outputs[0].rank > MAXR) break;
+        int32_t k = c->n;
+        if (allow_views && reshape_like(m) && m->n_outputs == 1) { /* the chain goes on in the new shape */
+            c->is_view[k] = true;
+            c->reshaped = true;
+            c->node[k] = r;
+            c->n++;
+            c->out = m->outputs[0];
+            for (int32_t d = 0; d < c->out.rank; d++) c->out_dims[d] = m->outputs[0].dims[d];
+            c->out.dims = c->out_dims;
+            continue;
+        }
+        if (m->outputs[0].rank != c->out.rank) break;
+        bool same = true;
+        for (int32_t d = 0; d < c->out.rank; d++) same &= m->outputs[0].dims[d] == c->out.dims[d];
+        if (!same) break;
+        if (IN_LIST(m, eltwise_ops)) {
+            if (!dx_eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
+            c->clip01[k] = dx_clips_after(m);
+        } else if (IN_LIST(m, binary_ops) && m->n_inputs == 2 && m->inputs[0].name && m->inputs[1].name) {
+            int32_t mine = !strcmp(m->inputs[0].name, c->out.name) ? 0 : 1;
+            if (!strcmp(m->inputs[1 - mine].name, c->out.name)) break; /* x op x */
+            if (mine == 1 && !commutative(m)) break;
+            const seam_value_info *o = &m->inputs[1 - mine];
+            if (o->rank > c->out.rank) break;
+            bool bcast = true;
+            for (int32_t d = 0; d < o->rank; d++) {
+                int64_t od = o->dims[d], rd = c->out.dims[c->out.rank - o->rank + d];
+                bcast &= od == rd || od == 1;
+            }
+            if (!bcast) break;
+            bool full = o->rank == c->out.rank;
+            for (int32_t d = 0; full && d < o->rank; d++) full = o->dims[d] == c->out.dims[d];
+            if (c->reshaped && !full) break; /* a broadcast in another shape than the primitive's */
+            c->full[k] = full;
+            seam_value_info ov = *o;
+            int32_t s = dx_slot_of(b->p, ov.name);
+            if (s < 0) s = dx_input_slot(b, &ov); /* a constant */
+            if (s < 0) break;                  /* made later: not yet available */
+            c->is_binary[k] = true;
+            c->alg[k] = dx_binary_alg(m);
+            c->operand[k] = s;
+        } else {
+            break;
+        }
+        m = seam_subgraph_node(b->sg, r, &st);
+        c->node[k] = r;
+        c->n++;
+        c->out = m->outputs[0];
+        for (int32_t d = 0; d < c->out.rank && d < MAXR; d++) c->out_dims[d] = m->outputs[0].dims[d];
+        c->out.dims = c->out_dims;
+    }
+}
+
+/* The chain's post-ops as a primitive attribute (NULL when empty), and the
+ * execution arguments of its binary operands, appended at kinds/slots[*n].
+ * A binary operand of the result's shape joins in the layout dst has (it
+ * is reordered to it when needed); a broadcast one joins plain, its dims
+ * right-aligned with 1s. Returns false on an error (message set). */
+bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dnnl_primitive_attr_t *attr,
+                   int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from) {
+    *attr = NULL;
+    *sum_from = -1;
+    bool scaled = c->prescale != 0.0f && c->prescale != 1.0f;
+    if (!c->n && !scaled) return true;
+    dnnl_post_ops_t po;
+    if (dnnl_post_ops_create(&po) != dnnl_success) return dx_fail(b, "out of memory"), false;
+    int32_t at = 0; /* post-ops appended so far */
+    if (scaled) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, c->prescale, 0.0f), at++;
+    slot prim_shape;
+    memset(&prim_shape, 0, sizeof(prim_shape));
+    prim_shape.rank = c->prim_rank;
+    for (int32_t d = 0; d < c->prim_rank; d++) prim_shape.dims[d] = c->prim_dims[d];
+    for (int32_t k = 0; k < c->n; k++) {
+        if (c->is_view[k]) continue;
+        if (!c->is_binary[k]) {
+            dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]), at++;
+            if (c->clip01[k]) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 1.0f), at++;
+            continue;
+        }
+        int32_t s = c->operand[k];
+        slot like = b->p->slots[s];
+        bool full = c->full[k];
+        if (full && c->reshaped) { /* the same bytes seen in the primitive's shape */
+            s = dx_as_plain(b, s);
+            if (s >= 0) s = dx_view_slot(b->p, s, &prim_shape, NULL);
+            if (s < 0) {
+                dnnl_post_ops_destroy(po);
+                return dx_fail(b, "out of memory"), false;
+            }
+            like = b->p->slots[s];
+        }
+        dnnl_memory_desc_t md;
+        /* Adding a whole tensor: a sum post-op (dst += result), with the
+         * operand put in dst beforehand (see sum_dst). oneDNN's fast kernels
+         * take that, not a same-shape binary post-op. */
+        if (full && dst && c->alg[k] == dnnl_binary_add && *sum_from < 0) {
+            dnnl_post_ops_append_sum(po, 1.0f), at++;
+            *sum_from = s;
+            continue;
+        }
+        if (full && dst) {
+            s = dx_in_layout(b, s, dst);
+        } else {
+            s = dx_as_plain(b, s);
+            /* (a broadcast comes before any Reshape-like node of the chain:
+             * it is aligned to the primitive's own shape) */
+            if (s >= 0 && like.rank < c->prim_rank) {
+                slot v = like;
+                int32_t shift = c->prim_rank - like.rank;
+                for (int32_t d = c->prim_rank - 1; d >= 0; d--) v.dims[d] = d >= shift ? like.dims[d - shift] : 1;
+                v.rank = c->prim_rank;
+                v.has_md = false;
+                s = dx_view_slot(b->p, s, &v, NULL);
+            }
+        }
+        if (s < 0) {
+            dnnl_post_ops_destroy(po);
+            return dx_fail(b, "could not lay out a fused operand"), false;
+        }
+        dx_md_of(&b->p->slots[s], &md);
+        dnnl_post_ops_append_binary(po, c->alg[k], &md);
+        kinds[*n_args] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(at) | DNNL_ARG_SRC_1;
+        slots[(*n_args)++] = s;
+        at++;
+    }
+    bool ok = dnnl_primitive_attr_create(attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    dnnl_post_ops_destroy(po);
+    if (!ok) return dx_fail(b, "out of memory"), false;
+    return true;
+}
+
+/* Whether value `name` is read by a node after the one being compiled,
+ * other than the nodes fused into it. */
+static bool read_later(builder *b, const char *name, const chain *c) {
+    for (int32_t k = 0; k < b->sg->n_outputs; k++)
+        if (!strcmp(b->sg->outputs[k].name, name)) return true;
+    for (int32_t i = b->index + 1; i < b->sg->n_nodes; i++) {
+        bool in_chain = false;
+        for (int32_t k = 0; k < c->n; k++) in_chain |= c->node[k] == i;
+        if (in_chain) continue;
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) return true;
+    }
+    return false;
+}
+
+/* Whether slot s may be overwritten by the primitive now compiled: its
+ * bytes are an intermediate of this program, in layout md, and no value
+ * living in those bytes (s, or any view of the same buffer) is read after
+ * this node, except by the nodes fused into it. */
+static bool may_overwrite(builder *b, int32_t s, const dnnl_memory_desc_t *md, const chain *c) {
+    program *p = b->p;
+    int32_t root = dx_root_of(p, s);
+    if (!p->slots[root].bytes || p->slots[root].boundary) return false;
+    dnnl_memory_desc_t cur;
+    dx_md_of(&p->slots[s], &cur);
+    if (!dnnl_memory_desc_equal(&cur, md)) return false;
+    for (int32_t k = 0; k < p->n_slots; k++)
+        if (dx_root_of(p, k) == root && p->slots[k].name[0] != '(' && read_later(b, p->slots[k].name, c)) return false;
+    return true;
+}
+
+/* dst for a primitive with a sum post-op reading sum_from: sum_from's own
+ * buffer when nothing reads it later (in place, no copy), else a new slot
+ * the operand is copied into just before the primitive. */
+int32_t dx_sum_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result,
+                   const dnnl_memory_desc_t *md, int32_t *final_out) {
+    program *p = b->p;
+    *final_out = -1;
+    if (dx_slot_of(p, result->name) < 0 && may_overwrite(b, sum_from, md, c)) {
+        slot shape = p->slots[sum_from];
+        int32_t v = dx_view_slot(p, sum_from, &shape, md);
+        if (v >= 0) p->slots[v].name = result->name;
+        return v;
+    }
+    int32_t sd = dx_result_slot(b, result, md, final_out);
+    if (sd < 0 || !dx_add_reorder(b, sum_from, sd)) return -1;
+    return sd;
+}
+
+/* dst for a chain that ends in another shape (through Reshape-like nodes):
+ * the final value's slot, plain, in its own shape, which the primitive
+ * writes through a view in its own shape. A sum operand is put there first
+ * (same bytes, any shape), or is that slot when it may be overwritten. */
+int32_t dx_reshaped_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result, const slot *prim) {
+    program *p = b->p;
+    slot rshape;
+    memset(&rshape, 0, sizeof(rshape));
+    rshape.rank = result->rank;
+    for (int32_t d = 0; d < result->rank; d++) rshape.dims[d] = result->dims[d];
+    int32_t fs = -1;
+    if (sum_from >= 0 && dx_slot_of(p, result->name) < 0) {
+        dnnl_memory_desc_t pm;
+        dx_md_of(&p->slots[sum_from], &pm);
+        if (!p->slots[sum_from].has_md && may_overwrite(b, sum_from, &pm, c)) {
+            fs = dx_view_slot(p, sum_from, &rshape, NULL);
+            if (fs < 0) return -1;
+            p->slots[fs].name = result->name;
+        }
+    }
+    if (fs < 0) {
+        fs = dx_output_slot(b, result);
+        if (fs >= 0 && sum_from >= 0) {
+            int32_t v = dx_view_slot(p, sum_from, &rshape, NULL);
+            if (v < 0 || !dx_add_reorder(b, v, fs)) return -1;
+        }
+    }
+    return fs >= 0 ? dx_view_slot(p, fs, prim, NULL) : -1;
+}
+
+/* Marks a chain's nodes as done by the primitive that absorbed them. */
+void dx_take_chain(const chain *c, bool *fused) {
+    for (int32_t k = 0; k < c->n; k++) fused[c->node[k]] = true;
+}
+
+/* The readers of value `name` in the subgraph (at most max), or -1 when
+ * it leaves the subgraph or has more readers. */
+static int32_t readers_of(const seam_subgraph_view *sg, const char *name, int32_t *out, int32_t max) {
+    for (int32_t k = 0; k < sg->n_outputs; k++)
+        if (!strcmp(sg->outputs[k].name, name)) return -1;
+    int32_t cnt = 0;
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) {
+                if (cnt == max) return -1;
+                out[cnt++] = i;
+                break;
+            }
+    }
+    return cnt;
+}
+
+/* Node i of the subgraph if it is op `op` reading `name` (as input `pos`,
+ * or either when pos < 0), with the output name copied to out_name. */
+static bool node_is(const seam_subgraph_view *sg, int32_t i, const char *op, const char *name, int32_t pos,
+                    const char **out_name, const char **other) {
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+    if (!is_op(m, op) || m->n_outputs < 1 || !m->outputs[0].name) return false;
+    int32_t at = -1;
+    for (int32_t k = 0; k < m->n_inputs && k < 2; k++)
+        if (m->inputs[k].name && !strcmp(m->inputs[k].name, name) && (pos < 0 || pos == k)) at = k;
+    if (at < 0) return false;
+    if (other) *other = m->n_inputs > 1 && m->inputs[1 - at].name ? m->inputs[1 - at].name : NULL;
+    *out_name = m->outputs[0].name;
+    return true;
+}
+
+static bool scalar_const(builder *b, const char *name, float *v) {
+    seam_tensor_view c;
+    if (!name || !seam_subgraph_constant(b->sg, name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+    memcpy(v, c.data, 4);
+    return true;
+}
+
+/* Whether value `name` is a float32 vector of c values available now: a
+ * constant, or a value made earlier or given to the subgraph (the scale of
+ * a layer norm, which the primitive reads at run time). */
+static bool vector_of(builder *b, const char *name, int64_t c) {
+    if (!name) return false;
+    int32_t s = dx_slot_of(b->p, name);
+    if (s >= 0) return dx_slot_numel(&b->p->slots[s]) == c && !b->p->slots[s].has_md;
+    seam_tensor_view t;
+    return seam_subgraph_constant(b->sg, name, &t) && t.dtype == SEAM_DTYPE_FLOAT32 && t.nbytes == 4 * (size_t)c;
+}
+
+/* The decomposed layer norm exporters write (torch's LayerNorm before
+ * opset 17):
+ *     mean = ReduceMean(x, last axis); d = Sub(x, mean)
+ *     var = ReduceMean(Pow(d, 2)); y = Div(d, Sqrt(Add(var, eps)))
+ *     [y = Add(Mul(y, gamma), beta)]
+ * becomes one layer normalization. Called on the first ReduceMean; false
+ * (and no error) when the nodes do not form the pattern. */
+bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
+    const seam_subgraph_view *sg = b->sg;
+    const seam_node_view *n = b->n;
+    int32_t r = b->p->slots[sin].rank;
+    bool mask[MAXR];
+    int64_t keep = 1;
+    seam_node_attr_int(n, "keepdims", &keep);
+    if (!b->fuse || r < 1 || !keep || !dx_reduce_axes(b, r, mask) || !mask[r - 1]) return false;
+    for (int32_t d = 0; d < r - 1; d++)
+        if (mask[d]) return false;
+    const char *x = n->inputs[0].name, *mean = n->outputs[0].name, *d, *sq, *var, *ve, *sd, *y, *other;
+    int32_t nodes[9], cnt = 0, rd[2];
+    float pw, eps;
+    nodes[cnt++] = b->index;
+    /* mean -> Sub(x, mean) */
+    if (readers_of(sg, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x)) return false;
+    nodes[cnt++] = rd[0];
+    /* d -> Pow(d, 2) and Div(d, ...) */
+    int32_t dr[2];
+    if (readers_of(sg, d, dr, 2) != 2) return false;
+    int32_t ipow = node_is(sg, dr[0], "Pow", d, 0, &sq, &other) ? 0 : node_is(sg, dr[1], "Pow", d, 0, &sq, &other) ? 1 : -1;
+    if (ipow < 0 || !scalar_const(b, other, &pw) || pw != 2.0f) return false;
+    int32_t idiv = dr[1 - ipow];
+    nodes[cnt++] = dr[ipow];
+    /* Pow -> ReduceMean (same axes) -> Add(eps) -> Sqrt -> the Div */
+    int32_t k1;
+    if (readers_of(sg, sq, &k1, 1) != 1 || !node_is(sg, k1, "ReduceMean", sq, 0, &var, &other)) return false;
+    {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, k1, &st);
+        int64_t kd = 1;
+        seam_node_attr_int(m, "keepdims", &kd);
+        const int64_t *ax;
+        int32_t na;
+        if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1)) return false;
+    }
+    nodes[cnt++] = k1;
+    if (readers_of(sg, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps)) return false;
+    nodes[cnt++] = k1;
+    if (readers_of(sg, ve, &k1, 1) != 1 || !node_is(sg, k1, "Sqrt", ve, 0, &sd, &other)) return false;
+    nodes[cnt++] = k1;
+    if (readers_of(sg, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d)) return false;
+    nodes[cnt++] = k1;
+    /* optional scale and shift */
+    const char *scale = NULL, *shift = NULL, *end = y, *o;
+    int64_t ch = b->p->slots[sin].dims[r - 1];
+    if (readers_of(sg, y, &k1, 1) == 1 && node_is(sg, k1, "Mul", y, -1, &o, &other) && vector_of(b, other, ch)) {
+        scale = other, end = o, nodes[cnt++] = k1;
+        if (readers_of(sg, end, &k1, 1) == 1 && node_is(sg, k1, "Add", end, -1, &o, &other) && vector_of(b, other, ch))
+            shift = other, end = o, nodes[cnt++] = k1;
+    }
+    /* the output's value info, from the last node */
+    seam_value_info out = {0};
+    int64_t dims[MAXR];
+    {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, nodes[cnt - 1], &st);
+        out = m->outputs[0];
+        if (out.rank != r) return false;
+        for (int32_t k = 0; k < out.rank; k++) dims[k] = out.dims[k];
+        out.dims = dims;
+    }
+    b->n = seam_subgraph_node(sg, b->index, b->storage);
+    for (int32_t k = 0; k < r; k++)
+        if (out.dims[k] != b->p->slots[sin].dims[k]) return false;
+    if (!dx_layernorm_step(b, sin, scale, shift, eps, &out)) return false;
+    for (int32_t k = 0; k < cnt; k++) fused[nodes[k]] = true;
+    return true;
+}
+
+/* A Div or Mul by a constant scalar whose only reader is a MatMul (the
+ * 1/sqrt(d) of attention): no step; its output is a view of its input
+ * carrying the factor, which the MatMul applies to its result as a post-op
+ * ((A/c) B = (A B)/c). */
+bool dx_defer_scale(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    if (!b->fuse || n->n_inputs != 2 || !n->inputs[1].name || p->slots[sin].scale != 1.0f) return false;
+    if (!full_shape(&n->inputs[0], &n->outputs[0])) return false;
+    float c;
+    if (!scalar_const(b, n->inputs[1].name, &c) || c == 0.0f || !isfinite(c)) return false;
+    float f = is_op(n, "Div") ? 1.0f / c : c;
+    const char *out = n->outputs[0].name;
+    int32_t rank = n->outputs[0].rank, r = dx_sole_reader(b->sg, out); /* (n is stale after this) */
+    seam_node_view st;
+    const seam_node_view *m = r >= 0 ? seam_subgraph_node(b->sg, r, &st) : NULL;
+    bool ok = m && is_op(m, "MatMul") && m->n_inputs == 2 && m->outputs[0].rank == rank &&
+              m->inputs[0].rank == rank && m->inputs[1].rank == rank && rank >= 2 &&
+              strcmp(m->inputs[0].name, m->inputs[1].name);
+    b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (!ok) return false;
+    slot shape = p->slots[sin];
+    int32_t v = dx_view_slot(p, sin, &shape, shape.has_md ? &shape.md : NULL);
+    if (v < 0) return dx_fail(b, "out of memory"), false;
+    p->slots[v].name = out;
+    p->slots[v].lazy = p->slots[sin].lazy;
+    p->slots[v].scale = f;
+    return true;
+}
+
+/* GELU as exporters write it, x * 0.5 * (1 + Erf(x / sqrt(2))) (the 0.5
+ * on either side, Div by sqrt(2) or Mul by 1/sqrt(2)), as one gelu_erf
+ * eltwise. Called on the Div/Mul feeding the Erf; false when the nodes do
+ * not form the pattern. */
+bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
+    const seam_subgraph_view *sg = b->sg;
+    const seam_node_view *n = b->n;
+    float c;
+    if (n->n_inputs != 2 || !n->inputs[1].name || !scalar_const(b, n->inputs[1].name, &c)) return false;
+    float inv = is_op(n, "Div") ? 1.0f / c : c;
+    if (fabsf(inv - 0.70710678f) > 1e-4f) return false;
+    const char *x = n->inputs[0].name, *dv = n->outputs[0].name, *e, *o, *h, *y, *other;
+    int32_t nodes[5], cnt = 0, k;
+    nodes[cnt++] = b->index;
+    if (readers_of(sg, dv, &k, 1) != 1 || !node_is(sg, k, "Erf", dv, 0, &e, &other)) return false;
+    nodes[cnt++] = k;
+    float one, half;
+    if (readers_of(sg, e, &k, 1) != 1 || !node_is(sg, k, "Add", e, -1, &o, &other) || !scalar_const(b, other, &one) || one != 1.0f)
+        return false;
+    nodes[cnt++] = k;
+    /* (1 + erf) * x * 0.5 in either order */
+    if (readers_of(sg, o, &k, 1) != 1 || !node_is(sg, k, "Mul", o, -1, &h, &other)) return false;
+    nodes[cnt++] = k;
+    bool have_x = other && !strcmp(other, x), have_half = scalar_const(b, other, &half) && half == 0.5f;
+    if (!have_x && !have_half) return false;
+    if (readers_of(sg, h, &k, 1) != 1 || !node_is(sg, k, "Mul", h, -1, &y, &other)) return false;
+    if (have_x ? !(scalar_const(b, other, &half) && half == 0.5f) : !(other && !strcmp(other, x))) return false;
+    nodes[cnt++] = k;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(sg, k, &st);
+    seam_value_info out = m->outputs[0];
+    int64_t dims[MAXR];
+    for (int32_t d = 0; d < out.rank && d < MAXR; d++) dims[d] = out.dims[d];
+    out.dims = dims;
+    b->n = seam_subgraph_node(sg, b->index, b->storage);
+    if (!full_shape(&out, &b->n->inputs[0])) return false;
+    program *p = b->p;
+    dnnl_memory_desc_t src;
+    dx_md_of(&p->slots[sin], &src);
+    dnnl_eltwise_desc_t ed;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_gelu_erf, &src, 0.0f, 0.0f) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &ed, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return false;
+    for (int32_t j = 0; j < cnt; j++) fused[nodes[j]] = true;
+    return dx_layout_step(b, pd, sin, &out);
+}
