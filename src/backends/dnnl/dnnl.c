@@ -84,13 +84,7 @@ static bool refuse(char *why, size_t n, const char *fmt, ...) {
 
 static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t wn) {
     (void)ctx;
-    bool known = is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul") || is_op(n, "MaxPool") ||
-                 is_op(n, "AveragePool") || is_op(n, "GlobalAveragePool") || is_op(n, "GlobalMaxPool") ||
-                 is_op(n, "Softmax") || is_op(n, "BatchNormalization") || is_op(n, "Concat") ||
-                 is_op(n, "Transpose") || is_op(n, "Slice") || is_op(n, "Pow") || is_op(n, "LayerNormalization") ||
-                 is_op(n, "LogSoftmax") || is_op(n, "Sum") || is_op(n, "PRelu") || is_op(n, "LRN") ||
-                 is_op(n, "ConvTranspose") || is_op(n, "Resize") || is_op(n, "Erf") ||
-                 IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops) || IN_LIST(n, view_ops) || IN_LIST(n, reduce_ops);
+    bool known = dx_op_known(n);
     if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
     if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0", n->op_type);
     if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32) return refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));

@@ -192,6 +192,7 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin);
 /* ---- ops.c: the ops ---- */
 /* Compiles node i of the subgraph (b->n), unless a primitive made earlier
  * absorbed it (fused[i]); false with b->err set on failure. */
+bool dx_op_known(const seam_node_view *n);
 bool dx_compile_node(builder *b, int32_t i, bool *fused);
 bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_alg_kind_t *alg, float *alpha, float *beta);
 bool dx_clips_after(const seam_node_view *n);

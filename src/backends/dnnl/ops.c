@@ -759,6 +759,10 @@ static const op_compiler *compiler_of(const seam_node_view *n) {
     return NULL;
 }
 
+/* Whether compile_node knows the op: the table, the views, and Erf (inside
+ * the GELU pattern). supports() asks this, so the two cannot disagree. */
+bool dx_op_known(const seam_node_view *n) { return compiler_of(n) || IN_LIST(n, view_ops) || is_op(n, "Erf"); }
+
 bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
     program *p = b->p;
