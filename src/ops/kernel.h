@@ -25,6 +25,26 @@
 
 typedef struct seam_pool seam_pool;
 
+/* An activation the executor moved into the node that produces its input
+ * (see "fusion" in runtime/exec.c), applied to output 0 as the kernel
+ * writes it, while the data is still in cache:
+ *     y = post(y)
+ * Only kernels whose check() sets seam_check.post_ops get one, and only
+ * on float32 outputs. */
+typedef enum seam_post_kind {
+    SEAM_POST_NONE,
+    SEAM_POST_RELU,         /* y < 0 ? 0 : y (NaN stays NaN) */
+    SEAM_POST_CLIP,         /* min(max(y, lo), hi), as Clip */
+    SEAM_POST_LEAKY_RELU,   /* y >= 0 ? y : alpha * y */
+    SEAM_POST_HARD_SIGMOID, /* max(0, min(1, alpha * y + beta)) */
+    SEAM_POST_HARD_SWISH,   /* y * max(0, min(1, y / 6 + 0.5)) */
+} seam_post_kind;
+
+typedef struct seam_post_op {
+    seam_post_kind kind;
+    float alpha, beta, lo, hi;
+} seam_post_op;
+
 struct seam_kernel {
     const ir_graph *g;
     const ir_node *n;
@@ -36,6 +56,7 @@ struct seam_kernel {
     /* A kernel that moves data between memories (a device subgraph) sets
      * these for the run; the profile reports them. */
     int64_t bytes_in, bytes_out;
+    seam_post_op post;    /* fused activation for output 0; kind NONE if none */
 };
 
 /* Input i, or NULL when the optional input is absent. */
@@ -69,6 +90,9 @@ struct seam_check {
     seam_context *ctx;
     seam_pool *pool;
     struct seam_exec *exec; /* the graph's executor (bodies use it as parent) */
+    /* check sets this when the kernel applies seam_kernel.post to its
+     * float32 output 0: the executor may then fuse a following activation */
+    bool post_ops;
 };
 
 /* The attribute helpers of infer.h work on a seam_infer; these work on a

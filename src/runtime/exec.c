@@ -1,6 +1,7 @@
 /* The executor (see exec.h). */
 #include "runtime/exec.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +156,7 @@ static seam_status plan_memory(seam_exec *e) {
     int32_t n = 0;
     for (int32_t v = 0; v < g->n_values; v++) {
         const ir_value *val = &g->values[v];
-        if (val->producer < 0 || e->vals[v].fixed) continue;
+        if (val->producer < 0 || e->vals[v].fixed || e->vals[v].alias) continue;
         size_t b = static_bytes(val);
         if (!b) continue;
         b = (b + 63) & ~(size_t)63;
@@ -205,6 +206,125 @@ static void tensor_from_ir(seam_tensor *t, const ir_tensor *x) {
     t->nbytes = x->dtype == SEAM_DTYPE_STRING ? (size_t)x->numel * sizeof(ir_bytes) : x->nbytes;
 }
 
+/* ---- fusion and aliases ----
+ *
+ * Many nodes of an exported model compute nothing (Constant, Identity),
+ * or little: the activation after each Conv is a separate pass over a
+ * tensor that has left the cache. Before planning:
+ *
+ *   Constant(value=T)          the output is bound to T, like an
+ *                              initializer; the node does not run
+ *   Identity(x)                the output is an alias of x: the same
+ *                              tensor, set when the node's turn comes
+ *   Conv -> v -> Relu -> y     when v has no other reader and the Conv's
+ *                              kernel takes post-ops (its check set
+ *                              post_ops: Conv, Gemm, MatMul), the Conv
+ *                              applies the Relu as it writes v, and y is
+ *                              an alias of v (also Clip with constant
+ *                              bounds, LeakyRelu, HardSigmoid, HardSwish)
+ *
+ * An alias shares its root's bytes, so the root's lifetime is stretched to
+ * the alias's last reader. Graph outputs are never aliases or bound (the
+ * caller may hand in their buffers). */
+
+static bool is_std(const ir_node *n, const char *op) { return n->domain[0] == 0 && strcmp(n->op_type, op) == 0; }
+
+static bool is_float32(const ir_value *v) { return v->type.kind == IR_TYPE_TENSOR && v->type.elem == SEAM_DTYPE_FLOAT32; }
+
+/* Input i of n as a constant float32 scalar (an initializer or a bound
+ * Constant). Absent inputs give def. */
+static bool const_scalar(const seam_exec *e, const ir_node *n, int32_t i, float def, float *out) {
+    *out = def;
+    if (i >= n->n_inputs || n->inputs[i] < 0) return true;
+    const exec_value *ev = &e->vals[n->inputs[i]];
+    if (!ev->fixed || (e->g->values[n->inputs[i]].flags & IR_VALUE_OUTER) || !ev->t.data) return false;
+    if (ev->t.dtype != SEAM_DTYPE_FLOAT32 || ev->t.numel != 1) return false;
+    *out = *(const float *)ev->t.data;
+    return true;
+}
+
+/* The post-op an activation node stands for, or false. */
+static bool post_op_of(const seam_exec *e, const ir_node *n, seam_post_op *op) {
+    *op = (seam_post_op){SEAM_POST_NONE, 0, 0, -INFINITY, INFINITY};
+    if (n->domain[0]) return false;
+    if (strcmp(n->op_type, "Relu") == 0) {
+        op->kind = SEAM_POST_RELU;
+    } else if (strcmp(n->op_type, "LeakyRelu") == 0) {
+        op->kind = SEAM_POST_LEAKY_RELU;
+        op->alpha = node_attr_float(n, "alpha", 0.01f);
+    } else if (strcmp(n->op_type, "HardSigmoid") == 0) {
+        op->kind = SEAM_POST_HARD_SIGMOID;
+        op->alpha = node_attr_float(n, "alpha", 0.2f);
+        op->beta = node_attr_float(n, "beta", 0.5f);
+    } else if (strcmp(n->op_type, "HardSwish") == 0) {
+        op->kind = SEAM_POST_HARD_SWISH;
+    } else if (strcmp(n->op_type, "Clip") == 0) {
+        op->kind = SEAM_POST_CLIP;
+        if (n->opset < 11) {
+            op->lo = node_attr_float(n, "min", -INFINITY);
+            op->hi = node_attr_float(n, "max", INFINITY);
+        } else if (!const_scalar(e, n, 1, -INFINITY, &op->lo) || !const_scalar(e, n, 2, INFINITY, &op->hi)) {
+            return false;
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Follows aliases to the value that owns the bytes. */
+static int32_t alias_root(const seam_exec *e, int32_t v) {
+    while (e->vals[v].alias) v = e->how[e->g->values[v].producer];
+    return v;
+}
+
+static void fuse_nodes(seam_exec *e) {
+    const ir_graph *g = e->g;
+    for (int32_t p = 0; p < g->n_nodes; p++) {
+        int32_t i = g->topo[p];
+        const ir_node *n = &g->nodes[i];
+        if (n->n_outputs < 1 || n->outputs[0] < 0) continue;
+        int32_t y = n->outputs[0];
+        if (g->values[y].flags & IR_VALUE_OUTPUT) continue;
+        if (is_std(n, "Constant") && n->n_outputs == 1) {
+            const ir_attr *a = ir_node_attr(n, "value");
+            if (!a || a->kind != IR_ATTR_TENSOR || !a->t || a->t->dtype == SEAM_DTYPE_STRING) continue;
+            tensor_from_ir(&e->vals[y].t, a->t);
+            e->vals[y].fixed = true;
+            e->how[i] = EXEC_SKIP;
+            continue;
+        }
+        if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1) continue;
+        int32_t x = n->inputs[0];
+        const ir_value *xv = &g->values[x];
+        if (is_std(n, "Identity")) {
+            /* (strings keep the copying kernel, which refuses them) */
+            if (xv->type.kind != IR_TYPE_TENSOR || xv->type.elem == SEAM_DTYPE_STRING) continue;
+            e->how[i] = x;
+            e->vals[y].alias = true;
+            continue;
+        }
+        seam_post_op op;
+        if (!post_op_of(e, n, &op) || !is_float32(xv) || !is_float32(&g->values[y])) continue;
+        /* x: output 0 of a kernel that takes post-ops, read by this node only */
+        if (xv->producer < 0 || xv->n_consumers != 1 || (xv->flags & (IR_VALUE_OUTPUT | IR_VALUE_OUTER))) continue;
+        int32_t pi = xv->producer;
+        seam_kernel *pk = &e->kernels[pi];
+        if (!e->post_ok[pi] || e->how[pi] != EXEC_RUN || pk->post.kind != SEAM_POST_NONE ||
+            g->nodes[pi].outputs[0] != x)
+            continue;
+        pk->post = op;
+        e->how[i] = x;
+        e->vals[y].alias = true;
+    }
+    /* each root lives until the last reader of any of its aliases */
+    for (int32_t v = 0; v < g->n_values; v++) {
+        if (!e->vals[v].alias) continue;
+        int32_t r = alias_root(e, v);
+        if (e->vals[v].last_use > e->vals[r].last_use) e->vals[r].last_use = e->vals[v].last_use;
+    }
+}
+
 typedef struct state_entry {
     void *state;
     void (*free_state)(void *);
@@ -234,11 +354,14 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof(seam_kernel));
     e->pos = calloc((size_t)g->n_nodes + 1, sizeof(int32_t));
     e->states = calloc((size_t)g->n_nodes + 1, sizeof(state_entry));
-    if (!e->vals || !e->kernels || !e->pos || !e->states) {
+    e->how = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
+    e->post_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    if (!e->vals || !e->kernels || !e->pos || !e->states || !e->how || !e->post_ok) {
         seam_exec_free(e);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     for (int32_t p = 0; p < g->n_nodes; p++) e->pos[g->topo[p]] = p;
+    for (int32_t i = 0; i < g->n_nodes; i++) e->how[i] = EXEC_RUN;
     char lab[300], reason[512];
     for (int32_t v = 0; v < g->n_values; v++) {
         const ir_value *val = &g->values[v];
@@ -263,7 +386,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         seam_kernel *k = &e->kernels[i];
-        *k = (seam_kernel){g, n, i, NULL, pool, ctx, e, 0, 0};
+        *k = (seam_kernel){.g = g, .n = n, .node = i, .pool = pool, .ctx = ctx, .exec = e};
         if (!n->def || !n->def->kernel || !n->def->kernel->run) {
             seam_exec_free(e);
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)),
@@ -273,8 +396,9 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         if (n->def->kernel->check) {
             reason[0] = 0;
             seam_check c = {g, n, i, reason, sizeof(reason), &e->states[i].state, &e->states[i].free_state,
-                            ctx, pool, e};
+                            ctx, pool, e, false};
             seam_status st = n->def->kernel->check(&c);
+            e->post_ok[i] = c.post_ops;
             if (st) {
                 if (reason[0]) seam_error(ctx, st, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)), reason);
                 seam_exec_free(e);
@@ -284,6 +408,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         }
         if (progress && strcmp(n->domain, "ai.seam") == 0) progress(progress_user, ++done_sub, n_sub);
     }
+    fuse_nodes(e);
     seam_status st = plan_memory(e);
     if (st) {
         seam_exec_free(e);
@@ -315,6 +440,8 @@ void seam_exec_free(seam_exec *e) {
     free(e->vals);
     free(e->kernels);
     free(e->pos);
+    free(e->how);
+    free(e->post_ok);
     free(e->slab);
     free(e->scratch);
     free(e);
@@ -330,6 +457,12 @@ seam_status seam_exec_run(seam_exec *e) {
     for (int32_t p = 0; p < g->n_nodes; p++) {
         int32_t i = g->topo[p];
         const ir_node *n = &g->nodes[i];
+        if (e->how[i] != EXEC_RUN) {
+            /* an alias takes its source's tensor as it is now (its shape may
+             * be known only at run time) */
+            if (e->how[i] >= 0) e->vals[n->outputs[0]].t = e->vals[e->how[i]].t;
+            continue;
+        }
         for (int32_t k = 0; k < n->n_inputs; k++) {
             int32_t v = n->inputs[k];
             if (v >= 0 && !e->vals[v].t.data && e->vals[v].t.numel != 0 && !e->vals[v].fixed &&

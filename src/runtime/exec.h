@@ -7,6 +7,10 @@
  *                     here, naming the node), plan memory
  *   seam_exec_run     run the nodes in topological order
  *
+ * Before planning, Constant nodes are bound to their tensors, Identity
+ * outputs become aliases of their inputs, and activations fuse into the
+ * kernel before them where it can apply them (no copy, no extra pass).
+ *
  * Memory: values whose shape is known before the run share one slab; two
  * values share bytes only when their lifetimes (producer to last consumer,
  * in topological positions) do not overlap. Values whose shape depends on
@@ -27,8 +31,17 @@ typedef struct exec_value {
     size_t capacity;
     bool dynamic;         /* t.data was malloc'd during this run */
     bool bound;           /* t.data is the caller's (input or output buffer) */
-    bool fixed;           /* an initializer or outer value: never freed or planned */
+    bool fixed;           /* an initializer, outer value or bound Constant: never freed or planned */
+    bool alias;           /* shares the tensor of another value (see seam_exec.how): not planned */
 } exec_value;
+
+/* How a node runs (decided at creation, see "fusion" in exec.c). */
+enum {
+    EXEC_RUN = -1,        /* its kernel runs */
+    EXEC_SKIP = -2,       /* nothing to do: a Constant bound to its value */
+    /* >= 0: its output 0 is an alias of that value (Identity, or an
+     * activation fused into the producer of its input) */
+};
 
 typedef struct seam_exec {
     seam_context *ctx;
@@ -38,6 +51,8 @@ typedef struct seam_exec {
     exec_value *vals;
     seam_kernel *kernels;       /* per node */
     int32_t *pos;               /* topo position of each node */
+    int32_t *how;               /* per node: EXEC_RUN, EXEC_SKIP or an aliased value */
+    bool *post_ok;              /* per node: its check() set post_ops */
     uint8_t *slab;
     size_t slab_size;
     struct state_entry *states; /* per node, from check() */

@@ -1,45 +1,59 @@
-/* The thread pool behind seam_parallel_for. Workers sleep on a condition
- * variable; a parallel loop hands out contiguous chunks in order, so the
- * split of the work depends only on n, the grain and the thread count:
- * results are the same from run to run. */
+/* The thread pool behind seam_parallel_for. A parallel loop hands out
+ * contiguous chunks; the split depends only on n, the grain and the thread
+ * count, and each chunk is one call whatever thread runs it, so results
+ * are the same from run to run.
+ *
+ * Most loops of a small model last a few microseconds, as long as waking a
+ * sleeping thread takes. So the path of a loop neither locks nor sleeps
+ * while the threads keep up:
+ *  - the job and the chunks left to hand out share one atomic word
+ *    (generation << 32 | chunks left); a thread claims a chunk with a
+ *    compare-and-swap that fails when the job has changed, so a late worker
+ *    can never take a chunk of the next job for one of the last;
+ *  - workers spin on that word for a while after each job and only then
+ *    sleep on a condition variable; the caller signals it only when
+ *    someone sleeps;
+ *  - the caller runs chunks too, then spins for a while until the chunks
+ *    taken by workers are done, and only then sleeps until the last one
+ *    signals.
+ * Spinning is bounded (SPIN_NS) because on a busy machine a spinning
+ * thread takes the CPU time that the threads it waits for need.
+ */
 #include "runtime/pool.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ops/kernel.h"
 
+/* How long a thread spins for work, or for the end of a loop, before it
+ * sleeps: longer than the serial gap between the parallel loops of
+ * consecutive small nodes, short enough not to starve the others when the
+ * cores are shared (on a shared 2-core machine 30 us beat 100 us, 300 us
+ * and 2 ms, both loaded and quiet). */
+#define SPIN_NS 30000
+
 struct seam_pool {
     int32_t n_threads;
     pthread_t *threads;
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv, done_cv;
-    /* the current job */
+    /* the current job, written by the caller before the word is published */
     void (*fn)(void *arg, int64_t begin, int64_t end);
     void *arg;
-    int64_t n, chunk, next_chunk, n_chunks;
-    int32_t busy;       /* workers inside the current job */
-    uint64_t generation;
+    int64_t n, chunk;
+    uint32_t n_chunks;
+    /* generation << 32 | chunks not yet handed out */
+    uint64_t word;
+    uint32_t done;      /* chunks of the current job finished */
+    int32_t sleepers;   /* workers asleep, or about to be, on work_cv */
+    int32_t waiting;    /* the caller sleeps, or is about to, on done_cv */
+    bool in_job;        /* a loop is running: a nested one runs inline */
     bool stop;
+    pthread_mutex_t mu; /* only for sleeping and waking */
+    pthread_cond_t work_cv, done_cv;
 };
-
-static void run_chunks(seam_pool *p) {
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        int64_t c = p->next_chunk < p->n_chunks ? p->next_chunk++ : -1;
-        pthread_mutex_unlock(&p->mu);
-        if (c < 0) return;
-        int64_t b = c * p->chunk, e = b + p->chunk < p->n ? b + p->chunk : p->n;
-        p->fn(p->arg, b, e);
-    }
-}
-
-/* Between the parallel loops of consecutive nodes a worker spins briefly
- * before it sleeps: waking a sleeping thread costs tens of microseconds,
- * more than many small kernels take. */
-#define SPIN_ROUNDS 2000
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -47,34 +61,66 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void spin_until_work(seam_pool *p, uint64_t seen) {
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
-        if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) != seen || __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return;
-        cpu_relax();
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Claims and runs chunks of generation gen until none are left. */
+static void run_chunks(seam_pool *p, uint32_t gen) {
+    uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint32_t left = (uint32_t)w;
+        if ((uint32_t)(w >> 32) != gen || left == 0) return;
+        if (!__atomic_compare_exchange_n(&p->word, &w, w - 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        /* a claimed chunk keeps the job from finishing, so its fields are
+         * stable until done is bumped; chunks go out in order */
+        uint32_t n_chunks = p->n_chunks;
+        int64_t c = (int64_t)n_chunks - left;
+        int64_t b = c * p->chunk, e = b + p->chunk < p->n ? b + p->chunk : p->n;
+        p->fn(p->arg, b, e);
+        /* seq_cst with waiting (see seam_parallel_for); after this add the
+         * job may be over, so nothing of it is read below */
+        if (__atomic_add_fetch(&p->done, 1, __ATOMIC_SEQ_CST) == n_chunks &&
+            __atomic_load_n(&p->waiting, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_broadcast(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
+        w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
     }
 }
 
 static void *worker(void *arg) {
     seam_pool *p = arg;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
+    uint32_t seen = 0;
     for (;;) {
-        if (!p->stop && p->generation == seen) {
-            pthread_mutex_unlock(&p->mu);
-            spin_until_work(p, seen);
-            pthread_mutex_lock(&p->mu);
+        /* spin for a new job, then sleep */
+        int64_t t0 = now_ns();
+        uint32_t gen = seen;
+        for (int32_t i = 0;; i++) {
+            if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return NULL;
+            gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> 32);
+            if (gen != seen) break;
+            cpu_relax();
+            if ((i & 255) == 255 && now_ns() - t0 > SPIN_NS) {
+                pthread_mutex_lock(&p->mu);
+                /* seq_cst on both sides (sleepers here, word in the caller):
+                 * either the caller sees a sleeper and signals, or this
+                 * thread sees the new generation */
+                __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+                while (!__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST) &&
+                       (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_SEQ_CST) >> 32) == seen)
+                    pthread_cond_wait(&p->work_cv, &p->mu);
+                __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+                pthread_mutex_unlock(&p->mu);
+                t0 = now_ns();
+            }
         }
-        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->mu);
-        if (p->stop) break;
-        seen = p->generation;
-        p->busy++;
-        pthread_mutex_unlock(&p->mu);
-        run_chunks(p);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_broadcast(&p->done_cv);
+        seen = gen;
+        run_chunks(p, gen);
     }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
 }
 
 seam_pool *seam_pool_create(int32_t n_threads) {
@@ -93,6 +139,9 @@ seam_pool *seam_pool_create(int32_t n_threads) {
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
         if (!p->threads) {
+            pthread_mutex_destroy(&p->mu);
+            pthread_cond_destroy(&p->work_cv);
+            pthread_cond_destroy(&p->done_cv);
             free(p);
             return NULL;
         }
@@ -109,7 +158,7 @@ seam_pool *seam_pool_create(int32_t n_threads) {
 void seam_pool_free(seam_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    __atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->stop, true, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
     for (int32_t k = 0; k < p->n_threads - 1; k++) pthread_join(p->threads[k], NULL);
@@ -126,25 +175,53 @@ void seam_parallel_for(seam_pool *p, int64_t n, int64_t grain, void (*fn)(void *
                        void *arg) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    if (!p || p->n_threads <= 1 || n <= grain) {
+    /* (a loop started from inside a chunk would overwrite the job its
+     * caller is part of) */
+    if (!p || p->n_threads <= 1 || n <= grain || __atomic_load_n(&p->in_job, __ATOMIC_ACQUIRE)) {
         fn(arg, 0, n);
         return;
     }
-    /* A few chunks per thread balance uneven work without much locking. */
+    __atomic_store_n(&p->in_job, true, __ATOMIC_RELEASE);
+    /* A few chunks per thread balance uneven work without much contention. */
     int64_t chunk = (n + p->n_threads * 4 - 1) / (p->n_threads * 4);
     if (chunk < grain) chunk = grain;
-    pthread_mutex_lock(&p->mu);
+    int64_t n_chunks = (n + chunk - 1) / chunk;
+    if (n_chunks > UINT32_MAX / 2) { /* keep the chunk index well inside 32 bits */
+        chunk = (n + UINT32_MAX / 2 - 1) / (UINT32_MAX / 2);
+        n_chunks = (n + chunk - 1) / chunk;
+    }
+    /* the previous job is finished (every chunk done), so no worker reads
+     * these fields now: a worker only reads them after claiming a chunk */
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->chunk = chunk;
-    p->next_chunk = 0;
-    p->n_chunks = (n + chunk - 1) / chunk;
-    __atomic_add_fetch(&p->generation, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&p->work_cv);
-    pthread_mutex_unlock(&p->mu);
-    run_chunks(p);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0 || p->next_chunk < p->n_chunks) pthread_cond_wait(&p->done_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    p->n_chunks = (uint32_t)n_chunks;
+    __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
+    uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_RELAXED) >> 32) + 1;
+    __atomic_store_n(&p->word, (uint64_t)gen << 32 | (uint64_t)n_chunks, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->work_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    run_chunks(p, gen);
+    /* wait for the chunks workers took: spin, then sleep until the last
+     * one signals (a worker may have been preempted) */
+    int64_t t0 = 0;
+    for (int32_t i = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < (uint32_t)n_chunks; i++) {
+        cpu_relax();
+        if ((i & 255) != 255) continue;
+        if (!t0) t0 = now_ns();
+        if (now_ns() - t0 < SPIN_NS) continue;
+        pthread_mutex_lock(&p->mu);
+        /* seq_cst on both sides (waiting here, done in run_chunks): either
+         * the last worker sees waiting and signals, or this sees done */
+        __atomic_store_n(&p->waiting, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&p->done, __ATOMIC_SEQ_CST) < (uint32_t)n_chunks) pthread_cond_wait(&p->done_cv, &p->mu);
+        __atomic_store_n(&p->waiting, 0, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&p->mu);
+        break;
+    }
+    __atomic_store_n(&p->in_job, false, __ATOMIC_RELEASE);
 }

@@ -3,8 +3,11 @@
  * float32 goes straight to sgemm; float64 to dgemm; float16 and bfloat16
  * are widened to float32 and narrowed back. Conv is im2col + sgemm per
  * image and group (a 1x1, stride 1, unpadded conv needs no im2col: the
- * input already is the column matrix). ConvTranspose is the transposed
- * product followed by col2im. Integer MatMul is a plain loop in int64. */
+ * input already is the column matrix); a depthwise conv is a direct loop.
+ * Conv, Gemm and MatMul apply an activation the executor fused into them
+ * (and Conv its bias) to each block of the output as it is written.
+ * ConvTranspose is the transposed product followed by col2im. Integer
+ * MatMul is a plain loop in int64. */
 #include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -89,64 +92,121 @@ static bool views3(const seam_tensor *a, const seam_tensor *b, seam_tensor *y, b
  * workers spin in sched_yield), and a split of the output columns that
  * depends only on the sizes keeps results the same for any thread count. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static void blas_single_thread(void) { openblas_set_num_threads(1); }
+/* OpenBLAS's pthread build starts its own workers when it loads, and an
+ * idle one spins in sched_yield for a while (about 0.1 s) before it
+ * sleeps: on two cores that takes time from seam's pool on every short
+ * run. Single-threaded OpenBLAS never uses them, so they are stopped (it
+ * starts them again if anyone asks for more threads later). Weak: builds
+ * without the symbol (serial, OpenMP) have no such workers. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+static void blas_single_thread(void) {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
+/* The least work (multiply-adds) worth a piece of its own: a few
+ * microseconds, well above what handing it to the pool costs. */
+#define GEMM_PIECE ((int64_t)1 << 17)
 
 typedef struct gemm_job {
     bool f64, ta, tb;
+    bool by_rows; /* pieces are row blocks of C, else column blocks */
     int64_t m, n, k, lda, ldb, ldc, chunk;
     double alpha, beta;
     const void *a, *b;
     void *c;
+    /* float32 only, (optional): a per-row bias that C starts as (beta is
+     * then not used), and a fused activation applied to each block of C
+     * right after it is computed */
+    const float *bias;
+    const seam_post_op *post;
 } gemm_job;
 
-static void gemm_one(const gemm_job *j, int64_t j0, int64_t nn) {
+/* The block of C at rows [i0, i0 + mm) and columns [j0, j0 + nn). */
+static void gemm_one(const gemm_job *j, int64_t i0, int64_t mm, int64_t j0, int64_t nn) {
     size_t es = j->f64 ? 8 : 4;
+    const char *a = (const char *)j->a + (size_t)(j->ta ? i0 : i0 * j->lda) * es;
     const char *b = (const char *)j->b + (size_t)(j->tb ? j0 * j->ldb : j0) * es;
-    char *c = (char *)j->c + (size_t)j0 * es;
+    char *c = (char *)j->c + (size_t)(i0 * j->ldc + j0) * es;
+    /* the bias goes into this block just before the product adds onto it
+     * (cheaper than BLAS zeroing C for beta 0, and no pass after) */
+    double beta = j->beta;
+    if (!j->f64 && j->bias) {
+        for (int64_t i = 0; i < mm; i++) {
+            float *row = (float *)c + i * j->ldc, bv = j->bias[i0 + i];
+            for (int64_t q = 0; q < nn; q++) row[q] = bv;
+        }
+        beta = 1.0;
+    }
     if (j->f64)
-        cblas_dgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)j->m,
-                    (int)nn, (int)j->k, j->alpha, j->a, (int)j->lda, (const double *)b, (int)j->ldb, j->beta,
-                    (double *)c, (int)j->ldc);
+        cblas_dgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)mm,
+                    (int)nn, (int)j->k, j->alpha, (const double *)a, (int)j->lda, (const double *)b, (int)j->ldb,
+                    beta, (double *)c, (int)j->ldc);
     else
-        cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)j->m,
-                    (int)nn, (int)j->k, (float)j->alpha, j->a, (int)j->lda, (const float *)b, (int)j->ldb,
-                    (float)j->beta, (float *)c, (int)j->ldc);
+        cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)mm,
+                    (int)nn, (int)j->k, (float)j->alpha, (const float *)a, (int)j->lda, (const float *)b, (int)j->ldb,
+                    (float)beta, (float *)c, (int)j->ldc);
+    if (!j->f64 && j->post && j->post->kind != SEAM_POST_NONE)
+        for (int64_t i = 0; i < mm; i++) cpu_post_apply(j->post, (float *)c + i * j->ldc, nn, 0);
 }
 
 static void gemm_chunks(void *arg, int64_t begin, int64_t end) {
     const gemm_job *j = arg;
     for (int64_t q = begin; q < end; q++) {
-        int64_t j0 = q * j->chunk, nn = j->n - j0 < j->chunk ? j->n - j0 : j->chunk;
-        gemm_one(j, j0, nn);
+        int64_t total = j->by_rows ? j->m : j->n, at = q * j->chunk;
+        int64_t len = total - at < j->chunk ? total - at : j->chunk;
+        if (j->by_rows) gemm_one(j, at, len, 0, j->n);
+        else gemm_one(j, 0, j->m, at, len);
     }
 }
 
-/* C[m x n] = alpha * op(A) op(B) + beta * C, row-major. */
-static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
-                 const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+/* C[m x n] = post(alpha * op(A) op(B) + beta * C), row-major; with a bias
+ * (optional, float32 only) C starts as bias[row] instead and beta is not
+ * used. The bias and post (optional, float32 only) go over each block of C
+ * while it is in cache. */
+static void gemm_post(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                      const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
+                      const float *bias, const seam_post_op *post) {
     if (m == 0 || n == 0) return;
     if (kk == 0) { /* BLAS leaves C alone when k = 0; the math says beta * C */
         /* beta 0 means zeros, as in BLAS: C may hold garbage (0 * NaN is NaN) */
+        if (!f64 && bias) beta = 0;
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
                 if (f64) ((double *)c)[i * ldc + j] = beta == 0 ? 0 : ((double *)c)[i * ldc + j] * beta;
                 else ((float *)c)[i * ldc + j] = beta == 0 ? 0.0f : ((float *)c)[i * ldc + j] * (float)beta;
             }
+        if (!f64 && (bias || post))
+            for (int64_t i = 0; i < m; i++)
+                cpu_post_apply(post ? post : &(seam_post_op){SEAM_POST_NONE, 0, 0, 0, 0}, (float *)c + i * ldc, n,
+                               bias ? bias[i] : 0);
         return;
     }
     pthread_once(&blas_once, blas_single_thread);
-    gemm_job j = {f64, ta, tb, m, n, kk, lda, ldb, ldc, n, alpha, beta, a, b, c};
-    /* column chunks of 64 (a multiple of every kernel's register block),
-     * when there is enough work to share */
-    /* the split depends on the sizes only, never on the thread count, so
-     * --threads 1 computes exactly what the pool does */
+    gemm_job j = {f64, ta, tb, false, m, n, kk, lda, ldb, ldc, n, alpha, beta, a, b, c, bias, post};
+    /* Enough work to share goes in pieces of at least GEMM_PIECE
+     * multiply-adds, at most 8. The split depends on the sizes only, never
+     * on the thread count, so --threads 1 computes exactly what the pool
+     * does. Each piece packs all of the operand it does not split, so the split
+     * is along the longer side of C: columns in multiples of 32 (the
+     * kernels' register blocks divide it), or rows in multiples of 8. */
+    int64_t work = m * n * kk, pieces = work / GEMM_PIECE;
+    if (pieces > 8) pieces = 8;
+    j.by_rows = m > n;
+    int64_t side = j.by_rows ? m : n, unit = j.by_rows ? 8 : 32;
+    if (pieces > side / unit) pieces = side / unit;
     int64_t chunks = 1;
-    if (m * n * kk >= ((int64_t)1 << 18) && n >= 128) {
-        j.chunk = 64 * ((n / 64 + 7) / 8 > 0 ? (n / 64 + 7) / 8 : 1);
-        chunks = (n + j.chunk - 1) / j.chunk;
+    if (pieces > 1) {
+        j.chunk = unit * ((side / unit + pieces - 1) / pieces);
+        chunks = (side + j.chunk - 1) / j.chunk;
     }
-    if (chunks == 1) gemm_one(&j, 0, n);
+    if (chunks == 1) gemm_one(&j, 0, m, 0, n);
     else seam_parallel_for(pool, chunks, 1, gemm_chunks, &j);
+}
+
+static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                 const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    gemm_post(pool, f64, ta, tb, m, n, kk, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL);
 }
 
 #define BLAS_MAX ((int64_t)1 << 31) /* BLAS takes int sizes */
@@ -164,6 +224,7 @@ typedef struct matmul_job {
     int64_t M, N, K;
     int32_t br;
     const int64_t *bdims, *sa, *sb;
+    const seam_post_op *post; /* fused activation (float32) */
 } matmul_job;
 
 static void matmul_batches(void *arg, int64_t begin, int64_t end) {
@@ -178,8 +239,9 @@ static void matmul_batches(void *arg, int64_t begin, int64_t end) {
         }
         if (j->fl) {
             size_t es = j->f64 ? 8 : 4;
-            gemm(j->pool, j->f64, false, false, M, N, K, 1.0, (const char *)j->pa + (size_t)(oa * M * K) * es, K,
-                 (const char *)j->pb + (size_t)(ob * K * N) * es, N, 0.0, (char *)j->py + (size_t)(t * M * N) * es, N);
+            gemm_post(j->pool, j->f64, false, false, M, N, K, 1.0, (const char *)j->pa + (size_t)(oa * M * K) * es, K,
+                      (const char *)j->pb + (size_t)(ob * K * N) * es, N, 0.0, (char *)j->py + (size_t)(t * M * N) * es,
+                      N, NULL, j->post);
             continue;
         }
         /* integers wrap like the C types they are: multiply in uint64 */
@@ -227,16 +289,27 @@ static seam_status run_matmul(seam_kernel *k) {
     cpu_bcast_strides(&bb, br, bdims, sb);
     int64_t batches = cpu_span(bdims, 0, br);
     matmul_job j = {k->pool, cpu_is_float(a->dtype), a->dtype == SEAM_DTYPE_FLOAT64, a, b, y, NULL, NULL, NULL,
-                    M, N, K, br, bdims, sa, sb};
+                    M, N, K, br, bdims, sa, sb, &k->post};
+    /* the executor fuses into float32 outputs only (by inferred type) */
+    if (k->post.kind != SEAM_POST_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
+        return kernel_fail(k, "a fused activation needs float32, the inputs are %s", seam_dtype_name(a->dtype));
     fview va = {0}, vb = {0}, vy = {0};
     if (j.fl) {
         if (!views3(a, b, y, j.f64, &va, &vb, &vy)) return kernel_oom(k);
         j.pa = va.p, j.pb = vb.p, j.py = vy.p;
     }
-    /* small products share the pool by batch (each batch is one whole
-     * product, so the result does not depend on the thread count); large
-     * ones go one at a time with the gemm split over the pool */
-    if (batches > 1 && (!j.fl || M * N * K < ((int64_t)1 << 18))) {
+    /* B shared by every batch and A not broadcast ([..., M, K] x [K, N], as
+     * a linear layer on a sequence is): the batches stack into one product
+     * of batches * M rows, which packs B once instead of once a batch */
+    bool b_shared = a->rank >= 2 && ba.rank == br;
+    for (int32_t d = 0; d < br && b_shared; d++) b_shared = sb[d] == 0 && ba.dims[d] == bdims[d];
+    if (j.fl && batches > 1 && b_shared && batches <= BLAS_MAX / M) {
+        j.M = batches * M;
+        matmul_batches(&j, 0, 1);
+    } else if (batches > 1 && (!j.fl || M * N * K < ((int64_t)1 << 18))) {
+        /* small products share the pool by batch (each batch is one whole
+         * product, so the result does not depend on the thread count); large
+         * ones go one at a time with the gemm split over the pool */
         j.pool = NULL;
         seam_parallel_for(k->pool, batches, 1, matmul_batches, &j);
     } else {
@@ -254,6 +327,8 @@ static seam_status check_matmul(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
     if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
         return check_refuse(c, "MatMul on %s is not supported", seam_dtype_name(dt));
+    /* MatMul and Gemm apply a fused activation to float outputs */
+    c->post_ops = true;
     return SEAM_STATUS_OK;
 }
 
@@ -286,6 +361,9 @@ static seam_status run_gemm(seam_kernel *k) {
     int64_t dims[2] = {M, N};
     seam_tensor *y = kernel_out(k, 0, a->dtype, 2, dims);
     if (!y) return kernel_oom(k);
+    /* the executor fuses into float32 outputs only (by inferred type) */
+    if (k->post.kind != SEAM_POST_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
+        return kernel_fail(k, "a fused activation needs float32, A is %s", seam_dtype_name(a->dtype));
     if (!cpu_is_float(a->dtype)) { /* integer Gemm: plain loops, wrapping like the C types */
         int64_t ia, ib;
         bool exact = whole(alpha, &ia) && whole(beta, &ib);
@@ -318,7 +396,7 @@ static seam_status run_gemm(seam_kernel *k) {
             }
         cb = beta;
     }
-    gemm(k->pool, f64, ta, tb, M, N, K, alpha, va.p, ta ? M : K, vb.p, tb ? K : N, cb, vy.p, N);
+    gemm_post(k->pool, f64, ta, tb, M, N, K, alpha, va.p, ta ? M : K, vb.p, tb ? K : N, cb, vy.p, N, NULL, &k->post);
     release(&va);
     release(&vb);
     finish(y, &vy);
@@ -394,75 +472,109 @@ CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
 
 /* Depthwise 2-D convolution (one input channel per group): a direct loop
  * per output channel. One sgemm per channel with M = 1 would be all
- * overhead. */
+ * overhead.
+ *
+ * Each channel is first copied into a zero-padded plane (the padding is
+ * written once per task and stays zero), so the loops read every tap
+ * without bounds checks. With stride 1 the whole plane is one flat loop:
+ * output (oh, ow) is ext[oh * PW + ow] with
+ *     ext[i] = sum over taps (a, b) of k[a][b] * P[i + a * dh * PW + b * dw]
+ * (the PW - OW extra columns per row are computed and dropped), which
+ * vectorizes even for 7x7 outputs; strided convs go row by row. The bias
+ * and the fused activation go over each output row while it is in L1.
+ * Every channel is computed the same way whatever task runs it, so the
+ * result does not depend on the thread count. */
 typedef struct dw_job {
-    const float *x, *w;
+    const float *x, *w, *bias; /* bias [M], (optional) */
     float *y;
+    float *buf;                /* per task: the plane (+ slack), then ext */
     const cpu_window *win;
-    int64_t C, M, Mg;
+    const seam_post_op *post;
+    int64_t C, M, Mg, total, per_task, per_buf;
+    int64_t PH, PW, slack;
 } dw_job;
 
-CPU_HOT static void dw_channels(void *arg, int64_t begin, int64_t end) {
-    dw_job *j = arg;
+/* Plane and buffer sizes for w; false when a plane would be too large
+ * for a buffer per task (the caller then takes the im2col path). */
+static bool dw_geometry(const cpu_window *w, int64_t *PH, int64_t *PW, int64_t *slack, int64_t *per_buf) {
+    if (w->kernel[0] > 64 || w->kernel[1] > 64 || w->dil[0] > 64 || w->dil[1] > 64) return false;
+    *PH = (w->out[0] - 1) * w->stride[0] + (w->kernel[0] - 1) * w->dil[0] + 1;
+    *PW = (w->out[1] - 1) * w->stride[1] + (w->kernel[1] - 1) * w->dil[1] + 1;
+    *slack = (w->kernel[1] - 1) * w->dil[1];
+    if (*PH > (1 << 20) || *PW > (1 << 20) || *PH * *PW > (1 << 21)) return false;
+    bool flat = w->stride[0] == 1 && w->stride[1] == 1;
+    int64_t n = *PH * *PW + *slack + (flat ? w->out[0] * *PW : 0);
+    *per_buf = (n + 15) & ~(int64_t)15; /* each task's buffer 64-byte aligned */
+    return true;
+}
+
+CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
     const cpu_window *w = j->win;
     int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
-    for (int64_t nm = begin; nm < end; nm++) {
-        int64_t n = nm / j->M, m = nm % j->M, c = m / j->Mg;
-        const float *x = j->x + (n * j->C + c) * H * W, *k = j->w + m * KH * KW;
-        float *y = j->y + nm * OH * OW;
-        int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1];
-        for (int64_t oh = 0; oh < OH; oh++) {
-            int64_t h0 = oh * sh - w->pad_lo[0];
-            float *yrow = y + oh * OW; /* holds the bias already */
-            for (int64_t a = 0; a < KH; a++) {
-                int64_t h = h0 + a * dh;
-                if (h < 0 || h >= H) continue;
-                const float *row = x + h * W;
-                if (KW == 3 && dw == 1) { /* the common 3-wide window: one pass per kernel row */
-                    const float *kr = k + a * 3;
-                    float k0 = kr[0], k1 = kr[1], k2 = kr[2];
-                    int64_t base = -w->pad_lo[1]; /* input column of tap 0 at ow = 0 */
-                    /* interior: all three taps inside */
-                    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw;
-                    int64_t hi = W - 2 - base > 0 ? (W - 2 - base + sw - 1) / sw : 0;
-                    if (hi > OW) hi = OW;
-                    if (lo > hi) lo = hi;
-                    for (int64_t ow = 0; ow < OW; ow++) {
-                        if (ow == lo) { /* the check-free middle */
-                            if (sw == 1) {
-                                const float *sp = row + base;
-                                for (; ow < hi; ow++) yrow[ow] += k0 * sp[ow] + k1 * sp[ow + 1] + k2 * sp[ow + 2];
-                            } else {
-                                for (; ow < hi; ow++) {
-                                    const float *sp = row + ow * sw + base;
-                                    yrow[ow] += k0 * sp[0] + k1 * sp[1] + k2 * sp[2];
-                                }
-                            }
-                            if (ow >= OW) break;
-                        }
-                        int64_t c0 = ow * sw + base;
-                        float acc = 0;
-                        if (c0 >= 0 && c0 < W) acc += k0 * row[c0];
-                        if (c0 + 1 >= 0 && c0 + 1 < W) acc += k1 * row[c0 + 1];
-                        if (c0 + 2 >= 0 && c0 + 2 < W) acc += k2 * row[c0 + 2];
-                        yrow[ow] += acc;
-                    }
-                    continue;
-                }
+    int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PH = j->PH, PW = j->PW;
+    int64_t pt = w->pad_lo[0], pl = w->pad_lo[1];
+    int64_t n = nm / j->M, m = nm % j->M, c = m / j->Mg;
+    const float *x = j->x + (n * j->C + c) * H * W, *k = j->w + m * KH * KW;
+    float *y = j->y + nm * OH * OW;
+    float bv = j->bias ? j->bias[m] : 0.0f;
+    /* the input into the plane's interior (the rows and columns the
+     * output reaches: a stride may leave the last ones unread) */
+    int64_t cols = W < PW - pl ? W : PW - pl;
+    for (int64_t h = 0; h < H && h + pt < PH && cols > 0; h++)
+        memcpy(P + (h + pt) * PW + pl, x + h * W, sizeof(float) * (size_t)cols);
+    if (sh == 1 && sw == 1) {
+        float *ext = P + PH * PW + j->slack;
+        int64_t L = OH * PW;
+        if (KH == 3 && KW == 3) {
+            const float *p0 = P, *p1 = P + dh * PW, *p2 = P + 2 * dh * PW;
+            for (int64_t i = 0; i < L; i++)
+                ext[i] = k[0] * p0[i] + k[1] * p0[i + dw] + k[2] * p0[i + 2 * dw] + k[3] * p1[i] + k[4] * p1[i + dw] +
+                         k[5] * p1[i + 2 * dw] + k[6] * p2[i] + k[7] * p2[i + dw] + k[8] * p2[i + 2 * dw];
+        } else {
+            for (int64_t i = 0; i < L; i++) ext[i] = 0;
+            for (int64_t a = 0; a < KH; a++)
                 for (int64_t b = 0; b < KW; b++) {
-                    /* output columns whose input column is inside, then a check-free loop */
-                    int64_t base = b * dw - w->pad_lo[1];
-                    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
-                    if (hi > OW) hi = OW;
                     float kv = k[a * KW + b];
-                    const float *sp = row + base;
-                    if (sw == 1)
-                        for (int64_t ow = lo; ow < hi; ow++) yrow[ow] += kv * sp[ow];
-                    else
-                        for (int64_t ow = lo; ow < hi; ow++) yrow[ow] += kv * sp[ow * sw];
+                    const float *sp = P + a * dh * PW + b * dw;
+                    for (int64_t i = 0; i < L; i++) ext[i] += kv * sp[i];
                 }
-            }
         }
+        for (int64_t oh = 0; oh < OH; oh++) {
+            memcpy(y + oh * OW, ext + oh * PW, sizeof(float) * (size_t)OW);
+            cpu_post_apply(j->post, y + oh * OW, OW, bv);
+        }
+        return;
+    }
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *yrow = y + oh * OW;
+        const float *p0 = P + oh * sh * PW;
+        if (KH == 3 && KW == 3) {
+            const float *p1 = p0 + dh * PW, *p2 = p0 + 2 * dh * PW;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t q = ow * sw;
+                yrow[ow] = k[0] * p0[q] + k[1] * p0[q + dw] + k[2] * p0[q + 2 * dw] + k[3] * p1[q] + k[4] * p1[q + dw] +
+                           k[5] * p1[q + 2 * dw] + k[6] * p2[q] + k[7] * p2[q + dw] + k[8] * p2[q + 2 * dw];
+            }
+        } else {
+            for (int64_t ow = 0; ow < OW; ow++) yrow[ow] = 0;
+            for (int64_t a = 0; a < KH; a++)
+                for (int64_t b = 0; b < KW; b++) {
+                    float kv = k[a * KW + b];
+                    const float *sp = p0 + a * dh * PW + b * dw;
+                    for (int64_t ow = 0; ow < OW; ow++) yrow[ow] += kv * sp[ow * sw];
+                }
+        }
+        cpu_post_apply(j->post, yrow, OW, bv);
+    }
+}
+
+static void dw_tasks(void *arg, int64_t begin, int64_t end) {
+    const dw_job *j = arg;
+    for (int64_t t = begin; t < end; t++) {
+        float *P = j->buf + t * j->per_buf;
+        memset(P, 0, sizeof(float) * (size_t)(j->PH * j->PW + j->slack));
+        int64_t c1 = (t + 1) * j->per_task < j->total ? (t + 1) * j->per_task : j->total;
+        for (int64_t nm = t * j->per_task; nm < c1; nm++) dw_one(j, P, nm);
     }
 }
 
@@ -474,6 +586,7 @@ static seam_status run_conv(seam_kernel *k) {
         return kernel_fail(k, "W [%lld, %lld, ...] does not fit %lld input channels in %lld groups", (long long)M,
                            (long long)wt->dims[1], (long long)C, (long long)group);
     if (b && (b->rank != 1 || b->dims[0] != M)) return kernel_fail(k, "B must be [%lld]", (long long)M);
+    if (b && b->dtype != x->dtype) return kernel_fail(k, "B must have X's dtype");
     const int64_t *ks;
     int32_t nk = node_attr_ints(k->n, "kernel_shape", &ks);
     if (nk >= 0 && nk != x->rank - 2) return kernel_fail(k, "kernel_shape has %d entries", nk);
@@ -496,33 +609,65 @@ static seam_status run_conv(seam_kernel *k) {
     /* float32 (float16 and bfloat16 widened to it), or float64 through dgemm */
     bool f64 = x->dtype == SEAM_DTYPE_FLOAT64;
     size_t es = f64 ? 8 : 4;
-    fview vx, vw, vy;
+    fview vx, vw, vy, vb = {0};
     if (!views3(x, wt, y, f64, &vx, &vw, &vy)) return kernel_oom(k);
-    /* the output starts as the bias (or zero): the products add onto it */
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < M; m++) {
-            double bv = b ? cpu_get(b->data, b->dtype, m) : 0.0;
-            int64_t at = (n * M + m) * out_prod;
-            for (int64_t i = 0; i < out_prod; i++) {
-                if (f64) ((double *)vy.p)[at + i] = bv;
-                else ((float *)vy.p)[at + i] = (float)bv;
-            }
-        }
-    if (!f64 && Cg == 1 && group > 1 && w.n == 2) {
-        dw_job dj = {vx.p, vw.p, vy.p, &w, C, M, Mg};
-        seam_parallel_for(k->pool, N * M, 4, dw_channels, &dj);
-        goto done;
-    }
-    bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
-    for (int32_t d = 0; d < w.n; d++)
-        direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
-    void *col = direct ? NULL : kernel_scratch(k, es * (size_t)(Cg * kprod * out_prod) + 1);
-    if (!direct && !col) {
+    if (b && !fview_of(b, f64, &vb)) {
         release(&vx);
         release(&vw);
         release(&vy);
         return kernel_oom(k);
     }
+    /* the executor fuses into float32 outputs only (by inferred type) */
+    const seam_post_op *post = &k->post;
+    if (x->dtype != SEAM_DTYPE_FLOAT32 && post->kind != SEAM_POST_NONE) {
+        release(&vx);
+        release(&vw);
+        release(&vy);
+        release(&vb);
+        return kernel_fail(k, "a fused activation needs float32, X is %s", seam_dtype_name(x->dtype));
+    }
+    bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
+    for (int32_t d = 0; d < w.n; d++)
+        direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
+    dw_job dj = {0};
+    bool depthwise = !f64 && Cg == 1 && group > 1 && w.n == 2 &&
+                     dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf);
+    /* depthwise: a few tasks per thread, each with its plane; how many
+     * changes nothing in the result */
+    int64_t tasks = 4 * (int64_t)seam_pool_threads(k->pool);
+    if (depthwise && tasks * dj.per_buf > ((int64_t)1 << 24)) /* at most 64 MB of planes */
+        tasks = ((int64_t)1 << 24) / dj.per_buf > 1 ? ((int64_t)1 << 24) / dj.per_buf : 1;
+    if (tasks > N * M) tasks = N * M;
+    /* scratch: the column matrix, or the depthwise tasks' planes */
+    size_t scratch = depthwise ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
+                     : direct  ? 0
+                               : es * (size_t)(Cg * kprod * out_prod);
+    void *col = scratch ? kernel_scratch(k, scratch) : NULL;
+    if (scratch && !col) {
+        release(&vx);
+        release(&vw);
+        release(&vy);
+        release(&vb);
+        return kernel_oom(k);
+    }
+    if (depthwise) {
+        dj.x = vx.p, dj.w = vw.p, dj.bias = vb.p, dj.y = vy.p, dj.win = &w, dj.post = post;
+        dj.buf = (float *)(((uintptr_t)col + 63) & ~(uintptr_t)63);
+        dj.C = C, dj.M = M, dj.Mg = Mg, dj.total = N * M;
+        dj.per_task = (N * M + tasks - 1) / tasks;
+        seam_parallel_for(k->pool, (N * M + dj.per_task - 1) / dj.per_task, 1, dw_tasks, &dj);
+        goto done;
+    }
+    /* The output starts as the bias and the products add onto it: for
+     * float32 block by block inside gemm_post (which applies the
+     * activation after each block), for float64 here. */
+    if (f64)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t m = 0; m < M; m++) {
+                double bv = b ? ((const double *)vb.p)[m] : 0.0;
+                double *yp = (double *)vy.p + (n * M + m) * out_prod;
+                for (int64_t i = 0; i < out_prod; i++) yp[i] = bv;
+            }
     for (int64_t n = 0; n < N; n++)
         for (int64_t g = 0; g < group; g++) {
             const char *xg = (const char *)vx.p + (size_t)((n * C + g * Cg) * in_prod) * es;
@@ -532,13 +677,15 @@ static seam_status run_conv(seam_kernel *k) {
                 seam_parallel_for(k->pool, Cg * kprod, 8, im2col_rows, &j);
                 src = col;
             }
-            gemm(k->pool, f64, false, false, Mg, out_prod, Cg * kprod, 1.0,
-                 (const char *)vw.p + (size_t)(g * Mg * Cg * kprod) * es, Cg * kprod, src, out_prod, 1.0,
-                 (char *)vy.p + (size_t)((n * M + g * Mg) * out_prod) * es, out_prod);
+            gemm_post(k->pool, f64, false, false, Mg, out_prod, Cg * kprod, 1.0,
+                      (const char *)vw.p + (size_t)(g * Mg * Cg * kprod) * es, Cg * kprod, src, out_prod, f64 ? 1.0 : 0.0,
+                      (char *)vy.p + (size_t)((n * M + g * Mg) * out_prod) * es, out_prod,
+                      f64 || !b ? NULL : (const float *)vb.p + g * Mg, f64 ? NULL : post);
         }
 done:
     release(&vx);
     release(&vw);
+    release(&vb);
     finish(y, &vy);
     return SEAM_STATUS_OK;
 }
@@ -549,6 +696,8 @@ static seam_status check_conv(seam_check *c) {
     if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
         return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
     if (!cpu_auto_pad_known(c->n)) return check_refuse(c, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    /* Conv applies a fused activation (not ConvTranspose) */
+    c->post_ops = strcmp(c->n->op_type, "Conv") == 0;
     return SEAM_STATUS_OK;
 }
 

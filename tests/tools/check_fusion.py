@@ -1,0 +1,249 @@
+"""The CPU executor's fusions and aliases against torch.
+
+usage: /usr/bin/python3 check_fusion.py SEAM WORKDIR
+
+At session creation the executor binds Constant nodes to their tensors,
+makes Identity outputs aliases, and moves an activation (Relu, Clip,
+LeakyRelu, HardSigmoid, HardSwish) into the Conv, Gemm or MatMul before it
+when that output has no other reader (see src/runtime/exec.c). Each case here is a
+small model whose output must match torch within 1e-5 of its scale (the
+activation feeds an Identity: a graph output is never an alias, so an
+activation that is one does not fuse):
+
+1. Conv + each activation (Clip with bounds from initializers, from
+   Constant nodes, as opset-6 attributes, and with one bound absent), over
+   plain, strided, padded, grouped, 1x1 and depthwise convolutions (3x3
+   stride 1 and 2, dilated, 5x5, asymmetric pads, inputs narrower than the
+   kernel), with and without bias.
+   Gemm (transB, alpha, bias; split over the pool) and MatMul (batches
+   stacked into one product, and batch by batch) + an activation.
+2. Cases that must not fuse: the Conv output read twice, or a graph
+   output; a Clip whose bound is a graph input; Identity chains and a
+   Constant that is a graph output.
+3. Every model runs twice in one process (--repeat) and with --threads 1
+   and 2: the outputs must be bitwise equal.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto, helper, numpy_helper
+
+seam, work = sys.argv[1:3]
+os.makedirs(work, exist_ok=True)
+rng = np.random.RandomState(11)
+failures = []
+TOL = 1e-5
+
+
+def run_seam(path, feeds, threads, out_dir, repeat=None):
+    args = [seam, "run", path, "--threads", str(threads), "--output-dir", out_dir]
+    for n, f in feeds:
+        args += ["--input", f"{n}={f}"]
+    if repeat:
+        args += ["--repeat", str(repeat)]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        return None, r.stderr.strip()
+    return np.load(os.path.join(out_dir, "y.npy")), None
+
+
+def case(name, nodes, inputs, inits, ref, opset=14):
+    """inputs: {name: array}; inits: {name: array}; ref: expected y."""
+    g = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    feeds = []
+    for n, a in inputs.items():
+        f = os.path.join(work, f"{name}.{n}.npy")
+        np.save(f, a)
+        feeds.append((n, f))
+    outs = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        os.makedirs(d, exist_ok=True)
+        y, err = run_seam(path, feeds, threads, d, repeat=3 if threads == 2 else None)
+        if err:
+            failures.append(f"{name}: seam run --threads {threads} failed: {err}")
+            return
+        outs.append(y)
+    ref = np.asarray(ref, np.float64)
+    if outs[0].shape != ref.shape:
+        failures.append(f"{name}: shape {outs[0].shape}, want {ref.shape}")
+        return
+    err = float(np.abs(outs[0] - ref).max() / max(float(np.abs(ref).max()), 1e-6)) if ref.size else 0.0
+    if not err <= TOL:
+        failures.append(f"{name}: error {err:.2e} against torch")
+    elif not np.array_equal(outs[0], outs[1]):
+        failures.append(f"{name}: --threads 1 and --threads 2 differ")
+    else:
+        print(f"ok   {name}: error {err:.2e}")
+
+
+def t(a):
+    return torch.from_numpy(np.asarray(a, np.float64))
+
+
+ACTS = {
+    "relu": lambda v: F.relu(v),
+    "relu6": lambda v: v.clamp(0, 6),
+    "leaky": lambda v: F.leaky_relu(v, 0.1),
+    "hsigmoid": lambda v: (0.25 * v + 0.4).clamp(0, 1),
+    "hswish": lambda v: v * (v / 6 + 0.5).clamp(0, 1),
+    "clip_lo": lambda v: v.clamp(min=-0.5),
+}
+
+
+def act_nodes(kind, x, y, inits):
+    """The activation node(s) reading x and writing y (adds Clip bounds to inits)."""
+    if kind == "relu":
+        return [helper.make_node("Relu", [x], [y])]
+    if kind == "relu6":  # bounds from Constant nodes, as torch exports them
+        return [helper.make_node("Constant", [], ["lo"], value=numpy_helper.from_array(np.array(0, np.float32))),
+                helper.make_node("Constant", [], ["hi"], value=numpy_helper.from_array(np.array(6, np.float32))),
+                helper.make_node("Clip", [x, "lo", "hi"], [y])]
+    if kind == "leaky":
+        return [helper.make_node("LeakyRelu", [x], [y], alpha=0.1)]
+    if kind == "hsigmoid":
+        return [helper.make_node("HardSigmoid", [x], [y], alpha=0.25, beta=0.4)]
+    if kind == "hswish":
+        return [helper.make_node("HardSwish", [x], [y])]
+    if kind == "clip_lo":  # min from an initializer, max absent
+        inits["clip_min"] = np.array(-0.5, np.float32)
+        return [helper.make_node("Clip", [x, "clip_min"], [y])]
+    raise ValueError(kind)
+
+
+def conv_case(name, cin, cout, hw, k, stride=1, pad=(0, 0, 0, 0), dil=1, group=1, bias=True, act="relu"):
+    x = rng.randn(1, cin, *hw).astype(np.float32)
+    w = rng.randn(cout, cin // group, *k).astype(np.float32) * 0.3
+    b = rng.randn(cout).astype(np.float32)
+    inits = {"w": w}
+    ins = ["x", "w"]
+    if bias:
+        inits["b"] = b
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["c"], kernel_shape=list(k), strides=[stride, stride],
+                              pads=list(pad), dilations=[dil, dil], group=group)]
+    # (the activation's output is not the graph's: a graph output is never an alias)
+    nodes += act_nodes(act, "c", "a", inits) + [helper.make_node("Identity", ["a"], ["y"])]
+    xp = F.pad(t(x), (pad[1], pad[3], pad[0], pad[2]))
+    ref = F.conv2d(xp, t(w), t(b) if bias else None, stride=stride, dilation=dil, groups=group)
+    case(name, nodes, {"x": x}, inits, ACTS[act](ref).numpy())
+
+
+# 1. fused convolutions
+for act in ACTS:
+    conv_case(f"conv3x3_{act}", 4, 8, (9, 11), (3, 3), pad=(1, 1, 1, 1), act=act)
+    conv_case(f"dw3x3_{act}", 6, 6, (10, 9), (3, 3), pad=(1, 1, 1, 1), group=6, act=act)
+conv_case("conv1x1", 16, 24, (7, 7), (1, 1))
+conv_case("conv1x1_nobias", 16, 24, (7, 7), (1, 1), bias=False, act="relu6")
+conv_case("conv_s2_asym", 3, 8, (13, 12), (3, 3), stride=2, pad=(0, 1, 1, 0))
+conv_case("conv_grouped", 8, 12, (8, 8), (3, 3), pad=(1, 1, 1, 1), group=2, act="leaky")
+conv_case("conv_wide_out", 8, 40, (16, 16), (3, 3), pad=(1, 1, 1, 1))  # split by columns
+conv_case("conv_tall_out", 96, 200, (4, 4), (1, 1), act="hswish")     # split by rows
+conv_case("dw_s2", 8, 8, (15, 14), (3, 3), stride=2, pad=(1, 1, 1, 1), group=8, act="relu6")
+conv_case("dw_s2_nopad", 8, 8, (15, 14), (3, 3), stride=2, group=8)
+conv_case("dw_dilated", 4, 4, (12, 12), (3, 3), pad=(2, 2, 2, 2), dil=2, group=4)
+conv_case("dw_5x5", 4, 4, (11, 10), (5, 5), pad=(2, 2, 2, 2), group=4, act="hsigmoid")
+conv_case("dw_5x5_s2", 4, 4, (11, 10), (5, 5), stride=2, pad=(2, 1, 2, 1), group=4)
+conv_case("dw_asym_pad", 4, 4, (7, 9), (3, 3), pad=(0, 2, 1, 0), group=4)
+conv_case("dw_narrow", 4, 4, (2, 2), (3, 3), pad=(1, 1, 1, 1), group=4)  # no interior columns
+conv_case("dw_1x3", 4, 4, (6, 7), (1, 3), pad=(0, 1, 0, 1), group=4)
+conv_case("dw_multiplier", 4, 8, (6, 6), (3, 3), pad=(1, 1, 1, 1), group=4, bias=False)
+
+# opset 6 Clip: bounds as attributes
+x = rng.randn(1, 3, 6, 6).astype(np.float32)
+w = rng.randn(5, 3, 3, 3).astype(np.float32)
+case("clip_attrs_opset6", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
+                           helper.make_node("Clip", ["c"], ["a"], min=-1.0, max=2.0),
+                           helper.make_node("Identity", ["a"], ["y"])],
+     {"x": x}, {"w": w}, F.conv2d(t(x), t(w)).clamp(-1, 2).numpy(), opset=6)
+
+# 2. cases that must not fuse (or only alias)
+ref_c = F.conv2d(t(x), t(w))
+case("conv_two_readers", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
+                          helper.make_node("Relu", ["c"], ["r"]),
+                          helper.make_node("Add", ["r", "c"], ["y"])],
+     {"x": x}, {"w": w}, (F.relu(ref_c) + ref_c).numpy())
+g_nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]), helper.make_node("Relu", ["c"], ["y"])]
+gm = helper.make_graph(g_nodes, "conv_output_too", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                        helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+                       [numpy_helper.from_array(w, "w")])
+path = os.path.join(work, "conv_output_too.onnx")
+onnx.save(helper.make_model(gm, opset_imports=[helper.make_opsetid("", 13)]), path)
+np.save(os.path.join(work, "conv_output_too.x.npy"), x)
+d = os.path.join(work, "conv_output_too.out")
+os.makedirs(d, exist_ok=True)
+y, err = run_seam(path, [("x", os.path.join(work, "conv_output_too.x.npy"))], 2, d)
+if err:
+    failures.append(f"conv_output_too: {err}")
+else:
+    c = np.load(os.path.join(d, "c.npy"))
+    if not (np.abs(c - ref_c.numpy()).max() <= TOL * np.abs(ref_c.numpy()).max() and
+            np.abs(y - F.relu(ref_c).numpy()).max() <= TOL * np.abs(ref_c.numpy()).max()):
+        failures.append("conv_output_too: the conv output (a graph output) or its Relu is wrong")
+    else:
+        print("ok   conv_output_too")
+hi = np.array(0.5, np.float32)
+case("clip_bound_is_input", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
+                             helper.make_node("Clip", ["c", "", "hi"], ["a"]),
+                             helper.make_node("Identity", ["a"], ["y"])],
+     {"x": x, "hi": hi}, {"w": w}, ref_c.clamp(max=0.5).numpy())
+a = rng.randn(5, 7).astype(np.float32)
+bm = rng.randn(7, 3).astype(np.float32)
+case("matmul_relu", [helper.make_node("MatMul", ["a", "bm"], ["m"]), helper.make_node("Relu", ["m"], ["r"]),
+                     helper.make_node("Identity", ["r"], ["y"])],
+     {"a": a}, {"bm": bm}, F.relu(t(a) @ t(bm)).numpy())
+ga = rng.randn(6, 9).astype(np.float32)
+gb = rng.randn(40, 9).astype(np.float32)
+gc = rng.randn(40).astype(np.float32)
+case("gemm_transb_leaky", [helper.make_node("Gemm", ["ga", "gb", "gc"], ["m"], transB=1, alpha=0.5),
+                           helper.make_node("LeakyRelu", ["m"], ["r"], alpha=0.1),
+                           helper.make_node("Identity", ["r"], ["y"])],
+     {"ga": ga}, {"gb": gb, "gc": gc}, F.leaky_relu(0.5 * t(ga) @ t(gb).T + t(gc), 0.1).numpy())
+wa = rng.randn(40, 130).astype(np.float32)  # large enough to be split over the pool
+wb = rng.randn(130, 300).astype(np.float32)
+case("gemm_split_relu", [helper.make_node("Gemm", ["wa", "wb"], ["m"]), helper.make_node("Relu", ["m"], ["r"]),
+                         helper.make_node("Identity", ["r"], ["y"])],
+     {"wa": wa}, {"wb": wb}, F.relu(t(wa) @ t(wb)).numpy())
+sa = rng.randn(3, 32, 64).astype(np.float32)  # batches stacked into one product
+sw = rng.randn(64, 96).astype(np.float32)
+act = act_nodes("relu6", "m", "r", {})
+case("matmul_stacked_relu6", [helper.make_node("MatMul", ["sa", "sw"], ["m"])] + act +
+     [helper.make_node("Identity", ["r"], ["y"])], {"sa": sa}, {"sw": sw}, (t(sa) @ t(sw)).clamp(0, 6).numpy())
+ba_ = rng.randn(4, 8, 16).astype(np.float32)  # batch by batch
+bb_ = rng.randn(4, 16, 8).astype(np.float32)
+case("matmul_batched_hswish", [helper.make_node("MatMul", ["ba", "bb"], ["m"]),
+                               helper.make_node("HardSwish", ["m"], ["r"]),
+                               helper.make_node("Identity", ["r"], ["y"])],
+     {"ba": ba_, "bb": bb_}, {}, ACTS["hswish"](t(ba_) @ t(bb_)).numpy())
+case("identity_chain", [helper.make_node("Identity", ["a"], ["i1"]), helper.make_node("Identity", ["i1"], ["i2"]),
+                        helper.make_node("Relu", ["i2"], ["r"]), helper.make_node("Identity", ["r"], ["i3"]),
+                        helper.make_node("Add", ["i3", "i1"], ["y"])],
+     {"a": a}, {}, (F.relu(t(a)) + t(a)).numpy())
+case("conv_relu_identity", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
+                            helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Identity", ["r"], ["i"]),
+                            helper.make_node("Identity", ["i"], ["y"])],
+     {"x": x}, {"w": w}, F.relu(ref_c).numpy())
+cv = rng.randn(2, 3).astype(np.float32)
+case("constant_output", [helper.make_node("Constant", [], ["y"], value=numpy_helper.from_array(cv))],
+     {"a": a}, {}, cv)
+case("constant_identity_add", [helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(cv)),
+                               helper.make_node("Identity", ["k"], ["k2"]),
+                               helper.make_node("Add", ["k2", "k"], ["y"])],
+     {"a": a}, {}, 2 * cv)
+
+if failures:
+    print("\n".join("FAIL " + f for f in failures))
+    print(f"fusion: {len(failures)} failures")
+    sys.exit(1)
+print("fusion: all cases match torch; --threads 1 and 2 agree bitwise")
