@@ -167,6 +167,21 @@ case("clip_attrs_opset6", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_sh
                            helper.make_node("Identity", ["a"], ["y"])],
      {"x": x}, {"w": w}, F.conv2d(t(x), t(w)).clamp(-1, 2).numpy(), opset=6)
 
+# the activation after a residual Add (ResNet) or a Mul, fused into the
+# binary kernel, with broadcasting
+xr = rng.randn(1, 4, 9, 9).astype(np.float32)
+wr = (rng.randn(4, 4, 3, 3) * 0.3).astype(np.float32)
+case("residual_add_relu", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                           helper.make_node("Add", ["c", "x"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+                           helper.make_node("Identity", ["r"], ["y"])],
+     {"x": xr}, {"w": wr}, F.relu(F.conv2d(t(xr), t(wr), padding=1) + t(xr)).numpy())
+sc = rng.randn(4, 1, 1).astype(np.float32)
+case("mul_bcast_relu6", [helper.make_node("Mul", ["x", "sc"], ["m"])] + act_nodes("relu6", "m", "r", {}) +
+     [helper.make_node("Identity", ["r"], ["y"])], {"x": xr}, {"sc": sc}, (t(xr) * t(sc)).clamp(0, 6).numpy())
+case("sub_leaky", [helper.make_node("Sub", ["sc", "x"], ["m"]), helper.make_node("LeakyRelu", ["m"], ["r"], alpha=0.2),
+                   helper.make_node("Identity", ["r"], ["y"])], {"x": xr}, {"sc": sc},
+     F.leaky_relu(t(sc) - t(xr), 0.2).numpy())
+
 # 2. cases that must not fuse (or only alias)
 ref_c = F.conv2d(t(x), t(w))
 case("conv_two_readers", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),

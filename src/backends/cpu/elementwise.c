@@ -130,6 +130,7 @@ typedef struct binary_job {
     int64_t sa[SEAM_MAX_RANK], sb[SEAM_MAX_RANK];
     int32_t in_dt;
     bool is_unsigned;
+    const seam_post_op *post; /* a fused activation (float32 only), or NULL */
 } binary_job;
 
 /* Rows [begin, end) of the output (a row = the innermost axis). */
@@ -149,8 +150,11 @@ CPU_HOT static void binary_rows(void *arg, int64_t begin, int64_t end) {
         int64_t oo = row * inner;
         if (dt == SEAM_DTYPE_FLOAT32 && odt == SEAM_DTYPE_FLOAT32 &&
             row_f32(j->op, (float *)j->y->data + oo, (const float *)j->a->data + oa, isa,
-                    (const float *)j->b->data + ob, isb, inner))
+                    (const float *)j->b->data + ob, isb, inner)) {
+            /* the activation after a residual Add, while the row is in cache */
+            if (j->post) cpu_post_apply(j->post, (float *)j->y->data + oo, inner, 0);
             continue;
+        }
         if (wide_int(dt)) {
             for (int64_t i = 0; i < inner; i++) {
                 int64_t v = apply_i(j->op, cpu_get_i64(j->a->data, dt, oa + i * isa),
@@ -174,8 +178,9 @@ CPU_HOT static void binary_rows(void *arg, int64_t begin, int64_t end) {
 
 /* y = op(a, b) with broadcasting; y's buffer may be a or b's only when it
  * has the same shape (used by the variadic ops accumulating in place). */
-static seam_status binary_into(seam_kernel *k, binop op, const seam_tensor *a, const seam_tensor *b, seam_tensor *y) {
-    binary_job j = {.op = op, .a = a, .b = b, .y = y, .in_dt = a->dtype};
+static seam_status binary_into(seam_kernel *k, binop op, const seam_tensor *a, const seam_tensor *b, seam_tensor *y,
+                               const seam_post_op *post) {
+    binary_job j = {.op = op, .a = a, .b = b, .y = y, .in_dt = a->dtype, .post = post};
     j.is_unsigned = a->dtype == SEAM_DTYPE_UINT8 || a->dtype == SEAM_DTYPE_UINT16 || a->dtype == SEAM_DTYPE_UINT32 ||
                     a->dtype == SEAM_DTYPE_UINT64;
     if (y->numel == 0) return SEAM_STATUS_OK;
@@ -243,9 +248,13 @@ static seam_status run_binary(seam_kernel *k) {
             else
                 cpu_set_i64(e.data, e.dtype, i, cpu_get_i64(b->data, b->dtype, i));
         }
-        return binary_into(k, op, a, &e, y);
+        return binary_into(k, op, a, &e, y, NULL);
     }
-    return binary_into(k, op, a, b, y);
+    /* a fused activation (see check_binary) needs the float32 row path */
+    const seam_post_op *post = k->post.kind != SEAM_POST_NONE ? &k->post : NULL;
+    if (post && (a->dtype != SEAM_DTYPE_FLOAT32 || y->dtype != SEAM_DTYPE_FLOAT32))
+        return kernel_fail(k, "a fused activation on %s data", seam_dtype_name(a->dtype));
+    return binary_into(k, op, a, b, y, post);
 }
 
 static seam_status check_binary(seam_check *c) {
@@ -253,6 +262,10 @@ static seam_status check_binary(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
     if (dt == SEAM_DTYPE_STRING || dt == SEAM_DTYPE_COMPLEX64 || dt == SEAM_DTYPE_COMPLEX128)
         return check_refuse(c, "%s on %s is not supported", op, seam_dtype_name(dt));
+    /* Add, Sub, Mul and Div on float32 apply a following activation as they
+     * write each row (the Relu after a ResNet's residual Add) */
+    c->post_ops = dt == SEAM_DTYPE_FLOAT32 && check_in_dtype(c, 1) == SEAM_DTYPE_FLOAT32 &&
+                  (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div"));
     return SEAM_STATUS_OK;
 }
 
@@ -275,10 +288,10 @@ static seam_status run_variadic(seam_kernel *k) {
     if (!y) return kernel_oom(k);
     binop op = op_of(k->n);
     /* y = ins[0] broadcast (max(x, x) = x), then y = op(y, ins[i]) */
-    seam_status st = binary_into(k, OP_MAX, ins[0], ins[0], y);
+    seam_status st = binary_into(k, OP_MAX, ins[0], ins[0], y, NULL);
     if (st) return st;
     for (int32_t i = 1; i < m; i++)
-        if ((st = binary_into(k, op, y, ins[i], y))) return st;
+        if ((st = binary_into(k, op, y, ins[i], y, NULL))) return st;
     if (strcmp(k->n->op_type, "Mean") == 0) {
         for (int64_t i = 0; i < y->numel; i++) {
             if (cpu_is_float(y->dtype))
