@@ -24,6 +24,11 @@ median() { sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | head -1; }
 echo "| model | seam ms | ORT ms | seam / ORT | seam peak MB | ORT peak MB | seam ready ms | ORT ready ms |"
 echo "|---|---|---|---|---|---|---|---|"
 for m in $MODELS; do
+  # a pause between models: on this VM a model measured right after
+  # resnet18 ran up to 1.6x slower for a few seconds (mobilenet_v2: 8.3 ms
+  # instead of 5.1 with ORT at 2.2), whatever ran in which order; 5 s of
+  # quiet removes that (bench/RESULTS.md)
+  sleep 5
   model="$B/models/$m.onnx" input="$B/models/$m.input.npy"
   s_best=999999 o_best=999999 s_mem=0 o_mem=0
   for _ in $(seq "$ROUNDS"); do
