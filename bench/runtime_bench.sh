@@ -7,11 +7,13 @@
 # 45 MB; the table reports it as measured). "ready" is the time from
 # reading the file to a session that can run: for seam, loading,
 # partitioning and making the session (backend compiles, memory plan), as
-# `seam run --repeat` prints it; for ONNX Runtime, InferenceSession.create.
+# `seam run --repeat` prints it; for ONNX Runtime, InferenceSession.create;
+# the best of the rounds, like the latencies.
 #
 # usage: bench/runtime_bench.sh [BUILD_DIR] [ROUNDS] [MODELS...]
 #        (models come from tests/models/gen_models.py, in BUILD_DIR/models)
-#        SEAM_ARGS adds arguments to seam run, e.g. SEAM_ARGS="--target dnnl".
+#        SEAM_ARGS adds arguments to seam run, e.g. SEAM_ARGS="--target dnnl";
+#        BENCH_PAUSE sets the pause between models (default 15 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -24,13 +26,13 @@ median() { sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | head -1; }
 echo "| model | seam ms | ORT ms | seam / ORT | seam peak MB | ORT peak MB | seam ready ms | ORT ready ms |"
 echo "|---|---|---|---|---|---|---|---|"
 for m in $MODELS; do
-  # a pause between models: on this VM a model measured right after
-  # resnet18 ran up to 1.6x slower for a few seconds (mobilenet_v2: 8.3 ms
-  # instead of 5.1 with ORT at 2.2), whatever ran in which order; 5 s of
-  # quiet removes that (bench/RESULTS.md)
-  sleep 5
+  # a pause between models (BENCH_PAUSE seconds): on this VM a model
+  # measured within seconds of a big one (resnet18, resnet50) ran up to 1.9x
+  # slower (mobilenet_v2 8.3 ms instead of 5.1; the transformer on dnnl
+  # 0.275 ms instead of 0.148); 15 s of quiet removes that (bench/RESULTS.md)
+  sleep "${BENCH_PAUSE:-15}"
   model="$B/models/$m.onnx" input="$B/models/$m.input.npy"
-  s_best=999999 o_best=999999 s_mem=0 o_mem=0
+  s_best=999999 o_best=999999 s_mem=0 o_mem=0 s_rbest=999999 o_rbest=999999
   for _ in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2086
     out=$(/usr/bin/time -f 'maxrss %M' "$B/seam" run "$model" --input "input=$input" --repeat 20 --threads 2 ${SEAM_ARGS:-} 2>&1)
@@ -40,7 +42,9 @@ for m in $MODELS; do
     o=$(echo "$out" | median); o_mem=$(echo "$out" | sed -n 's/maxrss //p')
     o_ready=$(echo "$out" | sed -n 's/.*ready in \([0-9.]*\) ms.*/\1/p' | head -1)
     s_best=$(echo "$s $s_best" | awk '{print ($1 < $2) ? $1 : $2}')
+    s_rbest=$(echo "$s_ready $s_rbest" | awk '{print ($1 < $2) ? $1 : $2}')
+    o_rbest=$(echo "$o_ready $o_rbest" | awk '{print ($1 < $2) ? $1 : $2}')
     o_best=$(echo "$o $o_best" | awk '{print ($1 < $2) ? $1 : $2}')
   done
-  echo "| $m | $s_best | $o_best | $(echo "$s_best $o_best" | awk '{printf "%.2f", $1 / $2}') | $((s_mem / 1024)) | $((o_mem / 1024)) | $s_ready | $o_ready |"
+  echo "| $m | $s_best | $o_best | $(echo "$s_best $o_best" | awk '{printf "%.2f", $1 / $2}') | $((s_mem / 1024)) | $((o_mem / 1024)) | $s_rbest | $o_rbest |"
 done
