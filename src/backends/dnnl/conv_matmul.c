@@ -8,6 +8,20 @@
 
 #include "dnnl_internal.h"
 
+/* The step of a primitive with weights: src, weights, dst and (when sb >= 0)
+ * bias go in slots 0-3, post-op operands after them (already in
+ * kinds/slots). Consumes pd; a dst that is a stand-in for a boundary
+ * output (final_slot >= 0) is copied there after. */
+static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, int32_t *slots,
+                          int32_t src, int32_t w, int32_t dst, int32_t sb, int32_t final_slot) {
+    slots[0] = src, slots[1] = w, slots[2] = dst;
+    if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
+    bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && final_slot >= 0) ok = dx_add_reorder(b, dst, final_slot);
+    return ok;
+}
+
 /* A convolution in the layouts oneDNN picks (blocked ones for its fast
  * kernels): the input is reordered to it if needed, the weights once, now.
  * Its post-op chain comes along when oneDNN accepts it. */
@@ -91,12 +105,7 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "could not lay out the convolution's tensors"), false;
     }
-    slots[0] = xs, slots[1] = wt, slots[2] = sd;
-    if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
-    bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
-    dnnl_primitive_desc_destroy(pd);
-    if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
-    return ok;
+    return weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
 }
 
 /* MatMul and Gemm (transB, bias) on oneDNN's matmul, with B read in place
@@ -278,12 +287,7 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
             return dx_fail(b, "could not reorder the weights"), false;
         }
     }
-    slots[0] = sa, slots[1] = a, slots[2] = sd;
-    if (sb >= 0) slots[3] = sb;
-    bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
-    dnnl_primitive_desc_destroy(pd);
-    if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
-    return ok;
+    return weighted_step(b, pd, n_args, kinds, slots, sa, a, sd, sb, final_slot);
 }
 
 /* ConvTranspose as oneDNN's deconvolution. ONNX keeps the weights as
@@ -355,9 +359,6 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "could not lay out the transposed convolution's tensors"), false;
     }
-    int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4] = {sin, wt, sd, sb};
-    bool ok = dx_add_prim(b, pd, sb >= 0 ? 4 : 3, kinds, slots);
-    dnnl_primitive_desc_destroy(pd);
-    if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
-    return ok;
+    int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4];
+    return weighted_step(b, pd, sb >= 0 ? 4 : 3, kinds, slots, sin, wt, sd, sb, final_slot);
 }
