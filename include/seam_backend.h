@@ -166,7 +166,10 @@ const seam_backend *seam_backend_cpu(void);
  * Transpose, Slice, Resize, PRelu, LRN, views, and the layer-norm and GELU
  * patterns exporters write. It compiles its subgraphs into oneDNN
  * primitives with fused post-ops and works in host memory. Target options:
- * fusion=on|off, threads=N. Owned by seam. */
+ * fusion=on|off, threads=N. oneDNN runs on OpenMP, which reads
+ * OMP_WAIT_POLICY once, at load: the seam CLI sets ACTIVE (its threads spin
+ * between primitives, measured fastest); a program using the library sets
+ * it in its own environment. Owned by seam. */
 const seam_backend *seam_backend_dnnl(void);
 
 /* Loads a rules target: a JSON description of a device's op coverage (see
