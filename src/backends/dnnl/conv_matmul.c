@@ -202,7 +202,7 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
     dnnl_memory_desc_t tmd;
     if (!c.n && b->fuse && !flat) {
         const char *out_name = n->outputs[0].name;
-        int32_t t = dx_sole_reader(b->sg, out_name);
+        int32_t t = dx_sole_reader(b, out_name);
         seam_node_view st;
         const seam_node_view *m = t >= 0 ? seam_subgraph_node(b->sg, t, &st) : NULL;
         const int64_t *perm;

@@ -301,6 +301,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     program *p = calloc(1, sizeof(*p));
     if (p) p->threads = threads;
     bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
+    readers_index readers = {NULL, 0};
     if (!p || !fused ||
         !(p->in_slot = calloc((size_t)sg->n_inputs + 1, sizeof(int32_t))) ||
         !(p->out_slot = calloc((size_t)sg->n_outputs + 1, sizeof(int32_t)))) {
@@ -360,9 +361,13 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         p->slots[s].boundary = 2, p->slots[s].index = k;
         p->out_slot[p->n_out++] = s;
     }
+    if (!dx_readers_build(sg, &readers)) {
+        snprintf(err, err_size, "out of memory");
+        goto bad;
+    }
     for (int32_t i = 0; i < sg->n_nodes; i++) {
         seam_node_view st;
-        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse};
+        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse, &readers};
         if (!dx_compile_node(&b, i, fused)) {
             b.n = seam_subgraph_node(sg, i, &st);
             if (p->view_error)
@@ -377,9 +382,11 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         goto bad;
     }
     free(fused);
+    free(readers.r);
     return p;
 bad:
     free(fused);
+    free(readers.r);
     release_program(p);
     return NULL;
 }

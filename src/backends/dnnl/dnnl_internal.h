@@ -81,6 +81,16 @@ typedef struct dx_context {
 
 extern dx_context dx_ctx; /* one CPU engine for the process (dnnl.c) */
 
+/* Who reads each value of a subgraph: (name, node) pairs sorted by name,
+ * node -1 for a value that leaves the subgraph. Built once per compile
+ * (dx_readers_build), so the fusion code's look-aheads do not rescan the
+ * subgraph. */
+typedef struct reader { const char *name; int32_t node; } reader;
+typedef struct readers_index {
+    reader *r;
+    int32_t n;
+} readers_index;
+
 typedef struct builder {
     program *p;
     const seam_subgraph_view *sg;
@@ -90,6 +100,7 @@ typedef struct builder {
     seam_node_view *storage; /* n's storage, to fetch it again */
     int32_t index;
     bool fuse;               /* conv + activation post-ops (target option fusion=off) */
+    const readers_index *readers;
 } builder;
 
 /* A post-op chain: the nodes a Conv, MatMul or Gemm absorbs (see fuse.c). */
@@ -177,7 +188,9 @@ bool dx_reshape_view(const slot *in, const slot *out, dnnl_memory_desc_t *md);
 void dx_shape_of(slot *shape, const seam_value_info *v);
 
 /* ---- fuse.c: post-op chains and patterns ---- */
-int32_t dx_sole_reader(const seam_subgraph_view *sg, const char *name);
+bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix);
+int32_t dx_readers(const builder *b, const char *name, int32_t *out, int32_t max);
+int32_t dx_sole_reader(const builder *b, const char *name);
 void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c);
 bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dnnl_primitive_attr_t *attr,
                    int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from);

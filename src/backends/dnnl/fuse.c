@@ -5,26 +5,71 @@
  * GELU with Erf, a scalar factor deferred to the MatMul it feeds.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
 
-/* Index of the node (in the subgraph) that alone reads value name, or -1;
- * also -1 when the value leaves the subgraph. */
-int32_t dx_sole_reader(const seam_subgraph_view *sg, const char *name) {
-    for (int32_t k = 0; k < sg->n_outputs; k++)
-        if (!strcmp(sg->outputs[k].name, name)) return -1;
-    int32_t found = -1;
+static int cmp_reader(const void *a, const void *b) {
+    const reader *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix) {
+    int64_t cap = sg->n_outputs;
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        cap += seam_subgraph_node(sg, i, &st)->n_inputs;
+    }
+    ix->n = 0;
+    ix->r = malloc(sizeof(reader) * (size_t)(cap + 1));
+    if (!ix->r) return false;
+    for (int32_t k = 0; k < sg->n_outputs; k++) ix->r[ix->n++] = (reader){sg->outputs[k].name, -1};
     for (int32_t i = 0; i < sg->n_nodes; i++) {
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(sg, i, &st);
         for (int32_t k = 0; k < m->n_inputs; k++)
-            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) {
-                if (found >= 0 && found != i) return -1;
-                found = i;
-            }
+            if (m->inputs[k].name) ix->r[ix->n++] = (reader){m->inputs[k].name, i};
     }
-    return found;
+    qsort(ix->r, (size_t)ix->n, sizeof(reader), cmp_reader);
+    return true;
+}
+
+/* The entries for value name (node -1 first, then ascending, a node once
+ * per input that reads it). */
+static const reader *readers_range(const readers_index *ix, const char *name, int32_t *count) {
+    int32_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->r[mid].name, name) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    int32_t e = lo;
+    while (e < ix->n && !strcmp(ix->r[e].name, name)) e++;
+    *count = e - lo;
+    return ix->r + lo;
+}
+
+/* The nodes that read value `name` (each once, at most max, ascending),
+ * or -1 when it leaves the subgraph or has more readers. */
+int32_t dx_readers(const builder *b, const char *name, int32_t *out, int32_t max) {
+    int32_t n, cnt = 0;
+    const reader *r = readers_range(b->readers, name, &n);
+    for (int32_t k = 0; k < n; k++) {
+        if (r[k].node < 0) return -1;
+        if (cnt && out[cnt - 1] == r[k].node) continue;
+        if (cnt == max) return -1;
+        out[cnt++] = r[k].node;
+    }
+    return cnt;
+}
+
+/* Index of the node (in the subgraph) that alone reads value name, or -1;
+ * also -1 when the value leaves the subgraph. */
+int32_t dx_sole_reader(const builder *b, const char *name) {
+    int32_t r;
+    return dx_readers(b, name, &r, 1) == 1 ? r : -1;
 }
 
 /* ---- post-op chains ----
@@ -64,7 +109,7 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
     c->out.dims = c->out_dims;
     c->prim_rank = v->rank;
     while (b->fuse && c->n < MAX_CHAIN) {
-        int32_t r = dx_sole_reader(b->sg, c->out.name);
+        int32_t r = dx_sole_reader(b, c->out.name);
         if (r < 0) break;
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
@@ -204,16 +249,14 @@ bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dn
 /* Whether value `name` is read by a node after the one being compiled,
  * other than the nodes fused into it. */
 static bool read_later(builder *b, const char *name, const chain *c) {
-    for (int32_t k = 0; k < b->sg->n_outputs; k++)
-        if (!strcmp(b->sg->outputs[k].name, name)) return true;
-    for (int32_t i = b->index + 1; i < b->sg->n_nodes; i++) {
+    int32_t n;
+    const reader *r = readers_range(b->readers, name, &n);
+    for (int32_t k = 0; k < n; k++) {
+        if (r[k].node < 0) return true;
+        if (r[k].node <= b->index) continue;
         bool in_chain = false;
-        for (int32_t k = 0; k < c->n; k++) in_chain |= c->node[k] == i;
-        if (in_chain) continue;
-        seam_node_view st;
-        const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
-        for (int32_t k = 0; k < m->n_inputs; k++)
-            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) return true;
+        for (int32_t q = 0; q < c->n; q++) in_chain |= c->node[q] == r[k].node;
+        if (!in_chain) return true;
     }
     return false;
 }
@@ -287,25 +330,6 @@ void dx_take_chain(const chain *c, bool *fused) {
     for (int32_t k = 0; k < c->n; k++) fused[c->node[k]] = true;
 }
 
-/* The readers of value `name` in the subgraph (at most max), or -1 when
- * it leaves the subgraph or has more readers. */
-static int32_t readers_of(const seam_subgraph_view *sg, const char *name, int32_t *out, int32_t max) {
-    for (int32_t k = 0; k < sg->n_outputs; k++)
-        if (!strcmp(sg->outputs[k].name, name)) return -1;
-    int32_t cnt = 0;
-    for (int32_t i = 0; i < sg->n_nodes; i++) {
-        seam_node_view st;
-        const seam_node_view *m = seam_subgraph_node(sg, i, &st);
-        for (int32_t k = 0; k < m->n_inputs; k++)
-            if (m->inputs[k].name && !strcmp(m->inputs[k].name, name)) {
-                if (cnt == max) return -1;
-                out[cnt++] = i;
-                break;
-            }
-    }
-    return cnt;
-}
-
 /* Node i of the subgraph if it is op `op` reading `name` (as input `pos`,
  * or either when pos < 0), with the output name copied to out_name. */
 static bool node_is(const seam_subgraph_view *sg, int32_t i, const char *op, const char *name, int32_t pos,
@@ -362,18 +386,18 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     float pw, eps;
     nodes[cnt++] = b->index;
     /* mean -> Sub(x, mean) */
-    if (readers_of(sg, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x)) return false;
+    if (dx_readers(b, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x)) return false;
     nodes[cnt++] = rd[0];
     /* d -> Pow(d, 2) and Div(d, ...) */
     int32_t dr[2];
-    if (readers_of(sg, d, dr, 2) != 2) return false;
+    if (dx_readers(b, d, dr, 2) != 2) return false;
     int32_t ipow = node_is(sg, dr[0], "Pow", d, 0, &sq, &other) ? 0 : node_is(sg, dr[1], "Pow", d, 0, &sq, &other) ? 1 : -1;
     if (ipow < 0 || !scalar_const(b, other, &pw) || pw != 2.0f) return false;
     int32_t idiv = dr[1 - ipow];
     nodes[cnt++] = dr[ipow];
     /* Pow -> ReduceMean (same axes) -> Add(eps) -> Sqrt -> the Div */
     int32_t k1;
-    if (readers_of(sg, sq, &k1, 1) != 1 || !node_is(sg, k1, "ReduceMean", sq, 0, &var, &other)) return false;
+    if (dx_readers(b, sq, &k1, 1) != 1 || !node_is(sg, k1, "ReduceMean", sq, 0, &var, &other)) return false;
     {
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(sg, k1, &st);
@@ -384,18 +408,18 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
         if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1)) return false;
     }
     nodes[cnt++] = k1;
-    if (readers_of(sg, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps)) return false;
+    if (dx_readers(b, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps)) return false;
     nodes[cnt++] = k1;
-    if (readers_of(sg, ve, &k1, 1) != 1 || !node_is(sg, k1, "Sqrt", ve, 0, &sd, &other)) return false;
+    if (dx_readers(b, ve, &k1, 1) != 1 || !node_is(sg, k1, "Sqrt", ve, 0, &sd, &other)) return false;
     nodes[cnt++] = k1;
-    if (readers_of(sg, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d)) return false;
+    if (dx_readers(b, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d)) return false;
     nodes[cnt++] = k1;
     /* optional scale and shift */
     const char *scale = NULL, *shift = NULL, *end = y, *o;
     int64_t ch = b->p->slots[sin].dims[r - 1];
-    if (readers_of(sg, y, &k1, 1) == 1 && node_is(sg, k1, "Mul", y, -1, &o, &other) && vector_of(b, other, ch)) {
+    if (dx_readers(b, y, &k1, 1) == 1 && node_is(sg, k1, "Mul", y, -1, &o, &other) && vector_of(b, other, ch)) {
         scale = other, end = o, nodes[cnt++] = k1;
-        if (readers_of(sg, end, &k1, 1) == 1 && node_is(sg, k1, "Add", end, -1, &o, &other) && vector_of(b, other, ch))
+        if (dx_readers(b, end, &k1, 1) == 1 && node_is(sg, k1, "Add", end, -1, &o, &other) && vector_of(b, other, ch))
             shift = other, end = o, nodes[cnt++] = k1;
     }
     /* the output's value info, from the last node */
@@ -430,7 +454,7 @@ bool dx_defer_scale(builder *b, int32_t sin) {
     if (!scalar_const(b, n->inputs[1].name, &c) || c == 0.0f || !isfinite(c)) return false;
     float f = is_op(n, "Div") ? 1.0f / c : c;
     const char *out = n->outputs[0].name;
-    int32_t rank = n->outputs[0].rank, r = dx_sole_reader(b->sg, out); /* (n is stale after this) */
+    int32_t rank = n->outputs[0].rank, r = dx_sole_reader(b, out); /* (n is stale after this) */
     seam_node_view st;
     const seam_node_view *m = r >= 0 ? seam_subgraph_node(b->sg, r, &st) : NULL;
     bool ok = m && is_op(m, "MatMul") && m->n_inputs == 2 && m->outputs[0].rank == rank &&
@@ -461,18 +485,18 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
     const char *x = n->inputs[0].name, *dv = n->outputs[0].name, *e, *o, *h, *y, *other;
     int32_t nodes[5], cnt = 0, k;
     nodes[cnt++] = b->index;
-    if (readers_of(sg, dv, &k, 1) != 1 || !node_is(sg, k, "Erf", dv, 0, &e, &other)) return false;
+    if (dx_readers(b, dv, &k, 1) != 1 || !node_is(sg, k, "Erf", dv, 0, &e, &other)) return false;
     nodes[cnt++] = k;
     float one, half;
-    if (readers_of(sg, e, &k, 1) != 1 || !node_is(sg, k, "Add", e, -1, &o, &other) || !scalar_const(b, other, &one) || one != 1.0f)
+    if (dx_readers(b, e, &k, 1) != 1 || !node_is(sg, k, "Add", e, -1, &o, &other) || !scalar_const(b, other, &one) || one != 1.0f)
         return false;
     nodes[cnt++] = k;
     /* (1 + erf) * x * 0.5 in either order */
-    if (readers_of(sg, o, &k, 1) != 1 || !node_is(sg, k, "Mul", o, -1, &h, &other)) return false;
+    if (dx_readers(b, o, &k, 1) != 1 || !node_is(sg, k, "Mul", o, -1, &h, &other)) return false;
     nodes[cnt++] = k;
     bool have_x = other && !strcmp(other, x), have_half = scalar_const(b, other, &half) && half == 0.5f;
     if (!have_x && !have_half) return false;
-    if (readers_of(sg, h, &k, 1) != 1 || !node_is(sg, k, "Mul", h, -1, &y, &other)) return false;
+    if (dx_readers(b, h, &k, 1) != 1 || !node_is(sg, k, "Mul", h, -1, &y, &other)) return false;
     if (have_x ? !(scalar_const(b, other, &half) && half == 0.5f) : !(other && !strcmp(other, x))) return false;
     nodes[cnt++] = k;
     seam_node_view st;
