@@ -364,17 +364,22 @@ if os.path.exists(tr):
             if e > TOL or rel_err(old, want) < 1e-3:
                 failures.append(f"transformer with replaced shared weights: error {e:.3g} (old vs new {rel_err(old, want):.3g})")
 
+def saved_dnnl_subgraph(name, body, dtype, in_shape, out_shape):
+    """A hand-made partitioned file: one ai.seam Subgraph node, target dnnl."""
+    sub = helper.make_node("Subgraph", ["x"], ["y"], domain="ai.seam", name=name, body=body, target="dnnl")
+    g = helper.make_graph([sub], "g", [helper.make_tensor_value_info("x", dtype, in_shape)],
+                          [helper.make_tensor_value_info("y", dtype, out_shape)])
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.seam", 1)]), path)
+    return path
+
+
 # a hand-made file that names dnnl for an int64 Relu: refused at session
 # creation, naming the node (supports() is not asked for saved files)
 body = helper.make_graph([helper.make_node("Relu", ["a"], ["b"], name="int_relu")], "body",
                          [helper.make_tensor_value_info("a", TensorProto.INT64, [4])],
                          [helper.make_tensor_value_info("b", TensorProto.INT64, [4])])
-sub = helper.make_node("Subgraph", ["x"], ["y"], domain="ai.seam", name="bad_dnnl", body=body, target="dnnl")
-g = helper.make_graph([sub], "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [4])],
-                      [helper.make_tensor_value_info("y", TensorProto.INT64, [4])])
-bad = os.path.join(work, "bad_dnnl.onnx")
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.seam", 1)]), bad)
-r = run("run", bad)
+r = run("run", saved_dnnl_subgraph("bad_dnnl", body, TensorProto.INT64, [4], [4]))
 if r.returncode != 1 or "bad_dnnl" not in r.stderr or "int_relu" not in r.stderr:
     failures.append(f"a dnnl subgraph with int64 data: exit {r.returncode}, {r.stderr.strip()!r}")
 
@@ -385,12 +390,7 @@ body = helper.make_graph([helper.make_node("Relu", ["a"], ["r"], name="r0"),
                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4])],
                          [helper.make_tensor_value_info("b", TensorProto.FLOAT, [8])],
                          [numpy_helper.from_array(np.array([8], dtype=np.int64), "shp")])
-sub = helper.make_node("Subgraph", ["x"], ["y"], domain="ai.seam", name="bad_view", body=body, target="dnnl")
-g = helper.make_graph([sub], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])])
-bad = os.path.join(work, "bad_view.onnx")
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.seam", 1)]), bad)
-r = run("run", bad)
+r = run("run", saved_dnnl_subgraph("bad_view", body, TensorProto.FLOAT, [4], [8]))
 if r.returncode != 1 or "bad_reshape" not in r.stderr:
     failures.append(f"a dnnl body reshaping 4 values into 8: exit {r.returncode}, {r.stderr.strip()!r}")
 
