@@ -45,7 +45,7 @@
 
 dx_context dx_ctx; /* one CPU engine for the process */
 
-static int64_t seam_value_numel(const seam_value_info *v) {
+static int64_t value_numel(const seam_value_info *v) {
     int64_t n = 1;
     for (int32_t d = 0; d < v->rank; d++) n *= v->dims[d];
     return v->rank < 0 ? -1 : n;
@@ -160,7 +160,7 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
         return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
     if (is_op(n, "Clip") && (!const_input(n, 1) || !const_input(n, 2)))
         return refuse(why, wn, "Clip with computed bounds is not supported (oneDNN needs them at compile time)");
-    if (is_op(n, "Pow") && (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || !const_input(n, 1) || seam_value_numel(&n->inputs[1]) != 1))
+    if (is_op(n, "Pow") && (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || !const_input(n, 1) || value_numel(&n->inputs[1]) != 1))
         return refuse(why, wn, "Pow with an exponent that is not one constant float32 is not supported");
     if ((is_op(n, "Slice") || IN_LIST(n, reduce_ops)) && n->opset >= 10)
         for (int32_t k = 1; k < n->n_inputs; k++)

@@ -132,10 +132,7 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         if (!ok) return 0;
         kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
     } else {
-        static const dnnl_alg_kind_t algs[] = {dnnl_binary_add, dnnl_binary_sub, dnnl_binary_mul, dnnl_binary_div, dnnl_binary_max, dnnl_binary_min};
-        dnnl_alg_kind_t alg = dnnl_binary_add;
-        for (size_t k = 0; k < 6; k++)
-            if (is_op(n, binary_ops[k])) alg = algs[k];
+        dnnl_alg_kind_t alg = dx_binary_alg(n);
         int32_t s1 = dx_input_slot(b, &n->inputs[1]);
         if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
         for (int32_t d = 0; d < p->slots[sin].rank; d++)
