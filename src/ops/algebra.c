@@ -6,7 +6,7 @@
 
 static void infer_einsum(seam_infer *ic) {
     int32_t dt = infer_in_dtype(ic, 0), n = infer_n_inputs(ic), ranks[EINSUM_MAX_IN];
-    const char *eq = infer_attr_string(ic, "equation", NULL);
+    const char *eq = node_attr_string(ic->n, "equation", NULL);
     bool known = eq && n <= EINSUM_MAX_IN;
     for (int32_t i = 0; known && i < n; i++) known = (ranks[i] = infer_in_rank(ic, i)) >= 0;
     einsum_spec s;

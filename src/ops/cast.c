@@ -7,7 +7,7 @@
 #include "ops/infer.h"
 
 static void infer_cast(seam_infer *ic) {
-    int32_t to = (int32_t)infer_attr_int(ic, "to", 0);
+    int32_t to = (int32_t)node_attr_int(ic->n, "to", 0);
     const ir_type *t = infer_in(ic, 0);
     if (!ir_dtype_valid(to)) return;
     infer_set_tensor(ic, 0, to, t && t->kind == IR_TYPE_TENSOR ? t->rank : -1, t ? t->dims : NULL);
@@ -38,7 +38,7 @@ static void infer_shape(seam_infer *ic) {
         infer_set_tensor_i64(ic, 0, SEAM_DTYPE_INT64, 1, (int64_t[]){-1});
         return;
     }
-    int64_t start = infer_attr_int(ic, "start", 0), end = infer_attr_int(ic, "end", rank);
+    int64_t start = node_attr_int(ic->n, "start", 0), end = node_attr_int(ic->n, "end", rank);
     if (start < 0) start += rank;
     if (end < 0) end += rank;
     if (start < 0) start = 0;
@@ -67,7 +67,7 @@ static void infer_size(seam_infer *ic) {
 }
 
 static void infer_constant_of_shape(seam_infer *ic) {
-    const ir_attr *v = infer_attr(ic, "value");
+    const ir_attr *v = node_attr(ic->n, "value");
     int32_t dtype = v && v->kind == IR_ATTR_TENSOR && v->t ? v->t->dtype : SEAM_DTYPE_FLOAT32;
     int64_t dims[INFER_MAX_RANK];
     int32_t rank = infer_in_ints(ic, 0, dims, INFER_MAX_RANK);
@@ -132,15 +132,15 @@ static void infer_constant(seam_infer *ic) {
  * shape, the `dtype` attribute or else the input's dtype. */
 static void infer_like(seam_infer *ic) {
     const ir_type *t = infer_in(ic, 0);
-    int32_t dt = (int32_t)infer_attr_int(ic, "dtype", infer_in_dtype(ic, 0));
+    int32_t dt = (int32_t)node_attr_int(ic->n, "dtype", infer_in_dtype(ic, 0));
     infer_set_tensor(ic, 0, dt, t && t->kind == IR_TYPE_TENSOR ? t->rank : -1, t ? t->dims : NULL);
 }
 
 /* RandomNormal, RandomUniform: `shape` and `dtype` attributes. */
 static void infer_random(seam_infer *ic) {
     const int64_t *shape;
-    int32_t n = infer_attr_ints(ic, "shape", &shape);
-    int32_t dt = (int32_t)infer_attr_int(ic, "dtype", SEAM_DTYPE_FLOAT32);
+    int32_t n = node_attr_ints(ic->n, "shape", &shape);
+    int32_t dt = (int32_t)node_attr_int(ic->n, "dtype", SEAM_DTYPE_FLOAT32);
     if (n >= 0 && n <= INFER_MAX_RANK) infer_set_tensor_i64(ic, 0, dt, n, shape);
     else infer_set_dtype(ic, 0, dt);
 }

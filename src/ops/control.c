@@ -6,7 +6,7 @@
 #include "ops/infer.h"
 
 static ir_graph *body_attr(const seam_infer *ic, const char *name) {
-    const ir_attr *a = infer_attr(ic, name);
+    const ir_attr *a = node_attr(ic->n, name);
     return a && a->kind == IR_ATTR_GRAPH ? a->g : NULL;
 }
 
@@ -120,12 +120,12 @@ static void infer_loop(seam_infer *ic) {
 static void infer_scan(seam_infer *ic) {
     ir_graph *b = body_attr(ic, "body");
     if (!b || ic->n->opset < 9) return;
-    int32_t m = (int32_t)infer_attr_int(ic, "num_scan_inputs", 0);
+    int32_t m = (int32_t)node_attr_int(ic->n, "num_scan_inputs", 0);
     int32_t n_in = infer_n_inputs(ic), n_states = n_in - m;
     if (m < 0 || n_states < 0) return;
     const int64_t *in_axes = NULL, *out_axes = NULL;
-    int32_t n_in_axes = infer_attr_ints(ic, "scan_input_axes", &in_axes);
-    int32_t n_out_axes = infer_attr_ints(ic, "scan_output_axes", &out_axes);
+    int32_t n_in_axes = node_attr_ints(ic->n, "scan_input_axes", &in_axes);
+    int32_t n_out_axes = node_attr_ints(ic->n, "scan_output_axes", &out_axes);
     ir_dim seq = IR_DIM_UNKNOWN;
     for (int32_t k = 0; k < n_states; k++) set_body_input_type(ic, b, k, infer_in(ic, k));
     for (int32_t j = 0; j < m; j++) {

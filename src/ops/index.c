@@ -20,11 +20,11 @@ static void infer_topk(seam_infer *ic) {
         infer_set_dtype(ic, 1, SEAM_DTYPE_INT64);
         return;
     }
-    int32_t axis = infer_axis(infer_attr_int(ic, "axis", -1), x->rank);
+    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", -1), x->rank);
     if (axis < 0) return;
     int64_t k = -1;
     if (ic->n->opset < 10) {
-        k = infer_attr_int(ic, "k", -1);
+        k = node_attr_int(ic->n, "k", -1);
     } else {
         int64_t kv[1];
         if (infer_in_ints(ic, 1, kv, 1) == 1) k = kv[0];
@@ -89,7 +89,7 @@ static void infer_onehot(seam_infer *ic) {
         return;
     }
     int32_t r = x->rank + 1;
-    int32_t axis = infer_axis(infer_attr_int(ic, "axis", -1), r);
+    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", -1), r);
     if (axis < 0) return;
     int64_t depth = -1;
     const ir_tensor *d = infer_in_const(ic, 1);
@@ -155,7 +155,7 @@ static void infer_range(seam_infer *ic) {
 static void infer_unique(seam_infer *ic) {
     int32_t dt = infer_in_dtype(ic, 0);
     const ir_type *x = ranked(ic, 0);
-    const ir_attr *ax = infer_attr(ic, "axis");
+    const ir_attr *ax = node_attr(ic->n, "axis");
     int64_t unk = -1;
     if (!ax) {
         infer_set_tensor_i64(ic, 0, dt, 1, &unk);

@@ -54,34 +54,6 @@ int32_t infer_in_ints(const seam_infer *ic, int32_t i, int64_t *out, int32_t max
     return (int32_t)t->numel;
 }
 
-const ir_attr *infer_attr(const seam_infer *ic, const char *name) {
-    return ir_node_attr(ic->n, name);
-}
-
-int64_t infer_attr_int(const seam_infer *ic, const char *name, int64_t def) {
-    const ir_attr *a = infer_attr(ic, name);
-    return a && a->kind == IR_ATTR_INT ? a->i : def;
-}
-
-float infer_attr_float(const seam_infer *ic, const char *name, float def) {
-    const ir_attr *a = infer_attr(ic, name);
-    return a && a->kind == IR_ATTR_FLOAT ? a->f : def;
-}
-
-const char *infer_attr_string(const seam_infer *ic, const char *name, const char *def) {
-    const ir_attr *a = infer_attr(ic, name);
-    if (!a || a->kind != IR_ATTR_STRING) return def;
-    char *s = seam_arena_strndup(ic->arena, (const char *)a->s.data, a->s.len);
-    return s ? s : def;
-}
-
-int32_t infer_attr_ints(const seam_infer *ic, const char *name, const int64_t **out) {
-    const ir_attr *a = infer_attr(ic, name);
-    if (!a || a->kind != IR_ATTR_INTS) return -1;
-    *out = a->ints;
-    return a->n;
-}
-
 static ir_type *out_type(seam_infer *ic, int32_t i) {
     if (!infer_has_output(ic, i)) return NULL;
     return &ic->g->values[ic->n->outputs[i]].type;
@@ -227,7 +199,7 @@ void infer_subgraph(seam_infer *ic, ir_graph *body) {
     if (body) infer_graph(ic->model, body);
 }
 
-static int64_t opset_of(const struct seam_model *m, const char *domain) {
+int64_t seam_op_opset(const struct seam_model *m, const char *domain) {
     if (strcmp(domain, "ai.onnx") == 0) domain = "";
     for (int32_t k = 0; k < m->n_opsets; k++) {
         const char *d = m->opsets[k].domain;
@@ -258,7 +230,7 @@ static void infer_graph(struct seam_model *m, ir_graph *g) {
     for (int32_t t = 0; t < g->n_nodes; t++) {
         int32_t idx = g->topo[t];
         ir_node *n = &g->nodes[idx];
-        n->opset = (int32_t)opset_of(m, n->domain);
+        n->opset = (int32_t)seam_op_opset(m, n->domain);
         if (!n->def) n->def = seam_op_find(n->domain, n->op_type, n->opset);
         if (!n->def || !n->def->infer) continue;
         seam_infer ic = {m, g, n, idx, &m->arena};

@@ -11,6 +11,7 @@
 #ifndef SEAM_INFER_H
 #define SEAM_INFER_H
 
+#include "ops/attr.h"
 #include "ops/ops.h"
 
 struct seam_infer {
@@ -34,14 +35,7 @@ const ir_tensor *infer_in_const(const seam_infer *ic, int32_t i);
  * Returns the element count, or -1 if not constant, not integer or too big. */
 int32_t infer_in_ints(const seam_infer *ic, int32_t i, int64_t *out, int32_t max);
 
-/* ---- attributes ---- */
-int64_t infer_attr_int(const seam_infer *ic, const char *name, int64_t def);
-float infer_attr_float(const seam_infer *ic, const char *name, float def);
-/* A string attribute as a NUL-terminated arena copy, or def. */
-const char *infer_attr_string(const seam_infer *ic, const char *name, const char *def);
-/* An INTS attribute: returns the count and sets *out, or -1 if absent. */
-int32_t infer_attr_ints(const seam_infer *ic, const char *name, const int64_t **out);
-const ir_attr *infer_attr(const seam_infer *ic, const char *name);
+/* Attributes: node_attr_* (ops/attr.h) on ic->n. */
 
 /* ---- outputs ---- */
 int32_t infer_n_outputs(const seam_infer *ic);

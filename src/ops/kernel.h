@@ -20,30 +20,12 @@
 #ifndef SEAM_KERNEL_H
 #define SEAM_KERNEL_H
 
+#include "ops/activation.h"
+#include "ops/attr.h"
 #include "ops/ops.h"
 #include "runtime/tensor.h"
 
 typedef struct seam_pool seam_pool;
-
-/* An activation the executor moved into the node that produces its input
- * (see "fusion" in runtime/exec.c), applied to output 0 as the kernel
- * writes it, while the data is still in cache:
- *     y = post(y)
- * Only kernels whose check() sets seam_check.post_ops get one, and only
- * on float32 outputs. */
-typedef enum seam_post_kind {
-    SEAM_POST_NONE,
-    SEAM_POST_RELU,         /* y < 0 ? 0 : y (NaN stays NaN) */
-    SEAM_POST_CLIP,         /* min(max(y, lo), hi), as Clip */
-    SEAM_POST_LEAKY_RELU,   /* y >= 0 ? y : alpha * y */
-    SEAM_POST_HARD_SIGMOID, /* max(0, min(1, alpha * y + beta)) */
-    SEAM_POST_HARD_SWISH,   /* y * max(0, min(1, y / 6 + 0.5)) */
-} seam_post_kind;
-
-typedef struct seam_post_op {
-    seam_post_kind kind;
-    float alpha, beta, lo, hi;
-} seam_post_op;
 
 struct seam_kernel {
     const ir_graph *g;
@@ -56,7 +38,12 @@ struct seam_kernel {
     /* A kernel that moves data between memories (a device subgraph) sets
      * these for the run; the profile reports them. */
     int64_t bytes_in, bytes_out;
-    seam_post_op post;    /* fused activation for output 0; kind NONE if none */
+    /* An activation the executor moved into this node (see "fusion" in
+     * runtime/exec.c), applied to output 0 as the kernel writes it, while
+     * the data is still in cache: y = post(y). Only kernels whose check()
+     * sets seam_check.post_ops get one (act_is_post_op kinds), and only on
+     * float32 outputs; kind ACT_NONE if none. */
+    act_params post;
 };
 
 /* Input i, or NULL when the optional input is absent. */
@@ -95,11 +82,6 @@ struct seam_check {
     bool post_ops;
 };
 
-/* The attribute helpers of infer.h work on a seam_infer; these work on a
- * node directly, for checks and kernels. */
-int64_t node_attr_int(const ir_node *n, const char *name, int64_t def);
-float node_attr_float(const ir_node *n, const char *name, float def);
-int32_t node_attr_ints(const ir_node *n, const char *name, const int64_t **out);
 /* The input's inferred dtype, or SEAM_DTYPE_UNDEFINED. */
 int32_t check_in_dtype(const seam_check *c, int32_t i);
 

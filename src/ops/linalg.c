@@ -1,6 +1,7 @@
 /* Op family: MatMul, Gemm, Conv, ConvTranspose (Einsum is in algebra.c). The
  * quantized forms reuse these shapes (quant.c). */
-#include "ops/conv_shape.h"
+#include "ops/conv_geom.h"
+#include "ops/infer.h"
 #include "ops/linalg_shape.h"
 
 static void infer_matmul(seam_infer *ic) { matmul_shape(ic, infer_in_dtype(ic, 0), 0, 1); }
@@ -8,7 +9,7 @@ static void infer_matmul(seam_infer *ic) { matmul_shape(ic, infer_in_dtype(ic, 0
 static void infer_gemm(seam_infer *ic) {
     const ir_type *a = infer_in(ic, 0), *b = infer_in(ic, 1);
     int32_t dt = infer_in_dtype(ic, 0);
-    bool ta = infer_attr_int(ic, "transA", 0) != 0, tb = infer_attr_int(ic, "transB", 0) != 0;
+    bool ta = node_attr_int(ic->n, "transA", 0) != 0, tb = node_attr_int(ic->n, "transB", 0) != 0;
     ir_dim out[2] = {IR_DIM_UNKNOWN, IR_DIM_UNKNOWN};
     if (a && a->kind == IR_TYPE_TENSOR && a->rank == 2) out[0] = a->dims[ta ? 1 : 0];
     if (b && b->kind == IR_TYPE_TENSOR && b->rank == 2) out[1] = b->dims[tb ? 0 : 1];
@@ -25,17 +26,17 @@ static void infer_conv_transpose(seam_infer *ic) {
         return;
     }
     int32_t n_sp = x->rank - 2;
-    int64_t group = infer_attr_int(ic, "group", 1);
+    int64_t group = node_attr_int(ic->n, "group", 1);
     ir_dim out[INFER_MAX_RANK];
     out[0] = x->dims[0];
     out[1] = w && w->kind == IR_TYPE_TENSOR && w->rank == x->rank && w->dims[1].v >= 0 && group > 0
                  ? (ir_dim){w->dims[1].v * group, NULL}
                  : IR_DIM_UNKNOWN;
     const int64_t *os, *kernel = NULL, *strides = NULL, *pads = NULL, *dil = NULL, *opad = NULL;
-    int32_t nos = infer_attr_ints(ic, "output_shape", &os);
-    int32_t nk = infer_attr_ints(ic, "kernel_shape", &kernel), ns = infer_attr_ints(ic, "strides", &strides);
-    int32_t np = infer_attr_ints(ic, "pads", &pads), nd = infer_attr_ints(ic, "dilations", &dil);
-    int32_t no = infer_attr_ints(ic, "output_padding", &opad);
+    int32_t nos = node_attr_ints(ic->n, "output_shape", &os);
+    int32_t nk = node_attr_ints(ic->n, "kernel_shape", &kernel), ns = node_attr_ints(ic->n, "strides", &strides);
+    int32_t np = node_attr_ints(ic->n, "pads", &pads), nd = node_attr_ints(ic->n, "dilations", &dil);
+    int32_t no = node_attr_ints(ic->n, "output_padding", &opad);
     for (int32_t k = 0; k < n_sp; k++) {
         out[2 + k] = IR_DIM_UNKNOWN;
         if (nos == n_sp) {
@@ -46,7 +47,7 @@ static void infer_conv_transpose(seam_infer *ic) {
         int64_t kern = nk == n_sp ? kernel[k] : (w && w->kind == IR_TYPE_TENSOR && w->rank == x->rank ? w->dims[2 + k].v : -1);
         int64_t s = ns == n_sp ? strides[k] : 1, d = nd == n_sp ? dil[k] : 1, op = no == n_sp ? opad[k] : 0;
         if (in < 0 || kern < 0) continue;
-        const char *ap = infer_attr_string(ic, "auto_pad", "NOTSET");
+        const char *ap = node_attr_string(ic->n, "auto_pad", "NOTSET");
         if (ap[0] == 'S') { /* SAME_*: out = in * stride */
             out[2 + k] = (ir_dim){in * s, NULL};
             continue;

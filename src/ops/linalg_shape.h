@@ -2,7 +2,10 @@
 #ifndef SEAM_LINALG_SHAPE_H
 #define SEAM_LINALG_SHAPE_H
 
-#include "ops/conv_shape.h"
+#include <string.h>
+
+#include "ops/conv_geom.h"
+#include "ops/infer.h"
 
 /* numpy matmul of inputs ia and ib into output 0 with dtype. */
 static inline void matmul_shape(seam_infer *ic, int32_t dtype, int32_t ia, int32_t ib) {
@@ -53,13 +56,13 @@ static inline void conv_shape(seam_infer *ic, int32_t dtype, int32_t ix, int32_t
     out[1] = wk ? w->dims[0] : IR_DIM_UNKNOWN;
     int64_t kernel[INFER_MAX_RANK];
     const int64_t *ks;
-    int32_t nk = infer_attr_ints(ic, "kernel_shape", &ks);
+    int32_t nk = node_attr_ints(ic->n, "kernel_shape", &ks);
     bool known = true;
     for (int32_t k = 0; k < n_sp; k++) {
         kernel[k] = nk == n_sp ? ks[k] : wk ? w->dims[2 + k].v : -1;
         known &= kernel[k] > 0;
     }
-    if (!known || !conv_spatial(ic, x, kernel, n_sp, false, out + 2))
+    if (!known || !conv_geom_infer(ic->n, x, kernel, n_sp, false, out + 2))
         for (int32_t k = 0; k < n_sp; k++) out[2 + k] = IR_DIM_UNKNOWN;
     infer_set_tensor(ic, 0, dtype, x->rank, out);
 }

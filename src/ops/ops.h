@@ -100,4 +100,8 @@ SEAM_CPU_FAMILY(training)
  * seam does not know the op. Domain "ai.onnx" is the same as "". */
 const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t opset);
 
+/* The version of `domain` the model imports ("" and "ai.onnx" are one
+ * domain); -1 if it does not import it. */
+int64_t seam_op_opset(const struct seam_model *m, const char *domain);
+
 #endif

@@ -1,5 +1,6 @@
 /* Op family: pooling. */
-#include "ops/conv_shape.h"
+#include "ops/conv_geom.h"
+#include "ops/infer.h"
 
 static void infer_pool(seam_infer *ic) {
     const ir_type *x = infer_in(ic, 0);
@@ -9,11 +10,11 @@ static void infer_pool(seam_infer *ic) {
         return;
     }
     const int64_t *kernel;
-    int32_t nk = infer_attr_ints(ic, "kernel_shape", &kernel);
+    int32_t nk = node_attr_ints(ic->n, "kernel_shape", &kernel);
     ir_dim out[INFER_MAX_RANK];
     out[0] = x->dims[0];
     out[1] = x->dims[1];
-    if (nk != x->rank - 2 || !conv_spatial(ic, x, kernel, nk, infer_attr_int(ic, "ceil_mode", 0) != 0, out + 2)) {
+    if (nk != x->rank - 2 || !conv_geom_infer(ic->n, x, kernel, nk, node_attr_int(ic->n, "ceil_mode", 0) != 0, out + 2)) {
         for (int32_t k = 2; k < x->rank; k++) out[k] = IR_DIM_UNKNOWN;
     }
     infer_set_tensor(ic, 0, dt, x->rank, out);
@@ -52,8 +53,8 @@ static void infer_max_unpool(seam_infer *ic) {
         return;
     }
     const int64_t *kernel, *strides = NULL, *pads = NULL;
-    int32_t nk = infer_attr_ints(ic, "kernel_shape", &kernel);
-    int32_t ns = infer_attr_ints(ic, "strides", &strides), np = infer_attr_ints(ic, "pads", &pads);
+    int32_t nk = node_attr_ints(ic->n, "kernel_shape", &kernel);
+    int32_t ns = node_attr_ints(ic->n, "strides", &strides), np = node_attr_ints(ic->n, "pads", &pads);
     if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 3 || nk != x->rank - 2) {
         infer_set_dtype(ic, 0, dt);
         return;

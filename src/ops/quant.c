@@ -6,7 +6,7 @@ static void infer_quantize(seam_infer *ic) {
     const ir_type *x = infer_in(ic, 0);
     /* the zero point's type; without one, opset 21's output_dtype, else uint8 */
     int32_t dt = infer_has_input(ic, 2) ? infer_in_dtype(ic, 2)
-                                        : (int32_t)infer_attr_int(ic, "output_dtype", SEAM_DTYPE_UINT8);
+                                        : (int32_t)node_attr_int(ic->n, "output_dtype", SEAM_DTYPE_UINT8);
     if (dt == SEAM_DTYPE_UNDEFINED) dt = SEAM_DTYPE_UINT8;
     infer_set_tensor(ic, 0, dt, x && x->kind == IR_TYPE_TENSOR ? x->rank : -1, x ? x->dims : NULL);
 }

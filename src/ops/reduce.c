@@ -9,7 +9,7 @@ static void reduce_shape(seam_infer *ic, int32_t dtype, bool axes_from_input) {
         infer_set_dtype(ic, 0, dtype);
         return;
     }
-    bool keep = infer_attr_int(ic, "keepdims", 1) != 0;
+    bool keep = node_attr_int(ic->n, "keepdims", 1) != 0;
     int64_t axes[INFER_MAX_RANK];
     int32_t na;
     if (axes_from_input) {
@@ -24,13 +24,13 @@ static void reduce_shape(seam_infer *ic, int32_t dtype, bool axes_from_input) {
             }
             return;
         }
-        if (na == 0 && infer_attr_int(ic, "noop_with_empty_axes", 0)) {
+        if (na == 0 && node_attr_int(ic->n, "noop_with_empty_axes", 0)) {
             infer_set_tensor(ic, 0, dtype, x->rank, x->dims);
             return;
         }
     } else {
         const int64_t *a;
-        na = infer_attr_ints(ic, "axes", &a);
+        na = node_attr_ints(ic->n, "axes", &a);
         if (na > INFER_MAX_RANK) return;
         if (na < 0) na = 0;
         if (na > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
@@ -67,9 +67,9 @@ static void infer_arg(seam_infer *ic) {
         infer_set_dtype(ic, 0, SEAM_DTYPE_INT64);
         return;
     }
-    int32_t axis = infer_axis(infer_attr_int(ic, "axis", 0), x->rank);
+    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), x->rank);
     if (axis < 0) return;
-    bool keep = infer_attr_int(ic, "keepdims", 1) != 0;
+    bool keep = node_attr_int(ic->n, "keepdims", 1) != 0;
     ir_dim out[INFER_MAX_RANK];
     int32_t r = 0;
     for (int32_t k = 0; k < x->rank; k++) {

@@ -13,11 +13,11 @@
 static void infer_recurrent(seam_infer *ic) {
     int32_t dt = infer_in_dtype(ic, 0);
     const ir_type *x = infer_in(ic, 0), *r = infer_in(ic, 2);
-    const char *dir = infer_attr_string(ic, "direction", "forward");
+    const char *dir = node_attr_string(ic->n, "direction", "forward");
     int64_t dirs = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
-    int64_t hidden = infer_attr_int(ic, "hidden_size", -1);
+    int64_t hidden = node_attr_int(ic->n, "hidden_size", -1);
     if (hidden < 0 && r && r->kind == IR_TYPE_TENSOR && r->rank == 3) hidden = r->dims[2].v;
-    bool batch_first = infer_attr_int(ic, "layout", 0) == 1;
+    bool batch_first = node_attr_int(ic->n, "layout", 0) == 1;
     if (!x || x->kind != IR_TYPE_TENSOR || x->rank != 3) {
         for (int32_t o = 0; o < infer_n_outputs(ic); o++) infer_set_dtype(ic, o, dt);
         return;

@@ -16,14 +16,14 @@ static void infer_dft(seam_infer *ic) {
         infer_set_dtype(ic, 0, dt);
         return;
     }
-    int64_t axis = ic->n->opset >= 20 ? (infer_has_input(ic, 2) ? scalar_int(ic, 2) : -2) : infer_attr_int(ic, "axis", 1);
+    int64_t axis = ic->n->opset >= 20 ? (infer_has_input(ic, 2) ? scalar_int(ic, 2) : -2) : node_attr_int(ic->n, "axis", 1);
     ir_dim out[INFER_MAX_RANK];
     for (int32_t d = 0; d < x->rank; d++) out[d] = x->dims[d];
     out[x->rank - 1] = (ir_dim){2, NULL};
     int32_t a = infer_axis(axis, x->rank);
     if (a >= 0 && a < x->rank - 1) {
         int64_t n = infer_has_input(ic, 1) ? scalar_int(ic, 1) : x->dims[a].v;
-        if (n >= 0 && infer_attr_int(ic, "onesided", 0)) n = n / 2 + 1;
+        if (n >= 0 && node_attr_int(ic->n, "onesided", 0)) n = n / 2 + 1;
         out[a] = n >= 0 ? (ir_dim){n, NULL} : IR_DIM_UNKNOWN;
     }
     infer_set_tensor(ic, 0, dt, x->rank, out);
@@ -41,19 +41,19 @@ static void infer_stft(seam_infer *ic) {
         int64_t l = x->dims[1].v;
         if (l >= 0 && len > 0 && step > 0 && l >= len) dims[1] = (l - len) / step + 1;
     }
-    if (len > 0) dims[2] = infer_attr_int(ic, "onesided", 1) ? len / 2 + 1 : len;
+    if (len > 0) dims[2] = node_attr_int(ic->n, "onesided", 1) ? len / 2 + 1 : len;
     infer_set_tensor_i64(ic, 0, dt, 4, dims);
 }
 
 static void infer_window(seam_infer *ic) {
     int64_t n = scalar_int(ic, 0);
-    infer_set_tensor_i64(ic, 0, (int32_t)infer_attr_int(ic, "output_datatype", SEAM_DTYPE_FLOAT32), 1, &n);
+    infer_set_tensor_i64(ic, 0, (int32_t)node_attr_int(ic->n, "output_datatype", SEAM_DTYPE_FLOAT32), 1, &n);
 }
 
 static void infer_mel(seam_infer *ic) {
     int64_t bins = scalar_int(ic, 0), dft = scalar_int(ic, 1);
     int64_t dims[2] = {dft >= 0 ? dft / 2 + 1 : -1, bins};
-    infer_set_tensor_i64(ic, 0, (int32_t)infer_attr_int(ic, "output_datatype", SEAM_DTYPE_FLOAT32), 2, dims);
+    infer_set_tensor_i64(ic, 0, (int32_t)node_attr_int(ic->n, "output_datatype", SEAM_DTYPE_FLOAT32), 2, dims);
 }
 
 const seam_op_def seam_ops_signal[] = {

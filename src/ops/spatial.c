@@ -37,8 +37,8 @@ static void infer_affine_grid(seam_infer *ic) {
 /* RoiAlign: [num_rois, C, output_height, output_width]. */
 static void infer_roi_align(seam_infer *ic) {
     const ir_type *x = infer_in(ic, 0), *r = infer_in(ic, 1);
-    ir_dim out[4] = {IR_DIM_UNKNOWN, IR_DIM_UNKNOWN, {infer_attr_int(ic, "output_height", 1), NULL},
-                     {infer_attr_int(ic, "output_width", 1), NULL}};
+    ir_dim out[4] = {IR_DIM_UNKNOWN, IR_DIM_UNKNOWN, {node_attr_int(ic->n, "output_height", 1), NULL},
+                     {node_attr_int(ic->n, "output_width", 1), NULL}};
     if (r && r->kind == IR_TYPE_TENSOR && r->rank == 2) out[0] = r->dims[0];
     if (x && x->kind == IR_TYPE_TENSOR && x->rank == 4) out[1] = x->dims[1];
     infer_set_tensor(ic, 0, infer_in_dtype(ic, 0), 4, out);

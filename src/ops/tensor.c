@@ -17,7 +17,7 @@ static const ir_type *ranked(const seam_infer *ic, int32_t i) {
 static int32_t ints_from(const seam_infer *ic, int32_t input, const char *attr, int64_t *out, int32_t max) {
     if (input >= 0 && infer_has_input(ic, input)) return infer_in_ints(ic, input, out, max);
     const int64_t *a;
-    int32_t n = attr ? infer_attr_ints(ic, attr, &a) : -1;
+    int32_t n = attr ? node_attr_ints(ic->n, attr, &a) : -1;
     if (n < 0 || n > max) return -1;
     if (n > 0) memcpy(out, a, sizeof(int64_t) * (size_t)n);
     return n;
@@ -42,7 +42,7 @@ static void infer_reshape(seam_infer *ic) {
         }
         return;
     }
-    bool allowzero = infer_attr_int(ic, "allowzero", 0) != 0;
+    bool allowzero = node_attr_int(ic->n, "allowzero", 0) != 0;
     ir_dim out[INFER_MAX_RANK];
     int32_t minus = -1;
     int64_t known_prod = 1;
@@ -96,7 +96,7 @@ static void infer_flatten(seam_infer *ic) {
         infer_set_tensor_i64(ic, 0, dt, 2, (int64_t[]){-1, -1});
         return;
     }
-    int64_t axis = infer_attr_int(ic, "axis", 1);
+    int64_t axis = node_attr_int(ic->n, "axis", 1);
     if (axis < 0) axis += x->rank;
     if (axis < 0 || axis > x->rank) return;
     int64_t a = 1, b = 1;
@@ -118,7 +118,7 @@ static void infer_transpose(seam_infer *ic) {
         return;
     }
     const int64_t *perm;
-    int32_t n = infer_attr_ints(ic, "perm", &perm);
+    int32_t n = node_attr_ints(ic->n, "perm", &perm);
     ir_dim out[INFER_MAX_RANK];
     bool used[INFER_MAX_RANK] = {false};
     for (int32_t k = 0; k < x->rank; k++) {
@@ -144,7 +144,7 @@ static void infer_concat(seam_infer *ic) {
         infer_set_dtype(ic, 0, dt);
         return;
     }
-    int32_t axis = infer_axis(infer_attr_int(ic, "axis", 0), rank);
+    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), rank);
     if (axis < 0) {
         infer_set_dtype(ic, 0, dt);
         return;
@@ -190,12 +190,12 @@ static void infer_split(seam_infer *ic) {
         for (int32_t o = 0; o < nout; o++) infer_set_dtype(ic, o, dt);
         return;
     }
-    int32_t axis = infer_axis(infer_attr_int(ic, "axis", 0), x->rank);
+    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), x->rank);
     if (axis < 0) return;
     int64_t split[MAXC];
     int32_t n = ints_from(ic, ic->n->opset >= 13 ? 1 : -1, ic->n->opset >= 13 ? NULL : "split", split, MAXC);
     int64_t len = x->dims[axis].v;
-    bool split_given = ic->n->opset >= 13 ? infer_has_input(ic, 1) : infer_attr_ints(ic, "split", &(const int64_t *){NULL}) >= 0;
+    bool split_given = ic->n->opset >= 13 ? infer_has_input(ic, 1) : node_attr_ints(ic->n, "split", &(const int64_t *){NULL}) >= 0;
     if (n < 0 && !split_given && len >= 0 && nout > 0) {
         /* equal parts; with num_outputs (opset 18) the last may be smaller */
         int64_t part = (len + nout - 1) / nout;
@@ -241,7 +241,7 @@ static void infer_slice(seam_infer *ic) {
     bool v10 = ic->n->opset >= 10;
     int32_t ns = ints_from(ic, v10 ? 1 : -1, v10 ? NULL : "starts", starts, MAXC);
     int32_t ne = ints_from(ic, v10 ? 2 : -1, v10 ? NULL : "ends", ends, MAXC);
-    int32_t na = (v10 ? infer_has_input(ic, 3) : infer_attr(ic, "axes") != NULL) ? ints_from(ic, v10 ? 3 : -1, v10 ? NULL : "axes", axes, MAXC) : -2;
+    int32_t na = (v10 ? infer_has_input(ic, 3) : node_attr(ic->n, "axes") != NULL) ? ints_from(ic, v10 ? 3 : -1, v10 ? NULL : "axes", axes, MAXC) : -2;
     int32_t nst = v10 && infer_has_input(ic, 4) ? infer_in_ints(ic, 4, steps, MAXC) : -2;
     ir_dim out[INFER_MAX_RANK];
     if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
@@ -295,7 +295,7 @@ static void infer_gather(seam_infer *ic) {
         infer_set_dtype(ic, 0, dt);
         return;
     }
-    int32_t axis = infer_axis(infer_attr_int(ic, "axis", 0), x->rank);
+    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), x->rank);
     if (axis < 0) return;
     ir_dim out[INFER_MAX_RANK];
     int32_t r = 0;
@@ -326,7 +326,7 @@ static void infer_gather_elements(seam_infer *ic) {
 static void infer_gather_nd(seam_infer *ic) {
     const ir_type *x = ranked(ic, 0), *idx = ranked(ic, 1);
     int32_t dt = infer_in_dtype(ic, 0);
-    int64_t b = infer_attr_int(ic, "batch_dims", 0);
+    int64_t b = node_attr_int(ic->n, "batch_dims", 0);
     if (!x || !idx || idx->rank < 1 || idx->dims[idx->rank - 1].v < 0 || b < 0) {
         infer_set_dtype(ic, 0, dt);
         return;
@@ -422,7 +422,7 @@ static void infer_resize(seam_infer *ic) {
     bool v11 = ic->n->opset >= 11 && strcmp(ic->n->op_type, "Resize") == 0;
     int32_t ns = v11 && infer_has_input(ic, 3) ? infer_in_ints(ic, 3, sizes, INFER_MAX_RANK) : -1;
     const ir_tensor *sc = infer_in_const(ic, v11 ? 2 : 1);
-    const ir_attr *sa = infer_attr(ic, "scales"); /* Upsample opset 7-8 */
+    const ir_attr *sa = node_attr(ic->n, "scales"); /* Upsample opset 7-8 */
     if (ns == x->rank) {
         for (int32_t k = 0; k < x->rank; k++) out[k] = (ir_dim){sizes[k], NULL};
     } else if (sc && sc->dtype == SEAM_DTYPE_FLOAT32 && sc->numel == x->rank) {
@@ -442,7 +442,7 @@ static void infer_resize(seam_infer *ic) {
 static void infer_depth_space(seam_infer *ic) {
     const ir_type *x = ranked(ic, 0);
     int32_t dt = infer_in_dtype(ic, 0);
-    int64_t b = infer_attr_int(ic, "blocksize", 0);
+    int64_t b = node_attr_int(ic->n, "blocksize", 0);
     if (!x || x->rank != 4 || b <= 0 || b > 4096) {
         infer_set_dtype(ic, 0, dt);
         return;
@@ -461,7 +461,7 @@ static void infer_squeeze(seam_infer *ic) {
     int32_t dt = infer_in_dtype(ic, 0);
     int64_t axes[INFER_MAX_RANK];
     bool v13 = ic->n->opset >= 13;
-    bool given = v13 ? infer_has_input(ic, 1) : infer_attr(ic, "axes") != NULL;
+    bool given = v13 ? infer_has_input(ic, 1) : node_attr(ic->n, "axes") != NULL;
     int32_t na = given ? ints_from(ic, v13 ? 1 : -1, v13 ? NULL : "axes", axes, INFER_MAX_RANK) : 0;
     if (!x || na < 0) {
         infer_set_dtype(ic, 0, dt);
@@ -526,7 +526,7 @@ static void infer_unsqueeze(seam_infer *ic) {
 static void infer_compress(seam_infer *ic) {
     const ir_type *x = ranked(ic, 0);
     int32_t dt = infer_in_dtype(ic, 0);
-    const ir_attr *a = infer_attr(ic, "axis");
+    const ir_attr *a = node_attr(ic->n, "axis");
     if (!a || !x) {
         infer_set_tensor_i64(ic, 0, dt, 1, (int64_t[]){-1});
         return;
@@ -546,7 +546,7 @@ static void infer_center_crop_pad(seam_infer *ic) {
     int64_t shape[INFER_MAX_RANK];
     int32_t n = infer_in_ints(ic, 1, shape, INFER_MAX_RANK);
     const int64_t *axes;
-    int32_t na = infer_attr_ints(ic, "axes", &axes);
+    int32_t na = node_attr_ints(ic->n, "axes", &axes);
     if (!x || n < 0 || (na >= 0 && na != n) || (na < 0 && n != x->rank)) {
         infer_set_dtype(ic, 0, dt);
         return;
@@ -573,7 +573,7 @@ static void infer_seq_of_input(seam_infer *ic) {
 static void infer_seq_same(seam_infer *ic) { infer_copy_type(ic, 0, 0); }
 
 static void infer_seq_empty(seam_infer *ic) {
-    ir_type inner = {IR_TYPE_TENSOR, (int32_t)infer_attr_int(ic, "dtype", SEAM_DTYPE_FLOAT32), -1, NULL, NULL, NULL};
+    ir_type inner = {IR_TYPE_TENSOR, (int32_t)node_attr_int(ic->n, "dtype", SEAM_DTYPE_FLOAT32), -1, NULL, NULL, NULL};
     ir_type seq = {IR_TYPE_SEQUENCE, 0, -1, NULL, &inner, NULL};
     infer_set_type(ic, 0, &seq);
 }
@@ -593,7 +593,7 @@ static void infer_concat_from_seq(seam_infer *ic) {
 
 static void infer_optional(seam_infer *ic) {
     const ir_type *t = infer_in(ic, 0);
-    const ir_attr *a = infer_attr(ic, "type");
+    const ir_attr *a = node_attr(ic->n, "type");
     const ir_type *inner = t ? t : (a && a->kind == IR_ATTR_TYPE_PROTO ? a->tp : NULL);
     if (!inner) return;
     ir_type opt = {IR_TYPE_OPTIONAL, 0, -1, NULL, (ir_type *)inner, NULL};

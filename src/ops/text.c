@@ -4,7 +4,7 @@
 /* TfIdfVectorizer: [C] -> [max(ngram_indexes) + 1], [N, C] -> [N, that]. */
 static void infer_tfidf(seam_infer *ic) {
     const int64_t *idx;
-    int32_t n = infer_attr_ints(ic, "ngram_indexes", &idx);
+    int32_t n = node_attr_ints(ic->n, "ngram_indexes", &idx);
     int64_t width = -1;
     for (int32_t k = 0; k < n; k++)
         if (idx[k] + 1 > width) width = idx[k] + 1;

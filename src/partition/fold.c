@@ -34,10 +34,7 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
     ir_graph *g = m->graph;
     seam_arena *a = &m->arena;
     int32_t folded = 0;
-    int64_t opset = -1;
-    for (int32_t k = 0; k < m->n_opsets; k++)
-        if (!m->opsets[k].domain[0] || strcmp(m->opsets[k].domain, "ai.onnx") == 0) opset = m->opsets[k].version;
-    const seam_op_def *constant = seam_op_find("", "Constant", opset);
+    const seam_op_def *constant = seam_op_find("", "Constant", seam_op_opset(m, ""));
     /* An Identity of an initializer (exporters write one for each shared
      * weight): its readers read the initializer itself, so that a backend
      * sees a constant it can lay out once at compile time, and

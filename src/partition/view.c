@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/attr.h"
+#include "ops/ops.h"
 #include "partition/partition.h"
 
 void view_init(view_builder *vb, const struct seam_model *m) {
@@ -16,16 +18,6 @@ void view_free(view_builder *vb) {
     free(vb->dims);
     free(vb->syms);
     memset(vb, 0, sizeof(*vb));
-}
-
-static int64_t opset_of(const struct seam_model *m, const char *domain) {
-    bool dflt = !domain[0] || strcmp(domain, "ai.onnx") == 0;
-    for (int32_t k = 0; k < m->n_opsets; k++) {
-        const char *d = m->opsets[k].domain;
-        bool kd = !d[0] || strcmp(d, "ai.onnx") == 0;
-        if ((dflt && kd) || strcmp(d, domain) == 0) return m->opsets[k].version;
-    }
-    return -1;
 }
 
 const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out) {
@@ -80,41 +72,39 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
             nd += vi->rank;
         }
     }
-    *out = (seam_node_view){i, n->name, n->op_type, n->domain, opset_of(vb->m, n->domain), n->n_inputs, n->n_outputs,
+    *out = (seam_node_view){i, n->name, n->op_type, n->domain, seam_op_opset(vb->m, n->domain), n->n_inputs, n->n_outputs,
                             vb->infos, vb->infos + n->n_inputs, vb->producers, n};
     return out;
 }
 
-static const ir_attr *view_attr(const seam_node_view *v, const char *name) {
-    return v && v->impl && name ? ir_node_attr((const ir_node *)v->impl, name) : NULL;
-}
+static const ir_node *view_ir_node(const seam_node_view *v) { return v ? (const ir_node *)v->impl : NULL; }
 
+/* The public attribute calls: node_attr (ops/attr.h) on the viewed node. */
 bool seam_node_attr_int(const seam_node_view *v, const char *name, int64_t *out) {
-    const ir_attr *a = view_attr(v, name);
+    const ir_attr *a = node_attr(view_ir_node(v), name);
     if (!a || a->kind != IR_ATTR_INT) return false;
     *out = a->i;
     return true;
 }
 
 bool seam_node_attr_float(const seam_node_view *v, const char *name, float *out) {
-    const ir_attr *a = view_attr(v, name);
+    const ir_attr *a = node_attr(view_ir_node(v), name);
     if (!a || a->kind != IR_ATTR_FLOAT) return false;
     *out = a->f;
     return true;
 }
 
 bool seam_node_attr_string(const seam_node_view *v, const char *name, const char **out) {
-    const ir_attr *a = view_attr(v, name);
+    const ir_attr *a = node_attr(view_ir_node(v), name);
     if (!a || a->kind != IR_ATTR_STRING) return false;
-    *out = (const char *)a->s.data; /* the loader keeps strings NUL-terminated */
+    *out = node_attr_string(view_ir_node(v), name, "");
     return true;
 }
 
 bool seam_node_attr_ints(const seam_node_view *v, const char *name, const int64_t **out, int32_t *n) {
-    const ir_attr *a = view_attr(v, name);
-    if (!a || a->kind != IR_ATTR_INTS) return false;
-    *out = a->ints;
-    *n = a->n;
+    int32_t count = node_attr_ints(view_ir_node(v), name, out);
+    if (count < 0) return false;
+    *n = count;
     return true;
 }
 

@@ -83,23 +83,6 @@ seam_status kernel_fail(seam_kernel *k, const char *fmt, ...) {
                       msg);
 }
 
-int64_t node_attr_int(const ir_node *n, const char *name, int64_t def) {
-    const ir_attr *a = ir_node_attr(n, name);
-    return a && a->kind == IR_ATTR_INT ? a->i : def;
-}
-
-float node_attr_float(const ir_node *n, const char *name, float def) {
-    const ir_attr *a = ir_node_attr(n, name);
-    return a && a->kind == IR_ATTR_FLOAT ? a->f : def;
-}
-
-int32_t node_attr_ints(const ir_node *n, const char *name, const int64_t **out) {
-    const ir_attr *a = ir_node_attr(n, name);
-    if (!a || a->kind != IR_ATTR_INTS) return -1;
-    *out = a->ints;
-    return a->n;
-}
-
 int32_t check_in_dtype(const seam_check *c, int32_t i) {
     if (i < 0 || i >= c->n->n_inputs || c->n->inputs[i] < 0) return SEAM_DTYPE_UNDEFINED;
     const ir_type *t = &c->g->values[c->n->inputs[i]].type;
@@ -244,22 +227,22 @@ static bool const_scalar(const seam_exec *e, const ir_node *n, int32_t i, float 
 }
 
 /* The post-op an activation node stands for, or false. */
-static bool post_op_of(const seam_exec *e, const ir_node *n, seam_post_op *op) {
-    *op = (seam_post_op){SEAM_POST_NONE, 0, 0, -INFINITY, INFINITY};
+static bool post_op_of(const seam_exec *e, const ir_node *n, act_params *op) {
+    *op = (act_params){ACT_NONE, 0, 0, -INFINITY, INFINITY, 0};
     if (n->domain[0]) return false;
     if (strcmp(n->op_type, "Relu") == 0) {
-        op->kind = SEAM_POST_RELU;
+        op->kind = ACT_RELU;
     } else if (strcmp(n->op_type, "LeakyRelu") == 0) {
-        op->kind = SEAM_POST_LEAKY_RELU;
+        op->kind = ACT_LEAKY_RELU;
         op->alpha = node_attr_float(n, "alpha", 0.01f);
     } else if (strcmp(n->op_type, "HardSigmoid") == 0) {
-        op->kind = SEAM_POST_HARD_SIGMOID;
+        op->kind = ACT_HARD_SIGMOID;
         op->alpha = node_attr_float(n, "alpha", 0.2f);
         op->beta = node_attr_float(n, "beta", 0.5f);
     } else if (strcmp(n->op_type, "HardSwish") == 0) {
-        op->kind = SEAM_POST_HARD_SWISH;
+        op->kind = ACT_HARD_SWISH;
     } else if (strcmp(n->op_type, "Clip") == 0) {
-        op->kind = SEAM_POST_CLIP;
+        op->kind = ACT_CLIP;
         if (n->opset < 11) {
             op->lo = node_attr_float(n, "min", -INFINITY);
             op->hi = node_attr_float(n, "max", INFINITY);
@@ -304,13 +287,13 @@ static void fuse_nodes(seam_exec *e) {
             e->vals[y].alias = true;
             continue;
         }
-        seam_post_op op;
+        act_params op;
         if (!post_op_of(e, n, &op) || !is_float32(xv) || !is_float32(&g->values[y])) continue;
         /* x: output 0 of a kernel that takes post-ops, read by this node only */
         if (xv->producer < 0 || xv->n_consumers != 1 || (xv->flags & (IR_VALUE_OUTPUT | IR_VALUE_OUTER))) continue;
         int32_t pi = xv->producer;
         seam_kernel *pk = &e->kernels[pi];
-        if (!e->post_ok[pi] || e->how[pi] != EXEC_RUN || pk->post.kind != SEAM_POST_NONE ||
+        if (!e->post_ok[pi] || e->how[pi] != EXEC_RUN || pk->post.kind != ACT_NONE ||
             g->nodes[pi].outputs[0] != x)
             continue;
         pk->post = op;

@@ -83,36 +83,37 @@ CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
 }
 
 /* One loop per kind, so each vectorizes (see cpu.h). */
-CPU_HOT void cpu_post_apply(const seam_post_op *op, float *y, int64_t n, float bias) {
+CPU_HOT void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias) {
     float a = op->alpha, b = op->beta, l = op->lo, h = op->hi;
     switch (op->kind) {
-    case SEAM_POST_NONE:
+    default: /* not a post-op kind (act_is_post_op): fusion never sets one */
+    case ACT_NONE:
         if (bias != 0)
             for (int64_t i = 0; i < n; i++) y[i] += bias;
         return;
-    case SEAM_POST_RELU:
+    case ACT_RELU:
         for (int64_t i = 0; i < n; i++) {
             float v = y[i] + bias;
             y[i] = v < 0 ? 0 : v;
         }
         return;
-    case SEAM_POST_CLIP:
+    case ACT_CLIP:
         for (int64_t i = 0; i < n; i++) {
             float v = y[i] + bias;
             v = v < l ? l : v;
             y[i] = v > h ? h : v;
         }
         return;
-    case SEAM_POST_LEAKY_RELU:
+    case ACT_LEAKY_RELU:
         for (int64_t i = 0; i < n; i++) {
             float v = y[i] + bias;
             y[i] = v >= 0 ? v : a * v;
         }
         return;
-    case SEAM_POST_HARD_SIGMOID:
+    case ACT_HARD_SIGMOID:
         for (int64_t i = 0; i < n; i++) y[i] = fmaxf(0, fminf(1, a * (y[i] + bias) + b));
         return;
-    case SEAM_POST_HARD_SWISH:
+    case ACT_HARD_SWISH:
         for (int64_t i = 0; i < n; i++) {
             float v = y[i] + bias;
             y[i] = v * fmaxf(0, fminf(1, v / 6 + 0.5f));

@@ -131,7 +131,7 @@ static seam_status run_constant_of_shape(seam_kernel *k) {
     if (t && (t->numel != 1 || !castable(dt))) return kernel_fail(k, "value must be a one-element numeric tensor");
     seam_tensor *y = kernel_out(k, 0, dt, rank, dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(dt);
+    size_t es = seam_dtype_size(dt);
     if (!t) {
         memset(y->data, 0, y->nbytes);
     } else {

@@ -261,7 +261,7 @@ static seam_status run_scan(seam_kernel *k) {
             for (int32_t d = 0, r = 0; d < x->rank; d++)
                 if (d != a) s.dims[r++] = x->dims[d];
             s.numel = seam_shape_numel(s.dims, s.rank);
-            size_t es = cpu_dtype_size(x->dtype);
+            size_t es = seam_dtype_size(x->dtype);
             s.nbytes = (size_t)s.numel * es;
             void *buf = malloc(s.nbytes ? s.nbytes : 1);
             if (!buf) {
@@ -310,7 +310,7 @@ static seam_status run_scan(seam_kernel *k) {
             st = kernel_oom(k);
             goto done;
         }
-        size_t es = cpu_dtype_size(f.dtype);
+        size_t es = seam_dtype_size(f.dtype);
         int64_t outer = cpu_span(dims, 0, a), inner = cpu_span(dims, a + 1, r), cnt = outs[i].count;
         for (int64_t t = 0; t < cnt; t++) {
             int64_t pos = rev ? cnt - 1 - t : t;

@@ -5,17 +5,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-size_t cpu_dtype_size(int32_t dt) {
-    switch (dt) {
-    case SEAM_DTYPE_BOOL: case SEAM_DTYPE_INT8: case SEAM_DTYPE_UINT8: return 1;
-    case SEAM_DTYPE_INT16: case SEAM_DTYPE_UINT16: case SEAM_DTYPE_FLOAT16: case SEAM_DTYPE_BFLOAT16: return 2;
-    case SEAM_DTYPE_INT32: case SEAM_DTYPE_UINT32: case SEAM_DTYPE_FLOAT32: return 4;
-    case SEAM_DTYPE_INT64: case SEAM_DTYPE_UINT64: case SEAM_DTYPE_FLOAT64: case SEAM_DTYPE_COMPLEX64: return 8;
-    case SEAM_DTYPE_COMPLEX128: return 16;
-    default: return 0;
-    }
-}
-
 bool cpu_is_float(int32_t dt) {
     return dt == SEAM_DTYPE_FLOAT32 || dt == SEAM_DTYPE_FLOAT64 || dt == SEAM_DTYPE_FLOAT16 || dt == SEAM_DTYPE_BFLOAT16;
 }
@@ -307,18 +296,12 @@ seam_status check_refuse(seam_check *c, const char *fmt, ...) {
     return SEAM_STATUS_UNSUPPORTED;
 }
 
-bool cpu_attr_is(const ir_node *n, const char *name, const char *want) {
-    const ir_attr *a = ir_node_attr(n, name);
-    size_t len = strlen(want);
-    return a && a->kind == IR_ATTR_STRING && a->s.len == len && memcmp(a->s.data, want, len) == 0;
-}
-
 /* auto_pad other than the spec's four values would silently act as NOTSET */
 bool cpu_auto_pad_known(const ir_node *n) {
     static const char *const names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
     if (!ir_node_attr(n, "auto_pad")) return true;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (cpu_attr_is(n, "auto_pad", names[i])) return true;
+        if (node_attr_is(n, "auto_pad", names[i])) return true;
     return false;
 }
 

@@ -24,7 +24,6 @@
 #define CPU_HOT
 #endif
 
-size_t cpu_dtype_size(int32_t dtype);
 bool cpu_is_float(int32_t dtype);   /* float16/32/64, bfloat16 */
 bool cpu_is_signed_int(int32_t dtype);
 bool cpu_is_int(int32_t dtype);     /* any integer, not bool */
@@ -109,13 +108,11 @@ seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t 
  * hostile shape inputs fail with a message instead of allocating TBs. */
 #define MAX_DATA_NUMEL ((int64_t)1 << 31)
 
-/* The epilogue of a kernel with a fused activation (seam_post_op in
+/* The epilogue of a kernel with a fused activation (act_params in
  * ops/kernel.h): y[i] = post(y[i] + bias) for i in [0, n), with the same
  * formulas as the activation kernels. Kind NONE just adds the bias. */
-void cpu_post_apply(const seam_post_op *op, float *y, int64_t n, float bias);
+void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias);
 
-/* True when the node's string attribute `name` equals want. */
-bool cpu_attr_is(const ir_node *n, const char *name, const char *want);
 /* auto_pad absent or one of the spec's four values. */
 bool cpu_auto_pad_known(const ir_node *n);
 /* Checks refusing input 0 dtypes other than floats / numbers. */

@@ -130,7 +130,7 @@ typedef struct binary_job {
     int64_t sa[SEAM_MAX_RANK], sb[SEAM_MAX_RANK];
     int32_t in_dt;
     bool is_unsigned;
-    const seam_post_op *post; /* a fused activation (float32 only), or NULL */
+    const act_params *post; /* a fused activation (float32 only), or NULL */
 } binary_job;
 
 /* Rows [begin, end) of the output (a row = the innermost axis). */
@@ -179,7 +179,7 @@ CPU_HOT static void binary_rows(void *arg, int64_t begin, int64_t end) {
 /* y = op(a, b) with broadcasting; y's buffer may be a or b's only when it
  * has the same shape (used by the variadic ops accumulating in place). */
 static seam_status binary_into(seam_kernel *k, binop op, const seam_tensor *a, const seam_tensor *b, seam_tensor *y,
-                               const seam_post_op *post) {
+                               const act_params *post) {
     binary_job j = {.op = op, .a = a, .b = b, .y = y, .in_dt = a->dtype, .post = post};
     j.is_unsigned = a->dtype == SEAM_DTYPE_UINT8 || a->dtype == SEAM_DTYPE_UINT16 || a->dtype == SEAM_DTYPE_UINT32 ||
                     a->dtype == SEAM_DTYPE_UINT64;
@@ -238,7 +238,7 @@ static seam_status run_binary(seam_kernel *k) {
     if (!y) return kernel_oom(k);
     if (op == OP_POW && a->dtype != b->dtype) { /* convert the exponent to the base's type first */
         seam_tensor e = *b;
-        size_t es = cpu_dtype_size(a->dtype);
+        size_t es = seam_dtype_size(a->dtype);
         e.dtype = a->dtype;
         e.data = kernel_scratch(k, (size_t)b->numel * es + 1);
         if (!e.data) return kernel_oom(k);
@@ -251,7 +251,7 @@ static seam_status run_binary(seam_kernel *k) {
         return binary_into(k, op, a, &e, y, NULL);
     }
     /* a fused activation (see check_binary) needs the float32 row path */
-    const seam_post_op *post = k->post.kind != SEAM_POST_NONE ? &k->post : NULL;
+    const act_params *post = k->post.kind != ACT_NONE ? &k->post : NULL;
     if (post && (a->dtype != SEAM_DTYPE_FLOAT32 || y->dtype != SEAM_DTYPE_FLOAT32))
         return kernel_fail(k, "a fused activation on %s data", seam_dtype_name(a->dtype));
     return binary_into(k, op, a, b, y, post);

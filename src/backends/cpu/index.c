@@ -109,7 +109,7 @@ static void topk_rows(void *arg, int64_t begin, int64_t end) {
     const seam_tensor *x = j->x;
     int32_t dt = x->dtype;
     bool fl = cpu_is_float(dt);
-    size_t es = cpu_dtype_size(dt);
+    size_t es = seam_dtype_size(dt);
     topk_item *items = malloc(sizeof(topk_item) * (size_t)j->len);
     if (!items) {
         __atomic_store_n(&j->oom, true, __ATOMIC_RELAXED);
@@ -257,7 +257,7 @@ CPU_HOT static void where_rows(void *arg, int64_t begin, int64_t end) {
     /* the innermost strides: 1, or 0 where broadcast */
     int64_t s0 = j->rank && j->st[0][j->rank - 1], s1 = j->rank && j->st[1][j->rank - 1];
     int64_t s2 = j->rank && j->st[2][j->rank - 1];
-    size_t es = cpu_dtype_size(j->y->dtype);
+    size_t es = seam_dtype_size(j->y->dtype);
     for (int64_t r = begin; r < end; r++) {
         const uint8_t *c = (const uint8_t *)j->in[0]->data + off[0];
         switch (es) {
@@ -357,7 +357,7 @@ static seam_status run_onehot(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, vals->dtype, r, dims);
     if (!y) return kernel_oom(k);
     if (numel == 0) return SEAM_STATUS_OK;
-    size_t es = cpu_dtype_size(vals->dtype);
+    size_t es = seam_dtype_size(vals->dtype);
     int64_t outer = cpu_span(ix->dims, 0, axis), inner = cpu_span(ix->dims, axis, ix->rank);
     for (int64_t i = 0; i < numel; i++) cpu_copy_elem(y->data, i, vals->data, 0, es);
     for (int64_t o = 0; o < outer; o++)
@@ -547,7 +547,7 @@ static seam_status run_unique(seam_kernel *k) {
         st = kernel_oom(k);
         goto done;
     }
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     for (int64_t g = 0; g < n_u; g++)
         for (int64_t o = 0; o < u.outer; o++)
             for (int64_t i = 0; i < u.inner; i++)

@@ -119,7 +119,7 @@ typedef struct gemm_job {
      * then not used), and a fused activation applied to each block of C
      * right after it is computed */
     const float *bias;
-    const seam_post_op *post;
+    const act_params *post;
 } gemm_job;
 
 /* The block of C at rows [i0, i0 + mm) and columns [j0, j0 + nn). */
@@ -146,7 +146,7 @@ static void gemm_one(const gemm_job *j, int64_t i0, int64_t mm, int64_t j0, int6
         cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)mm,
                     (int)nn, (int)j->k, (float)j->alpha, (const float *)a, (int)j->lda, (const float *)b, (int)j->ldb,
                     (float)beta, (float *)c, (int)j->ldc);
-    if (!j->f64 && j->post && j->post->kind != SEAM_POST_NONE)
+    if (!j->f64 && j->post && j->post->kind != ACT_NONE)
         for (int64_t i = 0; i < mm; i++) cpu_post_apply(j->post, (float *)c + i * j->ldc, nn, 0);
 }
 
@@ -166,7 +166,7 @@ static void gemm_chunks(void *arg, int64_t begin, int64_t end) {
  * while it is in cache. */
 static void gemm_post(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
                       const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
-                      const float *bias, const seam_post_op *post) {
+                      const float *bias, const act_params *post) {
     if (m == 0 || n == 0) return;
     if (kk == 0) { /* BLAS leaves C alone when k = 0; the math says beta * C */
         /* beta 0 means zeros, as in BLAS: C may hold garbage (0 * NaN is NaN) */
@@ -178,7 +178,7 @@ static void gemm_post(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, in
             }
         if (!f64 && (bias || post))
             for (int64_t i = 0; i < m; i++)
-                cpu_post_apply(post ? post : &(seam_post_op){SEAM_POST_NONE, 0, 0, 0, 0}, (float *)c + i * ldc, n,
+                cpu_post_apply(post ? post : &(act_params){ACT_NONE, 0, 0, 0, 0, 0}, (float *)c + i * ldc, n,
                                bias ? bias[i] : 0);
         return;
     }
@@ -224,7 +224,7 @@ typedef struct matmul_job {
     int64_t M, N, K;
     int32_t br;
     const int64_t *bdims, *sa, *sb;
-    const seam_post_op *post; /* fused activation (float32) */
+    const act_params *post; /* fused activation (float32) */
 } matmul_job;
 
 static void matmul_batches(void *arg, int64_t begin, int64_t end) {
@@ -291,7 +291,7 @@ static seam_status run_matmul(seam_kernel *k) {
     matmul_job j = {k->pool, cpu_is_float(a->dtype), a->dtype == SEAM_DTYPE_FLOAT64, a, b, y, NULL, NULL, NULL,
                     M, N, K, br, bdims, sa, sb, &k->post};
     /* the executor fuses into float32 outputs only (by inferred type) */
-    if (k->post.kind != SEAM_POST_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
+    if (k->post.kind != ACT_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
         return kernel_fail(k, "a fused activation needs float32, the inputs are %s", seam_dtype_name(a->dtype));
     fview va = {0}, vb = {0}, vy = {0};
     if (j.fl) {
@@ -362,7 +362,7 @@ static seam_status run_gemm(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, a->dtype, 2, dims);
     if (!y) return kernel_oom(k);
     /* the executor fuses into float32 outputs only (by inferred type) */
-    if (k->post.kind != SEAM_POST_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
+    if (k->post.kind != ACT_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
         return kernel_fail(k, "a fused activation needs float32, A is %s", seam_dtype_name(a->dtype));
     if (!cpu_is_float(a->dtype)) { /* integer Gemm: plain loops, wrapping like the C types */
         int64_t ia, ib;
@@ -489,7 +489,7 @@ typedef struct dw_job {
     float *y;
     float *buf;                /* per task: the plane (+ slack), then ext */
     const cpu_window *win;
-    const seam_post_op *post;
+    const act_params *post;
     int64_t C, M, Mg, total, per_task, per_buf;
     int64_t PH, PW, slack;
 } dw_job;
@@ -618,8 +618,8 @@ static seam_status run_conv(seam_kernel *k) {
         return kernel_oom(k);
     }
     /* the executor fuses into float32 outputs only (by inferred type) */
-    const seam_post_op *post = &k->post;
-    if (x->dtype != SEAM_DTYPE_FLOAT32 && post->kind != SEAM_POST_NONE) {
+    const act_params *post = &k->post;
+    if (x->dtype != SEAM_DTYPE_FLOAT32 && post->kind != ACT_NONE) {
         release(&vx);
         release(&vw);
         release(&vy);

@@ -210,7 +210,7 @@ static seam_status run_max_unpool(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *ind = kernel_in(k, 1), *os = kernel_in(k, 2);
     if (!x || !ind || x->rank < 3 || ind->numel != x->numel || !cpu_is_int(ind->dtype))
         return kernel_fail(k, "needs X [N, C, ...] and integer indices of X's size");
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     if (es == 0) return kernel_fail(k, "MaxUnpool on %s is not supported", seam_dtype_name(x->dtype));
     int32_t n_sp = x->rank - 2;
     /* indices count positions in the default output (from the kernel,

@@ -335,7 +335,7 @@ static seam_status group_axes(seam_kernel *k, const seam_tensor *x, const bool *
     int32_t n_kept = r;
     for (int32_t d = 0; d < x->rank; d++)
         if (red[d]) perm[r++] = d;
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     void *buf = malloc(x->nbytes ? x->nbytes : 1);
     if (!buf) return kernel_oom(k);
     int64_t st[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0}, pd[SEAM_MAX_RANK], off = 0;

@@ -56,11 +56,11 @@ static seam_status run_grid_sample(seam_kernel *k) {
     if (!x || !grid || x->rank != 4 || grid->rank != 4 || grid->dims[3] != 2 || grid->dims[0] != x->dims[0])
         return kernel_fail(k, "needs X [N, C, H, W] and grid [N, H_out, W_out, 2] (only 2-D is supported)");
     gs g = {x, x->dims[2], x->dims[3], 'z', node_attr_int(k->n, "align_corners", 0) != 0};
-    if (cpu_attr_is(k->n, "padding_mode", "border")) g.pad = 'b';
-    if (cpu_attr_is(k->n, "padding_mode", "reflection")) g.pad = 'r';
+    if (node_attr_is(k->n, "padding_mode", "border")) g.pad = 'b';
+    if (node_attr_is(k->n, "padding_mode", "reflection")) g.pad = 'r';
     char mode = 'l';
-    if (cpu_attr_is(k->n, "mode", "nearest")) mode = 'n';
-    if (cpu_attr_is(k->n, "mode", "bicubic") || cpu_attr_is(k->n, "mode", "cubic")) mode = 'c';
+    if (node_attr_is(k->n, "mode", "nearest")) mode = 'n';
+    if (node_attr_is(k->n, "mode", "bicubic") || node_attr_is(k->n, "mode", "cubic")) mode = 'c';
     int64_t N = x->dims[0], C = x->dims[1], Ho = grid->dims[1], Wo = grid->dims[2];
     int64_t dims[4] = {N, C, Ho, Wo};
     seam_tensor *y = kernel_out(k, 0, x->dtype, 4, dims);
@@ -160,8 +160,8 @@ static seam_status run_roi_align(seam_kernel *k) {
     int64_t oh = node_attr_int(k->n, "output_height", 1), ow = node_attr_int(k->n, "output_width", 1);
     int64_t sr = node_attr_int(k->n, "sampling_ratio", 0);
     double scale = node_attr_float(k->n, "spatial_scale", 1);
-    bool avg = !cpu_attr_is(k->n, "mode", "max");
-    bool half = k->n->opset >= 16 ? !cpu_attr_is(k->n, "coordinate_transformation_mode", "output_half_pixel") : false;
+    bool avg = !node_attr_is(k->n, "mode", "max");
+    bool half = k->n->opset >= 16 ? !node_attr_is(k->n, "coordinate_transformation_mode", "output_half_pixel") : false;
     if (oh < 1 || ow < 1 || oh > 4096 || ow > 4096 || sr < 0) return kernel_fail(k, "bad output size or sampling_ratio");
     int64_t R = rois->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t dims[4] = {R, C, oh, ow};

@@ -46,7 +46,7 @@ static void strided_copy(void *dst, const char *src, size_t es, int32_t rank, co
 
 static seam_status check_fixed_size(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
-    if (dt == SEAM_DTYPE_STRING || (dt != SEAM_DTYPE_UNDEFINED && cpu_dtype_size(dt) == 0))
+    if (dt == SEAM_DTYPE_STRING || (dt != SEAM_DTYPE_UNDEFINED && seam_dtype_size(dt) == 0))
         return check_refuse(c, "%s on %s tensors is not supported", c->n->op_type, seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
@@ -185,7 +185,7 @@ static seam_status run_transpose(seam_kernel *k) {
     }
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    strided_copy(y->data, x->data, cpu_dtype_size(x->dtype), r, dims, st);
+    strided_copy(y->data, x->data, seam_dtype_size(x->dtype), r, dims, st);
     return SEAM_STATUS_OK;
 }
 
@@ -214,7 +214,7 @@ static seam_status run_concat(seam_kernel *k) {
     }
     seam_tensor *y = kernel_out(k, 0, x0->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x0->dtype);
+    size_t es = seam_dtype_size(x0->dtype);
     int64_t outer = cpu_span(dims, 0, axis), inner = cpu_span(dims, axis + 1, r);
     int64_t out_row = dims[axis] * inner, at = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -261,7 +261,7 @@ static seam_status run_split(seam_kernel *k) {
         total += parts[i];
     }
     if (total != len) return kernel_fail(k, "split sums to %lld but the axis has %lld", (long long)total, (long long)len);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t outer = cpu_span(x->dims, 0, axis), inner = cpu_span(x->dims, axis + 1, r), at = 0;
     for (int32_t i = 0; i < nout; i++) {
         int64_t dims[SEAM_MAX_RANK];
@@ -345,7 +345,7 @@ static seam_status run_slice(seam_kernel *k) {
     int64_t off = 0, own[SEAM_MAX_RANK];
     cpu_strides(r, x->dims, own);
     for (int32_t d = 0; d < r; d++) off += begin[d] * own[d];
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     if (y->numel) strided_copy(y->data, (const char *)x->data + off * (int64_t)es, es, r, dims, st);
     return SEAM_STATUS_OK;
 }
@@ -367,7 +367,7 @@ static seam_status run_gather(seam_kernel *k) {
     for (int32_t d = axis + 1; d < x->rank; d++) dims[o++] = x->dims[d];
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t outer = cpu_span(x->dims, 0, axis), inner = cpu_span(x->dims, axis + 1, x->rank), len = x->dims[axis];
     size_t block = (size_t)inner * es;
     char *out = y->data;
@@ -393,7 +393,7 @@ static seam_status run_gather_elements(seam_kernel *k) {
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     seam_tensor *y = kernel_out(k, 0, x->dtype, ix->rank, ix->dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
     cpu_strides(x->rank, x->dims, xs);
     for (int64_t i = 0; i < ix->numel; i++) {
@@ -427,7 +427,7 @@ static seam_status run_gather_nd(seam_kernel *k) {
         if (x->dims[d] != ix->dims[d]) return kernel_fail(k, "batch dims of data and indices differ");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t xs[SEAM_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
     int64_t slice = cpu_span(x->dims, (int32_t)(b + m), x->rank);
@@ -491,7 +491,7 @@ static seam_status run_scatter_elements(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
     if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     reduction red = reduction_of(k->n);
     int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
     cpu_strides(x->rank, x->dims, xs);
@@ -521,7 +521,7 @@ static seam_status run_scatter_nd(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
     if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     reduction red = reduction_of(k->n);
     int64_t xs[SEAM_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
@@ -559,7 +559,7 @@ static seam_status run_expand(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
     cpu_bcast_strides(x, r, dims, st);
-    strided_copy(y->data, x->data, cpu_dtype_size(x->dtype), r, dims, st);
+    strided_copy(y->data, x->data, seam_dtype_size(x->dtype), r, dims, st);
     return SEAM_STATUS_OK;
 }
 
@@ -576,7 +576,7 @@ static seam_status run_tile(seam_kernel *k) {
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, n, dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
     cpu_strides(n, x->dims, xs);
     for (int64_t i = 0; i < numel; i++) {
@@ -629,7 +629,7 @@ static seam_status run_pad(seam_kernel *k) {
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
     cpu_strides(r, x->dims, xs);
     for (int64_t i = 0; i < numel; i++) {
@@ -701,7 +701,7 @@ static seam_status run_depth_space(seam_kernel *k) {
     }
     seam_tensor *y = kernel_out(k, 0, x->dtype, 4, out);
     if (!y) return kernel_oom(k);
-    strided_copy(y->data, x->data, cpu_dtype_size(x->dtype), 6, dims6, st6);
+    strided_copy(y->data, x->data, seam_dtype_size(x->dtype), 6, dims6, st6);
     return SEAM_STATUS_OK;
 }
 
@@ -714,7 +714,7 @@ static seam_status run_trilu(seam_kernel *k) {
     bool upper = node_attr_int(k->n, "upper", 1) != 0;
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t R = x->dims[x->rank - 2], C = x->dims[x->rank - 1];
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t c = i % C, r = (i / C) % R;
@@ -733,7 +733,7 @@ static seam_status run_reverse_sequence(seam_kernel *k) {
     if (sl->numel != x->dims[ba]) return kernel_fail(k, "sequence_lens must have one entry per batch");
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     int64_t inner = cpu_span(x->dims, 2, x->rank), xs[SEAM_MAX_RANK];
     cpu_strides(x->rank, x->dims, xs);
     for (int64_t bi = 0; bi < x->dims[ba]; bi++) {
@@ -752,7 +752,7 @@ static seam_status run_compress(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *c = kernel_in(k, 1);
     if (!x || !c || c->rank != 1) return kernel_fail(k, "needs input and a 1-D condition");
     const ir_attr *aa = ir_node_attr(k->n, "axis");
-    size_t es = cpu_dtype_size(x->dtype);
+    size_t es = seam_dtype_size(x->dtype);
     if (!aa) { /* flattened */
         int64_t n = 0, lim = c->numel < x->numel ? c->numel : x->numel;
         for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
@@ -867,8 +867,8 @@ static seam_status run_resize(seam_kernel *k) {
             if (tz->numel != na || !cpu_is_int(tz->dtype)) return kernel_fail(k, "sizes must be integers, one per axis");
             int64_t sizes[SEAM_MAX_RANK];
             for (int32_t i = 0; i < na; i++) sizes[i] = cpu_get_i64(tz->data, tz->dtype, i);
-            const char *pol = cpu_attr_is(k->n, "keep_aspect_ratio_policy", "not_smaller") ? "ns"
-                              : cpu_attr_is(k->n, "keep_aspect_ratio_policy", "not_larger") ? "nl" : "st";
+            const char *pol = node_attr_is(k->n, "keep_aspect_ratio_policy", "not_smaller") ? "ns"
+                              : node_attr_is(k->n, "keep_aspect_ratio_policy", "not_larger") ? "nl" : "st";
             if (pol[0] != 's') {
                 double s = pol[1] == 's' ? 0 : INFINITY;
                 for (int32_t i = 0; i < na; i++) {
@@ -906,19 +906,19 @@ static seam_status run_resize(seam_kernel *k) {
     int64_t numel = seam_shape_numel(out, r);
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     char mode = 'n';
-    if (cpu_attr_is(k->n, "mode", "linear") || cpu_attr_is(k->n, "mode", "bilinear")) mode = 'l';
-    if (cpu_attr_is(k->n, "mode", "cubic")) mode = 'c';
+    if (node_attr_is(k->n, "mode", "linear") || node_attr_is(k->n, "mode", "bilinear")) mode = 'l';
+    if (node_attr_is(k->n, "mode", "cubic")) mode = 'c';
     coord_mode cm = upsample || k->n->opset < 11 ? CT_ASYM : CT_HALF_PIXEL;
-    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = CT_PYTORCH_HALF;
-    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = CT_ALIGN;
-    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = CT_ASYM;
-    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "tf_crop_and_resize")) cm = CT_TF_CROP;
-    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = CT_HALF_SYM;
-    if (cpu_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = CT_TF_NN;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = CT_PYTORCH_HALF;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = CT_ALIGN;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = CT_ASYM;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_crop_and_resize")) cm = CT_TF_CROP;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = CT_HALF_SYM;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = CT_TF_NN;
     char nearest = 'p'; /* round_prefer_floor (default), round_prefer_ceil, floor, ceil */
-    if (cpu_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
-    if (cpu_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
-    if (cpu_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
+    if (node_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
+    if (node_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
+    if (node_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
     if (upsample || k->n->opset < 11) nearest = 'f';
     double cubic_a = node_attr_float(k->n, "cubic_coeff_a", -0.75f);
     bool exclude = node_attr_int(k->n, "exclude_outside", 0) != 0;
@@ -983,7 +983,7 @@ static seam_status run_resize(seam_kernel *k) {
         } else if (mode == 'n') {
             int64_t off = 0;
             for (int32_t d = 0; d < r; d++) off += tap_i[d][0] * xs[d];
-            cpu_copy_elem(y->data, i, x->data, off, cpu_dtype_size(x->dtype));
+            cpu_copy_elem(y->data, i, x->data, off, seam_dtype_size(x->dtype));
         } else {
             /* sum over every combination of taps */
             int32_t c[SEAM_MAX_RANK] = {0};

@@ -69,7 +69,7 @@ static seam_status run_tfidf(seam_kernel *k) {
                     int64_t o = pool_find(&p, n, g);
                     if (o >= 0 && o < n_idx) out[r * width + idx[o]] += 1;
                 }
-    bool idf = cpu_attr_is(k->n, "mode", "IDF"), tfidf = cpu_attr_is(k->n, "mode", "TFIDF");
+    bool idf = node_attr_is(k->n, "mode", "IDF"), tfidf = node_attr_is(k->n, "mode", "TFIDF");
     if (idf || tfidf)
         for (int64_t r = 0; r < rows; r++)
             for (int32_t i = 0; i < n_idx; i++) {

@@ -36,7 +36,7 @@ static seam_status run_optimizer(seam_kernel *k) {
             } else if (kind == 'm') {
                 double alpha = node_attr_float(k->n, "alpha", 0), beta = node_attr_float(k->n, "beta", 0);
                 S_new = alpha * S + (T > 0 ? beta : 1) * G;
-                X_new = cpu_attr_is(k->n, "mode", "nesterov") ? X - R * (G + alpha * S_new) : X - R * S_new;
+                X_new = node_attr_is(k->n, "mode", "nesterov") ? X - R * (G + alpha * S_new) : X - R * S_new;
             } else { /* Adam: S is the first moment, H the second */
                 double alpha = node_attr_float(k->n, "alpha", 0.9f), beta = node_attr_float(k->n, "beta", 0.999f);
                 double H = cpu_get(h->data, h->dtype, e);
