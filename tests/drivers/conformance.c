@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     if (list && update) {
         FILE *f = fopen(list, "w");
         if (!f) return 2;
-        fprintf(f, "# ONNX backend tests seam does not pass yet (kept by tests/tools/conformance --update)\n");
+        fprintf(f, "# ONNX backend tests seam does not pass yet (kept by tests/drivers/conformance --update)\n");
         for (size_t k = 0; k < n_np; k++) fprintf(f, "%s\n", not_passing[k]);
         fclose(f);
         printf("conformance: wrote %zu names to %s\n", n_np, list);

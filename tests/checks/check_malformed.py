@@ -1,7 +1,7 @@
 """Feeds seam hostile and broken models; each must give exit 1 (bad input)
 and one clear line naming the problem, never a crash.
 
-usage: /usr/bin/python3 run_malformed.py SEAM_BINARY WORKDIR
+usage: /usr/bin/python3 check_malformed.py SEAM_BINARY WORKDIR
 """
 import os
 import random
