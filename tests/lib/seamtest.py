@@ -80,12 +80,13 @@ class Checker:
     def ok(self, what):
         print("ok  ", what, flush=True)
 
-    def expect(self, cond, what):
-        """Prints ok or FAIL for what; a failure is kept. Returns cond."""
+    def expect(self, cond, what, detail=None):
+        """Prints ok or FAIL for what (with detail on a failure); a failure
+        is kept. Returns cond."""
         if cond:
             self.ok(what)
         else:
-            self.fail(what)
+            self.fail(f"{what}: {detail}" if detail is not None else what)
         return bool(cond)
 
     def finish(self, summary=None):
