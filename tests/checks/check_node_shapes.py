@@ -1,6 +1,6 @@
 """Checks seam's type and shape inference against ONNX's conformance data.
 
-usage: /usr/bin/python3 check_node_shapes.py SEAM_BINARY WORKDIR TESTDATA_DIR...
+usage: /usr/bin/python3 check_node_shapes.py [-v] SEAM_BINARY WORKDIR TESTDATA_DIR... [-k PATTERN]
 
 Each model's declared types of its outputs and value_info are removed first
 (written to WORKDIR), so what seam reports is its own inference.
@@ -10,18 +10,26 @@ the shapes and dtypes of the expected outputs are ground truth. Wherever
 seam's inferred output type is fully known it must equal them; where seam
 leaves it unknown, that is counted (and listed with -v) but not a failure,
 since inference may stay dynamic. Also fails if seam cannot load a model.
+A case is a test directory, named as it is (test_abs).
 """
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import onnx
 
-verbose = "-v" in sys.argv
-args = [a for a in sys.argv[1:] if a != "-v"]
-seam, work, dirs = args[0], args[1], args[2:]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("-v", dest="verbose", action="store_true", help="list the outputs seam leaves unknown")
+parser.add_argument("seam", metavar="SEAM_BINARY")
+parser.add_argument("work", metavar="WORKDIR")
+parser.add_argument("dirs", metavar="TESTDATA_DIR", nargs="+")
+args = parser.parse_args()
+verbose, seam, work, dirs = args.verbose, seamtest.Program(args.seam), args.work, args.dirs
+check = seamtest.Checker("node shapes", args.k)
 os.makedirs(work, exist_ok=True)
 DT = {getattr(onnx.TensorProto, n): n.lower() for n in
       ("FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
@@ -30,6 +38,7 @@ DT[onnx.TensorProto.FLOAT] = "float32"
 DT[onnx.TensorProto.DOUBLE] = "float64"
 
 tests = sorted(d for base in dirs for d in glob.glob(os.path.join(base, "*")) if os.path.exists(os.path.join(d, "model.onnx")))
+tests = [d for d in tests if check.selected(os.path.basename(d))]
 stats = dict(outputs=0, agree=0, unknown=0, partial=0, mismatch=0, load_fail=0)
 problems, unknown = [], []
 for d in tests:
@@ -45,7 +54,7 @@ for d in tests:
     path = os.path.join(work, name + ".onnx")
     with open(path, "wb") as f:
         f.write(stripped.SerializeToString())
-    r = subprocess.run([seam, "inspect", path, "--json"], capture_output=True, text=True)
+    r = seam("inspect", path, "--json")
     if r.returncode != 0:
         stats["load_fail"] += 1
         problems.append(f"{name}: seam cannot load it: {r.stderr.strip()}")
@@ -86,11 +95,10 @@ for d in tests:
             unknown.append(f"{name}:{out['name']} (partial {shape})")
 
 for p in problems:
-    print("FAIL", p)
+    check.fail(p)
 if verbose:
     for u in unknown:
         print("unknown", u)
-print(f"node shapes: {len(tests)} models, {stats['outputs']} outputs: {stats['agree']} agree fully, "
-      f"{stats['partial']} partly known, {stats['unknown']} unknown, {stats['mismatch']} mismatch, "
-      f"{stats['load_fail']} failed to load")
-sys.exit(1 if stats["mismatch"] or stats["load_fail"] else 0)
+check.finish(f"{len(tests)} models, {stats['outputs']} outputs: {stats['agree']} agree fully, "
+             f"{stats['partial']} partly known, {stats['unknown']} unknown, {stats['mismatch']} mismatch, "
+             f"{stats['load_fail']} failed to load")

@@ -1,6 +1,6 @@
 """The CPU executor's fusions and aliases against torch.
 
-usage: /usr/bin/python3 check_fusion.py SEAM WORKDIR
+usage: /usr/bin/python3 check_fusion.py SEAM WORKDIR [-k PATTERN]
 
 At session creation the executor binds Constant nodes to their tensors,
 makes Identity outputs aliases, and moves an activation (Relu, Clip,
@@ -22,31 +22,38 @@ activation that is one does not fuse):
    Constant that is a graph output.
 3. Every model runs twice in one process (--repeat) and with --threads 1
    and 2: the outputs must be bitwise equal.
+A case is one model, named as printed (conv3x3_relu, dw_s2, ...).
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 import torch
 import torch.nn.functional as F
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
-seam, work = sys.argv[1:3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+from seamtest import vi  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("seam", metavar="SEAM")
+parser.add_argument("work", metavar="WORKDIR")
+args = parser.parse_args()
+seam, work = seamtest.Program(args.seam), args.work
+check = seamtest.Checker("fusion", args.k)
 os.makedirs(work, exist_ok=True)
 rng = np.random.RandomState(11)
-failures = []
 TOL = 1e-5
 
 
 def run_seam(path, feeds, threads, out_dir, repeat=None):
-    args = [seam, "run", path, "--threads", str(threads), "--output-dir", out_dir]
+    cmd = ["run", path, "--threads", str(threads), "--output-dir", out_dir]
     for n, f in feeds:
-        args += ["--input", f"{n}={f}"]
+        cmd += ["--input", f"{n}={f}"]
     if repeat:
-        args += ["--repeat", str(repeat)]
-    r = subprocess.run(args, capture_output=True, text=True)
+        cmd += ["--repeat", str(repeat)]
+    r = seam(*cmd)
     if r.returncode:
         return None, r.stderr.strip()
     return np.load(os.path.join(out_dir, "y.npy")), None
@@ -54,12 +61,11 @@ def run_seam(path, feeds, threads, out_dir, repeat=None):
 
 def case(name, nodes, inputs, inits, ref, opset=14):
     """inputs: {name: array}; inits: {name: array}; ref: expected y."""
-    g = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in inputs.items()],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
-    path = os.path.join(work, name + ".onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    if not check.selected(name):
+        return
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes,
+                               [vi(n, a.shape) for n, a in inputs.items()], [vi("y", None)],
+                               seamtest.initializers(inits), name=name, opset=opset)
     feeds = []
     for n, a in inputs.items():
         f = os.path.join(work, f"{name}.{n}.npy")
@@ -71,20 +77,20 @@ def case(name, nodes, inputs, inits, ref, opset=14):
         os.makedirs(d, exist_ok=True)
         y, err = run_seam(path, feeds, threads, d, repeat=3 if threads == 2 else None)
         if err:
-            failures.append(f"{name}: seam run --threads {threads} failed: {err}")
+            check.fail(f"{name}: seam run --threads {threads} failed: {err}")
             return
         outs.append(y)
     ref = np.asarray(ref, np.float64)
     if outs[0].shape != ref.shape:
-        failures.append(f"{name}: shape {outs[0].shape}, want {ref.shape}")
+        check.fail(f"{name}: shape {outs[0].shape}, want {ref.shape}")
         return
-    err = float(np.abs(outs[0] - ref).max() / max(float(np.abs(ref).max()), 1e-6)) if ref.size else 0.0
+    err = seamtest.rel_err(outs[0], ref)
     if not err <= TOL:
-        failures.append(f"{name}: error {err:.2e} against torch")
+        check.fail(f"{name}: error {err:.2e} against torch")
     elif not np.array_equal(outs[0], outs[1]):
-        failures.append(f"{name}: --threads 1 and --threads 2 differ")
+        check.fail(f"{name}: --threads 1 and --threads 2 differ")
     else:
-        print(f"ok   {name}: error {err:.2e}")
+        check.ok(f"{name}: error {err:.2e}")
 
 
 def t(a):
@@ -188,26 +194,21 @@ case("conv_two_readers", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_sha
                           helper.make_node("Relu", ["c"], ["r"]),
                           helper.make_node("Add", ["r", "c"], ["y"])],
      {"x": x}, {"w": w}, (F.relu(ref_c) + ref_c).numpy())
-g_nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]), helper.make_node("Relu", ["c"], ["y"])]
-gm = helper.make_graph(g_nodes, "conv_output_too", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-                        helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
-                       [numpy_helper.from_array(w, "w")])
-path = os.path.join(work, "conv_output_too.onnx")
-onnx.save(helper.make_model(gm, opset_imports=[helper.make_opsetid("", 13)]), path)
-np.save(os.path.join(work, "conv_output_too.x.npy"), x)
-d = os.path.join(work, "conv_output_too.out")
-os.makedirs(d, exist_ok=True)
-y, err = run_seam(path, [("x", os.path.join(work, "conv_output_too.x.npy"))], 2, d)
-if err:
-    failures.append(f"conv_output_too: {err}")
-else:
-    c = np.load(os.path.join(d, "c.npy"))
-    if not (np.abs(c - ref_c.numpy()).max() <= TOL * np.abs(ref_c.numpy()).max() and
-            np.abs(y - F.relu(ref_c).numpy()).max() <= TOL * np.abs(ref_c.numpy()).max()):
-        failures.append("conv_output_too: the conv output (a graph output) or its Relu is wrong")
+if check.selected("conv_output_too"):
+    g_nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]), helper.make_node("Relu", ["c"], ["y"])]
+    path = seamtest.save_model(os.path.join(work, "conv_output_too.onnx"), g_nodes, [vi("x", x.shape)],
+                               [vi("y", None), vi("c", None)], [numpy_helper.from_array(w, "w")], name="conv_output_too")
+    np.save(os.path.join(work, "conv_output_too.x.npy"), x)
+    d = os.path.join(work, "conv_output_too.out")
+    os.makedirs(d, exist_ok=True)
+    y, err = run_seam(path, [("x", os.path.join(work, "conv_output_too.x.npy"))], 2, d)
+    if err:
+        check.fail(f"conv_output_too: {err}")
     else:
-        print("ok   conv_output_too")
+        c = np.load(os.path.join(d, "c.npy"))
+        check.expect(np.abs(c - ref_c.numpy()).max() <= TOL * np.abs(ref_c.numpy()).max() and
+                     np.abs(y - F.relu(ref_c).numpy()).max() <= TOL * np.abs(ref_c.numpy()).max(),
+                     "conv_output_too: the conv output (a graph output) and its Relu match torch")
 hi = np.array(0.5, np.float32)
 case("clip_bound_is_input", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
                              helper.make_node("Clip", ["c", "", "hi"], ["a"]),
@@ -257,8 +258,4 @@ case("constant_identity_add", [helper.make_node("Constant", [], ["k"], value=num
                                helper.make_node("Add", ["k2", "k"], ["y"])],
      {"a": a}, {}, 2 * cv)
 
-if failures:
-    print("\n".join("FAIL " + f for f in failures))
-    print(f"fusion: {len(failures)} failures")
-    sys.exit(1)
-print("fusion: all cases match torch; --threads 1 and 2 agree bitwise")
+check.finish("all cases match torch; --threads 1 and 2 agree bitwise" if not check.failures else None)

@@ -1,6 +1,6 @@
 """Round trip every model through seam and check the result independently.
 
-usage: /usr/bin/python3 check_roundtrip.py ROUNDTRIP_BINARY WORKDIR MODEL_DIR... [--external]
+usage: /usr/bin/python3 check_roundtrip.py ROUNDTRIP_BINARY WORKDIR MODEL_DIR... [--external] [-k PATTERN]
 
 With --external, seam saves the weights to a side file next to each copy.
 
@@ -9,27 +9,47 @@ compares the two IRs (import -> export -> import). This script then reads
 each copy with ONNX's own library: onnx.checker.check_model must accept it,
 and it must hold the same graph as the original (nodes, attributes,
 initializer values, inputs, outputs, opsets, metadata).
+
+A case is a model: a test folder's name (test_abs) for DIR/*/model.onnx,
+else the file's name (resnet18.onnx).
 """
 import glob
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 
-args = [a for a in sys.argv[1:] if a != "--external"]
-extra = ["--external"] if "--external" in sys.argv else []
-binary, work, dirs = args[0], args[1], args[2:]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("binary", metavar="ROUNDTRIP_BINARY")
+parser.add_argument("work", metavar="WORKDIR")
+parser.add_argument("dirs", metavar="MODEL_DIR", nargs="+")
+parser.add_argument("--external", action="store_true", help="seam saves the weights to a side file")
+args = parser.parse_args()
+work, dirs = args.work, args.dirs
+extra = ["--external"] if args.external else []
+check = seamtest.Checker("roundtrip", args.k)
 os.makedirs(work, exist_ok=True)
+
+
+def case_name(path):
+    return os.path.basename(os.path.dirname(path)) if os.path.basename(path) == "model.onnx" else os.path.basename(path)
+
+
 models = sorted(p for d in dirs for p in glob.glob(os.path.join(d, "*", "model.onnx")))
 models += sorted(p for d in dirs for p in glob.glob(os.path.join(d, "*.onnx")))
-r = subprocess.run([binary, "--out", work, *extra, *models], capture_output=True, text=True)
-failures = [line for line in r.stdout.splitlines() if line.startswith("FAIL")]
-if r.returncode not in (0, 1) or (r.returncode == 1 and not failures):
-    failures.append(f"FAIL the roundtrip binary died (exit {r.returncode}): {r.stderr[-2000:]}")
-pairs = [line.split(" ", 1) for line in r.stdout.splitlines() if not line.startswith("FAIL")]
-
+models = [p for p in models if check.selected(case_name(p))]
+if models:
+    r = seamtest.Program(args.binary)("--out", work, *extra, *models)
+    failures = [line for line in r.stdout.splitlines() if line.startswith("FAIL")]
+    if r.returncode not in (0, 1) or (r.returncode == 1 and not failures):
+        failures.append(f"FAIL the roundtrip binary died (exit {r.returncode}): {r.stderr[-2000:]}")
+    pairs = [line.split(" ", 1) for line in r.stdout.splitlines() if not line.startswith("FAIL")]
+else:
+    failures, pairs = [], []
 
 T = onnx.TensorProto
 INT32_FIELD = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.UINT16: np.uint16, T.INT32: np.int32,
@@ -110,6 +130,9 @@ for out_name, src in pairs:
         failures.append(f"FAIL {src}: {type(e).__name__}: {str(e)[:300]}")
 
 for f in failures:
-    print(f)
-print(f"roundtrip: {len(models)} models, {checked} checked by onnx.checker and compared, {len(failures)} failed")
-sys.exit(1 if failures or not models or checked + len(failures) < len(models) else 0)
+    check.fail(f.removeprefix("FAIL "))
+if not models:
+    check.fail(f"no model found in {' '.join(dirs)}")
+if checked + len(failures) < len(models):
+    check.fail(f"only {checked} of {len(models)} models were checked")
+check.finish(f"{len(models)} models, {checked} checked by onnx.checker and compared, {len(failures)} failed")

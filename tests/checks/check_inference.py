@@ -1,7 +1,7 @@
 """Checks seam's type and shape inference on exported models against two
 independent references.
 
-usage: /usr/bin/python3 check_inference.py [--strict] SEAM MODEL.onnx...
+usage: /usr/bin/python3 check_inference.py [--strict] SEAM MODEL.onnx... [-k PATTERN]
 
  (a) onnx.shape_inference.infer_shapes: for every value where ONNX infers a
      tensor dtype and a fully static shape, seam must report the same; a
@@ -12,27 +12,35 @@ usage: /usr/bin/python3 check_inference.py [--strict] SEAM MODEL.onnx...
      checked twice: as is (a symbolic output dim then matches any size, the
      rank must agree), and with --shape set from NAME.input.npy, where every
      output dim must be known and equal torch's.
+
+A case is a model, named by its file name without .onnx.
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import shape_inference
 
-strict = "--strict" in sys.argv
-args = [a for a in sys.argv[1:] if a != "--strict"]
-seam, models = args[0], args[1:]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("--strict", action="store_true", help="a value seam leaves unknown where ONNX knows it fails")
+parser.add_argument("seam", metavar="SEAM")
+parser.add_argument("models", metavar="MODEL.onnx", nargs="+")
+args = parser.parse_args()
+strict, seam, models = args.strict, seamtest.Program(args.seam), args.models
+check = seamtest.Checker("inference", args.k)
 DT = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string", 9: "bool",
       10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
-bad = 0
 for path in models:
-    r = subprocess.run([seam, "inspect", path, "--json", "--values"], capture_output=True, text=True)
+    if not check.selected(os.path.basename(path)[:-5]):
+        continue
+    r = seam("inspect", path, "--json", "--values")
     if r.returncode != 0:
-        print(f"FAIL {path}: seam cannot load it: {r.stderr.strip()}")
-        bad += 1
+        check.fail(f"{path}: seam cannot load it: {r.stderr.strip()}")
         continue
     seen = {v["name"]: v for v in json.loads(r.stdout)["values"]}
     ref = shape_inference.infer_shapes(onnx.load(path), strict_mode=False)
@@ -60,14 +68,12 @@ for path in models:
     # torch's own outputs
     base = path[:-5]
     m = onnx.load(path, load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    feeds = [i for i in m.graph.input if i.name not in inits]
-    symbolic = any(not d.HasField("dim_value") for i in feeds for d in i.type.tensor_type.shape.dim)
+    feeds = seamtest.feeds(m)
+    symbolic = any(seamtest.has_symbolic_dims(i) for i in feeds)
     fixed = None
     if symbolic and len(feeds) == 1 and os.path.exists(f"{base}.input.npy"):
-        shape = "x".join(str(d) for d in np.load(f"{base}.input.npy").shape)
-        r2 = subprocess.run([seam, "inspect", path, "--json", "--values", "--shape", f"{feeds[0].name}={shape}"],
-                            capture_output=True, text=True)
+        shape = seamtest.shape_arg(np.load(f"{base}.input.npy").shape)
+        r2 = seam("inspect", path, "--json", "--values", "--shape", f"{feeds[0].name}={shape}")
         if r2.returncode != 0:
             problems.append(f"--shape {feeds[0].name}={shape} refused: {r2.stderr.strip()}")
         else:
@@ -83,10 +89,11 @@ for path in models:
                 problems.append(f"output '{o.name}' with --shape: seam {fixed.get(o.name, {}).get('shape')}, torch {want}")
     unknown_all = sum(1 for v in seen.values() if v["dtype"] is None or v["shape"] is None
                       or any(not isinstance(d, int) for d in v["shape"]))
-    print(f"{'FAIL' if problems else 'ok  '} {os.path.basename(path)}: {checked} values checked against onnx, "
-          f"{agree} agree, {unknown} unknown in seam, {len(problems)} problems; "
-          f"{unknown_all} of {len(seen)} values not fully static in seam")
+    summary = (f"{os.path.basename(path)}: {checked} values checked against onnx, "
+               f"{agree} agree, {unknown} unknown in seam, {len(problems)} problems; "
+               f"{unknown_all} of {len(seen)} values not fully static in seam")
+    if check.expect(not problems, summary):
+        continue
     for p in problems[:10]:
         print("     ", p)
-    bad += bool(problems)
-sys.exit(1 if bad else 0)
+check.finish()

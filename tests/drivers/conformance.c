@@ -1,5 +1,5 @@
 /*
- * conformance [--list FILE] [--update] [-v] [--match A,B] [--min-pass F] DIR...
+ * conformance [--list FILE] [--update] [-v] [-k PATTERN]... [--min-pass F] DIR...
  *
  * Runs ONNX backend test directories (model.onnx, test_data_set_N/
  * input_*.pb and output_*.pb) on seam's CPU session and compares with the
@@ -11,11 +11,15 @@
  * names in FILE are the tests known not to pass: any other test that does
  * not pass is a regression (exit 1), and a listed test that now passes
  * must be removed from the list (exit 1). --update rewrites FILE.
- * --match keeps only tests whose name contains one of the substrings.
+ * -k keeps only the tests whose name contains PATTERN, or matches it as a
+ * shell pattern when it holds * ? or [; several -k (or a comma-separated
+ * list, or the older --match A,B) keep the tests any of them selects, and
+ * a selection that keeps no test is an error (exit 2).
  * --min-pass F fails the run when fewer than F (a fraction) pass. A test
  * that crashes or runs over 300 s always fails the run.
  */
 #include <dirent.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,21 +193,33 @@ done:
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Whether a -k pattern (a comma-separated list of substrings or shell
+ * patterns) selects the test name. */
 static bool matches(const char *name, const char *list) {
     char buf[1024];
     snprintf(buf, sizeof(buf), "%s", list);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (strstr(name, tok)) return true;
+        if (strpbrk(tok, "*?[") ? fnmatch(tok, name, 0) == 0 : strstr(name, tok) != NULL) return true;
     return false;
+}
+
+static bool selected(const char *name, const char *const *patterns, int n_patterns) {
+    for (int k = 0; k < n_patterns; k++)
+        if (matches(name, patterns[k])) return true;
+    return n_patterns == 0;
 }
 
 int main(int argc, char **argv) {
     const char *list = NULL;
-    const char *match = NULL; /* comma-separated substrings of test names */
-    double min_pass = 0;      /* fail when fewer pass than this fraction */
+    const char *patterns[64]; /* -k and --match */
+    int n_patterns = 0;
+    double min_pass = 0; /* fail when fewer pass than this fraction */
     bool update = false, verbose = false;
     char **tests = NULL;
     size_t n_tests = 0, cap = 0;
+    /* the options first, wherever they are, so that -k applies to every DIR */
+    char **dirs = calloc((size_t)argc, sizeof(char *));
+    int n_dirs = 0;
     for (int k = 1; k < argc; k++) {
         if (strcmp(argv[k], "--list") == 0 && k + 1 < argc) {
             list = argv[++k];
@@ -213,30 +229,44 @@ int main(int argc, char **argv) {
             verbose = true;
         } else if (strcmp(argv[k], "--min-pass") == 0 && k + 1 < argc) {
             min_pass = atof(argv[++k]);
-        } else if (strcmp(argv[k], "--match") == 0 && k + 1 < argc) {
-            match = argv[++k];
-        } else {
-            DIR *d = opendir(argv[k]);
-            if (!d) {
-                fprintf(stderr, "conformance: cannot open %s\n", argv[k]);
+        } else if ((strcmp(argv[k], "-k") == 0 || strcmp(argv[k], "--match") == 0) && k + 1 < argc) {
+            if (n_patterns == (int)(sizeof(patterns) / sizeof(patterns[0]))) {
+                fprintf(stderr, "conformance: too many -k\n");
                 return 2;
             }
-            struct dirent *de;
-            while ((de = readdir(d))) {
-                if (de->d_name[0] == '.') continue;
-                char p[4096];
-                snprintf(p, sizeof(p), "%s/%s/model.onnx", argv[k], de->d_name);
-                if (access(p, R_OK) != 0) continue;
-                if (match && !matches(de->d_name, match)) continue;
-                if (n_tests == cap) {
-                    cap = cap ? cap * 2 : 1024;
-                    tests = realloc(tests, cap * sizeof(char *));
-                }
-                snprintf(p, sizeof(p), "%s/%s", argv[k], de->d_name);
-                tests[n_tests++] = strdup(p);
-            }
-            closedir(d);
+            patterns[n_patterns++] = argv[++k];
+        } else {
+            dirs[n_dirs++] = argv[k];
         }
+    }
+    for (int k = 0; k < n_dirs; k++) {
+        DIR *d = opendir(dirs[k]);
+        if (!d) {
+            fprintf(stderr, "conformance: cannot open %s\n", dirs[k]);
+            return 2;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (de->d_name[0] == '.') continue;
+            char p[4096];
+            snprintf(p, sizeof(p), "%s/%s/model.onnx", dirs[k], de->d_name);
+            if (access(p, R_OK) != 0) continue;
+            if (!selected(de->d_name, patterns, n_patterns)) continue;
+            if (n_tests == cap) {
+                cap = cap ? cap * 2 : 1024;
+                tests = realloc(tests, cap * sizeof(char *));
+            }
+            snprintf(p, sizeof(p), "%s/%s", dirs[k], de->d_name);
+            tests[n_tests++] = strdup(p);
+        }
+        closedir(d);
+    }
+    free(dirs);
+    if (n_patterns && !n_tests) {
+        printf("conformance: no test matches");
+        for (int k = 0; k < n_patterns; k++) printf(" -k %s", patterns[k]);
+        printf("\n");
+        return 2;
     }
     if (n_tests) qsort(tests, n_tests, sizeof(char *), cmp_str);
     int counts[5] = {0};
@@ -280,7 +310,7 @@ int main(int argc, char **argv) {
     if (list && update) {
         FILE *f = fopen(list, "w");
         if (!f) return 2;
-        fprintf(f, "# ONNX backend tests seam does not pass yet (kept by tests/tools/conformance --update)\n");
+        fprintf(f, "# ONNX backend tests seam does not pass yet (kept by tests/drivers/conformance --update)\n");
         for (size_t k = 0; k < n_np; k++) fprintf(f, "%s\n", not_passing[k]);
         fclose(f);
         printf("conformance: wrote %zu names to %s\n", n_np, list);
@@ -291,11 +321,17 @@ int main(int argc, char **argv) {
             return 2;
         }
         char line[512];
-        char **known = calloc(n_tests + 1, sizeof(char *));
-        size_t n_known = 0;
-        while (fgets(line, sizeof(line), f) && n_known < n_tests) {
+        /* every name in the list, however few tests -k kept */
+        char **known = NULL;
+        size_t n_known = 0, known_cap = 0;
+        while (fgets(line, sizeof(line), f)) {
             line[strcspn(line, "\n")] = 0;
-            if (line[0] && line[0] != '#') known[n_known++] = strdup(line);
+            if (!line[0] || line[0] == '#') continue;
+            if (n_known == known_cap) {
+                known_cap = known_cap ? known_cap * 2 : 64;
+                known = realloc(known, known_cap * sizeof(char *));
+            }
+            known[n_known++] = strdup(line);
         }
         fclose(f);
         qsort(known, n_known, sizeof(char *), cmp_str);
