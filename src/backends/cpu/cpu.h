@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ops/conv_geom.h"
 #include "ops/kernel.h"
 
 /* For the hottest loops: a second copy built for AVX2, picked at load time
@@ -92,17 +93,15 @@ int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
  * overflow. */
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
 
-/* The sliding-window geometry of Conv and the pools: kernel, strides,
- * dilations, pads (after auto_pad) and the output size per spatial axis. */
-typedef struct cpu_window {
-    int32_t n;                    /* spatial axes */
-    int64_t in[SEAM_MAX_RANK], out[SEAM_MAX_RANK], kernel[SEAM_MAX_RANK];
-    int64_t stride[SEAM_MAX_RANK], dil[SEAM_MAX_RANK], pad_lo[SEAM_MAX_RANK], pad_hi[SEAM_MAX_RANK];
-} cpu_window;
-/* Fills w for input x ([N, C, spatial...]) and the given kernel sizes,
- * reading strides, dilations, pads and auto_pad from the node. Fails with
- * a message naming the attribute. */
-seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, cpu_window *w);
+/* The window geometry (ops/conv_geom.h) of Conv, the pools and their
+ * quantized forms for input x ([N, C, spatial...]) and the given kernel
+ * sizes. Fails, naming the node, when x has no spatial axis or an
+ * attribute is invalid. */
+seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, conv_geom *g);
+
+/* The cubic convolution kernel (Keys) with coefficient a at distance t,
+ * for Resize's and GridSample's cubic modes. */
+double cpu_cubic_weight(double t, double a);
 
 /* The largest tensor a shape read from data may ask for (2^31 elements):
  * hostile shape inputs fail with a message instead of allocating TBs. */
@@ -113,8 +112,9 @@ seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t 
  * formulas as the activation kernels. Kind NONE just adds the bias. */
 void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias);
 
-/* auto_pad absent or one of the spec's four values. */
-bool cpu_auto_pad_known(const ir_node *n);
+/* Refuses an auto_pad that is none of the spec's four values (Conv and
+ * the pools; it would otherwise fail at run time). */
+seam_status check_auto_pad(seam_check *c);
 /* Checks refusing input 0 dtypes other than floats / numbers. */
 seam_status check_float_input(seam_check *c);
 seam_status check_numeric_input(seam_check *c);
