@@ -351,10 +351,9 @@ static seam_status run_loss(seam_kernel *k) {
         if (x->dims[d] != t->dims[d - 1]) return kernel_fail(k, "input and target disagree on dim %d", d);
     int64_t C = x->dims[1], N = x->dims[0], D = cpu_span(x->dims, 2, x->rank);
     if (w && (w->rank != 1 || w->dims[0] != C)) return kernel_fail(k, "weight must be [C]");
-    const ir_attr *ra = ir_node_attr(k->n, "reduction");
-    char red = 'm';
-    if (ra && ra->kind == IR_ATTR_STRING && ra->s.len) red = (char)ra->s.data[0];
-    const ir_attr *ia = ir_node_attr(k->n, "ignore_index");
+    /* "none", "sum" or (any other value, as inference reads it) "mean" */
+    char red = node_attr_is(k->n, "reduction", "none") ? 'n' : node_attr_is(k->n, "reduction", "sum") ? 's' : 'm';
+    const ir_attr *ia = node_attr(k->n, "ignore_index");
     bool has_ignore = ia && ia->kind == IR_ATTR_INT;
     int64_t ignore = has_ignore ? ia->i : 0;
     /* log-probabilities: the input itself, or log_softmax over C */

@@ -212,11 +212,7 @@ static binop op_of(const ir_node *n) {
     };
     for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
         if (strcmp(n->op_type, ops[k].name) == 0) return ops[k].op;
-    if (strcmp(n->op_type, "BitShift") == 0) {
-        const ir_attr *a = ir_node_attr(n, "direction");
-        bool left = a && a->kind == IR_ATTR_STRING && a->s.len == 4 && memcmp(a->s.data, "LEFT", 4) == 0;
-        return left ? OP_SHL : OP_SHR;
-    }
+    if (strcmp(n->op_type, "BitShift") == 0) return node_attr_is(n, "direction", "LEFT") ? OP_SHL : OP_SHR;
     return OP_ADD;
 }
 

@@ -485,15 +485,14 @@ static seam_status run_unique(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     if (!numeric(x->dtype)) return kernel_fail(k, "Unique on %s is not supported", seam_dtype_name(x->dtype));
-    const ir_attr *aa = ir_node_attr(k->n, "axis");
     bool sorted = node_attr_int(k->n, "sorted", 1) != 0;
     int32_t rank = x->rank, axis = 0;
     int64_t dims[SEAM_MAX_RANK];
-    if (!aa) { /* flattened */
+    if (!node_attr(k->n, "axis")) { /* flattened */
         rank = 1;
         dims[0] = x->numel;
     } else {
-        axis = aa->kind == IR_ATTR_INT ? cpu_axis(aa->i, x->rank) : -1;
+        axis = cpu_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
         if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
         memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
     }

@@ -153,7 +153,7 @@ static seam_status run_pool(seam_kernel *k) {
     j.kind = base[0] == 'M' ? P_MAX : base[0] == 'A' ? P_AVG : P_LP;
     j.x = x;
     /* p is an int since opset 2; LpPool-1 had it as a float */
-    const ir_attr *pa = ir_node_attr(k->n, "p");
+    const ir_attr *pa = node_attr(k->n, "p");
     j.p = pa && pa->kind == IR_ATTR_FLOAT ? pa->f : (double)node_attr_int(k->n, "p", 2);
     int64_t kernel[SEAM_MAX_RANK];
     int32_t n_sp = x->rank - 2;

@@ -87,8 +87,7 @@ static bool read_acts(const ir_node *n, int32_t n_per_dir, int32_t dirs, act_par
 
 /* 1 forward, 2 reverse, 3 bidirectional; 0 for an unknown direction. */
 static int direction(const ir_node *n) {
-    const ir_attr *a = ir_node_attr(n, "direction");
-    if (!a) return 1;
+    if (!node_attr(n, "direction")) return 1;
     if (node_attr_is(n, "direction", "forward")) return 1;
     if (node_attr_is(n, "direction", "reverse")) return 2;
     if (node_attr_is(n, "direction", "bidirectional")) return 3;

@@ -452,12 +452,10 @@ static seam_status run_gather_nd(seam_kernel *k) {
 typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction;
 
 static reduction reduction_of(const ir_node *n) {
-    const ir_attr *a = ir_node_attr(n, "reduction");
-    if (!a || a->kind != IR_ATTR_STRING) return RED_NONE;
-    if (a->s.len == 3 && !memcmp(a->s.data, "add", 3)) return RED_ADD;
-    if (a->s.len == 3 && !memcmp(a->s.data, "mul", 3)) return RED_MUL;
-    if (a->s.len == 3 && !memcmp(a->s.data, "max", 3)) return RED_MAX;
-    if (a->s.len == 3 && !memcmp(a->s.data, "min", 3)) return RED_MIN;
+    if (node_attr_is(n, "reduction", "add")) return RED_ADD;
+    if (node_attr_is(n, "reduction", "mul")) return RED_MUL;
+    if (node_attr_is(n, "reduction", "max")) return RED_MAX;
+    if (node_attr_is(n, "reduction", "min")) return RED_MIN;
     return RED_NONE;
 }
 
@@ -597,9 +595,12 @@ static seam_status run_pad(seam_kernel *k) {
     int64_t pads[2 * SEAM_MAX_RANK], axes[SEAM_MAX_RANK];
     int32_t np, na = r;
     double cval = 0;
-    const ir_attr *ma = ir_node_attr(k->n, "mode");
     char mode = 'c'; /* constant, reflect, edge, wrap */
-    if (ma && ma->kind == IR_ATTR_STRING && ma->s.len) mode = (char)ma->s.data[0];
+    if (node_attr_is(k->n, "mode", "reflect")) mode = 'r';
+    else if (node_attr_is(k->n, "mode", "edge")) mode = 'e';
+    else if (node_attr_is(k->n, "mode", "wrap")) mode = 'w';
+    else if (node_attr(k->n, "mode") && !node_attr_is(k->n, "mode", "constant"))
+        return kernel_fail(k, "mode must be constant, reflect, edge or wrap");
     if (k->n->opset < 11) {
         const int64_t *p;
         np = node_attr_ints(k->n, "pads", &p);
@@ -679,8 +680,7 @@ static seam_status run_depth_space(seam_kernel *k) {
     if (to_space) {
         if (C % (b * b)) return kernel_fail(k, "channels %lld are not a multiple of blocksize^2", (long long)C);
         int64_t c = C / (b * b);
-        const ir_attr *ma = ir_node_attr(k->n, "mode");
-        bool crd = ma && ma->kind == IR_ATTR_STRING && ma->s.len == 3 && !memcmp(ma->s.data, "CRD", 3);
+        bool crd = node_attr_is(k->n, "mode", "CRD");
         /* the input viewed as [N, b, b, c, H, W] (DCR) or [N, c, b, b, H, W]
          * (CRD), read as [N, c, H, b, W, b] */
         int64_t sW = 1, sH = W, sPlane = H * W;
@@ -751,9 +751,8 @@ static seam_status run_reverse_sequence(seam_kernel *k) {
 static seam_status run_compress(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *c = kernel_in(k, 1);
     if (!x || !c || c->rank != 1) return kernel_fail(k, "needs input and a 1-D condition");
-    const ir_attr *aa = ir_node_attr(k->n, "axis");
     size_t es = seam_dtype_size(x->dtype);
-    if (!aa) { /* flattened */
+    if (!node_attr(k->n, "axis")) { /* flattened */
         int64_t n = 0, lim = c->numel < x->numel ? c->numel : x->numel;
         for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
         seam_tensor *y = kernel_out(k, 0, x->dtype, 1, &n);
@@ -762,7 +761,7 @@ static seam_status run_compress(seam_kernel *k) {
             if (cpu_get_i64(c->data, c->dtype, i)) cpu_copy_elem(y->data, o++, x->data, i, es);
         return SEAM_STATUS_OK;
     }
-    int32_t axis = cpu_axis(aa->i, x->rank);
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
     if (axis < 0) return kernel_fail(k, "axis is out of range");
     int64_t len = x->dims[axis], lim = c->numel < len ? c->numel : len, n = 0;
     for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
@@ -830,9 +829,9 @@ static seam_status run_resize(seam_kernel *k) {
         if (k->n->opset >= 9) {
             ts = kernel_in(k, 1);
         } else {
-            const ir_attr *a = ir_node_attr(k->n, "scales");
-            if (!a || a->kind != IR_ATTR_FLOATS || a->n != r) return kernel_fail(k, "scales must have one entry per dim");
-            for (int32_t d = 0; d < r; d++) scales[d] = a->floats[d];
+            const float *a;
+            if (node_attr_floats(k->n, "scales", &a) != r) return kernel_fail(k, "scales must have one entry per dim");
+            for (int32_t d = 0; d < r; d++) scales[d] = a[d];
         }
     } else if (k->n->opset >= 11) {
         troi = kernel_in(k, 1);
