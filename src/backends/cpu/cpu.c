@@ -18,6 +18,8 @@ bool cpu_is_int(int32_t dt) {
            dt == SEAM_DTYPE_UINT64;
 }
 
+bool cpu_is_real(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL; }
+
 float cpu_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
@@ -239,6 +241,13 @@ int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to) {
     return n;
 }
 
+double cpu_cubic_weight(double t, double a) {
+    t = fabs(t);
+    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
+
 seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, conv_geom *g) {
     if (x->rank < 3) return kernel_fail(k, "the input must have a batch, a channel and at least one spatial axis");
     char why[160];
@@ -269,16 +278,16 @@ seam_status check_auto_pad(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
-seam_status check_float_input(seam_check *c) {
+/* Refuses input 0 when its dtype is known and not one that ok accepts. */
+static seam_status check_input_dtype(seam_check *c, bool (*ok)(int32_t dtype)) {
     int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+    if (dt != SEAM_DTYPE_UNDEFINED && !ok(dt))
         return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
 
-seam_status check_numeric_input(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
+static bool is_float_or_int(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt); }
+
+seam_status check_float_input(seam_check *c) { return check_input_dtype(c, cpu_is_float); }
+seam_status check_numeric_input(seam_check *c) { return check_input_dtype(c, is_float_or_int); }
+seam_status check_real_input(seam_check *c) { return check_input_dtype(c, cpu_is_real); }

@@ -28,6 +28,8 @@
 bool cpu_is_float(int32_t dtype);   /* float16/32/64, bfloat16 */
 bool cpu_is_signed_int(int32_t dtype);
 bool cpu_is_int(int32_t dtype);     /* any integer, not bool */
+/* A float, an integer or bool: the dtypes cpu_get and cpu_set handle. */
+bool cpu_is_real(int32_t dtype);
 
 float cpu_half_to_float(uint16_t h);
 uint16_t cpu_float_to_half(float f);
@@ -41,6 +43,14 @@ int64_t cpu_get_i64(const void *p, int32_t dtype, int64_t i);
  * truncates; to bool: v != 0). */
 void cpu_set(void *p, int32_t dtype, int64_t i, double v);
 void cpu_set_i64(void *p, int32_t dtype, int64_t i, int64_t v);
+/* cpu_get and cpu_set with float32 inline, for per-element loops. */
+static inline double cpu_ld(const void *p, int32_t dtype, int64_t i) {
+    return dtype == SEAM_DTYPE_FLOAT32 ? (double)((const float *)p)[i] : cpu_get(p, dtype, i);
+}
+static inline void cpu_st(void *p, int32_t dtype, int64_t i, double v) {
+    if (dtype == SEAM_DTYPE_FLOAT32) ((float *)p)[i] = (float)v;
+    else cpu_set(p, dtype, i, v);
+}
 /* Copies element i of src into element j of dst (same dtype). */
 static inline void cpu_copy_elem(void *dst, int64_t j, const void *src, int64_t i, size_t es) {
     memcpy((char *)dst + (size_t)j * es, (const char *)src + (size_t)i * es, es);
@@ -84,6 +94,9 @@ static inline void cpu_index_next(int64_t *idx, const int64_t *dims, int32_t ran
     }
 }
 
+/* The name of the node's input i, for messages. */
+static inline const char *cpu_in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
+
 /* An axis attribute normalized against rank; -1 if out of range. */
 int32_t cpu_axis(int64_t axis, int32_t rank);
 /* Reads an integer tensor (int32/int64) into out (at most max). -1 if it
@@ -118,6 +131,7 @@ seam_status check_auto_pad(seam_check *c);
 /* Checks refusing input 0 dtypes other than floats / numbers. */
 seam_status check_float_input(seam_check *c);
 seam_status check_numeric_input(seam_check *c);
+seam_status check_real_input(seam_check *c); /* cpu_is_real */
 
 /* A check that accepts only the listed input-0 dtypes (list ends with 0). */
 bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed);

@@ -228,8 +228,7 @@ static seam_status run_binary(seam_kernel *k) {
     int32_t rank;
     int64_t dims[SEAM_MAX_RANK];
     if (!cpu_broadcast(ins, 2, &rank, dims))
-        return kernel_fail(k, "shapes of '%s' and '%s' do not broadcast", k->g->values[k->n->inputs[0]].name,
-                           k->g->values[k->n->inputs[1]].name);
+        return kernel_fail(k, "shapes of '%s' and '%s' do not broadcast", cpu_in_name(k, 0), cpu_in_name(k, 1));
     seam_tensor *y = kernel_out(k, 0, is_compare(op) ? SEAM_DTYPE_BOOL : a->dtype, rank, dims);
     if (!y) return kernel_oom(k);
     if (op == OP_POW && a->dtype != b->dtype) { /* convert the exponent to the base's type first */

@@ -16,8 +16,6 @@
 #include "backends/cpu/cpu.h"
 #include "runtime/pool.h"
 
-static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
-
 /* A float view of a tensor: its own data for float32/64, else a widened
  * float32 copy (free with release). */
 typedef struct fview {
@@ -265,8 +263,8 @@ static seam_status run_matmul(seam_kernel *k) {
     int64_t M = a->rank == 1 ? 1 : a->dims[a->rank - 2], K = a->dims[a->rank - 1];
     int64_t K2 = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2], N = b->rank == 1 ? 1 : b->dims[b->rank - 1];
     if (K != K2)
-        return kernel_fail(k, "'%s' has %lld columns but '%s' has %lld rows", in_name(k, 0), (long long)K, in_name(k, 1),
-                           (long long)K2);
+        return kernel_fail(k, "'%s' has %lld columns but '%s' has %lld rows", cpu_in_name(k, 0), (long long)K,
+                           cpu_in_name(k, 1), (long long)K2);
     seam_tensor ba = {.rank = a->rank > 2 ? a->rank - 2 : 0}, bb = {.rank = b->rank > 2 ? b->rank - 2 : 0};
     for (int32_t d = 0; d < ba.rank; d++) ba.dims[d] = a->dims[d];
     for (int32_t d = 0; d < bb.rank; d++) bb.dims[d] = b->dims[d];

@@ -107,11 +107,6 @@ static float *widen(const seam_tensor *t) {
     return p;
 }
 
-static inline void put(seam_tensor *t, int64_t i, float v) {
-    if (t->dtype == SEAM_DTYPE_FLOAT32) ((float *)t->data)[i] = v;
-    else cpu_set(t->data, t->dtype, i, v);
-}
-
 static inline float clipped(float v, float clip) { return clip > 0 ? fmaxf(-clip, fminf(clip, v)) : v; }
 
 /* C = A B^T for row-major A [m, k] and B [n, k]. */
@@ -270,14 +265,15 @@ static seam_status run_recurrent(seam_kernel *k) {
                 }
                 memcpy(hrow, nh, sizeof(float) * (size_t)H);
                 for (int64_t j = 0; y && j < H; j++)
-                    put(y, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j, hrow[j]);
+                    cpu_st(y->data, y->dtype, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j,
+                           hrow[j]);
             }
         }
         for (int64_t bb = 0; bb < Bn; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                if (yh) put(yh, at, hcur[bb * H + j]);
-                if (yc) put(yc, at, ccur[bb * H + j]);
+                if (yh) cpu_st(yh->data, yh->dtype, at, hcur[bb * H + j]);
+                if (yc) cpu_st(yc->data, yc->dtype, at, ccur[bb * H + j]);
             }
     }
 done:
