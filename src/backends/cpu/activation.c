@@ -7,13 +7,8 @@
 
 #include "backends/cpu/cpu.h"
 
-typedef enum {
-    A_RELU, A_LEAKY, A_SIGMOID, A_HSIGMOID, A_HSWISH, A_TANH, A_ELU, A_SELU, A_CELU, A_THRESH, A_SOFTPLUS,
-    A_SOFTSIGN, A_GELU, A_GELU_TANH, A_MISH, A_SHRINK,
-} act;
-
 typedef struct act_job {
-    act op;
+    act_kind op;
     double alpha, beta, gamma;
     const seam_tensor *x;
     seam_tensor *y;
@@ -22,22 +17,23 @@ typedef struct act_job {
 static double act_d(const act_job *j, double x) {
     double a = j->alpha, b = j->beta;
     switch (j->op) {
-    case A_RELU: return x > 0 ? x : (x == x ? 0 : x);
-    case A_LEAKY: return x >= 0 ? x : a * x;
-    case A_SIGMOID: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
-    case A_HSIGMOID: return fmax(0, fmin(1, a * x + b));
-    case A_HSWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
-    case A_TANH: return tanh(x);
-    case A_ELU: return x >= 0 ? x : a * (exp(x) - 1);
-    case A_SELU: return j->gamma * (x > 0 ? x : a * exp(x) - a);
-    case A_CELU: return fmax(0, x) + fmin(0, a * (exp(x / a) - 1));
-    case A_THRESH: return x > a ? x : 0;
-    case A_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
-    case A_SOFTSIGN: return x / (1 + fabs(x));
-    case A_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case A_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case A_MISH: return x * tanh(x > 30 ? x : log1p(exp(x)));
-    case A_SHRINK: return x < -a ? x + b : x > a ? x - b : 0;
+    case ACT_RELU: return x > 0 ? x : (x == x ? 0 : x);
+    case ACT_LEAKY_RELU: return x >= 0 ? x : a * x;
+    case ACT_SIGMOID: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+    case ACT_HARD_SIGMOID: return fmax(0, fmin(1, a * x + b));
+    case ACT_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    case ACT_TANH: return tanh(x);
+    case ACT_ELU: return x >= 0 ? x : a * (exp(x) - 1);
+    case ACT_SELU: return j->gamma * (x > 0 ? x : a * exp(x) - a);
+    case ACT_CELU: return fmax(0, x) + fmin(0, a * (exp(x / a) - 1));
+    case ACT_THRESHOLDED_RELU: return x > a ? x : 0;
+    case ACT_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case ACT_SOFTSIGN: return x / (1 + fabs(x));
+    case ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case ACT_MISH: return x * tanh(x > 30 ? x : log1p(exp(x)));
+    case ACT_SHRINK: return x < -a ? x + b : x > a ? x - b : 0;
+    default: break; /* Clip has its own kernel; ScaledTanh and Affine are RNN-only */
     }
     return x;
 }
@@ -50,28 +46,28 @@ CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
         float *y = j->y->data;
         float a = (float)j->alpha, b = (float)j->beta;
         switch (j->op) {
-        case A_RELU:
+        case ACT_RELU:
             for (int64_t i = begin; i < end; i++) y[i] = x[i] < 0 ? 0 : x[i]; /* NaN stays NaN */
             return;
-        case A_LEAKY:
+        case ACT_LEAKY_RELU:
             for (int64_t i = begin; i < end; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
             return;
-        case A_SIGMOID:
+        case ACT_SIGMOID:
             for (int64_t i = begin; i < end; i++) {
                 float e = expf(-fabsf(x[i]));
                 y[i] = x[i] >= 0 ? 1 / (1 + e) : e / (1 + e);
             }
             return;
-        case A_TANH:
+        case ACT_TANH:
             for (int64_t i = begin; i < end; i++) y[i] = tanhf(x[i]);
             return;
-        case A_HSIGMOID:
+        case ACT_HARD_SIGMOID:
             for (int64_t i = begin; i < end; i++) y[i] = fmaxf(0, fminf(1, a * x[i] + b));
             return;
-        case A_HSWISH:
+        case ACT_HARD_SWISH:
             for (int64_t i = begin; i < end; i++) y[i] = x[i] * fmaxf(0, fminf(1, x[i] / 6 + 0.5f));
             return;
-        case A_GELU:
+        case ACT_GELU:
             for (int64_t i = begin; i < end; i++) y[i] = 0.5f * x[i] * (1 + erff(x[i] * (float)M_SQRT1_2));
             return;
         default:
@@ -122,41 +118,17 @@ CPU_HOT void cpu_post_apply(const act_params *op, float *y, int64_t n, float bia
     }
 }
 
-static const struct {
-    const char *name;
-    act op;
-    double alpha, beta;
-} acts[] = {
-    {"Relu", A_RELU, 0, 0}, {"LeakyRelu", A_LEAKY, 0.01, 0}, {"Sigmoid", A_SIGMOID, 0, 0},
-    {"HardSigmoid", A_HSIGMOID, 0.2, 0.5}, {"HardSwish", A_HSWISH, 0, 0}, {"Tanh", A_TANH, 0, 0},
-    {"Elu", A_ELU, 1, 0}, {"Selu", A_SELU, 1.67326319217681884765625, 0}, {"Celu", A_CELU, 1, 0},
-    {"ThresholdedRelu", A_THRESH, 1, 0}, {"Softplus", A_SOFTPLUS, 0, 0}, {"Softsign", A_SOFTSIGN, 0, 0},
-    {"Gelu", A_GELU, 0, 0}, {"Mish", A_MISH, 0, 0}, {"Shrink", A_SHRINK, 0.5, 0},
-};
-
 static seam_status run_act(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    act_job j = {A_RELU, 0, 0, 0, x, NULL};
-    for (size_t a = 0; a < sizeof(acts) / sizeof(acts[0]); a++)
-        if (strcmp(k->n->op_type, acts[a].name) == 0) {
-            j.op = acts[a].op;
-            j.alpha = node_attr_float(k->n, acts[a].op == A_SHRINK ? "lambd" : "alpha", (float)acts[a].alpha);
-            j.beta = node_attr_float(k->n, "beta", (float)acts[a].beta);
-            if (acts[a].op == A_SHRINK) j.beta = node_attr_float(k->n, "bias", 0);
-        }
-    if (j.op == A_SELU) j.gamma = node_attr_float(k->n, "gamma", 1.05070102214813232421875f);
-    if (j.op == A_GELU) {
-        const ir_attr *ap = ir_node_attr(k->n, "approximate");
-        if (ap && ap->kind == IR_ATTR_STRING && ap->s.len == 4 && memcmp(ap->s.data, "tanh", 4) == 0) j.op = A_GELU_TANH;
-    }
+    act_params p;
+    if (!act_of_node(k->n, &p)) return kernel_fail(k, "%s is not an activation", k->n->op_type);
+    act_job j = {p.kind, p.alpha, p.beta, p.gamma, x, NULL};
     j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!j.y) return kernel_oom(k);
     seam_parallel_for(k->pool, x->numel, 16384, act_range, &j);
     return SEAM_STATUS_OK;
 }
-
-
 
 /* PRelu: y = x < 0 ? slope * x : x, slope broadcast to x. */
 static seam_status run_prelu(seam_kernel *k) {
@@ -204,17 +176,17 @@ CPU_HOT static void clip_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Clip: min and max are inputs from opset 11, attributes before. */
+/* Clip: min and max are inputs from opset 11, attributes before (which
+ * act_of_node reads). */
 static seam_status run_clip(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    double lo = -INFINITY, hi = INFINITY;
+    act_params p;
+    act_of_node(k->n, &p);
+    double lo = p.lo, hi = p.hi;
     bool is_int = cpu_is_int(x->dtype);
     int64_t ilo = INT64_MIN, ihi = INT64_MAX;
-    if (k->n->opset < 11) {
-        lo = node_attr_float(k->n, "min", -INFINITY);
-        hi = node_attr_float(k->n, "max", INFINITY);
-    } else {
+    if (k->n->opset >= 11) {
         const seam_tensor *mn = kernel_in(k, 1), *mx = kernel_in(k, 2);
         if ((mn && mn->numel != 1) || (mx && mx->numel != 1)) return kernel_fail(k, "min and max must be scalars");
         if ((mn && mn->dtype != x->dtype) || (mx && mx->dtype != x->dtype))
@@ -379,10 +351,9 @@ static seam_status run_loss(seam_kernel *k) {
         if (x->dims[d] != t->dims[d - 1]) return kernel_fail(k, "input and target disagree on dim %d", d);
     int64_t C = x->dims[1], N = x->dims[0], D = cpu_span(x->dims, 2, x->rank);
     if (w && (w->rank != 1 || w->dims[0] != C)) return kernel_fail(k, "weight must be [C]");
-    const ir_attr *ra = ir_node_attr(k->n, "reduction");
-    char red = 'm';
-    if (ra && ra->kind == IR_ATTR_STRING && ra->s.len) red = (char)ra->s.data[0];
-    const ir_attr *ia = ir_node_attr(k->n, "ignore_index");
+    /* "none", "sum" or (any other value, as inference reads it) "mean" */
+    char red = node_attr_is(k->n, "reduction", "none") ? 'n' : node_attr_is(k->n, "reduction", "sum") ? 's' : 'm';
+    const ir_attr *ia = node_attr(k->n, "ignore_index");
     bool has_ignore = ia && ia->kind == IR_ATTR_INT;
     int64_t ignore = has_ignore ? ia->i : 0;
     /* log-probabilities: the input itself, or log_softmax over C */

@@ -5,10 +5,6 @@
 
 #include "backends/cpu/cpu.h"
 
-static bool castable(int32_t dt) {
-    return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL;
-}
-
 /* Float to integer truncates toward zero (saturating where C would be
  * undefined); integer to integer wraps; everything to bool is != 0. */
 static void convert(const seam_tensor *x, seam_tensor *y) {
@@ -74,7 +70,7 @@ static seam_status run_cast(seam_kernel *k) {
     } else {
         to = (int32_t)node_attr_int(k->n, "to", 0);
     }
-    if (!castable(x->dtype) || !castable(to))
+    if (!cpu_is_real(x->dtype) || !cpu_is_real(to))
         return kernel_fail(k, "cast from %s to %s is not supported", seam_dtype_name(x->dtype), seam_dtype_name(to));
     seam_tensor *y = kernel_out(k, 0, to, x->rank, x->dims);
     if (!y) return kernel_oom(k);
@@ -85,7 +81,7 @@ static seam_status run_cast(seam_kernel *k) {
 static seam_status check_cast(seam_check *c) {
     int32_t from = check_in_dtype(c, 0);
     int32_t to = strcmp(c->n->op_type, "CastLike") == 0 ? check_in_dtype(c, 1) : (int32_t)node_attr_int(c->n, "to", 0);
-    if ((from != SEAM_DTYPE_UNDEFINED && !castable(from)) || (to != SEAM_DTYPE_UNDEFINED && !castable(to)))
+    if ((from != SEAM_DTYPE_UNDEFINED && !cpu_is_real(from)) || (to != SEAM_DTYPE_UNDEFINED && !cpu_is_real(to)))
         return check_refuse(c, "cast from %s to %s is not supported", seam_dtype_name(from), seam_dtype_name(to));
     return SEAM_STATUS_OK;
 }
@@ -128,7 +124,7 @@ static seam_status run_constant_of_shape(seam_kernel *k) {
     const ir_attr *v = ir_node_attr(k->n, "value");
     const ir_tensor *t = v && v->kind == IR_ATTR_TENSOR ? v->t : NULL;
     int32_t dt = t ? t->dtype : SEAM_DTYPE_FLOAT32;
-    if (t && (t->numel != 1 || !castable(dt))) return kernel_fail(k, "value must be a one-element numeric tensor");
+    if (t && (t->numel != 1 || !cpu_is_real(dt))) return kernel_fail(k, "value must be a one-element numeric tensor");
     seam_tensor *y = kernel_out(k, 0, dt, rank, dims);
     if (!y) return kernel_oom(k);
     size_t es = seam_dtype_size(dt);
@@ -192,7 +188,7 @@ static seam_status run_eyelike(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x || x->rank != 2) return kernel_fail(k, "the input must be 2-D");
     int32_t dt = (int32_t)node_attr_int(k->n, "dtype", x->dtype);
-    if (!castable(dt)) return kernel_fail(k, "dtype %s is not supported", seam_dtype_name(dt));
+    if (!cpu_is_real(dt)) return kernel_fail(k, "dtype %s is not supported", seam_dtype_name(dt));
     int64_t off = node_attr_int(k->n, "k", 0);
     seam_tensor *y = kernel_out(k, 0, dt, 2, x->dims);
     if (!y) return kernel_oom(k);
@@ -237,7 +233,7 @@ static seam_status run_random(seam_kernel *k) {
         }
     }
     int64_t numel = seam_shape_numel(dims, rank);
-    if (numel < 0 || numel > MAX_DATA_NUMEL || !castable(dt)) return kernel_fail(k, "unsupported shape or dtype");
+    if (numel < 0 || numel > MAX_DATA_NUMEL || !cpu_is_real(dt)) return kernel_fail(k, "unsupported shape or dtype");
     seam_tensor *y = kernel_out(k, 0, dt, rank, dims);
     if (!y) return kernel_oom(k);
     float seed = node_attr_float(k->n, "seed", 0);

@@ -18,6 +18,8 @@ bool cpu_is_int(int32_t dt) {
            dt == SEAM_DTYPE_UINT64;
 }
 
+bool cpu_is_real(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL; }
+
 float cpu_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
@@ -239,45 +241,18 @@ int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to) {
     return n;
 }
 
-seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, cpu_window *w) {
+double cpu_cubic_weight(double t, double a) {
+    t = fabs(t);
+    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
+
+seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, conv_geom *g) {
     if (x->rank < 3) return kernel_fail(k, "the input must have a batch, a channel and at least one spatial axis");
-    int32_t n = x->rank - 2;
-    const int64_t *strides = NULL, *pads = NULL, *dil = NULL;
-    int32_t ns = node_attr_ints(k->n, "strides", &strides), np = node_attr_ints(k->n, "pads", &pads);
-    int32_t nd = node_attr_ints(k->n, "dilations", &dil);
-    if ((ns >= 0 && ns != n) || (np >= 0 && np != 2 * n) || (nd >= 0 && nd != n))
-        return kernel_fail(k, "strides, pads or dilations do not match the %d spatial axes", n);
-    const ir_attr *ap = ir_node_attr(k->n, "auto_pad");
-    char mode = 'N'; /* NOTSET, SAME_UPPER (U), SAME_LOWER (L), VALID (V) */
-    if (ap && ap->kind == IR_ATTR_STRING && ap->s.len > 6 && !memcmp(ap->s.data, "SAME_U", 6)) mode = 'U';
-    if (ap && ap->kind == IR_ATTR_STRING && ap->s.len > 6 && !memcmp(ap->s.data, "SAME_L", 6)) mode = 'L';
-    if (ap && ap->kind == IR_ATTR_STRING && ap->s.len == 5 && !memcmp(ap->s.data, "VALID", 5)) mode = 'V';
-    w->n = n;
-    for (int32_t d = 0; d < n; d++) {
-        int64_t in = x->dims[2 + d], s = ns > 0 ? strides[d] : 1, dl = nd > 0 ? dil[d] : 1, kk = kernel[d];
-        if (s < 1 || dl < 1 || kk < 1 || kk > (1 << 20) || dl > (1 << 20) || s > (1 << 20))
-            return kernel_fail(k, "kernel, stride and dilation must be positive (axis %d)", d);
-        int64_t eff = (kk - 1) * dl + 1, lo = np > 0 ? pads[d] : 0, hi = np > 0 ? pads[d + n] : 0, out;
-        if (lo < 0 || hi < 0 || lo > (1 << 20) || hi > (1 << 20)) return kernel_fail(k, "pads must be >= 0");
-        if (mode == 'U' || mode == 'L') {
-            out = (in + s - 1) / s;
-            int64_t total = (out - 1) * s + eff - in;
-            if (total < 0) total = 0;
-            lo = mode == 'U' ? total / 2 : total - total / 2;
-            hi = total - lo;
-        } else if (mode == 'V') {
-            lo = hi = 0;
-            out = in >= eff ? (in - eff) / s + 1 : 0;
-        } else {
-            int64_t span = in + lo + hi - eff;
-            if (span < 0) return kernel_fail(k, "the window (%lld) is larger than the padded input (%lld) on axis %d",
-                                              (long long)eff, (long long)(in + lo + hi), d);
-            out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-            if (ceil_mode && (out - 1) * s >= in + lo) out--; /* the last window must start inside */
-        }
-        w->in[d] = in, w->out[d] = out, w->kernel[d] = kk, w->stride[d] = s, w->dil[d] = dl;
-        w->pad_lo[d] = lo, w->pad_hi[d] = hi;
-    }
+    char why[160];
+    if (!conv_geom_init(k->n, x->rank - 2, x->dims + 2, kernel, ceil_mode, g, why, sizeof(why)))
+        return kernel_fail(k, "%s", why);
     return SEAM_STATUS_OK;
 }
 
@@ -296,25 +271,23 @@ seam_status check_refuse(seam_check *c, const char *fmt, ...) {
     return SEAM_STATUS_UNSUPPORTED;
 }
 
-/* auto_pad other than the spec's four values would silently act as NOTSET */
-bool cpu_auto_pad_known(const ir_node *n) {
-    static const char *const names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
-    if (!ir_node_attr(n, "auto_pad")) return true;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (node_attr_is(n, "auto_pad", names[i])) return true;
-    return false;
+seam_status check_auto_pad(seam_check *c) {
+    conv_auto_pad ap;
+    if (!conv_auto_pad_of(c->n, &ap))
+        return check_refuse(c, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    return SEAM_STATUS_OK;
 }
 
-seam_status check_float_input(seam_check *c) {
+/* Refuses input 0 when its dtype is known and not one that ok accepts. */
+static seam_status check_input_dtype(seam_check *c, bool (*ok)(int32_t dtype)) {
     int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
+    if (dt != SEAM_DTYPE_UNDEFINED && !ok(dt))
         return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
 
-seam_status check_numeric_input(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
+static bool is_float_or_int(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt); }
+
+seam_status check_float_input(seam_check *c) { return check_input_dtype(c, cpu_is_float); }
+seam_status check_numeric_input(seam_check *c) { return check_input_dtype(c, is_float_or_int); }
+seam_status check_real_input(seam_check *c) { return check_input_dtype(c, cpu_is_real); }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ops/conv_geom.h"
 #include "ops/kernel.h"
 
 /* For the hottest loops: a second copy built for AVX2, picked at load time
@@ -27,6 +28,8 @@
 bool cpu_is_float(int32_t dtype);   /* float16/32/64, bfloat16 */
 bool cpu_is_signed_int(int32_t dtype);
 bool cpu_is_int(int32_t dtype);     /* any integer, not bool */
+/* A float, an integer or bool: the dtypes cpu_get and cpu_set handle. */
+bool cpu_is_real(int32_t dtype);
 
 float cpu_half_to_float(uint16_t h);
 uint16_t cpu_float_to_half(float f);
@@ -40,6 +43,14 @@ int64_t cpu_get_i64(const void *p, int32_t dtype, int64_t i);
  * truncates; to bool: v != 0). */
 void cpu_set(void *p, int32_t dtype, int64_t i, double v);
 void cpu_set_i64(void *p, int32_t dtype, int64_t i, int64_t v);
+/* cpu_get and cpu_set with float32 inline, for per-element loops. */
+static inline double cpu_ld(const void *p, int32_t dtype, int64_t i) {
+    return dtype == SEAM_DTYPE_FLOAT32 ? (double)((const float *)p)[i] : cpu_get(p, dtype, i);
+}
+static inline void cpu_st(void *p, int32_t dtype, int64_t i, double v) {
+    if (dtype == SEAM_DTYPE_FLOAT32) ((float *)p)[i] = (float)v;
+    else cpu_set(p, dtype, i, v);
+}
 /* Copies element i of src into element j of dst (same dtype). */
 static inline void cpu_copy_elem(void *dst, int64_t j, const void *src, int64_t i, size_t es) {
     memcpy((char *)dst + (size_t)j * es, (const char *)src + (size_t)i * es, es);
@@ -83,6 +94,9 @@ static inline void cpu_index_next(int64_t *idx, const int64_t *dims, int32_t ran
     }
 }
 
+/* The name of the node's input i, for messages. */
+static inline const char *cpu_in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
+
 /* An axis attribute normalized against rank; -1 if out of range. */
 int32_t cpu_axis(int64_t axis, int32_t rank);
 /* Reads an integer tensor (int32/int64) into out (at most max). -1 if it
@@ -92,17 +106,15 @@ int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
  * overflow. */
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
 
-/* The sliding-window geometry of Conv and the pools: kernel, strides,
- * dilations, pads (after auto_pad) and the output size per spatial axis. */
-typedef struct cpu_window {
-    int32_t n;                    /* spatial axes */
-    int64_t in[SEAM_MAX_RANK], out[SEAM_MAX_RANK], kernel[SEAM_MAX_RANK];
-    int64_t stride[SEAM_MAX_RANK], dil[SEAM_MAX_RANK], pad_lo[SEAM_MAX_RANK], pad_hi[SEAM_MAX_RANK];
-} cpu_window;
-/* Fills w for input x ([N, C, spatial...]) and the given kernel sizes,
- * reading strides, dilations, pads and auto_pad from the node. Fails with
- * a message naming the attribute. */
-seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, cpu_window *w);
+/* The window geometry (ops/conv_geom.h) of Conv, the pools and their
+ * quantized forms for input x ([N, C, spatial...]) and the given kernel
+ * sizes. Fails, naming the node, when x has no spatial axis or an
+ * attribute is invalid. */
+seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *kernel, bool ceil_mode, conv_geom *g);
+
+/* The cubic convolution kernel (Keys) with coefficient a at distance t,
+ * for Resize's and GridSample's cubic modes. */
+double cpu_cubic_weight(double t, double a);
 
 /* The largest tensor a shape read from data may ask for (2^31 elements):
  * hostile shape inputs fail with a message instead of allocating TBs. */
@@ -113,11 +125,13 @@ seam_status cpu_window_init(seam_kernel *k, const seam_tensor *x, const int64_t 
  * formulas as the activation kernels. Kind NONE just adds the bias. */
 void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias);
 
-/* auto_pad absent or one of the spec's four values. */
-bool cpu_auto_pad_known(const ir_node *n);
+/* Refuses an auto_pad that is none of the spec's four values (Conv and
+ * the pools; it would otherwise fail at run time). */
+seam_status check_auto_pad(seam_check *c);
 /* Checks refusing input 0 dtypes other than floats / numbers. */
 seam_status check_float_input(seam_check *c);
 seam_status check_numeric_input(seam_check *c);
+seam_status check_real_input(seam_check *c); /* cpu_is_real */
 
 /* A check that accepts only the listed input-0 dtypes (list ends with 0). */
 bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed);

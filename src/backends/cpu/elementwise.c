@@ -212,11 +212,7 @@ static binop op_of(const ir_node *n) {
     };
     for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
         if (strcmp(n->op_type, ops[k].name) == 0) return ops[k].op;
-    if (strcmp(n->op_type, "BitShift") == 0) {
-        const ir_attr *a = ir_node_attr(n, "direction");
-        bool left = a && a->kind == IR_ATTR_STRING && a->s.len == 4 && memcmp(a->s.data, "LEFT", 4) == 0;
-        return left ? OP_SHL : OP_SHR;
-    }
+    if (strcmp(n->op_type, "BitShift") == 0) return node_attr_is(n, "direction", "LEFT") ? OP_SHL : OP_SHR;
     return OP_ADD;
 }
 
@@ -232,8 +228,7 @@ static seam_status run_binary(seam_kernel *k) {
     int32_t rank;
     int64_t dims[SEAM_MAX_RANK];
     if (!cpu_broadcast(ins, 2, &rank, dims))
-        return kernel_fail(k, "shapes of '%s' and '%s' do not broadcast", k->g->values[k->n->inputs[0]].name,
-                           k->g->values[k->n->inputs[1]].name);
+        return kernel_fail(k, "shapes of '%s' and '%s' do not broadcast", cpu_in_name(k, 0), cpu_in_name(k, 1));
     seam_tensor *y = kernel_out(k, 0, is_compare(op) ? SEAM_DTYPE_BOOL : a->dtype, rank, dims);
     if (!y) return kernel_oom(k);
     if (op == OP_POW && a->dtype != b->dtype) { /* convert the exponent to the base's type first */

@@ -12,9 +12,8 @@
 
 #include "backends/cpu/cpu.h"
 
-/* Kernels here read elements as numbers; strings and complex numbers
- * would be copied as raw structs or misread. */
-static bool numeric(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL; }
+/* Kernels here read elements as numbers (cpu_is_real): strings and
+ * complex numbers would be copied as raw structs or misread. */
 
 /* ---- TopK ---- */
 
@@ -139,7 +138,7 @@ static void topk_rows(void *arg, int64_t begin, int64_t end) {
 static seam_status run_topk(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x || x->rank < 1) return kernel_fail(k, "needs an input of rank >= 1");
-    if (!numeric(x->dtype)) return kernel_fail(k, "TopK on %s is not supported", seam_dtype_name(x->dtype));
+    if (!cpu_is_real(x->dtype)) return kernel_fail(k, "TopK on %s is not supported", seam_dtype_name(x->dtype));
     int64_t kk;
     if (k->n->opset < 10) {
         kk = node_attr_int(k->n, "k", -1);
@@ -187,7 +186,7 @@ static bool is_nonzero(const void *p, int32_t dt, int64_t i) {
 static seam_status run_nonzero(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    if (!numeric(x->dtype)) return kernel_fail(k, "NonZero on %s is not supported", seam_dtype_name(x->dtype));
+    if (!cpu_is_real(x->dtype)) return kernel_fail(k, "NonZero on %s is not supported", seam_dtype_name(x->dtype));
     int64_t n = 0;
     for (int64_t i = 0; i < x->numel; i++) n += is_nonzero(x->data, x->dtype, i);
     /* a scalar is seen as one element of rank 1, as numpy and ONNX Runtime do */
@@ -341,7 +340,7 @@ static seam_status run_onehot(seam_kernel *k) {
     const seam_tensor *ix = kernel_in(k, 0), *dp = kernel_in(k, 1), *vals = kernel_in(k, 2);
     if (!ix || !dp || !vals || dp->numel != 1 || vals->numel != 2)
         return kernel_fail(k, "needs indices, a scalar depth and two values");
-    if (!numeric(ix->dtype) || !numeric(dp->dtype) || !numeric(vals->dtype))
+    if (!cpu_is_real(ix->dtype) || !cpu_is_real(dp->dtype) || !cpu_is_real(vals->dtype))
         return kernel_fail(k, "indices, depth and values must be numbers");
     double dd = cpu_get(dp->data, dp->dtype, 0);
     if (!(dd >= 1 && dd <= (double)MAX_DATA_NUMEL)) return kernel_fail(k, "depth %g is out of range", dd);
@@ -375,7 +374,7 @@ static seam_status run_onehot(seam_kernel *k) {
 
 static seam_status check_onehot(seam_check *c) {
     int32_t dt = check_in_dtype(c, 2);
-    if (dt != SEAM_DTYPE_UNDEFINED && !numeric(dt))
+    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_real(dt))
         return check_refuse(c, "OneHot on %s values is not supported", seam_dtype_name(dt));
     return SEAM_STATUS_OK;
 }
@@ -484,16 +483,15 @@ static void sort_slices(int64_t *v, int64_t *tmp, int64_t n, const uniq_ctx *u) 
 static seam_status run_unique(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    if (!numeric(x->dtype)) return kernel_fail(k, "Unique on %s is not supported", seam_dtype_name(x->dtype));
-    const ir_attr *aa = ir_node_attr(k->n, "axis");
+    if (!cpu_is_real(x->dtype)) return kernel_fail(k, "Unique on %s is not supported", seam_dtype_name(x->dtype));
     bool sorted = node_attr_int(k->n, "sorted", 1) != 0;
     int32_t rank = x->rank, axis = 0;
     int64_t dims[SEAM_MAX_RANK];
-    if (!aa) { /* flattened */
+    if (!node_attr(k->n, "axis")) { /* flattened */
         rank = 1;
         dims[0] = x->numel;
     } else {
-        axis = aa->kind == IR_ATTR_INT ? cpu_axis(aa->i, x->rank) : -1;
+        axis = cpu_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
         if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
         memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
     }
@@ -620,7 +618,7 @@ static seam_status run_nms(seam_kernel *k) {
         return kernel_fail(k, "boxes and scores must be floats");
     if ((tmax && tmax->numel > 1) || (tiou && tiou->numel > 1) || (tsc && tsc->numel > 1))
         return kernel_fail(k, "max_output_boxes_per_class, iou_threshold and score_threshold must be scalars");
-    if ((tmax && !numeric(tmax->dtype)) || (tiou && !numeric(tiou->dtype)) || (tsc && !numeric(tsc->dtype)))
+    if ((tmax && !cpu_is_real(tmax->dtype)) || (tiou && !cpu_is_real(tiou->dtype)) || (tsc && !cpu_is_real(tsc->dtype)))
         return kernel_fail(k, "the thresholds must be numbers");
     int64_t max_out = tmax && tmax->numel ? cpu_get_i64(tmax->data, tmax->dtype, 0) : 0;
     double iou_t = tiou && tiou->numel ? cpu_get(tiou->data, tiou->dtype, 0) : 0;
@@ -680,13 +678,6 @@ static seam_status check_nms(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_numeric(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !numeric(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
-
 static seam_status check_where(seam_check *c) {
     int32_t dt = check_in_dtype(c, 1);
     if (dt == SEAM_DTYPE_STRING) return check_refuse(c, "Where on strings is not supported");
@@ -694,13 +685,13 @@ static seam_status check_where(seam_check *c) {
 }
 
 const seam_cpu_binding seam_cpu_index[] = {
-    {"", "TopK", 1, {run_topk, check_numeric}},
-    {"", "NonZero", 9, {run_nonzero, check_numeric}},
+    {"", "TopK", 1, {run_topk, check_real_input}},
+    {"", "NonZero", 9, {run_nonzero, check_real_input}},
     {"", "Where", 9, {run_where, check_where}},
     {"", "CumSum", 11, {run_cumsum, check_numeric_input}},
     {"", "OneHot", 9, {run_onehot, check_onehot}},
     {"", "Range", 11, {run_range, check_range}},
-    {"", "Unique", 11, {run_unique, check_numeric}},
+    {"", "Unique", 11, {run_unique, check_real_input}},
     {"", "NonMaxSuppression", 10, {run_nms, check_nms}},
 };
 const size_t seam_cpu_index_count = sizeof(seam_cpu_index) / sizeof(seam_cpu_index[0]);

@@ -16,8 +16,6 @@
 #include "backends/cpu/cpu.h"
 #include "runtime/pool.h"
 
-static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
-
 /* A float view of a tensor: its own data for float32/64, else a widened
  * float32 copy (free with release). */
 typedef struct fview {
@@ -265,8 +263,8 @@ static seam_status run_matmul(seam_kernel *k) {
     int64_t M = a->rank == 1 ? 1 : a->dims[a->rank - 2], K = a->dims[a->rank - 1];
     int64_t K2 = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2], N = b->rank == 1 ? 1 : b->dims[b->rank - 1];
     if (K != K2)
-        return kernel_fail(k, "'%s' has %lld columns but '%s' has %lld rows", in_name(k, 0), (long long)K, in_name(k, 1),
-                           (long long)K2);
+        return kernel_fail(k, "'%s' has %lld columns but '%s' has %lld rows", cpu_in_name(k, 0), (long long)K,
+                           cpu_in_name(k, 1), (long long)K2);
     seam_tensor ba = {.rank = a->rank > 2 ? a->rank - 2 : 0}, bb = {.rank = b->rank > 2 ? b->rank - 2 : 0};
     for (int32_t d = 0; d < ba.rank; d++) ba.dims[d] = a->dims[d];
     for (int32_t d = 0; d < bb.rank; d++) bb.dims[d] = b->dims[d];
@@ -408,7 +406,7 @@ static seam_status run_gemm(seam_kernel *k) {
 typedef struct im2col_job {
     const void *x;      /* one image's channels of one group: [C, in...] */
     void *col;          /* [C * kprod, out_prod] */
-    const cpu_window *w;
+    const conv_geom *w;
     int64_t C, kprod, out_prod, in_prod;
     bool f64;           /* double elements (float otherwise) */
 } im2col_job;
@@ -416,7 +414,7 @@ typedef struct im2col_job {
 /* Rows [begin, end) of the column matrix: row = (c, kernel offset). */
 CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
     im2col_job *j = arg;
-    const cpu_window *w = j->w;
+    const conv_geom *w = j->w;
     int32_t n = w->n;
     for (int64_t row = begin; row < end; row++) {
         int64_t c = row / j->kprod, kk = row % j->kprod;
@@ -488,7 +486,7 @@ typedef struct dw_job {
     const float *x, *w, *bias; /* bias [M], (optional) */
     float *y;
     float *buf;                /* per task: the plane (+ slack), then ext */
-    const cpu_window *win;
+    const conv_geom *win;
     const act_params *post;
     int64_t C, M, Mg, total, per_task, per_buf;
     int64_t PH, PW, slack;
@@ -496,7 +494,7 @@ typedef struct dw_job {
 
 /* Plane and buffer sizes for w; false when a plane would be too large
  * for a buffer per task (the caller then takes the im2col path). */
-static bool dw_geometry(const cpu_window *w, int64_t *PH, int64_t *PW, int64_t *slack, int64_t *per_buf) {
+static bool dw_geometry(const conv_geom *w, int64_t *PH, int64_t *PW, int64_t *slack, int64_t *per_buf) {
     if (w->kernel[0] > 64 || w->kernel[1] > 64 || w->dil[0] > 64 || w->dil[1] > 64) return false;
     *PH = (w->out[0] - 1) * w->stride[0] + (w->kernel[0] - 1) * w->dil[0] + 1;
     *PW = (w->out[1] - 1) * w->stride[1] + (w->kernel[1] - 1) * w->dil[1] + 1;
@@ -509,7 +507,7 @@ static bool dw_geometry(const cpu_window *w, int64_t *PH, int64_t *PW, int64_t *
 }
 
 CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
-    const cpu_window *w = j->win;
+    const conv_geom *w = j->win;
     int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PH = j->PH, PW = j->PW;
     int64_t pt = w->pad_lo[0], pl = w->pad_lo[1];
@@ -592,8 +590,8 @@ static seam_status run_conv(seam_kernel *k) {
     if (nk >= 0 && nk != x->rank - 2) return kernel_fail(k, "kernel_shape has %d entries", nk);
     for (int32_t d = 0; nk >= 0 && d < nk; d++)
         if (ks[d] != wt->dims[2 + d]) return kernel_fail(k, "kernel_shape disagrees with W");
-    cpu_window w;
-    seam_status st = cpu_window_init(k, x, wt->dims + 2, false, &w);
+    conv_geom w;
+    seam_status st = cpu_conv_geom(k, x, wt->dims + 2, false, &w);
     if (st) return st;
     int64_t dims[SEAM_MAX_RANK];
     dims[0] = N, dims[1] = M;
@@ -692,10 +690,9 @@ done:
 
 
 static seam_status check_conv(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt))
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    if (!cpu_auto_pad_known(c->n)) return check_refuse(c, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    seam_status st = check_float_input(c);
+    if (st) return st;
+    if ((st = check_auto_pad(c))) return st;
     /* Conv applies a fused activation (not ConvTranspose) */
     c->post_ops = strcmp(c->n->op_type, "Conv") == 0;
     return SEAM_STATUS_OK;
@@ -743,8 +740,6 @@ static void col2im_channels(void *arg, int64_t begin, int64_t end) {
         }
 }
 
-#define ATTR_MAX ((int64_t)1 << 20) /* bound on kernel, stride, dilation and pad sizes */
-
 static seam_status run_conv_transpose(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *wt = kernel_in(k, 1), *b = kernel_in(k, 2);
     if (!x || !wt || x->rank < 3 || wt->rank != x->rank) return kernel_fail(k, "needs X [N, C, ...] and W of the same rank");
@@ -763,9 +758,9 @@ static seam_status run_conv_transpose(seam_kernel *k) {
         (nos >= 0 && nos != n_sp && nos != x->rank) || (nk >= 0 && nk != n_sp))
         return kernel_fail(k, "strides, dilations, pads, output_padding, output_shape or kernel_shape have the wrong "
                               "length");
-    const ir_attr *ap = ir_node_attr(k->n, "auto_pad");
-    bool same = ap && ap->kind == IR_ATTR_STRING && ap->s.len > 5 && !memcmp(ap->s.data, "SAME_", 5);
-    bool upper = same && ap->s.len > 6 && ap->s.data[5] == 'U';
+    conv_auto_pad ap;
+    if (!conv_auto_pad_of(k->n, &ap)) return kernel_fail(k, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    bool same = ap == CONV_PAD_SAME_UPPER || ap == CONV_PAD_SAME_LOWER, upper = ap == CONV_PAD_SAME_UPPER;
     int64_t s[SEAM_MAX_RANK], dl[SEAM_MAX_RANK], lo[SEAM_MAX_RANK], out[SEAM_MAX_RANK], in[SEAM_MAX_RANK];
     int64_t kern[SEAM_MAX_RANK];
     for (int32_t d = 0; d < n_sp; d++) {
@@ -776,8 +771,8 @@ static seam_status run_conv_transpose(seam_kernel *k) {
         dl[d] = nd > 0 ? dil[d] : 1;
         int64_t op = no > 0 ? opad[d] : 0;
         /* bounded first, so the sizes below cannot overflow */
-        if (kern[d] < 1 || kern[d] > ATTR_MAX || s[d] < 1 || s[d] > ATTR_MAX || dl[d] < 1 || dl[d] > ATTR_MAX ||
-            op < 0 || op > ATTR_MAX)
+        if (kern[d] < 1 || kern[d] > CONV_MAX_WINDOW || s[d] < 1 || s[d] > CONV_MAX_WINDOW || dl[d] < 1 ||
+            dl[d] > CONV_MAX_WINDOW || op < 0 || op > CONV_MAX_WINDOW)
             return kernel_fail(k, "bad kernel size, stride, dilation or output_padding on axis %d", d);
         int64_t eff = (kern[d] - 1) * dl[d] + 1, full = s[d] * (in[d] - 1) + op + eff;
         if (nos >= 0 || same) {
@@ -789,7 +784,7 @@ static seam_status run_conv_transpose(seam_kernel *k) {
         } else {
             lo[d] = np > 0 ? pads[d] : 0;
             int64_t hi = np > 0 ? pads[d + n_sp] : 0;
-            if (lo[d] < 0 || hi < 0 || lo[d] > ATTR_MAX || hi > ATTR_MAX)
+            if (lo[d] < 0 || hi < 0 || lo[d] > CONV_MAX_WINDOW || hi > CONV_MAX_WINDOW)
                 return kernel_fail(k, "pads must be between 0 and 2^20");
             out[d] = full - lo[d] - hi;
         }

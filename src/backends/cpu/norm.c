@@ -7,14 +7,9 @@
 
 #include "backends/cpu/cpu.h"
 
-static inline double ld(const seam_tensor *t, int64_t i) {
-    return t->dtype == SEAM_DTYPE_FLOAT32 ? ((const float *)t->data)[i] : cpu_get(t->data, t->dtype, i);
-}
-
-static inline void st(seam_tensor *t, int64_t i, double v) {
-    if (t->dtype == SEAM_DTYPE_FLOAT32) ((float *)t->data)[i] = (float)v;
-    else cpu_set(t->data, t->dtype, i, v);
-}
+/* Element i of a tensor (see cpu_ld, cpu_st). */
+static inline double ld(const seam_tensor *t, int64_t i) { return cpu_ld(t->data, t->dtype, i); }
+static inline void st(seam_tensor *t, int64_t i, double v) { cpu_st(t->data, t->dtype, i, v); }
 
 
 static bool is_vec(const seam_tensor *t, int64_t n) { return t && t->numel == n; }

@@ -12,7 +12,7 @@ typedef struct pool_job {
     pool_kind kind;
     const seam_tensor *x;
     seam_tensor *y, *ind;
-    cpu_window w;
+    conv_geom w;
     bool count_pad, col_major;
     double p;
     int64_t in_prod, out_prod;
@@ -21,7 +21,7 @@ typedef struct pool_job {
 /* 2-D float32 max and average pooling without indices: the hot case of
  * CNNs, with the window clipped per row instead of per tap. */
 CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
-    const cpu_window *w = &j->w;
+    const conv_geom *w = &j->w;
     int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
     for (int64_t plane = begin; plane < end; plane++) {
         const float *x = (const float *)j->x->data + plane * H * W;
@@ -64,7 +64,7 @@ CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
 /* Planes [begin, end): one plane is one (n, c). */
 static void pool_planes(void *arg, int64_t begin, int64_t end) {
     pool_job *j = arg;
-    const cpu_window *w = &j->w;
+    const conv_geom *w = &j->w;
     if (w->n == 2 && j->x->dtype == SEAM_DTYPE_FLOAT32 && !j->ind && j->kind != P_LP) {
         pool_planes_2d(j, begin, end);
         return;
@@ -153,7 +153,7 @@ static seam_status run_pool(seam_kernel *k) {
     j.kind = base[0] == 'M' ? P_MAX : base[0] == 'A' ? P_AVG : P_LP;
     j.x = x;
     /* p is an int since opset 2; LpPool-1 had it as a float */
-    const ir_attr *pa = ir_node_attr(k->n, "p");
+    const ir_attr *pa = node_attr(k->n, "p");
     j.p = pa && pa->kind == IR_ATTR_FLOAT ? pa->f : (double)node_attr_int(k->n, "p", 2);
     int64_t kernel[SEAM_MAX_RANK];
     int32_t n_sp = x->rank - 2;
@@ -167,7 +167,7 @@ static seam_status run_pool(seam_kernel *k) {
         const int64_t *ks;
         if (node_attr_ints(k->n, "kernel_shape", &ks) != n_sp) return kernel_fail(k, "kernel_shape must have %d entries", n_sp);
         for (int32_t d = 0; d < n_sp; d++) kernel[d] = ks[d];
-        seam_status st = cpu_window_init(k, x, kernel, node_attr_int(k->n, "ceil_mode", 0) != 0, &j.w);
+        seam_status st = cpu_conv_geom(k, x, kernel, node_attr_int(k->n, "ceil_mode", 0) != 0, &j.w);
         if (st) return st;
     }
     j.count_pad = node_attr_int(k->n, "count_include_pad", 0) != 0;
@@ -194,8 +194,7 @@ static seam_status check_pool(seam_check *c) {
     bool ok = dt == SEAM_DTYPE_UNDEFINED || cpu_is_float(dt) ||
               (is_max && (dt == SEAM_DTYPE_INT8 || dt == SEAM_DTYPE_UINT8));
     if (!ok) return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    if (!cpu_auto_pad_known(c->n)) return check_refuse(c, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
-    return SEAM_STATUS_OK;
+    return check_auto_pad(c);
 }
 
 static seam_status check_max_unpool(seam_check *c) {
@@ -225,8 +224,8 @@ static seam_status run_max_unpool(seam_kernel *k) {
     for (int32_t d = 0; d < n_sp; d++) {
         int64_t kd = ks[d], sd = ns > 0 ? st[d] : 1, lo = np > 0 ? pads[d] : 0, hi = np > 0 ? pads[d + n_sp] : 0;
         /* bounded first, so the size below cannot overflow */
-        if (kd < 1 || kd > (1 << 20) || sd < 1 || sd > (1 << 20) || lo < 0 || lo > (1 << 20) || hi < 0 ||
-            hi > (1 << 20))
+        if (kd < 1 || kd > CONV_MAX_WINDOW || sd < 1 || sd > CONV_MAX_WINDOW || lo < 0 || lo > CONV_MAX_WINDOW ||
+            hi < 0 || hi > CONV_MAX_WINDOW)
             return kernel_fail(k, "bad kernel_shape, strides or pads on axis %d", d);
         def[2 + d] = (x->dims[2 + d] - 1) * sd - lo - hi + kd;
         if (def[2 + d] < 0 || def[2 + d] > (1 << 24)) return kernel_fail(k, "the default output size is out of range");

@@ -317,7 +317,7 @@ typedef struct iconv_job {
     seam_tensor *y;
     const int16_t *w;       /* w - w_zp, [M, Cg * kprod] */
     const int64_t *koff;    /* per kernel element, its offset along each spatial axis */
-    cpu_window win;
+    conv_geom win;
     int64_t C, M, group, Cg, Mg, kprod, in_prod, out_prod, tiles;
     int32_t xzp, odt;
     atomic_bool failed; /* a work item could not get its buffer */
@@ -326,7 +326,7 @@ typedef struct iconv_job {
 /* Work items [begin, end) of (image, group, tile of output positions). */
 static void iconv_items(void *arg, int64_t begin, int64_t end) {
     iconv_job *j = arg;
-    const cpu_window *win = &j->win;
+    const conv_geom *win = &j->win;
     int64_t K = j->Cg * j->kprod;
     int16_t *col = malloc(sizeof(int16_t) * (size_t)(CONV_TILE * K + 1));
     if (!col) {
@@ -399,7 +399,7 @@ static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_ten
         return kernel_fail(k, "w_scale must be a scalar or per output channel");
     if (bias && (bias->numel != j.M || bias->dtype != SEAM_DTYPE_INT32))
         return kernel_fail(k, "B must be int32 with one entry per output channel");
-    seam_status st = cpu_window_init(k, x, w->dims + 2, false, &j.win);
+    seam_status st = cpu_conv_geom(k, x, w->dims + 2, false, &j.win);
     if (st) return st;
     int64_t dims[SEAM_MAX_RANK];
     dims[0] = N, dims[1] = j.M;

@@ -114,11 +114,6 @@ typedef struct red_job {
     int64_t len, inner, blocks;
 } red_job;
 
-/* Element i as double, with float32 (the common case) inline. */
-static inline double ld(const void *p, int32_t dt, int64_t i) {
-    return dt == SEAM_DTYPE_FLOAT32 ? (double)((const float *)p)[i] : cpu_get(p, dt, i);
-}
-
 /* a < b, as unsigned for uint64 */
 static inline bool ilt(int64_t a, int64_t b, bool u) { return u ? (uint64_t)a < (uint64_t)b : a < b; }
 
@@ -196,7 +191,7 @@ CPU_HOT static void col_ext_f32(const float *p, int64_t len, int64_t stride, int
 #define EACH_F(stmt)                                        \
     for (int64_t q = 0; q < len; q++)                       \
         for (int64_t c = 0; c < w; c++) {                   \
-            double v = ld(x, dt, base + q * inner + c);     \
+            double v = cpu_ld(x, dt, base + q * inner + c);     \
             stmt;                                           \
         }
 
@@ -396,13 +391,6 @@ static seam_status run_reduce(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_reduce(seam_check *c) {
-    int32_t dt = check_in_dtype(c, 0);
-    if (dt != SEAM_DTYPE_UNDEFINED && !cpu_is_float(dt) && !cpu_is_int(dt) && dt != SEAM_DTYPE_BOOL)
-        return check_refuse(c, "%s on %s is not supported", c->n->op_type, seam_dtype_name(dt));
-    return SEAM_STATUS_OK;
-}
-
 /* ---- ArgMax, ArgMin ---- */
 
 typedef struct arg_job {
@@ -430,9 +418,9 @@ static void arg_rows(void *arg, int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; r++) {
         int64_t base = (r / j->inner) * j->len * j->inner + r % j->inner, best = 0;
         if (fl) {
-            double b = ld(x, dt, base);
+            double b = cpu_ld(x, dt, base);
             for (int64_t q = 1; q < j->len; q++) {
-                double v = ld(x, dt, base + q * j->inner);
+                double v = cpu_ld(x, dt, base + q * j->inner);
                 if (arg_better_f(v, b, j->is_max, j->last)) b = v, best = q;
             }
         } else {
@@ -473,12 +461,12 @@ static seam_status run_arg(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-#define RED {run_reduce, check_reduce}
+#define RED {run_reduce, check_real_input}
 
 const seam_cpu_binding seam_cpu_reduce[] = {
     {"", "ReduceSum", 1, RED}, {"", "ReduceMean", 1, RED}, {"", "ReduceMax", 1, RED}, {"", "ReduceMin", 1, RED},
     {"", "ReduceProd", 1, RED}, {"", "ReduceSumSquare", 1, RED}, {"", "ReduceL1", 1, RED}, {"", "ReduceL2", 1, RED},
     {"", "ReduceLogSum", 1, RED}, {"", "ReduceLogSumExp", 1, RED},
-    {"", "ArgMax", 1, {run_arg, check_reduce}}, {"", "ArgMin", 1, {run_arg, check_reduce}},
+    {"", "ArgMax", 1, {run_arg, check_real_input}}, {"", "ArgMin", 1, {run_arg, check_real_input}},
 };
 const size_t seam_cpu_reduce_count = sizeof(seam_cpu_reduce) / sizeof(seam_cpu_reduce[0]);

@@ -15,49 +15,33 @@
 
 /* ---- activation functions ---- */
 
-typedef enum {
-    F_SIGMOID, F_TANH, F_RELU, F_HSIGMOID, F_LEAKY, F_THRESH, F_STANH, F_AFFINE, F_ELU, F_SOFTSIGN, F_SOFTPLUS
-} actfn;
-
-typedef struct act {
-    actfn f;
-    float a, b;
-} act;
-
-/* Each function with the defaults of the ONNX op of the same name, and
- * whether it takes alpha / beta from the activation_alpha/beta lists. */
+/* The functions an activations list may name (compared without case, as
+ * onnxruntime does) and whether each takes alpha / beta from the
+ * activation_alpha / activation_beta lists. act_by_name gives the kind and
+ * the defaults: those of the ONNX op of the same name. */
 static const struct {
     const char *name;
-    actfn f;
-    float a, b;
     bool takes_a, takes_b;
-} act_names[] = {
-    {"Sigmoid", F_SIGMOID, 0, 0, false, false},
-    {"Tanh", F_TANH, 0, 0, false, false},
-    {"Relu", F_RELU, 0, 0, false, false},
-    {"HardSigmoid", F_HSIGMOID, 0.2f, 0.5f, true, true},
-    {"LeakyRelu", F_LEAKY, 0.01f, 0, true, false},
-    {"ThresholdedRelu", F_THRESH, 1, 0, true, false},
-    {"ScaledTanh", F_STANH, 1, 1, true, true},
-    {"Affine", F_AFFINE, 1, 0, true, true},
-    {"Elu", F_ELU, 1, 0, true, false},
-    {"Softsign", F_SOFTSIGN, 0, 0, false, false},
-    {"Softplus", F_SOFTPLUS, 0, 0, false, false},
+} rnn_acts[] = {
+    {"Sigmoid", false, false}, {"Tanh", false, false}, {"Relu", false, false}, {"HardSigmoid", true, true},
+    {"LeakyRelu", true, false}, {"ThresholdedRelu", true, false}, {"ScaledTanh", true, true},
+    {"Affine", true, true}, {"Elu", true, false}, {"Softsign", false, false}, {"Softplus", false, false},
 };
 
-static float apply(const act *a, float x) {
-    switch (a->f) {
-    case F_SIGMOID: return x >= 0 ? 1 / (1 + expf(-x)) : expf(x) / (1 + expf(x));
-    case F_TANH: return tanhf(x);
-    case F_RELU: return x > 0 ? x : 0;
-    case F_HSIGMOID: return fmaxf(0, fminf(1, a->a * x + a->b));
-    case F_LEAKY: return x >= 0 ? x : a->a * x;
-    case F_THRESH: return x > a->a ? x : 0;
-    case F_STANH: return a->a * tanhf(a->b * x);
-    case F_AFFINE: return a->a * x + a->b;
-    case F_ELU: return x >= 0 ? x : a->a * (expf(x) - 1);
-    case F_SOFTSIGN: return x / (1 + fabsf(x));
-    case F_SOFTPLUS: return x > 20 ? x : log1pf(expf(x)); /* exp would overflow; log1p(e^x) == x there */
+static float apply(const act_params *a, float x) {
+    switch (a->kind) {
+    case ACT_SIGMOID: return x >= 0 ? 1 / (1 + expf(-x)) : expf(x) / (1 + expf(x));
+    case ACT_TANH: return tanhf(x);
+    case ACT_RELU: return x > 0 ? x : 0;
+    case ACT_HARD_SIGMOID: return fmaxf(0, fminf(1, a->alpha * x + a->beta));
+    case ACT_LEAKY_RELU: return x >= 0 ? x : a->alpha * x;
+    case ACT_THRESHOLDED_RELU: return x > a->alpha ? x : 0;
+    case ACT_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case ACT_AFFINE: return a->alpha * x + a->beta;
+    case ACT_ELU: return x >= 0 ? x : a->alpha * (expf(x) - 1);
+    case ACT_SOFTSIGN: return x / (1 + fabsf(x));
+    case ACT_SOFTPLUS: return x > 20 ? x : log1pf(expf(x)); /* exp would overflow; log1p(e^x) == x there */
+    default: break; /* not in rnn_acts */
     }
     return x;
 }
@@ -67,30 +51,32 @@ static float apply(const act *a, float x) {
  * onnxruntime, the alpha and beta lists are consumed in order by only the
  * functions that take them. Returns false, naming the function in *bad, on
  * an unknown name. */
-static bool read_acts(const ir_node *n, int32_t n_per_dir, int32_t dirs, act *out, const char **bad, size_t *bad_len) {
-    const ir_attr *a = ir_node_attr(n, "activations");
-    const ir_attr *al = ir_node_attr(n, "activation_alpha"), *be = ir_node_attr(n, "activation_beta");
+static bool read_acts(const ir_node *n, int32_t n_per_dir, int32_t dirs, act_params *out, const char **bad,
+                      size_t *bad_len) {
+    const ir_attr *a = node_attr(n, "activations");
+    const float *al = NULL, *be = NULL;
+    int32_t n_al = node_attr_floats(n, "activation_alpha", &al), n_be = node_attr_floats(n, "activation_beta", &be);
     int32_t total = n_per_dir * dirs, na = 0, nb = 0;
     bool is_rnn = strcmp(n->op_type, "RNN") == 0;
     if (!a || a->kind != IR_ATTR_STRINGS || a->n == 0) {
         for (int32_t i = 0; i < total; i++) /* LSTM f, g, h = Sigmoid, Tanh, Tanh; GRU f, g; RNN Tanh */
-            out[i] = (act){is_rnn || i % n_per_dir != 0 ? F_TANH : F_SIGMOID, 0, 0};
+            out[i] = act_by_name(is_rnn || i % n_per_dir != 0 ? "Tanh" : "Sigmoid");
         return true;
     }
     for (int32_t i = 0; i < a->n; i++) {
         const ir_bytes *s = &a->strings[i];
-        size_t q = 0, count = sizeof(act_names) / sizeof(act_names[0]);
-        while (q < count && !(strlen(act_names[q].name) == s->len &&
-                              strncasecmp(act_names[q].name, (const char *)s->data, s->len) == 0))
+        size_t q = 0, count = sizeof(rnn_acts) / sizeof(rnn_acts[0]);
+        while (q < count && !(strlen(rnn_acts[q].name) == s->len &&
+                              strncasecmp(rnn_acts[q].name, (const char *)s->data, s->len) == 0))
             q++;
         if (q == count) {
             *bad = (const char *)s->data;
             *bad_len = s->len;
             return false;
         }
-        act v = {act_names[q].f, act_names[q].a, act_names[q].b};
-        if (act_names[q].takes_a && al && al->kind == IR_ATTR_FLOATS && na < al->n) v.a = al->floats[na++];
-        if (act_names[q].takes_b && be && be->kind == IR_ATTR_FLOATS && nb < be->n) v.b = be->floats[nb++];
+        act_params v = act_by_name(rnn_acts[q].name);
+        if (rnn_acts[q].takes_a && na < n_al) v.alpha = al[na++];
+        if (rnn_acts[q].takes_b && nb < n_be) v.beta = be[nb++];
         if (i < total) out[i] = v;
     }
     for (int32_t i = a->n; i < total; i++) out[i] = out[i % a->n];
@@ -101,8 +87,7 @@ static bool read_acts(const ir_node *n, int32_t n_per_dir, int32_t dirs, act *ou
 
 /* 1 forward, 2 reverse, 3 bidirectional; 0 for an unknown direction. */
 static int direction(const ir_node *n) {
-    const ir_attr *a = ir_node_attr(n, "direction");
-    if (!a) return 1;
+    if (!node_attr(n, "direction")) return 1;
     if (node_attr_is(n, "direction", "forward")) return 1;
     if (node_attr_is(n, "direction", "reverse")) return 2;
     if (node_attr_is(n, "direction", "bidirectional")) return 3;
@@ -120,11 +105,6 @@ static float *widen(const seam_tensor *t) {
     else
         for (int64_t i = 0; i < t->numel; i++) p[i] = (float)cpu_get(t->data, t->dtype, i);
     return p;
-}
-
-static inline void put(seam_tensor *t, int64_t i, float v) {
-    if (t->dtype == SEAM_DTYPE_FLOAT32) ((float *)t->data)[i] = v;
-    else cpu_set(t->data, t->dtype, i, v);
 }
 
 static inline float clipped(float v, float clip) { return clip > 0 ? fmaxf(-clip, fminf(clip, v)) : v; }
@@ -176,7 +156,7 @@ static seam_status run_recurrent(seam_kernel *k) {
         if (len < 0 || len > S)
             return kernel_fail(k, "sequence length %lld is out of range [0, %lld]", (long long)len, (long long)S);
     }
-    act acts[6];
+    act_params acts[6];
     const char *bad = NULL;
     size_t bad_len = 0;
     if (!read_acts(k->n, n_act, (int32_t)D, acts, &bad, &bad_len))
@@ -221,7 +201,7 @@ static seam_status run_recurrent(seam_kernel *k) {
         const float *Wd = W + d * GH * In, *Rd = R + d * GH * H;
         const float *Wb = Bv ? Bv + d * 2 * GH : NULL, *Rb = Bv ? Bv + d * 2 * GH + GH : NULL;
         const float *Pd = P ? P + d * 3 * H : NULL;
-        const act *fa = &acts[d * n_act];
+        const act_params *fa = &acts[d * n_act];
         gemm_nt(S * Bn, GH, In, xt, Wd, xp);
         /* Both biases go into the projection, except GRU's R_bh with
          * linear_before_reset, which the reset gate multiplies */
@@ -285,14 +265,15 @@ static seam_status run_recurrent(seam_kernel *k) {
                 }
                 memcpy(hrow, nh, sizeof(float) * (size_t)H);
                 for (int64_t j = 0; y && j < H; j++)
-                    put(y, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j, hrow[j]);
+                    cpu_st(y->data, y->dtype, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j,
+                           hrow[j]);
             }
         }
         for (int64_t bb = 0; bb < Bn; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                if (yh) put(yh, at, hcur[bb * H + j]);
-                if (yc) put(yc, at, ccur[bb * H + j]);
+                if (yh) cpu_st(yh->data, yh->dtype, at, hcur[bb * H + j]);
+                if (yc) cpu_st(yc->data, yc->dtype, at, ccur[bb * H + j]);
             }
     }
 done:
@@ -308,7 +289,7 @@ static seam_status check_recurrent(seam_check *c) {
     if (!direction(c->n)) return check_refuse(c, "direction must be forward, reverse or bidirectional");
     int64_t layout = node_attr_int(c->n, "layout", 0);
     if (layout != 0 && layout != 1) return check_refuse(c, "layout %lld is not supported", (long long)layout);
-    act acts[6];
+    act_params acts[6];
     const char *bad = NULL;
     size_t bad_len = 0;
     int32_t n_act = c->n->op_type[0] == 'L' ? 3 : c->n->op_type[0] == 'G' ? 2 : 1;

@@ -43,14 +43,6 @@ static double pixel(const gs *g, int64_t base, int64_t r, int64_t c) {
     return cpu_get(g->x->data, g->x->dtype, base + r * g->W + c);
 }
 
-static double cubic_w(double t) {
-    const double a = -0.75;
-    t = fabs(t);
-    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
-    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
-    return 0;
-}
-
 static seam_status run_grid_sample(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *grid = kernel_in(k, 1);
     if (!x || !grid || x->rank != 4 || grid->rank != 4 || grid->dims[3] != 2 || grid->dims[0] != x->dims[0])
@@ -94,8 +86,9 @@ static seam_status run_grid_sample(seam_kernel *k) {
                     for (int64_t a = -1; a <= 2; a++) {
                         double row = 0;
                         for (int64_t b = -1; b <= 2; b++)
-                            row += cubic_w(fx - (double)b) * pixel(&g, base, (int64_t)y0 + a, (int64_t)x0 + b);
-                        v += cubic_w(fy - (double)a) * row;
+                            row += cpu_cubic_weight(fx - (double)b, -0.75) *
+                                   pixel(&g, base, (int64_t)y0 + a, (int64_t)x0 + b);
+                        v += cpu_cubic_weight(fy - (double)a, -0.75) * row;
                     }
                 }
                 cpu_set(y->data, y->dtype, (n * C + c) * Ho * Wo + i, v);

@@ -8,9 +8,6 @@
 
 #include "backends/cpu/cpu.h"
 
-
-static const char *in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
-
 /* dst (dense, shape dims) = the view of src at base with strides (in
  * elements, possibly 0 or negative). */
 static void strided_copy(void *dst, const char *src, size_t es, int32_t rank, const int64_t *dims,
@@ -98,7 +95,7 @@ static seam_status run_reshape(seam_kernel *k) {
         dims[infer_at] = x->numel / known;
     }
     if (seam_shape_numel(dims, r) != x->numel)
-        return kernel_fail(k, "cannot reshape '%s' (%lld elements) to a shape of %lld elements", in_name(k, 0),
+        return kernel_fail(k, "cannot reshape '%s' (%lld elements) to a shape of %lld elements", cpu_in_name(k, 0),
                            (long long)x->numel, (long long)seam_shape_numel(dims, r));
     return copy_out(k, x, r, dims);
 }
@@ -205,10 +202,11 @@ static seam_status run_concat(seam_kernel *k) {
     for (int32_t i = 0; i < n; i++) {
         const seam_tensor *x = kernel_in(k, i);
         if (!x) continue;
-        if (x->rank != r || x->dtype != x0->dtype) return kernel_fail(k, "input %d ('%s') has another rank or dtype", i, in_name(k, i));
+        if (x->rank != r || x->dtype != x0->dtype)
+            return kernel_fail(k, "input %d ('%s') has another rank or dtype", i, cpu_in_name(k, i));
         for (int32_t d = 0; d < r; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
-                return kernel_fail(k, "input %d ('%s') has dim %d = %lld, input 0 has %lld", i, in_name(k, i), d,
+                return kernel_fail(k, "input %d ('%s') has dim %d = %lld, input 0 has %lld", i, cpu_in_name(k, i), d,
                                    (long long)x->dims[d], (long long)x0->dims[d]);
         dims[axis] += x->dims[axis];
     }
@@ -384,6 +382,22 @@ static seam_status run_gather(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+/* GatherElements and ScatterElements: the offset in x of the element that
+ * element i of ix (at multi-index idx) names: idx with ix[i] at axis. */
+static seam_status element_of(seam_kernel *k, const seam_tensor *x, const seam_tensor *ix, int32_t axis,
+                              const int64_t *xs, const int64_t *idx, int64_t i, int64_t *off) {
+    int64_t j = cpu_get_i64(ix->data, ix->dtype, i);
+    if (j < 0) j += x->dims[axis];
+    if (j < 0 || j >= x->dims[axis]) return kernel_fail(k, "index %lld is out of range", (long long)j);
+    *off = 0;
+    for (int32_t d = 0; d < x->rank; d++) {
+        int64_t v = d == axis ? j : idx[d];
+        if (v >= x->dims[d]) return kernel_fail(k, "indices are larger than the data on axis %d", d);
+        *off += v * xs[d];
+    }
+    return SEAM_STATUS_OK;
+}
+
 /* GatherElements: y[i...] = x[... index[i...] at axis ...]. */
 static seam_status run_gather_elements(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
@@ -397,14 +411,9 @@ static seam_status run_gather_elements(seam_kernel *k) {
     int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
     cpu_strides(x->rank, x->dims, xs);
     for (int64_t i = 0; i < ix->numel; i++) {
-        int64_t j = cpu_get_i64(ix->data, ix->dtype, i), off = 0;
-        if (j < 0) j += x->dims[axis];
-        if (j < 0 || j >= x->dims[axis]) return kernel_fail(k, "index %lld is out of range", (long long)j);
-        for (int32_t d = 0; d < x->rank; d++) {
-            int64_t v = d == axis ? j : idx[d];
-            if (v >= x->dims[d]) return kernel_fail(k, "indices are larger than the data on axis %d", d);
-            off += v * xs[d];
-        }
+        int64_t off;
+        seam_status st = element_of(k, x, ix, axis, xs, idx, i, &off);
+        if (st) return st;
         cpu_copy_elem(y->data, i, x->data, off, es);
         cpu_index_next(idx, ix->dims, ix->rank);
     }
@@ -452,12 +461,10 @@ static seam_status run_gather_nd(seam_kernel *k) {
 typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction;
 
 static reduction reduction_of(const ir_node *n) {
-    const ir_attr *a = ir_node_attr(n, "reduction");
-    if (!a || a->kind != IR_ATTR_STRING) return RED_NONE;
-    if (a->s.len == 3 && !memcmp(a->s.data, "add", 3)) return RED_ADD;
-    if (a->s.len == 3 && !memcmp(a->s.data, "mul", 3)) return RED_MUL;
-    if (a->s.len == 3 && !memcmp(a->s.data, "max", 3)) return RED_MAX;
-    if (a->s.len == 3 && !memcmp(a->s.data, "min", 3)) return RED_MIN;
+    if (node_attr_is(n, "reduction", "add")) return RED_ADD;
+    if (node_attr_is(n, "reduction", "mul")) return RED_MUL;
+    if (node_attr_is(n, "reduction", "max")) return RED_MAX;
+    if (node_attr_is(n, "reduction", "min")) return RED_MIN;
     return RED_NONE;
 }
 
@@ -496,14 +503,9 @@ static seam_status run_scatter_elements(seam_kernel *k) {
     int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
     cpu_strides(x->rank, x->dims, xs);
     for (int64_t i = 0; i < ix->numel; i++) {
-        int64_t j = cpu_get_i64(ix->data, ix->dtype, i), off = 0;
-        if (j < 0) j += x->dims[axis];
-        if (j < 0 || j >= x->dims[axis]) return kernel_fail(k, "index %lld is out of range", (long long)j);
-        for (int32_t d = 0; d < x->rank; d++) {
-            int64_t v = d == axis ? j : idx[d];
-            if (v >= x->dims[d]) return kernel_fail(k, "indices are larger than the data on axis %d", d);
-            off += v * xs[d];
-        }
+        int64_t off;
+        seam_status st = element_of(k, x, ix, axis, xs, idx, i, &off);
+        if (st) return st;
         scatter_one(y->data, x->dtype, off, u->data, i, red, es);
         cpu_index_next(idx, ix->dims, ix->rank);
     }
@@ -553,7 +555,8 @@ static seam_status run_expand(seam_kernel *k) {
     const seam_tensor *ins[2] = {x, &shape};
     int32_t r;
     int64_t dims[SEAM_MAX_RANK], st[SEAM_MAX_RANK];
-    if (!cpu_broadcast(ins, 2, &r, dims)) return kernel_fail(k, "'%s' does not broadcast to the shape", in_name(k, 0));
+    if (!cpu_broadcast(ins, 2, &r, dims))
+        return kernel_fail(k, "'%s' does not broadcast to the shape", cpu_in_name(k, 0));
     int64_t numel = seam_shape_numel(dims, r);
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
@@ -597,9 +600,12 @@ static seam_status run_pad(seam_kernel *k) {
     int64_t pads[2 * SEAM_MAX_RANK], axes[SEAM_MAX_RANK];
     int32_t np, na = r;
     double cval = 0;
-    const ir_attr *ma = ir_node_attr(k->n, "mode");
     char mode = 'c'; /* constant, reflect, edge, wrap */
-    if (ma && ma->kind == IR_ATTR_STRING && ma->s.len) mode = (char)ma->s.data[0];
+    if (node_attr_is(k->n, "mode", "reflect")) mode = 'r';
+    else if (node_attr_is(k->n, "mode", "edge")) mode = 'e';
+    else if (node_attr_is(k->n, "mode", "wrap")) mode = 'w';
+    else if (node_attr(k->n, "mode") && !node_attr_is(k->n, "mode", "constant"))
+        return kernel_fail(k, "mode must be constant, reflect, edge or wrap");
     if (k->n->opset < 11) {
         const int64_t *p;
         np = node_attr_ints(k->n, "pads", &p);
@@ -679,8 +685,7 @@ static seam_status run_depth_space(seam_kernel *k) {
     if (to_space) {
         if (C % (b * b)) return kernel_fail(k, "channels %lld are not a multiple of blocksize^2", (long long)C);
         int64_t c = C / (b * b);
-        const ir_attr *ma = ir_node_attr(k->n, "mode");
-        bool crd = ma && ma->kind == IR_ATTR_STRING && ma->s.len == 3 && !memcmp(ma->s.data, "CRD", 3);
+        bool crd = node_attr_is(k->n, "mode", "CRD");
         /* the input viewed as [N, b, b, c, H, W] (DCR) or [N, c, b, b, H, W]
          * (CRD), read as [N, c, H, b, W, b] */
         int64_t sW = 1, sH = W, sPlane = H * W;
@@ -751,9 +756,8 @@ static seam_status run_reverse_sequence(seam_kernel *k) {
 static seam_status run_compress(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *c = kernel_in(k, 1);
     if (!x || !c || c->rank != 1) return kernel_fail(k, "needs input and a 1-D condition");
-    const ir_attr *aa = ir_node_attr(k->n, "axis");
     size_t es = seam_dtype_size(x->dtype);
-    if (!aa) { /* flattened */
+    if (!node_attr(k->n, "axis")) { /* flattened */
         int64_t n = 0, lim = c->numel < x->numel ? c->numel : x->numel;
         for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
         seam_tensor *y = kernel_out(k, 0, x->dtype, 1, &n);
@@ -762,7 +766,7 @@ static seam_status run_compress(seam_kernel *k) {
             if (cpu_get_i64(c->data, c->dtype, i)) cpu_copy_elem(y->data, o++, x->data, i, es);
         return SEAM_STATUS_OK;
     }
-    int32_t axis = cpu_axis(aa->i, x->rank);
+    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
     if (axis < 0) return kernel_fail(k, "axis is out of range");
     int64_t len = x->dims[axis], lim = c->numel < len ? c->numel : len, n = 0;
     for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
@@ -810,13 +814,6 @@ static double to_input(coord_mode cm, double xo, double scale, int64_t in, int64
     return xo;
 }
 
-static double cubic_w(double t, double a) {
-    t = fabs(t);
-    if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
-    if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
-    return 0;
-}
-
 static seam_status run_resize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
@@ -830,9 +827,9 @@ static seam_status run_resize(seam_kernel *k) {
         if (k->n->opset >= 9) {
             ts = kernel_in(k, 1);
         } else {
-            const ir_attr *a = ir_node_attr(k->n, "scales");
-            if (!a || a->kind != IR_ATTR_FLOATS || a->n != r) return kernel_fail(k, "scales must have one entry per dim");
-            for (int32_t d = 0; d < r; d++) scales[d] = a->floats[d];
+            const float *a;
+            if (node_attr_floats(k->n, "scales", &a) != r) return kernel_fail(k, "scales must have one entry per dim");
+            for (int32_t d = 0; d < r; d++) scales[d] = a[d];
         }
     } else if (k->n->opset >= 11) {
         troi = kernel_in(k, 1);
@@ -966,7 +963,7 @@ static seam_status run_resize(seam_kernel *k) {
                 double t = xi - (double)f, sum = 0;
                 for (int32_t q = 0; q < 4; q++) {
                     int64_t v = f - 1 + q;
-                    double w = cubic_w(t - (q - 1), cubic_a);
+                    double w = cpu_cubic_weight(t - (q - 1), cubic_a);
                     if (v < 0 || v >= in) {
                         if (exclude) w = 0;
                         v = v < 0 ? 0 : in - 1;

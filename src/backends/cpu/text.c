@@ -37,7 +37,8 @@ static seam_status run_tfidf(seam_kernel *k) {
         return kernel_fail(k, "the input must be 1-D or 2-D integer tokens");
     pool p;
     const int64_t *idx;
-    const ir_attr *w = ir_node_attr(k->n, "weights");
+    const float *w = NULL;
+    int32_t n_w = node_attr_floats(k->n, "weights", &w);
     int32_t n_idx = node_attr_ints(k->n, "ngram_indexes", &idx);
     p.n = node_attr_ints(k->n, "pool_int64s", &p.v);
     p.n_counts = node_attr_ints(k->n, "ngram_counts", &p.counts);
@@ -50,7 +51,7 @@ static seam_status run_tfidf(seam_kernel *k) {
         if (idx[i] < 0 || idx[i] > (1 << 24)) return kernel_fail(k, "ngram_indexes out of range");
         if (idx[i] + 1 > width) width = idx[i] + 1;
     }
-    if (w && (w->kind != IR_ATTR_FLOATS || w->n != n_idx)) return kernel_fail(k, "weights must have one entry per n-gram");
+    if (node_attr(k->n, "weights") && n_w != n_idx) return kernel_fail(k, "weights must have one entry per n-gram");
     int64_t rows = x->rank == 2 ? x->dims[0] : 1, cols = x->dims[x->rank - 1];
     int64_t dims[2] = {rows, width};
     seam_tensor *y = x->rank == 2 ? kernel_out(k, 0, SEAM_DTYPE_FLOAT32, 2, dims) : kernel_out(k, 0, SEAM_DTYPE_FLOAT32, 1, &width);
@@ -74,7 +75,7 @@ static seam_status run_tfidf(seam_kernel *k) {
         for (int64_t r = 0; r < rows; r++)
             for (int32_t i = 0; i < n_idx; i++) {
                 float *v = &out[r * width + idx[i]];
-                float wt = w ? w->floats[i] : 1.0f;
+                float wt = w ? w[i] : 1.0f;
                 *v = idf ? (*v > 0 ? wt : 0) : *v * wt;
             }
     return SEAM_STATUS_OK;
