@@ -39,3 +39,8 @@ int32_t node_attr_floats(const ir_node *n, const char *name, const float **out) 
     *out = a->floats;
     return a->n;
 }
+
+int32_t op_axis(int64_t axis, int32_t rank) {
+    if (axis < 0) axis += rank;
+    return axis >= 0 && axis < rank ? (int32_t)axis : -1;
+}

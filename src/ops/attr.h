@@ -25,4 +25,8 @@ int32_t node_attr_ints(const ir_node *n, const char *name, const int64_t **out);
 /* A FLOATS attribute: returns the count and sets *out, or -1 if absent. */
 int32_t node_attr_floats(const ir_node *n, const char *name, const float **out);
 
+/* An axis (an attribute or an input value) that may count from the end,
+ * as an index in [0, rank); -1 when out of range. */
+int32_t op_axis(int64_t axis, int32_t rank);
+
 #endif

@@ -131,7 +131,7 @@ static void infer_scan(seam_infer *ic) {
     for (int32_t j = 0; j < m; j++) {
         const ir_type *t = infer_in(ic, n_states + j);
         if (!t || t->kind != IR_TYPE_TENSOR || t->rank < 1 || t->rank > INFER_MAX_RANK) continue;
-        int32_t axis = infer_axis(n_in_axes == m ? in_axes[j] : 0, t->rank);
+        int32_t axis = op_axis(n_in_axes == m ? in_axes[j] : 0, t->rank);
         if (axis < 0) continue;
         if (j == 0) seq = t->dims[axis];
         ir_dim d[INFER_MAX_RANK];
@@ -152,7 +152,7 @@ static void infer_scan(seam_infer *ic) {
             infer_set_dtype(ic, o, t->elem);
             continue;
         }
-        int32_t axis = infer_axis(n_out_axes > j ? out_axes[j] : 0, t->rank + 1);
+        int32_t axis = op_axis(n_out_axes > j ? out_axes[j] : 0, t->rank + 1);
         if (axis < 0) continue;
         ir_dim out[INFER_MAX_RANK];
         for (int32_t k = 0, r = 0; k <= t->rank; k++) out[k] = k == axis ? seq : t->dims[r++];

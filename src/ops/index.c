@@ -20,7 +20,7 @@ static void infer_topk(seam_infer *ic) {
         infer_set_dtype(ic, 1, SEAM_DTYPE_INT64);
         return;
     }
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", -1), x->rank);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", -1), x->rank);
     if (axis < 0) return;
     int64_t k = -1;
     if (ic->n->opset < 10) {
@@ -89,7 +89,7 @@ static void infer_onehot(seam_infer *ic) {
         return;
     }
     int32_t r = x->rank + 1;
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", -1), r);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", -1), r);
     if (axis < 0) return;
     int64_t depth = -1;
     const ir_tensor *d = infer_in_const(ic, 1);
@@ -160,7 +160,7 @@ static void infer_unique(seam_infer *ic) {
     if (!ax) {
         infer_set_tensor_i64(ic, 0, dt, 1, &unk);
     } else if (x) {
-        int32_t axis = infer_axis(ax->i, x->rank);
+        int32_t axis = op_axis(ax->i, x->rank);
         if (axis < 0) return;
         ir_dim out[INFER_MAX_RANK];
         if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
@@ -176,7 +176,7 @@ static void infer_unique(seam_infer *ic) {
         inv = 1;
         for (int32_t k = 0; k < x->rank && inv >= 0; k++) inv = x->dims[k].v >= 0 ? inv * x->dims[k].v : -1;
     } else if (x && ax) {
-        int32_t axis = infer_axis(ax->i, x->rank);
+        int32_t axis = op_axis(ax->i, x->rank);
         inv = axis >= 0 ? x->dims[axis].v : -1;
     }
     infer_set_tensor_i64(ic, 2, SEAM_DTYPE_INT64, 1, &inv);

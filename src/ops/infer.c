@@ -184,11 +184,6 @@ int32_t infer_broadcast(const ir_type *const *ts, int32_t n, ir_dim *out) {
     return r;
 }
 
-int32_t infer_axis(int64_t axis, int32_t rank) {
-    if (axis < 0) axis += rank;
-    return axis >= 0 && axis < rank ? (int32_t)axis : -1;
-}
-
 void infer_same_as_input(seam_infer *ic) { infer_copy_type(ic, 0, 0); }
 
 /* ---- the driver ---- */

@@ -64,8 +64,6 @@ void infer_set_const(seam_infer *ic, int32_t i, int32_t dtype, int32_t rank,
  * 1 and d give d; equal known dims give that dim; equal symbols keep the
  * symbol; anything else involving an unknown dim gives unknown. */
 int32_t infer_broadcast(const ir_type *const *ts, int32_t n, ir_dim *out);
-/* Normalizes an axis that may be negative; -1 if out of range. */
-int32_t infer_axis(int64_t axis, int32_t rank);
 /* Same-dtype, same-shape output 0 from input 0 (activations, unary math). */
 void infer_same_as_input(seam_infer *ic);
 

@@ -17,7 +17,7 @@ static void infer_layernorm(seam_infer *ic) {
     infer_copy_type(ic, 0, 0);
     const ir_type *x = infer_in(ic, 0);
     if (!x || x->kind != IR_TYPE_TENSOR || x->rank < 0) return;
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", -1), x->rank);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", -1), x->rank);
     if (axis < 0) return;
     ir_dim out[INFER_MAX_RANK];
     for (int32_t k = 0; k < x->rank; k++) out[k] = k < axis ? x->dims[k] : (ir_dim){1, NULL};

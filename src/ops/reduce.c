@@ -37,7 +37,7 @@ static void reduce_shape(seam_infer *ic, int32_t dtype, bool axes_from_input) {
     }
     bool red[INFER_MAX_RANK] = {false};
     for (int32_t k = 0; k < na; k++) {
-        int32_t a = infer_axis(axes[k], x->rank);
+        int32_t a = op_axis(axes[k], x->rank);
         if (a < 0) return;
         red[a] = true;
     }
@@ -67,7 +67,7 @@ static void infer_arg(seam_infer *ic) {
         infer_set_dtype(ic, 0, SEAM_DTYPE_INT64);
         return;
     }
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), x->rank);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", 0), x->rank);
     if (axis < 0) return;
     bool keep = node_attr_int(ic->n, "keepdims", 1) != 0;
     ir_dim out[INFER_MAX_RANK];

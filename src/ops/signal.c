@@ -20,7 +20,7 @@ static void infer_dft(seam_infer *ic) {
     ir_dim out[INFER_MAX_RANK];
     for (int32_t d = 0; d < x->rank; d++) out[d] = x->dims[d];
     out[x->rank - 1] = (ir_dim){2, NULL};
-    int32_t a = infer_axis(axis, x->rank);
+    int32_t a = op_axis(axis, x->rank);
     if (a >= 0 && a < x->rank - 1) {
         int64_t n = infer_has_input(ic, 1) ? scalar_int(ic, 1) : x->dims[a].v;
         if (n >= 0 && node_attr_int(ic->n, "onesided", 0)) n = n / 2 + 1;

@@ -144,7 +144,7 @@ static void infer_concat(seam_infer *ic) {
         infer_set_dtype(ic, 0, dt);
         return;
     }
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), rank);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", 0), rank);
     if (axis < 0) {
         infer_set_dtype(ic, 0, dt);
         return;
@@ -190,7 +190,7 @@ static void infer_split(seam_infer *ic) {
         for (int32_t o = 0; o < nout; o++) infer_set_dtype(ic, o, dt);
         return;
     }
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), x->rank);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", 0), x->rank);
     if (axis < 0) return;
     int64_t split[MAXC];
     int32_t n = ints_from(ic, ic->n->opset >= 13 ? 1 : -1, ic->n->opset >= 13 ? NULL : "split", split, MAXC);
@@ -249,7 +249,7 @@ static void infer_slice(seam_infer *ic) {
         /* which axes are sliced is unknown unless axes are known */
         if (na >= 0)
             for (int32_t k = 0; k < na; k++) {
-                int32_t a = infer_axis(axes[k], x->rank);
+                int32_t a = op_axis(axes[k], x->rank);
                 if (a >= 0) out[a] = IR_DIM_UNKNOWN;
             }
         else
@@ -264,7 +264,7 @@ static void infer_slice(seam_infer *ic) {
     if ((na >= 0 && na != ns) || (nst >= 0 && nst != ns)) return;
     int64_t first = 0, step0 = 1;
     for (int32_t k = 0; k < ns; k++) {
-        int32_t a = infer_axis(axes[k], x->rank);
+        int32_t a = op_axis(axes[k], x->rank);
         if (a < 0 || steps[k] == 0) return;
         int64_t len = x->dims[a].v;
         out[a] = len >= 0 ? (ir_dim){slice_len(len, starts[k], ends[k], steps[k]), NULL} : IR_DIM_UNKNOWN;
@@ -295,7 +295,7 @@ static void infer_gather(seam_infer *ic) {
         infer_set_dtype(ic, 0, dt);
         return;
     }
-    int32_t axis = infer_axis(node_attr_int(ic->n, "axis", 0), x->rank);
+    int32_t axis = op_axis(node_attr_int(ic->n, "axis", 0), x->rank);
     if (axis < 0) return;
     ir_dim out[INFER_MAX_RANK];
     int32_t r = 0;
@@ -398,7 +398,7 @@ static void infer_pad(seam_infer *ic) {
         int32_t cnt = na >= 0 ? na : x->rank;
         if (np != 2 * cnt) return;
         for (int32_t k = 0; k < cnt; k++) {
-            int32_t a = na >= 0 ? infer_axis(axes[k], x->rank) : k;
+            int32_t a = na >= 0 ? op_axis(axes[k], x->rank) : k;
             if (a < 0) return;
             int64_t d = x->dims[a].v, v = d + pads[k] + pads[k + cnt];
             out[a] = d >= 0 && v >= 0 ? (ir_dim){v, NULL} : IR_DIM_UNKNOWN;
@@ -469,7 +469,7 @@ static void infer_squeeze(seam_infer *ic) {
     }
     bool drop[INFER_MAX_RANK] = {false};
     for (int32_t k = 0; k < na; k++) {
-        int32_t a = infer_axis(axes[k], x->rank);
+        int32_t a = op_axis(axes[k], x->rank);
         if (a < 0) return;
         drop[a] = true;
     }
@@ -508,7 +508,7 @@ static void infer_unsqueeze(seam_infer *ic) {
     int32_t r = x->rank + na;
     bool ins[INFER_MAX_RANK] = {false};
     for (int32_t k = 0; k < na; k++) {
-        int32_t a = infer_axis(axes[k], r);
+        int32_t a = op_axis(axes[k], r);
         if (a < 0 || ins[a]) return;
         ins[a] = true;
     }
@@ -531,7 +531,7 @@ static void infer_compress(seam_infer *ic) {
         infer_set_tensor_i64(ic, 0, dt, 1, (int64_t[]){-1});
         return;
     }
-    int32_t axis = infer_axis(a->i, x->rank);
+    int32_t axis = op_axis(a->i, x->rank);
     if (axis < 0) return;
     ir_dim out[INFER_MAX_RANK];
     if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
@@ -554,7 +554,7 @@ static void infer_center_crop_pad(seam_infer *ic) {
     ir_dim out[INFER_MAX_RANK];
     if (x->rank > 0) memcpy(out, x->dims, sizeof(ir_dim) * (size_t)x->rank);
     for (int32_t k = 0; k < n; k++) {
-        int32_t a = na >= 0 ? infer_axis(axes[k], x->rank) : k;
+        int32_t a = na >= 0 ? op_axis(axes[k], x->rank) : k;
         if (a < 0) return;
         out[a] = (ir_dim){shape[k], NULL};
     }

@@ -276,7 +276,7 @@ static seam_status run_softmax(seam_kernel *k) {
     bool new_style = k->n->opset >= 13;
     int64_t axis_attr = node_attr_int(k->n, "axis", new_style ? -1 : 1);
     int32_t rank = x->rank ? x->rank : 1;
-    int32_t axis = cpu_axis(axis_attr, rank);
+    int32_t axis = op_axis(axis_attr, rank);
     if (axis < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
     j.y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!j.y) return kernel_oom(k);

@@ -234,7 +234,7 @@ static seam_status run_scan(seam_kernel *k) {
     for (int32_t j = 0; j < m; j++) {
         const seam_tensor *x = kernel_in(k, n_states + j);
         if (!x) return kernel_fail(k, "scan input %d is missing", j);
-        axis_of[j] = cpu_axis(nia >= 0 ? in_axes[j] : 0, x->rank);
+        axis_of[j] = op_axis(nia >= 0 ? in_axes[j] : 0, x->rank);
         if (axis_of[j] < 0) return kernel_fail(k, "scan input %d: axis out of range", j);
         if (seq >= 0 && x->dims[axis_of[j]] != seq) return kernel_fail(k, "scan inputs disagree on the sequence length");
         seq = x->dims[axis_of[j]];
@@ -297,7 +297,7 @@ static seam_status run_scan(seam_kernel *k) {
         seam_tensor f = outs[i].first;
         if (outs[i].count == 0) f.rank = 0, f.dtype = SEAM_DTYPE_FLOAT32;
         int32_t r = f.rank + 1;
-        int32_t a = cpu_axis(noa >= 0 ? out_axes[i] : 0, r);
+        int32_t a = op_axis(noa >= 0 ? out_axes[i] : 0, r);
         bool rev = nod >= 0 && out_dirs[i];
         if (a < 0 || r > SEAM_MAX_RANK) {
             st = kernel_fail(k, "scan output %d: axis out of range", i);

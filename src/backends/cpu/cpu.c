@@ -217,11 +217,6 @@ void cpu_iter_init(cpu_iter *it, int32_t rank, const int64_t *dims, const seam_t
     }
 }
 
-int32_t cpu_axis(int64_t axis, int32_t rank) {
-    if (axis < 0) axis += rank;
-    return axis >= 0 && axis < rank ? (int32_t)axis : -1;
-}
-
 int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max) {
     if (!t || t->numel > max || (t->dtype != SEAM_DTYPE_INT64 && t->dtype != SEAM_DTYPE_INT32)) return -1;
     for (int64_t k = 0; k < t->numel; k++) out[k] = cpu_get_i64(t->data, t->dtype, k);

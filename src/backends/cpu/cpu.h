@@ -97,8 +97,6 @@ static inline void cpu_index_next(int64_t *idx, const int64_t *dims, int32_t ran
 /* The name of the node's input i, for messages. */
 static inline const char *cpu_in_name(const seam_kernel *k, int32_t i) { return k->g->values[k->n->inputs[i]].name; }
 
-/* An axis attribute normalized against rank; -1 if out of range. */
-int32_t cpu_axis(int64_t axis, int32_t rank);
 /* Reads an integer tensor (int32/int64) into out (at most max). -1 if it
  * is not an integer tensor or too long. */
 int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);

@@ -148,7 +148,7 @@ static seam_status run_topk(seam_kernel *k) {
             return kernel_fail(k, "K must be a one-element integer tensor");
         kk = cpu_get_i64(kt->data, kt->dtype, 0);
     }
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), x->rank);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", -1), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     int64_t len = x->dims[axis];
     if (kk < 0 || kk > len)
@@ -304,7 +304,7 @@ static seam_status run_cumsum(seam_kernel *k) {
         return kernel_fail(k, "needs X and a scalar integer axis");
     if (!cpu_is_float(x->dtype) && !cpu_is_int(x->dtype))
         return kernel_fail(k, "CumSum on %s is not supported", seam_dtype_name(x->dtype));
-    int32_t axis = cpu_axis(cpu_get_i64(ax->data, ax->dtype, 0), x->rank);
+    int32_t axis = op_axis(cpu_get_i64(ax->data, ax->dtype, 0), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     bool excl = node_attr_int(k->n, "exclusive", 0) != 0, rev = node_attr_int(k->n, "reverse", 0) != 0;
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
@@ -347,7 +347,7 @@ static seam_status run_onehot(seam_kernel *k) {
     int64_t depth = (int64_t)dd;
     int32_t r = ix->rank + 1;
     if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result's rank would be over %d", SEAM_MAX_RANK);
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), r);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", -1), r);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", r);
     int64_t dims[SEAM_MAX_RANK];
     for (int32_t d = 0, j = 0; d < r; d++) dims[d] = d == axis ? depth : ix->dims[j++];
@@ -491,7 +491,7 @@ static seam_status run_unique(seam_kernel *k) {
         rank = 1;
         dims[0] = x->numel;
     } else {
-        axis = cpu_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
+        axis = op_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
         if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
         memcpy(dims, x->dims, sizeof(int64_t) * (size_t)rank);
     }

@@ -166,7 +166,7 @@ static bool spread_param(const seam_tensor *p, const seam_tensor *x, int32_t axi
 static seam_status run_layer_norm(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *sc = kernel_in(k, 1), *b = kernel_in(k, 2);
     if (!x || !sc) return kernel_fail(k, "needs X and Scale");
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), x->rank);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", -1), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     /* (an empty X's dims past its 0 may be anything: no span of them) */
     ln_job j = {x, NULL, NULL, NULL, NULL, NULL, x->numel ? cpu_span(x->dims, axis, x->rank) : 0,
@@ -375,7 +375,7 @@ static seam_status run_mvn(seam_kernel *k) {
     static const int64_t def[3] = {0, 2, 3};
     if (na < 0) axes = def, na = 3;
     for (int32_t i = 0; i < na; i++) {
-        int32_t a = cpu_axis(axes[i], x->rank);
+        int32_t a = op_axis(axes[i], x->rank);
         if (a < 0) return kernel_fail(k, "axis %lld is out of range", (long long)axes[i]);
         red[a] = true;
     }
@@ -387,7 +387,7 @@ static seam_status run_mvn(seam_kernel *k) {
 static seam_status run_lp_norm(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", -1), x->rank);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", -1), x->rank);
     int64_t p = node_attr_int(k->n, "p", 2);
     if (axis < 0 || (p != 1 && p != 2)) return kernel_fail(k, "axis out of range or p not 1 or 2");
     bool red[SEAM_MAX_RANK] = {false};

@@ -59,7 +59,7 @@ static inline void put_int(void *p, int32_t dt, int64_t i, int64_t v) {
 /* The axis attribute against x's rank; -1 for a scalar x (only per-tensor
  * parameters fit it) or an axis out of range. */
 static int32_t quant_axis(const seam_kernel *k, const seam_tensor *x) {
-    return x->rank ? cpu_axis(node_attr_int(k->n, "axis", 1), x->rank) : -1;
+    return x->rank ? op_axis(node_attr_int(k->n, "axis", 1), x->rank) : -1;
 }
 
 static bool quant_out_ok(int32_t dt) {

@@ -53,7 +53,7 @@ static bool reduced_axes(seam_kernel *k, const seam_tensor *x, bool from_input, 
         *noop = true;
     }
     for (int32_t i = 0; i < na; i++) {
-        int32_t a = cpu_axis(axes[i], x->rank);
+        int32_t a = op_axis(axes[i], x->rank);
         if (a < 0) return false;
         red[a] = true;
     }
@@ -439,7 +439,7 @@ static seam_status run_arg(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     int64_t axis_attr = node_attr_int(k->n, "axis", 0);
-    int32_t axis = cpu_axis(axis_attr, x->rank);
+    int32_t axis = op_axis(axis_attr, x->rank);
     if (axis < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
     bool keep = node_attr_int(k->n, "keepdims", 1) != 0;
     int64_t dims[SEAM_MAX_RANK];

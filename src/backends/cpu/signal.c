@@ -48,7 +48,7 @@ static seam_status run_dft(seam_kernel *k) {
     } else {
         axis = node_attr_int(k->n, "axis", 1);
     }
-    int32_t a = cpu_axis(axis, x->rank);
+    int32_t a = op_axis(axis, x->rank);
     if (a < 0 || a == x->rank - 1) return kernel_fail(k, "axis %lld is not a signal axis", (long long)axis);
     int64_t n = x->dims[a];
     if (kernel_in(k, 1) && !scalar_i64(kernel_in(k, 1), &n)) return kernel_fail(k, "dft_length must be an integer scalar");

@@ -131,7 +131,7 @@ static seam_status run_squeeze(seam_kernel *k) {
     if (!x || na < 0) return kernel_fail(k, "bad axes");
     bool drop[SEAM_MAX_RANK] = {false};
     for (int32_t i = 0; i < na; i++) {
-        int32_t a = cpu_axis(axes[i], x->rank);
+        int32_t a = op_axis(axes[i], x->rank);
         if (a < 0) return kernel_fail(k, "axis %lld is out of range for rank %d", (long long)axes[i], x->rank);
         if (x->dims[a] != 1) return kernel_fail(k, "cannot squeeze axis %d of size %lld", a, (long long)x->dims[a]);
         drop[a] = true;
@@ -151,7 +151,7 @@ static seam_status run_unsqueeze(seam_kernel *k) {
     if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result would have rank %d; seam supports %d", r, SEAM_MAX_RANK);
     bool ins[SEAM_MAX_RANK] = {false};
     for (int32_t i = 0; i < na; i++) {
-        int32_t a = cpu_axis(axes[i], r);
+        int32_t a = op_axis(axes[i], r);
         if (a < 0 || ins[a]) return kernel_fail(k, "axis %lld is out of range or repeated", (long long)axes[i]);
         ins[a] = true;
     }
@@ -194,7 +194,7 @@ static seam_status run_concat(seam_kernel *k) {
     for (int32_t i = 0; i < n && !x0; i++) x0 = kernel_in(k, i);
     if (!x0) return kernel_fail(k, "needs inputs");
     int32_t r = x0->rank;
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), r);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), r);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", r);
     int64_t dims[SEAM_MAX_RANK];
     memcpy(dims, x0->dims, sizeof(int64_t) * (size_t)r);
@@ -231,7 +231,7 @@ static seam_status run_split(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     int32_t nout = kernel_n_out(k), r = x->rank;
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), r);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), r);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", r);
     int64_t len = x->dims[axis];
     int64_t *parts = kernel_scratch(k, sizeof(int64_t) * (size_t)(nout + 1));
@@ -317,7 +317,7 @@ static seam_status run_slice(seam_kernel *k) {
     }
     bool seen[SEAM_MAX_RANK] = {false};
     for (int32_t i = 0; i < ns; i++) {
-        int32_t a = cpu_axis(axes[i], r);
+        int32_t a = op_axis(axes[i], r);
         if (a < 0 || seen[a]) return kernel_fail(k, "axis %lld is out of range or repeated", (long long)axes[i]);
         seen[a] = true;
         int64_t len = x->dims[a], s = starts[i], e = ends[i], step = steps[i];
@@ -354,7 +354,7 @@ static seam_status run_gather(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
     if (!x || !ix) return kernel_fail(k, "needs data and indices");
     if (!cpu_is_int(ix->dtype)) return kernel_fail(k, "indices must be integers");
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     int32_t r = x->rank - 1 + ix->rank;
     if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result would have rank %d", r);
@@ -403,7 +403,7 @@ static seam_status run_gather_elements(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
     if (!x || !ix || !cpu_is_int(ix->dtype)) return kernel_fail(k, "needs data and integer indices");
     if (ix->rank != x->rank) return kernel_fail(k, "indices must have the data's rank");
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     seam_tensor *y = kernel_out(k, 0, x->dtype, ix->rank, ix->dims);
     if (!y) return kernel_oom(k);
@@ -493,7 +493,7 @@ static seam_status run_scatter_elements(seam_kernel *k) {
         return kernel_fail(k, "data, indices and updates must have one rank, and updates the data's dtype");
     for (int32_t d = 0; d < ix->rank; d++)
         if (u->dims[d] != ix->dims[d]) return kernel_fail(k, "updates and indices must have one shape");
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", 0), x->rank);
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), x->rank);
     if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
     seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) return kernel_oom(k);
@@ -621,7 +621,7 @@ static seam_status run_pad(seam_kernel *k) {
     }
     int64_t lo[SEAM_MAX_RANK] = {0}, hi[SEAM_MAX_RANK] = {0}, dims[SEAM_MAX_RANK];
     for (int32_t i = 0; i < na; i++) {
-        int32_t a = k->n->opset >= 11 && kernel_in(k, 3) ? cpu_axis(axes[i], r) : i;
+        int32_t a = k->n->opset >= 11 && kernel_in(k, 3) ? op_axis(axes[i], r) : i;
         if (a < 0) return kernel_fail(k, "axis out of range");
         lo[a] = pads[i];
         hi[a] = pads[i + na];
@@ -766,7 +766,7 @@ static seam_status run_compress(seam_kernel *k) {
             if (cpu_get_i64(c->data, c->dtype, i)) cpu_copy_elem(y->data, o++, x->data, i, es);
         return SEAM_STATUS_OK;
     }
-    int32_t axis = cpu_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
+    int32_t axis = op_axis(node_attr_int(k->n, "axis", INT64_MAX), x->rank); /* (not an int: out of range) */
     if (axis < 0) return kernel_fail(k, "axis is out of range");
     int64_t len = x->dims[axis], lim = c->numel < len ? c->numel : len, n = 0;
     for (int64_t i = 0; i < lim; i++) n += cpu_get_i64(c->data, c->dtype, i) != 0;
@@ -851,7 +851,7 @@ static seam_status run_resize(seam_kernel *k) {
     } else {
         if (na > r) return kernel_fail(k, "too many axes");
         for (int32_t i = 0; i < na; i++) {
-            axes[i] = cpu_axis(aa[i], r);
+            axes[i] = op_axis(aa[i], r);
             if (axes[i] < 0) return kernel_fail(k, "axis out of range");
         }
     }
