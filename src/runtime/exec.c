@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/cpu/kernels.h"
 #include "core/context.h"
 
 int64_t seam_shape_numel(const int64_t *dims, int32_t rank) { return ir_numel(dims, rank); }
@@ -335,11 +336,12 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
     e->pool = pool;
     e->vals = calloc((size_t)g->n_values + 1, sizeof(exec_value));
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof(seam_kernel));
+    e->defs = calloc((size_t)g->n_nodes + 1, sizeof(e->defs[0]));
     e->pos = calloc((size_t)g->n_nodes + 1, sizeof(int32_t));
     e->states = calloc((size_t)g->n_nodes + 1, sizeof(state_entry));
     e->how = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
     e->post_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-    if (!e->vals || !e->kernels || !e->pos || !e->states || !e->how || !e->post_ok) {
+    if (!e->vals || !e->kernels || !e->defs || !e->pos || !e->states || !e->how || !e->post_ok) {
         seam_exec_free(e);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -370,17 +372,19 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         const ir_node *n = &g->nodes[i];
         seam_kernel *k = &e->kernels[i];
         *k = (seam_kernel){.g = g, .n = n, .node = i, .pool = pool, .ctx = ctx, .exec = e};
-        if (!n->def || !n->def->kernel || !n->def->kernel->run) {
+        const seam_kernel_def *kd = cpu_kernel_find(n->domain, n->op_type, n->opset);
+        if (!kd || !kd->run) {
             seam_exec_free(e);
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)),
                               !n->def ? "unknown op: seam has no definition of it"
                                       : "the CPU backend has no kernel for this op");
         }
-        if (n->def->kernel->check) {
+        e->defs[i] = kd;
+        if (kd->check) {
             reason[0] = 0;
             seam_check c = {g, n, i, reason, sizeof(reason), &e->states[i].state, &e->states[i].free_state,
                             ctx, pool, e, false};
-            seam_status st = n->def->kernel->check(&c);
+            seam_status st = kd->check(&c);
             e->post_ok[i] = c.post_ops;
             if (st) {
                 if (reason[0]) seam_error(ctx, st, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)), reason);
@@ -422,6 +426,7 @@ void seam_exec_free(seam_exec *e) {
     free(e->node_ms);
     free(e->vals);
     free(e->kernels);
+    free(e->defs);
     free(e->pos);
     free(e->how);
     free(e->post_ok);
@@ -458,7 +463,7 @@ seam_status seam_exec_run(seam_exec *e) {
         struct timespec t0, t1;
         if (e->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
         e->kernels[i].bytes_in = e->kernels[i].bytes_out = 0;
-        seam_status st = n->def->kernel->run(&e->kernels[i]);
+        seam_status st = e->defs[i]->run(&e->kernels[i]);
         if (st) return st;
         if (e->profile) {
             clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -19,7 +19,7 @@
 #ifndef SEAM_EXEC_H
 #define SEAM_EXEC_H
 
-#include "ops/kernel.h"
+#include "runtime/kernel.h"
 #include "runtime/pool.h"
 
 typedef struct exec_value {
@@ -50,6 +50,7 @@ typedef struct seam_exec {
     seam_pool *pool;
     exec_value *vals;
     seam_kernel *kernels;       /* per node */
+    const seam_kernel_def **defs; /* per node: the kernel that runs it */
     int32_t *pos;               /* topo position of each node */
     int32_t *how;               /* per node: EXEC_RUN, EXEC_SKIP or an aliased value */
     bool *post_ok;              /* per node: its check() set post_ops */

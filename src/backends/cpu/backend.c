@@ -2,13 +2,13 @@
  * node whose op has a CPU kernel. It is always the last fallback. */
 #include <stdio.h>
 
-#include "ops/kernel.h"
+#include "backends/cpu/kernels.h"
 #include "seam_backend.h"
 
 static bool cpu_supports(void *ctx, const seam_node_view *v, char *why, size_t n) {
     const ir_node *node = v->impl;
+    if (cpu_kernel_find(v->domain, v->op_type, v->opset)) return true;
     const seam_op_def *def = node->def ? node->def : seam_op_find(v->domain, v->op_type, v->opset);
-    if (def && def->kernel && def->kernel->run) return true;
     snprintf(why, n, def ? "%s has no CPU kernel" : "%s is an unknown op", v->op_type);
     return false;
 }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops/kernel.h"
+#include "backends/cpu/kernels.h"
 
 /* For the hottest loops: a second copy built for AVX2, picked at load time
  * on machines that have it (the baseline build targets plain x86-64). */

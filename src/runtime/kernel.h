@@ -1,5 +1,7 @@
 /*
- * The CPU kernel contract. A kernel runs one node: it reads its inputs,
+ * The kernel contract: what the executor (runtime/exec.c) offers the code
+ * that runs one node on the host, the CPU backend's kernels
+ * (backends/cpu/). A kernel runs one node: it reads its inputs,
  * computes its outputs' shapes from them (shapes may be known only at run
  * time), asks the executor for each output buffer, and fills it.
  *
@@ -26,6 +28,16 @@
 #include "runtime/tensor.h"
 
 typedef struct seam_pool seam_pool;
+typedef struct seam_kernel seam_kernel;
+typedef struct seam_check seam_check;
+typedef seam_status (*seam_kernel_fn)(seam_kernel *k);
+typedef seam_status (*seam_check_fn)(seam_check *c);
+
+/* How one op runs on the host. */
+typedef struct seam_kernel_def {
+    seam_kernel_fn run;
+    seam_check_fn check; /* (optional) at session creation; default: accept */
+} seam_kernel_def;
 
 struct seam_kernel {
     const ir_graph *g;
