@@ -86,7 +86,10 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
                                   seam_exec **out);
 void seam_exec_free(seam_exec *e);
 /* Runs the graph; inputs must have been set (seam_exec_set_input, or in
- * vals[] with t filled and bound). */
+ * vals[] with t filled and bound). Stops at the first node that fails,
+ * with its status: SEAM_STATUS_RUN_FAILED (it cannot be computed from the
+ * values it was given), SEAM_STATUS_OUT_OF_MEMORY, or SEAM_STATUS_INTERNAL;
+ * the message names the node. */
 seam_status seam_exec_run(seam_exec *e);
 /* Binds graph input k to t (which the caller keeps alive for the run). */
 void seam_exec_set_input(seam_exec *e, int32_t k, const seam_tensor *t);

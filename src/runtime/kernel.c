@@ -89,12 +89,12 @@ seam_status kernel_error(seam_kernel *k, seam_status status, const char *fmt, ..
     return st;
 }
 
-seam_status kernel_oom(seam_kernel *k) { return kernel_error(k, SEAM_STATUS_INVALID_ARGUMENT, "out of memory"); }
+seam_status kernel_oom(seam_kernel *k) { return kernel_error(k, SEAM_STATUS_OUT_OF_MEMORY, "out of memory"); }
 
 seam_status kernel_fail(seam_kernel *k, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    seam_status st = kernel_verror(k, SEAM_STATUS_INVALID_ARGUMENT, fmt, ap);
+    seam_status st = kernel_verror(k, SEAM_STATUS_RUN_FAILED, fmt, ap);
     va_end(ap);
     return st;
 }

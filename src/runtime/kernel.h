@@ -78,7 +78,10 @@ seam_status kernel_out_copy(seam_kernel *k, int32_t i, const seam_tensor *t);
  * take all the scratch a run needs in one call (and not from pool threads). */
 void *kernel_scratch(seam_kernel *k, size_t n);
 
-/* Error helpers: they name the node. */
+/* Error helpers: the message names the node. kernel_oom returns
+ * SEAM_STATUS_OUT_OF_MEMORY ("<node>: out of memory"); kernel_fail returns
+ * SEAM_STATUS_RUN_FAILED: the node cannot be computed from the values it
+ * was given (a shape or a value the model does not allow). */
 seam_status kernel_oom(seam_kernel *k);
 seam_status kernel_fail(seam_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

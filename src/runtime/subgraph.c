@@ -55,7 +55,10 @@ static seam_status refuse(seam_check *c, const char *fmt, ...) {
     return SEAM_STATUS_UNSUPPORTED;
 }
 
-static seam_status refuse_oom(seam_check *c) { return refuse(c, "out of memory"); }
+static seam_status refuse_oom(seam_check *c) {
+    snprintf(c->reason, c->reason_size, "out of memory");
+    return SEAM_STATUS_OUT_OF_MEMORY;
+}
 
 static const ir_graph *graph_attr(const ir_node *n, const char *name) {
     const ir_attr *a = ir_node_attr(n, name);
@@ -179,7 +182,10 @@ static seam_status check_subgraph(seam_check *c) {
     s->device = !is_cpu && !(be && be->memory == SEAM_MEMORY_HOST);
     s->body = body;
     seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->exec);
-    if (st) return refuse(c, "in its body: %s", seam_context_last_error(c->ctx));
+    if (st) { /* the body's own status: unsupported, or out of memory */
+        snprintf(c->reason, c->reason_size, "in its body: %s", seam_context_last_error(c->ctx));
+        return st;
+    }
     return SEAM_STATUS_OK;
 }
 
@@ -227,7 +233,10 @@ static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
     }
     char err[512] = "";
     st = s->be->run(s->be->ctx, s->compiled, ins, n_in, outs, n_out, err, sizeof(err));
-    if (st) st = kernel_fail(k, "%s failed to run it: %s", s->be->name, err[0] ? err : seam_status_string(st));
+    /* the run failed at this node, unless the backend ran out of memory */
+    if (st)
+        st = kernel_error(k, st == SEAM_STATUS_OUT_OF_MEMORY ? st : SEAM_STATUS_RUN_FAILED, "%s failed to run it: %s",
+                          s->be->name, err[0] ? err : seam_status_string(st));
 done:
     for (int32_t i = 0; dev && i < n_in; i++) free(dev[i]);
     free(dev);

@@ -2,6 +2,7 @@
  * session creation (so an unsupported op inside a body fails there too)
  * with the running graph's executor as parent, which is where the body's
  * outer values come from. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,10 @@ static const ir_graph *graph_attr(const ir_node *n, const char *name) {
 
 static seam_status check_bodies(seam_check *c, const char *a, const char *b) {
     bodies *s = calloc(1, sizeof(*s));
-    if (!s) return check_refuse(c, "out of memory");
+    if (!s) {
+        snprintf(c->reason, c->reason_size, "out of memory");
+        return SEAM_STATUS_OUT_OF_MEMORY;
+    }
     *c->state = s;
     *c->free_state = free_bodies;
     const char *names[MAX_BODIES] = {a, b};
@@ -37,7 +41,10 @@ static seam_status check_bodies(seam_check *c, const char *a, const char *b) {
         s->g[i] = graph_attr(c->n, names[i]);
         if (!s->g[i]) return check_refuse(c, "missing graph attribute '%s'", names[i]);
         seam_status st = seam_exec_create(c->ctx, s->g[i], c->exec, c->pool, &s->e[i]);
-        if (st) return check_refuse(c, "in its '%s' body: %s", names[i], seam_context_last_error(c->ctx));
+        if (st) { /* the body's own status: unsupported, or out of memory */
+            snprintf(c->reason, c->reason_size, "in its '%s' body: %s", names[i], seam_context_last_error(c->ctx));
+            return st;
+        }
     }
     return SEAM_STATUS_OK;
 }
