@@ -42,15 +42,19 @@ extern "C" {
 #define SEAM_VERSION_MINOR 1
 #define SEAM_VERSION_PATCH 0
 
+/* The numbers are stable: new statuses are added at the end. */
 typedef enum seam_status {
     SEAM_STATUS_OK = 0,
-    SEAM_STATUS_INVALID_ARGUMENT,  /* a bad option or a NULL where one is not allowed */
+    SEAM_STATUS_INVALID_ARGUMENT,  /* the caller's argument: a bad option, a NULL where one is not allowed, an input
+                                      of the wrong dtype or shape */
     SEAM_STATUS_IO_ERROR,          /* a file could not be opened, read or written */
     SEAM_STATUS_PARSE_ERROR,       /* the bytes are not an ONNX ModelProto */
     SEAM_STATUS_INVALID_MODEL,     /* it parses, but the graph breaks ONNX's rules */
     SEAM_STATUS_UNSUPPORTED,       /* valid, but seam cannot do it (yet) */
-    SEAM_STATUS_OUT_OF_MEMORY,
+    SEAM_STATUS_OUT_OF_MEMORY,     /* an allocation failed, or a run asked for a size no machine has */
     SEAM_STATUS_INTERNAL,          /* a bug in seam: please report it */
+    SEAM_STATUS_RUN_FAILED,        /* a run could not compute a node from the values it was given (a shape or value
+                                      the model does not allow); the message names the node */
 } seam_status;
 
 /* Returns a static string such as "invalid model". Never NULL. */

@@ -15,6 +15,7 @@ const char *seam_status_string(seam_status status) {
     case SEAM_STATUS_UNSUPPORTED: return "unsupported";
     case SEAM_STATUS_OUT_OF_MEMORY: return "out of memory";
     case SEAM_STATUS_INTERNAL: return "internal error";
+    case SEAM_STATUS_RUN_FAILED: return "run failed";
     }
     return "unknown status";
 }

@@ -47,7 +47,7 @@ static void infer_det(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_algebra[] = {
-    {"", "Einsum", 12, infer_einsum, NULL},
-    {"", "Det", 11, infer_det, NULL},
+    {"", "Einsum", 12, infer_einsum},
+    {"", "Det", 11, infer_det},
 };
 const size_t seam_ops_algebra_count = sizeof(seam_ops_algebra) / sizeof(seam_ops_algebra[0]);

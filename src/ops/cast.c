@@ -146,17 +146,17 @@ static void infer_random(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_cast[] = {
-    {"", "Cast", 1, infer_cast, NULL},
-    {"", "CastLike", 15, infer_castlike, NULL},
-    {"", "Shape", 1, infer_shape, NULL},
-    {"", "Size", 1, infer_size, NULL},
-    {"", "ConstantOfShape", 9, infer_constant_of_shape, NULL},
-    {"", "Constant", 1, infer_constant, NULL},
-    {"", "EyeLike", 9, infer_like, NULL},
-    {"", "RandomNormalLike", 1, infer_like, NULL},
-    {"", "RandomUniformLike", 1, infer_like, NULL},
-    {"", "Bernoulli", 15, infer_like, NULL},
-    {"", "RandomNormal", 1, infer_random, NULL},
-    {"", "RandomUniform", 1, infer_random, NULL},
+    {"", "Cast", 1, infer_cast},
+    {"", "CastLike", 15, infer_castlike},
+    {"", "Shape", 1, infer_shape},
+    {"", "Size", 1, infer_size},
+    {"", "ConstantOfShape", 9, infer_constant_of_shape},
+    {"", "Constant", 1, infer_constant},
+    {"", "EyeLike", 9, infer_like},
+    {"", "RandomNormalLike", 1, infer_like},
+    {"", "RandomUniformLike", 1, infer_like},
+    {"", "Bernoulli", 15, infer_like},
+    {"", "RandomNormal", 1, infer_random},
+    {"", "RandomUniform", 1, infer_random},
 };
 const size_t seam_ops_cast_count = sizeof(seam_ops_cast) / sizeof(seam_ops_cast[0]);

@@ -174,10 +174,10 @@ static void infer_seam_subgraph(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_control[] = {
-    {"ai.seam", "Subgraph", 1, infer_seam_subgraph, NULL},
-    {"", "If", 1, infer_if, NULL},
-    {"", "Loop", 1, infer_loop, NULL},
-    {"", "Scan", 8, NULL, NULL}, /* the batched form: known, not run */
-    {"", "Scan", 9, infer_scan, NULL},
+    {"ai.seam", "Subgraph", 1, infer_seam_subgraph},
+    {"", "If", 1, infer_if},
+    {"", "Loop", 1, infer_loop},
+    {"", "Scan", 8, NULL}, /* the batched form: known, not run */
+    {"", "Scan", 9, infer_scan},
 };
 const size_t seam_ops_control_count = sizeof(seam_ops_control) / sizeof(seam_ops_control[0]);

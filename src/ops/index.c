@@ -190,13 +190,13 @@ static void infer_nms(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_index[] = {
-    {"", "TopK", 1, infer_topk, NULL},
-    {"", "NonZero", 9, infer_nonzero, NULL},
-    {"", "Where", 9, infer_where, NULL},
-    {"", "CumSum", 11, infer_same_as_input, NULL},
-    {"", "OneHot", 9, infer_onehot, NULL},
-    {"", "Range", 11, infer_range, NULL},
-    {"", "Unique", 11, infer_unique, NULL},
-    {"", "NonMaxSuppression", 10, infer_nms, NULL},
+    {"", "TopK", 1, infer_topk},
+    {"", "NonZero", 9, infer_nonzero},
+    {"", "Where", 9, infer_where},
+    {"", "CumSum", 11, infer_same_as_input},
+    {"", "OneHot", 9, infer_onehot},
+    {"", "Range", 11, infer_range},
+    {"", "Unique", 11, infer_unique},
+    {"", "NonMaxSuppression", 10, infer_nms},
 };
 const size_t seam_ops_index_count = sizeof(seam_ops_index) / sizeof(seam_ops_index[0]);

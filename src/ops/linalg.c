@@ -60,9 +60,9 @@ static void infer_conv_transpose(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_linalg[] = {
-    {"", "MatMul", 1, infer_matmul, NULL},
-    {"", "Gemm", 1, infer_gemm, NULL},
-    {"", "Conv", 1, infer_conv, NULL},
-    {"", "ConvTranspose", 1, infer_conv_transpose, NULL},
+    {"", "MatMul", 1, infer_matmul},
+    {"", "Gemm", 1, infer_gemm},
+    {"", "Conv", 1, infer_conv},
+    {"", "ConvTranspose", 1, infer_conv_transpose},
 };
 const size_t seam_ops_linalg_count = sizeof(seam_ops_linalg) / sizeof(seam_ops_linalg[0]);

@@ -27,12 +27,12 @@ static void infer_layernorm(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_norm[] = {
-    {"", "BatchNormalization", 1, infer_batchnorm, NULL},
-    {"", "LayerNormalization", 17, infer_layernorm, NULL},
-    {"", "InstanceNormalization", 1, infer_same, NULL},
-    {"", "GroupNormalization", 18, infer_same, NULL},
-    {"", "LRN", 1, infer_same, NULL},
-    {"", "MeanVarianceNormalization", 9, infer_same, NULL},
-    {"", "LpNormalization", 1, infer_same, NULL},
+    {"", "BatchNormalization", 1, infer_batchnorm},
+    {"", "LayerNormalization", 17, infer_layernorm},
+    {"", "InstanceNormalization", 1, infer_same},
+    {"", "GroupNormalization", 18, infer_same},
+    {"", "LRN", 1, infer_same},
+    {"", "MeanVarianceNormalization", 9, infer_same},
+    {"", "LpNormalization", 1, infer_same},
 };
 const size_t seam_ops_norm_count = sizeof(seam_ops_norm) / sizeof(seam_ops_norm[0]);

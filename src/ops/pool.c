@@ -76,12 +76,12 @@ static void infer_max_unpool(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_pool[] = {
-    {"", "MaxPool", 1, infer_pool, NULL},
-    {"", "AveragePool", 1, infer_pool, NULL},
-    {"", "LpPool", 1, infer_pool, NULL},
-    {"", "GlobalAveragePool", 1, infer_global_pool, NULL},
-    {"", "GlobalMaxPool", 1, infer_global_pool, NULL},
-    {"", "GlobalLpPool", 2, infer_global_pool, NULL},
-    {"", "MaxUnpool", 9, infer_max_unpool, NULL},
+    {"", "MaxPool", 1, infer_pool},
+    {"", "AveragePool", 1, infer_pool},
+    {"", "LpPool", 1, infer_pool},
+    {"", "GlobalAveragePool", 1, infer_global_pool},
+    {"", "GlobalMaxPool", 1, infer_global_pool},
+    {"", "GlobalLpPool", 2, infer_global_pool},
+    {"", "MaxUnpool", 9, infer_max_unpool},
 };
 const size_t seam_ops_pool_count = sizeof(seam_ops_pool) / sizeof(seam_ops_pool[0]);

@@ -33,12 +33,12 @@ static void infer_matmul_integer(seam_infer *ic) { matmul_shape(ic, SEAM_DTYPE_I
 static void infer_conv_integer(seam_infer *ic) { conv_shape(ic, SEAM_DTYPE_INT32, 0, 1); }
 
 const seam_op_def seam_ops_quant[] = {
-    {"", "QuantizeLinear", 10, infer_quantize, NULL},
-    {"", "DequantizeLinear", 10, infer_dequantize, NULL},
-    {"", "DynamicQuantizeLinear", 11, infer_dyn_quantize, NULL},
-    {"", "QLinearConv", 10, infer_qlinear_conv, NULL},
-    {"", "QLinearMatMul", 10, infer_qlinear_matmul, NULL},
-    {"", "MatMulInteger", 10, infer_matmul_integer, NULL},
-    {"", "ConvInteger", 10, infer_conv_integer, NULL},
+    {"", "QuantizeLinear", 10, infer_quantize},
+    {"", "DequantizeLinear", 10, infer_dequantize},
+    {"", "DynamicQuantizeLinear", 11, infer_dyn_quantize},
+    {"", "QLinearConv", 10, infer_qlinear_conv},
+    {"", "QLinearMatMul", 10, infer_qlinear_matmul},
+    {"", "MatMulInteger", 10, infer_matmul_integer},
+    {"", "ConvInteger", 10, infer_conv_integer},
 };
 const size_t seam_ops_quant_count = sizeof(seam_ops_quant) / sizeof(seam_ops_quant[0]);

@@ -83,17 +83,17 @@ static void infer_arg(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_reduce[] = {
-    {"", "ReduceSum", 1, infer_reduce, NULL},
-    {"", "ReduceMean", 1, infer_reduce, NULL},
-    {"", "ReduceMax", 1, infer_reduce, NULL},
-    {"", "ReduceMin", 1, infer_reduce, NULL},
-    {"", "ReduceProd", 1, infer_reduce, NULL},
-    {"", "ReduceL1", 1, infer_reduce, NULL},
-    {"", "ReduceL2", 1, infer_reduce, NULL},
-    {"", "ReduceLogSum", 1, infer_reduce, NULL},
-    {"", "ReduceLogSumExp", 1, infer_reduce, NULL},
-    {"", "ReduceSumSquare", 1, infer_reduce, NULL},
-    {"", "ArgMax", 1, infer_arg, NULL},
-    {"", "ArgMin", 1, infer_arg, NULL},
+    {"", "ReduceSum", 1, infer_reduce},
+    {"", "ReduceMean", 1, infer_reduce},
+    {"", "ReduceMax", 1, infer_reduce},
+    {"", "ReduceMin", 1, infer_reduce},
+    {"", "ReduceProd", 1, infer_reduce},
+    {"", "ReduceL1", 1, infer_reduce},
+    {"", "ReduceL2", 1, infer_reduce},
+    {"", "ReduceLogSum", 1, infer_reduce},
+    {"", "ReduceLogSumExp", 1, infer_reduce},
+    {"", "ReduceSumSquare", 1, infer_reduce},
+    {"", "ArgMax", 1, infer_arg},
+    {"", "ArgMin", 1, infer_arg},
 };
 const size_t seam_ops_reduce_count = sizeof(seam_ops_reduce) / sizeof(seam_ops_reduce[0]);

@@ -12,31 +12,6 @@ typedef struct family {
     const size_t *count;
 } family;
 
-typedef struct cpu_family {
-    const seam_cpu_binding *b;
-    const size_t *count;
-} cpu_family;
-
-static const cpu_family cpu_families[] = {
-    {seam_cpu_elementwise, &seam_cpu_elementwise_count},
-    {seam_cpu_activation, &seam_cpu_activation_count},
-    {seam_cpu_linalg, &seam_cpu_linalg_count},
-    {seam_cpu_pool, &seam_cpu_pool_count},
-    {seam_cpu_norm, &seam_cpu_norm_count},
-    {seam_cpu_reduce, &seam_cpu_reduce_count},
-    {seam_cpu_tensor, &seam_cpu_tensor_count},
-    {seam_cpu_index, &seam_cpu_index_count},
-    {seam_cpu_rnn, &seam_cpu_rnn_count},
-    {seam_cpu_control, &seam_cpu_control_count},
-    {seam_cpu_quant, &seam_cpu_quant_count},
-    {seam_cpu_cast, &seam_cpu_cast_count},
-    {seam_cpu_algebra, &seam_cpu_algebra_count},
-    {seam_cpu_signal, &seam_cpu_signal_count},
-    {seam_cpu_spatial, &seam_cpu_spatial_count},
-    {seam_cpu_text, &seam_cpu_text_count},
-    {seam_cpu_training, &seam_cpu_training_count},
-};
-
 static const family families[] = {
     {seam_ops_elementwise, &seam_ops_elementwise_count},
     {seam_ops_activation, &seam_ops_activation_count},
@@ -58,8 +33,6 @@ static const family families[] = {
 };
 
 #define MAX_OPS 1024
-/* The merged entries: each family entry copied, with its CPU kernel. */
-static seam_op_def merged[MAX_OPS];
 static const seam_op_def *index_[MAX_OPS];
 static size_t n_index;
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
@@ -80,42 +53,9 @@ static int cmp_def(const void *a, const void *b) {
     return c ? c : (x->since > y->since) - (x->since < y->since);
 }
 
-/* The binding for an entry: same (domain, op), the newest since that is
- * <= the entry's since, else the oldest binding. */
-static const seam_kernel_def *find_binding(const seam_op_def *d) {
-    const seam_cpu_binding *best = NULL;
-    for (size_t f = 0; f < sizeof(cpu_families) / sizeof(cpu_families[0]); f++)
-        for (size_t k = 0; k < *cpu_families[f].count; k++) {
-            const seam_cpu_binding *b = &cpu_families[f].b[k];
-            if (cmp_key(b->domain, b->op_type, d->domain, d->op_type) != 0) continue;
-            if (!best) best = b;
-            else if (b->since <= d->since && (best->since > d->since || b->since > best->since)) best = b;
-            else if (best->since > d->since && b->since < best->since) best = b;
-        }
-    return best ? &best->kernel : NULL;
-}
-
-static bool has_entry(const char *domain, const char *op) {
-    for (size_t k = 0; k < n_index; k++)
-        if (cmp_key(merged[k].domain, merged[k].op_type, domain, op) == 0) return true;
-    return false;
-}
-
 static void build_index(void) {
     for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
-        for (size_t k = 0; k < *families[f].count && n_index < MAX_OPS; k++) {
-            merged[n_index] = families[f].ops[k];
-            if (!merged[n_index].kernel) merged[n_index].kernel = find_binding(&merged[n_index]);
-            n_index++;
-        }
-    /* A kernel for an op with no inference yet still runs. */
-    for (size_t f = 0; f < sizeof(cpu_families) / sizeof(cpu_families[0]); f++)
-        for (size_t k = 0; k < *cpu_families[f].count && n_index < MAX_OPS; k++) {
-            const seam_cpu_binding *b = &cpu_families[f].b[k];
-            if (has_entry(b->domain, b->op_type)) continue;
-            merged[n_index++] = (seam_op_def){b->domain, b->op_type, 1, NULL, &b->kernel};
-        }
-    for (size_t k = 0; k < n_index; k++) index_[k] = &merged[k];
+        for (size_t k = 0; k < *families[f].count && n_index < MAX_OPS; k++) index_[n_index++] = &families[f].ops[k];
     qsort(index_, n_index, sizeof(index_[0]), cmp_def);
 }
 

@@ -38,8 +38,8 @@ static void infer_recurrent(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_rnn[] = {
-    {"", "LSTM", 1, infer_recurrent, NULL},
-    {"", "GRU", 1, infer_recurrent, NULL},
-    {"", "RNN", 1, infer_recurrent, NULL},
+    {"", "LSTM", 1, infer_recurrent},
+    {"", "GRU", 1, infer_recurrent},
+    {"", "RNN", 1, infer_recurrent},
 };
 const size_t seam_ops_rnn_count = sizeof(seam_ops_rnn) / sizeof(seam_ops_rnn[0]);

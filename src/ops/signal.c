@@ -57,11 +57,11 @@ static void infer_mel(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_signal[] = {
-    {"", "DFT", 17, infer_dft, NULL},
-    {"", "STFT", 17, infer_stft, NULL},
-    {"", "HannWindow", 17, infer_window, NULL},
-    {"", "HammingWindow", 17, infer_window, NULL},
-    {"", "BlackmanWindow", 17, infer_window, NULL},
-    {"", "MelWeightMatrix", 17, infer_mel, NULL},
+    {"", "DFT", 17, infer_dft},
+    {"", "STFT", 17, infer_stft},
+    {"", "HannWindow", 17, infer_window},
+    {"", "HammingWindow", 17, infer_window},
+    {"", "BlackmanWindow", 17, infer_window},
+    {"", "MelWeightMatrix", 17, infer_mel},
 };
 const size_t seam_ops_signal_count = sizeof(seam_ops_signal) / sizeof(seam_ops_signal[0]);

@@ -45,8 +45,8 @@ static void infer_roi_align(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_spatial[] = {
-    {"", "GridSample", 16, infer_grid_sample, NULL},
-    {"", "AffineGrid", 20, infer_affine_grid, NULL},
-    {"", "RoiAlign", 10, infer_roi_align, NULL},
+    {"", "GridSample", 16, infer_grid_sample},
+    {"", "AffineGrid", 20, infer_affine_grid},
+    {"", "RoiAlign", 10, infer_roi_align},
 };
 const size_t seam_ops_spatial_count = sizeof(seam_ops_spatial) / sizeof(seam_ops_spatial[0]);

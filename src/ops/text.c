@@ -34,7 +34,7 @@ static void infer_string_normalizer(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_text[] = {
-    {"", "TfIdfVectorizer", 9, infer_tfidf, NULL},
-    {"", "StringNormalizer", 10, infer_string_normalizer, NULL},
+    {"", "TfIdfVectorizer", 9, infer_tfidf},
+    {"", "StringNormalizer", 10, infer_string_normalizer},
 };
 const size_t seam_ops_text_count = sizeof(seam_ops_text) / sizeof(seam_ops_text[0]);

@@ -19,8 +19,8 @@ static void infer_optimizer(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_training[] = {
-    {"ai.onnx.preview.training", "Adagrad", 1, infer_optimizer, NULL},
-    {"ai.onnx.preview.training", "Adam", 1, infer_optimizer, NULL},
-    {"ai.onnx.preview.training", "Momentum", 1, infer_optimizer, NULL},
+    {"ai.onnx.preview.training", "Adagrad", 1, infer_optimizer},
+    {"ai.onnx.preview.training", "Adam", 1, infer_optimizer},
+    {"ai.onnx.preview.training", "Momentum", 1, infer_optimizer},
 };
 const size_t seam_ops_training_count = sizeof(seam_ops_training) / sizeof(seam_ops_training[0]);

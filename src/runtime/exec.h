@@ -1,25 +1,31 @@
 /*
- * The executor: runs one graph (the model's, or a body of If/Loop) on the
- * CPU kernels.
+ * The executor: runs one graph (the model's, or a body of If, Loop, Scan
+ * or an ai.seam Subgraph) on the host, node by node.
  *
  * Phases, kept apart:
- *   seam_exec_create  check every node (unknown or unsupported ops fail
- *                     here, naming the node), plan memory
+ *   seam_exec_create  find and check every node's kernel (unknown or
+ *                     unsupported ops fail here, naming the node), fuse,
+ *                     plan memory
  *   seam_exec_run     run the nodes in topological order
  *
  * Before planning, Constant nodes are bound to their tensors, Identity
  * outputs become aliases of their inputs, and activations fuse into the
- * kernel before them where it can apply them (no copy, no extra pass).
+ * kernel before them where it can apply them (no copy, no extra pass; see
+ * fuse.c).
  *
- * Memory: values whose shape is known before the run share one slab; two
- * values share bytes only when their lifetimes (producer to last consumer,
- * in topological positions) do not overlap. Values whose shape depends on
- * data are allocated when produced and freed after their last use.
+ * Memory (plan_memory.c): values whose shape is known before the run share
+ * one slab; two values share bytes only when their lifetimes (producer to
+ * last consumer, in topological positions) do not overlap. Values whose
+ * shape depends on data are allocated when produced and freed after their
+ * last use.
+ *
+ * Kernels (kernel.h) see the executor through seam_kernel; exec_impl.h
+ * holds what the executor's files share.
  */
 #ifndef SEAM_EXEC_H
 #define SEAM_EXEC_H
 
-#include "ops/kernel.h"
+#include "runtime/kernel.h"
 #include "runtime/pool.h"
 
 typedef struct exec_value {
@@ -35,7 +41,7 @@ typedef struct exec_value {
     bool alias;           /* shares the tensor of another value (see seam_exec.how): not planned */
 } exec_value;
 
-/* How a node runs (decided at creation, see "fusion" in exec.c). */
+/* How a node runs (decided at creation, see fuse.c). */
 enum {
     EXEC_RUN = -1,        /* its kernel runs */
     EXEC_SKIP = -2,       /* nothing to do: a Constant bound to its value */
@@ -50,6 +56,7 @@ typedef struct seam_exec {
     seam_pool *pool;
     exec_value *vals;
     seam_kernel *kernels;       /* per node */
+    const seam_kernel_def **defs; /* per node: the kernel that runs it */
     int32_t *pos;               /* topo position of each node */
     int32_t *how;               /* per node: EXEC_RUN, EXEC_SKIP or an aliased value */
     bool *post_ok;              /* per node: its check() set post_ops */
@@ -78,10 +85,25 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
                                   void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
                                   seam_exec **out);
 void seam_exec_free(seam_exec *e);
-/* Runs the graph; inputs must have been set in vals[] (t filled, bound). */
+/* Runs the graph; inputs must have been set (seam_exec_set_input, or in
+ * vals[] with t filled and bound). Stops at the first node that fails,
+ * with its status: SEAM_STATUS_RUN_FAILED (it cannot be computed from the
+ * values it was given), SEAM_STATUS_OUT_OF_MEMORY, or SEAM_STATUS_INTERNAL;
+ * the message names the node. */
 seam_status seam_exec_run(seam_exec *e);
+/* Binds graph input k to t (which the caller keeps alive for the run). */
+void seam_exec_set_input(seam_exec *e, int32_t k, const seam_tensor *t);
+/* Graph output k as the last run left it (owned by the executor). */
+const seam_tensor *seam_exec_output(const seam_exec *e, int32_t k);
 /* Frees what the last run allocated dynamically (call before the next run
  * or when done with the outputs). */
 void seam_exec_reset(seam_exec *e);
+
+/* The kernel the executor runs for a node of (domain, op) at opset; NULL
+ * if there is none. ai.seam Subgraph nodes run in the runtime itself
+ * (subgraph.c): they hand their body to the backend that compiled it, or
+ * run it on an executor of their own. Every other op runs the CPU
+ * backend's kernel (backends/cpu/kernels.h). */
+const seam_kernel_def *seam_exec_kernel_find(const char *domain, const char *op_type, int64_t opset);
 
 #endif

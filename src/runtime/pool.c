@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ops/kernel.h"
+#include "runtime/kernel.h"
 
 /* How long a thread spins for work, or for the end of a loop, before it
  * sleeps: longer than the serial gap between the parallel loops of

@@ -5,7 +5,7 @@ usage: /usr/bin/python3 check_fusion.py SEAM WORKDIR [-k PATTERN]
 At session creation the executor binds Constant nodes to their tensors,
 makes Identity outputs aliases, and moves an activation (Relu, Clip,
 LeakyRelu, HardSigmoid, HardSwish) into the Conv, Gemm or MatMul before it
-when that output has no other reader (see src/runtime/exec.c). Each case here is a
+when that output has no other reader (see src/runtime/fuse.c). Each case here is a
 small model whose output must match torch within 1e-5 of its scale (the
 activation feeds an Identity: a graph output is never an alias, so an
 activation that is one does not fuse):

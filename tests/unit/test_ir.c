@@ -212,8 +212,9 @@ static void test_load_buffer_garbage(void) {
 }
 
 static void test_strings(void) {
-    for (int s = SEAM_STATUS_OK; s <= SEAM_STATUS_INTERNAL; s++) CHECK(seam_status_string((seam_status)s)[0] != 0);
+    for (int s = SEAM_STATUS_OK; s <= SEAM_STATUS_RUN_FAILED; s++) CHECK(seam_status_string((seam_status)s)[0] != 0);
     CHECK(strcmp(seam_status_string(SEAM_STATUS_INVALID_MODEL), "invalid model") == 0);
+    CHECK(strcmp(seam_status_string(SEAM_STATUS_RUN_FAILED), "run failed") == 0);
     CHECK(strcmp(seam_dtype_name(SEAM_DTYPE_FLOAT32), "float32") == 0);
     CHECK(strcmp(seam_dtype_name((seam_dtype)99), "undefined") == 0);
     CHECK(seam_dtype_size(SEAM_DTYPE_INT64) == 8 && seam_dtype_size(SEAM_DTYPE_BOOL) == 1);

@@ -14,7 +14,8 @@
 
 /* Prints "seam <cmd>: message" to stderr and returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prints "seam <cmd>: <status>: <context's last error>" and returns CLI_BAD_INPUT. */
+/* Prints "seam <cmd>: <status>: <context's last error>" and returns the exit
+ * code for the status: CLI_USAGE for INVALID_ARGUMENT, else CLI_BAD_INPUT. */
 int cli_fail(const char *cmd, seam_context *ctx, seam_status st);
 
 /* Applies one --shape NAME=AxBxC to m (and re-infers). Returns CLI_OK,

@@ -20,9 +20,30 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return CLI_USAGE;
 }
 
+/* A bad argument is bad usage (2); everything else is bad input (1): the
+ * model, a file, the data, or a run that could not be done with them
+ * (RUN_FAILED, OUT_OF_MEMORY). Commands whose arguments were all checked
+ * before the call (run, after its options) map every failure to 1. */
+static int exit_code(seam_status st) {
+    switch (st) {
+    case SEAM_STATUS_INVALID_ARGUMENT:
+        return CLI_USAGE;
+    case SEAM_STATUS_OK:
+    case SEAM_STATUS_IO_ERROR:
+    case SEAM_STATUS_PARSE_ERROR:
+    case SEAM_STATUS_INVALID_MODEL:
+    case SEAM_STATUS_UNSUPPORTED:
+    case SEAM_STATUS_OUT_OF_MEMORY:
+    case SEAM_STATUS_INTERNAL:
+    case SEAM_STATUS_RUN_FAILED:
+        return CLI_BAD_INPUT;
+    }
+    return CLI_BAD_INPUT;
+}
+
 int cli_fail(const char *cmd, seam_context *ctx, seam_status st) {
     fprintf(stderr, "seam %s: %s: %s\n", cmd, seam_status_string(st), seam_context_last_error(ctx));
-    return st == SEAM_STATUS_INVALID_ARGUMENT ? CLI_USAGE : CLI_BAD_INPUT;
+    return exit_code(st);
 }
 
 int cli_set_shape(const char *cmd, seam_context *ctx, seam_model *m, const char *arg) {

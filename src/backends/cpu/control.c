@@ -2,13 +2,12 @@
  * session creation (so an unsupported op inside a body fails there too)
  * with the running graph's executor as parent, which is where the body's
  * outer values come from. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
 #include "runtime/exec.h"
-#include "partition/partition.h"
-#include "seam_backend.h"
 
 #define MAX_BODIES 2
 
@@ -31,7 +30,10 @@ static const ir_graph *graph_attr(const ir_node *n, const char *name) {
 
 static seam_status check_bodies(seam_check *c, const char *a, const char *b) {
     bodies *s = calloc(1, sizeof(*s));
-    if (!s) return check_refuse(c, "out of memory");
+    if (!s) {
+        snprintf(c->reason, c->reason_size, "out of memory");
+        return SEAM_STATUS_OUT_OF_MEMORY;
+    }
     *c->state = s;
     *c->free_state = free_bodies;
     const char *names[MAX_BODIES] = {a, b};
@@ -39,7 +41,10 @@ static seam_status check_bodies(seam_check *c, const char *a, const char *b) {
         s->g[i] = graph_attr(c->n, names[i]);
         if (!s->g[i]) return check_refuse(c, "missing graph attribute '%s'", names[i]);
         seam_status st = seam_exec_create(c->ctx, s->g[i], c->exec, c->pool, &s->e[i]);
-        if (st) return check_refuse(c, "in its '%s' body: %s", names[i], seam_context_last_error(c->ctx));
+        if (st) { /* the body's own status: unsupported, or out of memory */
+            snprintf(c->reason, c->reason_size, "in its '%s' body: %s", names[i], seam_context_last_error(c->ctx));
+            return st;
+        }
     }
     return SEAM_STATUS_OK;
 }
@@ -50,22 +55,6 @@ static seam_status check_loop(seam_check *c) { return check_bodies(c, "body", NU
 static seam_status check_scan(seam_check *c) {
     if (c->n->opset < 9) return check_refuse(c, "Scan before opset 9 (with a batch axis) is not supported");
     return check_bodies(c, "body", NULL);
-}
-
-static void bind_input(seam_exec *e, int32_t k, const seam_tensor *t) {
-    exec_value *ev = &e->vals[e->g->inputs[k]];
-    ev->t = *t;
-    ev->bound = true;
-}
-
-static const seam_tensor *body_out(seam_exec *e, int32_t k) { return &e->vals[e->g->outputs[k]].t; }
-
-static seam_status copy_to_output(seam_kernel *k, int32_t i, const seam_tensor *t) {
-    if (!kernel_has_out(k, i)) return SEAM_STATUS_OK;
-    seam_tensor *y = kernel_out(k, i, t->dtype, t->rank, t->dims);
-    if (!y) return kernel_oom(k);
-    if (t->nbytes) memcpy(y->data, t->data, t->nbytes);
-    return SEAM_STATUS_OK;
 }
 
 /* A tensor with its own malloc'd copy of the data. */
@@ -95,7 +84,7 @@ static seam_status run_if(seam_kernel *k) {
     seam_status st = seam_exec_run(e);
     if (st) return st;
     for (int32_t i = 0; i < kernel_n_out(k); i++)
-        if ((st = copy_to_output(k, i, body_out(e, i)))) return st;
+        if ((st = kernel_out_copy(k, i, seam_exec_output(e, i)))) return st;
     return SEAM_STATUS_OK;
 }
 
@@ -157,11 +146,11 @@ static seam_status run_loop(seam_kernel *k) {
     for (; iter < max_trip && cond; iter++) {
         seam_tensor it = {.dtype = SEAM_DTYPE_INT64, .rank = 0, .numel = 1, .data = &iter, .nbytes = 8};
         seam_tensor ct = {.dtype = SEAM_DTYPE_BOOL, .rank = 0, .numel = 1, .data = &cond_in, .nbytes = 1};
-        bind_input(e, 0, &it);
-        bind_input(e, 1, &ct);
-        for (int32_t i = 0; i < n_carried; i++) bind_input(e, 2 + i, &carried[i].t);
+        seam_exec_set_input(e, 0, &it);
+        seam_exec_set_input(e, 1, &ct);
+        for (int32_t i = 0; i < n_carried; i++) seam_exec_set_input(e, 2 + i, &carried[i].t);
         if ((st = seam_exec_run(e))) goto done;
-        const seam_tensor *co = body_out(e, 0);
+        const seam_tensor *co = seam_exec_output(e, 0);
         if (co->numel != 1) {
             st = kernel_fail(k, "the body's condition output must be one bool");
             goto done;
@@ -169,18 +158,18 @@ static seam_status run_loop(seam_kernel *k) {
         cond = cpu_get_i64(co->data, co->dtype, 0) != 0;
         cond_in = cond;
         for (int32_t i = 0; i < n_carried; i++)
-            if (!own_copy(&carried[i], body_out(e, 1 + i))) {
+            if (!own_copy(&carried[i], seam_exec_output(e, 1 + i))) {
                 st = kernel_oom(k);
                 goto done;
             }
         for (int32_t i = 0; i < n_scan; i++)
-            if (!stack_push(&scans[i], body_out(e, 1 + n_carried + i))) {
+            if (!stack_push(&scans[i], seam_exec_output(e, 1 + n_carried + i))) {
                 st = kernel_fail(k, "scan output %d changes shape across iterations (or out of memory)", i);
                 goto done;
             }
     }
     for (int32_t i = 0; i < n_carried; i++)
-        if ((st = copy_to_output(k, i, &carried[i].t))) goto done;
+        if ((st = kernel_out_copy(k, i, &carried[i].t))) goto done;
     for (int32_t i = 0; i < n_scan; i++) {
         if (!kernel_has_out(k, n_carried + i)) continue;
         const ir_value *bv = &g->values[g->outputs[1 + n_carried + i]];
@@ -276,22 +265,22 @@ static seam_status run_scan(seam_kernel *k) {
             s.data = buf;
             slices[j].t = s;
         }
-        for (int32_t i = 0; i < n_states; i++) bind_input(e, i, &states[i].t);
-        for (int32_t j = 0; j < m; j++) bind_input(e, n_states + j, &slices[j].t);
+        for (int32_t i = 0; i < n_states; i++) seam_exec_set_input(e, i, &states[i].t);
+        for (int32_t j = 0; j < m; j++) seam_exec_set_input(e, n_states + j, &slices[j].t);
         if ((st = seam_exec_run(e))) goto done;
         for (int32_t i = 0; i < n_states; i++)
-            if (!own_copy(&states[i], body_out(e, i))) {
+            if (!own_copy(&states[i], seam_exec_output(e, i))) {
                 st = kernel_oom(k);
                 goto done;
             }
         for (int32_t i = 0; i < n_scan_out; i++)
-            if (!stack_push(&outs[i], body_out(e, n_states + i))) {
+            if (!stack_push(&outs[i], seam_exec_output(e, n_states + i))) {
                 st = kernel_fail(k, "scan output %d changes shape across iterations (or out of memory)", i);
                 goto done;
             }
     }
     for (int32_t i = 0; i < n_states; i++)
-        if ((st = copy_to_output(k, i, &states[i].t))) goto done;
+        if ((st = kernel_out_copy(k, i, &states[i].t))) goto done;
     for (int32_t i = 0; i < n_scan_out; i++) {
         if (!kernel_has_out(k, n_states + i)) continue;
         seam_tensor f = outs[i].first;
@@ -330,248 +319,7 @@ done:
     return st;
 }
 
-/* ---- ai.seam Subgraph: a device subgraph of an applied plan ----
- *
- * Targets here run on the CPU kernels: "cpu" directly, a rules target as a
- * device with memory of its own, so every boundary value is copied in and
- * out (weights, read as outer values, stay resident). */
-
-
-typedef struct subgraph_state {
-    bodies b;            /* first: free_bodies frees the rest too */
-    bool device;         /* copy at the boundary */
-    int64_t bytes_in, bytes_out; /* moved by the last run */
-    /* a backend that compiles its subgraphs */
-    const seam_backend *be;
-    void *compiled;
-    void *view_impl;
-} subgraph_state;
-
-static void free_subgraph_state(void *p) {
-    subgraph_state *s = p;
-    if (!s) return;
-    if (s->compiled && s->be->release_compiled) s->be->release_compiled(s->be->ctx, s->compiled);
-    subgraph_impl_free(s->view_impl);
-    free_bodies(p);
-}
-
-/* A backend the session was given, by name (the root executor holds them). */
-static const seam_backend *find_backend(const seam_exec *e, const char *name, size_t len) {
-    while (e && !e->backends) e = e->parent;
-    for (int32_t k = 0; e && k < e->n_backends; k++) {
-        const seam_backend *b = e->backends[k];
-        if (b && b->name && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
-    }
-    return NULL;
-}
-
-/* Static value infos of a body's boundary, for the compile view; false if
- * a shape is not fully known. */
-static bool boundary_infos(const ir_graph *body, const int32_t *vals, int32_t n, seam_value_info *out, int64_t *dims_pool) {
-    for (int32_t k = 0; k < n; k++) {
-        const ir_value *v = &body->values[vals[k]];
-        const ir_type *t = &v->type;
-        if (t->kind != IR_TYPE_TENSOR || t->rank < 0 || t->rank > SEAM_MAX_RANK) return false;
-        int64_t *d = dims_pool + k * SEAM_MAX_RANK;
-        for (int32_t i = 0; i < t->rank; i++) {
-            if (t->dims[i].v < 0) return false;
-            d[i] = t->dims[i].v;
-        }
-        out[k] = (seam_value_info){v->name, (seam_dtype)t->elem, t->rank, d, NULL};
-    }
-    return true;
-}
-
-static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const ir_graph *body, subgraph_state *s) {
-    seam_value_info *infos = calloc((size_t)(body->n_inputs + body->n_outputs) + 1, sizeof(seam_value_info));
-    int64_t *dims = calloc((size_t)(body->n_inputs + body->n_outputs) * SEAM_MAX_RANK + 1, sizeof(int64_t));
-    seam_status st = SEAM_STATUS_OK;
-    if (!infos || !dims) {
-        st = check_refuse(c, "out of memory");
-        goto done;
-    }
-    if (!boundary_infos(body, body->inputs, body->n_inputs, infos, dims) ||
-        !boundary_infos(body, body->outputs, body->n_outputs, infos + body->n_inputs, dims + body->n_inputs * SEAM_MAX_RANK)) {
-        st = check_refuse(c, "ai.seam Subgraph for '%s': a boundary value's shape is not static; the backend compiles "
-                             "static shapes only (fix them with --shape)", be->name);
-        goto done;
-    }
-    s->view_impl = subgraph_impl_new(body->model, body);
-    if (!s->view_impl) {
-        st = check_refuse(c, "out of memory");
-        goto done;
-    }
-    seam_subgraph_view v = {c->n->name, body->n_nodes, body->n_inputs, body->n_outputs, infos, infos + body->n_inputs,
-                            s->view_impl};
-    /* target options: the node's "target_options" strings */
-    const ir_attr *oa = ir_node_attr(c->n, "target_options");
-    const char *opts[64];
-    int32_t n_opts = 0;
-    for (int32_t k = 0; oa && oa->kind == IR_ATTR_STRINGS && k < oa->n && n_opts < 64; k++)
-        opts[n_opts++] = (const char *)oa->strings[k].data;
-    char err[512] = "";
-    s->compiled = be->compile(be->ctx, &v, opts, n_opts, err, sizeof(err));
-    if (!s->compiled) st = check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
-done:
-    free(infos);
-    free(dims);
-    return st;
-}
-
-static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
-    const ir_graph *body = s->b.g[0];
-    int32_t n_in = kernel_n_in(k), n_out = kernel_n_out(k);
-    seam_tensor_view *ins = calloc((size_t)n_in + 1, sizeof(seam_tensor_view));
-    seam_buffer *outs = calloc((size_t)n_out + 1, sizeof(seam_buffer));
-    void **dev = calloc((size_t)n_in + 1, sizeof(void *));
-    seam_status st = SEAM_STATUS_OK;
-    if (!ins || !outs || !dev) {
-        st = kernel_oom(k);
-        goto done;
-    }
-    bool device = s->be->memory == SEAM_MEMORY_DEVICE;
-    for (int32_t i = 0; i < n_in; i++) {
-        const seam_tensor *x = kernel_in(k, i);
-        if (!x) {
-            st = kernel_fail(k, "input %d is missing", i);
-            goto done;
-        }
-        const void *data = x->data;
-        if (device) { /* a copy into "device" memory */
-            if (!(dev[i] = malloc(x->nbytes ? x->nbytes : 1))) {
-                st = kernel_oom(k);
-                goto done;
-            }
-            if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
-            data = dev[i];
-            k->bytes_in += (int64_t)x->nbytes;
-        }
-        ins[i] = (seam_tensor_view){body->values[body->inputs[i]].name, (seam_dtype)x->dtype, x->rank, x->dims, data, x->nbytes};
-    }
-    for (int32_t o = 0; o < n_out; o++) {
-        const ir_type *t = &body->values[body->outputs[o]].type;
-        int64_t dims[SEAM_MAX_RANK];
-        for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d].v;
-        seam_tensor *y = kernel_out(k, o, t->elem, t->rank, dims);
-        if (!y) {
-            st = kernel_oom(k);
-            goto done;
-        }
-        outs[o] = (seam_buffer){body->values[body->outputs[o]].name, (seam_dtype)y->dtype, y->rank, y->dims, y->data, y->nbytes};
-        if (device) k->bytes_out += (int64_t)y->nbytes;
-    }
-    char err[512] = "";
-    st = s->be->run(s->be->ctx, s->compiled, ins, n_in, outs, n_out, err, sizeof(err));
-    if (st) st = kernel_fail(k, "%s failed to run it: %s", s->be->name, err[0] ? err : seam_status_string(st));
-done:
-    for (int32_t i = 0; dev && i < n_in; i++) free(dev[i]);
-    free(dev);
-    free(ins);
-    free(outs);
-    return st;
-}
-
-static const char *str_attr(const ir_node *n, const char *name, size_t *len) {
-    const ir_attr *a = ir_node_attr(n, name);
-    if (!a || a->kind != IR_ATTR_STRING) return NULL;
-    *len = a->s.len;
-    return (const char *)a->s.data;
-}
-
-static seam_status check_seam_subgraph(seam_check *c) {
-    size_t tlen = 0, rlen = 0;
-    const char *target = str_attr(c->n, "target", &tlen), *rules = str_attr(c->n, "rules", &rlen);
-    const ir_graph *body = graph_attr(c->n, "body");
-    if (!ir_node_attr(c->n, "body")) return check_refuse(c, "ai.seam Subgraph without its 'body' attribute");
-    if (!body) return check_refuse(c, "ai.seam Subgraph: 'body' must be a graph");
-    if (!ir_node_attr(c->n, "target")) return check_refuse(c, "ai.seam Subgraph without its 'target' attribute");
-    if (!target || tlen == 0) return check_refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
-    if (ir_node_attr(c->n, "rules") && !rules) return check_refuse(c, "ai.seam Subgraph: 'rules' must be a string");
-    if (body->n_inputs != c->n->n_inputs || body->n_outputs != c->n->n_outputs)
-        return check_refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
-                            body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
-    bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
-    const seam_backend *be = is_cpu ? NULL : find_backend(c->exec, target, tlen);
-    if (be && be->compile) { /* the backend compiles and runs it */
-        subgraph_state *s = calloc(1, sizeof(*s));
-        if (!s) return check_refuse(c, "out of memory");
-        *c->state = s;
-        *c->free_state = free_subgraph_state;
-        s->be = be;
-        s->b.g[0] = body;
-        return compile_subgraph(c, be, body, s);
-    }
-    if (!is_cpu && !rules && !be)
-        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
-                               "no such backend given: load it with --backend-lib)", (int)tlen, target);
-    if (rules) { /* the rules must still parse: they are the target's description */
-        char *text = malloc(rlen + 1);
-        if (!text) return check_refuse(c, "out of memory");
-        memcpy(text, rules, rlen);
-        text[rlen] = 0;
-        seam_backend *rb = NULL;
-        seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &rb);
-        free(text);
-        if (st) return check_refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
-        seam_backend_free(rb);
-    }
-    subgraph_state *s = calloc(1, sizeof(*s));
-    if (!s) return check_refuse(c, "out of memory");
-    *c->state = s;
-    *c->free_state = free_subgraph_state;
-    /* a rules target, or a backend without compile: the CPU kernels, in the
-     * device's own memory unless the backend works in host memory */
-    s->device = !is_cpu && !(be && be->memory == SEAM_MEMORY_HOST);
-    s->b.g[0] = body;
-    seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->b.e[0]);
-    if (st) return check_refuse(c, "in its body: %s", seam_context_last_error(c->ctx));
-    return SEAM_STATUS_OK;
-}
-
-static seam_status run_seam_subgraph(seam_kernel *k) {
-    subgraph_state *s = k->state;
-    if (s->compiled) return run_compiled(k, s);
-    seam_exec *e = s->b.e[0];
-    int32_t n_in = kernel_n_in(k);
-    void **dev = calloc((size_t)n_in + 1, sizeof(void *));
-    if (!dev) return kernel_oom(k);
-    seam_status st = SEAM_STATUS_OK;
-    s->bytes_in = s->bytes_out = 0;
-    for (int32_t i = 0; i < n_in; i++) {
-        const seam_tensor *x = kernel_in(k, i);
-        if (!x) {
-            st = kernel_fail(k, "input %d is missing", i);
-            goto done;
-        }
-        seam_tensor t = *x;
-        if (s->device) { /* to the device's memory */
-            dev[i] = malloc(x->nbytes ? x->nbytes : 1);
-            if (!dev[i]) {
-                st = kernel_oom(k);
-                goto done;
-            }
-            if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
-            t.data = dev[i];
-            s->bytes_in += (int64_t)x->nbytes;
-        }
-        bind_input(e, i, &t);
-    }
-    if ((st = seam_exec_run(e))) goto done;
-    for (int32_t o = 0; o < kernel_n_out(k); o++) { /* back to host memory */
-        const seam_tensor *t = body_out(e, o);
-        if ((st = copy_to_output(k, o, t))) goto done;
-        if (s->device) s->bytes_out += (int64_t)t->nbytes;
-    }
-done:
-    k->bytes_in = s->bytes_in;
-    k->bytes_out = s->bytes_out;
-    for (int32_t i = 0; i < n_in; i++) free(dev[i]);
-    free(dev);
-    return st;
-}
-
 const seam_cpu_binding seam_cpu_control[] = {
-    {"ai.seam", "Subgraph", 1, {run_seam_subgraph, check_seam_subgraph}},
     {"", "If", 1, {run_if, check_if}},
     {"", "Loop", 1, {run_loop, check_loop}},
     {"", "Scan", 9, {run_scan, check_scan}},

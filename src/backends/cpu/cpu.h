@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "ops/conv_geom.h"
-#include "ops/kernel.h"
 
 /* For the hottest loops: a second copy built for AVX2, picked at load time
  * on machines that have it (the baseline build targets plain x86-64). */
@@ -119,7 +119,7 @@ double cpu_cubic_weight(double t, double a);
 #define MAX_DATA_NUMEL ((int64_t)1 << 31)
 
 /* The epilogue of a kernel with a fused activation (act_params in
- * ops/kernel.h): y[i] = post(y[i] + bias) for i in [0, n), with the same
+ * ops/activation.h): y[i] = post(y[i] + bias) for i in [0, n), with the same
  * formulas as the activation kernels. Kind NONE just adds the bias. */
 void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias);
 

@@ -1,5 +1,9 @@
 /*
- * The CPU kernel contract. A kernel runs one node: it reads its inputs,
+ * The kernel contract: what the executor (runtime/exec.c) offers the code
+ * that runs one node on the host, the CPU backend's kernels
+ * (backends/cpu/) and the ai.seam Subgraph runner (runtime/subgraph.c).
+ * The executor implements the kernel_* and check_* helpers below
+ * (runtime/kernel.c). A kernel runs one node: it reads its inputs,
  * computes its outputs' shapes from them (shapes may be known only at run
  * time), asks the executor for each output buffer, and fills it.
  *
@@ -26,6 +30,16 @@
 #include "runtime/tensor.h"
 
 typedef struct seam_pool seam_pool;
+typedef struct seam_kernel seam_kernel;
+typedef struct seam_check seam_check;
+typedef seam_status (*seam_kernel_fn)(seam_kernel *k);
+typedef seam_status (*seam_check_fn)(seam_check *c);
+
+/* How one op runs on the host. */
+typedef struct seam_kernel_def {
+    seam_kernel_fn run;
+    seam_check_fn check; /* (optional) at session creation; default: accept */
+} seam_kernel_def;
 
 struct seam_kernel {
     const ir_graph *g;
@@ -38,8 +52,8 @@ struct seam_kernel {
     /* A kernel that moves data between memories (a device subgraph) sets
      * these for the run; the profile reports them. */
     int64_t bytes_in, bytes_out;
-    /* An activation the executor moved into this node (see "fusion" in
-     * runtime/exec.c), applied to output 0 as the kernel writes it, while
+    /* An activation the executor moved into this node (see
+     * runtime/fuse.c), applied to output 0 as the kernel writes it, while
      * the data is still in cache: y = post(y). Only kernels whose check()
      * sets seam_check.post_ops get one (act_is_post_op kinds), and only on
      * float32 outputs; kind ACT_NONE if none. */
@@ -56,12 +70,18 @@ bool kernel_has_out(const seam_kernel *k, int32_t i);
  * run). NULL when the output is absent or out of memory: check
  * kernel_has_out first for optional outputs. */
 seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims);
+/* Output i as a copy of t (its dtype, shape and bytes); OK with nothing
+ * to do when output i is absent. */
+seam_status kernel_out_copy(seam_kernel *k, int32_t i, const seam_tensor *t);
 /* Scratch memory valid until the kernel returns. There is one scratch
  * buffer per executor: a second call may free what the first returned, so
  * take all the scratch a run needs in one call (and not from pool threads). */
 void *kernel_scratch(seam_kernel *k, size_t n);
 
-/* Error helpers: they name the node. */
+/* Error helpers: the message names the node. kernel_oom returns
+ * SEAM_STATUS_OUT_OF_MEMORY ("<node>: out of memory"); kernel_fail returns
+ * SEAM_STATUS_RUN_FAILED: the node cannot be computed from the values it
+ * was given (a shape or a value the model does not allow). */
 seam_status kernel_oom(seam_kernel *k);
 seam_status kernel_fail(seam_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

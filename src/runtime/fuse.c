@@ -1,0 +1,103 @@
+/*
+ * Fusion and aliases. Many nodes of an exported model compute nothing
+ * (Constant, Identity), or little: the activation after each Conv is a
+ * separate pass over a tensor that has left the cache. Before planning:
+ *
+ *   Constant(value=T)          the output is bound to T, like an
+ *                              initializer; the node does not run
+ *   Identity(x)                the output is an alias of x: the same
+ *                              tensor, set when the node's turn comes
+ *   Conv -> v -> Relu -> y     when v has no other reader and the Conv's
+ *                              kernel takes post-ops (its check set
+ *                              post_ops: Conv, Gemm, MatMul), the Conv
+ *                              applies the Relu as it writes v, and y is
+ *                              an alias of v (any act_is_post_op kind:
+ *                              also Clip with constant bounds, LeakyRelu,
+ *                              HardSigmoid, HardSwish)
+ *
+ * An alias shares its root's bytes, so the root's lifetime is stretched to
+ * the alias's last reader. Graph outputs are never aliases or bound (the
+ * caller may hand in their buffers).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/exec_impl.h"
+
+static bool is_std(const ir_node *n, const char *op) { return n->domain[0] == 0 && strcmp(n->op_type, op) == 0; }
+
+static bool is_float32(const ir_value *v) { return v->type.kind == IR_TYPE_TENSOR && v->type.elem == SEAM_DTYPE_FLOAT32; }
+
+/* Input i of n as a constant float32 scalar (an initializer or a bound
+ * Constant). Absent inputs give def. */
+static bool const_scalar(const seam_exec *e, const ir_node *n, int32_t i, float def, float *out) {
+    *out = def;
+    if (i >= n->n_inputs || n->inputs[i] < 0) return true;
+    const exec_value *ev = &e->vals[n->inputs[i]];
+    if (!ev->fixed || (e->g->values[n->inputs[i]].flags & IR_VALUE_OUTER) || !ev->t.data) return false;
+    if (ev->t.dtype != SEAM_DTYPE_FLOAT32 || ev->t.numel != 1) return false;
+    *out = *(const float *)ev->t.data;
+    return true;
+}
+
+/* The post-op an activation node stands for, or false. Clip from opset 11
+ * takes its bounds from inputs 1 and 2, which must be constants here. */
+static bool post_op_of(const seam_exec *e, const ir_node *n, act_params *op) {
+    if (!act_of_node(n, op) || !act_is_post_op(op->kind)) return false;
+    if (op->kind == ACT_CLIP && n->opset >= 11)
+        return const_scalar(e, n, 1, -INFINITY, &op->lo) && const_scalar(e, n, 2, INFINITY, &op->hi);
+    return true;
+}
+
+/* Follows aliases to the value that owns the bytes. */
+static int32_t alias_root(const seam_exec *e, int32_t v) {
+    while (e->vals[v].alias) v = e->how[e->g->values[v].producer];
+    return v;
+}
+
+void exec_fuse(seam_exec *e) {
+    const ir_graph *g = e->g;
+    for (int32_t p = 0; p < g->n_nodes; p++) {
+        int32_t i = g->topo[p];
+        const ir_node *n = &g->nodes[i];
+        if (n->n_outputs < 1 || n->outputs[0] < 0) continue;
+        int32_t y = n->outputs[0];
+        if (g->values[y].flags & IR_VALUE_OUTPUT) continue;
+        if (is_std(n, "Constant") && n->n_outputs == 1) {
+            const ir_attr *a = ir_node_attr(n, "value");
+            if (!a || a->kind != IR_ATTR_TENSOR || !a->t || a->t->dtype == SEAM_DTYPE_STRING) continue;
+            exec_tensor_from_ir(&e->vals[y].t, a->t);
+            e->vals[y].fixed = true;
+            e->how[i] = EXEC_SKIP;
+            continue;
+        }
+        if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1) continue;
+        int32_t x = n->inputs[0];
+        const ir_value *xv = &g->values[x];
+        if (is_std(n, "Identity")) {
+            /* (strings keep the copying kernel, which refuses them) */
+            if (xv->type.kind != IR_TYPE_TENSOR || xv->type.elem == SEAM_DTYPE_STRING) continue;
+            e->how[i] = x;
+            e->vals[y].alias = true;
+            continue;
+        }
+        act_params op;
+        if (!post_op_of(e, n, &op) || !is_float32(xv) || !is_float32(&g->values[y])) continue;
+        /* x: output 0 of a kernel that takes post-ops, read by this node only */
+        if (xv->producer < 0 || xv->n_consumers != 1 || (xv->flags & (IR_VALUE_OUTPUT | IR_VALUE_OUTER))) continue;
+        int32_t pi = xv->producer;
+        seam_kernel *pk = &e->kernels[pi];
+        if (!e->post_ok[pi] || e->how[pi] != EXEC_RUN || pk->post.kind != ACT_NONE ||
+            g->nodes[pi].outputs[0] != x)
+            continue;
+        pk->post = op;
+        e->how[i] = x;
+        e->vals[y].alias = true;
+    }
+    /* each root lives until the last reader of any of its aliases */
+    for (int32_t v = 0; v < g->n_values; v++) {
+        if (!e->vals[v].alias) continue;
+        int32_t r = alias_root(e, v);
+        if (e->vals[v].last_use > e->vals[r].last_use) e->vals[r].last_use = e->vals[v].last_use;
+    }
+}

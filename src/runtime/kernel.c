@@ -1,0 +1,106 @@
+/* The kernel contract's helpers (see runtime/kernel.h): what a kernel
+ * reads, where it writes, and how it fails. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "runtime/exec_impl.h"
+
+int64_t seam_shape_numel(const int64_t *dims, int32_t rank) { return ir_numel(dims, rank); }
+
+size_t exec_elem_bytes(int32_t dtype) {
+    return dtype == SEAM_DTYPE_STRING ? sizeof(ir_bytes) : seam_dtype_size((seam_dtype)dtype);
+}
+
+int32_t kernel_n_in(const seam_kernel *k) { return k->n->n_inputs; }
+int32_t kernel_n_out(const seam_kernel *k) { return k->n->n_outputs; }
+
+bool kernel_has_out(const seam_kernel *k, int32_t i) {
+    return i >= 0 && i < k->n->n_outputs && k->n->outputs[i] >= 0;
+}
+
+const seam_tensor *kernel_in(seam_kernel *k, int32_t i) {
+    if (i < 0 || i >= k->n->n_inputs || k->n->inputs[i] < 0) return NULL;
+    return &k->exec->vals[k->n->inputs[i]].t;
+}
+
+seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims) {
+    if (!kernel_has_out(k, i) || rank < 0 || rank > SEAM_MAX_RANK) return NULL;
+    exec_value *ev = &k->exec->vals[k->n->outputs[i]];
+    int64_t numel = seam_shape_numel(dims, rank);
+    size_t es = exec_elem_bytes(dtype);
+    if (numel < 0 || es == 0 || (uint64_t)numel > SIZE_MAX / es) return NULL;
+    size_t nbytes = (size_t)numel * es;
+    /* a size no machine here has (hostile shapes): fail as out of memory
+     * rather than ask the allocator */
+    if (nbytes > ((size_t)1 << 38)) return NULL;
+    if (ev->dynamic) { /* produced twice in one run cannot happen; be safe */
+        free(ev->t.data);
+        ev->dynamic = false;
+    }
+    if (ev->user && nbytes <= ev->capacity) {
+        ev->t.data = ev->user;
+    } else if (ev->offset >= 0 && nbytes <= ev->planned) {
+        ev->t.data = k->exec->slab + ev->offset;
+    } else {
+        ev->t.data = malloc(nbytes ? nbytes : 1);
+        if (!ev->t.data) return NULL;
+        ev->dynamic = true;
+    }
+    ev->t.dtype = dtype;
+    ev->t.rank = rank;
+    for (int32_t d = 0; d < rank; d++) ev->t.dims[d] = dims[d];
+    ev->t.numel = numel;
+    ev->t.nbytes = nbytes;
+    return &ev->t;
+}
+
+seam_status kernel_out_copy(seam_kernel *k, int32_t i, const seam_tensor *t) {
+    if (!kernel_has_out(k, i)) return SEAM_STATUS_OK;
+    seam_tensor *y = kernel_out(k, i, t->dtype, t->rank, t->dims);
+    if (!y) return kernel_oom(k);
+    if (t->nbytes) memcpy(y->data, t->data, t->nbytes);
+    return SEAM_STATUS_OK;
+}
+
+void *kernel_scratch(seam_kernel *k, size_t n) {
+    seam_exec *e = k->exec;
+    if (n > e->scratch_size) {
+        free(e->scratch);
+        e->scratch = malloc(n);
+        e->scratch_size = e->scratch ? n : 0;
+    }
+    return e->scratch;
+}
+
+static seam_status kernel_verror(seam_kernel *k, seam_status status, const char *fmt, va_list ap) {
+    char msg[1024], lab[300];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    return seam_error(k->ctx, status, "%s: %s", ir_node_label(k->g, k->node, lab, sizeof(lab)), msg);
+}
+
+seam_status kernel_error(seam_kernel *k, seam_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    seam_status st = kernel_verror(k, status, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+seam_status kernel_oom(seam_kernel *k) { return kernel_error(k, SEAM_STATUS_OUT_OF_MEMORY, "out of memory"); }
+
+seam_status kernel_fail(seam_kernel *k, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    seam_status st = kernel_verror(k, SEAM_STATUS_RUN_FAILED, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+int32_t check_in_dtype(const seam_check *c, int32_t i) {
+    if (i < 0 || i >= c->n->n_inputs || c->n->inputs[i] < 0) return SEAM_DTYPE_UNDEFINED;
+    const ir_type *t = &c->g->values[c->n->inputs[i]].type;
+    return t->kind == IR_TYPE_TENSOR ? t->elem : SEAM_DTYPE_UNDEFINED;
+}
