@@ -13,9 +13,10 @@ static bool has_v2(const seam_backend *b) { return b->abi_version >= 2; }
 seam_status backend_check(seam_context *ctx, const seam_backend *b, const char *where) {
     if (!b) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: the table is NULL", where);
     if (b->abi_version < 1 || b->abi_version > SEAM_BACKEND_ABI_VERSION)
-        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: ABI version %u is not one seam knows (1 to %d)", where,
-                          b->abi_version, SEAM_BACKEND_ABI_VERSION);
-    if (!b->name || !b->name[0]) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: the table has no name", where);
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: ABI version %u is not one seam knows (1 to %d)",
+                          where, b->abi_version, SEAM_BACKEND_ABI_VERSION);
+    if (!b->name || !b->name[0])
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: the table has no name", where);
     if (strcmp(b->name, "cpu") == 0 || strcmp(b->name, "constant") == 0)
         return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: the name '%s' is reserved", where, b->name);
     if (!b->supports)

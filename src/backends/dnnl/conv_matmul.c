@@ -112,7 +112,8 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
 }
 
 bool dx_supports_matmul(const seam_node_view *n, char *why, size_t wn) {
-    if (n->inputs[0].rank < 2 || n->inputs[1].rank < 2) return dx_refuse(why, wn, "MatMul with a 1-D operand is not supported");
+    if (n->inputs[0].rank < 2 || n->inputs[1].rank < 2)
+        return dx_refuse(why, wn, "MatMul with a 1-D operand is not supported");
     return true;
 }
 
@@ -310,9 +311,11 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
 bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
-    if (!dx_const_input(n, 1)) return dx_refuse(why, wn, "ConvTranspose with weights that are not constant is not supported");
+    if (!dx_const_input(n, 1))
+        return dx_refuse(why, wn, "ConvTranspose with weights that are not constant is not supported");
     const char *ap = node_attr_string(dx_ir(n), "auto_pad", "NOTSET");
-    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) return dx_refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", ap);
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+        return dx_refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", ap);
     return true;
 }
 

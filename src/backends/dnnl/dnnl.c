@@ -105,7 +105,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
             return dx_refuse(why, wn, "%s: input '%s' has no static shape of rank <= 6", n->op_type, n->inputs[k].name);
     for (int32_t k = 0; k < n->n_outputs; k++)
         if (n->outputs[k].name && !static_shape(&n->outputs[k]))
-            return dx_refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type, n->outputs[k].name);
+            return dx_refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type,
+                             n->outputs[k].name);
     if (op->supports && !op->supports(n, why, wn)) return false;
     const char *ap = node_attr_string(dx_ir(n), "auto_pad", NULL);
     if (ap && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER"))

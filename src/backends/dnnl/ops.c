@@ -15,7 +15,8 @@
 /* A float32 constant of one element (a Pow exponent, a Clip bound). */
 static bool const_scalar(const seam_subgraph_view *sg, const seam_value_info *v, float *out) {
     seam_tensor_view c;
-    if (!v->name || !seam_subgraph_constant(sg, v->name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+    if (!v->name || !seam_subgraph_constant(sg, v->name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4)
+        return false;
     memcpy(out, c.data, 4);
     return true;
 }
@@ -83,10 +84,12 @@ bool dx_window(builder *b, int32_t nsp, const int64_t *kernel, bool ceil_mode, d
     for (int32_t d = 0; d < nsp && d < CONV_MAX_SPATIAL; d++) in[d] = n->inputs[0].dims[2 + d];
     if (!conv_geom_init(dx_ir(n), nsp, in, kernel, ceil_mode, &g, why, sizeof(why))) return dx_fail(b, why), false;
     for (int32_t d = 0; d < nsp; d++) {
-        if (g.out[d] != n->outputs[0].dims[2 + d]) return dx_fail(b, "its window does not give its output's shape"), false;
+        if (g.out[d] != n->outputs[0].dims[2 + d])
+            return dx_fail(b, "its window does not give its output's shape"), false;
         /* the pad after is the one that ends the last window where the
          * output says (it covers ceil_mode) */
-        strides[d] = g.stride[d], dilates[d] = g.dil[d] - 1, pad_lo[d] = g.pad_lo[d], pad_hi[d] = conv_geom_pad_end(&g, d);
+        strides[d] = g.stride[d], dilates[d] = g.dil[d] - 1;
+        pad_lo[d] = g.pad_lo[d], pad_hi[d] = conv_geom_pad_end(&g, d);
     }
     return true;
 }
@@ -188,7 +191,8 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
 static bool supports_param_inputs(const seam_node_view *n, char *why, size_t wn) {
     if (n->opset >= 10)
         for (int32_t k = 1; k < n->n_inputs; k++)
-            if (!dx_const_input(n, k)) return dx_refuse(why, wn, "%s with a computed input %d is not supported", n->op_type, k);
+            if (!dx_const_input(n, k))
+                return dx_refuse(why, wn, "%s with a computed input %d is not supported", n->op_type, k);
     return true;
 }
 
@@ -358,9 +362,11 @@ static bool supports_layernorm(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "LayerNormalization over more than the last axis is not supported");
     for (int32_t k = 1; k < 3 && k < n->n_inputs; k++)
         if (n->inputs[k].name && (!dx_const_input(n, k) || n->inputs[k].rank != 1))
-            return dx_refuse(why, wn, "LayerNormalization with a scale or bias that is not a constant vector is not supported");
+            return dx_refuse(why, wn,
+                             "LayerNormalization with a scale or bias that is not a constant vector is not supported");
     for (int32_t k = 1; k < n->n_outputs; k++)
-        if (n->outputs[k].name) return dx_refuse(why, wn, "LayerNormalization with Mean or InvStdDev outputs is not supported");
+        if (n->outputs[k].name)
+            return dx_refuse(why, wn, "LayerNormalization with Mean or InvStdDev outputs is not supported");
     return true;
 }
 
@@ -444,7 +450,8 @@ static int32_t blocked_concat(builder *b, int32_t sin) {
 
 /* MaxPool and AveragePool: no Indices output. */
 static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
-    if (n->n_outputs > 1 && n->outputs[1].name) return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
+    if (n->n_outputs > 1 && n->outputs[1].name)
+        return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
     return true;
 }
 
@@ -459,11 +466,13 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
     bool global = n->op_type[0] == 'G';
     dnnl_dims_t pl, pr, strides, kernel, dilation;
     if (global) {
-        for (int32_t d = 0; d < nsp; d++) kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
+        for (int32_t d = 0; d < nsp; d++)
+            kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
     } else {
         const int64_t *ks;
         if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp) return dx_fail(b, "bad kernel_shape"), false;
-        if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr)) return false;
+        if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
+            return false;
         for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
     }
     dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max
@@ -543,7 +552,8 @@ static bool compile_eltwise(builder *b, bool *fused, int32_t sin, int32_t sd) {
 
 static bool supports_binary(const seam_node_view *n, char *why, size_t wn) {
     if (!full_shape(&n->inputs[0], &n->outputs[0]) && !(commutative(n) && full_shape(&n->inputs[1], &n->outputs[0])))
-        return dx_refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
+        return dx_refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)",
+                         n->op_type);
     return true;
 }
 
@@ -645,7 +655,8 @@ static bool compile_sum(builder *b, bool *fused, int32_t sin, int32_t sd) {
 }
 
 static bool supports_prelu(const seam_node_view *n, char *why, size_t wn) {
-    if (n->inputs[1].rank > n->inputs[0].rank) return dx_refuse(why, wn, "PRelu with a slope of higher rank than X is not supported");
+    if (n->inputs[1].rank > n->inputs[0].rank)
+        return dx_refuse(why, wn, "PRelu with a slope of higher rank than X is not supported");
     return true;
 }
 
@@ -675,7 +686,8 @@ static bool compile_prelu(builder *b, bool *fused, int32_t sin, int32_t sd) {
 }
 
 static bool supports_lrn(const seam_node_view *n, char *why, size_t wn) {
-    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5) return dx_refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
     return true;
 }
 
@@ -707,14 +719,18 @@ static bool supports_resize(const seam_node_view *n, char *why, size_t wn) {
     const char *ctm = node_attr_string(ir, "coordinate_transformation_mode", "half_pixel");
     const char *nm = node_attr_string(ir, "nearest_mode", "round_prefer_floor");
     if (n->opset < 11) ctm = "asymmetric", nm = "floor";
-    if (strcmp(mode, "linear") && strcmp(mode, "nearest")) return dx_refuse(why, wn, "Resize mode=%s not supported", mode);
-    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5) return dx_refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
+    if (strcmp(mode, "linear") && strcmp(mode, "nearest"))
+        return dx_refuse(why, wn, "Resize mode=%s not supported", mode);
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
     if (n->inputs[0].dims[0] != n->outputs[0].dims[0] || n->inputs[0].dims[1] != n->outputs[0].dims[1])
         return dx_refuse(why, wn, "Resize of the batch or channel dimension is not supported");
     if (!strcmp(mode, "linear") && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel"))
         return dx_refuse(why, wn, "Resize mode=linear with coordinate_transformation_mode=%s not supported", ctm);
     if (!strcmp(mode, "nearest") && !(!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")))
-        return dx_refuse(why, wn, "Resize mode=nearest with coordinate_transformation_mode=%s and nearest_mode=%s not supported (only asymmetric with floor)", ctm, nm);
+        return dx_refuse(why, wn,
+                         "Resize mode=nearest with coordinate_transformation_mode=%s and nearest_mode=%s not supported "
+                         "(only asymmetric with floor)", ctm, nm);
     for (int32_t d = 2; d < n->inputs[0].rank; d++)
         if (!strcmp(ctm, "pytorch_half_pixel") && n->outputs[0].dims[d] == 1)
             return dx_refuse(why, wn, "Resize pytorch_half_pixel to a size of 1 not supported");
