@@ -19,9 +19,15 @@
  *     seam_model_free(model);
  *     seam_context_free(ctx);
  *
- * Threading: a context, and every handle made from it, is used by one
- * thread at a time. Two contexts never share state, so two threads with a
- * context each need no locking.
+ * Threading: a context, and every handle made from it (model, plan,
+ * session), is used by one thread at a time. Two contexts never share
+ * state, so two threads with a context each need no locking, whatever
+ * backends their sessions use (the built-in ones set up their process-wide
+ * state once, safely). A session is never run by two threads at once: a
+ * run keeps its state in the session (bound inputs, intermediates, the
+ * backends' compiled subgraphs). For parallel inference make one session
+ * per thread (each has its own worker threads, n_threads); threads that
+ * share one session must take turns, under a lock of their own.
  *
  * Errors: every fallible call returns a seam_status. The detailed message
  * of the last failure (which names the node, value, file or option) is
@@ -239,7 +245,9 @@ seam_status seam_session_set_input(seam_session *session, const char *name, seam
  * seam_session_free. */
 seam_status seam_session_set_output_buffer(seam_session *session, const char *name, void *data, size_t capacity);
 
-/* Runs the model once; can be called any number of times. */
+/* Runs the model once; can be called any number of times, by one thread at
+ * a time: two concurrent runs of one session are a data race (see
+ * Threading above). */
 seam_status seam_session_run(seam_session *session);
 
 typedef struct seam_tensor_view {

@@ -114,6 +114,13 @@ typedef struct seam_buffer {
     size_t nbytes;
 } seam_buffer;
 
+/* Threads: seam calls a table from several threads at once when sessions
+ * (or partitions) on different contexts run on different threads:
+ * supports, node_cost and compile may run concurrently, and run may run
+ * concurrently on different compiled handles, never on one handle (seam
+ * runs a session from one thread at a time). A backend keeps per-call
+ * state in its compiled handle, and sets up any process-wide state once
+ * (pthread_once). */
 typedef struct seam_backend {
     uint32_t abi_version;  /* SEAM_BACKEND_ABI_VERSION (1 is still accepted) */
     const char *name;      /* shown in plans; "cpu" is reserved */
@@ -153,7 +160,10 @@ typedef struct seam_backend {
  *     const seam_backend *seam_backend_register(uint32_t abi_version);
  * (seam passes SEAM_BACKEND_ABI_VERSION; the library returns its table, or
  * NULL if it cannot serve that version). The table's version and slots are
- * checked. The library stays loaded for the life of the process. */
+ * checked, as every table is where it enters seam (a partition target, a
+ * session's backend): a known version, a name (not "cpu" or "constant"),
+ * supports(), compile and run both or neither, a valid memory; the message
+ * names the library. The library stays loaded for the life of the process. */
 seam_status seam_backend_load_library(seam_context *ctx, const char *path, const seam_backend **backend_out);
 
 /* The built-in CPU backend: supports what seam's CPU kernels support. It is
@@ -165,8 +175,11 @@ const seam_backend *seam_backend_cpu(void);
  * broadcast binaries, Pow, Softmax/LogSoftmax, reductions, Concat, Sum,
  * Transpose, Slice, Resize, PRelu, LRN, views, and the layer-norm and GELU
  * patterns exporters write. It compiles its subgraphs into oneDNN
- * primitives with fused post-ops and works in host memory. Target options:
- * fusion=on|off, threads=N. oneDNN runs on OpenMP, which reads
+ * primitives with fused post-ops and works in host memory. Its engine is
+ * made once for the process; each compiled subgraph has its own stream
+ * and memory, so sessions on different threads use it at once. Target
+ * options: fusion=on|off, threads=N (the OpenMP threads of the thread that
+ * compiles or runs). oneDNN runs on OpenMP, which reads
  * OMP_WAIT_POLICY once, at load: the seam CLI sets ACTIVE (its threads spin
  * between primitives, measured fastest); a program using the library sets
  * it in its own environment. Owned by seam. */

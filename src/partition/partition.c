@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "core/context.h"
 #include "partition/partition.h"
 
@@ -126,19 +127,17 @@ static seam_status compute_support(part *P) {
         size_t off = 0;
         detail[0] = 0;
         for (int32_t t = 0; t < P->nt; t++) {
-            why[0] = 0;
-            if (P->targets[t]->supports(P->targets[t]->ctx, &view, why, sizeof(why))) {
+            if (backend_supports(P->targets[t], &view, why, sizeof(why))) {
                 P->supp[i] |= (uint64_t)1 << t;
             } else if (off < sizeof(detail)) {
                 off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
-                                        P->targets[t]->name, why[0] ? why : "not supported");
+                                        P->targets[t]->name, why);
             }
         }
         if (P->supp[i]) {
             p->supported++;
         } else {
-            why[0] = 0;
-            if (!cpu->supports(cpu->ctx, &view, why, sizeof(why)) && off < sizeof(detail))
+            if (!backend_supports(cpu, &view, why, sizeof(why)) && off < sizeof(detail))
                 snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
             p->detail[i] = pdup(p, detail);
         }
@@ -350,14 +349,10 @@ static seam_status check_options(seam_context *ctx, const seam_partition_options
         return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "between 0 and 63 targets are allowed, %d given", o->n_targets);
     for (int32_t t = 0; t < o->n_targets; t++) {
         const seam_backend *b = o->targets[t];
-        if (!b) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d is NULL", t);
-        if (b->abi_version < 1 || b->abi_version > SEAM_BACKEND_ABI_VERSION)
-            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has ABI version %u; seam knows versions 1 to %d", t,
-                              b->abi_version, SEAM_BACKEND_ABI_VERSION);
-        if (!b->name || !b->name[0] || !b->supports)
-            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target %d has no name or no supports()", t);
-        if (strcmp(b->name, "cpu") == 0 || strcmp(b->name, "constant") == 0)
-            return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "target name '%s' is reserved", b->name);
+        char where[32];
+        snprintf(where, sizeof(where), "target %d", t);
+        seam_status st = backend_check(ctx, b, where);
+        if (st) return st;
         for (int32_t u = 0; u < t; u++)
             if (strcmp(o->targets[u]->name, b->name) == 0)
                 return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "two targets are named '%s'", b->name);

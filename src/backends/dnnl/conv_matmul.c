@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "ops/attr.h"
 
 /* The step of a primitive with weights: src, weights, dst and (when sb >= 0)
  * bias go in slots 0-3, post-op operands after them (already in
@@ -20,6 +21,12 @@ static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, 
     dnnl_primitive_desc_destroy(pd);
     if (ok && final_slot >= 0) ok = dx_add_reorder(b, dst, final_slot);
     return ok;
+}
+
+bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
+    return true;
 }
 
 /* A convolution in the layouts oneDNN picks (blocked ones for its fast
@@ -36,13 +43,9 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     dnnl_memory_desc_t src, w, bias, dst;
     dx_md_of(&p->slots[sin], &src);
     int32_t nsp = n->inputs[0].rank - 2;
-    int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
-    seam_node_attr_int(n, "group", &group);
-    dx_spatial_attrs(n, nsp, str, dil);
-    for (int32_t d = 0; d < nsp; d++) in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d], kern[d] = n->inputs[1].dims[2 + d];
+    int64_t group = node_attr_int(dx_ir(n), "group", 1);
     dnnl_dims_t pl, pr, strides, dilates;
-    dx_pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
-    for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], dilates[d] = dil[d] - 1;
+    if (!dx_window(b, nsp, n->inputs[1].dims + 2, false, strides, dilates, pl, pr)) return false;
     int32_t sw = dx_input_slot(b, &n->inputs[1]);
     if (sw < 0) return dx_fail(b, "the weights are not constant"), false;
     /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
@@ -108,6 +111,22 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     return weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
 }
 
+bool dx_supports_matmul(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].rank < 2 || n->inputs[1].rank < 2)
+        return dx_refuse(why, wn, "MatMul with a 1-D operand is not supported");
+    return true;
+}
+
+bool dx_supports_gemm(const seam_node_view *n, char *why, size_t wn) {
+    const ir_node *ir = dx_ir(n);
+    if (node_attr_int(ir, "transA", 0)) return dx_refuse(why, wn, "Gemm transA=1 is not supported");
+    if (node_attr_float(ir, "alpha", 1) != 1 || node_attr_float(ir, "beta", 1) != 1)
+        return dx_refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported");
+    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
+        return dx_refuse(why, wn, "Gemm with a C of rank other than 1 is not supported");
+    return true;
+}
+
 /* MatMul and Gemm (transB, bias) on oneDNN's matmul, with B read in place
  * (a strided view when transposed) and the post-op chain: bias Adds,
  * residual Adds (a sum, in place when it may be), activations. */
@@ -145,8 +164,7 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
         r = 2;
     }
     slot wv = p->slots[sw];
-    int64_t tb = 0;
-    if (is_op(n, "Gemm")) seam_node_attr_int(n, "transB", &tb);
+    int64_t tb = is_op(n, "Gemm") ? node_attr_int(dx_ir(n), "transB", 0) : 0;
     /* B as stored (plain, or a strided view of a Transpose), its batch dims
      * right-aligned to the output's rank, transposed when transB */
     dnnl_dims_t wd, wst;
@@ -290,6 +308,17 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
     return weighted_step(b, pd, n_args, kinds, slots, sa, a, sd, sb, final_slot);
 }
 
+bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
+    if (!dx_const_input(n, 1))
+        return dx_refuse(why, wn, "ConvTranspose with weights that are not constant is not supported");
+    const char *ap = node_attr_string(dx_ir(n), "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+        return dx_refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", ap);
+    return true;
+}
+
 /* ConvTranspose as oneDNN's deconvolution. ONNX keeps the weights as
  * [C_in, C_out/group, k...]; oneDNN wants [group, OC/group, IC/group, k...]:
  * a strided view of the same bytes, reordered once into the layout the
@@ -302,10 +331,12 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
     if (sin >= 0) sin = dx_as_plain(b, sin);
     int32_t sw = dx_input_slot(b, &n->inputs[1]);
     if (sin < 0 || sw < 0) return dx_fail(b, "input or weights not available"), false;
+    const ir_node *ir = dx_ir(n);
     int32_t nsp = n->inputs[0].rank - 2;
-    int64_t group = 1, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
-    seam_node_attr_int(n, "group", &group);
-    dx_spatial_attrs(n, nsp, str, dil);
+    int64_t group = node_attr_int(ir, "group", 1), str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
+    const int64_t *v;
+    if (node_attr_ints(ir, "strides", &v) == nsp) memcpy(str, v, sizeof(int64_t) * (size_t)nsp);
+    if (node_attr_ints(ir, "dilations", &v) == nsp) memcpy(dil, v, sizeof(int64_t) * (size_t)nsp);
     const int64_t *wd = n->inputs[1].dims;
     int64_t cin = n->inputs[0].dims[1], cout = n->outputs[0].dims[1];
     if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout) return dx_fail(b, "weights do not match the channels and group"), false;
@@ -333,11 +364,8 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
     if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return dx_fail(b, "the bias is not available"), false;
     if (sb >= 0) dx_md_of(&p->slots[sb], &bias);
     dnnl_dims_t pl, pr, sd_, dl;
-    const int64_t *pads;
-    int32_t np = 0;
-    const char *ap = "NOTSET";
-    seam_node_attr_string(n, "auto_pad", &ap);
-    if (!seam_node_attr_ints(n, "pads", &pads, &np) || strcmp(ap, "NOTSET")) np = 0;
+    const int64_t *pads = NULL;
+    int32_t np = strcmp(node_attr_string(ir, "auto_pad", "NOTSET"), "NOTSET") ? 0 : node_attr_ints(ir, "pads", &pads);
     for (int32_t d = 0; d < nsp; d++) {
         pl[d] = np == 2 * nsp ? pads[d] : 0;
         pr[d] = (n->inputs[0].dims[2 + d] - 1) * str[d] + (wd[2 + d] - 1) * dil[d] + 1 - pl[d] - n->outputs[0].dims[2 + d];

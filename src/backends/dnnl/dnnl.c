@@ -23,45 +23,55 @@
  *     once, at compile time, into the layout their primitive prefers.
  *
  * supports() answers per node from op, dtypes, ranks and attributes, with a
- * precise reason when it says no; compile() checks again, since a saved
- * file may name dnnl for anything.
+ * precise reason when it says no: the checks every node gets here, then
+ * its op's own, which sits next to the op's compile function (one row of
+ * ops.c's table holds both); compile() checks again, since a saved file may
+ * name dnnl for anything.
+ *
+ * Threads: the engine and the primitive attribute all programs share are
+ * made once (pthread_once) and only read afterwards; each program has its
+ * own stream, memory and scratchpad, so sessions on different threads
+ * compile and run concurrently. One program runs one call at a time.
  *
  * The code: dnnl.c (this file: the backend table, supports(), the compile
  * driver, the memory plan, run), layout.c (slots, views, layouts, reorders,
  * steps), fuse.c (post-op chains and the patterns exporters write), ops.c
- * (a compile function per op, and the table compile_node finds them in),
+ * (per op a support check and a compile function, and the table of them),
  * conv_matmul.c (the ops with weights: Conv, ConvTranspose, MatMul, Gemm);
  * dnnl_internal.h holds what they share.
  */
 
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "ops/attr.h"
 
-dx_context dx_ctx; /* one CPU engine for the process */
+dx_context dx_ctx;
+static pthread_once_t dx_once = PTHREAD_ONCE_INIT;
 
-static int64_t value_numel(const seam_value_info *v) {
-    int64_t n = 1;
-    for (int32_t d = 0; d < v->rank; d++) n *= v->dims[d];
-    return v->rank < 0 ? -1 : n;
+/* oneDNN (Debian's build) runs on OpenMP: the thread count is the calling
+ * thread's OpenMP setting, read when primitives are made and run. libgomp is
+ * loaded with libdnnl; its setter is looked up rather than linked. */
+static void dx_init(void) {
+    int (*getter)(void);
+    *(void **)&dx_ctx.set_num_threads = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    *(void **)&getter = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    dx_ctx.default_threads = getter ? getter() : 1;
+    dx_ctx.ok = dnnl_engine_create(&dx_ctx.engine, dnnl_cpu, 0) == dnnl_success &&
+                dnnl_primitive_attr_create(&dx_ctx.user_scratch) == dnnl_success &&
+                dnnl_primitive_attr_set_scratchpad_mode(dx_ctx.user_scratch, dnnl_scratchpad_mode_user) == dnnl_success;
 }
 
 /* Inputs that parameterize a node (a shape, slice bounds, reduction axes)
  * rather than carry data: any integer type, read at compile time. */
 static bool param_input(const seam_node_view *n, int32_t k) {
     return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops) || is_op(n, "Resize"));
-}
-
-/* Input k is a constant (an initializer or a Constant node's output) or
- * absent. supports() cannot read the data; compile() does. */
-static bool const_input(const seam_node_view *n, int32_t k) {
-    return k >= n->n_inputs || !n->inputs[k].name || !n->input_producers || !n->input_producers[k] ||
-           !strcmp(n->input_producers[k], "Constant");
 }
 
 static bool static_shape(const seam_value_info *v) {
@@ -73,8 +83,7 @@ static bool static_shape(const seam_value_info *v) {
 
 /* ---- supports ---- */
 
-static bool refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool refuse(char *why, size_t n, const char *fmt, ...) {
+bool dx_refuse(char *why, size_t n, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, n, fmt, ap);
@@ -82,100 +91,26 @@ static bool refuse(char *why, size_t n, const char *fmt, ...) {
     return false;
 }
 
+/* The checks every node gets; then its op's own (the row's, next to its
+ * compile function), then auto_pad, which any op may carry. */
 static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t wn) {
     (void)ctx;
-    bool known = dx_op_known(n);
-    if (!known) return refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
-    if (n->n_inputs < 1 || !n->inputs[0].name) return refuse(why, wn, "%s without input 0", n->op_type);
-    if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32) return refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
+    const dx_op *op = dx_op_of(n);
+    if (!op) return dx_refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
+    if (n->n_inputs < 1 || !n->inputs[0].name) return dx_refuse(why, wn, "%s without input 0", n->op_type);
+    if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32)
+        return dx_refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
     for (int32_t k = 0; k < n->n_inputs; k++)
         if (n->inputs[k].name && !static_shape(&n->inputs[k]))
-            return refuse(why, wn, "%s: input '%s' has no static shape of rank <= 6", n->op_type, n->inputs[k].name);
+            return dx_refuse(why, wn, "%s: input '%s' has no static shape of rank <= 6", n->op_type, n->inputs[k].name);
     for (int32_t k = 0; k < n->n_outputs; k++)
         if (n->outputs[k].name && !static_shape(&n->outputs[k]))
-            return refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type, n->outputs[k].name);
-    int64_t v;
-    const char *s;
-    if ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->opset < 13)
-        return refuse(why, wn, "%s before opset 13 (2-D coercion) is not supported", n->op_type);
-    if (is_op(n, "Sum"))
-        for (int32_t k = 0; k < n->n_inputs; k++)
-            if (!n->inputs[k].name || !full_shape(&n->inputs[k], &n->outputs[0]))
-                return refuse(why, wn, "Sum with broadcasting is not supported");
-    if (is_op(n, "Sum") && n->n_inputs > MAX_ARGS - 2) return refuse(why, wn, "Sum of more than 64 inputs is not supported");
-    if (is_op(n, "PRelu") && n->inputs[1].rank > n->inputs[0].rank)
-        return refuse(why, wn, "PRelu with a slope of higher rank than X is not supported");
-    if (is_op(n, "LRN") && (n->inputs[0].rank < 3 || n->inputs[0].rank > 5))
-        return refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
-    if (is_op(n, "ConvTranspose")) {
-        if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5) return refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
-        if (!const_input(n, 1)) return refuse(why, wn, "ConvTranspose with weights that are not constant is not supported");
-        if (seam_node_attr_string(n, "auto_pad", &s) && strcmp(s, "NOTSET") && strcmp(s, "VALID"))
-            return refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", s);
-    }
-    if (is_op(n, "Erf") && !(n->input_producers && n->input_producers[0] &&
-                             (!strcmp(n->input_producers[0], "Div") || !strcmp(n->input_producers[0], "Mul"))))
-        return refuse(why, wn, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))");
-    if (is_op(n, "Resize")) {
-        const char *mode = "nearest", *ctm = "half_pixel", *nm = "round_prefer_floor";
-        seam_node_attr_string(n, "mode", &mode);
-        seam_node_attr_string(n, "coordinate_transformation_mode", &ctm);
-        seam_node_attr_string(n, "nearest_mode", &nm);
-        if (n->opset < 11) ctm = "asymmetric", nm = "floor";
-        if (strcmp(mode, "linear") && strcmp(mode, "nearest")) return refuse(why, wn, "Resize mode=%s not supported", mode);
-        if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5) return refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
-        if (n->inputs[0].dims[0] != n->outputs[0].dims[0] || n->inputs[0].dims[1] != n->outputs[0].dims[1])
-            return refuse(why, wn, "Resize of the batch or channel dimension is not supported");
-        if (!strcmp(mode, "linear") && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel"))
-            return refuse(why, wn, "Resize mode=linear with coordinate_transformation_mode=%s not supported", ctm);
-        if (!strcmp(mode, "nearest") && !(!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")))
-            return refuse(why, wn, "Resize mode=nearest with coordinate_transformation_mode=%s and nearest_mode=%s not supported (only asymmetric with floor)", ctm, nm);
-        for (int32_t d = 2; d < n->inputs[0].rank; d++)
-            if (!strcmp(ctm, "pytorch_half_pixel") && n->outputs[0].dims[d] == 1)
-                return refuse(why, wn, "Resize pytorch_half_pixel to a size of 1 not supported");
-        if (seam_node_attr_int(n, "antialias", &v) && v) return refuse(why, wn, "Resize antialias=1 not supported");
-    }
-    if (is_op(n, "Conv") && (n->inputs[0].rank < 3 || n->inputs[0].rank > 5))
-        return refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
-    if ((is_op(n, "MaxPool") || is_op(n, "AveragePool")) && n->n_outputs > 1 && n->outputs[1].name)
-        return refuse(why, wn, "MaxPool with an Indices output is not supported");
-    if (is_op(n, "Gemm")) {
-        if (seam_node_attr_int(n, "transA", &v) && v) return refuse(why, wn, "Gemm transA=1 is not supported");
-        float f;
-        if ((seam_node_attr_float(n, "alpha", &f) && f != 1) || (seam_node_attr_float(n, "beta", &f) && f != 1))
-            return refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported");
-        if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
-            return refuse(why, wn, "Gemm with a C of rank other than 1 is not supported");
-    }
-    if (is_op(n, "MatMul") && (n->inputs[0].rank < 2 || n->inputs[1].rank < 2))
-        return refuse(why, wn, "MatMul with a 1-D operand is not supported");
-    if (is_op(n, "Concat") && n->n_inputs > MAX_ARGS - 2) return refuse(why, wn, "Concat of more than 64 inputs is not supported");
-    if (is_op(n, "BatchNormalization") && seam_node_attr_int(n, "training_mode", &v) && v)
-        return refuse(why, wn, "BatchNormalization in training mode is not supported");
-    if (seam_node_attr_string(n, "auto_pad", &s) && strcmp(s, "NOTSET") && strcmp(s, "VALID") &&
-        strcmp(s, "SAME_UPPER") && strcmp(s, "SAME_LOWER"))
-        return refuse(why, wn, "auto_pad=%s is not supported", s);
-    if (IN_LIST(n, binary_ops) && !full_shape(&n->inputs[0], &n->outputs[0]) &&
-        !(commutative(n) && full_shape(&n->inputs[1], &n->outputs[0])))
-        return refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)", n->op_type);
-    if (is_op(n, "Clip") && (!const_input(n, 1) || !const_input(n, 2)))
-        return refuse(why, wn, "Clip with computed bounds is not supported (oneDNN needs them at compile time)");
-    if (is_op(n, "Pow") && (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || !const_input(n, 1) || value_numel(&n->inputs[1]) != 1))
-        return refuse(why, wn, "Pow with an exponent that is not one constant float32 is not supported");
-    if ((is_op(n, "Slice") || IN_LIST(n, reduce_ops)) && n->opset >= 10)
-        for (int32_t k = 1; k < n->n_inputs; k++)
-            if (!const_input(n, k)) return refuse(why, wn, "%s with a computed input %d is not supported", n->op_type, k);
-    if (IN_LIST(n, reduce_ops) && seam_node_attr_int(n, "noop_with_empty_axes", &v) && v)
-        return refuse(why, wn, "%s with noop_with_empty_axes=1 is not supported", n->op_type);
-    if (is_op(n, "LayerNormalization")) {
-        if (seam_node_attr_int(n, "axis", &v) && v != -1 && v != n->inputs[0].rank - 1)
-            return refuse(why, wn, "LayerNormalization over more than the last axis is not supported");
-        for (int32_t k = 1; k < 3 && k < n->n_inputs; k++)
-            if (n->inputs[k].name && (!const_input(n, k) || n->inputs[k].rank != 1))
-                return refuse(why, wn, "LayerNormalization with a scale or bias that is not a constant vector is not supported");
-        for (int32_t k = 1; k < n->n_outputs; k++)
-            if (n->outputs[k].name) return refuse(why, wn, "LayerNormalization with Mean or InvStdDev outputs is not supported");
-    }
+            return dx_refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type,
+                             n->outputs[k].name);
+    if (op->supports && !op->supports(n, why, wn)) return false;
+    const char *ap = node_attr_string(dx_ir(n), "auto_pad", NULL);
+    if (ap && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER"))
+        return dx_refuse(why, wn, "auto_pad=%s is not supported", ap);
     return true;
 }
 
@@ -195,6 +130,7 @@ static void release_program(program *p) {
         if (p->slots[k].mem) dnnl_memory_destroy(p->slots[k].mem);
         free(p->slots[k].owned);
     }
+    if (p->stream) dnnl_stream_destroy(p->stream);
     free(p->slots), free(p->steps), free(p->in_slot), free(p->out_slot), free(p);
 }
 
@@ -260,19 +196,9 @@ static bool plan_arena(program *p) {
     return ok;
 }
 
-/* oneDNN (Debian's build) runs on OpenMP: the thread count is the calling
- * thread's OpenMP setting, read when primitives are made and run. libgomp is
- * loaded with libdnnl; its setter is looked up rather than linked. */
+/* The calling thread's OpenMP thread count: threads=N, else OpenMP's own. */
 static void set_threads(int32_t n) {
-    static void (*setter)(int);
-    static int default_threads; /* OpenMP's own (OMP_NUM_THREADS or the cores) */
-    if (!setter) {
-        int (*getter)(void);
-        *(void **)&setter = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
-        *(void **)&getter = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
-        default_threads = getter ? getter() : 1;
-    }
-    if (setter) setter(n >= 1 ? n : default_threads);
+    if (dx_ctx.set_num_threads) dx_ctx.set_num_threads(n >= 1 ? n : dx_ctx.default_threads);
 }
 
 static bool fix_views(program *p);
@@ -293,6 +219,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
             return NULL;
         }
     }
+    pthread_once(&dx_once, dx_init);
     set_threads(threads);
     if (!dx_ctx.ok) {
         snprintf(err, err_size, "no oneDNN CPU engine");
@@ -302,7 +229,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     if (p) p->threads = threads;
     bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
     readers_index readers = {NULL, 0};
-    if (!p || !fused ||
+    if (!p || !fused || dnnl_stream_create(&p->stream, dx_ctx.engine, dnnl_stream_default_flags) != dnnl_success ||
         !(p->in_slot = calloc((size_t)sg->n_inputs + 1, sizeof(int32_t))) ||
         !(p->out_slot = calloc((size_t)sg->n_outputs + 1, sizeof(int32_t)))) {
         snprintf(err, err_size, "out of memory");
@@ -435,12 +362,12 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
         int32_t na = st->n_args;
         for (int32_t a = 0; a < na; a++) args[a] = (dnnl_exec_arg_t){st->arg_kind[a], p->slots[st->arg_slot[a]].mem};
         if (st->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, st->scratch};
-        if (dnnl_primitive_execute(st->prim, dx_ctx.stream, na, args) != dnnl_success) {
+        if (dnnl_primitive_execute(st->prim, p->stream, na, args) != dnnl_success) {
             snprintf(err, err_size, "dnnl: step %d failed", k);
             return SEAM_STATUS_INTERNAL;
         }
     }
-    dnnl_stream_wait(dx_ctx.stream);
+    dnnl_stream_wait(p->stream);
     /* a boundary output that is a view of another slot was written there */
     return SEAM_STATUS_OK;
 }
@@ -457,12 +384,6 @@ static seam_backend dnnl_backend = {
 };
 
 const seam_backend *seam_backend_dnnl(void) {
-    if (!dx_ctx.ok && !dx_ctx.engine) {
-        if (dnnl_engine_create(&dx_ctx.engine, dnnl_cpu, 0) == dnnl_success &&
-            dnnl_stream_create(&dx_ctx.stream, dx_ctx.engine, dnnl_stream_default_flags) == dnnl_success &&
-            dnnl_primitive_attr_create(&dx_ctx.user_scratch) == dnnl_success &&
-            dnnl_primitive_attr_set_scratchpad_mode(dx_ctx.user_scratch, dnnl_scratchpad_mode_user) == dnnl_success)
-            dx_ctx.ok = true;
-    }
+    pthread_once(&dx_once, dx_init);
     return &dnnl_backend;
 }

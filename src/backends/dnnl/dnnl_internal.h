@@ -4,12 +4,17 @@
  * chains, and the functions each file offers the others (prefix dx_).
  * Private to src/backends/dnnl/; see dnnl.c for how compile() works.
  *
- *   dnnl.c         the backend table, supports(), the compile driver, the
- *                  memory plan, run
+ *   dnnl.c         the backend table, supports() (the checks every node
+ *                  gets), the compile driver, the memory plan, run
  *   layout.c       slots, views, layouts, reorders, steps
  *   fuse.c         post-op chains, and the patterns exporters write
- *   ops.c          a compile function per op, the table of them, compile_node
+ *   ops.c          per op a support check and a compile function, the
+ *                  table of them (dx_ops), compile_node
  *   conv_matmul.c  the ops with weights: Conv, ConvTranspose, MatMul, Gemm
+ *
+ * As a built-in backend it reads the node behind a view (dx_ir) with the
+ * op layer's definitions: attributes (ops/attr.h), window geometry
+ * (ops/conv_geom.h), activation parameters (ops/activation.h).
  */
 #ifndef SEAM_DNNL_INTERNAL_H
 #define SEAM_DNNL_INTERNAL_H
@@ -20,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "seam_backend.h"
 
 #define MAXR 6      /* plain tags up to abcdef */
@@ -67,19 +73,25 @@ typedef struct program {
     void *arena;          /* every intermediate, placed by lifetime */
     size_t arena_bytes;
     int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
+    dnnl_stream_t stream; /* the program's own: compile's reorders and every run */
     void *scratch;        /* the scratchpad all steps share (they run one at a time) */
     size_t scratch_bytes;
     bool view_error;      /* a view did not fit the bytes it views */
 } program;
 
+/* What every program shares: made once for the process (pthread_once, at
+ * the first seam_backend_dnnl or compile), read-only afterwards, so
+ * sessions on different threads use it without locking. Each program
+ * has its own stream. */
 typedef struct dx_context {
     dnnl_engine_t engine;
-    dnnl_stream_t stream;
     dnnl_primitive_attr_t user_scratch; /* attr of primitives without post-ops */
     bool ok;
+    int default_threads;                /* OpenMP's own (OMP_NUM_THREADS or the cores) */
+    void (*set_num_threads)(int);       /* omp_set_num_threads, or NULL */
 } dx_context;
 
-extern dx_context dx_ctx; /* one CPU engine for the process (dnnl.c) */
+extern dx_context dx_ctx; /* dnnl.c */
 
 /* Who reads each value of a subgraph: (name, node) pairs sorted by name,
  * node -1 for a value that leaves the subgraph. Built once per compile
@@ -123,6 +135,22 @@ typedef struct chain {
 } chain;
 
 static inline bool is_op(const seam_node_view *n, const char *op) { return strcmp(n->op_type, op) == 0 && !n->domain[0]; }
+
+/* The node behind a view: seam's own views carry it. */
+static inline const ir_node *dx_ir(const seam_node_view *n) { return (const ir_node *)n->impl; }
+
+/* Input k is a constant (an initializer or a Constant node's output) or
+ * absent. supports() cannot read the data; compile() does. */
+static inline bool dx_const_input(const seam_node_view *n, int32_t k) {
+    return k >= n->n_inputs || !n->inputs[k].name || !n->input_producers || !n->input_producers[k] ||
+           !strcmp(n->input_producers[k], "Constant");
+}
+
+static inline int64_t dx_value_numel(const seam_value_info *v) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < v->rank; d++) n *= v->dims[d];
+    return v->rank < 0 ? -1 : n;
+}
 
 static inline bool commutative(const seam_node_view *n) {
     return is_op(n, "Add") || is_op(n, "Mul") || is_op(n, "Max") || is_op(n, "Min");
@@ -203,26 +231,57 @@ bool dx_defer_scale(builder *b, int32_t sin);
 bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin);
 
 /* ---- ops.c: the ops ---- */
+
+/* Where compile_node hands a node to its op's function; the stages come in
+ * this order, and each readies input 0 (sin) for the next:
+ *   STAGE_VIEW:       nothing readied: a Reshape-like node becomes a view
+ *   STAGE_ANY_LAYOUT: sin as it is, plain or in a convolution's blocked
+ *                     layout (oneDNN picks dst's layout from it)
+ *   STAGE_PLAIN:      sin plain (a lazy strided view stays one for MatMul
+ *                     and Transpose, which read it as it is)
+ *   STAGE_PLAIN_OUT:  sin plain, and a new plain slot sd made for the
+ *                     output first (-1 at the other stages)
+ * ConvTranspose reads input 0 again itself (and makes it plain). */
+typedef enum { STAGE_VIEW, STAGE_ANY_LAYOUT, STAGE_PLAIN, STAGE_PLAIN_OUT } op_stage;
+
+/* An op the backend knows: one row of ops.c's table. supports() runs the
+ * checks every node gets (float32, static shapes, ...), then the row's
+ * own, which lives next to its compile function and says no with the
+ * precise reason (NULL: nothing more to check). */
+typedef struct dx_op {
+    const char *op;
+    op_stage stage;
+    bool (*supports)(const seam_node_view *n, char *why, size_t why_size);
+    bool (*compile)(builder *b, bool *fused, int32_t sin, int32_t sd);
+} dx_op;
+
+/* The row of node n's op, or NULL if the backend does not know it. */
+const dx_op *dx_op_of(const seam_node_view *n);
+/* Writes the reason into why; returns false (for `return dx_refuse(...)`). */
+bool dx_refuse(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Compiles node i of the subgraph (b->n), unless a primitive made earlier
  * absorbed it (fused[i]); false with b->err set on failure. */
-bool dx_op_known(const seam_node_view *n);
 bool dx_compile_node(builder *b, int32_t i, bool *fused);
 bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_alg_kind_t *alg, float *alpha, float *beta);
 bool dx_clips_after(const seam_node_view *n);
 dnnl_alg_kind_t dx_binary_alg(const seam_node_view *n);
 bool dx_reduce_axes(builder *b, int32_t rank, bool *mask);
-/* Spatial pads for Conv/pools: explicit, or from auto_pad and the known
- * output size. */
-void dx_pads_of(const seam_node_view *n, int32_t nsp, const int64_t *in, const int64_t *out, const int64_t *kern,
-                const int64_t *str, const int64_t *dil, dnnl_dims_t pl, dnnl_dims_t pr);
-void dx_spatial_attrs(const seam_node_view *n, int32_t nsp, int64_t *str, int64_t *dil);
+/* The window of Conv or a pool (conv_geom, ops/conv_geom.h) for the known
+ * input and output sizes, as oneDNN takes it: strides, dilations (minus
+ * one), pads before and after. False, with b->err set, when the
+ * attributes are invalid or do not give the known output. */
+bool dx_window(builder *b, int32_t nsp, const int64_t *kernel, bool ceil_mode, dnnl_dims_t strides, dnnl_dims_t dilates,
+               dnnl_dims_t pad_lo, dnnl_dims_t pad_hi);
 bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *shift, float eps,
                        const seam_value_info *out);
 
-/* ---- conv_matmul.c: the ops with weights (compile functions of ops.c's
- * table: see op_compiler there) ---- */
+/* ---- conv_matmul.c: the ops with weights (rows of ops.c's table) ---- */
+bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn);
 bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0);
+bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn);
 bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0);
+bool dx_supports_gemm(const seam_node_view *n, char *why, size_t wn);
+bool dx_supports_matmul(const seam_node_view *n, char *why, size_t wn);
 bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0);
 
 #endif

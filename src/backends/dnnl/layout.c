@@ -283,8 +283,8 @@ int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md)
     dnnl_memory_get_data_handle(base->mem, &h);
     if (base != &b->p->slots[from]) dnnl_memory_set_data_handle(b->p->slots[from].mem, h);
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, b->p->slots[from].mem}, {DNNL_ARG_TO, b->p->slots[t].mem}};
-    ok = dnnl_primitive_execute(rp, dx_ctx.stream, 2, args) == dnnl_success;
-    dnnl_stream_wait(dx_ctx.stream);
+    ok = dnnl_primitive_execute(rp, b->p->stream, 2, args) == dnnl_success;
+    dnnl_stream_wait(b->p->stream);
     dnnl_primitive_destroy(rp);
     return ok ? t : -1;
 }

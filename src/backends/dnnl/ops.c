@@ -1,53 +1,57 @@
 /*
- * dnnl: one compile function per op, and compile_node, which finds them in
- * a table by op name after the steps every node goes through (the layout
- * its input needs, the patterns tried first).
+ * dnnl: per op a support check and a compile function, side by side, the
+ * table of them (dx_ops, at the end), and compile_node, which finds a
+ * node's row after the steps every node goes through (the layout its input
+ * needs, the patterns tried first).
  */
 #include <math.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "ops/activation.h"
+#include "ops/attr.h"
+#include "ops/conv_geom.h"
 
+/* A float32 constant of one element (a Pow exponent, a Clip bound). */
+static bool const_scalar(const seam_subgraph_view *sg, const seam_value_info *v, float *out) {
+    seam_tensor_view c;
+    if (!v->name || !seam_subgraph_constant(sg, v->name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4)
+        return false;
+    memcpy(out, c.data, 4);
+    return true;
+}
+
+/* The oneDNN eltwise of an activation (parameters from act_of_node, with
+ * ONNX's defaults) or of a unary math op. */
 bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_alg_kind_t *alg, float *alpha, float *beta) {
-    float f;
+    act_params a;
     *alpha = 0, *beta = 0;
-    if (is_op(n, "Relu")) *alg = dnnl_eltwise_relu;
-    else if (is_op(n, "LeakyRelu")) *alg = dnnl_eltwise_relu, *alpha = seam_node_attr_float(n, "alpha", &f) ? f : 0.01f;
-    else if (is_op(n, "Sigmoid")) *alg = dnnl_eltwise_logistic;
-    else if (is_op(n, "Tanh")) *alg = dnnl_eltwise_tanh;
-    else if (is_op(n, "Elu")) *alg = dnnl_eltwise_elu, *alpha = seam_node_attr_float(n, "alpha", &f) ? f : 1.0f;
-    else if (is_op(n, "Exp")) *alg = dnnl_eltwise_exp;
+    if (!act_of_node(dx_ir(n), &a)) a.kind = ACT_NONE;
+    switch (a.kind) {
+    case ACT_RELU: *alg = dnnl_eltwise_relu; return true;
+    case ACT_LEAKY_RELU: *alg = dnnl_eltwise_relu, *alpha = a.alpha; return true;
+    case ACT_SIGMOID: *alg = dnnl_eltwise_logistic; return true;
+    case ACT_TANH: *alg = dnnl_eltwise_tanh; return true;
+    case ACT_ELU: *alg = dnnl_eltwise_elu, *alpha = a.alpha; return true;
+    case ACT_SOFTPLUS: *alg = dnnl_eltwise_soft_relu; return true;
+    case ACT_HARD_SWISH: *alg = dnnl_eltwise_hardswish; return true;
+    case ACT_HARD_SIGMOID: /* max(0, min(1, a*x + b)): linear here, then a clip (see clips_after) */
+        *alg = dnnl_eltwise_linear, *alpha = a.alpha, *beta = a.beta;
+        return true;
+    case ACT_CLIP: /* bounds from the attributes (before opset 11) or constant inputs 1 and 2 */
+        *alg = dnnl_eltwise_clip_v2, *alpha = a.lo, *beta = a.hi;
+        if (n->n_inputs > 1 && n->inputs[1].name && !const_scalar(sg, &n->inputs[1], alpha)) return false;
+        if (n->n_inputs > 2 && n->inputs[2].name && !const_scalar(sg, &n->inputs[2], beta)) return false;
+        return true;
+    default: break;
+    }
+    if (is_op(n, "Exp")) *alg = dnnl_eltwise_exp;
     else if (is_op(n, "Log")) *alg = dnnl_eltwise_log;
     else if (is_op(n, "Sqrt")) *alg = dnnl_eltwise_sqrt;
     else if (is_op(n, "Abs")) *alg = dnnl_eltwise_abs;
-    else if (is_op(n, "Softplus")) *alg = dnnl_eltwise_soft_relu;
-    else if (is_op(n, "HardSwish")) *alg = dnnl_eltwise_hardswish;
     else if (is_op(n, "Pow")) { /* alpha * x^beta, with a constant exponent */
-        seam_tensor_view c;
-        if (n->n_inputs < 2 || !n->inputs[1].name || !seam_subgraph_constant(sg, n->inputs[1].name, &c) ||
-            c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4)
-            return false;
+        if (n->n_inputs < 2 || !const_scalar(sg, &n->inputs[1], beta)) return false;
         *alg = dnnl_eltwise_pow, *alpha = 1.0f;
-        memcpy(beta, c.data, 4);
-    }
-    else if (is_op(n, "HardSigmoid")) { /* max(0, min(1, a*x + b)): linear here, then a clip (see clips_after) */
-        *alg = dnnl_eltwise_linear;
-        *alpha = seam_node_attr_float(n, "alpha", &f) ? f : 0.2f;
-        *beta = seam_node_attr_float(n, "beta", &f) ? f : 0.5f;
-    } else if (is_op(n, "Clip")) {
-        *alg = dnnl_eltwise_clip_v2;
-        *alpha = -INFINITY, *beta = INFINITY;
-        seam_tensor_view c;
-        if (n->n_inputs > 1 && n->inputs[1].name) {
-            if (!seam_subgraph_constant(sg, n->inputs[1].name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
-            memcpy(alpha, c.data, 4);
-        }
-        if (n->n_inputs > 2 && n->inputs[2].name) {
-            if (!seam_subgraph_constant(sg, n->inputs[2].name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
-            memcpy(beta, c.data, 4);
-        }
-        if (seam_node_attr_float(n, "min", &f)) *alpha = f;
-        if (seam_node_attr_float(n, "max", &f)) *beta = f;
     } else {
         return false;
     }
@@ -71,38 +75,23 @@ static dnnl_primitive_attr_t clip01_attr(void) {
     return attr;
 }
 
-/* Spatial pads for Conv/pools: explicit, or from auto_pad and the known
- * output size. */
-void dx_pads_of(const seam_node_view *n, int32_t nsp, const int64_t *in, const int64_t *out, const int64_t *kern,
-                const int64_t *str, const int64_t *dil, dnnl_dims_t pl, dnnl_dims_t pr) {
-    const int64_t *pads;
-    int32_t np = 0;
-    const char *ap = "NOTSET";
-    seam_node_attr_string(n, "auto_pad", &ap);
-    if (!seam_node_attr_ints(n, "pads", &pads, &np)) np = 0;
+bool dx_window(builder *b, int32_t nsp, const int64_t *kernel, bool ceil_mode, dnnl_dims_t strides, dnnl_dims_t dilates,
+               dnnl_dims_t pad_lo, dnnl_dims_t pad_hi) {
+    const seam_node_view *n = b->n;
+    int64_t in[CONV_MAX_SPATIAL] = {0};
+    conv_geom g;
+    char why[160];
+    for (int32_t d = 0; d < nsp && d < CONV_MAX_SPATIAL; d++) in[d] = n->inputs[0].dims[2 + d];
+    if (!conv_geom_init(dx_ir(n), nsp, in, kernel, ceil_mode, &g, why, sizeof(why))) return dx_fail(b, why), false;
     for (int32_t d = 0; d < nsp; d++) {
-        int64_t eff = (kern[d] - 1) * dil[d] + 1;
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-            int64_t total = (out[d] - 1) * str[d] + eff - in[d];
-            if (total < 0) total = 0;
-            pl[d] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
-        } else {
-            pl[d] = np == 2 * nsp && strcmp(ap, "VALID") ? pads[d] : 0;
-        }
-        /* the right pad that gives the known output (covers ceil_mode) */
-        pr[d] = (out[d] - 1) * str[d] + eff - in[d] - pl[d];
-        if (pr[d] < 0) pr[d] = 0;
+        if (g.out[d] != n->outputs[0].dims[2 + d])
+            return dx_fail(b, "its window does not give its output's shape"), false;
+        /* the pad after is the one that ends the last window where the
+         * output says (it covers ceil_mode) */
+        strides[d] = g.stride[d], dilates[d] = g.dil[d] - 1;
+        pad_lo[d] = g.pad_lo[d], pad_hi[d] = conv_geom_pad_end(&g, d);
     }
-}
-
-void dx_spatial_attrs(const seam_node_view *n, int32_t nsp, int64_t *str, int64_t *dil) {
-    const int64_t *v;
-    int32_t c;
-    for (int32_t d = 0; d < nsp; d++) str[d] = 1, dil[d] = 1;
-    if (seam_node_attr_ints(n, "strides", &v, &c) && c == nsp)
-        for (int32_t d = 0; d < nsp; d++) str[d] = v[d];
-    if (seam_node_attr_ints(n, "dilations", &v, &c) && c == nsp)
-        for (int32_t d = 0; d < nsp; d++) dil[d] = v[d];
+    return true;
 }
 
 dnnl_alg_kind_t dx_binary_alg(const seam_node_view *n) {
@@ -197,6 +186,16 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
     return true;
 }
 
+/* Slice (from opset 10) and the reductions: their parameter inputs are
+ * read at compile time. */
+static bool supports_param_inputs(const seam_node_view *n, char *why, size_t wn) {
+    if (n->opset >= 10)
+        for (int32_t k = 1; k < n->n_inputs; k++)
+            if (!dx_const_input(n, k))
+                return dx_refuse(why, wn, "%s with a computed input %d is not supported", n->op_type, k);
+    return true;
+}
+
 /* Slice with constant bounds and positive steps: a reorder from a strided
  * view of the input, which starts at the first element taken. */
 static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
@@ -288,6 +287,13 @@ bool dx_reduce_axes(builder *b, int32_t rank, bool *mask) {
     return true;
 }
 
+static bool supports_reduce(const seam_node_view *n, char *why, size_t wn) {
+    if (!supports_param_inputs(n, why, wn)) return false;
+    if (node_attr_int(dx_ir(n), "noop_with_empty_axes", 0))
+        return dx_refuse(why, wn, "%s with noop_with_empty_axes=1 is not supported", n->op_type);
+    return true;
+}
+
 /* ReduceMean/Sum/Max/Min: oneDNN's reduction into the kept-dims shape,
  * which is a view of the output when keepdims=0. */
 static bool compile_reduce(builder *b, bool *fused, int32_t sin, int32_t out0) {
@@ -350,6 +356,20 @@ bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *s
     return dx_add_step(b, &ld, NULL, na, kinds, slots);
 }
 
+static bool supports_layernorm(const seam_node_view *n, char *why, size_t wn) {
+    int64_t axis = node_attr_int(dx_ir(n), "axis", -1);
+    if (axis != -1 && axis != n->inputs[0].rank - 1)
+        return dx_refuse(why, wn, "LayerNormalization over more than the last axis is not supported");
+    for (int32_t k = 1; k < 3 && k < n->n_inputs; k++)
+        if (n->inputs[k].name && (!dx_const_input(n, k) || n->inputs[k].rank != 1))
+            return dx_refuse(why, wn,
+                             "LayerNormalization with a scale or bias that is not a constant vector is not supported");
+    for (int32_t k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k].name)
+            return dx_refuse(why, wn, "LayerNormalization with Mean or InvStdDev outputs is not supported");
+    return true;
+}
+
 static bool compile_layernorm(builder *b, bool *fused, int32_t sin, int32_t out0) {
     const seam_node_view *n = b->n;
     float eps = 1e-5f;
@@ -363,7 +383,7 @@ static bool compile_layernorm(builder *b, bool *fused, int32_t sin, int32_t out0
 }
 
 /* Reshape-like ops: same bytes, new shape: an alias slot. */
-static bool compile_view(builder *b) {
+static bool compile_view(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
     program *p = b->p;
     int32_t in = dx_input_slot(b, &n->inputs[0]);
@@ -428,7 +448,15 @@ static int32_t blocked_concat(builder *b, int32_t sin) {
     return 0; /* else the plain concat */
 }
 
-/* Pools work in the layout their input has. */
+/* MaxPool and AveragePool: no Indices output. */
+static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_outputs > 1 && n->outputs[1].name)
+        return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
+    return true;
+}
+
+/* Pools work in the layout their input has. A global pool's window is the
+ * whole input. */
 static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -436,23 +464,20 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dx_md_of(&p->slots[sin], &src);
     int32_t nsp = n->inputs[0].rank - 2;
     bool global = n->op_type[0] == 'G';
-    int64_t str[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, in[3] = {0}, out[3] = {0}, kern[3] = {0};
-    dx_spatial_attrs(n, nsp, str, dil);
-    const int64_t *ks;
-    int32_t nk = 0;
-    if (!global && (!seam_node_attr_ints(n, "kernel_shape", &ks, &nk) || nk != nsp)) return dx_fail(b, "bad kernel_shape"), false;
-    for (int32_t d = 0; d < nsp; d++) {
-        in[d] = n->inputs[0].dims[2 + d], out[d] = n->outputs[0].dims[2 + d];
-        kern[d] = global ? in[d] : ks[d];
-        if (global) str[d] = 1, dil[d] = 1;
-    }
     dnnl_dims_t pl, pr, strides, kernel, dilation;
-    if (global) for (int32_t d = 0; d < nsp; d++) pl[d] = pr[d] = 0;
-    else dx_pads_of(n, nsp, in, out, kern, str, dil, pl, pr);
-    for (int32_t d = 0; d < nsp; d++) strides[d] = str[d], kernel[d] = kern[d], dilation[d] = dil[d] - 1;
-    int64_t cip = 0;
-    seam_node_attr_int(n, "count_include_pad", &cip);
-    dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max : cip ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+    if (global) {
+        for (int32_t d = 0; d < nsp; d++)
+            kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
+    } else {
+        const int64_t *ks;
+        if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp) return dx_fail(b, "bad kernel_shape"), false;
+        if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
+            return false;
+        for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
+    }
+    dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max
+                          : node_attr_int(dx_ir(n), "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
+                                                                           : dnnl_pooling_avg_exclude_padding;
     dnnl_memory_desc_t any_dst;
     dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t pld;
@@ -461,6 +486,12 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
         dnnl_primitive_desc_create(&pd, &pld, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this pooling"), false;
     return dx_layout_step(b, pd, sin, &n->outputs[0]);
+}
+
+static bool supports_batchnorm(const seam_node_view *n, char *why, size_t wn) {
+    if (node_attr_int(dx_ir(n), "training_mode", 0))
+        return dx_refuse(why, wn, "BatchNormalization in training mode is not supported");
+    return true;
 }
 
 /* Batch norm, with constant statistics, in the layout its input has. */
@@ -485,6 +516,20 @@ static bool compile_batchnorm(builder *b, bool *fused, int32_t sin, int32_t sd) 
     return dx_layout_step_with(b, pd, sin, &n->outputs[0], 4, extra_kinds, extra);
 }
 
+/* Clip's bounds and Pow's exponent become the eltwise's parameters: they
+ * must be constants (compile reads them). */
+static bool supports_clip(const seam_node_view *n, char *why, size_t wn) {
+    if (!dx_const_input(n, 1) || !dx_const_input(n, 2))
+        return dx_refuse(why, wn, "Clip with computed bounds is not supported (oneDNN needs them at compile time)");
+    return true;
+}
+
+static bool supports_pow(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || !dx_const_input(n, 1) || dx_value_numel(&n->inputs[1]) != 1)
+        return dx_refuse(why, wn, "Pow with an exponent that is not one constant float32 is not supported");
+    return true;
+}
+
 static bool compile_eltwise(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -503,6 +548,13 @@ static bool compile_eltwise(builder *b, bool *fused, int32_t sin, int32_t sd) {
     bool ok = dx_add_step(b, &ed, clip, 2, kinds, slots);
     if (clip) dnnl_primitive_attr_destroy(clip);
     return ok;
+}
+
+static bool supports_binary(const seam_node_view *n, char *why, size_t wn) {
+    if (!full_shape(&n->inputs[0], &n->outputs[0]) && !(commutative(n) && full_shape(&n->inputs[1], &n->outputs[0])))
+        return dx_refuse(why, wn, "%s broadcasting input 0 is not supported (dnnl broadcasts the second operand)",
+                         n->op_type);
+    return true;
 }
 
 static bool compile_binary(builder *b, bool *fused, int32_t sin, int32_t sd) {
@@ -546,6 +598,11 @@ static bool compile_binary(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return dx_add_step(b, &bd, NULL, 3, kinds, slots);
 }
 
+static bool supports_softmax(const seam_node_view *n, char *why, size_t wn) {
+    if (n->opset < 13) return dx_refuse(why, wn, "%s before opset 13 (2-D coercion) is not supported", n->op_type);
+    return true;
+}
+
 static bool compile_softmax(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -562,6 +619,14 @@ static bool compile_softmax(builder *b, bool *fused, int32_t sin, int32_t sd) {
         return dx_fail(b, "oneDNN refuses this softmax"), false;
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
     return dx_add_step(b, &sd2, NULL, 2, kinds, slots);
+}
+
+static bool supports_sum(const seam_node_view *n, char *why, size_t wn) {
+    for (int32_t k = 0; k < n->n_inputs; k++)
+        if (!n->inputs[k].name || !full_shape(&n->inputs[k], &n->outputs[0]))
+            return dx_refuse(why, wn, "Sum with broadcasting is not supported");
+    if (n->n_inputs > MAX_ARGS - 2) return dx_refuse(why, wn, "Sum of more than 64 inputs is not supported");
+    return true;
 }
 
 static bool compile_sum(builder *b, bool *fused, int32_t sin, int32_t sd) {
@@ -589,6 +654,12 @@ static bool compile_sum(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return ok;
 }
 
+static bool supports_prelu(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[1].rank > n->inputs[0].rank)
+        return dx_refuse(why, wn, "PRelu with a slope of higher rank than X is not supported");
+    return true;
+}
+
 /* PRelu: the slope broadcast like ONNX's: right-aligned. */
 static bool compile_prelu(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
@@ -614,6 +685,12 @@ static bool compile_prelu(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return dx_add_step(b, &pdsc, NULL, 3, kinds, slots);
 }
 
+static bool supports_lrn(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
+    return true;
+}
+
 /* LRN: y = x / (bias + alpha / size * sum of squares)^beta, as oneDNN's. */
 static bool compile_lrn(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
@@ -634,6 +711,33 @@ static bool compile_lrn(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return dx_add_step(b, &ld, NULL, 2, kinds, slots);
 }
 
+/* Resize: linear (half_pixel) or nearest (asymmetric, floor) over the
+ * spatial dims, as oneDNN's resampling computes them. */
+static bool supports_resize(const seam_node_view *n, char *why, size_t wn) {
+    const ir_node *ir = dx_ir(n);
+    const char *mode = node_attr_string(ir, "mode", "nearest");
+    const char *ctm = node_attr_string(ir, "coordinate_transformation_mode", "half_pixel");
+    const char *nm = node_attr_string(ir, "nearest_mode", "round_prefer_floor");
+    if (n->opset < 11) ctm = "asymmetric", nm = "floor";
+    if (strcmp(mode, "linear") && strcmp(mode, "nearest"))
+        return dx_refuse(why, wn, "Resize mode=%s not supported", mode);
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
+    if (n->inputs[0].dims[0] != n->outputs[0].dims[0] || n->inputs[0].dims[1] != n->outputs[0].dims[1])
+        return dx_refuse(why, wn, "Resize of the batch or channel dimension is not supported");
+    if (!strcmp(mode, "linear") && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel"))
+        return dx_refuse(why, wn, "Resize mode=linear with coordinate_transformation_mode=%s not supported", ctm);
+    if (!strcmp(mode, "nearest") && !(!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")))
+        return dx_refuse(why, wn,
+                         "Resize mode=nearest with coordinate_transformation_mode=%s and nearest_mode=%s not supported "
+                         "(only asymmetric with floor)", ctm, nm);
+    for (int32_t d = 2; d < n->inputs[0].rank; d++)
+        if (!strcmp(ctm, "pytorch_half_pixel") && n->outputs[0].dims[d] == 1)
+            return dx_refuse(why, wn, "Resize pytorch_half_pixel to a size of 1 not supported");
+    if (node_attr_int(ir, "antialias", 0)) return dx_refuse(why, wn, "Resize antialias=1 not supported");
+    return true;
+}
+
 /* Resize: the factors from the static shapes. */
 static bool compile_resize(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
@@ -652,6 +756,11 @@ static bool compile_resize(builder *b, bool *fused, int32_t sin, int32_t sd) {
         return dx_fail(b, "oneDNN refuses this resampling"), false;
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
     return dx_add_step(b, &rd, NULL, 2, kinds, slots);
+}
+
+static bool supports_concat(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_inputs > MAX_ARGS - 2) return dx_refuse(why, wn, "Concat of more than 64 inputs is not supported");
+    return true;
 }
 
 /* Concat in the plain layout. */
@@ -684,87 +793,91 @@ static bool compile_concat(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return ok;
 }
 
-/* Where compile_node hands a node to its op's function; the stages come in
- * this order, and each readies input 0 (sin) for the next:
- *   STAGE_ANY_LAYOUT: sin as it is, plain or in a convolution's blocked
- *                     layout (oneDNN picks dst's layout from it)
- *   STAGE_PLAIN:      sin plain (a lazy strided view stays one for MatMul
- *                     and Transpose, which read it as it is)
- *   STAGE_PLAIN_OUT:  sin plain, and a new plain slot sd made for the
- *                     output first (-1 at the other stages)
- * ConvTranspose reads input 0 again itself (and makes it plain). */
-typedef enum { STAGE_ANY_LAYOUT, STAGE_PLAIN, STAGE_PLAIN_OUT } op_stage;
-
-typedef struct op_compiler {
-    const char *op;
-    op_stage stage;
-    bool (*compile)(builder *b, bool *fused, int32_t sin, int32_t sd);
-} op_compiler;
-
-static const op_compiler compilers[] = {
-    {"Conv", STAGE_ANY_LAYOUT, dx_compile_conv},
-    {"ConvTranspose", STAGE_ANY_LAYOUT, dx_compile_convtranspose},
-    {"MaxPool", STAGE_ANY_LAYOUT, compile_pool},
-    {"AveragePool", STAGE_ANY_LAYOUT, compile_pool},
-    {"GlobalAveragePool", STAGE_ANY_LAYOUT, compile_pool},
-    {"GlobalMaxPool", STAGE_ANY_LAYOUT, compile_pool},
-    {"BatchNormalization", STAGE_ANY_LAYOUT, compile_batchnorm},
-
-    {"MatMul", STAGE_PLAIN, dx_compile_matmul},
-    {"Gemm", STAGE_PLAIN, dx_compile_matmul},
-    {"Transpose", STAGE_PLAIN, compile_transpose},
-    {"Slice", STAGE_PLAIN, compile_slice},
-    {"ReduceMean", STAGE_PLAIN, compile_reduce},
-    {"ReduceSum", STAGE_PLAIN, compile_reduce},
-    {"ReduceMax", STAGE_PLAIN, compile_reduce},
-    {"ReduceMin", STAGE_PLAIN, compile_reduce},
-    {"LayerNormalization", STAGE_PLAIN, compile_layernorm},
-
-    /* (the names of eltwise_ops and binary_ops) */
-    {"Relu", STAGE_PLAIN_OUT, compile_eltwise},
-    {"LeakyRelu", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Sigmoid", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Tanh", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Elu", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Clip", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Exp", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Log", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Sqrt", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Abs", STAGE_PLAIN_OUT, compile_eltwise},
-    {"HardSigmoid", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Softplus", STAGE_PLAIN_OUT, compile_eltwise},
-    {"HardSwish", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Pow", STAGE_PLAIN_OUT, compile_eltwise},
-    {"Add", STAGE_PLAIN_OUT, compile_binary},
-    {"Sub", STAGE_PLAIN_OUT, compile_binary},
-    {"Mul", STAGE_PLAIN_OUT, compile_binary},
-    {"Div", STAGE_PLAIN_OUT, compile_binary},
-    {"Max", STAGE_PLAIN_OUT, compile_binary},
-    {"Min", STAGE_PLAIN_OUT, compile_binary},
-    {"Softmax", STAGE_PLAIN_OUT, compile_softmax},
-    {"LogSoftmax", STAGE_PLAIN_OUT, compile_softmax},
-    {"Sum", STAGE_PLAIN_OUT, compile_sum},
-    {"PRelu", STAGE_PLAIN_OUT, compile_prelu},
-    {"LRN", STAGE_PLAIN_OUT, compile_lrn},
-    {"Resize", STAGE_PLAIN_OUT, compile_resize},
-    {"Concat", STAGE_PLAIN_OUT, compile_concat},
-};
-
-static const op_compiler *compiler_of(const seam_node_view *n) {
-    for (size_t k = 0; k < sizeof(compilers) / sizeof(compilers[0]); k++)
-        if (is_op(n, compilers[k].op)) return &compilers[k];
-    return NULL;
+/* Erf runs only inside the GELU pattern, which Div or Mul before it claims
+ * (dx_compile_gelu_pattern): its producer must be one. */
+static bool supports_erf(const seam_node_view *n, char *why, size_t wn) {
+    if (!(n->input_producers && n->input_producers[0] &&
+          (!strcmp(n->input_producers[0], "Div") || !strcmp(n->input_producers[0], "Mul"))))
+        return dx_refuse(why, wn, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))");
+    return true;
 }
 
-/* Whether compile_node knows the op: the table, the views, and Erf (inside
- * the GELU pattern). supports() asks this, so the two cannot disagree. */
-bool dx_op_known(const seam_node_view *n) { return compiler_of(n) || IN_LIST(n, view_ops) || is_op(n, "Erf"); }
+static bool compile_erf(builder *b, bool *fused, int32_t sin, int32_t sd) {
+    return dx_fail(b, "Erf outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))"), false;
+}
+
+/* Every op the backend knows: name, stage (see op_stage), support check
+ * (beyond supports()'s generic ones), compile function. */
+static const dx_op dx_ops[] = {
+    /* (the names of view_ops) */
+    {"Flatten", STAGE_VIEW, NULL, compile_view},
+    {"Reshape", STAGE_VIEW, NULL, compile_view},
+    {"Squeeze", STAGE_VIEW, NULL, compile_view},
+    {"Unsqueeze", STAGE_VIEW, NULL, compile_view},
+    {"Identity", STAGE_VIEW, NULL, compile_view},
+    {"Dropout", STAGE_VIEW, NULL, compile_view},
+
+    {"Conv", STAGE_ANY_LAYOUT, dx_supports_conv, dx_compile_conv},
+    {"ConvTranspose", STAGE_ANY_LAYOUT, dx_supports_convtranspose, dx_compile_convtranspose},
+    {"MaxPool", STAGE_ANY_LAYOUT, supports_pool, compile_pool},
+    {"AveragePool", STAGE_ANY_LAYOUT, supports_pool, compile_pool},
+    {"GlobalAveragePool", STAGE_ANY_LAYOUT, NULL, compile_pool},
+    {"GlobalMaxPool", STAGE_ANY_LAYOUT, NULL, compile_pool},
+    {"BatchNormalization", STAGE_ANY_LAYOUT, supports_batchnorm, compile_batchnorm},
+    {"Erf", STAGE_ANY_LAYOUT, supports_erf, compile_erf}, /* reached only outside the pattern: an error */
+
+    {"MatMul", STAGE_PLAIN, dx_supports_matmul, dx_compile_matmul},
+    {"Gemm", STAGE_PLAIN, dx_supports_gemm, dx_compile_matmul},
+    {"Transpose", STAGE_PLAIN, NULL, compile_transpose},
+    {"Slice", STAGE_PLAIN, supports_param_inputs, compile_slice},
+    {"ReduceMean", STAGE_PLAIN, supports_reduce, compile_reduce},
+    {"ReduceSum", STAGE_PLAIN, supports_reduce, compile_reduce},
+    {"ReduceMax", STAGE_PLAIN, supports_reduce, compile_reduce},
+    {"ReduceMin", STAGE_PLAIN, supports_reduce, compile_reduce},
+    {"LayerNormalization", STAGE_PLAIN, supports_layernorm, compile_layernorm},
+
+    /* (the names of eltwise_ops and binary_ops) */
+    {"Relu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"LeakyRelu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Sigmoid", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Tanh", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Elu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Clip", STAGE_PLAIN_OUT, supports_clip, compile_eltwise},
+    {"Exp", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Log", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Sqrt", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Abs", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"HardSigmoid", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Softplus", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"HardSwish", STAGE_PLAIN_OUT, NULL, compile_eltwise},
+    {"Pow", STAGE_PLAIN_OUT, supports_pow, compile_eltwise},
+    {"Add", STAGE_PLAIN_OUT, supports_binary, compile_binary},
+    {"Sub", STAGE_PLAIN_OUT, supports_binary, compile_binary},
+    {"Mul", STAGE_PLAIN_OUT, supports_binary, compile_binary},
+    {"Div", STAGE_PLAIN_OUT, supports_binary, compile_binary},
+    {"Max", STAGE_PLAIN_OUT, supports_binary, compile_binary},
+    {"Min", STAGE_PLAIN_OUT, supports_binary, compile_binary},
+    {"Softmax", STAGE_PLAIN_OUT, supports_softmax, compile_softmax},
+    {"LogSoftmax", STAGE_PLAIN_OUT, supports_softmax, compile_softmax},
+    {"Sum", STAGE_PLAIN_OUT, supports_sum, compile_sum},
+    {"PRelu", STAGE_PLAIN_OUT, supports_prelu, compile_prelu},
+    {"LRN", STAGE_PLAIN_OUT, supports_lrn, compile_lrn},
+    {"Resize", STAGE_PLAIN_OUT, supports_resize, compile_resize},
+    {"Concat", STAGE_PLAIN_OUT, supports_concat, compile_concat},
+};
+
+const dx_op *dx_op_of(const seam_node_view *n) {
+    for (size_t k = 0; k < sizeof(dx_ops) / sizeof(dx_ops[0]); k++)
+        if (is_op(n, dx_ops[k].op)) return &dx_ops[k];
+    return NULL;
+}
 
 bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
     program *p = b->p;
     if (fused[i]) return true;
-    if (IN_LIST(n, view_ops)) return compile_view(b);
+    const dx_op *c = dx_op_of(n);
+    if (c && c->stage == STAGE_VIEW) return c->compile(b, fused, -1, -1);
     int32_t sin = dx_input_slot(b, &n->inputs[0]);
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     /* (pattern matchers look at other nodes, which invalidates n: fetch
@@ -777,9 +890,7 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if (p->slots[sin].lazy && !is_op(n, "MatMul") && !is_op(n, "Transpose")) sin = dx_as_plain(b, sin);
     if (sin < 0) return dx_fail(b, "could not copy input 0 to a dense layout"), false;
-    const op_compiler *c = compiler_of(n);
     if (c && c->stage == STAGE_ANY_LAYOUT) return c->compile(b, fused, sin, -1);
-    if (is_op(n, "Erf")) return dx_fail(b, "Erf outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))"), false;
     /* An activation or a same-shape binary on a convolution's blocked output
      * stays in that layout (the residual Add of a ResNet, the Relu after
      * it): no reorder to plain and back. */

@@ -2,9 +2,10 @@
  * libraries"): a vendor ships a .so exporting seam_backend_register, and
  * seam uses it without being rebuilt. */
 #include <dlfcn.h>
+#include <stdio.h>
 
+#include "backends/backend.h"
 #include "core/context.h"
-#include "seam_backend.h"
 
 typedef const seam_backend *(*register_fn)(uint32_t abi_version);
 
@@ -20,17 +21,15 @@ seam_status seam_backend_load_library(seam_context *ctx, const char *path, const
         return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: no seam_backend_register function", path);
     }
     const seam_backend *b = reg(SEAM_BACKEND_ABI_VERSION);
-    const char *bad = !b ? "it returned no table for this ABI version"
-                      : b->abi_version < 1 || b->abi_version > SEAM_BACKEND_ABI_VERSION ? "its ABI version is not one seam knows"
-                      : !b->name || !b->name[0] ? "its table has no name"
-                      : !b->supports ? "its table has no supports()"
-                      : (b->compile || b->run) && !(b->compile && b->run) ? "it has compile without run, or run without compile"
-                      : NULL;
-    if (bad) {
-        uint32_t v = b ? b->abi_version : 0;
+    char where[4200];
+    snprintf(where, sizeof(where), "backend library %s", path);
+    seam_status st = b ? backend_check(ctx, b, where)
+                       : seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                                    "%s: seam_backend_register returned no table for ABI version %d", where,
+                                    SEAM_BACKEND_ABI_VERSION);
+    if (st) {
         dlclose(h);
-        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: %s (table version %u, seam's %d)", path, bad, v,
-                          SEAM_BACKEND_ABI_VERSION);
+        return st;
     }
     *out = b; /* the library stays loaded: its table is static data */
     return SEAM_STATUS_OK;

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "core/context.h"
-#include "seam_backend.h"
 
 typedef enum cond_kind { COND_IN, COND_NOT_IN, COND_MIN, COND_MAX } cond_kind;
 
@@ -416,9 +416,7 @@ seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **
     return st;
 }
 
-void seam_backend_free(seam_backend *b) {
-    if (b && b->release) b->release(b->ctx);
-}
+void seam_backend_free(seam_backend *b) { backend_release(b); }
 
 /* The JSON a rules target was made from (for saving with a plan), or NULL
  * if b is not a rules target. */
