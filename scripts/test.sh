@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the suite, the suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and a fuzz smoke run.
+# AddressSanitizer + UndefinedBehaviorSanitizer, the threads test under
+# ThreadSanitizer, and a fuzz smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -17,6 +18,11 @@ cmake -S . -B build-asan -DSEAM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DSEAM_MODE
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== threads under ThreadSanitizer"
+cmake -S . -B build-tsan -DSEAM_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DSEAM_MODELS_DIR="$PWD/build/models" >/dev/null
+cmake --build build-tsan -j"$jobs" --target test_threads
+ctest --test-dir build-tsan -L tsan --output-on-failure
 
 echo "== fuzz smoke"
 bash scripts/fuzz_smoke.sh 30

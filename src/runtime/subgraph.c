@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "core/context.h"
 #include "partition/partition.h"
 #include "runtime/exec_impl.h"
@@ -39,7 +40,7 @@ typedef struct subgraph_state {
 static void free_subgraph_state(void *p) {
     subgraph_state *s = p;
     if (!s) return;
-    if (s->compiled && s->be->release_compiled) s->be->release_compiled(s->be->ctx, s->compiled);
+    if (s->compiled) backend_release_compiled(s->be, s->compiled);
     subgraph_impl_free(s->view_impl);
     seam_exec_free(s->exec);
     free(s);
@@ -127,7 +128,7 @@ static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const
     for (int32_t k = 0; oa && oa->kind == IR_ATTR_STRINGS && k < oa->n && n_opts < 64; k++)
         opts[n_opts++] = (const char *)oa->strings[k].data;
     char err[512] = "";
-    s->compiled = be->compile(be->ctx, &v, opts, n_opts, err, sizeof(err));
+    s->compiled = backend_compile(be, &v, opts, n_opts, err, sizeof(err));
     if (!s->compiled)
         st = refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
 done:
@@ -150,7 +151,7 @@ static seam_status check_subgraph(seam_check *c) {
                       body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
     bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
     const seam_backend *be = is_cpu ? NULL : find_backend(c->exec, target, tlen);
-    if (be && be->compile) { /* the backend compiles and runs it */
+    if (be && backend_compiles(be)) { /* the backend compiles and runs it */
         subgraph_state *s = calloc(1, sizeof(*s));
         if (!s) return refuse_oom(c);
         *c->state = s;
@@ -179,7 +180,7 @@ static seam_status check_subgraph(seam_check *c) {
     *c->free_state = free_subgraph_state;
     /* a rules target, or a backend without compile: the CPU kernels, in the
      * device's own memory unless the backend works in host memory */
-    s->device = !is_cpu && !(be && be->memory == SEAM_MEMORY_HOST);
+    s->device = !is_cpu && !(be && backend_memory(be) == SEAM_MEMORY_HOST);
     s->body = body;
     seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->exec);
     if (st) { /* the body's own status: unsupported, or out of memory */
@@ -200,7 +201,7 @@ static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
         st = kernel_oom(k);
         goto done;
     }
-    bool device = s->be->memory == SEAM_MEMORY_DEVICE;
+    bool device = backend_memory(s->be) == SEAM_MEMORY_DEVICE;
     for (int32_t i = 0; i < n_in; i++) {
         const seam_tensor *x = kernel_in(k, i);
         if (!x) {
@@ -232,7 +233,7 @@ static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
         if (device) k->bytes_out += (int64_t)y->nbytes;
     }
     char err[512] = "";
-    st = s->be->run(s->be->ctx, s->compiled, ins, n_in, outs, n_out, err, sizeof(err));
+    st = backend_run(s->be, s->compiled, ins, n_in, outs, n_out, err, sizeof(err));
     /* the run failed at this node, unless the backend ran out of memory */
     if (st)
         st = kernel_error(k, st == SEAM_STATUS_OUT_OF_MEMORY ? st : SEAM_STATUS_RUN_FAILED, "%s failed to run it: %s",

@@ -363,7 +363,7 @@ static seam_status run_gemm(seam_kernel *k) {
     if (k->post.kind != ACT_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
         return kernel_fail(k, "a fused activation needs float32, A is %s", seam_dtype_name(a->dtype));
     if (!cpu_is_float(a->dtype)) { /* integer Gemm: plain loops, wrapping like the C types */
-        int64_t ia, ib;
+        int64_t ia = 0, ib = 0;
         bool exact = whole(alpha, &ia) && whole(beta, &ib);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
