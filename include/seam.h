@@ -200,11 +200,12 @@ typedef struct seam_session_options {
      * and the outputs (which must also have B as dim 0) are joined. Every
      * other dim must match the model's. */
     bool dynamic_batch;
-    /* Backends (see seam_backend.h) that the model's ai.seam Subgraph
-     * nodes may name, besides cpu and rules targets (whose rules travel in
-     * the file). The array and the backends must outlive the session. */
-    const struct seam_backend *const *backends;
-    int32_t n_backends;
+    /* Targets (backend tables, see seam_backend.h) that the model's
+     * ai.seam Subgraph nodes may name, besides cpu and rules targets
+     * (whose rules travel in the file). Each table is checked when the
+     * session is made. The array and the tables must outlive the session. */
+    const struct seam_backend *const *targets;
+    int32_t n_targets;
     /* (optional) Called while the session is made, after each device
      * subgraph is compiled: done of total. For progress displays. */
     void (*progress)(void *user, int32_t done, int32_t total);

@@ -130,8 +130,9 @@ typedef struct seam_backend {
      * why (e.g. "Resize mode=cubic not supported"). */
     bool (*supports)(void *ctx, const seam_node_view *node, char *why, size_t why_size);
 
-    /* (optional) Relative cost of running the node here; default 1. Used to
-     * decide which subgraphs offload the most work. */
+    /* (optional) Relative cost of running the node here; default 1. Not
+     * read by placement yet: max_subgraph_count ranks subgraphs by seam's
+     * own estimate of each node's arithmetic. */
     double (*node_cost)(void *ctx, const seam_node_view *node);
 
     /* (optional) Frees ctx when the backend is released; default: nothing. */
@@ -252,7 +253,7 @@ typedef enum seam_reason {
     SEAM_REASON_USER,              /* the caller's assignment */
 } seam_reason;
 
-typedef struct seam_plan_node {
+typedef struct seam_plan_node_info {
     int32_t index;
     const char *name;
     const char *op_type;
@@ -262,7 +263,7 @@ typedef struct seam_plan_node {
     const char *detail;       /* human-readable: why unsupported, which pin, ... */
 } seam_plan_node_info;
 
-typedef struct seam_plan_subgraph {
+typedef struct seam_plan_subgraph_info {
     int32_t id;               /* position in execution order */
     const char *target;
     int32_t n_nodes, n_inputs, n_outputs;

@@ -189,8 +189,8 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
     int32_t *pos = malloc(sizeof(int32_t) * ((size_t)np + 1)); /* partition -> run */
     w.order = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     w.seg_start = calloc((size_t)np + 2, sizeof(int32_t));
-    w.seg_color = calloc((size_t)np + 1, sizeof(int32_t));
-    if (!pos || !w.order || !w.seg_start || !w.seg_color) {
+    w.seg_target = calloc((size_t)np + 1, sizeof(int32_t));
+    if (!pos || !w.order || !w.seg_start || !w.seg_target) {
         free(pos);
         st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
@@ -229,7 +229,7 @@ done:
     free(pcount);
     free(w.order);
     free(w.seg_start);
-    free(w.seg_color);
+    free(w.seg_target);
     if (st) {
         seam_plan_free(plan);
         return st;

@@ -19,7 +19,7 @@
 static void waves_free(waves *w) {
     free(w->order);
     free(w->seg_start);
-    free(w->seg_color);
+    free(w->seg_target);
     memset(w, 0, sizeof(*w));
 }
 
@@ -34,11 +34,11 @@ static void waves_free(waves *w) {
  * heuristic (the problem is hard with three or more targets), so several
  * policies are tried: most ready nodes, fewest ready, most nodes left,
  * fewest left. */
-static int32_t next_color(int32_t cur, int32_t cpu, int32_t n_colors, const int32_t *qhead, const int32_t *qtail,
+static int32_t next_target(int32_t cur, int32_t cpu, int32_t n_with_cpu, const int32_t *qhead, const int32_t *qtail,
                           const int32_t *left, int32_t policy) {
     if (cur != cpu && qhead[cpu] < qtail[cpu]) return cpu;
     int32_t best = -1;
-    for (int32_t d = 0; d < n_colors; d++) {
+    for (int32_t d = 0; d < n_with_cpu; d++) {
         if (d == cur || d == cpu || qhead[d] == qtail[d]) continue;
         if (best < 0) {
             best = d;
@@ -61,40 +61,40 @@ typedef struct csr {
     int32_t *succ;
 } csr;
 
-static bool run_waves(const ir_graph *g, const csr *adj, const int32_t *color, int32_t n_colors, int32_t cpu,
+static bool run_waves(const ir_graph *g, const csr *adj, const int32_t *target, int32_t n_with_cpu, int32_t cpu,
                       int32_t start, int32_t policy, const int32_t *indeg0, waves *w) {
     int32_t nn = g->n_nodes;
     int32_t *indeg = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *qbuf = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-    int32_t *qhead = calloc((size_t)n_colors, sizeof(int32_t)), *qtail = calloc((size_t)n_colors, sizeof(int32_t));
-    int32_t *qbase = calloc((size_t)n_colors + 1, sizeof(int32_t));
-    int32_t *left = calloc((size_t)n_colors + 1, sizeof(int32_t)); /* nodes not yet placed, per target */
+    int32_t *qhead = calloc((size_t)n_with_cpu, sizeof(int32_t)), *qtail = calloc((size_t)n_with_cpu, sizeof(int32_t));
+    int32_t *qbase = calloc((size_t)n_with_cpu + 1, sizeof(int32_t));
+    int32_t *left = calloc((size_t)n_with_cpu + 1, sizeof(int32_t)); /* nodes not yet placed, per target */
     w->order = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     w->seg_start = malloc(sizeof(int32_t) * ((size_t)nn + 2));
-    w->seg_color = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-    bool ok = indeg && qbuf && qhead && qtail && qbase && left && w->order && w->seg_start && w->seg_color;
+    w->seg_target = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    bool ok = indeg && qbuf && qhead && qtail && qbase && left && w->order && w->seg_start && w->seg_target;
     if (ok) {
-        /* one FIFO per color, laid out back to back in qbuf */
+        /* one FIFO per target, laid out back to back in qbuf */
         for (int32_t i = 0; i < nn; i++)
-            if (color[i] >= 0) qbase[color[i] + 1]++;
-        for (int32_t c = 0; c < n_colors; c++) qbase[c + 1] += qbase[c];
-        for (int32_t c = 0; c < n_colors; c++) {
+            if (target[i] >= 0) qbase[target[i] + 1]++;
+        for (int32_t c = 0; c < n_with_cpu; c++) qbase[c + 1] += qbase[c];
+        for (int32_t c = 0; c < n_with_cpu; c++) {
             qhead[c] = qtail[c] = qbase[c];
             left[c] = qbase[c + 1] - qbase[c];
         }
         memcpy(indeg, indeg0, sizeof(int32_t) * (size_t)nn);
         for (int32_t i = 0; i < nn; i++)
-            if (color[i] >= 0 && indeg[i] == 0) qbuf[qtail[color[i]]++] = i;
+            if (target[i] >= 0 && indeg[i] == 0) qbuf[qtail[target[i]]++] = i;
         w->n_order = w->n_segs = w->n_device = 0;
         int32_t cur = start;
         for (;;) {
             if (qhead[cur] == qtail[cur]) {
-                int32_t next = next_color(cur, cpu, n_colors, qhead, qtail, left, policy);
+                int32_t next = next_target(cur, cpu, n_with_cpu, qhead, qtail, left, policy);
                 if (next < 0) break;
                 cur = next;
             }
             w->seg_start[w->n_segs] = w->n_order;
-            w->seg_color[w->n_segs] = cur;
+            w->seg_target[w->n_segs] = cur;
             w->n_segs++;
             if (cur != cpu) w->n_device++;
             while (qhead[cur] < qtail[cur]) {
@@ -103,7 +103,7 @@ static bool run_waves(const ir_graph *g, const csr *adj, const int32_t *color, i
                 left[cur]--;
                 for (int32_t e = adj->start[i]; e < adj->start[i + 1]; e++) {
                     int32_t j = adj->succ[e];
-                    if (--indeg[j] == 0) qbuf[qtail[color[j]]++] = j;
+                    if (--indeg[j] == 0) qbuf[qtail[target[j]]++] = j;
                 }
             }
         }
@@ -120,10 +120,10 @@ static bool run_waves(const ir_graph *g, const csr *adj, const int32_t *color, i
 
 seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     const ir_graph *g = plan->model->graph;
-    int32_t nn = g->n_nodes, n_colors = plan->n_targets + 1, cpu = plan->n_targets;
-    const int32_t *color = plan->node_target;
+    int32_t nn = g->n_nodes, n_with_cpu = plan->n_targets + 1, cpu = plan->n_targets; /* device targets, then cpu */
+    const int32_t *target = plan->node_target;
     int32_t *indeg = calloc((size_t)nn + 1, sizeof(int32_t));
-    bool *starts = calloc((size_t)n_colors, sizeof(bool));
+    bool *starts = calloc((size_t)n_with_cpu, sizeof(bool));
     csr adj = {calloc((size_t)nn + 2, sizeof(int32_t)), NULL};
     if (!indeg || !starts || !adj.start) {
         free(indeg);
@@ -135,13 +135,13 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     int32_t n_placed = 0;
     int64_t n_edges = 0;
     for (int32_t i = 0; i < nn; i++) {
-        if (color[i] < 0) continue;
+        if (target[i] < 0) continue;
         n_placed++;
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < NODE_DEPS(n); k++) {
             int32_t v = NODE_DEP(n, k);
             int32_t p = v >= 0 ? g->values[v].producer : -1;
-            if (p >= 0 && color[p] >= 0) {
+            if (p >= 0 && target[p] >= 0) {
                 indeg[i]++;
                 adj.start[p + 1]++;
                 n_edges++;
@@ -161,25 +161,25 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
     }
     memcpy(fill, adj.start, sizeof(int32_t) * (size_t)nn);
     for (int32_t i = 0; i < nn; i++) {
-        if (color[i] < 0) continue;
+        if (target[i] < 0) continue;
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < NODE_DEPS(n); k++) {
             int32_t v = NODE_DEP(n, k);
             int32_t p = v >= 0 ? g->values[v].producer : -1;
-            if (p >= 0 && color[p] >= 0) adj.succ[fill[p]++] = i;
+            if (p >= 0 && target[p] >= 0) adj.succ[fill[p]++] = i;
         }
     }
     free(fill);
     for (int32_t i = 0; i < nn; i++)
-        if (color[i] >= 0 && indeg[i] == 0 && starts) starts[color[i]] = true;
+        if (target[i] >= 0 && indeg[i] == 0 && starts) starts[target[i]] = true;
     waves best = {0}, w = {0};
     bool have = false;
     /* with one device target the policies agree: run one */
-    int32_t n_policies = n_colors > 2 ? N_POLICIES : 1;
-    for (int32_t trial = 0; trial < n_colors * n_policies && starts; trial++) {
+    int32_t n_policies = n_with_cpu > 2 ? N_POLICIES : 1;
+    for (int32_t trial = 0; trial < n_with_cpu * n_policies && starts; trial++) {
         int32_t c = trial / n_policies, policy = trial % n_policies;
         if (!starts[c]) continue;
-        if (!run_waves(g, &adj, color, n_colors, cpu, c, policy, indeg, &w)) {
+        if (!run_waves(g, &adj, target, n_with_cpu, cpu, c, policy, indeg, &w)) {
             waves_free(&w);
             continue;
         }
@@ -213,7 +213,7 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
 seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *w) {
     const ir_graph *g = plan->model->graph;
     int32_t nn = g->n_nodes;
-    const int32_t *color = plan->node_target;
+    const int32_t *target = plan->node_target;
     const waves best = *w;
     seam_arena *a = &plan->arena;
     plan->n_subgraphs = best.n_segs;
@@ -226,13 +226,13 @@ seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *
     for (int32_t s = 0; !st && s < best.n_segs; s++)
         for (int32_t k = best.seg_start[s]; k < best.seg_start[s + 1]; k++) plan->node_subgraph[best.order[k]] = s;
     for (int32_t i = 0; i < nn; i++)
-        if (color[i] < 0) plan->node_subgraph[i] = -1;
+        if (target[i] < 0) plan->node_subgraph[i] = -1;
     if (stamp)
         for (int32_t v = 0; v < g->n_values; v++) stamp[v] = -1;
     for (int32_t s = 0; !st && s < best.n_segs; s++) {
         plan_subgraph *sg = &plan->subgraphs[s];
         int32_t b = best.seg_start[s], e = best.seg_start[s + 1];
-        sg->target = best.seg_color[s];
+        sg->target = best.seg_target[s];
         sg->n_nodes = e - b;
         sg->nodes = seam_arena_memdup(a, best.order + b, sizeof(int32_t) * (size_t)sg->n_nodes);
         /* inputs: read here, made elsewhere (not initializers or constants) */
@@ -244,7 +244,7 @@ seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *
                 if (v < 0 || stamp[v] == 2 * s) continue;
                 const ir_value *val = &g->values[v];
                 if (val->flags & IR_VALUE_INIT) continue;
-                if (val->producer >= 0 && (color[val->producer] < 0 || plan->node_subgraph[val->producer] == s)) continue;
+                if (val->producer >= 0 && (target[val->producer] < 0 || plan->node_subgraph[val->producer] == s)) continue;
                 stamp[v] = 2 * s;
                 names[ni++] = val->name;
             }

@@ -83,36 +83,36 @@ static double node_work(const ir_graph *g, const ir_node *n) {
     return out * k;
 }
 
-typedef struct part {
+typedef struct partitioner {
     seam_context *ctx;
     const struct seam_model *m;
     const seam_partition_options *o;
     seam_plan *p;
     const seam_backend *const *targets;
-    int32_t nt;          /* device targets; cpu is index nt */
-    uint64_t *supp;      /* per node: bit t set if target t supports it */
+    int32_t n_targets;    /* device targets; cpu is index n_targets */
+    uint64_t *supported_by; /* per node: bit t set if target t supports it */
     bool *pinned;
     double *work;
-} part;
+} partitioner;
 
 static bool is_constant_node(const ir_node *n) {
     return strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0;
 }
 
-static const char *pdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
+static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
 
 /* Step 1: who supports what, with the reasons of the refusals. */
-static seam_status compute_support(part *P) {
-    const ir_graph *g = P->m->graph;
-    seam_plan *p = P->p;
+static seam_status compute_support(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
     view_builder vb;
-    view_init(&vb, P->m);
+    view_init(&vb, pr->m);
     const seam_backend *cpu = seam_backend_cpu();
     char why[512], detail[2048];
     seam_status st = SEAM_STATUS_OK;
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
-        P->work[i] = node_work(g, n);
+        pr->work[i] = node_work(g, n);
         if (is_constant_node(n)) {
             p->node_target[i] = -1;
             p->reason[i] = SEAM_REASON_CONSTANT;
@@ -121,85 +121,85 @@ static seam_status compute_support(part *P) {
         p->counted++;
         seam_node_view view;
         if (!view_node(&vb, i, &view)) {
-            st = seam_error(P->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
             break;
         }
         size_t off = 0;
         detail[0] = 0;
-        for (int32_t t = 0; t < P->nt; t++) {
-            if (backend_supports(P->targets[t], &view, why, sizeof(why))) {
-                P->supp[i] |= (uint64_t)1 << t;
+        for (int32_t t = 0; t < pr->n_targets; t++) {
+            if (backend_supports(pr->targets[t], &view, why, sizeof(why))) {
+                pr->supported_by[i] |= (uint64_t)1 << t;
             } else if (off < sizeof(detail)) {
                 off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
-                                        P->targets[t]->name, why);
+                                        pr->targets[t]->name, why);
             }
         }
-        if (P->supp[i]) {
+        if (pr->supported_by[i]) {
             p->supported++;
         } else {
             if (!backend_supports(cpu, &view, why, sizeof(why)) && off < sizeof(detail))
                 snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
-            p->detail[i] = pdup(p, detail);
+            p->detail[i] = plan_strdup(p, detail);
         }
     }
     view_free(&vb);
     return st;
 }
 
-static int32_t target_index(const part *P, const char *name) {
-    if (strcmp(name, "cpu") == 0) return P->nt;
-    for (int32_t t = 0; t < P->nt; t++)
-        if (strcmp(P->targets[t]->name, name) == 0) return t;
+static int32_t target_index(const partitioner *pr, const char *name) {
+    if (strcmp(name, "cpu") == 0) return pr->n_targets;
+    for (int32_t t = 0; t < pr->n_targets; t++)
+        if (strcmp(pr->targets[t]->name, name) == 0) return t;
     return -1;
 }
 
 /* Step 2: pins, cpu_ops, then priority order. */
-static seam_status assign(part *P) {
-    const ir_graph *g = P->m->graph;
-    seam_plan *p = P->p;
+static seam_status assign(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
     char buf[512], lab[300];
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (p->node_target[i] < 0 && p->reason[i] == SEAM_REASON_CONSTANT) continue;
         const ir_node *n = &g->nodes[i];
         bool forced = false;
-        for (int32_t k = 0; k < P->o->n_cpu_ops && !forced; k++) forced = strcmp(P->o->cpu_ops[k], n->op_type) == 0;
+        for (int32_t k = 0; k < pr->o->n_cpu_ops && !forced; k++) forced = strcmp(pr->o->cpu_ops[k], n->op_type) == 0;
         int32_t t = 0;
-        while (t < P->nt && !(P->supp[i] >> t & 1)) t++;
-        if (forced && P->supp[i]) {
-            p->node_target[i] = P->nt;
+        while (t < pr->n_targets && !(pr->supported_by[i] >> t & 1)) t++;
+        if (forced && pr->supported_by[i]) {
+            p->node_target[i] = pr->n_targets;
             p->reason[i] = SEAM_REASON_CPU_OPS;
             snprintf(buf, sizeof(buf), "%s is in cpu_ops", n->op_type);
-            p->detail[i] = pdup(p, buf);
+            p->detail[i] = plan_strdup(p, buf);
         } else {
             p->node_target[i] = t;
-            p->reason[i] = t < P->nt ? SEAM_REASON_SUPPORTED : SEAM_REASON_UNSUPPORTED;
+            p->reason[i] = t < pr->n_targets ? SEAM_REASON_SUPPORTED : SEAM_REASON_UNSUPPORTED;
         }
     }
     /* pins: the node names are looked up once, through a map */
-    for (int32_t k = 0; k < P->o->n_pins; k++) {
-        const seam_pin *pin = &P->o->pins[k];
+    for (int32_t k = 0; k < pr->o->n_pins; k++) {
+        const seam_pin *pin = &pr->o->pins[k];
         if (!pin->node_name || !pin->target)
-            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin %d has no node name or target", k);
-        int32_t t = target_index(P, pin->target);
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin %d has no node name or target", k);
+        int32_t t = target_index(pr, pin->target);
         if (t < 0)
-            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': there is no target '%s'",
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': there is no target '%s'",
                               pin->node_name, pin->target, pin->target);
         int32_t i = -1;
         for (int32_t j = 0; j < g->n_nodes && i < 0; j++)
             if (strcmp(g->nodes[j].name, pin->node_name) == 0) i = j;
         if (i < 0)
-            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': the model has no node named '%s'",
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': the model has no node named '%s'",
                               pin->node_name, pin->target, pin->node_name);
         if (p->reason[i] == SEAM_REASON_CONSTANT) continue;
-        if (t < P->nt && !(P->supp[i] >> t & 1))
-            return seam_error(P->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': %s does not support %s: %s",
+        if (t < pr->n_targets && !(pr->supported_by[i] >> t & 1))
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': %s does not support %s: %s",
                               pin->node_name, pin->target, pin->target, ir_node_label(g, i, lab, sizeof(lab)),
                               p->detail[i] ? p->detail[i] : "refused");
         p->node_target[i] = t;
         p->reason[i] = SEAM_REASON_PINNED;
         snprintf(buf, sizeof(buf), "pinned to %s", pin->target);
-        p->detail[i] = pdup(p, buf);
-        P->pinned[i] = true;
+        p->detail[i] = plan_strdup(p, buf);
+        pr->pinned[i] = true;
     }
     return SEAM_STATUS_OK;
 }
@@ -207,34 +207,34 @@ static seam_status assign(part *P) {
 /* With several targets, a node two targets support joins the one its
  * neighbours use, so that subgraphs are not cut between targets for
  * nothing. Returns whether anything changed. */
-static bool smooth(part *P) {
-    const ir_graph *g = P->m->graph;
-    seam_plan *p = P->p;
+static bool smooth(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
     bool changed = false;
     int32_t votes[64];
     for (int32_t pass = 0; pass < 2; pass++) {
         for (int32_t q = 0; q < g->n_nodes; q++) {
             int32_t i = g->topo[q];
-            if (p->reason[i] != SEAM_REASON_SUPPORTED || __builtin_popcountll(P->supp[i]) < 2) continue;
-            memset(votes, 0, sizeof(int32_t) * (size_t)P->nt);
+            if (p->reason[i] != SEAM_REASON_SUPPORTED || __builtin_popcountll(pr->supported_by[i]) < 2) continue;
+            memset(votes, 0, sizeof(int32_t) * (size_t)pr->n_targets);
             const ir_node *n = &g->nodes[i];
             for (int32_t k = 0; k < n->n_inputs; k++) {
                 int32_t v = n->inputs[k];
                 if (v < 0 || g->values[v].producer < 0) continue;
                 int32_t t = p->node_target[g->values[v].producer];
-                if (t >= 0 && t < P->nt) votes[t]++;
+                if (t >= 0 && t < pr->n_targets) votes[t]++;
             }
             for (int32_t k = 0; k < n->n_outputs; k++) {
                 int32_t v = n->outputs[k];
                 if (v < 0) continue;
                 for (int32_t c = 0; c < g->values[v].n_consumers; c++) {
                     int32_t t = p->node_target[g->values[v].consumers[c]];
-                    if (t >= 0 && t < P->nt) votes[t]++;
+                    if (t >= 0 && t < pr->n_targets) votes[t]++;
                 }
             }
             int32_t best = p->node_target[i];
-            for (int32_t t = 0; t < P->nt; t++)
-                if ((P->supp[i] >> t & 1) && votes[t] > votes[best]) best = t;
+            for (int32_t t = 0; t < pr->n_targets; t++)
+                if ((pr->supported_by[i] >> t & 1) && votes[t] > votes[best]) best = t;
             if (best != p->node_target[i]) {
                 p->node_target[i] = best;
                 changed = true;
@@ -244,23 +244,23 @@ static bool smooth(part *P) {
     return changed;
 }
 
-static void describe_subgraph(const part *P, int32_t s, char *buf, size_t n) {
-    const plan_subgraph *sg = &P->p->subgraphs[s];
-    snprintf(buf, n, "subgraph %d (%s, %d node%s)", s, P->p->target_names[sg->target], sg->n_nodes,
+static void describe_subgraph(const partitioner *pr, int32_t s, char *buf, size_t n) {
+    const plan_subgraph *sg = &pr->p->subgraphs[s];
+    snprintf(buf, n, "subgraph %d (%s, %d node%s)", s, pr->p->target_names[sg->target], sg->n_nodes,
              sg->n_nodes == 1 ? "" : "s");
 }
 
 /* Moves the non-pinned nodes of subgraph s to the CPU. */
-static int32_t move_to_cpu(part *P, int32_t s, seam_reason why, const char *detail) {
-    const plan_subgraph *sg = &P->p->subgraphs[s];
+static int32_t move_to_cpu(partitioner *pr, int32_t s, seam_reason why, const char *detail) {
+    const plan_subgraph *sg = &pr->p->subgraphs[s];
     int32_t moved = 0;
-    const char *d = pdup(P->p, detail);
+    const char *d = plan_strdup(pr->p, detail);
     for (int32_t k = 0; k < sg->n_nodes; k++) {
         int32_t i = sg->nodes[k];
-        if (P->pinned[i]) continue;
-        P->p->node_target[i] = P->nt;
-        P->p->reason[i] = (uint8_t)why;
-        P->p->detail[i] = d;
+        if (pr->pinned[i]) continue;
+        pr->p->node_target[i] = pr->n_targets;
+        pr->p->reason[i] = (uint8_t)why;
+        pr->p->detail[i] = d;
         moved++;
     }
     return moved;
@@ -278,9 +278,9 @@ static int cmp_ranked(const void *a, const void *b) {
 }
 
 /* Step 4: min size and max count, until the plan holds. */
-static seam_status enforce(part *P) {
-    seam_plan *p = P->p;
-    const seam_partition_options *o = P->o;
+static seam_status enforce(partitioner *pr) {
+    seam_plan *p = pr->p;
+    const seam_partition_options *o = pr->o;
     char desc[256], buf[512];
     seam_status st;
     for (int32_t round = 0; round < 1000; round++) {
@@ -288,37 +288,37 @@ static seam_status enforce(part *P) {
         int32_t min = o->min_subgraph_size > 1 ? o->min_subgraph_size : 1;
         for (int32_t s = 0; s < p->n_subgraphs; s++) {
             const plan_subgraph *sg = &p->subgraphs[s];
-            if (sg->target == P->nt || sg->n_nodes >= min) continue;
-            describe_subgraph(P, s, desc, sizeof(desc));
+            if (sg->target == pr->n_targets || sg->n_nodes >= min) continue;
+            describe_subgraph(pr, s, desc, sizeof(desc));
             if (o->on_violation == SEAM_ON_VIOLATION_ERROR)
-                return seam_error(P->ctx, SEAM_STATUS_UNSUPPORTED,
+                return seam_error(pr->ctx, SEAM_STATUS_UNSUPPORTED,
                                   "The partitioner has found %s, which is smaller than the specified min subgraph size of %d.",
                                   desc, min);
             snprintf(buf, sizeof(buf), "its %s subgraph had %d node%s, fewer than min_subgraph_size %d",
                      p->target_names[sg->target], sg->n_nodes, sg->n_nodes == 1 ? "" : "s", min);
-            int32_t m = move_to_cpu(P, s, SEAM_REASON_MIN_SIZE, buf);
+            int32_t m = move_to_cpu(pr, s, SEAM_REASON_MIN_SIZE, buf);
             if (m) plan_note(p, "moved %s to cpu: fewer nodes than min_subgraph_size %d", desc, min);
             moved += m;
         }
         if (!moved && o->max_subgraph_count > 0 && p->n_subgraphs > o->max_subgraph_count) {
             if (o->on_violation == SEAM_ON_VIOLATION_ERROR)
-                return seam_error(P->ctx, SEAM_STATUS_UNSUPPORTED,
+                return seam_error(pr->ctx, SEAM_STATUS_UNSUPPORTED,
                                   "The partitioner has found %d subgraphs which exceeds the specified max subgraph count of %d.",
                                   p->n_subgraphs, o->max_subgraph_count);
             /* Move the device subgraphs doing the least work to the CPU. Each
              * move removes at most two subgraphs (it joins its CPU
              * neighbours), so move at least half the excess at once. */
             ranked *r = malloc(sizeof(ranked) * ((size_t)p->n_subgraphs + 1));
-            if (!r) return seam_error(P->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            if (!r) return seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
             int32_t nr = 0;
             for (int32_t s = 0; s < p->n_subgraphs; s++) {
                 const plan_subgraph *sg = &p->subgraphs[s];
-                if (sg->target == P->nt) continue;
+                if (sg->target == pr->n_targets) continue;
                 double w = 0;
                 bool pinned = false;
                 for (int32_t k = 0; k < sg->n_nodes; k++) {
-                    w += P->work[sg->nodes[k]];
-                    pinned |= P->pinned[sg->nodes[k]];
+                    w += pr->work[sg->nodes[k]];
+                    pinned |= pr->pinned[sg->nodes[k]];
                 }
                 if (!pinned) r[nr++] = (ranked){s, w};
             }
@@ -327,10 +327,10 @@ static seam_status enforce(part *P) {
             int32_t drop = (excess + 1) / 2;
             if (drop > nr) drop = nr;
             for (int32_t k = nr - drop; k < nr; k++) {
-                describe_subgraph(P, r[k].s, desc, sizeof(desc));
+                describe_subgraph(pr, r[k].s, desc, sizeof(desc));
                 snprintf(buf, sizeof(buf), "its %s subgraph was moved to keep at most %d subgraphs (max_subgraph_count)",
                          p->target_names[p->subgraphs[r[k].s].target], o->max_subgraph_count);
-                int32_t m = move_to_cpu(P, r[k].s, SEAM_REASON_MAX_COUNT, buf);
+                int32_t m = move_to_cpu(pr, r[k].s, SEAM_REASON_MAX_COUNT, buf);
                 if (m)
                     plan_note(p, "moved %s to cpu: %d subgraphs exceed max_subgraph_count %d; the device subgraphs doing the most work stay",
                               desc, p->n_subgraphs, o->max_subgraph_count);
@@ -339,7 +339,7 @@ static seam_status enforce(part *P) {
             free(r);
         }
         if (!moved) return SEAM_STATUS_OK;
-        if ((st = plan_group(P->ctx, p))) return st;
+        if ((st = plan_group(pr->ctx, p))) return st;
     }
     return SEAM_STATUS_OK;
 }
@@ -375,59 +375,59 @@ seam_status seam_partition(seam_model *m, const seam_partition_options *opts, se
     seam_status st = check_options(m->ctx, opts);
     if (st) return st;
     const ir_graph *g = m->graph;
-    part P = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, NULL};
-    P.supp = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
-    P.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-    P.work = calloc((size_t)g->n_nodes + 1, sizeof(double));
-    if (!P.p || !P.supp || !P.pinned || !P.work) {
+    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, NULL};
+    pr.supported_by = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
+    pr.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    pr.work = calloc((size_t)g->n_nodes + 1, sizeof(double));
+    if (!pr.p || !pr.supported_by || !pr.pinned || !pr.work) {
         st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    for (int32_t t = 0; t < P.nt; t++) P.p->target_names[t] = pdup(P.p, P.targets[t]->name);
-    if ((st = compute_support(&P))) goto done;
-    if (P.p->counted && (double)P.p->supported < opts->min_support * (double)P.p->counted - 1e-9) {
+    for (int32_t t = 0; t < pr.n_targets; t++) pr.p->target_names[t] = plan_strdup(pr.p, pr.targets[t]->name);
+    if ((st = compute_support(&pr))) goto done;
+    if (pr.p->counted && (double)pr.p->supported < opts->min_support * (double)pr.p->counted - 1e-9) {
         st = seam_error(m->ctx, SEAM_STATUS_UNSUPPORTED,
                         "%.2f%% of operations (%d of %d) are supported, below the required minimum of %.2f%%",
-                        100.0 * P.p->supported / P.p->counted, P.p->supported, P.p->counted, 100.0 * opts->min_support);
+                        100.0 * pr.p->supported / pr.p->counted, pr.p->supported, pr.p->counted, 100.0 * opts->min_support);
         goto done;
     }
-    if ((st = assign(&P))) goto done;
-    if ((st = plan_group(m->ctx, P.p))) goto done;
-    if (P.nt > 1) {
+    if ((st = assign(&pr))) goto done;
+    if ((st = plan_group(m->ctx, pr.p))) goto done;
+    if (pr.n_targets > 1) {
         /* several targets: try the neighbour-aware choice; keep it only
          * if it gives fewer device subgraphs */
         int32_t *first_fit = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
         if (first_fit) {
-            memcpy(first_fit, P.p->node_target, sizeof(int32_t) * (size_t)g->n_nodes);
-            int32_t before = P.p->n_device_subgraphs, before_all = P.p->n_subgraphs;
-            if (smooth(&P)) {
-                if ((st = plan_group(m->ctx, P.p))) {
+            memcpy(first_fit, pr.p->node_target, sizeof(int32_t) * (size_t)g->n_nodes);
+            int32_t before = pr.p->n_device_subgraphs, before_all = pr.p->n_subgraphs;
+            if (smooth(&pr)) {
+                if ((st = plan_group(m->ctx, pr.p))) {
                     free(first_fit);
                     goto done;
                 }
-                if (P.p->n_device_subgraphs > before ||
-                    (P.p->n_device_subgraphs == before && P.p->n_subgraphs >= before_all)) {
-                    memcpy(P.p->node_target, first_fit, sizeof(int32_t) * (size_t)g->n_nodes);
-                    st = plan_group(m->ctx, P.p);
+                if (pr.p->n_device_subgraphs > before ||
+                    (pr.p->n_device_subgraphs == before && pr.p->n_subgraphs >= before_all)) {
+                    memcpy(pr.p->node_target, first_fit, sizeof(int32_t) * (size_t)g->n_nodes);
+                    st = plan_group(m->ctx, pr.p);
                 } else {
-                    plan_note(P.p, "joint placement across targets: %d device subgraphs instead of %d with first-fit",
-                              P.p->n_device_subgraphs, before);
+                    plan_note(pr.p, "joint placement across targets: %d device subgraphs instead of %d with first-fit",
+                              pr.p->n_device_subgraphs, before);
                 }
             }
             free(first_fit);
             if (st) goto done;
         }
     }
-    st = enforce(&P);
+    st = enforce(&pr);
 done:
-    free(P.supp);
-    free(P.pinned);
-    free(P.work);
+    free(pr.supported_by);
+    free(pr.pinned);
+    free(pr.work);
     if (st) {
-        seam_plan_free(P.p);
+        seam_plan_free(pr.p);
         return st;
     }
-    *out = P.p;
+    *out = pr.p;
     return SEAM_STATUS_OK;
 }
 

@@ -52,7 +52,7 @@ struct seam_plan {
 typedef struct waves {
     int32_t *order;     /* nodes in run order */
     int32_t *seg_start; /* start of each run in order[]; n_segs + 1 entries */
-    int32_t *seg_color; /* target of each run */
+    int32_t *seg_target; /* target of each run */
     int32_t n_order, n_segs, n_device;
 } waves;
 

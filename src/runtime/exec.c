@@ -36,14 +36,14 @@ seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *pa
 }
 
 seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
-                                  const struct seam_backend *const *backends, int32_t n_backends,
+                                  const struct seam_backend *const *targets, int32_t n_targets,
                                   void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
                                   seam_exec **out) {
     *out = NULL;
     seam_exec *e = calloc(1, sizeof(*e));
     if (!e) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    e->backends = backends;
-    e->n_backends = n_backends;
+    e->targets = targets;
+    e->n_targets = n_targets;
     e->progress = progress;
     e->progress_user = progress_user;
     e->ctx = ctx;

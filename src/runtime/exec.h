@@ -63,10 +63,10 @@ typedef struct seam_exec {
     uint8_t *slab;
     size_t slab_size;
     struct state_entry *states; /* per node, from check() */
-    /* backends that ai.seam Subgraph nodes may name (the root exec's; a
+    /* targets that ai.seam Subgraph nodes may name (the root exec's; a
      * body's exec asks its parent) */
-    const struct seam_backend *const *backends;
-    int32_t n_backends;
+    const struct seam_backend *const *targets;
+    int32_t n_targets;
     void (*progress)(void *user, int32_t done, int32_t total); /* root only */
     void *progress_user;
     bool profile;               /* time each node into node_ms */
@@ -78,10 +78,10 @@ typedef struct seam_exec {
 
 seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
                              seam_exec **out);
-/* The same, for a root executor with backends its Subgraph nodes may use
+/* The same, for a root executor with targets its Subgraph nodes may use
  * (they are known before any node is checked). */
 seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
-                                  const struct seam_backend *const *backends, int32_t n_backends,
+                                  const struct seam_backend *const *targets, int32_t n_targets,
                                   void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
                                   seam_exec **out);
 void seam_exec_free(seam_exec *e);

@@ -26,18 +26,18 @@ static int64_t batch_of(const ir_value *val) {
     return val->type.kind == IR_TYPE_TENSOR && val->type.rank >= 1 && val->type.dims[0].v > 0 ? val->type.dims[0].v : -1;
 }
 
-/* The backends a session is given are checked here, where they enter seam,
+/* The targets a session is given are checked here, where they enter seam,
  * as partition targets and library backends are where they enter. */
-static seam_status check_backends(seam_context *ctx, const seam_session_options *opts) {
-    if (!opts || (!opts->backends && opts->n_backends == 0)) return SEAM_STATUS_OK;
-    if (opts->n_backends < 0 || !opts->backends)
+static seam_status check_targets(seam_context *ctx, const seam_session_options *opts) {
+    if (!opts || (!opts->targets && opts->n_targets == 0)) return SEAM_STATUS_OK;
+    if (opts->n_targets < 0 || !opts->targets)
         return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT,
-                          "seam_session_options: n_backends is %d and backends is %s", opts->n_backends,
-                          opts->backends ? "set" : "NULL");
-    for (int32_t k = 0; k < opts->n_backends; k++) {
+                          "seam_session_options: n_targets is %d and targets is %s", opts->n_targets,
+                          opts->targets ? "set" : "NULL");
+    for (int32_t k = 0; k < opts->n_targets; k++) {
         char where[48];
-        snprintf(where, sizeof(where), "seam_session_options.backends[%d]", k);
-        seam_status st = backend_check(ctx, opts->backends[k], where);
+        snprintf(where, sizeof(where), "seam_session_options.targets[%d]", k);
+        seam_status st = backend_check(ctx, opts->targets[k], where);
         if (st) return st;
     }
     return SEAM_STATUS_OK;
@@ -50,7 +50,7 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
     seam_context *ctx = model->ctx;
     int32_t threads = opts ? opts->n_threads : 0;
     if (threads < 0) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "threads must be >= 0, got %d", threads);
-    seam_status st = check_backends(ctx, opts);
+    seam_status st = check_targets(ctx, opts);
     if (st) return st;
     seam_session *s = calloc(1, sizeof(*s));
     if (!s) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -61,8 +61,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         free(s);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->backends : NULL,
-                                           opts ? opts->n_backends : 0, opts ? opts->progress : NULL,
+    st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->targets : NULL,
+                                           opts ? opts->n_targets : 0, opts ? opts->progress : NULL,
                                            opts ? opts->progress_user : NULL, &s->exec);
     if (st) {
         seam_session_free(s);

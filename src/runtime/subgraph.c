@@ -73,11 +73,11 @@ static const char *str_attr(const ir_node *n, const char *name, size_t *len) {
     return (const char *)a->s.data;
 }
 
-/* A backend the session was given, by name (the root executor holds them). */
-static const seam_backend *find_backend(const seam_exec *e, const char *name, size_t len) {
-    while (e && !e->backends) e = e->parent;
-    for (int32_t k = 0; e && k < e->n_backends; k++) {
-        const seam_backend *b = e->backends[k];
+/* A target the session was given, by name (the root executor holds them). */
+static const seam_backend *find_target(const seam_exec *e, const char *name, size_t len) {
+    while (e && !e->targets) e = e->parent;
+    for (int32_t k = 0; e && k < e->n_targets; k++) {
+        const seam_backend *b = e->targets[k];
         if (b && b->name && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
     }
     return NULL;
@@ -150,7 +150,7 @@ static seam_status check_subgraph(seam_check *c) {
         return refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
                       body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
     bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
-    const seam_backend *be = is_cpu ? NULL : find_backend(c->exec, target, tlen);
+    const seam_backend *be = is_cpu ? NULL : find_target(c->exec, target, tlen);
     if (be && backend_compiles(be)) { /* the backend compiles and runs it */
         subgraph_state *s = calloc(1, sizeof(*s));
         if (!s) return refuse_oom(c);

@@ -97,19 +97,19 @@ int main(void) {
     bad.run = NULL, bad.compile = compile_nothing;
     const seam_backend *list[2] = {seam_backend_dnnl(), &bad};
     seam_session_options so = {0};
-    so.backends = list;
-    so.n_backends = 2;
+    so.targets = list;
+    so.n_targets = 2;
     seam_session *s = NULL;
     CHECK(seam_session_create(m, &so, &s) == SEAM_STATUS_INVALID_ARGUMENT && s == NULL);
     CHECK_CONTAINS(seam_context_last_error(ctx),
-                   "seam_session_options.backends[1]: backend 'npu' has compile without run");
+                   "seam_session_options.targets[1]: backend 'npu' has compile without run");
     list[1] = NULL;
     CHECK(seam_session_create(m, &so, &s) == SEAM_STATUS_INVALID_ARGUMENT && s == NULL);
-    CHECK_CONTAINS(seam_context_last_error(ctx), "seam_session_options.backends[1]: the table is NULL");
-    so.backends = NULL;
+    CHECK_CONTAINS(seam_context_last_error(ctx), "seam_session_options.targets[1]: the table is NULL");
+    so.targets = NULL;
     CHECK(seam_session_create(m, &so, &s) == SEAM_STATUS_INVALID_ARGUMENT && s == NULL);
-    CHECK_CONTAINS(seam_context_last_error(ctx), "n_backends is 2 and backends is NULL");
-    so.n_backends = 1, so.backends = list; /* dnnl alone is fine */
+    CHECK_CONTAINS(seam_context_last_error(ctx), "n_targets is 2 and targets is NULL");
+    so.n_targets = 1, so.targets = list; /* dnnl alone is fine */
     CHECK(seam_session_create(m, &so, &s) == SEAM_STATUS_OK && s != NULL);
     seam_session_free(s);
 

@@ -91,8 +91,8 @@ static seam_session *make_session(seam_context *ctx, bool dnnl, seam_model **mod
     }
     seam_session_options so = {0};
     so.n_threads = 2;
-    so.backends = targets;
-    so.n_backends = dnnl ? 1 : 0;
+    so.targets = targets;
+    so.n_targets = dnnl ? 1 : 0;
     if (seam_session_create(m, &so, &s)) {
         fail(w, ctx, "session");
         seam_model_free(m);
