@@ -29,28 +29,17 @@ struct seam_op_def {
     seam_infer_fn infer;  /* NULL: outputs stay unknown */
 };
 
-/* Each family file defines one table and its length. */
-#define SEAM_OP_FAMILY(fam)                          \
-    extern const seam_op_def seam_ops_##fam[];       \
-    extern const size_t seam_ops_##fam##_count;
+/* The op families: one file per family in src/ops/ (its inference table)
+ * and one in src/backends/cpu/ (its kernel table). X(fam) for each. */
+#define SEAM_OP_FAMILIES(X)                                                                                  \
+    X(elementwise) X(activation) X(linalg) X(pool) X(norm) X(reduce) X(tensor) X(index) X(rnn) X(control) \
+    X(quant) X(cast) X(algebra) X(signal) X(spatial) X(text) X(training)
 
-SEAM_OP_FAMILY(elementwise)
-SEAM_OP_FAMILY(activation)
-SEAM_OP_FAMILY(linalg)
-SEAM_OP_FAMILY(pool)
-SEAM_OP_FAMILY(norm)
-SEAM_OP_FAMILY(reduce)
-SEAM_OP_FAMILY(tensor)
-SEAM_OP_FAMILY(index)
-SEAM_OP_FAMILY(rnn)
-SEAM_OP_FAMILY(control)
-SEAM_OP_FAMILY(quant)
-SEAM_OP_FAMILY(cast)
-SEAM_OP_FAMILY(algebra)
-SEAM_OP_FAMILY(signal)
-SEAM_OP_FAMILY(spatial)
-SEAM_OP_FAMILY(text)
-SEAM_OP_FAMILY(training)
+/* Each family file defines one table and its length. */
+#define SEAM_OP_FAMILY(fam)                    \
+    extern const seam_op_def seam_ops_##fam[]; \
+    extern const size_t seam_ops_##fam##_count;
+SEAM_OP_FAMILIES(SEAM_OP_FAMILY)
 
 /* The entry for (domain, op) with the highest `since` <= opset; NULL if
  * seam does not know the op (at that opset). An unknown opset (-1) takes
@@ -60,5 +49,9 @@ const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t
 /* The version of `domain` the model imports ("" and "ai.onnx" are one
  * domain); -1 if it does not import it. */
 int64_t seam_op_opset(const struct seam_model *m, const char *domain);
+
+/* Orders (domain, op type) pairs as the registries sort them; "ai.onnx"
+ * and "" are one domain. */
+int seam_op_key_cmp(const char *domain_a, const char *op_a, const char *domain_b, const char *op_b);
 
 #endif

@@ -13,23 +13,9 @@ typedef struct family {
 } family;
 
 static const family families[] = {
-    {seam_ops_elementwise, &seam_ops_elementwise_count},
-    {seam_ops_activation, &seam_ops_activation_count},
-    {seam_ops_linalg, &seam_ops_linalg_count},
-    {seam_ops_pool, &seam_ops_pool_count},
-    {seam_ops_norm, &seam_ops_norm_count},
-    {seam_ops_reduce, &seam_ops_reduce_count},
-    {seam_ops_tensor, &seam_ops_tensor_count},
-    {seam_ops_index, &seam_ops_index_count},
-    {seam_ops_rnn, &seam_ops_rnn_count},
-    {seam_ops_control, &seam_ops_control_count},
-    {seam_ops_quant, &seam_ops_quant_count},
-    {seam_ops_cast, &seam_ops_cast_count},
-    {seam_ops_algebra, &seam_ops_algebra_count},
-    {seam_ops_signal, &seam_ops_signal_count},
-    {seam_ops_spatial, &seam_ops_spatial_count},
-    {seam_ops_text, &seam_ops_text_count},
-    {seam_ops_training, &seam_ops_training_count},
+#define FAMILY(fam) {seam_ops_##fam, &seam_ops_##fam##_count},
+    SEAM_OP_FAMILIES(FAMILY)
+#undef FAMILY
 };
 
 #define MAX_OPS 1024
@@ -41,7 +27,7 @@ static const char *norm_domain(const char *d) {
     return d && strcmp(d, "ai.onnx") != 0 ? d : "";
 }
 
-static int cmp_key(const char *da, const char *oa, const char *db, const char *ob) {
+int seam_op_key_cmp(const char *da, const char *oa, const char *db, const char *ob) {
     int c = strcmp(norm_domain(da), norm_domain(db));
     return c ? c : strcmp(oa, ob);
 }
@@ -49,7 +35,7 @@ static int cmp_key(const char *da, const char *oa, const char *db, const char *o
 static int cmp_def(const void *a, const void *b) {
     const seam_op_def *x = *(const seam_op_def *const *)a;
     const seam_op_def *y = *(const seam_op_def *const *)b;
-    int c = cmp_key(x->domain, x->op_type, y->domain, y->op_type);
+    int c = seam_op_key_cmp(x->domain, x->op_type, y->domain, y->op_type);
     return c ? c : (x->since > y->since) - (x->since < y->since);
 }
 
@@ -65,13 +51,13 @@ const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t
     size_t lo = 0, hi = n_index;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (cmp_key(index_[mid]->domain, index_[mid]->op_type, domain, op_type) < 0)
+        if (seam_op_key_cmp(index_[mid]->domain, index_[mid]->op_type, domain, op_type) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     const seam_op_def *best = NULL;
-    for (size_t k = lo; k < n_index && cmp_key(index_[k]->domain, index_[k]->op_type, domain, op_type) == 0; k++) {
+    for (size_t k = lo; k < n_index && seam_op_key_cmp(index_[k]->domain, index_[k]->op_type, domain, op_type) == 0; k++) {
         /* An unknown opset (-1) takes the newest entry. */
         if (opset < 0 || index_[k]->since <= opset) best = index_[k];
     }

@@ -13,23 +13,9 @@ typedef struct family {
 } family;
 
 static const family families[] = {
-    {seam_cpu_elementwise, &seam_cpu_elementwise_count},
-    {seam_cpu_activation, &seam_cpu_activation_count},
-    {seam_cpu_linalg, &seam_cpu_linalg_count},
-    {seam_cpu_pool, &seam_cpu_pool_count},
-    {seam_cpu_norm, &seam_cpu_norm_count},
-    {seam_cpu_reduce, &seam_cpu_reduce_count},
-    {seam_cpu_tensor, &seam_cpu_tensor_count},
-    {seam_cpu_index, &seam_cpu_index_count},
-    {seam_cpu_rnn, &seam_cpu_rnn_count},
-    {seam_cpu_control, &seam_cpu_control_count},
-    {seam_cpu_quant, &seam_cpu_quant_count},
-    {seam_cpu_cast, &seam_cpu_cast_count},
-    {seam_cpu_algebra, &seam_cpu_algebra_count},
-    {seam_cpu_signal, &seam_cpu_signal_count},
-    {seam_cpu_spatial, &seam_cpu_spatial_count},
-    {seam_cpu_text, &seam_cpu_text_count},
-    {seam_cpu_training, &seam_cpu_training_count},
+#define FAMILY(fam) {seam_cpu_##fam, &seam_cpu_##fam##_count},
+    SEAM_OP_FAMILIES(FAMILY)
+#undef FAMILY
 };
 
 /* A binding and its place in the tables: of two bindings with the same
@@ -44,18 +30,10 @@ static entry index_[MAX_KERNELS];
 static size_t n_index;
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 
-static const char *norm_domain(const char *d) {
-    return d && strcmp(d, "ai.onnx") != 0 ? d : "";
-}
-
-static int cmp_key(const char *da, const char *oa, const char *db, const char *ob) {
-    int c = strcmp(norm_domain(da), norm_domain(db));
-    return c ? c : strcmp(oa, ob);
-}
 
 static int cmp_entry(const void *a, const void *b) {
     const entry *x = a, *y = b;
-    int c = cmp_key(x->b->domain, x->b->op_type, y->b->domain, y->b->op_type);
+    int c = seam_op_key_cmp(x->b->domain, x->b->op_type, y->b->domain, y->b->op_type);
     if (c) return c;
     if (x->b->since != y->b->since) return (x->b->since > y->b->since) - (x->b->since < y->b->since);
     return (x->order > y->order) - (x->order < y->order);
@@ -76,12 +54,12 @@ const seam_kernel_def *cpu_kernel_find(const char *domain, const char *op_type, 
     size_t lo = 0, hi = n_index;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (cmp_key(index_[mid].b->domain, index_[mid].b->op_type, domain, op_type) < 0)
+        if (seam_op_key_cmp(index_[mid].b->domain, index_[mid].b->op_type, domain, op_type) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (hi = lo; hi < n_index && cmp_key(index_[hi].b->domain, index_[hi].b->op_type, domain, op_type) == 0;) hi++;
+    for (hi = lo; hi < n_index && seam_op_key_cmp(index_[hi].b->domain, index_[hi].b->op_type, domain, op_type) == 0;) hi++;
     if (lo == hi) return NULL;
     /* the version of the op the node is: its registry entry's since, or
      * the opset itself for an op the registry does not know */

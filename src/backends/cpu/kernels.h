@@ -29,27 +29,10 @@ typedef struct seam_cpu_binding {
 } seam_cpu_binding;
 
 /* Each family file defines one table and its length. */
-#define SEAM_CPU_FAMILY(fam)                           \
-    extern const seam_cpu_binding seam_cpu_##fam[];     \
+#define SEAM_CPU_FAMILY(fam)                        \
+    extern const seam_cpu_binding seam_cpu_##fam[]; \
     extern const size_t seam_cpu_##fam##_count;
-
-SEAM_CPU_FAMILY(elementwise)
-SEAM_CPU_FAMILY(activation)
-SEAM_CPU_FAMILY(linalg)
-SEAM_CPU_FAMILY(pool)
-SEAM_CPU_FAMILY(norm)
-SEAM_CPU_FAMILY(reduce)
-SEAM_CPU_FAMILY(tensor)
-SEAM_CPU_FAMILY(index)
-SEAM_CPU_FAMILY(rnn)
-SEAM_CPU_FAMILY(control)
-SEAM_CPU_FAMILY(quant)
-SEAM_CPU_FAMILY(cast)
-SEAM_CPU_FAMILY(algebra)
-SEAM_CPU_FAMILY(signal)
-SEAM_CPU_FAMILY(spatial)
-SEAM_CPU_FAMILY(text)
-SEAM_CPU_FAMILY(training)
+SEAM_OP_FAMILIES(SEAM_CPU_FAMILY)
 
 /* The kernel that runs a node of (domain, op) at the model's opset for
  * the domain; NULL if the CPU backend has none. Domain "ai.onnx" is the
