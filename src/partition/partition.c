@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "core/context.h"
+#include "ops/attr.h"
 #include "partition/partition.h"
 
 seam_partition_options seam_partition_defaults(void) {
@@ -74,7 +75,7 @@ static double node_work(const ir_graph *g, const ir_node *n) {
                 for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v > 0 ? (double)w->dims[d].v : 1;
             } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
                 int32_t kd = w->rank - 2;
-                const ir_attr *tb = ir_node_attr(n, "transB");
+                const ir_attr *tb = node_attr(n, "transB");
                 if (strcmp(op, "Gemm") == 0 && tb && tb->kind == IR_ATTR_INT && tb->i) kd = w->rank - 1;
                 k = w->dims[kd].v > 0 ? (double)w->dims[kd].v : 1;
             }

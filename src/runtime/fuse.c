@@ -64,7 +64,7 @@ void exec_fuse(seam_exec *e) {
         int32_t y = n->outputs[0];
         if (g->values[y].flags & IR_VALUE_OUTPUT) continue;
         if (is_std(n, "Constant") && n->n_outputs == 1) {
-            const ir_attr *a = ir_node_attr(n, "value");
+            const ir_attr *a = node_attr(n, "value");
             if (!a || a->kind != IR_ATTR_TENSOR || !a->t || a->t->dtype == SEAM_DTYPE_STRING) continue;
             exec_tensor_from_ir(&e->vals[y].t, a->t);
             e->vals[y].fixed = true;

@@ -312,7 +312,7 @@ seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_sta
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the session was made without options.profile");
     const ir_node *n = &g->nodes[node];
     const char *target = "cpu";
-    const ir_attr *t = strcmp(n->domain, "ai.seam") == 0 ? ir_node_attr(n, "target") : NULL;
+    const ir_attr *t = strcmp(n->domain, "ai.seam") == 0 ? node_attr(n, "target") : NULL;
     if (t && t->kind == IR_ATTR_STRING) target = (const char *)t->s.data; /* NUL-terminated in the arena */
     *out = (seam_node_stats){n->name, n->op_type, target, s->exec->node_ms[node], s->exec->kernels[node].bytes_in,
                              s->exec->kernels[node].bytes_out};

@@ -62,12 +62,12 @@ static seam_status refuse_oom(seam_check *c) {
 }
 
 static const ir_graph *graph_attr(const ir_node *n, const char *name) {
-    const ir_attr *a = ir_node_attr(n, name);
+    const ir_attr *a = node_attr(n, name);
     return a && a->kind == IR_ATTR_GRAPH ? a->g : NULL;
 }
 
 static const char *str_attr(const ir_node *n, const char *name, size_t *len) {
-    const ir_attr *a = ir_node_attr(n, name);
+    const ir_attr *a = node_attr(n, name);
     if (!a || a->kind != IR_ATTR_STRING) return NULL;
     *len = a->s.len;
     return (const char *)a->s.data;
@@ -122,7 +122,7 @@ static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const
     seam_subgraph_view v = {c->n->name, body->n_nodes, body->n_inputs, body->n_outputs, infos, infos + body->n_inputs,
                             s->view_impl};
     /* target options: the node's "target_options" strings */
-    const ir_attr *oa = ir_node_attr(c->n, "target_options");
+    const ir_attr *oa = node_attr(c->n, "target_options");
     const char *opts[64];
     int32_t n_opts = 0;
     for (int32_t k = 0; oa && oa->kind == IR_ATTR_STRINGS && k < oa->n && n_opts < 64; k++)
@@ -141,11 +141,11 @@ static seam_status check_subgraph(seam_check *c) {
     size_t tlen = 0, rlen = 0;
     const char *target = str_attr(c->n, "target", &tlen), *rules = str_attr(c->n, "rules", &rlen);
     const ir_graph *body = graph_attr(c->n, "body");
-    if (!ir_node_attr(c->n, "body")) return refuse(c, "ai.seam Subgraph without its 'body' attribute");
+    if (!node_attr(c->n, "body")) return refuse(c, "ai.seam Subgraph without its 'body' attribute");
     if (!body) return refuse(c, "ai.seam Subgraph: 'body' must be a graph");
-    if (!ir_node_attr(c->n, "target")) return refuse(c, "ai.seam Subgraph without its 'target' attribute");
+    if (!node_attr(c->n, "target")) return refuse(c, "ai.seam Subgraph without its 'target' attribute");
     if (!target || tlen == 0) return refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
-    if (ir_node_attr(c->n, "rules") && !rules) return refuse(c, "ai.seam Subgraph: 'rules' must be a string");
+    if (node_attr(c->n, "rules") && !rules) return refuse(c, "ai.seam Subgraph: 'rules' must be a string");
     if (body->n_inputs != c->n->n_inputs || body->n_outputs != c->n->n_outputs)
         return refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
                       body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);

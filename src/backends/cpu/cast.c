@@ -121,7 +121,7 @@ static seam_status run_constant_of_shape(seam_kernel *k) {
         if (dims[d] < 0) return kernel_fail(k, "shape dim %d is %lld", d, (long long)dims[d]);
     int64_t numel = seam_shape_numel(dims, rank);
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the shape asks for too many elements");
-    const ir_attr *v = ir_node_attr(k->n, "value");
+    const ir_attr *v = node_attr(k->n, "value");
     const ir_tensor *t = v && v->kind == IR_ATTR_TENSOR ? v->t : NULL;
     int32_t dt = t ? t->dtype : SEAM_DTYPE_FLOAT32;
     if (t && (t->numel != 1 || !cpu_is_real(dt))) return kernel_fail(k, "value must be a one-element numeric tensor");

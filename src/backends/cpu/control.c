@@ -24,7 +24,7 @@ static void free_bodies(void *p) {
 }
 
 static const ir_graph *graph_attr(const ir_node *n, const char *name) {
-    const ir_attr *a = ir_node_attr(n, name);
+    const ir_attr *a = node_attr(n, name);
     return a && a->kind == IR_ATTR_GRAPH ? a->g : NULL;
 }
 
