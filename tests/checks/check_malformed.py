@@ -169,4 +169,17 @@ reshape = model([helper.make_node("Relu", ["x"], ["r"], name="r0"),
 expect(write("reshape_numel.onnx", reshape), 1, "bad_reshape", args=("run",))
 expect(write("reshape_numel_dnnl.onnx", reshape), 1, "bad_reshape", args=("run", "--target", "dnnl"))
 
+# Attributes no real window has: refused at once (the window geometry is
+# checked before any loop), on the CPU and on dnnl, never a run that walks
+# a 2^31-wide window.
+for target in ((), ("--target", "dnnl")):
+    tag = "_dnnl" if target else ""
+    big_pool = model([helper.make_node("MaxPool", ["x"], ["y"], name="big_pool", kernel_shape=[2147483647, 2],
+                                       auto_pad="SAME_LOWER")], [vi("x", [1, 1, 32, 32])], [vi("y", None)])
+    expect(write(f"maxpool_huge_kernel{tag}.onnx", big_pool), 1, "big_pool",
+           "kernel, stride and dilation must be positive", args=("run", *target))
+    concat = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=-2147483648)],
+                   [vi("x", [2, 3])], [vi("y", None)])
+    expect(write(f"concat_axis_min{tag}.onnx", concat), 1, "cat", "axis is out of range", args=("run", *target))
+
 check.finish()
