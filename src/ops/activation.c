@@ -104,7 +104,7 @@ act_params act_by_name(const char *op_type) {
 
 bool act_of_node(const ir_node *n, act_params *out) {
     *out = act_by_name(NULL);
-    if (n->domain[0]) return false;
+    if (!seam_op_default_domain(n->domain)) return false;
     act_params a = act_by_name(n->op_type);
     /* ScaledTanh and Affine are not ops (any more): only RNN lists name them */
     if (a.kind == ACT_NONE || a.kind == ACT_SCALED_TANH || a.kind == ACT_AFFINE) return false;

@@ -68,6 +68,7 @@ bool conv_geom_init(const ir_node *n, int32_t n_sp, const int64_t *in, const int
 }
 
 int64_t conv_geom_pad_end(const conv_geom *g, int32_t d) {
+    if (g->out[d] < 0 || g->in[d] < 0) return -1; /* sizes not known */
     int64_t end = (g->out[d] - 1) * g->stride[d] + (g->kernel[d] - 1) * g->dil[d] + 1 - g->in[d] - g->pad_lo[d];
     return end > 0 ? end : 0;
 }

@@ -46,7 +46,8 @@ bool conv_geom_init(const ir_node *n, int32_t n_sp, const int64_t *in, const int
                     conv_geom *g, char *why, size_t why_size);
 
 /* The pad after axis d that makes the last window end where out says:
- * (out - 1) * stride + (kernel - 1) * dil + 1 - in - pad_lo, at least 0.
+ * (out - 1) * stride + (kernel - 1) * dil + 1 - in - pad_lo, at least 0;
+ * -1 when the sizes are not known.
  * It can exceed pad_hi under ceil_mode (oneDNN takes this one). */
 int64_t conv_geom_pad_end(const conv_geom *g, int32_t d);
 

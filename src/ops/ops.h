@@ -50,6 +50,9 @@ const seam_op_def *seam_op_find(const char *domain, const char *op_type, int64_t
  * domain); -1 if it does not import it. */
 int64_t seam_op_opset(const struct seam_model *m, const char *domain);
 
+/* True for ONNX's default domain, written "" or "ai.onnx". */
+bool seam_op_default_domain(const char *domain);
+
 /* Orders (domain, op type) pairs as the registries sort them; "ai.onnx"
  * and "" are one domain. */
 int seam_op_key_cmp(const char *domain_a, const char *op_a, const char *domain_b, const char *op_b);

@@ -23,9 +23,9 @@ static const seam_op_def *index_[MAX_OPS];
 static size_t n_index;
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 
-static const char *norm_domain(const char *d) {
-    return d && strcmp(d, "ai.onnx") != 0 ? d : "";
-}
+bool seam_op_default_domain(const char *domain) { return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0; }
+
+static const char *norm_domain(const char *d) { return seam_op_default_domain(d) ? "" : d; }
 
 int seam_op_key_cmp(const char *da, const char *oa, const char *db, const char *ob) {
     int c = strcmp(norm_domain(da), norm_domain(db));

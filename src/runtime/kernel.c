@@ -104,3 +104,11 @@ int32_t check_in_dtype(const seam_check *c, int32_t i) {
     const ir_type *t = &c->g->values[c->n->inputs[i]].type;
     return t->kind == IR_TYPE_TENSOR ? t->elem : SEAM_DTYPE_UNDEFINED;
 }
+
+seam_status check_refuse(seam_check *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->reason, c->reason_size, fmt, ap);
+    va_end(ap);
+    return SEAM_STATUS_UNSUPPORTED;
+}

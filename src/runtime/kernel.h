@@ -104,6 +104,8 @@ struct seam_check {
 
 /* The input's inferred dtype, or SEAM_DTYPE_UNDEFINED. */
 int32_t check_in_dtype(const seam_check *c, int32_t i);
+/* Writes the reason into c->reason and returns SEAM_STATUS_UNSUPPORTED. */
+seam_status check_refuse(seam_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parallel for: calls fn(arg, begin, end) over [0, n) in chunks, on the
  * pool's threads (or inline when the pool has one thread). */

@@ -61,9 +61,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         free(s);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->targets : NULL,
-                                           opts ? opts->n_targets : 0, opts ? opts->progress : NULL,
-                                           opts ? opts->progress_user : NULL, &s->exec);
+    st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->targets : NULL, opts ? opts->n_targets : 0,
+                               opts ? opts->progress : NULL, opts ? opts->progress_user : NULL, &s->exec);
     if (st) {
         seam_session_free(s);
         return st;
@@ -311,9 +310,7 @@ seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_sta
     if (!s->exec->profile)
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the session was made without options.profile");
     const ir_node *n = &g->nodes[node];
-    const char *target = "cpu";
-    const ir_attr *t = strcmp(n->domain, "ai.seam") == 0 ? node_attr(n, "target") : NULL;
-    if (t && t->kind == IR_ATTR_STRING) target = (const char *)t->s.data; /* NUL-terminated in the arena */
+    const char *target = strcmp(n->domain, "ai.seam") == 0 ? node_attr_string(n, "target", "cpu") : "cpu";
     *out = (seam_node_stats){n->name, n->op_type, target, s->exec->node_ms[node], s->exec->kernels[node].bytes_in,
                              s->exec->kernels[node].bytes_out};
     return SEAM_STATUS_OK;

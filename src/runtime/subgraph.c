@@ -15,7 +15,6 @@
  *                             resident); a backend in host memory is not
  *                             copied
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,16 +43,6 @@ static void free_subgraph_state(void *p) {
     subgraph_impl_free(s->view_impl);
     seam_exec_free(s->exec);
     free(s);
-}
-
-/* Writes why the node is refused and returns SEAM_STATUS_UNSUPPORTED. */
-static seam_status refuse(seam_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static seam_status refuse(seam_check *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->reason, c->reason_size, fmt, ap);
-    va_end(ap);
-    return SEAM_STATUS_UNSUPPORTED;
 }
 
 static seam_status refuse_oom(seam_check *c) {
@@ -110,7 +99,7 @@ static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const
     }
     if (!boundary_infos(body, body->inputs, body->n_inputs, infos, dims) ||
         !boundary_infos(body, body->outputs, body->n_outputs, infos + body->n_inputs, dims + body->n_inputs * SEAM_MAX_RANK)) {
-        st = refuse(c, "ai.seam Subgraph for '%s': a boundary value's shape is not static; the backend compiles "
+        st = check_refuse(c, "ai.seam Subgraph for '%s': a boundary value's shape is not static; the backend compiles "
                     "static shapes only (fix them with --shape)", be->name);
         goto done;
     }
@@ -130,7 +119,7 @@ static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const
     char err[512] = "";
     s->compiled = backend_compile(be, &v, opts, n_opts, err, sizeof(err));
     if (!s->compiled)
-        st = refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
+        st = check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
 done:
     free(infos);
     free(dims);
@@ -141,13 +130,13 @@ static seam_status check_subgraph(seam_check *c) {
     size_t tlen = 0, rlen = 0;
     const char *target = str_attr(c->n, "target", &tlen), *rules = str_attr(c->n, "rules", &rlen);
     const ir_graph *body = graph_attr(c->n, "body");
-    if (!node_attr(c->n, "body")) return refuse(c, "ai.seam Subgraph without its 'body' attribute");
-    if (!body) return refuse(c, "ai.seam Subgraph: 'body' must be a graph");
-    if (!node_attr(c->n, "target")) return refuse(c, "ai.seam Subgraph without its 'target' attribute");
-    if (!target || tlen == 0) return refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
-    if (node_attr(c->n, "rules") && !rules) return refuse(c, "ai.seam Subgraph: 'rules' must be a string");
+    if (!node_attr(c->n, "body")) return check_refuse(c, "ai.seam Subgraph without its 'body' attribute");
+    if (!body) return check_refuse(c, "ai.seam Subgraph: 'body' must be a graph");
+    if (!node_attr(c->n, "target")) return check_refuse(c, "ai.seam Subgraph without its 'target' attribute");
+    if (!target || tlen == 0) return check_refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
+    if (node_attr(c->n, "rules") && !rules) return check_refuse(c, "ai.seam Subgraph: 'rules' must be a string");
     if (body->n_inputs != c->n->n_inputs || body->n_outputs != c->n->n_outputs)
-        return refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
+        return check_refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
                       body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
     bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
     const seam_backend *be = is_cpu ? NULL : find_target(c->exec, target, tlen);
@@ -161,7 +150,7 @@ static seam_status check_subgraph(seam_check *c) {
         return compile_subgraph(c, be, body, s);
     }
     if (!is_cpu && !rules && !be)
-        return refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
+        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
                          "no such backend given: load it with --backend-lib)", (int)tlen, target);
     if (rules) { /* the rules must still parse: they are the target's description */
         char *text = malloc(rlen + 1);
@@ -171,7 +160,7 @@ static seam_status check_subgraph(seam_check *c) {
         seam_backend *rb = NULL;
         seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &rb);
         free(text);
-        if (st) return refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
+        if (st) return check_refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
         seam_backend_free(rb);
     }
     subgraph_state *s = calloc(1, sizeof(*s));

@@ -173,6 +173,19 @@ case("clip_attrs_opset6", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_sh
                            helper.make_node("Identity", ["a"], ["y"])],
      {"x": x}, {"w": w}, F.conv2d(t(x), t(w)).clamp(-1, 2).numpy(), opset=6)
 
+# ONNX's default domain written out as "ai.onnx": the same ops, the same
+# attributes (fused, and standalone in their own kernels)
+case("clip_attrs_aionnx", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], domain="ai.onnx"),
+                           helper.make_node("Clip", ["c"], ["a"], min=-1.0, max=2.0, domain="ai.onnx"),
+                           helper.make_node("Identity", ["a"], ["y"])],
+     {"x": x}, {"w": w}, F.conv2d(t(x), t(w)).clamp(-1, 2).numpy(), opset=6)
+case("clip_alone_aionnx", [helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.25, domain="ai.onnx")],
+     {"x": x}, {}, t(x).clamp(-0.5, 0.25).numpy(), opset=10)
+case("leaky_alone_aionnx", [helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.3, domain="ai.onnx")],
+     {"x": x}, {}, F.leaky_relu(t(x), 0.3).numpy())
+case("hsigmoid_alone_aionnx", [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4, domain="ai.onnx")],
+     {"x": x}, {}, (t(x) * 0.3 + 0.4).clamp(0, 1).numpy())
+
 # the activation after a residual Add (ResNet) or a Mul, fused into the
 # binary kernel, with broadcasting
 xr = rng.randn(1, 4, 9, 9).astype(np.float32)

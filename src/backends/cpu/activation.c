@@ -182,7 +182,7 @@ static seam_status run_clip(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     act_params p;
-    act_of_node(k->n, &p);
+    if (!act_of_node(k->n, &p)) return kernel_fail(k, "%s is not an activation", k->n->op_type);
     double lo = p.lo, hi = p.hi;
     bool is_int = cpu_is_int(x->dtype);
     int64_t ilo = INT64_MIN, ihi = INT64_MAX;

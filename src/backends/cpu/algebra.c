@@ -19,11 +19,11 @@ static seam_status run_einsum(seam_kernel *k) {
         if (in[i]->dtype != in[0]->dtype) return kernel_fail(k, "inputs have different dtypes");
         ranks[i] = in[i]->rank;
     }
-    const char *eq = node_attr_string(k->n, "equation", NULL);
-    if (!eq) return kernel_fail(k, "needs an equation");
+    const ir_attr *ea = node_attr(k->n, "equation");
+    if (!ea || ea->kind != IR_ATTR_STRING) return kernel_fail(k, "needs an equation");
     einsum_spec s;
     char err[128];
-    if (einsum_parse(eq, strlen(eq), n, ranks, &s, err, sizeof(err))) return kernel_fail(k, "%s", err);
+    if (einsum_parse((const char *)ea->s.data, ea->s.len, n, ranks, &s, err, sizeof(err))) return kernel_fail(k, "%s", err);
     int64_t size[EINSUM_N_LABELS];
     for (int32_t l = 0; l < EINSUM_N_LABELS; l++) size[l] = -1;
     for (int32_t i = 0; i < n; i++)

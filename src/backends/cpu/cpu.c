@@ -2,7 +2,6 @@
 #include "backends/cpu/cpu.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 bool cpu_is_float(int32_t dt) {
@@ -249,21 +248,6 @@ seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *k
     if (!conv_geom_init(k->n, x->rank - 2, x->dims + 2, kernel, ceil_mode, g, why, sizeof(why)))
         return kernel_fail(k, "%s", why);
     return SEAM_STATUS_OK;
-}
-
-bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed) {
-    int32_t dt = check_in_dtype(c, input);
-    for (const int32_t *a = allowed; *a; a++)
-        if (*a == dt) return true;
-    return false;
-}
-
-seam_status check_refuse(seam_check *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->reason, c->reason_size, fmt, ap);
-    va_end(ap);
-    return SEAM_STATUS_UNSUPPORTED;
 }
 
 seam_status check_auto_pad(seam_check *c) {

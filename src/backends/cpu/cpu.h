@@ -131,9 +131,4 @@ seam_status check_float_input(seam_check *c);
 seam_status check_numeric_input(seam_check *c);
 seam_status check_real_input(seam_check *c); /* cpu_is_real */
 
-/* A check that accepts only the listed input-0 dtypes (list ends with 0). */
-bool check_dtype_in(seam_check *c, int32_t input, const int32_t *allowed);
-/* Writes "reason" into c->reason and returns SEAM_STATUS_UNSUPPORTED. */
-seam_status check_refuse(seam_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 #endif

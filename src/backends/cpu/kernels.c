@@ -30,7 +30,6 @@ static entry index_[MAX_KERNELS];
 static size_t n_index;
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 
-
 static int cmp_entry(const void *a, const void *b) {
     const entry *x = a, *y = b;
     int c = seam_op_key_cmp(x->b->domain, x->b->op_type, y->b->domain, y->b->op_type);

@@ -465,6 +465,17 @@ static seam_status check_8bit_inputs(seam_check *c, int32_t i0, int32_t i1) {
 static seam_status check_matmul_integer(seam_check *c) { return check_8bit_inputs(c, 0, 1); }
 static seam_status check_qlinear(seam_check *c) { return check_8bit_inputs(c, 0, 3); }
 
+/* The convolutions also refuse an auto_pad ONNX does not define, as Conv does. */
+static seam_status check_conv_integer(seam_check *c) {
+    seam_status st = check_8bit_inputs(c, 0, 1);
+    return st ? st : check_auto_pad(c);
+}
+
+static seam_status check_qlinear_conv(seam_check *c) {
+    seam_status st = check_8bit_inputs(c, 0, 3);
+    return st ? st : check_auto_pad(c);
+}
+
 static seam_status check_quantize(seam_check *c) {
     if (node_attr_int(c->n, "block_size", 0) != 0) return check_refuse(c, "blocked quantization is not supported");
     int64_t odt = node_attr_int(c->n, "output_dtype", 0);
@@ -492,7 +503,7 @@ const seam_cpu_binding seam_cpu_quant[] = {
     {"", "DynamicQuantizeLinear", 11, {run_dynamic_quantize, check_float_input}},
     {"", "MatMulInteger", 10, {run_matmul_integer, check_matmul_integer}},
     {"", "QLinearMatMul", 10, {run_qlinear_matmul, check_qlinear}},
-    {"", "ConvInteger", 10, {run_conv_integer, check_matmul_integer}},
-    {"", "QLinearConv", 10, {run_qlinear_conv, check_qlinear}},
+    {"", "ConvInteger", 10, {run_conv_integer, check_conv_integer}},
+    {"", "QLinearConv", 10, {run_qlinear_conv, check_qlinear_conv}},
 };
 const size_t seam_cpu_quant_count = sizeof(seam_cpu_quant) / sizeof(seam_cpu_quant[0]);

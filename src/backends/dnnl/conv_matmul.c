@@ -26,7 +26,10 @@ static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, 
 bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
-    return true;
+    if (n->n_inputs < 2 || !n->inputs[1].name || n->inputs[1].rank != n->inputs[0].rank)
+        return dx_refuse(why, wn, "Conv without weights of its input's rank");
+    conv_geom g;
+    return dx_window_geom(n, n->inputs[1].dims + 2, false, &g, why, wn);
 }
 
 /* A convolution in the layouts oneDNN picks (blocked ones for its fast

@@ -91,8 +91,8 @@ bool dx_refuse(char *why, size_t n, const char *fmt, ...) {
     return false;
 }
 
-/* The checks every node gets; then its op's own (the row's, next to its
- * compile function), then auto_pad, which any op may carry. */
+/* The checks every node gets (auto_pad among them: any op may carry it);
+ * then its op's own, the row's, next to its compile function. */
 static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t wn) {
     (void)ctx;
     const dx_op *op = dx_op_of(n);
@@ -107,11 +107,10 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
         if (n->outputs[k].name && !static_shape(&n->outputs[k]))
             return dx_refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type,
                              n->outputs[k].name);
-    if (op->supports && !op->supports(n, why, wn)) return false;
-    const char *ap = node_attr_string(dx_ir(n), "auto_pad", NULL);
-    if (ap && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER"))
-        return dx_refuse(why, wn, "auto_pad=%s is not supported", ap);
-    return true;
+    conv_auto_pad ap;
+    if (!conv_auto_pad_of(dx_ir(n), &ap))
+        return dx_refuse(why, wn, "auto_pad=%s is not supported", node_attr_string(dx_ir(n), "auto_pad", "?"));
+    return !op->supports || op->supports(n, why, wn);
 }
 
 static double dnnl_cost(void *ctx, const seam_node_view *n) {

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ops/conv_geom.h"
 #include "seam_backend.h"
 
 #define MAXR 6      /* plain tags up to abcdef */
@@ -266,6 +267,12 @@ bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_a
 bool dx_clips_after(const seam_node_view *n);
 dnnl_alg_kind_t dx_binary_alg(const seam_node_view *n);
 bool dx_reduce_axes(builder *b, int32_t rank, bool *mask);
+/* The window of Conv or a pool for the known input (conv_geom,
+ * ops/conv_geom.h), checked against the known output and oneDNN's 1 to 3
+ * spatial axes; false with the reason in why. Support checks and compile
+ * both ask it, so a node supports() accepts compiles. */
+bool dx_window_geom(const seam_node_view *n, const int64_t *kernel, bool ceil_mode, conv_geom *g, char *why,
+                    size_t why_size);
 /* The window of Conv or a pool (conv_geom, ops/conv_geom.h) for the known
  * input and output sizes, as oneDNN takes it: strides, dilations (minus
  * one), pads before and after. False, with b->err set, when the

@@ -75,17 +75,24 @@ static dnnl_primitive_attr_t clip01_attr(void) {
     return attr;
 }
 
+bool dx_window_geom(const seam_node_view *n, const int64_t *kernel, bool ceil_mode, conv_geom *g, char *why,
+                    size_t why_size) {
+    int32_t nsp = n->inputs[0].rank - 2;
+    if (nsp < 1 || nsp > 3 || n->outputs[0].rank != n->inputs[0].rank)
+        return dx_refuse(why, why_size, "%s of rank %d: dnnl does 1-D, 2-D and 3-D", n->op_type, n->inputs[0].rank);
+    if (!conv_geom_init(dx_ir(n), nsp, n->inputs[0].dims + 2, kernel, ceil_mode, g, why, why_size)) return false;
+    for (int32_t d = 0; d < nsp; d++)
+        if (g->out[d] != n->outputs[0].dims[2 + d])
+            return dx_refuse(why, why_size, "its window does not give its output's shape");
+    return true;
+}
+
 bool dx_window(builder *b, int32_t nsp, const int64_t *kernel, bool ceil_mode, dnnl_dims_t strides, dnnl_dims_t dilates,
                dnnl_dims_t pad_lo, dnnl_dims_t pad_hi) {
-    const seam_node_view *n = b->n;
-    int64_t in[CONV_MAX_SPATIAL] = {0};
     conv_geom g;
     char why[160];
-    for (int32_t d = 0; d < nsp && d < CONV_MAX_SPATIAL; d++) in[d] = n->inputs[0].dims[2 + d];
-    if (!conv_geom_init(dx_ir(n), nsp, in, kernel, ceil_mode, &g, why, sizeof(why))) return dx_fail(b, why), false;
+    if (!dx_window_geom(b->n, kernel, ceil_mode, &g, why, sizeof(why)) || g.n != nsp) return dx_fail(b, why), false;
     for (int32_t d = 0; d < nsp; d++) {
-        if (g.out[d] != n->outputs[0].dims[2 + d])
-            return dx_fail(b, "its window does not give its output's shape"), false;
         /* the pad after is the one that ends the last window where the
          * output says (it covers ceil_mode) */
         strides[d] = g.stride[d], dilates[d] = g.dil[d] - 1;
@@ -452,7 +459,10 @@ static int32_t blocked_concat(builder *b, int32_t sin) {
 static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_outputs > 1 && n->outputs[1].name)
         return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
-    return true;
+    const int64_t *ks;
+    conv_geom g;
+    if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2) return dx_refuse(why, wn, "bad kernel_shape");
+    return dx_window_geom(n, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, &g, why, wn);
 }
 
 /* Pools work in the layout their input has. A global pool's window is the
@@ -470,7 +480,7 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
             kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
     } else {
         const int64_t *ks;
-        if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp) return dx_fail(b, "bad kernel_shape"), false;
+        if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp) return dx_fail(b, "bad kernel_shape"), false;
         if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
             return false;
         for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
