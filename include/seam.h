@@ -219,6 +219,13 @@ typedef struct seam_session_options {
 seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **session_out);
 void seam_session_free(seam_session *session);
 
+/* What making the session decided that a user may want to read: the
+ * compile log of every device subgraph (see seam_backend.compile_log),
+ * each line prefixed with "subgraph 'NAME' (TARGET): ". Lines about a
+ * slower path than asked for read "subgraph 'NAME' (TARGET): slow: ...".
+ * Empty when nothing was compiled. Owned by the session. */
+const char *seam_session_log(const seam_session *session);
+
 /* What one node of the model's graph cost in the last run (sessions made
  * with options.profile). For an ai.seam Subgraph node (a device subgraph
  * of a partitioned model), target is its target and bytes_in/bytes_out

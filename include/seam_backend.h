@@ -154,7 +154,15 @@ typedef struct seam_backend {
                        int32_t n_outputs, char *err, size_t err_size);
     void (*release_compiled)(void *ctx, void *compiled);
     seam_memory memory;
-    void *reserved[4];  /* NULL */
+    /* (optional) The compile log of a compiled subgraph, valid until
+     * release_compiled: text, one decision per line (the kernels chosen and
+     * their implementation names, layouts, what was fused). A line that
+     * starts with "slow: " says the backend took a slower path than the
+     * subgraph asked for (a reference kernel, a fusion split, a layout
+     * reorder it could not avoid), with the reason and the fix; seam run
+     * prints those once per session. seam_session_log gathers the logs. */
+    const char *(*compile_log)(void *ctx, void *compiled);
+    void *reserved[3];  /* NULL */
 } seam_backend;
 
 /* Loads a backend from a shared library that exports

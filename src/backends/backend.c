@@ -66,6 +66,10 @@ void backend_release_compiled(const seam_backend *b, void *compiled) {
     if (compiled && has_v2(b) && b->release_compiled) b->release_compiled(b->ctx, compiled);
 }
 
+const char *backend_compile_log(const seam_backend *b, void *compiled) {
+    return compiled && has_v2(b) && b->compile_log ? b->compile_log(b->ctx, compiled) : NULL;
+}
+
 void backend_release(const seam_backend *b) {
     if (b && b->release) b->release(b->ctx);
 }

@@ -44,6 +44,8 @@ seam_status backend_run(const seam_backend *b, void *compiled, const seam_tensor
                         seam_buffer *outputs, int32_t n_outputs, char *err, size_t err_size);
 /* release_compiled(); nothing when the slot is absent or compiled is NULL. */
 void backend_release_compiled(const seam_backend *b, void *compiled);
+/* compile_log() of a compiled handle; NULL when the slot is absent. */
+const char *backend_compile_log(const seam_backend *b, void *compiled);
 /* release(ctx); nothing when the slot is absent or b is NULL. */
 void backend_release(const seam_backend *b);
 /* Where the backend keeps tensors; SEAM_MEMORY_HOST for a version-1 table. */

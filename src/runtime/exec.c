@@ -148,7 +148,35 @@ void seam_exec_free(seam_exec *e) {
     free(e->post_ok);
     free(e->slab);
     free(e->scratch);
+    free(e->log);
     free(e);
+}
+
+bool exec_log(seam_exec *e, const char *prefix, const char *text) {
+    while (e->parent) e = e->parent;
+    size_t plen = strlen(prefix), need = e->log_len + 1;
+    for (const char *p = text; *p;) { /* each line: prefix, the line, '\n' */
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        need += plen + len + 1;
+        p += len + (nl ? 1 : 0);
+    }
+    char *log = realloc(e->log, need);
+    if (!log) return false;
+    e->log = log;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > 0) {
+            memcpy(log + e->log_len, prefix, plen);
+            memcpy(log + e->log_len + plen, p, len);
+            e->log_len += plen + len;
+            log[e->log_len++] = '\n';
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    log[e->log_len] = 0;
+    return true;
 }
 
 void seam_exec_set_input(seam_exec *e, int32_t k, const seam_tensor *t) {

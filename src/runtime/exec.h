@@ -71,6 +71,10 @@ typedef struct seam_exec {
     void *progress_user;
     bool profile;               /* time each node into node_ms */
     double *node_ms;
+    /* root only: what making the executor decided that a user may want to
+     * read (compile logs of device subgraphs; see exec_log) */
+    char *log;
+    size_t log_len;
     /* scratch for kernel_scratch, reset after each node */
     void *scratch;
     size_t scratch_size;
@@ -85,6 +89,9 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
                                   void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
                                   seam_exec **out);
 void seam_exec_free(seam_exec *e);
+/* Appends text to the root executor's log, each of its lines prefixed
+ * with prefix and ended with a newline. False when out of memory. */
+bool exec_log(seam_exec *e, const char *prefix, const char *text);
 /* Runs the graph; inputs must have been set (seam_exec_set_input, or in
  * vals[] with t filled and bound). Stops at the first node that fails,
  * with its status: SEAM_STATUS_RUN_FAILED (it cannot be computed from the

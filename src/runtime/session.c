@@ -302,6 +302,8 @@ seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view
     return SEAM_STATUS_OK;
 }
 
+const char *seam_session_log(const seam_session *s) { return s && s->exec && s->exec->log ? s->exec->log : ""; }
+
 seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_stats *out) {
     if (!s || !out) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;

@@ -118,8 +118,16 @@ static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const
         opts[n_opts++] = (const char *)oa->strings[k].data;
     char err[512] = "";
     s->compiled = backend_compile(be, &v, opts, n_opts, err, sizeof(err));
-    if (!s->compiled)
+    if (!s->compiled) {
         st = check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
+        goto done;
+    }
+    const char *log = backend_compile_log(be, s->compiled);
+    if (log && log[0]) {
+        char prefix[256];
+        snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", c->n->name ? c->n->name : "", be->name);
+        if (!exec_log(c->exec, prefix, log)) st = refuse_oom(c);
+    }
 done:
     free(infos);
     free(dims);

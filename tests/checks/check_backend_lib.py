@@ -14,9 +14,11 @@ its subgraphs in its own memory. Checked:
   - a Sigmoid (which toy claims but cannot compile) fails at session
     creation with the subgraph and the node named;
   - --target-option values reach toy's compile (fail=1 makes it refuse);
+  - toy's compile log: its "slow:" line is printed once per subgraph on
+    stderr, --quiet silences it, --compile-log prints all of it;
   - a library without the registration function is refused, naming it.
 The cases, in that order: plan, run, saved, compile_failure, target_option,
-bad_library.
+compile_log, bad_library.
 """
 import json
 import os
@@ -121,6 +123,22 @@ if check.selected("target_option"):
     r = run("run", src, "--backend-lib", so, "--target", "toy", "--target-option", "fail=1", "--input", f"x={xin}")
     check.expect(r.returncode == 1 and "fail=1" in r.stderr,
                  f"target_option: fail=1 reaches toy's compile: exit {r.returncode}, {r.stderr.strip()!r}")
+
+if check.selected("compile_log"):
+    base = ["run", src, "--backend-lib", so, "--target", "toy", "--input", f"x={xin}"]
+    r = run(*base)
+    slow = [ln for ln in r.stderr.splitlines() if ": slow: " in ln]
+    # two toy subgraphs (Abs cuts the model), one slow line each, named
+    want_lines = [f"seam: subgraph 'seam_subgraph_{i}_toy' (toy): slow: toy runs each step apart (fix: none, toy fuses nothing)"
+                  for i in (0, 2)]
+    check.expect(not r.returncode and slow == want_lines, "compile_log: one slow line per subgraph on stderr",
+                 r.stderr.strip())
+    check.expect("steps," not in r.stderr, "compile_log: only the slow lines without --compile-log", r.stderr.strip())
+    r = run(*base, "--quiet")
+    check.expect(not r.returncode and "slow:" not in r.stderr, "compile_log: --quiet silences it", r.stderr.strip())
+    r = run(*base, "--compile-log")
+    check.expect(not r.returncode and "seam: subgraph 'seam_subgraph_0_toy' (toy): 3 steps, 4 buffers" in r.stderr
+                 and r.stderr.count("slow:") == 2, "compile_log: --compile-log prints the whole log", r.stderr.strip())
 
 if check.selected("bad_library"):
     bad = os.path.join(work, "not_a_backend.so")

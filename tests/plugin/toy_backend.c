@@ -28,6 +28,7 @@ typedef struct program {
     step *steps;
     int *in_buf, *out_buf;
     float **mem;      /* the device's memory, one buffer per value */
+    char log[160];    /* the compile log */
 } program;
 
 static bool toy_supports(void *ctx, const seam_node_view *n, char *why, size_t why_size) {
@@ -118,6 +119,8 @@ static void *toy_compile(void *ctx, const seam_subgraph_view *sg, const char *co
     p->mem = calloc((size_t)p->n_bufs + 1, sizeof(float *));
     for (int k = 0; p->mem && k < p->n_bufs; k++)
         if (!(p->mem[k] = malloc(p->sizes[k] * sizeof(float) + 1))) break;
+    snprintf(p->log, sizeof(p->log), "%d steps, %d buffers\nslow: toy runs each step apart (fix: none, toy fuses nothing)",
+             p->n_steps, p->n_bufs);
     return p;
 }
 
@@ -151,6 +154,11 @@ static void toy_release_compiled(void *ctx, void *compiled) {
     free(p->mem), free(p->names), free(p->sizes), free(p->steps), free(p->in_buf), free(p->out_buf), free(p);
 }
 
+static const char *toy_compile_log(void *ctx, void *compiled) {
+    (void)ctx;
+    return ((const program *)compiled)->log;
+}
+
 static const seam_backend toy = {
     .abi_version = SEAM_BACKEND_ABI_VERSION,
     .name = "toy",
@@ -159,6 +167,7 @@ static const seam_backend toy = {
     .run = toy_run,
     .release_compiled = toy_release_compiled,
     .memory = SEAM_MEMORY_DEVICE,
+    .compile_log = toy_compile_log,
 };
 
 const seam_backend *seam_backend_register(uint32_t abi_version) {

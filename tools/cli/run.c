@@ -40,6 +40,11 @@ static const char *RUN_HELP =
     "                        execution order: every device subgraph with its\n"
     "                        target and the bytes copied in and out, and the CPU\n"
     "                        nodes between them\n"
+    "  --compile-log         print each device subgraph's compile log (the\n"
+    "                        kernels the backend chose, their implementations,\n"
+    "                        what it fused) on stderr\n"
+    "  --quiet               do not print the notes about slower paths a backend\n"
+    "                        took (printed once per session on stderr otherwise)\n"
     "\n"
     "Partitioning (all of seam partition's options):\n" TARGET_HELP;
 
@@ -54,6 +59,18 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The session's log: all of it with --compile-log; otherwise its "slow:"
+ * lines (a backend took a slower path than asked), unless --quiet. */
+static void print_session_log(const char *log, bool all, bool quiet) {
+    for (const char *p = log; *p;) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        bool slow = strstr(p, "): slow: ") && strstr(p, "): slow: ") < p + len;
+        if (all || (slow && !quiet)) fprintf(stderr, "seam: %.*s\n", len, p);
+        p += len + (nl ? 1 : 0);
+    }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -179,7 +196,7 @@ int cmd_run(int argc, char **argv) {
     const char *path = NULL, *out_dir = NULL, *format = "npy";
     named inputs[MAX_NAMED], shapes[MAX_NAMED];
     int n_inputs = 0, n_shapes = 0, repeat = 0, threads = 0, rc = CLI_OK;
-    bool report = false, dynamic_batch = false;
+    bool report = false, dynamic_batch = false, quiet = false, compile_log = false;
     cli_targets tg;
     targets_init(&tg);
     for (int k = 1; k < argc; k++) {
@@ -203,6 +220,10 @@ int cmd_run(int argc, char **argv) {
                 return targets_free(&tg), cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
         } else if (strcmp(a, "--report") == 0) {
             report = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            quiet = true;
+        } else if (strcmp(a, "--compile-log") == 0) {
+            compile_log = true;
         } else if (strcmp(a, "--dynamic-batch") == 0) {
             dynamic_batch = true;
         } else if (strcmp(a, "--output-dir") == 0) {
@@ -293,6 +314,7 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     t_session = now_ms() - t_session;
+    print_session_log(seam_session_log(s), compile_log, quiet);
     for (int32_t i = 0; i < g->n_inputs; i++) {
         const ir_value *v = &g->values[g->inputs[i]];
         if (v->flags & IR_VALUE_INIT) continue;

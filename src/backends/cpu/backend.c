@@ -26,6 +26,7 @@ static const seam_backend cpu_backend = {
     /* .run = */ NULL,
     /* .release_compiled = */ NULL,
     /* .memory = */ SEAM_MEMORY_HOST,
+    /* .compile_log = */ NULL,
     /* .reserved = */ {NULL},
 };
 
