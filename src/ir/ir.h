@@ -178,6 +178,11 @@ typedef struct ir_node {
     bool name_generated;     /* the file had no name; `name` is seam's */
     const seam_op_def *def;  /* the registry entry, or NULL if unknown */
     int32_t opset;           /* version of the node's domain in the model */
+    /* Set by folding (partition/fold.c): the op type the model gave the
+     * node, when folding made it a Constant or bypassed it (an Identity of
+     * an initializer whose readers now read the initializer); NULL if
+     * folding left it alone. Plans report the model's op and say why. */
+    const char *folded_op;
 } ir_node;
 
 typedef struct ir_opset {

@@ -102,10 +102,9 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
     int32_t nm = 0;
     for (int32_t i = 0; i < nn && !st; i++) {
         const ir_node *n = &g->nodes[i];
-        if (strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0) {
+        if (plan_is_constant_node(n)) {
             pid[i] = -1;
-            plan->node_target[i] = -1;
-            plan->reason[i] = SEAM_REASON_CONSTANT;
+            plan_set_constant(plan, i);
             continue;
         }
         seam_node_view view;

@@ -8,6 +8,10 @@
  * longer ties a device subgraph's output (say, the input of a Shape) to a
  * CPU node. The partitioner then puts it in no subgraph (target
  * "constant"), and device bodies read it as a resident value.
+ *
+ * Plans describe the model the user passed: a folded node keeps its index
+ * and name, and folded_op keeps its op type, so the plan can report it as
+ * the model has it, with target "constant" and what replaced it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +42,8 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
     /* An Identity of an initializer (exporters write one for each shared
      * weight): its readers read the initializer itself, so that a backend
      * sees a constant it can lay out once at compile time, and
-     * replace-weights reaches them. The Identity stays, unread. */
+     * replace-weights reaches them. The Identity stays, unread, and is
+     * reported as a constant. */
     int32_t *alias = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
     if (!alias) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     bool rewired = false;
@@ -51,10 +56,20 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
         int32_t from = n->inputs[0], to = n->outputs[0];
         if ((g->values[from].flags & IR_VALUE_INIT) && !(g->values[to].flags & IR_VALUE_OUTPUT)) alias[to] = from;
     }
+    /* a body that reads the Identity's output by name (If/Loop/Scan) still
+     * needs the Identity: it is not bypassed */
+    for (int32_t j = 0; j < g->n_nodes; j++)
+        for (int32_t k = 0; k < g->nodes[j].n_implicit; k++)
+            if (g->nodes[j].implicit[k] >= 0) alias[g->nodes[j].implicit[k]] = -1;
     for (int32_t j = 0; j < g->n_nodes; j++)
         for (int32_t k = 0; k < g->nodes[j].n_inputs; k++) {
             int32_t v = g->nodes[j].inputs[k];
             if (v >= 0 && alias[v] >= 0) g->nodes[j].inputs[k] = alias[v], rewired = true;
+        }
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (alias[v] >= 0) {
+            ir_node *id = &g->nodes[g->values[v].producer];
+            if (!id->folded_op) id->folded_op = id->op_type;
         }
     free(alias);
     for (int32_t i = 0; i < g->n_nodes; i++) {
@@ -65,6 +80,7 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
         at->name = "value";
         at->kind = IR_ATTR_TENSOR;
         at->t = (ir_tensor *)g->values[n->outputs[0]].konst;
+        n->folded_op = n->op_type;
         n->op_type = "Constant";
         n->domain = "";
         n->n_inputs = 0;

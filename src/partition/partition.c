@@ -96,11 +96,29 @@ typedef struct partitioner {
     double *work;
 } partitioner;
 
-static bool is_constant_node(const ir_node *n) {
-    return strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0;
+static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
+
+bool plan_is_constant_node(const ir_node *n) {
+    return n->folded_op || (strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0);
 }
 
-static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
+void plan_set_constant(seam_plan *p, int32_t i) {
+    const ir_graph *g = p->model->graph;
+    const ir_node *n = &g->nodes[i];
+    p->node_target[i] = -1;
+    p->reason[i] = SEAM_REASON_CONSTANT;
+    if (!n->folded_op) return;
+    char detail[600];
+    if (strcmp(n->op_type, "Constant") == 0)
+        snprintf(detail, sizeof(detail), "folded: computed from initializers and static shapes before partitioning; "
+                 "a Constant holds its value");
+    else if (n->n_inputs == 1 && n->inputs[0] >= 0)
+        snprintf(detail, sizeof(detail), "bypassed: an Identity of the initializer '%s', which its readers read directly",
+                 g->values[n->inputs[0]].name);
+    else
+        snprintf(detail, sizeof(detail), "folded");
+    p->detail[i] = plan_strdup(p, detail);
+}
 
 /* Step 1: who supports what, with the reasons of the refusals. */
 static seam_status compute_support(partitioner *pr) {
@@ -114,9 +132,8 @@ static seam_status compute_support(partitioner *pr) {
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
         pr->work[i] = node_work(g, n);
-        if (is_constant_node(n)) {
-            p->node_target[i] = -1;
-            p->reason[i] = SEAM_REASON_CONSTANT;
+        if (plan_is_constant_node(n)) {
+            plan_set_constant(p, i);
             continue;
         }
         p->counted++;
@@ -448,7 +465,7 @@ seam_status seam_plan_node(const seam_plan *p, int32_t i, seam_plan_node_info *o
     if (!p || !out || i < 0 || i >= p->n_nodes) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_node *n = &p->model->graph->nodes[i];
     int32_t t = p->node_target[i];
-    *out = (seam_plan_node_info){i, n->name, n->op_type, t < 0 ? "constant" : p->target_names[t], p->node_subgraph[i],
+    *out = (seam_plan_node_info){i, n->name, n->folded_op ? n->folded_op : n->op_type, t < 0 ? "constant" : p->target_names[t], p->node_subgraph[i],
                             (seam_reason)p->reason[i], p->detail[i] ? p->detail[i] : ""};
     return SEAM_STATUS_OK;
 }

@@ -62,6 +62,11 @@ seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *
 /* Groups nodes by node_target into subgraphs (ready waves), fills
  * plan->subgraphs with boundaries. Constants (target -1) go nowhere. */
 seam_status plan_group(seam_context *ctx, seam_plan *plan);
+/* A node that runs in no subgraph: a Constant of the model, or a node
+ * folding replaced (folded_op set). */
+bool plan_is_constant_node(const ir_node *n);
+/* Marks node i of the plan's model constant, with what replaced it. */
+void plan_set_constant(seam_plan *plan, int32_t i);
 /* Appends a line to plan->notes. */
 void plan_note(seam_plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 seam_plan *plan_new(const struct seam_model *m, int32_t n_targets);

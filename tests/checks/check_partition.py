@@ -9,15 +9,17 @@ Seed examples (target without TopK: torch exports torch.sort as TopK):
   - that model with --max-subgraph-count 2 --on-violation error fails with
     the seed's message;
   - --cpu-ops LogSoftmax moves the log_softmax to the CPU.
-Real models x targets (neuron-like, conv/gemm/relu/maxpool, a random half
-of the ops): every node is in one subgraph or constant, each device node is
-supported by its target per an independent evaluation of the rules file
-here, subgraphs are in an order that runs (checked against the ONNX graph
-with onnx's own parser), boundaries are exact.
+Real models x targets (neuron-like, conv/gemm/relu/maxpool, dense-npu, a
+random half of the ops, dnnl), with folding and with --no-fold: each plan
+is checked against the ONNX file alone by tests/lib/planval.py (every node
+of the model once with its index, name and op; constants honest; every
+other node in one subgraph of its target; an execution order that runs;
+exact boundaries in the model's names), and each device node of a rules
+target is supported per an independent evaluation of the rules file.
 
-The cases: seed_mlp, seed_mlp_sort_mid, seed_mlp cpu_ops, seed_mlp analyze,
-and MODEL x TARGET (resnet18 x neuron; the targets are neuron, ccrm and
-half).
+The cases: seed_mlp, seed_mlp_sort_mid, seed_mlp cpu_ops, seed_mlp analyze, validator,
+and MODEL x TARGET [--no-fold] (resnet18 x neuron; the targets are neuron,
+ccrm, dense_npu, half and dnnl).
 """
 import glob
 import json
@@ -28,6 +30,7 @@ import sys
 import onnx
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import planval  # noqa: E402
 import seamtest  # noqa: E402
 
 parser = seamtest.arg_parser(__doc__)
@@ -89,70 +92,51 @@ def rule_ok(rules, node, model):
     return r.get("supported", True)
 
 
-def check_real(model_path, target_path):
+def check_real(model_path, target, fold=True):
+    """Plans every real model for target (a rules file, or "dnnl"), folded
+    or not, and validates the plan against the ONNX file alone
+    (tests/lib/planval.py: ownership, honest constants, execution order,
+    exact boundaries in the model's names); for a rules target also that
+    every device node is supported per an independent reading of the rules."""
     name = os.path.basename(model_path)[:-5]
-    rules = json.load(open(target_path))
-    p = plan(model_path, "--target", target_path)
+    rules = json.load(open(target)) if target != "dnnl" else None
+    p = plan(model_path, "--target", target, *([] if fold else ["--no-fold"]))
     m = onnx.load(model_path, load_external_data=False)
     nodes = list(m.graph.node)
-    where = {}
-    for s in p["subgraphs"]:
-        for i in s["nodes"]:
-            if i in where:
-                check.fail(f"{name}: node {i} in two subgraphs")
-            where[i] = s["id"]
+    problems = planval.validate(m, p)
     for n in p["nodes"]:
         i = n["index"]
-        if n["target"] == "constant":
-            if i in where:
-                check.fail(f"{name}: constant node {i} in a subgraph")
-            continue
-        if i not in where:
-            check.fail(f"{name}: node {i} in no subgraph")
-        if n["target"] == rules["name"] and not rule_ok(rules, nodes[i], m):
-            check.fail(f"{name}: node {i} ({nodes[i].op_type}) on {rules['name']}, which does not support it")
-    producer = {o: i for i, nd in enumerate(nodes) for o in nd.output if o}
-    inits = {t.name for t in m.graph.initializer}
-    # Constant nodes, and the nodes seam folded into constants (their values
-    # depend only on initializers and static shapes)
-    consts = {i for i, nd in enumerate(nodes) if nd.op_type == "Constant"}
-    consts |= {n["index"] for n in p["nodes"] if n["target"] == "constant"}
-    outputs = {o.name for o in m.graph.output}
-    # seam's folding also makes the readers of an Identity of an initializer
-    # read the initializer itself
-    alias = {nd.output[0]: nd.input[0] for nd in nodes
-             if nd.op_type == "Identity" and not nd.domain and len(nd.input) == 1 and nd.input[0] in inits
-             and nd.output[0] not in outputs}
-    reads = [[alias.get(x, x) for x in nd.input] for nd in nodes]
-    ok = True
-    for s in p["subgraphs"]:
-        mine = set(s["nodes"])
-        ins, outs = set(), set()
-        for i in s["nodes"]:
-            for x in reads[i]:
-                if not x or x in inits:
-                    continue
-                pr = producer.get(x)
-                if pr is not None and pr in consts:
-                    continue
-                if pr is None or pr not in mine:
-                    ins.add(x)
-                if pr is not None and pr not in consts and where.get(pr, -1) > s["id"]:
-                    ok = False
-            for o in nodes[i].output:
-                if not o:
-                    continue
-                # (a folded node no longer reads anything)
-                readers = [j for j in range(len(nodes)) if o in reads[j] and j not in consts] if o not in outputs else [-1]
-                if o in outputs or any(j not in mine for j in readers):
-                    outs.add(o)
-        # inputs of nested bodies (outer-scope reads) are also inputs; accept a superset
-        if not ins <= set(s["inputs"]) or set(s["outputs"]) != outs:
-            check.fail(f"{name}: subgraph {s['id']} boundaries differ: inputs {sorted(ins)} vs {s['inputs']}")
-            ok = False
-    expect(ok, f"{name} x {rules['name']}: {len(p['subgraphs'])} subgraphs, "
-               f"{sum(1 for s in p['subgraphs'] if s['target'] != 'cpu')} on the device, order and boundaries checked")
+        if rules and n["target"] == rules["name"] and not rule_ok(rules, nodes[i], m):
+            problems.append(f"node {i} ({nodes[i].op_type}) on {rules['name']}, which does not support it")
+    for what in problems[:5]:
+        check.fail(f"{name} x {rules['name'] if rules else target}{'' if fold else ' --no-fold'}: {what}")
+    expect(not problems, f"{name} x {rules['name'] if rules else target}{'' if fold else ' --no-fold'}: "
+                         f"{len(p['subgraphs'])} subgraphs, {sum(1 for s in p['subgraphs'] if s['target'] != 'cpu')} "
+                         f"on the device, {sum(1 for n in p['nodes'] if n['target'] == 'constant')} constants; "
+                         f"{len(problems)} problems")
     return p
+
+
+if check.selected("validator"):
+    # planval must catch each kind of lie a plan can tell: a sound plan of
+    # seed_mlp_sort_mid (npu, cpu, npu), then one corruption at a time
+    import copy
+    m = onnx.load(mid, load_external_data=False)
+    good = plan(mid, "--target", npu)
+    expect(not planval.validate(m, good), "validator: the plan of seed_mlp_sort_mid is valid",
+           planval.validate(m, good)[:3])
+    first_dev = next(i for i, s in enumerate(good["subgraphs"]) if s["target"] == "npu")
+    def corrupt(what, fn):
+        bad = copy.deepcopy(good)
+        fn(bad)
+        expect(planval.validate(m, bad), f"validator: catches {what}")
+    corrupt("subgraphs out of order", lambda b: b["subgraphs"].reverse())
+    corrupt("a missing boundary input", lambda b: b["subgraphs"][-1]["inputs"].pop())
+    corrupt("a missing boundary output", lambda b: b["subgraphs"][first_dev]["outputs"].pop())
+    corrupt("a node in no subgraph", lambda b: b["subgraphs"][first_dev]["nodes"].pop())
+    corrupt("a live node called constant", lambda b: b["nodes"][b["subgraphs"][-1]["nodes"][0]].update(target="constant"))
+    corrupt("a node with another op", lambda b: b["nodes"][0].update(op="Constant"))
+    corrupt("nodes out of order in a subgraph", lambda b: b["subgraphs"][first_dev]["nodes"].reverse())
 
 
 random_half = os.path.join(WORK, "random_half.json")
@@ -161,15 +145,17 @@ all_ops = sorted({n.op_type for path in reals for n in onnx.load(path, load_exte
 rng = random.Random(1234)
 with open(random_half, "w") as f:
     json.dump({"name": "half", "default": False, "ops": {op: rng.random() < 0.5 for op in all_ops}}, f)
-targets = [os.path.join(TARGETS, "neuron_like.json"), os.path.join(TARGETS, "conv_gemm_relu_maxpool.json"), random_half]
-target_names = [json.load(open(t))["name"] for t in targets]
+targets = [os.path.join(TARGETS, "neuron_like.json"), os.path.join(TARGETS, "conv_gemm_relu_maxpool.json"),
+           os.path.join(TARGETS, "dense_npu.json"), random_half, "dnnl"]
+target_names = [json.load(open(t))["name"] if t != "dnnl" else t for t in targets]
 for path in reals:
     for t, tname in zip(targets, target_names):
-        if not check.selected(f"{os.path.basename(path)[:-5]} x {tname}"):
-            continue
-        try:
-            check_real(path, t)
-        except Exception as e:
-            check.fail(f"{os.path.basename(path)[:-5]} x {tname}: {e}")
-
+        for fold in (True, False):
+            case = f"{os.path.basename(path)[:-5]} x {tname}{'' if fold else ' --no-fold'}"
+            if not check.selected(case):
+                continue
+            try:
+                check_real(path, t, fold)
+            except Exception as e:
+                check.fail(f"{case}: {e}")
 check.finish()

@@ -1,0 +1,152 @@
+"""Exports the dnnl benchmark set (issue 11): the models a user would pick,
+not the ones seam was tuned on. Random weights (no network), batch norms
+calibrated as the test models are (tests/models/gen_models.py), opset 13
+unless a model needs 14.
+
+usage: /usr/bin/python3 bench/bench_models.py OUTDIR [--only a,b] [--list]
+
+The set:
+  - every torchvision classifier family that exports cleanly: resnet18/50,
+    densenet121, inception_v3, googlenet, mobilenet_v2, mobilenet_v3_large,
+    efficientnet_b0, regnet_y_400mf, shufflenet_v2_x1_0, squeezenet1_0,
+    mnasnet1_0, convnext_tiny, vit_b_16;
+  - a 4-layer transformer encoder (d_model 256, 4 heads, ff 1024, token
+    ids in) at batch x sequence 1x128, 2x32, 8x64 and 16x16;
+  - a 2-layer LSTM and a 2-layer GRU (hidden 256, batch 1, sequence 64);
+  - a large MLP (batch 64, 1024-4096-4096-1024).
+Next to each NAME.onnx: NAME.input.npy. A NAME.stamp makes reruns quick.
+Also writes peak_matmul.onnx (one 2048x2048x2048 MatMul), the machine's
+peak for the GFLOP/s column.
+"""
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torchvision
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
+import gen_models  # noqa: E402
+
+VERSION = "1"
+warnings.filterwarnings("ignore")
+torch.set_num_threads(2)
+
+
+class Encoder(nn.Module):
+    """Token ids [B, S] -> embedding + positions + 4 post-norm encoder layers."""
+
+    def __init__(self, seq):
+        super().__init__()
+        self.emb = nn.Embedding(4000, 256)
+        self.pos = nn.Parameter(torch.randn(1, seq, 256) * 0.02)
+        layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, num_layers=4)
+
+    def forward(self, ids):
+        return self.enc(self.emb(ids) + self.pos)
+
+
+class Recurrent(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(128, 256, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(256, 10)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(out[:, -1])
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class PeakMatMul(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2048, 2048) * 0.02)
+
+    def forward(self, x):
+        return x @ self.w
+
+
+tv = gen_models.tv
+IMG = (1, 3, 224, 224)
+MODELS = {
+    "resnet18": (tv("resnet18"), lambda: torch.randn(IMG), 13),
+    "resnet50": (tv("resnet50"), lambda: torch.randn(IMG), 13),
+    "densenet121": (tv("densenet121"), lambda: torch.randn(IMG), 13),
+    "inception_v3": (tv("inception_v3", aux_logits=False, init_weights=True), lambda: torch.randn(1, 3, 299, 299), 13),
+    "googlenet": (tv("googlenet", aux_logits=False, init_weights=True), lambda: torch.randn(IMG), 13),
+    "mobilenet_v2": (tv("mobilenet_v2"), lambda: torch.randn(IMG), 13),
+    "mobilenet_v3_large": (tv("mobilenet_v3_large"), lambda: torch.randn(IMG), 13),
+    "efficientnet_b0": (tv("efficientnet_b0"), lambda: torch.randn(IMG), 13),
+    "regnet_y_400mf": (tv("regnet_y_400mf"), lambda: torch.randn(IMG), 13),
+    "shufflenet_v2_x1_0": (tv("shufflenet_v2_x1_0"), lambda: torch.randn(IMG), 13),
+    "squeezenet1_0": (tv("squeezenet1_0"), lambda: torch.randn(IMG), 13),
+    "mnasnet1_0": (tv("mnasnet1_0"), lambda: torch.randn(IMG), 13),
+    "convnext_tiny": (tv("convnext_tiny"), lambda: torch.randn(IMG), 13),
+    "vit_b_16": (tv("vit_b_16"), lambda: torch.randn(IMG), 14),
+    # opset 14: torch exports the encoder's attention with ops of 14
+    "encoder_1x128": (lambda: Encoder(128), lambda: torch.randint(0, 4000, (1, 128)), 14),
+    "encoder_2x32": (lambda: Encoder(32), lambda: torch.randint(0, 4000, (2, 32)), 14),
+    "encoder_8x64": (lambda: Encoder(64), lambda: torch.randint(0, 4000, (8, 64)), 14),
+    "encoder_16x16": (lambda: Encoder(16), lambda: torch.randint(0, 4000, (16, 16)), 14),
+    "lstm": (lambda: Recurrent(nn.LSTM), lambda: torch.randn(1, 64, 128), 13),
+    "gru": (lambda: Recurrent(nn.GRU), lambda: torch.randn(1, 64, 128), 13),
+    "mlp_large": (MLP, lambda: torch.randn(64, 1024), 13),
+}
+EXTRA = {"peak_matmul": (PeakMatMul, lambda: torch.randn(2048, 2048), 13)}
+
+
+def export(name, out):
+    ctor, make_input, opset = {**MODELS, **EXTRA}[name]
+    torch.manual_seed(0)
+    model = ctor().eval()
+    torch.manual_seed(1)
+    x = make_input()
+    gen_models.calibrate(model, x)
+    path = os.path.join(out, name + ".onnx")
+    # grad stays enabled: under no_grad nn.TransformerEncoderLayer takes a
+    # fused fast path that torch.onnx cannot export
+    torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True, input_names=["input"],
+                      output_names=["output"])
+    np.save(os.path.join(out, name + ".input.npy"), x.numpy())
+    return path
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    names = list(MODELS) + list(EXTRA)
+    if "--list" in sys.argv:
+        print("\n".join(MODELS))
+        return
+    if "--only" in sys.argv:
+        only = sys.argv[sys.argv.index("--only") + 1]
+        names, args = only.split(","), [a for a in args if a != only]
+    out = args[0]
+    os.makedirs(out, exist_ok=True)
+    for name in names:
+        if name not in MODELS and name not in EXTRA:
+            sys.exit(f"bench_models: unknown model '{name}' (see --list)")
+        stamp = os.path.join(out, name + ".stamp")
+        if os.path.exists(stamp) and open(stamp).read() == VERSION and os.path.exists(os.path.join(out, name + ".onnx")):
+            continue
+        t0 = time.time()
+        path = export(name, out)
+        with open(stamp, "w") as f:
+            f.write(VERSION)
+        print(f"{name}: {time.time() - t0:.1f} s, {os.path.getsize(path) / 1e6:.1f} MB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
