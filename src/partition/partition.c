@@ -120,6 +120,46 @@ void plan_set_constant(seam_plan *p, int32_t i) {
     p->detail[i] = plan_strdup(p, detail);
 }
 
+static bool view_static(const seam_node_view *v) {
+    for (int32_t k = 0; k < v->n_inputs + v->n_outputs; k++) {
+        const seam_value_info *x = k < v->n_inputs ? &v->inputs[k] : &v->outputs[k - v->n_inputs];
+        if (!x->name) continue; /* an absent optional input */
+        if (x->rank < 0) return false;
+        for (int32_t d = 0; d < x->rank; d++)
+            if (x->dims[d] < 0) return false;
+    }
+    return true;
+}
+
+/* Never silent about the commonest cause of a model left on the CPU: its
+ * inputs have symbolic dims, so shapes are unknown when support is decided,
+ * and targets that compile for static shapes refuse those nodes. */
+static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
+    char syms[400];
+    size_t off = 0;
+    syms[0] = 0;
+    for (int32_t i = 0; i < g->n_inputs && off < sizeof(syms); i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (v->flags & IR_VALUE_INIT || v->type.kind != IR_TYPE_TENSOR) continue;
+        bool symbolic = v->type.rank < 0;
+        for (int32_t d = 0; d < v->type.rank; d++) symbolic |= v->type.dims[d].v < 0;
+        if (!symbolic) continue;
+        off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s'%s' [", off ? ", " : "", v->name);
+        for (int32_t d = 0; d < v->type.rank && off < sizeof(syms); d++) {
+            const ir_dim *dm = &v->type.dims[d];
+            if (dm->v >= 0) off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s%lld", d ? "," : "", (long long)dm->v);
+            else off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s%s", d ? "," : "", dm->sym ? dm->sym : "?");
+        }
+        if (off < sizeof(syms)) off += (size_t)snprintf(syms + off, sizeof(syms) - off, "]");
+    }
+    if (!syms[0]) return;
+    plan_note(p, "%d node%s went to the CPU although a target may take %s: %s shape%s not known before the run, "
+              "because the model's inputs have symbolic dims (%s); fix: give them with --shape NAME=AxBxC (seam run "
+              "takes them from its --input files)",
+              n_refused, n_refused == 1 ? "" : "s", n_refused == 1 ? "it" : "them", n_refused == 1 ? "its" : "their",
+              n_refused == 1 ? " is" : "s are", syms);
+}
+
 /* Step 1: who supports what, with the reasons of the refusals. */
 static seam_status compute_support(partitioner *pr) {
     const ir_graph *g = pr->m->graph;
@@ -129,6 +169,7 @@ static seam_status compute_support(partitioner *pr) {
     const seam_backend *cpu = seam_backend_cpu();
     char why[512], detail[2048];
     seam_status st = SEAM_STATUS_OK;
+    int32_t n_unknown = 0; /* refused by every target, with a shape not known statically */
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
         pr->work[i] = node_work(g, n);
@@ -155,12 +196,14 @@ static seam_status compute_support(partitioner *pr) {
         if (pr->supported_by[i]) {
             p->supported++;
         } else {
+            if (pr->n_targets > 0 && !view_static(&view)) n_unknown++;
             if (!backend_supports(cpu, &view, why, sizeof(why)) && off < sizeof(detail))
                 snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
             p->detail[i] = plan_strdup(p, detail);
         }
     }
     view_free(&vb);
+    if (!st && n_unknown > 0) note_symbolic(p, g, n_unknown);
     return st;
 }
 

@@ -15,12 +15,17 @@ random half of the ops):
     gives the same outputs again.
 `seam run P.onnx --report` must report, for each device subgraph, the bytes
 that onnx.shape_inference's shapes say cross its boundary.
+A model with a symbolic input dim (transformer_encoder_dyn, [1, seq]) runs
+on dnnl when `seam run` gets the shape from its --input file (within 1e-4
+of torch; at another length within 1e-4 of the CPU); without shapes, the
+plan's note and `seam run` say once why its nodes stay on the CPU and how
+to fix it, and --quiet silences that.
 Then malformed partitioned files (no target, an unknown target without
 rules, broken rules, no body, a body that does not match the node) must
 each fail with exit 1 and a message naming the Subgraph node.
 
 The cases: MODEL x TARGET (resnet18 x neuron; the targets are neuron, ccrm,
-dense and half), folding, malformed_subgraph, weights_file and
+dense and half), folding, symbolic_inputs, malformed_subgraph, weights_file and
 replace_weights. The last three read what seed_mlp x neuron, resnet18 x
 neuron and resnet18's plain run leave in WORKDIR, so selecting one runs
 those too. Without -k, at least one device subgraph's reported bytes must
@@ -160,6 +165,51 @@ if check.selected("folding") and os.path.exists(vit):
         check.ok(f"folding: vit_small x dense needs {counts[1]} device subgraphs, {counts[0]} without folding")
 
 # malformed partitioned files, from the MLP partitioned for the neuron-like target
+dyn = os.path.join(models_dir, "transformer_encoder_dyn.onnx")
+if check.selected("symbolic_inputs") and os.path.exists(dyn):
+    # The model's input is [1, seq]. seam run takes the shape from the
+    # --input file, so dnnl gets the model (it compiles for static shapes);
+    # without one, placement says why the nodes stay on the CPU, once.
+    x = np.load(dyn[:-5] + ".input.npy")
+    want = np.load(dyn[:-5] + ".expected.0.npy")
+    d = os.path.join(work, "dyn_dnnl")
+    r = run("run", dyn, "--target", "dnnl", "--input", f"input={dyn[:-5]}.input.npy", "--output-dir", d, "--report")
+    dev = [ln.split() for ln in r.stdout.splitlines() if ln.strip().startswith("seam_subgraph_") and " dnnl " in ln]
+    if r.returncode:
+        check.fail(f"symbolic_inputs: run failed: {r.stderr.strip()}")
+    else:
+        err = seamtest.rel_err(np.load(os.path.join(d, "output.npy")), want)
+        check.expect(dev and int(dev[0][2]) > 100 and err <= 1e-4,
+                     f"symbolic_inputs: the --input file's shape puts {dev[0][2] if dev else 0} nodes on dnnl, "
+                     f"error {err:.1e} against torch", r.stdout.strip()[-300:])
+        check.expect("symbolic dims" not in r.stderr, "symbolic_inputs: no note when the shapes are known", r.stderr)
+    # another sequence length: against the plain CPU run
+    ids = os.path.join(work, "dyn_ids7.npy")
+    np.save(ids, np.random.default_rng(7).integers(0, 1000, (1, 7)).astype(np.int64))
+    outs = {}
+    for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl"])):
+        od = os.path.join(work, f"dyn7_{label}")
+        r = run("run", dyn, *extra, "--input", f"input={ids}", "--output-dir", od)
+        if r.returncode:
+            check.fail(f"symbolic_inputs: seq 7 on {label} failed: {r.stderr.strip()}")
+        else:
+            outs[label] = np.load(os.path.join(od, "output.npy"))
+    if len(outs) == 2:
+        err = seamtest.rel_err(outs["dnnl"], outs["cpu"].astype(np.float64))
+        check.expect(outs["dnnl"].shape == (1, 7, 128) and err <= 1e-4,
+                     f"symbolic_inputs: sequence 7 on dnnl, shape {outs['dnnl'].shape}, error {err:.1e} against the CPU")
+    r = run("partition", dyn, "--target", "dnnl")
+    check.expect(r.returncode == 0 and "symbolic dims ('input' [1,seq])" in r.stdout and "--shape" in r.stdout,
+                 "symbolic_inputs: partition without shapes says why nodes stay on the CPU and how to fix it",
+                 r.stdout.strip()[-400:])
+    r = run("run", dyn, "--target", "dnnl")
+    lines = [ln for ln in r.stderr.splitlines() if "symbolic dims" in ln]
+    check.expect(len(lines) == 1 and lines[0].startswith("seam: ") and "--shape" in lines[0],
+                 "symbolic_inputs: seam run without shapes says so once on stderr", r.stderr.strip())
+    r = run("run", dyn, "--target", "dnnl", "--quiet")
+    check.expect("symbolic dims" not in r.stderr, "symbolic_inputs: --quiet silences it", r.stderr.strip())
+
+
 if check.selected("malformed_subgraph"):
     base = os.path.join(work, "seed_mlp.neuron.onnx")
     n0 = len(check.failures)

@@ -25,7 +25,8 @@ static const char *RUN_HELP =
     "  --input NAME=FILE     data for input NAME, from a .npy file or an ONNX\n"
     "                        TensorProto .pb file; inputs without a file get\n"
     "                        random data from a fixed seed\n"
-    "  --shape NAME=AxBxC    fixes the shape of an input with symbolic dims\n"
+    "  --shape NAME=AxBxC    fixes the shape of an input with symbolic dims (by\n"
+    "                        default the shape of its --input file fixes them)\n"
     "  --output-dir DIR      write each output to DIR/<name>.npy (characters\n"
     "                        outside [A-Za-z0-9._-] become _)\n"
     "  --output-format F     npy (default) or pb (TensorProto)\n"
@@ -43,8 +44,9 @@ static const char *RUN_HELP =
     "  --compile-log         print each device subgraph's compile log (the\n"
     "                        kernels the backend chose, their implementations,\n"
     "                        what it fused) on stderr\n"
-    "  --quiet               do not print the notes about slower paths a backend\n"
-    "                        took (printed once per session on stderr otherwise)\n"
+    "  --quiet               do not print the notes about slower paths (nodes that\n"
+    "                        went to the CPU and why, a backend's slow kernels),\n"
+    "                        printed once per session on stderr otherwise\n"
     "\n"
     "Partitioning (all of seam partition's options):\n" TARGET_HELP;
 
@@ -102,6 +104,46 @@ static bool read_file(const char *path, unsigned char **buf, size_t *n, char *er
 }
 
 /* xorshift64*: the fixed-seed source of random inputs. */
+/* Reads an input file, .npy or else an ONNX TensorProto, into t (t->data
+ * malloc'd). */
+static bool read_input(seam_context *ctx, const char *file, seam_tensor *t, char *err, size_t errn) {
+    unsigned char *buf;
+    size_t n;
+    memset(t, 0, sizeof(*t));
+    if (!read_file(file, &buf, &n, err, errn)) return false;
+    bool ok;
+    size_t fl = strlen(file);
+    if (fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
+        ok = npy_parse(buf, n, t, err, errn);
+    } else {
+        char *pbname = NULL;
+        ok = seam_onnx_tensor_read(ctx, buf, n, file, t, &pbname) == SEAM_STATUS_OK;
+        free(pbname);
+        if (!ok) snprintf(err, errn, "%s", seam_context_last_error(ctx));
+    }
+    free(buf);
+    return ok;
+}
+
+/* The shape of an input file fixes the model's symbolic dims of that input
+ * when it agrees with the model's rank and fixed dims: backends that
+ * compile for static shapes then take the model. "NAME=AxBxC" in arg, or
+ * false to leave the input as it is (a contradiction is reported when the
+ * input is set). */
+static bool shape_from_input(const ir_value *v, const seam_tensor *t, char *arg, size_t n) {
+    if (v->type.kind != IR_TYPE_TENSOR || v->type.rank != t->rank) return false;
+    bool symbolic = false;
+    for (int32_t d = 0; d < t->rank; d++) {
+        if (v->type.dims[d].v >= 0 && v->type.dims[d].v != t->dims[d]) return false;
+        symbolic |= v->type.dims[d].v < 0;
+    }
+    if (!symbolic) return false;
+    size_t off = (size_t)snprintf(arg, n, "%s=", v->name);
+    for (int32_t d = 0; d < t->rank && off < n; d++)
+        off += (size_t)snprintf(arg + off, n - off, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
+    return off < n && t->rank > 0;
+}
+
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s >> 12;
     *s ^= *s << 25;
@@ -257,8 +299,9 @@ int cmd_run(int argc, char **argv) {
     if (seam_context_create(&ctx)) return CLI_BAD_INPUT;
     seam_model *m = NULL;
     seam_session *s = NULL;
-    seam_tensor feeds[MAX_NAMED];
+    seam_tensor feeds[MAX_NAMED], loaded[MAX_NAMED]; /* loaded: the --input files, by option */
     int n_feeds = 0;
+    memset(loaded, 0, sizeof(loaded));
     char err[1024];
     double t_load = now_ms();
     seam_status st = seam_model_load(ctx, path, &m);
@@ -284,6 +327,25 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    /* The input files are read before partitioning: their shapes fix the
+     * model's symbolic dims (a --shape for that input, or --dynamic-batch,
+     * says otherwise), so that the targets see static shapes. */
+    for (int k = 0; k < n_inputs; k++) {
+        if (!read_input(ctx, inputs[k].value, &loaded[k], err, sizeof(err))) {
+            fprintf(stderr, "seam run: input '%s': %s\n", inputs[k].name, err);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        bool given = dynamic_batch;
+        for (int j = 0; j < n_shapes; j++) given |= strcmp(shapes[j].name, inputs[k].name) == 0;
+        for (int32_t i = 0; i < g->n_inputs && !given; i++) {
+            char arg[1024];
+            if (strcmp(g->values[g->inputs[i]].name, inputs[k].name) == 0 &&
+                shape_from_input(&g->values[g->inputs[i]], &loaded[k], arg, sizeof(arg)) &&
+                (rc = cli_set_shape("run", ctx, m, arg)))
+                goto done;
+        }
+    }
     double t_partition = now_ms();
     if (tg.n_paths > 0) { /* partition on the fly */
         seam_plan *plan = NULL;
@@ -294,6 +356,14 @@ int cmd_run(int argc, char **argv) {
             rc = cli_fail("run", ctx, st);
             rc = CLI_BAD_INPUT;
             goto done;
+        }
+        /* what placement gave up (a fallback to the CPU, and why), once */
+        const char *notes = seam_plan_notes(plan);
+        for (const char *p = notes; *p && !quiet;) {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            fprintf(stderr, "seam: %.*s\n", len, p);
+            p += len + (nl ? 1 : 0);
         }
         seam_plan_free(plan);
     }
@@ -320,31 +390,12 @@ int cmd_run(int argc, char **argv) {
         if (v->flags & IR_VALUE_INIT) continue;
         seam_tensor *t = &feeds[n_feeds++];
         memset(t, 0, sizeof(*t));
-        const char *file = NULL;
+        int file = -1; /* the last --input for this name */
         for (int k = 0; k < n_inputs; k++)
-            if (strcmp(inputs[k].name, v->name) == 0) file = inputs[k].value;
-        if (file) {
-            unsigned char *buf;
-            size_t n;
-            bool ok = read_file(file, &buf, &n, err, sizeof(err));
-            if (ok) {
-                size_t fl = strlen(file);
-                if (fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
-                    ok = npy_parse(buf, n, t, err, sizeof(err));
-                } else {
-                    char *pbname = NULL;
-                    st = seam_onnx_tensor_read(ctx, buf, n, file, t, &pbname);
-                    free(pbname);
-                    ok = st == SEAM_STATUS_OK;
-                    if (!ok) snprintf(err, sizeof(err), "%s", seam_context_last_error(ctx));
-                }
-                free(buf);
-            }
-            if (!ok) {
-                fprintf(stderr, "seam run: input '%s': %s\n", v->name, err);
-                rc = CLI_BAD_INPUT;
-                goto done;
-            }
+            if (strcmp(inputs[k].name, v->name) == 0) file = k;
+        if (file >= 0) {
+            *t = loaded[file];
+            loaded[file].data = NULL; /* feeds own it now */
         } else {
             if (v->type.kind != IR_TYPE_TENSOR || v->type.rank < 0 || !v->type.elem) {
                 fprintf(stderr, "seam run: input '%s' has no known type or shape; give it with --input\n", v->name);
@@ -438,6 +489,7 @@ int cmd_run(int argc, char **argv) {
 done:
     targets_free(&tg);
     for (int k = 0; k < n_feeds; k++) free(feeds[k].data);
+    for (int k = 0; k < n_inputs; k++) free(loaded[k].data);
     for (int k = 0; k < n_inputs; k++) free((char *)inputs[k].name);
     for (int k = 0; k < n_shapes; k++) free((char *)shapes[k].name);
     seam_session_free(s);
