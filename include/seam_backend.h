@@ -130,9 +130,9 @@ typedef struct seam_backend {
      * why (e.g. "Resize mode=cubic not supported"). */
     bool (*supports)(void *ctx, const seam_node_view *node, char *why, size_t why_size);
 
-    /* (optional) Relative cost of running the node here; default 1. Not
-     * read by placement yet: max_subgraph_count ranks subgraphs by seam's
-     * own estimate of each node's arithmetic. */
+    /* (optional) This target's time for the node as a fraction of seam's
+     * estimate of its time on the CPU: 0.1 means ten times faster, 2 twice
+     * as slow; default 1. Placement by cost reads it (see seam_placement). */
     double (*node_cost)(void *ctx, const seam_node_view *node);
 
     /* (optional) Frees ctx when the backend is released; default: nothing. */
@@ -162,7 +162,12 @@ typedef struct seam_backend {
      * reorder it could not avoid), with the reason and the fix; seam run
      * prints those once per session. seam_session_log gathers the logs. */
     const char *(*compile_log)(void *ctx, void *compiled);
-    void *reserved[3];  /* NULL */
+    /* (optional) What a subgraph on this target costs beyond its nodes:
+     * launch_us per run, and moving its boundary values in and out at
+     * transfer_gbps (GB/s; 0: free, as when the target reads host memory
+     * as it is). Defaults 0 and 0. Placement by cost reads them. */
+    void (*cost_traits)(void *ctx, double *launch_us, double *transfer_gbps);
+    void *reserved[2];  /* NULL */
 } seam_backend;
 
 /* Loads a backend from a shared library that exports
@@ -214,6 +219,24 @@ typedef struct seam_pin {
     const char *target;    /* a target's name, or "cpu" */
 } seam_pin;
 
+/* How nodes a target supports are placed.
+ *   COST (the default): by a cost model: each node's estimated time on the
+ *     CPU (seam's estimate from its shapes) and on each target (node_cost),
+ *     each device subgraph's launch and the bytes crossing its boundary
+ *     (cost_traits). A supported node stays on the CPU when offloading it
+ *     would cost more than it saves; and a plan whose estimate is worse than
+ *     running everything on the CPU, or everything supported on the device,
+ *     is replaced by that plan (the plan's notes say so).
+ *   CAPABILITY: everything supported goes to the first target that
+ *     supports it, in the fewest subgraphs.
+ * The caller's constraints (cpu_ops, pins, min_subgraph_size,
+ * max_subgraph_count) win over cost. A target that declares no costs
+ * (node_cost 1, no launch, free transfers) gets the capability plan. */
+typedef enum seam_placement {
+    SEAM_PLACEMENT_COST = 0,
+    SEAM_PLACEMENT_CAPABILITY = 1,
+} seam_placement;
+
 typedef struct seam_partition_options {
     const seam_backend *const *targets; /* priority order; cpu is always last */
     int32_t n_targets;
@@ -228,6 +251,7 @@ typedef struct seam_partition_options {
     int32_t n_cpu_ops;
     const seam_pin *pins;        /* nodes forced onto a target */
     int32_t n_pins;
+    seam_placement placement;    /* default SEAM_PLACEMENT_COST */
 } seam_partition_options;
 
 seam_partition_options seam_partition_defaults(void);
@@ -259,6 +283,7 @@ typedef enum seam_reason {
     SEAM_REASON_MAX_COUNT,         /* its subgraph was dropped to meet max_subgraph_count */
     SEAM_REASON_CONSTANT,          /* a constant: computed once, in no subgraph */
     SEAM_REASON_USER,              /* the caller's assignment */
+    SEAM_REASON_COST,              /* supported, but cheaper on the CPU (the cost model's numbers in detail) */
 } seam_reason;
 
 typedef struct seam_plan_node_info {
@@ -278,7 +303,18 @@ typedef struct seam_plan_subgraph_info {
     const int32_t *nodes;     /* node indices, in a topological order */
     const char *const *inputs;  /* values read from outside (not initializers) */
     const char *const *outputs; /* values read by other subgraphs or graph outputs */
+    double est_us;            /* the cost model's time: nodes, launch and boundary transfers */
+    int64_t boundary_bytes;   /* bytes of its inputs and outputs (values of known shape) */
 } seam_plan_subgraph_info;
+
+/* The cost model's estimates of a plan (microseconds), and of the two
+ * single-backend plans it was compared with. */
+typedef struct seam_plan_estimate {
+    double total_us;          /* this plan */
+    double all_cpu_us;        /* every node on the CPU */
+    double capability_us;     /* every supported node on its first target (with pins and cpu_ops) */
+} seam_plan_estimate;
+seam_status seam_plan_estimate_get(const seam_plan *plan, seam_plan_estimate *out);
 
 /* Owned by the plan, valid until seam_plan_free. */
 int32_t seam_plan_node_count(const seam_plan *plan);

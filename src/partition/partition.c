@@ -6,6 +6,9 @@
  *  2. assignment: pins, then cpu_ops, then the first target by priority
  *     that supports the node, else the CPU.
  *  3. grouping (group.c) into acyclic subgraphs.
+ *  3b. cost (placement COST, cost.c): supported nodes whose offload costs
+ *     more than it saves go back to the CPU; a plan estimated worse than
+ *     all-CPU or the capability plan is replaced by it.
  *  4. constraints: device subgraphs below min_subgraph_size, or beyond
  *     max_subgraph_count (keeping those that offload the most work), move to
  *     the CPU and the rest is grouped again, until the plan holds; or, under
@@ -54,34 +57,6 @@ void seam_plan_free(seam_plan *p) {
     seam_arena_free(&p->arena);
     free(p->notes);
     free(p);
-}
-
-/* A rough count of the work a node does, from its inferred shapes: used to
- * rank subgraphs by how much they offload. Conv/MatMul/Gemm count their
- * multiply-adds; other ops their output elements. */
-static double node_work(const ir_graph *g, const ir_node *n) {
-    double out = 1;
-    if (n->n_outputs > 0 && n->outputs[0] >= 0) {
-        const ir_type *t = &g->values[n->outputs[0]].type;
-        if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
-            for (int32_t d = 0; d < t->rank; d++) out *= t->dims[d].v > 0 ? (double)t->dims[d].v : 1;
-    }
-    double k = 1;
-    const char *op = n->op_type;
-    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
-        const ir_type *w = &g->values[n->inputs[1]].type;
-        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
-            if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
-                for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v > 0 ? (double)w->dims[d].v : 1;
-            } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
-                int32_t kd = w->rank - 2;
-                const ir_attr *tb = node_attr(n, "transB");
-                if (strcmp(op, "Gemm") == 0 && tb && tb->kind == IR_ATTR_INT && tb->i) kd = w->rank - 1;
-                k = w->dims[kd].v > 0 ? (double)w->dims[kd].v : 1;
-            }
-        }
-    }
-    return out * k;
 }
 
 typedef struct partitioner {
@@ -338,6 +313,250 @@ static int cmp_ranked(const void *a, const void *b) {
     return x->s - y->s;
 }
 
+/* ---- step 3b: placement by cost ---- */
+
+/* Whether the cost search may move node i: supported by some target, not
+ * pinned, not forced to the CPU by cpu_ops. */
+static bool movable(const partitioner *pr, int32_t i) {
+    uint8_t r = pr->p->reason[i];
+    return pr->supported_by[i] && !pr->pinned[i] && pr->p->node_target[i] >= 0 &&
+           (r == SEAM_REASON_SUPPORTED || r == SEAM_REASON_COST);
+}
+
+static void set_cpu_by_cost(partitioner *pr, int32_t i, const char *detail) {
+    pr->p->node_target[i] = pr->n_targets;
+    pr->p->reason[i] = SEAM_REASON_COST;
+    pr->p->detail[i] = detail;
+}
+
+/* Applies targets (capability target or CPU per movable node) and regroups;
+ * returns the plan's cost, or -1 when out of memory. */
+static double try_targets(partitioner *pr, const cost_model *cm, const int32_t *targets) {
+    seam_plan *p = pr->p;
+    memcpy(p->node_target, targets, sizeof(int32_t) * (size_t)p->n_nodes);
+    if (plan_group(pr->ctx, p)) return -1;
+    return cost_plan(cm, p, false);
+}
+
+/* Graphs with at most this many movable nodes are searched exhaustively;
+ * the unit tests set it to 0 to measure the local search against brute
+ * force. */
+int32_t partition_exhaustive_limit = 12;
+
+/* Exhaustive search over the movable nodes of a small graph; the best
+ * assignment is left in best. */
+static void exhaustive(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
+                       const int32_t *mov, int32_t n_mov) {
+    int32_t nn = pr->p->n_nodes;
+    int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!t) return;
+    for (uint32_t mask = 0; mask < (1u << n_mov); mask++) {
+        memcpy(t, cap, sizeof(int32_t) * (size_t)nn);
+        for (int32_t k = 0; k < n_mov; k++)
+            if (mask >> k & 1) t[mov[k]] = pr->n_targets;
+        double c = try_targets(pr, cm, t);
+        if (c >= 0 && c < *best_cost - 1e-9) {
+            *best_cost = c;
+            memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+        }
+    }
+    free(t);
+}
+
+/* Flips node i, and j too when j >= 0 is a movable node on the same side,
+ * between the CPU and its capability target; keeps the flip in best when it
+ * lowers the cost. */
+static bool try_flip(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost, int32_t *t,
+                     int32_t i, int32_t j, int32_t *budget) {
+    int32_t nn = pr->p->n_nodes, cpu = pr->n_targets;
+    if (j >= 0 && (j == i || !movable(pr, j) || (best[j] == cpu) != (best[i] == cpu))) return false;
+    if (*budget <= 0) return false;
+    --*budget;
+    memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+    t[i] = best[i] == cpu ? cap[i] : cpu;
+    if (j >= 0) t[j] = best[j] == cpu ? cap[j] : cpu;
+    double c = try_targets(pr, cm, t);
+    if (c < 0 || c >= *best_cost - 1e-9) return false;
+    *best_cost = c;
+    memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+    return true;
+}
+
+/* Local search: moves whole device subgraphs to the CPU where that saves
+ * time, then single nodes at subgraph borders either way, while the plan's
+ * cost falls. */
+static void local_search(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost) {
+    seam_plan *p = pr->p;
+    int32_t nn = p->n_nodes;
+    int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    bool *border = malloc((size_t)nn + 1);
+    if (!t || !border) {
+        free(t);
+        free(border);
+        return;
+    }
+    /* flips regroup the whole graph: a bounded number of them (all of them
+     * for small graphs, which are searched well) */
+    int32_t budget = nn <= 200 ? INT32_MAX : 400;
+    for (int32_t round = 0; round < 64; round++) {
+        if (try_targets(pr, cm, best) < 0) break;
+        cost_plan(cm, p, true);
+        memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+        bool moved = false;
+        for (int32_t s = 0; s < p->n_subgraphs; s++) {
+            const plan_subgraph *sg = &p->subgraphs[s];
+            if (sg->target == pr->n_targets) continue;
+            double cpu = 0;
+            bool all = true;
+            for (int32_t k = 0; k < sg->n_nodes; k++) {
+                cpu += cm->cpu_us[sg->nodes[k]];
+                all &= movable(pr, sg->nodes[k]);
+            }
+            if (!all || cpu >= sg->est_us) continue;
+            for (int32_t k = 0; k < sg->n_nodes; k++) t[sg->nodes[k]] = pr->n_targets;
+            moved = true;
+        }
+        double c = moved ? try_targets(pr, cm, t) : -1;
+        if (c >= 0 && c < *best_cost - 1e-9) {
+            *best_cost = c;
+            memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+            continue;
+        }
+        /* single nodes, and a node with a neighbour (a producer, or another
+         * reader of one of its inputs), flipped between the CPU and their
+         * target: a lone node pays a launch, so pairs get past that */
+        if (nn > 20000) break;
+        bool improved = false;
+        const ir_graph *g = pr->m->graph;
+        /* only nodes at a subgraph's border (a neighbour in another one) */
+        if (try_targets(pr, cm, best) < 0) break;
+        for (int32_t i = 0; i < nn; i++) {
+            const ir_node *n = &g->nodes[i];
+            border[i] = false;
+            for (int32_t k = 0; k < n->n_inputs && !border[i]; k++) {
+                int32_t v = n->inputs[k], pv = v >= 0 ? g->values[v].producer : -1;
+                border[i] = pv >= 0 && p->node_target[pv] >= 0 && p->node_subgraph[pv] != p->node_subgraph[i];
+            }
+            for (int32_t o = 0; o < n->n_outputs && !border[i]; o++) {
+                int32_t v = n->outputs[o];
+                for (int32_t q = 0; v >= 0 && q < g->values[v].n_consumers && !border[i]; q++) {
+                    int32_t j = g->values[v].consumers[q];
+                    border[i] = p->node_target[j] >= 0 && p->node_subgraph[j] != p->node_subgraph[i];
+                }
+            }
+        }
+        for (int32_t i = 0; i < nn && !improved; i++) {
+            if ((nn > 200 && !border[i]) || !movable(pr, i)) continue;
+            improved = try_flip(pr, cm, cap, best, best_cost, t, i, -1, &budget);
+            const ir_node *n = &g->nodes[i];
+            for (int32_t k = 0; k < n->n_inputs && !improved; k++) {
+                int32_t v = n->inputs[k];
+                if (v < 0) continue;
+                improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].producer, &budget);
+                for (int32_t q = 0; q < g->values[v].n_consumers && !improved; q++)
+                    improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].consumers[q], &budget);
+            }
+        }
+        if (!improved) break;
+    }
+    free(t);
+    free(border);
+}
+
+static seam_status place_by_cost(partitioner *pr) {
+    seam_plan *p = pr->p;
+    const ir_graph *g = pr->m->graph;
+    int32_t nn = g->n_nodes;
+    cost_model cm;
+    seam_status st = cost_model_init(&cm, pr->ctx, pr->m, pr->targets, pr->n_targets, pr->supported_by);
+    if (st) return st;
+    int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!cap || !best || !mov) {
+        st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    memcpy(cap, p->node_target, sizeof(int32_t) * (size_t)nn);
+    double cap_cost = cost_plan(&cm, p, false), all_cpu = 0;
+    bool cpu_allowed = true; /* no pin holds a node on a device */
+    for (int32_t i = 0; i < nn; i++) {
+        if (p->node_target[i] >= 0) all_cpu += cm.cpu_us[i];
+        cpu_allowed &= !(pr->pinned[i] && p->node_target[i] >= 0 && p->node_target[i] < pr->n_targets);
+    }
+    p->est = (seam_plan_estimate){cap_cost, all_cpu, cap_cost};
+    if (cm.trivial) goto done; /* offloading never costs more: the capability plan */
+    int32_t n_mov = 0;
+    for (int32_t i = 0; i < nn; i++)
+        if (movable(pr, i) && p->node_target[i] < pr->n_targets) mov[n_mov++] = i;
+    if (n_mov == 0) goto done;
+    memcpy(best, cap, sizeof(int32_t) * (size_t)nn);
+    double best_cost = cap_cost;
+    if (n_mov <= partition_exhaustive_limit) exhaustive(pr, &cm, cap, best, &best_cost, mov, n_mov);
+    else local_search(pr, &cm, cap, best, &best_cost);
+    /* never worse than one backend alone */
+    bool to_cpu = cpu_allowed && all_cpu < best_cost - 1e-9;
+    if (to_cpu) {
+        for (int32_t i = 0; i < n_mov; i++) best[mov[i]] = pr->n_targets;
+        /* nodes that are not movable (pins to cpu, cpu_ops) stay as they are */
+        best_cost = all_cpu;
+    }
+    if (try_targets(pr, &cm, best) < 0) {
+        st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
+        goto done;
+    }
+    best_cost = cost_plan(&cm, p, true);
+    if (to_cpu) {
+        plan_note(p, "placement by cost: the CPU alone (estimated %.1f us) beats offloading (%.1f us with every supported "
+                  "node on its target): everything runs on the CPU", all_cpu, cap_cost);
+    } else if (best_cost < cap_cost - 1e-9) {
+        int32_t n_back = 0;
+        for (int32_t i = 0; i < nn; i++) n_back += best[i] == pr->n_targets && cap[i] != pr->n_targets;
+        plan_note(p, "placement by cost: %d supported node%s kept on the CPU, where %s less (estimated %.1f us, "
+                  "against %.1f us with every supported node on its target)", n_back, n_back == 1 ? "" : "s",
+                  n_back == 1 ? "it costs" : "they cost", best_cost, cap_cost);
+    }
+    /* each node the search kept off its target, with the numbers */
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        const plan_subgraph *sg = &p->subgraphs[s];
+        if (sg->target != pr->n_targets) continue;
+        for (int32_t k = 0; k < sg->n_nodes; k++) {
+            int32_t i = sg->nodes[k], t = cap[i];
+            if (t == pr->n_targets || best[i] != pr->n_targets) continue;
+            char buf[400];
+            if (to_cpu)
+                snprintf(buf, sizeof(buf), "the CPU alone is estimated faster (%.1f us) than offloading (%.1f us)", all_cpu,
+                         cap_cost);
+            else
+                snprintf(buf, sizeof(buf), "%.3g us on %s + launch %.3g us + transfer at its subgraph's border > %.3g us on cpu",
+                         cost_node_us(&cm, i, t), p->target_names[t], cm.launch_us[t], cm.cpu_us[i]);
+            set_cpu_by_cost(pr, i, plan_strdup(p, buf));
+        }
+    }
+    p->est.total_us = best_cost;
+done:
+    if (!st && cm.cpu_us) p->est.total_us = cost_plan(&cm, p, true);
+    cost_model_free(&cm);
+    free(cap);
+    free(best);
+    free(mov);
+    return st;
+}
+
+/* The cost model's estimate of the final plan (after the constraints). */
+static seam_status estimate_final(partitioner *pr) {
+    cost_model cm;
+    seam_status st = cost_model_init(&cm, pr->ctx, pr->m, pr->targets, pr->n_targets, pr->supported_by);
+    if (st) return st;
+    double all_cpu = 0;
+    for (int32_t i = 0; i < pr->p->n_nodes; i++)
+        if (pr->p->node_target[i] >= 0) all_cpu += cm.cpu_us[i];
+    double total = cost_plan(&cm, pr->p, true);
+    if (pr->o->placement != SEAM_PLACEMENT_COST) pr->p->est = (seam_plan_estimate){total, all_cpu, total};
+    pr->p->est.total_us = total;
+    cost_model_free(&cm);
+    return SEAM_STATUS_OK;
+}
+
 /* Step 4: min size and max count, until the plan holds. */
 static seam_status enforce(partitioner *pr) {
     seam_plan *p = pr->p;
@@ -424,6 +643,8 @@ static seam_status check_options(seam_context *ctx, const seam_partition_options
         return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "min subgraph size and max subgraph count must be >= 0");
     if (o->on_violation != SEAM_ON_VIOLATION_FALLBACK && o->on_violation != SEAM_ON_VIOLATION_ERROR)
         return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "on_violation must be fallback or error");
+    if (o->placement != SEAM_PLACEMENT_COST && o->placement != SEAM_PLACEMENT_CAPABILITY)
+        return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "placement must be cost or capability, got %d", (int)o->placement);
     return SEAM_STATUS_OK;
 }
 
@@ -479,7 +700,9 @@ seam_status seam_partition(seam_model *m, const seam_partition_options *opts, se
             if (st) goto done;
         }
     }
-    st = enforce(&pr);
+    if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = place_by_cost(&pr))) goto done;
+    if ((st = enforce(&pr))) goto done;
+    st = estimate_final(&pr);
 done:
     free(pr.supported_by);
     free(pr.pinned);
@@ -517,6 +740,12 @@ seam_status seam_plan_subgraph(const seam_plan *p, int32_t id, seam_plan_subgrap
     if (!p || !out || id < 0 || id >= p->n_subgraphs) return SEAM_STATUS_INVALID_ARGUMENT;
     const plan_subgraph *sg = &p->subgraphs[id];
     *out = (seam_plan_subgraph_info){id, p->target_names[sg->target], sg->n_nodes, sg->n_inputs, sg->n_outputs,
-                                sg->nodes, sg->inputs, sg->outputs};
+                                sg->nodes, sg->inputs, sg->outputs, sg->est_us, sg->boundary_bytes};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_plan_estimate_get(const seam_plan *p, seam_plan_estimate *out) {
+    if (!p || !out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = p->est;
     return SEAM_STATUS_OK;
 }

@@ -29,6 +29,8 @@ typedef struct plan_subgraph {
     int32_t n_nodes, n_inputs, n_outputs;
     int32_t *nodes;
     const char **inputs, **outputs;
+    double est_us;           /* the cost model's time (cost.c) */
+    int64_t boundary_bytes;
 } plan_subgraph;
 
 struct seam_plan {
@@ -46,7 +48,37 @@ struct seam_plan {
     int32_t supported, counted;
     char *notes;
     size_t notes_len, notes_cap;
+    seam_plan_estimate est;  /* the cost model's estimates */
 };
+
+/* The cost model (cost.c): per node its estimated time on the CPU and on
+ * each target that supports it, per target its launch and transfer cost,
+ * per value its bytes. */
+typedef struct cost_model {
+    int32_t n_targets;
+    double *cpu_us;       /* per node */
+    double *dev_us;       /* per node x target, where supported */
+    double *launch_us;    /* per target */
+    double *us_per_byte;  /* per target */
+    double *bytes;        /* per value; 0 when its shape is not known */
+    int32_t *stamp;       /* per value: scratch for counting a boundary once */
+    bool trivial;         /* no target makes offloading cost more than the CPU */
+} cost_model;
+
+seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m,
+                            const seam_backend *const *targets, int32_t n_targets, const uint64_t *supported_by);
+void cost_model_free(cost_model *cm);
+/* Node i's estimated time on target (n_targets = cpu). */
+double cost_node_us(const cost_model *cm, int32_t i, int32_t target);
+/* The plan's estimated time; with store, each subgraph's est_us and
+ * boundary_bytes are set. */
+double cost_plan(const cost_model *cm, seam_plan *p, bool store);
+/* Placement by cost searches graphs with at most this many movable nodes
+ * exhaustively (default 12). */
+extern int32_t partition_exhaustive_limit;
+/* A rough count of a node's work from its shapes (multiply-adds for
+ * products, output elements otherwise). */
+double node_work(const ir_graph *g, const ir_node *n);
 
 /* Nodes in execution order, cut into runs of one target. */
 typedef struct waves {

@@ -13,6 +13,7 @@
  *     99% must be exact and none more than one above the minimum.
  * Also: the callback assignment, with and without a cycle.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "check.h"
 #include "core/context.h"
 #include "ir/ir.h"
+#include "partition/partition.h"
 #include "seam_backend.h"
 
 typedef struct rng {
@@ -289,6 +291,197 @@ static void property_tests(void) {
     seam_context_free(ctx);
 }
 
+/* ---- placement by cost ---- */
+
+/* A target with random per-node speed (node_cost), launch and transfer. */
+typedef struct costed {
+    const uint8_t *ok;
+    const double *factor; /* per node index: time as a fraction of the CPU's */
+    double launch_us, gbps;
+} costed;
+
+static bool costed_supports(void *ctx, const seam_node_view *n, char *why, size_t len) {
+    const costed *c = ctx;
+    if (c->ok[n->index]) return true;
+    snprintf(why, len, "not in the random capability");
+    return false;
+}
+static double costed_cost(void *ctx, const seam_node_view *n) { return ((const costed *)ctx)->factor[n->index]; }
+static void costed_traits(void *ctx, double *launch_us, double *gbps) {
+    *launch_us = ((const costed *)ctx)->launch_us;
+    *gbps = ((const costed *)ctx)->gbps;
+}
+
+/* Gives every value of a random model a float32 shape of random size, so
+ * boundaries have bytes and nodes have work. */
+static void random_shapes(struct seam_model *m, rng *r) {
+    ir_graph *g = m->graph;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        ir_type *t = &g->values[v].type;
+        t->kind = IR_TYPE_TENSOR;
+        t->elem = SEAM_DTYPE_FLOAT32;
+        t->rank = 1;
+        t->dims = seam_arena_alloc(&m->arena, sizeof(ir_dim));
+        t->dims[0] = (ir_dim){1000 + (int64_t)rnd(r, 200000), NULL};
+    }
+}
+
+static double plan_total(struct seam_model *m, const seam_partition_options *o) {
+    seam_plan *plan = NULL;
+    if (seam_partition(m, o, &plan)) return -1;
+    seam_plan_estimate e;
+    seam_plan_estimate_get(plan, &e);
+    seam_plan_free(plan);
+    return e.total_us;
+}
+
+/* Random DAGs with random costs: the cost plan's estimate is never above
+ * the capability plan's nor the all-CPU plan's, and is within 5% of the
+ * best over every way of keeping supported nodes on the CPU (brute force
+ * through pins, each plan estimated by the same model). Run with the
+ * exhaustive search off, so the local search is what is measured. */
+static void cost_property_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    rng r = {0x2545f4914f6cdd1dull};
+    int graphs = 0, optimal = 0, within = 0, moved = 0;
+    double worst = 1;
+    int32_t saved_limit = partition_exhaustive_limit;
+    for (int round = 0; round < 300; round++) {
+        partition_exhaustive_limit = round % 2 ? 0 : saved_limit;
+        int32_t n = 3 + (int32_t)rnd(&r, 14), op_of[32];
+        struct seam_model *m = random_model(ctx, &r, n, op_of);
+        random_shapes(m, &r);
+        uint8_t ok[32];
+        double factor[32];
+        int32_t sup[32], n_sup = 0;
+        for (int32_t i = 0; i < n; i++) {
+            ok[i] = rnd(&r, 100) < 70;
+            factor[i] = 0.05 + rnd(&r, 1000) / 500.0; /* 0.05 .. 2.05 */
+            if (ok[i]) sup[n_sup++] = i;
+        }
+        costed c = {ok, factor, (double)rnd(&r, 50), 0.5 + rnd(&r, 400) / 10.0};
+        seam_backend be = {.abi_version = SEAM_BACKEND_ABI_VERSION, .name = "npu", .ctx = &c, .supports = costed_supports,
+                           .node_cost = costed_cost, .cost_traits = costed_traits};
+        const seam_backend *list[1] = {&be};
+        seam_partition_options o = seam_partition_defaults();
+        o.targets = list;
+        o.n_targets = 1;
+        double chosen = plan_total(m, &o);
+        seam_plan *plan = NULL;
+        CHECK(seam_partition(m, &o, &plan) == SEAM_STATUS_OK);
+        seam_plan_estimate e = {0};
+        if (plan) seam_plan_estimate_get(plan, &e);
+        for (int32_t i = 0; plan && i < seam_plan_node_count(plan); i++) {
+            seam_plan_node_info ni;
+            seam_plan_node(plan, i, &ni);
+            moved += ni.reason == SEAM_REASON_COST;
+        }
+        seam_plan_free(plan);
+        o.placement = SEAM_PLACEMENT_CAPABILITY;
+        double capability = plan_total(m, &o);
+        CHECK(chosen >= 0 && capability >= 0);
+        CHECK(chosen <= capability * (1 + 1e-9) + 1e-9);
+        CHECK(chosen <= e.all_cpu_us * (1 + 1e-9) + 1e-9);
+        CHECK(fabs(e.capability_us - capability) <= 1e-6 * capability + 1e-9);
+        /* brute force: every subset of the supported nodes pinned to the CPU */
+        seam_pin pins[32];
+        char names[32][16];
+        double best = capability;
+        for (uint32_t mask = 1; mask < (1u << n_sup) && n_sup <= 12; mask++) {
+            int32_t np = 0;
+            for (int32_t k = 0; k < n_sup; k++)
+                if (mask >> k & 1) {
+                    snprintf(names[np], sizeof(names[np]), "n%d", sup[k]);
+                    pins[np] = (seam_pin){names[np], "cpu"};
+                    np++;
+                }
+            o.pins = pins;
+            o.n_pins = np;
+            double t = plan_total(m, &o);
+            if (t >= 0 && t < best) best = t;
+        }
+        o.pins = NULL;
+        o.n_pins = 0;
+        if (n_sup <= 12) {
+            graphs++;
+            optimal += chosen <= best * (1 + 1e-9) + 1e-9;
+            within += chosen <= best * 1.05 + 1e-9;
+            if (best > 0 && chosen / best > worst) worst = chosen / best;
+            if (chosen > best * 1.05 + 1e-9)
+                fprintf(stderr, "cost: %d nodes (%d supported), chosen %.2f us, brute force %.2f us (search %s)\n", n, n_sup,
+                        chosen, best, partition_exhaustive_limit ? "exhaustive" : "local");
+        }
+        free_model(m);
+    }
+    partition_exhaustive_limit = saved_limit;
+    printf("cost property tests: %d graphs against brute force: %d optimal, %d within 5%% (worst %.3fx); %d nodes kept "
+           "on the CPU by cost\n", graphs, optimal, within, worst, moved);
+    CHECK(graphs > 200 && within == graphs && moved > 0);
+    seam_context_free(ctx);
+}
+
+/* A rules target's "cost": with a high transfer cost a lone supported op
+ * between CPU ops stays on the CPU; with free transfers and launches the
+ * plan is the capability plan. */
+static void rules_cost_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    rng r = {7};
+    int32_t op_of[16];
+    /* n0..n7 in a chain-ish DAG; the target takes Relu only */
+    struct seam_model *m = random_model(ctx, &r, 10, op_of);
+    random_shapes(m, &r);
+    const char *costly = "{\"name\": \"npu\", \"default\": false, \"ops\": {\"Relu\": true, \"Conv\": true},"
+                         " \"cost\": {\"launch_us\": 50, \"transfer_gbps\": 0.5, \"speedup\": 2}}";
+    const char *free_ = "{\"name\": \"npu\", \"default\": false, \"ops\": {\"Relu\": true, \"Conv\": true},"
+                        " \"cost\": {\"speedup\": 2, \"ops\": {\"Conv\": {\"speedup\": 12}}}}";
+    seam_backend *b1 = NULL, *b2 = NULL;
+    CHECK(seam_rules_parse(ctx, costly, "costly", &b1) == SEAM_STATUS_OK);
+    CHECK(seam_rules_parse(ctx, free_, "free", &b2) == SEAM_STATUS_OK);
+    const seam_backend *l1[1] = {b1}, *l2[1] = {b2};
+    seam_partition_options o = seam_partition_defaults();
+    o.targets = l1;
+    o.n_targets = 1;
+    seam_plan *p = NULL;
+    CHECK(seam_partition(m, &o, &p) == SEAM_STATUS_OK);
+    int32_t on_dev = 0, by_cost = 0;
+    for (int32_t i = 0; p && i < seam_plan_node_count(p); i++) {
+        seam_plan_node_info ni;
+        seam_plan_node(p, i, &ni);
+        on_dev += strcmp(ni.target, "npu") == 0;
+        by_cost += ni.reason == SEAM_REASON_COST && strstr(ni.detail, "cpu") != NULL;
+    }
+    CHECK(on_dev == 0 && by_cost > 0); /* 50 us launches and 0.5 GB/s: nothing is worth offloading */
+    seam_plan_free(p);
+    /* free transfers and launches: the same plan as capability */
+    o.targets = l2;
+    CHECK(seam_partition(m, &o, &p) == SEAM_STATUS_OK);
+    o.placement = SEAM_PLACEMENT_CAPABILITY;
+    seam_plan *q = NULL;
+    CHECK(seam_partition(m, &o, &q) == SEAM_STATUS_OK);
+    CHECK(p && q && seam_plan_subgraph_count(p) == seam_plan_subgraph_count(q));
+    for (int32_t i = 0; p && q && i < seam_plan_node_count(p); i++) {
+        seam_plan_node_info a, b;
+        seam_plan_node(p, i, &a);
+        seam_plan_node(q, i, &b);
+        CHECK(strcmp(a.target, b.target) == 0 && a.subgraph == b.subgraph);
+    }
+    seam_plan_free(p);
+    seam_plan_free(q);
+    /* bad cost objects are refused, naming the key */
+    seam_backend *bad = NULL;
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"x\", \"cost\": {\"launch\": 1}}", "bad", &bad) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(seam_context_last_error(ctx), "cost: unknown key 'launch'") != NULL);
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"x\", \"cost\": {\"speedup\": 0}}", "bad", &bad) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK(seam_rules_parse(ctx, "{\"name\": \"x\", \"cost\": {\"ops\": {\"Conv\": {\"speedup\": -1}}}}", "bad", &bad) ==
+          SEAM_STATUS_INVALID_ARGUMENT);
+    seam_backend_free(b1);
+    seam_backend_free(b2);
+    free_model(m);
+    seam_context_free(ctx);
+}
+
 /* The seed's error policy wording and the callback assignment. */
 static int32_t by_half(void *user, const seam_node_view *n) { return n->index < *(int32_t *)user ? 0 : 1; }
 static int32_t alternate(void *user, const seam_node_view *n) { return n->index % 2; }
@@ -380,6 +573,8 @@ static void rules_tests(void) {
 
 int main(void) {
     property_tests();
+    cost_property_tests();
+    rules_cost_tests();
     callback_tests();
     rules_tests();
     CHECK_DONE();

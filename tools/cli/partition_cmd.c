@@ -19,6 +19,7 @@ static const char *reason_word(seam_reason r) {
     case SEAM_REASON_MAX_COUNT: return "max_subgraph_count";
     case SEAM_REASON_CONSTANT: return "constant";
     case SEAM_REASON_USER: return "user";
+    case SEAM_REASON_COST: return "cost";
     }
     return "?";
 }
@@ -165,6 +166,12 @@ int cmd_analyze(int argc, char **argv) {
             if (n.reason == SEAM_REASON_UNSUPPORTED) printf("  node %d '%s' (%s): %s\n", i, n.name, n.op_type, n.detail);
         }
         printf("%.2f%% of operations (%d of %d) are supported\n", 100.0 * frac, supported, counted);
+        if (t.opts.n_targets > 0) {
+            seam_plan_estimate est;
+            seam_plan_estimate_get(plan, &est);
+            printf("Estimated time (cost model): this plan %.1f us; all on the CPU %.1f us; every supported node offloaded "
+                   "%.1f us\n", est.total_us, est.all_cpu_us, est.capability_us);
+        }
     }
     free(sup);
     free(uns);
@@ -258,9 +265,18 @@ int cmd_partition(int argc, char **argv) {
             json_object_set_new(e, "nodes", nodes);
             json_object_set_new(e, "inputs", ins);
             json_object_set_new(e, "outputs", outs);
+            json_object_set_new(e, "estimated_us", json_real(sg.est_us));
+            json_object_set_new(e, "boundary_bytes", json_integer(sg.boundary_bytes));
             json_array_append_new(jsg, e);
         }
         json_object_set_new(o, "subgraphs", jsg);
+        seam_plan_estimate est;
+        seam_plan_estimate_get(plan, &est);
+        json_t *je = json_object();
+        json_object_set_new(je, "plan_us", json_real(est.total_us));
+        json_object_set_new(je, "all_cpu_us", json_real(est.all_cpu_us));
+        json_object_set_new(je, "capability_us", json_real(est.capability_us));
+        json_object_set_new(o, "estimate", je);
         char why[2400];
         for (int32_t i = 0; i < nn; i++) {
             seam_plan_node_info n;

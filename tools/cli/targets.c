@@ -28,6 +28,16 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
         t->target_options[t->n_target_options++] = argv[++*k];
         return 1;
     }
+    if (strcmp(a, "--placement") == 0) {
+        const char *v = *k + 1 < argc ? argv[++*k] : NULL;
+        if (v && strcmp(v, "cost") == 0) t->opts.placement = SEAM_PLACEMENT_COST;
+        else if (v && strcmp(v, "capability") == 0) t->opts.placement = SEAM_PLACEMENT_CAPABILITY;
+        else {
+            cli_usage(cmd, "--placement must be cost or capability%s%s%s", v ? ", not '" : "", v ? v : "", v ? "'" : "");
+            return TUSAGE;
+        }
+        return 1;
+    }
     if (strcmp(a, "--backend-lib") == 0) {
         if (*k + 1 >= argc || t->n_libs >= MAX_TARGETS) {
             cli_usage(cmd, "--backend-lib needs a path (at most %d)", MAX_TARGETS);

@@ -50,6 +50,9 @@ void targets_free(cli_targets *t);
     "  --on-violation P      fallback (default: move to the CPU and say so) or error\n"     \
     "  --cpu-ops A,B         op types forced to the CPU even where supported\n"              \
     "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"                      \
+    "  --placement P         cost (default): a supported node stays on the CPU when\n"    \
+    "                        the cost model says offloading it costs more than it\n"    \
+    "                        saves; capability: everything supported is offloaded\n"  \
     "  --shape NAME=AxBxC    fix an input's symbolic dims before deciding support\n"       \
     "  --backend-lib PATH    load a backend from a shared library (it exports\n"      \
     "                        seam_backend_register); --target NAME then uses it.\n"   \

@@ -27,6 +27,7 @@ static const seam_backend cpu_backend = {
     /* .release_compiled = */ NULL,
     /* .memory = */ SEAM_MEMORY_HOST,
     /* .compile_log = */ NULL,
+    /* .cost_traits = */ NULL,
     /* .reserved = */ {NULL},
 };
 

@@ -113,9 +113,22 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     return !op->supports || op->supports(n, why, wn);
 }
 
+/* Time on dnnl as a fraction of seam's CPU estimate (placement by cost):
+ * oneDNN's JIT convolutions and matrix products beat the CPU kernels'
+ * im2col + OpenBLAS by about 2x on this class of machine (bench/RESULTS.md),
+ * and its other primitives are about as fast as the CPU's loops. */
 static double dnnl_cost(void *ctx, const seam_node_view *n) {
     (void)ctx;
-    return is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 10 : 1;
+    return is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 0.5 : 0.9;
+}
+
+/* A subgraph costs a few microseconds to start (its primitives' dispatch),
+ * and its boundary values a reorder out of and into oneDNN's blocked
+ * layouts (host memory; about 10 GB/s). */
+static void dnnl_cost_traits(void *ctx, double *launch_us, double *transfer_gbps) {
+    (void)ctx;
+    *launch_us = 3;
+    *transfer_gbps = 10;
 }
 
 static void release_program(program *p) {
@@ -380,6 +393,7 @@ static seam_backend dnnl_backend = {
     .run = dnnl_run,
     .release_compiled = dnnl_release_compiled,
     .memory = SEAM_MEMORY_HOST,
+    .cost_traits = dnnl_cost_traits,
 };
 
 const seam_backend *seam_backend_dnnl(void) {

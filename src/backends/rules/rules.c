@@ -10,6 +10,7 @@
  *            "MaxPool": true, "TopK": false}}
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,11 @@ typedef struct rules {
     op_rule *rules;         /* sorted by op */
     json_t *root;           /* keeps the strings alive */
     char *source;           /* the JSON text, for saving with a plan */
+    /* "cost": what placement by cost reads (defaults: 0, 0, 1) */
+    double launch_us, transfer_gbps, speedup;
+    int32_t n_speedups;
+    const char **speedup_ops; /* per-op speedups, in the JSON's order */
+    double *speedups;
 } rules;
 
 static const char *const dtype_names[] = {
@@ -169,10 +175,21 @@ static bool rules_supports(void *ctx, const seam_node_view *v, char *why, size_t
     return true;
 }
 
+/* The node's time here as a fraction of the CPU's: 1 / its speedup. */
 static double rules_cost(void *ctx, const seam_node_view *v) {
-    const op_rule *rule = find_rule(ctx, v->op_type);
-    return rule && rule->cost > 0 ? rule->cost : 1.0;
+    const rules *r = ctx;
+    for (int32_t k = 0; k < r->n_speedups; k++)
+        if (strcmp(r->speedup_ops[k], v->op_type) == 0) return 1.0 / r->speedups[k];
+    return 1.0 / r->speedup;
 }
+
+static void rules_cost_traits(void *ctx, double *launch_us, double *transfer_gbps) {
+    const rules *r = ctx;
+    *launch_us = r->launch_us;
+    *transfer_gbps = r->transfer_gbps;
+}
+
+
 
 static void rules_release(void *ctx) {
     rules *r = ctx;
@@ -186,6 +203,8 @@ static void rules_release(void *ctx) {
         free(r->rules[k].after);
     }
     free(r->rules);
+    free(r->speedup_ops);
+    free(r->speedups);
     free(r->name);
     free(r->source);
     json_decref(r->root);
@@ -313,6 +332,49 @@ static seam_status parse_rule(seam_context *ctx, const char *what, const char *o
     return SEAM_STATUS_OK;
 }
 
+static bool positive(const json_t *v) { return json_is_number(v) && json_number_value(v) > 0 && isfinite(json_number_value(v)); }
+
+/* "cost": {"launch_us": 20, "transfer_gbps": 8, "speedup": 4, "ops": {"Conv": {"speedup": 12}}} */
+static seam_status parse_cost(seam_context *ctx, const char *what, json_t *c, rules *r) {
+    if (!json_is_object(c)) return BAD("%s: cost: expected an object", what);
+    const char *key;
+    json_t *val;
+    json_object_foreach(c, key, val) {
+        if (strcmp(key, "launch_us") == 0 || strcmp(key, "transfer_gbps") == 0) {
+            if (!json_is_number(val) || json_number_value(val) < 0 || !isfinite(json_number_value(val)))
+                return BAD("%s: cost.%s: expected a number >= 0", what, key);
+            *(key[0] == 'l' ? &r->launch_us : &r->transfer_gbps) = json_number_value(val);
+        } else if (strcmp(key, "speedup") == 0) {
+            if (!positive(val)) return BAD("%s: cost.speedup: expected a positive number", what);
+            r->speedup = json_number_value(val);
+        } else if (strcmp(key, "ops") == 0) {
+            if (!json_is_object(val)) return BAD("%s: cost.ops: expected an object mapping op types to {\"speedup\": N}", what);
+            size_t n = json_object_size(val);
+            r->speedup_ops = calloc(n + 1, sizeof(char *));
+            r->speedups = calloc(n + 1, sizeof(double));
+            if (!r->speedup_ops || !r->speedups) return BAD("out of memory");
+            const char *op;
+            json_t *o;
+            json_object_foreach(val, op, o) {
+                const char *k2;
+                json_t *v2;
+                if (!json_is_object(o)) return BAD("%s: cost.ops.%s: expected an object like {\"speedup\": 12}", what, op);
+                json_object_foreach(o, k2, v2) {
+                    if (strcmp(k2, "speedup") != 0) return BAD("%s: cost.ops.%s: unknown key '%s' (known: speedup)", what, op, k2);
+                    if (!positive(v2)) return BAD("%s: cost.ops.%s.speedup: expected a positive number", what, op);
+                }
+                json_t *sp = json_object_get(o, "speedup");
+                if (!sp) return BAD("%s: cost.ops.%s: speedup is missing", what, op);
+                r->speedup_ops[r->n_speedups] = op;
+                r->speedups[r->n_speedups++] = json_number_value(sp);
+            }
+        } else if (strcmp(key, "doc") != 0) {
+            return BAD("%s: cost: unknown key '%s' (known: launch_us, transfer_gbps, speedup, ops, doc)", what, key);
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
 seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *what, seam_backend **out) {
     if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = NULL;
@@ -328,6 +390,7 @@ seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *wh
     }
     r->root = root;
     r->source = strdup(text);
+    r->speedup = 1;
     seam_status st = SEAM_STATUS_OK;
     if (!json_is_object(root)) st = BAD("%s: expected a JSON object", what);
     const char *key;
@@ -353,8 +416,10 @@ seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *wh
                     break;
                 }
                 ops = val;
+            } else if (strcmp(key, "cost") == 0) {
+                if ((st = parse_cost(ctx, what, val, r))) break;
             } else if (strcmp(key, "doc") != 0) {
-                st = BAD("%s: unknown key '%s' (known: name, default, ops, doc)", what, key);
+                st = BAD("%s: unknown key '%s' (known: name, default, ops, cost, doc)", what, key);
                 break;
             }
         }
@@ -377,7 +442,8 @@ seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *wh
         return st;
     }
     r->backend = (seam_backend){.abi_version = SEAM_BACKEND_ABI_VERSION, .name = r->name, .ctx = r, .supports = rules_supports,
-                                .node_cost = rules_cost, .release = rules_release, .memory = SEAM_MEMORY_DEVICE};
+                                .node_cost = rules_cost, .release = rules_release, .memory = SEAM_MEMORY_DEVICE,
+                                .cost_traits = rules_cost_traits};
     *out = &r->backend;
     return SEAM_STATUS_OK;
 }

@@ -1,0 +1,197 @@
+/*
+ * The cost model placement uses (seam_placement COST), in one place.
+ *
+ * A plan's estimated time is the sum over its subgraphs of
+ *     its nodes' times on its target
+ *   + for a device subgraph: one launch (cost_traits' launch_us)
+ *   + for a device subgraph: the bytes of its boundary values (inputs and
+ *     outputs of known shape) at the target's transfer_gbps.
+ * A node's CPU time is seam's estimate from its shapes: Conv, ConvTranspose,
+ * MatMul and Gemm by their multiply-adds, everything else by the elements
+ * it writes, plus a fixed cost per node. Its time on a target is that times
+ * the target's node_cost (a fraction: 0.1 = ten times faster).
+ *
+ * The numbers are rough on purpose: they only have to rank plans. A target
+ * that declares nothing (node_cost 1, no launch, free transfers) can never
+ * make offloading look worse, so it gets the capability plan unchanged.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "core/context.h"
+#include "ops/attr.h"
+#include "partition/partition.h"
+
+/* CPU rates behind the estimate: a 2-core machine's GEMM (multiply-adds per
+ * microsecond), elements written per microsecond, and a per-node cost. */
+#define CPU_MACS_PER_US 20000.0
+#define CPU_ELEMS_PER_US 1000.0
+#define CPU_NODE_US 0.5
+
+double node_work(const ir_graph *g, const ir_node *n) {
+    double out = 1;
+    if (n->n_outputs > 0 && n->outputs[0] >= 0) {
+        const ir_type *t = &g->values[n->outputs[0]].type;
+        if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
+            for (int32_t d = 0; d < t->rank; d++) out *= t->dims[d].v > 0 ? (double)t->dims[d].v : 1;
+    }
+    double k = 1;
+    const char *op = n->op_type;
+    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+        const ir_type *w = &g->values[n->inputs[1]].type;
+        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
+            if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
+                for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v > 0 ? (double)w->dims[d].v : 1;
+            } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
+                int32_t kd = w->rank - 2;
+                const ir_attr *tb = node_attr(n, "transB");
+                if (strcmp(op, "Gemm") == 0 && tb && tb->kind == IR_ATTR_INT && tb->i) kd = w->rank - 1;
+                k = w->dims[kd].v > 0 ? (double)w->dims[kd].v : 1;
+            }
+        }
+    }
+    return out * k;
+}
+
+static bool is_product(const char *op) {
+    return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
+}
+
+static double cpu_estimate_us(const ir_graph *g, const ir_node *n) {
+    double w = node_work(g, n);
+    return CPU_NODE_US + (is_product(n->op_type) ? w / CPU_MACS_PER_US : w / CPU_ELEMS_PER_US);
+}
+
+static double value_bytes(const ir_value *v) {
+    const ir_type *t = &v->type;
+    if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return 0;
+    double n = (double)seam_dtype_size((seam_dtype)t->elem);
+    for (int32_t d = 0; d < t->rank; d++) {
+        if (t->dims[d].v < 0) return 0; /* not known before the run */
+        n *= (double)t->dims[d].v;
+    }
+    return n;
+}
+
+seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m, const seam_backend *const *targets,
+                            int32_t n_targets, const uint64_t *supported_by) {
+    const ir_graph *g = m->graph;
+    memset(cm, 0, sizeof(*cm));
+    cm->n_targets = n_targets;
+    cm->cpu_us = calloc((size_t)g->n_nodes + 1, sizeof(double));
+    cm->dev_us = calloc((size_t)g->n_nodes * (size_t)(n_targets > 0 ? n_targets : 1) + 1, sizeof(double));
+    cm->launch_us = calloc((size_t)n_targets + 1, sizeof(double));
+    cm->us_per_byte = calloc((size_t)n_targets + 1, sizeof(double));
+    cm->bytes = calloc((size_t)g->n_values + 1, sizeof(double));
+    cm->stamp = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
+    if (!cm->cpu_us || !cm->dev_us || !cm->launch_us || !cm->us_per_byte || !cm->bytes || !cm->stamp) {
+        cost_model_free(cm);
+        return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    cm->trivial = true;
+    for (int32_t t = 0; t < n_targets; t++) {
+        double launch = 0, gbps = 0;
+        if (targets[t]->abi_version >= 2 && targets[t]->cost_traits) targets[t]->cost_traits(targets[t]->ctx, &launch, &gbps);
+        cm->launch_us[t] = isfinite(launch) && launch > 0 ? launch : 0;
+        cm->us_per_byte[t] = isfinite(gbps) && gbps > 0 ? 1.0 / (gbps * 1e3) : 0;
+        cm->trivial &= cm->launch_us[t] == 0 && cm->us_per_byte[t] == 0;
+    }
+    for (int32_t v = 0; v < g->n_values; v++) {
+        cm->bytes[v] = value_bytes(&g->values[v]);
+        cm->stamp[v] = -1;
+    }
+    view_builder vb;
+    view_init(&vb, m);
+    seam_status st = SEAM_STATUS_OK;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        cm->cpu_us[i] = cpu_estimate_us(g, &g->nodes[i]);
+        if (!supported_by || !supported_by[i]) continue;
+        seam_node_view view;
+        if (!view_node(&vb, i, &view)) {
+            st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        for (int32_t t = 0; t < n_targets; t++) {
+            if (!(supported_by[i] >> t & 1)) continue;
+            double f = backend_node_cost(targets[t], &view);
+            if (!isfinite(f) || f <= 0) f = 1;
+            cm->dev_us[(size_t)i * (size_t)n_targets + (size_t)t] = cm->cpu_us[i] * f;
+            cm->trivial &= f <= 1;
+        }
+    }
+    view_free(&vb);
+    if (st) cost_model_free(cm);
+    return st;
+}
+
+void cost_model_free(cost_model *cm) {
+    free(cm->cpu_us);
+    free(cm->dev_us);
+    free(cm->launch_us);
+    free(cm->us_per_byte);
+    free(cm->bytes);
+    free(cm->stamp);
+    memset(cm, 0, sizeof(*cm));
+}
+
+double cost_node_us(const cost_model *cm, int32_t i, int32_t target) {
+    return target >= cm->n_targets ? cm->cpu_us[i] : cm->dev_us[(size_t)i * (size_t)cm->n_targets + (size_t)target];
+}
+
+/* A value's bytes count for a subgraph's boundary when it is computed at
+ * run time: not an initializer, not made by a constant node. */
+static bool runtime_value(const ir_graph *g, const seam_plan *p, int32_t v) {
+    if (v < 0 || (g->values[v].flags & IR_VALUE_INIT)) return false;
+    int32_t pr = g->values[v].producer;
+    return pr < 0 || p->node_target[pr] >= 0;
+}
+
+double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s, double *bytes_out) {
+    const ir_graph *g = p->model->graph;
+    const plan_subgraph *sg = &p->subgraphs[s];
+    double t = 0, bytes = 0;
+    for (int32_t k = 0; k < sg->n_nodes; k++) t += cost_node_us(cm, sg->nodes[k], sg->target);
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        for (int32_t j = 0; j < n->n_inputs + n->n_implicit; j++) { /* inputs from outside, once each */
+            int32_t v = j < n->n_inputs ? n->inputs[j] : n->implicit[j - n->n_inputs];
+            if (!runtime_value(g, p, v) || cm->stamp[v] == s) continue;
+            int32_t pr = g->values[v].producer;
+            if (pr >= 0 && p->node_subgraph[pr] == s) continue;
+            cm->stamp[v] = s;
+            bytes += cm->bytes[v];
+        }
+        for (int32_t o = 0; o < n->n_outputs; o++) { /* outputs read outside or returned */
+            int32_t v = n->outputs[o];
+            if (v < 0) continue;
+            const ir_value *val = &g->values[v];
+            bool out = (val->flags & IR_VALUE_OUTPUT) != 0;
+            for (int32_t c = 0; c < val->n_consumers && !out; c++) {
+                int32_t j = val->consumers[c];
+                out = p->node_target[j] >= 0 && p->node_subgraph[j] != s;
+            }
+            if (out) bytes += cm->bytes[v];
+        }
+    }
+    if (bytes_out) *bytes_out = bytes;
+    if (sg->target < cm->n_targets) t += cm->launch_us[sg->target] + bytes * cm->us_per_byte[sg->target];
+    return t;
+}
+
+double cost_plan(const cost_model *cm, seam_plan *p, bool store) {
+    const ir_graph *g = p->model->graph;
+    for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
+    double total = 0;
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        double bytes = 0, t = cost_subgraph(cm, p, s, &bytes);
+        total += t;
+        if (store) {
+            p->subgraphs[s].est_us = t;
+            p->subgraphs[s].boundary_bytes = (int64_t)bytes;
+        }
+    }
+    for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
+    return total;
+}
