@@ -28,7 +28,7 @@ from . import _seam
 from ._seam import UnsupportedError
 
 __all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load",
-           "replace_weights", "trace", "version"]
+           "replace_weights", "trace", "version", "builtin_targets"]
 __version__ = _seam.version()
 log = logging.getLogger("seam")
 
@@ -342,8 +342,13 @@ def dynamic_batch(model):
                  inline_weights=model.inline_weights)
 
 
+def builtin_targets():
+    """The targets built into this seam: ["cpu", "dnnl"], or ["cpu"] in a build without oneDNN."""
+    return [t.strip() for t in _seam.builtin_targets().split(",")]
+
+
 def _builtin_targets():
-    return [_seam.Target("dnnl")]
+    return [_seam.Target(t) for t in builtin_targets() if t != "cpu"]
 
 
 def load(path, *, targets=None, threads=0, dynamic_batch=False):

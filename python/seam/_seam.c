@@ -101,6 +101,13 @@ static int Target_init(TargetObject *self, PyObject *args, PyObject *kw) {
         return 0;
     }
     if (strcmp(spec, "dnnl") == 0) {
+        if (!strstr(SEAM_TARGETS_BUILT, "dnnl")) {
+            PyErr_Format(UnsupportedError,
+                         "target 'dnnl': this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF); its built-in "
+                         "targets are: %s (rules files and backend libraries add more)",
+                         SEAM_TARGETS_BUILT);
+            return -1;
+        }
         self->backend = seam_backend_dnnl();
         return 0;
     }
@@ -631,8 +638,11 @@ static PyObject *version(PyObject *m, PyObject *unused) {
     return PyUnicode_FromFormat("%d.%d.%d", SEAM_VERSION_MAJOR, SEAM_VERSION_MINOR, SEAM_VERSION_PATCH);
 }
 
+static PyObject *builtin_targets(PyObject *m, PyObject *unused) { return PyUnicode_FromString(SEAM_TARGETS_BUILT); }
+
 static PyMethodDef module_methods[] = {
     {"version", version, METH_NOARGS, "seam's version"},
+    {"builtin_targets", builtin_targets, METH_NOARGS, "the built-in targets of this build, e.g. 'cpu, dnnl'"},
     {NULL},
 };
 

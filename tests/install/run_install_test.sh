@@ -3,9 +3,10 @@
 # (consumer.c) built against it twice, with pkg-config and with
 # find_package(seam), and run on a tiny model; then the installed Python
 # package imported from the prefix. Nothing outside the temporary folder is
-# touched. Usage: run_install_test.sh BUILD_DIR WORK_DIR CC [python]
+# touched. Usage: run_install_test.sh BUILD_DIR WORK_DIR CC [python] [CFLAGS]
+# (CFLAGS: the sanitizer build's, since its libseam.so needs their runtime).
 set -eu
-build=$1 work=$2 cc=$3 py=${4:-}
+build=$1 work=$2 cc=$3 py=${4:-} flags=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
@@ -42,18 +43,20 @@ PY
 echo "== pkg-config"
 export PKG_CONFIG_PATH="$lib/pkgconfig"
 # shellcheck disable=SC2046
-"$cc" -std=c11 -Wall -Werror -o "$work/consumer-pc" "$here/consumer.c" $(pkg-config --cflags --libs seam) -lm
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Werror $flags -o "$work/consumer-pc" "$here/consumer.c" $(pkg-config --cflags --libs seam) -lm
 LD_LIBRARY_PATH="$lib" "$work/consumer-pc" "$work/relu1.onnx"
 
 echo "== find_package(seam)"
-cmake -S "$here/project" -B "$work/project" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" >"$work/project.log"
+cmake -S "$here/project" -B "$work/project" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+      -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$work/project.log"
 cmake --build "$work/project" >>"$work/project.log"
 LD_LIBRARY_PATH="$lib" "$work/project/consumer" "$work/relu1.onnx"
 
 echo "== the installed CLI"
 "$prefix/bin/seam" inspect "$work/relu1.onnx" >/dev/null
 
-if [ -n "$py" ]; then
+if [ "$py" = python ]; then
     echo "== the installed Python package"
     pydir=$(find "$prefix" -path '*/seam/__init__.py' | head -1)
     [ -n "$pydir" ] || { echo "install: the Python package is missing"; exit 1; }

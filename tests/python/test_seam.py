@@ -19,6 +19,10 @@ import torch.nn as nn
 
 import seam
 
+if "dnnl" not in seam.builtin_targets():
+    pytest.skip("this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF): the examples partition onto dnnl",
+                allow_module_level=True)
+
 TOL = 1e-4
 CLI = os.environ.get("SEAM_CLI")
 
