@@ -19,6 +19,11 @@
  *     seam_model_free(model);
  *     seam_context_free(ctx);
  *
+ * Building against an installed seam: `cc app.c $(pkg-config --cflags --libs
+ * seam)`, or in CMake `find_package(seam)` and `target_link_libraries(app
+ * PRIVATE seam::seam)`. libseam.so exports the SEAM_API functions of this
+ * header and seam_backend.h, nothing else.
+ *
  * Threading: a context, and every handle made from it (model, plan,
  * session), is used by one thread at a time. Two contexts never share
  * state, so two threads with a context each need no locking, whatever

@@ -291,8 +291,11 @@ class Model:
         self._graph.save(os.fspath(path), weights_file)
 
     def _replace_weights(self, donor):
+        # Device subgraphs compiled the old weights: the session is made
+        # again. (seam keeps the old data alive, so a model sharing this
+        # graph, such as dynamic_batch's, keeps running on the old weights.)
         n = self._graph.replace_weights(donor)
-        self._session = self._make_session()  # device subgraphs compiled the old weights
+        self._session = self._make_session()
         return n
 
 
