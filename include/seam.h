@@ -19,6 +19,11 @@
  *     seam_model_free(model);
  *     seam_context_free(ctx);
  *
+ * Building against an installed seam: `cc app.c $(pkg-config --cflags --libs
+ * seam)`, or in CMake `find_package(seam)` and `target_link_libraries(app
+ * PRIVATE seam::seam)`. libseam.so exports the SEAM_API functions of this
+ * header and seam_backend.h, nothing else.
+ *
  * Threading: a context, and every handle made from it (model, plan,
  * session), is used by one thread at a time. Two contexts never share
  * state, so two threads with a context each need no locking, whatever
@@ -44,6 +49,16 @@
 extern "C" {
 #endif
 
+/* Marks the public API: libseam.so is built with -fvisibility=hidden and
+ * exports only what is declared with SEAM_API. */
+#ifndef SEAM_API
+#if defined(__GNUC__) || defined(__clang__)
+#define SEAM_API __attribute__((visibility("default")))
+#else
+#define SEAM_API
+#endif
+#endif
+
 #define SEAM_VERSION_MAJOR 0
 #define SEAM_VERSION_MINOR 1
 #define SEAM_VERSION_PATCH 0
@@ -64,7 +79,7 @@ typedef enum seam_status {
 } seam_status;
 
 /* Returns a static string such as "invalid model". Never NULL. */
-const char *seam_status_string(seam_status status);
+SEAM_API const char *seam_status_string(seam_status status);
 
 /* Element types. The numbers are ONNX's TensorProto.DataType. */
 typedef enum seam_dtype {
@@ -89,21 +104,21 @@ typedef enum seam_dtype {
 } seam_dtype;
 
 /* "float32", "int64", ...; "undefined" for anything unknown. Never NULL. */
-const char *seam_dtype_name(seam_dtype dtype);
+SEAM_API const char *seam_dtype_name(seam_dtype dtype);
 /* Bytes per element; 0 for string, undefined and unknown types. */
-size_t seam_dtype_size(seam_dtype dtype);
+SEAM_API size_t seam_dtype_size(seam_dtype dtype);
 
 /* ---- context ----------------------------------------------------------- */
 
 typedef struct seam_context seam_context;
 
-seam_status seam_context_create(seam_context **ctx_out);
+SEAM_API seam_status seam_context_create(seam_context **ctx_out);
 /* Frees the context. Every model made from it must be freed first. */
-void seam_context_free(seam_context *ctx);
+SEAM_API void seam_context_free(seam_context *ctx);
 /* The message of the last failed call made with this context or any handle
  * from it; "" if none failed. Owned by the context, valid until the next
  * call that fails. */
-const char *seam_context_last_error(const seam_context *ctx);
+SEAM_API const char *seam_context_last_error(const seam_context *ctx);
 
 /* ---- model --------------------------------------------------------------- */
 
@@ -113,12 +128,12 @@ typedef struct seam_model seam_model;
  * from files next to the model; a location that is absolute or leaves the
  * model's folder is refused. On failure *model_out is set to NULL and the
  * message names the node (index, name, op), value or file at fault. */
-seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **model_out);
+SEAM_API seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **model_out);
 
 /* As seam_model_load, from bytes in memory. base_dir is where external data
  * files are looked up; NULL refuses any external data. The bytes are not
  * kept after return. */
-seam_status seam_model_load_buffer(seam_context *ctx, const void *data, size_t size,
+SEAM_API seam_status seam_model_load_buffer(seam_context *ctx, const void *data, size_t size,
                                    const char *base_dir, seam_model **model_out);
 
 typedef struct seam_save_options {
@@ -132,7 +147,7 @@ typedef struct seam_save_options {
 /* Writes the model as ONNX. The file is written to a temporary name in the
  * same folder and renamed, so an existing file is never left half-written.
  * opts may be NULL. */
-seam_status seam_model_save(seam_model *model, const char *path, const seam_save_options *opts);
+SEAM_API seam_status seam_model_save(seam_model *model, const char *path, const seam_save_options *opts);
 
 /* Replaces the model's weights (initializers of its main graph) with the
  * ones of the same name in donor, e.g. a partitioned model gets retrained
@@ -140,10 +155,10 @@ seam_status seam_model_save(seam_model *model, const char *path, const seam_save
  * name a weight of the model with the same dtype and shape; otherwise
  * nothing changes and the error names the weight. The data is copied.
  * *replaced_out (may be NULL) gets the count. */
-seam_status seam_model_replace_weights(seam_model *model, const seam_model *donor, int32_t *replaced_out);
+SEAM_API seam_status seam_model_replace_weights(seam_model *model, const seam_model *donor, int32_t *replaced_out);
 
 /* Frees the model and everything it owns. NULL is allowed. */
-void seam_model_free(seam_model *model);
+SEAM_API void seam_model_free(seam_model *model);
 
 /* ---- introspection ------------------------------------------------------ */
 /* Strings and arrays returned here are owned by the model and stay valid
@@ -165,19 +180,19 @@ typedef struct seam_node_info {
     int32_t n_inputs, n_outputs;
 } seam_node_info;
 
-int32_t seam_model_node_count(const seam_model *model);
-seam_status seam_model_node(const seam_model *model, int32_t index, seam_node_info *info_out);
-int32_t seam_model_input_count(const seam_model *model);
-int32_t seam_model_output_count(const seam_model *model);
+SEAM_API int32_t seam_model_node_count(const seam_model *model);
+SEAM_API seam_status seam_model_node(const seam_model *model, int32_t index, seam_node_info *info_out);
+SEAM_API int32_t seam_model_input_count(const seam_model *model);
+SEAM_API int32_t seam_model_output_count(const seam_model *model);
 /* Inputs listed here exclude initializers that old files also list as inputs. */
-seam_status seam_model_input(const seam_model *model, int32_t index, seam_value_info *info_out);
-seam_status seam_model_output(const seam_model *model, int32_t index, seam_value_info *info_out);
+SEAM_API seam_status seam_model_input(const seam_model *model, int32_t index, seam_value_info *info_out);
+SEAM_API seam_status seam_model_output(const seam_model *model, int32_t index, seam_value_info *info_out);
 
 /* Fixes the shape of a graph input whose dimensions are symbolic or
  * unknown (e.g. a batch of 4 for "batch"), and infers shapes again, so a
  * session can plan all its memory ahead. Fails, naming the input, when the
  * rank or a known dimension disagrees. dims is not kept. */
-seam_status seam_model_set_input_shape(seam_model *model, const char *name, int32_t rank, const int64_t *dims);
+SEAM_API seam_status seam_model_set_input_shape(seam_model *model, const char *name, int32_t rank, const int64_t *dims);
 
 /* ---- running on the CPU ------------------------------------------------ */
 /*
@@ -216,15 +231,15 @@ typedef struct seam_session_options {
  * op that seam cannot run fails now (naming the node and the op), never
  * in the middle of a run. Memory for values of known shape is planned
  * once. The model must outlive the session. opts may be NULL. */
-seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **session_out);
-void seam_session_free(seam_session *session);
+SEAM_API seam_status seam_session_create(seam_model *model, const seam_session_options *opts, seam_session **session_out);
+SEAM_API void seam_session_free(seam_session *session);
 
 /* What making the session decided that a user may want to read: the
  * compile log of every device subgraph (see seam_backend.compile_log),
  * each line prefixed with "subgraph 'NAME' (TARGET): ". Lines about a
  * slower path than asked for read "subgraph 'NAME' (TARGET): slow: ...".
  * Empty when nothing was compiled. Owned by the session. */
-const char *seam_session_log(const seam_session *session);
+SEAM_API const char *seam_session_log(const seam_session *session);
 
 /* What one node of the model's graph cost in the last run (sessions made
  * with options.profile). For an ai.seam Subgraph node (a device subgraph
@@ -238,25 +253,25 @@ typedef struct seam_node_stats {
     int64_t bytes_in, bytes_out;
 } seam_node_stats;
 /* node: an index in the graph (0 .. seam_model_node_count - 1). */
-seam_status seam_session_node_stats(seam_session *session, int32_t node, seam_node_stats *stats_out);
+SEAM_API seam_status seam_session_node_stats(seam_session *session, int32_t node, seam_node_stats *stats_out);
 
 /* Binds graph input `name` to caller-owned data (dense, row-major). seam
  * does not copy it: the data must stay valid and unchanged until the run
  * that uses it returns. A wrong dtype, rank or dimension is refused with a
  * message naming the input, what was expected and what was given. */
-seam_status seam_session_set_input(seam_session *session, const char *name, seam_dtype dtype, int32_t rank,
+SEAM_API seam_status seam_session_set_input(seam_session *session, const char *name, seam_dtype dtype, int32_t rank,
                                    const int64_t *dims, const void *data);
 
 /* Optionally gives a caller-owned buffer of `capacity` bytes for output
  * `name`; the run writes the output there when it fits (otherwise into
  * session memory; seam_session_output tells where). Not kept after
  * seam_session_free. */
-seam_status seam_session_set_output_buffer(seam_session *session, const char *name, void *data, size_t capacity);
+SEAM_API seam_status seam_session_set_output_buffer(seam_session *session, const char *name, void *data, size_t capacity);
 
 /* Runs the model once; can be called any number of times, by one thread at
  * a time: two concurrent runs of one session are a data race (see
  * Threading above). */
-seam_status seam_session_run(seam_session *session);
+SEAM_API seam_status seam_session_run(seam_session *session);
 
 typedef struct seam_tensor_view {
     const char *name;
@@ -268,7 +283,7 @@ typedef struct seam_tensor_view {
     size_t nbytes;
 } seam_tensor_view;
 
-seam_status seam_session_output(seam_session *session, int32_t index, seam_tensor_view *view_out);
+SEAM_API seam_status seam_session_output(seam_session *session, int32_t index, seam_tensor_view *view_out);
 
 #ifdef __cplusplus
 }

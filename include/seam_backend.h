@@ -77,11 +77,11 @@ typedef struct seam_node_view {
 
 /* Attribute access on a node view. Each returns false if the attribute is
  * absent or of another kind. */
-bool seam_node_attr_int(const seam_node_view *node, const char *name, int64_t *value_out);
-bool seam_node_attr_float(const seam_node_view *node, const char *name, float *value_out);
+SEAM_API bool seam_node_attr_int(const seam_node_view *node, const char *name, int64_t *value_out);
+SEAM_API bool seam_node_attr_float(const seam_node_view *node, const char *name, float *value_out);
 /* The string is NUL-terminated and valid during the call. */
-bool seam_node_attr_string(const seam_node_view *node, const char *name, const char **value_out);
-bool seam_node_attr_ints(const seam_node_view *node, const char *name, const int64_t **values_out, int32_t *n_out);
+SEAM_API bool seam_node_attr_string(const seam_node_view *node, const char *name, const char **value_out);
+SEAM_API bool seam_node_attr_ints(const seam_node_view *node, const char *name, const int64_t **values_out, int32_t *n_out);
 
 /* Where a backend keeps tensors. HOST: it reads and writes seam's buffers
  * (zero-copy at the boundary). DEVICE: it has memory of its own; seam
@@ -99,10 +99,10 @@ typedef struct seam_subgraph_view {
 } seam_subgraph_view;
 
 /* Node i (topological order) of a subgraph; valid until the next call. */
-const seam_node_view *seam_subgraph_node(const seam_subgraph_view *sg, int32_t i, seam_node_view *storage);
+SEAM_API const seam_node_view *seam_subgraph_node(const seam_subgraph_view *sg, int32_t i, seam_node_view *storage);
 /* A weight (or other constant) a subgraph node reads, by value name: its
  * data, or false if the value is not a constant. */
-bool seam_subgraph_constant(const seam_subgraph_view *sg, const char *name, seam_tensor_view *out);
+SEAM_API bool seam_subgraph_constant(const seam_subgraph_view *sg, const char *name, seam_tensor_view *out);
 
 /* A buffer for run to fill: dtype and shape are set, data has nbytes. */
 typedef struct seam_buffer {
@@ -178,11 +178,11 @@ typedef struct seam_backend {
  * session's backend): a known version, a name (not "cpu" or "constant"),
  * supports(), compile and run both or neither, a valid memory; the message
  * names the library. The library stays loaded for the life of the process. */
-seam_status seam_backend_load_library(seam_context *ctx, const char *path, const seam_backend **backend_out);
+SEAM_API seam_status seam_backend_load_library(seam_context *ctx, const char *path, const seam_backend **backend_out);
 
 /* The built-in CPU backend: supports what seam's CPU kernels support. It is
  * always the last target, whether listed or not. Owned by seam. */
-const seam_backend *seam_backend_cpu(void);
+SEAM_API const seam_backend *seam_backend_cpu(void);
 
 /* The built-in oneDNN backend `dnnl` (float32): Conv, ConvTranspose, Gemm,
  * MatMul, pools, BatchNormalization, LayerNormalization, eltwise ops,
@@ -197,15 +197,15 @@ const seam_backend *seam_backend_cpu(void);
  * OMP_WAIT_POLICY once, at load: the seam CLI sets ACTIVE (its threads spin
  * between primitives, measured fastest); a program using the library sets
  * it in its own environment. Owned by seam. */
-const seam_backend *seam_backend_dnnl(void);
+SEAM_API const seam_backend *seam_backend_dnnl(void);
 
 /* Loads a rules target: a JSON description of a device's op coverage (see
  * docs/rules.md). An unknown key or a bad value is an error naming the key.
  * Free with seam_backend_free. */
-seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **backend_out);
-seam_status seam_rules_parse(seam_context *ctx, const char *json, const char *what, seam_backend **backend_out);
+SEAM_API seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **backend_out);
+SEAM_API seam_status seam_rules_parse(seam_context *ctx, const char *json, const char *what, seam_backend **backend_out);
 /* Frees a backend made by seam_rules_load/parse (calls its release). */
-void seam_backend_free(seam_backend *backend);
+SEAM_API void seam_backend_free(seam_backend *backend);
 
 /* ---- partitioning ---- */
 
@@ -254,13 +254,13 @@ typedef struct seam_partition_options {
     seam_placement placement;    /* default SEAM_PLACEMENT_COST */
 } seam_partition_options;
 
-seam_partition_options seam_partition_defaults(void);
+SEAM_API seam_partition_options seam_partition_defaults(void);
 
 typedef struct seam_plan seam_plan;
 
 /* Decides a target for every node and groups nodes into subgraphs. The
  * model must outlive the plan. */
-seam_status seam_partition(seam_model *model, const seam_partition_options *opts, seam_plan **plan_out);
+SEAM_API seam_status seam_partition(seam_model *model, const seam_partition_options *opts, seam_plan **plan_out);
 
 /* torch.fx split_module's callback: the caller gives each node a partition
  * id (>= 0); the nodes with one id form one subgraph (target "cpu", reason
@@ -269,9 +269,9 @@ seam_status seam_partition(seam_model *model, const seam_partition_options *opts
  * nodes that close the cycle, if the subgraphs would depend on each other
  * in a cycle. Constant nodes are not passed to the callback. */
 typedef int32_t (*seam_assign_fn)(void *user, const seam_node_view *node);
-seam_status seam_partition_by_callback(seam_model *model, seam_assign_fn assign, void *user, seam_plan **plan_out);
+SEAM_API seam_status seam_partition_by_callback(seam_model *model, seam_assign_fn assign, void *user, seam_plan **plan_out);
 
-void seam_plan_free(seam_plan *plan);
+SEAM_API void seam_plan_free(seam_plan *plan);
 
 /* Why a node went where it went. */
 typedef enum seam_reason {
@@ -314,19 +314,38 @@ typedef struct seam_plan_estimate {
     double all_cpu_us;        /* every node on the CPU */
     double capability_us;     /* every supported node on its first target (with pins and cpu_ops) */
 } seam_plan_estimate;
-seam_status seam_plan_estimate_get(const seam_plan *plan, seam_plan_estimate *out);
+SEAM_API seam_status seam_plan_estimate_get(const seam_plan *plan, seam_plan_estimate *out);
 
 /* Owned by the plan, valid until seam_plan_free. */
-int32_t seam_plan_node_count(const seam_plan *plan);
-int32_t seam_plan_subgraph_count(const seam_plan *plan);
-int32_t seam_plan_device_subgraph_count(const seam_plan *plan);
-seam_status seam_plan_node(const seam_plan *plan, int32_t index, seam_plan_node_info *out);
-seam_status seam_plan_subgraph(const seam_plan *plan, int32_t id, seam_plan_subgraph_info *out);
+SEAM_API int32_t seam_plan_node_count(const seam_plan *plan);
+SEAM_API int32_t seam_plan_subgraph_count(const seam_plan *plan);
+SEAM_API int32_t seam_plan_device_subgraph_count(const seam_plan *plan);
+SEAM_API seam_status seam_plan_node(const seam_plan *plan, int32_t index, seam_plan_node_info *out);
+SEAM_API seam_status seam_plan_subgraph(const seam_plan *plan, int32_t id, seam_plan_subgraph_info *out);
 /* Nodes supported by some target, and nodes counted (constants excluded). */
-void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *counted_out);
+SEAM_API void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *counted_out);
 /* What constraints changed, one line each ("moved subgraph 3 (npu, 2
  * nodes) to cpu: below min_subgraph_size 3"); "" if nothing. */
-const char *seam_plan_notes(const seam_plan *plan);
+SEAM_API const char *seam_plan_notes(const seam_plan *plan);
+
+/* The plan as one JSON object, the text `seam partition --json` prints:
+ * {"model", "targets" (priority order, "cpu" last), "supported_fraction",
+ *  "subgraphs": [{"id", "target", "nodes", "inputs", "outputs"}],
+ *  "nodes": [{"index", "name", "op", "target", "reason"}], "notes": [...]}.
+ * model_name (may be NULL) is written as "model". snprintf-style: writes at
+ * most size bytes, NUL-terminated, into buf (may be NULL with size 0) and
+ * sets *needed to the bytes the whole text needs, NUL included; call again
+ * with a larger buffer when *needed > size. */
+SEAM_API seam_status seam_plan_json(const seam_plan *plan, const char *model_name, char *buf, size_t size,
+                                    size_t *needed);
+/* The support analysis, the text `seam analyze --json` prints, for a plan
+ * made without constraints: {"model", "targets", "supported_fraction",
+ * "supported_count", "node_count" (constants excluded), "supported_ops" and
+ * "unsupported_ops" (op type -> count, first-seen order),
+ * "unsupported_nodes": [{"index", "name", "op", "reason"}]}. Buffer as
+ * seam_plan_json. */
+SEAM_API seam_status seam_plan_analysis_json(const seam_plan *plan, const char *model_name, char *buf, size_t size,
+                                             size_t *needed);
 
 /* ---- folding ---- */
 
@@ -339,7 +358,7 @@ const char *seam_plan_notes(const seam_plan *plan);
  * the CPU. The readers of an Identity of an initializer (one per shared
  * weight, in many exports) read the initializer itself: backends see a
  * constant. *folded_out (may be NULL) gets how many nodes were folded. */
-seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
+SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 
 /* ---- applying a plan ---- */
 
@@ -355,7 +374,7 @@ seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
  * Subgraph node's "target_options" and reach the backend's compile.
  * Afterwards the plan no longer describes the model: free it. Fails
  * (UNSUPPORTED) if a device subgraph holds a node with a body. */
-seam_status seam_plan_apply(seam_model *model, const seam_plan *plan, const seam_backend *const *targets,
+SEAM_API seam_status seam_plan_apply(seam_model *model, const seam_plan *plan, const seam_backend *const *targets,
                             int32_t n_targets, const char *const *target_options, int32_t n_target_options);
 
 #ifdef __cplusplus

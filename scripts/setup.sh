@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   # build
   cmake make gcc pkg-config
+  python3-dev python3-numpy              # the Python package seam (a CPython extension)
   protobuf-c-compiler libprotobuf-c-dev  # ONNX parsing, C generated at build time
   libonnx-dev                            # provides onnx.proto (not committed here)
   libjansson-dev                         # JSON (rules targets, --json output)
@@ -17,6 +18,7 @@ PKGS=(
   clang libclang-rt-14-dev               # libFuzzer, sanitizers
   libonnx-testdata                       # ONNX conformance models and data
   python3-onnx python3-numpy python3-torch python3-torchvision
+  python3-pytest                         # tests/python
 )
 
 missing=()

@@ -14,6 +14,7 @@
  *     the CPU and the rest is grouped again, until the plan holds; or, under
  *     SEAM_ON_VIOLATION_ERROR, the first violation is an error.
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -748,4 +749,139 @@ seam_status seam_plan_estimate_get(const seam_plan *p, seam_plan_estimate *out) 
     if (!p || !out) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = p->est;
     return SEAM_STATUS_OK;
+}
+
+/* ---- the plan as JSON (seam partition --json, seam analyze --json) ---- */
+
+static const char *reason_word(seam_reason r) {
+    switch (r) {
+    case SEAM_REASON_SUPPORTED: return "supported";
+    case SEAM_REASON_UNSUPPORTED: return "unsupported";
+    case SEAM_REASON_CPU_OPS: return "cpu_ops";
+    case SEAM_REASON_PINNED: return "pinned";
+    case SEAM_REASON_MIN_SIZE: return "min_subgraph_size";
+    case SEAM_REASON_MAX_COUNT: return "max_subgraph_count";
+    case SEAM_REASON_CONSTANT: return "constant";
+    case SEAM_REASON_USER: return "user";
+    case SEAM_REASON_COST: return "cost";
+    }
+    return "?";
+}
+
+/* "unsupported: npu: TopK is not supported" */
+static void reason_text(const seam_plan_node_info *n, char *buf, size_t len) {
+    if (n->detail[0]) snprintf(buf, len, "%s: %s", reason_word(n->reason), n->detail);
+    else if (n->reason == SEAM_REASON_SUPPORTED) snprintf(buf, len, "supported by %s", n->target);
+    else snprintf(buf, len, "%s", reason_word(n->reason));
+}
+
+/* Counts op in a JSON object kept in first-seen order. */
+static void count_op(json_t *hist, const char *op) {
+    json_t *c = json_object_get(hist, op);
+    json_object_set_new(hist, op, json_integer(c ? json_integer_value(c) + 1 : 1));
+}
+
+static json_t *plan_head(const seam_plan *p, const char *model_name) {
+    json_t *o = json_object(), *jt = json_array();
+    int32_t supported, counted;
+    seam_plan_support(p, &supported, &counted);
+    json_object_set_new(o, "model", json_string(model_name ? model_name : ""));
+    for (int32_t t = 0; t <= p->n_targets; t++) json_array_append_new(jt, json_string(p->target_names[t]));
+    json_object_set_new(o, "targets", jt);
+    json_object_set_new(o, "supported_fraction", json_real(counted ? (double)supported / counted : 1.0));
+    return o;
+}
+
+static json_t *plan_object(const seam_plan *p, const char *model_name) {
+    json_t *o = plan_head(p, model_name), *jsg = json_array(), *jn = json_array(), *jnotes = json_array();
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        seam_plan_subgraph_info sg;
+        seam_plan_subgraph(p, s, &sg);
+        json_t *e = json_object(), *nodes = json_array(), *ins = json_array(), *outs = json_array();
+        json_object_set_new(e, "id", json_integer(s));
+        json_object_set_new(e, "target", json_string(sg.target));
+        for (int32_t k = 0; k < sg.n_nodes; k++) json_array_append_new(nodes, json_integer(sg.nodes[k]));
+        for (int32_t k = 0; k < sg.n_inputs; k++) json_array_append_new(ins, json_string(sg.inputs[k]));
+        for (int32_t k = 0; k < sg.n_outputs; k++) json_array_append_new(outs, json_string(sg.outputs[k]));
+        json_object_set_new(e, "nodes", nodes);
+        json_object_set_new(e, "inputs", ins);
+        json_object_set_new(e, "outputs", outs);
+        json_object_set_new(e, "estimated_us", json_real(sg.est_us));
+        json_object_set_new(e, "boundary_bytes", json_integer(sg.boundary_bytes));
+        json_array_append_new(jsg, e);
+    }
+    json_object_set_new(o, "subgraphs", jsg);
+    json_t *je = json_object();
+    json_object_set_new(je, "plan_us", json_real(p->est.total_us));
+    json_object_set_new(je, "all_cpu_us", json_real(p->est.all_cpu_us));
+    json_object_set_new(je, "capability_us", json_real(p->est.capability_us));
+    json_object_set_new(o, "estimate", je);
+    char why[2400];
+    for (int32_t i = 0; i < p->n_nodes; i++) {
+        seam_plan_node_info n;
+        seam_plan_node(p, i, &n);
+        json_t *e = json_object();
+        json_object_set_new(e, "index", json_integer(i));
+        json_object_set_new(e, "name", json_string(n.name));
+        json_object_set_new(e, "op", json_string(n.op_type));
+        json_object_set_new(e, "target", json_string(n.target));
+        reason_text(&n, why, sizeof(why));
+        json_object_set_new(e, "reason", json_string(why));
+        json_array_append_new(jn, e);
+    }
+    json_object_set_new(o, "nodes", jn);
+    for (const char *notes = seam_plan_notes(p); *notes;) {
+        const char *nl = strchr(notes, '\n');
+        size_t len = nl ? (size_t)(nl - notes) : strlen(notes);
+        json_array_append_new(jnotes, json_stringn(notes, len));
+        notes += len + (nl ? 1 : 0);
+    }
+    json_object_set_new(o, "notes", jnotes);
+    return o;
+}
+
+static json_t *analysis_object(const seam_plan *p, const char *model_name) {
+    json_t *o = plan_head(p, model_name), *js = json_object(), *ju = json_object(), *jn = json_array();
+    int32_t supported, counted;
+    seam_plan_support(p, &supported, &counted);
+    json_object_set_new(o, "supported_count", json_integer(supported));
+    json_object_set_new(o, "node_count", json_integer(counted));
+    for (int32_t i = 0; i < p->n_nodes; i++) {
+        seam_plan_node_info n;
+        seam_plan_node(p, i, &n);
+        if (n.reason == SEAM_REASON_CONSTANT) continue;
+        count_op(n.reason == SEAM_REASON_UNSUPPORTED ? ju : js, n.op_type);
+        if (n.reason != SEAM_REASON_UNSUPPORTED) continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "index", json_integer(i));
+        json_object_set_new(e, "name", json_string(n.name));
+        json_object_set_new(e, "op", json_string(n.op_type));
+        json_object_set_new(e, "reason", json_string(n.detail));
+        json_array_append_new(jn, e);
+    }
+    json_object_set_new(o, "supported_ops", js);
+    json_object_set_new(o, "unsupported_ops", ju);
+    json_object_set_new(o, "unsupported_nodes", jn);
+    return o;
+}
+
+/* Writes o (taken) into buf as NUL-terminated text, snprintf-style. */
+static seam_status plan_dump(const seam_plan *p, json_t *o, char *buf, size_t size, size_t *needed) {
+    size_t n = o ? json_dumpb(o, buf, buf && size ? size - 1 : 0, JSON_PRESERVE_ORDER | JSON_COMPACT) : 0;
+    json_decref(o);
+    if (n == 0) return seam_error(p->model->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory writing the plan as JSON");
+    if (needed) *needed = n + 1;
+    if (buf && size) buf[n < size ? n : size - 1] = 0;
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_plan_json(const seam_plan *plan, const char *model_name, char *buf, size_t size, size_t *needed) {
+    if (!plan) return SEAM_STATUS_INVALID_ARGUMENT;
+    return plan_dump(plan, plan_object(plan, model_name), buf, size, needed);
+}
+
+seam_status seam_plan_analysis_json(const seam_plan *plan, const char *model_name, char *buf, size_t size,
+                                    size_t *needed) {
+    if (!plan) return SEAM_STATUS_INVALID_ARGUMENT;
+    return plan_dump(plan, analysis_object(plan, model_name), buf, size, needed);
 }

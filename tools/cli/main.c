@@ -124,7 +124,8 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("seam %d.%d.%d\n", SEAM_VERSION_MAJOR, SEAM_VERSION_MINOR, SEAM_VERSION_PATCH);
+        printf("seam %d.%d.%d (built-in targets: %s)\n", SEAM_VERSION_MAJOR, SEAM_VERSION_MINOR, SEAM_VERSION_PATCH,
+               SEAM_TARGETS_BUILT);
         return CLI_OK;
     }
     for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)

@@ -1,5 +1,4 @@
 /* seam analyze and seam partition. */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,26 +8,21 @@
 #include "ir/ir.h"
 #include "targets.h"
 
-static const char *reason_word(seam_reason r) {
-    switch (r) {
-    case SEAM_REASON_SUPPORTED: return "supported";
-    case SEAM_REASON_UNSUPPORTED: return "unsupported";
-    case SEAM_REASON_CPU_OPS: return "cpu_ops";
-    case SEAM_REASON_PINNED: return "pinned";
-    case SEAM_REASON_MIN_SIZE: return "min_subgraph_size";
-    case SEAM_REASON_MAX_COUNT: return "max_subgraph_count";
-    case SEAM_REASON_CONSTANT: return "constant";
-    case SEAM_REASON_USER: return "user";
-    case SEAM_REASON_COST: return "cost";
+/* Prints the plan (or its analysis) as `--json` shows it: one line. */
+static int print_json(const char *cmd, seam_context *ctx, const seam_plan *plan, const char *path, bool analysis) {
+    size_t need = 0;
+    seam_status st = analysis ? seam_plan_analysis_json(plan, path, NULL, 0, &need) : seam_plan_json(plan, path, NULL, 0, &need);
+    char *text = st ? NULL : malloc(need);
+    if (!st && !text) return fprintf(stderr, "seam %s: out of memory\n", cmd), CLI_BAD_INPUT;
+    if (!st) st = analysis ? seam_plan_analysis_json(plan, path, text, need, NULL) : seam_plan_json(plan, path, text, need, NULL);
+    if (st) {
+        free(text);
+        cli_fail(cmd, ctx, st);
+        return CLI_BAD_INPUT;
     }
-    return "?";
-}
-
-/* "unsupported: npu: TopK is not supported" */
-static void reason_text(const seam_plan_node_info *n, char *buf, size_t len) {
-    if (n->detail[0]) snprintf(buf, len, "%s: %s", reason_word(n->reason), n->detail);
-    else if (n->reason == SEAM_REASON_SUPPORTED) snprintf(buf, len, "supported by %s", n->target);
-    else snprintf(buf, len, "%s", reason_word(n->reason));
+    printf("%s\n", text);
+    free(text);
+    return CLI_OK;
 }
 
 typedef struct count {
@@ -127,33 +121,7 @@ int cmd_analyze(int argc, char **argv) {
     }
     double frac = counted ? (double)supported / counted : 1.0;
     if (as_json) {
-        json_t *o2 = json_object(), *js = json_object(), *ju = json_object(), *jn = json_array(), *jt = json_array();
-        json_object_set_new(o2, "model", json_string(path));
-        for (int32_t k = 0; k < o.n_targets; k++) json_array_append_new(jt, json_string(o.targets[k]->name));
-        json_array_append_new(jt, json_string("cpu"));
-        json_object_set_new(o2, "targets", jt);
-        json_object_set_new(o2, "supported_fraction", json_real(frac));
-        json_object_set_new(o2, "supported_count", json_integer(supported));
-        json_object_set_new(o2, "node_count", json_integer(counted));
-        for (int32_t k = 0; k < ns; k++) json_object_set_new(js, sup[k].op, json_integer(sup[k].n));
-        for (int32_t k = 0; k < nu; k++) json_object_set_new(ju, uns[k].op, json_integer(uns[k].n));
-        json_object_set_new(o2, "supported_ops", js);
-        json_object_set_new(o2, "unsupported_ops", ju);
-        for (int32_t i = 0; i < nn; i++) {
-            seam_plan_node_info n;
-            seam_plan_node(plan, i, &n);
-            if (n.reason != SEAM_REASON_UNSUPPORTED) continue;
-            json_t *e = json_object();
-            json_object_set_new(e, "index", json_integer(i));
-            json_object_set_new(e, "name", json_string(n.name));
-            json_object_set_new(e, "op", json_string(n.op_type));
-            json_object_set_new(e, "reason", json_string(n.detail));
-            json_array_append_new(jn, e);
-        }
-        json_object_set_new(o2, "unsupported_nodes", jn);
-        json_dumpf(o2, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
-        printf("\n");
-        json_decref(o2);
+        rc = print_json("analyze", ctx, plan, path, true);
     } else {
         printf("The following operations are supported:\n");
         for (int32_t k = 0; k < ns; k++) printf("  %s: %d\n", sup[k].op, sup[k].n);
@@ -243,65 +211,11 @@ int cmd_partition(int argc, char **argv) {
         rc = cli_fail("partition", ctx, st);
         goto done;
     }
-    int32_t nn = seam_plan_node_count(plan), ns = seam_plan_subgraph_count(plan), supported, counted;
+    int32_t ns = seam_plan_subgraph_count(plan), supported, counted;
     seam_plan_support(plan, &supported, &counted);
     double frac = counted ? (double)supported / counted : 1.0;
     if (as_json) {
-        json_t *o = json_object(), *jt = json_array(), *jsg = json_array(), *jn = json_array(), *jnotes = json_array();
-        json_object_set_new(o, "model", json_string(path));
-        for (int32_t k = 0; k < t.opts.n_targets; k++) json_array_append_new(jt, json_string(t.opts.targets[k]->name));
-        json_array_append_new(jt, json_string("cpu"));
-        json_object_set_new(o, "targets", jt);
-        json_object_set_new(o, "supported_fraction", json_real(frac));
-        for (int32_t s = 0; s < ns; s++) {
-            seam_plan_subgraph_info sg;
-            seam_plan_subgraph(plan, s, &sg);
-            json_t *e = json_object(), *nodes = json_array(), *ins = json_array(), *outs = json_array();
-            json_object_set_new(e, "id", json_integer(s));
-            json_object_set_new(e, "target", json_string(sg.target));
-            for (int32_t k = 0; k < sg.n_nodes; k++) json_array_append_new(nodes, json_integer(sg.nodes[k]));
-            for (int32_t k = 0; k < sg.n_inputs; k++) json_array_append_new(ins, json_string(sg.inputs[k]));
-            for (int32_t k = 0; k < sg.n_outputs; k++) json_array_append_new(outs, json_string(sg.outputs[k]));
-            json_object_set_new(e, "nodes", nodes);
-            json_object_set_new(e, "inputs", ins);
-            json_object_set_new(e, "outputs", outs);
-            json_object_set_new(e, "estimated_us", json_real(sg.est_us));
-            json_object_set_new(e, "boundary_bytes", json_integer(sg.boundary_bytes));
-            json_array_append_new(jsg, e);
-        }
-        json_object_set_new(o, "subgraphs", jsg);
-        seam_plan_estimate est;
-        seam_plan_estimate_get(plan, &est);
-        json_t *je = json_object();
-        json_object_set_new(je, "plan_us", json_real(est.total_us));
-        json_object_set_new(je, "all_cpu_us", json_real(est.all_cpu_us));
-        json_object_set_new(je, "capability_us", json_real(est.capability_us));
-        json_object_set_new(o, "estimate", je);
-        char why[2400];
-        for (int32_t i = 0; i < nn; i++) {
-            seam_plan_node_info n;
-            seam_plan_node(plan, i, &n);
-            json_t *e = json_object();
-            json_object_set_new(e, "index", json_integer(i));
-            json_object_set_new(e, "name", json_string(n.name));
-            json_object_set_new(e, "op", json_string(n.op_type));
-            json_object_set_new(e, "target", json_string(n.target));
-            reason_text(&n, why, sizeof(why));
-            json_object_set_new(e, "reason", json_string(why));
-            json_array_append_new(jn, e);
-        }
-        json_object_set_new(o, "nodes", jn);
-        const char *notes = seam_plan_notes(plan);
-        while (*notes) {
-            const char *nl = strchr(notes, '\n');
-            size_t len = nl ? (size_t)(nl - notes) : strlen(notes);
-            json_array_append_new(jnotes, json_stringn(notes, len));
-            notes += len + (nl ? 1 : 0);
-        }
-        json_object_set_new(o, "notes", jnotes);
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
-        printf("\n");
-        json_decref(o);
+        if ((rc = print_json("partition", ctx, plan, path, false))) goto done;
     } else {
         printf("%s: %d subgraph%s (%d on devices); %.2f%% of operations (%d of %d) are supported\n", path, ns,
                ns == 1 ? "" : "s", seam_plan_device_subgraph_count(plan), 100.0 * frac, supported, counted);

@@ -159,7 +159,17 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
         for (int32_t j = 0; j < n_libs && !found; j++)
             if (strcmp(libs[j]->name, p) == 0) found = libs[j];
         char so[4096];
-        if (!found && strcmp(p, "dnnl") == 0 && access(p, F_OK) != 0) found = seam_backend_dnnl(); /* built in */
+        if (!found && strcmp(p, "dnnl") == 0 && access(p, F_OK) != 0) {
+#if SEAM_WITH_DNNL
+            found = seam_backend_dnnl(); /* built in */
+#else
+            fprintf(stderr,
+                    "seam %s: --target dnnl: this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF); its built-in "
+                    "targets are: %s (rules files and --backend-lib add more)\n",
+                    cmd, SEAM_TARGETS_BUILT);
+            return CLI_BAD_INPUT;
+#endif
+        }
         if (!found && access(p, F_OK) != 0 && search_backend_path(p, so, sizeof(so))) {
             seam_status st = seam_backend_load_library(ctx, so, &found);
             if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;

@@ -1,0 +1,425 @@
+"""seam: partition an ONNX model (or a torch module) between backends and run it.
+
+    import torch, seam
+    net = MLP().eval()
+    x = torch.rand(32, 784)
+    model = seam.trace(net, x, partitioner_config=seam.PartitionerConfig(max_subgraph_count=2))
+    y = model(x)                      # a torch tensor, as x was
+    model.save("mlp.onnx")            # one ONNX file: device subgraphs are ai.seam Subgraph nodes
+    again = seam.load("mlp.onnx")
+
+The names and meanings follow torch-neuronx's trace API: PartitionerConfig,
+trace, analyze, replace_weights, dynamic_batch. The work is seam's C library
+(libseam), reached through the extension seam._seam; a torch module is
+exported to ONNX in memory with torch.onnx.export.
+
+Errors raise ValueError (bad input: a model, a file's content, an input of
+the wrong dtype or shape), seam.UnsupportedError (a ValueError: something
+seam cannot do, such as a constraint the plan cannot meet), MemoryError,
+OSError (a file that cannot be read or written) or RuntimeError (a bug in
+seam); the message is seam's.
+"""
+import io
+import json
+import logging
+import os
+
+from . import _seam
+from ._seam import UnsupportedError
+
+__all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load",
+           "replace_weights", "trace", "version", "builtin_targets"]
+__version__ = _seam.version()
+log = logging.getLogger("seam")
+
+
+def version():
+    return _seam.version()
+
+
+# torch-neuronx names ops as TorchScript does ("aten::log_softmax"); seam
+# places ONNX nodes. The ONNX op types each aten op is exported as.
+_ATEN_TO_ONNX = {
+    "aten::log_softmax": ["LogSoftmax"], "aten::softmax": ["Softmax"], "aten::sort": ["TopK"],
+    "aten::topk": ["TopK"], "aten::linear": ["Gemm", "MatMul"], "aten::matmul": ["MatMul"],
+    "aten::relu": ["Relu"], "aten::gelu": ["Gelu", "Erf"], "aten::sigmoid": ["Sigmoid"], "aten::tanh": ["Tanh"],
+    "aten::conv2d": ["Conv"], "aten::_convolution": ["Conv"], "aten::max_pool2d": ["MaxPool"],
+    "aten::avg_pool2d": ["AveragePool"], "aten::batch_norm": ["BatchNormalization"],
+    "aten::layer_norm": ["LayerNormalization"], "aten::add": ["Add"], "aten::mul": ["Mul"], "aten::sub": ["Sub"],
+    "aten::div": ["Div"], "aten::cat": ["Concat"], "aten::flatten": ["Flatten"], "aten::reshape": ["Reshape"],
+    "aten::view": ["Reshape"], "aten::transpose": ["Transpose"], "aten::permute": ["Transpose"],
+}
+
+
+def _onnx_ops(ops):
+    """ONNX op types for ops_to_partition: ONNX names as they are, aten names mapped."""
+    out = []
+    for op in ops or ():
+        if not isinstance(op, str):
+            raise TypeError(f"ops_to_partition: op names are str, got {type(op).__name__}")
+        if op.startswith("aten::"):
+            if op not in _ATEN_TO_ONNX:
+                raise ValueError(f"ops_to_partition: '{op}' has no known ONNX op type; name the ONNX op instead "
+                                 f"(e.g. 'LogSoftmax'); known aten names: {', '.join(sorted(_ATEN_TO_ONNX))}")
+            out.extend(_ATEN_TO_ONNX[op])
+        else:
+            out.append(op)
+    return out
+
+
+class PartitionerConfig:
+    """How trace splits a model between its targets and the CPU.
+
+    model_support_percentage_threshold: fraction (0..1) of the operations the
+        targets must support, or trace raises seam.UnsupportedError.
+    min_subgraph_size: device subgraphs with fewer nodes go to the CPU (-1: no minimum).
+    max_subgraph_count: at most this many subgraphs, device and CPU (-1: no maximum).
+    ops_to_partition: op types sent to the CPU even where supported: ONNX names
+        ("LogSoftmax") or torch-neuronx's ("aten::log_softmax").
+    on_violation: "error" (a constraint that the plan breaks raises, as
+        torch-neuronx does) or "fallback" (subgraphs move to the CPU, and the
+        plan's notes say so).
+    cpu_ops: more ONNX op types for the CPU (as ops_to_partition).
+    pins: {node name: target name} forcing nodes onto a target (or "cpu").
+    placement: "cost" (default: a supported node stays on the CPU when the
+        cost model says offloading it costs more than it saves),
+        "capability" (everything supported is offloaded), or a function of a
+        node ({"index", "name", "op"}) returning a target name to pin it to,
+        or None to let seam decide (by cost).
+    """
+
+    def __init__(self, *, model_support_percentage_threshold=0.5, min_subgraph_size=-1, max_subgraph_count=-1,
+                 ops_to_partition=None, on_violation="error", cpu_ops=None, pins=None, placement=None):
+        t = model_support_percentage_threshold
+        if not isinstance(t, (int, float)) or not 0 <= t <= 1:
+            raise ValueError(f"model_support_percentage_threshold must be between 0 and 1, got {t!r}")
+        for name, v in (("min_subgraph_size", min_subgraph_size), ("max_subgraph_count", max_subgraph_count)):
+            if not isinstance(v, int) or isinstance(v, bool) or not (v == -1 or v >= 1):
+                raise ValueError(f"{name} must be -1 or a whole number >= 1, got {v!r}")
+        if on_violation not in ("error", "fallback"):
+            raise ValueError(f"on_violation must be 'error' or 'fallback', got {on_violation!r}")
+        if pins is not None and not isinstance(pins, dict):
+            raise TypeError("pins must be a dict {node name: target name}")
+        if placement is not None and not callable(placement) and placement not in ("cost", "capability"):
+            raise ValueError(f"placement must be 'cost', 'capability' or a function of a node, got {placement!r}")
+        self.model_support_percentage_threshold = float(t)
+        self.min_subgraph_size = min_subgraph_size
+        self.max_subgraph_count = max_subgraph_count
+        self.ops_to_partition = set(ops_to_partition) if ops_to_partition else None
+        self.on_violation = on_violation
+        self.cpu_ops = list(cpu_ops) if cpu_ops else []
+        self.pins = dict(pins) if pins else {}
+        self.placement = placement
+        self._cpu_ops = _onnx_ops(self.ops_to_partition) + _onnx_ops(self.cpu_ops)
+
+    def __repr__(self):
+        return (f"PartitionerConfig(model_support_percentage_threshold={self.model_support_percentage_threshold}, "
+                f"min_subgraph_size={self.min_subgraph_size}, max_subgraph_count={self.max_subgraph_count}, "
+                f"ops_to_partition={self.ops_to_partition}, on_violation={self.on_violation!r})")
+
+
+def _is_torch(x):
+    t = type(x)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+def _example_tuple(example_inputs):
+    if example_inputs is None:
+        return ()
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs)
+    return (example_inputs,)
+
+
+def _export(module, example_inputs):
+    """A torch nn.Module as ONNX bytes (torch.onnx.export, in memory)."""
+    import inspect
+
+    import torch
+    args = tuple(torch.as_tensor(a) if not _is_torch(a) else a for a in _example_tuple(example_inputs))
+    if not args:
+        raise ValueError("trace: a torch module needs example_inputs to be exported")
+    names = None
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(params) == len(args):
+            names = [p.name for p in params]
+    except (TypeError, ValueError):
+        pass
+    buf = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(module, args, buf, input_names=names, opset_version=17, do_constant_folding=True)
+    return buf.getvalue()
+
+
+def _graph(source, example_inputs=None):
+    """A _seam.Graph and a name for it from a module, a path, a ModelProto or bytes."""
+    if isinstance(source, _seam.Graph):
+        return source, "<graph>"
+    if isinstance(source, (str, os.PathLike)):
+        return _seam.Graph(os.fspath(source)), os.fspath(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _seam.Graph(bytes(source)), "<bytes>"
+    if type(source).__name__ == "ModelProto" and hasattr(source, "SerializeToString"):
+        return _seam.Graph(source.SerializeToString()), "<onnx.ModelProto>"
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is optional
+        torch = None
+    if torch is not None and isinstance(source, torch.nn.Module):
+        return _seam.Graph(_export(source, example_inputs)), type(source).__name__
+    raise TypeError("expected a torch nn.Module, a path, an onnx.ModelProto or bytes, got "
+                    f"{type(source).__name__}")
+
+
+def _targets(targets):
+    if isinstance(targets, (str, os.PathLike)):
+        targets = (targets,)
+    return [t if isinstance(t, _seam.Target) else _seam.Target(os.fspath(t)) for t in targets or ()]
+
+
+def _log_analysis(a):
+    log.info("The following operations are currently supported:")
+    for op in a["supported"]:
+        log.info("%s", op)
+    log.info("The following operations are currently not supported:")
+    for n in a["unsupported_nodes"]:
+        log.info("%s, node %d '%s': %s", n["op"], n["index"], n["name"], n["reason"])
+    log.info("%.2f%% of arithmetic operations (%d of %d) are supported", 100.0 * a["supported_fraction"],
+             a["supported_count"], a["node_count"])
+
+
+def _analysis(graph, name, targets):
+    a = json.loads(graph.partition(targets, analysis=True, name=name))
+    a["supported"] = a.pop("supported_ops")
+    a["unsupported"] = a.pop("unsupported_ops")
+    return a
+
+
+def analyze(module_or_path, example_inputs=None, targets=("dnnl",)):
+    """Which operations the targets support: a dict with supported_fraction,
+    supported and unsupported ({op type: count}), unsupported_nodes
+    ([{index, name, op, reason}]), supported_count, node_count and targets;
+    the report is also logged (logger "seam", INFO)."""
+    graph, name = _graph(module_or_path, example_inputs)
+    graph.fold()
+    a = _analysis(graph, name, _targets(targets))
+    _log_analysis(a)
+    return a
+
+
+def _log_plan(plan, nodes):
+    log.info("Num Partitions: %d", len(plan["subgraphs"]))
+    for sg in plan["subgraphs"]:
+        log.info("Creating Partition #%d for device: %s", sg["id"] + 1, sg["target"])
+        log.info("The following operators will be included in this partition:")
+        hist = {}
+        for i in sg["nodes"]:
+            op = nodes[i]["op"]
+            hist[op] = hist.get(op, 0) + 1
+        for op, n in hist.items():
+            log.info("%s:%d", op, n)
+    for note in plan["notes"]:
+        log.info("%s", note)
+
+
+def _to_numpy(x, what):
+    import numpy as np
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{what}: seam runs on host memory; move the tensor to the CPU first "
+                             f"(it is on {x.device})")
+        return x.detach().numpy()
+    return np.asarray(x)
+
+
+class Model:
+    """A (partitioned) model ready to run: call it with numpy arrays or CPU
+    torch tensors, positionally in the order of .inputs, and it returns the
+    same kind (one output, or a tuple). .plan is the plan as `seam partition
+    --json` prints it (None for a model loaded from a file)."""
+
+    def __init__(self, graph, targets, plan=None, dynamic_batch=False, threads=0, inline_weights=True):
+        self._graph = graph
+        self._targets = targets
+        self.plan = plan
+        self.dynamic_batch = bool(dynamic_batch)
+        self.threads = threads
+        self.inline_weights = inline_weights
+        self._session = None
+        self._session = self._make_session()
+
+    def _make_session(self):
+        s = _seam.Session(self._graph, self._targets, self.threads, self.dynamic_batch)
+        for line in s.log().splitlines():
+            if ": slow: " in line:
+                log.warning("%s", line)
+        return s
+
+    @property
+    def inputs(self):
+        return [{"name": n, "dtype": d, "shape": s} for n, d, s in self._graph.inputs()]
+
+    @property
+    def outputs(self):
+        return [{"name": n, "dtype": d, "shape": s} for n, d, s in self._graph.outputs()]
+
+    def run(self, feeds):
+        """feeds: {input name: array}; returns {output name: numpy array}."""
+        if not isinstance(feeds, dict):
+            raise TypeError("run: feeds must be a dict {input name: array}")
+        return self._session.run({k: _to_numpy(v, f"input '{k}'") for k, v in feeds.items()})
+
+    def __call__(self, *inputs):
+        names = [i[0] for i in self._graph.inputs()]
+        if len(inputs) != len(names):
+            raise ValueError(f"the model takes {len(names)} input{'s' if len(names) != 1 else ''} "
+                             f"({', '.join(names)}), got {len(inputs)}")
+        as_torch = any(_is_torch(x) for x in inputs)
+        out = self.run(dict(zip(names, inputs)))
+        res = [out[o[0]] for o in self._graph.outputs()]
+        if as_torch:
+            import torch
+            res = [torch.from_numpy(r) for r in res]
+        return res[0] if len(res) == 1 else tuple(res)
+
+    def save(self, path, weights_file=None):
+        """Writes the model as one ONNX file (device subgraphs are ai.seam
+        Subgraph nodes). weights_file: the weights go to that file next to
+        path (ONNX external data); a model traced with inline_weights=False
+        does so by default (PATH's name + ".weights")."""
+        if weights_file is None and not self.inline_weights:
+            weights_file = os.path.basename(os.fspath(path)) + ".weights"
+        self._graph.save(os.fspath(path), weights_file)
+
+    def _replace_weights(self, donor):
+        # Device subgraphs compiled the old weights: the session is made
+        # again. (seam keeps the old data alive, so a model sharing this
+        # graph, such as dynamic_batch's, keeps running on the old weights.)
+        n = self._graph.replace_weights(donor)
+        self._session = self._make_session()
+        return n
+
+
+def trace(module_or_path, example_inputs, *, targets=("dnnl",), partitioner_config=None, target_options=None,
+          dynamic_batch=False, inline_weights=True):
+    """Partitions a model between targets (priority order; the CPU runs the
+    rest) and compiles it. module_or_path: a torch nn.Module (exported with
+    torch.onnx.export at example_inputs), a path, an onnx.ModelProto or
+    bytes. target_options: strings passed to every device subgraph's
+    compile (e.g. "fusion=off"). dynamic_batch: accept any batch size (the
+    inputs are cut into chunks of the traced batch). inline_weights=False:
+    save() writes the weights to a separate file by default. Returns a Model."""
+    cfg = partitioner_config if partitioner_config is not None else PartitionerConfig()
+    if not isinstance(cfg, PartitionerConfig):
+        raise TypeError("partitioner_config must be a seam.PartitionerConfig")
+    graph, name = _graph(module_or_path, example_inputs)
+    graph.fold()
+    tl = _targets(targets)
+    analysis = _analysis(graph, name, tl)
+    _log_analysis(analysis)
+    pins = dict(cfg.pins)
+    if callable(cfg.placement):
+        plan0 = json.loads(graph.partition(tl, name=name))
+        for n in plan0["nodes"]:
+            if n["target"] == "constant":
+                continue
+            t = cfg.placement({"index": n["index"], "name": n["name"], "op": n["op"]})
+            if t is not None:
+                pins.setdefault(n["name"], t)
+    flat_pins = [s for kv in pins.items() for s in kv]
+    topts = list(target_options) if target_options else None
+    text = graph.partition(tl, min_support=cfg.model_support_percentage_threshold,
+                           min_subgraph_size=max(cfg.min_subgraph_size, 1),
+                           max_subgraph_count=max(cfg.max_subgraph_count, 0),
+                           on_violation_error=cfg.on_violation == "error", cpu_ops=list(cfg._cpu_ops),
+                           pins=flat_pins, apply=True, target_options=topts, name=name,
+                           capability=cfg.placement == "capability")
+    plan = json.loads(text)
+    _log_plan(plan, plan["nodes"])
+    return Model(graph, tl, plan, dynamic_batch=dynamic_batch, inline_weights=inline_weights)
+
+
+def dynamic_batch(model):
+    """The same model accepting any batch size (torch-neuronx's dynamic_batch)."""
+    if not isinstance(model, Model):
+        raise TypeError("dynamic_batch: expected a seam.Model")
+    return Model(model._graph, model._targets, model.plan, dynamic_batch=True, threads=model.threads,
+                 inline_weights=model.inline_weights)
+
+
+def builtin_targets():
+    """The targets built into this seam: ["cpu", "dnnl"], or ["cpu"] in a build without oneDNN."""
+    return [t.strip() for t in _seam.builtin_targets().split(",")]
+
+
+def _builtin_targets():
+    return [_seam.Target(t) for t in builtin_targets() if t != "cpu"]
+
+
+def load(path, *, targets=None, threads=0, dynamic_batch=False):
+    """Loads a model saved by Model.save (or any ONNX file) ready to run.
+    targets: backends its ai.seam Subgraph nodes may name besides the
+    built-in ones (a backend library's .so)."""
+    graph = _seam.Graph(os.fspath(path))
+    return Model(graph, _builtin_targets() + _targets(targets), None, dynamic_batch=dynamic_batch, threads=threads)
+
+
+def _weights_graph(weights):
+    """A _seam.Graph holding only initializers, from a path, a ModelProto or a
+    dict {name: array} (a torch state_dict works as is when the model was
+    exported from the same module: its initializers keep the parameter names)."""
+    if isinstance(weights, dict):
+        import numpy as np
+        import onnx
+        from onnx import helper, numpy_helper
+        inits = []
+        for k, v in weights.items():
+            a = np.ascontiguousarray(_to_numpy(v, f"weight '{k}'"))
+            inits.append(numpy_helper.from_array(a, name=str(k)))
+        g = helper.make_graph([], "weights", [], [], initializer=inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        return _seam.Graph(m.SerializeToString())
+    return _graph(weights)[0]
+
+
+def replace_weights(model_or_path, weights, out_path=None):
+    """Gives a (partitioned) model new weights without partitioning again.
+    weights: an ONNX file, an onnx.ModelProto, or a dict {initializer name:
+    array or tensor}. Each must name a weight of the model with its dtype
+    and shape, or nothing changes and a ValueError names it. A seam.Model is
+    changed in place (and saved to out_path when given) and returned; a path
+    is rewritten (to out_path, or in place) and out_path returned."""
+    donor = _weights_graph(weights)
+    if isinstance(model_or_path, Model):
+        model_or_path._replace_weights(donor)
+        if out_path is not None:
+            model_or_path.save(out_path)
+        return model_or_path
+    path = os.fspath(model_or_path)
+    g = _seam.Graph(path)
+    g.replace_weights(donor)
+    out = os.fspath(out_path) if out_path is not None else path
+    g.save(out)
+    return out
+
+
+class Session:
+    """A saved model ready to run from several threads: Session(path,
+    targets=..., threads=...).run({name: array}) -> {name: array}. Runs of
+    one session take turns; sessions run in parallel."""
+
+    def __init__(self, path, targets=None, threads=0, dynamic_batch=False):
+        self._model = load(path, targets=targets, threads=threads, dynamic_batch=dynamic_batch)
+
+    @property
+    def inputs(self):
+        return self._model.inputs
+
+    @property
+    def outputs(self):
+        return self._model.outputs
+
+    def run(self, feeds):
+        return self._model.run(feeds)

@@ -1,0 +1,675 @@
+/*
+ * _seam: the CPython extension under the package seam, a thin layer over
+ * the C API (seam.h, seam_backend.h). The friendly API (trace, analyze,
+ * PartitionerConfig, Model) is Python, in seam/__init__.py; this module
+ * gives it three types:
+ *
+ *     Target(spec)    a backend table: "dnnl", "cpu", a rules file (.json),
+ *                     a backend library (.so)
+ *     Graph(path|bytes)  a context and a model: inputs, outputs, fold,
+ *                     set_input_shape, partition (+ apply), save,
+ *                     replace_weights
+ *     Session(graph, targets, threads, dynamic_batch)  run(feeds) -> dict
+ *
+ * Threads: seam wants one thread per context at a time, so each Graph has a
+ * lock that every call on it, or on a session made from it, holds. The GIL
+ * is released while waiting for the lock and during compile (Session()),
+ * partition and run, so sessions of different graphs run in parallel.
+ *
+ * Errors: seam's status becomes the exception type (ValueError for bad
+ * input, UnsupportedError, MemoryError, OSError for files, RuntimeError
+ * for a bug in seam), its message the context's message.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <numpy/arrayobject.h>
+#include <pythread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "seam.h"
+#include "seam_backend.h"
+
+static PyObject *UnsupportedError;
+
+static PyObject *raise_status(seam_status st, const char *msg) {
+    PyObject *type = PyExc_ValueError;
+    switch (st) {
+    case SEAM_STATUS_UNSUPPORTED: type = UnsupportedError; break;
+    case SEAM_STATUS_OUT_OF_MEMORY: type = PyExc_MemoryError; break;
+    case SEAM_STATUS_IO_ERROR: type = PyExc_OSError; break;
+    case SEAM_STATUS_INTERNAL: type = PyExc_RuntimeError; break;
+    default: break;
+    }
+    PyErr_SetString(type, msg && msg[0] ? msg : seam_status_string(st));
+    return NULL;
+}
+
+/* ---- dtypes ---- */
+
+static const struct {
+    seam_dtype seam;
+    int npy;
+} dtype_map[] = {
+    {SEAM_DTYPE_FLOAT32, NPY_FLOAT32}, {SEAM_DTYPE_FLOAT64, NPY_FLOAT64}, {SEAM_DTYPE_FLOAT16, NPY_FLOAT16},
+    {SEAM_DTYPE_INT8, NPY_INT8},       {SEAM_DTYPE_INT16, NPY_INT16},     {SEAM_DTYPE_INT32, NPY_INT32},
+    {SEAM_DTYPE_INT64, NPY_INT64},     {SEAM_DTYPE_UINT8, NPY_UINT8},     {SEAM_DTYPE_UINT16, NPY_UINT16},
+    {SEAM_DTYPE_UINT32, NPY_UINT32},   {SEAM_DTYPE_UINT64, NPY_UINT64},   {SEAM_DTYPE_BOOL, NPY_BOOL},
+};
+#define N_DTYPES ((int)(sizeof(dtype_map) / sizeof(dtype_map[0])))
+
+static seam_dtype seam_of_npy(int npy) {
+    for (int k = 0; k < N_DTYPES; k++)
+        if (PyArray_EquivTypenums(dtype_map[k].npy, npy)) return dtype_map[k].seam;
+    return SEAM_DTYPE_UNDEFINED;
+}
+
+static int npy_of_seam(seam_dtype d) {
+    for (int k = 0; k < N_DTYPES; k++)
+        if (dtype_map[k].seam == d) return dtype_map[k].npy;
+    return -1;
+}
+
+/* ---- Target ---- */
+
+typedef struct {
+    PyObject_HEAD
+    const seam_backend *backend;
+    seam_backend *owned; /* a rules target, freed with the object */
+} TargetObject;
+
+static void Target_dealloc(TargetObject *self) {
+    seam_backend_free(self->owned);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+static int Target_init(TargetObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"spec", NULL};
+    const char *spec;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s", kwlist, &spec)) return -1;
+    if (self->backend) {
+        PyErr_SetString(PyExc_TypeError, "Target is already initialized");
+        return -1;
+    }
+    if (strcmp(spec, "cpu") == 0) {
+        self->backend = seam_backend_cpu();
+        return 0;
+    }
+    if (strcmp(spec, "dnnl") == 0) {
+        if (!strstr(SEAM_TARGETS_BUILT, "dnnl")) {
+            PyErr_Format(UnsupportedError,
+                         "target 'dnnl': this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF); its built-in "
+                         "targets are: %s (rules files and backend libraries add more)",
+                         SEAM_TARGETS_BUILT);
+            return -1;
+        }
+        self->backend = seam_backend_dnnl();
+        return 0;
+    }
+    seam_context *ctx;
+    seam_status st = seam_context_create(&ctx);
+    if (st) return raise_status(st, "out of memory"), -1;
+    if (ends_with(spec, ".so")) st = seam_backend_load_library(ctx, spec, &self->backend);
+    else if ((st = seam_rules_load(ctx, spec, &self->owned)) == SEAM_STATUS_OK) self->backend = self->owned;
+    if (st) raise_status(st, seam_context_last_error(ctx));
+    seam_context_free(ctx);
+    return st ? -1 : 0;
+}
+
+static PyObject *Target_name(TargetObject *self, void *closure) {
+    if (!self->backend) Py_RETURN_NONE;
+    return PyUnicode_FromString(self->backend->name);
+}
+
+static PyGetSetDef Target_getset[] = {
+    {"name", (getter)Target_name, NULL, "the target's name, as plans show it", NULL},
+    {NULL},
+};
+
+static PyTypeObject TargetType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seam._seam.Target",
+    .tp_basicsize = sizeof(TargetObject),
+    .tp_dealloc = (destructor)Target_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Target(spec): 'dnnl', 'cpu', a rules file or a backend library (.so)",
+    .tp_init = (initproc)Target_init,
+    .tp_new = PyType_GenericNew,
+    .tp_getset = Target_getset,
+};
+
+/* ---- Graph ---- */
+
+typedef struct {
+    PyObject_HEAD
+    seam_context *ctx;
+    seam_model *model;
+    PyThread_type_lock lock;
+} GraphObject;
+
+/* Takes the graph's lock, with the GIL released while waiting. */
+static void graph_lock(GraphObject *g) {
+    if (PyThread_acquire_lock(g->lock, NOWAIT_LOCK)) return;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(g->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+}
+
+static void graph_unlock(GraphObject *g) { PyThread_release_lock(g->lock); }
+
+/* The error of the last call on g's context (call with the lock held). */
+static PyObject *graph_fail(GraphObject *g, seam_status st) { return raise_status(st, seam_context_last_error(g->ctx)); }
+
+static void Graph_dealloc(GraphObject *self) {
+    seam_model_free(self->model);
+    seam_context_free(self->ctx);
+    if (self->lock) PyThread_free_lock(self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Graph_init(GraphObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"source", "base_dir", NULL};
+    PyObject *source;
+    const char *base_dir = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|z", kwlist, &source, &base_dir)) return -1;
+    if (self->ctx) {
+        PyErr_SetString(PyExc_TypeError, "Graph is already initialized");
+        return -1;
+    }
+    self->lock = PyThread_allocate_lock();
+    if (!self->lock) return PyErr_NoMemory(), -1;
+    seam_status st = seam_context_create(&self->ctx);
+    if (st) return raise_status(st, "out of memory"), -1;
+    if (PyBytes_Check(source)) {
+        char *data;
+        Py_ssize_t size;
+        PyBytes_AsStringAndSize(source, &data, &size);
+        Py_BEGIN_ALLOW_THREADS
+        st = seam_model_load_buffer(self->ctx, data, (size_t)size, base_dir, &self->model);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyObject *path = NULL;
+        if (!PyUnicode_FSConverter(source, &path)) return -1;
+        const char *p = PyBytes_AS_STRING(path);
+        Py_BEGIN_ALLOW_THREADS
+        st = seam_model_load(self->ctx, p, &self->model);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(path);
+    }
+    if (st) return graph_fail(self, st), -1;
+    return 0;
+}
+
+static PyObject *value_tuple(const seam_value_info *v) {
+    PyObject *shape = NULL;
+    if (v->rank >= 0) {
+        shape = PyTuple_New(v->rank);
+        if (!shape) return NULL;
+        for (int32_t d = 0; d < v->rank; d++) {
+            PyObject *dim;
+            if (v->dims[d] >= 0) dim = PyLong_FromLongLong(v->dims[d]);
+            else if (v->dim_params && v->dim_params[d]) dim = PyUnicode_FromString(v->dim_params[d]);
+            else dim = (Py_INCREF(Py_None), Py_None);
+            if (!dim) return Py_DECREF(shape), NULL;
+            PyTuple_SET_ITEM(shape, d, dim);
+        }
+    } else {
+        shape = (Py_INCREF(Py_None), Py_None);
+    }
+    return Py_BuildValue("(ssN)", v->name, seam_dtype_name(v->dtype), shape);
+}
+
+/* [(name, dtype name, shape)], shape a tuple of ints, symbol names or None. */
+static PyObject *graph_values(GraphObject *self, bool outputs) {
+    graph_lock(self);
+    int32_t n = outputs ? seam_model_output_count(self->model) : seam_model_input_count(self->model);
+    PyObject *list = PyList_New(n);
+    for (int32_t k = 0; list && k < n; k++) {
+        seam_value_info v;
+        seam_status st = outputs ? seam_model_output(self->model, k, &v) : seam_model_input(self->model, k, &v);
+        PyObject *t = st ? graph_fail(self, st) : value_tuple(&v);
+        if (!t) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, k, t);
+    }
+    graph_unlock(self);
+    return list;
+}
+
+static PyObject *Graph_inputs(GraphObject *self, PyObject *unused) { return graph_values(self, false); }
+static PyObject *Graph_outputs(GraphObject *self, PyObject *unused) { return graph_values(self, true); }
+
+static PyObject *Graph_node_count(GraphObject *self, PyObject *unused) {
+    graph_lock(self);
+    int32_t n = seam_model_node_count(self->model);
+    graph_unlock(self);
+    return PyLong_FromLong(n);
+}
+
+static PyObject *Graph_fold(GraphObject *self, PyObject *unused) {
+    int32_t folded = 0;
+    graph_lock(self);
+    seam_status st = seam_model_fold(self->model, &folded);
+    PyObject *r = st ? graph_fail(self, st) : PyLong_FromLong(folded);
+    graph_unlock(self);
+    return r;
+}
+
+static PyObject *Graph_set_input_shape(GraphObject *self, PyObject *args) {
+    const char *name;
+    PyObject *dims_obj;
+    if (!PyArg_ParseTuple(args, "sO", &name, &dims_obj)) return NULL;
+    PyObject *seq = PySequence_Fast(dims_obj, "set_input_shape: the shape must be a sequence of ints");
+    if (!seq) return NULL;
+    Py_ssize_t rank = PySequence_Fast_GET_SIZE(seq);
+    int64_t dims[64];
+    if (rank > 64) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "set_input_shape: rank %zd is more than seam's 64", rank);
+    }
+    for (Py_ssize_t d = 0; d < rank; d++) {
+        dims[d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, d));
+        if (dims[d] == -1 && PyErr_Occurred()) return Py_DECREF(seq), NULL;
+    }
+    Py_DECREF(seq);
+    graph_lock(self);
+    seam_status st = seam_model_set_input_shape(self->model, name, (int32_t)rank, dims);
+    PyObject *r = st ? graph_fail(self, st) : (Py_INCREF(Py_None), Py_None);
+    graph_unlock(self);
+    return r;
+}
+
+static PyObject *Graph_save(GraphObject *self, PyObject *args) {
+    PyObject *path_obj, *path = NULL;
+    const char *weights = NULL;
+    if (!PyArg_ParseTuple(args, "O|z", &path_obj, &weights)) return NULL;
+    if (!PyUnicode_FSConverter(path_obj, &path)) return NULL;
+    seam_save_options so = {weights, 0};
+    const char *p = PyBytes_AS_STRING(path);
+    graph_lock(self);
+    seam_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = seam_model_save(self->model, p, weights ? &so : NULL);
+    Py_END_ALLOW_THREADS
+    PyObject *r = st ? graph_fail(self, st) : (Py_INCREF(Py_None), Py_None);
+    graph_unlock(self);
+    Py_DECREF(path);
+    return r;
+}
+
+static PyTypeObject GraphType;
+
+static PyObject *Graph_replace_weights(GraphObject *self, PyObject *args) {
+    GraphObject *donor;
+    if (!PyArg_ParseTuple(args, "O!", &GraphType, &donor)) return NULL;
+    if (donor == self) return PyLong_FromLong(0);
+    int32_t n = 0;
+    graph_lock(self);
+    graph_lock(donor); /* always taken in this order: self's, then the donor's */
+    seam_status st = seam_model_replace_weights(self->model, donor->model, &n);
+    PyObject *r = st ? graph_fail(self, st) : PyLong_FromLong(n);
+    graph_unlock(donor);
+    graph_unlock(self);
+    return r;
+}
+
+/* Fills a list of backend tables from a sequence of Target objects. */
+static int targets_of(PyObject *seq_obj, const seam_backend **out, int32_t max, int32_t *n_out) {
+    PyObject *seq = PySequence_Fast(seq_obj, "targets must be a sequence of Target");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > max) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "at most %d targets, got %zd", max, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, k);
+        if (!PyObject_TypeCheck(t, &TargetType) || !((TargetObject *)t)->backend) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "targets must be a sequence of Target");
+            return -1;
+        }
+        out[k] = ((TargetObject *)t)->backend;
+    }
+    *n_out = (int32_t)n;
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* A list of str as a C array kept in a bytes-holding list (for the
+ * lifetime of the call). */
+static int strings_of(PyObject *seq_obj, const char **out, int32_t max, int32_t *n_out, const char *what) {
+    *n_out = 0;
+    if (seq_obj == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(seq_obj, what);
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > max) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s: at most %d entries, got %zd", what, max, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        /* the strings live as long as the caller's objects (the caller keeps them) */
+        out[k] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, k));
+        if (!out[k]) return Py_DECREF(seq), -1;
+    }
+    *n_out = (int32_t)n;
+    Py_DECREF(seq);
+    return 0;
+}
+
+#define MAX_TARGETS 16
+#define MAX_LIST 256
+
+/* partition(targets, min_support, min_subgraph_size, max_subgraph_count,
+ *           on_violation_error, cpu_ops, pins, analysis, apply,
+ *           target_options, name, capability) -> JSON text
+ * With analysis, no constraints apply and the text is the analysis; with
+ * apply, the model is rewritten as the plan says (ai.seam Subgraph nodes). */
+static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"targets", "min_support", "min_subgraph_size", "max_subgraph_count", "on_violation_error",
+                             "cpu_ops", "pins", "analysis", "apply", "target_options", "name", "capability", NULL};
+    PyObject *targets_obj, *cpu_ops_obj = Py_None, *pins_obj = Py_None, *topts_obj = Py_None;
+    double min_support = 0;
+    int min_size = 1, max_count = 0, on_error = 0, analysis = 0, apply = 0, capability = 0;
+    const char *name = "";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|diipOOppOsp", kwlist, &targets_obj, &min_support, &min_size,
+                                     &max_count, &on_error, &cpu_ops_obj, &pins_obj, &analysis, &apply, &topts_obj,
+                                     &name, &capability))
+        return NULL;
+    const seam_backend *targets[MAX_TARGETS];
+    const char *cpu_ops[MAX_LIST], *topts[MAX_LIST], *pin_strs[2 * MAX_LIST];
+    seam_pin pins[MAX_LIST];
+    int32_t n_targets, n_cpu_ops, n_topts, n_pin_strs;
+    if (targets_of(targets_obj, targets, MAX_TARGETS, &n_targets) ||
+        strings_of(cpu_ops_obj, cpu_ops, MAX_LIST, &n_cpu_ops, "cpu_ops must be a sequence of op types") ||
+        strings_of(topts_obj, topts, MAX_LIST, &n_topts, "target_options must be a sequence of str") ||
+        strings_of(pins_obj, pin_strs, 2 * MAX_LIST, &n_pin_strs, "pins must be a flat sequence node, target, ..."))
+        return NULL;
+    if (n_pin_strs % 2) return PyErr_Format(PyExc_ValueError, "pins must be a flat sequence node, target, ...");
+    for (int32_t k = 0; k < n_pin_strs / 2; k++) pins[k] = (seam_pin){pin_strs[2 * k], pin_strs[2 * k + 1]};
+
+    seam_partition_options o = seam_partition_defaults();
+    o.targets = targets;
+    o.n_targets = n_targets;
+    o.placement = capability ? SEAM_PLACEMENT_CAPABILITY : SEAM_PLACEMENT_COST;
+    if (!analysis) {
+        o.min_support = min_support;
+        o.min_subgraph_size = min_size;
+        o.max_subgraph_count = max_count;
+        o.on_violation = on_error ? SEAM_ON_VIOLATION_ERROR : SEAM_ON_VIOLATION_FALLBACK;
+        o.cpu_ops = cpu_ops;
+        o.n_cpu_ops = n_cpu_ops;
+        o.pins = pins;
+        o.n_pins = n_pin_strs / 2;
+    }
+    seam_plan *plan = NULL;
+    char *text = NULL;
+    size_t need = 0;
+    seam_status st;
+    graph_lock(self);
+    Py_BEGIN_ALLOW_THREADS
+    st = seam_partition(self->model, &o, &plan);
+    if (!st) st = analysis ? seam_plan_analysis_json(plan, name, NULL, 0, &need) : seam_plan_json(plan, name, NULL, 0, &need);
+    if (!st && !(text = malloc(need))) st = SEAM_STATUS_OUT_OF_MEMORY;
+    if (!st) st = analysis ? seam_plan_analysis_json(plan, name, text, need, NULL) : seam_plan_json(plan, name, text, need, NULL);
+    if (!st && apply) st = seam_plan_apply(self->model, plan, targets, n_targets, n_topts ? topts : NULL, n_topts);
+    seam_plan_free(plan);
+    Py_END_ALLOW_THREADS
+    PyObject *r = st ? graph_fail(self, st) : PyUnicode_FromString(text);
+    graph_unlock(self);
+    free(text);
+    return r;
+}
+
+static PyMethodDef Graph_methods[] = {
+    {"inputs", (PyCFunction)Graph_inputs, METH_NOARGS, "[(name, dtype, shape)] of the graph inputs"},
+    {"outputs", (PyCFunction)Graph_outputs, METH_NOARGS, "[(name, dtype, shape)] of the graph outputs"},
+    {"node_count", (PyCFunction)Graph_node_count, METH_NOARGS, "number of nodes"},
+    {"fold", (PyCFunction)Graph_fold, METH_NOARGS, "fold constant nodes; returns how many"},
+    {"set_input_shape", (PyCFunction)Graph_set_input_shape, METH_VARARGS, "fix an input's shape"},
+    {"save", (PyCFunction)Graph_save, METH_VARARGS, "save(path, weights_file=None)"},
+    {"replace_weights", (PyCFunction)Graph_replace_weights, METH_VARARGS, "replace_weights(donor) -> count"},
+    {"partition", (PyCFunction)(void (*)(void))Graph_partition, METH_VARARGS | METH_KEYWORDS,
+     "partition(targets, ...) -> JSON text of the plan (or analysis)"},
+    {NULL},
+};
+
+static PyTypeObject GraphType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seam._seam.Graph",
+    .tp_basicsize = sizeof(GraphObject),
+    .tp_dealloc = (destructor)Graph_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Graph(path_or_bytes, base_dir=None): a loaded ONNX model",
+    .tp_init = (initproc)Graph_init,
+    .tp_new = PyType_GenericNew,
+    .tp_methods = Graph_methods,
+};
+
+/* ---- Session ---- */
+
+typedef struct {
+    PyObject_HEAD
+    GraphObject *graph;
+    PyObject *targets; /* the Target objects: their tables must outlive the session */
+    const seam_backend *tables[MAX_TARGETS];
+    seam_session *session;
+} SessionObject;
+
+static void Session_dealloc(SessionObject *self) {
+    if (self->session) {
+        graph_lock(self->graph);
+        seam_session_free(self->session);
+        graph_unlock(self->graph);
+    }
+    Py_XDECREF(self->graph);
+    Py_XDECREF(self->targets);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"graph", "targets", "threads", "dynamic_batch", NULL};
+    GraphObject *graph;
+    PyObject *targets_obj = NULL;
+    int threads = 0, dynamic_batch = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|Oip", kwlist, &GraphType, &graph, &targets_obj, &threads,
+                                     &dynamic_batch))
+        return -1;
+    if (self->graph) {
+        PyErr_SetString(PyExc_TypeError, "Session is already initialized");
+        return -1;
+    }
+    int32_t n_targets = 0;
+    if (targets_obj && targets_obj != Py_None) {
+        if (targets_of(targets_obj, self->tables, MAX_TARGETS, &n_targets)) return -1;
+        self->targets = PySequence_Tuple(targets_obj);
+        if (!self->targets) return -1;
+    }
+    Py_INCREF(graph);
+    self->graph = graph;
+    seam_session_options o = {0};
+    o.n_threads = threads;
+    o.dynamic_batch = dynamic_batch;
+    o.targets = n_targets ? self->tables : NULL;
+    o.n_targets = n_targets;
+    seam_status st;
+    graph_lock(graph);
+    Py_BEGIN_ALLOW_THREADS
+    st = seam_session_create(graph->model, &o, &self->session);
+    Py_END_ALLOW_THREADS
+    if (st) graph_fail(graph, st);
+    graph_unlock(graph);
+    return st ? -1 : 0;
+}
+
+/* run(feeds: dict name -> array-like) -> dict name -> ndarray. Every input
+ * must be given (seam keeps pointers to the data only during this call). */
+static PyObject *Session_run(SessionObject *self, PyObject *args) {
+    PyObject *feeds;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &feeds)) return NULL;
+    if (!self->session) return PyErr_Format(PyExc_ValueError, "the session is not initialized");
+    GraphObject *g = self->graph;
+    int32_t n_in = seam_model_input_count(g->model);
+    Py_ssize_t n_feeds = PyDict_Size(feeds);
+    PyObject **arrays = PyMem_Calloc((size_t)n_feeds + 1, sizeof(PyObject *));
+    PyObject *result = NULL;
+    if (!arrays) return PyErr_NoMemory();
+    /* Every feed as a C-contiguous, aligned array (a copy when it is not). */
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, k = 0;
+    while (PyDict_Next(feeds, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "feeds: input names must be str");
+            goto done;
+        }
+        arrays[k] = PyArray_FROM_OF(value, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+        if (!arrays[k]) goto done;
+        k++;
+    }
+    graph_lock(g);
+    pos = 0;
+    k = 0;
+    seam_status st = SEAM_STATUS_OK;
+    /* seam checks each name, dtype and shape */
+    while (PyDict_Next(feeds, &pos, &key, &value)) {
+        PyArrayObject *a = (PyArrayObject *)arrays[k++];
+        const char *name = PyUnicode_AsUTF8(key);
+        seam_dtype dt = seam_of_npy(PyArray_TYPE(a));
+        if (!name || dt == SEAM_DTYPE_UNDEFINED) {
+            if (name)
+                PyErr_Format(PyExc_ValueError, "input '%s': numpy dtype %s has no seam dtype", name,
+                             PyArray_DESCR(a)->typeobj->tp_name);
+            graph_unlock(g);
+            goto done;
+        }
+        int64_t dims[NPY_MAXDIMS];
+        for (int d = 0; d < PyArray_NDIM(a); d++) dims[d] = PyArray_DIM(a, d);
+        st = seam_session_set_input(self->session, name, dt, PyArray_NDIM(a), dims, PyArray_DATA(a));
+        if (st) {
+            graph_fail(g, st);
+            graph_unlock(g);
+            goto done;
+        }
+    }
+    /* Every input given: an input left from an earlier run would point at freed data. */
+    for (int32_t i = 0; i < n_in; i++) {
+        seam_value_info v;
+        seam_model_input(g->model, i, &v);
+        PyObject *name = PyUnicode_FromString(v.name);
+        int has = name ? PyDict_Contains(feeds, name) : -1;
+        Py_XDECREF(name);
+        if (has <= 0) {
+            if (has == 0) PyErr_Format(PyExc_ValueError, "input '%s' was not given", v.name);
+            graph_unlock(g);
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = seam_session_run(self->session);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        graph_fail(g, st);
+        graph_unlock(g);
+        goto done;
+    }
+    result = PyDict_New();
+    int32_t n_out = seam_model_output_count(g->model);
+    for (int32_t i = 0; result && i < n_out; i++) {
+        seam_tensor_view v;
+        st = seam_session_output(self->session, i, &v);
+        int npy = st ? -1 : npy_of_seam(v.dtype);
+        if (st || npy < 0) {
+            if (st) graph_fail(g, st);
+            else PyErr_Format(UnsupportedError, "output '%s': seam dtype %s has no numpy dtype", v.name,
+                              seam_dtype_name(v.dtype));
+            Py_CLEAR(result);
+            break;
+        }
+        npy_intp dims[NPY_MAXDIMS];
+        for (int32_t d = 0; d < v.rank && d < NPY_MAXDIMS; d++) dims[d] = (npy_intp)v.dims[d];
+        PyObject *arr = PyArray_SimpleNew(v.rank, dims, npy);
+        if (!arr) {
+            Py_CLEAR(result);
+            break;
+        }
+        if (v.nbytes) memcpy(PyArray_DATA((PyArrayObject *)arr), v.data, v.nbytes);
+        if (PyDict_SetItemString(result, v.name, arr)) Py_CLEAR(result);
+        Py_DECREF(arr);
+    }
+    graph_unlock(g);
+done:
+    for (Py_ssize_t j = 0; j < n_feeds; j++) Py_XDECREF(arrays[j]);
+    PyMem_Free(arrays);
+    return result;
+}
+
+static PyObject *Session_log(SessionObject *self, PyObject *unused) {
+    if (!self->session) Py_RETURN_NONE;
+    graph_lock(self->graph);
+    PyObject *r = PyUnicode_FromString(seam_session_log(self->session));
+    graph_unlock(self->graph);
+    return r;
+}
+
+static PyMethodDef Session_methods[] = {
+    {"run", (PyCFunction)Session_run, METH_VARARGS, "run(feeds: dict) -> dict of numpy arrays"},
+    {"log", (PyCFunction)Session_log, METH_NOARGS, "the compile log of the device subgraphs"},
+    {NULL},
+};
+
+static PyTypeObject SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seam._seam.Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_dealloc = (destructor)Session_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Session(graph, targets=None, threads=0, dynamic_batch=False)",
+    .tp_init = (initproc)Session_init,
+    .tp_new = PyType_GenericNew,
+    .tp_methods = Session_methods,
+};
+
+/* ---- module ---- */
+
+static PyObject *version(PyObject *m, PyObject *unused) {
+    return PyUnicode_FromFormat("%d.%d.%d", SEAM_VERSION_MAJOR, SEAM_VERSION_MINOR, SEAM_VERSION_PATCH);
+}
+
+static PyObject *builtin_targets(PyObject *m, PyObject *unused) { return PyUnicode_FromString(SEAM_TARGETS_BUILT); }
+
+static PyMethodDef module_methods[] = {
+    {"version", version, METH_NOARGS, "seam's version"},
+    {"builtin_targets", builtin_targets, METH_NOARGS, "the built-in targets of this build, e.g. 'cpu, dnnl'"},
+    {NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "seam._seam", .m_doc = "seam's C API", .m_size = -1, .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__seam(void) {
+    import_array();
+    if (PyType_Ready(&TargetType) < 0 || PyType_Ready(&GraphType) < 0 || PyType_Ready(&SessionType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    UnsupportedError = PyErr_NewExceptionWithDoc("seam.UnsupportedError",
+                                                 "seam cannot do this (an op, a dtype, a constraint that cannot be met)",
+                                                 PyExc_ValueError, NULL);
+    if (!UnsupportedError || PyModule_AddObject(m, "UnsupportedError", UnsupportedError) < 0) goto fail;
+    Py_INCREF(UnsupportedError); /* the module's reference, and ours */
+    Py_INCREF(&TargetType);
+    Py_INCREF(&GraphType);
+    Py_INCREF(&SessionType);
+    if (PyModule_AddObject(m, "Target", (PyObject *)&TargetType) < 0 ||
+        PyModule_AddObject(m, "Graph", (PyObject *)&GraphType) < 0 ||
+        PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

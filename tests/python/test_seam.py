@@ -1,0 +1,381 @@
+"""The Python package seam against torch (the reference for every output),
+the seam CLI (the reference for plans and analyses) and onnx (the reference
+for saved files): the seed examples through seam.trace, save and load,
+replace_weights, dynamic batch, bad inputs, and threads.
+
+Run: PYTHONPATH=build/python SEAM_CLI=build/seam /usr/bin/python3 -m pytest tests/python
+"""
+import json
+import logging
+import os
+import subprocess
+import threading
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torch.nn as nn
+
+import seam
+
+if "dnnl" not in seam.builtin_targets():
+    pytest.skip("this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF): the examples partition onto dnnl",
+                allow_module_level=True)
+
+TOL = 1e-4
+CLI = os.environ.get("SEAM_CLI")
+
+
+class MLP(nn.Module):
+    """The seed's MLP, small: log_softmax then sort at the end, or the sort
+    between the first ReLU and the second Linear (sort_mid)."""
+
+    def __init__(self, sort_mid=False, input_size=64, output_size=10, layers=(32, 16)):
+        super().__init__()
+        self.sort_mid = sort_mid
+        self.fc1 = nn.Linear(input_size, layers[0])
+        self.fc2 = nn.Linear(layers[0], layers[1])
+        self.fc3 = nn.Linear(layers[1], output_size)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        r1 = self.relu(self.fc1(x))
+        if self.sort_mid:
+            r1, _ = torch.sort(r1)
+        r2 = self.relu(self.fc2(r1))
+        out = torch.log_softmax(self.fc3(r2), dim=1)
+        if not self.sort_mid:
+            out, _ = torch.sort(out)
+        return out
+
+
+def close(a, b):
+    a = a.detach().numpy() if isinstance(a, torch.Tensor) else a
+    b = b.detach().numpy() if isinstance(b, torch.Tensor) else b
+    assert a.shape == b.shape, (a.shape, b.shape)
+    err = float(np.max(np.abs(a - b))) if a.size else 0.0
+    assert err <= TOL * max(1.0, float(np.max(np.abs(b)))), f"max error {err}"
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("seam")
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    torch.manual_seed(0)
+    return MLP().eval()
+
+
+@pytest.fixture(scope="module")
+def mlp_mid():
+    torch.manual_seed(1)
+    return MLP(sort_mid=True).eval()
+
+
+@pytest.fixture(scope="module")
+def x():
+    torch.manual_seed(2)
+    return torch.rand(8, 64)
+
+
+@pytest.fixture(scope="module")
+def traced(mlp, x):
+    return seam.trace(mlp, x, partitioner_config=CAPABILITY)
+
+
+# The seed examples put the MLP's layers on the device, as torch-neuronx
+# does; on dnnl the cost model would keep so small a model on the CPU, so
+# they ask for placement by capability (test_cost_placement checks cost).
+CAPABILITY = seam.PartitionerConfig(placement="capability")
+
+
+def targets_of(plan):
+    return [s["target"] for s in plan["subgraphs"]]
+
+
+def node_targets(plan, op):
+    return [n["target"] for n in plan["nodes"] if n["op"] == op]
+
+
+def cli(*args):
+    if not CLI:
+        pytest.skip("SEAM_CLI is not set")
+    r = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def export(module, x, path):
+    torch.onnx.export(module, (x,), str(path), input_names=["x"], opset_version=17)
+    return str(path)
+
+
+# ---- the seed examples -------------------------------------------------------
+
+def test_seed_sort_at_end(traced, mlp, x):
+    """Default config: the sort (TopK) goes to the CPU, the rest is one dnnl subgraph."""
+    assert targets_of(traced.plan) == ["dnnl", "cpu"]
+    assert node_targets(traced.plan, "TopK") == ["cpu"]
+    assert set(node_targets(traced.plan, "Gemm")) == {"dnnl"}
+    y = traced(x)
+    assert isinstance(y, torch.Tensor)
+    close(y, mlp(x))
+
+
+def test_numpy_in_numpy_out(traced, mlp, x):
+    y = traced(x.numpy())
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32
+    close(y, mlp(x))
+    out = traced.run({"x": x.numpy()})
+    assert list(out) == [o["name"] for o in traced.outputs]
+    close(next(iter(out.values())), mlp(x))
+
+
+def test_seed_sort_mid_max_count(mlp_mid, x):
+    """The seed's second example: three subgraphs, so max_subgraph_count=2 raises its message."""
+    with pytest.raises(seam.UnsupportedError) as e:
+        seam.trace(mlp_mid, x, partitioner_config=seam.PartitionerConfig(placement="capability", max_subgraph_count=2))
+    assert "The partitioner has found 3 subgraphs which exceeds the specified max subgraph count of 2." in str(e.value)
+    assert isinstance(e.value, ValueError)  # the seed raises ValueError
+    m = seam.trace(mlp_mid, x, partitioner_config=CAPABILITY)
+    assert targets_of(m.plan) == ["dnnl", "cpu", "dnnl"]
+    close(m(x), mlp_mid(x))
+    # fallback: the plan fits by moving work to the CPU, and says so
+    m = seam.trace(mlp_mid, x, partitioner_config=seam.PartitionerConfig(placement="capability", max_subgraph_count=2,
+                                                                         on_violation="fallback"))
+    assert len(m.plan["subgraphs"]) <= 2 and m.plan["notes"]
+    close(m(x), mlp_mid(x))
+
+
+@pytest.mark.parametrize("ops", [{"aten::log_softmax"}, {"LogSoftmax"}])
+def test_ops_to_partition(mlp, x, ops, caplog):
+    """The seed's third example: log_softmax goes to the CPU though dnnl supports it."""
+    cfg = seam.PartitionerConfig(placement="capability", model_support_percentage_threshold=0.8, ops_to_partition=ops)
+    with caplog.at_level(logging.INFO, logger="seam"):
+        m = seam.trace(mlp, x, partitioner_config=cfg)
+    assert node_targets(m.plan, "LogSoftmax") == ["cpu"]
+    assert targets_of(m.plan) == ["dnnl", "cpu"]
+    text = caplog.text
+    assert "The following operations are currently supported:" in text
+    assert "85.71% of arithmetic operations (6 of 7) are supported" in text
+    assert "Num Partitions: 2" in text
+    close(m(x), mlp(x))
+
+
+def test_support_threshold(mlp, x):
+    with pytest.raises(seam.UnsupportedError, match=r"85.71% of operations \(6 of 7\) are supported"):
+        seam.trace(mlp, x, partitioner_config=seam.PartitionerConfig(placement="capability",
+                                                                      model_support_percentage_threshold=0.9))
+
+
+def test_config_checks():
+    with pytest.raises(ValueError, match="max_subgraph_count"):
+        seam.PartitionerConfig(max_subgraph_count=0)
+    with pytest.raises(ValueError, match="model_support_percentage_threshold"):
+        seam.PartitionerConfig(model_support_percentage_threshold=2)
+    with pytest.raises(ValueError, match="on_violation"):
+        seam.PartitionerConfig(on_violation="maybe")
+    with pytest.raises(ValueError, match="aten::frobnicate"):
+        seam.PartitionerConfig(ops_to_partition={"aten::frobnicate"})
+
+
+def test_pins_and_placement(mlp, x):
+    m = seam.trace(mlp, x, partitioner_config=seam.PartitionerConfig(
+        placement=lambda n: "cpu" if n["op"] == "Relu" else None))
+    assert set(node_targets(m.plan, "Relu")) == {"cpu"}
+    close(m(x), mlp(x))
+    relu = next(n["name"] for n in m.plan["nodes"] if n["op"] == "Relu")
+    m = seam.trace(mlp, x, partitioner_config=seam.PartitionerConfig(placement="capability", pins={relu: "cpu"}))
+    assert [n["target"] for n in m.plan["nodes"] if n["name"] == relu] == ["cpu"]
+    close(m(x), mlp(x))
+
+
+def test_cost_placement(mlp, x):
+    # by cost (the default) the tiny MLP stays on the CPU, and the plan says why
+    m = seam.trace(mlp, x)
+    assert set(targets_of(m.plan)) == {"cpu"}
+    gemms = [n for n in m.plan["nodes"] if n["op"] == "Gemm"]
+    assert gemms and all(n["reason"].startswith("cost: ") for n in gemms)
+    assert any("placement by cost" in note for note in m.plan["notes"])
+    assert m.plan["estimate"]["plan_us"] <= m.plan["estimate"]["capability_us"]
+    close(m(x), mlp(x))
+    with pytest.raises(ValueError, match="placement must be"):
+        seam.PartitionerConfig(placement="fastest")
+
+
+# ---- the plan and the analysis are the CLI's -------------------------------
+
+def test_plan_equals_cli(mlp_mid, x, work):
+    path = export(mlp_mid, x, work / "mid.onnx")
+    cfg = seam.PartitionerConfig(placement="capability", ops_to_partition={"LogSoftmax"})
+    m = seam.trace(path, None, partitioner_config=cfg)
+    assert m.plan == cli("partition", path, "--target", "dnnl", "--cpu-ops", "LogSoftmax", "--on-violation", "error",
+                         "--min-support", "0.5", "--placement", "capability", "--json")
+
+
+def test_analyze(mlp, x, work, caplog):
+    with caplog.at_level(logging.INFO, logger="seam"):
+        a = seam.analyze(mlp, x)
+    assert a["supported"] == {"Gemm": 3, "Relu": 2, "LogSoftmax": 1}
+    assert a["unsupported"] == {"TopK": 1}
+    assert abs(a["supported_fraction"] - 6 / 7) < 1e-12
+    [n] = a["unsupported_nodes"]
+    assert n["op"] == "TopK" and "TopK" in n["reason"]
+    assert "85.71% of arithmetic operations (6 of 7) are supported" in caplog.text
+    path = export(mlp, x, work / "mlp.onnx")
+    ref = cli("analyze", path, "--target", "dnnl", "--json")
+    got = seam.analyze(path)
+    got["supported_ops"], got["unsupported_ops"] = got.pop("supported"), got.pop("unsupported")
+    assert got == ref
+
+
+# ---- save, load, replace_weights ---------------------------------------------
+
+def test_save_load(traced, mlp, x, work):
+    path = str(work / "traced.onnx")
+    traced.save(path)
+    onnx.checker.check_model(onnx.load(path))
+    kinds = [(n.domain, n.op_type) for n in onnx.load(path).graph.node]
+    assert ("ai.seam", "Subgraph") in kinds
+    again = seam.load(path)
+    assert again.plan is None
+    close(again(x), mlp(x))
+    # weights in a file of their own
+    path2 = str(work / "traced-ext.onnx")
+    traced.save(path2, weights_file="traced-ext.weights")
+    assert os.path.getsize(work / "traced-ext.weights") > 4 * 32 * 64
+    assert os.path.getsize(path2) < os.path.getsize(path)
+    close(seam.load(path2)(x), mlp(x))
+
+
+def test_inline_weights_false(mlp, x, work):
+    m = seam.trace(mlp, x, inline_weights=False, partitioner_config=CAPABILITY)
+    path = str(work / "sep.onnx")
+    m.save(path)
+    assert os.path.exists(str(work / "sep.onnx.weights"))
+    close(seam.load(path)(x), mlp(x))
+
+
+def test_replace_weights(mlp, x, work):
+    torch.manual_seed(5)
+    other = MLP().eval()
+    m = seam.trace(mlp, x, partitioner_config=CAPABILITY)
+    close(m(x), mlp(x))
+    # a torch state_dict, by initializer name
+    assert seam.replace_weights(m, other.state_dict()) is m
+    close(m(x), other(x))
+    # an ONNX file of weights, on a saved partitioned model
+    path = str(work / "rw.onnx")
+    seam.trace(mlp, x, partitioner_config=CAPABILITY).save(path)
+    donor = export(other, x, work / "other.onnx")
+    out = str(work / "rw-new.onnx")
+    assert seam.replace_weights(path, donor, out) == out
+    close(seam.load(out)(x), other(x))
+    close(seam.load(path)(x), mlp(x))  # the input file is untouched
+    # bad weights: nothing changes, the error names the weight
+    with pytest.raises(ValueError, match="fc1.weight"):
+        seam.replace_weights(m, {"fc1.weight": np.zeros((3, 3), np.float32)})
+    with pytest.raises(ValueError, match="no_such_weight"):
+        seam.replace_weights(m, {"no_such_weight": np.zeros((3,), np.float32)})
+    close(m(x), other(x))
+
+
+# ---- dynamic batch ---------------------------------------------------------------
+
+def test_dynamic_batch(mlp, x):
+    m = seam.trace(mlp, x[:4], dynamic_batch=True, partitioner_config=CAPABILITY)
+    for n in (1, 7, 8, 9):
+        xn = torch.rand(n, 64)
+        close(m(xn), mlp(xn))
+    fixed = seam.trace(mlp, x[:4], partitioner_config=CAPABILITY)
+    with pytest.raises(ValueError, match="'x'"):
+        fixed(torch.rand(7, 64))
+    d = seam.dynamic_batch(fixed)
+    xn = torch.rand(7, 64)
+    close(d(xn), mlp(xn))
+
+
+# ---- bad inputs ------------------------------------------------------------------
+
+def test_bad_inputs(traced, mlp, x, work):
+    with pytest.raises(ValueError, match="input 'x'.*float64|float64.*'x'|input 'x'"):
+        traced(x.numpy().astype(np.float64))
+    with pytest.raises(ValueError, match="'x'"):
+        traced(x.numpy()[None])  # rank 3
+    with pytest.raises(ValueError, match="no input 'y'"):
+        traced.run({"y": x.numpy()})
+    with pytest.raises(ValueError, match="input 'x' was not given"):
+        traced.run({})
+    with pytest.raises(ValueError, match="takes 1 input"):
+        traced(x, x)
+    with pytest.raises(ValueError, match="'x'.*no seam dtype|no seam dtype"):
+        traced.run({"x": np.zeros((8, 64), np.complex64)})
+    # a non-contiguous array is accepted (copied)
+    wide = np.zeros((8, 128), np.float32)
+    wide[:, ::2] = x.numpy()
+    view = wide[:, ::2]
+    assert not view.flags["C_CONTIGUOUS"]
+    close(traced(view), mlp(x))
+    close(traced(x.numpy().T.copy().T), mlp(x))  # Fortran order
+    # files and bytes that are not models
+    with pytest.raises(OSError):
+        seam.load(str(work / "missing.onnx"))
+    with pytest.raises(ValueError):
+        seam.trace(b"this is not onnx", None)
+    bad = work / "bad.json"
+    bad.write_text('{"name": "npu", "nope": 1}')
+    with pytest.raises(ValueError, match="nope"):
+        seam.trace(mlp, x, targets=(str(bad),))
+    with pytest.raises(TypeError):
+        seam.trace(12, None)
+    # the model still runs after all that
+    close(traced(x), mlp(x))
+
+
+# ---- threads ---------------------------------------------------------------------
+
+def run_threads(fns):
+    errors, results = [], [None] * len(fns)
+
+    def wrap(k, f):
+        try:
+            results[k] = f()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=wrap, args=(k, f)) for k, f in enumerate(fns)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    return results
+
+
+def test_threads(traced, mlp, x, work):
+    path = str(work / "threads.onnx")
+    traced.save(path)
+    rng = np.random.default_rng(0)
+    feeds = [rng.random((8, 64), dtype=np.float32) for _ in range(6)]
+    s1 = seam.Session(path, threads=1)
+    assert [i["name"] for i in s1.inputs] == ["x"] and len(s1.outputs) == 1
+    out = s1.outputs[0]["name"]
+    serial = [s1.run({"x": f})[out] for f in feeds]
+    for f, y in zip(feeds, serial):
+        close(y, mlp(torch.from_numpy(f)))
+
+    def many(session, k):
+        return lambda: [session.run({"x": feeds[(k + j) % 6]})[out] for j in range(12)]
+
+    # two threads on one session: runs take turns, results as the serial run
+    for k, got in enumerate(run_threads([many(s1, 0), many(s1, 3)])):
+        for j, y in enumerate(got):
+            assert np.array_equal(y, serial[(3 * k + j) % 6])
+    # two sessions at once
+    s2 = seam.Session(path, threads=1)
+    for k, got in enumerate(run_threads([many(s1, 1), many(s2, 2)])):
+        for j, y in enumerate(got):
+            assert np.array_equal(y, serial[(k + 1 + j) % 6])
