@@ -464,6 +464,13 @@ static void local_search(partitioner *pr, const cost_model *cm, const int32_t *c
     free(border);
 }
 
+typedef struct cap_subgraph {
+    int32_t n_nodes;
+    double nodes_us, extra_us, cpu_us;
+    int64_t bytes;
+    int32_t stayed; /* its nodes the search left on the device */
+} cap_subgraph;
+
 static seam_status place_by_cost(partitioner *pr) {
     seam_plan *p = pr->p;
     const ir_graph *g = pr->m->graph;
@@ -472,13 +479,33 @@ static seam_status place_by_cost(partitioner *pr) {
     seam_status st = cost_model_init(&cm, pr->ctx, pr->m, pr->targets, pr->n_targets, pr->supported_by);
     if (st) return st;
     int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-    int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *cap_of = NULL;
+    cap_subgraph *cap_sg = NULL;
     if (!cap || !best || !mov) {
         st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
     memcpy(cap, p->node_target, sizeof(int32_t) * (size_t)nn);
-    double cap_cost = cost_plan(&cm, p, false), all_cpu = 0;
+    double cap_cost = cost_plan(&cm, p, true), all_cpu = 0;
+    /* the capability plan's subgraphs, to explain what the search moved:
+     * per node its subgraph's node count, time there, launch + transfer,
+     * and time on the CPU */
+    cap_sg = calloc((size_t)p->n_subgraphs + 1, sizeof(*cap_sg));
+    cap_of = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!cap_sg || !cap_of) {
+        st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int32_t i = 0; i < nn; i++) cap_of[i] = p->node_target[i] >= 0 ? p->node_subgraph[i] : -1;
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        const plan_subgraph *sg = &p->subgraphs[s];
+        double nodes = 0, cpu = 0;
+        for (int32_t k = 0; k < sg->n_nodes; k++) {
+            nodes += cost_node_us(&cm, sg->nodes[k], sg->target);
+            cpu += cm.cpu_us[sg->nodes[k]];
+        }
+        cap_sg[s] = (cap_subgraph){sg->n_nodes, nodes, sg->est_us - nodes, cpu, sg->boundary_bytes, 0};
+    }
     bool cpu_allowed = true; /* no pin holds a node on a device */
     for (int32_t i = 0; i < nn; i++) {
         if (p->node_target[i] >= 0) all_cpu += cm.cpu_us[i];
@@ -516,7 +543,10 @@ static seam_status place_by_cost(partitioner *pr) {
                   "against %.1f us with every supported node on its target)", n_back, n_back == 1 ? "" : "s",
                   n_back == 1 ? "it costs" : "they cost", best_cost, cap_cost);
     }
-    /* each node the search kept off its target, with the numbers */
+    /* each node the search kept off its target, with the numbers: its
+     * capability subgraph's when the whole of it moved, else the node's */
+    for (int32_t i = 0; i < nn; i++)
+        if (cap_of[i] >= 0 && best[i] != pr->n_targets) cap_sg[cap_of[i]].stayed++;
     for (int32_t s = 0; s < p->n_subgraphs; s++) {
         const plan_subgraph *sg = &p->subgraphs[s];
         if (sg->target != pr->n_targets) continue;
@@ -527,9 +557,16 @@ static seam_status place_by_cost(partitioner *pr) {
             if (to_cpu)
                 snprintf(buf, sizeof(buf), "the CPU alone is estimated faster (%.1f us) than offloading (%.1f us)", all_cpu,
                          cap_cost);
-            else
-                snprintf(buf, sizeof(buf), "%.3g us on %s + launch %.3g us + transfer at its subgraph's border > %.3g us on cpu",
-                         cost_node_us(&cm, i, t), p->target_names[t], cm.launch_us[t], cm.cpu_us[i]);
+            else if (cap_sg[cap_of[i]].stayed == 0) {
+                const cap_subgraph *c = &cap_sg[cap_of[i]];
+                snprintf(buf, sizeof(buf), "its %s subgraph (%d node%s) %.3g us + %.3g us launch and transfer (%lld bytes) > "
+                         "%.3g us on cpu", p->target_names[t], c->n_nodes, c->n_nodes == 1 ? "" : "s", c->nodes_us,
+                         c->extra_us, (long long)c->bytes, c->cpu_us);
+            } else {
+                snprintf(buf, sizeof(buf), "%.3g us on %s (%.3g on cpu), but on %s it would add boundary values "
+                         "whose transfers cost more",
+                         cost_node_us(&cm, i, t), p->target_names[t], cm.cpu_us[i], p->target_names[t]);
+            }
             set_cpu_by_cost(pr, i, plan_strdup(p, buf));
         }
     }
@@ -540,6 +577,8 @@ done:
     free(cap);
     free(best);
     free(mov);
+    free(cap_sg);
+    free(cap_of);
     return st;
 }
 
