@@ -307,6 +307,19 @@ typedef struct seam_plan_subgraph_info {
     int64_t boundary_bytes;   /* bytes of its inputs and outputs (values of known shape) */
 } seam_plan_subgraph_info;
 
+/* Placement measured on this machine (--placement measured): the
+ * capability plan's device subgraphs and the model's nodes on the CPU are
+ * timed on the model's shapes (random inputs from a fixed seed, a warm-up,
+ * then up to 5 runs each within budget_ms in all; 0: 2 s), each device
+ * subgraph slower than its nodes on the CPU goes to the CPU, and a plan
+ * measured slower than the CPU alone or the capability plan is replaced by
+ * it. The model's input shapes must be static. The plan's notes say what was
+ * measured; its estimate and subgraphs' est_us are the measured times.
+ * target_options go to the targets' compilers, n_threads to the sessions. */
+SEAM_API seam_status seam_partition_measured(seam_model *model, const seam_partition_options *opts,
+                                             const char *const *target_options, int32_t n_target_options,
+                                             int32_t n_threads, double budget_ms, seam_plan **plan_out);
+
 /* The cost model's estimates of a plan (microseconds), and of the two
  * single-backend plans it was compared with. */
 typedef struct seam_plan_estimate {

@@ -5,6 +5,10 @@
 
 #include "ir/ir.h"
 
+/* The model as serialized ONNX bytes (weights inline), malloc'd into
+ * *buf_out: a copy seam_model_load_buffer reads back. */
+seam_status onnx_model_pack(seam_model *model, uint8_t **buf_out, size_t *n_out);
+
 #endif
 
 #include "runtime/tensor.h"

@@ -527,3 +527,31 @@ seam_status seam_model_save(seam_model *model, const char *path, const seam_save
     seam_arena_free(&S.a);
     return st;
 }
+
+seam_status onnx_model_pack(seam_model *model, uint8_t **buf_out, size_t *n_out) {
+    *buf_out = NULL;
+    *n_out = 0;
+    seam_context *ctx = model->ctx;
+    saver S = {0};
+    S.ctx = ctx;
+    seam_arena_init(&S.a, (size_t)1 << 20);
+    seam_status st = SEAM_STATUS_OK;
+    Onnx__ModelProto *mp = save_model(&S, model);
+    if (!mp || S.oom) {
+        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while copying the model");
+    } else {
+        size_t n = onnx__model_proto__get_packed_size(mp);
+        uint8_t *buf = n > (size_t)INT32_MAX ? NULL : malloc(n ? n : 1);
+        if (!buf) {
+            st = seam_error(ctx, n > (size_t)INT32_MAX ? SEAM_STATUS_UNSUPPORTED : SEAM_STATUS_OUT_OF_MEMORY,
+                            "cannot copy the model (%zu bytes)", n);
+        } else {
+            onnx__model_proto__pack(mp, buf);
+            *buf_out = buf;
+            *n_out = n;
+        }
+    }
+    for (int32_t k = 0; k < S.n_unpacked; k++) protobuf_c_message_free_unpacked(S.unpacked[k], NULL);
+    seam_arena_free(&S.a);
+    return st;
+}

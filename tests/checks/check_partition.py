@@ -17,7 +17,7 @@ other node in one subgraph of its target; an execution order that runs;
 exact boundaries in the model's names), and each device node of a rules
 target is supported per an independent evaluation of the rules file.
 
-The cases: seed_mlp, seed_mlp_sort_mid, seed_mlp cpu_ops, seed_mlp analyze, validator,
+The cases: seed_mlp, seed_mlp_sort_mid, seed_mlp cpu_ops, seed_mlp analyze, validator, measured,
 and MODEL x TARGET [--no-fold] (resnet18 x neuron; the targets are neuron,
 ccrm, dense_npu, half and dnnl).
 """
@@ -137,6 +137,34 @@ if check.selected("validator"):
     corrupt("a live node called constant", lambda b: b["nodes"][b["subgraphs"][-1]["nodes"][0]].update(target="constant"))
     corrupt("a node with another op", lambda b: b["nodes"][0].update(op="Constant"))
     corrupt("nodes out of order in a subgraph", lambda b: b["subgraphs"][first_dev]["nodes"].reverse())
+
+
+if check.selected("measured"):
+    # --placement measured times the device subgraphs and the CPU on this
+    # machine: the times differ from run to run, so what is checked is that
+    # the plan is valid, says what it measured, and is never slower (by its
+    # own measurements) than either single-backend plan
+    for name in ("seed_mlp_sort_mid", "resnet18"):
+        path = os.path.join(MODELS, name + ".onnx")
+        p = plan(path, "--target", "dnnl", "--placement", "measured")
+        m = onnx.load(path, load_external_data=False)
+        problems = planval.validate(m, p)
+        e = p["estimate"]
+        expect(not problems and any(n.startswith("measured placement: ") and " runs on the CPU alone" in n
+                                    for n in p["notes"])
+               and 0 < e["plan_us"] <= min(e["all_cpu_us"], e["capability_us"]) * 1.0001,
+               f"measured: {name}: a valid plan, {e['plan_us']:.0f} us measured against {e['all_cpu_us']:.0f} us on the "
+               f"CPU alone and {e['capability_us']:.0f} us offloaded", (problems[:3], p["notes"]))
+    dyn = os.path.join(MODELS, "transformer_encoder_dyn.onnx")
+    r = run("partition", dyn, "--target", "dnnl", "--placement", "measured", "--shape", "input=1x9")
+    expect(r.returncode == 0 and "measured placement" in r.stdout, "measured: a symbolic model with --shape is measured",
+           r.stdout[-300:] + r.stderr)
+    r = run("partition", dyn, "--target", "dnnl", "--placement", "measured")
+    expect(r.returncode == 0, "measured: a symbolic model without shapes: nothing to measure (every node is on the CPU)",
+           r.stderr)
+    r = run("partition", dyn, "--target", "dnnl", "--placement", "fastest")
+    expect(r.returncode == 2 and "--placement must be cost, capability or measured" in r.stderr,
+           "measured: a bad --placement is a usage error", r.stderr)
 
 
 random_half = os.path.join(WORK, "random_half.json")

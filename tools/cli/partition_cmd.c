@@ -207,7 +207,7 @@ int cmd_partition(int argc, char **argv) {
     }
     if ((rc = targets_apply_shapes(&t, "partition", ctx, m))) goto done;
     if ((rc = targets_load(&t, "partition", ctx))) goto done;
-    if ((st = seam_partition(m, &t.opts, &plan))) {
+    if ((st = targets_partition(&t, m, 0, &plan))) {
         rc = cli_fail("partition", ctx, st);
         goto done;
     }

@@ -351,7 +351,7 @@ int cmd_run(int argc, char **argv) {
         seam_plan *plan = NULL;
         if ((rc = targets_apply_shapes(&tg, "run", ctx, m))) goto done; /* shapes are applied; this folds */
         if ((rc = targets_load(&tg, "run", ctx))) goto done;
-        if ((st = seam_partition(m, &tg.opts, &plan)) || (st = seam_plan_apply(m, plan, tg.opts.targets, tg.opts.n_targets, tg.target_options, tg.n_target_options))) {
+        if ((st = targets_partition(&tg, m, threads, &plan)) || (st = seam_plan_apply(m, plan, tg.opts.targets, tg.opts.n_targets, tg.target_options, tg.n_target_options))) {
             seam_plan_free(plan);
             rc = cli_fail("run", ctx, st);
             rc = CLI_BAD_INPUT;

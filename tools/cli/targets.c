@@ -30,10 +30,12 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     }
     if (strcmp(a, "--placement") == 0) {
         const char *v = *k + 1 < argc ? argv[++*k] : NULL;
-        if (v && strcmp(v, "cost") == 0) t->opts.placement = SEAM_PLACEMENT_COST;
+        t->measured = v && strcmp(v, "measured") == 0;
+        if (v && (strcmp(v, "cost") == 0 || t->measured)) t->opts.placement = SEAM_PLACEMENT_COST;
         else if (v && strcmp(v, "capability") == 0) t->opts.placement = SEAM_PLACEMENT_CAPABILITY;
         else {
-            cli_usage(cmd, "--placement must be cost or capability%s%s%s", v ? ", not '" : "", v ? v : "", v ? "'" : "");
+            cli_usage(cmd, "--placement must be cost, capability or measured%s%s%s", v ? ", not '" : "", v ? v : "",
+                      v ? "'" : "");
             return TUSAGE;
         }
         return 1;
@@ -190,6 +192,11 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     t->opts.targets = t->list;
     t->opts.n_targets = n;
     return CLI_OK;
+}
+
+seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan) {
+    if (!t->measured) return seam_partition(m, &t->opts, plan);
+    return seam_partition_measured(m, &t->opts, t->target_options, t->n_target_options, n_threads, 0, plan);
 }
 
 int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m) {

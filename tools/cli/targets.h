@@ -20,6 +20,7 @@ typedef struct cli_targets {
     const char *shapes[64];     /* --shape NAME=AxBxC, applied after load */
     int32_t n_shapes;
     bool no_fold;               /* --no-fold */
+    bool measured;              /* --placement measured */
     const char *target_options[64]; /* --target-option, passed through */
     int32_t n_target_options;
     const char *libs[MAX_TARGETS]; /* --backend-lib */
@@ -37,6 +38,9 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx);
 /* Applies the --shape options to a loaded model, then folds constants
  * (unless --no-fold). */
+/* Partitions m as the options say: by seam_partition, or by
+ * seam_partition_measured (--placement measured) with n_threads. */
+seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan);
 int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m);
 void targets_free(cli_targets *t);
 
@@ -52,7 +56,10 @@ void targets_free(cli_targets *t);
     "  --pin NODE=TARGET     force one node onto a target (or cpu)\n"                      \
     "  --placement P         cost (default): a supported node stays on the CPU when\n"    \
     "                        the cost model says offloading it costs more than it\n"    \
-    "                        saves; capability: everything supported is offloaded\n"  \
+    "                        saves; capability: everything supported is offloaded;\n"  \
+    "                        measured: the device subgraphs and the CPU are timed on\n" \
+    "                        the model's shapes (a few runs, at most ~2 s) and each\n" \
+    "                        subgraph goes where it ran faster\n"                     \
     "  --shape NAME=AxBxC    fix an input's symbolic dims before deciding support\n"       \
     "  --backend-lib PATH    load a backend from a shared library (it exports\n"      \
     "                        seam_backend_register); --target NAME then uses it.\n"   \
