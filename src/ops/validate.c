@@ -246,7 +246,10 @@ static bool check_arity(const ir_node *n, char *why, size_t why_size) {
     if (n->n_inputs > a->max_in) return FAIL("has %d inputs; %s takes at most %d", n->n_inputs, n->op_type, a->max_in);
     if (n->n_inputs < a->min_in)
         return FAIL("needs %d input%s, has %d", a->min_in, a->min_in == 1 ? "" : "s", n->n_inputs);
-    for (int32_t i = 0; i < a->min_in; i++)
+    /* Loop's M and cond and Scan-8's sequence_lens are optional inputs
+     * before required ones: the schema counts them in min_input */
+    bool leading_optional = strcmp(n->op_type, "Loop") == 0 || strcmp(n->op_type, "Scan") == 0;
+    for (int32_t i = 0; i < a->min_in && !leading_optional; i++)
         if (n->inputs[i] < 0) return FAIL("input %d is required", i);
     if (n->n_outputs > a->max_out)
         return FAIL("has %d outputs; %s gives at most %d", n->n_outputs, n->op_type, a->max_out);
@@ -325,7 +328,8 @@ static bool check_window(const ir_graph *g, const ir_node *n, char *why, size_t 
     int64_t kernel[CONV_MAX_SPATIAL], in[CONV_MAX_SPATIAL];
     for (int32_t d = 0; d < n_sp; d++) {
         int64_t wd = pool ? -1 : in_dim(g, n, wi, 2 + d);
-        if (nk >= 0 && wd >= 0 && ks[d] != wd) return FAIL("kernel_shape disagrees with W");
+        if (nk >= 0 && wd >= 0 && ks[d] != wd)
+            return FAIL("kernel_shape disagrees with W '%s'", g->values[n->inputs[wi]].name);
         kernel[d] = nk >= 0 ? ks[d] : wd >= 0 ? wd : 1;
         in[d] = in_dim(g, n, 0, 2 + d);
     }
