@@ -262,17 +262,13 @@ static bool check_arity(const ir_node *n, char *why, size_t why_size) {
  * valid in [-r, r - 1], or [-r, r] where `extra` is 1. */
 typedef struct axis_rule {
     const char *op_type;
-    int32_t extra;    /* 1: the axis may be r (Flatten, OneHot's new axis) */
-    bool optional;    /* no default: only checked when present */
+    int32_t extra; /* 1: the axis may be r (Flatten, OneHot's new axis) */
 } axis_rule;
 
 static const axis_rule axis_rules[] = {
-    {"ArgMax", 0, false},       {"ArgMin", 0, false},        {"Compress", 0, true},
-    {"Concat", 0, true},        {"Flatten", 1, false},       {"Gather", 0, false},
-    {"GatherElements", 0, false}, {"Hardmax", 0, false},     {"LayerNormalization", 0, false},
-    {"LogSoftmax", 0, false},   {"LpNormalization", 0, false}, {"OneHot", 1, false},
-    {"ScatterElements", 0, false}, {"Softmax", 0, false},    {"Split", 0, false},
-    {"TopK", 0, false},         {"Unique", 0, true},
+    {"ArgMax", 0}, {"ArgMin", 0}, {"Compress", 0}, {"Concat", 0}, {"Flatten", 1}, {"Gather", 0},
+    {"GatherElements", 0}, {"Hardmax", 0}, {"LayerNormalization", 0}, {"LogSoftmax", 0}, {"LpNormalization", 0},
+    {"OneHot", 1}, {"ScatterElements", 0}, {"Softmax", 0}, {"Split", 0}, {"TopK", 0}, {"Unique", 0},
 };
 
 static bool check_axis(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
@@ -281,12 +277,18 @@ static bool check_axis(const ir_graph *g, const ir_node *n, char *why, size_t wh
         const axis_rule *r = &axis_rules[k];
         if (strcmp(n->op_type, r->op_type) != 0) continue;
         const ir_attr *a = node_attr(n, "axis");
-        if (!a) return !(strcmp(n->op_type, "Concat") == 0) || FAIL("needs an axis");
+        if (!a) { /* the default is in range; Concat has none */
+            if (strcmp(n->op_type, "Concat") == 0) return FAIL("needs an axis");
+            return true;
+        }
         if (a->kind != IR_ATTR_INT) return FAIL("axis must be an int");
         int32_t rank = in_rank(g, n, 0);
         if (rank < 0) return true;
-        int64_t hi = rank - 1 + r->extra, lo = -(int64_t)rank - r->extra * (strcmp(n->op_type, "OneHot") == 0);
-        if (a->i < lo || a->i > hi) return FAIL("axis is out of range for rank %d (axis = %lld)", rank, (long long)a->i);
+        /* OneHot's axis is one of the output's r + 1 axes: [-r - 1, r] */
+        bool onehot = strcmp(n->op_type, "OneHot") == 0;
+        int64_t hi = rank - 1 + r->extra, lo = -(int64_t)rank - (onehot ? 1 : 0);
+        if (a->i < lo || a->i > hi)
+            return FAIL("axis is out of range for rank %d (axis = %lld)", rank, (long long)a->i);
         return true;
     }
     return true;
