@@ -209,10 +209,14 @@ for target in ((), ("--target", "dnnl")):
                     [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))
 
-# a shape that asks for more than one tensor may hold fails at once
-big = model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="big")], [], [vi("y", None)],
-            [numpy_helper.from_array(np.array([2**31 - 1, 4], dtype=np.int64), "s")])
-expect(write("constant_of_shape_huge.onnx", big), 1, "out of memory", args=("run",))
+# a shape known only at run time that asks for more than one tensor may
+# hold (SEAM_MAX_TENSOR_BYTES) fails at once, naming the node
+big = model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="big")], [vi("s", [2], TensorProto.INT64)],
+            [vi("y", None)])
+big_shape = os.path.join(WORK, "big_shape.npy")
+np.save(big_shape, np.array([2**30, 2], dtype=np.int64))  # 8 GiB of float32
+expect(write("constant_of_shape_huge.onnx", big), 1, "'big' (ConstantOfShape)", "out of memory",
+       args=("run", "--input", f"s={big_shape}"))
 
 # --output-dir is all or nothing: a run that fails leaves the folder as it was
 out = os.path.join(WORK, "outdir")
