@@ -11,6 +11,7 @@
 
 #include "ops/attr.h"
 #include "ops/conv_geom.h"
+#include "ops/infer.h"
 #include "ops/ops.h"
 
 #define V INT32_MAX /* variadic: no upper bound */
@@ -378,11 +379,53 @@ static bool check_perm(const ir_graph *g, const ir_node *n, char *why, size_t wh
     return true;
 }
 
+/* Reshape to a constant shape, when the input's shape is known: the CPU
+ * kernel's checks, before any backend sizes a buffer from the shape. */
+static bool check_reshape(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (!seam_op_default_domain(n->domain) || strcmp(n->op_type, "Reshape") != 0 || n->opset < 5) return true;
+    if (n->n_inputs < 2 || n->inputs[1] < 0 || n->inputs[0] < 0) return true;
+    const ir_tensor *s = g->values[n->inputs[1]].konst;
+    const ir_type *xt = &g->values[n->inputs[0]].type;
+    if (!s || s->dtype != SEAM_DTYPE_INT64 || xt->kind != IR_TYPE_TENSOR || xt->rank < 0) return true;
+    if (s->numel > INFER_MAX_RANK)
+        return FAIL("the shape must be an int64 tensor of at most %d entries", INFER_MAX_RANK);
+    int64_t x_numel = 1;
+    for (int32_t d = 0; d < xt->rank; d++) {
+        int64_t v = xt->dims[d].v;
+        if (v < 0 || (v && x_numel > IR_MAX_DIM / v)) return true; /* checked at run time */
+        x_numel *= v;
+    }
+    bool allowzero = node_attr_int(n, "allowzero", 0) != 0;
+    int32_t infer_at = -1;
+    int64_t known = 1;
+    for (int32_t d = 0; d < (int32_t)s->numel; d++) {
+        int64_t v;
+        memcpy(&v, (const char *)s->data + 8 * d, 8);
+        if (v == 0 && !allowzero) {
+            if (d >= xt->rank) return FAIL("shape[%d] = 0 copies a dim the input (rank %d) lacks", d, xt->rank);
+            v = xt->dims[d].v;
+        }
+        if (v == -1) {
+            if (infer_at >= 0) return FAIL("the shape has more than one -1");
+            infer_at = d;
+            continue;
+        }
+        if (v < 0) return FAIL("shape[%d] = %lld is not valid", d, (long long)v);
+        if (v && known > IR_MAX_DIM / v) return FAIL("the shape is too large");
+        known *= v;
+    }
+    if (infer_at >= 0 ? known == 0 || x_numel % known : known != x_numel)
+        return FAIL("cannot reshape '%s' (%lld elements) to a shape of %lld elements", g->values[n->inputs[0]].name,
+                    (long long)x_numel, (long long)known);
+    return true;
+}
+
 bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
     if (!check_arity(n, why, why_size)) return false;
     if (!check_axis(g, n, why, why_size)) return false;
     if (!check_window(g, n, why, why_size)) return false;
     if (!check_perm(g, n, why, why_size)) return false;
+    if (!check_reshape(g, n, why, why_size)) return false;
     if (seam_op_default_domain(n->domain) && strcmp(n->op_type, "LRN") == 0) {
         int64_t size = node_attr_int(n, "size", -1);
         if (size < 1 || size > CONV_MAX_WINDOW) return FAIL("size must be positive, not %lld", (long long)size);
