@@ -188,10 +188,10 @@ void infer_same_as_input(seam_infer *ic) { infer_copy_type(ic, 0, 0); }
 
 /* ---- the driver ---- */
 
-static void infer_graph(struct seam_model *m, ir_graph *g);
+static bool infer_graph(struct seam_model *m, ir_graph *g);
 
 void infer_subgraph(seam_infer *ic, ir_graph *body) {
-    if (body) infer_graph(ic->model, body);
+    if (body && !infer_graph(ic->model, body) && ic->failed) *ic->failed = true;
 }
 
 int64_t seam_op_opset(const struct seam_model *m, const char *domain) {
@@ -216,7 +216,9 @@ static void infer_outer_values(ir_graph *g) {
     }
 }
 
-static void infer_graph(struct seam_model *m, ir_graph *g) {
+/* Validates and infers every node of g in topological order; false (the
+ * error set on the model's context) at the first node op_validate refuses. */
+static bool infer_graph(struct seam_model *m, ir_graph *g) {
     infer_outer_values(g);
     for (int32_t k = 0; k < g->n_values; k++) {
         ir_value *v = &g->values[k];
@@ -227,10 +229,18 @@ static void infer_graph(struct seam_model *m, ir_graph *g) {
         ir_node *n = &g->nodes[idx];
         n->opset = (int32_t)seam_op_opset(m, n->domain);
         if (!n->def) n->def = seam_op_find(n->domain, n->op_type, n->opset);
+        char why[256], lab[300];
+        if (!op_validate(g, n, why, sizeof(why))) {
+            seam_error(m->ctx, SEAM_STATUS_INVALID_MODEL, "%s: %s", ir_node_label(g, idx, lab, sizeof(lab)), why);
+            return false;
+        }
         if (!n->def || !n->def->infer) continue;
-        seam_infer ic = {m, g, n, idx, &m->arena};
+        bool failed = false;
+        seam_infer ic = {m, g, n, idx, &m->arena, &failed};
         n->def->infer(&ic);
+        if (failed) return false;
     }
+    return true;
 }
 
 /* Forgets what inference found (declared types stay), so it can run again
@@ -282,6 +292,5 @@ seam_status seam_model_set_input_shape(seam_model *m, const char *name, int32_t 
 }
 
 seam_status ir_infer_model(struct seam_model *m) {
-    infer_graph(m, m->graph);
-    return SEAM_STATUS_OK;
+    return infer_graph(m, m->graph) ? SEAM_STATUS_OK : SEAM_STATUS_INVALID_MODEL;
 }

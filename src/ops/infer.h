@@ -20,6 +20,7 @@ struct seam_infer {
     ir_node *n;
     int32_t node;        /* index of n in g */
     seam_arena *arena;   /* the model's arena, for anything kept */
+    bool *failed;        /* set when a node (here or in a body) fails op_validate */
 };
 
 /* ---- inputs ---- */

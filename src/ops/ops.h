@@ -57,4 +57,13 @@ bool seam_op_default_domain(const char *domain);
  * and "" are one domain. */
 int seam_op_key_cmp(const char *domain_a, const char *op_a, const char *domain_b, const char *op_b);
 
+/* Checks node n of g before its inference and before any backend sees it:
+ * input and output counts (ONNX's schemas), axis attributes inside the
+ * input's rank, window attributes (kernel, strides, dilations, pads) that
+ * fit the input, perm a permutation. Shapes not known yet are not checked.
+ * False with the reason in why (the CPU kernels' words). Inference
+ * (ir_infer_model) runs it on every node, so that loading a model, fixing
+ * an input's shape and applying a plan all refuse a node it refuses. */
+bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size);
+
 #endif

@@ -33,9 +33,10 @@ seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, 
     size_t es = exec_elem_bytes(dtype);
     if (numel < 0 || es == 0 || (uint64_t)numel > SIZE_MAX / es) return NULL;
     size_t nbytes = (size_t)numel * es;
-    /* a size no machine here has (hostile shapes): fail as out of memory
-     * rather than ask the allocator */
-    if (nbytes > ((size_t)1 << 38)) return NULL;
+    /* One tensor made at run time holds at most SEAM_MAX_TENSOR_BYTES: a
+     * hostile shape fails as out of memory at once, rather than asking the
+     * allocator for it and spending minutes filling it. */
+    if (nbytes > SEAM_MAX_TENSOR_BYTES) return NULL;
     if (ev->dynamic) { /* produced twice in one run cannot happen; be safe */
         free(ev->t.data);
         ev->dynamic = false;

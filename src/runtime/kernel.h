@@ -65,6 +65,9 @@ const seam_tensor *kernel_in(seam_kernel *k, int32_t i);
 int32_t kernel_n_in(const seam_kernel *k);
 int32_t kernel_n_out(const seam_kernel *k);
 bool kernel_has_out(const seam_kernel *k, int32_t i);
+/* The largest tensor kernel_out makes (4 GiB). */
+#define SEAM_MAX_TENSOR_BYTES ((size_t)1 << 32)
+
 /* Output i with the given dtype and shape, its buffer ready to fill (the
  * planned one, or one made now when the shape was not known before the
  * run). NULL when the output is absent or out of memory: check

@@ -8,6 +8,7 @@ seam command when that is not `inspect` (ok.onnx inspect --bogus).
 """
 import os
 import random
+import shutil
 import sys
 
 import numpy as np
@@ -181,5 +182,59 @@ for target in ((), ("--target", "dnnl")):
     concat = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=-2147483648)],
                    [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_min{tag}.onnx", concat), 1, "cat", "axis is out of range", args=("run", *target))
+
+# What the op layer refuses before any backend sees the node (src/ops/
+# validate.c): the same words on the CPU and on dnnl, never a crash or a
+# silent result from a node missing an input.
+w3 = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+for target in ((), ("--target", "dnnl")):
+    tag = "_dnnl" if target else ""
+    conv = model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[])],
+                 [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3])
+    expect(write(f"conv_empty_kernel{tag}.onnx", conv), 1, "node 0 'conv' (Conv)", "kernel_shape has 0 entries",
+           args=("run", *target))
+    tconv = model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="tconv", strides=[2**62, 1])],
+                  [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3])
+    expect(write(f"convtranspose_huge_stride{tag}.onnx", tconv), 1, "'tconv' (ConvTranspose)", "strides[0]",
+           args=("run", *target))
+    for op in ("Add", "MatMul", "PRelu"):
+        one = model([helper.make_node(op, ["x"], ["y"], name="one")], [vi("x", [2, 2])], [vi("y", None)])
+        expect(write(f"one_input_{op}{tag}.onnx", one), 1, f"node 0 'one' ({op})", "needs 2 inputs, has 1",
+               args=("run", *target))
+    cat_hole = model([helper.make_node("Concat", ["", "x"], ["y"], name="cat", axis=0)],
+                     [vi("x", [2, 3])], [vi("y", None)])
+    expect(write(f"concat_empty_input{tag}.onnx", cat_hole), 1, "'cat' (Concat)", "input 0 is required",
+           args=("run", *target))
+    cat_max = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=2**31 - 1)],
+                    [vi("x", [2, 3])], [vi("y", None)])
+    expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))
+
+# a shape known only at run time that asks for more than one tensor may
+# hold (SEAM_MAX_TENSOR_BYTES) fails at once, naming the node
+big = model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="big")], [vi("s", [2], TensorProto.INT64)],
+            [vi("y", None)])
+big_shape = os.path.join(WORK, "big_shape.npy")
+np.save(big_shape, np.array([2**30, 2], dtype=np.int64))  # 8 GiB of float32
+expect(write("constant_of_shape_huge.onnx", big), 1, "'big' (ConstantOfShape)", "out of memory",
+       args=("run", "--input", f"s={big_shape}"))
+
+# --output-dir is all or nothing: a run that fails leaves the folder as it was
+out = os.path.join(WORK, "outdir")
+shutil.rmtree(out, ignore_errors=True)
+os.makedirs(out)
+with open(os.path.join(out, "keep.txt"), "w") as f:
+    f.write("mine")
+if check.selected("output-dir after a failed run"):
+    r = SEAM("run", write("reshape_out.onnx", reshape), "--output-dir", out)
+    check.expect(r.returncode == 1 and sorted(os.listdir(out)) == ["keep.txt"],
+                 "output-dir after a failed run", f"exit {r.returncode}, folder {sorted(os.listdir(out))}")
+    fresh = os.path.join(WORK, "outdir-new")
+    shutil.rmtree(fresh, ignore_errors=True)
+    r = SEAM("run", write("reshape_out.onnx", reshape), "--output-dir", fresh)
+    check.expect(r.returncode == 1 and not os.path.exists(fresh), "output-dir not made by a failed run",
+                 f"exit {r.returncode}, exists {os.path.exists(fresh)}")
+    r = SEAM("run", write("ok.onnx", good), "--output-dir", out)
+    check.expect(r.returncode == 0 and sorted(os.listdir(out)) == ["keep.txt", "y.npy"],
+                 "output-dir after a good run", f"exit {r.returncode}: {r.stderr} folder {sorted(os.listdir(out))}")
 
 check.finish()

@@ -28,7 +28,9 @@ static const char *RUN_HELP =
     "  --shape NAME=AxBxC    fixes the shape of an input with symbolic dims (by\n"
     "                        default the shape of its --input file fixes them)\n"
     "  --output-dir DIR      write each output to DIR/<name>.npy (characters\n"
-    "                        outside [A-Za-z0-9._-] become _)\n"
+    "                        outside [A-Za-z0-9._-] become _), only when the\n"
+    "                        run succeeded and all at once: a failed run\n"
+    "                        leaves DIR as it was\n"
     "  --output-format F     npy (default) or pb (TensorProto)\n"
     "  --repeat N            time N runs after a warm-up; prints the median and\n"
     "                        min, and the time it took to load, to partition and\n"
@@ -232,6 +234,63 @@ static void print_report(seam_session *s, const ir_graph *g) {
         }
     }
     printf("  total %.3f ms; %lld bytes crossed device boundaries\n", total, (long long)moved);
+}
+
+/* Writes every output to DIR/<name>.<format>, all or nothing: each goes
+ * to a temporary name in DIR first, and only when all are written are they
+ * renamed into place. On a failure the temporary files are removed, and
+ * DIR too when this run made it, so DIR is left as it was. */
+static int write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, const char *out_dir,
+                         const char *format) {
+    bool made_dir = mkdir(out_dir, 0755) == 0;
+    if (!made_dir && errno != EEXIST) {
+        fprintf(stderr, "seam run: cannot create '%s': %s\n", out_dir, strerror(errno));
+        return CLI_BAD_INPUT;
+    }
+    char(*tmp)[4096] = calloc((size_t)g->n_outputs + 1, sizeof(*tmp));
+    char(*dst)[4096] = calloc((size_t)g->n_outputs + 1, sizeof(*dst));
+    int rc = CLI_OK;
+    int32_t written = 0;
+    if (!tmp || !dst) {
+        fprintf(stderr, "seam run: out of memory\n");
+        rc = CLI_BAD_INPUT;
+    }
+    for (int32_t o = 0; o < g->n_outputs && rc == CLI_OK; o++) {
+        seam_tensor_view view;
+        seam_session_output(s, o, &view);
+        char fname[512], err[1024];
+        safe_name(view.name, fname, sizeof(fname));
+        snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format);
+        snprintf(tmp[o], sizeof(tmp[o]), "%s/.%s.%s.tmp%ld", out_dir, fname, format, (long)getpid());
+        seam_tensor t = {.dtype = view.dtype, .rank = view.rank, .data = (void *)view.data, .nbytes = view.nbytes};
+        for (int32_t d = 0; d < view.rank; d++) t.dims[d] = view.dims[d];
+        t.numel = seam_shape_numel(t.dims, t.rank);
+        bool ok;
+        if (format[0] == 'p') {
+            ok = seam_onnx_tensor_write(ctx, tmp[o], view.name, &t) == SEAM_STATUS_OK;
+            if (!ok) snprintf(err, sizeof(err), "%s", seam_context_last_error(ctx));
+        } else {
+            ok = npy_write(tmp[o], &t, err, sizeof(err));
+        }
+        written = o + 1;
+        if (!ok) {
+            fprintf(stderr, "seam run: output '%s': %s\n", view.name, err);
+            rc = CLI_BAD_INPUT;
+        }
+    }
+    for (int32_t o = 0; o < written && rc == CLI_OK; o++) {
+        if (rename(tmp[o], dst[o]) != 0) {
+            fprintf(stderr, "seam run: cannot write '%s': %s\n", dst[o], strerror(errno));
+            rc = CLI_BAD_INPUT;
+        }
+    }
+    if (rc != CLI_OK) {
+        for (int32_t o = 0; o < written; o++) unlink(tmp[o]);
+        if (made_dir) rmdir(out_dir);
+    }
+    free(tmp);
+    free(dst);
+    return rc;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -453,38 +512,16 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (report) print_report(s, m->graph);
+    if (out_dir) {
+        rc = write_outputs(ctx, s, g, out_dir, format);
+        goto done;
+    }
     for (int32_t o = 0; o < g->n_outputs; o++) {
         seam_tensor_view view;
         seam_session_output(s, o, &view);
-        if (!out_dir) {
-            printf("output '%s': %s [", view.name, seam_dtype_name(view.dtype));
-            for (int32_t d = 0; d < view.rank; d++) printf("%s%lld", d ? "," : "", (long long)view.dims[d]);
-            printf("]\n");
-            continue;
-        }
-        if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "seam run: cannot create '%s': %s\n", out_dir, strerror(errno));
-            rc = CLI_BAD_INPUT;
-            goto done;
-        }
-        char fname[512], fpath[4096];
-        safe_name(view.name, fname, sizeof(fname));
-        snprintf(fpath, sizeof(fpath), "%s/%s.%s", out_dir, fname, format);
-        seam_tensor t = {.dtype = view.dtype, .rank = view.rank, .data = (void *)view.data, .nbytes = view.nbytes};
-        for (int32_t d = 0; d < view.rank; d++) t.dims[d] = view.dims[d];
-        t.numel = seam_shape_numel(t.dims, t.rank);
-        bool ok;
-        if (format[0] == 'p') {
-            ok = (st = seam_onnx_tensor_write(ctx, fpath, view.name, &t)) == SEAM_STATUS_OK;
-            if (!ok) snprintf(err, sizeof(err), "%s", seam_context_last_error(ctx));
-        } else {
-            ok = npy_write(fpath, &t, err, sizeof(err));
-        }
-        if (!ok) {
-            fprintf(stderr, "seam run: output '%s': %s\n", view.name, err);
-            rc = CLI_BAD_INPUT;
-            goto done;
-        }
+        printf("output '%s': %s [", view.name, seam_dtype_name(view.dtype));
+        for (int32_t d = 0; d < view.rank; d++) printf("%s%lld", d ? "," : "", (long long)view.dims[d]);
+        printf("]\n");
     }
 done:
     targets_free(&tg);

@@ -1,0 +1,434 @@
+/* The checks every node passes before inference and before any backend
+ * sees it (see ops.h, op_validate): input and output counts from the ONNX
+ * operator schemas, axes inside the rank, sliding windows that fit their
+ * input. A model is data from outside; a backend's supports() and
+ * compile() may rely on what is checked here. The CPU kernels keep their
+ * own checks as a second line, with the same words. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/attr.h"
+#include "ops/conv_geom.h"
+#include "ops/infer.h"
+#include "ops/ops.h"
+
+#define V INT32_MAX /* variadic: no upper bound */
+
+/* Input and output counts per op, over every opset version seam knows:
+ * the smallest minimum and the largest maximum, so that any version's
+ * valid node passes (tests/checks/check_arity.py compares this table
+ * with onnx.defs). Sorted by (domain, op) for bsearch. */
+typedef struct op_arity {
+    const char *domain, *op_type;
+    int32_t min_in, max_in, min_out, max_out;
+} op_arity;
+
+static const op_arity arities[] = {
+    {"", "Abs", 1, 1, 1, 1},
+    {"", "Acos", 1, 1, 1, 1},
+    {"", "Acosh", 1, 1, 1, 1},
+    {"", "Add", 2, 2, 1, 1},
+    {"", "AffineGrid", 2, 2, 1, 1},
+    {"", "And", 2, 2, 1, 1},
+    {"", "ArgMax", 1, 1, 1, 1},
+    {"", "ArgMin", 1, 1, 1, 1},
+    {"", "Asin", 1, 1, 1, 1},
+    {"", "Asinh", 1, 1, 1, 1},
+    {"", "Atan", 1, 1, 1, 1},
+    {"", "Atanh", 1, 1, 1, 1},
+    {"", "AveragePool", 1, 1, 1, 1},
+    {"", "BatchNormalization", 5, 5, 1, 5},
+    {"", "Bernoulli", 1, 1, 1, 1},
+    {"", "BitShift", 2, 2, 1, 1},
+    {"", "BitwiseAnd", 2, 2, 1, 1},
+    {"", "BitwiseNot", 1, 1, 1, 1},
+    {"", "BitwiseOr", 2, 2, 1, 1},
+    {"", "BitwiseXor", 2, 2, 1, 1},
+    {"", "BlackmanWindow", 1, 1, 1, 1},
+    {"", "Cast", 1, 1, 1, 1},
+    {"", "CastLike", 2, 2, 1, 1},
+    {"", "Ceil", 1, 1, 1, 1},
+    {"", "Celu", 1, 1, 1, 1},
+    {"", "CenterCropPad", 2, 2, 1, 1},
+    {"", "Clip", 1, 3, 1, 1},
+    {"", "Compress", 2, 2, 1, 1},
+    {"", "Concat", 1, V, 1, 1},
+    {"", "ConcatFromSequence", 1, 1, 1, 1},
+    {"", "Constant", 0, 0, 1, 1},
+    {"", "ConstantOfShape", 1, 1, 1, 1},
+    {"", "Conv", 2, 3, 1, 1},
+    {"", "ConvInteger", 2, 4, 1, 1},
+    {"", "ConvTranspose", 2, 3, 1, 1},
+    {"", "Cos", 1, 1, 1, 1},
+    {"", "Cosh", 1, 1, 1, 1},
+    {"", "CumSum", 2, 2, 1, 1},
+    {"", "DFT", 1, 2, 1, 1},
+    {"", "DepthToSpace", 1, 1, 1, 1},
+    {"", "DequantizeLinear", 2, 3, 1, 1},
+    {"", "Det", 1, 1, 1, 1},
+    {"", "Div", 2, 2, 1, 1},
+    {"", "Dropout", 1, 3, 1, 2},
+    {"", "DynamicQuantizeLinear", 1, 1, 3, 3},
+    {"", "Einsum", 1, V, 1, 1},
+    {"", "Elu", 1, 1, 1, 1},
+    {"", "Equal", 2, 2, 1, 1},
+    {"", "Erf", 1, 1, 1, 1},
+    {"", "Exp", 1, 1, 1, 1},
+    {"", "Expand", 2, 2, 1, 1},
+    {"", "EyeLike", 1, 1, 1, 1},
+    {"", "Flatten", 1, 1, 1, 1},
+    {"", "Floor", 1, 1, 1, 1},
+    {"", "GRU", 3, 6, 0, 2},
+    {"", "Gather", 2, 2, 1, 1},
+    {"", "GatherElements", 2, 2, 1, 1},
+    {"", "GatherND", 2, 2, 1, 1},
+    {"", "Gelu", 1, 1, 1, 1},
+    {"", "Gemm", 2, 3, 1, 1},
+    {"", "GlobalAveragePool", 1, 1, 1, 1},
+    {"", "GlobalLpPool", 1, 1, 1, 1},
+    {"", "GlobalMaxPool", 1, 1, 1, 1},
+    {"", "Greater", 2, 2, 1, 1},
+    {"", "GreaterOrEqual", 2, 2, 1, 1},
+    {"", "GridSample", 2, 2, 1, 1},
+    {"", "GroupNormalization", 3, 3, 1, 1},
+    {"", "HammingWindow", 1, 1, 1, 1},
+    {"", "HannWindow", 1, 1, 1, 1},
+    {"", "HardSigmoid", 1, 1, 1, 1},
+    {"", "HardSwish", 1, 1, 1, 1},
+    {"", "Hardmax", 1, 1, 1, 1},
+    {"", "Identity", 1, 1, 1, 1},
+    {"", "If", 1, 1, 1, V},
+    {"", "InstanceNormalization", 3, 3, 1, 1},
+    {"", "IsInf", 1, 1, 1, 1},
+    {"", "IsNaN", 1, 1, 1, 1},
+    {"", "LRN", 1, 1, 1, 1},
+    {"", "LSTM", 3, 8, 0, 3},
+    {"", "LayerNormalization", 2, 3, 1, 3},
+    {"", "LeakyRelu", 1, 1, 1, 1},
+    {"", "Less", 2, 2, 1, 1},
+    {"", "LessOrEqual", 2, 2, 1, 1},
+    {"", "Log", 1, 1, 1, 1},
+    {"", "LogSoftmax", 1, 1, 1, 1},
+    {"", "Loop", 2, V, 1, V},
+    {"", "LpNormalization", 1, 1, 1, 1},
+    {"", "LpPool", 1, 1, 1, 1},
+    {"", "MatMul", 2, 2, 1, 1},
+    {"", "MatMulInteger", 2, 4, 1, 1},
+    {"", "Max", 1, V, 1, 1},
+    {"", "MaxPool", 1, 1, 1, 2},
+    {"", "MaxUnpool", 2, 3, 1, 1},
+    {"", "Mean", 1, V, 1, 1},
+    {"", "MeanVarianceNormalization", 1, 1, 1, 1},
+    {"", "MelWeightMatrix", 5, 5, 1, 1},
+    {"", "Min", 1, V, 1, 1},
+    {"", "Mish", 1, 1, 1, 1},
+    {"", "Mod", 2, 2, 1, 1},
+    {"", "Mul", 2, 2, 1, 1},
+    {"", "Neg", 1, 1, 1, 1},
+    {"", "NegativeLogLikelihoodLoss", 2, 3, 1, 1},
+    {"", "NonMaxSuppression", 2, 5, 1, 1},
+    {"", "NonZero", 1, 1, 1, 1},
+    {"", "Not", 1, 1, 1, 1},
+    {"", "OneHot", 3, 3, 1, 1},
+    {"", "Optional", 0, 1, 1, 1},
+    {"", "OptionalGetElement", 1, 1, 1, 1},
+    {"", "OptionalHasElement", 1, 1, 1, 1},
+    {"", "Or", 2, 2, 1, 1},
+    {"", "PRelu", 2, 2, 1, 1},
+    {"", "Pad", 1, 3, 1, 1},
+    {"", "Pow", 2, 2, 1, 1},
+    {"", "QLinearConv", 8, 9, 1, 1},
+    {"", "QLinearMatMul", 8, 8, 1, 1},
+    {"", "QuantizeLinear", 2, 3, 1, 1},
+    {"", "RNN", 3, 6, 0, 2},
+    {"", "RandomNormal", 0, 0, 1, 1},
+    {"", "RandomNormalLike", 1, 1, 1, 1},
+    {"", "RandomUniform", 0, 0, 1, 1},
+    {"", "RandomUniformLike", 1, 1, 1, 1},
+    {"", "Range", 3, 3, 1, 1},
+    {"", "Reciprocal", 1, 1, 1, 1},
+    {"", "ReduceL1", 1, 1, 1, 1},
+    {"", "ReduceL2", 1, 1, 1, 1},
+    {"", "ReduceLogSum", 1, 1, 1, 1},
+    {"", "ReduceLogSumExp", 1, 1, 1, 1},
+    {"", "ReduceMax", 1, 1, 1, 1},
+    {"", "ReduceMean", 1, 1, 1, 1},
+    {"", "ReduceMin", 1, 1, 1, 1},
+    {"", "ReduceProd", 1, 1, 1, 1},
+    {"", "ReduceSum", 1, 2, 1, 1},
+    {"", "ReduceSumSquare", 1, 1, 1, 1},
+    {"", "Relu", 1, 1, 1, 1},
+    {"", "Reshape", 1, 2, 1, 1},
+    {"", "Resize", 1, 4, 1, 1},
+    {"", "ReverseSequence", 2, 2, 1, 1},
+    {"", "RoiAlign", 3, 3, 1, 1},
+    {"", "Round", 1, 1, 1, 1},
+    {"", "STFT", 2, 4, 1, 1},
+    {"", "Scan", 1, V, 1, V},
+    {"", "Scatter", 3, 3, 1, 1},
+    {"", "ScatterElements", 3, 3, 1, 1},
+    {"", "ScatterND", 3, 3, 1, 1},
+    {"", "Selu", 1, 1, 1, 1},
+    {"", "SequenceAt", 2, 2, 1, 1},
+    {"", "SequenceConstruct", 1, V, 1, 1},
+    {"", "SequenceEmpty", 0, 0, 1, 1},
+    {"", "SequenceErase", 1, 2, 1, 1},
+    {"", "SequenceInsert", 2, 3, 1, 1},
+    {"", "SequenceLength", 1, 1, 1, 1},
+    {"", "Shape", 1, 1, 1, 1},
+    {"", "Shrink", 1, 1, 1, 1},
+    {"", "Sigmoid", 1, 1, 1, 1},
+    {"", "Sign", 1, 1, 1, 1},
+    {"", "Sin", 1, 1, 1, 1},
+    {"", "Sinh", 1, 1, 1, 1},
+    {"", "Size", 1, 1, 1, 1},
+    {"", "Slice", 1, 5, 1, 1},
+    {"", "Softmax", 1, 1, 1, 1},
+    {"", "SoftmaxCrossEntropyLoss", 2, 3, 1, 2},
+    {"", "Softplus", 1, 1, 1, 1},
+    {"", "Softsign", 1, 1, 1, 1},
+    {"", "SpaceToDepth", 1, 1, 1, 1},
+    {"", "Split", 1, 2, 1, V},
+    {"", "SplitToSequence", 1, 2, 1, 1},
+    {"", "Sqrt", 1, 1, 1, 1},
+    {"", "Squeeze", 1, 2, 1, 1},
+    {"", "StringNormalizer", 1, 1, 1, 1},
+    {"", "Sub", 2, 2, 1, 1},
+    {"", "Sum", 1, V, 1, 1},
+    {"", "Tan", 1, 1, 1, 1},
+    {"", "Tanh", 1, 1, 1, 1},
+    {"", "TfIdfVectorizer", 1, 1, 1, 1},
+    {"", "ThresholdedRelu", 1, 1, 1, 1},
+    {"", "Tile", 2, 3, 1, 1},
+    {"", "TopK", 1, 2, 2, 2},
+    {"", "Transpose", 1, 1, 1, 1},
+    {"", "Trilu", 1, 2, 1, 1},
+    {"", "Unique", 1, 1, 1, 4},
+    {"", "Unsqueeze", 1, 2, 1, 1},
+    {"", "Upsample", 1, 2, 1, 1},
+    {"", "Where", 3, 3, 1, 1},
+    {"", "Xor", 2, 2, 1, 1},
+    {"ai.onnx.preview.training", "Adagrad", 3, V, 1, V},
+    {"ai.onnx.preview.training", "Adam", 3, V, 1, V},
+    {"ai.onnx.preview.training", "Momentum", 3, V, 1, V},
+};
+
+static int cmp_arity(const void *key, const void *elem) {
+    const op_arity *k = key, *e = elem;
+    return seam_op_key_cmp(k->domain, k->op_type, e->domain, e->op_type);
+}
+
+static const op_arity *find_arity(const ir_node *n) {
+    op_arity key = {n->domain, n->op_type, 0, 0, 0, 0};
+    return bsearch(&key, arities, sizeof(arities) / sizeof(arities[0]), sizeof(arities[0]), cmp_arity);
+}
+
+#define FAIL(...) (snprintf(why, why_size, __VA_ARGS__), false)
+
+/* The rank of input i, or -1 when absent or unknown. */
+static int32_t in_rank(const ir_graph *g, const ir_node *n, int32_t i) {
+    if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0) return -1;
+    const ir_type *t = &g->values[n->inputs[i]].type;
+    return t->kind == IR_TYPE_TENSOR ? t->rank : -1;
+}
+
+/* Dim d of input i, or -1 when unknown. */
+static int64_t in_dim(const ir_graph *g, const ir_node *n, int32_t i, int32_t d) {
+    int32_t r = in_rank(g, n, i);
+    if (r < 0 || d < 0 || d >= r) return -1;
+    return g->values[n->inputs[i]].type.dims[d].v;
+}
+
+static bool check_arity(const ir_node *n, char *why, size_t why_size) {
+    const op_arity *a = find_arity(n);
+    if (!a) return true;
+    if (n->n_inputs > a->max_in) return FAIL("has %d inputs; %s takes at most %d", n->n_inputs, n->op_type, a->max_in);
+    if (n->n_inputs < a->min_in)
+        return FAIL("needs %d input%s, has %d", a->min_in, a->min_in == 1 ? "" : "s", n->n_inputs);
+    /* Loop's M and cond and Scan-8's sequence_lens are optional inputs
+     * before required ones: the schema counts them in min_input */
+    bool leading_optional = strcmp(n->op_type, "Loop") == 0 || strcmp(n->op_type, "Scan") == 0;
+    for (int32_t i = 0; i < a->min_in && !leading_optional; i++)
+        if (n->inputs[i] < 0) return FAIL("input %d is required", i);
+    if (n->n_outputs > a->max_out)
+        return FAIL("has %d outputs; %s gives at most %d", n->n_outputs, n->op_type, a->max_out);
+    if (n->n_outputs < a->min_out)
+        return FAIL("needs %d output%s, has %d", a->min_out, a->min_out == 1 ? "" : "s", n->n_outputs);
+    return true;
+}
+
+/* Ops whose `axis` names an axis of input 0 (of the output for OneHot):
+ * valid in [-r, r - 1], or [-r, r] where `extra` is 1. */
+typedef struct axis_rule {
+    const char *op_type;
+    int32_t extra; /* 1: the axis may be r (Flatten, OneHot's new axis) */
+} axis_rule;
+
+static const axis_rule axis_rules[] = {
+    {"ArgMax", 0}, {"ArgMin", 0}, {"Compress", 0}, {"Concat", 0}, {"Flatten", 1}, {"Gather", 0},
+    {"GatherElements", 0}, {"Hardmax", 0}, {"LayerNormalization", 0}, {"LogSoftmax", 0}, {"LpNormalization", 0},
+    {"OneHot", 1}, {"ScatterElements", 0}, {"Softmax", 0}, {"Split", 0}, {"TopK", 0}, {"Unique", 0},
+};
+
+static bool check_axis(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (!seam_op_default_domain(n->domain)) return true;
+    for (size_t k = 0; k < sizeof(axis_rules) / sizeof(axis_rules[0]); k++) {
+        const axis_rule *r = &axis_rules[k];
+        if (strcmp(n->op_type, r->op_type) != 0) continue;
+        const ir_attr *a = node_attr(n, "axis");
+        if (!a) { /* the default is in range; Concat has none */
+            if (strcmp(n->op_type, "Concat") == 0) return FAIL("needs an axis");
+            return true;
+        }
+        if (a->kind != IR_ATTR_INT) return FAIL("axis must be an int");
+        int32_t rank = in_rank(g, n, 0);
+        if (rank < 0) return true;
+        /* OneHot's axis is one of the output's r + 1 axes: [-r - 1, r] */
+        bool onehot = strcmp(n->op_type, "OneHot") == 0;
+        int64_t hi = rank - 1 + r->extra, lo = -(int64_t)rank - (onehot ? 1 : 0);
+        if (a->i < lo || a->i > hi)
+            return FAIL("axis is out of range for rank %d (axis = %lld)", rank, (long long)a->i);
+        return true;
+    }
+    return true;
+}
+
+/* Entries of an ints attribute, each in [lo, hi]; n_want (>= 0) entries. */
+static bool check_ints(const ir_node *n, const char *name, int32_t n_want, int64_t lo, int64_t hi, char *why,
+                       size_t why_size) {
+    const int64_t *v;
+    int32_t nv = node_attr_ints(n, name, &v);
+    if (nv < 0) return true;
+    if (n_want >= 0 && nv != n_want) return FAIL("%s has %d entries; %d wanted", name, nv, n_want);
+    for (int32_t k = 0; k < nv; k++)
+        if (v[k] < lo || v[k] > hi)
+            return FAIL("%s[%d] = %lld is out of range [%lld, %lld]", name, k, (long long)v[k], (long long)lo,
+                        (long long)hi);
+    return true;
+}
+
+/* Conv, ConvInteger, QLinearConv, ConvTranspose and the windowed pools. */
+static bool check_window(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (!seam_op_default_domain(n->domain)) return true;
+    const char *op = n->op_type;
+    bool conv = strcmp(op, "Conv") == 0 || strcmp(op, "ConvInteger") == 0 || strcmp(op, "QLinearConv") == 0;
+    bool tconv = strcmp(op, "ConvTranspose") == 0;
+    bool pool = strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0 || strcmp(op, "LpPool") == 0;
+    if (!conv && !tconv && !pool) return true;
+    int32_t wi = strcmp(op, "QLinearConv") == 0 ? 3 : 1;
+    int32_t r = in_rank(g, n, 0), wr = pool ? -1 : in_rank(g, n, wi);
+    if (r < 0) r = wr;
+    if (r < 0) return true; /* checked again when the shapes are known */
+    if (r < 3 || (wr >= 0 && wr != r)) return FAIL("needs X [N, C, ...] and W of the same rank");
+    int32_t n_sp = r - 2;
+    if (n_sp > CONV_MAX_SPATIAL) return FAIL("%d spatial axes are not supported", n_sp);
+    const int64_t *ks;
+    int32_t nk = node_attr_ints(n, "kernel_shape", &ks);
+    if (pool && nk != n_sp) return FAIL("kernel_shape must have %d entries", n_sp);
+    if (nk >= 0 && nk != n_sp) return FAIL("kernel_shape has %d entries", nk);
+    int64_t kernel[CONV_MAX_SPATIAL], in[CONV_MAX_SPATIAL];
+    for (int32_t d = 0; d < n_sp; d++) {
+        int64_t wd = pool ? -1 : in_dim(g, n, wi, 2 + d);
+        if (nk >= 0 && wd >= 0 && ks[d] != wd)
+            return FAIL("kernel_shape disagrees with W '%s'", g->values[n->inputs[wi]].name);
+        kernel[d] = nk >= 0 ? ks[d] : wd >= 0 ? wd : 1;
+        in[d] = in_dim(g, n, 0, 2 + d);
+    }
+    if (!pool) {
+        int64_t group = node_attr_int(n, "group", 1), C = in_dim(g, n, 0, 1), w0 = in_dim(g, n, wi, 0),
+                w1 = in_dim(g, n, wi, 1);
+        if (group < 1 || group > CONV_MAX_WINDOW) return FAIL("group must be positive, not %lld", (long long)group);
+        bool fits = tconv ? (C < 0 || C % group == 0) && (C < 0 || w0 < 0 || w0 == C)
+                          : (C < 0 || C % group == 0) && (w0 < 0 || w0 % group == 0) &&
+                                (C < 0 || w1 < 0 || w1 == C / group);
+        if (!fits)
+            return FAIL("W [%lld, %lld, ...] does not fit %lld input channels in %lld groups", (long long)w0,
+                        (long long)w1, (long long)C, (long long)group);
+    }
+    if (tconv) { /* its window runs over the output: only the attributes' own bounds */
+        conv_auto_pad ap;
+        if (!conv_auto_pad_of(n, &ap)) return FAIL("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+        for (int32_t d = 0; d < n_sp; d++)
+            if (kernel[d] < 1 || kernel[d] > CONV_MAX_WINDOW)
+                return FAIL("kernel, stride and dilation must be positive (axis %d)", d);
+        return check_ints(n, "strides", n_sp, 1, CONV_MAX_WINDOW, why, why_size) &&
+               check_ints(n, "dilations", n_sp, 1, CONV_MAX_WINDOW, why, why_size) &&
+               check_ints(n, "pads", 2 * n_sp, 0, CONV_MAX_WINDOW, why, why_size) &&
+               check_ints(n, "output_padding", n_sp, 0, CONV_MAX_WINDOW, why, why_size) &&
+               check_ints(n, "output_shape", -1, 0, IR_MAX_DIM, why, why_size);
+    }
+    conv_geom geom;
+    return conv_geom_init(n, n_sp, in, kernel, pool && node_attr_int(n, "ceil_mode", 0) != 0, &geom, why, why_size);
+}
+
+/* Transpose's perm: a permutation of the input's axes. */
+static bool check_perm(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (!seam_op_default_domain(n->domain) || strcmp(n->op_type, "Transpose") != 0) return true;
+    const int64_t *p;
+    int32_t np = node_attr_ints(n, "perm", &p), r = in_rank(g, n, 0);
+    if (np < 0 || r < 0) return true;
+    if (np != r) return FAIL("perm has %d entries for an input of rank %d", np, r);
+    uint64_t seen = 0;
+    for (int32_t k = 0; k < np; k++) {
+        if (p[k] < 0 || p[k] >= r || r > 64 || (seen >> p[k] & 1))
+            return FAIL("perm is not a permutation of the %d axes", r);
+        seen |= (uint64_t)1 << p[k];
+    }
+    return true;
+}
+
+/* Reshape to a constant shape, when the input's shape is known: the CPU
+ * kernel's checks, before any backend sizes a buffer from the shape. */
+static bool check_reshape(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (!seam_op_default_domain(n->domain) || strcmp(n->op_type, "Reshape") != 0 || n->opset < 5) return true;
+    if (n->n_inputs < 2 || n->inputs[1] < 0 || n->inputs[0] < 0) return true;
+    const ir_tensor *s = g->values[n->inputs[1]].konst;
+    const ir_type *xt = &g->values[n->inputs[0]].type;
+    if (!s || s->dtype != SEAM_DTYPE_INT64 || xt->kind != IR_TYPE_TENSOR || xt->rank < 0) return true;
+    if (s->numel > INFER_MAX_RANK)
+        return FAIL("the shape must be an int64 tensor of at most %d entries", INFER_MAX_RANK);
+    int64_t x_numel = 1;
+    for (int32_t d = 0; d < xt->rank; d++) {
+        int64_t v = xt->dims[d].v;
+        if (v < 0 || (v && x_numel > IR_MAX_DIM / v)) return true; /* checked at run time */
+        x_numel *= v;
+    }
+    bool allowzero = node_attr_int(n, "allowzero", 0) != 0;
+    int32_t infer_at = -1;
+    int64_t known = 1;
+    for (int32_t d = 0; d < (int32_t)s->numel; d++) {
+        int64_t v;
+        memcpy(&v, (const char *)s->data + 8 * d, 8);
+        if (v == 0 && !allowzero) {
+            if (d >= xt->rank) return FAIL("shape[%d] = 0 copies a dim the input (rank %d) lacks", d, xt->rank);
+            v = xt->dims[d].v;
+        }
+        if (v == -1) {
+            if (infer_at >= 0) return FAIL("the shape has more than one -1");
+            infer_at = d;
+            continue;
+        }
+        if (v < 0) return FAIL("shape[%d] = %lld is not valid", d, (long long)v);
+        if (v && known > IR_MAX_DIM / v) return FAIL("the shape is too large");
+        known *= v;
+    }
+    if (infer_at >= 0 ? known == 0 || x_numel % known : known != x_numel)
+        return FAIL("cannot reshape '%s' (%lld elements) to a shape of %lld elements", g->values[n->inputs[0]].name,
+                    (long long)x_numel, (long long)known);
+    return true;
+}
+
+bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (!check_arity(n, why, why_size)) return false;
+    if (!check_axis(g, n, why, why_size)) return false;
+    if (!check_window(g, n, why, why_size)) return false;
+    if (!check_perm(g, n, why, why_size)) return false;
+    if (!check_reshape(g, n, why, why_size)) return false;
+    if (seam_op_default_domain(n->domain) && strcmp(n->op_type, "LRN") == 0) {
+        int64_t size = node_attr_int(n, "size", -1);
+        if (size < 1 || size > CONV_MAX_WINDOW) return FAIL("size must be positive, not %lld", (long long)size);
+    }
+    return true;
+}

@@ -1,0 +1,401 @@
+"""Mutation fuzzing: hostile variants of real models, on every path.
+
+usage: /usr/bin/python3 check_mutate.py SEAM_BINARY WORKDIR MODEL_DIR... [-k CASE] [--mutations N]
+                                       [--timeout S] [--jobs N] [--seed S]
+
+Every model under each MODEL_DIR (a node test folder holding model.onnx
+and test_data_set_0/input_*.pb, or a plain .onnx file) gets N mutations
+(default 3), each drawn from a generator seeded with (seed, model, index),
+so that a case is the same on every machine and every run. A mutation is
+one of what an attacker or a buggy exporter does:
+
+  attr     one attribute of one node set to 0, -1, -2^31, 2^31-1, 2^62,
+           NaN, inf or emptied (a list with no entries, an empty string)
+  tensor   one element of a constant tensor attribute (Constant's value)
+           or of an integer initializer set to such a value
+  drop     one input of a node removed (the last one popped, another
+           left empty)
+  axis     an extra `axis` attribute with such a value
+  rank, dtype, size
+           an input file whose rank, element type or size contradicts the
+           model
+
+Each variant runs as `seam run` on the CPU, as `seam run --target dnnl`,
+and (for the first mutation of each model) as `seam partition --target
+dnnl -o X.onnx` followed by `seam run X.onnx`. A run may succeed or refuse
+the model (exit 1 or 2) with a message; a signal, a sanitizer report, a run
+longer than the timeout, another exit code or an exit 1 without a message
+fails the case. The model and inputs of a failing case are kept in
+WORKDIR/artifacts/ with the seed in their names, and the line to run that
+one case again is printed.
+
+A case is named MODEL/mN (test_conv_with_padding/m1); -k selects cases.
+tests/checks/mutate_known.txt lists the crashes that are known and whose
+fix belongs to code this test does not own; they are reported, not failed.
+"""
+import concurrent.futures
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import zlib
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("seam", metavar="SEAM_BINARY")
+parser.add_argument("work", metavar="WORKDIR")
+parser.add_argument("dirs", metavar="MODEL_DIR", nargs="+")
+parser.add_argument("--mutations", type=int, default=3, help="mutations per model (default 3)")
+parser.add_argument("--timeout", type=float, default=10.0, help="seconds a run may take (default 10)")
+parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="runs at once (default: cores)")
+parser.add_argument("--seed", type=int, default=17, help="the base seed (default 17)")
+parser.add_argument("--known", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutate_known.txt"))
+args = parser.parse_args()
+check = seamtest.Checker("mutate", args.k)
+WORK = os.path.abspath(args.work)
+ARTIFACTS = os.path.join(WORK, "artifacts")
+
+INTS = [0, -1, -2**31, 2**31 - 1, 2**62]
+FLOATS = [0.0, -1.0, float("nan"), float("inf"), float("-inf")]
+# how a run of seam may end on hostile input: a result or a refusal with a message
+OK_CODES = (0, 1, 2)
+SANITIZER = ("AddressSanitizer", "UndefinedBehaviorSanitizer", "runtime error:", "LeakSanitizer")
+
+
+def known_crashes(path):
+    """{(model, path)} from the known list: lines 'MODEL PATH  # why'."""
+    out = set()
+    if os.path.exists(path):
+        for line in open(path):
+            line = line.split("#", 1)[0].split()
+            if len(line) == 2:
+                out.add(tuple(line))
+    return out
+
+
+def models():
+    """(name, model path, [input .pb paths]) for every model under the dirs."""
+    out = []
+    for d in args.dirs:
+        if os.path.isfile(d) and d.endswith(".onnx"):
+            out.append((os.path.basename(d)[:-5], d, []))
+            continue
+        for entry in sorted(os.listdir(d)):
+            p = os.path.join(d, entry)
+            if os.path.isfile(os.path.join(p, "model.onnx")):
+                data = os.path.join(p, "test_data_set_0")
+                pbs = []
+                if os.path.isdir(data):
+                    pbs = sorted((f for f in os.listdir(data) if f.startswith("input_")),
+                                 key=lambda f: int(f[6:-3]) if f[6:-3].isdigit() else 0)
+                    pbs = [os.path.join(data, f) for f in pbs]
+                out.append((entry, os.path.join(p, "model.onnx"), pbs))
+            elif entry.endswith(".onnx") and os.path.isfile(p):
+                out.append((entry[:-5], p, []))
+    return out
+
+
+def all_nodes(graph):
+    """Every node of graph and of its bodies."""
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            if a.type == AttributeProto.GRAPH:
+                yield from all_nodes(a.g)
+            elif a.type == AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from all_nodes(g)
+
+
+def hostile_int(rng):
+    return rng.choice(INTS)
+
+
+def mutate_tensor(rng, t):
+    """One element of TensorProto t set to a hostile value; False if t has
+    no elements or a type this does not change."""
+    try:
+        a = numpy_helper.to_array(t).copy()
+    except Exception:
+        return False
+    if a.size == 0:
+        return False
+    flat = a.reshape(-1)
+    k = rng.randrange(a.size)
+    if a.dtype.kind in "iu":
+        info = np.iinfo(a.dtype)
+        flat[k] = max(info.min, min(info.max, hostile_int(rng)))
+    elif a.dtype.kind == "f":
+        flat[k] = rng.choice(FLOATS)
+    else:
+        return False
+    t.CopyFrom(numpy_helper.from_array(a, t.name))
+    return True
+
+
+def mutate_attr(rng, node):
+    """One attribute of node set to a hostile value; a description or None."""
+    attrs = [a for a in node.attribute if a.type != AttributeProto.GRAPH and a.type != AttributeProto.GRAPHS]
+    if not attrs:
+        return None
+    a = rng.choice(attrs)
+    if a.type == AttributeProto.INT:
+        a.i = hostile_int(rng)
+        return f"{a.name}={a.i}"
+    if a.type == AttributeProto.INTS:
+        if not a.ints or rng.random() < 0.3:
+            del a.ints[:]
+            return f"{a.name}=[]"
+        k = rng.randrange(len(a.ints))
+        a.ints[k] = hostile_int(rng)
+        return f"{a.name}[{k}]={a.ints[k]}"
+    if a.type == AttributeProto.FLOAT:
+        a.f = rng.choice(FLOATS)
+        return f"{a.name}={a.f}"
+    if a.type == AttributeProto.FLOATS:
+        if not a.floats or rng.random() < 0.3:
+            del a.floats[:]
+            return f"{a.name}=[]"
+        k = rng.randrange(len(a.floats))
+        a.floats[k] = rng.choice(FLOATS)
+        return f"{a.name}[{k}]={a.floats[k]}"
+    if a.type == AttributeProto.STRING:
+        a.s = rng.choice([b"", b"BOGUS"])
+        return f"{a.name}='{a.s.decode()}'"
+    if a.type == AttributeProto.STRINGS:
+        del a.strings[:]
+        return f"{a.name}=[]"
+    if a.type == AttributeProto.TENSOR:
+        return f"{a.name} element" if mutate_tensor(rng, a.t) else None
+    return None
+
+
+def mutate_model(rng, m, kind):
+    """Applies a mutation of kind to ModelProto m in place; a description,
+    or None when kind does not apply to m."""
+    nodes = list(all_nodes(m.graph))
+    if not nodes:
+        return None
+    node = rng.choice(nodes)
+    where = f"{node.op_type} '{node.name}'" if node.name else node.op_type
+    if kind == "attr":
+        d = mutate_attr(rng, node)
+        return f"{where}: {d}" if d else None
+    if kind == "tensor":
+        consts = [a.t for n in nodes for a in n.attribute if a.type == AttributeProto.TENSOR]
+        consts += [t for t in m.graph.initializer if t.data_type in (TensorProto.INT64, TensorProto.INT32)]
+        rng.shuffle(consts)
+        for t in consts:
+            if mutate_tensor(rng, t):
+                return f"constant '{t.name}' element"
+        return None
+    if kind == "drop":
+        if not node.input:
+            return None
+        k = rng.randrange(len(node.input))
+        if k == len(node.input) - 1:
+            node.input.pop()
+            return f"{where}: input {k} removed"
+        node.input[k] = ""
+        return f"{where}: input {k} emptied"
+    if kind == "axis":
+        for a in list(node.attribute):
+            if a.name == "axis":
+                node.attribute.remove(a)
+        v = hostile_int(rng)
+        node.attribute.append(helper.make_attribute("axis", v))
+        return f"{where}: axis={v}"
+    return None
+
+
+def mutate_input(rng, kind, arr):
+    """An array that contradicts the model: another rank, dtype or size."""
+    if kind == "rank":
+        return arr[np.newaxis] if arr.ndim < 6 and rng.random() < 0.6 else arr.reshape(-1)[: max(arr.size, 1)]
+    if kind == "dtype":
+        choices = [np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_]
+        choices = [c for c in choices if np.dtype(c) != arr.dtype]
+        return arr.astype(rng.choice(choices))
+    # size: one axis one longer, or empty
+    if arr.ndim == 0:
+        return np.resize(arr, (2,))
+    shape = list(arr.shape)
+    ax = rng.randrange(arr.ndim)
+    shape[ax] = 0 if rng.random() < 0.3 else shape[ax] + 1
+    return np.resize(arr, shape)
+
+
+def feed_names(m):
+    inits = {i.name for i in m.graph.initializer}
+    return [i.name for i in m.graph.input if i.name not in inits]
+
+
+KINDS = ["attr", "attr", "attr", "tensor", "drop", "axis", "rank", "dtype", "size"]
+
+
+def make_case(name, path, pbs, index):
+    """Writes the variant's model and inputs into WORK/cases/NAME/mINDEX;
+    returns (case dir, model path, [--input args], description)."""
+    seed = zlib.crc32(f"{args.seed}:{name}:{index}".encode())
+    rng = random.Random(seed)
+    m = onnx.load(path, load_external_data=False)
+    d = os.path.join(WORK, "cases", name, f"m{index}")
+    os.makedirs(d, exist_ok=True)
+    names = feed_names(m)
+    feeds = {}
+    for k, pb in enumerate(pbs[: len(names)]):
+        feeds[names[k]] = pb
+    desc = None
+    for _ in range(8):
+        kind = rng.choice(KINDS)
+        if kind in ("rank", "dtype", "size"):
+            cands = [n for n in names if n in feeds]
+            if not cands:
+                continue
+            victim = rng.choice(cands)
+            t = TensorProto()
+            try:
+                with open(feeds[victim], "rb") as f:
+                    t.ParseFromString(f.read())
+                arr = numpy_helper.to_array(t)
+            except Exception:
+                continue
+            if arr.dtype.kind not in "iufb":
+                continue
+            bad = mutate_input(rng, kind, arr)
+            npy = os.path.join(d, f"input_{names.index(victim)}.npy")
+            np.save(npy, bad)
+            feeds[victim] = npy
+            desc = f"{kind}: input '{victim}' given as {bad.dtype}{list(bad.shape)}"
+            break
+        desc = mutate_model(rng, m, kind)
+        if desc:
+            desc = f"{kind}: {desc}"
+            break
+        m = onnx.load(path, load_external_data=False)  # a partial change must not leak into the next try
+    if desc is None:
+        desc = "unchanged (no mutation applies)"
+    mpath = os.path.join(d, "model.onnx")
+    with open(mpath, "wb") as f:
+        f.write(m.SerializeToString())
+    inputs = []
+    for n, p in feeds.items():
+        inputs += ["--input", f"{n}={p}"]
+    return seed, d, mpath, inputs, desc
+
+
+def run(cmd, env):
+    """(exit code or 'timeout', stderr)."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=args.timeout, env=env)
+        return r.returncode, r.stderr
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+
+
+def verdict(code, err):
+    """None when the run ended as hostile input may end it, else why not."""
+    if code == "timeout":
+        return f"ran longer than {args.timeout:g} s"
+    if any(s in err for s in SANITIZER):
+        lines = [ln for ln in err.splitlines() if any(s in ln for s in SANITIZER)]
+        return f"sanitizer report: {lines[0].strip()[:300]}"
+    if code < 0:
+        return f"killed by signal {-code}"
+    if code not in OK_CODES:
+        return f"exit {code}"
+    if code != 0 and not err.strip():
+        return f"exit {code} without a message"
+    return None
+
+
+def run_case(case):
+    name, path, pbs, index = case
+    seed, d, mpath, inputs, desc = make_case(name, path, pbs, index)
+    # In the sanitizer build a huge allocation returns NULL, as it does
+    # without the sanitizer, so that seam's own out-of-memory path runs.
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               ASAN_OPTIONS=(asan + ":" if asan else "") + "allocator_may_return_null=1")
+    seam = os.path.abspath(args.seam)
+    results = []  # (path, code, verdict or None, stderr)
+    for label, cmd in (("cpu", [seam, "run", "--threads", "1", mpath, *inputs]),
+                       ("dnnl", [seam, "run", "--threads", "1", "--target", "dnnl", mpath, *inputs])):
+        code, err = run(cmd, env)
+        results.append((label, code, verdict(code, err), err))
+    if index == 0:
+        saved = os.path.join(d, "partitioned.onnx")
+        code, err = run([seam, "partition", "--target", "dnnl", "-o", saved, mpath], env)
+        v = verdict(code, err)
+        results.append(("partition", code, v, err))
+        if code == 0 and os.path.exists(saved):
+            code, err = run([seam, "run", "--threads", "1", saved, *inputs], env)
+            results.append(("saved", code, verdict(code, err), err))
+    return case, seed, d, desc, results
+
+
+def keep_artifact(name, index, seed, d):
+    """Copies the case's folder to WORK/artifacts/NAME_mINDEX_seedSEED."""
+    dst = os.path.join(ARTIFACTS, f"{name}_m{index}_seed{seed}")
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(d, dst)
+    return dst
+
+
+def main():
+    known = known_crashes(args.known)
+    cases = []
+    all_models = models()
+    for name, path, pbs in all_models:
+        for i in range(args.mutations):
+            if check.selected(f"{name}/m{i}"):
+                cases.append((name, path, pbs, i))
+    shutil.rmtree(os.path.join(WORK, "cases"), ignore_errors=True)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    t0 = time.monotonic()
+    runs = known_hits = 0
+    outcomes = {}
+    me = [sys.executable, os.path.abspath(__file__), args.seam, args.work, *args.dirs]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for case, seed, d, desc, results in pool.map(run_case, cases):
+            name, _, _, index = case
+            runs += len(results)
+            bad = []
+            for label, code, v, err in results:
+                outcomes[label, "ok" if code == 0 else "refused"] = outcomes.get((label, "ok" if code == 0 else "refused"), 0) + 1
+                if not v:
+                    continue
+                if (name, "dnnl" if label in ("partition", "saved") else label) in known:
+                    known_hits += 1
+                    continue
+                last = [ln for ln in err.strip().splitlines()][-3:]
+                bad.append(f"{label}: {v}" + (f" ({' | '.join(last)[:300]})" if last else ""))
+            case_name = f"{name}/m{index}"
+            if bad:
+                art = keep_artifact(name, index, seed, d)
+                check.fail(f"{case_name} [{desc}] seed {seed}: {'; '.join(bad)}\n"
+                           f"     kept in {art}\n     again: {' '.join(me)} -k {case_name}")
+            elif not check.everything:
+                check.ok(f"{case_name} [{desc}]: " + "; ".join(
+                    f"{lb} {c}" + (f" ({e.strip().splitlines()[-1][:160]})" if c and e.strip() else "")
+                    for lb, c, _, e in results))
+    secs = time.monotonic() - t0
+    n_models = len({c[0] for c in cases})
+    summary = (f"{n_models} models, {len(cases)} mutations, {runs} runs in {secs:.0f} s "
+               f"({args.jobs} at once, timeout {args.timeout:g} s); "
+               + ", ".join(f"{lb} {k} {n}" for (lb, k), n in sorted(outcomes.items()))
+               + (f"; {known_hits} known crashes (mutate_known.txt)" if known_hits else ""))
+    if check.everything and len(cases) < args.mutations * len(all_models):
+        check.fail("fewer cases than models x mutations")
+    check.finish(summary)
+
+
+main()
