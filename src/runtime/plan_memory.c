@@ -57,6 +57,14 @@ seam_status exec_plan_memory(seam_exec *e) {
         if (val->producer < 0 || e->vals[v].fixed || e->vals[v].alias) continue;
         size_t b = static_bytes(val);
         if (!b) continue;
+        if (b > SEAM_MAX_TENSOR_BYTES) { /* as kernel_out refuses it at run time */
+            char lab[300];
+            free(items);
+            free(busy);
+            return seam_error(e->ctx, SEAM_STATUS_UNSUPPORTED,
+                              "%s: its output '%s' would take %zu bytes, over seam's limit of %zu for one tensor",
+                              ir_node_label(g, val->producer, lab, sizeof(lab)), val->name, b, SEAM_MAX_TENSOR_BYTES);
+        }
         b = (b + 63) & ~(size_t)63;
         items[n++] = (plan_item){v, e->pos[val->producer], e->vals[v].last_use, b};
     }

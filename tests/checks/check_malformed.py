@@ -168,12 +168,12 @@ reshape = model([helper.make_node("Relu", ["x"], ["r"], name="r0"),
                  helper.make_node("Reshape", ["r", "shp"], ["y"], name="bad_reshape")],
                 [vi("x", [4])], [vi("y", [8])], [numpy_helper.from_array(np.array([8], dtype=np.int64), "shp")])
 expect(write("reshape_numel.onnx", reshape), 1, "bad_reshape", args=("run",))
-expect(write("reshape_numel_dnnl.onnx", reshape), 1, "bad_reshape", args=("run", "--target", "dnnl"))
+expect(write("reshape_numel_dnnl.onnx", reshape), 1, "bad_reshape", args=("run", "--target", "dnnl", "--placement", "capability"))
 
 # Attributes no real window has: refused at once (the window geometry is
 # checked before any loop), on the CPU and on dnnl, never a run that walks
 # a 2^31-wide window.
-for target in ((), ("--target", "dnnl")):
+for target in ((), ("--target", "dnnl", "--placement", "capability")):
     tag = "_dnnl" if target else ""
     big_pool = model([helper.make_node("MaxPool", ["x"], ["y"], name="big_pool", kernel_shape=[2147483647, 2],
                                        auto_pad="SAME_LOWER")], [vi("x", [1, 1, 32, 32])], [vi("y", None)])
@@ -187,7 +187,7 @@ for target in ((), ("--target", "dnnl")):
 # validate.c): the same words on the CPU and on dnnl, never a crash or a
 # silent result from a node missing an input.
 w3 = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
-for target in ((), ("--target", "dnnl")):
+for target in ((), ("--target", "dnnl", "--placement", "capability")):
     tag = "_dnnl" if target else ""
     conv = model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[])],
                  [vi("x", [1, 1, 5, 5])], [vi("y", None)], [w3])

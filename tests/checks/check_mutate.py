@@ -328,12 +328,12 @@ def run_case(case):
     seam = os.path.abspath(args.seam)
     results = []  # (path, code, verdict or None, stderr)
     for label, cmd in (("cpu", [seam, "run", "--threads", "1", mpath, *inputs]),
-                       ("dnnl", [seam, "run", "--threads", "1", "--target", "dnnl", mpath, *inputs])):
+                       ("dnnl", [seam, "run", "--threads", "1", "--target", "dnnl", "--placement", "capability", mpath, *inputs])):
         code, err = run(cmd, env)
         results.append((label, code, verdict(code, err), err))
     if index == 0:
         saved = os.path.join(d, "partitioned.onnx")
-        code, err = run([seam, "partition", "--target", "dnnl", "-o", saved, mpath], env)
+        code, err = run([seam, "partition", "--target", "dnnl", "--placement", "capability", "-o", saved, mpath], env)
         v = verdict(code, err)
         results.append(("partition", code, v, err))
         if code == 0 and os.path.exists(saved):

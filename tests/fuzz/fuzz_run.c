@@ -51,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
     seam_partition_options opts = seam_partition_defaults();
     opts.targets = targets;
     opts.n_targets = 1;
+    opts.placement = SEAM_PLACEMENT_CAPABILITY; /* dnnl sees every node it takes, however small the model */
     if (seam_partition(m, &opts, &plan) != SEAM_STATUS_OK) goto done;
     if (seam_plan_apply(m, plan, targets, 1, NULL, 0) != SEAM_STATUS_OK) goto done;
     seam_session_options so = {1, false, false, targets, 1, NULL, NULL};
