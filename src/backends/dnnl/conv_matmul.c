@@ -4,6 +4,7 @@
  * the primitive picks) and MatMul/Gemm (B read in place, or packed once
  * when constant).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
@@ -18,6 +19,7 @@ static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, 
     slots[0] = src, slots[1] = w, slots[2] = dst;
     if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
     bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
+    b->chain = NULL;
     dnnl_primitive_desc_destroy(pd);
     if (ok && final_slot >= 0) ok = dx_add_reorder(b, dst, final_slot);
     return ok;
@@ -111,6 +113,7 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "could not lay out the convolution's tensors"), false;
     }
+    b->chain = c.n ? &c : NULL;
     return weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
 }
 
@@ -127,6 +130,52 @@ bool dx_supports_gemm(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported");
     if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
         return dx_refuse(why, wn, "Gemm with a C of rank other than 1 is not supported");
+    return true;
+}
+
+/* Whether the chain has a Reshape-like node. */
+static bool views_in(const chain *c) {
+    for (int32_t k = 0; k < c->n; k++)
+        if (c->is_view[k]) return true;
+    return false;
+}
+
+/* Arrangement `alt` of a matrix product's post-op chain, which oneDNN's
+ * fast kernels may take when they do not take the chain as written (its
+ * gemm-based kernel, without AVX-512, does not take a sum after a binary
+ * Add): bit 0, the sum first; bit 1, the first Add of a row vector (the
+ * bias of a Linear layer) given to the product as its bias (*sb, *bias),
+ * not as a post-op. Both only where the post-ops before them are Adds or
+ * Subs, which commute with them. False when the arrangement does not
+ * apply (or is the one as written). */
+static bool matmul_candidate(builder *b, chain *c, int32_t alt, int64_t n_cols, int32_t r, int32_t *sb,
+                             dnnl_memory_desc_t *bias) {
+    if (alt & 1) {
+        int32_t ks = dx_chain_sum_entry(c);
+        if (ks <= 0 || !dx_chain_may_lead(c, ks)) return false;
+        c->sum_first = true;
+    }
+    if (alt & 2) {
+        if (*sb >= 0) return false;
+        int32_t kb = -1;
+        for (int32_t k = 0; k < c->n && kb < 0; k++) {
+            if (c->is_view[k] || !c->is_binary[k] || c->full[k] || c->alg[k] != dnnl_binary_add) continue;
+            const slot *o = &b->p->slots[c->operand[k]];
+            if (dx_slot_numel(o) == n_cols && o->rank >= 1 && o->dims[o->rank - 1] == n_cols) kb = k;
+        }
+        if (kb < 0 || !dx_chain_may_lead(c, kb)) return false;
+        int32_t s = dx_as_plain(b, c->operand[kb]);
+        if (s < 0) return false;
+        slot bv;
+        memset(&bv, 0, sizeof(bv));
+        bv.rank = r;
+        for (int32_t d = 0; d < r; d++) bv.dims[d] = d == r - 1 ? n_cols : 1;
+        s = dx_view_slot(b->p, s, &bv, NULL);
+        if (s < 0) return false;
+        dx_md_of(&b->p->slots[s], bias);
+        *sb = s;
+        c->skip = kb;
+    }
     return true;
 }
 
@@ -264,27 +313,45 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
     } else {
         tnode = -1;
     }
-    if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
-        return dx_fail(b, "oneDNN refuses this matrix product"), false;
+    /* The chain as collected, then other arrangements of it when oneDNN
+     * has only its reference kernel for that one (see matmul_candidate),
+     * then with no chain at all. */
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
-    int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+    int32_t n_args = 3, sum_from = -1, gemm_bias = sb;
     c.prescale = prescale;
-    dnnl_primitive_attr_t attr = NULL;
-    if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
+    chain whole = c;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success) {
-        pd = NULL;
-        if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
-            c.n = 0, c.reshaped = flat, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
-            if (attr) dnnl_primitive_attr_destroy(attr);
-            attr = NULL;
-            if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
-                dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
-                pd = NULL;
-        }
-    }
-    if (attr) dnnl_primitive_attr_destroy(attr);
+    const char *changed = NULL;
+    for (int32_t pass = 0; pass < 2 && !pd; pass++) /* pass 0 takes no reference kernel; pass 1 the first that works */
+        for (int32_t keep = whole.n; keep >= 0 && !pd; keep--)
+            for (int32_t alt = 0; alt < 4 && !pd; alt++) {
+                if ((pass == 1 && alt) || (keep && keep < whole.n && whole.is_view[keep - 1])) continue;
+                c = whole;
+                dx_chain_cut(&c, keep, &n->outputs[0]);
+                c.reshaped = flat || views_in(&c);
+                sb = gemm_bias;
+                if (!matmul_candidate(b, &c, alt, n_cols, r, &sb, &bias)) continue;
+                n_args = sb >= 0 ? 4 : 3;
+                dnnl_primitive_attr_t attr = NULL;
+                if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success) continue;
+                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
+                if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+                    pd = NULL;
+                else if (pass == 0 && dx_is_ref(pd))
+                    dnnl_primitive_desc_destroy(pd), pd = NULL;
+                if (attr) dnnl_primitive_attr_destroy(attr);
+                if (pd && (keep < whole.n || alt)) changed = alt == 0 ? "" : alt == 1 ? "the sum first" : alt == 2 ? "the bias Add as the product's bias" : "the bias Add as the product's bias, the sum first";
+            }
     if (!pd) return dx_fail(b, "oneDNN refuses this matrix product"), false;
+    if (changed) {
+        char kept[160] = "";
+        if (c.n < whole.n)
+            snprintf(kept, sizeof(kept), "%s'%s' (%s) and after it run as separate steps", changed[0] ? "; " : "",
+                     whole.name[c.n], whole.op[c.n]);
+        dx_log(p, "node %d '%s' (%s): oneDNN's fast kernels do not take its post-ops as written: %s%s", n->index, n->name,
+               n->op_type, changed, kept);
+    }
+    result = c.n ? &c.out : &n->outputs[0];
     dx_take_chain(&c, fused);
     int32_t final_slot = -1;
     int32_t sd;
@@ -308,6 +375,7 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
             return dx_fail(b, "could not reorder the weights"), false;
         }
     }
+    b->chain = c.n ? &c : NULL;
     return weighted_step(b, pd, n_args, kinds, slots, sa, a, sd, sb, final_slot);
 }
 

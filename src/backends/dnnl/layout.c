@@ -138,6 +138,7 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
     st->n_args = n_args;
     for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
     b->p->n_steps++;
+    dx_log_prim(b, pd);
     return true;
 }
 
