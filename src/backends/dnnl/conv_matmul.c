@@ -25,6 +25,18 @@ static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, 
     return ok;
 }
 
+/* The log line of a post-op chain compiled otherwise than written, because
+ * oneDNN has only its reference kernel for it as written: how (the sum
+ * first, the bias, ...), and where the chain was cut. */
+static void log_rearranged(builder *b, const chain *whole, const chain *c, const char *how) {
+    char cut[200] = "";
+    if (c->n < whole->n)
+        snprintf(cut, sizeof(cut), "%s'%s' (%s) and the nodes after it run as steps of their own", how[0] ? "; " : "",
+                 whole->name[c->n], whole->op[c->n]);
+    dx_log(b->p, "node %d '%s' (%s): compiled otherwise than written, where oneDNN has a fast kernel: %s%s", b->n->index,
+           b->n->name ? b->n->name : "", b->n->op_type, how, cut);
+}
+
 bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
@@ -83,21 +95,41 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
     int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
     if (c.n) {
+        /* the chain as collected; then, when oneDNN has only its reference
+         * kernel for it, the sum first, and the chain cut short */
         dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        dnnl_primitive_attr_t attr;
-        if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return dnnl_primitive_desc_destroy(pd), false;
-        dnnl_convolution_desc_t cd2;
+        chain whole = c;
         dnnl_primitive_desc_t pd2 = NULL;
-        if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
-                                                       sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd2, &cd2, attr, dx_ctx.engine, NULL) == dnnl_success) {
+        const char *how = NULL;
+        for (int32_t keep = whole.n; keep > 0 && !pd2; keep--)
+            for (int32_t alt = 0; alt < 2 && !pd2; alt++) {
+                c = whole;
+                dx_chain_cut(&c, keep, &n->outputs[0]);
+                int32_t ks = dx_chain_sum_entry(&c);
+                if (alt && (ks <= 0 || !dx_chain_may_lead(&c, ks))) continue;
+                c.sum_first = alt;
+                n_args = sb >= 0 ? 4 : 3;
+                dnnl_primitive_attr_t attr;
+                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return dnnl_primitive_desc_destroy(pd), false;
+                dnnl_convolution_desc_t cd2;
+                if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
+                                                               &any_w, sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl,
+                                                               pr) != dnnl_success ||
+                    dnnl_primitive_desc_create(&pd2, &cd2, attr, dx_ctx.engine, NULL) != dnnl_success)
+                    pd2 = NULL;
+                else if (dx_is_slow_ref(pd2) && !dx_is_slow_ref(pd))
+                    dnnl_primitive_desc_destroy(pd2), pd2 = NULL;
+                if (attr) dnnl_primitive_attr_destroy(attr);
+                if (pd2 && (keep < whole.n || alt)) how = alt ? "the sum first" : "";
+            }
+        if (pd2) {
             dnnl_primitive_desc_destroy(pd);
             pd = pd2;
             dx_take_chain(&c, fused);
+            if (how) log_rearranged(b, &whole, &c, how);
         } else {
             c.n = 0, n_args = sb >= 0 ? 4 : 3, sum_from = -1; /* oneDNN cannot fuse these: they run on their own */
         }
-        dnnl_primitive_attr_destroy(attr);
     }
     const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
     const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -337,20 +369,13 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
                 if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
                 if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
                     pd = NULL;
-                else if (pass == 0 && dx_is_ref(pd))
+                else if (pass == 0 && dx_is_slow_ref(pd))
                     dnnl_primitive_desc_destroy(pd), pd = NULL;
                 if (attr) dnnl_primitive_attr_destroy(attr);
                 if (pd && (keep < whole.n || alt)) changed = alt == 0 ? "" : alt == 1 ? "the sum first" : alt == 2 ? "the bias Add as the product's bias" : "the bias Add as the product's bias, the sum first";
             }
     if (!pd) return dx_fail(b, "oneDNN refuses this matrix product"), false;
-    if (changed) {
-        char kept[160] = "";
-        if (c.n < whole.n)
-            snprintf(kept, sizeof(kept), "%s'%s' (%s) and after it run as separate steps", changed[0] ? "; " : "",
-                     whole.name[c.n], whole.op[c.n]);
-        dx_log(p, "node %d '%s' (%s): oneDNN's fast kernels do not take its post-ops as written: %s%s", n->index, n->name,
-               n->op_type, changed, kept);
-    }
+    if (changed) log_rearranged(b, &whole, &c, changed);
     result = c.n ? &c.out : &n->outputs[0];
     dx_take_chain(&c, fused);
     int32_t final_slot = -1;

@@ -252,7 +252,9 @@ void dx_log(program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3
 const char *dx_impl_name(const_dnnl_primitive_desc_t pd);
 /* Whether pd is one of oneDNN's reference kernels ("ref:any", ...). */
 bool dx_is_ref(const_dnnl_primitive_desc_t pd);
-void dx_describe(const_dnnl_primitive_desc_t pd, char *out, size_t n);
+/* A reference kernel that is slow: not oneDNN's concat or sum, which are
+ * made of fast reorders whatever their name. */
+bool dx_is_slow_ref(const_dnnl_primitive_desc_t pd);
 void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd);
 
 /* ---- ops.c: the ops ---- */

@@ -425,7 +425,7 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     bool mask[MAXR];
     int64_t keep = 1;
     seam_node_attr_int(n, "keepdims", &keep);
-    if (!b->fuse || r < 1 || !keep || !dx_reduce_axes(b, r, mask) || !mask[r - 1]) return false;
+    if (r < 1 || !keep || !dx_reduce_axes(b, r, mask) || !mask[r - 1]) return false;
     for (int32_t d = 0; d < r - 1; d++)
         if (mask[d]) return false;
     const char *x = n->inputs[0].name, *mean = n->outputs[0].name, *d, *sq, *var, *ve, *sd, *y, *other;
@@ -555,6 +555,7 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
     b->n = seam_subgraph_node(sg, b->index, b->storage);
     if (!full_shape(&out, &b->n->inputs[0])) return false;
     program *p = b->p;
+    if (p->slots[sin].lazy && (sin = dx_as_plain(b, sin)) < 0) return dx_fail(b, "could not copy input 0 to a dense layout"), false;
     dnnl_memory_desc_t src;
     dx_md_of(&p->slots[sin], &src);
     dnnl_eltwise_desc_t ed;

@@ -53,7 +53,23 @@ const char *dx_impl_name(const_dnnl_primitive_desc_t pd) {
     return s;
 }
 
+static dnnl_primitive_kind_t kind_of(const_dnnl_primitive_desc_t pd) {
+    dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+    dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+    return kind;
+}
+
 bool dx_is_ref(const_dnnl_primitive_desc_t pd) { return !strncmp(dx_impl_name(pd), "ref", 3); }
+
+/* oneDNN's concat and sum named "ref" are made of other primitives (one
+ * reorder per input, into its place in dst, each oneDNN's fastest): not
+ * the element-by-element loops of its other reference kernels. */
+static bool composite_ref(const_dnnl_primitive_desc_t pd) {
+    dnnl_primitive_kind_t k = kind_of(pd);
+    return k == dnnl_concat || k == dnnl_sum;
+}
+
+bool dx_is_slow_ref(const_dnnl_primitive_desc_t pd) { return dx_is_ref(pd) && !composite_ref(pd); }
 
 /* A memory layout in oneDNN's own notation: the dims from outermost to
  * innermost stride (a, b, c, ...), a blocked dim in capitals followed by
@@ -131,20 +147,20 @@ static void post_ops_str(const_dnnl_primitive_desc_t pd, char *out, size_t n) {
     }
 }
 
-/* "primitive-kind impl; src X, wei Y, dst Z; post-ops ..." for pd. */
-void dx_describe(const_dnnl_primitive_desc_t pd, char *out, size_t n) {
-    dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
-    dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
-    const char *kname = dnnl_prim_kind2str(kind);
+/* The layouts and post-ops of pd: "src X, wei Y, dst Z; post-ops ...". */
+static void tensors_str(const_dnnl_primitive_desc_t pd, char *out, size_t n) {
     char src[48], wei[48], dst[48], po[160];
     layout_str(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), src, sizeof(src));
     layout_str(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), wei, sizeof(wei));
     layout_str(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), dst, sizeof(dst));
     post_ops_str(pd, po, sizeof(po));
-    int at = snprintf(out, n, "%s %s; src %s", kname ? kname : "?", dx_impl_name(pd), src);
-    if (at >= 0 && (size_t)at < n && strcmp(wei, "-")) at += snprintf(out + at, n - (size_t)at, ", wei %s", wei);
-    if (at >= 0 && (size_t)at < n) at += snprintf(out + at, n - (size_t)at, ", dst %s", dst);
-    if (at >= 0 && (size_t)at < n && po[0]) snprintf(out + at, n - (size_t)at, "; post-ops %s", po);
+    snprintf(out, n, "src %s%s%s, dst %s%s%s", src, strcmp(wei, "-") ? ", wei " : "", strcmp(wei, "-") ? wei : "", dst,
+             po[0] ? "; post-ops " : "", po);
+}
+
+static const char *kind_name(const_dnnl_primitive_desc_t pd) {
+    const char *s = dnnl_prim_kind2str(kind_of(pd));
+    return s ? s : "?";
 }
 
 /* The line of one step: the node being compiled, what the primitive is,
@@ -152,7 +168,7 @@ void dx_describe(const_dnnl_primitive_desc_t pd, char *out, size_t n) {
  * primitive is a reference kernel seam could not avoid. */
 void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd) {
     char what[400], fuses[400] = "";
-    dx_describe(pd, what, sizeof(what));
+    tensors_str(pd, what, sizeof(what));
     const chain *c = b->chain;
     size_t at = 0;
     for (int32_t k = 0; c && k < c->n && at + 1 < sizeof(fuses); k++) {
@@ -163,9 +179,13 @@ void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd) {
         if (at >= sizeof(fuses)) at = sizeof(fuses) - 1;
     }
     const seam_node_view *n = b->n;
-    dx_log(b->p, "node %d '%s' (%s): %s%s", n->index, n->name ? n->name : "", n->op_type, what, fuses);
-    if (dx_is_ref(pd))
-        dx_log(b->p, "slow: node %d '%s' (%s): oneDNN has only its reference kernel (%s) for this %s%s; fix: %s", n->index,
-               n->name ? n->name : "", n->op_type, dx_impl_name(pd), what, fuses,
-               b->ref_fix ? b->ref_fix : "none in seam: run the node on the CPU (--target-option fusion=off, or keep its op off dnnl)");
+    const char *name = n->name ? n->name : "";
+    dx_log(b->p, "node %d '%s' (%s): %s %s; %s%s%s", n->index, name, n->op_type, kind_name(pd), dx_impl_name(pd), what,
+           fuses, composite_ref(pd) && dx_is_ref(pd) ? " (one fast reorder per input)" : "");
+    if (dx_is_slow_ref(pd))
+        dx_log(b->p, "slow: node %d '%s' (%s): oneDNN has only its reference kernel (%s) for this %s (%s%s); fix: %s",
+               n->index, name, n->op_type, dx_impl_name(pd), kind_name(pd), what, fuses,
+               b->ref_fix ? b->ref_fix
+                          : "keep the node on the CPU (--cpu-ops or --pin), or run on a CPU where oneDNN has a JIT "
+                            "kernel for it (these are chosen per instruction set)");
 }

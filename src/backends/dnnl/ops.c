@@ -125,6 +125,7 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
                   dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) == dnnl_success &&
                   dnnl_primitive_desc_create(&pd, &ed, clip ? clip : dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success;
         if (clip) dnnl_primitive_attr_destroy(clip);
+        if (ok && dx_is_slow_ref(pd)) dnnl_primitive_desc_destroy(pd), ok = false; /* plain has a fast kernel */
         if (!ok) return 0;
         kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
     } else {
@@ -133,12 +134,13 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
         for (int32_t d = 0; d < p->slots[sin].rank; d++)
             if (p->slots[s1].dims[d] != p->slots[sin].dims[d]) return 0; /* broadcasts go plain */
-        s1 = dx_in_layout(b, s1, &src);
-        if (s1 < 0) return -1;
         dnnl_binary_desc_t bd;
         if (dnnl_binary_desc_init(&bd, alg, &src, &src, &src) != dnnl_success ||
             dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
             return 0;
+        if (dx_is_slow_ref(pd)) return dnnl_primitive_desc_destroy(pd), 0; /* plain has a fast kernel */
+        s1 = dx_in_layout(b, s1, &src);
+        if (s1 < 0) return dnnl_primitive_desc_destroy(pd), -1;
         kinds[0] = DNNL_ARG_SRC_0, slots[0] = sin, kinds[1] = DNNL_ARG_SRC_1, slots[1] = s1, n_args = 3;
     }
     int32_t final_slot = -1;
@@ -528,10 +530,47 @@ static bool compile_batchnorm(builder *b, bool *fused, int32_t sin, int32_t sd) 
 
 /* Clip's bounds and Pow's exponent become the eltwise's parameters: they
  * must be constants (compile reads them). */
+/* Clip's bounds: constants (an eltwise, fused into a producer's post-ops)
+ * or values computed or given at run time (binary max and min, see
+ * clip_at_run_time); one float each. */
 static bool supports_clip(const seam_node_view *n, char *why, size_t wn) {
-    if (!dx_const_input(n, 1) || !dx_const_input(n, 2))
-        return dx_refuse(why, wn, "Clip with computed bounds is not supported (oneDNN needs them at compile time)");
+    for (int32_t k = 1; k < n->n_inputs && k < 3; k++)
+        if (n->inputs[k].name && (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 || dx_value_numel(&n->inputs[k]) != 1))
+            return dx_refuse(why, wn, "Clip with a bound that is not one float32 is not supported");
     return true;
+}
+
+/* Clip whose bounds are known only at run time: max with the lower bound,
+ * then min with the upper one (in place), each bound a one-element operand
+ * broadcast over x. */
+static bool clip_at_run_time(builder *b, int32_t sin, int32_t sd) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    dnnl_memory_desc_t dst;
+    dx_md_of(&p->slots[sd], &dst);
+    int32_t from = sin, r = p->slots[sd].rank;
+    for (int32_t k = 1; k < n->n_inputs && k < 3; k++) {
+        if (!n->inputs[k].name) continue;
+        int32_t s = dx_input_slot(b, &n->inputs[k]);
+        if (s >= 0) s = dx_as_plain(b, s);
+        if (s < 0) return dx_fail(b, "a bound is not available"), false;
+        slot one;
+        memset(&one, 0, sizeof(one));
+        one.rank = r ? r : 1;
+        for (int32_t d = 0; d < one.rank; d++) one.dims[d] = 1;
+        s = dx_view_slot(p, s, &one, NULL);
+        if (s < 0) return dx_fail(b, "a bound is not one value"), false;
+        dnnl_memory_desc_t src, m1;
+        dx_md_of(&p->slots[from], &src);
+        dx_md_of(&p->slots[s], &m1);
+        dnnl_binary_desc_t bd;
+        if (dnnl_binary_desc_init(&bd, k == 1 ? dnnl_binary_max : dnnl_binary_min, &src, &m1, &dst) != dnnl_success)
+            return dx_fail(b, "oneDNN refuses this Clip"), false;
+        int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {from, s, sd};
+        if (!dx_add_step(b, &bd, NULL, 3, kinds, slots)) return false;
+        from = sd;
+    }
+    return from == sd || dx_add_reorder(b, sin, sd); /* no bounds: a copy */
 }
 
 static bool supports_pow(const seam_node_view *n, char *why, size_t wn) {
@@ -548,7 +587,10 @@ static bool compile_eltwise(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dx_md_of(&p->slots[sd], &dst);
     dnnl_alg_kind_t alg;
     float alpha, beta;
-    if (!dx_eltwise_of(n, b->sg, &alg, &alpha, &beta)) return dx_fail(b, "not expressible as one oneDNN eltwise (e.g. Clip with a non-constant bound)"), false;
+    if (!dx_eltwise_of(n, b->sg, &alg, &alpha, &beta)) {
+        if (is_op(n, "Clip")) return clip_at_run_time(b, sin, sd);
+        return dx_fail(b, "not expressible as one oneDNN eltwise"), false;
+    }
     dnnl_eltwise_desc_t ed;
     if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this eltwise"), false;
@@ -892,7 +934,9 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     /* (pattern matchers look at other nodes, which invalidates n: fetch
      * it again after each) */
-    if ((is_op(n, "Div") || is_op(n, "Mul")) && b->fuse && !p->slots[sin].lazy && dx_compile_gelu_pattern(b, fused, sin)) return true;
+    /* (GELU is matched with fusion=off too: oneDNN 2.6 has no erf, so the
+     * pattern is the only way dnnl runs an Erf, and supports() took it) */
+    if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_compile_gelu_pattern(b, fused, sin)) return true;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_defer_scale(b, sin)) return true;
