@@ -210,6 +210,8 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
 bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
                  const int32_t *kinds, const int32_t *slots);
 bool dx_add_reorder(builder *b, int32_t from, int32_t to);
+/* A new intermediate slot shaped like `like`, in layout md. */
+int32_t dx_temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md);
 /* Slot s in layout md: s itself, or a reordered copy. */
 int32_t dx_in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md);
 /* Slot s in the plain ONNX layout (reordered once, then reused). */

@@ -152,7 +152,7 @@ bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_att
 }
 
 /* A new intermediate slot in layout md (a temporary, named for messages). */
-static int32_t temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md) {
+int32_t dx_temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md) {
     int32_t t = dx_add_slot(b->p, like->name, NULL); /* a copy of the value: its name, for read_later */
     if (t < 0) return -1;
     slot *sl = &b->p->slots[t];
@@ -187,7 +187,7 @@ int32_t dx_in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md) {
     int32_t o = b->p->slots[s].other;
     if (o >= 0 && dnnl_memory_desc_equal(&b->p->slots[o].md, md)) return o; /* made for an earlier reader */
     slot like = b->p->slots[s];
-    int32_t t = temp_slot(b, &like, md);
+    int32_t t = dx_temp_slot(b, &like, md);
     if (t < 0 || !dx_add_reorder(b, s, t)) return -1;
     if (!b->p->slots[s].has_md) b->p->slots[s].other = t; /* a plain value's blocked copy */
     return t;
@@ -201,7 +201,7 @@ int32_t dx_as_plain(builder *b, int32_t s) {
     like.has_md = false;
     dnnl_memory_desc_t md;
     dx_md_of(&like, &md);
-    int32_t t = temp_slot(b, &like, &md);
+    int32_t t = dx_temp_slot(b, &like, &md);
     if (t < 0) return -1;
     b->p->slots[t].has_md = false;
     if (!dx_add_reorder(b, s, t)) return -1;
@@ -221,7 +221,7 @@ int32_t dx_result_slot(builder *b, const seam_value_info *v, const dnnl_memory_d
         if (dnnl_memory_desc_equal(&plain, md)) return s;
         slot like = b->p->slots[s];
         *final_out = s;
-        return temp_slot(b, &like, md);
+        return dx_temp_slot(b, &like, md);
     }
     s = dx_add_slot(b->p, v->name, v);
     if (s < 0) return -1;
@@ -263,7 +263,7 @@ bool dx_layout_step(builder *b, dnnl_primitive_desc_t pd, int32_t sin, const sea
 /* Weights in layout md, reordered once now into a resident buffer. */
 int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md) {
     slot like = b->p->slots[from];
-    int32_t t = temp_slot(b, &like, md);
+    int32_t t = dx_temp_slot(b, &like, md);
     if (t < 0) return -1;
     slot *ts = &b->p->slots[t]; /* resident: its own buffer, out of the arena */
     ts->owned = malloc(ts->bytes);

@@ -62,17 +62,16 @@ bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_a
  * clip to [0, 1] follows as a post-op. */
 bool dx_clips_after(const seam_node_view *n) { return is_op(n, "HardSigmoid"); }
 
-/* A primitive attribute with that clip as its post-op (NULL on failure). */
-static dnnl_primitive_attr_t clip01_attr(void) {
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po;
-    if (dnnl_post_ops_create(&po) != dnnl_success) return NULL;
-    bool ok = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 1.0f) == dnnl_success &&
-              dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
-    dnnl_post_ops_destroy(po);
-    if (!ok && attr) dnnl_primitive_attr_destroy(attr), attr = NULL;
-    return attr;
+/* That clip, in place on slot s: an eltwise of its own (oneDNN has only
+ * its reference kernel for an eltwise with an eltwise post-op). */
+static bool clip01_step(builder *b, int32_t s) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[s], &md);
+    dnnl_eltwise_desc_t ed;
+    if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_clip_v2, &md, 0.0f, 1.0f) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses a clip"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {s, s};
+    return dx_add_step(b, &ed, NULL, 2, kinds, slots);
 }
 
 bool dx_window_geom(const seam_node_view *n, const int64_t *kernel, bool ceil_mode, conv_geom *g, char *why,
@@ -108,6 +107,25 @@ dnnl_alg_kind_t dx_binary_alg(const seam_node_view *n) {
     return dnnl_alg_kind_undef;
 }
 
+/* A layout of s's dims with the dims marked `inner` innermost (in their
+ * order), the others outside them in theirs: where oneDNN's softmax and
+ * reduction have fast kernels for an axis that is not the last. */
+static bool inner_md(const slot *s, const bool *inner, dnnl_memory_desc_t *md) {
+    int32_t order[MAXR], n = 0, r = s->rank;
+    for (int32_t d = 0; d < r; d++)
+        if (!inner[d]) order[n++] = d;
+    for (int32_t d = 0; d < r; d++)
+        if (inner[d]) order[n++] = d;
+    dnnl_dims_t dims, strides;
+    int64_t acc = 1;
+    for (int32_t i = r - 1; i >= 0; i--) {
+        int32_t d = order[i];
+        dims[d] = s->dims[d], strides[d] = acc;
+        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
+    }
+    return r >= 1 && dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides) == dnnl_success;
+}
+
 /* One eltwise or binary step in input 0's (blocked) layout. Returns 1
  * when made, 0 when the op does not fit (the caller then goes plain), -1 on
  * an error. */
@@ -120,11 +138,9 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         dnnl_alg_kind_t alg;
         float alpha, beta;
         dnnl_eltwise_desc_t ed;
-        dnnl_primitive_attr_t clip = dx_clips_after(n) ? clip01_attr() : NULL;
-        bool ok = (!dx_clips_after(n) || clip) && dx_eltwise_of(n, b->sg, &alg, &alpha, &beta) &&
+        bool ok = dx_eltwise_of(n, b->sg, &alg, &alpha, &beta) &&
                   dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) == dnnl_success &&
-                  dnnl_primitive_desc_create(&pd, &ed, clip ? clip : dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success;
-        if (clip) dnnl_primitive_attr_destroy(clip);
+                  dnnl_primitive_desc_create(&pd, &ed, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success;
         if (ok && dx_is_slow_ref(pd)) dnnl_primitive_desc_destroy(pd), ok = false; /* plain has a fast kernel */
         if (!ok) return 0;
         kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
@@ -152,6 +168,7 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
     kinds[n_args - 1] = DNNL_ARG_DST, slots[n_args - 1] = sd;
     bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
     dnnl_primitive_desc_destroy(pd);
+    if (ok && dx_clips_after(n)) ok = clip01_step(b, sd);
     if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
     return ok ? 1 : -1;
 }
@@ -325,9 +342,38 @@ static bool compile_reduce(builder *b, bool *fused, int32_t sin, int32_t out0) {
     dnnl_alg_kind_t alg = is_op(n, "ReduceMean") ? dnnl_reduction_mean : is_op(n, "ReduceSum") ? dnnl_reduction_sum
                           : is_op(n, "ReduceMax") ? dnnl_reduction_max : dnnl_reduction_min;
     dnnl_reduction_desc_t rd;
-    if (dnnl_reduction_desc_init(&rd, alg, &src, &dst, 0.0f, 0.0f) != dnnl_success) return dx_fail(b, "oneDNN refuses this reduction"), false;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_reduction_desc_init(&rd, alg, &src, &dst, 0.0f, 0.0f) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &rd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this reduction"), false;
+    /* oneDNN's fast reduction wants the reduced axes last: otherwise the
+     * input is reordered to a layout where they are innermost, seen as
+     * [kept, reduced] (plain), reduced into the output seen as [kept, 1]
+     * (the kept axes keep their order: the same bytes) */
+    dnnl_memory_desc_t isrc, src2, dst2;
+    dnnl_primitive_desc_t ipd = NULL;
+    slot s2, d2;
+    dx_shape_of(&s2, &n->outputs[0]);
+    s2.rank = 2, s2.dims[0] = 1, s2.dims[1] = 1;
+    for (int32_t d = 0; d < r; d++) s2.dims[mask[d] ? 1 : 0] *= p->slots[sin].dims[d];
+    d2 = s2, d2.dims[1] = 1;
+    if (dx_is_slow_ref(pd) && inner_md(&p->slots[sin], mask, &isrc) && dx_md_of(&s2, &src2) && dx_md_of(&d2, &dst2) &&
+        dnnl_reduction_desc_init(&rd, alg, &src2, &dst2, 0.0f, 0.0f) == dnnl_success &&
+        dnnl_primitive_desc_create(&ipd, &rd, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success &&
+        dx_is_slow_ref(ipd))
+        dnnl_primitive_desc_destroy(ipd), ipd = NULL;
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, dv};
-    return dx_add_step(b, &rd, NULL, 2, kinds, slots);
+    if (ipd) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = ipd;
+        int32_t t = dx_in_layout(b, sin, &isrc);
+        slots[0] = t >= 0 ? dx_view_slot(p, t, &s2, NULL) : -1;
+        slots[1] = dx_view_slot(p, sd, &d2, NULL);
+        if (slots[0] < 0 || slots[1] < 0) return dnnl_primitive_desc_destroy(pd), dx_fail(b, "out of memory"), false;
+    }
+    bool ok = dx_add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
 }
 
 /* Layer normalization over the last axis, with optional scale and shift
@@ -595,11 +641,7 @@ static bool compile_eltwise(builder *b, bool *fused, int32_t sin, int32_t sd) {
     if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this eltwise"), false;
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
-    dnnl_primitive_attr_t clip = dx_clips_after(n) ? clip01_attr() : NULL;
-    if (dx_clips_after(n) && !clip) return dx_fail(b, "out of memory"), false;
-    bool ok = dx_add_step(b, &ed, clip, 2, kinds, slots);
-    if (clip) dnnl_primitive_attr_destroy(clip);
-    return ok;
+    return dx_add_step(b, &ed, NULL, 2, kinds, slots) && (!dx_clips_after(n) || clip01_step(b, sd));
 }
 
 static bool supports_binary(const seam_node_view *n, char *why, size_t wn) {
@@ -665,12 +707,37 @@ static bool compile_softmax(builder *b, bool *fused, int32_t sin, int32_t sd) {
     seam_node_attr_int(n, "axis", &axis);
     if (n->opset < 13) return dx_fail(b, "Softmax before opset 13 (2-D coercion) is not supported"), false;
     if (axis < 0) axis += n->inputs[0].rank;
+    dnnl_alg_kind_t alg = is_op(n, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log;
     dnnl_softmax_v2_desc_t sd2;
-    if (dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, is_op(n, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log,
-                                          &src, &dst, (int)axis) != dnnl_success)
+    dnnl_primitive_desc_t pd;
+    if (axis < 0 || axis >= src.ndims ||
+        dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, alg, &src, &dst, (int)axis) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &sd2, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this softmax"), false;
+    /* oneDNN's fast softmax wants its axis innermost: on another axis, the
+     * input is reordered to a layout where it is, and the result back */
+    bool inner[MAXR] = {false};
+    inner[axis] = true;
+    dnnl_memory_desc_t imd;
+    dnnl_primitive_desc_t ipd = NULL;
+    if (dx_is_slow_ref(pd) && inner_md(&p->slots[sin], inner, &imd) &&
+        dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, alg, &imd, &imd, (int)axis) == dnnl_success &&
+        dnnl_primitive_desc_create(&ipd, &sd2, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success &&
+        dx_is_slow_ref(ipd))
+        dnnl_primitive_desc_destroy(ipd), ipd = NULL;
+    if (ipd) {
+        dnnl_primitive_desc_destroy(pd);
+        slot like = p->slots[sin];
+        int32_t t = dx_in_layout(b, sin, &imd), t2 = t >= 0 ? dx_temp_slot(b, &like, &imd) : -1;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {t, t2};
+        bool ok = t2 >= 0 && dx_add_prim(b, ipd, 2, kinds, slots) && dx_add_reorder(b, t2, sd);
+        dnnl_primitive_desc_destroy(ipd);
+        return ok || (dx_fail(b, "out of memory"), false);
+    }
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
-    return dx_add_step(b, &sd2, NULL, 2, kinds, slots);
+    bool ok = dx_add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
 }
 
 static bool supports_sum(const seam_node_view *n, char *why, size_t wn) {
@@ -845,17 +912,59 @@ static bool compile_concat(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return ok;
 }
 
-/* Erf runs only inside the GELU pattern, which Div or Mul before it claims
- * (dx_compile_gelu_pattern): its producer must be one. */
-static bool supports_erf(const seam_node_view *n, char *why, size_t wn) {
-    if (!(n->input_producers && n->input_producers[0] &&
-          (!strcmp(n->input_producers[0], "Div") || !strcmp(n->input_producers[0], "Mul"))))
-        return dx_refuse(why, wn, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))");
-    return true;
+/* One eltwise step from slot `from` to slot `to` (the same slot: in place). */
+static bool eltwise_step(builder *b, dnnl_alg_kind_t alg, float alpha, float beta, int32_t from, int32_t to) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[from], &md);
+    dnnl_eltwise_desc_t ed;
+    if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &md, alpha, beta) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses an eltwise"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {from, to};
+    return dx_add_step(b, &ed, NULL, 2, kinds, slots);
 }
 
+/* One same-shape binary step: to = s0 op s1 (to may be s0: in place). */
+static bool binary_step(builder *b, dnnl_alg_kind_t alg, int32_t s0, int32_t s1, int32_t to) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[s0], &md);
+    dnnl_binary_desc_t bd;
+    if (dnnl_binary_desc_init(&bd, alg, &md, &md, &md) != dnnl_success) return dx_fail(b, "oneDNN refuses a binary"), false;
+    int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {s0, s1, to};
+    return dx_add_step(b, &bd, NULL, 3, kinds, slots);
+}
+
+/* Erf inside the GELU pattern is one gelu_erf eltwise (the Div or Mul
+ * before it claims the pattern: dx_compile_gelu_pattern). Elsewhere, as
+ * oneDNN 2.6 has no erf: Abramowitz and Stegun's 7.1.26 (absolute error
+ * below 1.5e-7), in elementwise steps:
+ *     a = |x|, t = 1 / (1 + p a), r = 1 - t (a1 + t (a2 + ... + t a5)) exp(-a^2)
+ *     erf(x) = r x / max(a, tiny)        (the sign of x; 0 at 0, where r is 0)
+ * Seventeen passes over the tensor where one would do: a slow: line says so. */
 static bool compile_erf(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    return dx_fail(b, "Erf outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))"), false;
+    static const float p = 0.3275911f, c[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
+    program *p_ = b->p;
+    dnnl_memory_desc_t md;
+    dx_md_of(&p_->slots[sd], &md);
+    slot like = p_->slots[sd]; /* (a copy: new slots move the array) */
+    like.name = "(erf)";
+    int32_t a = dx_temp_slot(b, &like, &md), t = dx_temp_slot(b, &like, &md), q = dx_temp_slot(b, &like, &md);
+    if (a < 0 || t < 0 || q < 0) return dx_fail(b, "out of memory"), false;
+    bool ok = eltwise_step(b, dnnl_eltwise_abs, 0, 0, sin, a) && eltwise_step(b, dnnl_eltwise_linear, p, 1, a, t) &&
+              eltwise_step(b, dnnl_eltwise_pow, 1, -1, t, t) && eltwise_step(b, dnnl_eltwise_linear, c[4], c[3], t, q);
+    for (int32_t k = 2; ok && k >= 0; k--) /* Horner: q = q t + c[k] */
+        ok = binary_step(b, dnnl_binary_mul, q, t, q) && eltwise_step(b, dnnl_eltwise_linear, 1, c[k], q, q);
+    ok = ok && binary_step(b, dnnl_binary_mul, q, t, q) &&                      /* the polynomial */
+         eltwise_step(b, dnnl_eltwise_square, 0, 0, a, t) && eltwise_step(b, dnnl_eltwise_exp, 0, 0, t, t) &&
+         binary_step(b, dnnl_binary_div, q, t, q) &&                              /* times exp(-a^2) */
+         eltwise_step(b, dnnl_eltwise_linear, -1, 1, q, q) &&                     /* r */
+         eltwise_step(b, dnnl_eltwise_clip_v2, 1e-30f, 3.4e38f, a, a) && binary_step(b, dnnl_binary_div, sin, a, t) &&
+         binary_step(b, dnnl_binary_mul, q, t, sd);
+    if (ok)
+        dx_log(p_, "slow: node %d '%s' (Erf): oneDNN 2.6 has no erf: outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2))) "
+                   "it runs as %d elementwise steps; fix: none needed (|error| < 1.5e-7); for speed, keep it on the CPU "
+                   "(--cpu-ops Erf) when its neighbours are there too",
+               b->n->index, b->n->name ? b->n->name : "", 17);
+    return ok;
 }
 
 /* Every op the backend knows: name, stage (see op_stage), support check
@@ -876,7 +985,6 @@ static const dx_op dx_ops[] = {
     {"GlobalAveragePool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"GlobalMaxPool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"BatchNormalization", STAGE_ANY_LAYOUT, supports_batchnorm, compile_batchnorm},
-    {"Erf", STAGE_ANY_LAYOUT, supports_erf, compile_erf}, /* reached only outside the pattern: an error */
 
     {"MatMul", STAGE_PLAIN, dx_supports_matmul, dx_compile_matmul},
     {"Gemm", STAGE_PLAIN, dx_supports_gemm, dx_compile_matmul},
@@ -916,6 +1024,7 @@ static const dx_op dx_ops[] = {
     {"LRN", STAGE_PLAIN_OUT, supports_lrn, compile_lrn},
     {"Resize", STAGE_PLAIN_OUT, supports_resize, compile_resize},
     {"Concat", STAGE_PLAIN_OUT, supports_concat, compile_concat},
+    {"Erf", STAGE_PLAIN_OUT, NULL, compile_erf}, /* (inside GELU: the pattern claims it first) */
 };
 
 const dx_op *dx_op_of(const seam_node_view *n) {
