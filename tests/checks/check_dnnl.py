@@ -307,6 +307,28 @@ case("gemm_residual", [helper.make_node("Gemm", ["x", "w", "bb"], ["g"], transB=
      [("x", [6, 8])], {"w": W(8, 8), "bb": W(8)}, [6, 8])
 case("conv_bias_residual_relu", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "x"], ["s"]),
                                  relu("s", "y")], X4, {"w": W(4, 4, 3, 3), "b": W(4)}, [2, 4, 9, 9])
+# Pad (constant mode): a value, negative pads (crops), pads on N and C, the
+# opset-2 attributes, axes (opset 18); a zero Pad of the spatial dims left
+# to the Conv or AveragePool (without pads of its own) that reads it (with
+# fusion=off it runs as its own steps: the "dnnl fusion=off" runs)
+pad = lambda pads, *more, **kw: helper.make_node("Pad", ["x", pads] + list(more), ["p"], **kw)  # noqa: E731
+case("pad_value", [pad("pp", "pv"), relu("p", "y")], X4, {"pp": np.array([0, 0, 1, 2, 0, 0, 3, 0]), "pv": np.array(-0.75)},
+     [2, 4, 13, 11])
+case("pad_negative", [pad("pp"), relu("p", "y")], X4, {"pp": np.array([0, 1, -2, 3, 1, 0, 2, -4])}, [3, 5, 9, 8])
+case("pad_nc", [pad("pp", "pv"), relu("p", "y")], X3, {"pp": np.array([1, 0, 2, 0, 3, 1]), "pv": np.array(2.5)}, [5, 9, 11])
+case("pad_attrs", [helper.make_node("Pad", ["x"], ["p"], pads=[0, 0, 1, 1, 0, 0, 1, 1], value=0.5), relu("p", "y")], X4, {},
+     [2, 4, 11, 11], opset=10)
+case("pad_axes", [pad("pp", "", "ax"), relu("p", "y")], X4, {"pp": np.array([2, 1, 0, 3]), "ax": np.array([-1, 1])},
+     [2, 8, 9, 11], opset=18)
+case("pad_into_avgpool", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Pad", ["c", "pp"], ["p"]),
+                          helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3], strides=[1, 1])], X4,
+     {"w": W(16, 4, 3, 3), "pp": np.array([0, 0, 1, 1, 0, 0, 1, 1])}, [2, 16, 9, 9])
+case("pad_into_avgpool_asym", [pad("pp"), helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[2, 3], strides=[2, 1])],
+     X4, {"pp": np.array([0, 0, 0, 2, 0, 0, 1, 0])}, [2, 4, 5, 9])
+case("pad_into_conv", [pad("pp"), helper.make_node("Conv", ["p", "w"], ["y"], pads=[1, 0, 0, 1])], X4,
+     {"pp": np.array([0, 0, 2, 1, 0, 0, 0, 1]), "w": W(5, 4, 3, 3)}, [2, 5, 10, 10])
+case("pad_into_maxpool", [pad("pp"), helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], X4,
+     {"pp": np.array([0, 0, 1, 1, 0, 0, 1, 1])}, [2, 4, 5, 5])
 # Clip with a bound given at run time (a graph input): binary max/min
 case("clip_bound_is_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "", "hi"], ["y"])],
      [("x", [2, 4, 9, 9]), ("hi", [])], {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9], opset=13)

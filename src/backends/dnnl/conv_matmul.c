@@ -63,6 +63,8 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     int64_t group = node_attr_int(dx_ir(n), "group", 1);
     dnnl_dims_t pl, pr, strides, dilates;
     if (!dx_window(b, nsp, n->inputs[1].dims + 2, false, strides, dilates, pl, pr)) return false;
+    if (p->slots[sin].pad_pending) /* a zero Pad before it (see compile_pad in ops.c) */
+        for (int32_t d = 0; d < nsp; d++) pl[d] += p->slots[sin].pad_lo[d], pr[d] += p->slots[sin].pad_hi[d];
     int32_t sw = dx_input_slot(b, &n->inputs[1]);
     if (sw < 0) return dx_fail(b, "the weights are not constant"), false;
     /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */

@@ -52,6 +52,10 @@ typedef struct slot {
                           that need a dense layout make a copy (as_plain) */
     float scale;       /* a MatMul operand's pending factor (see defer_scale) */
     bool constant;     /* a weight or other constant, read in place */
+    bool pad_pending;  /* a zero Pad of the spatial dims left to its reader
+                          (a Conv or AveragePool, see compile_pad): the
+                          slot is the Pad's input, pads added to the window */
+    int64_t pad_lo[MAXR - 2], pad_hi[MAXR - 2];
 } slot;
 
 typedef struct step {

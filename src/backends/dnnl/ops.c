@@ -5,6 +5,7 @@
  * needs, the patterns tried first).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
@@ -536,6 +537,11 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max
                           : node_attr_int(dx_ir(n), "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
                                                                            : dnnl_pooling_avg_exclude_padding;
+    if (p->slots[sin].pad_pending) { /* a zero Pad before it (see compile_pad): its zeros count */
+        if (global || alg == dnnl_pooling_max) return dx_fail(b, "a Pad left to a pool that cannot take it"), false;
+        alg = dnnl_pooling_avg_include_padding;
+        for (int32_t d = 0; d < nsp; d++) pl[d] += p->slots[sin].pad_lo[d], pr[d] += p->slots[sin].pad_hi[d];
+    }
     dnnl_memory_desc_t any_dst;
     dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t pld;
@@ -967,6 +973,164 @@ static bool compile_erf(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return ok;
 }
 
+/* ---- Pad ----
+ * Constant mode, with any pads (negative ones crop) and value: a copy of a
+ * resident buffer filled with the value, then the input (cropped) copied
+ * into its place. A zero Pad of the spatial dims read only by a Conv, or
+ * by an AveragePool without pads of its own, is left to that reader: its
+ * window takes the pads (oneDNN pads with zeros; the pool then counts the
+ * padded cells, as it counts the Pad's zeros), and no step is made. */
+
+typedef struct pad_spec {
+    int32_t rank;
+    int64_t lo[MAXR], hi[MAXR];
+    float value;
+} pad_spec;
+
+/* The pads and value of Pad node n (attributes before opset 11, constant
+ * inputs from it); false with the reason. */
+static bool pad_of(builder *b, const seam_node_view *n, pad_spec *ps, const char **why) {
+    int32_t r = n->inputs[0].rank;
+    int64_t pads[2 * MAXR], axes[MAXR];
+    int32_t np = -1, na = -1;
+    ps->rank = r, ps->value = 0;
+    if (n->opset < 11) {
+        const int64_t *v;
+        int32_t c;
+        if (seam_node_attr_ints(n, "pads", &v, &c) && c <= 2 * MAXR) memcpy(pads, v, 8 * (size_t)c), np = c;
+        seam_node_attr_float(n, "value", &ps->value);
+    } else {
+        np = n->n_inputs > 1 ? dx_const_ints(b, &n->inputs[1], pads, 2 * MAXR) : -1;
+        if (n->n_inputs > 2 && n->inputs[2].name && !const_scalar(b->sg, &n->inputs[2], &ps->value)) {
+            *why = "Pad with a constant_value that is not one float32 constant is not supported by dnnl";
+            return false;
+        }
+        if (n->n_inputs > 3 && n->inputs[3].name && (na = dx_const_ints(b, &n->inputs[3], axes, MAXR)) < 0) {
+            *why = "Pad's axes must be a constant";
+            return false;
+        }
+    }
+    int32_t nax = na >= 0 ? na : r;
+    if (np != 2 * nax) {
+        *why = "Pad's pads must be a constant with two values per axis";
+        return false;
+    }
+    for (int32_t d = 0; d < r; d++) ps->lo[d] = ps->hi[d] = 0;
+    for (int32_t k = 0; k < nax; k++) {
+        int64_t a = na >= 0 ? (axes[k] < 0 ? axes[k] + r : axes[k]) : k;
+        if (a < 0 || a >= r) {
+            *why = "Pad has an axis out of range";
+            return false;
+        }
+        ps->lo[a] = pads[k], ps->hi[a] = pads[nax + k];
+    }
+    for (int32_t d = 0; d < r; d++)
+        if (n->inputs[0].dims[d] + ps->lo[d] + ps->hi[d] != n->outputs[0].dims[d]) {
+            *why = "Pad's pads do not give its output's shape";
+            return false;
+        }
+    return true;
+}
+
+static bool supports_pad(const seam_node_view *n, char *why, size_t wn) {
+    const char *mode = node_attr_string(dx_ir(n), "mode", "constant");
+    if (strcmp(mode, "constant")) return dx_refuse(why, wn, "Pad mode=%s is not supported (only constant)", mode);
+    if (n->opset >= 11)
+        for (int32_t k = 1; k < n->n_inputs; k++)
+            if (!dx_const_input(n, k)) return dx_refuse(why, wn, "Pad with a computed input %d is not supported", k);
+    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].dtype != SEAM_DTYPE_FLOAT32)
+        return dx_refuse(why, wn, "Pad with a constant_value that is not float32 is not supported");
+    return true;
+}
+
+/* Whether the Pad's sole reader m takes its pads into its window. */
+static bool pad_foldable(const pad_spec *ps, const seam_node_view *m, const char *out) {
+    int32_t r = ps->rank;
+    if (ps->value != 0 || r < 3 || r > 5 || ps->lo[0] || ps->hi[0] || ps->lo[1] || ps->hi[1]) return false;
+    for (int32_t d = 2; d < r; d++)
+        if (ps->lo[d] < 0 || ps->hi[d] < 0) return false;
+    if (!m->n_inputs || !m->inputs[0].name || strcmp(m->inputs[0].name, out)) return false;
+    for (int32_t k = 1; k < m->n_inputs; k++)
+        if (m->inputs[k].name && !strcmp(m->inputs[k].name, out)) return false;
+    if (is_op(m, "Conv")) return true;
+    if (!is_op(m, "AveragePool") || node_attr_int(dx_ir(m), "ceil_mode", 0)) return false;
+    if (strcmp(node_attr_string(dx_ir(m), "auto_pad", "NOTSET"), "NOTSET")) return false;
+    const int64_t *pads;
+    int32_t c = node_attr_ints(dx_ir(m), "pads", &pads);
+    for (int32_t k = 0; k < c; k++)
+        if (pads[k]) return false;
+    return true;
+}
+
+static bool compile_pad(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    program *p = b->p;
+    pad_spec ps;
+    const char *why = NULL;
+    if (!pad_of(b, b->n, &ps, &why)) return dx_fail(b, why), false;
+    const char *out = b->n->outputs[0].name;
+    int32_t rd = b->fuse ? dx_sole_reader(b, out) : -1;
+    seam_node_view st;
+    const seam_node_view *m = rd >= 0 ? seam_subgraph_node(b->sg, rd, &st) : NULL;
+    bool fold = m && pad_foldable(&ps, m, out);
+    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (fold && !p->slots[sin].pad_pending) {
+        slot shape = p->slots[sin];
+        int32_t v = dx_view_slot(p, sin, &shape, shape.has_md ? &shape.md : NULL);
+        if (v < 0) return dx_fail(b, "out of memory"), false;
+        p->slots[v].name = out;
+        p->slots[v].pad_pending = true;
+        for (int32_t d = 2; d < ps.rank; d++) p->slots[v].pad_lo[d - 2] = ps.lo[d], p->slots[v].pad_hi[d - 2] = ps.hi[d];
+        dx_log(p, "node %d '%s' (Pad): no step: its pads go to the window of node %d '%s' (%s)", n->index, n->name,
+               m->index, m->name, m->op_type);
+        return true;
+    }
+    if (p->slots[sin].pad_pending) return dx_fail(b, "a Pad of a Pad left to its reader"), false; /* (not made) */
+    sin = dx_as_plain(b, sin);
+    int32_t sd = sin >= 0 ? dx_output_slot(b, &n->outputs[0]) : -1;
+    if (sd < 0) return dx_fail(b, "out of memory"), false;
+    slot os = p->slots[sd];
+    if (!dx_slot_numel(&os)) return true;
+    /* the fill: a resident buffer of the output's shape */
+    dnnl_memory_desc_t omd;
+    dx_md_of(&os, &omd);
+    os.name = "(pad value)";
+    int32_t f = dx_temp_slot(b, &os, &omd);
+    if (f < 0) return dx_fail(b, "out of memory"), false;
+    slot *fs = &p->slots[f];
+    size_t cnt = (size_t)dx_slot_numel(fs);
+    float *fill = malloc(cnt * sizeof(float) + 1);
+    if (!fill || dnnl_memory_set_data_handle(fs->mem, fill) != dnnl_success) return free(fill), dx_fail(b, "out of memory"), false;
+    for (size_t k = 0; k < cnt; k++) fill[k] = ps.value;
+    fs->owned = fill, fs->bytes = 0;
+    if (!dx_add_reorder(b, f, sd)) return false;
+    /* the input's kept part, into its place */
+    int64_t ist[MAXR], ost[MAXR], ioff = 0, ooff = 0;
+    dx_plain_strides(&p->slots[sin], ist);
+    dx_plain_strides(&p->slots[sd], ost);
+    slot part;
+    memset(&part, 0, sizeof(part));
+    part.rank = ps.rank;
+    dnnl_dims_t dims, istr, ostr;
+    for (int32_t d = 0; d < ps.rank; d++) {
+        int64_t crop_lo = ps.lo[d] < 0 ? -ps.lo[d] : 0, crop_hi = ps.hi[d] < 0 ? -ps.hi[d] : 0;
+        dims[d] = part.dims[d] = p->slots[sin].dims[d] - crop_lo - crop_hi;
+        if (dims[d] <= 0) return true; /* nothing of the input is kept */
+        istr[d] = ist[d], ostr[d] = ost[d];
+        ioff += crop_lo * ist[d], ooff += (ps.lo[d] > 0 ? ps.lo[d] : 0) * ost[d];
+    }
+    int32_t r = ps.rank ? ps.rank : 1;
+    if (!ps.rank) dims[0] = 1, istr[0] = ostr[0] = 1, part.rank = 0;
+    dnnl_memory_desc_t imd, pmd;
+    if (dnnl_memory_desc_init_by_strides(&imd, r, dims, dnnl_f32, istr) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&pmd, r, dims, dnnl_f32, ostr) != dnnl_success)
+        return dx_fail(b, "bad pads"), false;
+    int32_t iv = dx_view_slot(p, sin, &part, &imd), ov = iv >= 0 ? dx_view_slot(p, sd, &part, &pmd) : -1;
+    if (iv < 0 || ov < 0) return dx_fail(b, "its shapes do not fit its input's bytes"), false;
+    p->slots[iv].offset = ioff * (int64_t)sizeof(float);
+    p->slots[ov].offset = ooff * (int64_t)sizeof(float);
+    return dx_add_reorder(b, iv, ov);
+}
+
 /* Every op the backend knows: name, stage (see op_stage), support check
  * (beyond supports()'s generic ones), compile function. */
 static const dx_op dx_ops[] = {
@@ -985,6 +1149,7 @@ static const dx_op dx_ops[] = {
     {"GlobalAveragePool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"GlobalMaxPool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"BatchNormalization", STAGE_ANY_LAYOUT, supports_batchnorm, compile_batchnorm},
+    {"Pad", STAGE_ANY_LAYOUT, supports_pad, compile_pad},
 
     {"MatMul", STAGE_PLAIN, dx_supports_matmul, dx_compile_matmul},
     {"Gemm", STAGE_PLAIN, dx_supports_gemm, dx_compile_matmul},
@@ -1031,6 +1196,13 @@ const dx_op *dx_op_of(const seam_node_view *n) {
     for (size_t k = 0; k < sizeof(dx_ops) / sizeof(dx_ops[0]); k++)
         if (is_op(n, dx_ops[k].op)) return &dx_ops[k];
     return NULL;
+}
+
+static bool same_dims(const slot *a, const slot *b) {
+    if (a->rank != b->rank) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
 }
 
 bool dx_compile_node(builder *b, int32_t i, bool *fused) {
@@ -1080,6 +1252,11 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     if (c && c->stage == STAGE_PLAIN) return c->compile(b, fused, sin, -1);
     int32_t sd = dx_output_slot(b, &n->outputs[0]);
     if (sd < 0) return dx_fail(b, "out of memory"), false;
+    /* the ops whose primitive writes dst in src's shape: a file whose
+     * shapes disagree is refused here, not written past dst's bytes */
+    if ((IN_LIST(n, eltwise_ops) || is_op(n, "PRelu") || is_op(n, "LRN") || is_op(n, "Erf") || is_op(n, "Softmax") ||
+         is_op(n, "LogSoftmax")) && !same_dims(&p->slots[sin], &p->slots[sd]))
+        return dx_fail(b, "its output's shape differs from its input's (inconsistent shapes in the file)"), false;
     if (c) return c->compile(b, fused, sin, sd);
     return dx_fail(b, "not implemented by the dnnl backend"), false;
 }
