@@ -67,10 +67,11 @@ def dnnl_variants(opts):
 
 
 # The reference kernels a compile log may name: oneDNN's concat and sum
-# are called "ref" but are made of one fast reorder per input (see
+# are called "ref" but are made of one fast reorder per input, and its RNN
+# called "ref" (without AVX-512) runs on its packed sgemm (see
 # src/backends/dnnl/log.c). Any other "ref" implementation is a failure,
 # and so is any "slow:" line.
-REF_ALLOWED = {"concat", "sum"}
+REF_ALLOWED = {"concat", "sum", "rnn"}
 LOG_LINE = re.compile(r"\): node (\d+) '(.*?)' \((\w+)\): (\w+) (\S+);")
 
 
@@ -329,6 +330,25 @@ case("pad_into_conv", [pad("pp"), helper.make_node("Conv", ["p", "w"], ["y"], pa
      {"pp": np.array([0, 0, 2, 1, 0, 0, 0, 1]), "w": W(5, 4, 3, 3)}, [2, 5, 10, 10])
 case("pad_into_maxpool", [pad("pp"), helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], X4,
      {"pp": np.array([0, 0, 1, 1, 0, 0, 1, 1])}, [2, 4, 5, 5])
+# LSTM on oneDNN's lstm_forward: each direction, with and without bias and
+# initial states, each output (Y, Y_h, Y_c)
+T_, B_, I_, H_ = 5, 3, 4, 6
+for dirn, nd in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
+    for outs, oshape in ((["y"], [T_, nd, B_, H_]), (["", "y"], [nd, B_, H_]), (["", "", "y"], [nd, B_, H_])):
+        which = ["Y", "Y_h", "Y_c"][len(outs) - 1]
+        inits = {"W": W(nd, 4 * H_, I_), "R": W(nd, 4 * H_, H_), "B": W(nd, 8 * H_)}
+        ins = ["x", "W", "R", "B"]
+        if dirn != "reverse":  # (reverse: no bias, no states)
+            inits.update({"h0": W(nd, B_, H_), "c0": W(nd, B_, H_)})
+            ins += ["", "h0", "c0"]
+        else:
+            ins[3] = ""
+            del inits["B"]
+        case(f"lstm_{dirn}_{which}", [helper.make_node("LSTM", ins, outs, hidden_size=H_, direction=dirn)],
+             [("x", [T_, B_, I_])], inits, oshape)
+case("lstm_computed_state", [helper.make_node("Relu", ["s"], ["h0"]),
+                             helper.make_node("LSTM", ["x", "W", "R", "", "", "h0"], ["", "y"], hidden_size=H_)],
+     [("x", [T_, B_, I_]), ("s", [1, B_, H_])], {"W": W(1, 4 * H_, I_), "R": W(1, 4 * H_, H_)}, [1, B_, H_])
 # Clip with a bound given at run time (a graph input): binary max/min
 case("clip_bound_is_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "", "hi"], ["y"])],
      [("x", [2, 4, 9, 9]), ("hi", [])], {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9], opset=13)

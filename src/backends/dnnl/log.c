@@ -62,11 +62,13 @@ static dnnl_primitive_kind_t kind_of(const_dnnl_primitive_desc_t pd) {
 bool dx_is_ref(const_dnnl_primitive_desc_t pd) { return !strncmp(dx_impl_name(pd), "ref", 3); }
 
 /* oneDNN's concat and sum named "ref" are made of other primitives (one
- * reorder per input, into its place in dst, each oneDNN's fastest): not
- * the element-by-element loops of its other reference kernels. */
+ * reorder per input, into its place in dst, each oneDNN's fastest), and
+ * its RNN named "ref" (without AVX-512's brgemm) runs its products on its
+ * packed sgemm: not the element-by-element loops of its other reference
+ * kernels. */
 static bool composite_ref(const_dnnl_primitive_desc_t pd) {
     dnnl_primitive_kind_t k = kind_of(pd);
-    return k == dnnl_concat || k == dnnl_sum;
+    return k == dnnl_concat || k == dnnl_sum || k == dnnl_rnn;
 }
 
 bool dx_is_slow_ref(const_dnnl_primitive_desc_t pd) { return dx_is_ref(pd) && !composite_ref(pd); }
@@ -181,7 +183,7 @@ void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd) {
     const seam_node_view *n = b->n;
     const char *name = n->name ? n->name : "";
     dx_log(b->p, "node %d '%s' (%s): %s %s; %s%s%s", n->index, name, n->op_type, kind_name(pd), dx_impl_name(pd), what,
-           fuses, composite_ref(pd) && dx_is_ref(pd) ? " (one fast reorder per input)" : "");
+           fuses, composite_ref(pd) && dx_is_ref(pd) ? (kind_of(pd) == dnnl_rnn ? " (on oneDNN's gemm)" : " (one fast reorder per input)") : "");
     if (dx_is_slow_ref(pd))
         dx_log(b->p, "slow: node %d '%s' (%s): oneDNN has only its reference kernel (%s) for this %s (%s%s); fix: %s",
                n->index, name, n->op_type, dx_impl_name(pd), kind_name(pd), what, fuses,

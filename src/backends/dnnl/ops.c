@@ -1160,6 +1160,7 @@ static const dx_op dx_ops[] = {
     {"ReduceMax", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceMin", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"LayerNormalization", STAGE_PLAIN, supports_layernorm, compile_layernorm},
+    {"LSTM", STAGE_PLAIN, dx_supports_lstm, dx_compile_lstm},
 
     /* (the names of eltwise_ops and binary_ops) */
     {"Relu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
