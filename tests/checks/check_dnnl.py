@@ -349,6 +349,13 @@ for dirn, nd in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
 case("lstm_computed_state", [helper.make_node("Relu", ["s"], ["h0"]),
                              helper.make_node("LSTM", ["x", "W", "R", "", "", "h0"], ["", "y"], hidden_size=H_)],
      [("x", [T_, B_, I_]), ("s", [1, B_, H_])], {"W": W(1, 4 * H_, I_), "R": W(1, 4 * H_, H_)}, [1, B_, H_])
+# Gather with one constant index: a view (scalar index: the axis goes; a
+# 1-element index: it stays), negative index, on a strided view
+case("gather_scalar", [helper.make_node("Gather", ["x", "i"], ["g"], axis=1), relu("g", "y")], X3, {"i": np.array(-2)}, [4, 8])
+case("gather_one", [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], X3, {"i": np.array([3])}, [1, 6, 8])
+case("gather_transposed", [helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
+                           helper.make_node("Gather", ["t", "i"], ["g"], axis=2), relu("g", "y")], X3,
+     {"i": np.array(4, np.int32)}, [8, 4])
 # Clip with a bound given at run time (a graph input): binary max/min
 case("clip_bound_is_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "", "hi"], ["y"])],
      [("x", [2, 4, 9, 9]), ("hi", [])], {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9], opset=13)

@@ -291,6 +291,54 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
     return true;
 }
 
+/* Gather with one constant index (torch's h_n[-1], x[:, 0]): a strided
+ * view of the input at that index, without the axis (a scalar index) or
+ * with it 1 long (a 1-element index). No copy until a reader needs one. */
+static bool supports_gather(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_inputs < 2 || !n->inputs[1].name || !dx_const_input(n, 1) || dx_value_numel(&n->inputs[1]) != 1 ||
+        n->inputs[1].rank > 1)
+        return dx_refuse(why, wn, "Gather is supported only with one constant index (dnnl has no gather)");
+    return true;
+}
+
+static bool compile_gather(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    int64_t axis = node_attr_int(dx_ir(n), "axis", 0), idx;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return dx_fail(b, "axis out of range"), false;
+    if (dx_const_ints(b, &n->inputs[1], &idx, 1) != 1) return dx_fail(b, "the index must be one int32 or int64 constant"), false;
+    int64_t dim = p->slots[sin].dims[axis];
+    if (idx < 0) idx += dim;
+    if (idx < 0 || idx >= dim) return dx_fail(b, "the index is out of range"), false;
+    int64_t st[MAXR];
+    dx_dense_strides(&p->slots[sin], st);
+    slot shape;
+    dx_shape_of(&shape, &n->outputs[0]);
+    bool keep = n->inputs[1].rank == 1;
+    if (shape.rank != (keep ? r : r - 1)) return dx_fail(b, "the inferred output rank does not fit"), false;
+    dnnl_dims_t dims, strides;
+    for (int32_t d = 0, o = 0; d < r; d++) {
+        if (d == axis && !keep) continue;
+        dims[o] = d == axis ? 1 : p->slots[sin].dims[d], strides[o] = st[d];
+        if (dims[o] != shape.dims[o]) return dx_fail(b, "the inferred output shape does not fit"), false;
+        o++;
+    }
+    int32_t rr = shape.rank ? shape.rank : 1;
+    if (!shape.rank) dims[0] = 1, strides[0] = 1;
+    dnnl_memory_desc_t vmd;
+    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad gather"), false;
+    int32_t v = dx_view_slot(p, sin, &shape, &vmd);
+    if (v < 0) return dx_fail(b, "out of memory"), false;
+    p->slots[v].offset = idx * st[axis] * (int64_t)sizeof(float);
+    int32_t sd = dx_slot_of(p, n->outputs[0].name);
+    if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
+    p->slots[v].name = n->outputs[0].name;
+    p->slots[v].lazy = p->slots[v].has_md;
+    return true;
+}
+
 /* The axes a Reduce* node reduces (attribute, or constant input 1 from
  * ReduceSum-13 and the others' opset 18), as a mask; all when none. */
 bool dx_reduce_axes(builder *b, int32_t rank, bool *mask) {
@@ -1155,6 +1203,7 @@ static const dx_op dx_ops[] = {
     {"Gemm", STAGE_PLAIN, dx_supports_gemm, dx_compile_matmul},
     {"Transpose", STAGE_PLAIN, NULL, compile_transpose},
     {"Slice", STAGE_PLAIN, supports_param_inputs, compile_slice},
+    {"Gather", STAGE_PLAIN, supports_gather, compile_gather},
     {"ReduceMean", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceSum", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceMax", STAGE_PLAIN, supports_reduce, compile_reduce},
