@@ -356,6 +356,15 @@ case("gather_one", [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], X3, 
 case("gather_transposed", [helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
                            helper.make_node("Gather", ["t", "i"], ["g"], axis=2), relu("g", "y")], X3,
      {"i": np.array(4, np.int32)}, [8, 4])
+# Split: views of the input, read by later nodes (a Concat putting the
+# parts back in another order, a MatMul), or a boundary output
+case("split_concat", [helper.make_node("Split", ["x", "sp"], ["a", "b", "c"], axis=2),
+                      helper.make_node("Concat", ["c", "a", "b"], ["y"], axis=2)], X3, {"sp": np.array([3, 1, 4])}, [4, 6, 8])
+case("split_attr_matmul", [helper.make_node("Split", ["x"], ["a", "b"], axis=1, split=[2, 4]),
+                           helper.make_node("Transpose", ["b"], ["t"], perm=[0, 2, 1]),
+                           helper.make_node("MatMul", ["t", "b"], ["y"])],
+     X3, {}, [4, 8, 8], opset=11)
+case("split_equal_out", [helper.make_node("Split", ["x"], ["y", "z"], axis=-1)], X3, {}, [4, 6, 4])
 # Clip with a bound given at run time (a graph input): binary max/min
 case("clip_bound_is_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("Clip", ["c", "", "hi"], ["y"])],
      [("x", [2, 4, 9, 9]), ("hi", [])], {"w": W(4, 4, 3, 3)}, [2, 4, 9, 9], opset=13)

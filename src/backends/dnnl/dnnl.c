@@ -72,7 +72,7 @@ static void dx_init(void) {
  * rather than carry data: any integer type, read at compile time. */
 static bool param_input(const seam_node_view *n, int32_t k) {
     return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops) || is_op(n, "Resize") ||
-                      (is_op(n, "Pad") && k != 2) || is_op(n, "Gather"));
+                      (is_op(n, "Pad") && k != 2) || is_op(n, "Gather") || is_op(n, "Split"));
 }
 
 static bool static_shape(const seam_value_info *v) {

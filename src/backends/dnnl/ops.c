@@ -339,6 +339,51 @@ static bool compile_gather(builder *b, bool *fused, int32_t sin, int32_t out0) {
     return true;
 }
 
+/* Split: each output a strided view of the input (its part along the
+ * axis, the sizes the outputs' inferred shapes give), copied only when a
+ * reader needs it dense. */
+static bool compile_split(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    int64_t axis = node_attr_int(dx_ir(n), "axis", 0), st[MAXR], at = 0;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return dx_fail(b, "axis out of range"), false;
+    dx_dense_strides(&p->slots[sin], st);
+    for (int32_t k = 0; k < n->n_outputs; k++) {
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        const seam_value_info *o = &n->outputs[k];
+        if (o->rank != r) return dx_fail(b, "an output's rank differs from the input's"), false;
+        dnnl_dims_t dims, strides;
+        for (int32_t d = 0; d < r; d++) {
+            dims[d] = o->dims[d], strides[d] = st[d];
+            if (d != axis && dims[d] != p->slots[sin].dims[d]) return dx_fail(b, "an output's shape does not fit"), false;
+        }
+        if (at + dims[axis] > p->slots[sin].dims[axis]) return dx_fail(b, "the outputs are longer than the input"), false;
+        if (!o->name) {
+            at += dims[axis];
+            continue;
+        }
+        slot shape;
+        dx_shape_of(&shape, o);
+        dnnl_memory_desc_t vmd;
+        if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad split"), false;
+        int32_t v = dx_view_slot(p, sin, &shape, &vmd);
+        if (v < 0) return dx_fail(b, "out of memory"), false;
+        p->slots[v].offset = at * st[axis] * (int64_t)sizeof(float);
+        at += dims[axis];
+        int32_t sd = dx_slot_of(p, o->name);
+        if (sd >= 0) {
+            if (!dx_add_reorder(b, v, sd)) return false; /* a boundary output */
+            continue;
+        }
+        p->slots[v].name = o->name;
+        p->slots[v].lazy = p->slots[v].has_md;
+    }
+    if (at != p->slots[sin].dims[axis]) return dx_fail(b, "the outputs do not cover the input"), false;
+    return true;
+}
+
 /* The axes a Reduce* node reduces (attribute, or constant input 1 from
  * ReduceSum-13 and the others' opset 18), as a mask; all when none. */
 bool dx_reduce_axes(builder *b, int32_t rank, bool *mask) {
@@ -1204,6 +1249,7 @@ static const dx_op dx_ops[] = {
     {"Transpose", STAGE_PLAIN, NULL, compile_transpose},
     {"Slice", STAGE_PLAIN, supports_param_inputs, compile_slice},
     {"Gather", STAGE_PLAIN, supports_gather, compile_gather},
+    {"Split", STAGE_PLAIN, NULL, compile_split},
     {"ReduceMean", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceSum", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceMax", STAGE_PLAIN, supports_reduce, compile_reduce},
