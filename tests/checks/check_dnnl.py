@@ -346,6 +346,17 @@ for dirn, nd in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
             del inits["B"]
         case(f"lstm_{dirn}_{which}", [helper.make_node("LSTM", ins, outs, hidden_size=H_, direction=dirn)],
              [("x", [T_, B_, I_])], inits, oshape)
+# GRU: linear_before_reset 1 (torch's) and 0, each direction, Y and Y_h
+for lbr in (1, 0):
+    for dirn, nd in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
+        for outs, oshape in ((["y"], [T_, nd, B_, H_]), (["", "y"], [nd, B_, H_])):
+            inits = {"W": W(nd, 3 * H_, I_), "R": W(nd, 3 * H_, H_), "B": W(nd, 6 * H_), "h0": W(nd, B_, H_)}
+            ins = ["x", "W", "R", "B", "", "h0"] if dirn != "reverse" else ["x", "W", "R"]
+            if dirn == "reverse":
+                inits = {"W": inits["W"], "R": inits["R"]}
+            case(f"gru_lbr{lbr}_{dirn}_{['Y', 'Y_h'][len(outs) - 1]}",
+                 [helper.make_node("GRU", ins, outs, hidden_size=H_, direction=dirn, linear_before_reset=lbr)],
+                 [("x", [T_, B_, I_])], inits, oshape)
 case("lstm_computed_state", [helper.make_node("Relu", ["s"], ["h0"]),
                              helper.make_node("LSTM", ["x", "W", "R", "", "", "h0"], ["", "y"], hidden_size=H_)],
      [("x", [T_, B_, I_]), ("s", [1, B_, H_])], {"W": W(1, 4 * H_, I_), "R": W(1, 4 * H_, H_)}, [1, B_, H_])

@@ -11,7 +11,7 @@
  *   ops.c          per op a support check and a compile function, the
  *                  table of them (dx_ops), compile_node
  *   conv_matmul.c  the ops with weights: Conv, ConvTranspose, MatMul, Gemm
- *   rnn.c          LSTM
+ *   rnn.c          LSTM and GRU
  *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
@@ -255,9 +255,9 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin);
 bool dx_defer_scale(builder *b, int32_t sin);
 bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin);
 
-/* ---- rnn.c: LSTM (a row of ops.c's table) ---- */
-bool dx_supports_lstm(const seam_node_view *n, char *why, size_t wn);
-bool dx_compile_lstm(builder *b, bool *fused, int32_t sin, int32_t out0);
+/* ---- rnn.c: LSTM and GRU (rows of ops.c's table) ---- */
+bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn);
+bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0);
 
 /* ---- log.c: the compile log ---- */
 void dx_log(program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1255,7 +1255,8 @@ static const dx_op dx_ops[] = {
     {"ReduceMax", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceMin", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"LayerNormalization", STAGE_PLAIN, supports_layernorm, compile_layernorm},
-    {"LSTM", STAGE_PLAIN, dx_supports_lstm, dx_compile_lstm},
+    {"LSTM", STAGE_PLAIN, dx_supports_rnn, dx_compile_rnn},
+    {"GRU", STAGE_PLAIN, dx_supports_rnn, dx_compile_rnn},
 
     /* (the names of eltwise_ops and binary_ops) */
     {"Relu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
