@@ -426,6 +426,31 @@ if check.selected("erf_values"):
         check.expect(np.abs(got - want).max() <= 1e-6 and np.array_equal(np.sign(got[big]), np.sign(want[big])),
                      f"erf_values: Erf on dnnl against torch within 1e-6: {np.abs(got - want).max():.2e}", f"{got} vs {want}")
 
+# a convolution's output that leaves the subgraph and is read by another
+# convolution: one reorder to plain for the boundary, none back (the second
+# reads the blocked copy); both outputs match the CPU
+if check.selected("boundary_one_reorder"):
+    w1, w2 = numpy_helper.from_array(W(16, 4, 3, 3).astype(np.float32), "w1"), numpy_helper.from_array(W(8, 16, 3, 3).astype(np.float32), "w2")
+    path = seamtest.save_model(os.path.join(work, "boundary_one_reorder.onnx"),
+                               [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]),
+                                helper.make_node("Conv", ["c", "w2"], ["y"], pads=[1, 1, 1, 1])],
+                               [vi("x", [2, 4, 9, 9])], [vi("c", [2, 16, 9, 9]), vi("y", [2, 8, 9, 9])], [w1, w2],
+                               name="boundary_one_reorder")
+    np.save(os.path.join(work, "boundary.x.npy"), np.asarray(rng.randn(2, 4, 9, 9), np.float32))
+    res = {}
+    for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--compile-log"])):
+        r = run("run", path, "--input", f"x={work}/boundary.x.npy", *extra, "--output-dir", f"{work}/boundary.{label}")
+        res[label] = r
+    if any(r.returncode for r in res.values()):
+        check.fail(f"boundary_one_reorder: {[r.stderr.strip() for r in res.values()]}")
+    else:
+        reorders = [ln for ln in res["dnnl"].stderr.splitlines() if ": reorder " in ln]
+        from_c = [ln for ln in reorders if "'Conv_1'" in ln and "src abcd," in ln]  # c back to blocked
+        errs = [rel_err(np.load(f"{work}/boundary.dnnl/{o}.npy"), np.load(f"{work}/boundary.cpu/{o}.npy")) for o in ("c", "y")]
+        check.expect(not from_c and max(errs) <= TOL,
+                     f"boundary_one_reorder: the second conv reads the blocked copy ({len(reorders)} reorders in all), "
+                     f"error {max(errs):.2e}", "\n".join(reorders))
+
 # what dnnl cannot do stays on the CPU, with a precise reason, and runs
 if check.selected("resize_cubic"):
     cubic = seamtest.save_model(os.path.join(work, "resize_cubic.onnx"),

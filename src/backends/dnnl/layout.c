@@ -221,7 +221,11 @@ int32_t dx_result_slot(builder *b, const seam_value_info *v, const dnnl_memory_d
         if (dnnl_memory_desc_equal(&plain, md)) return s;
         slot like = b->p->slots[s];
         *final_out = s;
-        return dx_temp_slot(b, &like, md);
+        int32_t t = dx_temp_slot(b, &like, md);
+        /* readers in this subgraph that want md take t: the value crosses
+         * the boundary with one reorder, not one out and one back */
+        if (t >= 0 && b->p->slots[t].has_md) b->p->slots[s].other = t;
+        return t;
     }
     s = dx_add_slot(b->p, v->name, v);
     if (s < 0) return -1;
