@@ -112,12 +112,14 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
                 c.sum_first = alt;
                 n_args = sb >= 0 ? 4 : 3;
                 dnnl_primitive_attr_t attr;
-                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return dnnl_primitive_desc_destroy(pd), false;
+                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from))
+                    return dnnl_primitive_desc_destroy(pd), false;
                 dnnl_convolution_desc_t cd2;
-                if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
-                                                               &any_w, sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl,
-                                                               pr) != dnnl_success ||
-                    dnnl_primitive_desc_create(&pd2, &cd2, attr, dx_ctx.engine, NULL) != dnnl_success)
+                if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct,
+                                                               &any_src, &any_w, sb >= 0 ? &bias : NULL, &dst, strides,
+                                                               dilates, pl, pr) != dnnl_success ||
+                    dnnl_primitive_desc_create(&pd2, &cd2, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) !=
+                        dnnl_success)
                     pd2 = NULL;
                 else if (dx_is_slow_ref(pd2) && !dx_is_slow_ref(pd))
                     dnnl_primitive_desc_destroy(pd2), pd2 = NULL;
@@ -266,7 +268,8 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
         int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t;
         t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t;
     }
-    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return dx_fail(b, "bad B layout"), false;
+    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success)
+        return dx_fail(b, "bad B layout"), false;
     int32_t a = dx_view_slot(p, sw, &wv, &w);
     if (a < 0) return dx_fail(b, "out of memory"), false;
     /* constant weights go in the layout the primitive prefers, reordered
@@ -356,6 +359,8 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
     chain whole = c;
     dnnl_primitive_desc_t pd = NULL;
     const char *changed = NULL;
+    static const char *const how[4] = {"", "the sum first", "the bias Add as the product's bias",
+                                       "the bias Add as the product's bias, the sum first"};
     for (int32_t pass = 0; pass < 2 && !pd; pass++) /* pass 0 takes no reference kernel; pass 1 the first that works */
         for (int32_t keep = whole.n; keep >= 0 && !pd; keep--)
             for (int32_t alt = 0; alt < 4 && !pd; alt++) {
@@ -369,12 +374,13 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
                 dnnl_primitive_attr_t attr = NULL;
                 if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success) continue;
                 if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
-                if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+                if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) !=
+                    dnnl_success)
                     pd = NULL;
                 else if (pass == 0 && dx_is_slow_ref(pd))
                     dnnl_primitive_desc_destroy(pd), pd = NULL;
                 if (attr) dnnl_primitive_attr_destroy(attr);
-                if (pd && (keep < whole.n || alt)) changed = alt == 0 ? "" : alt == 1 ? "the sum first" : alt == 2 ? "the bias Add as the product's bias" : "the bias Add as the product's bias, the sum first";
+                if (pd && (keep < whole.n || alt)) changed = how[alt];
             }
     if (!pd) return dx_fail(b, "oneDNN refuses this matrix product"), false;
     if (changed) log_rearranged(b, &whole, &c, changed);
@@ -437,7 +443,8 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
     if (node_attr_ints(ir, "dilations", &v) == nsp) memcpy(dil, v, sizeof(int64_t) * (size_t)nsp);
     const int64_t *wd = n->inputs[1].dims;
     int64_t cin = n->inputs[0].dims[1], cout = n->outputs[0].dims[1];
-    if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout) return dx_fail(b, "weights do not match the channels and group"), false;
+    if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout)
+        return dx_fail(b, "weights do not match the channels and group"), false;
     int64_t kk = 1, ocg = cout / group, icg = cin / group;
     for (int32_t d = 0; d < nsp; d++) kk *= wd[2 + d];
     slot ws;
@@ -454,7 +461,8 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
     ws.rank = r;
     for (int32_t d = 0; d < r; d++) ws.dims[d] = dims[d];
     dnnl_memory_desc_t wmd, src, bias, any_w, any_dst;
-    if (dnnl_memory_desc_init_by_strides(&wmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad weights"), false;
+    if (dnnl_memory_desc_init_by_strides(&wmd, r, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad weights"), false;
     int32_t wv = dx_view_slot(p, sw, &ws, &wmd);
     if (wv < 0) return dx_fail(b, "out of memory"), false;
     dx_md_of(&p->slots[sin], &src);

@@ -395,7 +395,8 @@ static bool node_is(const seam_subgraph_view *sg, int32_t i, const char *op, con
 
 static bool scalar_const(builder *b, const char *name, float *v) {
     seam_tensor_view c;
-    if (!name || !seam_subgraph_constant(b->sg, name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+    if (!name || !seam_subgraph_constant(b->sg, name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4)
+        return false;
     memcpy(v, c.data, 4);
     return true;
 }
@@ -433,7 +434,8 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     float pw, eps;
     nodes[cnt++] = b->index;
     /* mean -> Sub(x, mean) */
-    if (dx_readers(b, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x)) return false;
+    if (dx_readers(b, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x))
+        return false;
     nodes[cnt++] = rd[0];
     /* d -> Pow(d, 2) and Div(d, ...) */
     int32_t dr[2];
@@ -452,14 +454,17 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
         seam_node_attr_int(m, "keepdims", &kd);
         const int64_t *ax;
         int32_t na;
-        if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1)) return false;
+        if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1))
+            return false;
     }
     nodes[cnt++] = k1;
-    if (dx_readers(b, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps)) return false;
+    if (dx_readers(b, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps))
+        return false;
     nodes[cnt++] = k1;
     if (dx_readers(b, ve, &k1, 1) != 1 || !node_is(sg, k1, "Sqrt", ve, 0, &sd, &other)) return false;
     nodes[cnt++] = k1;
-    if (dx_readers(b, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d)) return false;
+    if (dx_readers(b, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d))
+        return false;
     nodes[cnt++] = k1;
     /* optional scale and shift */
     const char *scale = NULL, *shift = NULL, *end = y, *o;
@@ -555,7 +560,8 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
     b->n = seam_subgraph_node(sg, b->index, b->storage);
     if (!full_shape(&out, &b->n->inputs[0])) return false;
     program *p = b->p;
-    if (p->slots[sin].lazy && (sin = dx_as_plain(b, sin)) < 0) return dx_fail(b, "could not copy input 0 to a dense layout"), false;
+    if (p->slots[sin].lazy && (sin = dx_as_plain(b, sin)) < 0)
+        return dx_fail(b, "could not copy input 0 to a dense layout"), false;
     dnnl_memory_desc_t src;
     dx_md_of(&p->slots[sin], &src);
     dnnl_eltwise_desc_t ed;

@@ -125,7 +125,8 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
     step *st = new_step(b->p);
     if (!st) return dx_fail(b, "out of memory"), false;
     st->scratch = NULL;
-    if (dnnl_primitive_create(&st->prim, pd) != dnnl_success) return dx_fail(b, "oneDNN could not create the primitive"), false;
+    if (dnnl_primitive_create(&st->prim, pd) != dnnl_success)
+        return dx_fail(b, "oneDNN could not create the primitive"), false;
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
     if (sbytes) {
@@ -145,7 +146,8 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
 bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
                  const int32_t *kinds, const int32_t *slots) {
     dnnl_primitive_desc_t pd;
-    if (dnnl_primitive_desc_create(&pd, desc, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success) return dx_fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
+    if (dnnl_primitive_desc_create(&pd, desc, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
     bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
     dnnl_primitive_desc_destroy(pd);
     return ok;
@@ -276,7 +278,8 @@ int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md)
     dnnl_primitive_desc_t rpd;
     dnnl_memory_desc_t src;
     dx_md_of(&b->p->slots[from], &src);
-    if (dnnl_reorder_primitive_desc_create(&rpd, &src, dx_ctx.engine, md, dx_ctx.engine, NULL) != dnnl_success) return -1;
+    if (dnnl_reorder_primitive_desc_create(&rpd, &src, dx_ctx.engine, md, dx_ctx.engine, NULL) != dnnl_success)
+        return -1;
     dnnl_primitive_t rp;
     bool ok = dnnl_primitive_create(&rp, rpd) == dnnl_success;
     dnnl_primitive_desc_destroy(rpd);

@@ -138,7 +138,8 @@ static void post_ops_str(const_dnnl_primitive_desc_t pd, char *out, size_t n) {
         const dnnl_memory_desc_t *md;
         int w;
         if (kind == dnnl_sum) w = snprintf(out + at, n - at, "%ssum", sep);
-        else if (kind == dnnl_eltwise && dnnl_post_ops_get_params_eltwise(po, k, &scale, &alg, &alpha, &beta) == dnnl_success)
+        else if (kind == dnnl_eltwise &&
+                 dnnl_post_ops_get_params_eltwise(po, k, &scale, &alg, &alpha, &beta) == dnnl_success)
             w = snprintf(out + at, n - at, "%s%s", sep, alg_name(alg));
         else if (kind == dnnl_binary && dnnl_post_ops_get_params_binary(po, k, &alg, &md) == dnnl_success)
             w = snprintf(out + at, n - at, "%s%s", sep, alg_name(alg));
@@ -174,8 +175,8 @@ void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd) {
     const chain *c = b->chain;
     size_t at = 0;
     for (int32_t k = 0; c && k < c->n && at + 1 < sizeof(fuses); k++) {
-        int w = snprintf(fuses + at, sizeof(fuses) - at, "%s'%s' (%s)", k ? ", " : "; fuses ", c->name[k] ? c->name[k] : "",
-                         c->op[k] ? c->op[k] : "?");
+        int w = snprintf(fuses + at, sizeof(fuses) - at, "%s'%s' (%s)", k ? ", " : "; fuses ",
+                         c->name[k] ? c->name[k] : "", c->op[k] ? c->op[k] : "?");
         if (w < 0) break;
         at += (size_t)w;
         if (at >= sizeof(fuses)) at = sizeof(fuses) - 1;
@@ -183,7 +184,9 @@ void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd) {
     const seam_node_view *n = b->n;
     const char *name = n->name ? n->name : "";
     dx_log(b->p, "node %d '%s' (%s): %s %s; %s%s%s", n->index, name, n->op_type, kind_name(pd), dx_impl_name(pd), what,
-           fuses, composite_ref(pd) && dx_is_ref(pd) ? (kind_of(pd) == dnnl_rnn ? " (on oneDNN's gemm)" : " (one fast reorder per input)") : "");
+           fuses, !dx_is_ref(pd) || !composite_ref(pd) ? ""
+                  : kind_of(pd) == dnnl_rnn           ? " (on oneDNN's gemm)"
+                                                      : " (one fast reorder per input)");
     if (dx_is_slow_ref(pd))
         dx_log(b->p, "slow: node %d '%s' (%s): oneDNN has only its reference kernel (%s) for this %s (%s%s); fix: %s",
                n->index, name, n->op_type, dx_impl_name(pd), kind_name(pd), what, fuses,

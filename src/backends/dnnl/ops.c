@@ -187,7 +187,8 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
         bool seen[MAXR] = {false};
         for (int32_t d = 0; d < r; d++) {
             perm[d] = pv[d] < 0 ? pv[d] + r : pv[d];
-            if (perm[d] < 0 || perm[d] >= r || seen[perm[d]]) return dx_fail(b, "perm is not a permutation of the axes"), false;
+            if (perm[d] < 0 || perm[d] >= r || seen[perm[d]])
+                return dx_fail(b, "perm is not a permutation of the axes"), false;
             seen[perm[d]] = true;
         }
     } else {
@@ -201,7 +202,8 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
     dnnl_memory_desc_t vmd;
     int32_t rr = r ? r : 1;
     if (!r) dims[0] = 1, strides[0] = 1;
-    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad transpose"), false;
+    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad transpose"), false;
     int32_t v = dx_view_slot(p, sin, &shape, &vmd);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     /* no copy until a reader needs one: a MatMul reads the strided view
@@ -279,7 +281,8 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
         offset += first[d] * st[d];
     }
     dnnl_memory_desc_t vmd;
-    if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad slice"), false;
+    if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad slice"), false;
     int32_t v = dx_view_slot(p, sin, &shape, &vmd);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     p->slots[v].offset = offset * (int64_t)sizeof(float);
@@ -308,7 +311,8 @@ static bool compile_gather(builder *b, bool *fused, int32_t sin, int32_t out0) {
     int64_t axis = node_attr_int(dx_ir(n), "axis", 0), idx;
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= r) return dx_fail(b, "axis out of range"), false;
-    if (dx_const_ints(b, &n->inputs[1], &idx, 1) != 1) return dx_fail(b, "the index must be one int32 or int64 constant"), false;
+    if (dx_const_ints(b, &n->inputs[1], &idx, 1) != 1)
+        return dx_fail(b, "the index must be one int32 or int64 constant"), false;
     int64_t dim = p->slots[sin].dims[axis];
     if (idx < 0) idx += dim;
     if (idx < 0 || idx >= dim) return dx_fail(b, "the index is out of range"), false;
@@ -328,7 +332,8 @@ static bool compile_gather(builder *b, bool *fused, int32_t sin, int32_t out0) {
     int32_t rr = shape.rank ? shape.rank : 1;
     if (!shape.rank) dims[0] = 1, strides[0] = 1;
     dnnl_memory_desc_t vmd;
-    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad gather"), false;
+    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad gather"), false;
     int32_t v = dx_view_slot(p, sin, &shape, &vmd);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     p->slots[v].offset = idx * st[axis] * (int64_t)sizeof(float);
@@ -357,9 +362,11 @@ static bool compile_split(builder *b, bool *fused, int32_t sin, int32_t out0) {
         dnnl_dims_t dims, strides;
         for (int32_t d = 0; d < r; d++) {
             dims[d] = o->dims[d], strides[d] = st[d];
-            if (d != axis && dims[d] != p->slots[sin].dims[d]) return dx_fail(b, "an output's shape does not fit"), false;
+            if (d != axis && dims[d] != p->slots[sin].dims[d])
+                return dx_fail(b, "an output's shape does not fit"), false;
         }
-        if (at + dims[axis] > p->slots[sin].dims[axis]) return dx_fail(b, "the outputs are longer than the input"), false;
+        if (at + dims[axis] > p->slots[sin].dims[axis])
+            return dx_fail(b, "the outputs are longer than the input"), false;
         if (!o->name) {
             at += dims[axis];
             continue;
@@ -367,7 +374,8 @@ static bool compile_split(builder *b, bool *fused, int32_t sin, int32_t out0) {
         slot shape;
         dx_shape_of(&shape, o);
         dnnl_memory_desc_t vmd;
-        if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad split"), false;
+        if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success)
+            return dx_fail(b, "bad split"), false;
         int32_t v = dx_view_slot(p, sin, &shape, &vmd);
         if (v < 0) return dx_fail(b, "out of memory"), false;
         p->slots[v].offset = at * st[axis] * (int64_t)sizeof(float);
@@ -481,7 +489,8 @@ bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *s
     int64_t c = p->slots[sin].dims[p->slots[sin].rank - 1];
     for (int32_t k = 0; k < 2; k++) {
         int32_t t = k ? sh : sc;
-        if (t >= 0 && dx_slot_numel(&p->slots[t]) != c) return dx_fail(b, "scale and bias must have one value per normalized element"), false;
+        if (t >= 0 && dx_slot_numel(&p->slots[t]) != c)
+            return dx_fail(b, "scale and bias must have one value per normalized element"), false;
         if (t >= 0) { /* as a [C] vector, whatever rank the file gives */
             slot v = p->slots[t];
             v.rank = 1, v.dims[0] = c, v.has_md = false;
@@ -603,7 +612,8 @@ static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
     const int64_t *ks;
     conv_geom g;
-    if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2) return dx_refuse(why, wn, "bad kernel_shape");
+    if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2)
+        return dx_refuse(why, wn, "bad kernel_shape");
     return dx_window_geom(n, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, &g, why, wn);
 }
 
@@ -622,7 +632,8 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
             kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
     } else {
         const int64_t *ks;
-        if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp) return dx_fail(b, "bad kernel_shape"), false;
+        if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp)
+            return dx_fail(b, "bad kernel_shape"), false;
         if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
             return false;
         for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
@@ -786,7 +797,8 @@ static bool compile_binary(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dnnl_memory_desc_t m1;
     dx_md_of(&p->slots[s1], &m1);
     dnnl_binary_desc_t bd;
-    if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success) return dx_fail(b, "oneDNN refuses this broadcast"), false;
+    if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this broadcast"), false;
     int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, sd};
     return dx_add_step(b, &bd, NULL, 3, kinds, slots);
 }
@@ -1027,7 +1039,8 @@ static bool binary_step(builder *b, dnnl_alg_kind_t alg, int32_t s0, int32_t s1,
     dnnl_memory_desc_t md;
     dx_md_of(&b->p->slots[s0], &md);
     dnnl_binary_desc_t bd;
-    if (dnnl_binary_desc_init(&bd, alg, &md, &md, &md) != dnnl_success) return dx_fail(b, "oneDNN refuses a binary"), false;
+    if (dnnl_binary_desc_init(&bd, alg, &md, &md, &md) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses a binary"), false;
     int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {s0, s1, to};
     return dx_add_step(b, &bd, NULL, 3, kinds, slots);
 }
@@ -1192,7 +1205,8 @@ static bool compile_pad(builder *b, bool *fused, int32_t sin, int32_t out0) {
     slot *fs = &p->slots[f];
     size_t cnt = (size_t)dx_slot_numel(fs);
     float *fill = malloc(cnt * sizeof(float) + 1);
-    if (!fill || dnnl_memory_set_data_handle(fs->mem, fill) != dnnl_success) return free(fill), dx_fail(b, "out of memory"), false;
+    if (!fill || dnnl_memory_set_data_handle(fs->mem, fill) != dnnl_success)
+        return free(fill), dx_fail(b, "out of memory"), false;
     for (size_t k = 0; k < cnt; k++) fill[k] = ps.value;
     fs->owned = fill, fs->bytes = 0;
     if (!dx_add_reorder(b, f, sd)) return false;

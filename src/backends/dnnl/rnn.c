@@ -45,7 +45,8 @@ static bool attr_strings_are(const ir_node *n, const char *name, const char *con
     if (!a) return true;
     if (a->kind != IR_ATTR_STRINGS || a->n != cnt) return false;
     for (int32_t k = 0; k < cnt; k++)
-        if (a->strings[k].len != strlen(want[k]) || memcmp(a->strings[k].data, want[k], a->strings[k].len)) return false;
+        if (a->strings[k].len != strlen(want[k]) || memcmp(a->strings[k].data, want[k], a->strings[k].len))
+            return false;
     return true;
 }
 
@@ -70,7 +71,8 @@ bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn) {
         node_attr(ir, "activation_alpha") || node_attr(ir, "activation_beta"))
         return dx_refuse(why, wn, "%s with activations other than its defaults is not supported", op);
     if (n->n_inputs > 4 && n->inputs[4].name) return dx_refuse(why, wn, "%s with sequence_lens is not supported", op);
-    if (c.lstm && n->n_inputs > 7 && n->inputs[7].name) return dx_refuse(why, wn, "LSTM with peepholes (P) is not supported");
+    if (c.lstm && n->n_inputs > 7 && n->inputs[7].name)
+        return dx_refuse(why, wn, "LSTM with peepholes (P) is not supported");
     if (n->n_inputs < 3 || !dx_const_input(n, 1) || !dx_const_input(n, 2) || !dx_const_input(n, 3))
         return dx_refuse(why, wn, "%s with weights that are not constant is not supported", op);
     const seam_value_info *x = &n->inputs[0];
@@ -135,7 +137,8 @@ bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
             in = n->inputs[0].dims[2];
     seam_tensor_view wv, rv, bv;
     bool has_b = n->n_inputs > 3 && n->inputs[3].name;
-    if (!seam_subgraph_constant(b->sg, n->inputs[1].name, &wv) || !seam_subgraph_constant(b->sg, n->inputs[2].name, &rv) ||
+    if (!seam_subgraph_constant(b->sg, n->inputs[1].name, &wv) ||
+        !seam_subgraph_constant(b->sg, n->inputs[2].name, &rv) ||
         (has_b && !seam_subgraph_constant(b->sg, n->inputs[3].name, &bv)))
         return dx_fail(b, "W, R and B must be constants"), false;
     if (wv.dtype != SEAM_DTYPE_FLOAT32 || rv.dtype != SEAM_DTYPE_FLOAT32 || (has_b && bv.dtype != SEAM_DTYPE_FLOAT32) ||
@@ -240,14 +243,17 @@ bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
         cl.lstm ? dnnl_lstm_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
                                               sc >= 0 ? &src_iter_c : NULL, &any_wl, &any_wi, &bmd, &dst_layer,
                                               dh >= 0 ? &dst_iter : NULL, dc >= 0 ? &dst_iter_c : NULL, 0)
-        : cl.lbr ? dnnl_lbr_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
-                                                  &any_wl, &any_wi, &bmd, &dst_layer, dh >= 0 ? &dst_iter : NULL, 0)
+        : cl.lbr ? dnnl_lbr_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer,
+                                                  sh >= 0 ? &src_iter : NULL, &any_wl, &any_wi, &bmd, &dst_layer,
+                                                  dh >= 0 ? &dst_iter : NULL, 0)
                  : dnnl_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
                                               &any_wl, &any_wi, &bmd, &dst_layer, dh >= 0 ? &dst_iter : NULL, 0);
-    if (st != dnnl_success || dnnl_primitive_desc_create(&pd, &desc, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+    if (st != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &desc, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this recurrent layer"), false;
     int32_t wl_t = dx_resident_copy(b, swl, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
-    int32_t wi_t = wl_t >= 0 ? dx_resident_copy(b, swi, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1)) : -1;
+    int32_t wi_t = wl_t >= 0 ? dx_resident_copy(b, swi, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1))
+                             : -1;
     if (wi_t < 0) {
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "could not reorder the weights"), false;
@@ -273,7 +279,8 @@ bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
     memset(&ys, 0, sizeof(ys));
     ys.rank = 4;
     for (int32_t d = 0; d < 4; d++) ys.dims[d] = four[d];
-    if (dnnl_memory_desc_init_by_strides(&ymd, 4, ydims, dnnl_f32, ystrides) != dnnl_success) return dx_fail(b, "bad Y"), false;
+    if (dnnl_memory_desc_init_by_strides(&ymd, 4, ydims, dnnl_f32, ystrides) != dnnl_success)
+        return dx_fail(b, "bad Y"), false;
     int32_t from = reshaped(b, dl, 4, four), to = dx_view_slot(p, outs[0], &ys, &ymd);
     if (from < 0 || to < 0) return dx_fail(b, "out of memory"), false;
     return dx_add_reorder(b, from, to);
