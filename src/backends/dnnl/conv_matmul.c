@@ -4,6 +4,7 @@
  * the primitive picks) and MatMul/Gemm (B read in place, or packed once
  * when constant).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
@@ -18,9 +19,22 @@ static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, 
     slots[0] = src, slots[1] = w, slots[2] = dst;
     if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
     bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
+    b->chain = NULL;
     dnnl_primitive_desc_destroy(pd);
     if (ok && final_slot >= 0) ok = dx_add_reorder(b, dst, final_slot);
     return ok;
+}
+
+/* The log line of a post-op chain compiled otherwise than written, because
+ * oneDNN has only its reference kernel for it as written: how (the sum
+ * first, the bias, ...), and where the chain was cut. */
+static void log_rearranged(builder *b, const chain *whole, const chain *c, const char *how) {
+    char cut[200] = "";
+    if (c->n < whole->n)
+        snprintf(cut, sizeof(cut), "%s'%s' (%s) and the nodes after it run as steps of their own", how[0] ? "; " : "",
+                 whole->name[c->n], whole->op[c->n]);
+    dx_log(b->p, "node %d '%s' (%s): compiled otherwise than written, where oneDNN has a fast kernel: %s%s", b->n->index,
+           b->n->name ? b->n->name : "", b->n->op_type, how, cut);
 }
 
 bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
@@ -49,6 +63,8 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     int64_t group = node_attr_int(dx_ir(n), "group", 1);
     dnnl_dims_t pl, pr, strides, dilates;
     if (!dx_window(b, nsp, n->inputs[1].dims + 2, false, strides, dilates, pl, pr)) return false;
+    if (p->slots[sin].pad_pending) /* a zero Pad before it (see compile_pad in ops.c) */
+        for (int32_t d = 0; d < nsp; d++) pl[d] += p->slots[sin].pad_lo[d], pr[d] += p->slots[sin].pad_hi[d];
     int32_t sw = dx_input_slot(b, &n->inputs[1]);
     if (sw < 0) return dx_fail(b, "the weights are not constant"), false;
     /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
@@ -81,21 +97,43 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
     int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
     if (c.n) {
+        /* the chain as collected; then, when oneDNN has only its reference
+         * kernel for it, the sum first, and the chain cut short */
         dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        dnnl_primitive_attr_t attr;
-        if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return dnnl_primitive_desc_destroy(pd), false;
-        dnnl_convolution_desc_t cd2;
+        chain whole = c;
         dnnl_primitive_desc_t pd2 = NULL;
-        if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
-                                                       sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd2, &cd2, attr, dx_ctx.engine, NULL) == dnnl_success) {
+        const char *how = NULL;
+        for (int32_t keep = whole.n; keep > 0 && !pd2; keep--)
+            for (int32_t alt = 0; alt < 2 && !pd2; alt++) {
+                c = whole;
+                dx_chain_cut(&c, keep, &n->outputs[0]);
+                int32_t ks = dx_chain_sum_entry(&c);
+                if (alt && (ks <= 0 || !dx_chain_may_lead(&c, ks))) continue;
+                c.sum_first = alt;
+                n_args = sb >= 0 ? 4 : 3;
+                dnnl_primitive_attr_t attr;
+                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from))
+                    return dnnl_primitive_desc_destroy(pd), false;
+                dnnl_convolution_desc_t cd2;
+                if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct,
+                                                               &any_src, &any_w, sb >= 0 ? &bias : NULL, &dst, strides,
+                                                               dilates, pl, pr) != dnnl_success ||
+                    dnnl_primitive_desc_create(&pd2, &cd2, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) !=
+                        dnnl_success)
+                    pd2 = NULL;
+                else if (dx_is_slow_ref(pd2) && !dx_is_slow_ref(pd))
+                    dnnl_primitive_desc_destroy(pd2), pd2 = NULL;
+                if (attr) dnnl_primitive_attr_destroy(attr);
+                if (pd2 && (keep < whole.n || alt)) how = alt ? "the sum first" : "";
+            }
+        if (pd2) {
             dnnl_primitive_desc_destroy(pd);
             pd = pd2;
             dx_take_chain(&c, fused);
+            if (how) log_rearranged(b, &whole, &c, how);
         } else {
             c.n = 0, n_args = sb >= 0 ? 4 : 3, sum_from = -1; /* oneDNN cannot fuse these: they run on their own */
         }
-        dnnl_primitive_attr_destroy(attr);
     }
     const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
     const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -111,6 +149,7 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "could not lay out the convolution's tensors"), false;
     }
+    b->chain = c.n ? &c : NULL;
     return weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
 }
 
@@ -127,6 +166,52 @@ bool dx_supports_gemm(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported");
     if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
         return dx_refuse(why, wn, "Gemm with a C of rank other than 1 is not supported");
+    return true;
+}
+
+/* Whether the chain has a Reshape-like node. */
+static bool views_in(const chain *c) {
+    for (int32_t k = 0; k < c->n; k++)
+        if (c->is_view[k]) return true;
+    return false;
+}
+
+/* Arrangement `alt` of a matrix product's post-op chain, which oneDNN's
+ * fast kernels may take when they do not take the chain as written (its
+ * gemm-based kernel, without AVX-512, does not take a sum after a binary
+ * Add): bit 0, the sum first; bit 1, the first Add of a row vector (the
+ * bias of a Linear layer) given to the product as its bias (*sb, *bias),
+ * not as a post-op. Both only where the post-ops before them are Adds or
+ * Subs, which commute with them. False when the arrangement does not
+ * apply (or is the one as written). */
+static bool matmul_candidate(builder *b, chain *c, int32_t alt, int64_t n_cols, int32_t r, int32_t *sb,
+                             dnnl_memory_desc_t *bias) {
+    if (alt & 1) {
+        int32_t ks = dx_chain_sum_entry(c);
+        if (ks <= 0 || !dx_chain_may_lead(c, ks)) return false;
+        c->sum_first = true;
+    }
+    if (alt & 2) {
+        if (*sb >= 0) return false;
+        int32_t kb = -1;
+        for (int32_t k = 0; k < c->n && kb < 0; k++) {
+            if (c->is_view[k] || !c->is_binary[k] || c->full[k] || c->alg[k] != dnnl_binary_add) continue;
+            const slot *o = &b->p->slots[c->operand[k]];
+            if (dx_slot_numel(o) == n_cols && o->rank >= 1 && o->dims[o->rank - 1] == n_cols) kb = k;
+        }
+        if (kb < 0 || !dx_chain_may_lead(c, kb)) return false;
+        int32_t s = dx_as_plain(b, c->operand[kb]);
+        if (s < 0) return false;
+        slot bv;
+        memset(&bv, 0, sizeof(bv));
+        bv.rank = r;
+        for (int32_t d = 0; d < r; d++) bv.dims[d] = d == r - 1 ? n_cols : 1;
+        s = dx_view_slot(b->p, s, &bv, NULL);
+        if (s < 0) return false;
+        dx_md_of(&b->p->slots[s], bias);
+        *sb = s;
+        c->skip = kb;
+    }
     return true;
 }
 
@@ -183,7 +268,8 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
         int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t;
         t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t;
     }
-    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success) return dx_fail(b, "bad B layout"), false;
+    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success)
+        return dx_fail(b, "bad B layout"), false;
     int32_t a = dx_view_slot(p, sw, &wv, &w);
     if (a < 0) return dx_fail(b, "out of memory"), false;
     /* constant weights go in the layout the primitive prefers, reordered
@@ -264,27 +350,41 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
     } else {
         tnode = -1;
     }
-    if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success)
-        return dx_fail(b, "oneDNN refuses this matrix product"), false;
+    /* The chain as collected, then other arrangements of it when oneDNN
+     * has only its reference kernel for that one (see matmul_candidate),
+     * then with no chain at all. */
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
-    int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+    int32_t n_args = 3, sum_from = -1, gemm_bias = sb;
     c.prescale = prescale;
-    dnnl_primitive_attr_t attr = NULL;
-    if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
+    chain whole = c;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success) {
-        pd = NULL;
-        if (c.n) { /* oneDNN cannot fuse these: they run on their own (the factor stays) */
-            c.n = 0, c.reshaped = flat, n_args = sb >= 0 ? 4 : 3, result = &n->outputs[0];
-            if (attr) dnnl_primitive_attr_destroy(attr);
-            attr = NULL;
-            if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from) ||
-                dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
-                pd = NULL;
-        }
-    }
-    if (attr) dnnl_primitive_attr_destroy(attr);
+    const char *changed = NULL;
+    static const char *const how[4] = {"", "the sum first", "the bias Add as the product's bias",
+                                       "the bias Add as the product's bias, the sum first"};
+    for (int32_t pass = 0; pass < 2 && !pd; pass++) /* pass 0 takes no reference kernel; pass 1 the first that works */
+        for (int32_t keep = whole.n; keep >= 0 && !pd; keep--)
+            for (int32_t alt = 0; alt < 4 && !pd; alt++) {
+                if ((pass == 1 && alt) || (keep && keep < whole.n && whole.is_view[keep - 1])) continue;
+                c = whole;
+                dx_chain_cut(&c, keep, &n->outputs[0]);
+                c.reshaped = flat || views_in(&c);
+                sb = gemm_bias;
+                if (!matmul_candidate(b, &c, alt, n_cols, r, &sb, &bias)) continue;
+                n_args = sb >= 0 ? 4 : 3;
+                dnnl_primitive_attr_t attr = NULL;
+                if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success) continue;
+                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
+                if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) !=
+                    dnnl_success)
+                    pd = NULL;
+                else if (pass == 0 && dx_is_slow_ref(pd))
+                    dnnl_primitive_desc_destroy(pd), pd = NULL;
+                if (attr) dnnl_primitive_attr_destroy(attr);
+                if (pd && (keep < whole.n || alt)) changed = how[alt];
+            }
     if (!pd) return dx_fail(b, "oneDNN refuses this matrix product"), false;
+    if (changed) log_rearranged(b, &whole, &c, changed);
+    result = c.n ? &c.out : &n->outputs[0];
     dx_take_chain(&c, fused);
     int32_t final_slot = -1;
     int32_t sd;
@@ -308,6 +408,7 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
             return dx_fail(b, "could not reorder the weights"), false;
         }
     }
+    b->chain = c.n ? &c : NULL;
     return weighted_step(b, pd, n_args, kinds, slots, sa, a, sd, sb, final_slot);
 }
 
@@ -342,7 +443,8 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
     if (node_attr_ints(ir, "dilations", &v) == nsp) memcpy(dil, v, sizeof(int64_t) * (size_t)nsp);
     const int64_t *wd = n->inputs[1].dims;
     int64_t cin = n->inputs[0].dims[1], cout = n->outputs[0].dims[1];
-    if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout) return dx_fail(b, "weights do not match the channels and group"), false;
+    if (group < 1 || cin % group || cout % group || wd[0] != cin || wd[1] * group != cout)
+        return dx_fail(b, "weights do not match the channels and group"), false;
     int64_t kk = 1, ocg = cout / group, icg = cin / group;
     for (int32_t d = 0; d < nsp; d++) kk *= wd[2 + d];
     slot ws;
@@ -359,7 +461,8 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
     ws.rank = r;
     for (int32_t d = 0; d < r; d++) ws.dims[d] = dims[d];
     dnnl_memory_desc_t wmd, src, bias, any_w, any_dst;
-    if (dnnl_memory_desc_init_by_strides(&wmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad weights"), false;
+    if (dnnl_memory_desc_init_by_strides(&wmd, r, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad weights"), false;
     int32_t wv = dx_view_slot(p, sw, &ws, &wmd);
     if (wv < 0) return dx_fail(b, "out of memory"), false;
     dx_md_of(&p->slots[sin], &src);

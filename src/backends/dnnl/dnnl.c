@@ -71,7 +71,8 @@ static void dx_init(void) {
 /* Inputs that parameterize a node (a shape, slice bounds, reduction axes)
  * rather than carry data: any integer type, read at compile time. */
 static bool param_input(const seam_node_view *n, int32_t k) {
-    return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops) || is_op(n, "Resize"));
+    return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops) || is_op(n, "Resize") ||
+                      (is_op(n, "Pad") && k != 2) || is_op(n, "Gather") || is_op(n, "Split"));
 }
 
 static bool static_shape(const seam_value_info *v) {
@@ -143,7 +144,7 @@ static void release_program(program *p) {
         free(p->slots[k].owned);
     }
     if (p->stream) dnnl_stream_destroy(p->stream);
-    free(p->slots), free(p->steps), free(p->in_slot), free(p->out_slot), free(p);
+    free(p->slots), free(p->steps), free(p->in_slot), free(p->out_slot), free(p->log), free(p);
 }
 
 static void dnnl_release_compiled(void *ctx, void *compiled) {
@@ -306,7 +307,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     }
     for (int32_t i = 0; i < sg->n_nodes; i++) {
         seam_node_view st;
-        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse, &readers};
+        builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse, &readers, NULL, NULL};
         if (!dx_compile_node(&b, i, fused)) {
             b.n = seam_subgraph_node(sg, i, &st);
             if (p->view_error)
@@ -384,6 +385,12 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
     return SEAM_STATUS_OK;
 }
 
+static const char *dnnl_compile_log(void *ctx, void *compiled) {
+    (void)ctx;
+    const program *p = compiled;
+    return p && p->log ? p->log : "";
+}
+
 static seam_backend dnnl_backend = {
     .abi_version = SEAM_BACKEND_ABI_VERSION,
     .name = "dnnl",
@@ -393,6 +400,7 @@ static seam_backend dnnl_backend = {
     .run = dnnl_run,
     .release_compiled = dnnl_release_compiled,
     .memory = SEAM_MEMORY_HOST,
+    .compile_log = dnnl_compile_log,
     .cost_traits = dnnl_cost_traits,
 };
 

@@ -11,6 +11,8 @@
  *   ops.c          per op a support check and a compile function, the
  *                  table of them (dx_ops), compile_node
  *   conv_matmul.c  the ops with weights: Conv, ConvTranspose, MatMul, Gemm
+ *   rnn.c          LSTM and GRU
+ *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
  * op layer's definitions: attributes (ops/attr.h), window geometry
@@ -52,6 +54,10 @@ typedef struct slot {
                           that need a dense layout make a copy (as_plain) */
     float scale;       /* a MatMul operand's pending factor (see defer_scale) */
     bool constant;     /* a weight or other constant, read in place */
+    bool pad_pending;  /* a zero Pad of the spatial dims left to its reader
+                          (a Conv or AveragePool, see compile_pad): the
+                          slot is the Pad's input, pads added to the window */
+    int64_t pad_lo[MAXR - 2], pad_hi[MAXR - 2];
 } slot;
 
 typedef struct step {
@@ -78,6 +84,9 @@ typedef struct program {
     void *scratch;        /* the scratchpad all steps share (they run one at a time) */
     size_t scratch_bytes;
     bool view_error;      /* a view did not fit the bytes it views */
+    char *log;            /* the compile log (log.c), NUL-terminated, or NULL */
+    size_t log_len, log_cap;
+    bool log_oom;         /* the log stopped growing (no memory) */
 } program;
 
 /* What every program shares: made once for the process (pthread_once, at
@@ -114,12 +123,16 @@ typedef struct builder {
     int32_t index;
     bool fuse;               /* conv + activation post-ops (target option fusion=off) */
     const readers_index *readers;
+    const struct chain *chain; /* the post-op chain of the primitive being made, for the log */
+    const char *ref_fix;       /* the fix a "slow:" line offers for a reference kernel, or NULL */
 } builder;
 
 /* A post-op chain: the nodes a Conv, MatMul or Gemm absorbs (see fuse.c). */
 typedef struct chain {
     int32_t n;                     /* fused nodes */
     int32_t node[MAX_CHAIN];
+    const char *name[MAX_CHAIN];   /* their names and ops, for the log */
+    const char *op[MAX_CHAIN];
     bool is_binary[MAX_CHAIN];
     bool is_view[MAX_CHAIN];       /* a Reshape-like node: bytes unchanged, not a post-op */
     bool clip01[MAX_CHAIN];        /* an eltwise followed by a clip to [0, 1] (HardSigmoid) */
@@ -133,6 +146,10 @@ typedef struct chain {
     float prescale;                /* a factor applied first (defer_scale); 0 or 1: none */
     seam_value_info out;           /* the value the chain ends with */
     int64_t out_dims[MAXR];
+    seam_value_info outs[MAX_CHAIN]; /* each entry's output (to cut the chain short) */
+    int64_t outs_dims[MAX_CHAIN][MAXR];
+    bool sum_first;                /* the sum post-op goes first (dx_chain_may_lead) */
+    int32_t skip;                  /* an entry given to the primitive as its bias, or -1 */
 } chain;
 
 static inline bool is_op(const seam_node_view *n, const char *op) { return strcmp(n->op_type, op) == 0 && !n->domain[0]; }
@@ -199,6 +216,8 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
 bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
                  const int32_t *kinds, const int32_t *slots);
 bool dx_add_reorder(builder *b, int32_t from, int32_t to);
+/* A new intermediate slot shaped like `like`, in layout md. */
+int32_t dx_temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md);
 /* Slot s in layout md: s itself, or a reordered copy. */
 int32_t dx_in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md);
 /* Slot s in the plain ONNX layout (reordered once, then reused). */
@@ -221,6 +240,11 @@ bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix);
 int32_t dx_readers(const builder *b, const char *name, int32_t *out, int32_t max);
 int32_t dx_sole_reader(const builder *b, const char *name);
 void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c);
+int32_t dx_chain_sum_entry(const chain *c);
+bool dx_chain_may_lead(const chain *c, int32_t k);
+/* c cut to its first n entries (its output then theirs; `first` is the
+ * primitive's own output, for n = 0). */
+void dx_chain_cut(chain *c, int32_t n, const seam_value_info *first);
 bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dnnl_primitive_attr_t *attr,
                    int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from);
 int32_t dx_sum_dst(builder *b, const chain *c, int32_t sum_from, const seam_value_info *result,
@@ -230,6 +254,20 @@ void dx_take_chain(const chain *c, bool *fused);
 bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin);
 bool dx_defer_scale(builder *b, int32_t sin);
 bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin);
+
+/* ---- rnn.c: LSTM and GRU (rows of ops.c's table) ---- */
+bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn);
+bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0);
+
+/* ---- log.c: the compile log ---- */
+void dx_log(program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *dx_impl_name(const_dnnl_primitive_desc_t pd);
+/* Whether pd is one of oneDNN's reference kernels ("ref:any", ...). */
+bool dx_is_ref(const_dnnl_primitive_desc_t pd);
+/* A reference kernel that is slow: not oneDNN's concat or sum, which are
+ * made of fast reorders whatever their name. */
+bool dx_is_slow_ref(const_dnnl_primitive_desc_t pd);
+void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd);
 
 /* ---- ops.c: the ops ---- */
 

@@ -99,11 +99,19 @@ static bool reshape_like(const seam_node_view *m) {
     return true;
 }
 
+/* Entry k's output, kept to cut the chain there later. */
+static void keep_out(chain *c, int32_t k) {
+    c->outs[k] = c->out;
+    for (int32_t d = 0; d < c->out.rank && d < MAXR; d++) c->outs_dims[k][d] = c->out.dims[d];
+    c->outs[k].dims = c->outs_dims[k];
+}
+
 /* Fills c with the nodes after the producer of `v` that can become its
  * post-ops (none when fusion is off). Node views are invalidated: the
  * caller fetches its node again. */
 void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c) {
     memset(c, 0, sizeof(*c));
+    c->skip = -1;
     c->out = *v;
     for (int32_t d = 0; d < v->rank && d < MAXR; d++) c->out_dims[d] = v->dims[d], c->prim_dims[d] = v->dims[d];
     c->out.dims = c->out_dims;
@@ -119,10 +127,12 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
             c->is_view[k] = true;
             c->reshaped = true;
             c->node[k] = r;
+            c->name[k] = m->name, c->op[k] = m->op_type;
             c->n++;
             c->out = m->outputs[0];
             for (int32_t d = 0; d < c->out.rank; d++) c->out_dims[d] = m->outputs[0].dims[d];
             c->out.dims = c->out_dims;
+            keep_out(c, k);
             continue;
         }
         if (m->outputs[0].rank != c->out.rank) break;
@@ -160,24 +170,57 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
         }
         m = seam_subgraph_node(b->sg, r, &st);
         c->node[k] = r;
+        c->name[k] = m->name, c->op[k] = m->op_type;
         c->n++;
         c->out = m->outputs[0];
         for (int32_t d = 0; d < c->out.rank && d < MAXR; d++) c->out_dims[d] = m->outputs[0].dims[d];
         c->out.dims = c->out_dims;
+        keep_out(c, k);
     }
+}
+
+void dx_chain_cut(chain *c, int32_t n, const seam_value_info *first) {
+    c->n = n;
+    c->out = n ? c->outs[n - 1] : *first;
+    for (int32_t d = 0; d < c->out.rank && d < MAXR; d++) c->out_dims[d] = c->out.dims[d];
+    c->out.dims = c->out_dims;
+    if (c->skip >= n) c->skip = -1;
+}
+
+/* The entry of the chain that becomes a sum post-op: the first Add of a
+ * whole tensor (-1: none). */
+int32_t dx_chain_sum_entry(const chain *c) {
+    for (int32_t k = 0; k < c->n; k++)
+        if (!c->is_view[k] && c->is_binary[k] && c->full[k] && c->alg[k] == dnnl_binary_add) return k;
+    return -1;
+}
+
+/* Whether entry k of the chain may move to the front of its post-ops (as
+ * a sum, or as the primitive's bias): every post-op before it is an Add or
+ * a Sub, which commute with adding it, and no factor comes first. */
+bool dx_chain_may_lead(const chain *c, int32_t k) {
+    if (c->prescale != 0.0f && c->prescale != 1.0f) return false;
+    for (int32_t j = 0; j < k; j++)
+        if (!c->is_view[j] && !(c->is_binary[j] && (c->alg[j] == dnnl_binary_add || c->alg[j] == dnnl_binary_sub)))
+            return false;
+    return true;
 }
 
 /* The chain's post-ops as a primitive attribute (NULL when empty), and the
  * execution arguments of its binary operands, appended at kinds/slots[*n].
  * A binary operand of the result's shape joins in the layout dst has (it
  * is reordered to it when needed); a broadcast one joins plain, its dims
- * right-aligned with 1s. Returns false on an error (message set). */
+ * right-aligned with 1s. The first Add of a whole tensor becomes a sum
+ * (first of all when c->sum_first); entry c->skip (the primitive's bias)
+ * is left out. Returns false on an error (message set). */
 bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dnnl_primitive_attr_t *attr,
                    int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from) {
     *attr = NULL;
     *sum_from = -1;
     bool scaled = c->prescale != 0.0f && c->prescale != 1.0f;
-    if (!c->n && !scaled) return true;
+    int32_t kept = 0;
+    for (int32_t k = 0; k < c->n; k++) kept += !c->is_view[k] && k != c->skip;
+    if (!kept && !scaled) return true;
     dnnl_post_ops_t po;
     if (dnnl_post_ops_create(&po) != dnnl_success) return dx_fail(b, "out of memory"), false;
     int32_t at = 0; /* post-ops appended so far */
@@ -186,8 +229,12 @@ bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dn
     memset(&prim_shape, 0, sizeof(prim_shape));
     prim_shape.rank = c->prim_rank;
     for (int32_t d = 0; d < c->prim_rank; d++) prim_shape.dims[d] = c->prim_dims[d];
+    int32_t ks = dst ? dx_chain_sum_entry(c) : -1;
+    for (int32_t pass = 0; pass < 2; pass++) /* pass 0: the sum alone, when it leads */
     for (int32_t k = 0; k < c->n; k++) {
-        if (c->is_view[k]) continue;
+        if (pass == 0 && !(c->sum_first && k == ks)) continue;
+        if (pass == 1 && c->sum_first && k == ks) continue;
+        if (c->is_view[k] || k == c->skip) continue;
         if (!c->is_binary[k]) {
             dnnl_post_ops_append_eltwise(po, 1.0f, c->alg[k], c->alpha[k], c->beta[k]), at++;
             if (c->clip01[k]) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 1.0f), at++;
@@ -209,7 +256,7 @@ bool dx_chain_attr(builder *b, const chain *c, const dnnl_memory_desc_t *dst, dn
         /* Adding a whole tensor: a sum post-op (dst += result), with the
          * operand put in dst beforehand (see sum_dst). oneDNN's fast kernels
          * take that, not a same-shape binary post-op. */
-        if (full && dst && c->alg[k] == dnnl_binary_add && *sum_from < 0) {
+        if (k == ks) {
             dnnl_post_ops_append_sum(po, 1.0f), at++;
             *sum_from = s;
             continue;
@@ -348,7 +395,8 @@ static bool node_is(const seam_subgraph_view *sg, int32_t i, const char *op, con
 
 static bool scalar_const(builder *b, const char *name, float *v) {
     seam_tensor_view c;
-    if (!name || !seam_subgraph_constant(b->sg, name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4) return false;
+    if (!name || !seam_subgraph_constant(b->sg, name, &c) || c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes != 4)
+        return false;
     memcpy(v, c.data, 4);
     return true;
 }
@@ -378,7 +426,7 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     bool mask[MAXR];
     int64_t keep = 1;
     seam_node_attr_int(n, "keepdims", &keep);
-    if (!b->fuse || r < 1 || !keep || !dx_reduce_axes(b, r, mask) || !mask[r - 1]) return false;
+    if (r < 1 || !keep || !dx_reduce_axes(b, r, mask) || !mask[r - 1]) return false;
     for (int32_t d = 0; d < r - 1; d++)
         if (mask[d]) return false;
     const char *x = n->inputs[0].name, *mean = n->outputs[0].name, *d, *sq, *var, *ve, *sd, *y, *other;
@@ -386,7 +434,8 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     float pw, eps;
     nodes[cnt++] = b->index;
     /* mean -> Sub(x, mean) */
-    if (dx_readers(b, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x)) return false;
+    if (dx_readers(b, mean, rd, 1) != 1 || !node_is(sg, rd[0], "Sub", mean, 1, &d, &other) || strcmp(other, x))
+        return false;
     nodes[cnt++] = rd[0];
     /* d -> Pow(d, 2) and Div(d, ...) */
     int32_t dr[2];
@@ -405,14 +454,17 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
         seam_node_attr_int(m, "keepdims", &kd);
         const int64_t *ax;
         int32_t na;
-        if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1)) return false;
+        if (!kd || !seam_node_attr_ints(m, "axes", &ax, &na) || na != 1 || (ax[0] != -1 && ax[0] != r - 1))
+            return false;
     }
     nodes[cnt++] = k1;
-    if (dx_readers(b, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps)) return false;
+    if (dx_readers(b, var, &k1, 1) != 1 || !node_is(sg, k1, "Add", var, -1, &ve, &other) || !scalar_const(b, other, &eps))
+        return false;
     nodes[cnt++] = k1;
     if (dx_readers(b, ve, &k1, 1) != 1 || !node_is(sg, k1, "Sqrt", ve, 0, &sd, &other)) return false;
     nodes[cnt++] = k1;
-    if (dx_readers(b, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d)) return false;
+    if (dx_readers(b, sd, &k1, 1) != 1 || k1 != idiv || !node_is(sg, k1, "Div", sd, 1, &y, &other) || strcmp(other, d))
+        return false;
     nodes[cnt++] = k1;
     /* optional scale and shift */
     const char *scale = NULL, *shift = NULL, *end = y, *o;
@@ -508,6 +560,8 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
     b->n = seam_subgraph_node(sg, b->index, b->storage);
     if (!full_shape(&out, &b->n->inputs[0])) return false;
     program *p = b->p;
+    if (p->slots[sin].lazy && (sin = dx_as_plain(b, sin)) < 0)
+        return dx_fail(b, "could not copy input 0 to a dense layout"), false;
     dnnl_memory_desc_t src;
     dx_md_of(&p->slots[sin], &src);
     dnnl_eltwise_desc_t ed;

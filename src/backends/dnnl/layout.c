@@ -125,7 +125,8 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
     step *st = new_step(b->p);
     if (!st) return dx_fail(b, "out of memory"), false;
     st->scratch = NULL;
-    if (dnnl_primitive_create(&st->prim, pd) != dnnl_success) return dx_fail(b, "oneDNN could not create the primitive"), false;
+    if (dnnl_primitive_create(&st->prim, pd) != dnnl_success)
+        return dx_fail(b, "oneDNN could not create the primitive"), false;
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
     if (sbytes) {
@@ -138,20 +139,22 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
     st->n_args = n_args;
     for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
     b->p->n_steps++;
+    dx_log_prim(b, pd);
     return true;
 }
 
 bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
                  const int32_t *kinds, const int32_t *slots) {
     dnnl_primitive_desc_t pd;
-    if (dnnl_primitive_desc_create(&pd, desc, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success) return dx_fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
+    if (dnnl_primitive_desc_create(&pd, desc, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
     bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
     dnnl_primitive_desc_destroy(pd);
     return ok;
 }
 
 /* A new intermediate slot in layout md (a temporary, named for messages). */
-static int32_t temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md) {
+int32_t dx_temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md) {
     int32_t t = dx_add_slot(b->p, like->name, NULL); /* a copy of the value: its name, for read_later */
     if (t < 0) return -1;
     slot *sl = &b->p->slots[t];
@@ -186,7 +189,7 @@ int32_t dx_in_layout(builder *b, int32_t s, const dnnl_memory_desc_t *md) {
     int32_t o = b->p->slots[s].other;
     if (o >= 0 && dnnl_memory_desc_equal(&b->p->slots[o].md, md)) return o; /* made for an earlier reader */
     slot like = b->p->slots[s];
-    int32_t t = temp_slot(b, &like, md);
+    int32_t t = dx_temp_slot(b, &like, md);
     if (t < 0 || !dx_add_reorder(b, s, t)) return -1;
     if (!b->p->slots[s].has_md) b->p->slots[s].other = t; /* a plain value's blocked copy */
     return t;
@@ -200,7 +203,7 @@ int32_t dx_as_plain(builder *b, int32_t s) {
     like.has_md = false;
     dnnl_memory_desc_t md;
     dx_md_of(&like, &md);
-    int32_t t = temp_slot(b, &like, &md);
+    int32_t t = dx_temp_slot(b, &like, &md);
     if (t < 0) return -1;
     b->p->slots[t].has_md = false;
     if (!dx_add_reorder(b, s, t)) return -1;
@@ -220,7 +223,11 @@ int32_t dx_result_slot(builder *b, const seam_value_info *v, const dnnl_memory_d
         if (dnnl_memory_desc_equal(&plain, md)) return s;
         slot like = b->p->slots[s];
         *final_out = s;
-        return temp_slot(b, &like, md);
+        int32_t t = dx_temp_slot(b, &like, md);
+        /* readers in this subgraph that want md take t: the value crosses
+         * the boundary with one reorder, not one out and one back */
+        if (t >= 0 && b->p->slots[t].has_md) b->p->slots[s].other = t;
+        return t;
     }
     s = dx_add_slot(b->p, v->name, v);
     if (s < 0) return -1;
@@ -262,7 +269,7 @@ bool dx_layout_step(builder *b, dnnl_primitive_desc_t pd, int32_t sin, const sea
 /* Weights in layout md, reordered once now into a resident buffer. */
 int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md) {
     slot like = b->p->slots[from];
-    int32_t t = temp_slot(b, &like, md);
+    int32_t t = dx_temp_slot(b, &like, md);
     if (t < 0) return -1;
     slot *ts = &b->p->slots[t]; /* resident: its own buffer, out of the arena */
     ts->owned = malloc(ts->bytes);
@@ -271,7 +278,8 @@ int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md)
     dnnl_primitive_desc_t rpd;
     dnnl_memory_desc_t src;
     dx_md_of(&b->p->slots[from], &src);
-    if (dnnl_reorder_primitive_desc_create(&rpd, &src, dx_ctx.engine, md, dx_ctx.engine, NULL) != dnnl_success) return -1;
+    if (dnnl_reorder_primitive_desc_create(&rpd, &src, dx_ctx.engine, md, dx_ctx.engine, NULL) != dnnl_success)
+        return -1;
     dnnl_primitive_t rp;
     bool ok = dnnl_primitive_create(&rp, rpd) == dnnl_success;
     dnnl_primitive_desc_destroy(rpd);

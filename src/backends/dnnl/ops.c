@@ -5,6 +5,7 @@
  * needs, the patterns tried first).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dnnl_internal.h"
@@ -62,17 +63,16 @@ bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_a
  * clip to [0, 1] follows as a post-op. */
 bool dx_clips_after(const seam_node_view *n) { return is_op(n, "HardSigmoid"); }
 
-/* A primitive attribute with that clip as its post-op (NULL on failure). */
-static dnnl_primitive_attr_t clip01_attr(void) {
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po;
-    if (dnnl_post_ops_create(&po) != dnnl_success) return NULL;
-    bool ok = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 1.0f) == dnnl_success &&
-              dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
-    dnnl_post_ops_destroy(po);
-    if (!ok && attr) dnnl_primitive_attr_destroy(attr), attr = NULL;
-    return attr;
+/* That clip, in place on slot s: an eltwise of its own (oneDNN has only
+ * its reference kernel for an eltwise with an eltwise post-op). */
+static bool clip01_step(builder *b, int32_t s) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[s], &md);
+    dnnl_eltwise_desc_t ed;
+    if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_clip_v2, &md, 0.0f, 1.0f) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses a clip"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {s, s};
+    return dx_add_step(b, &ed, NULL, 2, kinds, slots);
 }
 
 bool dx_window_geom(const seam_node_view *n, const int64_t *kernel, bool ceil_mode, conv_geom *g, char *why,
@@ -108,6 +108,25 @@ dnnl_alg_kind_t dx_binary_alg(const seam_node_view *n) {
     return dnnl_alg_kind_undef;
 }
 
+/* A layout of s's dims with the dims marked `inner` innermost (in their
+ * order), the others outside them in theirs: where oneDNN's softmax and
+ * reduction have fast kernels for an axis that is not the last. */
+static bool inner_md(const slot *s, const bool *inner, dnnl_memory_desc_t *md) {
+    int32_t order[MAXR], n = 0, r = s->rank;
+    for (int32_t d = 0; d < r; d++)
+        if (!inner[d]) order[n++] = d;
+    for (int32_t d = 0; d < r; d++)
+        if (inner[d]) order[n++] = d;
+    dnnl_dims_t dims, strides;
+    int64_t acc = 1;
+    for (int32_t i = r - 1; i >= 0; i--) {
+        int32_t d = order[i];
+        dims[d] = s->dims[d], strides[d] = acc;
+        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
+    }
+    return r >= 1 && dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides) == dnnl_success;
+}
+
 /* One eltwise or binary step in input 0's (blocked) layout. Returns 1
  * when made, 0 when the op does not fit (the caller then goes plain), -1 on
  * an error. */
@@ -120,11 +139,10 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         dnnl_alg_kind_t alg;
         float alpha, beta;
         dnnl_eltwise_desc_t ed;
-        dnnl_primitive_attr_t clip = dx_clips_after(n) ? clip01_attr() : NULL;
-        bool ok = (!dx_clips_after(n) || clip) && dx_eltwise_of(n, b->sg, &alg, &alpha, &beta) &&
+        bool ok = dx_eltwise_of(n, b->sg, &alg, &alpha, &beta) &&
                   dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) == dnnl_success &&
-                  dnnl_primitive_desc_create(&pd, &ed, clip ? clip : dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success;
-        if (clip) dnnl_primitive_attr_destroy(clip);
+                  dnnl_primitive_desc_create(&pd, &ed, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success;
+        if (ok && dx_is_slow_ref(pd)) dnnl_primitive_desc_destroy(pd), ok = false; /* plain has a fast kernel */
         if (!ok) return 0;
         kinds[0] = DNNL_ARG_SRC, slots[0] = sin, n_args = 2;
     } else {
@@ -133,12 +151,13 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
         for (int32_t d = 0; d < p->slots[sin].rank; d++)
             if (p->slots[s1].dims[d] != p->slots[sin].dims[d]) return 0; /* broadcasts go plain */
-        s1 = dx_in_layout(b, s1, &src);
-        if (s1 < 0) return -1;
         dnnl_binary_desc_t bd;
         if (dnnl_binary_desc_init(&bd, alg, &src, &src, &src) != dnnl_success ||
             dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
             return 0;
+        if (dx_is_slow_ref(pd)) return dnnl_primitive_desc_destroy(pd), 0; /* plain has a fast kernel */
+        s1 = dx_in_layout(b, s1, &src);
+        if (s1 < 0) return dnnl_primitive_desc_destroy(pd), -1;
         kinds[0] = DNNL_ARG_SRC_0, slots[0] = sin, kinds[1] = DNNL_ARG_SRC_1, slots[1] = s1, n_args = 3;
     }
     int32_t final_slot = -1;
@@ -150,6 +169,7 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
     kinds[n_args - 1] = DNNL_ARG_DST, slots[n_args - 1] = sd;
     bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
     dnnl_primitive_desc_destroy(pd);
+    if (ok && dx_clips_after(n)) ok = clip01_step(b, sd);
     if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
     return ok ? 1 : -1;
 }
@@ -167,7 +187,8 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
         bool seen[MAXR] = {false};
         for (int32_t d = 0; d < r; d++) {
             perm[d] = pv[d] < 0 ? pv[d] + r : pv[d];
-            if (perm[d] < 0 || perm[d] >= r || seen[perm[d]]) return dx_fail(b, "perm is not a permutation of the axes"), false;
+            if (perm[d] < 0 || perm[d] >= r || seen[perm[d]])
+                return dx_fail(b, "perm is not a permutation of the axes"), false;
             seen[perm[d]] = true;
         }
     } else {
@@ -181,7 +202,8 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
     dnnl_memory_desc_t vmd;
     int32_t rr = r ? r : 1;
     if (!r) dims[0] = 1, strides[0] = 1;
-    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad transpose"), false;
+    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad transpose"), false;
     int32_t v = dx_view_slot(p, sin, &shape, &vmd);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     /* no copy until a reader needs one: a MatMul reads the strided view
@@ -259,7 +281,8 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
         offset += first[d] * st[d];
     }
     dnnl_memory_desc_t vmd;
-    if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success) return dx_fail(b, "bad slice"), false;
+    if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad slice"), false;
     int32_t v = dx_view_slot(p, sin, &shape, &vmd);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     p->slots[v].offset = offset * (int64_t)sizeof(float);
@@ -268,6 +291,104 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
     if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
     p->slots[v].name = n->outputs[0].name;
     p->slots[v].lazy = p->slots[v].has_md;
+    return true;
+}
+
+/* Gather with one constant index (torch's h_n[-1], x[:, 0]): a strided
+ * view of the input at that index, without the axis (a scalar index) or
+ * with it 1 long (a 1-element index). No copy until a reader needs one. */
+static bool supports_gather(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_inputs < 2 || !n->inputs[1].name || !dx_const_input(n, 1) || dx_value_numel(&n->inputs[1]) != 1 ||
+        n->inputs[1].rank > 1)
+        return dx_refuse(why, wn, "Gather is supported only with one constant index (dnnl has no gather)");
+    return true;
+}
+
+static bool compile_gather(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    int64_t axis = node_attr_int(dx_ir(n), "axis", 0), idx;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return dx_fail(b, "axis out of range"), false;
+    if (dx_const_ints(b, &n->inputs[1], &idx, 1) != 1)
+        return dx_fail(b, "the index must be one int32 or int64 constant"), false;
+    int64_t dim = p->slots[sin].dims[axis];
+    if (idx < 0) idx += dim;
+    if (idx < 0 || idx >= dim) return dx_fail(b, "the index is out of range"), false;
+    int64_t st[MAXR];
+    dx_dense_strides(&p->slots[sin], st);
+    slot shape;
+    dx_shape_of(&shape, &n->outputs[0]);
+    bool keep = n->inputs[1].rank == 1;
+    if (shape.rank != (keep ? r : r - 1)) return dx_fail(b, "the inferred output rank does not fit"), false;
+    dnnl_dims_t dims, strides;
+    for (int32_t d = 0, o = 0; d < r; d++) {
+        if (d == axis && !keep) continue;
+        dims[o] = d == axis ? 1 : p->slots[sin].dims[d], strides[o] = st[d];
+        if (dims[o] != shape.dims[o]) return dx_fail(b, "the inferred output shape does not fit"), false;
+        o++;
+    }
+    int32_t rr = shape.rank ? shape.rank : 1;
+    if (!shape.rank) dims[0] = 1, strides[0] = 1;
+    dnnl_memory_desc_t vmd;
+    if (dnnl_memory_desc_init_by_strides(&vmd, rr, dims, dnnl_f32, strides) != dnnl_success)
+        return dx_fail(b, "bad gather"), false;
+    int32_t v = dx_view_slot(p, sin, &shape, &vmd);
+    if (v < 0) return dx_fail(b, "out of memory"), false;
+    p->slots[v].offset = idx * st[axis] * (int64_t)sizeof(float);
+    int32_t sd = dx_slot_of(p, n->outputs[0].name);
+    if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
+    p->slots[v].name = n->outputs[0].name;
+    p->slots[v].lazy = p->slots[v].has_md;
+    return true;
+}
+
+/* Split: each output a strided view of the input (its part along the
+ * axis, the sizes the outputs' inferred shapes give), copied only when a
+ * reader needs it dense. */
+static bool compile_split(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t r = p->slots[sin].rank;
+    int64_t axis = node_attr_int(dx_ir(n), "axis", 0), st[MAXR], at = 0;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return dx_fail(b, "axis out of range"), false;
+    dx_dense_strides(&p->slots[sin], st);
+    for (int32_t k = 0; k < n->n_outputs; k++) {
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        const seam_value_info *o = &n->outputs[k];
+        if (o->rank != r) return dx_fail(b, "an output's rank differs from the input's"), false;
+        dnnl_dims_t dims, strides;
+        for (int32_t d = 0; d < r; d++) {
+            dims[d] = o->dims[d], strides[d] = st[d];
+            if (d != axis && dims[d] != p->slots[sin].dims[d])
+                return dx_fail(b, "an output's shape does not fit"), false;
+        }
+        if (at + dims[axis] > p->slots[sin].dims[axis])
+            return dx_fail(b, "the outputs are longer than the input"), false;
+        if (!o->name) {
+            at += dims[axis];
+            continue;
+        }
+        slot shape;
+        dx_shape_of(&shape, o);
+        dnnl_memory_desc_t vmd;
+        if (dnnl_memory_desc_init_by_strides(&vmd, r, dims, dnnl_f32, strides) != dnnl_success)
+            return dx_fail(b, "bad split"), false;
+        int32_t v = dx_view_slot(p, sin, &shape, &vmd);
+        if (v < 0) return dx_fail(b, "out of memory"), false;
+        p->slots[v].offset = at * st[axis] * (int64_t)sizeof(float);
+        at += dims[axis];
+        int32_t sd = dx_slot_of(p, o->name);
+        if (sd >= 0) {
+            if (!dx_add_reorder(b, v, sd)) return false; /* a boundary output */
+            continue;
+        }
+        p->slots[v].name = o->name;
+        p->slots[v].lazy = p->slots[v].has_md;
+    }
+    if (at != p->slots[sin].dims[axis]) return dx_fail(b, "the outputs do not cover the input"), false;
     return true;
 }
 
@@ -323,9 +444,38 @@ static bool compile_reduce(builder *b, bool *fused, int32_t sin, int32_t out0) {
     dnnl_alg_kind_t alg = is_op(n, "ReduceMean") ? dnnl_reduction_mean : is_op(n, "ReduceSum") ? dnnl_reduction_sum
                           : is_op(n, "ReduceMax") ? dnnl_reduction_max : dnnl_reduction_min;
     dnnl_reduction_desc_t rd;
-    if (dnnl_reduction_desc_init(&rd, alg, &src, &dst, 0.0f, 0.0f) != dnnl_success) return dx_fail(b, "oneDNN refuses this reduction"), false;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_reduction_desc_init(&rd, alg, &src, &dst, 0.0f, 0.0f) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &rd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this reduction"), false;
+    /* oneDNN's fast reduction wants the reduced axes last: otherwise the
+     * input is reordered to a layout where they are innermost, seen as
+     * [kept, reduced] (plain), reduced into the output seen as [kept, 1]
+     * (the kept axes keep their order: the same bytes) */
+    dnnl_memory_desc_t isrc, src2, dst2;
+    dnnl_primitive_desc_t ipd = NULL;
+    slot s2, d2;
+    dx_shape_of(&s2, &n->outputs[0]);
+    s2.rank = 2, s2.dims[0] = 1, s2.dims[1] = 1;
+    for (int32_t d = 0; d < r; d++) s2.dims[mask[d] ? 1 : 0] *= p->slots[sin].dims[d];
+    d2 = s2, d2.dims[1] = 1;
+    if (dx_is_slow_ref(pd) && inner_md(&p->slots[sin], mask, &isrc) && dx_md_of(&s2, &src2) && dx_md_of(&d2, &dst2) &&
+        dnnl_reduction_desc_init(&rd, alg, &src2, &dst2, 0.0f, 0.0f) == dnnl_success &&
+        dnnl_primitive_desc_create(&ipd, &rd, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success &&
+        dx_is_slow_ref(ipd))
+        dnnl_primitive_desc_destroy(ipd), ipd = NULL;
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, dv};
-    return dx_add_step(b, &rd, NULL, 2, kinds, slots);
+    if (ipd) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = ipd;
+        int32_t t = dx_in_layout(b, sin, &isrc);
+        slots[0] = t >= 0 ? dx_view_slot(p, t, &s2, NULL) : -1;
+        slots[1] = dx_view_slot(p, sd, &d2, NULL);
+        if (slots[0] < 0 || slots[1] < 0) return dnnl_primitive_desc_destroy(pd), dx_fail(b, "out of memory"), false;
+    }
+    bool ok = dx_add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
 }
 
 /* Layer normalization over the last axis, with optional scale and shift
@@ -339,7 +489,8 @@ bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *s
     int64_t c = p->slots[sin].dims[p->slots[sin].rank - 1];
     for (int32_t k = 0; k < 2; k++) {
         int32_t t = k ? sh : sc;
-        if (t >= 0 && dx_slot_numel(&p->slots[t]) != c) return dx_fail(b, "scale and bias must have one value per normalized element"), false;
+        if (t >= 0 && dx_slot_numel(&p->slots[t]) != c)
+            return dx_fail(b, "scale and bias must have one value per normalized element"), false;
         if (t >= 0) { /* as a [C] vector, whatever rank the file gives */
             slot v = p->slots[t];
             v.rank = 1, v.dims[0] = c, v.has_md = false;
@@ -461,7 +612,8 @@ static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
     const int64_t *ks;
     conv_geom g;
-    if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2) return dx_refuse(why, wn, "bad kernel_shape");
+    if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2)
+        return dx_refuse(why, wn, "bad kernel_shape");
     return dx_window_geom(n, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, &g, why, wn);
 }
 
@@ -480,7 +632,8 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
             kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
     } else {
         const int64_t *ks;
-        if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp) return dx_fail(b, "bad kernel_shape"), false;
+        if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp)
+            return dx_fail(b, "bad kernel_shape"), false;
         if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
             return false;
         for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
@@ -488,6 +641,11 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max
                           : node_attr_int(dx_ir(n), "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
                                                                            : dnnl_pooling_avg_exclude_padding;
+    if (p->slots[sin].pad_pending) { /* a zero Pad before it (see compile_pad): its zeros count */
+        if (global || alg == dnnl_pooling_max) return dx_fail(b, "a Pad left to a pool that cannot take it"), false;
+        alg = dnnl_pooling_avg_include_padding;
+        for (int32_t d = 0; d < nsp; d++) pl[d] += p->slots[sin].pad_lo[d], pr[d] += p->slots[sin].pad_hi[d];
+    }
     dnnl_memory_desc_t any_dst;
     dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t pld;
@@ -528,10 +686,47 @@ static bool compile_batchnorm(builder *b, bool *fused, int32_t sin, int32_t sd) 
 
 /* Clip's bounds and Pow's exponent become the eltwise's parameters: they
  * must be constants (compile reads them). */
+/* Clip's bounds: constants (an eltwise, fused into a producer's post-ops)
+ * or values computed or given at run time (binary max and min, see
+ * clip_at_run_time); one float each. */
 static bool supports_clip(const seam_node_view *n, char *why, size_t wn) {
-    if (!dx_const_input(n, 1) || !dx_const_input(n, 2))
-        return dx_refuse(why, wn, "Clip with computed bounds is not supported (oneDNN needs them at compile time)");
+    for (int32_t k = 1; k < n->n_inputs && k < 3; k++)
+        if (n->inputs[k].name && (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 || dx_value_numel(&n->inputs[k]) != 1))
+            return dx_refuse(why, wn, "Clip with a bound that is not one float32 is not supported");
     return true;
+}
+
+/* Clip whose bounds are known only at run time: max with the lower bound,
+ * then min with the upper one (in place), each bound a one-element operand
+ * broadcast over x. */
+static bool clip_at_run_time(builder *b, int32_t sin, int32_t sd) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    dnnl_memory_desc_t dst;
+    dx_md_of(&p->slots[sd], &dst);
+    int32_t from = sin, r = p->slots[sd].rank;
+    for (int32_t k = 1; k < n->n_inputs && k < 3; k++) {
+        if (!n->inputs[k].name) continue;
+        int32_t s = dx_input_slot(b, &n->inputs[k]);
+        if (s >= 0) s = dx_as_plain(b, s);
+        if (s < 0) return dx_fail(b, "a bound is not available"), false;
+        slot one;
+        memset(&one, 0, sizeof(one));
+        one.rank = r ? r : 1;
+        for (int32_t d = 0; d < one.rank; d++) one.dims[d] = 1;
+        s = dx_view_slot(p, s, &one, NULL);
+        if (s < 0) return dx_fail(b, "a bound is not one value"), false;
+        dnnl_memory_desc_t src, m1;
+        dx_md_of(&p->slots[from], &src);
+        dx_md_of(&p->slots[s], &m1);
+        dnnl_binary_desc_t bd;
+        if (dnnl_binary_desc_init(&bd, k == 1 ? dnnl_binary_max : dnnl_binary_min, &src, &m1, &dst) != dnnl_success)
+            return dx_fail(b, "oneDNN refuses this Clip"), false;
+        int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {from, s, sd};
+        if (!dx_add_step(b, &bd, NULL, 3, kinds, slots)) return false;
+        from = sd;
+    }
+    return from == sd || dx_add_reorder(b, sin, sd); /* no bounds: a copy */
 }
 
 static bool supports_pow(const seam_node_view *n, char *why, size_t wn) {
@@ -548,16 +743,15 @@ static bool compile_eltwise(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dx_md_of(&p->slots[sd], &dst);
     dnnl_alg_kind_t alg;
     float alpha, beta;
-    if (!dx_eltwise_of(n, b->sg, &alg, &alpha, &beta)) return dx_fail(b, "not expressible as one oneDNN eltwise (e.g. Clip with a non-constant bound)"), false;
+    if (!dx_eltwise_of(n, b->sg, &alg, &alpha, &beta)) {
+        if (is_op(n, "Clip")) return clip_at_run_time(b, sin, sd);
+        return dx_fail(b, "not expressible as one oneDNN eltwise"), false;
+    }
     dnnl_eltwise_desc_t ed;
     if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &src, alpha, beta) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this eltwise"), false;
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
-    dnnl_primitive_attr_t clip = dx_clips_after(n) ? clip01_attr() : NULL;
-    if (dx_clips_after(n) && !clip) return dx_fail(b, "out of memory"), false;
-    bool ok = dx_add_step(b, &ed, clip, 2, kinds, slots);
-    if (clip) dnnl_primitive_attr_destroy(clip);
-    return ok;
+    return dx_add_step(b, &ed, NULL, 2, kinds, slots) && (!dx_clips_after(n) || clip01_step(b, sd));
 }
 
 static bool supports_binary(const seam_node_view *n, char *why, size_t wn) {
@@ -603,7 +797,8 @@ static bool compile_binary(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dnnl_memory_desc_t m1;
     dx_md_of(&p->slots[s1], &m1);
     dnnl_binary_desc_t bd;
-    if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success) return dx_fail(b, "oneDNN refuses this broadcast"), false;
+    if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &dst) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this broadcast"), false;
     int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, sd};
     return dx_add_step(b, &bd, NULL, 3, kinds, slots);
 }
@@ -623,12 +818,37 @@ static bool compile_softmax(builder *b, bool *fused, int32_t sin, int32_t sd) {
     seam_node_attr_int(n, "axis", &axis);
     if (n->opset < 13) return dx_fail(b, "Softmax before opset 13 (2-D coercion) is not supported"), false;
     if (axis < 0) axis += n->inputs[0].rank;
+    dnnl_alg_kind_t alg = is_op(n, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log;
     dnnl_softmax_v2_desc_t sd2;
-    if (dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, is_op(n, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log,
-                                          &src, &dst, (int)axis) != dnnl_success)
+    dnnl_primitive_desc_t pd;
+    if (axis < 0 || axis >= src.ndims ||
+        dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, alg, &src, &dst, (int)axis) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &sd2, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this softmax"), false;
+    /* oneDNN's fast softmax wants its axis innermost: on another axis, the
+     * input is reordered to a layout where it is, and the result back */
+    bool inner[MAXR] = {false};
+    inner[axis] = true;
+    dnnl_memory_desc_t imd;
+    dnnl_primitive_desc_t ipd = NULL;
+    if (dx_is_slow_ref(pd) && inner_md(&p->slots[sin], inner, &imd) &&
+        dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, alg, &imd, &imd, (int)axis) == dnnl_success &&
+        dnnl_primitive_desc_create(&ipd, &sd2, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success &&
+        dx_is_slow_ref(ipd))
+        dnnl_primitive_desc_destroy(ipd), ipd = NULL;
+    if (ipd) {
+        dnnl_primitive_desc_destroy(pd);
+        slot like = p->slots[sin];
+        int32_t t = dx_in_layout(b, sin, &imd), t2 = t >= 0 ? dx_temp_slot(b, &like, &imd) : -1;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {t, t2};
+        bool ok = t2 >= 0 && dx_add_prim(b, ipd, 2, kinds, slots) && dx_add_reorder(b, t2, sd);
+        dnnl_primitive_desc_destroy(ipd);
+        return ok || (dx_fail(b, "out of memory"), false);
+    }
     int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
-    return dx_add_step(b, &sd2, NULL, 2, kinds, slots);
+    bool ok = dx_add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
 }
 
 static bool supports_sum(const seam_node_view *n, char *why, size_t wn) {
@@ -803,17 +1023,219 @@ static bool compile_concat(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return ok;
 }
 
-/* Erf runs only inside the GELU pattern, which Div or Mul before it claims
- * (dx_compile_gelu_pattern): its producer must be one. */
-static bool supports_erf(const seam_node_view *n, char *why, size_t wn) {
-    if (!(n->input_producers && n->input_producers[0] &&
-          (!strcmp(n->input_producers[0], "Div") || !strcmp(n->input_producers[0], "Mul"))))
-        return dx_refuse(why, wn, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))");
+/* One eltwise step from slot `from` to slot `to` (the same slot: in place). */
+static bool eltwise_step(builder *b, dnnl_alg_kind_t alg, float alpha, float beta, int32_t from, int32_t to) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[from], &md);
+    dnnl_eltwise_desc_t ed;
+    if (dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &md, alpha, beta) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses an eltwise"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {from, to};
+    return dx_add_step(b, &ed, NULL, 2, kinds, slots);
+}
+
+/* One same-shape binary step: to = s0 op s1 (to may be s0: in place). */
+static bool binary_step(builder *b, dnnl_alg_kind_t alg, int32_t s0, int32_t s1, int32_t to) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[s0], &md);
+    dnnl_binary_desc_t bd;
+    if (dnnl_binary_desc_init(&bd, alg, &md, &md, &md) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses a binary"), false;
+    int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {s0, s1, to};
+    return dx_add_step(b, &bd, NULL, 3, kinds, slots);
+}
+
+/* Erf inside the GELU pattern is one gelu_erf eltwise (the Div or Mul
+ * before it claims the pattern: dx_compile_gelu_pattern). Elsewhere, as
+ * oneDNN 2.6 has no erf: Abramowitz and Stegun's 7.1.26 (absolute error
+ * below 1.5e-7), in elementwise steps:
+ *     a = |x|, t = 1 / (1 + p a), r = 1 - t (a1 + t (a2 + ... + t a5)) exp(-a^2)
+ *     erf(x) = r x / max(a, tiny)        (the sign of x; 0 at 0, where r is 0)
+ * Seventeen passes over the tensor where one would do: a slow: line says so. */
+static bool compile_erf(builder *b, bool *fused, int32_t sin, int32_t sd) {
+    static const float p = 0.3275911f, c[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
+    program *p_ = b->p;
+    dnnl_memory_desc_t md;
+    dx_md_of(&p_->slots[sd], &md);
+    slot like = p_->slots[sd]; /* (a copy: new slots move the array) */
+    like.name = "(erf)";
+    int32_t a = dx_temp_slot(b, &like, &md), t = dx_temp_slot(b, &like, &md), q = dx_temp_slot(b, &like, &md);
+    if (a < 0 || t < 0 || q < 0) return dx_fail(b, "out of memory"), false;
+    bool ok = eltwise_step(b, dnnl_eltwise_abs, 0, 0, sin, a) && eltwise_step(b, dnnl_eltwise_linear, p, 1, a, t) &&
+              eltwise_step(b, dnnl_eltwise_pow, 1, -1, t, t) && eltwise_step(b, dnnl_eltwise_linear, c[4], c[3], t, q);
+    for (int32_t k = 2; ok && k >= 0; k--) /* Horner: q = q t + c[k] */
+        ok = binary_step(b, dnnl_binary_mul, q, t, q) && eltwise_step(b, dnnl_eltwise_linear, 1, c[k], q, q);
+    ok = ok && binary_step(b, dnnl_binary_mul, q, t, q) &&                      /* the polynomial */
+         eltwise_step(b, dnnl_eltwise_square, 0, 0, a, t) && eltwise_step(b, dnnl_eltwise_exp, 0, 0, t, t) &&
+         binary_step(b, dnnl_binary_div, q, t, q) &&                              /* times exp(-a^2) */
+         eltwise_step(b, dnnl_eltwise_linear, -1, 1, q, q) &&                     /* r */
+         eltwise_step(b, dnnl_eltwise_clip_v2, 1e-30f, 3.4e38f, a, a) && binary_step(b, dnnl_binary_div, sin, a, t) &&
+         binary_step(b, dnnl_binary_mul, q, t, sd);
+    if (ok)
+        dx_log(p_, "slow: node %d '%s' (Erf): oneDNN 2.6 has no erf: outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2))) "
+                   "it runs as %d elementwise steps; fix: none needed (|error| < 1.5e-7); for speed, keep it on the CPU "
+                   "(--cpu-ops Erf) when its neighbours are there too",
+               b->n->index, b->n->name ? b->n->name : "", 17);
+    return ok;
+}
+
+/* ---- Pad ----
+ * Constant mode, with any pads (negative ones crop) and value: a copy of a
+ * resident buffer filled with the value, then the input (cropped) copied
+ * into its place. A zero Pad of the spatial dims read only by a Conv, or
+ * by an AveragePool without pads of its own, is left to that reader: its
+ * window takes the pads (oneDNN pads with zeros; the pool then counts the
+ * padded cells, as it counts the Pad's zeros), and no step is made. */
+
+typedef struct pad_spec {
+    int32_t rank;
+    int64_t lo[MAXR], hi[MAXR];
+    float value;
+} pad_spec;
+
+/* The pads and value of Pad node n (attributes before opset 11, constant
+ * inputs from it); false with the reason. */
+static bool pad_of(builder *b, const seam_node_view *n, pad_spec *ps, const char **why) {
+    int32_t r = n->inputs[0].rank;
+    int64_t pads[2 * MAXR], axes[MAXR];
+    int32_t np = -1, na = -1;
+    ps->rank = r, ps->value = 0;
+    if (n->opset < 11) {
+        const int64_t *v;
+        int32_t c;
+        if (seam_node_attr_ints(n, "pads", &v, &c) && c <= 2 * MAXR) memcpy(pads, v, 8 * (size_t)c), np = c;
+        seam_node_attr_float(n, "value", &ps->value);
+    } else {
+        np = n->n_inputs > 1 ? dx_const_ints(b, &n->inputs[1], pads, 2 * MAXR) : -1;
+        if (n->n_inputs > 2 && n->inputs[2].name && !const_scalar(b->sg, &n->inputs[2], &ps->value)) {
+            *why = "Pad with a constant_value that is not one float32 constant is not supported by dnnl";
+            return false;
+        }
+        if (n->n_inputs > 3 && n->inputs[3].name && (na = dx_const_ints(b, &n->inputs[3], axes, MAXR)) < 0) {
+            *why = "Pad's axes must be a constant";
+            return false;
+        }
+    }
+    int32_t nax = na >= 0 ? na : r;
+    if (np != 2 * nax) {
+        *why = "Pad's pads must be a constant with two values per axis";
+        return false;
+    }
+    for (int32_t d = 0; d < r; d++) ps->lo[d] = ps->hi[d] = 0;
+    for (int32_t k = 0; k < nax; k++) {
+        int64_t a = na >= 0 ? (axes[k] < 0 ? axes[k] + r : axes[k]) : k;
+        if (a < 0 || a >= r) {
+            *why = "Pad has an axis out of range";
+            return false;
+        }
+        ps->lo[a] = pads[k], ps->hi[a] = pads[nax + k];
+    }
+    for (int32_t d = 0; d < r; d++)
+        if (n->inputs[0].dims[d] + ps->lo[d] + ps->hi[d] != n->outputs[0].dims[d]) {
+            *why = "Pad's pads do not give its output's shape";
+            return false;
+        }
     return true;
 }
 
-static bool compile_erf(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    return dx_fail(b, "Erf outside the GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2)))"), false;
+static bool supports_pad(const seam_node_view *n, char *why, size_t wn) {
+    const char *mode = node_attr_string(dx_ir(n), "mode", "constant");
+    if (strcmp(mode, "constant")) return dx_refuse(why, wn, "Pad mode=%s is not supported (only constant)", mode);
+    if (n->opset >= 11)
+        for (int32_t k = 1; k < n->n_inputs; k++)
+            if (!dx_const_input(n, k)) return dx_refuse(why, wn, "Pad with a computed input %d is not supported", k);
+    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].dtype != SEAM_DTYPE_FLOAT32)
+        return dx_refuse(why, wn, "Pad with a constant_value that is not float32 is not supported");
+    return true;
+}
+
+/* Whether the Pad's sole reader m takes its pads into its window. */
+static bool pad_foldable(const pad_spec *ps, const seam_node_view *m, const char *out) {
+    int32_t r = ps->rank;
+    if (ps->value != 0 || r < 3 || r > 5 || ps->lo[0] || ps->hi[0] || ps->lo[1] || ps->hi[1]) return false;
+    for (int32_t d = 2; d < r; d++)
+        if (ps->lo[d] < 0 || ps->hi[d] < 0) return false;
+    if (!m->n_inputs || !m->inputs[0].name || strcmp(m->inputs[0].name, out)) return false;
+    for (int32_t k = 1; k < m->n_inputs; k++)
+        if (m->inputs[k].name && !strcmp(m->inputs[k].name, out)) return false;
+    if (is_op(m, "Conv")) return true;
+    if (!is_op(m, "AveragePool") || node_attr_int(dx_ir(m), "ceil_mode", 0)) return false;
+    if (strcmp(node_attr_string(dx_ir(m), "auto_pad", "NOTSET"), "NOTSET")) return false;
+    const int64_t *pads;
+    int32_t c = node_attr_ints(dx_ir(m), "pads", &pads);
+    for (int32_t k = 0; k < c; k++)
+        if (pads[k]) return false;
+    return true;
+}
+
+static bool compile_pad(builder *b, bool *fused, int32_t sin, int32_t out0) {
+    program *p = b->p;
+    pad_spec ps;
+    const char *why = NULL;
+    if (!pad_of(b, b->n, &ps, &why)) return dx_fail(b, why), false;
+    const char *out = b->n->outputs[0].name;
+    int32_t rd = b->fuse ? dx_sole_reader(b, out) : -1;
+    seam_node_view st;
+    const seam_node_view *m = rd >= 0 ? seam_subgraph_node(b->sg, rd, &st) : NULL;
+    bool fold = m && pad_foldable(&ps, m, out);
+    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (fold && !p->slots[sin].pad_pending) {
+        slot shape = p->slots[sin];
+        int32_t v = dx_view_slot(p, sin, &shape, shape.has_md ? &shape.md : NULL);
+        if (v < 0) return dx_fail(b, "out of memory"), false;
+        p->slots[v].name = out;
+        p->slots[v].pad_pending = true;
+        for (int32_t d = 2; d < ps.rank; d++) p->slots[v].pad_lo[d - 2] = ps.lo[d], p->slots[v].pad_hi[d - 2] = ps.hi[d];
+        dx_log(p, "node %d '%s' (Pad): no step: its pads go to the window of node %d '%s' (%s)", n->index, n->name,
+               m->index, m->name, m->op_type);
+        return true;
+    }
+    if (p->slots[sin].pad_pending) return dx_fail(b, "a Pad of a Pad left to its reader"), false; /* (not made) */
+    sin = dx_as_plain(b, sin);
+    int32_t sd = sin >= 0 ? dx_output_slot(b, &n->outputs[0]) : -1;
+    if (sd < 0) return dx_fail(b, "out of memory"), false;
+    slot os = p->slots[sd];
+    if (!dx_slot_numel(&os)) return true;
+    /* the fill: a resident buffer of the output's shape */
+    dnnl_memory_desc_t omd;
+    dx_md_of(&os, &omd);
+    os.name = "(pad value)";
+    int32_t f = dx_temp_slot(b, &os, &omd);
+    if (f < 0) return dx_fail(b, "out of memory"), false;
+    slot *fs = &p->slots[f];
+    size_t cnt = (size_t)dx_slot_numel(fs);
+    float *fill = malloc(cnt * sizeof(float) + 1);
+    if (!fill || dnnl_memory_set_data_handle(fs->mem, fill) != dnnl_success)
+        return free(fill), dx_fail(b, "out of memory"), false;
+    for (size_t k = 0; k < cnt; k++) fill[k] = ps.value;
+    fs->owned = fill, fs->bytes = 0;
+    if (!dx_add_reorder(b, f, sd)) return false;
+    /* the input's kept part, into its place */
+    int64_t ist[MAXR], ost[MAXR], ioff = 0, ooff = 0;
+    dx_plain_strides(&p->slots[sin], ist);
+    dx_plain_strides(&p->slots[sd], ost);
+    slot part;
+    memset(&part, 0, sizeof(part));
+    part.rank = ps.rank;
+    dnnl_dims_t dims, istr, ostr;
+    for (int32_t d = 0; d < ps.rank; d++) {
+        int64_t crop_lo = ps.lo[d] < 0 ? -ps.lo[d] : 0, crop_hi = ps.hi[d] < 0 ? -ps.hi[d] : 0;
+        dims[d] = part.dims[d] = p->slots[sin].dims[d] - crop_lo - crop_hi;
+        if (dims[d] <= 0) return true; /* nothing of the input is kept */
+        istr[d] = ist[d], ostr[d] = ost[d];
+        ioff += crop_lo * ist[d], ooff += (ps.lo[d] > 0 ? ps.lo[d] : 0) * ost[d];
+    }
+    int32_t r = ps.rank ? ps.rank : 1;
+    if (!ps.rank) dims[0] = 1, istr[0] = ostr[0] = 1, part.rank = 0;
+    dnnl_memory_desc_t imd, pmd;
+    if (dnnl_memory_desc_init_by_strides(&imd, r, dims, dnnl_f32, istr) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&pmd, r, dims, dnnl_f32, ostr) != dnnl_success)
+        return dx_fail(b, "bad pads"), false;
+    int32_t iv = dx_view_slot(p, sin, &part, &imd), ov = iv >= 0 ? dx_view_slot(p, sd, &part, &pmd) : -1;
+    if (iv < 0 || ov < 0) return dx_fail(b, "its shapes do not fit its input's bytes"), false;
+    p->slots[iv].offset = ioff * (int64_t)sizeof(float);
+    p->slots[ov].offset = ooff * (int64_t)sizeof(float);
+    return dx_add_reorder(b, iv, ov);
 }
 
 /* Every op the backend knows: name, stage (see op_stage), support check
@@ -834,17 +1256,21 @@ static const dx_op dx_ops[] = {
     {"GlobalAveragePool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"GlobalMaxPool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"BatchNormalization", STAGE_ANY_LAYOUT, supports_batchnorm, compile_batchnorm},
-    {"Erf", STAGE_ANY_LAYOUT, supports_erf, compile_erf}, /* reached only outside the pattern: an error */
+    {"Pad", STAGE_ANY_LAYOUT, supports_pad, compile_pad},
 
     {"MatMul", STAGE_PLAIN, dx_supports_matmul, dx_compile_matmul},
     {"Gemm", STAGE_PLAIN, dx_supports_gemm, dx_compile_matmul},
     {"Transpose", STAGE_PLAIN, NULL, compile_transpose},
     {"Slice", STAGE_PLAIN, supports_param_inputs, compile_slice},
+    {"Gather", STAGE_PLAIN, supports_gather, compile_gather},
+    {"Split", STAGE_PLAIN, NULL, compile_split},
     {"ReduceMean", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceSum", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceMax", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"ReduceMin", STAGE_PLAIN, supports_reduce, compile_reduce},
     {"LayerNormalization", STAGE_PLAIN, supports_layernorm, compile_layernorm},
+    {"LSTM", STAGE_PLAIN, dx_supports_rnn, dx_compile_rnn},
+    {"GRU", STAGE_PLAIN, dx_supports_rnn, dx_compile_rnn},
 
     /* (the names of eltwise_ops and binary_ops) */
     {"Relu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
@@ -874,12 +1300,20 @@ static const dx_op dx_ops[] = {
     {"LRN", STAGE_PLAIN_OUT, supports_lrn, compile_lrn},
     {"Resize", STAGE_PLAIN_OUT, supports_resize, compile_resize},
     {"Concat", STAGE_PLAIN_OUT, supports_concat, compile_concat},
+    {"Erf", STAGE_PLAIN_OUT, NULL, compile_erf}, /* (inside GELU: the pattern claims it first) */
 };
 
 const dx_op *dx_op_of(const seam_node_view *n) {
     for (size_t k = 0; k < sizeof(dx_ops) / sizeof(dx_ops[0]); k++)
         if (is_op(n, dx_ops[k].op)) return &dx_ops[k];
     return NULL;
+}
+
+static bool same_dims(const slot *a, const slot *b) {
+    if (a->rank != b->rank) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
 }
 
 bool dx_compile_node(builder *b, int32_t i, bool *fused) {
@@ -892,7 +1326,9 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     /* (pattern matchers look at other nodes, which invalidates n: fetch
      * it again after each) */
-    if ((is_op(n, "Div") || is_op(n, "Mul")) && b->fuse && !p->slots[sin].lazy && dx_compile_gelu_pattern(b, fused, sin)) return true;
+    /* (GELU is matched with fusion=off too: oneDNN 2.6 has no erf, so the
+     * pattern is the only way dnnl runs an Erf, and supports() took it) */
+    if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_compile_gelu_pattern(b, fused, sin)) return true;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_defer_scale(b, sin)) return true;
@@ -927,6 +1363,11 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     if (c && c->stage == STAGE_PLAIN) return c->compile(b, fused, sin, -1);
     int32_t sd = dx_output_slot(b, &n->outputs[0]);
     if (sd < 0) return dx_fail(b, "out of memory"), false;
+    /* the ops whose primitive writes dst in src's shape: a file whose
+     * shapes disagree is refused here, not written past dst's bytes */
+    if ((IN_LIST(n, eltwise_ops) || is_op(n, "PRelu") || is_op(n, "LRN") || is_op(n, "Erf") || is_op(n, "Softmax") ||
+         is_op(n, "LogSoftmax")) && !same_dims(&p->slots[sin], &p->slots[sd]))
+        return dx_fail(b, "its output's shape differs from its input's (inconsistent shapes in the file)"), false;
     if (c) return c->compile(b, fused, sin, sd);
     return dx_fail(b, "not implemented by the dnnl backend"), false;
 }
