@@ -73,6 +73,12 @@ typedef struct seam_node_view {
      * initializers and absent inputs. */
     const char *const *input_producers;
     const void *impl;              /* seam's; read attributes with the calls below */
+    /* Per input: 1 when its value is known before any run (an initializer,
+     * a Constant's output, a folded value), 0 when it is fed or computed at
+     * run time (a graph input, another node's output) or absent. A backend
+     * that lays out weights at compile time asks this, not
+     * input_producers (a graph input has no producer either). */
+    const uint8_t *input_constant;
 } seam_node_view;
 
 /* Attribute access on a node view. Each returns false if the attribute is

@@ -11,6 +11,7 @@ typedef struct view_builder {
     const struct seam_model *m;
     seam_value_info *infos;  /* inputs then outputs */
     const char **producers;
+    uint8_t *constant;
     int64_t *dims;
     const char **syms;
     int32_t cap_infos, cap_dims;

@@ -15,9 +15,28 @@ void view_init(view_builder *vb, const struct seam_model *m) {
 void view_free(view_builder *vb) {
     free(vb->infos);
     free(vb->producers);
+    free(vb->constant);
     free(vb->dims);
     free(vb->syms);
     memset(vb, 0, sizeof(*vb));
+}
+
+/* Whether value v of g is known before any run: an initializer, the output
+ * of a Constant node (folding makes more of them), or such a value of an
+ * enclosing graph (a device subgraph's body reads weights that way). */
+static uint8_t value_constant(const ir_graph *g, int32_t v) {
+    for (int32_t depth = 0; g && v >= 0 && depth < 64; depth++) {
+        const ir_value *val = &g->values[v];
+        if (val->flags & IR_VALUE_INIT) return 1;
+        if (val->producer >= 0) {
+            const ir_node *p = &g->nodes[val->producer];
+            return strcmp(p->op_type, "Constant") == 0 && !p->domain[0] && p->n_inputs == 0;
+        }
+        if (!(val->flags & IR_VALUE_OUTER)) return 0;
+        v = val->outer;
+        g = g->parent;
+    }
+    return 0;
 }
 
 const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out) {
@@ -30,7 +49,9 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
         if (infos) vb->infos = infos;
         const char **prods = realloc(vb->producers, sizeof(char *) * (size_t)cap);
         if (prods) vb->producers = prods;
-        if (!infos || !prods) return NULL;
+        uint8_t *konst = realloc(vb->constant, (size_t)cap);
+        if (konst) vb->constant = konst;
+        if (!infos || !prods || !konst) return NULL;
         vb->cap_infos = cap;
     }
     int32_t nd = 0;
@@ -54,8 +75,9 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
         seam_value_info *vi = &vb->infos[k];
         memset(vi, 0, sizeof(*vi));
         vi->rank = -1;
-        if (k < n->n_inputs) vb->producers[k] = NULL;
+        if (k < n->n_inputs) vb->producers[k] = NULL, vb->constant[k] = 0;
         if (v < 0) continue;
+        if (k < n->n_inputs) vb->constant[k] = value_constant(g, v);
         const ir_value *val = &g->values[v];
         vi->name = val->name;
         if (k < n->n_inputs && val->producer >= 0) vb->producers[k] = g->nodes[val->producer].op_type;
@@ -73,7 +95,7 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
         }
     }
     *out = (seam_node_view){i, n->name, n->op_type, n->domain, seam_op_opset(vb->m, n->domain), n->n_inputs, n->n_outputs,
-                            vb->infos, vb->infos + n->n_inputs, vb->producers, n};
+                            vb->infos, vb->infos + n->n_inputs, vb->producers, n, vb->constant};
     return out;
 }
 

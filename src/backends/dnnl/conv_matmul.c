@@ -42,6 +42,9 @@ bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if (n->n_inputs < 2 || !n->inputs[1].name || n->inputs[1].rank != n->inputs[0].rank)
         return dx_refuse(why, wn, "Conv without weights of its input's rank");
+    /* the weights (and bias) are laid out once, at compile time */
+    if (!dx_const_input(n, 1) || !dx_const_input(n, 2))
+        return dx_refuse(why, wn, "Conv with weights or bias that are not constant (a graph input) is not supported");
     conv_geom g;
     return dx_window_geom(n, n->inputs[1].dims + 2, false, &g, why, wn);
 }
@@ -415,8 +418,8 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
 bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
-    if (!dx_const_input(n, 1))
-        return dx_refuse(why, wn, "ConvTranspose with weights that are not constant is not supported");
+    if (!dx_const_input(n, 1) || !dx_const_input(n, 2))
+        return dx_refuse(why, wn, "ConvTranspose with weights or bias that are not constant is not supported");
     const char *ap = node_attr_string(dx_ir(n), "auto_pad", "NOTSET");
     if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
         return dx_refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", ap);

@@ -159,9 +159,10 @@ static inline const ir_node *dx_ir(const seam_node_view *n) { return (const ir_n
 
 /* Input k is a constant (an initializer or a Constant node's output) or
  * absent. supports() cannot read the data; compile() does. */
+/* Input k is known at compile time (an initializer, a Constant, a folded
+ * value) or absent; a graph input is not. */
 static inline bool dx_const_input(const seam_node_view *n, int32_t k) {
-    return k >= n->n_inputs || !n->inputs[k].name || !n->input_producers || !n->input_producers[k] ||
-           !strcmp(n->input_producers[k], "Constant");
+    return k >= n->n_inputs || !n->inputs[k].name || (n->input_constant && n->input_constant[k]);
 }
 
 static inline int64_t dx_value_numel(const seam_value_info *v) {
