@@ -137,7 +137,7 @@ static const op_arity arities[] = {
     {"", "OptionalHasElement", 1, 1, 1, 1},
     {"", "Or", 2, 2, 1, 1},
     {"", "PRelu", 2, 2, 1, 1},
-    {"", "Pad", 1, 3, 1, 1},
+    {"", "Pad", 1, 4, 1, 1}, /* axes: opset 18 */
     {"", "Pow", 2, 2, 1, 1},
     {"", "QLinearConv", 8, 9, 1, 1},
     {"", "QLinearMatMul", 8, 8, 1, 1},
@@ -149,16 +149,16 @@ static const op_arity arities[] = {
     {"", "RandomUniformLike", 1, 1, 1, 1},
     {"", "Range", 3, 3, 1, 1},
     {"", "Reciprocal", 1, 1, 1, 1},
-    {"", "ReduceL1", 1, 1, 1, 1},
-    {"", "ReduceL2", 1, 1, 1, 1},
-    {"", "ReduceLogSum", 1, 1, 1, 1},
-    {"", "ReduceLogSumExp", 1, 1, 1, 1},
-    {"", "ReduceMax", 1, 1, 1, 1},
-    {"", "ReduceMean", 1, 1, 1, 1},
-    {"", "ReduceMin", 1, 1, 1, 1},
-    {"", "ReduceProd", 1, 1, 1, 1},
+    {"", "ReduceL1", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceL2", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceLogSum", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceLogSumExp", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceMax", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceMean", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceMin", 1, 2, 1, 1}, /* axes: opset 18 */
+    {"", "ReduceProd", 1, 2, 1, 1}, /* axes: opset 18 */
     {"", "ReduceSum", 1, 2, 1, 1},
-    {"", "ReduceSumSquare", 1, 1, 1, 1},
+    {"", "ReduceSumSquare", 1, 2, 1, 1}, /* axes: opset 18 */
     {"", "Relu", 1, 1, 1, 1},
     {"", "Reshape", 1, 2, 1, 1},
     {"", "Resize", 1, 4, 1, 1},
