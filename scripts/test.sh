@@ -24,6 +24,19 @@ cmake -S . -B build-tsan -DSEAM_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DSEAM_MODELS_D
 cmake --build build-tsan -j"$jobs" --target test_threads
 ctest --test-dir build-tsan -L tsan --output-on-failure
 
+echo "== a build without oneDNN (-DSEAM_WITH_DNNL=OFF): it builds, lists its targets, refuses --target dnnl"
+cmake -S . -B build-nodnnl -DSEAM_WITH_DNNL=OFF -DCMAKE_BUILD_TYPE=Release -DSEAM_MODELS_DIR="$PWD/build/models" >/dev/null
+cmake --build build-nodnnl -j"$jobs" --target seam >/dev/null
+build-nodnnl/seam --version | grep -q "built-in targets: cpu)" || { echo "nodnnl: seam --version does not list cpu alone"; exit 1; }
+set +e
+out=$(build-nodnnl/seam run build/models/resnet18.onnx --target dnnl 2>&1); rc=$?
+set -e
+if [ "$rc" -ne 1 ] || ! echo "$out" | grep -q "built without oneDNN"; then
+  echo "nodnnl: --target dnnl gave exit $rc: $out"; exit 1
+fi
+build-nodnnl/seam run build/models/resnet18.onnx >/dev/null
+echo "nodnnl: ok"
+
 echo "== fuzz smoke"
 bash scripts/fuzz_smoke.sh 30
 echo "== all tests passed"

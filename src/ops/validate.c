@@ -64,7 +64,7 @@ static const op_arity arities[] = {
     {"", "Cos", 1, 1, 1, 1},
     {"", "Cosh", 1, 1, 1, 1},
     {"", "CumSum", 2, 2, 1, 1},
-    {"", "DFT", 1, 2, 1, 1},
+    {"", "DFT", 1, 3, 1, 1}, /* axis as input 2: opset 20 */
     {"", "DepthToSpace", 1, 1, 1, 1},
     {"", "DequantizeLinear", 2, 3, 1, 1},
     {"", "Det", 1, 1, 1, 1},
@@ -134,7 +134,7 @@ static const op_arity arities[] = {
     {"", "OneHot", 3, 3, 1, 1},
     {"", "Optional", 0, 1, 1, 1},
     {"", "OptionalGetElement", 1, 1, 1, 1},
-    {"", "OptionalHasElement", 1, 1, 1, 1},
+    {"", "OptionalHasElement", 0, 1, 1, 1}, /* input optional: opset 18 */
     {"", "Or", 2, 2, 1, 1},
     {"", "PRelu", 2, 2, 1, 1},
     {"", "Pad", 1, 4, 1, 1}, /* axes: opset 18 */

@@ -383,10 +383,46 @@ static bool try_flip(partitioner *pr, const cost_model *cm, const int32_t *cap, 
     return true;
 }
 
+/* Flips node i with every movable neighbour on its side (its producers and
+ * its outputs' readers) at once: a star of nodes that only pays off
+ * together. */
+static bool try_flip_star(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
+                          int32_t *t, int32_t i, int32_t *budget) {
+    const ir_graph *g = pr->m->graph;
+    int32_t nn = pr->p->n_nodes, cpu = pr->n_targets;
+    if (*budget <= 0) return false;
+    --*budget;
+    memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+    bool side = best[i] == cpu;
+    const ir_node *n = &g->nodes[i];
+    int32_t flipped = 0;
+    for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v < 0) continue;
+        if (k < n->n_inputs) {
+            int32_t j = g->values[v].producer;
+            if (j >= 0 && movable(pr, j) && (best[j] == cpu) == side) t[j] = side ? cap[j] : cpu, flipped++;
+        } else {
+            for (int32_t q = 0; q < g->values[v].n_consumers; q++) {
+                int32_t j = g->values[v].consumers[q];
+                if (movable(pr, j) && (best[j] == cpu) == side) t[j] = side ? cap[j] : cpu, flipped++;
+            }
+        }
+    }
+    if (flipped < 2) return false; /* a single neighbour is a pair, tried already */
+    t[i] = side ? cap[i] : cpu;
+    double c = try_targets(pr, cm, t);
+    if (c < 0 || c >= *best_cost - 1e-9) return false;
+    *best_cost = c;
+    memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+    return true;
+}
+
 /* Local search: moves whole device subgraphs to the CPU where that saves
  * time, then single nodes at subgraph borders either way, while the plan's
  * cost falls. */
-static void local_search(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost) {
+static void local_search(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
+                         bool subgraph_moves) {
     seam_plan *p = pr->p;
     int32_t nn = p->n_nodes;
     int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
@@ -417,6 +453,7 @@ static void local_search(partitioner *pr, const cost_model *cm, const int32_t *c
             for (int32_t k = 0; k < sg->n_nodes; k++) t[sg->nodes[k]] = pr->n_targets;
             moved = true;
         }
+        if (!subgraph_moves) moved = false;
         double c = moved ? try_targets(pr, cm, t) : -1;
         if (c >= 0 && c < *best_cost - 1e-9) {
             *best_cost = c;
@@ -453,10 +490,12 @@ static void local_search(partitioner *pr, const cost_model *cm, const int32_t *c
             for (int32_t k = 0; k < n->n_inputs && !improved; k++) {
                 int32_t v = n->inputs[k];
                 if (v < 0) continue;
-                improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].producer, &budget);
+                if (g->values[v].producer >= 0)
+                    improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].producer, &budget);
                 for (int32_t q = 0; q < g->values[v].n_consumers && !improved; q++)
                     improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].consumers[q], &budget);
             }
+            if (!improved) improved = try_flip_star(pr, cm, cap, best, best_cost, t, i, &budget);
         }
         if (!improved) break;
     }
@@ -519,8 +558,29 @@ static seam_status place_by_cost(partitioner *pr) {
     if (n_mov == 0) goto done;
     memcpy(best, cap, sizeof(int32_t) * (size_t)nn);
     double best_cost = cap_cost;
-    if (n_mov <= partition_exhaustive_limit) exhaustive(pr, &cm, cap, best, &best_cost, mov, n_mov);
-    else local_search(pr, &cm, cap, best, &best_cost);
+    /* exhaustive when the masks times the graph stay small: each regroups all of it */
+    if (n_mov <= partition_exhaustive_limit && (double)nn * (double)(1u << n_mov) <= 4e6)
+        exhaustive(pr, &cm, cap, best, &best_cost, mov, n_mov);
+    else {
+        /* three starts: every supported node offloaded (whole subgraphs
+         * moved first, or single nodes only), and every movable node on the
+         * CPU; the best local optimum wins */
+        int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+        local_search(pr, &cm, cap, best, &best_cost, true);
+        for (int32_t start = 0; alt && start < 2; start++) {
+            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+            if (start == 1)
+                for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
+            double alt_cost = try_targets(pr, &cm, alt);
+            if (alt_cost < 0) continue;
+            local_search(pr, &cm, cap, alt, &alt_cost, start == 1);
+            if (alt_cost < best_cost - 1e-9) {
+                best_cost = alt_cost;
+                memcpy(best, alt, sizeof(int32_t) * (size_t)nn);
+            }
+        }
+        free(alt);
+    }
     /* never worse than one backend alone */
     bool to_cpu = cpu_allowed && all_cpu < best_cost - 1e-9;
     if (to_cpu) {
@@ -688,7 +748,33 @@ static seam_status check_options(seam_context *ctx, const seam_partition_options
     return SEAM_STATUS_OK;
 }
 
+static seam_status partition_once(seam_model *m, const seam_partition_options *opts, seam_plan **out);
+
+/* Placement by cost searches without the size and count constraints, which
+ * enforce() applies after it and may undo; with constraints, the capability
+ * plan under the same constraints is also made, and the cheaper kept. */
 seam_status seam_partition(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
+    seam_status st = partition_once(m, opts, out);
+    if (st || !opts || opts->placement != SEAM_PLACEMENT_COST || opts->n_targets == 0 ||
+        (opts->min_subgraph_size <= 1 && opts->max_subgraph_count <= 0))
+        return st;
+    seam_partition_options o = *opts;
+    o.placement = SEAM_PLACEMENT_CAPABILITY;
+    seam_plan *cap = NULL;
+    if (partition_once(m, &o, &cap) == SEAM_STATUS_OK && cap->est.total_us < (*out)->est.total_us - 1e-9) {
+        plan_note(cap, "placement by cost: with min_subgraph_size and max_subgraph_count applied, offloading every "
+                  "supported node is estimated faster (%.1f us against %.1f us)", cap->est.total_us, (*out)->est.total_us);
+        cap->est.capability_us = cap->est.total_us;
+        cap->est.all_cpu_us = (*out)->est.all_cpu_us;
+        seam_plan_free(*out);
+        *out = cap;
+        return SEAM_STATUS_OK;
+    }
+    seam_plan_free(cap);
+    return SEAM_STATUS_OK;
+}
+
+static seam_status partition_once(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
     if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = NULL;
     if (!m) return SEAM_STATUS_INVALID_ARGUMENT;

@@ -22,6 +22,7 @@
 #include "core/context.h"
 #include "onnx/onnx.h"
 #include "partition/partition.h"
+#include "runtime/kernel.h"
 
 #define MEASURE_RUNS 5
 
@@ -61,15 +62,20 @@ static seam_status make_feeds(seam_model *m, feeds *f) {
             return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT,
                               "measured placement: input '%s' has no known tensor type to make data for", vi.name);
         int64_t numel = 1;
+        size_t es = seam_dtype_size(vi.dtype);
         for (int32_t d = 0; d < vi.rank; d++) {
             if (vi.dims[d] < 0)
                 return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT,
                                   "measured placement runs the model, so its input shapes must be known: input '%s' "
                                   "has a symbolic dim (axis %d); give it with --shape (seam run takes it from --input)",
                                   vi.name, d);
+            if (vi.dims[d] > 0 && numel > (int64_t)(SEAM_MAX_TENSOR_BYTES / (es ? es : 1)) / vi.dims[d])
+                return seam_error(ctx, SEAM_STATUS_UNSUPPORTED,
+                                  "measured placement: input '%s' would take more than seam's limit of %zu bytes for "
+                                  "one tensor", vi.name, SEAM_MAX_TENSOR_BYTES);
             numel *= vi.dims[d];
         }
-        size_t es = seam_dtype_size(vi.dtype), bytes = (size_t)numel * es;
+        size_t bytes = (size_t)numel * es;
         f->data[k] = calloc(bytes + 1, 1);
         if (!f->data[k]) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         if (vi.dtype == SEAM_DTYPE_FLOAT32) {
@@ -116,14 +122,6 @@ static seam_status profile(seam_model *m, const feeds *f, const seam_session_opt
     return st;
 }
 
-/* The node of g named name, or -1 (a linear search: measuring costs far
- * more than this). */
-static int32_t node_by_name(const ir_graph *g, const char *name) {
-    for (int32_t i = 0; name && i < g->n_nodes; i++)
-        if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return i;
-    return -1;
-}
-
 seam_status seam_partition_measured(seam_model *m, const seam_partition_options *opts, const char *const *target_options,
                                     int32_t n_target_options, int32_t n_threads, double budget_ms, seam_plan **out) {
     if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
@@ -144,13 +142,15 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
     int32_t nn = g->n_nodes, ns = p->n_subgraphs;
     feeds f = {0};
     seam_model *copy = NULL;
-    seam_plan *cp = NULL;
+    seam_plan *cp = NULL, *p2 = NULL;
     int32_t *copy_to_orig = NULL;
+    seam_pin *pins = NULL;
+    bool *move_sg = calloc((size_t)ns + 1, sizeof(bool));
     uint8_t *bytes = NULL;
     size_t n_bytes = 0;
     double *cpu_ms = calloc((size_t)nn + 1, sizeof(double)), *dev_node_ms = NULL, *dev_ms = calloc((size_t)ns + 1, sizeof(double));
     int32_t *cap_of = malloc(sizeof(int32_t) * ((size_t)nn + 1)); /* each node's capability subgraph */
-    if (!cpu_ms || !dev_ms || !cap_of) {
+    if (!cpu_ms || !dev_ms || !cap_of || !move_sg) {
         st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -159,7 +159,7 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
     if ((st = make_feeds(m, &f))) goto done;
     /* the CPU alone, on the model as it is */
     seam_session_options so = {.n_threads = n_threads, .profile = true};
-    if ((st = profile(m, &f, &so, budget_ms / 2, cpu_ms, &cpu_total, &cpu_runs))) goto done;
+    if ((st = profile(m, &f, &so, budget_ms / 2, cpu_ms, &cpu_total, &cpu_runs))) goto fallback;
     /* the capability plan, on a copy (applying a plan rewrites the model):
      * the copy's plan is the same, its subgraphs found by their nodes' names */
     if ((st = onnx_model_pack(m, &bytes, &n_bytes))) goto done;
@@ -173,13 +173,19 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
         st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
+    /* the copy's nodes are the original's, in the same order */
+    bool same = copy->graph->n_nodes == nn;
+    for (int32_t i = 0; same && i < nn; i++) same = strcmp(copy->graph->nodes[i].op_type, g->nodes[i].op_type) == 0;
     for (int32_t s = 0; s < cns; s++) {
-        copy_to_orig[s] = -1;
         const plan_subgraph *sg = &cp->subgraphs[s];
-        for (int32_t k = 0; k < sg->n_nodes && copy_to_orig[s] < 0; k++) {
-            int32_t i = node_by_name(g, copy->graph->nodes[sg->nodes[k]].name);
-            if (i >= 0 && p->node_target[i] >= 0) copy_to_orig[s] = p->node_subgraph[i];
-        }
+        int32_t first = sg->n_nodes > 0 ? sg->nodes[0] : -1;
+        copy_to_orig[s] = same && first >= 0 && p->node_target[first] >= 0 ? p->node_subgraph[first] : -1;
+        /* the same nodes, or the measurement is not this subgraph's */
+        if (copy_to_orig[s] >= 0 && p->subgraphs[copy_to_orig[s]].n_nodes != sg->n_nodes) same = false;
+    }
+    if (!same) {
+        st = seam_error(ctx, SEAM_STATUS_INTERNAL, "the copy of the model was partitioned differently");
+        goto fallback;
     }
     if ((st = seam_plan_apply(copy, cp, o.targets, o.n_targets, target_options, n_target_options))) goto done;
     int32_t cn = seam_model_node_count(copy);
@@ -190,16 +196,21 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
     }
     so.targets = o.targets;
     so.n_targets = o.n_targets;
-    if ((st = profile(copy, &f, &so, budget_ms / 2, dev_node_ms, &cap_total, &dev_runs))) goto done;
+    if ((st = profile(copy, &f, &so, budget_ms / 2, dev_node_ms, &cap_total, &dev_runs))) goto fallback;
     for (int32_t i = 0; i < cn; i++) {
         seam_node_info ni;
         int32_t id;
-        if (seam_model_node(copy, i, &ni) == SEAM_STATUS_OK && sscanf(ni.name, "seam_subgraph_%d_", &id) == 1 && id >= 0 &&
-            id < cns && copy_to_orig[id] >= 0)
+        if (seam_model_node(copy, i, &ni) == SEAM_STATUS_OK && strcmp(ni.domain, "ai.seam") == 0 &&
+            strcmp(ni.op_type, "Subgraph") == 0 && sscanf(ni.name, "seam_subgraph_%d_", &id) == 1 && id >= 0 && id < cns &&
+            copy_to_orig[id] >= 0)
             dev_ms[copy_to_orig[id]] += dev_node_ms[i];
     }
     for (int32_t i = 0; i < nn; i++) cap_of[i] = p->node_target[i] >= 0 ? p->node_subgraph[i] : -1;
-    /* decide, subgraph by subgraph */
+    /* decide, subgraph by subgraph: a device subgraph of nodes placed only
+     * by capability goes to the CPU when its nodes ran faster there */
+    bool pinned_on_device = false;
+    for (int32_t i = 0; i < nn; i++)
+        pinned_on_device |= p->reason[i] == SEAM_REASON_PINNED && p->node_target[i] >= 0 && p->node_target[i] < p->n_targets;
     int32_t moved = 0, moved_nodes = 0;
     double plan_ms = 0;
     for (int32_t s = 0; s < ns; s++) {
@@ -210,68 +221,106 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
             on_cpu += cpu_ms[sg->nodes[k]];
             free_to_move &= p->reason[sg->nodes[k]] == SEAM_REASON_SUPPORTED;
         }
-        if (sg->target == p->n_targets || !free_to_move || dev_ms[s] <= on_cpu) {
-            plan_ms += sg->target == p->n_targets ? on_cpu : dev_ms[s];
-            continue;
+        move_sg[s] = sg->target != p->n_targets && free_to_move && dev_ms[s] > on_cpu;
+        plan_ms += move_sg[s] || sg->target == p->n_targets ? on_cpu : dev_ms[s];
+        if (move_sg[s]) moved++, moved_nodes += sg->n_nodes;
+    }
+    /* never worse than one backend alone (the CPU alone only when no pin
+     * holds a node on a device) */
+    bool all_cpu = !pinned_on_device && cpu_total < plan_ms && cpu_total < cap_total;
+    bool cap = !all_cpu && cap_total < plan_ms;
+    if (cap) moved = 0;
+    for (int32_t s = 0; s < ns; s++)
+        if (all_cpu && p->subgraphs[s].target != p->n_targets) {
+            bool free_to_move = true;
+            for (int32_t k = 0; k < p->subgraphs[s].n_nodes; k++)
+                free_to_move &= p->reason[p->subgraphs[s].nodes[k]] == SEAM_REASON_SUPPORTED;
+            move_sg[s] = free_to_move;
+        } else if (cap) {
+            move_sg[s] = false;
         }
+    /* the decision as pins to the CPU, on top of the caller's: partitioning
+     * again applies every constraint (min size, max count, the error policy) */
+    int32_t n_pins = o.n_pins;
+    for (int32_t s = 0; s < ns; s++) n_pins += move_sg[s] ? p->subgraphs[s].n_nodes : 0;
+    pins = malloc(sizeof(seam_pin) * ((size_t)n_pins + 1));
+    if (!pins) {
+        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    int32_t np = 0;
+    for (int32_t k = 0; k < o.n_pins; k++) pins[np++] = o.pins[k];
+    for (int32_t s = 0; s < ns; s++)
+        for (int32_t k = 0; move_sg[s] && k < p->subgraphs[s].n_nodes; k++)
+            pins[np++] = (seam_pin){g->nodes[p->subgraphs[s].nodes[k]].name, "cpu"};
+    seam_partition_options o2 = o;
+    o2.pins = pins;
+    o2.n_pins = np;
+    if ((st = seam_partition(m, &o2, &p2))) goto done;
+    for (int32_t s = 0; s < ns; s++) {
+        if (!move_sg[s]) continue;
+        const plan_subgraph *sg = &p->subgraphs[s];
+        double on_cpu = 0;
+        for (int32_t k = 0; k < sg->n_nodes; k++) on_cpu += cpu_ms[sg->nodes[k]];
         char buf[300];
-        snprintf(buf, sizeof(buf), "measured: its %s subgraph took %.3f ms with its boundary copies, its nodes %.3f ms on cpu",
-                 p->target_names[sg->target], dev_ms[s], on_cpu);
-        const char *d = seam_arena_strdup(&p->arena, buf);
+        if (all_cpu)
+            snprintf(buf, sizeof(buf), "measured: the CPU alone took %.3f ms, offloading every supported node %.3f ms",
+                     cpu_total, cap_total);
+        else
+            snprintf(buf, sizeof(buf), "measured: its %s subgraph took %.3f ms with its boundary copies, its nodes %.3f ms "
+                     "on cpu", p->target_names[sg->target], dev_ms[s], on_cpu);
+        const char *d = seam_arena_strdup(&p2->arena, buf);
         for (int32_t k = 0; k < sg->n_nodes; k++) {
             int32_t i = sg->nodes[k];
-            p->node_target[i] = p->n_targets;
-            p->reason[i] = SEAM_REASON_COST;
-            p->detail[i] = d;
+            if (p2->reason[i] != SEAM_REASON_PINNED || p2->node_target[i] != p2->n_targets) continue;
+            p2->reason[i] = SEAM_REASON_COST;
+            p2->detail[i] = d;
         }
-        plan_ms += on_cpu;
-        moved++;
-        moved_nodes += sg->n_nodes;
     }
-    /* never worse than one backend alone */
-    bool all_cpu = cpu_total < plan_ms && cpu_total < cap_total;
-    bool cap = !all_cpu && cap_total < plan_ms;
-    if (all_cpu || cap) {
-        for (int32_t i = 0; i < nn; i++) {
-            if (p->node_target[i] < 0) continue;
-            bool dev = p->reason[i] == SEAM_REASON_SUPPORTED || p->reason[i] == SEAM_REASON_COST;
-            if (all_cpu && p->reason[i] == SEAM_REASON_SUPPORTED) {
-                p->node_target[i] = p->n_targets;
-                p->reason[i] = SEAM_REASON_COST;
-                p->detail[i] = "measured: the CPU alone was faster than any plan with this target";
-            } else if (cap && dev && p->reason[i] == SEAM_REASON_COST) {
-                p->reason[i] = SEAM_REASON_SUPPORTED;
-                p->detail[i] = NULL;
-            }
-        }
-        if (cap) /* back to the capability plan: its targets are the first supporting ones */
-            for (int32_t s = 0; s < ns; s++)
-                for (int32_t k = 0; k < p->subgraphs[s].n_nodes; k++)
-                    p->node_target[p->subgraphs[s].nodes[k]] = p->subgraphs[s].target;
-    }
-    if ((moved || all_cpu) && !cap && (st = plan_group(ctx, p))) goto done;
-    /* the measured times, per subgraph of the final plan */
-    for (int32_t s = 0; s < p->n_subgraphs; s++) {
-        plan_subgraph *sg = &p->subgraphs[s];
+    /* per subgraph of the final plan: measured times where the subgraph is
+     * one that was measured (CPU nodes, or a whole device subgraph), the cost
+     * model's estimate otherwise; the plan's total is their sum */
+    double total_us = 0;
+    for (int32_t s = 0; s < p2->n_subgraphs; s++) {
+        plan_subgraph *sg = &p2->subgraphs[s];
         double t = 0;
-        if (sg->target == p->n_targets)
+        if (sg->target == p2->n_targets) {
             for (int32_t k = 0; k < sg->n_nodes; k++) t += cpu_ms[sg->nodes[k]];
-        else if (sg->n_nodes > 0) /* a device subgraph the decision kept whole */
-            t = dev_ms[cap_of[sg->nodes[0]]];
-        sg->est_us = t * 1e3;
+            sg->est_us = t * 1e3;
+        } else if (sg->n_nodes > 0 && cap_of[sg->nodes[0]] >= 0 &&
+                   p->subgraphs[cap_of[sg->nodes[0]]].n_nodes == sg->n_nodes) {
+            sg->est_us = dev_ms[cap_of[sg->nodes[0]]] * 1e3;
+        }
+        total_us += sg->est_us;
     }
-    double final_ms = all_cpu ? cpu_total : cap ? cap_total : plan_ms;
-    p->est = (seam_plan_estimate){final_ms * 1e3, cpu_total * 1e3, cap_total * 1e3};
-    plan_note(p, "measured placement: %d run%s on the CPU alone (%.3f ms), %d with every supported node offloaded "
-              "(%.3f ms), %.0f ms measuring in all", cpu_runs, cpu_runs == 1 ? "" : "s", cpu_total, dev_runs, cap_total,
-              now_ms() - t_start);
+    p2->est = (seam_plan_estimate){all_cpu ? cpu_total * 1e3 : cap ? cap_total * 1e3 : total_us, cpu_total * 1e3,
+                                   cap_total * 1e3};
+    plan_note(p2, "measured placement: %d run%s on the CPU alone (%.3f ms), %d with every supported node offloaded "
+              "(%.3f ms), %.0f ms measuring in all (random inputs of the model's shapes)", cpu_runs,
+              cpu_runs == 1 ? "" : "s", cpu_total, dev_runs, cap_total, now_ms() - t_start);
     if (all_cpu)
-        plan_note(p, "measured placement: the CPU alone is fastest: everything runs on the CPU");
+        plan_note(p2, "measured placement: the CPU alone is fastest: every node placed only by capability runs on the CPU");
     else if (cap)
-        plan_note(p, "measured placement: offloading every supported node is fastest");
+        plan_note(p2, "measured placement: offloading every supported node is fastest");
     else if (moved)
-        plan_note(p, "measured placement: %d device subgraph%s (%d nodes) slower than the CPU moved there (plan %.3f ms)",
-                  moved, moved == 1 ? "" : "s", moved_nodes, plan_ms);
+        plan_note(p2, "measured placement: %d device subgraph%s (%d nodes) ran faster on the CPU and moved there (the "
+                  "plan, from the parts' times: %.3f ms)", moved, moved == 1 ? "" : "s", moved_nodes, plan_ms);
+    seam_plan_free(p);
+    p = p2;
+    p2 = NULL;
+    goto done;
+fallback:
+    /* the model could not be measured (random data a kernel refuses, a copy
+     * that differs): placed by cost instead, and the plan says why */
+    {
+        char why[600];
+        snprintf(why, sizeof(why), "%s", seam_context_last_error(ctx));
+        o.placement = SEAM_PLACEMENT_COST;
+        seam_plan_free(p);
+        p = NULL;
+        if ((st = seam_partition(m, &o, &p))) goto done;
+        plan_note(p, "measured placement could not measure the model (%s): placed by the cost model instead", why);
+    }
 done:
     feeds_free(&f);
     seam_plan_free(cp);
@@ -282,6 +331,9 @@ done:
     free(dev_node_ms);
     free(dev_ms);
     free(cap_of);
+    free(move_sg);
+    free(pins);
+    seam_plan_free(p2);
     if (st) {
         seam_plan_free(p);
         return st;

@@ -236,5 +236,13 @@ if check.selected("output-dir after a failed run"):
     r = SEAM("run", write("ok.onnx", good), "--output-dir", out)
     check.expect(r.returncode == 0 and sorted(os.listdir(out)) == ["keep.txt", "y.npy"],
                  "output-dir after a good run", f"exit {r.returncode}: {r.stderr} folder {sorted(os.listdir(out))}")
+    # two outputs whose file names collide (tf2onnx's a:0 next to an a_0)
+    two = model([helper.make_node("Relu", ["x"], ["a:0"], name="r1"), helper.make_node("Neg", ["x"], ["a_0"], name="r2")],
+                [vi("x", [1, 4])], [vi("a:0", [1, 4]), vi("a_0", [1, 4])])
+    r = SEAM("run", write("two_outputs.onnx", two), "--output-dir", out)
+    check.expect(r.returncode == 1 and "'a:0' and 'a_0' would both be written" in r.stderr
+                 and sorted(os.listdir(out)) == ["keep.txt", "y.npy"],
+                 "output-dir with two outputs mapped to one file: refused, nothing written",
+                 f"exit {r.returncode}: {r.stderr} folder {sorted(os.listdir(out))}")
 
 check.finish()

@@ -403,6 +403,16 @@ static void cost_property_tests(void) {
         }
         o.pins = NULL;
         o.n_pins = 0;
+        /* with size and count constraints too, cost never loses to capability */
+        o.min_subgraph_size = 1 + (int32_t)rnd(&r, 3);
+        o.max_subgraph_count = (int32_t)rnd(&r, 4);
+        o.placement = SEAM_PLACEMENT_CAPABILITY;
+        double cap_c = plan_total(m, &o);
+        o.placement = SEAM_PLACEMENT_COST;
+        double cost_c = plan_total(m, &o);
+        CHECK(cap_c >= 0 && cost_c >= 0 && cost_c <= cap_c * (1 + 1e-9) + 1e-9);
+        o.min_subgraph_size = 1;
+        o.max_subgraph_count = 0;
         if (n_sup <= 12) {
             graphs++;
             optimal += chosen <= best * (1 + 1e-9) + 1e-9;

@@ -99,12 +99,18 @@ int cmd_analyze(int argc, char **argv) {
         cli_fail("analyze", ctx, st);
         goto done;
     }
+    if (t.measured) {
+        rc = cli_usage("analyze", "--placement measured runs the model; analyze does not (use seam partition)");
+        goto done;
+    }
     if ((rc = targets_apply_shapes(&t, "analyze", ctx, m))) goto done;
     if ((rc = targets_load(&t, "analyze", ctx))) goto done;
-    /* analysis is about support: no constraints, no forcing */
+    /* analysis is about support: no constraints, no forcing; the placement
+     * policy decides the estimate it prints */
     seam_partition_options o = seam_partition_defaults();
     o.targets = t.opts.targets;
     o.n_targets = t.opts.n_targets;
+    o.placement = t.opts.placement;
     if ((st = seam_partition(m, &o, &plan))) {
         rc = cli_fail("analyze", ctx, st);
         goto done;

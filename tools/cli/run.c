@@ -255,13 +255,29 @@ static int write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, 
         fprintf(stderr, "seam run: out of memory\n");
         rc = CLI_BAD_INPUT;
     }
+    /* two outputs whose names map to one file (a:0 and a_0) would overwrite
+     * each other: refused before anything is written */
+    for (int32_t o = 0; o < g->n_outputs && rc == CLI_OK; o++) {
+        seam_tensor_view view;
+        seam_session_output(s, o, &view);
+        char fname[512];
+        safe_name(view.name, fname, sizeof(fname));
+        snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format);
+        for (int32_t q = 0; q < o && rc == CLI_OK; q++)
+            if (strcmp(dst[q], dst[o]) == 0) {
+                seam_tensor_view other;
+                seam_session_output(s, q, &other);
+                fprintf(stderr, "seam run: outputs '%s' and '%s' would both be written to '%s'; nothing was written\n",
+                        other.name, view.name, dst[o]);
+                rc = CLI_BAD_INPUT;
+            }
+    }
     for (int32_t o = 0; o < g->n_outputs && rc == CLI_OK; o++) {
         seam_tensor_view view;
         seam_session_output(s, o, &view);
         char fname[512], err[1024];
         safe_name(view.name, fname, sizeof(fname));
-        snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format);
-        snprintf(tmp[o], sizeof(tmp[o]), "%s/.%s.%s.tmp%ld", out_dir, fname, format, (long)getpid());
+        snprintf(tmp[o], sizeof(tmp[o]), "%s/.%s.%s.%d.tmp%ld", out_dir, fname, format, (int)o, (long)getpid());
         seam_tensor t = {.dtype = view.dtype, .rank = view.rank, .data = (void *)view.data, .nbytes = view.nbytes};
         for (int32_t d = 0; d < view.rank; d++) t.dims[d] = view.dims[d];
         t.numel = seam_shape_numel(t.dims, t.rank);
