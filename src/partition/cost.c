@@ -29,6 +29,9 @@
 #define CPU_MACS_PER_US 20000.0
 #define CPU_ELEMS_PER_US 1000.0
 #define CPU_NODE_US 0.5
+/* a recurrent layer's multiply-adds run as one small matrix-vector product
+ * per step, far below the GEMM rate */
+#define CPU_RNN_MACS_PER_US 5000.0
 
 double node_work(const ir_graph *g, const ir_node *n) {
     double out = 1;
@@ -59,7 +62,25 @@ static bool is_product(const char *op) {
     return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
 }
 
+static bool is_rnn(const char *op) { return !strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN"); }
+
+/* LSTM/GRU/RNN: steps x batch x directions x (gates x hidden) x (input +
+ * hidden) multiply-adds, from X [seq, batch, input] and W [dirs, gates x
+ * hidden, input]; 0 when a shape is unknown. */
+static double rnn_macs(const ir_graph *g, const ir_node *n) {
+    if (n->n_inputs < 3 || n->inputs[0] < 0 || n->inputs[1] < 0) return 0;
+    const ir_type *x = &g->values[n->inputs[0]].type, *w = &g->values[n->inputs[1]].type;
+    if (x->kind != IR_TYPE_TENSOR || w->kind != IR_TYPE_TENSOR || x->rank != 3 || w->rank != 3) return 0;
+    double seq = (double)x->dims[0].v, batch = (double)x->dims[1].v, in = (double)x->dims[2].v;
+    double dirs = (double)w->dims[0].v, gh = (double)w->dims[1].v;
+    if (seq < 0 || batch < 0 || in < 0 || dirs < 0 || gh < 0) return 0;
+    const char *op = n->op_type;
+    double hidden = gh / (!strcmp(op, "LSTM") ? 4 : !strcmp(op, "GRU") ? 3 : 1);
+    return seq * batch * dirs * gh * (in + hidden);
+}
+
 static double cpu_estimate_us(const ir_graph *g, const ir_node *n) {
+    if (is_rnn(n->op_type)) return CPU_NODE_US + rnn_macs(g, n) / CPU_RNN_MACS_PER_US;
     double w = node_work(g, n);
     return CPU_NODE_US + (is_product(n->op_type) ? w / CPU_MACS_PER_US : w / CPU_ELEMS_PER_US);
 }

@@ -120,6 +120,7 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
  * and its other primitives are about as fast as the CPU's loops. */
 static double dnnl_cost(void *ctx, const seam_node_view *n) {
     (void)ctx;
+    if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return 0.3; /* oneDNN's packed GEMMs per step */
     return is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 0.5 : 0.9;
 }
 
