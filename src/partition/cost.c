@@ -33,7 +33,7 @@
  * per step, far below the GEMM rate */
 #define CPU_RNN_MACS_PER_US 5000.0
 
-double node_work(const ir_graph *g, const ir_node *n) {
+static double node_work(const ir_graph *g, const ir_node *n) {
     double out = 1;
     if (n->n_outputs > 0 && n->outputs[0] >= 0) {
         const ir_type *t = &g->values[n->outputs[0]].type;
@@ -79,7 +79,7 @@ static double rnn_macs(const ir_graph *g, const ir_node *n) {
     return seq * batch * dirs * gh * (in + hidden);
 }
 
-static double cpu_estimate_us(const ir_graph *g, const ir_node *n) {
+double cpu_estimate_us(const ir_graph *g, const ir_node *n) {
     if (is_rnn(n->op_type)) return CPU_NODE_US + rnn_macs(g, n) / CPU_RNN_MACS_PER_US;
     double w = node_work(g, n);
     return CPU_NODE_US + (is_product(n->op_type) ? w / CPU_MACS_PER_US : w / CPU_ELEMS_PER_US);

@@ -148,7 +148,7 @@ static seam_status compute_support(partitioner *pr) {
     int32_t n_unknown = 0; /* refused by every target, with a shape not known statically */
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
-        pr->work[i] = node_work(g, n);
+        pr->work[i] = cpu_estimate_us(g, n); /* max_subgraph_count keeps the subgraphs offloading the most */
         if (plan_is_constant_node(n)) {
             plan_set_constant(p, i);
             continue;

@@ -77,9 +77,8 @@ double cost_plan(const cost_model *cm, seam_plan *p, bool store);
 /* Placement by cost searches graphs with at most this many movable nodes
  * exhaustively (default 12). */
 extern int32_t partition_exhaustive_limit;
-/* A rough count of a node's work from its shapes (multiply-adds for
- * products, output elements otherwise). */
-double node_work(const ir_graph *g, const ir_node *n);
+/* The cost model's estimate of a node's time on the CPU (microseconds). */
+double cpu_estimate_us(const ir_graph *g, const ir_node *n);
 
 /* Nodes in execution order, cut into runs of one target. */
 typedef struct waves {
