@@ -382,6 +382,16 @@ case("clip_bound_is_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("
 case("clip_both_bounds_input", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], [("x", [2, 3, 5]), ("lo", []), ("hi", [])],
      {}, [2, 3, 5], opset=13)
 case("add_bcast_first", [helper.make_node("Add", ["c", "x"], ["y"])], X3, {"c": W(6, 1)}, [4, 6, 8])
+# squeeze-excite as torch writes it: scale * x with the [N,C,1,1] scale
+# first and x in a convolution's layout (the operands swap; x is not
+# reordered to plain and back)
+case("se_scale_first", [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                        helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+                        helper.make_node("Conv", ["g", "w2"], ["s0"]),
+                        helper.make_node("Sigmoid", ["s0"], ["s"]),
+                        helper.make_node("Mul", ["s", "c"], ["m"]),
+                        helper.make_node("Conv", ["m", "w3"], ["y"])],
+     X4, {"w": W(16, 4, 3, 3), "w2": W(16, 16, 1, 1), "w3": W(8, 16, 1, 1)}, [2, 8, 9, 9])
 
 # the rest of the op list: LogSoftmax, Sum, PRelu, LRN, Resize, ConvTranspose,
 # the Erf GELU pattern (both orders of its factors)
@@ -450,6 +460,17 @@ if check.selected("boundary_one_reorder"):
         check.expect(not from_c and max(errs) <= TOL,
                      f"boundary_one_reorder: the second conv reads the blocked copy ({len(reorders)} reorders in all), "
                      f"error {max(errs):.2e}", "\n".join(reorders))
+
+# squeeze-excite's scale * x keeps x in the convolution's layout: no reorder
+# of x to plain and back (before, every such Mul cost two full reorders)
+if check.selected("se_scale_first_layout", needed_by=()):
+    r = run("run", os.path.join(work, "se_scale_first.onnx"), "--target", "dnnl", "--placement", "capability",
+            "--compile-log")
+    reorders = [ln for ln in r.stderr.splitlines() if ": reorder " in ln]
+    around_mul = [ln for ln in reorders if "(Mul)" in ln or "'Conv_5'" in ln and "dst acdb" in ln]
+    check.expect(r.returncode == 0 and reorders and not around_mul,
+                 f"se_scale_first_layout: no reorder around the Mul ({len(reorders)} in all: the input's and the output's)",
+                 "\n".join(reorders) or r.stderr[-300:])
 
 # what dnnl cannot do stays on the CPU, with a precise reason, and runs
 if check.selected("resize_cubic"):

@@ -149,14 +149,41 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         dnnl_alg_kind_t alg = dx_binary_alg(n);
         int32_t s1 = dx_input_slot(b, &n->inputs[1]);
         if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
-        for (int32_t d = 0; d < p->slots[sin].rank; d++)
-            if (p->slots[s1].dims[d] != p->slots[sin].dims[d]) return 0; /* broadcasts go plain */
+        /* a commutative op with the broadcast operand first (torch's
+         * scale * x): oneDNN broadcasts src1 only, so the operands swap */
+        bool swap = false;
+        for (int32_t d = 0; d < p->slots[sin].rank && commutative(n); d++)
+            swap |= p->slots[sin].dims[d] == 1 && p->slots[s1].dims[d] > 1;
+        if (swap) {
+            if (!p->slots[s1].has_md || p->slots[s1].lazy) return 0;
+            int32_t tmp = sin;
+            sin = s1, s1 = tmp;
+            src = p->slots[sin].md;
+        }
+        bool bcast = false;
+        for (int32_t d = 0; d < p->slots[sin].rank; d++) {
+            if (p->slots[s1].dims[d] == p->slots[sin].dims[d]) continue;
+            if (p->slots[s1].dims[d] != 1) return 0;
+            bcast = true;
+        }
+        /* a broadcast operand (squeeze-excite's [N,C,1,1] scale) stays in
+         * its plain layout next to the blocked input, when oneDNN has a
+         * fast kernel for that; else the step goes plain */
+        dnnl_memory_desc_t src1 = src;
+        if (bcast) {
+            dnnl_dims_t dims, strides;
+            int64_t acc = 1;
+            for (int32_t d = p->slots[s1].rank - 1; d >= 0; d--)
+                dims[d] = p->slots[s1].dims[d], strides[d] = acc, acc *= p->slots[s1].dims[d];
+            if (dnnl_memory_desc_init_by_strides(&src1, p->slots[s1].rank, dims, dnnl_f32, strides) != dnnl_success)
+                return 0;
+        }
         dnnl_binary_desc_t bd;
-        if (dnnl_binary_desc_init(&bd, alg, &src, &src, &src) != dnnl_success ||
+        if (dnnl_binary_desc_init(&bd, alg, &src, &src1, &src) != dnnl_success ||
             dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
             return 0;
         if (dx_is_slow_ref(pd)) return dnnl_primitive_desc_destroy(pd), 0; /* plain has a fast kernel */
-        s1 = dx_in_layout(b, s1, &src);
+        s1 = dx_in_layout(b, s1, &src1);
         if (s1 < 0) return dnnl_primitive_desc_destroy(pd), -1;
         kinds[0] = DNNL_ARG_SRC_0, slots[0] = sin, kinds[1] = DNNL_ARG_SRC_1, slots[1] = s1, n_args = 3;
     }
@@ -1340,7 +1367,9 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     /* An activation or a same-shape binary on a convolution's blocked output
      * stays in that layout (the residual Add of a ResNet, the Relu after
      * it): no reorder to plain and back. */
-    if (p->slots[sin].has_md && (IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops))) {
+    int32_t s1 = IN_LIST(n, binary_ops) && commutative(n) && n->n_inputs > 1 ? dx_input_slot(b, &n->inputs[1]) : -1;
+    bool blocked_second = s1 >= 0 && p->slots[s1].has_md && !p->slots[s1].lazy; /* scale * x, x blocked */
+    if ((p->slots[sin].has_md || blocked_second) && (IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops))) {
         int32_t r = blocked_step(b, n, sin);
         if (r < 0) return false;
         if (r > 0) return true;
