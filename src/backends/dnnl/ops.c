@@ -182,7 +182,24 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
         if (dnnl_binary_desc_init(&bd, alg, &src, &src1, &src) != dnnl_success ||
             dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
             return 0;
-        if (dx_is_slow_ref(pd)) return dnnl_primitive_desc_destroy(pd), 0; /* plain has a fast kernel */
+        if (dx_is_slow_ref(pd)) {
+            /* a broadcast on a channel-blocked input (aBcd8b) has only the
+             * reference kernel: channels-last is one reorder away and where
+             * the next 1x1 convolution reads, not two through plain */
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            bool inner[MAXR] = {false};
+            dnnl_memory_desc_t cl;
+            if (!bcast || p->slots[sin].rank < 3) return 0;
+            inner[1] = true;
+            if (!inner_md(&p->slots[sin], inner, &cl) || dnnl_binary_desc_init(&bd, alg, &cl, &src1, &cl) != dnnl_success ||
+                dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+                return 0;
+            if (dx_is_slow_ref(pd)) return dnnl_primitive_desc_destroy(pd), 0; /* plain has a fast kernel */
+            sin = dx_in_layout(b, sin, &cl);
+            if (sin < 0) return dnnl_primitive_desc_destroy(pd), -1;
+            src = cl;
+        }
         s1 = dx_in_layout(b, s1, &src1);
         if (s1 < 0) return dnnl_primitive_desc_destroy(pd), -1;
         kinds[0] = DNNL_ARG_SRC_0, slots[0] = sin, kinds[1] = DNNL_ARG_SRC_1, slots[1] = s1, n_args = 3;
