@@ -382,6 +382,15 @@ case("clip_bound_is_input", [conv("c", 1, pads=[1, 1, 1, 1]), helper.make_node("
 case("clip_both_bounds_input", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], [("x", [2, 3, 5]), ("lo", []), ("hi", [])],
      {}, [2, 3, 5], opset=13)
 case("add_bcast_first", [helper.make_node("Add", ["c", "x"], ["y"])], X3, {"c": W(6, 1)}, [4, 6, 8])
+# SiLU after a convolution, x * Sigmoid(x) in either operand order, fuses as
+# a swish post-op; with a third reader of x it must not
+for name, mul_in, extra in (("conv_silu", ["c", "s"], []), ("conv_silu_swapped", ["s", "c"], []),
+                            ("conv_silu_third_reader", ["c", "s"], [helper.make_node("Relu", ["c"], ["r"])])):
+    tail = [helper.make_node("Add", ["m", "r"], ["y"])] if extra else []
+    case(name, [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Sigmoid", ["c"], ["s"]),
+                helper.make_node("Mul", mul_in, ["m" if extra else "y"])] + extra + tail,
+         X4, {"w": W(6, 4, 3, 3)}, [2, 6, 9, 9])
+
 # squeeze-excite as torch writes it: scale * x with the [N,C,1,1] scale
 # first and x in a convolution's layout (the operands swap; x is not
 # reordered to plain and back)
@@ -460,6 +469,14 @@ if check.selected("boundary_one_reorder"):
         check.expect(not from_c and max(errs) <= TOL,
                      f"boundary_one_reorder: the second conv reads the blocked copy ({len(reorders)} reorders in all), "
                      f"error {max(errs):.2e}", "\n".join(reorders))
+
+# SiLU fuses into the convolution as oneDNN's swish post-op
+if check.selected("conv_silu_fused"):
+    for name, want in (("conv_silu", 1), ("conv_silu_swapped", 1), ("conv_silu_third_reader", 0)):
+        r = run("run", os.path.join(work, name + ".onnx"), "--target", "dnnl", "--placement", "capability", "--compile-log")
+        n = sum("eltwise_swish" in ln for ln in r.stderr.splitlines())
+        check.expect(r.returncode == 0 and (n >= 1) == bool(want), f"conv_silu_fused: {name}: swish post-op "
+                     f"{'present' if n else 'absent'}", r.stderr[-400:])
 
 # squeeze-excite's scale * x keeps x in the convolution's layout: no reorder
 # of x to plain and back (before, every such Mul cost two full reorders)

@@ -131,6 +131,7 @@ typedef struct builder {
 typedef struct chain {
     int32_t n;                     /* fused nodes */
     int32_t node[MAX_CHAIN];
+    int32_t aux[MAX_CHAIN];        /* a second node the entry absorbs (SiLU's Sigmoid), or -1 */
     const char *name[MAX_CHAIN];   /* their names and ops, for the log */
     const char *op[MAX_CHAIN];
     bool is_binary[MAX_CHAIN];

@@ -109,6 +109,30 @@ static void keep_out(chain *c, int32_t k) {
 /* Fills c with the nodes after the producer of `v` that can become its
  * post-ops (none when fusion is off). Node views are invalidated: the
  * caller fetches its node again. */
+/* SiLU as exporters write it, x * Sigmoid(x): the two readers of x are a
+ * Sigmoid and a Mul of x by that Sigmoid's output (read by nothing else).
+ * Returns the Mul (its Sigmoid in *sig), or -1. oneDNN's swish with
+ * alpha 1 is exactly that, as a post-op. */
+static int32_t silu_of(builder *b, const char *x, int32_t *sig) {
+    int32_t rr[2];
+    if (dx_readers(b, x, rr, 2) != 2) return -1;
+    for (int32_t w = 0; w < 2; w++) {
+        seam_node_view st, st2;
+        const seam_node_view *s = seam_subgraph_node(b->sg, rr[w], &st);
+        if (!is_op(s, "Sigmoid") || s->n_outputs < 1 || !s->outputs[0].name) continue;
+        if (dx_sole_reader(b, s->outputs[0].name) != rr[1 - w]) continue;
+        const char *so = s->outputs[0].name;
+        const seam_node_view *m = seam_subgraph_node(b->sg, rr[1 - w], &st2);
+        if (!is_op(m, "Mul") || m->n_inputs != 2 || !m->inputs[0].name || !m->inputs[1].name) continue;
+        bool pair = (!strcmp(m->inputs[0].name, x) && !strcmp(m->inputs[1].name, so)) ||
+                    (!strcmp(m->inputs[1].name, x) && !strcmp(m->inputs[0].name, so));
+        if (!pair) continue;
+        *sig = rr[w];
+        return rr[1 - w];
+    }
+    return -1;
+}
+
 void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, chain *c) {
     memset(c, 0, sizeof(*c));
     c->skip = -1;
@@ -116,8 +140,10 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
     for (int32_t d = 0; d < v->rank && d < MAXR; d++) c->out_dims[d] = v->dims[d], c->prim_dims[d] = v->dims[d];
     c->out.dims = c->out_dims;
     c->prim_rank = v->rank;
+    for (int32_t k = 0; k < MAX_CHAIN; k++) c->aux[k] = -1;
     while (b->fuse && c->n < MAX_CHAIN) {
-        int32_t r = dx_sole_reader(b, c->out.name);
+        int32_t sig = -1, r = dx_sole_reader(b, c->out.name);
+        if (r < 0) r = silu_of(b, c->out.name, &sig);
         if (r < 0) break;
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
@@ -139,7 +165,10 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
         bool same = true;
         for (int32_t d = 0; d < c->out.rank; d++) same &= m->outputs[0].dims[d] == c->out.dims[d];
         if (!same) break;
-        if (IN_LIST(m, eltwise_ops)) {
+        if (sig >= 0) { /* x * Sigmoid(x) */
+            c->alg[k] = dnnl_eltwise_swish, c->alpha[k] = 1.0f, c->beta[k] = 0.0f;
+            c->aux[k] = sig;
+        } else if (IN_LIST(m, eltwise_ops)) {
             if (!dx_eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
             c->clip01[k] = dx_clips_after(m);
         } else if (IN_LIST(m, binary_ops) && m->n_inputs == 2 && m->inputs[0].name && m->inputs[1].name) {
@@ -374,8 +403,12 @@ int32_t dx_reshaped_dst(builder *b, const chain *c, int32_t sum_from, const seam
 
 /* Marks a chain's nodes as done by the primitive that absorbed them. */
 void dx_take_chain(const chain *c, bool *fused) {
-    for (int32_t k = 0; k < c->n; k++) fused[c->node[k]] = true;
+    for (int32_t k = 0; k < c->n; k++) {
+        fused[c->node[k]] = true;
+        if (c->aux[k] >= 0) fused[c->aux[k]] = true;
+    }
 }
+
 
 /* Node i of the subgraph if it is op `op` reading `name` (as input `pos`,
  * or either when pos < 0), with the output name copied to out_name. */
