@@ -218,6 +218,18 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
     return ok ? 1 : -1;
 }
 
+/* A strided view v as value `name`: copied into place when the value
+ * leaves the subgraph, else published as is (copied only when a reader
+ * needs it dense). */
+static bool publish_view(builder *b, int32_t v, const char *name) {
+    program *p = b->p;
+    int32_t sd = dx_slot_of(p, name);
+    if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
+    p->slots[v].name = name;
+    p->slots[v].lazy = p->slots[v].has_md;
+    return true;
+}
+
 /* Transpose: a reorder from a view of the input with permuted strides. */
 static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0) {
     const seam_node_view *n = b->n;
@@ -252,11 +264,7 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
     if (v < 0) return dx_fail(b, "out of memory"), false;
     /* no copy until a reader needs one: a MatMul reads the strided view
      * as it is, and a permutation that moves only 1-sized dims is plain */
-    int32_t sd = dx_slot_of(p, n->outputs[0].name);
-    if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
-    p->slots[v].name = n->outputs[0].name;
-    p->slots[v].lazy = p->slots[v].has_md;
-    return true;
+    return publish_view(b, v, n->outputs[0].name);
 }
 
 /* Slice (from opset 10) and the reductions: their parameter inputs are
@@ -331,11 +339,7 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
     if (v < 0) return dx_fail(b, "out of memory"), false;
     p->slots[v].offset = offset * (int64_t)sizeof(float);
     /* like a Transpose: no copy until a reader needs a dense layout */
-    int32_t sd = dx_slot_of(p, n->outputs[0].name);
-    if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
-    p->slots[v].name = n->outputs[0].name;
-    p->slots[v].lazy = p->slots[v].has_md;
-    return true;
+    return publish_view(b, v, n->outputs[0].name);
 }
 
 /* Gather with one constant index (torch's h_n[-1], x[:, 0]): a strided
@@ -381,11 +385,7 @@ static bool compile_gather(builder *b, bool *fused, int32_t sin, int32_t out0) {
     int32_t v = dx_view_slot(p, sin, &shape, &vmd);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     p->slots[v].offset = idx * st[axis] * (int64_t)sizeof(float);
-    int32_t sd = dx_slot_of(p, n->outputs[0].name);
-    if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
-    p->slots[v].name = n->outputs[0].name;
-    p->slots[v].lazy = p->slots[v].has_md;
-    return true;
+    return publish_view(b, v, n->outputs[0].name);
 }
 
 /* Split: each output a strided view of the input (its part along the
@@ -424,13 +424,7 @@ static bool compile_split(builder *b, bool *fused, int32_t sin, int32_t out0) {
         if (v < 0) return dx_fail(b, "out of memory"), false;
         p->slots[v].offset = at * st[axis] * (int64_t)sizeof(float);
         at += dims[axis];
-        int32_t sd = dx_slot_of(p, o->name);
-        if (sd >= 0) {
-            if (!dx_add_reorder(b, v, sd)) return false; /* a boundary output */
-            continue;
-        }
-        p->slots[v].name = o->name;
-        p->slots[v].lazy = p->slots[v].has_md;
+        if (!publish_view(b, v, o->name)) return false;
     }
     if (at != p->slots[sin].dims[axis]) return dx_fail(b, "the outputs do not cover the input"), false;
     return true;
@@ -601,11 +595,7 @@ static bool compile_view(builder *b, bool *fused, int32_t sin, int32_t sd) {
     if (in < 0) return dx_fail(b, "its input is not available"), false;
     int32_t v = dx_view_slot(p, in, &shape, strided ? &smd : NULL);
     if (v < 0) return dx_fail(b, "out of memory"), false;
-    int32_t s = dx_slot_of(p, n->outputs[0].name);
-    if (s >= 0) return dx_add_reorder(b, v, s); /* a boundary output: a copy */
-    p->slots[v].name = n->outputs[0].name;
-    p->slots[v].lazy = p->slots[v].has_md;
-    return true;
+    return publish_view(b, v, n->outputs[0].name);
 }
 
 /* a Concat of inputs in oneDNN's layouts (the branches of an inception
