@@ -169,7 +169,9 @@ static bool runtime_value(const ir_graph *g, const seam_plan *p, int32_t v) {
     return pr < 0 || p->node_target[pr] >= 0;
 }
 
-double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s, double *bytes_out) {
+/* Subgraph s's time; its boundary bytes in *bytes_out. Boundary values are
+ * counted once per subgraph through cm->stamp (reset by cost_plan). */
+static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s, double *bytes_out) {
     const ir_graph *g = p->model->graph;
     const plan_subgraph *sg = &p->subgraphs[s];
     double t = 0, bytes = 0;
@@ -213,6 +215,5 @@ double cost_plan(const cost_model *cm, seam_plan *p, bool store) {
             p->subgraphs[s].boundary_bytes = (int64_t)bytes;
         }
     }
-    for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
     return total;
 }

@@ -69,7 +69,7 @@ typedef struct partitioner {
     int32_t n_targets;    /* device targets; cpu is index n_targets */
     uint64_t *supported_by; /* per node: bit t set if target t supports it */
     bool *pinned;
-    double *work;
+    cost_model cm;        /* made once support is known (cost.c) */
 } partitioner;
 
 static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
@@ -148,7 +148,6 @@ static seam_status compute_support(partitioner *pr) {
     int32_t n_unknown = 0; /* refused by every target, with a shape not known statically */
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
-        pr->work[i] = cpu_estimate_us(g, n); /* max_subgraph_count keeps the subgraphs offloading the most */
         if (plan_is_constant_node(n)) {
             plan_set_constant(p, i);
             continue;
@@ -514,9 +513,8 @@ static seam_status place_by_cost(partitioner *pr) {
     seam_plan *p = pr->p;
     const ir_graph *g = pr->m->graph;
     int32_t nn = g->n_nodes;
-    cost_model cm;
-    seam_status st = cost_model_init(&cm, pr->ctx, pr->m, pr->targets, pr->n_targets, pr->supported_by);
-    if (st) return st;
+    const cost_model *cm = &pr->cm;
+    seam_status st = SEAM_STATUS_OK;
     int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *cap_of = NULL;
     cap_subgraph *cap_sg = NULL;
@@ -525,7 +523,7 @@ static seam_status place_by_cost(partitioner *pr) {
         goto done;
     }
     memcpy(cap, p->node_target, sizeof(int32_t) * (size_t)nn);
-    double cap_cost = cost_plan(&cm, p, true), all_cpu = 0;
+    double cap_cost = cost_plan(cm, p, true), all_cpu = 0;
     /* the capability plan's subgraphs, to explain what the search moved:
      * per node its subgraph's node count, time there, launch + transfer,
      * and time on the CPU */
@@ -540,18 +538,18 @@ static seam_status place_by_cost(partitioner *pr) {
         const plan_subgraph *sg = &p->subgraphs[s];
         double nodes = 0, cpu = 0;
         for (int32_t k = 0; k < sg->n_nodes; k++) {
-            nodes += cost_node_us(&cm, sg->nodes[k], sg->target);
-            cpu += cm.cpu_us[sg->nodes[k]];
+            nodes += cost_node_us(cm, sg->nodes[k], sg->target);
+            cpu += cm->cpu_us[sg->nodes[k]];
         }
         cap_sg[s] = (cap_subgraph){sg->n_nodes, nodes, sg->est_us - nodes, cpu, sg->boundary_bytes, 0};
     }
     bool cpu_allowed = true; /* no pin holds a node on a device */
     for (int32_t i = 0; i < nn; i++) {
-        if (p->node_target[i] >= 0) all_cpu += cm.cpu_us[i];
+        if (p->node_target[i] >= 0) all_cpu += cm->cpu_us[i];
         cpu_allowed &= !(pr->pinned[i] && p->node_target[i] >= 0 && p->node_target[i] < pr->n_targets);
     }
     p->est = (seam_plan_estimate){cap_cost, all_cpu, cap_cost};
-    if (cm.trivial) goto done; /* offloading never costs more: the capability plan */
+    if (cm->trivial) goto done; /* offloading never costs more: the capability plan */
     int32_t n_mov = 0;
     for (int32_t i = 0; i < nn; i++)
         if (movable(pr, i) && p->node_target[i] < pr->n_targets) mov[n_mov++] = i;
@@ -560,20 +558,20 @@ static seam_status place_by_cost(partitioner *pr) {
     double best_cost = cap_cost;
     /* exhaustive when the masks times the graph stay small: each regroups all of it */
     if (n_mov <= partition_exhaustive_limit && (double)nn * (double)(1u << n_mov) <= 4e6)
-        exhaustive(pr, &cm, cap, best, &best_cost, mov, n_mov);
+        exhaustive(pr, cm, cap, best, &best_cost, mov, n_mov);
     else {
         /* three starts: every supported node offloaded (whole subgraphs
          * moved first, or single nodes only), and every movable node on the
          * CPU; the best local optimum wins */
         int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-        local_search(pr, &cm, cap, best, &best_cost, true);
+        local_search(pr, cm, cap, best, &best_cost, true);
         for (int32_t start = 0; alt && start < 2; start++) {
             memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
             if (start == 1)
                 for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
-            double alt_cost = try_targets(pr, &cm, alt);
+            double alt_cost = try_targets(pr, cm, alt);
             if (alt_cost < 0) continue;
-            local_search(pr, &cm, cap, alt, &alt_cost, start == 1);
+            local_search(pr, cm, cap, alt, &alt_cost, start == 1);
             if (alt_cost < best_cost - 1e-9) {
                 best_cost = alt_cost;
                 memcpy(best, alt, sizeof(int32_t) * (size_t)nn);
@@ -588,11 +586,11 @@ static seam_status place_by_cost(partitioner *pr) {
         /* nodes that are not movable (pins to cpu, cpu_ops) stay as they are */
         best_cost = all_cpu;
     }
-    if (try_targets(pr, &cm, best) < 0) {
+    if (try_targets(pr, cm, best) < 0) {
         st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
         goto done;
     }
-    best_cost = cost_plan(&cm, p, true);
+    best_cost = cost_plan(cm, p, true);
     if (to_cpu) {
         plan_note(p, "placement by cost: the CPU alone (estimated %.1f us) beats offloading (%.1f us with every supported "
                   "node on its target): everything runs on the CPU", all_cpu, cap_cost);
@@ -625,15 +623,14 @@ static seam_status place_by_cost(partitioner *pr) {
             } else {
                 snprintf(buf, sizeof(buf), "%.3g us on %s (%.3g on cpu), but on %s it would add boundary values "
                          "whose transfers cost more",
-                         cost_node_us(&cm, i, t), p->target_names[t], cm.cpu_us[i], p->target_names[t]);
+                         cost_node_us(cm, i, t), p->target_names[t], cm->cpu_us[i], p->target_names[t]);
             }
             set_cpu_by_cost(pr, i, plan_strdup(p, buf));
         }
     }
     p->est.total_us = best_cost;
 done:
-    if (!st && cm.cpu_us) p->est.total_us = cost_plan(&cm, p, true);
-    cost_model_free(&cm);
+    if (!st) p->est.total_us = cost_plan(cm, p, true);
     free(cap);
     free(best);
     free(mov);
@@ -643,18 +640,13 @@ done:
 }
 
 /* The cost model's estimate of the final plan (after the constraints). */
-static seam_status estimate_final(partitioner *pr) {
-    cost_model cm;
-    seam_status st = cost_model_init(&cm, pr->ctx, pr->m, pr->targets, pr->n_targets, pr->supported_by);
-    if (st) return st;
+static void estimate_final(partitioner *pr) {
     double all_cpu = 0;
     for (int32_t i = 0; i < pr->p->n_nodes; i++)
-        if (pr->p->node_target[i] >= 0) all_cpu += cm.cpu_us[i];
-    double total = cost_plan(&cm, pr->p, true);
+        if (pr->p->node_target[i] >= 0) all_cpu += pr->cm.cpu_us[i];
+    double total = cost_plan(&pr->cm, pr->p, true);
     if (pr->o->placement != SEAM_PLACEMENT_COST) pr->p->est = (seam_plan_estimate){total, all_cpu, total};
     pr->p->est.total_us = total;
-    cost_model_free(&cm);
-    return SEAM_STATUS_OK;
 }
 
 /* Step 4: min size and max count, until the plan holds. */
@@ -697,7 +689,7 @@ static seam_status enforce(partitioner *pr) {
                 double w = 0;
                 bool pinned = false;
                 for (int32_t k = 0; k < sg->n_nodes; k++) {
-                    w += pr->work[sg->nodes[k]];
+                    w += pr->cm.cpu_us[sg->nodes[k]]; /* the work it offloads */
                     pinned |= pr->pinned[sg->nodes[k]];
                 }
                 if (!pinned) r[nr++] = (ranked){s, w};
@@ -783,16 +775,16 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_status st = check_options(m->ctx, opts);
     if (st) return st;
     const ir_graph *g = m->graph;
-    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, NULL};
+    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}};
     pr.supported_by = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
     pr.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-    pr.work = calloc((size_t)g->n_nodes + 1, sizeof(double));
-    if (!pr.p || !pr.supported_by || !pr.pinned || !pr.work) {
+    if (!pr.p || !pr.supported_by || !pr.pinned) {
         st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
     for (int32_t t = 0; t < pr.n_targets; t++) pr.p->target_names[t] = plan_strdup(pr.p, pr.targets[t]->name);
     if ((st = compute_support(&pr))) goto done;
+    if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
     if (pr.p->counted && (double)pr.p->supported < opts->min_support * (double)pr.p->counted - 1e-9) {
         st = seam_error(m->ctx, SEAM_STATUS_UNSUPPORTED,
                         "%.2f%% of operations (%d of %d) are supported, below the required minimum of %.2f%%",
@@ -828,11 +820,11 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     }
     if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = place_by_cost(&pr))) goto done;
     if ((st = enforce(&pr))) goto done;
-    st = estimate_final(&pr);
+    estimate_final(&pr);
 done:
     free(pr.supported_by);
     free(pr.pinned);
-    free(pr.work);
+    cost_model_free(&pr.cm);
     if (st) {
         seam_plan_free(pr.p);
         return st;
