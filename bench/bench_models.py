@@ -20,13 +20,11 @@ peak for the GFLOP/s column.
 """
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 import torch
 import torch.nn as nn
-import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
 import gen_models  # noqa: E402
@@ -125,27 +123,7 @@ def export(name, out):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    names = list(MODELS) + list(EXTRA)
-    if "--list" in sys.argv:
-        print("\n".join(MODELS))
-        return
-    if "--only" in sys.argv:
-        only = sys.argv[sys.argv.index("--only") + 1]
-        names, args = only.split(","), [a for a in args if a != only]
-    out = args[0]
-    os.makedirs(out, exist_ok=True)
-    for name in names:
-        if name not in MODELS and name not in EXTRA:
-            sys.exit(f"bench_models: unknown model '{name}' (see --list)")
-        stamp = os.path.join(out, name + ".stamp")
-        if os.path.exists(stamp) and open(stamp).read() == VERSION and os.path.exists(os.path.join(out, name + ".onnx")):
-            continue
-        t0 = time.time()
-        path = export(name, out)
-        with open(stamp, "w") as f:
-            f.write(VERSION)
-        print(f"{name}: {time.time() - t0:.1f} s, {os.path.getsize(path) / 1e6:.1f} MB", flush=True)
+    gen_models.run("bench_models", list(MODELS) + list(EXTRA), export, VERSION, listed=list(MODELS))
 
 
 if __name__ == "__main__":

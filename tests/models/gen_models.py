@@ -200,30 +200,37 @@ def export(name, out):
     return path
 
 
-def main():
+def run(tool, names, export_one, version, listed=None):
+    """The command line both model writers share: OUTDIR [--only a,b]
+    [--list]; exports each model whose NAME.stamp does not hold version.
+    names: every model it can write; listed: those --list shows."""
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    names = list(MODELS) + list(DYNAMIC)
     if "--list" in sys.argv:
-        print("\n".join(names))
+        print("\n".join(listed if listed is not None else names))
         return
+    wanted = names
     if "--only" in sys.argv:
-        names = sys.argv[sys.argv.index("--only") + 1].split(",")
-        args = [a for a in args if a != sys.argv[sys.argv.index("--only") + 1]]
+        only = sys.argv[sys.argv.index("--only") + 1]
+        wanted, args = only.split(","), [a for a in args if a != only]
     out = args[0]
     os.makedirs(out, exist_ok=True)
     t_all = time.time()
-    for name in names:
-        if name not in MODELS and name not in DYNAMIC:
-            sys.exit(f"gen_models: unknown model '{name}' (see --list)")
+    for name in wanted:
+        if name not in names:
+            sys.exit(f"{tool}: unknown model '{name}' (see --list)")
         stamp = os.path.join(out, name + ".stamp")
-        if os.path.exists(stamp) and open(stamp).read() == VERSION and os.path.exists(os.path.join(out, name + ".onnx")):
+        if os.path.exists(stamp) and open(stamp).read() == version and os.path.exists(os.path.join(out, name + ".onnx")):
             continue
         t0 = time.time()
-        path = export(name, out)
+        path = export_one(name, out)
         with open(stamp, "w") as f:
-            f.write(VERSION)
+            f.write(version)
         print(f"{name}: {time.time() - t0:.1f} s, {os.path.getsize(path) / 1e6:.1f} MB", flush=True)
-    print(f"gen_models: done in {time.time() - t_all:.1f} s")
+    print(f"{tool}: done in {time.time() - t_all:.1f} s")
+
+
+def main():
+    run("gen_models", list(MODELS) + list(DYNAMIC), export, VERSION)
 
 
 if __name__ == "__main__":
