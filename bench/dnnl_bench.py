@@ -70,6 +70,11 @@ def median_of(text):
     return float(m.group(1)) if m else None
 
 
+def geomean_worst(ratios):
+    """(geometric mean, (worst ratio, its name)) of [(ratio, name)]."""
+    return math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios)), max(ratios)
+
+
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
@@ -163,8 +168,7 @@ def main():
             line += f" {c['on']} | {c['off']} |"
         print(line, flush=True)
     if ratios:
-        gm = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
-        worst = max(ratios)
+        gm, worst = geomean_worst(ratios)
         print(f"\n{len(ratios)} of {len(names)} models ran; seam/ORT geometric mean {gm:.2f}, worst {worst[0]:.2f} "
               f"({worst[1]}), at or below 1.0: {sum(r <= 1.0 for r, _ in ratios)}")
 

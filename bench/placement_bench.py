@@ -12,14 +12,15 @@ import argparse
 import glob
 import math
 import os
-import re
-import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dnnl_bench import geomean_worst, median_of, run  # noqa: E402
 
 
 def median_ms(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"median ([0-9.]+) ms", r.stdout)
-    return float(m.group(1)) if r.returncode == 0 and m else None
+    rc, text = run(cmd)
+    return median_of(text) if rc == 0 else None
 
 
 def main():
@@ -55,8 +56,7 @@ def main():
         ratios.append((r, name))
         print(f"| {name} | {best['cpu']:.3f} | {best['capability']:.3f} | {best['cost']:.3f} | {r:.2f} |", flush=True)
     if ratios:
-        gm = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
-        w = max(ratios)
+        gm, w = geomean_worst(ratios)
         print(f"\n{len(ratios)} models: cost / best single backend: geometric mean {gm:.3f}, worst {w[0]:.3f} ({w[1]}), "
               f"at most 1.05: {sum(r <= 1.05 for r, _ in ratios)}")
 
