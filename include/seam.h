@@ -249,8 +249,11 @@ typedef struct seam_node_stats {
     const char *name;
     const char *op_type;
     const char *target;   /* "cpu" for plain nodes */
-    double ms;
+    double ms;            /* the node's time in the last run */
     int64_t bytes_in, bytes_out;
+    double start_ms;      /* when the node started, from the start of the last run */
+    double compile_ms;    /* ai.seam Subgraph: its backend's compile at session creation; else 0 */
+    double copy_ms;       /* ai.seam Subgraph on a device memory: copying its boundary values, part of ms */
 } seam_node_stats;
 /* node: an index in the graph (0 .. seam_model_node_count - 1). */
 SEAM_API seam_status seam_session_node_stats(seam_session *session, int32_t node, seam_node_stats *stats_out);

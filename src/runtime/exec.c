@@ -100,7 +100,14 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
             reason[0] = 0;
             seam_check c = {g, n, i, reason, sizeof(reason), &e->states[i].state, &e->states[i].free_state,
                             ctx, pool, e, false};
+            bool timed = kd == &exec_subgraph_kernel;
+            struct timespec t0, t1;
+            if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);
             seam_status st = kd->check(&c);
+            if (timed) {
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                k->check_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+            }
             e->post_ok[i] = c.post_ops;
             if (st) {
                 if (reason[0]) seam_error(ctx, st, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)), reason);
@@ -140,6 +147,7 @@ void seam_exec_free(seam_exec *e) {
             if (e->states[i].free_state) e->states[i].free_state(e->states[i].state);
     free(e->states);
     free(e->node_ms);
+    free(e->node_start_ms);
     free(e->vals);
     free(e->kernels);
     free(e->defs);
@@ -190,6 +198,8 @@ const seam_tensor *seam_exec_output(const seam_exec *e, int32_t k) { return &e->
 seam_status seam_exec_run(seam_exec *e) {
     const ir_graph *g = e->g;
     seam_exec_reset(e);
+    struct timespec run_t0;
+    if (e->profile) clock_gettime(CLOCK_MONOTONIC, &run_t0);
     /* outer values: the parent's current tensors */
     if (e->parent)
         for (int32_t v = 0; v < g->n_values; v++)
@@ -215,11 +225,13 @@ seam_status seam_exec_run(seam_exec *e) {
         struct timespec t0, t1;
         if (e->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
         e->kernels[i].bytes_in = e->kernels[i].bytes_out = 0;
+        e->kernels[i].copy_ms = 0;
         seam_status st = e->defs[i]->run(&e->kernels[i]);
         if (st) return st;
         if (e->profile) {
             clock_gettime(CLOCK_MONOTONIC, &t1);
             e->node_ms[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+            e->node_start_ms[i] = (double)(t0.tv_sec - run_t0.tv_sec) * 1e3 + (double)(t0.tv_nsec - run_t0.tv_nsec) / 1e6;
         }
         /* free dynamic values whose last reader was this node */
         for (int32_t k = 0; k < n->n_inputs; k++) {

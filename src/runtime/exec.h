@@ -69,8 +69,9 @@ typedef struct seam_exec {
     int32_t n_targets;
     void (*progress)(void *user, int32_t done, int32_t total); /* root only */
     void *progress_user;
-    bool profile;               /* time each node into node_ms */
+    bool profile;               /* time each node into node_ms and node_start_ms */
     double *node_ms;
+    double *node_start_ms;      /* from the start of the run */
     /* root only: what making the executor decided that a user may want to
      * read (compile logs of device subgraphs; see exec_log) */
     char *log;

@@ -52,6 +52,8 @@ struct seam_kernel {
     /* A kernel that moves data between memories (a device subgraph) sets
      * these for the run; the profile reports them. */
     int64_t bytes_in, bytes_out;
+    double copy_ms;       /* the part of the run spent copying them */
+    double check_ms;      /* ai.seam Subgraph nodes: how long check() (the backend's compile) took */
     /* An activation the executor moved into this node (see
      * runtime/fuse.c), applied to output 0 as the kernel writes it, while
      * the data is still in cache: y = post(y). Only kernels whose check()

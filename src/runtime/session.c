@@ -80,7 +80,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
     }
     if (opts && opts->profile) {
         s->exec->node_ms = calloc((size_t)model->graph->n_nodes + 1, sizeof(double));
-        if (!s->exec->node_ms) {
+        s->exec->node_start_ms = calloc((size_t)model->graph->n_nodes + 1, sizeof(double));
+        if (!s->exec->node_ms || !s->exec->node_start_ms) {
             seam_session_free(s);
             return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         }
@@ -313,7 +314,8 @@ seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_sta
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the session was made without options.profile");
     const ir_node *n = &g->nodes[node];
     const char *target = strcmp(n->domain, "ai.seam") == 0 ? node_attr_string(n, "target", "cpu") : "cpu";
-    *out = (seam_node_stats){n->name, n->op_type, target, s->exec->node_ms[node], s->exec->kernels[node].bytes_in,
-                             s->exec->kernels[node].bytes_out};
+    const seam_kernel *k = &s->exec->kernels[node];
+    *out = (seam_node_stats){n->name,      n->op_type, target,      s->exec->node_ms[node], k->bytes_in, k->bytes_out,
+                             s->exec->node_start_ms[node], k->check_ms, k->copy_ms};
     return SEAM_STATUS_OK;
 }

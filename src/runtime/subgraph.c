@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/backend.h"
 #include "core/context.h"
@@ -187,6 +188,12 @@ static seam_status check_subgraph(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
     const ir_graph *body = s->body;
     int32_t n_in = kernel_n_in(k), n_out = kernel_n_out(k);
@@ -211,7 +218,9 @@ static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
                 st = kernel_oom(k);
                 goto done;
             }
+            double t0 = now_ms();
             if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
+            k->copy_ms += now_ms() - t0;
             data = dev[i];
             k->bytes_in += (int64_t)x->nbytes;
         }
@@ -265,7 +274,9 @@ static seam_status run_subgraph(seam_kernel *k) {
                 st = kernel_oom(k);
                 goto done;
             }
+            double t0 = now_ms();
             if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
+            k->copy_ms += now_ms() - t0;
             t.data = dev[i];
             s->bytes_in += (int64_t)x->nbytes;
         }
@@ -274,7 +285,9 @@ static seam_status run_subgraph(seam_kernel *k) {
     if ((st = seam_exec_run(e))) goto done;
     for (int32_t o = 0; o < kernel_n_out(k); o++) { /* back to host memory */
         const seam_tensor *t = seam_exec_output(e, o);
+        double t0 = now_ms();
         if ((st = kernel_out_copy(k, o, t))) goto done;
+        if (s->device) k->copy_ms += now_ms() - t0;
         if (s->device) s->bytes_out += (int64_t)t->nbytes;
     }
 done:
