@@ -32,8 +32,8 @@ struct seam_op_def {
 /* The op families: one file per family in src/ops/ (its inference table)
  * and one in src/backends/cpu/ (its kernel table). X(fam) for each. */
 #define SEAM_OP_FAMILIES(X)                                                                                  \
-    X(elementwise) X(activation) X(linalg) X(pool) X(norm) X(reduce) X(tensor) X(index) X(rnn) X(control) \
-    X(quant) X(cast) X(algebra) X(signal) X(spatial) X(text) X(training)
+    X(sequence) X(elementwise) X(activation) X(linalg) X(pool) X(norm) X(reduce) X(tensor) X(index) X(rnn) \
+    X(control) X(quant) X(cast) X(algebra) X(signal) X(spatial) X(text) X(training)
 
 /* Each family file defines one table and its length. */
 #define SEAM_OP_FAMILY(fam)                    \

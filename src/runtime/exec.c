@@ -57,7 +57,8 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
     e->states = calloc((size_t)g->n_nodes + 1, sizeof(state_entry));
     e->how = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
     e->post_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-    if (!e->vals || !e->kernels || !e->defs || !e->pos || !e->states || !e->how || !e->post_ok) {
+    e->values_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    if (!e->vals || !e->kernels || !e->defs || !e->pos || !e->states || !e->how || !e->post_ok || !e->values_ok) {
         seam_exec_free(e);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -96,6 +97,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
                                       : "the CPU backend has no kernel for this op");
         }
         e->defs[i] = kd;
+        e->values_ok[i] = cpu_kernel_takes_values(kd);
         if (kd->check) {
             reason[0] = 0;
             seam_check c = {g, n, i, reason, sizeof(reason), &e->states[i].state, &e->states[i].free_state,
@@ -132,11 +134,11 @@ void seam_exec_reset(seam_exec *e) {
     for (int32_t v = 0; v < e->g->n_values; v++) {
         exec_value *ev = &e->vals[v];
         if (ev->dynamic) {
-            free(ev->t.data);
-            ev->t.data = NULL;
+            seam_value_free(&ev->t);
             ev->dynamic = false;
         }
     }
+    exec_free_bytes(e);
 }
 
 void seam_exec_free(seam_exec *e) {
@@ -154,6 +156,7 @@ void seam_exec_free(seam_exec *e) {
     free(e->pos);
     free(e->how);
     free(e->post_ok);
+    free(e->values_ok);
     free(e->slab);
     free(e->scratch);
     free(e->log);
@@ -221,6 +224,12 @@ seam_status seam_exec_run(seam_exec *e) {
                 return seam_error(e->ctx, SEAM_STATUS_INTERNAL, "%s: input '%s' has no data",
                                   ir_node_label(g, i, lab, sizeof(lab)), g->values[v].name);
             }
+            if (v >= 0 && seam_is_value(e->vals[v].t.dtype) && !e->values_ok[i]) {
+                char lab[300];
+                return seam_error(e->ctx, SEAM_STATUS_RUN_FAILED, "%s: input '%s' is %s; this op takes tensors",
+                                  ir_node_label(g, i, lab, sizeof(lab)), g->values[v].name,
+                                  e->vals[v].t.dtype == SEAM_VALUE_SEQUENCE ? "a sequence" : "an empty optional");
+            }
         }
         struct timespec t0, t1;
         if (e->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -239,8 +248,7 @@ seam_status seam_exec_run(seam_exec *e) {
             if (v < 0) continue;
             exec_value *ev = &e->vals[v];
             if (ev->dynamic && ev->last_use == p) {
-                free(ev->t.data);
-                ev->t.data = NULL;
+                seam_value_free(&ev->t);
                 ev->dynamic = false;
             }
         }

@@ -60,6 +60,7 @@ typedef struct seam_exec {
     int32_t *pos;               /* topo position of each node */
     int32_t *how;               /* per node: EXEC_RUN, EXEC_SKIP or an aliased value */
     bool *post_ok;              /* per node: its check() set post_ops */
+    bool *values_ok;            /* per node: its kernel takes sequences and optionals */
     uint8_t *slab;
     size_t slab_size;
     struct state_entry *states; /* per node, from check() */
@@ -76,6 +77,9 @@ typedef struct seam_exec {
      * read (compile logs of device subgraphs; see exec_log) */
     char *log;
     size_t log_len;
+    /* root only: the bytes of strings made during the run (kernel_bytes),
+     * freed by the next run's reset */
+    struct bytes_block *bytes;
     /* scratch for kernel_scratch, reset after each node */
     void *scratch;
     size_t scratch_size;

@@ -29,6 +29,9 @@ void exec_fuse(seam_exec *e);
  * cannot be had. */
 seam_status exec_plan_memory(seam_exec *e);
 
+/* Frees the string bytes kernel_bytes gave out (the root executor's). */
+void exec_free_bytes(seam_exec *e);
+
 /* kernel_fail with the status given: the message names the node. */
 seam_status kernel_error(seam_kernel *k, seam_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

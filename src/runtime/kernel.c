@@ -1,6 +1,7 @@
 /* The kernel contract's helpers (see runtime/kernel.h): what a kernel
  * reads, where it writes, and how it fails. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,63 @@
 #include "runtime/exec_impl.h"
 
 int64_t seam_shape_numel(const int64_t *dims, int32_t rank) { return ir_numel(dims, rank); }
+
+void seam_value_free(seam_tensor *t) {
+    if (t->dtype == SEAM_VALUE_SEQUENCE && t->data)
+        for (int64_t i = 0; i < t->numel; i++) seam_value_free(&((seam_tensor *)t->data)[i]);
+    free(t->data);
+    t->data = NULL;
+}
+
+bool seam_value_copy(seam_tensor *dst, const seam_tensor *src) {
+    seam_tensor c = *src;
+    c.data = NULL;
+    if (src->dtype == SEAM_VALUE_NONE) {
+        *dst = c;
+        return true;
+    }
+    c.data = malloc(src->nbytes ? src->nbytes : 1);
+    if (!c.data) return false;
+    if (src->dtype != SEAM_VALUE_SEQUENCE) {
+        if (src->nbytes) memcpy(c.data, src->data, src->nbytes);
+        *dst = c;
+        return true;
+    }
+    seam_tensor *to = c.data;
+    const seam_tensor *from = src->data;
+    for (int64_t i = 0; i < src->numel; i++)
+        if (!seam_value_copy(&to[i], &from[i])) {
+            c.numel = i; /* free the ones made */
+            seam_value_free(&c);
+            return false;
+        }
+    *dst = c;
+    return true;
+}
+
+struct bytes_block {
+    struct bytes_block *next;
+    max_align_t data[];
+};
+
+void *kernel_bytes(seam_kernel *k, size_t n) {
+    seam_exec *e = k->exec;
+    while (e->parent) e = e->parent;
+    if (n > SEAM_MAX_TENSOR_BYTES) return NULL;
+    struct bytes_block *b = malloc(sizeof(*b) + n);
+    if (!b) return NULL;
+    b->next = e->bytes;
+    e->bytes = b;
+    return b->data;
+}
+
+void exec_free_bytes(seam_exec *e) {
+    while (e->bytes) {
+        struct bytes_block *b = e->bytes;
+        e->bytes = b->next;
+        free(b);
+    }
+}
 
 size_t exec_elem_bytes(int32_t dtype) {
     return dtype == SEAM_DTYPE_STRING ? sizeof(ir_bytes) : seam_dtype_size((seam_dtype)dtype);
@@ -38,7 +96,7 @@ seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, 
      * allocator for it and spending minutes filling it. */
     if (nbytes > SEAM_MAX_TENSOR_BYTES) return NULL;
     if (ev->dynamic) { /* produced twice in one run cannot happen; be safe */
-        free(ev->t.data);
+        seam_value_free(&ev->t);
         ev->dynamic = false;
     }
     if (ev->user && nbytes <= ev->capacity) {
@@ -55,11 +113,29 @@ seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, 
     for (int32_t d = 0; d < rank; d++) ev->t.dims[d] = dims[d];
     ev->t.numel = numel;
     ev->t.nbytes = nbytes;
+    ev->t.elem = 0;
     return &ev->t;
+}
+
+seam_status kernel_out_value(seam_kernel *k, int32_t i, seam_tensor *v) {
+    if (!kernel_has_out(k, i)) {
+        seam_value_free(v);
+        return SEAM_STATUS_OK;
+    }
+    exec_value *ev = &k->exec->vals[k->n->outputs[i]];
+    if (ev->dynamic) seam_value_free(&ev->t);
+    ev->t = *v;
+    ev->dynamic = v->data != NULL;
+    return SEAM_STATUS_OK;
 }
 
 seam_status kernel_out_copy(seam_kernel *k, int32_t i, const seam_tensor *t) {
     if (!kernel_has_out(k, i)) return SEAM_STATUS_OK;
+    if (seam_is_value(t->dtype)) {
+        seam_tensor c;
+        if (!seam_value_copy(&c, t)) return kernel_oom(k);
+        return kernel_out_value(k, i, &c);
+    }
     seam_tensor *y = kernel_out(k, i, t->dtype, t->rank, t->dims);
     if (!y) return kernel_oom(k);
     if (t->nbytes) memcpy(y->data, t->data, t->nbytes);

@@ -75,9 +75,17 @@ bool kernel_has_out(const seam_kernel *k, int32_t i);
  * run). NULL when the output is absent or out of memory: check
  * kernel_has_out first for optional outputs. */
 seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims);
-/* Output i as a copy of t (its dtype, shape and bytes); OK with nothing
- * to do when output i is absent. */
+/* Output i as a copy of t (its dtype, shape and bytes; a sequence with
+ * its elements); OK with nothing to do when output i is absent. */
 seam_status kernel_out_copy(seam_kernel *k, int32_t i, const seam_tensor *t);
+/* Output i becomes v, which the executor now owns (v's data malloc'd; for
+ * a sequence, its elements' too): for values a kernel builds itself. v is
+ * freed here when output i is absent. */
+seam_status kernel_out_value(seam_kernel *k, int32_t i, seam_tensor *v);
+/* n bytes that live until the root executor's next run or its end: where
+ * string elements made at run time keep their bytes. NULL when out of
+ * memory. */
+void *kernel_bytes(seam_kernel *k, size_t n);
 /* Scratch memory valid until the kernel returns. There is one scratch
  * buffer per executor: a second call may free what the first returned, so
  * take all the scratch a run needs in one call (and not from pool threads). */

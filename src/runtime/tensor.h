@@ -1,9 +1,24 @@
 /* A tensor at run time: dtype, shape and a pointer to its elements (dense,
  * row-major, packed). Who owns `data` is the executor's business; kernels
- * only read inputs and write outputs. */
+ * only read inputs and write outputs.
+ *
+ * The same struct carries the values of ONNX's sequence and optional
+ * types, which live on the host only (device backends and ai.seam Subgraph
+ * boundaries see tensors; kernels that take them say so in
+ * seam_kernel_def.values, and the executor refuses them elsewhere):
+ *
+ *   dtype SEAM_VALUE_SEQUENCE  data: numel seam_tensor elements, each a
+ *                              tensor of dtype elem; the sequence owns its
+ *                              elements and their data (seam_value_free)
+ *   dtype SEAM_VALUE_NONE      an optional without a value (numel 0, data
+ *                              NULL); an optional with a value is that value
+ *
+ * String elements (ir_bytes) point at bytes that outlive the run: the
+ * model's, the caller's, or the root executor's (kernel_bytes). */
 #ifndef SEAM_TENSOR_H
 #define SEAM_TENSOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +33,19 @@ typedef struct seam_tensor {
     int64_t numel;
     void *data;      /* numel elements; for strings, numel ir_bytes */
     size_t nbytes;
+    int32_t elem;    /* SEAM_VALUE_SEQUENCE: the elements' dtype */
 } seam_tensor;
+
+enum { SEAM_VALUE_SEQUENCE = 1000, SEAM_VALUE_NONE = 1001 };
+
+static inline bool seam_is_value(int32_t dtype) { return dtype == SEAM_VALUE_SEQUENCE || dtype == SEAM_VALUE_NONE; }
+
+/* Frees what t owns (for a sequence, every element's data too) and leaves
+ * it empty. */
+void seam_value_free(seam_tensor *t);
+/* dst = a copy of src that owns its data (elements of a sequence copied
+ * too; string bytes shared). False when out of memory (dst untouched). */
+bool seam_value_copy(seam_tensor *dst, const seam_tensor *src);
 
 /* numel of dims (rank 0: 1); -1 on overflow or a negative dim. */
 int64_t seam_shape_numel(const int64_t *dims, int32_t rank);

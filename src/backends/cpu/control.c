@@ -57,18 +57,17 @@ static seam_status check_scan(seam_check *c) {
     return check_bodies(c, "body", NULL);
 }
 
-/* A tensor with its own malloc'd copy of the data. */
+/* A value with its own malloc'd copy of the data (a sequence with its
+ * elements). */
 typedef struct owned {
     seam_tensor t;
 } owned;
 
 static bool own_copy(owned *o, const seam_tensor *t) {
-    void *d = malloc(t->nbytes ? t->nbytes : 1);
-    if (!d) return false;
-    if (t->nbytes) memcpy(d, t->data, t->nbytes);
-    free(o->t.data);
-    o->t = *t;
-    o->t.data = d;
+    seam_tensor c;
+    if (!seam_value_copy(&c, t)) return false;
+    seam_value_free(&o->t);
+    o->t = c;
     return true;
 }
 
@@ -97,6 +96,7 @@ typedef struct stack {
 } stack;
 
 static bool stack_push(stack *s, const seam_tensor *t) {
+    if (seam_is_value(t->dtype)) return false;
     if (s->count == 0) s->first = *t;
     if (t->dtype != s->first.dtype || t->nbytes != s->first.nbytes) return false;
     if (s->used + t->nbytes > s->cap) {
@@ -121,6 +121,8 @@ static seam_status run_loop(seam_kernel *k) {
     int32_t n_carried = kernel_n_in(k) - 2, n_scan = g->n_outputs - 1 - n_carried;
     if (n_carried < 0 || g->n_inputs != 2 + n_carried || n_scan < 0 || kernel_n_out(k) != n_carried + n_scan)
         return kernel_fail(k, "the body's inputs and outputs do not match the node's");
+    if ((tm && seam_is_value(tm->dtype)) || (tc && seam_is_value(tc->dtype)))
+        return kernel_fail(k, "the trip count and the condition must be tensors");
     int64_t max_trip = tm && tm->numel == 1 ? cpu_get_i64(tm->data, tm->dtype, 0) : INT64_MAX;
     bool cond = tc && tc->numel == 1 ? ((const uint8_t *)tc->data)[0] != 0 : true;
     owned *carried = calloc((size_t)n_carried + 1, sizeof(owned));
@@ -151,7 +153,7 @@ static seam_status run_loop(seam_kernel *k) {
         for (int32_t i = 0; i < n_carried; i++) seam_exec_set_input(e, 2 + i, &carried[i].t);
         if ((st = seam_exec_run(e))) goto done;
         const seam_tensor *co = seam_exec_output(e, 0);
-        if (co->numel != 1) {
+        if (co->numel != 1 || seam_is_value(co->dtype)) {
             st = kernel_fail(k, "the body's condition output must be one bool");
             goto done;
         }
@@ -194,7 +196,7 @@ static seam_status run_loop(seam_kernel *k) {
         if (scans[i].used) memcpy(y->data, scans[i].data, scans[i].used);
     }
 done:
-    for (int32_t i = 0; carried && i < n_carried; i++) free(carried[i].t.data);
+    for (int32_t i = 0; carried && i < n_carried; i++) seam_value_free(&carried[i].t);
     for (int32_t i = 0; scans && i < n_scan; i++) free(scans[i].data);
     free(carried);
     free(scans);
@@ -310,7 +312,7 @@ static seam_status run_scan(seam_kernel *k) {
         }
     }
 done:
-    for (int32_t i = 0; states && i < n_states; i++) free(states[i].t.data);
+    for (int32_t i = 0; states && i < n_states; i++) seam_value_free(&states[i].t);
     for (int32_t j = 0; slices && j < m; j++) free(slices[j].t.data);
     for (int32_t i = 0; outs && i < n_scan_out; i++) free(outs[i].data);
     free(states);
