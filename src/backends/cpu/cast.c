@@ -1,6 +1,8 @@
 /* CPU kernels: Cast, CastLike, Shape, Size, ConstantOfShape, Constant,
  * EyeLike and the random generators. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -59,6 +61,73 @@ static void convert(const seam_tensor *x, seam_tensor *y) {
     }
 }
 
+/* A number as ONNX writes it in a string: the shortest digits that read
+ * back to the same value of its dtype (numpy's str), "NaN", "INF", "-INF". */
+static size_t format_number(char *buf, size_t n, const void *p, int32_t dtype, int64_t i) {
+    if (cpu_is_int(dtype) || dtype == SEAM_DTYPE_BOOL) {
+        if (dtype == SEAM_DTYPE_UINT64) return (size_t)snprintf(buf, n, "%llu", (unsigned long long)((const uint64_t *)p)[i]);
+        return (size_t)snprintf(buf, n, "%lld", (long long)cpu_get_i64(p, dtype, i));
+    }
+    double v = cpu_get(p, dtype, i);
+    if (isnan(v)) return (size_t)snprintf(buf, n, "NaN");
+    if (isinf(v)) return (size_t)snprintf(buf, n, v < 0 ? "-INF" : "INF");
+    int len = 0;
+    for (int prec = 1; prec <= 17; prec++) {
+        len = snprintf(buf, n, "%.*g", prec, v);
+        double back = strtod(buf, NULL);
+        bool same = dtype == SEAM_DTYPE_FLOAT64   ? back == v
+                    : dtype == SEAM_DTYPE_FLOAT32 ? (float)back == (float)v
+                    : dtype == SEAM_DTYPE_FLOAT16 ? cpu_float_to_half((float)back) == cpu_float_to_half((float)v)
+                                                  : cpu_float_to_bf16((float)back) == cpu_float_to_bf16((float)v);
+        if (same) break;
+    }
+    return (size_t)len;
+}
+
+/* Cast to and from strings. To: each element's text in bytes of the run
+ * (kernel_bytes). From: the text read as a number ("NaN", "INF", "+INF",
+ * "-INF" too, any case); text that is not a number is an error. */
+static seam_status cast_strings(seam_kernel *k, const seam_tensor *x, int32_t to) {
+    seam_tensor *y = kernel_out(k, 0, to, x->rank, x->dims);
+    if (!y) return kernel_oom(k);
+    if (x->dtype == SEAM_DTYPE_STRING && to == SEAM_DTYPE_STRING) {
+        if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
+        return SEAM_STATUS_OK;
+    }
+    if (to == SEAM_DTYPE_STRING) {
+        enum { MAXLEN = 32 };
+        if ((uint64_t)x->numel > SEAM_MAX_TENSOR_BYTES / MAXLEN) return kernel_oom(k);
+        char *bytes = kernel_bytes(k, (size_t)x->numel * MAXLEN + 1);
+        if (!bytes) return kernel_oom(k);
+        ir_bytes *out = y->data;
+        for (int64_t i = 0; i < x->numel; i++) {
+            char *at = bytes + (size_t)i * MAXLEN;
+            size_t len = format_number(at, MAXLEN, x->data, x->dtype, i);
+            out[i] = (ir_bytes){(const uint8_t *)at, len < MAXLEN ? len : MAXLEN - 1};
+        }
+        return SEAM_STATUS_OK;
+    }
+    const ir_bytes *in = x->data;
+    for (int64_t i = 0; i < x->numel; i++) {
+        char buf[128], *end;
+        size_t len = in[i].len < sizeof(buf) - 1 ? in[i].len : sizeof(buf) - 1;
+        if (len) memcpy(buf, in[i].data, len);
+        buf[len] = 0;
+        if (cpu_is_int(to)) {
+            long long v = strtoll(buf, &end, 10);
+            if (end == buf || *end) return kernel_fail(k, "element %lld, \"%s\", is not an integer", (long long)i, buf);
+            cpu_set_i64(y->data, to, i, (int64_t)v);
+        } else {
+            double v = strtod(buf, &end);
+            if (end == buf || *end) return kernel_fail(k, "element %lld, \"%s\", is not a number", (long long)i, buf);
+            cpu_set(y->data, to, i, v);
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
+static bool castable(int32_t dt) { return cpu_is_real(dt) || dt == SEAM_DTYPE_STRING; }
+
 static seam_status run_cast(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
@@ -70,8 +139,9 @@ static seam_status run_cast(seam_kernel *k) {
     } else {
         to = (int32_t)node_attr_int(k->n, "to", 0);
     }
-    if (!cpu_is_real(x->dtype) || !cpu_is_real(to))
+    if (!castable(x->dtype) || !castable(to))
         return kernel_fail(k, "cast from %s to %s is not supported", seam_dtype_name(x->dtype), seam_dtype_name(to));
+    if (x->dtype == SEAM_DTYPE_STRING || to == SEAM_DTYPE_STRING) return cast_strings(k, x, to);
     seam_tensor *y = kernel_out(k, 0, to, x->rank, x->dims);
     if (!y) return kernel_oom(k);
     convert(x, y);
@@ -81,7 +151,7 @@ static seam_status run_cast(seam_kernel *k) {
 static seam_status check_cast(seam_check *c) {
     int32_t from = check_in_dtype(c, 0);
     int32_t to = strcmp(c->n->op_type, "CastLike") == 0 ? check_in_dtype(c, 1) : (int32_t)node_attr_int(c->n, "to", 0);
-    if ((from != SEAM_DTYPE_UNDEFINED && !cpu_is_real(from)) || (to != SEAM_DTYPE_UNDEFINED && !cpu_is_real(to)))
+    if ((from != SEAM_DTYPE_UNDEFINED && !castable(from)) || (to != SEAM_DTYPE_UNDEFINED && !castable(to)))
         return check_refuse(c, "cast from %s to %s is not supported", seam_dtype_name(from), seam_dtype_name(to));
     return SEAM_STATUS_OK;
 }

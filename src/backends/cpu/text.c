@@ -1,6 +1,5 @@
-/* CPU kernels: TfIdfVectorizer over integer tokens. (String tokens and
- * StringNormalizer have no CPU kernel yet: they are refused at session
- * creation.) */
+/* CPU kernels: TfIdfVectorizer over integer tokens (string tokens are
+ * refused at session creation) and StringNormalizer. */
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -87,7 +86,73 @@ static seam_status check_tfidf(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
+static uint8_t ascii_lower(uint8_t c) { return c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c; }
+static uint8_t ascii_upper(uint8_t c) { return c >= 'a' && c <= 'z' ? (uint8_t)(c - 'a' + 'A') : c; }
+
+static bool same_word(const ir_bytes *a, const ir_bytes *b, bool case_sensitive) {
+    if (a->len != b->len) return false;
+    for (size_t i = 0; i < a->len; i++)
+        if (case_sensitive ? a->data[i] != b->data[i] : ascii_lower(a->data[i]) != ascii_lower(b->data[i])) return false;
+    return true;
+}
+
+/* StringNormalizer: [C] or [1, C] strings without the stop words, then
+ * lower- or upper-cased (ASCII letters; other bytes, UTF-8 included, are
+ * kept as they are). When every string is a stop word the output is one
+ * empty string, [1] or [1, 1]. */
+static seam_status run_string_normalizer(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    if (!x || x->dtype != SEAM_DTYPE_STRING || (x->rank != 1 && !(x->rank == 2 && x->dims[0] == 1)))
+        return kernel_fail(k, "the input must be strings of shape [C] or [1, C]");
+    const ir_attr *sw = node_attr(k->n, "stopwords");
+    int32_t n_stop = sw && sw->kind == IR_ATTR_STRINGS ? sw->n : 0;
+    bool cs = node_attr_int(k->n, "is_case_sensitive", 0) != 0;
+    bool lower = node_attr_is(k->n, "case_change_action", "LOWER"), upper = node_attr_is(k->n, "case_change_action", "UPPER");
+    const ir_bytes *in = x->data;
+    int64_t kept = 0;
+    size_t total = 0;
+    for (int64_t i = 0; i < x->numel; i++) {
+        bool stop = false;
+        for (int32_t w = 0; w < n_stop && !stop; w++) stop = same_word(&in[i], &sw->strings[w], cs);
+        if (!stop) kept++, total += in[i].len;
+    }
+    int64_t dims[2] = {1, kept ? kept : 1};
+    seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_STRING, x->rank, x->rank == 2 ? dims : dims + 1);
+    if (!y) return kernel_oom(k);
+    ir_bytes *out = y->data;
+    if (!kept) {
+        out[0] = (ir_bytes){(const uint8_t *)"", 0};
+        return SEAM_STATUS_OK;
+    }
+    uint8_t *bytes = lower || upper ? kernel_bytes(k, total + 1) : NULL;
+    if ((lower || upper) && !bytes) return kernel_oom(k);
+    for (int64_t i = 0, j = 0; i < x->numel; i++) {
+        bool stop = false;
+        for (int32_t w = 0; w < n_stop && !stop; w++) stop = same_word(&in[i], &sw->strings[w], cs);
+        if (stop) continue;
+        if (!bytes) {
+            out[j++] = in[i];
+            continue;
+        }
+        for (size_t c = 0; c < in[i].len; c++) bytes[c] = lower ? ascii_lower(in[i].data[c]) : ascii_upper(in[i].data[c]);
+        out[j++] = (ir_bytes){bytes, in[i].len};
+        bytes += in[i].len;
+    }
+    return SEAM_STATUS_OK;
+}
+
+static seam_status check_string_normalizer(seam_check *c) {
+    const ir_attr *a = node_attr(c->n, "case_change_action");
+    if (a && !node_attr_is(c->n, "case_change_action", "LOWER") && !node_attr_is(c->n, "case_change_action", "UPPER") &&
+        !node_attr_is(c->n, "case_change_action", "NONE"))
+        return check_refuse(c, "case_change_action must be LOWER, UPPER or NONE");
+    int32_t dt = check_in_dtype(c, 0);
+    if (dt != SEAM_DTYPE_UNDEFINED && dt != SEAM_DTYPE_STRING) return check_refuse(c, "the input must be strings");
+    return SEAM_STATUS_OK;
+}
+
 const seam_cpu_binding seam_cpu_text[] = {
     {"", "TfIdfVectorizer", 9, {run_tfidf, check_tfidf}},
+    {"", "StringNormalizer", 10, {run_string_normalizer, check_string_normalizer}},
 };
 const size_t seam_cpu_text_count = sizeof(seam_cpu_text) / sizeof(seam_cpu_text[0]);
