@@ -1,10 +1,13 @@
 /*
- * conformance [--list FILE] [--update] [-v] [-k PATTERN]... [--min-pass F] DIR...
+ * conformance [--list FILE] [--update] [-v] [-k PATTERN]... [--min-pass F] [--min-passes N] DIR...
  *
  * Runs ONNX backend test directories (model.onnx, test_data_set_N/
  * input_*.pb and output_*.pb) on seam's CPU session and compares with the
  * expected outputs: floats within rtol 1e-3 / atol 1e-7 (the ONNX backend
- * tests' tolerance), everything else exactly. Each test runs in a forked
+ * tests' tolerance), everything else exactly (strings byte by byte,
+ * sequences element by element). A model with sequence or optional inputs
+ * or outputs runs on the executor directly, since the public API takes
+ * and gives tensors only. Each test runs in a forked
  * child, so a crash is counted as one, not the end of the run.
  *
  * Prints passed / failed / unsupported / crashed counts. With --list, the
@@ -15,7 +18,11 @@
  * shell pattern when it holds * ? or [; several -k (or a comma-separated
  * list, or the older --match A,B) keep the tests any of them selects, and
  * a selection that keeps no test is an error (exit 2).
- * --min-pass F fails the run when fewer than F (a fraction) pass. A test
+ * Each line of FILE is a name, then optionally "# why it does not pass";
+ * --update keeps the reasons of the names that stay and gives a new name
+ * the run's verdict and message.
+ * --min-pass F fails the run when fewer than F (a fraction) pass, and
+ * --min-passes N when fewer than N tests pass. A test
  * that crashes or runs over 300 s always fails the run.
  */
 #include <dirent.h>
@@ -446,6 +453,7 @@ int main(int argc, char **argv) {
     const char *patterns[64]; /* -k and --match */
     int n_patterns = 0;
     double min_pass = 0; /* fail when fewer pass than this fraction */
+    int min_passes = 0;  /* or than this many */
     bool update = false, verbose = false;
     char **tests = NULL;
     size_t n_tests = 0, cap = 0;
@@ -459,6 +467,8 @@ int main(int argc, char **argv) {
             update = true;
         } else if (strcmp(argv[k], "-v") == 0) {
             verbose = true;
+        } else if (strcmp(argv[k], "--min-passes") == 0 && k + 1 < argc) {
+            min_passes = atoi(argv[++k]);
         } else if (strcmp(argv[k], "--min-pass") == 0 && k + 1 < argc) {
             min_pass = atof(argv[++k]);
         } else if ((strcmp(argv[k], "-k") == 0 || strcmp(argv[k], "--match") == 0) && k + 1 < argc) {
@@ -503,6 +513,7 @@ int main(int argc, char **argv) {
     if (n_tests) qsort(tests, n_tests, sizeof(char *), cmp_str);
     int counts[5] = {0};
     char **not_passing = calloc(n_tests + 1, sizeof(char *));
+    char **np_why = calloc(n_tests + 1, sizeof(char *)); /* "verdict: why", by not_passing's index */
     size_t n_np = 0;
     for (size_t t = 0; t < n_tests; t++) {
         int fds[2];
@@ -527,63 +538,100 @@ int main(int argc, char **argv) {
         int v = WIFEXITED(status) && WEXITSTATUS(status) <= ERROR ? WEXITSTATUS(status) : CRASH;
         counts[v]++;
         const char *name = strrchr(tests[t], '/') + 1;
-        if (v != PASS) not_passing[n_np++] = strdup(name);
+        if (v != PASS) {
+            char line[1200];
+            for (char *c = why; *c; c++)
+                if (*c == '\n') *c = ' ';
+            snprintf(line, sizeof(line), "%s: %s", verdict_name[v], why);
+            np_why[n_np] = strdup(line);
+            not_passing[n_np++] = strdup(name);
+        }
         if (verbose || v == CRASH) printf("%-12s %s: %s\n", verdict_name[v], name, why);
     }
     printf("conformance: %zu tests: %d passed, %d failed, %d unsupported, %d errors, %d crashed (%.1f%% pass)\n",
            n_tests, counts[PASS], counts[FAIL], counts[UNSUPPORTED], counts[ERROR], counts[CRASH],
            n_tests ? 100.0 * counts[PASS] / (double)n_tests : 0.0);
     int rc = counts[CRASH] ? 1 : 0;
+    if (min_passes > 0 && counts[PASS] < min_passes) {
+        printf("conformance: %d pass, fewer than the required %d\n", counts[PASS], min_passes);
+        rc = 1;
+    }
     if (n_tests && (double)counts[PASS] / (double)n_tests < min_pass) {
         printf("conformance: %.1f%% pass is below the required %.1f%%\n", 100.0 * counts[PASS] / (double)n_tests,
                100.0 * min_pass);
         rc = 1;
     }
+    /* the list: one name a line, then optionally "# why it does not pass" */
+    char **known = NULL, **known_why = NULL;
+    size_t n_known = 0, known_cap = 0;
+    FILE *lf = list ? fopen(list, "r") : NULL;
+    if (list && !lf && !update) {
+        fprintf(stderr, "conformance: cannot read %s\n", list);
+        return 2;
+    }
+    char line[2048];
+    while (lf && fgets(line, sizeof(line), lf)) {
+        line[strcspn(line, "\n")] = 0;
+        size_t len = strcspn(line, " \t#");
+        if (len == 0) continue;
+        char *hash = strchr(line + len, '#');
+        if (n_known == known_cap) {
+            known_cap = known_cap ? known_cap * 2 : 64;
+            known = realloc(known, known_cap * sizeof(char *));
+            known_why = realloc(known_why, known_cap * sizeof(char *));
+        }
+        known[n_known] = strndup(line, len);
+        known_why[n_known++] = hash ? strdup(hash + 1 + strspn(hash + 1, " ")) : NULL;
+    }
+    if (lf) fclose(lf);
     if (list && update) {
-        FILE *f = fopen(list, "w");
+        /* the reasons written by hand are kept; a new entry gets the run's */
+        char tmp[4200];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", list);
+        FILE *f = fopen(tmp, "w");
         if (!f) return 2;
-        fprintf(f, "# ONNX backend tests seam does not pass yet (kept by tests/drivers/conformance --update)\n");
-        for (size_t k = 0; k < n_np; k++) fprintf(f, "%s\n", not_passing[k]);
-        fclose(f);
+        fprintf(f, "# ONNX backend tests seam does not pass yet, each with why (kept by tests/drivers/conformance "
+                   "--update)\n");
+        for (size_t k = 0; k < n_np; k++) {
+            const char *why = np_why[k];
+            for (size_t j = 0; j < n_known; j++)
+                if (strcmp(known[j], not_passing[k]) == 0 && known_why[j]) why = known_why[j];
+            fprintf(f, "%s  # %.300s\n", not_passing[k], why);
+        }
+        if (fclose(f) != 0 || rename(tmp, list) != 0) return 2;
         printf("conformance: wrote %zu names to %s\n", n_np, list);
     } else if (list) {
-        FILE *f = fopen(list, "r");
-        if (!f) {
-            fprintf(stderr, "conformance: cannot read %s\n", list);
-            return 2;
-        }
-        char line[512];
         /* every name in the list, however few tests -k kept */
-        char **known = NULL;
-        size_t n_known = 0, known_cap = 0;
-        while (fgets(line, sizeof(line), f)) {
-            line[strcspn(line, "\n")] = 0;
-            if (!line[0] || line[0] == '#') continue;
-            if (n_known == known_cap) {
-                known_cap = known_cap ? known_cap * 2 : 64;
-                known = realloc(known, known_cap * sizeof(char *));
-            }
-            known[n_known++] = strdup(line);
-        }
-        fclose(f);
-        qsort(known, n_known, sizeof(char *), cmp_str);
+        char **sorted = malloc((n_known + 1) * sizeof(char *));
+        if (n_known) memcpy(sorted, known, n_known * sizeof(char *));
+        qsort(sorted, n_known, sizeof(char *), cmp_str);
         for (size_t k = 0; k < n_np; k++)
-            if (!bsearch(&not_passing[k], known, n_known, sizeof(char *), cmp_str)) {
-                printf("REGRESSION: %s does not pass and is not in %s\n", not_passing[k], list);
+            if (!bsearch(&not_passing[k], sorted, n_known, sizeof(char *), cmp_str)) {
+                printf("REGRESSION: %s does not pass and is not in %s (%s)\n", not_passing[k], list, np_why[k]);
                 rc = 1;
             }
-        qsort(not_passing, n_np, sizeof(char *), cmp_str);
+        char **np_sorted = malloc((n_np + 1) * sizeof(char *));
+        if (n_np) memcpy(np_sorted, not_passing, n_np * sizeof(char *));
+        qsort(np_sorted, n_np, sizeof(char *), cmp_str);
         for (size_t k = 0; k < n_known; k++) {
             bool in_set = false;
-            for (size_t t = 0; t < n_tests && !in_set; t++) in_set = strcmp(strrchr(tests[t], '/') + 1, known[k]) == 0;
-            if (in_set && !bsearch(&known[k], not_passing, n_np, sizeof(char *), cmp_str)) {
-                printf("NOW PASSES: %s: remove it from %s (or run with --update)\n", known[k], list);
+            for (size_t t = 0; t < n_tests && !in_set; t++) in_set = strcmp(strrchr(tests[t], '/') + 1, sorted[k]) == 0;
+            if (in_set && !bsearch(&sorted[k], np_sorted, n_np, sizeof(char *), cmp_str)) {
+                printf("NOW PASSES: %s: remove it from %s (or run with --update)\n", sorted[k], list);
                 rc = 1;
             }
         }
-        for (size_t k = 0; k < n_known; k++) free(known[k]);
-        free(known);
+        free(sorted);
+        free(np_sorted);
     }
+    for (size_t k = 0; k < n_known; k++) {
+        free(known[k]);
+        free(known_why[k]);
+    }
+    free(known);
+    free(known_why);
+    for (size_t k = 0; k < n_np; k++) free(np_why[k]);
+    free(np_why);
     for (size_t k = 0; k < n_tests; k++) free(tests[k]);
     for (size_t k = 0; k < n_np; k++) free(not_passing[k]);
     free(tests);
