@@ -1,4 +1,4 @@
-/* Op family: control flow: If, Loop, Scan. Their bodies are nested IR
+/* Op family: control flow: If, Loop, Scan, SequenceMap. Their bodies are nested IR
  * graphs; inference sets each body's input types from the node, infers the
  * body, then reads the node's output types off the body's outputs. */
 #include <string.h>
@@ -173,11 +173,33 @@ static void infer_seam_subgraph(seam_infer *ic) {
     }
 }
 
+/* SequenceMap(S, ...): the body runs once per element of the sequence
+ * inputs (seeing one element of each; tensor inputs whole) and each output
+ * is the sequence of the body's output. */
+static void infer_sequence_map(seam_infer *ic) {
+    ir_graph *b = body_attr(ic, "body");
+    if (!b) return;
+    for (int32_t k = 0; k < infer_n_inputs(ic); k++) {
+        const ir_type *t = infer_in(ic, k);
+        set_body_input_type(ic, b, k, t && t->kind == IR_TYPE_SEQUENCE ? t->inner : t);
+    }
+    infer_subgraph(ic, b);
+    for (int32_t o = 0; o < infer_n_outputs(ic); o++) {
+        const ir_type *t = body_out(b, o);
+        if (!t || t->kind != IR_TYPE_TENSOR) continue;
+        ir_type inner = *t;
+        inner.rank = -1; /* elements may differ in shape */
+        ir_type seq = {IR_TYPE_SEQUENCE, 0, -1, NULL, &inner, NULL};
+        infer_set_type(ic, o, &seq);
+    }
+}
+
 const seam_op_def seam_ops_control[] = {
     {"ai.seam", "Subgraph", 1, infer_seam_subgraph},
     {"", "If", 1, infer_if},
     {"", "Loop", 1, infer_loop},
     {"", "Scan", 8, NULL}, /* the batched form: known, not run */
     {"", "Scan", 9, infer_scan},
+    {"", "SequenceMap", 17, infer_sequence_map},
 };
 const size_t seam_ops_control_count = sizeof(seam_ops_control) / sizeof(seam_ops_control[0]);

@@ -1,4 +1,4 @@
-/* CPU kernels: If, Loop and Scan. Each body gets its own executor, made at
+/* CPU kernels: If, Loop, Scan and SequenceMap. Each body gets its own executor, made at
  * session creation (so an unsupported op inside a body fails there too)
  * with the running graph's executor as parent, which is where the body's
  * outer values come from. */
@@ -321,9 +321,69 @@ done:
     return st;
 }
 
+/* SequenceMap: the body once per position of the sequence inputs (all of
+ * one length); each output gathers the body's output of every run. */
+static seam_status run_sequence_map(seam_kernel *k) {
+    bodies *b = k->state;
+    seam_exec *e = b->e[0];
+    const ir_graph *g = b->g[0];
+    int32_t n_in = kernel_n_in(k), n_out = kernel_n_out(k);
+    if (g->n_inputs != n_in || g->n_outputs != n_out || n_in < 1)
+        return kernel_fail(k, "the body's inputs and outputs do not match the node's");
+    int64_t len = -1;
+    for (int32_t i = 0; i < n_in; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        if (!x || x->dtype == SEAM_VALUE_NONE || (i == 0 && x->dtype != SEAM_VALUE_SEQUENCE))
+            return kernel_fail(k, "input %d must be %s", i, i == 0 ? "a sequence" : "a sequence or a tensor");
+        if (x->dtype != SEAM_VALUE_SEQUENCE) continue;
+        if (len >= 0 && x->numel != len) return kernel_fail(k, "the sequence inputs differ in length");
+        len = x->numel;
+    }
+    seam_tensor *outs = calloc((size_t)n_out + 1, sizeof(seam_tensor));
+    if (!outs) return kernel_oom(k);
+    seam_status st = SEAM_STATUS_OK;
+    for (int32_t j = 0; j < n_out; j++) {
+        outs[j] = (seam_tensor){.dtype = SEAM_VALUE_SEQUENCE, .numel = len, .nbytes = (size_t)len * sizeof(seam_tensor)};
+        outs[j].elem = g->values[g->outputs[j]].type.elem;
+        if (!(outs[j].data = calloc((size_t)len + 1, sizeof(seam_tensor)))) {
+            st = kernel_oom(k);
+            goto done;
+        }
+    }
+    for (int64_t p = 0; p < len; p++) {
+        for (int32_t i = 0; i < n_in; i++) {
+            const seam_tensor *x = kernel_in(k, i);
+            seam_exec_set_input(e, i, x->dtype == SEAM_VALUE_SEQUENCE ? &((const seam_tensor *)x->data)[p] : x);
+        }
+        if ((st = seam_exec_run(e))) goto done;
+        for (int32_t j = 0; j < n_out; j++) {
+            const seam_tensor *y = seam_exec_output(e, j);
+            if (seam_is_value(y->dtype)) {
+                st = kernel_fail(k, "the body's output %d must be a tensor", j);
+                goto done;
+            }
+            if (!seam_value_copy(&((seam_tensor *)outs[j].data)[p], y)) {
+                st = kernel_oom(k);
+                goto done;
+            }
+            outs[j].elem = y->dtype;
+        }
+    }
+    for (int32_t j = 0; j < n_out; j++) {
+        st = kernel_out_value(k, j, &outs[j]);
+        outs[j].data = NULL; /* the executor's now */
+        if (st) goto done;
+    }
+done:
+    for (int32_t j = 0; j < n_out; j++) seam_value_free(&outs[j]);
+    free(outs);
+    return st;
+}
+
 const seam_cpu_binding seam_cpu_control[] = {
     {"", "If", 1, {run_if, check_if}},
     {"", "Loop", 1, {run_loop, check_loop}},
     {"", "Scan", 9, {run_scan, check_scan}},
+    {"", "SequenceMap", 17, {run_sequence_map, check_loop}},
 };
 const size_t seam_cpu_control_count = sizeof(seam_cpu_control) / sizeof(seam_cpu_control[0]);

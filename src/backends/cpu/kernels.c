@@ -82,6 +82,6 @@ bool cpu_kernel_takes_values(const seam_kernel_def *kd) {
         if (&seam_cpu_sequence[k].kernel == kd) return true;
     for (size_t k = 0; k < seam_cpu_control_count; k++)
         if (&seam_cpu_control[k].kernel == kd)
-            return strcmp(seam_cpu_control[k].op_type, "If") == 0 || strcmp(seam_cpu_control[k].op_type, "Loop") == 0;
+            return strcmp(seam_cpu_control[k].op_type, "Scan") != 0;
     return false;
 }

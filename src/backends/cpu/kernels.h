@@ -49,7 +49,7 @@ SEAM_OP_FAMILIES(SEAM_CPU_FAMILY)
 const seam_kernel_def *cpu_kernel_find(const char *domain, const char *op_type, int64_t opset);
 
 /* Whether the kernel takes sequence and optional values (runtime/tensor.h):
- * the sequence family's kernels (sequence.c), If and Loop. The executor
+ * the sequence family's kernels (sequence.c), If, Loop and SequenceMap. The executor
  * refuses such values to every other kernel. */
 bool cpu_kernel_takes_values(const seam_kernel_def *kd);
 
