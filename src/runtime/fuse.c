@@ -65,7 +65,7 @@ void exec_fuse(seam_exec *e) {
         if (g->values[y].flags & IR_VALUE_OUTPUT) continue;
         if (is_std(n, "Constant") && n->n_outputs == 1) {
             const ir_attr *a = node_attr(n, "value");
-            if (!a || a->kind != IR_ATTR_TENSOR || !a->t || a->t->dtype == SEAM_DTYPE_STRING) continue;
+            if (!a || a->kind != IR_ATTR_TENSOR || !a->t) continue;
             exec_tensor_from_ir(&e->vals[y].t, a->t);
             e->vals[y].fixed = true;
             e->how[i] = EXEC_SKIP;
@@ -75,8 +75,9 @@ void exec_fuse(seam_exec *e) {
         int32_t x = n->inputs[0];
         const ir_value *xv = &g->values[x];
         if (is_std(n, "Identity")) {
-            /* (strings keep the copying kernel, which refuses them) */
-            if (xv->type.kind != IR_TYPE_TENSOR || xv->type.elem == SEAM_DTYPE_STRING) continue;
+            /* (sequences and optionals keep the copying kernel, which owns
+             * its copy) */
+            if (xv->type.kind != IR_TYPE_TENSOR) continue;
             e->how[i] = x;
             e->vals[y].alias = true;
             continue;

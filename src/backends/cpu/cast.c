@@ -213,10 +213,10 @@ static seam_status run_constant(seam_kernel *k) {
         seam_tensor *y = NULL;
         if (strcmp(at->name, "value") == 0 && at->kind == IR_ATTR_TENSOR && at->t) {
             const ir_tensor *t = at->t;
-            if (t->dtype == SEAM_DTYPE_STRING) return kernel_fail(k, "string constants are not supported");
             y = kernel_out(k, 0, t->dtype, t->rank, t->dims);
             if (!y) return kernel_oom(k);
-            if (t->nbytes) memcpy(y->data, t->data, t->nbytes);
+            /* strings: the ir_bytes, whose bytes are the model's */
+            if (y->nbytes) memcpy(y->data, t->data, y->nbytes);
             return SEAM_STATUS_OK;
         }
         int64_t d = at->n;
@@ -236,21 +236,28 @@ static seam_status run_constant(seam_kernel *k) {
             if (!(y = kernel_out(k, 0, SEAM_DTYPE_INT64, 1, &d))) return kernel_oom(k);
             if (d) memcpy(y->data, at->ints, sizeof(int64_t) * (size_t)d);
             return SEAM_STATUS_OK;
+        } else if (strcmp(at->name, "value_string") == 0 && at->kind == IR_ATTR_STRING) {
+            if (!(y = kernel_out(k, 0, SEAM_DTYPE_STRING, 0, NULL))) return kernel_oom(k);
+            *(ir_bytes *)y->data = at->s;
+            return SEAM_STATUS_OK;
+        } else if (strcmp(at->name, "value_strings") == 0 && at->kind == IR_ATTR_STRINGS) {
+            if (!(y = kernel_out(k, 0, SEAM_DTYPE_STRING, 1, &d))) return kernel_oom(k);
+            if (d) memcpy(y->data, at->strings, sizeof(ir_bytes) * (size_t)d);
+            return SEAM_STATUS_OK;
         }
     }
-    return kernel_fail(k, "Constant without a supported value attribute (string and sparse values are not supported)");
+    return kernel_fail(k, "Constant without a supported value attribute (sparse values are not supported)");
 }
 
 static seam_status check_constant(seam_check *c) {
     for (int32_t a = 0; a < c->n->n_attrs; a++) {
         const ir_attr *at = &c->n->attrs[a];
-        if (strcmp(at->name, "value") == 0 && at->kind == IR_ATTR_TENSOR && at->t && at->t->dtype != SEAM_DTYPE_STRING)
-            return SEAM_STATUS_OK;
+        if (strcmp(at->name, "value") == 0 && at->kind == IR_ATTR_TENSOR && at->t) return SEAM_STATUS_OK;
         if (!strcmp(at->name, "value_float") || !strcmp(at->name, "value_int") || !strcmp(at->name, "value_floats") ||
-            !strcmp(at->name, "value_ints"))
+            !strcmp(at->name, "value_ints") || !strcmp(at->name, "value_string") || !strcmp(at->name, "value_strings"))
             return SEAM_STATUS_OK;
     }
-    return check_refuse(c, "Constant with a string or sparse value is not supported");
+    return check_refuse(c, "Constant with a sparse value is not supported");
 }
 
 /* EyeLike: ones on diagonal k of a 2-D tensor. */

@@ -52,10 +52,7 @@ static seam_status check_bodies(seam_check *c, const char *a, const char *b) {
 static seam_status check_if(seam_check *c) { return check_bodies(c, "then_branch", "else_branch"); }
 static seam_status check_loop(seam_check *c) { return check_bodies(c, "body", NULL); }
 
-static seam_status check_scan(seam_check *c) {
-    if (c->n->opset < 9) return check_refuse(c, "Scan before opset 9 (with a batch axis) is not supported");
-    return check_bodies(c, "body", NULL);
-}
+static seam_status check_scan(seam_check *c) { return check_bodies(c, "body", NULL); }
 
 /* A value with its own malloc'd copy of the data (a sequence with its
  * elements). */
@@ -203,10 +200,127 @@ done:
     return st;
 }
 
+/* A new tensor: slice `index` of x along its first axis (x's dims from
+ * `from` on; with from = 2, x is [B, seq, ...] and index b * seq + t). */
+static bool take_slice(owned *o, const seam_tensor *x, int32_t from, int64_t index) {
+    seam_tensor s = {.dtype = x->dtype, .rank = x->rank - from};
+    for (int32_t d = from; d < x->rank; d++) s.dims[d - from] = x->dims[d];
+    s.numel = seam_shape_numel(s.dims, s.rank);
+    s.nbytes = (size_t)s.numel * seam_dtype_size((seam_dtype)x->dtype);
+    s.data = (char *)x->data + (size_t)index * s.nbytes;
+    return own_copy(o, &s);
+}
+
+/* Scan (opset 8): optional sequence_lens, N states [B, ...], then M scan
+ * inputs [B, seq, ...] (reversed where directions says 1); each batch
+ * entry scans on its own. Outputs: the final states [B, ...] and the scan
+ * outputs [B, seq, ...]. Every batch entry must scan the whole sequence
+ * (sequence_lens absent or all seq). */
+static seam_status run_scan8(seam_kernel *k) {
+    bodies *b = k->state;
+    seam_exec *e = b->e[0];
+    const ir_graph *g = b->g[0];
+    int32_t m = (int32_t)node_attr_int(k->n, "num_scan_inputs", 0);
+    int32_t n_in = kernel_n_in(k), n_states = n_in - 1 - m, n_scan_out = g->n_outputs - n_states;
+    if (m <= 0 || m > 64 || n_states < 0 || n_scan_out < 0 || g->n_inputs != n_states + m || kernel_n_out(k) != g->n_outputs)
+        return kernel_fail(k, "the body's inputs and outputs do not match the node's");
+    const int64_t *dirs = NULL;
+    int32_t nd = node_attr_ints(k->n, "directions", &dirs);
+    if (nd >= 0 && nd != m) return kernel_fail(k, "directions has the wrong length");
+    int64_t batch = -1, seq = -1;
+    for (int32_t i = 1; i < n_in; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        bool scan = i > n_states;
+        if (!x || seam_is_value(x->dtype) || x->dtype == SEAM_DTYPE_STRING || x->rank < (scan ? 2 : 1))
+            return kernel_fail(k, "input %d must be a numeric tensor with a batch axis%s", i, scan ? " and a sequence axis" : "");
+        if (batch >= 0 && x->dims[0] != batch) return kernel_fail(k, "the inputs disagree on the batch size");
+        batch = x->dims[0];
+        if (scan && seq >= 0 && x->dims[1] != seq) return kernel_fail(k, "the scan inputs disagree on the sequence length");
+        if (scan) seq = x->dims[1];
+    }
+    if (batch <= 0 || seq <= 0) return kernel_fail(k, "an empty batch or sequence is not supported");
+    const seam_tensor *lens = kernel_in(k, 0);
+    if (lens) {
+        if (seam_is_value(lens->dtype) || !cpu_is_int(lens->dtype) || lens->numel != batch)
+            return kernel_fail(k, "sequence_lens must hold one integer per batch entry");
+        for (int64_t i = 0; i < batch; i++)
+            if (cpu_get_i64(lens->data, lens->dtype, i) != seq)
+                return kernel_fail(k, "sequence_lens shorter than the sequence (%lld) is not supported", (long long)seq);
+    }
+    owned *states = calloc((size_t)n_states + 1, sizeof(owned));
+    owned *slices = calloc((size_t)m + 1, sizeof(owned));
+    stack *outs = calloc((size_t)g->n_outputs + 1, sizeof(stack));
+    seam_status st = SEAM_STATUS_OK;
+    if (!states || !slices || !outs) {
+        st = kernel_oom(k);
+        goto done;
+    }
+    for (int64_t bi = 0; bi < batch; bi++) {
+        for (int32_t i = 0; i < n_states; i++)
+            if (!take_slice(&states[i], kernel_in(k, 1 + i), 1, bi)) {
+                st = kernel_oom(k);
+                goto done;
+            }
+        for (int64_t t = 0; t < seq; t++) {
+            for (int32_t j = 0; j < m; j++) {
+                int64_t pos = nd >= 0 && dirs[j] ? seq - 1 - t : t;
+                if (!take_slice(&slices[j], kernel_in(k, 1 + n_states + j), 2, bi * seq + pos)) {
+                    st = kernel_oom(k);
+                    goto done;
+                }
+            }
+            for (int32_t i = 0; i < n_states; i++) seam_exec_set_input(e, i, &states[i].t);
+            for (int32_t j = 0; j < m; j++) seam_exec_set_input(e, n_states + j, &slices[j].t);
+            if ((st = seam_exec_run(e))) goto done;
+            for (int32_t i = 0; i < n_states; i++)
+                if (!own_copy(&states[i], seam_exec_output(e, i))) {
+                    st = kernel_oom(k);
+                    goto done;
+                }
+            for (int32_t i = 0; i < n_scan_out; i++)
+                if (!stack_push(&outs[n_states + i], seam_exec_output(e, n_states + i))) {
+                    st = kernel_fail(k, "scan output %d changes shape across iterations (or out of memory)", i);
+                    goto done;
+                }
+        }
+        for (int32_t i = 0; i < n_states; i++)
+            if (!stack_push(&outs[i], &states[i].t)) {
+                st = kernel_fail(k, "state %d changes shape across batch entries (or out of memory)", i);
+                goto done;
+            }
+    }
+    for (int32_t o = 0; o < g->n_outputs; o++) {
+        if (!kernel_has_out(k, o)) continue;
+        const seam_tensor *f = &outs[o].first;
+        int32_t lead = o < n_states ? 1 : 2;
+        if (f->rank + lead > SEAM_MAX_RANK) {
+            st = kernel_fail(k, "output %d: rank too large", o);
+            goto done;
+        }
+        int64_t dims[SEAM_MAX_RANK] = {batch, seq};
+        for (int32_t d = 0; d < f->rank; d++) dims[lead + d] = f->dims[d];
+        seam_tensor *y = kernel_out(k, o, f->dtype, f->rank + lead, dims);
+        if (!y) {
+            st = kernel_oom(k);
+            goto done;
+        }
+        if (outs[o].used) memcpy(y->data, outs[o].data, outs[o].used);
+    }
+done:
+    for (int32_t i = 0; states && i < n_states; i++) seam_value_free(&states[i].t);
+    for (int32_t j = 0; slices && j < m; j++) seam_value_free(&slices[j].t);
+    for (int32_t i = 0; outs && i < g->n_outputs; i++) free(outs[i].data);
+    free(states);
+    free(slices);
+    free(outs);
+    return st;
+}
+
 /* Scan (opset 9+): N states, then M scan inputs sliced along their scan
  * axes (reversed where scan_input_directions says 1); K scan outputs are
  * stacked along scan_output_axes. */
 static seam_status run_scan(seam_kernel *k) {
+    if (k->n->opset < 9) return run_scan8(k);
     bodies *b = k->state;
     seam_exec *e = b->e[0];
     const ir_graph *g = b->g[0];
@@ -383,7 +497,7 @@ done:
 const seam_cpu_binding seam_cpu_control[] = {
     {"", "If", 1, {run_if, check_if}},
     {"", "Loop", 1, {run_loop, check_loop}},
-    {"", "Scan", 9, {run_scan, check_scan}},
+    {"", "Scan", 8, {run_scan, check_scan}},
     {"", "SequenceMap", 17, {run_sequence_map, check_loop}},
 };
 const size_t seam_cpu_control_count = sizeof(seam_cpu_control) / sizeof(seam_cpu_control[0]);
