@@ -435,11 +435,14 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 /* Whether a -k pattern (a comma-separated list of substrings or shell
  * patterns) selects the test name. */
 static bool matches(const char *name, const char *list) {
-    char buf[1024];
-    snprintf(buf, sizeof(buf), "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (strpbrk(tok, "*?[") ? fnmatch(tok, name, 0) == 0 : strstr(name, tok) != NULL) return true;
-    return false;
+    /* the whole list (a cut one could leave a prefix such as "test_" that
+     * selects everything) */
+    char *buf = strdup(list);
+    bool hit = false;
+    for (char *save = NULL, *tok = buf ? strtok_r(buf, ",", &save) : NULL; tok && !hit; tok = strtok_r(NULL, ",", &save))
+        hit = strpbrk(tok, "*?[") ? fnmatch(tok, name, 0) == 0 : strstr(name, tok) != NULL;
+    free(buf);
+    return hit;
 }
 
 static bool selected(const char *name, const char *const *patterns, int n_patterns) {
