@@ -169,4 +169,13 @@ case("string_constant_normalize", [N("Constant", [], ["s"], name="text", value_s
                                    N("StringNormalizer", ["s"], ["s2"], name="norm", stopwords=["drop"]),
                                    N("Cast", ["s2"], ["y"], name="to_float", to=F)],
      np.array([1.5, -2000.0], dtype=np.float32))
+body = helper.make_graph([N("Identity", ["c_in"], ["c_out"], name="keep"),
+                          N("SequenceConstruct", ["x"], ["seq"], name="wrap")], "body",
+                         [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                          helper.make_tensor_value_info("c_in", TensorProto.BOOL, [])],
+                         [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                          helper.make_value_info("seq", helper.make_sequence_type_proto(
+                              helper.make_tensor_type_proto(F, None)))])
+hostile("loop_scan_output_sequence", [N("Loop", ["two", ""], ["y"], name="loop_bad", body=body)], "loop_bad",
+        inits=[i64("two", 2)])
 check.finish()

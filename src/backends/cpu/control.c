@@ -161,11 +161,17 @@ static seam_status run_loop(seam_kernel *k) {
                 st = kernel_oom(k);
                 goto done;
             }
-        for (int32_t i = 0; i < n_scan; i++)
-            if (!stack_push(&scans[i], seam_exec_output(e, 1 + n_carried + i))) {
+        for (int32_t i = 0; i < n_scan; i++) {
+            const seam_tensor *y = seam_exec_output(e, 1 + n_carried + i);
+            if (seam_is_value(y->dtype)) {
+                st = kernel_fail(k, "scan output %d is not a tensor (sequences cannot be stacked)", i);
+                goto done;
+            }
+            if (!stack_push(&scans[i], y)) {
                 st = kernel_fail(k, "scan output %d changes shape across iterations (or out of memory)", i);
                 goto done;
             }
+        }
     }
     for (int32_t i = 0; i < n_carried; i++)
         if ((st = kernel_out_copy(k, i, &carried[i].t))) goto done;
