@@ -77,7 +77,10 @@ static Agraph_t *new_graph(const char *name) {
 }
 
 /* The node-level view of the nodes with keep[i] (all when keep is NULL):
- * one cluster per subgraph, id c<id>; nodes n<index>. */
+ * one cluster per subgraph, id c<id>; nodes n<index>. Constants (folded,
+ * in no subgraph) are not drawn: they are computed once, and a model has
+ * many (shape chains, shared weights' Identities) that would only crowd
+ * the picture. */
 static bool node_view(GVC_t *gvc, const seam_report *r, const uint8_t *keep, FILE *f) {
     Agraph_t *g = new_graph("plan");
     if (!g) return false;
@@ -86,7 +89,7 @@ static bool node_view(GVC_t *gvc, const seam_report *r, const uint8_t *keep, FIL
     bool ok = clusters && gn;
     char buf[512], lab[256];
     for (int32_t i = 0; i < r->n_nodes && ok; i++) {
-        if (keep && !keep[i]) continue;
+        if ((keep && !keep[i]) || r->nodes[i].subgraph < 0) continue;
         const rep_node *n = &r->nodes[i];
         Agraph_t *parent = g;
         int32_t s = n->subgraph;
@@ -197,7 +200,8 @@ static bool box_view(GVC_t *gvc, const seam_report *r, FILE *f) {
         }
         Agedge_t *e = gn[es[k].a] && gn[es[k].b] ? agedge(g, gn[es[k].a], gn[es[k].b], NULL, 1) : NULL;
         if (e && (r->subgraphs[es[k].a].device || r->subgraphs[es[k].b].device)) {
-            fmt_bytes(buf, sizeof(buf), known ? bytes : -1);
+            if (known) fmt_bytes(buf, sizeof(buf), bytes);
+            else snprintf(buf, sizeof(buf), "%zu value%s", j - k, j - k == 1 ? "" : "s");
             set(e, "label", buf);
             set(e, "penwidth", "3");
             set(e, "color", "#e63946");
@@ -249,9 +253,11 @@ static void put_json(FILE *f, json_t *j) {
         fputs("null", f);
         return;
     }
-    for (const char *p = s; *p; p++) {
-        if (*p == '<') fputs("\\u003c", f);
-        else fputc(*p, f);
+    for (const char *p = s; *p;) {
+        size_t n = strcspn(p, "<");
+        fwrite(p, 1, n, f);
+        p += n;
+        if (*p) fputs("\\u003c", f), p++;
     }
     free(s);
 }
@@ -283,11 +289,16 @@ static const char *PAGE_SCRIPT =
     "info.appendChild(d);}\n"
     "function vals(s){return s?s.split('\\n').map(function(l){var p=l.split('\\t');return '  '+p[0]+': '+p[1];})"
     ".join('\\n'):'  -';}\n"
+    "function why(n){return n[4]==='supported'&&!n[5]?'supported by '+n[2]:n[4]+(n[5]?': '+n[5]:'');}\n"
+    "function subInfo(s){var g=D.subgraphs[s];if(!g)return;info.textContent='';line('subgraph','#'+s);"
+    "line('target',g.target);line('nodes',String(g.nodes.length));var h={},o=[];g.nodes.forEach(function(i){"
+    "var op=D.nodes[i][1];if(!(op in h)){h[op]=0;o.push(op);}h[op]++;});"
+    "line('ops',o.map(function(x){return x+':'+h[x];}).join(', '));line('','click for its nodes');}\n"
     "function showNode(i){var n=D.nodes[i];if(!n)return;info.textContent='';\n"
     " line('node',n[0]);line('op',n[1]);line('index',String(i));line('target',n[2]);\n"
     " line('subgraph',n[3]<0?'none (constant)':'#'+n[3]);\n"
     " var r=el('div');r.id='reason';r.appendChild(el('b','reason'));"
-    "r.appendChild(document.createTextNode(' '+n[4]+(n[5]?': '+n[5]:'')));info.appendChild(r);\n"
+    "r.appendChild(document.createTextNode(' '+why(n)));info.appendChild(r);\n"
     " line('time',n[8]<0?(D.measured?'not measured (inside a device subgraph)':'not run'):n[8].toFixed(3)+' ms');\n"
     " line('inputs','\\n'+vals(n[6]));line('outputs','\\n'+vals(n[7]));}\n"
     "function showSub(s){var v=document.getElementById('subview');var g=D.subgraphs[s];if(!v||!g)return;"
@@ -298,7 +309,7 @@ static const char *PAGE_SCRIPT =
     "tb.appendChild(h);\n"
     "  var lim=Math.min(g.nodes.length,2000);for(var k=0;k<lim;k++){var i=g.nodes[k],n=D.nodes[i],tr=el('tr');"
     "tr.id='n'+i;tr.className='node';\n"
-    "   [n[0],n[1],n[4]+(n[5]?': '+n[5]:''),n[8]<0?'-':n[8].toFixed(3)].forEach(function(x){tr.appendChild(el('td',x));});"
+    "   [n[0],n[1],why(n),n[8]<0?'-':n[8].toFixed(3)].forEach(function(x){tr.appendChild(el('td',x));});"
     "tb.appendChild(tr);}\n"
     "  v.appendChild(tb);if(lim<g.nodes.length)v.appendChild(el('p','first '+lim+' of '+g.nodes.length+' nodes'));}\n"
     " v.scrollIntoView();}\n"
@@ -308,7 +319,7 @@ static const char *PAGE_SCRIPT =
     "function act(e,click){var t=target(e);if(!t)return;var i=parseInt(t.id.slice(1),10);\n"
     " if(t.id[0]==='n'){if(click){if(cur)cur.classList.remove('sel');cur=t;t.classList.add('sel');}"
     "if(click||!cur)showNode(i);}\n"
-    " else if(click)showSub(i);}\n"
+    " else if(click)showSub(i);else subInfo(i);}\n"
     "document.addEventListener('click',function(e){act(e,true);});\n"
     "document.addEventListener('mouseover',function(e){act(e,false);});\n"
     "var m=/#click=([ns][0-9]+)$/.exec(location.hash);if(m){var t=document.getElementById(m[1])||"
@@ -350,6 +361,11 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
     }
     fputs("<span style=\"border:2px solid #d00000\">unsupported</span>"
           "<span style=\"border:2px solid #e63946\">red edges: values crossing a device boundary</span></p>\n", f);
+    int32_t n_const = 0;
+    for (int32_t i = 0; i < r->n_nodes; i++) n_const += r->nodes[i].subgraph < 0;
+    if (n_const)
+        fprintf(f, "<p id=\"constants\">%d constant node%s (folded: computed once, in no subgraph) %s not drawn.</p>\n",
+                n_const, n_const == 1 ? "" : "s", n_const == 1 ? "is" : "are");
     if (r->notes && *r->notes) {
         fputs("<pre id=\"notes\">", f);
         rep_html_escape(f, r->notes);

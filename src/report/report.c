@@ -124,14 +124,22 @@ seam_status seam_report_create(const seam_plan *plan, const char *model_name, se
         rs->device = strcmp(si.target, "cpu") != 0;
         if (!rs->target || !rs->nodes) goto fail;
     }
-    size_t need = 0;
-    if (seam_plan_json(plan, r->model_name, NULL, 0, &need) == SEAM_STATUS_OK) {
-        char *js = seam_arena_alloc(a, need);
-        if (!js || seam_plan_json(plan, r->model_name, js, need, NULL)) goto fail;
-        r->plan_json = js;
+    /* the plan's JSON, in one pass when the guess of its size holds */
+    size_t size = 4096 + 160 * (size_t)r->n_nodes, need = 0;
+    char *js = malloc(size);
+    if (!js || seam_plan_json(plan, r->model_name, js, size, &need)) goto fail_js;
+    if (need > size) {
+        free(js);
+        js = malloc(need);
+        if (!js || seam_plan_json(plan, r->model_name, js, need, NULL)) goto fail_js;
     }
+    r->plan_json = seam_arena_strdup(a, js);
+    free(js);
+    if (!r->plan_json) goto fail;
     *out = r;
     return SEAM_STATUS_OK;
+fail_js:
+    free(js);
 fail:
     seam_report_free(r);
     return oom(ctx);
