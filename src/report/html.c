@@ -69,7 +69,11 @@ static Agraph_t *new_graph(const char *name) {
     agattr(g, AGNODE, (char *)"label", (char *)"\\N");
     agattr(g, AGEDGE, (char *)"penwidth", (char *)"1");
     agattr(g, AGEDGE, (char *)"color", (char *)"#777777");
-    agattr(g, AGEDGE, (char *)"label", (char *)"");
+    /* edge labels are xlabels, placed after layout: dot 2.42 frees a
+     * labelled edge between clusters twice (gvFreeLayout), and labels as
+     * layout nodes also cost time */
+    agattr(g, AGRAPH, (char *)"forcelabels", (char *)"true");
+    agattr(g, AGEDGE, (char *)"xlabel", (char *)"");
     agattr(g, AGEDGE, (char *)"fontname", (char *)"Helvetica");
     agattr(g, AGEDGE, (char *)"fontsize", (char *)"9");
     agattr(g, AGEDGE, (char *)"arrowsize", (char *)"0.6");
@@ -135,7 +139,7 @@ static bool node_view(GVC_t *gvc, const seam_report *r, const uint8_t *keep, FIL
             bool dev = (sa >= 0 && r->subgraphs[sa].device) || (sb >= 0 && r->subgraphs[sb].device);
             if (sa != sb && sa >= 0 && sb >= 0 && dev) {
                 fmt_bytes(buf, sizeof(buf), n->pred_bytes[k]);
-                set(e, "label", buf);
+                set(e, "xlabel", buf);
                 set(e, "penwidth", "3");
                 set(e, "color", "#e63946");
             }
@@ -202,7 +206,7 @@ static bool box_view(GVC_t *gvc, const seam_report *r, FILE *f) {
         if (e && (r->subgraphs[es[k].a].device || r->subgraphs[es[k].b].device)) {
             if (known) fmt_bytes(buf, sizeof(buf), bytes);
             else snprintf(buf, sizeof(buf), "%zu value%s", j - k, j - k == 1 ? "" : "s");
-            set(e, "label", buf);
+            set(e, "xlabel", buf);
             set(e, "penwidth", "3");
             set(e, "color", "#e63946");
         }
