@@ -232,7 +232,9 @@ seam_status seam_report_add_run(seam_report *r, seam_session *s, const seam_mode
         if (seam_session_node_stats(s, i, &st) != SEAM_STATUS_OK) continue;
         any = true;
         int32_t sg = strcmp(st.op_type, "Subgraph") == 0 ? subgraph_of_name(st.name) : -1;
-        if (sg >= 0 && sg < r->n_subgraphs) {
+        /* the plan's own device subgraph (not a Subgraph node of a model
+         * partitioned earlier, which this plan sees as a node) */
+        if (sg >= 0 && sg < r->n_subgraphs && r->subgraphs[sg].device && strcmp(r->subgraphs[sg].target, st.target) == 0) {
             r->subgraphs[sg].ms = st.ms;
             r->subgraphs[sg].compile_ms = st.compile_ms;
             continue;

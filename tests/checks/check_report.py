@@ -361,6 +361,11 @@ if check.selected("bad"):
                  (r.returncode, r.stderr))
     r = seam("partition", small, *TOY, "--workdir", os.path.join(W, "no-such-dir", "wd"))
     check.expect(r.returncode == 1, "bad: a --workdir in a missing folder: exit 1", (r.returncode, r.stderr))
+    model_bytes = open(small, "rb").read()
+    for cmd in (["partition", small, *TOY, "--html", small], ["run", small, "--profile", small]):
+        r = seam(*cmd)
+        check.expect(r.returncode == 1 and "is the input model" in r.stderr and open(small, "rb").read() == model_bytes,
+                     f"bad: {cmd[0]} {cmd[-2]} onto the input model: refused, the model untouched", (r.returncode, r.stderr))
     after = set(os.listdir(W)) - before - {"foreign", "afile"}
     check.expect(not after, "bad: nothing half-written", sorted(after))
 

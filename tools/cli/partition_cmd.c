@@ -258,6 +258,12 @@ int cmd_partition(int argc, char **argv) {
         const char *notes = seam_plan_notes(plan);
         if (*notes) printf("notes:\n%s", notes);
     }
+    if (cli_same_file(path, html) || cli_same_file(path, workdir)) {
+        fprintf(stderr, "seam partition: %s is the input model; write the report elsewhere\n",
+                cli_same_file(path, html) ? html : workdir);
+        rc = CLI_BAD_INPUT;
+        goto done;
+    }
     if ((html || workdir) && (st = seam_report_create(plan, path, &rep))) {
         rc = cli_fail("partition", ctx, st);
         goto done;

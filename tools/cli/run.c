@@ -391,6 +391,13 @@ int cmd_run(int argc, char **argv) {
     if (dynamic_batch && (html || workdir))
         return targets_free(&tg), cli_usage("run", "--html and --workdir do not go with --dynamic-batch");
 
+    const char *outs[] = {html, trace, workdir};
+    for (int k = 0; k < 3; k++)
+        if (cli_same_file(path, outs[k])) {
+            fprintf(stderr, "seam run: %s is the input model; write the report elsewhere\n", outs[k]);
+            targets_free(&tg);
+            return CLI_BAD_INPUT;
+        }
     seam_context *ctx;
     if (seam_context_create(&ctx)) return CLI_BAD_INPUT;
     seam_model *m = NULL;
