@@ -6,6 +6,7 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,8 +283,8 @@ static const char *PAGE_STYLE =
 
 /* The page's script: details of a node on hover or click (n<index>), a
  * subgraph's nodes on a click on its box or row (s<id>). Text goes in
- * with textContent only. #click=n5 or #click=s2 in the URL clicks it
- * when the page opens (links, tests). */
+ * with textContent only. #click=n5, #click=s2 or #click=row-s2 (the
+ * table's row) in the URL clicks it when the page opens (links, tests). */
 static const char *PAGE_SCRIPT =
     "(function(){\n"
     "var D=JSON.parse(document.getElementById('seam-data').textContent);\n"
@@ -318,16 +319,16 @@ static const char *PAGE_SCRIPT =
     "  v.appendChild(tb);if(lim<g.nodes.length)v.appendChild(el('p','first '+lim+' of '+g.nodes.length+' nodes'));}\n"
     " v.scrollIntoView();}\n"
     "var cur=null;\n"
-    "function target(e){var t=e.target;while(t&&t!==document){if(t.id&&/^[ns][0-9]+$/.test(t.id)&&"
-    "(t.classList.contains('node')||t.tagName==='TR'))return t;t=t.parentNode;}return null;}\n"
-    "function act(e,click){var t=target(e);if(!t)return;var i=parseInt(t.id.slice(1),10);\n"
-    " if(t.id[0]==='n'){if(click){if(cur)cur.classList.remove('sel');cur=t;t.classList.add('sel');}"
-    "if(click||!cur)showNode(i);}\n"
-    " else if(click)showSub(i);else subInfo(i);}\n"
+    "function target(e){for(var t=e.target;t&&t!==document;t=t.parentNode){var m=t.id&&"
+    "/^(?:row-)?([ns])([0-9]+)$/.exec(t.id);if(m&&(t.classList.contains('node')||t.tagName==='TR'))"
+    "return {k:m[1],i:parseInt(m[2],10),el:t};}return null;}\n"
+    "function act(e,click){var t=target(e);if(!t)return;\n"
+    " if(t.k==='n'){if(click){if(cur)cur.classList.remove('sel');cur=t.el;t.el.classList.add('sel');}"
+    "if(click||!cur)showNode(t.i);}\n"
+    " else if(click)showSub(t.i);else subInfo(t.i);}\n"
     "document.addEventListener('click',function(e){act(e,true);});\n"
     "document.addEventListener('mouseover',function(e){act(e,false);});\n"
-    "var m=/#click=([ns][0-9]+)$/.exec(location.hash);if(m){var t=document.getElementById(m[1])||"
-    "document.getElementById('row-'+m[1]);\n"
+    "var m=/#click=((?:row-)?[ns][0-9]+)$/.exec(location.hash);if(m){var t=document.getElementById(m[1]);\n"
     " if(t){var ev=new MouseEvent('click',{bubbles:true});(t.querySelector('polygon,path,td')||t).dispatchEvent(ev);}}\n"
     "})();\n";
 
@@ -466,7 +467,7 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
         json_array_append_new(a, jstr(n->detail));
         json_array_append_new(a, jstr(n->ins));
         json_array_append_new(a, jstr(n->outs));
-        json_array_append_new(a, json_real(n->ms));
+        json_array_append_new(a, json_real(isfinite(n->ms) ? n->ms : -1));
         if (i) fputc(',', f);
         put_json(f, a);
     }

@@ -91,7 +91,8 @@ static seam_status write_subgraph_model(seam_context *ctx, const Onnx__ModelProt
         free(def), free(inits), free(nodes);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    for (size_t k = 0; k < body->n_input; k++) def[n_def++] = body->input[k]->name;
+    for (size_t k = 0; k < body->n_input; k++)
+        if (body->input[k]->name) def[n_def++] = body->input[k]->name;
     for (size_t k = 0; k < body->n_node; k++)
         for (size_t o = 0; o < body->node[k]->n_output; o++) def[n_def++] = body->node[k]->output[o];
     qsort(def, n_def, sizeof(char *), cmp_str);
@@ -173,10 +174,11 @@ static seam_status fill(const seam_report *r, seam_session *s, const seam_tensor
         const Onnx__GraphProto *mg = mp->graph;
         for (size_t i = 0; i < mg->n_node && !st; i++) {
             const Onnx__NodeProto *n = mg->node[i];
-            if (!n->domain || strcmp(n->domain, "ai.seam") != 0 || strcmp(n->op_type, "Subgraph") != 0 || !n->name) continue;
+            if (!n->domain || strcmp(n->domain, "ai.seam") != 0 || !n->op_type || strcmp(n->op_type, "Subgraph") != 0 || !n->name)
+                continue;
             const Onnx__GraphProto *body = NULL;
             for (size_t a = 0; a < n->n_attribute; a++)
-                if (strcmp(n->attribute[a]->name, "body") == 0) body = n->attribute[a]->g;
+                if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "body") == 0) body = n->attribute[a]->g;
             if (!body) continue;
             const char *nm = strncmp(n->name, "seam_", 5) == 0 ? n->name + 5 : n->name;
             safe_name(nm, fname, sizeof(fname));

@@ -202,10 +202,12 @@ if check.selected("html_big"):
         dom = check_page("html_big", html, g, ["--target", rules], plan, "s0", None, boxes=True, support=False)
         small_sub = min(plan["subgraphs"], key=lambda s: len(s["nodes"]))
         dom = chromium("file://" + html + f"#click=s{small_sub['id']}")
+        check.expect(f"subgraph #{small_sub['id']} (" in dom, f"html_big: clicking subgraph {small_sub['id']}'s box opens it")
+        dom = chromium("file://" + html + f"#click=row-s{small_sub['id']}")
         m = re.search(r'<div id="subview">(.*?)</div>\s*<table id="summary"', dom, re.S)
         sub = m.group(1) if m else ""
         n_shown = len(re.findall(r'id="n\d+" class="node', sub))
-        check.expect(n_shown == len(small_sub["nodes"]), f"html_big: clicking subgraph {small_sub['id']} shows its "
+        check.expect(n_shown == len(small_sub["nodes"]), f"html_big: clicking subgraph {small_sub['id']}'s row shows its "
                      f"{len(small_sub['nodes'])} nodes", n_shown)
 
 
