@@ -105,7 +105,8 @@ static bool node_view(GVC_t *gvc, const seam_report *r, const uint8_t *keep, FIL
                 if (!clusters[s]) break;
                 const rep_subgraph *sg = &r->subgraphs[s];
                 gv_text(lab, sizeof(lab), sg->target, 40);
-                snprintf(buf, sizeof(buf), "%s #%d (%d node%s)", lab, s, sg->n_nodes, sg->n_nodes == 1 ? "" : "s");
+                int len = snprintf(buf, sizeof(buf), "%s #%d (%d node%s)", lab, s, sg->n_nodes, sg->n_nodes == 1 ? "" : "s");
+                if (sg->ms >= 0) snprintf(buf + len, sizeof(buf) - (size_t)len, " %.3f ms", sg->ms);
                 set(clusters[s], "label", buf);
                 snprintf(buf, sizeof(buf), "c%d", s);
                 set(clusters[s], "id", buf);
@@ -120,7 +121,12 @@ static bool node_view(GVC_t *gvc, const seam_report *r, const uint8_t *keep, FIL
         if (!gn[i]) break;
         set(gn[i], "id", buf);
         gv_text(lab, sizeof(lab), n->op, 40);
-        set(gn[i], "label", lab);
+        if (n->ms >= 0) { /* measured: CPU nodes (a device subgraph's nodes have no time of their own) */
+            snprintf(buf, sizeof(buf), "%s\\n%.3f ms", lab, n->ms);
+            set(gn[i], "label", buf);
+        } else {
+            set(gn[i], "label", lab);
+        }
         set(gn[i], "fillcolor", s >= 0 ? "#ffffff" : "#f8f9fa");
         if (n->reason == SEAM_REASON_UNSUPPORTED) set(gn[i], "color", "#d00000"), set(gn[i], "penwidth", "2");
         if (n->reason == SEAM_REASON_CONSTANT) set(gn[i], "style", "rounded,dashed");
@@ -190,7 +196,8 @@ static bool box_view(GVC_t *gvc, const seam_report *r, FILE *f) {
         if (!gn[s]) continue;
         set(gn[s], "id", buf);
         gv_text(lab, sizeof(lab), sg->target, 40);
-        snprintf(buf, sizeof(buf), "%s #%d\\n%d node%s", lab, s, sg->n_nodes, sg->n_nodes == 1 ? "" : "s");
+        int len = snprintf(buf, sizeof(buf), "%s #%d\\n%d node%s", lab, s, sg->n_nodes, sg->n_nodes == 1 ? "" : "s");
+        if (sg->ms >= 0) snprintf(buf + len, sizeof(buf) - (size_t)len, "\\n%.3f ms", sg->ms);
         set(gn[s], "label", buf);
         set(gn[s], "fillcolor", report_color(sg->target));
         if (sg->device) set(gn[s], "penwidth", "2");

@@ -168,6 +168,8 @@ if check.selected("html_small"):
         measured = [re.findall(r"<td>(.*?)</td>", row)[-2] for row in rows]
         check.expect(rows and all(re.match(r"^\d+\.\d+$", t) for t in measured),
                      "html_small: every subgraph row has a measured time", measured)
+        check.expect(re.search(r"toy #0 \(1 node\) \d+\.\d+ ms", text),
+                     "html_small: the clusters are labelled with their measured time")
 
 for model in ("resnet18", "resnet50"):
     path = os.path.join(args.models or "", f"{model}.onnx")
