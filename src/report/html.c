@@ -7,6 +7,7 @@
 #include <graphviz/gvc.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,11 @@ static void gv_text(char *out, size_t n, const char *s, size_t max) {
     if (*s && k + 3 < n) out[k++] = '.', out[k++] = '.';
     out[k] = 0;
 }
+
+/* graphviz keeps global state (cgraph's current graph, the error level,
+ * the layout's statics): one page at a time is laid out in the process,
+ * so threads with contexts of their own need no lock of their own. */
+static pthread_mutex_t gv_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void set(void *obj, const char *key, const char *value) { agsafeset(obj, (char *)key, (char *)value, (char *)""); }
 
@@ -383,6 +389,7 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
         rep_html_escape(f, r->notes);
         fputs("</pre>\n", f);
     }
+    pthread_mutex_lock(&gv_lock);
     GVC_t *gvc = gvContext();
     if (!gvc) ok = false;
     agseterr(AGERR);
@@ -459,6 +466,7 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
         free(keep);
     }
     if (gvc) gvFreeContext(gvc);
+    pthread_mutex_unlock(&gv_lock);
     /* the data the script shows: nodes as arrays, to keep big pages small */
     fputs("<script type=\"application/json\" id=\"seam-data\">{\"measured\":", f);
     fputs(r->measured ? "true" : "false", f);
