@@ -12,13 +12,14 @@ PKGS=(
   libjansson-dev                         # JSON (rules targets, --json output)
   libopenblas-dev                        # MatMul/Gemm/Conv on the CPU backend
   libdnnl-dev                            # the dnnl backend
-  graphviz                               # pictures of plans
+  graphviz libgraphviz-dev               # pictures of plans: seam --html lays out graphs with libgvc
   bc time                                # benchmark scripts
   # tests
   clang libclang-rt-14-dev               # libFuzzer, sanitizers
   libonnx-testdata                       # ONNX conformance models and data
   python3-onnx python3-numpy python3-torch python3-torchvision
   python3-pytest                         # tests/python
+  chromium                               # tests/checks/check_report.py opens the HTML pages headless
 )
 
 missing=()

@@ -24,6 +24,10 @@ int cli_fail(const char *cmd, seam_context *ctx, seam_status st);
 struct seam_model;
 int cli_set_shape(const char *cmd, seam_context *ctx, seam_model *m, const char *arg);
 
+/* Whether paths a and b name one existing file (an output about to
+ * overwrite the input model). */
+bool cli_same_file(const char *a, const char *b);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

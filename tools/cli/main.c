@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -71,6 +72,11 @@ int cli_set_shape(const char *cmd, seam_context *ctx, seam_model *m, const char 
         return CLI_BAD_INPUT;
     }
     return CLI_OK;
+}
+
+bool cli_same_file(const char *a, const char *b) {
+    struct stat x, y;
+    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 static const struct {

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "ir/ir.h"
+#include "seam_report.h"
 #include "targets.h"
 
 /* Prints the plan (or its analysis) as `--json` shows it: one line. */
@@ -168,25 +169,36 @@ static const char *PARTITION_HELP =
     "                        device subgraph becomes an ai.seam Subgraph node (run it\n"
     "                        with seam run OUT.onnx)\n"
     "  --weights-file NAME   with -o: the weights go to NAME, a file next to OUT\n"
-    "                        (ONNX external data), not inside it\n" TARGET_HELP;
+    "                        (ONNX external data), not inside it\n"
+    "  --html OUT.html       also write the plan as one self-contained HTML page: the\n"
+    "                        graph with a coloured box per subgraph, each node's target\n"
+    "                        and reason on hover or click, and a summary table\n"
+    "  --workdir DIR         also write DIR: plan.json, partitioned.onnx, each device\n"
+    "                        subgraph as a model of its own (subgraph_<id>_<target>.onnx,\n"
+    "                        which seam run accepts) and its backend's compile log\n"
+    "                        (.log); an existing DIR must be one seam wrote\n" TARGET_HELP;
 
 int cmd_partition(int argc, char **argv) {
     cli_targets t;
     targets_init(&t);
-    const char *path = NULL, *out_path = NULL, *weights_file = NULL;
+    const char *path = NULL, *out_path = NULL, *weights_file = NULL, *html = NULL, *workdir = NULL;
     bool as_json = false;
-    /* --weights-file is partition's own; take it out before the common parse */
+    /* --weights-file, --html and --workdir are partition's own; take them out before the common parse */
     char **args = calloc((size_t)argc + 1, sizeof(char *));
     int n_args = 0;
     if (!args) return CLI_BAD_INPUT;
     for (int k = 0; k < argc; k++) {
-        if (strcmp(argv[k], "--weights-file") == 0) {
+        const char **own = strcmp(argv[k], "--weights-file") == 0 ? &weights_file
+                           : strcmp(argv[k], "--html") == 0      ? &html
+                           : strcmp(argv[k], "--workdir") == 0   ? &workdir
+                                                                 : NULL;
+        if (own) {
             if (k + 1 >= argc) {
                 free(args);
                 targets_free(&t);
-                return cli_usage("partition", "--weights-file needs a file name");
+                return cli_usage("partition", "%s needs a %s", argv[k], own == &workdir ? "folder" : "file name");
             }
-            weights_file = argv[++k];
+            *own = argv[++k];
             continue;
         }
         args[n_args++] = argv[k];
@@ -205,6 +217,8 @@ int cmd_partition(int argc, char **argv) {
     seam_context_create(&ctx);
     seam_model *m = NULL;
     seam_plan *plan = NULL;
+    seam_report *rep = NULL;
+    seam_session *sess = NULL;
     seam_status st = seam_model_load(ctx, path, &m);
     if (st) {
         rc = CLI_BAD_INPUT;
@@ -244,23 +258,59 @@ int cmd_partition(int argc, char **argv) {
         const char *notes = seam_plan_notes(plan);
         if (*notes) printf("notes:\n%s", notes);
     }
-    if (out_path) {
+    if (cli_same_file(path, html) || cli_same_file(path, workdir)) {
+        fprintf(stderr, "seam partition: %s is the input model; write the report elsewhere\n",
+                cli_same_file(path, html) ? html : workdir);
+        rc = CLI_BAD_INPUT;
+        goto done;
+    }
+    if ((html || workdir) && (st = seam_report_create(plan, path, &rep))) {
+        rc = cli_fail("partition", ctx, st);
+        goto done;
+    }
+    if (html) {
+        if ((st = seam_report_write_html(rep, html))) {
+            cli_fail("partition", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        if (!as_json) printf("wrote %s\n", html);
+    }
+    if (out_path || workdir) {
         struct stat a, b;
-        if (stat(path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        if (out_path && stat(path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
             fprintf(stderr, "seam partition: -o %s is the input model; write the partitioned model elsewhere\n", out_path);
             rc = CLI_BAD_INPUT;
             goto done;
         }
         seam_save_options so = {weights_file, 0};
         if ((st = seam_plan_apply(m, plan, t.opts.targets, t.opts.n_targets, t.target_options, t.n_target_options)) ||
-            (st = seam_model_save(m, out_path, weights_file ? &so : NULL))) {
+            (out_path && (st = seam_model_save(m, out_path, weights_file ? &so : NULL)))) {
             rc = cli_fail("partition", ctx, st);
             rc = CLI_BAD_INPUT;
             goto done;
         }
-        if (!as_json) printf("wrote %s\n", out_path);
+        if (out_path && !as_json) printf("wrote %s\n", out_path);
+    }
+    if (workdir) {
+        /* the compile logs come from compiling: a session is made, not run */
+        const seam_backend *avail[2 * MAX_TARGETS + 1];
+        int32_t n_avail = 0;
+        bool has_dnnl = false;
+        for (int32_t k = 0; k < t.n_avail; k++) has_dnnl |= (avail[n_avail++] = t.avail[k]) == seam_backend_dnnl();
+        if (!has_dnnl) avail[n_avail++] = seam_backend_dnnl();
+        seam_session_options so = {0, false, false, avail, n_avail, NULL, NULL};
+        if ((st = seam_report_set_partitioned(rep, m)) || (st = seam_session_create(m, &so, &sess)) ||
+            (st = seam_report_write_workdir(rep, sess, NULL, 0, workdir))) {
+            cli_fail("partition", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+        if (!as_json) printf("wrote %s/\n", workdir);
     }
 done:
+    seam_session_free(sess);
+    seam_report_free(rep);
     seam_plan_free(plan);
     seam_model_free(m);
     targets_free(&t);

@@ -13,6 +13,7 @@
 #include "ir/ir.h"
 #include "npy.h"
 #include "onnx/onnx.h"
+#include "seam_report.h"
 #include "targets.h"
 
 static const char *RUN_HELP =
@@ -46,6 +47,18 @@ static const char *RUN_HELP =
     "  --compile-log         print each device subgraph's compile log (the\n"
     "                        kernels the backend chose, their implementations,\n"
     "                        what it fused) on stderr\n"
+    "  --html OUT.html       write the plan as one self-contained HTML page (see seam\n"
+    "                        partition --help) with the measured time of each\n"
+    "                        subgraph and node of the (last) run\n"
+    "  --profile TRACE.json  write the (last) run as Chrome trace events (open it in\n"
+    "                        Perfetto or chrome://tracing): a span per node and per\n"
+    "                        device subgraph, a track per target, boundary copies,\n"
+    "                        the compiles at session creation\n"
+    "  --workdir DIR         write DIR as seam partition --workdir does, with the\n"
+    "                        compile logs of this session\n"
+    "  --dump-values         with --workdir: every value that crossed a subgraph\n"
+    "                        boundary in the (last) run, and the inputs, as\n"
+    "                        DIR/values/<name>.npy\n"
     "  --quiet               do not print the notes about slower paths (nodes that\n"
     "                        went to the CPU and why, a backend's slow kernels),\n"
     "                        printed once per session on stderr otherwise\n"
@@ -240,15 +253,15 @@ static void print_report(seam_session *s, const ir_graph *g) {
  * to a temporary name in DIR first, and only when all are written are they
  * renamed into place. On a failure the temporary files are removed, and
  * DIR too when this run made it, so DIR is left as it was. */
-static int write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, const char *out_dir,
+static int write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, const char *out_dir,
                          const char *format) {
     bool made_dir = mkdir(out_dir, 0755) == 0;
     if (!made_dir && errno != EEXIST) {
         fprintf(stderr, "seam run: cannot create '%s': %s\n", out_dir, strerror(errno));
         return CLI_BAD_INPUT;
     }
-    char(*tmp)[4096] = calloc((size_t)g->n_outputs + 1, sizeof(*tmp));
-    char(*dst)[4096] = calloc((size_t)g->n_outputs + 1, sizeof(*dst));
+    char(*tmp)[4096] = calloc((size_t)n_outputs + 1, sizeof(*tmp));
+    char(*dst)[4096] = calloc((size_t)n_outputs + 1, sizeof(*dst));
     int rc = CLI_OK;
     int32_t written = 0;
     if (!tmp || !dst) {
@@ -257,7 +270,7 @@ static int write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, 
     }
     /* two outputs whose names map to one file (a:0 and a_0) would overwrite
      * each other: refused before anything is written */
-    for (int32_t o = 0; o < g->n_outputs && rc == CLI_OK; o++) {
+    for (int32_t o = 0; o < n_outputs && rc == CLI_OK; o++) {
         seam_tensor_view view;
         seam_session_output(s, o, &view);
         char fname[512];
@@ -272,7 +285,7 @@ static int write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, 
                 rc = CLI_BAD_INPUT;
             }
     }
-    for (int32_t o = 0; o < g->n_outputs && rc == CLI_OK; o++) {
+    for (int32_t o = 0; o < n_outputs && rc == CLI_OK; o++) {
         seam_tensor_view view;
         seam_session_output(s, o, &view);
         char fname[512], err[1024];
@@ -310,10 +323,10 @@ static int write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, 
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *path = NULL, *out_dir = NULL, *format = "npy";
+    const char *path = NULL, *out_dir = NULL, *format = "npy", *html = NULL, *trace = NULL, *workdir = NULL;
     named inputs[MAX_NAMED], shapes[MAX_NAMED];
     int n_inputs = 0, n_shapes = 0, repeat = 0, threads = 0, rc = CLI_OK;
-    bool report = false, dynamic_batch = false, quiet = false, compile_log = false;
+    bool report = false, dynamic_batch = false, quiet = false, compile_log = false, dump_values = false;
     cli_targets tg;
     targets_init(&tg);
     for (int k = 1; k < argc; k++) {
@@ -337,6 +350,11 @@ int cmd_run(int argc, char **argv) {
                 return targets_free(&tg), cli_usage("run", "%s wants NAME=%s, got '%s'", a, is_in ? "FILE" : "AxBxC", argv[k]);
         } else if (strcmp(a, "--report") == 0) {
             report = true;
+        } else if (strcmp(a, "--html") == 0 || strcmp(a, "--profile") == 0 || strcmp(a, "--workdir") == 0) {
+            if (!has_val) return targets_free(&tg), cli_usage("run", "%s needs a %s", a, a[2] == 'w' ? "folder" : "file name");
+            *(a[2] == 'h' ? &html : a[2] == 'p' ? &trace : &workdir) = argv[++k];
+        } else if (strcmp(a, "--dump-values") == 0) {
+            dump_values = true;
         } else if (strcmp(a, "--quiet") == 0) {
             quiet = true;
         } else if (strcmp(a, "--compile-log") == 0) {
@@ -369,11 +387,23 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (!path) return targets_free(&tg), cli_usage("run", "no model given");
+    if (dump_values && !workdir) return targets_free(&tg), cli_usage("run", "--dump-values needs --workdir");
+    if (dynamic_batch && (html || workdir))
+        return targets_free(&tg), cli_usage("run", "--html and --workdir do not go with --dynamic-batch");
 
+    const char *outs[] = {html, trace, workdir};
+    for (int k = 0; k < 3; k++)
+        if (cli_same_file(path, outs[k])) {
+            fprintf(stderr, "seam run: %s is the input model; write the report elsewhere\n", outs[k]);
+            targets_free(&tg);
+            return CLI_BAD_INPUT;
+        }
     seam_context *ctx;
     if (seam_context_create(&ctx)) return CLI_BAD_INPUT;
     seam_model *m = NULL;
     seam_session *s = NULL;
+    seam_report *rep = NULL; /* --html, --workdir: the plan, before it is applied */
+    const char *feed_names[MAX_NAMED];
     seam_tensor feeds[MAX_NAMED], loaded[MAX_NAMED]; /* loaded: the --input files, by option */
     int n_feeds = 0;
     memset(loaded, 0, sizeof(loaded));
@@ -426,7 +456,8 @@ int cmd_run(int argc, char **argv) {
         seam_plan *plan = NULL;
         if ((rc = targets_apply_shapes(&tg, "run", ctx, m))) goto done; /* shapes are applied; this folds */
         if ((rc = targets_load(&tg, "run", ctx))) goto done;
-        if ((st = targets_partition(&tg, m, threads, &plan)) || (st = seam_plan_apply(m, plan, tg.opts.targets, tg.opts.n_targets, tg.target_options, tg.n_target_options))) {
+        if ((st = targets_partition(&tg, m, threads, &plan)) || ((html || workdir) && (st = seam_report_create(plan, path, &rep))) ||
+            (st = seam_plan_apply(m, plan, tg.opts.targets, tg.opts.n_targets, tg.target_options, tg.n_target_options))) {
             seam_plan_free(plan);
             rc = cli_fail("run", ctx, st);
             rc = CLI_BAD_INPUT;
@@ -443,11 +474,31 @@ int cmd_run(int argc, char **argv) {
         seam_plan_free(plan);
     }
     if (tg.n_paths == 0 && tg.n_libs > 0 && (rc = targets_load(&tg, "run", ctx))) goto done; /* backends for a saved model */
+    if ((html || workdir) && !rep) { /* no --target: the plan of the model as it is (every node on the CPU) */
+        seam_partition_options po = seam_partition_defaults();
+        seam_plan *plan = NULL;
+        st = seam_partition(m, &po, &plan);
+        if (!st) st = seam_report_create(plan, path, &rep);
+        seam_plan_free(plan);
+        if (st) {
+            rc = cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+    }
+    int32_t n_outputs = g->n_outputs; /* the model's own, without the boundary values --dump-values adds */
+    if (rep && ((workdir && (st = seam_report_set_partitioned(rep, m))) ||
+                (dump_values && (st = seam_report_expose_boundaries(rep, m))))) {
+        cli_fail("run", ctx, st);
+        rc = CLI_BAD_INPUT;
+        goto done;
+    }
     /* the built-in accelerated backend is always there for saved models */
     bool has_dnnl = false;
     for (int32_t k = 0; k < tg.n_avail; k++) has_dnnl |= tg.avail[k] == seam_backend_dnnl();
     if (!has_dnnl && tg.n_avail < (int32_t)(sizeof(tg.avail) / sizeof(tg.avail[0]))) tg.avail[tg.n_avail++] = seam_backend_dnnl();
-    seam_session_options opts = {threads, report, dynamic_batch, tg.avail, tg.n_avail, NULL, NULL};
+    bool profile = report || html || trace || workdir;
+    seam_session_options opts = {threads, profile, dynamic_batch, tg.avail, tg.n_avail, NULL, NULL};
     if (isatty(2)) opts.progress = show_progress; /* only on a terminal */
     double t_session = now_ms();
     t_partition = t_session - t_partition;
@@ -463,6 +514,7 @@ int cmd_run(int argc, char **argv) {
     for (int32_t i = 0; i < g->n_inputs; i++) {
         const ir_value *v = &g->values[g->inputs[i]];
         if (v->flags & IR_VALUE_INIT) continue;
+        feed_names[n_feeds] = v->name;
         seam_tensor *t = &feeds[n_feeds++];
         memset(t, 0, sizeof(*t));
         int file = -1; /* the last --input for this name */
@@ -528,11 +580,31 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (report) print_report(s, m->graph);
-    if (out_dir) {
-        rc = write_outputs(ctx, s, g, out_dir, format);
+    if (rep && (st = seam_report_add_run(rep, s, m))) {
+        rc = cli_fail("run", ctx, st);
         goto done;
     }
-    for (int32_t o = 0; o < g->n_outputs; o++) {
+    if ((html && (st = seam_report_write_html(rep, html))) || (trace && (st = seam_session_write_trace(s, m, trace)))) {
+        cli_fail("run", ctx, st);
+        rc = CLI_BAD_INPUT;
+        goto done;
+    }
+    if (workdir) {
+        seam_tensor_view views[MAX_NAMED];
+        for (int k = 0; k < n_feeds; k++)
+            views[k] = (seam_tensor_view){feed_names[k], (seam_dtype)feeds[k].dtype, feeds[k].rank, feeds[k].dims,
+                                          feeds[k].data, feeds[k].nbytes};
+        if ((st = seam_report_write_workdir(rep, s, views, dump_values ? n_feeds : 0, workdir))) {
+            cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
+    }
+    if (out_dir) {
+        rc = write_outputs(ctx, s, n_outputs, out_dir, format);
+        goto done;
+    }
+    for (int32_t o = 0; o < n_outputs; o++) {
         seam_tensor_view view;
         seam_session_output(s, o, &view);
         printf("output '%s': %s [", view.name, seam_dtype_name(view.dtype));
@@ -540,6 +612,7 @@ int cmd_run(int argc, char **argv) {
         printf("]\n");
     }
 done:
+    seam_report_free(rep);
     targets_free(&tg);
     for (int k = 0; k < n_feeds; k++) free(feeds[k].data);
     for (int k = 0; k < n_inputs; k++) free(loaded[k].data);
