@@ -8,6 +8,7 @@
 
 #include <seam.h>
 #include <seam_backend.h>
+#include <seam_report.h>
 
 int main(int argc, char **argv) {
     if (argc != 2) {
