@@ -45,6 +45,31 @@ static inline float hard_sigmoid(float v) {
     return v > 1 ? 1 : v;
 }
 
+/* e^-|x| in plain arithmetic, so a loop around it vectorizes (expf is a
+ * call per element, and a float select that clamps makes GCC branch):
+ * |x| is clamped to 87 on its bits (e^-87 is near float's smallest normal;
+ * NaN becomes 87 too, callers mend NaN inputs after the loop), -|x| =
+ * n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor series to r^7
+ * (relative error about an ulp), times 2^n built in the exponent bits. */
+static inline float exp_negabs(float x) {
+    uint32_t ab;
+    memcpy(&ab, &x, sizeof(ab));
+    ab &= 0x7FFFFFFFu;
+    ab = ab < 0x42AE0000u ? ab : 0x42AE0000u; /* 87.0f */
+    float c;
+    ab |= 0x80000000u;
+    memcpy(&c, &ab, sizeof(c));
+    float t = c * 1.44269504f + 12582912.0f, n = t - 12582912.0f; /* n = round(c / ln2) in t's low bits */
+    float r = (c - n * 0.693145752f) - n * 1.42860677e-6f;        /* ln2 in two parts, the first exact */
+    float p = 1 + r * (1 + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    int32_t bits;
+    memcpy(&bits, &t, sizeof(bits));
+    bits = (bits - 0x4B400000 + 127) * (1 << 23);
+    float scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+
 CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
     act_job *j = arg;
     int32_t dt = j->x->dtype;
@@ -59,12 +84,17 @@ CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
         case ACT_LEAKY_RELU:
             for (int64_t i = begin; i < end; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
             return;
-        case ACT_SIGMOID:
+        case ACT_SIGMOID: {
+            int nan = 0;
             for (int64_t i = begin; i < end; i++) {
-                float e = expf(-fabsf(x[i]));
-                y[i] = x[i] >= 0 ? 1 / (1 + e) : e / (1 + e);
+                float e = exp_negabs(x[i]), num = x[i] >= 0 ? 1.0f : e;
+                y[i] = num / (1 + e);
+                nan |= x[i] != x[i];
             }
+            for (int64_t i = begin; nan && i < end; i++)
+                if (x[i] != x[i]) y[i] = x[i];
             return;
+        }
         case ACT_TANH:
             for (int64_t i = begin; i < end; i++) y[i] = tanhf(x[i]);
             return;
