@@ -1,0 +1,262 @@
+"""The CPU kernels' fast paths against torch and against the ONNX spec, on
+sizes that take them (the ONNX conformance data is too small for most).
+
+usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
+
+1. Resize (opset 13), float32 over the last two axes (pool.c binds it,
+   spatial.c runs it): nearest with every nearest_mode and linear, under
+   every coordinate_transformation_mode but tf_crop_and_resize; scales up
+   and down, integer and not, sizes instead of scales, odd sizes, batch 2,
+   one plane (cut in row blocks), rows wider than a tile (1024), rank 3.
+   The reference is the spec's formulas in float64 (numpy, below), and
+   torch where torch has the mode (nearest, nearest-exact, bilinear with
+   and without align_corners). Forms the fast path leaves to the general
+   kernel (cubic, tf_crop_and_resize, float64, a resized channel axis)
+   must still be right.
+2. Sigmoid, HardSigmoid (alpha, beta) and HardSwish over [-100, 100] with
+   0, +-inf and NaN, against torch in float64, NaN in NaN out: Sigmoid
+   within 4 ulp of the value (or 1e-37 absolute below float's normal
+   range), the hard ones within 4 ulp or 1e-6 absolute (their float32
+   arithmetic rounds a*x + b once more than the float64 reference).
+Every model also runs with --threads 1 and 2: the outputs must be bitwise
+equal. A case is one model, named as printed.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+from seamtest import vi  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("seam", metavar="SEAM")
+parser.add_argument("work", metavar="WORKDIR")
+args = parser.parse_args()
+seam, work = seamtest.Program(args.seam), args.work
+check = seamtest.Checker("cpu_kernels", args.k)
+os.makedirs(work, exist_ok=True)
+rng = np.random.RandomState(7)
+
+
+def run_model(name, nodes, x, inits=(), opset=13, dtype=TensorProto.FLOAT):
+    """Runs the one-input model on 1 and 2 threads; (y, None) or (None, why)."""
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, [vi("x", x.shape, dtype)],
+                               [vi("y", None, dtype)], inits, name=name, opset=opset)
+    f = os.path.join(work, name + ".x.npy")
+    np.save(f, x)
+    outs = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        r = seam("run", path, "--input", f"x={f}", "--threads", threads, "--output-dir", d, "--quiet")
+        if r.returncode:
+            return None, f"seam run --threads {threads} failed: {r.stderr.strip()}"
+        outs.append(np.load(os.path.join(d, "y.npy")))
+    if outs[0].tobytes() != outs[1].tobytes():
+        return None, "--threads 1 and --threads 2 differ"
+    return outs[0], None
+
+
+# ---- Resize: the spec's formulas, one axis at a time ----
+
+def to_input(cm, xo, scale, n_in, n_out):
+    """ONNX Resize: an output coordinate (array) in the input's."""
+    if cm == "half_pixel":
+        return (xo + 0.5) / scale - 0.5
+    if cm == "pytorch_half_pixel":
+        return (xo + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(xo)
+    if cm == "align_corners":
+        out = n_in * scale
+        return np.zeros_like(xo) if out == 1 else xo * (n_in - 1) / (out - 1)
+    if cm == "asymmetric":
+        return xo / scale
+    if cm == "tf_half_pixel_for_nn":
+        return (xo + 0.5) / scale
+    if cm == "half_pixel_symmetric":
+        adj = n_out / (n_in * scale)
+        return n_in / 2 * (1 - adj) + (xo + 0.5) / scale - 0.5
+    raise ValueError(cm)
+
+
+def resize_axis(a, axis, n_out, scale, mode, cm, nearest):
+    n_in = a.shape[axis]
+    xi = to_input(cm, np.arange(n_out, dtype=np.float64), scale, n_in, n_out)
+    if n_out == n_in and scale == 1:
+        xi = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        f = np.floor(xi)
+        half = xi - f == 0.5
+        idx = {"floor": f, "ceil": np.ceil(xi),
+               "round_prefer_floor": np.where(half, f, np.floor(xi + 0.5)),
+               "round_prefer_ceil": np.where(half, f + 1, np.floor(xi + 0.5))}[nearest]
+        idx = np.clip(idx, 0, n_in - 1).astype(np.int64)
+        return np.take(a, idx, axis=axis)
+    c = np.clip(xi, 0, n_in - 1)
+    lo = np.floor(c).astype(np.int64)
+    hi = np.minimum(lo + 1, n_in - 1)
+    t = c - lo
+    shape = [1] * a.ndim
+    shape[axis] = n_out
+    t = t.reshape(shape)
+    return np.take(a, lo, axis=axis) * (1 - t) + np.take(a, hi, axis=axis) * t
+
+
+def resize_ref(x, out, scales, mode, cm, nearest):
+    y = x.astype(np.float64)
+    for axis in range(x.ndim):
+        if out[axis] != x.shape[axis] or scales[axis] != 1:
+            y = resize_axis(y, axis, out[axis], scales[axis], mode, cm, nearest)
+    return y
+
+
+def resize_case(name, shape, mode, cm, nearest="round_prefer_floor", scales=None, sizes=None, dtype=np.float32,
+                torch_ref=None, tol=None):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(dtype)
+    inits = []
+    if scales is not None:
+        inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [len(scales)], scales))
+        out = [int(np.floor(n * s)) for n, s in zip(shape, scales)]
+        sc = list(scales)
+        ins = ["x", "", "scales"]
+    else:
+        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [len(sizes)], sizes))
+        out = list(sizes)
+        sc = [o / n for o, n in zip(sizes, shape)]
+        ins = ["x", "", "", "sizes"]
+    # the spec's scales are float32 in the model
+    sc = [float(np.float32(s)) if scales is not None else s for s in sc]
+    node = helper.make_node("Resize", ins, ["y"], mode=mode, coordinate_transformation_mode=cm, nearest_mode=nearest)
+    y, err = run_model(name, [node], x, inits, dtype=TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = resize_ref(x, out, sc, mode, cm, nearest)
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    tol = tol or (1e-6 if dtype == np.float32 else 1e-12)
+    e = seamtest.rel_err(y, ref)
+    msgs = [f"spec {e:.1e}"]
+    bad = not e <= tol
+    # torch reads a scale from the sizes: the same as the spec's only when
+    # the scales give whole sizes
+    exact = all(float(n * s) == o for n, s, o in zip(shape, sc, out))
+    if torch_ref is not None and exact:
+        et = seamtest.rel_err(y, torch_ref(torch.from_numpy(x.astype(np.float64)), out).numpy())
+        msgs.append(f"torch {et:.1e}")
+        bad |= not et <= tol
+    if bad:
+        check.fail(f"{name}: error {', '.join(msgs)} (tolerance {tol:.0e})")
+    else:
+        check.ok(f"{name}: error {', '.join(msgs)}")
+
+
+def torch_nearest(x, out):
+    return F.interpolate(x, size=out[2:], mode="nearest")
+
+
+def torch_nearest_exact(x, out):
+    return F.interpolate(x, size=out[2:], mode="nearest-exact")
+
+
+def torch_bilinear(x, out):
+    return F.interpolate(x, size=out[2:], mode="bilinear", align_corners=False)
+
+
+def torch_bilinear_ac(x, out):
+    return F.interpolate(x, size=out[2:], mode="bilinear", align_corners=True)
+
+
+CMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+       "half_pixel_symmetric"]
+NEAREST = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+SHAPES = {  # name: (input shape, scales or None, sizes or None)
+    "up2": ((2, 3, 7, 9), [1, 1, 2, 2], None),
+    "down2": ((1, 4, 17, 12), [1, 1, 0.5, 0.5], None),
+    "odd": ((2, 2, 5, 4), None, [2, 2, 7, 13]),
+    "frac": ((1, 3, 9, 11), [1, 1, 1.7, 0.6], None),
+    "plane": ((1, 1, 37, 50), [1, 1, 3, 3], None),  # one plane: row blocks
+    "wide": ((1, 2, 3, 700), None, [1, 2, 5, 2100]),  # rows wider than a tile
+}
+for sname, (shape, scales, sizes) in SHAPES.items():
+    for cm in CMS:
+        for nearest in NEAREST:
+            tr = None
+            if cm == "asymmetric" and nearest == "floor" and sizes is not None:
+                tr = torch_nearest  # torch computes from the sizes' ratio
+            if cm == "half_pixel" and nearest == "round_prefer_ceil":
+                tr = torch_nearest_exact
+            resize_case(f"resize_nearest_{nearest}_{cm}_{sname}", shape, "nearest", cm, nearest, scales, sizes,
+                        torch_ref=tr)
+        tr = {"half_pixel": torch_bilinear, "align_corners": torch_bilinear_ac}.get(cm)
+        if cm == "pytorch_half_pixel":
+            tr = torch_bilinear
+        resize_case(f"resize_linear_{cm}_{sname}", shape, "linear", cm, scales=scales, sizes=sizes, torch_ref=tr,
+                    tol=1e-5 if tr else None)
+resize_case("resize_linear_rank3", (2, 5, 6), "linear", "half_pixel", sizes=[2, 5, 11])
+resize_case("resize_nearest_rank3", (2, 5, 6), "nearest", "asymmetric", "floor", scales=[1, 1, 2.5])
+resize_case("resize_linear_1x1", (1, 2, 1, 1), "linear", "half_pixel", sizes=[1, 2, 4, 3])
+resize_case("resize_linear_to_1", (1, 2, 6, 5), "linear", "pytorch_half_pixel", sizes=[1, 2, 1, 1])
+# the general kernel's forms
+resize_case("resize_general_f64", (1, 2, 5, 6), "linear", "half_pixel", scales=[1, 1, 2, 1.5], dtype=np.float64)
+resize_case("resize_general_channels", (1, 3, 4, 4), "nearest", "asymmetric", "floor", scales=[1, 2, 2, 2])
+if check.selected("resize_general_cubic"):
+    x = rng.randn(1, 2, 6, 7).astype(np.float32)
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic", cubic_coeff_a=-0.75,
+                            coordinate_transformation_mode="align_corners")
+    y, err = run_model("resize_general_cubic", [node], x,
+                       [helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 2, 11, 13])])
+    if err:
+        check.fail(f"resize_general_cubic: {err}")
+    else:
+        ref = F.interpolate(torch.from_numpy(x.astype(np.float64)), size=(11, 13), mode="bicubic",
+                            align_corners=True).numpy()
+        e = seamtest.rel_err(y, ref)
+        check.expect(e <= 1e-5, f"resize_general_cubic: error {e:.1e} against torch")
+
+
+# ---- activations ----
+
+def act_case(name, node, ref_fn, opset=13, abs_tol=1e-37):
+    if not check.selected(name):
+        return
+    x = np.concatenate([np.linspace(-100, 100, 20001), rng.randn(5000) * 4,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 86.9, -87.1, -88.0, -3.0, 3.0]])
+    x = x.astype(np.float32)
+    y, err = run_model(name, [node], x, opset=opset)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    with np.errstate(all="ignore"):
+        ref = ref_fn(torch.from_numpy(x.astype(np.float64))).numpy()
+    nan = np.isnan(ref)
+    if not np.array_equal(np.isnan(y), nan):
+        check.fail(f"{name}: NaN where the reference has none, or the other way round")
+        return
+    y, ref = y[~nan].astype(np.float64), ref[~nan]
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are inf
+        err = np.where(y == ref, 0.0, np.abs(y - ref))
+    bad = (err > 4 * ulp) & (err > abs_tol)
+    if bad.any():
+        i = np.argmax(bad)
+        check.fail(f"{name}: {bad.sum()} values off by more than 4 ulp, e.g. x={x[~nan][i]!r}: {y[i]!r}, "
+                   f"want {ref[i]!r}")
+    else:
+        fin = np.isfinite(ref)
+        check.ok(f"{name}: within {np.max(err[fin] / np.maximum(ulp[fin], 1e-45)):.1f} ulp of the finite values")
+
+
+act_case("sigmoid", helper.make_node("Sigmoid", ["x"], ["y"]), torch.sigmoid)
+act_case("hard_sigmoid", helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.45),
+         lambda v: torch.where(torch.isnan(v), v, (0.3 * v + 0.45).clamp(0, 1)), abs_tol=1e-6)
+act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
+         lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
+
+check.finish()
