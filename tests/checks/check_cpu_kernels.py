@@ -18,6 +18,9 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    within 4 ulp of the value (or 1e-37 absolute below float's normal
    range), the hard ones within 4 ulp or 1e-6 absolute (their float32
    arithmetic rounds a*x + b once more than the float64 reference).
+3. Add, Sub, Mul and Div (float32) with broadcasting whose axes merge into
+   longer rows (per-channel, channel bias, last axis, scalar, outer
+   products, size-1 axes), against numpy.
 Every model also runs with --threads 1 and 2: the outputs must be bitwise
 equal. A case is one model, named as printed.
 """
@@ -258,5 +261,41 @@ act_case("hard_sigmoid", helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3
          lambda v: torch.where(torch.isnan(v), v, (0.3 * v + 0.45).clamp(0, 1)), abs_tol=1e-6)
 act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
          lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
+
+
+# ---- binary ops: broadcast axes merged into long rows ----
+
+def binary_case(name, op, sa, sb, fn):
+    if not check.selected(name):
+        return
+    a = rng.randn(*sa).astype(np.float32)
+    b = np.asarray(rng.rand(*sb) + 0.5, np.float32)
+    node = helper.make_node(op, ["x", "b"], ["y"])
+    y, err = run_model(name, [node], a, [helper.make_tensor("b", TensorProto.FLOAT, sb, b.ravel())])
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = fn(a.astype(np.float64), b.astype(np.float64))
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-6, f"{name}: error {e:.1e} against numpy")
+
+
+BINARY = {  # name: (shape of x, shape of b)
+    "same": ((2, 3, 4, 5), (2, 3, 4, 5)),
+    "per_channel": ((2, 3, 4, 5), (2, 3, 1, 1)),  # squeeze-excite's scale
+    "channel_bias": ((2, 3, 4, 5), (1, 3, 1, 1)),
+    "last_axis": ((2, 3, 4, 5), (5,)),
+    "scalar": ((2, 3, 4, 5), ()),
+    "outer": ((2, 1, 4, 1), (1, 3, 1, 5)),
+    "middle": ((2, 3, 4, 5), (3, 4, 1)),
+    "ones": ((1, 3, 1, 5), (1, 1, 1, 1)),
+    "size1_inner": ((3, 4, 1), (3, 1, 1)),
+}
+for bname, (sa, sb) in BINARY.items():
+    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)):
+        binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
 check.finish()
