@@ -18,7 +18,10 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    within 4 ulp of the value (or 1e-37 absolute below float's normal
    range), the hard ones within 4 ulp or 1e-6 absolute (their float32
    arithmetic rounds a*x + b once more than the float64 reference).
-3. Add, Sub, Mul and Div (float32) with broadcasting whose axes merge into
+3. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
+   ceil_mode and count_include_pad, on rows wide enough to have windows
+   all inside, against torch.
+4. Add, Sub, Mul and Div (float32) with broadcasting whose axes merge into
    longer rows (per-channel, channel bias, last axis, scalar, outer
    products, size-1 axes), against numpy.
 Every model also runs with --threads 1 and 2: the outputs must be bitwise
@@ -262,6 +265,45 @@ act_case("hard_sigmoid", helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3
 act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
          lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
 
+
+# ---- 2-D pools: whole rows of windows inside the input at a time ----
+
+def pool_case(name, op, shape, k, s=1, p=0, d=1, ceil=False, count_pad=False):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(np.float32)
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p], ceil_mode=int(ceil))
+    if d != 1:
+        attrs["dilations"] = [d, d]
+    if op == "AveragePool":
+        attrs["count_include_pad"] = int(count_pad)
+    y, err = run_model(name, [helper.make_node(op, ["x"], ["y"], **attrs)], x, opset=19 if d != 1 else 13)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    t = torch.from_numpy(x.astype(np.float64))
+    if op == "MaxPool":
+        ref = F.max_pool2d(t, k, s, p, dilation=d, ceil_mode=ceil)
+    else:
+        ref = F.avg_pool2d(t, k, s, p, ceil_mode=ceil, count_include_pad=count_pad)
+    ref = ref.numpy()
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-6, f"{name}: error {e:.1e} against torch")
+
+
+pool_case("maxpool_3s2_ceil", "MaxPool", (2, 3, 27, 31), 3, 2, ceil=True)  # squeezenet's
+pool_case("maxpool_3s2p1", "MaxPool", (1, 4, 56, 45), 3, 2, 1)  # resnet's
+pool_case("maxpool_2s2", "MaxPool", (1, 2, 17, 16), 2, 2)
+pool_case("maxpool_5s1p2", "MaxPool", (1, 2, 13, 40), 5, 1, 2)
+pool_case("maxpool_3d2p1", "MaxPool", (1, 2, 20, 23), 3, 1, 1, d=2)
+pool_case("maxpool_narrow", "MaxPool", (1, 2, 9, 3), 3, 1, 1)  # no window inside a row
+pool_case("avgpool_3s1p1_pad", "AveragePool", (2, 3, 14, 19), 3, 1, 1, count_pad=True)
+pool_case("avgpool_3s1p1", "AveragePool", (2, 3, 14, 19), 3, 1, 1)
+pool_case("avgpool_3s2_ceil", "AveragePool", (1, 3, 15, 22), 3, 2, 0, ceil=True)
+pool_case("avgpool_2s2", "AveragePool", (1, 5, 28, 28), 2, 2)
 
 # ---- binary ops: broadcast axes merged into long rows ----
 
