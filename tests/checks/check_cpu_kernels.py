@@ -18,10 +18,14 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    out: Sigmoid and Erf within 4 ulp of the value (or 1e-37 absolute below
    float's normal range), the others within 4 ulp or 1e-6 absolute (their
    float32 arithmetic cancels or rounds once more than the reference).
-3. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
+3. Conv (2-D, float32) large enough for the blocked im2col: 3x3, 7x7
+   stride 2, grouped, dilated with asymmetric pads, a non-square kernel
+   with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
+   and a fused Relu, against torch.
+4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
-4. Add, Sub, Mul and Div (float32) with broadcasting whose axes merge into
+5. Add, Sub, Mul and Div (float32) with broadcasting whose axes merge into
    longer rows (per-channel, channel bias, last axis, scalar, outer
    products, size-1 axes), against numpy.
 Every model also runs with --threads 1 and 2: the outputs must be bitwise
@@ -269,6 +273,49 @@ act_case("gelu", helper.make_node("Gelu", ["x"], ["y"]), F.gelu, opset=20, abs_t
 act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
          lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
 
+
+# ---- Conv: blocked im2col (outputs of more than one ~512 KB column block) ----
+
+def conv_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), bias=True, relu=False):
+    if not check.selected(name):
+        return
+    x = rng.randn(*xshape).astype(np.float32)
+    w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+    b = rng.randn(wshape[0]).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(helper.make_tensor("b", TensorProto.FLOAT, b.shape, b))
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["c" if relu else "y"], group=group, strides=list(strides), pads=list(pads),
+                              dilations=list(dil))]
+    if relu:  # fused into the Conv: applied to each block
+        nodes += [helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Identity", ["r"], ["y"])]
+    y, err = run_model(name, nodes, x, inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    t = torch.from_numpy(x.astype(np.float64))
+    tp = F.pad(t, (pads[1], pads[3], pads[0], pads[2]))
+    ref = F.conv2d(tp, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)) if bias else None,
+                   strides, 0, dil, group)
+    if relu:
+        ref = F.relu(ref)
+    ref = ref.numpy()
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-5, f"{name}: error {e:.1e} against torch")
+
+
+conv_case("conv3x3_blocks", (2, 16, 56, 56), (24, 16, 3, 3), pads=(1, 1, 1, 1), relu=True)
+conv_case("conv7x7_s2", (1, 3, 224, 224), (16, 3, 7, 7), strides=(2, 2), pads=(3, 3, 3, 3))
+conv_case("conv3x3_group2", (1, 32, 40, 40), (32, 16, 3, 3), group=2, pads=(1, 1, 1, 1), bias=False)
+conv_case("conv3x3_d2_s2_asym", (1, 8, 201, 161), (12, 8, 3, 3), strides=(2, 2), pads=(1, 2, 2, 1), dil=(2, 2))
+conv_case("conv5x3_s21", (1, 6, 120, 130), (10, 6, 5, 3), strides=(2, 1), pads=(2, 0, 1, 1))
+conv_case("conv1x1_s2", (1, 256, 128, 127), (32, 256, 1, 1), strides=(2, 2), relu=True)
+conv_case("conv3x3_odd_tail", (1, 5, 97, 131), (7, 5, 3, 3), pads=(0, 1, 2, 1))  # blocks end mid-row
 
 # ---- 2-D pools: whole rows of windows inside the input at a time ----
 

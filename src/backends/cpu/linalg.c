@@ -576,6 +576,73 @@ static void dw_tasks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* A 2-D float32 conv with a large output in column blocks: each task
+ * builds the im2col columns of one block of output pixels (about 512 KB,
+ * so they stay in L2) and multiplies it at once, instead of the whole
+ * column matrix (megabytes, out to memory and back) then one product.
+ * The blocks depend on the sizes only, and every block is computed the
+ * same way by whichever task, so the result does not depend on the
+ * thread count. */
+typedef struct cblk_job {
+    const float *x, *w, *bias; /* x: the image [C, H, W]; w [M, Cg * kprod]; bias [M] (optional) */
+    float *y, *buf;            /* y: the image's [M, out]; buf: per task, Kg x nb */
+    const conv_geom *win;
+    const act_params *post;
+    int64_t group, Cg, Mg, kprod, Kg, out_prod, in_prod, nb, blocks, per_task;
+} cblk_job;
+
+/* im2col of output pixels [p0, p0 + nb) for one group's channels, rows of nb. */
+CPU_HOT static void cblk_im2col(const cblk_job *j, const float *xg, float *col, int64_t p0, int64_t nb) {
+    const conv_geom *w = j->win;
+    int64_t H = w->in[0], W = w->in[1], OW = w->out[1], KW = w->kernel[1];
+    int64_t sh = w->stride[0], sw = w->stride[1];
+    for (int64_t row = 0; row < j->Kg; row++) {
+        int64_t c = row / j->kprod, ka = row % j->kprod / KW, kb = row % KW;
+        const float *src = xg + c * j->in_prod;
+        float *dst = col + row * nb;
+        int64_t base = -w->pad_lo[1] + kb * w->dil[1];
+        /* the output columns whose input column is inside: [lo, hi) */
+        int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
+        if (hi > OW) hi = OW;
+        if (lo > hi) lo = hi;
+        for (int64_t p = p0, end = p0 + nb; p < end;) {
+            int64_t oh = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
+            float *d = dst + (p - p0) - ow; /* d[ow] is pixel (oh, ow) */
+            int64_t ih = oh * sh - w->pad_lo[0] + ka * w->dil[0];
+            if (ih < 0 || ih >= H) {
+                for (int64_t q = ow; q < ow1; q++) d[q] = 0.0f;
+            } else {
+                /* zeros, the inside columns [a, b), zeros */
+                const float *sp = src + ih * W + base;
+                int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
+                for (int64_t q = ow; q < a; q++) d[q] = 0.0f;
+                if (sw == 1) memcpy(d + a, sp + a, sizeof(float) * (size_t)(b - a));
+                else
+                    for (int64_t q = a; q < b; q++) d[q] = sp[q * sw];
+                for (int64_t q = b; q < ow1; q++) d[q] = 0.0f;
+            }
+            p += ow1 - ow;
+        }
+    }
+}
+
+static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
+    const cblk_job *j = arg;
+    for (int64_t t = begin; t < end; t++) {
+        float *col = j->buf + t * (j->Kg * j->nb + 16);
+        int64_t b1 = (t + 1) * j->per_task < j->blocks * j->group ? (t + 1) * j->per_task : j->blocks * j->group;
+        for (int64_t u = t * j->per_task; u < b1; u++) {
+            int64_t g = u / j->blocks, p0 = u % j->blocks * j->nb;
+            int64_t nb = j->out_prod - p0 < j->nb ? j->out_prod - p0 : j->nb;
+            cblk_im2col(j, j->x + g * j->Cg * j->in_prod, col, p0, nb);
+            gemm_job gj = {false, false, false, false, j->Mg, nb, j->Kg, j->Kg, nb, j->out_prod, nb, 1.0, 0.0,
+                           j->w + g * j->Mg * j->Kg, col, j->y + g * j->Mg * j->out_prod + p0,
+                           j->bias ? j->bias + g * j->Mg : NULL, j->post};
+            gemm_one(&gj, 0, j->Mg, 0, nb);
+        }
+    }
+}
+
 static seam_status run_conv(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *wt = kernel_in(k, 1), *b = kernel_in(k, 2);
     if (!x || !wt || x->rank < 3 || wt->rank != x->rank) return kernel_fail(k, "needs X [N, C, ...] and W of the same rank");
@@ -627,6 +694,20 @@ static seam_status run_conv(seam_kernel *k) {
     bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
     for (int32_t d = 0; d < w.n; d++)
         direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
+    /* float32 2-D with many output pixels per column block: blocked im2col */
+    int64_t threads = seam_pool_threads(k->pool), Kg = Cg * kprod;
+    cblk_job cb = {0};
+    cb.nb = ((int64_t)1 << 17) / (Kg > 0 ? Kg : 1) / 64 * 64;
+    if (cb.nb < 64) cb.nb = 64;
+    cb.blocks = (out_prod + cb.nb - 1) / cb.nb;
+    /* (by the sizes only: the path must not depend on the thread count) */
+    bool blocked = !f64 && !direct && w.n == 2 && Kg > 0 && cb.blocks > 1 && cb.blocks * group >= 4;
+    int64_t cb_tasks = 0;
+    if (blocked) {
+        cb_tasks = 2 * threads < cb.blocks * group ? 2 * threads : cb.blocks * group;
+        cb.per_task = (cb.blocks * group + cb_tasks - 1) / cb_tasks;
+        cb_tasks = (cb.blocks * group + cb.per_task - 1) / cb.per_task;
+    }
     dw_job dj = {0};
     bool depthwise = !f64 && Cg == 1 && group > 1 && w.n == 2 &&
                      dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf);
@@ -638,6 +719,7 @@ static seam_status run_conv(seam_kernel *k) {
     if (tasks > N * M) tasks = N * M;
     /* scratch: the column matrix, or the depthwise tasks' planes */
     size_t scratch = depthwise ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
+                     : blocked ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
                      : direct  ? 0
                                : es * (size_t)(Cg * kprod * out_prod);
     void *col = scratch ? kernel_scratch(k, scratch) : NULL;
@@ -654,6 +736,18 @@ static seam_status run_conv(seam_kernel *k) {
         dj.C = C, dj.M = M, dj.Mg = Mg, dj.total = N * M;
         dj.per_task = (N * M + tasks - 1) / tasks;
         seam_parallel_for(k->pool, (N * M + dj.per_task - 1) / dj.per_task, 1, dw_tasks, &dj);
+        goto done;
+    }
+    if (blocked) {
+        pthread_once(&blas_once, blas_single_thread);
+        cb.w = vw.p, cb.bias = vb.p, cb.buf = col, cb.win = &w, cb.post = post;
+        cb.group = group, cb.Cg = Cg, cb.Mg = Mg, cb.kprod = kprod, cb.Kg = Kg, cb.out_prod = out_prod;
+        cb.in_prod = in_prod;
+        for (int64_t n = 0; n < N; n++) {
+            cb.x = (const float *)vx.p + n * C * in_prod;
+            cb.y = (float *)vy.p + n * M * out_prod;
+            seam_parallel_for(k->pool, cb_tasks, 1, cblk_tasks, &cb);
+        }
         goto done;
     }
     /* The output starts as the bias and the products add onto it: for
