@@ -21,7 +21,8 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
 3. Conv (2-D, float32) large enough for the blocked im2col: 3x3, 7x7
    stride 2, grouped, dilated with asymmetric pads, a non-square kernel
    with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
-   and a fused Relu, against torch.
+   and a fused Relu; depthwise 5x5 (strides, dilations, asymmetric pads,
+   a channel multiplier of 2), against torch.
 4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
@@ -316,6 +317,12 @@ conv_case("conv3x3_d2_s2_asym", (1, 8, 201, 161), (12, 8, 3, 3), strides=(2, 2),
 conv_case("conv5x3_s21", (1, 6, 120, 130), (10, 6, 5, 3), strides=(2, 1), pads=(2, 0, 1, 1))
 conv_case("conv1x1_s2", (1, 256, 128, 127), (32, 256, 1, 1), strides=(2, 2), relu=True)
 conv_case("conv3x3_odd_tail", (1, 5, 97, 131), (7, 5, 3, 3), pads=(0, 1, 2, 1))  # blocks end mid-row
+# depthwise: its own loop (a kernel row per pass for 5-wide kernels)
+conv_case("dw5x5", (2, 24, 29, 31), (24, 1, 5, 5), group=24, pads=(2, 2, 2, 2), relu=True)
+conv_case("dw5x5_s2", (1, 16, 56, 57), (16, 1, 5, 5), group=16, strides=(2, 2), pads=(2, 2, 2, 2))
+conv_case("dw5x5_d2_asym", (1, 8, 30, 27), (8, 1, 5, 5), group=8, pads=(4, 3, 2, 4), dil=(2, 2))
+conv_case("dw5x3_s12", (1, 8, 30, 27), (8, 1, 5, 3), group=8, strides=(1, 2), pads=(2, 1, 2, 1))
+conv_case("dw_mult2_5x5", (1, 6, 20, 22), (12, 1, 5, 5), group=6, pads=(2, 2, 2, 2))
 
 # ---- 2-D pools: whole rows of windows inside the input at a time ----
 

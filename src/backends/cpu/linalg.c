@@ -528,6 +528,14 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
             for (int64_t i = 0; i < L; i++)
                 ext[i] = k[0] * p0[i] + k[1] * p0[i + dw] + k[2] * p0[i + 2 * dw] + k[3] * p1[i] + k[4] * p1[i + dw] +
                          k[5] * p1[i + 2 * dw] + k[6] * p2[i] + k[7] * p2[i + dw] + k[8] * p2[i + 2 * dw];
+        } else if (KW == 5) { /* (mobilenet_v3, efficientnet) a kernel row per pass */
+            for (int64_t i = 0; i < L; i++) ext[i] = 0;
+            for (int64_t a = 0; a < KH; a++) {
+                const float *q = P + a * dh * PW, *kr = k + a * 5;
+                float k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4];
+                for (int64_t i = 0; i < L; i++)
+                    ext[i] += k0 * q[i] + k1 * q[i + dw] + k2 * q[i + 2 * dw] + k3 * q[i + 3 * dw] + k4 * q[i + 4 * dw];
+            }
         } else {
             for (int64_t i = 0; i < L; i++) ext[i] = 0;
             for (int64_t a = 0; a < KH; a++)
@@ -552,6 +560,16 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
                 int64_t q = ow * sw;
                 yrow[ow] = k[0] * p0[q] + k[1] * p0[q + dw] + k[2] * p0[q + 2 * dw] + k[3] * p1[q] + k[4] * p1[q + dw] +
                            k[5] * p1[q + 2 * dw] + k[6] * p2[q] + k[7] * p2[q + dw] + k[8] * p2[q + 2 * dw];
+            }
+        } else if (KW == 5) {
+            for (int64_t ow = 0; ow < OW; ow++) yrow[ow] = 0;
+            for (int64_t a = 0; a < KH; a++) {
+                const float *q = p0 + a * dh * PW, *kr = k + a * 5;
+                float k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4];
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const float *r = q + ow * sw;
+                    yrow[ow] += k0 * r[0] + k1 * r[dw] + k2 * r[2 * dw] + k3 * r[3 * dw] + k4 * r[4 * dw];
+                }
             }
         } else {
             for (int64_t ow = 0; ow < OW; ow++) yrow[ow] = 0;
