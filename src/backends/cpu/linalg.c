@@ -625,19 +625,19 @@ CPU_HOT static void cblk_im2col(const cblk_job *j, const float *xg, float *col, 
         if (lo > hi) lo = hi;
         for (int64_t p = p0, end = p0 + nb; p < end;) {
             int64_t oh = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
-            float *d = dst + (p - p0) - ow; /* d[ow] is pixel (oh, ow) */
+            float *d = dst + (p - p0); /* d[0] is pixel (oh, ow) */
             int64_t ih = oh * sh - w->pad_lo[0] + ka * w->dil[0];
             if (ih < 0 || ih >= H) {
-                for (int64_t q = ow; q < ow1; q++) d[q] = 0.0f;
+                memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
             } else {
                 /* zeros, the inside columns [a, b), zeros */
-                const float *sp = src + ih * W + base;
+                const float *srow = src + ih * W;
                 int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
-                for (int64_t q = ow; q < a; q++) d[q] = 0.0f;
-                if (sw == 1) memcpy(d + a, sp + a, sizeof(float) * (size_t)(b - a));
+                for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
+                if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
                 else
-                    for (int64_t q = a; q < b; q++) d[q] = sp[q * sw];
-                for (int64_t q = b; q < ow1; q++) d[q] = 0.0f;
+                    for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
+                for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
             }
             p += ow1 - ow;
         }
