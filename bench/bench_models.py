@@ -13,7 +13,12 @@ The set:
   - a 4-layer transformer encoder (d_model 256, 4 heads, ff 1024, token
     ids in) at batch x sequence 1x128, 2x32, 8x64 and 16x16;
   - a 2-layer LSTM and a 2-layer GRU (hidden 256, batch 1, sequence 64);
-  - a large MLP (batch 64, 1024-4096-4096-1024).
+  - a large MLP (batch 64, 1024-4096-4096-1024);
+  - an OCR-style text detector (DB-like: a mobilenet_v3-small backbone with
+    depthwise convs, HardSwish and squeeze-excite, an FPN with nearest and
+    bilinear Resize upsampling and Concat, a conv head with Sigmoid),
+    exported with dynamic H/W and run at 320x320 and 640x640;
+  - resnet18 exported with dynamic H/W, run at 256x320.
 Next to each NAME.onnx: NAME.input.npy. A NAME.stamp makes reruns quick.
 Also writes peak_matmul.onnx (one 2048x2048x2048 MatMul), the machine's
 peak for the GFLOP/s column.
@@ -68,6 +73,42 @@ class MLP(nn.Module):
         return self.f(x)
 
 
+class TextDetector(nn.Module):
+    """DB-style detector: backbone features at strides 4, 8, 16, 32 -> 1x1
+    lateral convs -> top-down FPN (nearest 2x Resize + Add) -> 3x3 convs,
+    each level upsampled to stride 4 (nearest) and concatenated -> head:
+    3x3 conv, BN, ReLU, bilinear Resize to the input's size, 1x1 conv,
+    Sigmoid (a probability map)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+        f = torchvision.models.mobilenet_v3_small(weights=None).features
+        # strides 4, 8, 16, 32 end after blocks 1, 3, 8, 12
+        self.stages = nn.ModuleList([f[:2], f[2:4], f[4:9], f[9:]])
+        chans, inner = [16, 24, 48, 576], 64
+        self.lateral = nn.ModuleList([nn.Conv2d(c, inner, 1, bias=False) for c in chans])
+        self.smooth = nn.ModuleList([nn.Conv2d(inner, inner // 4, 3, padding=1, bias=False) for _ in chans])
+        self.head = nn.Sequential(nn.Conv2d(inner, inner // 4, 3, padding=1, bias=False), nn.BatchNorm2d(inner // 4),
+                                  nn.ReLU())
+        self.out = nn.Conv2d(inner // 4, 1, 1)
+
+    def forward(self, x):
+        feats = []
+        y = x
+        for s in self.stages:
+            y = s(y)
+            feats.append(y)
+        lat = [conv(f) for conv, f in zip(self.lateral, feats)]
+        for i in range(3, 0, -1):
+            lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2.0, mode="nearest")
+        ups = [nn.functional.interpolate(conv(f), scale_factor=float(2 ** i), mode="nearest") if i else conv(f)
+               for i, (conv, f) in enumerate(zip(self.smooth, lat))]
+        h = self.head(torch.cat(ups, 1))
+        h = nn.functional.interpolate(h, size=x.shape[2:], mode="bilinear", align_corners=False)
+        return torch.sigmoid(self.out(h))
+
+
 class PeakMatMul(nn.Module):
     def __init__(self):
         super().__init__()
@@ -102,12 +143,16 @@ MODELS = {
     "lstm": (lambda: Recurrent(nn.LSTM), lambda: torch.randn(1, 64, 128), 13),
     "gru": (lambda: Recurrent(nn.GRU), lambda: torch.randn(1, 64, 128), 13),
     "mlp_large": (MLP, lambda: torch.randn(64, 1024), 13),
+    # dynamic H/W: exported with symbolic height and width, run at one size
+    "text_det_320": (TextDetector, lambda: torch.randn(1, 3, 320, 320), 13, "hw"),
+    "text_det_640": (TextDetector, lambda: torch.randn(1, 3, 640, 640), 13, "hw"),
+    "resnet18_dyn": (tv("resnet18"), lambda: torch.randn(1, 3, 256, 320), 13, "hw"),
 }
 EXTRA = {"peak_matmul": (PeakMatMul, lambda: torch.randn(2048, 2048), 13)}
 
 
 def export(name, out):
-    ctor, make_input, opset = {**MODELS, **EXTRA}[name]
+    ctor, make_input, opset, *dyn = {**MODELS, **EXTRA}[name]
     torch.manual_seed(0)
     model = ctor().eval()
     torch.manual_seed(1)
@@ -116,8 +161,9 @@ def export(name, out):
     path = os.path.join(out, name + ".onnx")
     # grad stays enabled: under no_grad nn.TransformerEncoderLayer takes a
     # fused fast path that torch.onnx cannot export
+    axes = {"input": {2: "height", 3: "width"}} if dyn else None
     torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True, input_names=["input"],
-                      output_names=["output"])
+                      output_names=["output"], dynamic_axes=axes)
     np.save(os.path.join(out, name + ".input.npy"), x.numpy())
     return path
 

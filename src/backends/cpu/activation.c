@@ -38,6 +38,67 @@ static double act_d(const act_job *j, double x) {
     return x;
 }
 
+/* min(1, max(0, v)) as compares, which vectorize (fminf and fmaxf are
+ * calls per element without -ffast-math); NaN stays NaN. */
+static inline float hard_sigmoid(float v) {
+    v = v < 0 ? 0 : v;
+    return v > 1 ? 1 : v;
+}
+
+/* e^-|x| in plain arithmetic, so a loop around it vectorizes (expf is a
+ * call per element, and a float select that clamps makes GCC branch):
+ * |x| is clamped to 87 on its bits (e^-87 is near float's smallest normal;
+ * NaN becomes 87 too, callers mend NaN inputs after the loop), -|x| =
+ * n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor series to r^7
+ * (relative error about an ulp), times 2^n built in the exponent bits. */
+static inline float exp_negabs(float x) {
+    uint32_t ab;
+    memcpy(&ab, &x, sizeof(ab));
+    ab &= 0x7FFFFFFFu;
+    ab = ab < 0x42AE0000u ? ab : 0x42AE0000u; /* 87.0f */
+    float c;
+    ab |= 0x80000000u;
+    memcpy(&c, &ab, sizeof(c));
+    float t = c * 1.44269504f + 12582912.0f, n = t - 12582912.0f; /* n = round(c / ln2) in t's low bits */
+    float r = (c - n * 0.693145752f) - n * 1.42860677e-6f;        /* ln2 in two parts, the first exact */
+    float p = 1 + r * (1 + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    int32_t bits;
+    memcpy(&bits, &t, sizeof(bits));
+    bits = (bits - 0x4B400000 + 127) * (1 << 23);
+    float scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+
+/* erf over n floats in plain arithmetic, so the loop vectorizes (erff is
+ * a call per element). |x| < 0.5: the Taylor series of erf to x^15;
+ * above, erf = 1 - erfc with the Chebyshev fit of erfc in Numerical
+ * Recipes (relative error below 1.2e-7) on exp_negabs. Both are computed
+ * and one is selected, so there is no branch. NaN stays NaN, +-inf gives
+ * +-1. Elementwise's Erf uses it too. */
+CPU_HOT void cpu_erf_f32(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], z = fabsf(v), z2 = v * v;
+        /* 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + x^13/9360 - x^15/75600) */
+        float series = 1.12837917f * v *
+                       (1 + z2 * (-1.0f / 3 + z2 * (1.0f / 10 + z2 * (-1.0f / 42 + z2 * (1.0f / 216 +
+                        z2 * (-1.0f / 1320 + z2 * (1.0f / 9360 + z2 * (-1.0f / 75600))))))));
+        float t = 1 / (1 + 0.5f * z);
+        float q = -1.26551223f +
+                  t * (1.00002368f + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f +
+                  t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
+        float erfc = t * exp_negabs(z2 - q); /* e^(-z^2 + q), the exponent <= 0 here */
+        float big = copysignf(1 - erfc, v);
+        /* series where z < 0.5, else big, on the bits: a float select here
+         * makes GCC branch */
+        uint32_t bs, bb, mask = -(uint32_t)(z < 0.5f);
+        memcpy(&bs, &series, sizeof(bs));
+        memcpy(&bb, &big, sizeof(bb));
+        bs = (bs & mask) | (bb & ~mask);
+        memcpy(y + i, &bs, sizeof(bs));
+    }
+}
+
 CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
     act_job *j = arg;
     int32_t dt = j->x->dtype;
@@ -52,24 +113,36 @@ CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
         case ACT_LEAKY_RELU:
             for (int64_t i = begin; i < end; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
             return;
-        case ACT_SIGMOID:
+        case ACT_SIGMOID: {
+            int nan = 0;
             for (int64_t i = begin; i < end; i++) {
-                float e = expf(-fabsf(x[i]));
-                y[i] = x[i] >= 0 ? 1 / (1 + e) : e / (1 + e);
+                float e = exp_negabs(x[i]), num = x[i] >= 0 ? 1.0f : e;
+                y[i] = num / (1 + e);
+                nan |= x[i] != x[i];
             }
+            for (int64_t i = begin; nan && i < end; i++)
+                if (x[i] != x[i]) y[i] = x[i];
             return;
+        }
         case ACT_TANH:
             for (int64_t i = begin; i < end; i++) y[i] = tanhf(x[i]);
             return;
         case ACT_HARD_SIGMOID:
-            for (int64_t i = begin; i < end; i++) y[i] = fmaxf(0, fminf(1, a * x[i] + b));
+            for (int64_t i = begin; i < end; i++) y[i] = hard_sigmoid(a * x[i] + b);
             return;
         case ACT_HARD_SWISH:
-            for (int64_t i = begin; i < end; i++) y[i] = x[i] * fmaxf(0, fminf(1, x[i] / 6 + 0.5f));
+            for (int64_t i = begin; i < end; i++) y[i] = x[i] * hard_sigmoid(x[i] * (1.0f / 6) + 0.5f);
             return;
-        case ACT_GELU:
-            for (int64_t i = begin; i < end; i++) y[i] = 0.5f * x[i] * (1 + erff(x[i] * (float)M_SQRT1_2));
+        case ACT_GELU: {
+            float e[256], u[256];
+            for (int64_t i0 = begin; i0 < end; i0 += 256) {
+                int64_t m = end - i0 < 256 ? end - i0 : 256;
+                for (int64_t i = 0; i < m; i++) u[i] = x[i0 + i] * (float)M_SQRT1_2;
+                cpu_erf_f32(u, e, m);
+                for (int64_t i = 0; i < m; i++) y[i0 + i] = 0.5f * x[i0 + i] * (1 + e[i]);
+            }
             return;
+        }
         default:
             for (int64_t i = begin; i < end; i++) y[i] = (float)act_d(j, x[i]);
             return;
@@ -107,12 +180,12 @@ CPU_HOT void cpu_post_apply(const act_params *op, float *y, int64_t n, float bia
         }
         return;
     case ACT_HARD_SIGMOID:
-        for (int64_t i = 0; i < n; i++) y[i] = fmaxf(0, fminf(1, a * (y[i] + bias) + b));
+        for (int64_t i = 0; i < n; i++) y[i] = hard_sigmoid(a * (y[i] + bias) + b);
         return;
     case ACT_HARD_SWISH:
         for (int64_t i = 0; i < n; i++) {
             float v = y[i] + bias;
-            y[i] = v * fmaxf(0, fminf(1, v / 6 + 0.5f));
+            y[i] = v * hard_sigmoid(v * (1.0f / 6) + 0.5f);
         }
         return;
     }

@@ -11,6 +11,9 @@
 
 #include "backends/cpu/cpu.h"
 
+/* (activation.c) erf over n floats, vectorized */
+void cpu_erf_f32(const float *x, float *y, int64_t n);
+
 typedef enum {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MOD, OP_FMOD, OP_SHL, OP_SHR,
     OP_BAND, OP_BOR, OP_BXOR, OP_MAX, OP_MIN,
@@ -104,13 +107,28 @@ static bool wide_int(int32_t dt) {
     return dt == SEAM_DTYPE_INT64 || dt == SEAM_DTYPE_UINT64 || dt == SEAM_DTYPE_INT32 || dt == SEAM_DTYPE_UINT32;
 }
 
+/* One float32 row of a hot op with a and b both read at stride 1, or
+ * one of them a scalar: separate loops so each vectorizes. */
+#define ROW_F32(expr)                                                                     \
+    do {                                                                                  \
+        if (sa && sb)                                                                     \
+            for (int64_t i = 0; i < n; i++) { float x = a[i], z = b[i]; o[i] = (expr); }  \
+        else if (sb)                                                                      \
+            for (int64_t i = 0; i < n; i++) { float x = a[0], z = b[i]; o[i] = (expr); }  \
+        else if (sa)                                                                      \
+            for (int64_t i = 0; i < n; i++) { float x = a[i], z = b[0]; o[i] = (expr); }  \
+        else                                                                              \
+            for (int64_t i = 0; i < n; i++) { float x = a[0], z = b[0]; o[i] = (expr); }  \
+        return true;                                                                      \
+    } while (0)
+
 /* float32 rows for the hot ops. sa/sb are 0 or 1. */
 static bool row_f32(binop op, float *o, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
     switch (op) {
-    case OP_ADD: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] + b[i * sb]; return true;
-    case OP_SUB: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] - b[i * sb]; return true;
-    case OP_MUL: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] * b[i * sb]; return true;
-    case OP_DIV: for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] / b[i * sb]; return true;
+    case OP_ADD: ROW_F32(x + z);
+    case OP_SUB: ROW_F32(x - z);
+    case OP_MUL: ROW_F32(x * z);
+    case OP_DIV: ROW_F32(x / z);
     case OP_POW:
         for (int64_t i = 0; i < n; i++) {
             float y = b[i * sb];
@@ -194,6 +212,24 @@ static seam_status binary_into(seam_kernel *k, binop op, const seam_tensor *a, c
     }
     cpu_bcast_strides(&a1, j.rank, j.dims, j.sa);
     cpu_bcast_strides(&b1, j.rank, j.dims, j.sb);
+    /* Axes d and d + 1 merge into one when each input steps over them as
+     * over one axis (both broadcast, or both dense), or one of them has
+     * size 1: [N, C, H, W] * [N, C, 1, 1] becomes [N * C, H * W] *
+     * [N * C, 1], whose rows are long enough to vectorize. */
+    binary_job m = j;
+    for (int32_t d = m.rank - 2; d >= 0; d--) {
+        int64_t ma, mb;
+        if (m.dims[d] == 1) ma = m.sa[d + 1], mb = m.sb[d + 1];
+        else if (m.dims[d + 1] == 1) ma = m.sa[d], mb = m.sb[d];
+        else if (m.sa[d] == m.sa[d + 1] * m.dims[d + 1] && m.sb[d] == m.sb[d + 1] * m.dims[d + 1])
+            ma = m.sa[d + 1], mb = m.sb[d + 1];
+        else continue;
+        m.dims[d] *= m.dims[d + 1], m.sa[d] = ma, m.sb[d] = mb;
+        for (int32_t q = d + 1; q < m.rank - 1; q++) m.dims[q] = m.dims[q + 1], m.sa[q] = m.sa[q + 1], m.sb[q] = m.sb[q + 1];
+        m.rank--;
+    }
+    /* (the row loops step each input by 0 or 1) */
+    if (m.sa[m.rank - 1] <= 1 && m.sb[m.rank - 1] <= 1) j = m;
     int64_t rows = y->numel / j.dims[j.rank - 1];
     int64_t grain = j.dims[j.rank - 1] >= 4096 ? 1 : 4096 / j.dims[j.rank - 1] + 1;
     seam_parallel_for(k->pool, rows, grain, binary_rows, &j);
@@ -371,7 +407,7 @@ static void unary_range(void *arg, int64_t begin, int64_t end) {
         case U_EXP: for (int64_t i = begin; i < end; i++) y[i] = expf(x[i]); return;
         case U_LOG: for (int64_t i = begin; i < end; i++) y[i] = logf(x[i]); return;
         case U_RECIP: for (int64_t i = begin; i < end; i++) y[i] = 1.0f / x[i]; return;
-        case U_ERF: for (int64_t i = begin; i < end; i++) y[i] = erff(x[i]); return;
+        case U_ERF: cpu_erf_f32(x + begin, y + begin, end - begin); return;
         case U_TAN: break; /* through double below: tanf differs in the last bits */
         default: break;
         }

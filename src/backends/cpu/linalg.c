@@ -528,6 +528,14 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
             for (int64_t i = 0; i < L; i++)
                 ext[i] = k[0] * p0[i] + k[1] * p0[i + dw] + k[2] * p0[i + 2 * dw] + k[3] * p1[i] + k[4] * p1[i + dw] +
                          k[5] * p1[i + 2 * dw] + k[6] * p2[i] + k[7] * p2[i + dw] + k[8] * p2[i + 2 * dw];
+        } else if (KW == 5) { /* (mobilenet_v3, efficientnet) a kernel row per pass */
+            for (int64_t i = 0; i < L; i++) ext[i] = 0;
+            for (int64_t a = 0; a < KH; a++) {
+                const float *q = P + a * dh * PW, *kr = k + a * 5;
+                float k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4];
+                for (int64_t i = 0; i < L; i++)
+                    ext[i] += k0 * q[i] + k1 * q[i + dw] + k2 * q[i + 2 * dw] + k3 * q[i + 3 * dw] + k4 * q[i + 4 * dw];
+            }
         } else {
             for (int64_t i = 0; i < L; i++) ext[i] = 0;
             for (int64_t a = 0; a < KH; a++)
@@ -553,6 +561,16 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
                 yrow[ow] = k[0] * p0[q] + k[1] * p0[q + dw] + k[2] * p0[q + 2 * dw] + k[3] * p1[q] + k[4] * p1[q + dw] +
                            k[5] * p1[q + 2 * dw] + k[6] * p2[q] + k[7] * p2[q + dw] + k[8] * p2[q + 2 * dw];
             }
+        } else if (KW == 5) {
+            for (int64_t ow = 0; ow < OW; ow++) yrow[ow] = 0;
+            for (int64_t a = 0; a < KH; a++) {
+                const float *q = p0 + a * dh * PW, *kr = k + a * 5;
+                float k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4];
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const float *r = q + ow * sw;
+                    yrow[ow] += k0 * r[0] + k1 * r[dw] + k2 * r[2 * dw] + k3 * r[3 * dw] + k4 * r[4 * dw];
+                }
+            }
         } else {
             for (int64_t ow = 0; ow < OW; ow++) yrow[ow] = 0;
             for (int64_t a = 0; a < KH; a++)
@@ -573,6 +591,73 @@ static void dw_tasks(void *arg, int64_t begin, int64_t end) {
         memset(P, 0, sizeof(float) * (size_t)(j->PH * j->PW + j->slack));
         int64_t c1 = (t + 1) * j->per_task < j->total ? (t + 1) * j->per_task : j->total;
         for (int64_t nm = t * j->per_task; nm < c1; nm++) dw_one(j, P, nm);
+    }
+}
+
+/* A 2-D float32 conv with a large output in column blocks: each task
+ * builds the im2col columns of one block of output pixels (about 512 KB,
+ * so they stay in L2) and multiplies it at once, instead of the whole
+ * column matrix (megabytes, out to memory and back) then one product.
+ * The blocks depend on the sizes only, and every block is computed the
+ * same way by whichever task, so the result does not depend on the
+ * thread count. */
+typedef struct cblk_job {
+    const float *x, *w, *bias; /* x: the image [C, H, W]; w [M, Cg * kprod]; bias [M] (optional) */
+    float *y, *buf;            /* y: the image's [M, out]; buf: per task, Kg x nb */
+    const conv_geom *win;
+    const act_params *post;
+    int64_t group, Cg, Mg, kprod, Kg, out_prod, in_prod, nb, blocks, per_task;
+} cblk_job;
+
+/* im2col of output pixels [p0, p0 + nb) for one group's channels, rows of nb. */
+CPU_HOT static void cblk_im2col(const cblk_job *j, const float *xg, float *col, int64_t p0, int64_t nb) {
+    const conv_geom *w = j->win;
+    int64_t H = w->in[0], W = w->in[1], OW = w->out[1], KW = w->kernel[1];
+    int64_t sh = w->stride[0], sw = w->stride[1];
+    for (int64_t row = 0; row < j->Kg; row++) {
+        int64_t c = row / j->kprod, ka = row % j->kprod / KW, kb = row % KW;
+        const float *src = xg + c * j->in_prod;
+        float *dst = col + row * nb;
+        int64_t base = -w->pad_lo[1] + kb * w->dil[1];
+        /* the output columns whose input column is inside: [lo, hi) */
+        int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
+        if (hi > OW) hi = OW;
+        if (lo > hi) lo = hi;
+        for (int64_t p = p0, end = p0 + nb; p < end;) {
+            int64_t oh = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
+            float *d = dst + (p - p0); /* d[0] is pixel (oh, ow) */
+            int64_t ih = oh * sh - w->pad_lo[0] + ka * w->dil[0];
+            if (ih < 0 || ih >= H) {
+                memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
+            } else {
+                /* zeros, the inside columns [a, b), zeros */
+                const float *srow = src + ih * W;
+                int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
+                for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
+                if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
+                else
+                    for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
+                for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
+            }
+            p += ow1 - ow;
+        }
+    }
+}
+
+static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
+    const cblk_job *j = arg;
+    for (int64_t t = begin; t < end; t++) {
+        float *col = j->buf + t * (j->Kg * j->nb + 16);
+        int64_t b1 = (t + 1) * j->per_task < j->blocks * j->group ? (t + 1) * j->per_task : j->blocks * j->group;
+        for (int64_t u = t * j->per_task; u < b1; u++) {
+            int64_t g = u / j->blocks, p0 = u % j->blocks * j->nb;
+            int64_t nb = j->out_prod - p0 < j->nb ? j->out_prod - p0 : j->nb;
+            cblk_im2col(j, j->x + g * j->Cg * j->in_prod, col, p0, nb);
+            gemm_job gj = {false, false, false, false, j->Mg, nb, j->Kg, j->Kg, nb, j->out_prod, nb, 1.0, 0.0,
+                           j->w + g * j->Mg * j->Kg, col, j->y + g * j->Mg * j->out_prod + p0,
+                           j->bias ? j->bias + g * j->Mg : NULL, j->post};
+            gemm_one(&gj, 0, j->Mg, 0, nb);
+        }
     }
 }
 
@@ -627,6 +712,20 @@ static seam_status run_conv(seam_kernel *k) {
     bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
     for (int32_t d = 0; d < w.n; d++)
         direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
+    /* float32 2-D with many output pixels per column block: blocked im2col */
+    int64_t threads = seam_pool_threads(k->pool), Kg = Cg * kprod;
+    cblk_job cb = {0};
+    cb.nb = ((int64_t)1 << 17) / (Kg > 0 ? Kg : 1) / 64 * 64;
+    if (cb.nb < 64) cb.nb = 64;
+    cb.blocks = (out_prod + cb.nb - 1) / cb.nb;
+    /* (by the sizes only: the path must not depend on the thread count) */
+    bool blocked = !f64 && !direct && w.n == 2 && Kg > 0 && cb.blocks > 1 && cb.blocks * group >= 4;
+    int64_t cb_tasks = 0;
+    if (blocked) {
+        cb_tasks = 2 * threads < cb.blocks * group ? 2 * threads : cb.blocks * group;
+        cb.per_task = (cb.blocks * group + cb_tasks - 1) / cb_tasks;
+        cb_tasks = (cb.blocks * group + cb.per_task - 1) / cb.per_task;
+    }
     dw_job dj = {0};
     bool depthwise = !f64 && Cg == 1 && group > 1 && w.n == 2 &&
                      dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf);
@@ -638,6 +737,7 @@ static seam_status run_conv(seam_kernel *k) {
     if (tasks > N * M) tasks = N * M;
     /* scratch: the column matrix, or the depthwise tasks' planes */
     size_t scratch = depthwise ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
+                     : blocked ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
                      : direct  ? 0
                                : es * (size_t)(Cg * kprod * out_prod);
     void *col = scratch ? kernel_scratch(k, scratch) : NULL;
@@ -654,6 +754,18 @@ static seam_status run_conv(seam_kernel *k) {
         dj.C = C, dj.M = M, dj.Mg = Mg, dj.total = N * M;
         dj.per_task = (N * M + tasks - 1) / tasks;
         seam_parallel_for(k->pool, (N * M + dj.per_task - 1) / dj.per_task, 1, dw_tasks, &dj);
+        goto done;
+    }
+    if (blocked) {
+        pthread_once(&blas_once, blas_single_thread);
+        cb.w = vw.p, cb.bias = vb.p, cb.buf = col, cb.win = &w, cb.post = post;
+        cb.group = group, cb.Cg = Cg, cb.Mg = Mg, cb.kprod = kprod, cb.Kg = Kg, cb.out_prod = out_prod;
+        cb.in_prod = in_prod;
+        for (int64_t n = 0; n < N; n++) {
+            cb.x = (const float *)vx.p + n * C * in_prod;
+            cb.y = (float *)vy.p + n * M * out_prod;
+            seam_parallel_for(k->pool, cb_tasks, 1, cblk_tasks, &cb);
+        }
         goto done;
     }
     /* The output starts as the bias and the products add onto it: for

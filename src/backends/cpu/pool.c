@@ -33,7 +33,38 @@ CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
             while (kh1 > kh0 && h0 + (kh1 - 1) * w->dil[0] >= H) kh1--;
             int64_t ph1 = w->kernel[0];
             while (ph1 > 0 && h0 + (ph1 - 1) * w->dil[0] >= H + w->pad_hi[0]) ph1--;
+            /* the output columns whose window is all inside the row, [lo, hi):
+             * tap by tap over the whole range (the same taps in the same order
+             * as one window at a time, so the same result) */
+            int64_t s = w->stride[1], pl = w->pad_lo[1], span = (w->kernel[1] - 1) * w->dil[1];
+            int64_t lo = (pl + s - 1) / s, hi = W - 1 - span + pl >= 0 ? (W - 1 - span + pl) / s + 1 : 0;
+            if (hi > OW) hi = OW;
+            if (lo > hi || kh0 >= kh1) lo = hi = 0;
+            if (hi > lo) {
+                float *yr = y + oh * OW;
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = j->kind == P_MAX ? -INFINITY : 0.0f;
+                for (int64_t a = kh0; a < kh1; a++)
+                    for (int64_t b = 0; b < w->kernel[1]; b++) {
+                        const float *src = x + (h0 + a * w->dil[0]) * W - pl + b * w->dil[1];
+                        if (j->kind == P_MAX)
+                            for (int64_t ow = lo; ow < hi; ow++) {
+                                float v = src[ow * s];
+                                yr[ow] = v > yr[ow] ? v : yr[ow];
+                            }
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += src[ow * s];
+                    }
+                if (j->kind == P_AVG) {
+                    int64_t count = (kh1 - kh0) * w->kernel[1];
+                    float den = (float)(j->count_pad ? ph1 * w->kernel[1] : count);
+                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] = yr[ow] / den;
+                }
+            }
             for (int64_t ow = 0; ow < OW; ow++) {
+                if (ow == lo && hi > lo) {
+                    ow = hi - 1;
+                    continue;
+                }
                 int64_t w0 = ow * w->stride[1] - w->pad_lo[1];
                 int64_t kw0 = 0, kw1 = w->kernel[1];
                 while (kw0 < kw1 && w0 + kw0 * w->dil[1] < 0) kw0++;
@@ -259,6 +290,12 @@ static seam_status run_max_unpool(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+/* Resize's fast path (spatial.c). Its binding is here because this table
+ * comes before tensor.c's, whose general Resize binding has the same
+ * since: of two such bindings the first in table order wins. */
+seam_status cpu_resize_fast_run(seam_kernel *k);
+seam_status cpu_resize_fast_check(seam_check *c);
+
 const seam_cpu_binding seam_cpu_pool[] = {
     {"", "MaxPool", 1, {run_pool, check_pool}},
     {"", "AveragePool", 1, {run_pool, check_pool}},
@@ -267,5 +304,6 @@ const seam_cpu_binding seam_cpu_pool[] = {
     {"", "GlobalAveragePool", 1, {run_pool, check_pool}},
     {"", "GlobalLpPool", 1, {run_pool, check_pool}},
     {"", "MaxUnpool", 9, {run_max_unpool, check_max_unpool}},
+    {"", "Resize", 10, {cpu_resize_fast_run, cpu_resize_fast_check}},
 };
 const size_t seam_cpu_pool_count = sizeof(seam_cpu_pool) / sizeof(seam_cpu_pool[0]);

@@ -1,8 +1,15 @@
-/* CPU kernels: GridSample (2-D), AffineGrid, RoiAlign. */
+/* CPU kernels: GridSample (2-D), AffineGrid, RoiAlign, and the fast path
+ * of Resize (opset 11 on): float32, nearest or linear, over the last two
+ * axes only, which is what upsampling in a conv net is. Everything else
+ * Resize can do runs on the general kernel (tensor.c's, any rank, mode
+ * and dtype, element by element in double). Opset 10's Resize has no
+ * scales/sizes at inputs 2/3 and always goes to the general kernel. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "runtime/pool.h"
 
 
 /* Reflects x into [lo, hi], as many times as it takes. */
@@ -212,6 +219,218 @@ static seam_status run_roi_align(seam_kernel *k) {
         }
     }
     return SEAM_STATUS_OK;
+}
+
+/* ---- Resize, fast path ---- */
+
+/* The general Resize kernel: tensor.c's binding (the fast one's binding
+ * precedes it, see pool.c, so a lookup by op would find this file's). */
+static const seam_kernel_def *resize_general(void) {
+    for (size_t i = 0; i < seam_cpu_tensor_count; i++)
+        if (strcmp(seam_cpu_tensor[i].op_type, "Resize") == 0) return &seam_cpu_tensor[i].kernel;
+    return NULL;
+}
+
+typedef enum { RZ_HALF_PIXEL, RZ_PYTORCH_HALF, RZ_ALIGN, RZ_ASYM, RZ_HALF_SYM, RZ_TF_NN } rz_coord;
+
+/* An output coordinate's place in the input (ONNX's formulas, with the
+ * output length in * scale, unrounded, as the reference computes it). */
+static double rz_to_input(rz_coord cm, double xo, double scale, int64_t in, int64_t out_int) {
+    double out = (double)in * scale;
+    switch (cm) {
+    case RZ_TF_NN: return (xo + 0.5) / scale;
+    case RZ_HALF_PIXEL: return (xo + 0.5) / scale - 0.5;
+    case RZ_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0;
+    case RZ_ALIGN: return out == 1 ? 0 : xo * (double)(in - 1) / (out - 1);
+    case RZ_ASYM: return xo / scale;
+    case RZ_HALF_SYM: {
+        double adj = (double)out_int / out, off = (double)in / 2 * (1 - adj);
+        return off + (xo + 0.5) / scale - 0.5;
+    }
+    }
+    return xo;
+}
+
+/* One axis's taps: output i reads input lo[i] (nearest), or lo[i] and
+ * hi[i] weighted 1 - t[i] and t[i] (linear). */
+typedef struct rz_axis {
+    int32_t *lo, *hi;
+    float *t;
+} rz_axis;
+
+static void rz_taps(rz_axis *a, bool linear, rz_coord cm, char nearest, double scale, int64_t in, int64_t out) {
+    for (int64_t i = 0; i < out; i++) {
+        double xi = out == in && scale == 1 ? (double)i : rz_to_input(cm, (double)i, scale, in, out);
+        if (!linear) {
+            double f = floor(xi);
+            int64_t v;
+            if (nearest == 'f') v = (int64_t)f;
+            else if (nearest == 'C') v = (int64_t)ceil(xi);
+            else if (xi - f == 0.5) v = nearest == 'c' ? (int64_t)f + 1 : (int64_t)f;
+            else v = (int64_t)llround(xi);
+            a->lo[i] = (int32_t)(v < 0 ? 0 : v >= in ? in - 1 : v);
+        } else {
+            double c = xi < 0 ? 0 : xi > (double)(in - 1) ? (double)(in - 1) : xi;
+            int64_t lo = (int64_t)floor(c);
+            a->lo[i] = (int32_t)lo;
+            a->hi[i] = (int32_t)(lo + 1 < in ? lo + 1 : lo);
+            a->t[i] = (float)(c - (double)lo);
+        }
+    }
+}
+
+/* Columns per tile of a linear resize: two interpolated rows of a tile
+ * live on the stack. */
+#define RZ_TILE 1024
+
+typedef struct rz_job {
+    const float *x;
+    float *y;
+    bool linear;
+    int64_t H, W, OH, OW, blocks, rows; /* row blocks per plane, rows per block */
+    rz_axis h, w;
+} rz_job;
+
+/* Tasks: (plane, block of output rows). */
+CPU_HOT static void rz_tasks(void *arg, int64_t begin, int64_t end) {
+    const rz_job *j = arg;
+    int64_t W = j->W, OW = j->OW;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t plane = t / j->blocks, r0 = t % j->blocks * j->rows;
+        int64_t r1 = r0 + j->rows < j->OH ? r0 + j->rows : j->OH;
+        const float *x = j->x + plane * j->H * W;
+        float *y = j->y + plane * j->OH * OW;
+        if (!j->linear) {
+            const int32_t *iw = j->w.lo;
+            for (int64_t oh = r0; oh < r1; oh++) {
+                float *yrow = y + oh * OW;
+                if (oh > r0 && j->h.lo[oh] == j->h.lo[oh - 1]) { /* upsampling repeats rows */
+                    memcpy(yrow, yrow - OW, sizeof(float) * (size_t)OW);
+                    continue;
+                }
+                const float *xrow = x + (int64_t)j->h.lo[oh] * W;
+                for (int64_t ow = 0; ow < OW; ow++) yrow[ow] = xrow[iw[ow]];
+            }
+            continue;
+        }
+        /* linear: each input row the output needs is interpolated along W
+         * once per tile (rows a, b), then blended along H */
+        float ra[RZ_TILE], rb[RZ_TILE];
+        for (int64_t c0 = 0; c0 < OW; c0 += RZ_TILE) {
+            int64_t nc = OW - c0 < RZ_TILE ? OW - c0 : RZ_TILE;
+            const int32_t *wl = j->w.lo + c0, *wh = j->w.hi + c0;
+            const float *wt = j->w.t + c0;
+            int64_t have_a = -1, have_b = -1;
+            for (int64_t oh = r0; oh < r1; oh++) {
+                int64_t ia = j->h.lo[oh], ib = j->h.hi[oh];
+                if (have_a != ia) {
+                    if (have_b == ia) { /* moving down: the old lower row is the new upper one */
+                        memcpy(ra, rb, sizeof(float) * (size_t)nc);
+                    } else {
+                        const float *xr = x + ia * W;
+                        for (int64_t q = 0; q < nc; q++) ra[q] = xr[wl[q]] + wt[q] * (xr[wh[q]] - xr[wl[q]]);
+                    }
+                    have_a = ia;
+                }
+                if (have_b != ib) {
+                    const float *xr = x + ib * W;
+                    for (int64_t q = 0; q < nc; q++) rb[q] = xr[wl[q]] + wt[q] * (xr[wh[q]] - xr[wl[q]]);
+                    have_b = ib;
+                }
+                float th = j->h.t[oh], *yrow = y + oh * OW + c0;
+                for (int64_t q = 0; q < nc; q++) yrow[q] = ra[q] + th * (rb[q] - ra[q]);
+            }
+        }
+    }
+}
+
+/* The output size and the scales per the node's scales or sizes input;
+ * false when the fast path does not apply (a form the general kernel
+ * handles: keep_aspect_ratio_policy, axes, a missing or odd input). */
+static bool rz_shape(seam_kernel *k, const seam_tensor *x, double *scales, int64_t *out) {
+    if (k->n->opset < 11) return false;
+    const seam_tensor *ts = kernel_in(k, 2), *tz = kernel_in(k, 3);
+    if (ts && ts->numel == 0) ts = NULL;
+    if (tz && tz->numel == 0) tz = NULL;
+    int32_t r = x->rank;
+    if (ts) {
+        if (ts->numel != r || !cpu_is_float(ts->dtype)) return false;
+        for (int32_t d = 0; d < r; d++) {
+            scales[d] = cpu_get(ts->data, ts->dtype, d);
+            if (!(scales[d] > 0)) return false;
+            out[d] = (int64_t)floor((double)x->dims[d] * scales[d]);
+        }
+        return true;
+    }
+    if (!tz || tz->numel != r || !cpu_is_int(tz->dtype)) return false;
+    for (int32_t d = 0; d < r; d++) {
+        out[d] = cpu_get_i64(tz->data, tz->dtype, d);
+        if (out[d] < 0 || x->dims[d] == 0) return false;
+        scales[d] = (double)out[d] / (double)x->dims[d];
+    }
+    return true;
+}
+
+seam_status cpu_resize_fast_run(seam_kernel *k) {
+    const seam_tensor *x = kernel_in(k, 0);
+    const seam_kernel_def *gen = resize_general();
+    if (!gen) return kernel_fail(k, "no general Resize kernel"); /* (cannot happen: tensor.c has one) */
+    if (!x || x->dtype != SEAM_DTYPE_FLOAT32 || x->rank < 2 || node_attr(k->n, "axes") ||
+        node_attr_int(k->n, "antialias", 0) || node_attr(k->n, "keep_aspect_ratio_policy"))
+        return gen->run(k);
+    bool linear = node_attr_is(k->n, "mode", "linear");
+    if (!linear && !node_attr_is(k->n, "mode", "nearest") && node_attr(k->n, "mode")) return gen->run(k);
+    rz_coord cm = RZ_HALF_PIXEL;
+    if (node_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = RZ_PYTORCH_HALF;
+    else if (node_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = RZ_ALIGN;
+    else if (node_attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = RZ_ASYM;
+    else if (node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = RZ_HALF_SYM;
+    else if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = RZ_TF_NN;
+    else if (node_attr(k->n, "coordinate_transformation_mode") &&
+             !node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel"))
+        return gen->run(k); /* tf_crop_and_resize: roi and extrapolation */
+    char nearest = 'p';
+    if (node_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
+    if (node_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
+    if (node_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
+    double scales[SEAM_MAX_RANK];
+    int64_t out[SEAM_MAX_RANK];
+    if (!rz_shape(k, x, scales, out)) return gen->run(k);
+    int32_t r = x->rank;
+    for (int32_t d = 0; d < r - 2; d++)
+        if (out[d] != x->dims[d] || scales[d] != 1) return gen->run(k);
+    int64_t H = x->dims[r - 2], W = x->dims[r - 1], OH = out[r - 2], OW = out[r - 1];
+    if (H > INT32_MAX || W > INT32_MAX || OH > ((int64_t)1 << 24) || OW > ((int64_t)1 << 24)) return gen->run(k);
+    seam_tensor *y = kernel_out(k, 0, x->dtype, r, out);
+    if (!y) return kernel_oom(k);
+    if (y->numel == 0) return SEAM_STATUS_OK;
+    /* the taps of both axes: lo, hi (int32) and t (float) per output index */
+    size_t n = (size_t)(OH + OW);
+    char *mem = kernel_scratch(k, n * 3 * 4);
+    if (!mem) return kernel_oom(k);
+    rz_job j = {x->data, y->data, linear, H, W, OH, OW, 1, OH, {0}, {0}};
+    j.h = (rz_axis){(int32_t *)mem, (int32_t *)mem + n, (float *)((int32_t *)mem + 2 * n)};
+    j.w = (rz_axis){j.h.lo + OH, j.h.hi + OH, j.h.t + OH};
+    rz_taps(&j.h, linear, cm, nearest, scales[r - 2], H, OH);
+    rz_taps(&j.w, linear, cm, nearest, scales[r - 1], W, OW);
+    /* planes, each cut in row blocks when there are too few planes for
+     * the threads; every element is computed the same way whatever task
+     * runs it */
+    int64_t planes = y->numel / (OH * OW), want = 4 * (int64_t)seam_pool_threads(k->pool);
+    if (planes < want) {
+        j.blocks = (want + planes - 1) / planes;
+        if (j.blocks > OH) j.blocks = OH;
+        j.rows = (OH + j.blocks - 1) / j.blocks;
+        j.blocks = (OH + j.rows - 1) / j.rows;
+    }
+    seam_parallel_for(k->pool, planes * j.blocks, 1, rz_tasks, &j);
+    return SEAM_STATUS_OK;
+}
+
+seam_status cpu_resize_fast_check(seam_check *c) {
+    const seam_kernel_def *gen = resize_general();
+    if (!gen) return check_refuse(c, "no general Resize kernel");
+    return gen->check ? gen->check(c) : SEAM_STATUS_OK;
 }
 
 const seam_cpu_binding seam_cpu_spatial[] = {

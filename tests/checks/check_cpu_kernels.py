@@ -1,0 +1,401 @@
+"""The CPU kernels' fast paths against torch and against the ONNX spec, on
+sizes that take them (the ONNX conformance data is too small for most).
+
+usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
+
+1. Resize (opset 13), float32 over the last two axes (pool.c binds it,
+   spatial.c runs it): nearest with every nearest_mode and linear, under
+   every coordinate_transformation_mode but tf_crop_and_resize; scales up
+   and down, integer and not, sizes instead of scales, odd sizes, batch 2,
+   one plane (cut in row blocks), rows wider than a tile (1024), rank 3.
+   The reference is the spec's formulas in float64 (numpy, below), and
+   torch where torch has the mode (nearest, nearest-exact, bilinear with
+   and without align_corners). Forms the fast path leaves to the general
+   kernel (cubic, tf_crop_and_resize, float64, a resized channel axis)
+   must still be right.
+2. Sigmoid, Erf, Gelu, HardSigmoid (alpha, beta) and HardSwish over
+   [-100, 100] with 0, +-inf and NaN, against torch in float64, NaN in NaN
+   out: Sigmoid and Erf within 4 ulp of the value (or 1e-37 absolute below
+   float's normal range), the others within 4 ulp or 1e-6 absolute (their
+   float32 arithmetic cancels or rounds once more than the reference).
+3. Conv (2-D, float32) large enough for the blocked im2col: 3x3, 7x7
+   stride 2, grouped, dilated with asymmetric pads, a non-square kernel
+   with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
+   and a fused Relu; depthwise 5x5 (strides, dilations, asymmetric pads,
+   a channel multiplier of 2), against torch.
+4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
+   ceil_mode and count_include_pad, on rows wide enough to have windows
+   all inside, against torch.
+5. Add, Sub, Mul and Div (float32) with broadcasting whose axes merge into
+   longer rows (per-channel, channel bias, last axis, scalar, outer
+   products, size-1 axes), against numpy.
+Every model also runs with --threads 1 and 2: the outputs must be bitwise
+equal. A case is one model, named as printed.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+from seamtest import vi  # noqa: E402
+
+parser = seamtest.arg_parser(__doc__)
+parser.add_argument("seam", metavar="SEAM")
+parser.add_argument("work", metavar="WORKDIR")
+args = parser.parse_args()
+seam, work = seamtest.Program(args.seam), args.work
+check = seamtest.Checker("cpu_kernels", args.k)
+os.makedirs(work, exist_ok=True)
+rng = np.random.RandomState(7)
+
+
+def run_model(name, nodes, x, inits=(), opset=13, dtype=TensorProto.FLOAT):
+    """Runs the one-input model on 1 and 2 threads; (y, None) or (None, why)."""
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, [vi("x", x.shape, dtype)],
+                               [vi("y", None, dtype)], inits, name=name, opset=opset)
+    f = os.path.join(work, name + ".x.npy")
+    np.save(f, x)
+    outs = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        r = seam("run", path, "--input", f"x={f}", "--threads", threads, "--output-dir", d, "--quiet")
+        if r.returncode:
+            return None, f"seam run --threads {threads} failed: {r.stderr.strip()}"
+        outs.append(np.load(os.path.join(d, "y.npy")))
+    if outs[0].tobytes() != outs[1].tobytes():
+        return None, "--threads 1 and --threads 2 differ"
+    return outs[0], None
+
+
+# ---- Resize: the spec's formulas, one axis at a time ----
+
+def to_input(cm, xo, scale, n_in, n_out):
+    """ONNX Resize: an output coordinate (array) in the input's."""
+    if cm == "half_pixel":
+        return (xo + 0.5) / scale - 0.5
+    if cm == "pytorch_half_pixel":
+        return (xo + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(xo)
+    if cm == "align_corners":
+        out = n_in * scale
+        return np.zeros_like(xo) if out == 1 else xo * (n_in - 1) / (out - 1)
+    if cm == "asymmetric":
+        return xo / scale
+    if cm == "tf_half_pixel_for_nn":
+        return (xo + 0.5) / scale
+    if cm == "half_pixel_symmetric":
+        adj = n_out / (n_in * scale)
+        return n_in / 2 * (1 - adj) + (xo + 0.5) / scale - 0.5
+    raise ValueError(cm)
+
+
+def resize_axis(a, axis, n_out, scale, mode, cm, nearest):
+    n_in = a.shape[axis]
+    xi = to_input(cm, np.arange(n_out, dtype=np.float64), scale, n_in, n_out)
+    if n_out == n_in and scale == 1:
+        xi = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        f = np.floor(xi)
+        half = xi - f == 0.5
+        idx = {"floor": f, "ceil": np.ceil(xi),
+               "round_prefer_floor": np.where(half, f, np.floor(xi + 0.5)),
+               "round_prefer_ceil": np.where(half, f + 1, np.floor(xi + 0.5))}[nearest]
+        idx = np.clip(idx, 0, n_in - 1).astype(np.int64)
+        return np.take(a, idx, axis=axis)
+    c = np.clip(xi, 0, n_in - 1)
+    lo = np.floor(c).astype(np.int64)
+    hi = np.minimum(lo + 1, n_in - 1)
+    t = c - lo
+    shape = [1] * a.ndim
+    shape[axis] = n_out
+    t = t.reshape(shape)
+    return np.take(a, lo, axis=axis) * (1 - t) + np.take(a, hi, axis=axis) * t
+
+
+def resize_ref(x, out, scales, mode, cm, nearest):
+    y = x.astype(np.float64)
+    for axis in range(x.ndim):
+        if out[axis] != x.shape[axis] or scales[axis] != 1:
+            y = resize_axis(y, axis, out[axis], scales[axis], mode, cm, nearest)
+    return y
+
+
+def resize_case(name, shape, mode, cm, nearest="round_prefer_floor", scales=None, sizes=None, dtype=np.float32,
+                torch_ref=None, tol=None):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(dtype)
+    inits = []
+    if scales is not None:
+        inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [len(scales)], scales))
+        out = [int(np.floor(n * s)) for n, s in zip(shape, scales)]
+        sc = list(scales)
+        ins = ["x", "", "scales"]
+    else:
+        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [len(sizes)], sizes))
+        out = list(sizes)
+        sc = [o / n for o, n in zip(sizes, shape)]
+        ins = ["x", "", "", "sizes"]
+    # the spec's scales are float32 in the model
+    sc = [float(np.float32(s)) if scales is not None else s for s in sc]
+    node = helper.make_node("Resize", ins, ["y"], mode=mode, coordinate_transformation_mode=cm, nearest_mode=nearest)
+    y, err = run_model(name, [node], x, inits, dtype=TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = resize_ref(x, out, sc, mode, cm, nearest)
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    tol = tol or (1e-6 if dtype == np.float32 else 1e-12)
+    e = seamtest.rel_err(y, ref)
+    msgs = [f"spec {e:.1e}"]
+    bad = not e <= tol
+    # torch reads a scale from the sizes: the same as the spec's only when
+    # the scales give whole sizes
+    exact = all(float(n * s) == o for n, s, o in zip(shape, sc, out))
+    if torch_ref is not None and exact:
+        et = seamtest.rel_err(y, torch_ref(torch.from_numpy(x.astype(np.float64)), out).numpy())
+        msgs.append(f"torch {et:.1e}")
+        bad |= not et <= tol
+    if bad:
+        check.fail(f"{name}: error {', '.join(msgs)} (tolerance {tol:.0e})")
+    else:
+        check.ok(f"{name}: error {', '.join(msgs)}")
+
+
+def torch_nearest(x, out):
+    return F.interpolate(x, size=out[2:], mode="nearest")
+
+
+def torch_nearest_exact(x, out):
+    return F.interpolate(x, size=out[2:], mode="nearest-exact")
+
+
+def torch_bilinear(x, out):
+    return F.interpolate(x, size=out[2:], mode="bilinear", align_corners=False)
+
+
+def torch_bilinear_ac(x, out):
+    return F.interpolate(x, size=out[2:], mode="bilinear", align_corners=True)
+
+
+CMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+       "half_pixel_symmetric"]
+NEAREST = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+SHAPES = {  # name: (input shape, scales or None, sizes or None)
+    "up2": ((2, 3, 7, 9), [1, 1, 2, 2], None),
+    "down2": ((1, 4, 17, 12), [1, 1, 0.5, 0.5], None),
+    "odd": ((2, 2, 5, 4), None, [2, 2, 7, 13]),
+    "frac": ((1, 3, 9, 11), [1, 1, 1.7, 0.6], None),
+    "plane": ((1, 1, 37, 50), [1, 1, 3, 3], None),  # one plane: row blocks
+    "wide": ((1, 2, 3, 700), None, [1, 2, 5, 2100]),  # rows wider than a tile
+}
+for sname, (shape, scales, sizes) in SHAPES.items():
+    for cm in CMS:
+        for nearest in NEAREST:
+            tr = None
+            if cm == "asymmetric" and nearest == "floor" and sizes is not None:
+                tr = torch_nearest  # torch computes from the sizes' ratio
+            if cm == "half_pixel" and nearest == "round_prefer_ceil":
+                tr = torch_nearest_exact
+            resize_case(f"resize_nearest_{nearest}_{cm}_{sname}", shape, "nearest", cm, nearest, scales, sizes,
+                        torch_ref=tr)
+        tr = {"half_pixel": torch_bilinear, "align_corners": torch_bilinear_ac}.get(cm)
+        if cm == "pytorch_half_pixel":
+            tr = torch_bilinear
+        resize_case(f"resize_linear_{cm}_{sname}", shape, "linear", cm, scales=scales, sizes=sizes, torch_ref=tr,
+                    tol=1e-5 if tr else None)
+resize_case("resize_linear_rank3", (2, 5, 6), "linear", "half_pixel", sizes=[2, 5, 11])
+resize_case("resize_nearest_rank3", (2, 5, 6), "nearest", "asymmetric", "floor", scales=[1, 1, 2.5])
+resize_case("resize_linear_1x1", (1, 2, 1, 1), "linear", "half_pixel", sizes=[1, 2, 4, 3])
+resize_case("resize_linear_to_1", (1, 2, 6, 5), "linear", "pytorch_half_pixel", sizes=[1, 2, 1, 1])
+# the general kernel's forms
+resize_case("resize_general_f64", (1, 2, 5, 6), "linear", "half_pixel", scales=[1, 1, 2, 1.5], dtype=np.float64)
+resize_case("resize_general_channels", (1, 3, 4, 4), "nearest", "asymmetric", "floor", scales=[1, 2, 2, 2])
+if check.selected("resize_general_cubic"):
+    x = rng.randn(1, 2, 6, 7).astype(np.float32)
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic", cubic_coeff_a=-0.75,
+                            coordinate_transformation_mode="align_corners")
+    y, err = run_model("resize_general_cubic", [node], x,
+                       [helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 2, 11, 13])])
+    if err:
+        check.fail(f"resize_general_cubic: {err}")
+    else:
+        ref = F.interpolate(torch.from_numpy(x.astype(np.float64)), size=(11, 13), mode="bicubic",
+                            align_corners=True).numpy()
+        e = seamtest.rel_err(y, ref)
+        check.expect(e <= 1e-5, f"resize_general_cubic: error {e:.1e} against torch")
+
+
+# ---- activations ----
+
+def act_case(name, node, ref_fn, opset=13, abs_tol=1e-37):
+    if not check.selected(name):
+        return
+    x = np.concatenate([np.linspace(-100, 100, 20001), rng.randn(5000) * 4,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 86.9, -87.1, -88.0, -3.0, 3.0]])
+    x = x.astype(np.float32)
+    y, err = run_model(name, [node], x, opset=opset)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    with np.errstate(all="ignore"):
+        ref = ref_fn(torch.from_numpy(x.astype(np.float64))).numpy()
+    nan = np.isnan(ref)
+    if not np.array_equal(np.isnan(y), nan):
+        check.fail(f"{name}: NaN where the reference has none, or the other way round")
+        return
+    y, ref = y[~nan].astype(np.float64), ref[~nan]
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are inf
+        err = np.where(y == ref, 0.0, np.abs(y - ref))
+    bad = (err > 4 * ulp) & (err > abs_tol)
+    if bad.any():
+        i = np.argmax(bad)
+        check.fail(f"{name}: {bad.sum()} values off by more than 4 ulp, e.g. x={x[~nan][i]!r}: {y[i]!r}, "
+                   f"want {ref[i]!r}")
+    else:
+        above = np.isfinite(ref) & (err > abs_tol)
+        worst = np.max(err[above] / ulp[above]) if above.any() else 0.0
+        check.ok(f"{name}: within {worst:.1f} ulp where the error is above {abs_tol:.0e}")
+
+
+act_case("sigmoid", helper.make_node("Sigmoid", ["x"], ["y"]), torch.sigmoid)
+act_case("hard_sigmoid", helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.45),
+         lambda v: torch.where(torch.isnan(v), v, (0.3 * v + 0.45).clamp(0, 1)), abs_tol=1e-6)
+act_case("erf", helper.make_node("Erf", ["x"], ["y"]), torch.erf)
+# 0.5 x (1 + erf(x / sqrt 2)) cancels for x << 0 in any float32 order: absolute
+act_case("gelu", helper.make_node("Gelu", ["x"], ["y"]), F.gelu, opset=20, abs_tol=1e-6)
+act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
+         lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
+
+
+# ---- Conv: blocked im2col (outputs of more than one ~512 KB column block) ----
+
+def conv_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), bias=True, relu=False):
+    if not check.selected(name):
+        return
+    x = rng.randn(*xshape).astype(np.float32)
+    w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+    b = rng.randn(wshape[0]).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(helper.make_tensor("b", TensorProto.FLOAT, b.shape, b))
+        ins.append("b")
+    nodes = [helper.make_node("Conv", ins, ["c" if relu else "y"], group=group, strides=list(strides), pads=list(pads),
+                              dilations=list(dil))]
+    if relu:  # fused into the Conv: applied to each block
+        nodes += [helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Identity", ["r"], ["y"])]
+    y, err = run_model(name, nodes, x, inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    t = torch.from_numpy(x.astype(np.float64))
+    tp = F.pad(t, (pads[1], pads[3], pads[0], pads[2]))
+    ref = F.conv2d(tp, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)) if bias else None,
+                   strides, 0, dil, group)
+    if relu:
+        ref = F.relu(ref)
+    ref = ref.numpy()
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-5, f"{name}: error {e:.1e} against torch")
+
+
+conv_case("conv3x3_blocks", (2, 16, 56, 56), (24, 16, 3, 3), pads=(1, 1, 1, 1), relu=True)
+conv_case("conv7x7_s2", (1, 3, 224, 224), (16, 3, 7, 7), strides=(2, 2), pads=(3, 3, 3, 3))
+conv_case("conv3x3_group2", (1, 32, 40, 40), (32, 16, 3, 3), group=2, pads=(1, 1, 1, 1), bias=False)
+conv_case("conv3x3_d2_s2_asym", (1, 8, 201, 161), (12, 8, 3, 3), strides=(2, 2), pads=(1, 2, 2, 1), dil=(2, 2))
+conv_case("conv5x3_s21", (1, 6, 120, 130), (10, 6, 5, 3), strides=(2, 1), pads=(2, 0, 1, 1))
+conv_case("conv1x1_s2", (1, 256, 128, 127), (32, 256, 1, 1), strides=(2, 2), relu=True)
+conv_case("conv3x3_odd_tail", (1, 5, 97, 131), (7, 5, 3, 3), pads=(0, 1, 2, 1))  # blocks end mid-row
+# depthwise: its own loop (a kernel row per pass for 5-wide kernels)
+conv_case("dw5x5", (2, 24, 29, 31), (24, 1, 5, 5), group=24, pads=(2, 2, 2, 2), relu=True)
+conv_case("dw5x5_s2", (1, 16, 56, 57), (16, 1, 5, 5), group=16, strides=(2, 2), pads=(2, 2, 2, 2))
+conv_case("dw5x5_d2_asym", (1, 8, 30, 27), (8, 1, 5, 5), group=8, pads=(4, 3, 2, 4), dil=(2, 2))
+conv_case("dw5x3_s12", (1, 8, 30, 27), (8, 1, 5, 3), group=8, strides=(1, 2), pads=(2, 1, 2, 1))
+conv_case("dw_mult2_5x5", (1, 6, 20, 22), (12, 1, 5, 5), group=6, pads=(2, 2, 2, 2))
+
+# ---- 2-D pools: whole rows of windows inside the input at a time ----
+
+def pool_case(name, op, shape, k, s=1, p=0, d=1, ceil=False, count_pad=False):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(np.float32)
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p, p, p, p], ceil_mode=int(ceil))
+    if d != 1:
+        attrs["dilations"] = [d, d]
+    if op == "AveragePool":
+        attrs["count_include_pad"] = int(count_pad)
+    y, err = run_model(name, [helper.make_node(op, ["x"], ["y"], **attrs)], x, opset=19 if d != 1 else 13)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    t = torch.from_numpy(x.astype(np.float64))
+    if op == "MaxPool":
+        ref = F.max_pool2d(t, k, s, p, dilation=d, ceil_mode=ceil)
+    else:
+        ref = F.avg_pool2d(t, k, s, p, ceil_mode=ceil, count_include_pad=count_pad)
+    ref = ref.numpy()
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-6, f"{name}: error {e:.1e} against torch")
+
+
+pool_case("maxpool_3s2_ceil", "MaxPool", (2, 3, 27, 31), 3, 2, ceil=True)  # squeezenet's
+pool_case("maxpool_3s2p1", "MaxPool", (1, 4, 56, 45), 3, 2, 1)  # resnet's
+pool_case("maxpool_2s2", "MaxPool", (1, 2, 17, 16), 2, 2)
+pool_case("maxpool_5s1p2", "MaxPool", (1, 2, 13, 40), 5, 1, 2)
+pool_case("maxpool_3d2p1", "MaxPool", (1, 2, 20, 23), 3, 1, 1, d=2)
+pool_case("maxpool_narrow", "MaxPool", (1, 2, 9, 3), 3, 1, 1)  # no window inside a row
+pool_case("avgpool_3s1p1_pad", "AveragePool", (2, 3, 14, 19), 3, 1, 1, count_pad=True)
+pool_case("avgpool_3s1p1", "AveragePool", (2, 3, 14, 19), 3, 1, 1)
+pool_case("avgpool_3s2_ceil", "AveragePool", (1, 3, 15, 22), 3, 2, 0, ceil=True)
+pool_case("avgpool_2s2", "AveragePool", (1, 5, 28, 28), 2, 2)
+
+# ---- binary ops: broadcast axes merged into long rows ----
+
+def binary_case(name, op, sa, sb, fn):
+    if not check.selected(name):
+        return
+    a = rng.randn(*sa).astype(np.float32)
+    b = np.asarray(rng.rand(*sb) + 0.5, np.float32)
+    node = helper.make_node(op, ["x", "b"], ["y"])
+    y, err = run_model(name, [node], a, [helper.make_tensor("b", TensorProto.FLOAT, sb, b.ravel())])
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = fn(a.astype(np.float64), b.astype(np.float64))
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-6, f"{name}: error {e:.1e} against numpy")
+
+
+BINARY = {  # name: (shape of x, shape of b)
+    "same": ((2, 3, 4, 5), (2, 3, 4, 5)),
+    "per_channel": ((2, 3, 4, 5), (2, 3, 1, 1)),  # squeeze-excite's scale
+    "channel_bias": ((2, 3, 4, 5), (1, 3, 1, 1)),
+    "last_axis": ((2, 3, 4, 5), (5,)),
+    "scalar": ((2, 3, 4, 5), ()),
+    "outer": ((2, 1, 4, 1), (1, 3, 1, 5)),
+    "middle": ((2, 3, 4, 5), (3, 4, 1)),
+    "ones": ((1, 3, 1, 5), (1, 1, 1, 1)),
+    "size1_inner": ((3, 4, 1), (3, 1, 1)),
+}
+for bname, (sa, sb) in BINARY.items():
+    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)):
+        binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
+
+check.finish()
