@@ -485,7 +485,6 @@ const seam_cpu_binding seam_cpu_activation[] = {
     {"", "Gelu", 20, ACT}, {"", "Mish", 18, ACT}, {"", "Shrink", 9, ACTN},
     {"", "PRelu", 1, {run_prelu, check_numeric_input}}, {"", "Clip", 1, {run_clip, check_numeric_input}},
     {"", "Softmax", 1, SOFT}, {"", "LogSoftmax", 1, SOFT}, {"", "Hardmax", 1, SOFT},
-    {"", "Identity", 1, {run_identity, NULL}},
     {"", "NegativeLogLikelihoodLoss", 12, {run_loss, check_float_input}},
     {"", "SoftmaxCrossEntropyLoss", 12, {run_loss, check_float_input}}, {"", "Dropout", 1, {run_dropout, check_float_input}},
 };

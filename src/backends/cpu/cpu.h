@@ -114,6 +114,15 @@ seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *k
  * for Resize's and GridSample's cubic modes. */
 double cpu_cubic_weight(double t, double a);
 
+/* Resize and Upsample in any mode, rank and dtype, element by element in
+ * double (tensor.c); spatial.c's Resize takes its fast paths first and
+ * hands everything else to it. */
+seam_status cpu_resize_general_run(seam_kernel *k);
+seam_status cpu_resize_general_check(seam_check *c);
+
+/* erf of n floats, vectorizing, within 2.5 ulp (activation.c). */
+void cpu_erf_f32(const float *x, float *y, int64_t n);
+
 /* The largest tensor a shape read from data may ask for (2^31 elements):
  * hostile shape inputs fail with a message instead of allocating TBs. */
 #define MAX_DATA_NUMEL ((int64_t)1 << 31)

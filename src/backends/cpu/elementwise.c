@@ -12,7 +12,6 @@
 #include "backends/cpu/cpu.h"
 
 /* (activation.c) erf over n floats, vectorized */
-void cpu_erf_f32(const float *x, float *y, int64_t n);
 
 typedef enum {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MOD, OP_FMOD, OP_SHL, OP_SHR,

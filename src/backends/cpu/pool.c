@@ -290,12 +290,6 @@ static seam_status run_max_unpool(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-/* Resize's fast path (spatial.c). Its binding is here because this table
- * comes before tensor.c's, whose general Resize binding has the same
- * since: of two such bindings the first in table order wins. */
-seam_status cpu_resize_fast_run(seam_kernel *k);
-seam_status cpu_resize_fast_check(seam_check *c);
-
 const seam_cpu_binding seam_cpu_pool[] = {
     {"", "MaxPool", 1, {run_pool, check_pool}},
     {"", "AveragePool", 1, {run_pool, check_pool}},
@@ -304,6 +298,5 @@ const seam_cpu_binding seam_cpu_pool[] = {
     {"", "GlobalAveragePool", 1, {run_pool, check_pool}},
     {"", "GlobalLpPool", 1, {run_pool, check_pool}},
     {"", "MaxUnpool", 9, {run_max_unpool, check_max_unpool}},
-    {"", "Resize", 10, {cpu_resize_fast_run, cpu_resize_fast_check}},
 };
 const size_t seam_cpu_pool_count = sizeof(seam_cpu_pool) / sizeof(seam_cpu_pool[0]);

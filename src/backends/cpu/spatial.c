@@ -223,14 +223,6 @@ static seam_status run_roi_align(seam_kernel *k) {
 
 /* ---- Resize, fast path ---- */
 
-/* The general Resize kernel: tensor.c's binding (the fast one's binding
- * precedes it, see pool.c, so a lookup by op would find this file's). */
-static const seam_kernel_def *resize_general(void) {
-    for (size_t i = 0; i < seam_cpu_tensor_count; i++)
-        if (strcmp(seam_cpu_tensor[i].op_type, "Resize") == 0) return &seam_cpu_tensor[i].kernel;
-    return NULL;
-}
-
 typedef enum { RZ_HALF_PIXEL, RZ_PYTORCH_HALF, RZ_ALIGN, RZ_ASYM, RZ_HALF_SYM, RZ_TF_NN } rz_coord;
 
 /* An output coordinate's place in the input (ONNX's formulas, with the
@@ -371,15 +363,13 @@ static bool rz_shape(seam_kernel *k, const seam_tensor *x, double *scales, int64
     return true;
 }
 
-seam_status cpu_resize_fast_run(seam_kernel *k) {
+static seam_status run_resize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
-    const seam_kernel_def *gen = resize_general();
-    if (!gen) return kernel_fail(k, "no general Resize kernel"); /* (cannot happen: tensor.c has one) */
     if (!x || x->dtype != SEAM_DTYPE_FLOAT32 || x->rank < 2 || node_attr(k->n, "axes") ||
         node_attr_int(k->n, "antialias", 0) || node_attr(k->n, "keep_aspect_ratio_policy"))
-        return gen->run(k);
+        return cpu_resize_general_run(k);
     bool linear = node_attr_is(k->n, "mode", "linear");
-    if (!linear && !node_attr_is(k->n, "mode", "nearest") && node_attr(k->n, "mode")) return gen->run(k);
+    if (!linear && !node_attr_is(k->n, "mode", "nearest") && node_attr(k->n, "mode")) return cpu_resize_general_run(k);
     rz_coord cm = RZ_HALF_PIXEL;
     if (node_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = RZ_PYTORCH_HALF;
     else if (node_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = RZ_ALIGN;
@@ -388,19 +378,20 @@ seam_status cpu_resize_fast_run(seam_kernel *k) {
     else if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = RZ_TF_NN;
     else if (node_attr(k->n, "coordinate_transformation_mode") &&
              !node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel"))
-        return gen->run(k); /* tf_crop_and_resize: roi and extrapolation */
+        return cpu_resize_general_run(k); /* tf_crop_and_resize: roi and extrapolation */
     char nearest = 'p';
     if (node_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
     if (node_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
     if (node_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
     double scales[SEAM_MAX_RANK];
     int64_t out[SEAM_MAX_RANK];
-    if (!rz_shape(k, x, scales, out)) return gen->run(k);
+    if (!rz_shape(k, x, scales, out)) return cpu_resize_general_run(k);
     int32_t r = x->rank;
     for (int32_t d = 0; d < r - 2; d++)
-        if (out[d] != x->dims[d] || scales[d] != 1) return gen->run(k);
+        if (out[d] != x->dims[d] || scales[d] != 1) return cpu_resize_general_run(k);
     int64_t H = x->dims[r - 2], W = x->dims[r - 1], OH = out[r - 2], OW = out[r - 1];
-    if (H > INT32_MAX || W > INT32_MAX || OH > ((int64_t)1 << 24) || OW > ((int64_t)1 << 24)) return gen->run(k);
+    if (H > INT32_MAX || W > INT32_MAX || OH > ((int64_t)1 << 24) || OW > ((int64_t)1 << 24))
+        return cpu_resize_general_run(k);
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, out);
     if (!y) return kernel_oom(k);
     if (y->numel == 0) return SEAM_STATUS_OK;
@@ -427,15 +418,10 @@ seam_status cpu_resize_fast_run(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-seam_status cpu_resize_fast_check(seam_check *c) {
-    const seam_kernel_def *gen = resize_general();
-    if (!gen) return check_refuse(c, "no general Resize kernel");
-    return gen->check ? gen->check(c) : SEAM_STATUS_OK;
-}
-
 const seam_cpu_binding seam_cpu_spatial[] = {
     {"", "GridSample", 16, {run_grid_sample, check_grid_sample}},
     {"", "AffineGrid", 20, {run_affine_grid, NULL}},
     {"", "RoiAlign", 10, {run_roi_align, NULL}},
+    {"", "Resize", 10, {run_resize, cpu_resize_general_check}},
 };
 const size_t seam_cpu_spatial_count = sizeof(seam_cpu_spatial) / sizeof(seam_cpu_spatial[0]);

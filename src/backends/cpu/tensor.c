@@ -814,7 +814,7 @@ static double to_input(coord_mode cm, double xo, double scale, int64_t in, int64
     return xo;
 }
 
-static seam_status run_resize(seam_kernel *k) {
+seam_status cpu_resize_general_run(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     int32_t r = x->rank;
@@ -1008,7 +1008,7 @@ static seam_status run_resize(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_resize(seam_check *c) {
+seam_status cpu_resize_general_check(seam_check *c) {
     seam_status st = check_fixed_size(c);
     if (st) return st;
     if (node_attr_int(c->n, "antialias", 0)) return check_refuse(c, "Resize antialias=1 is not supported");
@@ -1040,7 +1040,6 @@ const seam_cpu_binding seam_cpu_tensor[] = {
     {"", "Trilu", 14, FIX(run_trilu)},
     {"", "ReverseSequence", 10, FIX(run_reverse_sequence)},
     {"", "Compress", 9, FIX(run_compress)},
-    {"", "Resize", 10, {run_resize, check_resize}},
-    {"", "Upsample", 7, {run_resize, check_resize}},
+    {"", "Upsample", 7, {cpu_resize_general_run, cpu_resize_general_check}},
 };
 const size_t seam_cpu_tensor_count = sizeof(seam_cpu_tensor) / sizeof(seam_cpu_tensor[0]);
