@@ -50,7 +50,13 @@ struct seam_plan {
     char *notes;
     size_t notes_len, notes_cap;
     seam_plan_estimate est;  /* the cost model's estimates */
+    /* seam_plan_json's text between the size query and the fill */
+    char *json, *json_model;
+    size_t json_len;
 };
+
+/* Frees the plan's kept JSON text. */
+void plan_json_drop(seam_plan *p);
 
 /* The cost model (cost.c): per node its estimated time on the CPU and on
  * each target that supports it, per target its launch and transfer cost,
