@@ -118,6 +118,21 @@ void *seam_arena_memdup(seam_arena *a, const void *p, size_t n) {
     return q;
 }
 
+void seam_arena_reset(seam_arena *a) {
+    seam_arena_chunk *keep = a->head;
+    if (!keep) return;
+    seam_arena_chunk *c = keep->next;
+    while (c) {
+        seam_arena_chunk *next = c->next;
+        if (c->mapped) munmap(c, c->mapped);
+        else free(c);
+        c = next;
+    }
+    keep->next = NULL;
+    keep->used = 0;
+    a->total = keep->size;
+}
+
 void seam_arena_free(seam_arena *a) {
     seam_arena_chunk *c = a->head;
     while (c) {

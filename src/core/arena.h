@@ -25,6 +25,9 @@ char *seam_arena_strndup(seam_arena *a, const char *s, size_t n);
 /* Copies n bytes of p (p may be NULL when n is 0); never returns NULL for
  * n == 0 unless out of memory. */
 void *seam_arena_memdup(seam_arena *a, const void *p, size_t n);
+/* Forgets every allocation but keeps the newest chunk for reuse; the
+ * others are freed. For scratch that is filled and emptied many times. */
+void seam_arena_reset(seam_arena *a);
 /* Frees every chunk. The arena can be used again afterwards. */
 void seam_arena_free(seam_arena *a);
 

@@ -3,6 +3,8 @@
 #ifndef SEAM_CONTEXT_H
 #define SEAM_CONTEXT_H
 
+#include <stdbool.h>
+
 #include "seam.h"
 
 #define SEAM_ERROR_MAX 2048
@@ -10,6 +12,9 @@
 struct seam_context {
     seam_status last_status;
     char last_error[SEAM_ERROR_MAX];
+    /* Internal, for tests: the loader unpacks the whole file at once
+     * instead of streaming the top graph's nodes (src/onnx/load.c). */
+    bool load_whole;
 };
 
 /* Records a formatted message and returns status, so callers can write

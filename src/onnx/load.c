@@ -3,6 +3,16 @@
  * into structures allocated from a scratch arena, converted into the
  * model's own arena, and the scratch is freed.
  *
+ * The top graph's nodes are not unpacked all at once: a million-node graph
+ * would hold a few hundred megabytes of protobuf structures next to the IR.
+ * The loader walks the wire format of ModelProto and GraphProto (tags and
+ * lengths only) and hands each part to protobuf-c's own unpack: everything
+ * but the graph as one ModelProto, the graph's other fields one message at
+ * a time, and each NodeProto when it is converted, into a small scratch
+ * that is reset after the node. A file whose layout the walk does not
+ * expect (the graph field repeated, an unexpected wire type) is unpacked
+ * whole, as before.
+ *
  * Big byte fields (tensor raw_data) are the exception to "copy then free":
  * protobuf-c already copied them out of the file once, into blocks that the
  * scratch allocator hands out with malloc. The model adopts those blocks
@@ -103,6 +113,7 @@ typedef struct loader {
     ir_name_map *interned; /* op types and domains, stored once */
     const char **strings;
     int32_t n_interned, cap_interned;
+    size_t n_stream_outputs; /* output count of the streamed top graph's nodes */
 } loader;
 
 #define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
@@ -478,7 +489,9 @@ static seam_status convert_type(loader *L, const Onnx__TypeProto *tp, const char
 
 /* ---- attributes and graphs ---- */
 
-static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph *parent, int depth, ir_graph **out);
+typedef struct node_src node_src;
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
+                                 ir_graph **out);
 
 static ir_attr_kind guess_attr_kind(const Onnx__AttributeProto *ap) {
     /* Files from before IR version 2 may leave `type` unset. */
@@ -534,7 +547,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         break;
     case IR_ATTR_GRAPH:
         if (!ap->g) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is a graph attribute without a graph", what);
-        st = convert_graph(L, ap->g, g, depth + 1, &at->g);
+        st = convert_graph(L, ap->g, NULL, g, depth + 1, &at->g);
         if (st) seam_error_prefix(L->ctx, "in %s", what);
         break;
     case IR_ATTR_SPARSE_TENSOR:
@@ -576,7 +589,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         at->n = (int32_t)ap->n_graphs;
         at->graphs = seam_arena_calloc(L->a, ap->n_graphs + 1, sizeof(ir_graph *));
         if (!at->graphs) return OOM(L);
-        for (size_t k = 0; k < ap->n_graphs && !st; k++) st = convert_graph(L, ap->graphs[k], g, depth + 1, &at->graphs[k]);
+        for (size_t k = 0; k < ap->n_graphs && !st; k++) st = convert_graph(L, ap->graphs[k], NULL, g, depth + 1, &at->graphs[k]);
         if (st) seam_error_prefix(L->ctx, "in %s", what);
         break;
     case IR_ATTR_SPARSE_TENSORS:
@@ -663,7 +676,221 @@ static seam_status name_nodes(loader *L, ir_graph *g) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph *parent, int depth, ir_graph **out) {
+/* ---- the wire format, read just far enough to find field boundaries ---- */
+
+typedef struct wire {
+    const uint8_t *p, *end;
+} wire;
+
+static bool read_varint(wire *w, uint64_t *v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64 && w->p < w->end; shift += 7) {
+        uint8_t b = *w->p++;
+        x |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The next field of the message in w: its number and wire type, and for
+ * length-delimited fields its bytes. 1: a field; 0: the end; -1: malformed
+ * or a group. */
+static int next_field(wire *w, uint32_t *num, uint32_t *type, const uint8_t **data, size_t *len) {
+    if (w->p >= w->end) return 0;
+    uint64_t tag, v;
+    if (!read_varint(w, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX) return -1;
+    *num = (uint32_t)(tag >> 3);
+    *type = (uint32_t)(tag & 7);
+    *data = NULL;
+    *len = 0;
+    switch (*type) {
+    case 0: return read_varint(w, &v) ? 1 : -1;
+    case 1:
+        if (w->end - w->p < 8) return -1;
+        w->p += 8;
+        return 1;
+    case 5:
+        if (w->end - w->p < 4) return -1;
+        w->p += 4;
+        return 1;
+    case 2:
+        if (!read_varint(w, &v) || v > (uint64_t)(w->end - w->p)) return -1;
+        *data = w->p;
+        *len = (size_t)v;
+        w->p += v;
+        return 1;
+    default: return -1;
+    }
+}
+
+/* The nodes of a graph being converted: gp->node, or the NodeProto fields
+ * of the top graph's bytes, each unpacked when it is reached into a
+ * scratch reset for the next. Nodes are read in order, twice (outputs
+ * first, then inputs and attributes). */
+struct node_src {
+    const Onnx__GraphProto *gp;
+    const uint8_t *bytes;  /* the GraphProto's bytes when streamed, else NULL */
+    size_t len, n, next;
+    wire at;
+    scratch sc;
+    ProtobufCAllocator alloc;
+};
+
+static void node_src_rewind(node_src *ns) {
+    ns->next = 0;
+    ns->at = (wire){ns->bytes, ns->bytes + ns->len};
+}
+
+/* Frees what the last streamed node left in the scratch (big blocks the
+ * model did not adopt) and makes it ready for the next. */
+static void node_src_reset(node_src *ns) {
+    for (size_t k = 0; k < ns->sc.n_big; k++) free(ns->sc.big[k]);
+    ns->sc.n_big = 0;
+    seam_arena_reset(&ns->sc.arena);
+}
+
+/* Node ns->next, or NULL with *st set. */
+static const Onnx__NodeProto *node_src_next(loader *L, node_src *ns, seam_status *st) {
+    size_t i = ns->next++;
+    if (!ns->bytes) return ns->gp->node[i];
+    node_src_reset(ns);
+    uint32_t num, type;
+    const uint8_t *data;
+    size_t len;
+    while (next_field(&ns->at, &num, &type, &data, &len) == 1) {
+        if (num != 1) continue;
+        Onnx__NodeProto *np = onnx__node_proto__unpack(&ns->alloc, len, data);
+        if (!np) {
+            *st = ns->sc.oom ? OOM(L)
+                             : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
+                                          "not an ONNX model: the protobuf is malformed or truncated");
+            return NULL;
+        }
+        if (ns->sc.n_big) qsort(ns->sc.big, ns->sc.n_big, sizeof(void *), cmp_ptr);
+        return np;
+    }
+    *st = seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR, "not an ONNX model: the protobuf is malformed or truncated");
+    return NULL;
+}
+
+/* Output count of the streamed NodeProto at data, for presizing. */
+static size_t node_output_count(const uint8_t *data, size_t len) {
+    wire w = {data, data + len};
+    uint32_t num, type;
+    const uint8_t *d;
+    size_t l, n = 0;
+    while (next_field(&w, &num, &type, &d, &l) == 1) n += num == 2 && type == 2;
+    return n;
+}
+
+/* The top GraphProto at data without its nodes: every other field is
+ * unpacked on its own into gp; the NodeProto fields are left to ns. false
+ * when the bytes hold something the walk does not expect (the caller then
+ * unpacks the whole model). */
+static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
+                         Onnx__GraphProto **gp_out, node_src *ns, size_t *n_outputs) {
+    const ProtobufCMessageDescriptor *desc = &onnx__graph_proto__descriptor;
+    Onnx__GraphProto *gp = scratch_alloc(sc, sizeof(*gp));
+    if (!gp) return false;
+    onnx__graph_proto__init(gp);
+    /* first pass: check the framing, count each repeated field */
+    size_t count[32] = {0};
+    size_t n_nodes = 0, n_out = 0;
+    wire w = {data, data + len};
+    uint32_t num, type;
+    const uint8_t *d;
+    size_t l;
+    int r;
+    while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
+        if (!f) continue; /* unknown to this schema: protobuf-c skips it too */
+        if (type != 2 || num >= 32) return false;
+        if (num == 1) {
+            n_nodes++;
+            n_out += node_output_count(d, l);
+        } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            if (f->type != PROTOBUF_C_TYPE_MESSAGE) return false;
+            count[num]++;
+        } else if (f->type != PROTOBUF_C_TYPE_STRING) {
+            return false;
+        }
+    }
+    if (r < 0) return false;
+    for (unsigned k = 0; k < desc->n_fields; k++) {
+        const ProtobufCFieldDescriptor *f = &desc->fields[k];
+        if (f->id == 1 || f->label != PROTOBUF_C_LABEL_REPEATED || !count[f->id]) continue;
+        void **arr = scratch_alloc(sc, sizeof(void *) * count[f->id]);
+        if (!arr) return false;
+        *(void ***)((char *)gp + f->offset) = arr;
+    }
+    /* second pass: unpack every field but the nodes */
+    w = (wire){data, data + len};
+    while (next_field(&w, &num, &type, &d, &l) == 1) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
+        if (!f || num == 1) continue;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            ProtobufCMessage *msg = protobuf_c_message_unpack(f->descriptor, alloc, l, d);
+            if (!msg) return false;
+            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
+            (*(void ***)((char *)gp + f->offset))[(*n)++] = msg;
+        } else {
+            char *str = scratch_alloc(sc, l + 1);
+            if (!str) return false;
+            memcpy(str, d, l);
+            str[l] = 0;
+            *(char **)((char *)gp + f->offset) = str; /* the last one wins, as in protobuf */
+        }
+    }
+    *gp_out = gp;
+    ns->gp = gp;
+    ns->bytes = data;
+    ns->len = len;
+    ns->n = n_nodes;
+    *n_outputs = n_out;
+    return true;
+}
+
+/* A ModelProto whose one graph field is streamed: everything else is
+ * unpacked as one ModelProto (without the graph), the graph by
+ * stream_graph. false when the layout is not the expected one. */
+static bool stream_model(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t size,
+                         Onnx__ModelProto **mp_out, Onnx__GraphProto **gp_out, node_src *ns, size_t *n_outputs) {
+    wire w = {data, data + size};
+    uint32_t num, type;
+    const uint8_t *d, *gdata = NULL, *field_start = data, *gstart = NULL, *gend = NULL;
+    size_t l, glen = 0;
+    int r, n_graph = 0;
+    while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
+        if (num == 7) {
+            if (type != 2) return false;
+            n_graph++;
+            gdata = d;
+            glen = l;
+            gstart = field_start;
+            gend = w.p;
+        }
+        field_start = w.p;
+    }
+    if (r < 0 || n_graph != 1) return false;
+    size_t rest = size - (size_t)(gend - gstart);
+    uint8_t *buf = malloc(rest ? rest : 1);
+    if (!buf) return false;
+    memcpy(buf, data, (size_t)(gstart - data));
+    memcpy(buf + (gstart - data), gend, (size_t)(data + size - gend));
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(alloc, rest, buf);
+    free(buf);
+    if (!mp) return false;
+    *mp_out = mp;
+    return stream_graph(sc, alloc, gdata, glen, gp_out, ns, n_outputs);
+}
+
+/* Converts gp; its nodes come from ns when streamed (the top graph), else
+ * from gp->node (ns NULL). */
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
+                                 ir_graph **out) {
     if (depth > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graphs are nested more than 64 deep");
     ir_graph *g = ir_graph_new(L->m, parent);
     if (!g) return OOM(L);
@@ -673,16 +900,22 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
     seam_status st;
     char lab[300];
 
+    node_src own = {.gp = gp, .n = gp->n_node};
+    if (!ns) ns = &own;
+    size_t n_node = ns->n;
+
     /* Presize: every value is an input, an initializer or a node output. */
     size_t nv = gp->n_input + gp->n_initializer + gp->n_sparse_initializer;
-    for (size_t i = 0; i < gp->n_node; i++) nv += gp->node[i]->n_output;
-    if (gp->n_node > INT32_MAX / 2 || nv > INT32_MAX / 2)
+    if (ns->bytes) nv += L->n_stream_outputs;
+    else
+        for (size_t i = 0; i < n_node; i++) nv += gp->node[i]->n_output;
+    if (n_node > INT32_MAX / 2 || nv > INT32_MAX / 2)
         return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s' is too big", g->name);
     g->values = seam_arena_alloc(L->a, sizeof(ir_value) * (nv + 1));
-    g->nodes = seam_arena_alloc(L->a, sizeof(ir_node) * (gp->n_node + 1));
+    g->nodes = seam_arena_alloc(L->a, sizeof(ir_node) * (n_node + 1));
     if (!g->values || !g->nodes) return OOM(L);
     g->cap_values = (int32_t)nv + 1;
-    g->cap_nodes = (int32_t)gp->n_node + 1;
+    g->cap_nodes = (int32_t)n_node + 1;
     g->names = ir_names_new(L->a, (uint32_t)nv);
     if (!g->names) return OOM(L);
 
@@ -756,8 +989,10 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
 
     /* nodes: first every output, so bodies and unsorted files can refer
      * to values defined further down */
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
+    node_src_rewind(ns);
+    for (size_t i = 0; i < n_node; i++) {
+        const Onnx__NodeProto *np = node_src_next(L, ns, &st);
+        if (!np) return st;
         int32_t idx = ir_graph_add_node(g);
         if (idx < 0) return OOM(L);
         ir_node *n = &g->nodes[idx];
@@ -786,8 +1021,12 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
         }
     }
     if ((st = name_nodes(L, g))) return st;
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
+    node_src_rewind(ns);
+    scratch *outer_sc = L->sc;
+    if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
+    for (size_t i = 0; i < n_node; i++) {
+        const Onnx__NodeProto *np = node_src_next(L, ns, &st);
+        if (!np) return st;
         ir_node *n = &g->nodes[i];
         n->n_inputs = (int32_t)np->n_input;
         for (size_t k = 0; k < np->n_input; k++) {
@@ -806,6 +1045,9 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
                                       ir_node_label(g, (int32_t)i, lab, sizeof(lab)), n->attrs[k].name);
         }
     }
+
+    L->sc = outer_sc;
+    if (ns->bytes) node_src_reset(ns);
 
     /* outputs */
     g->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_output + 1));
@@ -842,10 +1084,12 @@ static seam_status pack_blob(loader *L, const ProtobufCMessage *msg, ir_bytes *o
     return SEAM_STATUS_OK;
 }
 
-static seam_status convert_model(loader *L, const Onnx__ModelProto *mp) {
+/* gp and ns: the streamed top graph, or NULL to use mp->graph. */
+static seam_status convert_model(loader *L, const Onnx__ModelProto *mp, const Onnx__GraphProto *gp, node_src *ns) {
     struct seam_model *m = L->m;
     seam_status st;
-    if (!mp->graph) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "the model has no graph (is this an ONNX file?)");
+    if (!gp) gp = mp->graph;
+    if (!gp) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "the model has no graph (is this an ONNX file?)");
     m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     m->model_version = mp->has_model_version ? mp->model_version : 0;
     m->producer_name = dup_str(L, mp->producer_name);
@@ -875,7 +1119,7 @@ static seam_status convert_model(loader *L, const Onnx__ModelProto *mp) {
         if ((st = pack_blob(L, &mp->functions[k]->base, &m->functions[m->n_functions++]))) return st;
     for (size_t k = 0; k < mp->n_training_info; k++)
         if ((st = pack_blob(L, &mp->training_info[k]->base, &m->training_infos[m->n_training_infos++]))) return st;
-    return convert_graph(L, mp->graph, NULL, 0, &m->graph);
+    return convert_graph(L, gp, ns, NULL, 0, &m->graph);
 }
 
 static void model_free(struct seam_model *m) {
@@ -906,7 +1150,7 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
         st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "%s: not a TensorProto (malformed or truncated)", what);
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0};
+        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0};
         st = convert_tensor(&L, tp, "tensor", &x);
         if (!st && x->dtype == SEAM_DTYPE_STRING)
             st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors are not supported as inputs", what);
@@ -948,7 +1192,22 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
     scratch sc = {0};
     seam_arena_init(&sc.arena, (size_t)1 << 20);
     ProtobufCAllocator alloc = {scratch_alloc, scratch_free, &sc};
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
+    node_src ns = {0};
+    seam_arena_init(&ns.sc.arena, (size_t)1 << 16);
+    ns.alloc = (ProtobufCAllocator){scratch_alloc, scratch_free, &ns.sc};
+    Onnx__ModelProto *mp = NULL;
+    Onnx__GraphProto *gp = NULL;
+    size_t n_stream_outputs = 0;
+    if (ctx->load_whole || !stream_model(&sc, &alloc, data, size, &mp, &gp, &ns, &n_stream_outputs)) {
+        /* not the expected layout: unpack the whole model, which also
+         * reports what is wrong with it */
+        scratch_release(&sc);
+        sc = (scratch){0};
+        seam_arena_init(&sc.arena, (size_t)1 << 20);
+        gp = NULL;
+        ns.bytes = NULL;
+        mp = onnx__model_proto__unpack(&alloc, size, data);
+    }
     seam_status st = SEAM_STATUS_OK;
     if (!mp) {
         st = sc.oom ? seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while parsing the model")
@@ -956,12 +1215,13 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
                                  "not an ONNX model: the protobuf is malformed or truncated");
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0};
+        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs};
         L.interned = ir_names_new(&m->arena, 256);
         m->base_dir = base_dir ? seam_arena_strdup(&m->arena, base_dir) : NULL;
         L.base_dir = m->base_dir;
-        st = L.interned ? convert_model(&L, mp) : OOM(&L);
+        st = L.interned ? convert_model(&L, mp, gp, gp ? &ns : NULL) : OOM(&L);
     }
+    scratch_release(&ns.sc);
     scratch_release(&sc); /* the protobuf structures end here */
     if (!st) st = ir_graph_link(ctx, m->graph);
     if (!st) st = ir_infer_model(m);
