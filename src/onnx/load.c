@@ -776,6 +776,17 @@ static const Onnx__NodeProto *node_src_next(loader *L, node_src *ns, seam_status
     return NULL;
 }
 
+/* Moves past node ns->next without unpacking it. */
+static void node_src_skip(node_src *ns) {
+    ns->next++;
+    if (!ns->bytes) return;
+    uint32_t num, type;
+    const uint8_t *data;
+    size_t len;
+    while (next_field(&ns->at, &num, &type, &data, &len) == 1)
+        if (num == 1) return;
+}
+
 /* Output count of the streamed NodeProto at data, for presizing. */
 static size_t node_output_count(const uint8_t *data, size_t len) {
     wire w = {data, data + len};
@@ -887,6 +898,42 @@ static bool stream_model(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
     return stream_graph(sc, alloc, gdata, glen, gp_out, ns, n_outputs);
 }
 
+/* Inputs and attributes of node i from np. */
+static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodeProto *np, int32_t i, int depth) {
+    ir_node *n = &g->nodes[i];
+    char lab[300];
+    n->n_inputs = (int32_t)np->n_input;
+    for (size_t k = 0; k < np->n_input; k++) {
+        const char *nm = np->input[k] ? np->input[k] : "";
+        n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
+        if (n->inputs[k] == -2) return OOM(L);
+    }
+    n->n_attrs = (int32_t)np->n_attribute;
+    n->attrs = np->n_attribute ? seam_arena_calloc(L->a, np->n_attribute, sizeof(ir_attr)) : NULL;
+    if (np->n_attribute && !n->attrs) return OOM(L);
+    seam_status st;
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        if ((st = convert_attr(L, np->attribute[k], g, i, depth, &n->attrs[k]))) return st;
+        for (size_t j = 0; j < k; j++)
+            if (strcmp(n->attrs[j].name, n->attrs[k].name) == 0)
+                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice",
+                                  ir_node_label(g, i, lab, sizeof(lab)), n->attrs[k].name);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* True when np's inputs are all defined in g already and it holds no body,
+ * so converting it now gives what the second pass would. */
+static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np) {
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        const Onnx__AttributeProto *ap = np->attribute[k];
+        if (ap->g || ap->n_graphs) return false;
+    }
+    for (size_t k = 0; k < np->n_input; k++)
+        if (np->input[k] && np->input[k][0] && ir_graph_find(g, np->input[k]) < 0) return false;
+    return true;
+}
+
 /* Converts gp; its nodes come from ns when streamed (the top graph), else
  * from gp->node (ns NULL). */
 static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
@@ -898,7 +945,6 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     g->name = dup_str(L, gp->name);
     g->doc = dup_str(L, gp->doc_string);
     seam_status st;
-    char lab[300];
 
     node_src own = {.gp = gp, .n = gp->n_node};
     if (!ns) ns = &own;
@@ -989,6 +1035,8 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
 
     /* nodes: first every output, so bodies and unsorted files can refer
      * to values defined further down */
+    uint8_t *done = seam_arena_calloc(L->a, n_node + 1, 1); /* nodes finished in the first pass */
+    if (!done) return OOM(L);
     node_src_rewind(ns);
     for (size_t i = 0; i < n_node; i++) {
         const Onnx__NodeProto *np = node_src_next(L, ns, &st);
@@ -1019,33 +1067,34 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
             if (v < 0) return OOM(L);
             n->outputs[k] = v; /* a second producer is reported by linking */
         }
+        /* Most nodes can be finished now, while their NodeProto is at hand:
+         * a named node whose inputs are all defined and which holds no
+         * body. The others wait for the second pass, as does any node whose
+         * inputs or attributes fail here (the errors then come in the
+         * order the passes give them). */
+        if (n->name[0] && node_ready(g, np)) {
+            scratch *outer_sc = L->sc;
+            if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
+            st = convert_node_rest(L, g, np, (int32_t)i, depth);
+            L->sc = outer_sc;
+            if (!st) done[i] = 1;
+        }
     }
     if ((st = name_nodes(L, g))) return st;
     node_src_rewind(ns);
     scratch *outer_sc = L->sc;
-    if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
+    if (ns->bytes) L->sc = &ns->sc;
     for (size_t i = 0; i < n_node; i++) {
-        const Onnx__NodeProto *np = node_src_next(L, ns, &st);
-        if (!np) return st;
-        ir_node *n = &g->nodes[i];
-        n->n_inputs = (int32_t)np->n_input;
-        for (size_t k = 0; k < np->n_input; k++) {
-            const char *nm = np->input[k] ? np->input[k] : "";
-            n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
-            if (n->inputs[k] == -2) return OOM(L);
+        if (done[i]) {
+            node_src_skip(ns);
+            continue;
         }
-        n->n_attrs = (int32_t)np->n_attribute;
-        n->attrs = np->n_attribute ? seam_arena_calloc(L->a, np->n_attribute, sizeof(ir_attr)) : NULL;
-        if (np->n_attribute && !n->attrs) return OOM(L);
-        for (size_t k = 0; k < np->n_attribute; k++) {
-            if ((st = convert_attr(L, np->attribute[k], g, (int32_t)i, depth, &n->attrs[k]))) return st;
-            for (size_t j = 0; j < k; j++)
-                if (strcmp(n->attrs[j].name, n->attrs[k].name) == 0)
-                    return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice",
-                                      ir_node_label(g, (int32_t)i, lab, sizeof(lab)), n->attrs[k].name);
+        const Onnx__NodeProto *np = node_src_next(L, ns, &st);
+        if (!np || (st = convert_node_rest(L, g, np, (int32_t)i, depth))) {
+            L->sc = outer_sc;
+            return st;
         }
     }
-
     L->sc = outer_sc;
     if (ns->bytes) node_src_reset(ns);
 
@@ -1223,8 +1272,11 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
     }
     scratch_release(&ns.sc);
     scratch_release(&sc); /* the protobuf structures end here */
+    seam_phase(ctx, "load: convert");
     if (!st) st = ir_graph_link(ctx, m->graph);
+    seam_phase(ctx, "load: link");
     if (!st) st = ir_infer_model(m);
+    seam_phase(ctx, "load: infer");
     if (st) {
         model_free(m);
         return st;
@@ -1259,6 +1311,7 @@ seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **mo
     char dir[PATH_MAX], real[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", path);
     char *slash = strrchr(dir, '/');
+    seam_phase(ctx, "start");
     if (slash) {
         if (slash == dir) slash[1] = 0;
         else *slash = 0;

@@ -791,8 +791,11 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
         goto done;
     }
     for (int32_t t = 0; t < pr.n_targets; t++) pr.p->target_names[t] = plan_strdup(pr.p, pr.targets[t]->name);
+    seam_phase(m->ctx, "partition: setup");
     if ((st = compute_support(&pr))) goto done;
+    seam_phase(m->ctx, "partition: support");
     if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
+    seam_phase(m->ctx, "partition: cost model");
     if (pr.p->counted && (double)pr.p->supported < opts->min_support * (double)pr.p->counted - 1e-9) {
         st = seam_error(m->ctx, SEAM_STATUS_UNSUPPORTED,
                         "%.2f%% of operations (%d of %d) are supported, below the required minimum of %.2f%%",
@@ -800,7 +803,9 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
         goto done;
     }
     if ((st = assign(&pr))) goto done;
+    seam_phase(m->ctx, "partition: assign");
     if ((st = plan_group(m->ctx, pr.p))) goto done;
+    seam_phase(m->ctx, "partition: group");
     if (pr.n_targets > 1) {
         /* several targets: try the neighbour-aware choice; keep it only
          * if it gives fewer device subgraphs */
@@ -827,8 +832,10 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
         }
     }
     if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = place_by_cost(&pr))) goto done;
+    seam_phase(m->ctx, "partition: cost");
     if ((st = enforce(&pr))) goto done;
     estimate_final(&pr);
+    seam_phase(m->ctx, "partition: constraints");
 done:
     free(pr.supported_by);
     free(pr.pinned);
@@ -1220,6 +1227,7 @@ seam_status seam_plan_json(const seam_plan *plan, const char *model_name, char *
         }
         p->json = j.s;
         p->json_len = j.len - 1;
+        seam_phase(p->model->ctx, "plan json");
     }
     if (needed) *needed = p->json_len + 1;
     if (buf && size) {
