@@ -224,13 +224,31 @@ static bool infer_graph(struct seam_model *m, ir_graph *g) {
         ir_value *v = &g->values[k];
         if (v->init && !v->konst) v->konst = v->init;
     }
+    /* The op's opset, registry entry and checks, by the (domain, op type)
+     * pointers: the loader keeps one copy of each op type's name, so a
+     * graph has few distinct pairs. */
+    struct {
+        const char *domain, *op_type;
+        int32_t opset;
+        const seam_op_def *def;
+        op_checks checks;
+    } cache[64];
+    memset(cache, 0, sizeof(cache));
     for (int32_t t = 0; t < g->n_nodes; t++) {
         int32_t idx = g->topo[t];
         ir_node *n = &g->nodes[idx];
-        n->opset = (int32_t)seam_op_opset(m, n->domain);
-        if (!n->def) n->def = seam_op_find(n->domain, n->op_type, n->opset);
+        size_t h = (((uintptr_t)n->op_type >> 3) ^ ((uintptr_t)n->domain >> 7)) & 63;
+        if (cache[h].op_type != n->op_type || cache[h].domain != n->domain) {
+            cache[h].domain = n->domain;
+            cache[h].op_type = n->op_type;
+            cache[h].opset = (int32_t)seam_op_opset(m, n->domain);
+            cache[h].def = seam_op_find(n->domain, n->op_type, cache[h].opset);
+            op_checks_find(n->domain, n->op_type, &cache[h].checks);
+        }
+        n->opset = cache[h].opset;
+        if (!n->def) n->def = cache[h].def;
         char why[256], lab[300];
-        if (!op_validate(g, n, why, sizeof(why))) {
+        if (!op_validate_with(g, n, &cache[h].checks, why, sizeof(why))) {
             seam_error(m->ctx, SEAM_STATUS_INVALID_MODEL, "%s: %s", ir_node_label(g, idx, lab, sizeof(lab)), why);
             return false;
         }
