@@ -19,7 +19,7 @@ void seam_arena_init(seam_arena *a, size_t chunk_size);
 void *seam_arena_alloc(seam_arena *a, size_t size);
 /* As seam_arena_alloc, zero-filled; also NULL if n * size overflows. */
 void *seam_arena_calloc(seam_arena *a, size_t n, size_t size);
-/* Copies s (NULL gives ""). */
+/* Copies s (NULL gives ""); strings are packed, not aligned. */
 char *seam_arena_strdup(seam_arena *a, const char *s);
 char *seam_arena_strndup(seam_arena *a, const char *s, size_t n);
 /* Copies n bytes of p (p may be NULL when n is 0); never returns NULL for

@@ -114,6 +114,7 @@ typedef struct loader {
     const char **strings;
     int32_t n_interned, cap_interned;
     size_t n_stream_outputs; /* output count of the streamed top graph's nodes */
+    seam_arena tmp;          /* what only loading needs (name maps), freed after it */
 } loader;
 
 #define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
@@ -130,7 +131,7 @@ static const char *intern(loader *L, const char *s) {
     if (k >= 0) return L->strings[k];
     if (L->n_interned == L->cap_interned) {
         int32_t cap = L->cap_interned ? L->cap_interned * 2 : 64;
-        const char **n = seam_arena_alloc(L->a, sizeof(char *) * (size_t)cap);
+        const char **n = seam_arena_alloc(&L->tmp, sizeof(char *) * (size_t)cap);
         if (!n) return NULL;
         if (L->n_interned) memcpy(n, L->strings, sizeof(char *) * (size_t)L->n_interned);
         L->strings = n;
@@ -658,7 +659,7 @@ static seam_status name_nodes(loader *L, ir_graph *g) {
     bool any = false;
     for (int32_t i = 0; i < g->n_nodes && !any; i++) any = !g->nodes[i].name[0];
     if (!any) return SEAM_STATUS_OK;
-    ir_name_map *used = ir_names_new(L->a, (uint32_t)g->n_nodes);
+    ir_name_map *used = ir_names_new(&L->tmp, (uint32_t)g->n_nodes);
     if (!used) return OOM(L);
     for (int32_t i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].name[0] && !ir_names_put(used, g->nodes[i].name, i)) return OOM(L);
@@ -962,7 +963,8 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     if (!g->values || !g->nodes) return OOM(L);
     g->cap_values = (int32_t)nv + 1;
     g->cap_nodes = (int32_t)n_node + 1;
-    g->names = ir_names_new(L->a, (uint32_t)nv);
+    /* the top graph's map is dropped after loading; bodies keep theirs */
+    g->names = ir_names_new(parent ? L->a : &L->tmp, (uint32_t)nv);
     if (!g->names) return OOM(L);
 
     /* initializers */
@@ -1035,7 +1037,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
 
     /* nodes: first every output, so bodies and unsorted files can refer
      * to values defined further down */
-    uint8_t *done = seam_arena_calloc(L->a, n_node + 1, 1); /* nodes finished in the first pass */
+    uint8_t *done = seam_arena_calloc(&L->tmp, n_node + 1, 1); /* nodes finished in the first pass */
     if (!done) return OOM(L);
     node_src_rewind(ns);
     for (size_t i = 0; i < n_node; i++) {
@@ -1199,7 +1201,8 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
         st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "%s: not a TensorProto (malformed or truncated)", what);
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0};
+        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0, {0}};
+        seam_arena_init(&L.tmp, (size_t)1 << 12);
         st = convert_tensor(&L, tp, "tensor", &x);
         if (!st && x->dtype == SEAM_DTYPE_STRING)
             st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors are not supported as inputs", what);
@@ -1264,11 +1267,14 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
                                  "not an ONNX model: the protobuf is malformed or truncated");
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs};
-        L.interned = ir_names_new(&m->arena, 256);
+        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs, {0}};
+        seam_arena_init(&L.tmp, (size_t)1 << 16);
+        L.interned = ir_names_new(&L.tmp, 256);
         m->base_dir = base_dir ? seam_arena_strdup(&m->arena, base_dir) : NULL;
         L.base_dir = m->base_dir;
         st = L.interned ? convert_model(&L, mp, gp, gp ? &ns : NULL) : OOM(&L);
+        seam_arena_free(&L.tmp);
+        if (m->graph) m->graph->names = NULL; /* it lived in L.tmp */
     }
     scratch_release(&ns.sc);
     scratch_release(&sc); /* the protobuf structures end here */
