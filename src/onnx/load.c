@@ -115,6 +115,7 @@ typedef struct loader {
     int32_t n_interned, cap_interned;
     size_t n_stream_outputs; /* output count of the streamed top graph's nodes */
     seam_arena tmp;          /* what only loading needs (name maps), freed after it */
+    const char *recent[4];   /* the last interned strings, newest first */
 } loader;
 
 #define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
@@ -127,8 +128,12 @@ static const char *dup_str(loader *L, const char *s) {
 /* Op types and domains repeat: keep one copy of each. */
 static const char *intern(loader *L, const char *s) {
     if (!s) s = "";
+    /* a few op types and domains make most of a graph: try the last few */
+    for (int j = 0; j < 4; j++)
+        if (L->recent[j] && strcmp(L->recent[j], s) == 0) return L->recent[j];
+    memmove(L->recent + 1, L->recent, sizeof(L->recent) - sizeof(L->recent[0]));
     int32_t k = ir_names_get(L->interned, s);
-    if (k >= 0) return L->strings[k];
+    if (k >= 0) return L->recent[0] = L->strings[k];
     if (L->n_interned == L->cap_interned) {
         int32_t cap = L->cap_interned ? L->cap_interned * 2 : 64;
         const char **n = seam_arena_alloc(&L->tmp, sizeof(char *) * (size_t)cap);
@@ -140,7 +145,7 @@ static const char *intern(loader *L, const char *s) {
     const char *c = seam_arena_strdup(L->a, s);
     if (!c || !ir_names_put(L->interned, c, L->n_interned)) return NULL;
     L->strings[L->n_interned++] = c;
-    return c;
+    return L->recent[0] = c;
 }
 
 /* ---- tensors ---- */
@@ -683,7 +688,11 @@ typedef struct wire {
     const uint8_t *p, *end;
 } wire;
 
-static bool read_varint(wire *w, uint64_t *v) {
+static inline bool read_varint(wire *w, uint64_t *v) {
+    if (w->p < w->end && *w->p < 0x80) { /* most tags and lengths: one byte */
+        *v = *w->p++;
+        return true;
+    }
     uint64_t x = 0;
     for (int shift = 0; shift < 64 && w->p < w->end; shift += 7) {
         uint8_t b = *w->p++;
@@ -699,7 +708,7 @@ static bool read_varint(wire *w, uint64_t *v) {
 /* The next field of the message in w: its number and wire type, and for
  * length-delimited fields its bytes. 1: a field; 0: the end; -1: malformed
  * or a group. */
-static int next_field(wire *w, uint32_t *num, uint32_t *type, const uint8_t **data, size_t *len) {
+static inline int next_field(wire *w, uint32_t *num, uint32_t *type, const uint8_t **data, size_t *len) {
     if (w->p >= w->end) return 0;
     uint64_t tag, v;
     if (!read_varint(w, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX) return -1;
@@ -1201,7 +1210,7 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
         st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "%s: not a TensorProto (malformed or truncated)", what);
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0, {0}};
+        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0, {0}, {0}};
         seam_arena_init(&L.tmp, (size_t)1 << 12);
         st = convert_tensor(&L, tp, "tensor", &x);
         if (!st && x->dtype == SEAM_DTYPE_STRING)
@@ -1267,7 +1276,7 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
                                  "not an ONNX model: the protobuf is malformed or truncated");
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs, {0}};
+        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs, {0}, {0}};
         seam_arena_init(&L.tmp, (size_t)1 << 16);
         L.interned = ir_names_new(&L.tmp, 256);
         m->base_dir = base_dir ? seam_arena_strdup(&m->arena, base_dir) : NULL;
