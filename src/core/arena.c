@@ -96,6 +96,10 @@ static void *arena_alloc(seam_arena *a, size_t size, size_t align) {
 
 void *seam_arena_alloc(seam_arena *a, size_t size) { return arena_alloc(a, size, 16); }
 
+void *seam_arena_alloc_aligned(seam_arena *a, size_t size, size_t align) {
+    return arena_alloc(a, size, align && align <= 16 && !(align & (align - 1)) ? align : 16);
+}
+
 void *seam_arena_calloc(seam_arena *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
     void *p = seam_arena_alloc(a, n * size);

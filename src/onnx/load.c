@@ -1064,7 +1064,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
         /* inputs and outputs share one allocation */
         n->n_outputs = (int32_t)np->n_output;
-        n->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1));
+        n->outputs = seam_arena_alloc_aligned(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1), 4);
         if (!n->outputs) return OOM(L);
         n->inputs = n->outputs + np->n_output;
         for (size_t k = 0; k < np->n_output; k++) {

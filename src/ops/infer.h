@@ -33,6 +33,7 @@ struct seam_infer {
     int32_t node;        /* index of n in g */
     seam_arena *arena;   /* the model's arena, for anything kept */
     bool *failed;        /* set when a node (here or in a body) fails op_validate */
+    struct infer_dims_cache *dims_cache; /* shapes made so far, shared (may be NULL) */
 };
 
 /* ---- inputs ---- */
