@@ -745,13 +745,48 @@ struct node_src {
     const uint8_t *bytes;  /* the GraphProto's bytes when streamed, else NULL */
     size_t len, n, next;
     wire at;
+    const uint8_t *cur;    /* the bytes of the node node_src_next gave last */
+    size_t cur_len;
+    /* The bytes are the loader's own private map of the file: the pages
+     * the walk has passed are given back (they stay in the page cache),
+     * so the file is not resident next to the graph it becomes. */
+    bool release;
+    const uint8_t *released;
     scratch sc;
     ProtobufCAllocator alloc;
 };
 
+#define RELEASE_STEP ((size_t)4 << 20)
+
+static void release_behind(node_src *ns, const uint8_t *p) {
+    if (!ns->release || p < ns->released || (size_t)(p - ns->released) < RELEASE_STEP) return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)ns->released + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t to = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
+    ns->released = p;
+}
+
 static void node_src_rewind(node_src *ns) {
     ns->next = 0;
     ns->at = (wire){ns->bytes, ns->bytes + ns->len};
+    ns->released = ns->bytes;
+}
+
+static void node_src_reset(node_src *ns);
+
+/* Unpacks the NodeProto at data into the node scratch. */
+static const Onnx__NodeProto *node_unpack(loader *L, node_src *ns, const uint8_t *data, size_t len, seam_status *st) {
+    node_src_reset(ns);
+    Onnx__NodeProto *np = onnx__node_proto__unpack(&ns->alloc, len, data);
+    if (!np) {
+        *st = ns->sc.oom ? OOM(L)
+                         : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
+                                      "not an ONNX model: the protobuf is malformed or truncated");
+        return NULL;
+    }
+    if (ns->sc.n_big) qsort(ns->sc.big, ns->sc.n_big, sizeof(void *), cmp_ptr);
+    return np;
 }
 
 /* Frees what the last streamed node left in the scratch (big blocks the
@@ -766,35 +801,18 @@ static void node_src_reset(node_src *ns) {
 static const Onnx__NodeProto *node_src_next(loader *L, node_src *ns, seam_status *st) {
     size_t i = ns->next++;
     if (!ns->bytes) return ns->gp->node[i];
-    node_src_reset(ns);
     uint32_t num, type;
     const uint8_t *data;
     size_t len;
     while (next_field(&ns->at, &num, &type, &data, &len) == 1) {
         if (num != 1) continue;
-        Onnx__NodeProto *np = onnx__node_proto__unpack(&ns->alloc, len, data);
-        if (!np) {
-            *st = ns->sc.oom ? OOM(L)
-                             : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
-                                          "not an ONNX model: the protobuf is malformed or truncated");
-            return NULL;
-        }
-        if (ns->sc.n_big) qsort(ns->sc.big, ns->sc.n_big, sizeof(void *), cmp_ptr);
-        return np;
+        release_behind(ns, data);
+        ns->cur = data;
+        ns->cur_len = len;
+        return node_unpack(L, ns, data, len, st);
     }
     *st = seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR, "not an ONNX model: the protobuf is malformed or truncated");
     return NULL;
-}
-
-/* Moves past node ns->next without unpacking it. */
-static void node_src_skip(node_src *ns) {
-    ns->next++;
-    if (!ns->bytes) return;
-    uint32_t num, type;
-    const uint8_t *data;
-    size_t len;
-    while (next_field(&ns->at, &num, &type, &data, &len) == 1)
-        if (num == 1) return;
 }
 
 /* Output count of the streamed NodeProto at data, for presizing. */
@@ -1046,8 +1064,13 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
 
     /* nodes: first every output, so bodies and unsorted files can refer
      * to values defined further down */
-    uint8_t *done = seam_arena_calloc(&L->tmp, n_node + 1, 1); /* nodes finished in the first pass */
-    if (!done) return OOM(L);
+    /* nodes left for the second pass: index, and bytes when streamed */
+    typedef struct pending {
+        size_t i, len;
+        const uint8_t *data;
+    } pending;
+    pending *later = NULL;
+    size_t n_later = 0, cap_later = 0;
     node_src_rewind(ns);
     for (size_t i = 0; i < n_node; i++) {
         const Onnx__NodeProto *np = node_src_next(L, ns, &st);
@@ -1088,19 +1111,24 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
             if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
             st = convert_node_rest(L, g, np, (int32_t)i, depth);
             L->sc = outer_sc;
-            if (!st) done[i] = 1;
+            if (!st) continue;
         }
+        if (n_later == cap_later) {
+            size_t cap = cap_later ? cap_later * 2 : 64;
+            pending *nl = seam_arena_alloc(&L->tmp, sizeof(pending) * cap);
+            if (!nl) return OOM(L);
+            if (n_later) memcpy(nl, later, sizeof(pending) * n_later);
+            later = nl;
+            cap_later = cap;
+        }
+        later[n_later++] = (pending){i, ns->cur_len, ns->cur};
     }
     if ((st = name_nodes(L, g))) return st;
-    node_src_rewind(ns);
     scratch *outer_sc = L->sc;
     if (ns->bytes) L->sc = &ns->sc;
-    for (size_t i = 0; i < n_node; i++) {
-        if (done[i]) {
-            node_src_skip(ns);
-            continue;
-        }
-        const Onnx__NodeProto *np = node_src_next(L, ns, &st);
+    for (size_t k = 0; k < n_later; k++) {
+        size_t i = later[k].i;
+        const Onnx__NodeProto *np = ns->bytes ? node_unpack(L, ns, later[k].data, later[k].len, &st) : gp->node[i];
         if (!np || (st = convert_node_rest(L, g, np, (int32_t)i, depth))) {
             L->sc = outer_sc;
             return st;
@@ -1243,7 +1271,9 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
     return st;
 }
 
-static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir,
+/* own_map: data is the loader's private map of the file, whose pages it
+ * may give back once read. */
+static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir, bool own_map,
                               seam_model **model_out) {
     if (size == 0) return seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "the file is empty");
     struct seam_model *m = calloc(1, sizeof(*m));
@@ -1254,6 +1284,7 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
     seam_arena_init(&sc.arena, (size_t)1 << 20);
     ProtobufCAllocator alloc = {scratch_alloc, scratch_free, &sc};
     node_src ns = {0};
+    ns.release = own_map;
     seam_arena_init(&ns.sc.arena, (size_t)1 << 16);
     ns.alloc = (ProtobufCAllocator){scratch_alloc, scratch_free, &ns.sc};
     Onnx__ModelProto *mp = NULL;
@@ -1308,7 +1339,7 @@ seam_status seam_model_load_buffer(seam_context *ctx, const void *data, size_t s
     char real[PATH_MAX];
     if (base_dir && !realpath(base_dir, real))
         return seam_error(ctx, SEAM_STATUS_IO_ERROR, "cannot resolve folder '%s': %s", base_dir, strerror(errno));
-    return load_bytes(ctx, data, size, base_dir ? real : NULL, model_out);
+    return load_bytes(ctx, data, size, base_dir ? real : NULL, false, model_out);
 }
 
 seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **model_out) {
@@ -1347,7 +1378,7 @@ seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **mo
         void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         close(fd);
         if (p == MAP_FAILED) return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot map: %s", path, strerror(errno));
-        st = load_bytes(ctx, p, size, real, model_out);
+        st = load_bytes(ctx, p, size, real, true, model_out);
         munmap(p, size);
     }
     if (st) seam_error_prefix(ctx, "%s", path);

@@ -523,6 +523,16 @@ static seam_status place_by_cost(partitioner *pr) {
     int32_t nn = g->n_nodes;
     const cost_model *cm = &pr->cm;
     seam_status st = SEAM_STATUS_OK;
+    double cap_cost = cost_plan(cm, p, true), all_cpu = 0;
+    bool cpu_allowed = true; /* no pin holds a node on a device */
+    for (int32_t i = 0; i < nn; i++) {
+        if (p->node_target[i] >= 0) all_cpu += cm->cpu_us[i];
+        cpu_allowed &= !(pr->pinned[i] && p->node_target[i] >= 0 && p->node_target[i] < pr->n_targets);
+    }
+    p->est = (seam_plan_estimate){cap_cost, all_cpu, cap_cost};
+    /* offloading never costs more: the capability plan, whose estimates
+     * cost_plan stored */
+    if (cm->trivial) return SEAM_STATUS_OK;
     int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *cap_of = NULL;
     cap_subgraph *cap_sg = NULL;
@@ -531,7 +541,6 @@ static seam_status place_by_cost(partitioner *pr) {
         goto done;
     }
     memcpy(cap, p->node_target, sizeof(int32_t) * (size_t)nn);
-    double cap_cost = cost_plan(cm, p, true), all_cpu = 0;
     /* the capability plan's subgraphs, to explain what the search moved:
      * per node its subgraph's node count, time there, launch + transfer,
      * and time on the CPU */
@@ -551,13 +560,6 @@ static seam_status place_by_cost(partitioner *pr) {
         }
         cap_sg[s] = (cap_subgraph){sg->n_nodes, nodes, sg->est_us - nodes, cpu, sg->boundary_bytes, 0};
     }
-    bool cpu_allowed = true; /* no pin holds a node on a device */
-    for (int32_t i = 0; i < nn; i++) {
-        if (p->node_target[i] >= 0) all_cpu += cm->cpu_us[i];
-        cpu_allowed &= !(pr->pinned[i] && p->node_target[i] >= 0 && p->node_target[i] < pr->n_targets);
-    }
-    p->est = (seam_plan_estimate){cap_cost, all_cpu, cap_cost};
-    if (cm->trivial) goto done; /* offloading never costs more: the capability plan */
     int32_t n_mov = 0;
     for (int32_t i = 0; i < nn; i++)
         if (movable(pr, i) && p->node_target[i] < pr->n_targets) mov[n_mov++] = i;
@@ -794,8 +796,6 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_phase(m->ctx, "partition: setup");
     if ((st = compute_support(&pr))) goto done;
     seam_phase(m->ctx, "partition: support");
-    if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
-    seam_phase(m->ctx, "partition: cost model");
     if (pr.p->counted && (double)pr.p->supported < opts->min_support * (double)pr.p->counted - 1e-9) {
         st = seam_error(m->ctx, SEAM_STATUS_UNSUPPORTED,
                         "%.2f%% of operations (%d of %d) are supported, below the required minimum of %.2f%%",
@@ -831,6 +831,9 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
             if (st) goto done;
         }
     }
+    /* made after grouping, in the memory grouping's scratch gave back */
+    if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
+    seam_phase(m->ctx, "partition: cost model");
     if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = place_by_cost(&pr))) goto done;
     seam_phase(m->ctx, "partition: cost");
     if ((st = enforce(&pr))) goto done;
