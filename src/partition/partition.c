@@ -903,13 +903,6 @@ static const char *reason_word(seam_reason r) {
     return "?";
 }
 
-/* "unsupported: npu: TopK is not supported" */
-static void reason_text(const seam_plan_node_info *n, char *buf, size_t len) {
-    if (n->detail[0]) snprintf(buf, len, "%s: %s", reason_word(n->reason), n->detail);
-    else if (n->reason == SEAM_REASON_SUPPORTED) snprintf(buf, len, "supported by %s", n->target);
-    else snprintf(buf, len, "%s", reason_word(n->reason));
-}
-
 /* Counts op in a JSON object kept in first-seen order. */
 static void count_op(json_t *hist, const char *op) {
     json_t *c = json_object_get(hist, op);
@@ -1026,9 +1019,8 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 /* A JSON string: '"' and '\\' escaped, control characters as jansson
  * writes them; bytes that are not UTF-8 (which jansson refuses) become
  * U+FFFD. */
-static void jt_str(jtext *j, const char *str, size_t n) {
+static void jt_esc(jtext *j, const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
-    JT_LIT(j, "\"");
     size_t run = 0; /* start of the bytes not yet written */
     for (size_t k = 0; k < n;) {
         unsigned c = s[k];
@@ -1062,6 +1054,11 @@ static void jt_str(jtext *j, const char *str, size_t n) {
         run = ++k;
     }
     jt_put(j, str + run, n - run);
+}
+
+static void jt_str(jtext *j, const char *str, size_t n) {
+    JT_LIT(j, "\"");
+    jt_esc(j, str, n);
     JT_LIT(j, "\"");
 }
 
@@ -1156,8 +1153,35 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
         jt_key(j, "target", false);
         jt_cstr(j, n.target);
         jt_key(j, "reason", false);
-        reason_text(&n, why, sizeof(why));
-        jt_cstr(j, why);
+        /* "unsupported: npu: TopK is not supported", "supported by npu",
+         * "constant": written in pieces (a million snprintf calls cost
+         * more than the rest of the text), cut at sizeof(why) - 1 bytes
+         * as the text always was */
+        const char *word = reason_word(n.reason);
+        size_t wl = strlen(word), dl = strlen(n.detail), tl = strlen(n.target);
+        if (n.detail[0] && wl + 2 + dl < sizeof(why)) {
+            JT_LIT(j, "\"");
+            jt_esc(j, word, wl);
+            JT_LIT(j, ": ");
+            jt_esc(j, n.detail, dl);
+            JT_LIT(j, "\"");
+        } else if (!n.detail[0] && n.reason == SEAM_REASON_SUPPORTED && 13 + tl < sizeof(why)) {
+            JT_LIT(j, "\"supported by ");
+            jt_esc(j, n.target, tl);
+            JT_LIT(j, "\"");
+        } else if (!n.detail[0] && n.reason != SEAM_REASON_SUPPORTED) {
+            jt_str(j, word, wl);
+        } else { /* longer than that: cut */
+            size_t at = 0;
+            const char *part[3] = {n.detail[0] ? word : "supported by ", n.detail[0] ? ": " : n.target, n.detail};
+            for (int k = 0; k < (n.detail[0] ? 3 : 2); k++) {
+                size_t pl = strlen(part[k]);
+                if (pl > sizeof(why) - 1 - at) pl = sizeof(why) - 1 - at;
+                memcpy(why + at, part[k], pl);
+                at += pl;
+            }
+            jt_str(j, why, at);
+        }
         JT_LIT(j, "}");
     }
     JT_LIT(j, "]");
