@@ -738,8 +738,9 @@ static inline int next_field(wire *w, uint32_t *num, uint32_t *type, const uint8
 
 /* The nodes of a graph being converted: gp->node, or the NodeProto fields
  * of the top graph's bytes, each unpacked when it is reached into a
- * scratch reset for the next. Nodes are read in order, twice (outputs
- * first, then inputs and attributes). */
+ * scratch reset for the next. Nodes are read once, in order; the few the
+ * first pass cannot finish (convert_graph) are unpacked again from their
+ * bytes. */
 struct node_src {
     const Onnx__GraphProto *gp;
     const uint8_t *bytes;  /* the GraphProto's bytes when streamed, else NULL */
