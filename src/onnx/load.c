@@ -927,12 +927,14 @@ static bool stream_model(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
     return stream_graph(sc, alloc, gdata, glen, gp_out, ns, n_outputs);
 }
 
-/* Inputs and attributes of node i from np. */
-static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodeProto *np, int32_t i, int depth) {
+/* Inputs and attributes of node i from np; with inputs_found, node_ready
+ * has already filled n->inputs. */
+static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodeProto *np, int32_t i, int depth,
+                                     bool inputs_found) {
     ir_node *n = &g->nodes[i];
     char lab[300];
     n->n_inputs = (int32_t)np->n_input;
-    for (size_t k = 0; k < np->n_input; k++) {
+    for (size_t k = 0; k < np->n_input && !inputs_found; k++) {
         const char *nm = np->input[k] ? np->input[k] : "";
         n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
         if (n->inputs[k] == -2) return OOM(L);
@@ -951,15 +953,18 @@ static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodePro
     return SEAM_STATUS_OK;
 }
 
-/* True when np's inputs are all defined in g already and it holds no body,
- * so converting it now gives what the second pass would. */
-static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np) {
+/* True when np's inputs are all defined in g already (their indices are
+ * then in n->inputs) and it holds no body, so converting it now gives what
+ * the second pass would. */
+static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n) {
     for (size_t k = 0; k < np->n_attribute; k++) {
         const Onnx__AttributeProto *ap = np->attribute[k];
         if (ap->g || ap->n_graphs) return false;
     }
-    for (size_t k = 0; k < np->n_input; k++)
-        if (np->input[k] && np->input[k][0] && ir_graph_find(g, np->input[k]) < 0) return false;
+    for (size_t k = 0; k < np->n_input; k++) {
+        n->inputs[k] = np->input[k] && np->input[k][0] ? ir_graph_find(g, np->input[k]) : -1;
+        if (n->inputs[k] < 0 && np->input[k] && np->input[k][0]) return false;
+    }
     return true;
 }
 
@@ -1107,10 +1112,10 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
          * body. The others wait for the second pass, as does any node whose
          * inputs or attributes fail here (the errors then come in the
          * order the passes give them). */
-        if (n->name[0] && node_ready(g, np)) {
+        if (n->name[0] && node_ready(g, np, n)) {
             scratch *outer_sc = L->sc;
             if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
-            st = convert_node_rest(L, g, np, (int32_t)i, depth);
+            st = convert_node_rest(L, g, np, (int32_t)i, depth, true);
             L->sc = outer_sc;
             if (!st) continue;
         }
@@ -1130,7 +1135,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     for (size_t k = 0; k < n_later; k++) {
         size_t i = later[k].i;
         const Onnx__NodeProto *np = ns->bytes ? node_unpack(L, ns, later[k].data, later[k].len, &st) : gp->node[i];
-        if (!np || (st = convert_node_rest(L, g, np, (int32_t)i, depth))) {
+        if (!np || (st = convert_node_rest(L, g, np, (int32_t)i, depth, false))) {
             L->sc = outer_sc;
             return st;
         }
