@@ -55,16 +55,19 @@ static seam_arena_chunk *arena_new_chunk(seam_arena *a, size_t size) {
     return c;
 }
 
-void *seam_arena_alloc(seam_arena *a, size_t size) {
-    size_t need = (size + 15) & ~(size_t)15;
-    if (need < size) return NULL;
-    if (need == 0) need = 16;
+/* size bytes at `align` (1 or 16) alignment. */
+static void *arena_alloc(seam_arena *a, size_t size, size_t align) {
+    size_t need = size ? size : 1;
     seam_arena_chunk *c = a->head;
-    if (c && c->size - c->used >= need) {
-        void *p = c->data + c->used;
-        c->used += need;
-        return p;
+    if (c) {
+        size_t at = (c->used + align - 1) & ~(align - 1);
+        if (at <= c->size && c->size - at >= need) {
+            c->used = at + need;
+            return c->data + at;
+        }
     }
+    need = (need + 15) & ~(size_t)15;
+    if (need < size) return NULL;
     /* Big requests get a chunk of their own, linked behind the head so the
      * head's free space is not wasted. */
     if (need > a->chunk_size / 4) {
@@ -91,6 +94,12 @@ void *seam_arena_alloc(seam_arena *a, size_t size) {
     return n->data;
 }
 
+void *seam_arena_alloc(seam_arena *a, size_t size) { return arena_alloc(a, size, 16); }
+
+void *seam_arena_alloc_aligned(seam_arena *a, size_t size, size_t align) {
+    return arena_alloc(a, size, align && align <= 16 && !(align & (align - 1)) ? align : 16);
+}
+
 void *seam_arena_calloc(seam_arena *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
     void *p = seam_arena_alloc(a, n * size);
@@ -98,9 +107,11 @@ void *seam_arena_calloc(seam_arena *a, size_t n, size_t size) {
     return p;
 }
 
+/* Strings need no alignment: packed, a million short names take half the
+ * memory. */
 char *seam_arena_strndup(seam_arena *a, const char *s, size_t n) {
     if (n == SIZE_MAX) return NULL;
-    char *p = seam_arena_alloc(a, n + 1);
+    char *p = arena_alloc(a, n + 1, 1);
     if (!p) return NULL;
     if (n) memcpy(p, s, n);
     p[n] = 0;
@@ -116,6 +127,21 @@ void *seam_arena_memdup(seam_arena *a, const void *p, size_t n) {
     void *q = seam_arena_alloc(a, n);
     if (q && n) memcpy(q, p, n);
     return q;
+}
+
+void seam_arena_reset(seam_arena *a) {
+    seam_arena_chunk *keep = a->head;
+    if (!keep) return;
+    seam_arena_chunk *c = keep->next;
+    while (c) {
+        seam_arena_chunk *next = c->next;
+        if (c->mapped) munmap(c, c->mapped);
+        else free(c);
+        c = next;
+    }
+    keep->next = NULL;
+    keep->used = 0;
+    a->total = keep->size;
 }
 
 void seam_arena_free(seam_arena *a) {

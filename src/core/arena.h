@@ -17,14 +17,20 @@ typedef struct seam_arena {
 void seam_arena_init(seam_arena *a, size_t chunk_size);
 /* Returns 16-byte aligned memory, or NULL when out of memory. */
 void *seam_arena_alloc(seam_arena *a, size_t size);
+/* Memory aligned to align (a power of two up to 16): small arrays of
+ * int32 pack tighter than at 16. */
+void *seam_arena_alloc_aligned(seam_arena *a, size_t size, size_t align);
 /* As seam_arena_alloc, zero-filled; also NULL if n * size overflows. */
 void *seam_arena_calloc(seam_arena *a, size_t n, size_t size);
-/* Copies s (NULL gives ""). */
+/* Copies s (NULL gives ""); strings are packed, not aligned. */
 char *seam_arena_strdup(seam_arena *a, const char *s);
 char *seam_arena_strndup(seam_arena *a, const char *s, size_t n);
 /* Copies n bytes of p (p may be NULL when n is 0); never returns NULL for
  * n == 0 unless out of memory. */
 void *seam_arena_memdup(seam_arena *a, const void *p, size_t n);
+/* Forgets every allocation but keeps the newest chunk for reuse; the
+ * others are freed. For scratch that is filled and emptied many times. */
+void seam_arena_reset(seam_arena *a);
 /* Frees every chunk. The arena can be used again afterwards. */
 void seam_arena_free(seam_arena *a);
 

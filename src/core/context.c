@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 const char *seam_status_string(seam_status status) {
     switch (status) {
@@ -23,11 +25,29 @@ const char *seam_status_string(seam_status status) {
 seam_status seam_context_create(seam_context **ctx_out) {
     if (!ctx_out) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_context *ctx = calloc(1, sizeof(*ctx));
+    if (ctx) ctx->trace_phases = getenv("SEAM_TRACE_PHASES") != NULL;
     *ctx_out = ctx;
     return ctx ? SEAM_STATUS_OK : SEAM_STATUS_OUT_OF_MEMORY;
 }
 
 void seam_context_free(seam_context *ctx) { free(ctx); }
+
+void seam_phase(seam_context *ctx, const char *what) {
+    if (!ctx || !ctx->trace_phases) return;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+                 ru.ru_stime.tv_usec * 1e-6;
+    long size = 0, pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &pages) != 2) pages = 0;
+        fclose(f);
+    }
+    fprintf(stderr, "seam phase %-14s cpu %6.3f s  rss %5ld MB  peak %5ld MB\n", what, cpu - ctx->phase_cpu,
+            pages * sysconf(_SC_PAGESIZE) >> 20, ru.ru_maxrss >> 10);
+    ctx->phase_cpu = cpu;
+}
 
 const char *seam_context_last_error(const seam_context *ctx) {
     return ctx ? ctx->last_error : "";

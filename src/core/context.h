@@ -3,6 +3,8 @@
 #ifndef SEAM_CONTEXT_H
 #define SEAM_CONTEXT_H
 
+#include <stdbool.h>
+
 #include "seam.h"
 
 #define SEAM_ERROR_MAX 2048
@@ -10,7 +12,19 @@
 struct seam_context {
     seam_status last_status;
     char last_error[SEAM_ERROR_MAX];
+    /* Internal, for tests: the loader unpacks the whole file at once
+     * instead of streaming the top graph's nodes (src/onnx/load.c). */
+    bool load_whole;
+    /* SEAM_TRACE_PHASES set when the context was made: seam_phase prints
+     * each phase's CPU time and memory to stderr. */
+    bool trace_phases;
+    double phase_cpu;
 };
+
+/* With tracing on (SEAM_TRACE_PHASES), prints "seam phase <what>: CPU
+ * seconds since the last phase, resident and peak memory" to stderr; for
+ * profiling big models phase by phase. */
+void seam_phase(seam_context *ctx, const char *what);
 
 /* Records a formatted message and returns status, so callers can write
  * `return seam_error(ctx, SEAM_STATUS_INVALID_MODEL, "node %d ...", i);`.

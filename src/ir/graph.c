@@ -47,8 +47,23 @@ static void value_init(ir_value *v, const char *name) {
     v->outer = -1;
 }
 
+/* The loader drops the top graph's name map when it is done (a million
+ * names take 32 MB); building on such a graph makes it again. */
+static bool ensure_names(ir_graph *g) {
+    if (g->names) return true;
+    g->names = ir_names_new(&g->model->arena, (uint32_t)g->n_values);
+    if (!g->names) return false;
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (g->values[v].name[0] && !ir_names_put(g->names, g->values[v].name, v)) {
+            g->names = NULL;
+            return false;
+        }
+    return true;
+}
+
 int32_t ir_graph_add_value(ir_graph *g, const char *name) {
     seam_arena *a = &g->model->arena;
+    if (!ensure_names(g)) return -1;
     if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
     int32_t idx = g->n_values++;
     value_init(&g->values[idx], name);
@@ -58,6 +73,7 @@ int32_t ir_graph_add_value(ir_graph *g, const char *name) {
 
 int32_t ir_graph_find_or_add(ir_graph *g, const char *name) {
     seam_arena *a = &g->model->arena;
+    if (!ensure_names(g)) return -1;
     if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
     int32_t idx = ir_names_get_or_put(g->names, name, g->n_values);
     if (idx == g->n_values) value_init(&g->values[g->n_values++], name);
@@ -65,7 +81,10 @@ int32_t ir_graph_find_or_add(ir_graph *g, const char *name) {
 }
 
 int32_t ir_graph_find(const ir_graph *g, const char *name) {
-    return ir_names_get(g->names, name);
+    if (g->names) return ir_names_get(g->names, name);
+    for (int32_t v = 0; v < g->n_values; v++) /* the map was dropped: rare lookups scan */
+        if (strcmp(g->values[v].name, name) == 0) return v;
+    return -1;
 }
 
 int32_t ir_graph_add_node(ir_graph *g) {

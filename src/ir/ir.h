@@ -168,21 +168,21 @@ typedef struct ir_node {
     const char *domain;      /* "" for ai.onnx */
     const char *doc;
     int32_t n_inputs, n_outputs, n_attrs;
-    int32_t *inputs;         /* value indices, -1 for an absent optional */
-    int32_t *outputs;
-    ir_attr *attrs;
     /* Values of the graph that the node's bodies read from outside
      * (If/Loop/Scan); they order the node like inputs do. */
     int32_t n_implicit;
+    int32_t *inputs;         /* value indices, -1 for an absent optional */
+    int32_t *outputs;
+    ir_attr *attrs;
     int32_t *implicit;
-    bool name_generated;     /* the file had no name; `name` is seam's */
     const seam_op_def *def;  /* the registry entry, or NULL if unknown */
-    int32_t opset;           /* version of the node's domain in the model */
     /* Set by folding (partition/fold.c): the op type the model gave the
      * node, when folding made it a Constant or bypassed it (an Identity of
      * an initializer whose readers now read the initializer); NULL if
      * folding left it alone. Plans report the model's op and say why. */
     const char *folded_op;
+    int32_t opset;           /* version of the node's domain in the model */
+    bool name_generated;     /* the file had no name; `name` is seam's */
 } ir_node;
 
 typedef struct ir_opset {
@@ -206,7 +206,8 @@ struct ir_graph {
     int32_t *topo;           /* n_nodes node indices in a topological order */
     ir_graph *parent;        /* enclosing graph of a body, or NULL */
     int32_t parent_node;     /* the node in parent that holds this body */
-    ir_name_map *names;      /* value name -> index */
+    ir_name_map *names;      /* value name -> index; NULL for a loaded top
+                                graph (lookups scan, building remakes it) */
     struct seam_model *model;
 };
 

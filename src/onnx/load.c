@@ -3,6 +3,16 @@
  * into structures allocated from a scratch arena, converted into the
  * model's own arena, and the scratch is freed.
  *
+ * The top graph's nodes are not unpacked all at once: a million-node graph
+ * would hold a few hundred megabytes of protobuf structures next to the IR.
+ * The loader walks the wire format of ModelProto and GraphProto (tags and
+ * lengths only) and hands each part to protobuf-c's own unpack: everything
+ * but the graph as one ModelProto, the graph's other fields one message at
+ * a time, and each NodeProto when it is converted, into a small scratch
+ * that is reset after the node. A file whose layout the walk does not
+ * expect (the graph field repeated, an unexpected wire type) is unpacked
+ * whole, as before.
+ *
  * Big byte fields (tensor raw_data) are the exception to "copy then free":
  * protobuf-c already copied them out of the file once, into blocks that the
  * scratch allocator hands out with malloc. The model adopts those blocks
@@ -103,6 +113,9 @@ typedef struct loader {
     ir_name_map *interned; /* op types and domains, stored once */
     const char **strings;
     int32_t n_interned, cap_interned;
+    size_t n_stream_outputs; /* output count of the streamed top graph's nodes */
+    seam_arena tmp;          /* what only loading needs (name maps), freed after it */
+    const char *recent[4];   /* the last interned strings, newest first */
 } loader;
 
 #define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
@@ -115,11 +128,15 @@ static const char *dup_str(loader *L, const char *s) {
 /* Op types and domains repeat: keep one copy of each. */
 static const char *intern(loader *L, const char *s) {
     if (!s) s = "";
+    /* a few op types and domains make most of a graph: try the last few */
+    for (int j = 0; j < 4; j++)
+        if (L->recent[j] && strcmp(L->recent[j], s) == 0) return L->recent[j];
+    memmove(L->recent + 1, L->recent, sizeof(L->recent) - sizeof(L->recent[0]));
     int32_t k = ir_names_get(L->interned, s);
-    if (k >= 0) return L->strings[k];
+    if (k >= 0) return L->recent[0] = L->strings[k];
     if (L->n_interned == L->cap_interned) {
         int32_t cap = L->cap_interned ? L->cap_interned * 2 : 64;
-        const char **n = seam_arena_alloc(L->a, sizeof(char *) * (size_t)cap);
+        const char **n = seam_arena_alloc(&L->tmp, sizeof(char *) * (size_t)cap);
         if (!n) return NULL;
         if (L->n_interned) memcpy(n, L->strings, sizeof(char *) * (size_t)L->n_interned);
         L->strings = n;
@@ -128,7 +145,7 @@ static const char *intern(loader *L, const char *s) {
     const char *c = seam_arena_strdup(L->a, s);
     if (!c || !ir_names_put(L->interned, c, L->n_interned)) return NULL;
     L->strings[L->n_interned++] = c;
-    return c;
+    return L->recent[0] = c;
 }
 
 /* ---- tensors ---- */
@@ -478,7 +495,9 @@ static seam_status convert_type(loader *L, const Onnx__TypeProto *tp, const char
 
 /* ---- attributes and graphs ---- */
 
-static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph *parent, int depth, ir_graph **out);
+typedef struct node_src node_src;
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
+                                 ir_graph **out);
 
 static ir_attr_kind guess_attr_kind(const Onnx__AttributeProto *ap) {
     /* Files from before IR version 2 may leave `type` unset. */
@@ -534,7 +553,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         break;
     case IR_ATTR_GRAPH:
         if (!ap->g) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is a graph attribute without a graph", what);
-        st = convert_graph(L, ap->g, g, depth + 1, &at->g);
+        st = convert_graph(L, ap->g, NULL, g, depth + 1, &at->g);
         if (st) seam_error_prefix(L->ctx, "in %s", what);
         break;
     case IR_ATTR_SPARSE_TENSOR:
@@ -576,7 +595,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         at->n = (int32_t)ap->n_graphs;
         at->graphs = seam_arena_calloc(L->a, ap->n_graphs + 1, sizeof(ir_graph *));
         if (!at->graphs) return OOM(L);
-        for (size_t k = 0; k < ap->n_graphs && !st; k++) st = convert_graph(L, ap->graphs[k], g, depth + 1, &at->graphs[k]);
+        for (size_t k = 0; k < ap->n_graphs && !st; k++) st = convert_graph(L, ap->graphs[k], NULL, g, depth + 1, &at->graphs[k]);
         if (st) seam_error_prefix(L->ctx, "in %s", what);
         break;
     case IR_ATTR_SPARSE_TENSORS:
@@ -645,7 +664,7 @@ static seam_status name_nodes(loader *L, ir_graph *g) {
     bool any = false;
     for (int32_t i = 0; i < g->n_nodes && !any; i++) any = !g->nodes[i].name[0];
     if (!any) return SEAM_STATUS_OK;
-    ir_name_map *used = ir_names_new(L->a, (uint32_t)g->n_nodes);
+    ir_name_map *used = ir_names_new(&L->tmp, (uint32_t)g->n_nodes);
     if (!used) return OOM(L);
     for (int32_t i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].name[0] && !ir_names_put(used, g->nodes[i].name, i)) return OOM(L);
@@ -663,7 +682,296 @@ static seam_status name_nodes(loader *L, ir_graph *g) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph *parent, int depth, ir_graph **out) {
+/* ---- the wire format, read just far enough to find field boundaries ---- */
+
+typedef struct wire {
+    const uint8_t *p, *end;
+} wire;
+
+static inline bool read_varint(wire *w, uint64_t *v) {
+    if (w->p < w->end && *w->p < 0x80) { /* most tags and lengths: one byte */
+        *v = *w->p++;
+        return true;
+    }
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64 && w->p < w->end; shift += 7) {
+        uint8_t b = *w->p++;
+        x |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The next field of the message in w: its number and wire type, and for
+ * length-delimited fields its bytes. 1: a field; 0: the end; -1: malformed
+ * or a group. */
+static inline int next_field(wire *w, uint32_t *num, uint32_t *type, const uint8_t **data, size_t *len) {
+    if (w->p >= w->end) return 0;
+    uint64_t tag, v;
+    if (!read_varint(w, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX) return -1;
+    *num = (uint32_t)(tag >> 3);
+    *type = (uint32_t)(tag & 7);
+    *data = NULL;
+    *len = 0;
+    switch (*type) {
+    case 0: return read_varint(w, &v) ? 1 : -1;
+    case 1:
+        if (w->end - w->p < 8) return -1;
+        w->p += 8;
+        return 1;
+    case 5:
+        if (w->end - w->p < 4) return -1;
+        w->p += 4;
+        return 1;
+    case 2:
+        if (!read_varint(w, &v) || v > (uint64_t)(w->end - w->p)) return -1;
+        *data = w->p;
+        *len = (size_t)v;
+        w->p += v;
+        return 1;
+    default: return -1;
+    }
+}
+
+/* The nodes of a graph being converted: gp->node, or the NodeProto fields
+ * of the top graph's bytes, each unpacked when it is reached into a
+ * scratch reset for the next. Nodes are read once, in order; the few the
+ * first pass cannot finish (convert_graph) are unpacked again from their
+ * bytes. */
+struct node_src {
+    const Onnx__GraphProto *gp;
+    const uint8_t *bytes;  /* the GraphProto's bytes when streamed, else NULL */
+    size_t len, n, next;
+    wire at;
+    const uint8_t *cur;    /* the bytes of the node node_src_next gave last */
+    size_t cur_len;
+    /* The bytes are the loader's own private map of the file: the pages
+     * the walk has passed are given back (they stay in the page cache),
+     * so the file is not resident next to the graph it becomes. */
+    bool release;
+    const uint8_t *released;
+    scratch sc;
+    ProtobufCAllocator alloc;
+};
+
+#define RELEASE_STEP ((size_t)4 << 20)
+
+static void release_behind(node_src *ns, const uint8_t *p) {
+    if (!ns->release || p < ns->released || (size_t)(p - ns->released) < RELEASE_STEP) return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)ns->released + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t to = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
+    ns->released = p;
+}
+
+static void node_src_rewind(node_src *ns) {
+    ns->next = 0;
+    ns->at = (wire){ns->bytes, ns->bytes + ns->len};
+    ns->released = ns->bytes;
+}
+
+static void node_src_reset(node_src *ns);
+
+/* Unpacks the NodeProto at data into the node scratch. */
+static const Onnx__NodeProto *node_unpack(loader *L, node_src *ns, const uint8_t *data, size_t len, seam_status *st) {
+    node_src_reset(ns);
+    Onnx__NodeProto *np = onnx__node_proto__unpack(&ns->alloc, len, data);
+    if (!np) {
+        *st = ns->sc.oom ? OOM(L)
+                         : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
+                                      "not an ONNX model: the protobuf is malformed or truncated");
+        return NULL;
+    }
+    if (ns->sc.n_big) qsort(ns->sc.big, ns->sc.n_big, sizeof(void *), cmp_ptr);
+    return np;
+}
+
+/* Frees what the last streamed node left in the scratch (big blocks the
+ * model did not adopt) and makes it ready for the next. */
+static void node_src_reset(node_src *ns) {
+    for (size_t k = 0; k < ns->sc.n_big; k++) free(ns->sc.big[k]);
+    ns->sc.n_big = 0;
+    seam_arena_reset(&ns->sc.arena);
+}
+
+/* Node ns->next, or NULL with *st set. */
+static const Onnx__NodeProto *node_src_next(loader *L, node_src *ns, seam_status *st) {
+    size_t i = ns->next++;
+    if (!ns->bytes) return ns->gp->node[i];
+    uint32_t num, type;
+    const uint8_t *data;
+    size_t len;
+    while (next_field(&ns->at, &num, &type, &data, &len) == 1) {
+        if (num != 1) continue;
+        release_behind(ns, data);
+        ns->cur = data;
+        ns->cur_len = len;
+        return node_unpack(L, ns, data, len, st);
+    }
+    *st = seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR, "not an ONNX model: the protobuf is malformed or truncated");
+    return NULL;
+}
+
+/* Output count of the streamed NodeProto at data, for presizing. */
+static size_t node_output_count(const uint8_t *data, size_t len) {
+    wire w = {data, data + len};
+    uint32_t num, type;
+    const uint8_t *d;
+    size_t l, n = 0;
+    while (next_field(&w, &num, &type, &d, &l) == 1) n += num == 2 && type == 2;
+    return n;
+}
+
+/* The top GraphProto at data without its nodes: every other field is
+ * unpacked on its own into gp; the NodeProto fields are left to ns. false
+ * when the bytes hold something the walk does not expect (the caller then
+ * unpacks the whole model). */
+static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
+                         Onnx__GraphProto **gp_out, node_src *ns, size_t *n_outputs) {
+    const ProtobufCMessageDescriptor *desc = &onnx__graph_proto__descriptor;
+    Onnx__GraphProto *gp = scratch_alloc(sc, sizeof(*gp));
+    if (!gp) return false;
+    onnx__graph_proto__init(gp);
+    /* first pass: check the framing, count each repeated field */
+    size_t count[32] = {0};
+    size_t n_nodes = 0, n_out = 0;
+    wire w = {data, data + len};
+    uint32_t num, type;
+    const uint8_t *d;
+    size_t l;
+    int r;
+    while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
+        if (!f) continue; /* unknown to this schema: protobuf-c skips it too */
+        if (type != 2 || num >= 32) return false;
+        if (num == 1) {
+            n_nodes++;
+            n_out += node_output_count(d, l);
+        } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            if (f->type != PROTOBUF_C_TYPE_MESSAGE) return false;
+            count[num]++;
+        } else if (f->type != PROTOBUF_C_TYPE_STRING) {
+            return false;
+        }
+    }
+    if (r < 0) return false;
+    for (unsigned k = 0; k < desc->n_fields; k++) {
+        const ProtobufCFieldDescriptor *f = &desc->fields[k];
+        if (f->id == 1 || f->label != PROTOBUF_C_LABEL_REPEATED || !count[f->id]) continue;
+        void **arr = scratch_alloc(sc, sizeof(void *) * count[f->id]);
+        if (!arr) return false;
+        *(void ***)((char *)gp + f->offset) = arr;
+    }
+    /* second pass: unpack every field but the nodes */
+    w = (wire){data, data + len};
+    while (next_field(&w, &num, &type, &d, &l) == 1) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
+        if (!f || num == 1) continue;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            ProtobufCMessage *msg = protobuf_c_message_unpack(f->descriptor, alloc, l, d);
+            if (!msg) return false;
+            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
+            (*(void ***)((char *)gp + f->offset))[(*n)++] = msg;
+        } else {
+            char *str = scratch_alloc(sc, l + 1);
+            if (!str) return false;
+            memcpy(str, d, l);
+            str[l] = 0;
+            *(char **)((char *)gp + f->offset) = str; /* the last one wins, as in protobuf */
+        }
+    }
+    *gp_out = gp;
+    ns->gp = gp;
+    ns->bytes = data;
+    ns->len = len;
+    ns->n = n_nodes;
+    *n_outputs = n_out;
+    return true;
+}
+
+/* A ModelProto whose one graph field is streamed: everything else is
+ * unpacked as one ModelProto (without the graph), the graph by
+ * stream_graph. false when the layout is not the expected one. */
+static bool stream_model(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t size,
+                         Onnx__ModelProto **mp_out, Onnx__GraphProto **gp_out, node_src *ns, size_t *n_outputs) {
+    wire w = {data, data + size};
+    uint32_t num, type;
+    const uint8_t *d, *gdata = NULL, *field_start = data, *gstart = NULL, *gend = NULL;
+    size_t l, glen = 0;
+    int r, n_graph = 0;
+    while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
+        if (num == 7) {
+            if (type != 2) return false;
+            n_graph++;
+            gdata = d;
+            glen = l;
+            gstart = field_start;
+            gend = w.p;
+        }
+        field_start = w.p;
+    }
+    if (r < 0 || n_graph != 1) return false;
+    size_t rest = size - (size_t)(gend - gstart);
+    uint8_t *buf = malloc(rest ? rest : 1);
+    if (!buf) return false;
+    memcpy(buf, data, (size_t)(gstart - data));
+    memcpy(buf + (gstart - data), gend, (size_t)(data + size - gend));
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(alloc, rest, buf);
+    free(buf);
+    if (!mp) return false;
+    *mp_out = mp;
+    return stream_graph(sc, alloc, gdata, glen, gp_out, ns, n_outputs);
+}
+
+/* Inputs and attributes of node i from np; with inputs_found, node_ready
+ * has already filled n->inputs. */
+static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodeProto *np, int32_t i, int depth,
+                                     bool inputs_found) {
+    ir_node *n = &g->nodes[i];
+    char lab[300];
+    n->n_inputs = (int32_t)np->n_input;
+    for (size_t k = 0; k < np->n_input && !inputs_found; k++) {
+        const char *nm = np->input[k] ? np->input[k] : "";
+        n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
+        if (n->inputs[k] == -2) return OOM(L);
+    }
+    n->n_attrs = (int32_t)np->n_attribute;
+    n->attrs = np->n_attribute ? seam_arena_calloc(L->a, np->n_attribute, sizeof(ir_attr)) : NULL;
+    if (np->n_attribute && !n->attrs) return OOM(L);
+    seam_status st;
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        if ((st = convert_attr(L, np->attribute[k], g, i, depth, &n->attrs[k]))) return st;
+        for (size_t j = 0; j < k; j++)
+            if (strcmp(n->attrs[j].name, n->attrs[k].name) == 0)
+                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice",
+                                  ir_node_label(g, i, lab, sizeof(lab)), n->attrs[k].name);
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* True when np's inputs are all defined in g already (their indices are
+ * then in n->inputs) and it holds no body, so converting it now gives what
+ * the second pass would. */
+static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n) {
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        const Onnx__AttributeProto *ap = np->attribute[k];
+        if (ap->g || ap->n_graphs) return false;
+    }
+    for (size_t k = 0; k < np->n_input; k++) {
+        n->inputs[k] = np->input[k] && np->input[k][0] ? ir_graph_find(g, np->input[k]) : -1;
+        if (n->inputs[k] < 0 && np->input[k] && np->input[k][0]) return false;
+    }
+    return true;
+}
+
+/* Converts gp; its nodes come from ns when streamed (the top graph), else
+ * from gp->node (ns NULL). */
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
+                                 ir_graph **out) {
     if (depth > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graphs are nested more than 64 deep");
     ir_graph *g = ir_graph_new(L->m, parent);
     if (!g) return OOM(L);
@@ -671,19 +979,25 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
     g->name = dup_str(L, gp->name);
     g->doc = dup_str(L, gp->doc_string);
     seam_status st;
-    char lab[300];
+
+    node_src own = {.gp = gp, .n = gp->n_node};
+    if (!ns) ns = &own;
+    size_t n_node = ns->n;
 
     /* Presize: every value is an input, an initializer or a node output. */
     size_t nv = gp->n_input + gp->n_initializer + gp->n_sparse_initializer;
-    for (size_t i = 0; i < gp->n_node; i++) nv += gp->node[i]->n_output;
-    if (gp->n_node > INT32_MAX / 2 || nv > INT32_MAX / 2)
+    if (ns->bytes) nv += L->n_stream_outputs;
+    else
+        for (size_t i = 0; i < n_node; i++) nv += gp->node[i]->n_output;
+    if (n_node > INT32_MAX / 2 || nv > INT32_MAX / 2)
         return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s' is too big", g->name);
     g->values = seam_arena_alloc(L->a, sizeof(ir_value) * (nv + 1));
-    g->nodes = seam_arena_alloc(L->a, sizeof(ir_node) * (gp->n_node + 1));
+    g->nodes = seam_arena_alloc(L->a, sizeof(ir_node) * (n_node + 1));
     if (!g->values || !g->nodes) return OOM(L);
     g->cap_values = (int32_t)nv + 1;
-    g->cap_nodes = (int32_t)gp->n_node + 1;
-    g->names = ir_names_new(L->a, (uint32_t)nv);
+    g->cap_nodes = (int32_t)n_node + 1;
+    /* the top graph's map is dropped after loading; bodies keep theirs */
+    g->names = ir_names_new(parent ? L->a : &L->tmp, (uint32_t)nv);
     if (!g->names) return OOM(L);
 
     /* initializers */
@@ -756,8 +1070,17 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
 
     /* nodes: first every output, so bodies and unsorted files can refer
      * to values defined further down */
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
+    /* nodes left for the second pass: index, and bytes when streamed */
+    typedef struct pending {
+        size_t i, len;
+        const uint8_t *data;
+    } pending;
+    pending *later = NULL;
+    size_t n_later = 0, cap_later = 0;
+    node_src_rewind(ns);
+    for (size_t i = 0; i < n_node; i++) {
+        const Onnx__NodeProto *np = node_src_next(L, ns, &st);
+        if (!np) return st;
         int32_t idx = ir_graph_add_node(g);
         if (idx < 0) return OOM(L);
         ir_node *n = &g->nodes[idx];
@@ -770,7 +1093,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
         if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
         /* inputs and outputs share one allocation */
         n->n_outputs = (int32_t)np->n_output;
-        n->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1));
+        n->outputs = seam_arena_alloc_aligned(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1), 4);
         if (!n->outputs) return OOM(L);
         n->inputs = n->outputs + np->n_output;
         for (size_t k = 0; k < np->n_output; k++) {
@@ -784,28 +1107,41 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, ir_graph
             if (v < 0) return OOM(L);
             n->outputs[k] = v; /* a second producer is reported by linking */
         }
+        /* Most nodes can be finished now, while their NodeProto is at hand:
+         * a named node whose inputs are all defined and which holds no
+         * body. The others wait for the second pass, as does any node whose
+         * inputs or attributes fail here (the errors then come in the
+         * order the passes give them). */
+        if (n->name[0] && node_ready(g, np, n)) {
+            scratch *outer_sc = L->sc;
+            if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
+            st = convert_node_rest(L, g, np, (int32_t)i, depth, true);
+            L->sc = outer_sc;
+            if (!st) continue;
+        }
+        if (n_later == cap_later) {
+            size_t cap = cap_later ? cap_later * 2 : 64;
+            pending *nl = seam_arena_alloc(&L->tmp, sizeof(pending) * cap);
+            if (!nl) return OOM(L);
+            if (n_later) memcpy(nl, later, sizeof(pending) * n_later);
+            later = nl;
+            cap_later = cap;
+        }
+        later[n_later++] = (pending){i, ns->cur_len, ns->cur};
     }
     if ((st = name_nodes(L, g))) return st;
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        ir_node *n = &g->nodes[i];
-        n->n_inputs = (int32_t)np->n_input;
-        for (size_t k = 0; k < np->n_input; k++) {
-            const char *nm = np->input[k] ? np->input[k] : "";
-            n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
-            if (n->inputs[k] == -2) return OOM(L);
-        }
-        n->n_attrs = (int32_t)np->n_attribute;
-        n->attrs = np->n_attribute ? seam_arena_calloc(L->a, np->n_attribute, sizeof(ir_attr)) : NULL;
-        if (np->n_attribute && !n->attrs) return OOM(L);
-        for (size_t k = 0; k < np->n_attribute; k++) {
-            if ((st = convert_attr(L, np->attribute[k], g, (int32_t)i, depth, &n->attrs[k]))) return st;
-            for (size_t j = 0; j < k; j++)
-                if (strcmp(n->attrs[j].name, n->attrs[k].name) == 0)
-                    return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has attribute '%s' twice",
-                                      ir_node_label(g, (int32_t)i, lab, sizeof(lab)), n->attrs[k].name);
+    scratch *outer_sc = L->sc;
+    if (ns->bytes) L->sc = &ns->sc;
+    for (size_t k = 0; k < n_later; k++) {
+        size_t i = later[k].i;
+        const Onnx__NodeProto *np = ns->bytes ? node_unpack(L, ns, later[k].data, later[k].len, &st) : gp->node[i];
+        if (!np || (st = convert_node_rest(L, g, np, (int32_t)i, depth, false))) {
+            L->sc = outer_sc;
+            return st;
         }
     }
+    L->sc = outer_sc;
+    if (ns->bytes) node_src_reset(ns);
 
     /* outputs */
     g->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_output + 1));
@@ -842,10 +1178,12 @@ static seam_status pack_blob(loader *L, const ProtobufCMessage *msg, ir_bytes *o
     return SEAM_STATUS_OK;
 }
 
-static seam_status convert_model(loader *L, const Onnx__ModelProto *mp) {
+/* gp and ns: the streamed top graph, or NULL to use mp->graph. */
+static seam_status convert_model(loader *L, const Onnx__ModelProto *mp, const Onnx__GraphProto *gp, node_src *ns) {
     struct seam_model *m = L->m;
     seam_status st;
-    if (!mp->graph) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "the model has no graph (is this an ONNX file?)");
+    if (!gp) gp = mp->graph;
+    if (!gp) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "the model has no graph (is this an ONNX file?)");
     m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     m->model_version = mp->has_model_version ? mp->model_version : 0;
     m->producer_name = dup_str(L, mp->producer_name);
@@ -875,7 +1213,7 @@ static seam_status convert_model(loader *L, const Onnx__ModelProto *mp) {
         if ((st = pack_blob(L, &mp->functions[k]->base, &m->functions[m->n_functions++]))) return st;
     for (size_t k = 0; k < mp->n_training_info; k++)
         if ((st = pack_blob(L, &mp->training_info[k]->base, &m->training_infos[m->n_training_infos++]))) return st;
-    return convert_graph(L, mp->graph, NULL, 0, &m->graph);
+    return convert_graph(L, gp, ns, NULL, 0, &m->graph);
 }
 
 static void model_free(struct seam_model *m) {
@@ -906,7 +1244,8 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
         st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "%s: not a TensorProto (malformed or truncated)", what);
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0};
+        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0, {0}, {0}};
+        seam_arena_init(&L.tmp, (size_t)1 << 12);
         st = convert_tensor(&L, tp, "tensor", &x);
         if (!st && x->dtype == SEAM_DTYPE_STRING)
             st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors are not supported as inputs", what);
@@ -938,7 +1277,9 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
     return st;
 }
 
-static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir,
+/* own_map: data is the loader's private map of the file, whose pages it
+ * may give back once read. */
+static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir, bool own_map,
                               seam_model **model_out) {
     if (size == 0) return seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "the file is empty");
     struct seam_model *m = calloc(1, sizeof(*m));
@@ -948,7 +1289,23 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
     scratch sc = {0};
     seam_arena_init(&sc.arena, (size_t)1 << 20);
     ProtobufCAllocator alloc = {scratch_alloc, scratch_free, &sc};
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, size, data);
+    node_src ns = {0};
+    ns.release = own_map;
+    seam_arena_init(&ns.sc.arena, (size_t)1 << 16);
+    ns.alloc = (ProtobufCAllocator){scratch_alloc, scratch_free, &ns.sc};
+    Onnx__ModelProto *mp = NULL;
+    Onnx__GraphProto *gp = NULL;
+    size_t n_stream_outputs = 0;
+    if (ctx->load_whole || !stream_model(&sc, &alloc, data, size, &mp, &gp, &ns, &n_stream_outputs)) {
+        /* not the expected layout: unpack the whole model, which also
+         * reports what is wrong with it */
+        scratch_release(&sc);
+        sc = (scratch){0};
+        seam_arena_init(&sc.arena, (size_t)1 << 20);
+        gp = NULL;
+        ns.bytes = NULL;
+        mp = onnx__model_proto__unpack(&alloc, size, data);
+    }
     seam_status st = SEAM_STATUS_OK;
     if (!mp) {
         st = sc.oom ? seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while parsing the model")
@@ -956,15 +1313,22 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
                                  "not an ONNX model: the protobuf is malformed or truncated");
     } else {
         if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0};
-        L.interned = ir_names_new(&m->arena, 256);
+        loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs, {0}, {0}};
+        seam_arena_init(&L.tmp, (size_t)1 << 16);
+        L.interned = ir_names_new(&L.tmp, 256);
         m->base_dir = base_dir ? seam_arena_strdup(&m->arena, base_dir) : NULL;
         L.base_dir = m->base_dir;
-        st = L.interned ? convert_model(&L, mp) : OOM(&L);
+        st = L.interned ? convert_model(&L, mp, gp, gp ? &ns : NULL) : OOM(&L);
+        seam_arena_free(&L.tmp);
+        if (m->graph) m->graph->names = NULL; /* it lived in L.tmp */
     }
+    scratch_release(&ns.sc);
     scratch_release(&sc); /* the protobuf structures end here */
+    seam_phase(ctx, "load: convert");
     if (!st) st = ir_graph_link(ctx, m->graph);
+    seam_phase(ctx, "load: link");
     if (!st) st = ir_infer_model(m);
+    seam_phase(ctx, "load: infer");
     if (st) {
         model_free(m);
         return st;
@@ -981,7 +1345,7 @@ seam_status seam_model_load_buffer(seam_context *ctx, const void *data, size_t s
     char real[PATH_MAX];
     if (base_dir && !realpath(base_dir, real))
         return seam_error(ctx, SEAM_STATUS_IO_ERROR, "cannot resolve folder '%s': %s", base_dir, strerror(errno));
-    return load_bytes(ctx, data, size, base_dir ? real : NULL, model_out);
+    return load_bytes(ctx, data, size, base_dir ? real : NULL, false, model_out);
 }
 
 seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **model_out) {
@@ -999,6 +1363,7 @@ seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **mo
     char dir[PATH_MAX], real[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", path);
     char *slash = strrchr(dir, '/');
+    seam_phase(ctx, "start");
     if (slash) {
         if (slash == dir) slash[1] = 0;
         else *slash = 0;
@@ -1019,7 +1384,7 @@ seam_status seam_model_load(seam_context *ctx, const char *path, seam_model **mo
         void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         close(fd);
         if (p == MAP_FAILED) return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot map: %s", path, strerror(errno));
-        st = load_bytes(ctx, p, size, real, model_out);
+        st = load_bytes(ctx, p, size, real, true, model_out);
         munmap(p, size);
     }
     if (st) seam_error_prefix(ctx, "%s", path);

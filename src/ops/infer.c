@@ -54,6 +54,48 @@ int32_t infer_in_ints(const seam_infer *ic, int32_t i, int64_t *out, int32_t max
     return (int32_t)t->numel;
 }
 
+/* Fully known shapes recently given to outputs. A graph repeats a few
+ * shapes over and over; values with the same fully known shape share one
+ * dims array (16 bytes a dimension), which nothing writes to again: merging
+ * (infer_set_tensor) only fills unknown dimensions. */
+#define DIMS_CACHE 64
+struct infer_dims_cache {
+    const ir_dim *arr[DIMS_CACHE];
+    int32_t rank[DIMS_CACHE];
+};
+
+static bool dims_known(const ir_dim *dims, int32_t rank) {
+    for (int32_t k = 0; k < rank; k++)
+        if (dims[k].v < 0 || dims[k].sym) return false;
+    return true;
+}
+
+/* A dims array equal to dims, shared when an equal one was made lately. */
+static ir_dim *dims_copy(seam_infer *ic, int32_t rank, const ir_dim *dims) {
+    struct infer_dims_cache *c = ic->dims_cache;
+    size_t h = 0;
+    bool share = c && dims_known(dims, rank);
+    if (share) {
+        uint64_t x = (uint64_t)rank;
+        for (int32_t k = 0; k < rank; k++) x = (x ^ (uint64_t)dims[k].v) * 0x100000001b3ull;
+        h = (size_t)(x >> 32) % DIMS_CACHE;
+        const ir_dim *e = c->arr[h];
+        if (e && c->rank[h] == rank) {
+            int32_t k = 0;
+            while (k < rank && e[k].v == dims[k].v) k++;
+            if (k == rank) return (ir_dim *)e;
+        }
+    }
+    ir_dim *d = seam_arena_calloc(ic->arena, (size_t)rank + 1, sizeof(ir_dim));
+    if (!d) return NULL;
+    for (int32_t k = 0; k < rank; k++) d[k] = dims[k];
+    if (share) {
+        c->arr[h] = d;
+        c->rank[h] = rank;
+    }
+    return d;
+}
+
 static ir_type *out_type(seam_infer *ic, int32_t i) {
     if (!infer_has_output(ic, i)) return NULL;
     return &ic->g->values[ic->n->outputs[i]].type;
@@ -70,9 +112,8 @@ void infer_set_tensor(seam_infer *ic, int32_t i, int32_t dtype, int32_t rank, co
     if (t->elem == SEAM_DTYPE_UNDEFINED) t->elem = dtype;
     if (rank < 0 || rank > INFER_MAX_RANK) return;
     if (t->rank < 0) {
-        ir_dim *d = seam_arena_calloc(ic->arena, (size_t)rank + 1, sizeof(ir_dim));
+        ir_dim *d = dims_copy(ic, rank, dims);
         if (!d) return;
-        for (int32_t k = 0; k < rank; k++) d[k] = dims[k];
         t->dims = d;
         t->rank = rank;
         return;
@@ -224,19 +265,39 @@ static bool infer_graph(struct seam_model *m, ir_graph *g) {
         ir_value *v = &g->values[k];
         if (v->init && !v->konst) v->konst = v->init;
     }
+    /* The op's opset, registry entry and checks, by the (domain, op type)
+     * pointers: the loader keeps one copy of each op type's name, so a
+     * graph has few distinct pairs. */
+    struct {
+        const char *domain, *op_type;
+        int32_t opset;
+        const seam_op_def *def;
+        op_checks checks;
+    } cache[64];
+    memset(cache, 0, sizeof(cache));
+    struct infer_dims_cache dims_cache;
+    memset(&dims_cache, 0, sizeof(dims_cache));
     for (int32_t t = 0; t < g->n_nodes; t++) {
         int32_t idx = g->topo[t];
         ir_node *n = &g->nodes[idx];
-        n->opset = (int32_t)seam_op_opset(m, n->domain);
-        if (!n->def) n->def = seam_op_find(n->domain, n->op_type, n->opset);
+        size_t h = (((uintptr_t)n->op_type >> 3) ^ ((uintptr_t)n->domain >> 7)) & 63;
+        if (cache[h].op_type != n->op_type || cache[h].domain != n->domain) {
+            cache[h].domain = n->domain;
+            cache[h].op_type = n->op_type;
+            cache[h].opset = (int32_t)seam_op_opset(m, n->domain);
+            cache[h].def = seam_op_find(n->domain, n->op_type, cache[h].opset);
+            op_checks_find(n->domain, n->op_type, &cache[h].checks);
+        }
+        n->opset = cache[h].opset;
+        if (!n->def) n->def = cache[h].def;
         char why[256], lab[300];
-        if (!op_validate(g, n, why, sizeof(why))) {
+        if (!op_validate_with(g, n, &cache[h].checks, why, sizeof(why))) {
             seam_error(m->ctx, SEAM_STATUS_INVALID_MODEL, "%s: %s", ir_node_label(g, idx, lab, sizeof(lab)), why);
             return false;
         }
         if (!n->def || !n->def->infer) continue;
         bool failed = false;
-        seam_infer ic = {m, g, n, idx, &m->arena, &failed};
+        seam_infer ic = {m, g, n, idx, &m->arena, &failed, &dims_cache};
         n->def->infer(&ic);
         if (failed) return false;
     }

@@ -14,6 +14,18 @@
 #include "ops/attr.h"
 #include "ops/ops.h"
 
+/* What op_validate (validate.c) checks for one (domain, op type), found
+ * once per op type: inference validates a million-node graph with one
+ * lookup per distinct op. */
+typedef struct op_checks {
+    const void *arity;      /* the op's input/output counts, or NULL */
+    int32_t axis_rule;      /* its `axis` rule, or -1 */
+    bool window, perm, reshape, lrn, leading_optional;
+} op_checks;
+void op_checks_find(const char *domain, const char *op_type, op_checks *c);
+/* op_validate with the checks of n's op found beforehand. */
+bool op_validate_with(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size);
+
 struct seam_infer {
     struct seam_model *model;
     ir_graph *g;
@@ -21,6 +33,7 @@ struct seam_infer {
     int32_t node;        /* index of n in g */
     seam_arena *arena;   /* the model's arena, for anything kept */
     bool *failed;        /* set when a node (here or in a body) fails op_validate */
+    struct infer_dims_cache *dims_cache; /* shapes made so far, shared (may be NULL) */
 };
 
 /* ---- inputs ---- */

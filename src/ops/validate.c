@@ -220,8 +220,8 @@ static int cmp_arity(const void *key, const void *elem) {
     return seam_op_key_cmp(k->domain, k->op_type, e->domain, e->op_type);
 }
 
-static const op_arity *find_arity(const ir_node *n) {
-    op_arity key = {n->domain, n->op_type, 0, 0, 0, 0};
+static const op_arity *find_arity(const char *domain, const char *op_type) {
+    op_arity key = {domain, op_type, 0, 0, 0, 0};
     return bsearch(&key, arities, sizeof(arities) / sizeof(arities[0]), sizeof(arities[0]), cmp_arity);
 }
 
@@ -241,15 +241,15 @@ static int64_t in_dim(const ir_graph *g, const ir_node *n, int32_t i, int32_t d)
     return g->values[n->inputs[i]].type.dims[d].v;
 }
 
-static bool check_arity(const ir_node *n, char *why, size_t why_size) {
-    const op_arity *a = find_arity(n);
+static bool check_arity(const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    const op_arity *a = c->arity;
     if (!a) return true;
     if (n->n_inputs > a->max_in) return FAIL("has %d inputs; %s takes at most %d", n->n_inputs, n->op_type, a->max_in);
     if (n->n_inputs < a->min_in)
         return FAIL("needs %d input%s, has %d", a->min_in, a->min_in == 1 ? "" : "s", n->n_inputs);
     /* Loop's M and cond and Scan-8's sequence_lens are optional inputs
      * before required ones: the schema counts them in min_input */
-    bool leading_optional = strcmp(n->op_type, "Loop") == 0 || strcmp(n->op_type, "Scan") == 0;
+    bool leading_optional = c->leading_optional;
     for (int32_t i = 0; i < a->min_in && !leading_optional; i++)
         if (n->inputs[i] < 0) return FAIL("input %d is required", i);
     if (n->n_outputs > a->max_out)
@@ -272,26 +272,21 @@ static const axis_rule axis_rules[] = {
     {"OneHot", 1}, {"ScatterElements", 0}, {"Softmax", 0}, {"Split", 0}, {"TopK", 0}, {"Unique", 0},
 };
 
-static bool check_axis(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
-    if (!seam_op_default_domain(n->domain)) return true;
-    for (size_t k = 0; k < sizeof(axis_rules) / sizeof(axis_rules[0]); k++) {
-        const axis_rule *r = &axis_rules[k];
-        if (strcmp(n->op_type, r->op_type) != 0) continue;
-        const ir_attr *a = node_attr(n, "axis");
-        if (!a) { /* the default is in range; Concat has none */
-            if (strcmp(n->op_type, "Concat") == 0) return FAIL("needs an axis");
-            return true;
-        }
-        if (a->kind != IR_ATTR_INT) return FAIL("axis must be an int");
-        int32_t rank = in_rank(g, n, 0);
-        if (rank < 0) return true;
-        /* OneHot's axis is one of the output's r + 1 axes: [-r - 1, r] */
-        bool onehot = strcmp(n->op_type, "OneHot") == 0;
-        int64_t hi = rank - 1 + r->extra, lo = -(int64_t)rank - (onehot ? 1 : 0);
-        if (a->i < lo || a->i > hi)
-            return FAIL("axis is out of range for rank %d (axis = %lld)", rank, (long long)a->i);
+static bool check_axis(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (c->axis_rule < 0) return true;
+    const axis_rule *r = &axis_rules[c->axis_rule];
+    const ir_attr *a = node_attr(n, "axis");
+    if (!a) { /* the default is in range; Concat has none */
+        if (strcmp(n->op_type, "Concat") == 0) return FAIL("needs an axis");
         return true;
     }
+    if (a->kind != IR_ATTR_INT) return FAIL("axis must be an int");
+    int32_t rank = in_rank(g, n, 0);
+    if (rank < 0) return true;
+    /* OneHot's axis is one of the output's r + 1 axes: [-r - 1, r] */
+    bool onehot = strcmp(n->op_type, "OneHot") == 0;
+    int64_t hi = rank - 1 + r->extra, lo = -(int64_t)rank - (onehot ? 1 : 0);
+    if (a->i < lo || a->i > hi) return FAIL("axis is out of range for rank %d (axis = %lld)", rank, (long long)a->i);
     return true;
 }
 
@@ -310,8 +305,8 @@ static bool check_ints(const ir_node *n, const char *name, int32_t n_want, int64
 }
 
 /* Conv, ConvInteger, QLinearConv, ConvTranspose and the windowed pools. */
-static bool check_window(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
-    if (!seam_op_default_domain(n->domain)) return true;
+static bool check_window(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (!c->window) return true;
     const char *op = n->op_type;
     bool conv = strcmp(op, "Conv") == 0 || strcmp(op, "ConvInteger") == 0 || strcmp(op, "QLinearConv") == 0;
     bool tconv = strcmp(op, "ConvTranspose") == 0;
@@ -364,8 +359,8 @@ static bool check_window(const ir_graph *g, const ir_node *n, char *why, size_t 
 }
 
 /* Transpose's perm: a permutation of the input's axes. */
-static bool check_perm(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
-    if (!seam_op_default_domain(n->domain) || strcmp(n->op_type, "Transpose") != 0) return true;
+static bool check_perm(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (!c->perm) return true;
     const int64_t *p;
     int32_t np = node_attr_ints(n, "perm", &p), r = in_rank(g, n, 0);
     if (np < 0 || r < 0) return true;
@@ -381,8 +376,8 @@ static bool check_perm(const ir_graph *g, const ir_node *n, char *why, size_t wh
 
 /* Reshape to a constant shape, when the input's shape is known: the CPU
  * kernel's checks, before any backend sizes a buffer from the shape. */
-static bool check_reshape(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
-    if (!seam_op_default_domain(n->domain) || strcmp(n->op_type, "Reshape") != 0 || n->opset < 5) return true;
+static bool check_reshape(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (!c->reshape || n->opset < 5) return true;
     if (n->n_inputs < 2 || n->inputs[1] < 0 || n->inputs[0] < 0) return true;
     const ir_tensor *s = g->values[n->inputs[1]].konst;
     const ir_type *xt = &g->values[n->inputs[0]].type;
@@ -420,15 +415,38 @@ static bool check_reshape(const ir_graph *g, const ir_node *n, char *why, size_t
     return true;
 }
 
-bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
-    if (!check_arity(n, why, why_size)) return false;
-    if (!check_axis(g, n, why, why_size)) return false;
-    if (!check_window(g, n, why, why_size)) return false;
-    if (!check_perm(g, n, why, why_size)) return false;
-    if (!check_reshape(g, n, why, why_size)) return false;
-    if (seam_op_default_domain(n->domain) && strcmp(n->op_type, "LRN") == 0) {
+void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
+    memset(c, 0, sizeof(*c));
+    c->arity = find_arity(domain, op_type);
+    c->axis_rule = -1;
+    if (!seam_op_default_domain(domain)) return;
+    for (size_t k = 0; k < sizeof(axis_rules) / sizeof(axis_rules[0]); k++)
+        if (strcmp(op_type, axis_rules[k].op_type) == 0) c->axis_rule = (int32_t)k;
+    static const char *const window_ops[] = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose",
+                                             "MaxPool", "AveragePool", "LpPool"};
+    for (size_t k = 0; k < sizeof(window_ops) / sizeof(window_ops[0]); k++)
+        if (strcmp(op_type, window_ops[k]) == 0) c->window = true;
+    c->perm = strcmp(op_type, "Transpose") == 0;
+    c->reshape = strcmp(op_type, "Reshape") == 0;
+    c->lrn = strcmp(op_type, "LRN") == 0;
+    c->leading_optional = strcmp(op_type, "Loop") == 0 || strcmp(op_type, "Scan") == 0;
+}
+
+bool op_validate_with(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (!check_arity(n, c, why, why_size)) return false;
+    if (!check_axis(g, n, c, why, why_size)) return false;
+    if (!check_window(g, n, c, why, why_size)) return false;
+    if (!check_perm(g, n, c, why, why_size)) return false;
+    if (!check_reshape(g, n, c, why, why_size)) return false;
+    if (c->lrn) {
         int64_t size = node_attr_int(n, "size", -1);
         if (size < 1 || size > CONV_MAX_WINDOW) return FAIL("size must be positive, not %lld", (long long)size);
     }
     return true;
+}
+
+bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    op_checks c;
+    op_checks_find(n->domain, n->op_type, &c);
+    return op_validate_with(g, n, &c, why, why_size);
 }

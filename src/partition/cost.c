@@ -105,9 +105,8 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
     cm->dev_us = calloc((size_t)g->n_nodes * (size_t)(n_targets > 0 ? n_targets : 1) + 1, sizeof(double));
     cm->launch_us = calloc((size_t)n_targets + 1, sizeof(double));
     cm->us_per_byte = calloc((size_t)n_targets + 1, sizeof(double));
-    cm->bytes = calloc((size_t)g->n_values + 1, sizeof(double));
     cm->stamp = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
-    if (!cm->cpu_us || !cm->dev_us || !cm->launch_us || !cm->us_per_byte || !cm->bytes || !cm->stamp) {
+    if (!cm->cpu_us || !cm->dev_us || !cm->launch_us || !cm->us_per_byte || !cm->stamp) {
         cost_model_free(cm);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -119,10 +118,7 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
         cm->us_per_byte[t] = isfinite(gbps) && gbps > 0 ? 1.0 / (gbps * 1e3) : 0;
         cm->trivial &= cm->launch_us[t] == 0 && cm->us_per_byte[t] == 0;
     }
-    for (int32_t v = 0; v < g->n_values; v++) {
-        cm->bytes[v] = value_bytes(&g->values[v]);
-        cm->stamp[v] = -1;
-    }
+    for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
     view_builder vb;
     view_init(&vb, m);
     seam_status st = SEAM_STATUS_OK;
@@ -152,7 +148,6 @@ void cost_model_free(cost_model *cm) {
     free(cm->dev_us);
     free(cm->launch_us);
     free(cm->us_per_byte);
-    free(cm->bytes);
     free(cm->stamp);
     memset(cm, 0, sizeof(*cm));
 }
@@ -184,7 +179,7 @@ static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
             int32_t pr = g->values[v].producer;
             if (pr >= 0 && p->node_subgraph[pr] == s) continue;
             cm->stamp[v] = s;
-            bytes += cm->bytes[v];
+            bytes += value_bytes(&g->values[v]);
         }
         for (int32_t o = 0; o < n->n_outputs; o++) { /* outputs read outside or returned */
             int32_t v = n->outputs[o];
@@ -195,7 +190,7 @@ static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
                 int32_t j = val->consumers[c];
                 out = p->node_target[j] >= 0 && p->node_subgraph[j] != s;
             }
-            if (out) bytes += cm->bytes[v];
+            if (out) bytes += value_bytes(&g->values[v]);
         }
     }
     if (bytes_out) *bytes_out = bytes;

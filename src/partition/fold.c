@@ -94,5 +94,6 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
         if (st) return st;
     }
     if (folded_out) *folded_out = folded;
+    seam_phase(m->ctx, "fold");
     return SEAM_STATUS_OK;
 }

@@ -50,18 +50,24 @@ struct seam_plan {
     char *notes;
     size_t notes_len, notes_cap;
     seam_plan_estimate est;  /* the cost model's estimates */
+    /* seam_plan_json's text between the size query and the fill */
+    char *json, *json_model;
+    size_t json_len;
 };
+
+/* Frees the plan's kept JSON text. */
+void plan_json_drop(seam_plan *p);
 
 /* The cost model (cost.c): per node its estimated time on the CPU and on
  * each target that supports it, per target its launch and transfer cost,
- * per value its bytes. */
+ * per value a stamp for counting boundary bytes (value_bytes, from its
+ * type, when needed). */
 typedef struct cost_model {
     int32_t n_targets;
     double *cpu_us;       /* per node */
     double *dev_us;       /* per node x target, where supported */
     double *launch_us;    /* per target */
     double *us_per_byte;  /* per target */
-    double *bytes;        /* per value; 0 when its shape is not known */
     int32_t *stamp;       /* per value: scratch for counting a boundary once */
     bool trivial;         /* no target makes offloading cost more than the CPU */
 } cost_model;

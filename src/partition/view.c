@@ -94,7 +94,9 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
             nd += vi->rank;
         }
     }
-    *out = (seam_node_view){i, n->name, n->op_type, n->domain, seam_op_opset(vb->m, n->domain), n->n_inputs, n->n_outputs,
+    /* inference stored the opset on the node (a positive version) */
+    int64_t opset = n->opset > 0 ? n->opset : seam_op_opset(vb->m, n->domain);
+    *out = (seam_node_view){i, n->name, n->op_type, n->domain, opset, n->n_inputs, n->n_outputs,
                             vb->infos, vb->infos + n->n_inputs, vb->producers, n, vb->constant};
     return out;
 }

@@ -11,8 +11,11 @@
  *     graphs, no size/count constraints): exactly, with one device target;
  *     with two device targets the wave order is a heuristic, so at least
  *     99% must be exact and none more than one above the minimum.
- * Also: the callback assignment, with and without a cycle.
+ * Also: the callback assignment, with and without a cycle; the plan's JSON
+ * text against jansson's own compact dump of it (names with quotes,
+ * control characters and multibyte UTF-8).
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -553,6 +556,86 @@ static void callback_tests(void) {
     seam_context_free(ctx);
 }
 
+/* seam_plan_json writes its text itself; jansson, parsing it and dumping
+ * it again compactly, must give back the same bytes. */
+static void json_text_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    static const char *names[] = {"plain", "q\"uo\\te", "ctl\n\t\r\b\f\x01\x1f\x7f", "slash/é€😀", "x", "\xff\xfe bad"};
+    int32_t n_names = (int32_t)(sizeof(names) / sizeof(names[0]));
+    struct seam_model *m = calloc(1, sizeof(*m));
+    m->ctx = ctx;
+    seam_arena_init(&m->arena, 1 << 12);
+    ir_graph *g = ir_graph_new(m, NULL);
+    m->graph = g;
+    int32_t prev = ir_graph_add_value(g, "in\"put");
+    g->values[prev].flags |= IR_VALUE_INPUT;
+    g->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+    g->inputs[g->n_inputs++] = prev;
+    char nm[64];
+    for (int32_t i = 0; i < n_names; i++) {
+        snprintf(nm, sizeof(nm), "v%d_%s", i, names[i]);
+        int32_t v = ir_graph_add_value(g, seam_arena_strdup(&m->arena, nm));
+        int32_t idx = ir_graph_add_node(g);
+        ir_node *n = &g->nodes[idx];
+        n->name = names[i];
+        n->op_type = i % 2 ? "Relu" : "Sigmoid";
+        n->domain = "";
+        n->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+        n->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+        n->inputs[n->n_inputs++] = prev;
+        n->outputs[n->n_outputs++] = v;
+        prev = v;
+    }
+    g->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
+    g->outputs[g->n_outputs++] = prev;
+    g->values[prev].flags |= IR_VALUE_OUTPUT;
+    CHECK(ir_graph_link(ctx, g) == SEAM_STATUS_OK);
+    seam_plan *plan = NULL;
+    CHECK(seam_partition_by_callback(m, alternate, NULL, &plan) == SEAM_STATUS_INVALID_ARGUMENT);
+    int32_t half = 3;
+    CHECK(seam_partition_by_callback(m, by_half, &half, &plan) == SEAM_STATUS_OK);
+    size_t need = 0;
+    const char *model = "m\"od\\el\x02.onnx";
+    CHECK(seam_plan_json(plan, model, NULL, 0, &need) == SEAM_STATUS_OK && need > 1);
+    char *text = malloc(need);
+    size_t need2 = 0;
+    /* too small: a NUL-terminated prefix, and the same size needed */
+    CHECK(seam_plan_json(plan, model, text, 10, &need2) == SEAM_STATUS_OK && need2 == need && strlen(text) == 9);
+    CHECK(seam_plan_json(plan, model, text, need, NULL) == SEAM_STATUS_OK && strlen(text) == need - 1);
+    json_error_t err;
+    json_t *o = json_loads(text, 0, &err);
+    CHECK(o != NULL);
+    if (o) {
+        char *again = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+        CHECK(again && strcmp(again, text) == 0);
+        if (again && strcmp(again, text) != 0) fprintf(stderr, "ours:    %s\njansson: %s\n", text, again);
+        free(again);
+        CHECK(strcmp(json_string_value(json_object_get(o, "model")), model) == 0);
+        json_t *nodes = json_object_get(o, "nodes");
+        CHECK(json_array_size(nodes) == (size_t)n_names);
+        for (int32_t i = 0; i + 1 < n_names; i++)
+            CHECK(strcmp(json_string_value(json_object_get(json_array_get(nodes, (size_t)i), "name")), names[i]) == 0);
+        /* bytes that are not UTF-8 become U+FFFD */
+        CHECK(strcmp(json_string_value(json_object_get(json_array_get(nodes, (size_t)n_names - 1), "name")),
+                     "\xEF\xBF\xBD\xEF\xBF\xBD bad") == 0);
+        CHECK(json_array_size(json_object_get(o, "subgraphs")) == 2);
+        CHECK(json_is_real(json_object_get(json_object_get(o, "estimate"), "plan_us")));
+        json_decref(o);
+    }
+    /* another model name gives another text; the first is not reused */
+    CHECK(seam_plan_json(plan, NULL, NULL, 0, &need2) == SEAM_STATUS_OK && need2 < need);
+    char *text2 = malloc(need2);
+    CHECK(seam_plan_json(plan, NULL, text2, need2, NULL) == SEAM_STATUS_OK);
+    CHECK(strncmp(text2, "{\"model\":\"\",", 12) == 0);
+    free(text2);
+    free(text);
+    seam_plan_free(plan);
+    seam_arena_free(&m->arena);
+    free(m);
+    seam_context_free(ctx);
+}
+
 static void rules_tests(void) {
     seam_context *ctx;
     seam_context_create(&ctx);
@@ -586,6 +669,7 @@ int main(void) {
     cost_property_tests();
     rules_cost_tests();
     callback_tests();
+    json_text_tests();
     rules_tests();
     CHECK_DONE();
 }

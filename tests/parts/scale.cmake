@@ -1,0 +1,4 @@
+# Loading at scale: the streamed top graph against protobuf-c's whole-file
+# unpack, on the ONNX conformance models and the generated models.
+add_test(NAME load_stream COMMAND test_ir --stream-check ${TESTDATA} ${SEAM_MODELS_DIR})
+set_tests_properties(load_stream PROPERTIES LABELS "conformance;models" FIXTURES_REQUIRED models TIMEOUT 600)
