@@ -177,6 +177,7 @@ static const op_arity arities[] = {
     {"", "SequenceErase", 1, 2, 1, 1},
     {"", "SequenceInsert", 2, 3, 1, 1},
     {"", "SequenceLength", 1, 1, 1, 1},
+    {"", "SequenceMap", 1, V, 1, V},
     {"", "Shape", 1, 1, 1, 1},
     {"", "Shrink", 1, 1, 1, 1},
     {"", "Sigmoid", 1, 1, 1, 1},

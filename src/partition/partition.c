@@ -168,7 +168,22 @@ static seam_status compute_support(partitioner *pr) {
         }
         size_t off = 0;
         detail[0] = 0;
-        for (int32_t t = 0; t < pr->n_targets; t++) {
+        /* sequences and optionals are host-only values: no target sees them */
+        const ir_value *host_only = NULL;
+        for (int32_t k = 0; k < n->n_inputs + n->n_outputs && !host_only; k++) {
+            int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            if (v >= 0 && g->values[v].type.kind != IR_TYPE_TENSOR && g->values[v].type.kind != IR_TYPE_NONE)
+                host_only = &g->values[v];
+        }
+        if (host_only) {
+            int kind = host_only->type.kind;
+            off += (size_t)snprintf(detail, sizeof(detail), "'%s' is a%s value; only the CPU runs those", host_only->name,
+                                    kind == IR_TYPE_SEQUENCE ? " sequence"
+                                    : kind == IR_TYPE_OPTIONAL ? "n optional"
+                                    : kind == IR_TYPE_MAP      ? " map"
+                                                               : " sparse tensor");
+        }
+        for (int32_t t = 0; t < pr->n_targets && !host_only; t++) {
             if (backend_supports(pr->targets[t], &view, why, sizeof(why))) {
                 pr->supported_by[i] |= (uint64_t)1 << t;
             } else if (off < sizeof(detail)) {
