@@ -6,6 +6,7 @@
 #include "backends/backend.h"
 #include "core/context.h"
 #include "runtime/exec.h"
+#include "runtime/subgraph.h"
 
 struct seam_session {
     seam_context *ctx;
@@ -317,5 +318,20 @@ seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_sta
     const seam_kernel *k = &s->exec->kernels[node];
     *out = (seam_node_stats){n->name,      n->op_type, target,      s->exec->node_ms[node], k->bytes_in, k->bytes_out,
                              s->exec->node_start_ms[node], k->check_ms, k->copy_ms};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_stats_get(const seam_session *s, seam_session_stats *out) {
+    if (!s || !out) return SEAM_STATUS_INVALID_ARGUMENT;
+    subgraph_counts sum = {0, 0, 0, 0, 0, 0};
+    for (int32_t i = 0; i < s->model->graph->n_nodes; i++) subgraph_add_counts(s->exec, i, &sum);
+    *out = (seam_session_stats){sum.compiles, sum.run_compiles, sum.cache_hits, sum.evictions, sum.cpu_shapes, sum.compile_ms};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_set_shape_cache(seam_session *s, int32_t n) {
+    if (!s) return SEAM_STATUS_INVALID_ARGUMENT;
+    if (n < 1) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the shape cache must hold at least 1 shape, got %d", n);
+    for (int32_t i = 0; i < s->model->graph->n_nodes; i++) subgraph_set_cache_size(s->exec, i, n);
     return SEAM_STATUS_OK;
 }

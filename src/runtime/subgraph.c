@@ -5,8 +5,18 @@
  * runs. The executor runs these nodes itself (seam_exec_kernel_find): they
  * are not an op of any backend but the seam between backends.
  *
- *   a backend that compiles   compiled once at session creation; each run
- *                             hands it the boundary values
+ *   a backend that compiles   compiled once at session creation when the
+ *                             body's boundary shapes are static; each run
+ *                             hands it the boundary values. Otherwise
+ *                             specialized at run time: the first run with a
+ *                             new shape signature (its inputs' dtypes and
+ *                             shapes, and the values of small integer inputs
+ *                             that only parameterize nodes, a Reshape's
+ *                             target) infers the body's shapes for it on a
+ *                             copy of the body, compiles, and keeps the
+ *                             program in a bounded LRU cache; a shape the
+ *                             backend cannot compile runs the body on the
+ *                             CPU, said once in the session's log
  *   "cpu"                     the body runs on an executor of its own,
  *                             on the CPU kernels
  *   a rules target, or a      the same, but the device has memory of its
@@ -24,7 +34,29 @@
 #include "core/context.h"
 #include "partition/partition.h"
 #include "runtime/exec_impl.h"
+#include "runtime/subgraph.h"
 #include "seam_backend.h"
+
+/* Shape signatures a specialized subgraph keeps compiled, unless the
+ * session says otherwise (seam_session_options.shape_cache). */
+#define SUBGRAPH_CACHE_DEFAULT 8
+/* A small integer input (at most this many elements) that only
+ * parameterizes nodes is part of the shape signature. */
+#define PARAM_MAX_NUMEL 64
+
+/* One shape signature of a specialized subgraph: the body copied with the
+ * shapes of that signature inferred, and its compiled program (or the
+ * reason the backend gave for not compiling it: that shape runs on the
+ * CPU). */
+typedef struct variant {
+    int64_t *sig;
+    int32_t sig_len;
+    uint64_t last_use;   /* LRU clock */
+    ir_graph *g;         /* the body's copy (values and nodes its own) */
+    seam_arena arena;    /* the copy's inferred types and constants */
+    void *compiled;      /* NULL: runs on the CPU */
+    void *view_impl;
+} variant;
 
 typedef struct subgraph_state {
     const ir_graph *body;
@@ -35,13 +67,39 @@ typedef struct subgraph_state {
     const seam_backend *be;
     void *compiled;
     void *view_impl;
+    /* specialized at run time (the boundary shapes are not static) */
+    bool dynamic;
+    bool *param;         /* per body input: a small integer parameter input (its values are in the signature) */
+    const ir_node *node; /* the Subgraph node, for messages and its target options */
+    variant *cache;
+    int32_t n_cache, cap_cache;
+    uint64_t clock;
+    bool told_slow;      /* the CPU fallback of a shape was logged */
+    subgraph_counts counts;
 } subgraph_state;
+
+static void free_variant(const seam_backend *be, variant *v) {
+    if (v->compiled) backend_release_compiled(be, v->compiled);
+    subgraph_impl_free(v->view_impl);
+    if (v->g) {
+        free(v->g->values);
+        free(v->g->nodes);
+        free(v->g->inputs);
+        free(v->g);
+    }
+    seam_arena_free(&v->arena);
+    free(v->sig);
+    memset(v, 0, sizeof(*v));
+}
 
 static void free_subgraph_state(void *p) {
     subgraph_state *s = p;
     if (!s) return;
     if (s->compiled) backend_release_compiled(s->be, s->compiled);
     subgraph_impl_free(s->view_impl);
+    for (int32_t k = 0; k < s->n_cache; k++) free_variant(s->be, &s->cache[k]);
+    free(s->cache);
+    free(s->param);
     seam_exec_free(s->exec);
     free(s);
 }
@@ -90,49 +148,115 @@ static bool boundary_infos(const ir_graph *body, const int32_t *vals, int32_t n,
     return true;
 }
 
-static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const ir_graph *body, subgraph_state *s) {
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Compiles body (its boundary shapes static) for be with node's
+ * "target_options": *compiled and *view_impl, or a status with the reason
+ * in err (SEAM_STATUS_UNSUPPORTED: the backend or a shape refused). */
+static seam_status compile_body(const seam_backend *be, const ir_node *node, const ir_graph *body, void **compiled,
+                                void **view_impl, char *err, size_t err_size) {
     seam_value_info *infos = calloc((size_t)(body->n_inputs + body->n_outputs) + 1, sizeof(seam_value_info));
     int64_t *dims = calloc((size_t)(body->n_inputs + body->n_outputs) * SEAM_MAX_RANK + 1, sizeof(int64_t));
     seam_status st = SEAM_STATUS_OK;
+    *compiled = *view_impl = NULL;
     if (!infos || !dims) {
-        st = refuse_oom(c);
+        snprintf(err, err_size, "out of memory");
+        st = SEAM_STATUS_OUT_OF_MEMORY;
         goto done;
     }
     if (!boundary_infos(body, body->inputs, body->n_inputs, infos, dims) ||
         !boundary_infos(body, body->outputs, body->n_outputs, infos + body->n_inputs, dims + body->n_inputs * SEAM_MAX_RANK)) {
-        st = check_refuse(c, "ai.seam Subgraph for '%s': a boundary value's shape is not static; the backend compiles "
-                    "static shapes only (fix them with --shape)", be->name);
+        snprintf(err, err_size, "a boundary value's shape is not static");
+        st = SEAM_STATUS_UNSUPPORTED;
         goto done;
     }
-    s->view_impl = subgraph_impl_new(body->model, body);
-    if (!s->view_impl) {
-        st = refuse_oom(c);
+    *view_impl = subgraph_impl_new(body->model, body);
+    if (!*view_impl) {
+        snprintf(err, err_size, "out of memory");
+        st = SEAM_STATUS_OUT_OF_MEMORY;
         goto done;
     }
-    seam_subgraph_view v = {c->n->name, body->n_nodes, body->n_inputs, body->n_outputs, infos, infos + body->n_inputs,
-                            s->view_impl};
+    seam_subgraph_view v = {node->name, body->n_nodes, body->n_inputs, body->n_outputs, infos, infos + body->n_inputs,
+                            *view_impl};
     /* target options: the node's "target_options" strings */
-    const ir_attr *oa = node_attr(c->n, "target_options");
+    const ir_attr *oa = node_attr(node, "target_options");
     const char *opts[64];
     int32_t n_opts = 0;
     for (int32_t k = 0; oa && oa->kind == IR_ATTR_STRINGS && k < oa->n && n_opts < 64; k++)
         opts[n_opts++] = (const char *)oa->strings[k].data;
-    char err[512] = "";
-    s->compiled = backend_compile(be, &v, opts, n_opts, err, sizeof(err));
-    if (!s->compiled) {
-        st = check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err[0] ? err : "(no reason given)");
-        goto done;
-    }
-    const char *log = backend_compile_log(be, s->compiled);
-    if (log && log[0]) {
-        char prefix[256];
-        snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", c->n->name ? c->n->name : "", be->name);
-        if (!exec_log(c->exec, prefix, log)) st = refuse_oom(c);
+    err[0] = 0;
+    *compiled = backend_compile(be, &v, opts, n_opts, err, err_size);
+    if (!*compiled) {
+        if (!err[0]) snprintf(err, err_size, "(no reason given)");
+        st = SEAM_STATUS_UNSUPPORTED;
     }
 done:
+    if (st) {
+        subgraph_impl_free(*view_impl);
+        *view_impl = NULL;
+    }
     free(infos);
     free(dims);
     return st;
+}
+
+/* The backend's compile log, into the session's log. */
+static bool log_compile(seam_exec *e, const seam_backend *be, const ir_node *node, void *compiled) {
+    const char *log = backend_compile_log(be, compiled);
+    if (!log || !log[0]) return true;
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", node->name ? node->name : "", be->name);
+    return exec_log(e, prefix, log);
+}
+
+static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const ir_graph *body, subgraph_state *s) {
+    char err[512];
+    double t0 = now_ms();
+    seam_status st = compile_body(be, c->n, body, &s->compiled, &s->view_impl, err, sizeof(err));
+    if (st == SEAM_STATUS_OUT_OF_MEMORY) return refuse_oom(c);
+    if (st) return check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err);
+    s->counts.compiles++;
+    s->counts.compile_ms += now_ms() - t0;
+    if (!log_compile(c->exec, be, c->n, s->compiled)) return refuse_oom(c);
+    return SEAM_STATUS_OK;
+}
+
+/* Whether every boundary value of body has a static shape. */
+static bool boundary_static(const ir_graph *body) {
+    for (int32_t k = 0; k < body->n_inputs + body->n_outputs; k++) {
+        const ir_type *t = &body->values[k < body->n_inputs ? body->inputs[k] : body->outputs[k - body->n_inputs]].type;
+        if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return false;
+        for (int32_t d = 0; d < t->rank; d++)
+            if (t->dims[d].v < 0) return false;
+    }
+    return true;
+}
+
+/* Input k of body is a parameter: an integer tensor that every reader
+ * takes as a shape, bounds or axes (input 1 and after of Reshape, Slice,
+ * Expand, ...), never as data. Its values at a run fix the shapes the body
+ * computes, so they are part of the shape signature and the compile sees
+ * them as constants. */
+static bool param_input(const ir_graph *body, int32_t k) {
+    static const char *const ops[] = {"Reshape", "Squeeze", "Unsqueeze", "Slice", "Pad", "Resize", "Split", "Expand",
+                                      "Tile", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ConstantOfShape"};
+    const ir_value *v = &body->values[body->inputs[k]];
+    if (v->type.kind != IR_TYPE_TENSOR || (v->type.elem != SEAM_DTYPE_INT64 && v->type.elem != SEAM_DTYPE_INT32) ||
+        v->n_consumers < 1 || v->type.rank > 1)
+        return false;
+    for (int32_t c = 0; c < v->n_consumers; c++) {
+        const ir_node *n = &body->nodes[v->consumers[c]];
+        bool known = false;
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]) && !known; o++) known = !n->domain[0] && !strcmp(n->op_type, ops[o]);
+        if (!known) return false;
+        for (int32_t i = 0; i < n->n_inputs && known; i++) known = !(i == 0 && n->inputs[i] == body->inputs[k]);
+        if (!known && strcmp(n->op_type, "ConstantOfShape")) return false;
+    }
+    return true;
 }
 
 static seam_status check_subgraph(seam_check *c) {
@@ -156,7 +280,15 @@ static seam_status check_subgraph(seam_check *c) {
         *c->free_state = free_subgraph_state;
         s->be = be;
         s->body = body;
-        return compile_subgraph(c, be, body, s);
+        s->node = c->n;
+        if (!(s->param = calloc((size_t)body->n_inputs + 1, sizeof(bool)))) return refuse_oom(c);
+        bool params = false;
+        for (int32_t k = 0; k < body->n_inputs; k++) params |= s->param[k] = param_input(body, k);
+        if (!params && boundary_static(body)) return compile_subgraph(c, be, body, s);
+        /* compiled at the first run with each shape signature */
+        s->dynamic = true;
+        s->cap_cache = SUBGRAPH_CACHE_DEFAULT;
+        return SEAM_STATUS_OK;
     }
     if (!is_cpu && !rules && !be)
         return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
@@ -188,14 +320,186 @@ static seam_status check_subgraph(seam_check *c) {
     return SEAM_STATUS_OK;
 }
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+/* ---- specialization at run time ---- */
+
+/* The shape signature of this run's inputs into sig (*len entries): per
+ * input its dtype, rank and dims, and a parameter input's values. False
+ * when an input is missing or a parameter too long. */
+static bool run_signature(seam_kernel *k, const subgraph_state *s, int64_t **sig, int32_t *len) {
+    int32_t n_in = kernel_n_in(k), n = 0;
+    for (int32_t i = 0; i < n_in; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        if (!x) return false;
+        n += 2 + x->rank + (s->param[i] ? (int32_t)(x->numel <= PARAM_MAX_NUMEL ? x->numel : 0) : 0);
+    }
+    int64_t *q = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!q) return false;
+    n = 0;
+    for (int32_t i = 0; i < n_in; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        q[n++] = x->dtype, q[n++] = x->rank;
+        for (int32_t d = 0; d < x->rank; d++) q[n++] = x->dims[d];
+        for (int64_t e = 0; s->param[i] && x->numel <= PARAM_MAX_NUMEL && e < x->numel; e++)
+            q[n++] = x->dtype == SEAM_DTYPE_INT64 ? ((const int64_t *)x->data)[e] : ((const int32_t *)x->data)[e];
+    }
+    *sig = q, *len = n;
+    return true;
 }
 
-static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
+/* "[1,3,320,320], [7]": the run's input shapes, for messages. */
+static void format_shapes(seam_kernel *k, char *buf, size_t n) {
+    size_t off = 0;
+    buf[0] = 0;
+    for (int32_t i = 0; i < kernel_n_in(k) && off < n; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        off += (size_t)snprintf(buf + off, n - off, "%s[", i ? ", " : "");
+        for (int32_t d = 0; x && d < x->rank && off < n; d++)
+            off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? "," : "", (long long)x->dims[d]);
+        if (off < n) off += (size_t)snprintf(buf + off, n - off, "]");
+    }
+}
+
+/* The body copied for this run's shapes: boundary inputs take the run's
+ * dtypes and shapes, parameter inputs become constants with the run's
+ * values (and leave the boundary), every computed value is inferred again
+ * by the op layer. The copy owns its values, nodes and inputs; it shares
+ * the body's names, attributes and topological order (read only). */
+static seam_status specialize_body(seam_kernel *k, const subgraph_state *s, variant *v, char *err, size_t err_size) {
     const ir_graph *body = s->body;
+    ir_graph *g = calloc(1, sizeof(*g));
+    if (!g) goto oom;
+    v->g = g;
+    *g = *body;
+    g->values = malloc(sizeof(ir_value) * (size_t)body->n_values + 1);
+    g->nodes = malloc(sizeof(ir_node) * (size_t)body->n_nodes + 1);
+    g->inputs = malloc(sizeof(int32_t) * (size_t)body->n_inputs + 1);
+    if (!g->values || !g->nodes || !g->inputs) goto oom;
+    memcpy(g->values, body->values, sizeof(ir_value) * (size_t)body->n_values);
+    memcpy(g->nodes, body->nodes, sizeof(ir_node) * (size_t)body->n_nodes);
+    for (int32_t i = 0; i < g->n_values; i++) {
+        ir_value *val = &g->values[i];
+        if (val->producer < 0) continue;
+        val->type = (ir_type){IR_TYPE_NONE, 0, -1, NULL, NULL, NULL};
+        val->konst = NULL;
+    }
+    g->n_inputs = 0;
+    for (int32_t i = 0; i < body->n_inputs; i++) {
+        const seam_tensor *x = kernel_in(k, i);
+        ir_value *val = &g->values[body->inputs[i]];
+        ir_dim *dims = seam_arena_calloc(&v->arena, (size_t)x->rank + 1, sizeof(ir_dim));
+        if (!dims) goto oom;
+        for (int32_t d = 0; d < x->rank; d++) dims[d] = (ir_dim){x->dims[d], NULL};
+        val->type = (ir_type){IR_TYPE_TENSOR, x->dtype, x->rank, dims, NULL, NULL};
+        val->konst = NULL;
+        if (s->param[i] && x->numel <= PARAM_MAX_NUMEL) {
+            ir_tensor *t = seam_arena_calloc(&v->arena, 1, sizeof(*t));
+            if (!t) goto oom;
+            *t = (ir_tensor){val->name, NULL, x->dtype, x->rank, NULL, x->numel, NULL, x->nbytes, NULL};
+            t->dims = seam_arena_memdup(&v->arena, x->dims, sizeof(int64_t) * (size_t)x->rank);
+            t->data = seam_arena_memdup(&v->arena, x->data, x->nbytes);
+            if (!t->dims || !t->data) goto oom;
+            val->init = t, val->konst = t;
+            val->flags = (val->flags & ~(uint32_t)IR_VALUE_INPUT) | IR_VALUE_INIT;
+        } else {
+            g->inputs[g->n_inputs++] = body->inputs[i];
+        }
+    }
+    /* inference on a model that is the original but for its graph (the
+     * copy) and its arena (the variant's) */
+    struct seam_model tm = *body->model;
+    tm.graph = g;
+    tm.arena = v->arena;
+    seam_status st = ir_infer_model(&tm);
+    v->arena = tm.arena;
+    if (st) {
+        snprintf(err, err_size, "shape inference for these shapes failed: %s", seam_context_last_error(tm.ctx));
+        return SEAM_STATUS_UNSUPPORTED;
+    }
+    return SEAM_STATUS_OK;
+oom:
+    snprintf(err, err_size, "out of memory");
+    return SEAM_STATUS_OUT_OF_MEMORY;
+}
+
+/* The variant of this run's shape signature: found in the cache (a hit),
+ * or made now (compiled; or, when the backend refuses the shape, to run on
+ * the CPU, said once). Evicts the least recently used when the cache is
+ * full. NULL with the kernel's error set when out of memory. */
+static variant *find_variant(seam_kernel *k, subgraph_state *s) {
+    int64_t *sig = NULL;
+    int32_t len = 0;
+    if (!run_signature(k, s, &sig, &len)) {
+        kernel_oom(k);
+        return NULL;
+    }
+    for (int32_t c = 0; c < s->n_cache; c++) {
+        variant *v = &s->cache[c];
+        if (v->sig_len == len && !memcmp(v->sig, sig, sizeof(int64_t) * (size_t)len)) {
+            free(sig);
+            v->last_use = ++s->clock;
+            s->counts.cache_hits++;
+            return v;
+        }
+    }
+    if (!s->cache && !(s->cache = calloc((size_t)s->cap_cache, sizeof(variant)))) {
+        free(sig);
+        kernel_oom(k);
+        return NULL;
+    }
+    int32_t slot = s->n_cache;
+    if (slot >= s->cap_cache) { /* full: the least recently used goes */
+        slot = 0;
+        for (int32_t c = 1; c < s->n_cache; c++)
+            if (s->cache[c].last_use < s->cache[slot].last_use) slot = c;
+        free_variant(s->be, &s->cache[slot]);
+        s->counts.evictions++;
+    } else {
+        s->n_cache++;
+    }
+    variant *v = &s->cache[slot];
+    memset(v, 0, sizeof(*v));
+    seam_arena_init(&v->arena, 16384);
+    v->sig = sig, v->sig_len = len, v->last_use = ++s->clock;
+    char err[512] = "";
+    double t0 = now_ms();
+    seam_status st = specialize_body(k, s, v, err, sizeof(err));
+    if (!st) st = compile_body(s->be, s->node, v->g, &v->compiled, &v->view_impl, err, sizeof(err));
+    if (st == SEAM_STATUS_OUT_OF_MEMORY) {
+        free_variant(s->be, v);
+        *v = s->cache[--s->n_cache];
+        kernel_oom(k);
+        return NULL;
+    }
+    if (!st) {
+        s->counts.compiles++;
+        s->counts.run_compiles++;
+        s->counts.compile_ms += now_ms() - t0;
+        /* the backend's log of the first shape (later ones pick alike) */
+        if (s->counts.run_compiles == 1 && !log_compile(k->exec, s->be, s->node, v->compiled)) {
+            kernel_oom(k);
+            return NULL;
+        }
+        return v;
+    }
+    /* the backend refused this shape: the body runs on the CPU */
+    s->counts.cpu_shapes++;
+    if (!s->told_slow) {
+        char shapes[256], line[1024], prefix[256];
+        format_shapes(k, shapes, sizeof(shapes));
+        snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", s->node->name ? s->node->name : "", s->be->name);
+        snprintf(line, sizeof(line),
+                 "slow: inputs of shape %s not compiled: %s; this shape runs on the CPU; fix: give the model static "
+                 "shapes (--shape) or a shape the backend takes", shapes, err);
+        s->told_slow = true;
+        if (!exec_log(k->exec, prefix, line)) {
+            kernel_oom(k);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+static seam_status run_compiled(seam_kernel *k, subgraph_state *s, const ir_graph *body, void *compiled) {
     int32_t n_in = kernel_n_in(k), n_out = kernel_n_out(k);
     seam_tensor_view *ins = calloc((size_t)n_in + 1, sizeof(seam_tensor_view));
     seam_buffer *outs = calloc((size_t)n_out + 1, sizeof(seam_buffer));
@@ -206,25 +510,29 @@ static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
         goto done;
     }
     bool device = backend_memory(s->be) == SEAM_MEMORY_DEVICE;
+    int32_t n_prog = 0; /* the program's inputs: the node's, but for parameters made constants */
     for (int32_t i = 0; i < n_in; i++) {
         const seam_tensor *x = kernel_in(k, i);
         if (!x) {
             st = kernel_fail(k, "input %d is missing", i);
             goto done;
         }
+        if (s->dynamic && s->param[i] && x->numel <= PARAM_MAX_NUMEL) continue;
         const void *data = x->data;
         if (device) { /* a copy into "device" memory */
-            if (!(dev[i] = malloc(x->nbytes ? x->nbytes : 1))) {
+            if (!(dev[n_prog] = malloc(x->nbytes ? x->nbytes : 1))) {
                 st = kernel_oom(k);
                 goto done;
             }
             double t0 = now_ms();
-            if (x->nbytes) memcpy(dev[i], x->data, x->nbytes);
+            if (x->nbytes) memcpy(dev[n_prog], x->data, x->nbytes);
             k->copy_ms += now_ms() - t0;
-            data = dev[i];
+            data = dev[n_prog];
             k->bytes_in += (int64_t)x->nbytes;
         }
-        ins[i] = (seam_tensor_view){body->values[body->inputs[i]].name, (seam_dtype)x->dtype, x->rank, x->dims, data, x->nbytes};
+        ins[n_prog] = (seam_tensor_view){body->values[body->inputs[n_prog]].name, (seam_dtype)x->dtype, x->rank, x->dims,
+                                         data, x->nbytes};
+        n_prog++;
     }
     for (int32_t o = 0; o < n_out; o++) {
         const ir_type *t = &body->values[body->outputs[o]].type;
@@ -239,7 +547,7 @@ static seam_status run_compiled(seam_kernel *k, subgraph_state *s) {
         if (device) k->bytes_out += (int64_t)y->nbytes;
     }
     char err[512] = "";
-    st = backend_run(s->be, s->compiled, ins, n_in, outs, n_out, err, sizeof(err));
+    st = backend_run(s->be, compiled, ins, n_prog, outs, n_out, err, sizeof(err));
     /* the run failed at this node, unless the backend ran out of memory */
     if (st)
         st = kernel_error(k, st == SEAM_STATUS_OUT_OF_MEMORY ? st : SEAM_STATUS_RUN_FAILED, "%s failed to run it: %s",
@@ -254,7 +562,17 @@ done:
 
 static seam_status run_subgraph(seam_kernel *k) {
     subgraph_state *s = k->state;
-    if (s->compiled) return run_compiled(k, s);
+    if (s->compiled) return run_compiled(k, s, s->body, s->compiled);
+    if (s->dynamic) {
+        variant *v = find_variant(k, s);
+        if (!v) return SEAM_STATUS_OUT_OF_MEMORY;
+        if (v->compiled) return run_compiled(k, s, v->g, v->compiled);
+        /* this shape on the CPU: the body on an executor of its own */
+        if (!s->exec) {
+            seam_status st = seam_exec_create(k->ctx, s->body, k->exec, k->pool, &s->exec);
+            if (st) return kernel_error(k, st, "running it on the CPU: %s", seam_context_last_error(k->ctx));
+        }
+    }
     seam_exec *e = s->exec;
     int32_t n_in = kernel_n_in(k);
     void **dev = calloc((size_t)n_in + 1, sizeof(void *));
@@ -299,3 +617,34 @@ done:
 }
 
 const seam_kernel_def exec_subgraph_kernel = {run_subgraph, check_subgraph};
+
+bool subgraph_add_counts(const seam_exec *e, int32_t node, subgraph_counts *sum) {
+    if (!e || node < 0 || node >= e->g->n_nodes || e->defs[node] != &exec_subgraph_kernel) return false;
+    const subgraph_state *s = e->kernels[node].state;
+    if (!s) return false;
+    sum->compiles += s->counts.compiles;
+    sum->run_compiles += s->counts.run_compiles;
+    sum->cache_hits += s->counts.cache_hits;
+    sum->evictions += s->counts.evictions;
+    sum->cpu_shapes += s->counts.cpu_shapes;
+    sum->compile_ms += s->counts.compile_ms;
+    return true;
+}
+
+void subgraph_set_cache_size(seam_exec *e, int32_t node, int32_t n) {
+    if (!e || node < 0 || node >= e->g->n_nodes || e->defs[node] != &exec_subgraph_kernel || n < 1) return;
+    subgraph_state *s = e->kernels[node].state;
+    if (!s || !s->dynamic) return;
+    while (s->n_cache > n) { /* the least recently used go */
+        int32_t old = 0;
+        for (int32_t c = 1; c < s->n_cache; c++)
+            if (s->cache[c].last_use < s->cache[old].last_use) old = c;
+        free_variant(s->be, &s->cache[old]);
+        s->cache[old] = s->cache[--s->n_cache];
+        s->counts.evictions++;
+    }
+    variant *grown = s->cache ? realloc(s->cache, sizeof(variant) * (size_t)n) : NULL;
+    if (s->cache && !grown) return; /* keeps the old size */
+    if (grown) s->cache = grown;
+    s->cap_cache = n;
+}
