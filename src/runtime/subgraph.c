@@ -52,6 +52,7 @@ typedef struct variant {
     int64_t *sig;
     int32_t sig_len;
     uint64_t last_use;   /* LRU clock */
+    bool bucket;         /* compiled at session creation (a saved bucket): never evicted */
     ir_graph *g;         /* the body's copy (values and nodes its own) */
     seam_arena arena;    /* the copy's inferred types and constants */
     void *compiled;      /* NULL: runs on the CPU */
@@ -75,6 +76,7 @@ typedef struct subgraph_state {
     int32_t n_cache, cap_cache;
     uint64_t clock;
     bool told_slow;      /* the CPU fallback of a shape was logged */
+    bool no_jit;         /* saved with --no-jit: a shape that is no bucket is refused */
     subgraph_counts counts;
 } subgraph_state;
 
@@ -259,102 +261,37 @@ static bool param_input(const ir_graph *body, int32_t k) {
     return true;
 }
 
-static seam_status check_subgraph(seam_check *c) {
-    size_t tlen = 0, rlen = 0;
-    const char *target = str_attr(c->n, "target", &tlen), *rules = str_attr(c->n, "rules", &rlen);
-    const ir_graph *body = graph_attr(c->n, "body");
-    if (!node_attr(c->n, "body")) return check_refuse(c, "ai.seam Subgraph without its 'body' attribute");
-    if (!body) return check_refuse(c, "ai.seam Subgraph: 'body' must be a graph");
-    if (!node_attr(c->n, "target")) return check_refuse(c, "ai.seam Subgraph without its 'target' attribute");
-    if (!target || tlen == 0) return check_refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
-    if (node_attr(c->n, "rules") && !rules) return check_refuse(c, "ai.seam Subgraph: 'rules' must be a string");
-    if (body->n_inputs != c->n->n_inputs || body->n_outputs != c->n->n_outputs)
-        return check_refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
-                      body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
-    bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
-    const seam_backend *be = is_cpu ? NULL : find_target(c->exec, target, tlen);
-    if (be && backend_compiles(be)) { /* the backend compiles and runs it */
-        subgraph_state *s = calloc(1, sizeof(*s));
-        if (!s) return refuse_oom(c);
-        *c->state = s;
-        *c->free_state = free_subgraph_state;
-        s->be = be;
-        s->body = body;
-        s->node = c->n;
-        if (!(s->param = calloc((size_t)body->n_inputs + 1, sizeof(bool)))) return refuse_oom(c);
-        bool params = false;
-        for (int32_t k = 0; k < body->n_inputs; k++) params |= s->param[k] = param_input(body, k);
-        if (!params && boundary_static(body)) return compile_subgraph(c, be, body, s);
-        /* compiled at the first run with each shape signature */
-        s->dynamic = true;
-        s->cap_cache = SUBGRAPH_CACHE_DEFAULT;
-        return SEAM_STATUS_OK;
-    }
-    if (!is_cpu && !rules && !be)
-        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
-                         "no such backend given: load it with --backend-lib)", (int)tlen, target);
-    if (rules) { /* the rules must still parse: they are the target's description */
-        char *text = malloc(rlen + 1);
-        if (!text) return refuse_oom(c);
-        memcpy(text, rules, rlen);
-        text[rlen] = 0;
-        seam_backend *rb = NULL;
-        seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &rb);
-        free(text);
-        if (st) return check_refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
-        seam_backend_free(rb);
-    }
-    subgraph_state *s = calloc(1, sizeof(*s));
-    if (!s) return refuse_oom(c);
-    *c->state = s;
-    *c->free_state = free_subgraph_state;
-    /* a rules target, or a backend without compile: the CPU kernels, in the
-     * device's own memory unless the backend works in host memory */
-    s->device = !is_cpu && !(be && backend_memory(be) == SEAM_MEMORY_HOST);
-    s->body = body;
-    seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->exec);
-    if (st) { /* the body's own status: unsupported, or out of memory */
-        snprintf(c->reason, c->reason_size, "in its body: %s", seam_context_last_error(c->ctx));
-        return st;
-    }
-    return SEAM_STATUS_OK;
-}
-
 /* ---- specialization at run time ---- */
 
-/* The shape signature of this run's inputs into sig (*len entries): per
- * input its dtype, rank and dims, and a parameter input's values. False
- * when an input is missing or a parameter too long. */
-static bool run_signature(seam_kernel *k, const subgraph_state *s, int64_t **sig, int32_t *len) {
-    int32_t n_in = kernel_n_in(k), n = 0;
-    for (int32_t i = 0; i < n_in; i++) {
-        const seam_tensor *x = kernel_in(k, i);
-        if (!x) return false;
-        n += 2 + x->rank + (s->param[i] ? (int32_t)(x->numel <= PARAM_MAX_NUMEL ? x->numel : 0) : 0);
-    }
+/* The shape signature of inputs xs (n of them) into sig (*len entries):
+ * per input its dtype, rank and dims, and a parameter input's values.
+ * False when out of memory. */
+static bool signature_of(const seam_tensor *const *xs, int32_t n_in, const bool *param, int64_t **sig, int32_t *len) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_in; i++)
+        n += 2 + xs[i]->rank + (param[i] && xs[i]->numel <= PARAM_MAX_NUMEL ? (int32_t)xs[i]->numel : 0);
     int64_t *q = malloc(sizeof(int64_t) * (size_t)(n + 1));
     if (!q) return false;
     n = 0;
     for (int32_t i = 0; i < n_in; i++) {
-        const seam_tensor *x = kernel_in(k, i);
+        const seam_tensor *x = xs[i];
         q[n++] = x->dtype, q[n++] = x->rank;
         for (int32_t d = 0; d < x->rank; d++) q[n++] = x->dims[d];
-        for (int64_t e = 0; s->param[i] && x->numel <= PARAM_MAX_NUMEL && e < x->numel; e++)
+        for (int64_t e = 0; param[i] && x->numel <= PARAM_MAX_NUMEL && e < x->numel; e++)
             q[n++] = x->dtype == SEAM_DTYPE_INT64 ? ((const int64_t *)x->data)[e] : ((const int32_t *)x->data)[e];
     }
     *sig = q, *len = n;
     return true;
 }
 
-/* "[1,3,320,320], [7]": the run's input shapes, for messages. */
-static void format_shapes(seam_kernel *k, char *buf, size_t n) {
+/* "[1,3,320,320], [7]": the shapes of xs, for messages. */
+static void format_shapes(const seam_tensor *const *xs, int32_t n_in, char *buf, size_t n) {
     size_t off = 0;
     buf[0] = 0;
-    for (int32_t i = 0; i < kernel_n_in(k) && off < n; i++) {
-        const seam_tensor *x = kernel_in(k, i);
+    for (int32_t i = 0; i < n_in && off < n; i++) {
         off += (size_t)snprintf(buf + off, n - off, "%s[", i ? ", " : "");
-        for (int32_t d = 0; x && d < x->rank && off < n; d++)
-            off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? "," : "", (long long)x->dims[d]);
+        for (int32_t d = 0; d < xs[i]->rank && off < n; d++)
+            off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? "," : "", (long long)xs[i]->dims[d]);
         if (off < n) off += (size_t)snprintf(buf + off, n - off, "]");
     }
 }
@@ -364,7 +301,8 @@ static void format_shapes(seam_kernel *k, char *buf, size_t n) {
  * values (and leave the boundary), every computed value is inferred again
  * by the op layer. The copy owns its values, nodes and inputs; it shares
  * the body's names, attributes and topological order (read only). */
-static seam_status specialize_body(seam_kernel *k, const subgraph_state *s, variant *v, char *err, size_t err_size) {
+static seam_status specialize_body(const seam_tensor *const *xs, const subgraph_state *s, variant *v, char *err,
+                                   size_t err_size) {
     const ir_graph *body = s->body;
     ir_graph *g = calloc(1, sizeof(*g));
     if (!g) goto oom;
@@ -384,7 +322,7 @@ static seam_status specialize_body(seam_kernel *k, const subgraph_state *s, vari
     }
     g->n_inputs = 0;
     for (int32_t i = 0; i < body->n_inputs; i++) {
-        const seam_tensor *x = kernel_in(k, i);
+        const seam_tensor *x = xs[i];
         ir_value *val = &g->values[body->inputs[i]];
         ir_dim *dims = seam_arena_calloc(&v->arena, (size_t)x->rank + 1, sizeof(ir_dim));
         if (!dims) goto oom;
@@ -421,82 +359,311 @@ oom:
     return SEAM_STATUS_OUT_OF_MEMORY;
 }
 
-/* The variant of this run's shape signature: found in the cache (a hit),
- * or made now (compiled; or, when the backend refuses the shape, to run on
- * the CPU, said once). Evicts the least recently used when the cache is
- * full. NULL with the kernel's error set when out of memory. */
-static variant *find_variant(seam_kernel *k, subgraph_state *s) {
-    int64_t *sig = NULL;
-    int32_t len = 0;
-    if (!run_signature(k, s, &sig, &len)) {
-        kernel_oom(k);
-        return NULL;
+/* Drops the least recently used variant that is not a bucket; false when
+ * every one is a bucket. */
+static bool evict_one(subgraph_state *s) {
+    int32_t old = -1;
+    for (int32_t c = 0; c < s->n_cache; c++)
+        if (!s->cache[c].bucket && (old < 0 || s->cache[c].last_use < s->cache[old].last_use)) old = c;
+    if (old < 0) return false;
+    free_variant(s->be, &s->cache[old]);
+    s->cache[old] = s->cache[--s->n_cache];
+    s->counts.evictions++;
+    return true;
+}
+
+/* A new variant for inputs xs (signature sig, which it takes): compiled,
+ * or (the backend refused the shape) to run on the CPU, said once in e's
+ * log. NULL when out of memory (sig freed). */
+static variant *new_variant(seam_exec *e, subgraph_state *s, const seam_tensor *const *xs, int64_t *sig, int32_t len) {
+    if (s->n_cache >= s->cap_cache && !evict_one(s) && s->n_cache >= s->cap_cache) {
+        variant *grown = realloc(s->cache, sizeof(variant) * (size_t)(s->cap_cache + 1));
+        if (!grown) return free(sig), NULL;
+        s->cache = grown, s->cap_cache++; /* every one is a bucket: room for one more */
     }
-    for (int32_t c = 0; c < s->n_cache; c++) {
-        variant *v = &s->cache[c];
-        if (v->sig_len == len && !memcmp(v->sig, sig, sizeof(int64_t) * (size_t)len)) {
-            free(sig);
-            v->last_use = ++s->clock;
-            s->counts.cache_hits++;
-            return v;
-        }
-    }
-    if (!s->cache && !(s->cache = calloc((size_t)s->cap_cache, sizeof(variant)))) {
-        free(sig);
-        kernel_oom(k);
-        return NULL;
-    }
-    int32_t slot = s->n_cache;
-    if (slot >= s->cap_cache) { /* full: the least recently used goes */
-        slot = 0;
-        for (int32_t c = 1; c < s->n_cache; c++)
-            if (s->cache[c].last_use < s->cache[slot].last_use) slot = c;
-        free_variant(s->be, &s->cache[slot]);
-        s->counts.evictions++;
-    } else {
-        s->n_cache++;
-    }
-    variant *v = &s->cache[slot];
+    if (!s->cache && !(s->cache = calloc((size_t)s->cap_cache, sizeof(variant)))) return free(sig), NULL;
+    variant *v = &s->cache[s->n_cache++];
     memset(v, 0, sizeof(*v));
     seam_arena_init(&v->arena, 16384);
     v->sig = sig, v->sig_len = len, v->last_use = ++s->clock;
     char err[512] = "";
     double t0 = now_ms();
-    seam_status st = specialize_body(k, s, v, err, sizeof(err));
+    seam_status st = specialize_body(xs, s, v, err, sizeof(err));
     if (!st) st = compile_body(s->be, s->node, v->g, &v->compiled, &v->view_impl, err, sizeof(err));
     if (st == SEAM_STATUS_OUT_OF_MEMORY) {
         free_variant(s->be, v);
-        *v = s->cache[--s->n_cache];
-        kernel_oom(k);
+        s->n_cache--;
         return NULL;
     }
     if (!st) {
         s->counts.compiles++;
-        s->counts.run_compiles++;
         s->counts.compile_ms += now_ms() - t0;
         /* the backend's log of the first shape (later ones pick alike) */
-        if (s->counts.run_compiles == 1 && !log_compile(k->exec, s->be, s->node, v->compiled)) {
-            kernel_oom(k);
-            return NULL;
-        }
+        if (s->counts.compiles == 1 && !log_compile(e, s->be, s->node, v->compiled)) return NULL;
         return v;
     }
-    /* the backend refused this shape: the body runs on the CPU */
     s->counts.cpu_shapes++;
     if (!s->told_slow) {
         char shapes[256], line[1024], prefix[256];
-        format_shapes(k, shapes, sizeof(shapes));
+        format_shapes(xs, s->body->n_inputs, shapes, sizeof(shapes));
         snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", s->node->name ? s->node->name : "", s->be->name);
         snprintf(line, sizeof(line),
                  "slow: inputs of shape %s not compiled: %s; this shape runs on the CPU; fix: give the model static "
                  "shapes (--shape) or a shape the backend takes", shapes, err);
         s->told_slow = true;
-        if (!exec_log(k->exec, prefix, line)) {
-            kernel_oom(k);
-            return NULL;
-        }
+        if (!exec_log(e, prefix, line)) return NULL;
     }
     return v;
+}
+
+/* The variant of this run's shape signature: found in the cache (a hit),
+ * or made now. NULL with the kernel's error set and its status in *st. */
+static variant *find_variant(seam_kernel *k, subgraph_state *s, seam_status *st) {
+    *st = SEAM_STATUS_OUT_OF_MEMORY;
+    int32_t n_in = kernel_n_in(k);
+    const seam_tensor **xs = calloc((size_t)n_in + 1, sizeof(*xs));
+    if (!xs) return kernel_oom(k), NULL;
+    for (int32_t i = 0; i < n_in; i++)
+        if (!(xs[i] = kernel_in(k, i))) {
+            free(xs);
+            *st = kernel_fail(k, "input %d is missing", i);
+            return NULL;
+        }
+    int64_t *sig = NULL;
+    int32_t len = 0;
+    variant *v = NULL;
+    if (!signature_of(xs, n_in, s->param, &sig, &len)) {
+        free(xs);
+        return kernel_oom(k), NULL;
+    }
+    for (int32_t c = 0; c < s->n_cache && !v; c++)
+        if (s->cache[c].sig_len == len && !memcmp(s->cache[c].sig, sig, sizeof(int64_t) * (size_t)len)) v = &s->cache[c];
+    if (v) {
+        free(sig);
+        v->last_use = ++s->clock;
+        s->counts.cache_hits++;
+    } else if (s->no_jit) {
+        char shapes[256];
+        format_shapes(xs, n_in, shapes, sizeof(shapes));
+        free(sig);
+        *st = kernel_error(k, SEAM_STATUS_INVALID_ARGUMENT,
+                     "inputs of shape %s match none of its %d compiled buckets, and the model was saved with "
+                     "--no-jit (no compile at run time); fix: run a bucket's shape, or partition with a --bucket "
+                     "for this shape (or without --no-jit)", shapes, s->n_cache);
+    } else {
+        int64_t before = s->counts.compiles;
+        v = new_variant(k->exec, s, xs, sig, len);
+        if (!v) kernel_oom(k);
+        else s->counts.run_compiles += s->counts.compiles - before;
+    }
+    free(xs);
+    return v;
+}
+
+/* ---- buckets: shapes compiled ahead of time ----
+ * A Subgraph node may carry "buckets" (ints), written by seam_plan_apply
+ * for each --bucket of `seam partition`: the count, then per bucket and
+ * per body input its dtype, rank, dims, and the number of its values that
+ * follow (-1: none; a parameter input's values, known at that shape), and
+ * "jit" (int, 0: a shape that is no bucket is refused at run time). */
+
+/* Bucket b's inputs, read from the attribute at *pos, into xs (tensors
+ * whose data is vals); false with why when the attribute is malformed or
+ * does not fit the body. *usable is false when a parameter's values are
+ * not known for it. */
+static bool read_bucket(const ir_attr *a, int32_t *pos, const ir_graph *body, const bool *param, seam_tensor *xs,
+                        int64_t (*vals)[PARAM_MAX_NUMEL], bool *usable, char *why, size_t wn) {
+    *usable = true;
+    for (int32_t i = 0; i < body->n_inputs; i++) {
+        seam_tensor *x = &xs[i];
+        memset(x, 0, sizeof(*x));
+        if (*pos + 2 > a->n) return snprintf(why, wn, "it ends early"), false;
+        const ir_type *t = &body->values[body->inputs[i]].type;
+        x->dtype = (int32_t)a->ints[(*pos)++];
+        int64_t rank = a->ints[(*pos)++];
+        if (rank < 0 || rank > SEAM_MAX_RANK || (t->kind == IR_TYPE_TENSOR && t->rank >= 0 && t->rank != rank) ||
+            (t->kind == IR_TYPE_TENSOR && t->elem && t->elem != x->dtype) || !seam_dtype_size((seam_dtype)x->dtype))
+            return snprintf(why, wn, "input %d: dtype %d, rank %lld do not fit the body's input '%s'", i, x->dtype,
+                            (long long)rank, body->values[body->inputs[i]].name), false;
+        x->rank = (int32_t)rank;
+        if (*pos + x->rank + 1 > a->n) return snprintf(why, wn, "it ends early"), false;
+        for (int32_t d = 0; d < x->rank; d++) {
+            x->dims[d] = a->ints[(*pos)++];
+            if (x->dims[d] < 0 || x->dims[d] > IR_MAX_DIM ||
+                (t->kind == IR_TYPE_TENSOR && t->dims[d].v >= 0 && t->dims[d].v != x->dims[d]))
+                return snprintf(why, wn, "input '%s': dim %d (%lld) does not fit the body", body->values[body->inputs[i]].name,
+                                d, (long long)x->dims[d]), false;
+        }
+        x->numel = seam_shape_numel(x->dims, x->rank);
+        if (x->numel < 0) return snprintf(why, wn, "input %d: too many elements", i), false;
+        x->nbytes = (size_t)x->numel * seam_dtype_size((seam_dtype)x->dtype);
+        int64_t nv = a->ints[(*pos)++];
+        if (nv >= 0 && (nv != x->numel || nv > PARAM_MAX_NUMEL || *pos + nv > a->n || !param[i] ||
+                        (x->dtype != SEAM_DTYPE_INT64 && x->dtype != SEAM_DTYPE_INT32)))
+            return snprintf(why, wn, "input %d: %lld values that do not fit it", i, (long long)nv), false;
+        if (param[i] && x->numel <= PARAM_MAX_NUMEL) {
+            if (nv < 0) {
+                *usable = false;
+                continue;
+            }
+            for (int64_t e = 0; e < nv; e++) {
+                int64_t q = a->ints[(*pos)++];
+                if (x->dtype == SEAM_DTYPE_INT64) vals[i][e] = q;
+                else ((int32_t *)vals[i])[e] = (int32_t)q;
+            }
+            x->data = vals[i];
+        }
+    }
+    return true;
+}
+
+/* Compiles the node's buckets now (a specialized subgraph), or, for a
+ * subgraph already static, checks that its shape is a bucket when the
+ * model was saved with --no-jit. */
+static seam_status check_buckets(seam_check *c, subgraph_state *s) {
+    const ir_attr *jit = node_attr(c->n, "jit");
+    s->no_jit = jit && jit->kind == IR_ATTR_INT && jit->i == 0;
+    const ir_attr *a = node_attr(c->n, "buckets");
+    if (!a) return SEAM_STATUS_OK;
+    const ir_graph *body = s->body;
+    if (a->kind != IR_ATTR_INTS || a->n < 1 || a->ints[0] < 0 || a->ints[0] > 1024)
+        return check_refuse(c, "ai.seam Subgraph: 'buckets' must be ints starting with their count");
+    seam_tensor *xs = calloc((size_t)body->n_inputs + 1, sizeof(seam_tensor));
+    const seam_tensor **px = calloc((size_t)body->n_inputs + 1, sizeof(*px));
+    int64_t (*vals)[PARAM_MAX_NUMEL] = calloc((size_t)body->n_inputs + 1, sizeof(*vals));
+    seam_status st = SEAM_STATUS_OK;
+    if (!xs || !px || !vals) {
+        st = refuse_oom(c);
+        goto done;
+    }
+    for (int32_t i = 0; i < body->n_inputs; i++) px[i] = &xs[i];
+    int32_t pos = 1, n_buckets = (int32_t)a->ints[0];
+    bool found = false; /* a static subgraph's shape among them */
+    int64_t *mine = NULL;
+    int32_t mine_len = 0;
+    if (!s->dynamic) { /* its signature, from its static types */
+        for (int32_t i = 0; i < body->n_inputs; i++) {
+            const ir_type *t = &body->values[body->inputs[i]].type;
+            xs[i] = (seam_tensor){t->elem, t->rank, {0}, 0, NULL, 0};
+            for (int32_t d = 0; d < t->rank; d++) xs[i].dims[d] = t->dims[d].v;
+        }
+        if (!signature_of(px, body->n_inputs, s->param, &mine, &mine_len)) {
+            st = refuse_oom(c);
+            goto done;
+        }
+    }
+    if (s->dynamic && s->cap_cache < n_buckets + 1) s->cap_cache = n_buckets + 1;
+    for (int32_t b = 0; b < n_buckets; b++) {
+        char why[256];
+        bool usable;
+        if (!read_bucket(a, &pos, body, s->param, xs, vals, &usable, why, sizeof(why))) {
+            st = check_refuse(c, "ai.seam Subgraph: bad 'buckets' attribute (bucket %d): %s", b, why);
+            break;
+        }
+        if (!usable) continue;
+        int64_t *sig;
+        int32_t len;
+        if (!signature_of(px, body->n_inputs, s->param, &sig, &len)) {
+            st = refuse_oom(c);
+            break;
+        }
+        if (!s->dynamic) {
+            found |= len == mine_len && !memcmp(sig, mine, sizeof(int64_t) * (size_t)len);
+            free(sig);
+            continue;
+        }
+        bool seen = false;
+        for (int32_t k = 0; k < s->n_cache && !seen; k++)
+            seen = s->cache[k].sig_len == len && !memcmp(s->cache[k].sig, sig, sizeof(int64_t) * (size_t)len);
+        if (seen) {
+            free(sig);
+            continue;
+        }
+        variant *v = new_variant(c->exec, s, px, sig, len);
+        if (!v) {
+            st = refuse_oom(c);
+            break;
+        }
+        v->bucket = true;
+    }
+    if (!st && !s->dynamic && s->no_jit && !found) {
+        char shapes[256];
+        format_shapes(px, body->n_inputs, shapes, sizeof(shapes));
+        st = check_refuse(c, "ai.seam Subgraph: inputs of shape %s match none of its %d buckets, and the model was "
+                          "saved with --no-jit; fix: run a bucket's shape, or partition with a --bucket for this "
+                          "shape (or without --no-jit)", shapes, n_buckets);
+    }
+    free(mine);
+done:
+    free(xs);
+    free(px);
+    free(vals);
+    return st;
+}
+
+static seam_status check_subgraph(seam_check *c) {
+    size_t tlen = 0, rlen = 0;
+    const char *target = str_attr(c->n, "target", &tlen), *rules = str_attr(c->n, "rules", &rlen);
+    const ir_graph *body = graph_attr(c->n, "body");
+    if (!node_attr(c->n, "body")) return check_refuse(c, "ai.seam Subgraph without its 'body' attribute");
+    if (!body) return check_refuse(c, "ai.seam Subgraph: 'body' must be a graph");
+    if (!node_attr(c->n, "target")) return check_refuse(c, "ai.seam Subgraph without its 'target' attribute");
+    if (!target || tlen == 0) return check_refuse(c, "ai.seam Subgraph: 'target' must be a non-empty string");
+    if (node_attr(c->n, "rules") && !rules) return check_refuse(c, "ai.seam Subgraph: 'rules' must be a string");
+    if (body->n_inputs != c->n->n_inputs || body->n_outputs != c->n->n_outputs)
+        return check_refuse(c, "ai.seam Subgraph: the body has %d inputs and %d outputs, the node %d and %d",
+                      body->n_inputs, body->n_outputs, c->n->n_inputs, c->n->n_outputs);
+    bool is_cpu = tlen == 3 && memcmp(target, "cpu", 3) == 0;
+    const seam_backend *be = is_cpu ? NULL : find_target(c->exec, target, tlen);
+    if (be && backend_compiles(be)) { /* the backend compiles and runs it */
+        subgraph_state *s = calloc(1, sizeof(*s));
+        if (!s) return refuse_oom(c);
+        *c->state = s;
+        *c->free_state = free_subgraph_state;
+        s->be = be;
+        s->body = body;
+        s->node = c->n;
+        if (!(s->param = calloc((size_t)body->n_inputs + 1, sizeof(bool)))) return refuse_oom(c);
+        bool params = false;
+        for (int32_t k = 0; k < body->n_inputs; k++) params |= s->param[k] = param_input(body, k);
+        if (!params && boundary_static(body)) {
+            seam_status st = check_buckets(c, s);
+            return st ? st : compile_subgraph(c, be, body, s);
+        }
+        /* compiled at the first run with each shape signature (the
+         * buckets now) */
+        s->dynamic = true;
+        s->cap_cache = SUBGRAPH_CACHE_DEFAULT;
+        return check_buckets(c, s);
+    }
+    if (!is_cpu && !rules && !be)
+        return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
+                         "no such backend given: load it with --backend-lib)", (int)tlen, target);
+    if (rules) { /* the rules must still parse: they are the target's description */
+        char *text = malloc(rlen + 1);
+        if (!text) return refuse_oom(c);
+        memcpy(text, rules, rlen);
+        text[rlen] = 0;
+        seam_backend *rb = NULL;
+        seam_status st = seam_rules_parse(c->ctx, text, "its 'rules' attribute", &rb);
+        free(text);
+        if (st) return check_refuse(c, "ai.seam Subgraph: bad 'rules': %s", seam_context_last_error(c->ctx));
+        seam_backend_free(rb);
+    }
+    subgraph_state *s = calloc(1, sizeof(*s));
+    if (!s) return refuse_oom(c);
+    *c->state = s;
+    *c->free_state = free_subgraph_state;
+    /* a rules target, or a backend without compile: the CPU kernels, in the
+     * device's own memory unless the backend works in host memory */
+    s->device = !is_cpu && !(be && backend_memory(be) == SEAM_MEMORY_HOST);
+    s->body = body;
+    seam_status st = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->exec);
+    if (st) { /* the body's own status: unsupported, or out of memory */
+        snprintf(c->reason, c->reason_size, "in its body: %s", seam_context_last_error(c->ctx));
+        return st;
+    }
+    return SEAM_STATUS_OK;
 }
 
 static seam_status run_compiled(seam_kernel *k, subgraph_state *s, const ir_graph *body, void *compiled) {
@@ -564,12 +731,13 @@ static seam_status run_subgraph(seam_kernel *k) {
     subgraph_state *s = k->state;
     if (s->compiled) return run_compiled(k, s, s->body, s->compiled);
     if (s->dynamic) {
-        variant *v = find_variant(k, s);
-        if (!v) return SEAM_STATUS_OUT_OF_MEMORY;
+        seam_status st;
+        variant *v = find_variant(k, s, &st);
+        if (!v) return st;
         if (v->compiled) return run_compiled(k, s, v->g, v->compiled);
         /* this shape on the CPU: the body on an executor of its own */
         if (!s->exec) {
-            seam_status st = seam_exec_create(k->ctx, s->body, k->exec, k->pool, &s->exec);
+            st = seam_exec_create(k->ctx, s->body, k->exec, k->pool, &s->exec);
             if (st) return kernel_error(k, st, "running it on the CPU: %s", seam_context_last_error(k->ctx));
         }
     }
@@ -635,14 +803,9 @@ void subgraph_set_cache_size(seam_exec *e, int32_t node, int32_t n) {
     if (!e || node < 0 || node >= e->g->n_nodes || e->defs[node] != &exec_subgraph_kernel || n < 1) return;
     subgraph_state *s = e->kernels[node].state;
     if (!s || !s->dynamic) return;
-    while (s->n_cache > n) { /* the least recently used go */
-        int32_t old = 0;
-        for (int32_t c = 1; c < s->n_cache; c++)
-            if (s->cache[c].last_use < s->cache[old].last_use) old = c;
-        free_variant(s->be, &s->cache[old]);
-        s->cache[old] = s->cache[--s->n_cache];
-        s->counts.evictions++;
+    while (s->n_cache > n && evict_one(s)) { /* the least recently used go (buckets stay) */
     }
+    if (n < s->n_cache) n = s->n_cache;
     variant *grown = s->cache ? realloc(s->cache, sizeof(variant) * (size_t)n) : NULL;
     if (s->cache && !grown) return; /* keeps the old size */
     if (grown) s->cache = grown;
