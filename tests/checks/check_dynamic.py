@@ -26,6 +26,11 @@ Cases, per model:
              evicted and compiled again, outputs still right
   cli        `seam run MODEL --target dnnl --input x=...` at the three
              shapes (no --shape), against torch
+  buckets    saved with two --bucket shapes: the session compiles both when
+             it is made, their runs compile nothing, a third shape compiles
+             at its run; saved with --no-jit, `seam run` at the bucket is
+             right and at another shape refused (exit 1); a --bucket that
+             contradicts the model or names no input: exit 1, no file
   refused    an input of another rank is refused naming the input (exit 1)
 """
 import json
@@ -234,6 +239,52 @@ for name, (ctor, shape0, axes, yaxes, shapes) in MODELS.items():
                 err = seamtest.rel_err(got, wants[k]) if got.shape == wants[k].shape else None
                 check.expect(err is not None and err <= 1e-4,
                              f"{name} cli: seam run {os.path.basename(model)} {' '.join(extra)} at {sh}: error {err}")
+
+    # buckets: the first two shapes compiled when the session is made
+    if check.selected(f"{name}_buckets"):
+        bpart = os.path.join(work, name + ".buckets.onnx")
+        r = seam("partition", path, "--target", "dnnl", "--placement", "capability", "--bucket",
+                 f"x={shape_str(shapes[0])}", "--bucket", f"x={shape_str(shapes[1])}", "-o", bpart)
+        if r.returncode:
+            check.fail(f"{name} buckets: partition failed: {r.stderr.strip()}")
+        else:
+            saved_part, part = part, bpart
+            res = session("buckets", [0, 1, 2, 1])
+            part = saved_part
+            if res:
+                counts, outs, text = res
+                compare("buckets", [0, 1, 2, 1], outs)
+                c = counts
+                check.expect(len(c) == 4 and c[0]["compiles"] == 2 * len(device) and c[1]["run_compiles"] == 0 and
+                             c[2]["run_compiles"] == len(device) and c[3]["run_compiles"] == len(device),
+                             f"{name} buckets: both buckets compiled with the session, none at their runs, the third "
+                             f"shape at its run ({[(x['compiles'], x['run_compiles']) for x in c]})")
+        njpart = os.path.join(work, name + ".nojit.onnx")
+        r = seam("partition", path, "--target", "dnnl", "--placement", "capability", "--bucket",
+                 f"x={shape_str(shapes[0])}", "--no-jit", "-o", njpart)
+        if r.returncode:
+            check.fail(f"{name} buckets: partition --no-jit failed: {r.stderr.strip()}")
+        else:
+            ok = seam("run", njpart, "--input", f"x={os.path.join(work, f'{name}.0.npy')}", "--output-dir",
+                      os.path.join(work, f"out_{name}_nojit"))
+            got = np.load(seamtest.output_file(os.path.join(work, f"out_{name}_nojit"), "y")) if not ok.returncode else None
+            err = seamtest.rel_err(got, wants[0]) if got is not None and got.shape == wants[0].shape else None
+            check.expect(err is not None and err <= 1e-4, f"{name} buckets: --no-jit at its bucket: error {err}",
+                         ok.stderr.strip())
+            r = seam("run", njpart, "--input", f"x={os.path.join(work, f'{name}.1.npy')}")
+            check.expect(r.returncode == 1 and "--no-jit" in r.stderr and "bucket" in r.stderr,
+                         f"{name} buckets: --no-jit refuses another shape (exit {r.returncode})", r.stderr.strip())
+        bad_shape = list(shapes[0])
+        bad_shape[min(d for d in range(len(bad_shape)) if d not in axes)] += 1  # a fixed dim
+        for what, arg in (("a shape that contradicts the model", f"x={shape_str(bad_shape)}"),
+                          ("a shape of another rank", f"x={shape_str(shapes[0][:-1])}"),
+                          ("a name that is not an input", f"nope={shape_str(shapes[0])}")):
+            out = os.path.join(work, f"{name}.bad_bucket.onnx")
+            if os.path.exists(out):
+                os.remove(out)
+            r = seam("partition", path, "--target", "dnnl", "--bucket", arg, "-o", out)
+            check.expect(r.returncode == 1 and "--bucket" in r.stderr and not os.path.exists(out),
+                         f"{name} buckets: {what} ({arg}): exit {r.returncode}, no file", r.stderr.strip())
 
     if check.selected(f"{name}_refused"):
         bad = os.path.join(work, f"{name}.bad.npy")
