@@ -143,6 +143,46 @@ static seam_status infer_bucket(seam_context *ctx, struct seam_model *m, const i
     return SEAM_STATUS_OK;
 }
 
+/* Sets the model's metadata key to value (replacing it). */
+static seam_status set_metadata(seam_context *ctx, struct seam_model *m, const char *key, const char *value) {
+    seam_arena *a = &m->arena;
+    const char *v = seam_arena_strdup(a, value);
+    if (!v) return oom(ctx);
+    for (int32_t k = 0; k < m->n_metadata; k++)
+        if (!strcmp(m->metadata[k].key, key)) return m->metadata[k].value = v, SEAM_STATUS_OK;
+    ir_string_pair *md = seam_arena_alloc(a, sizeof(ir_string_pair) * (size_t)(m->n_metadata + 1));
+    if (!md) return oom(ctx);
+    if (m->n_metadata) memcpy(md, m->metadata, sizeof(ir_string_pair) * (size_t)m->n_metadata);
+    md[m->n_metadata++] = (ir_string_pair){key, v};
+    m->metadata = md;
+    return SEAM_STATUS_OK;
+}
+
+/* Padding (seam partition --pad): options "seam.pad=NAME:AXIS[=VALUE]"
+ * become the model's metadata "seam.pad" (joined by ';'), with the
+ * buckets' shapes in "seam.buckets"; the session pads a run's inputs up
+ * to the smallest bucket that fits (runtime/session.c). */
+static seam_status write_pads(seam_context *ctx, struct seam_model *m, const char *const *options, int32_t n_options) {
+    size_t lp = 1, lb = 1;
+    for (int32_t k = 0; k < n_options; k++) {
+        if (!strncmp(options[k], "seam.pad=", 9)) lp += strlen(options[k]) + 1;
+        if (!strncmp(options[k], "seam.bucket=", 12)) lb += strlen(options[k]) + 1;
+    }
+    if (lp == 1) return SEAM_STATUS_OK;
+    char *pads = calloc(lp, 1), *bks = calloc(lb, 1);
+    seam_status st = SEAM_STATUS_OK;
+    if (!pads || !bks) st = oom(ctx);
+    for (int32_t k = 0; !st && k < n_options; k++) {
+        if (!strncmp(options[k], "seam.pad=", 9)) strcat(strcat(pads, pads[0] ? ";" : ""), options[k] + 9);
+        if (!strncmp(options[k], "seam.bucket=", 12)) strcat(strcat(bks, bks[0] ? ";" : ""), options[k] + 12);
+    }
+    if (!st) st = set_metadata(ctx, m, "seam.pad", pads);
+    if (!st) st = set_metadata(ctx, m, "seam.buckets", bks);
+    free(pads);
+    free(bks);
+    return st;
+}
+
 /* Splits the options: the bucket ones into bk (inferred), the rest into
  * rest (the backend's). */
 static seam_status read_buckets(seam_context *ctx, struct seam_model *m, const char *const *options, int32_t n_options,
@@ -155,6 +195,7 @@ static seam_status read_buckets(seam_context *ctx, struct seam_model *m, const c
     for (int32_t k = 0; k < n_options; k++) {
         const char *o = options[k];
         if (!strcmp(o, "seam.jit=off")) bk->no_jit = true;
+        else if (!strncmp(o, "seam.pad=", 9)) continue;
         else if (!strncmp(o, "seam.bucket=", 12)) {
             const char *eq = strrchr(o + 12, '=');
             if (!eq || eq == o + 12 || n >= MAX_BUCKETS * 8) {
@@ -388,8 +429,10 @@ seam_status seam_plan_apply(seam_model *m, const seam_plan *plan, const seam_bac
                 }
             break;
         }
+    int32_t n_all = n_options;
     seam_status st = read_buckets(ctx, m, options, n_options, rest, &n_options, &bk);
     if (!st) st = apply_plan(m, plan, targets, n_targets, rest, n_options, &bk);
+    if (!st) st = write_pads(ctx, m, options, n_all);
     buckets_free(&bk);
     free(rest);
     return st;

@@ -31,6 +31,11 @@ Cases, per model:
              at its run; saved with --no-jit, `seam run` at the bucket is
              right and at another shape refused (exit 1); a --bucket that
              contradicts the model or names no input: exit 1, no file
+  pad        (lstm) saved with buckets T=8 and T=16 and --pad x:0: runs at
+             T=5 and T=11 are padded up to a bucket (no compile at the run)
+             and their outputs sliced back, equal to torch's unpadded run; a
+             --pad on an axis that does not exist, a fixed dim or no input:
+             exit 1, no file
   refused    an input of another rank is refused naming the input (exit 1)
 """
 import json
@@ -285,6 +290,43 @@ for name, (ctor, shape0, axes, yaxes, shapes) in MODELS.items():
             r = seam("partition", path, "--target", "dnnl", "--bucket", arg, "-o", out)
             check.expect(r.returncode == 1 and "--bucket" in r.stderr and not os.path.exists(out),
                          f"{name} buckets: {what} ({arg}): exit {r.returncode}, no file", r.stderr.strip())
+
+    # padding, on the LSTM (forward in time: a step's output depends on the
+    # steps before it only, so zero steps after the end change nothing)
+    if name == "lstm" and check.selected(f"{name}_pad"):
+        ppart = os.path.join(work, name + ".pad.onnx")
+        r = seam("partition", path, "--target", "dnnl", "--placement", "capability", "--bucket", "x=8x2x16",
+                 "--bucket", "x=16x2x16", "--pad", "x:0", "-o", ppart)
+        if r.returncode:
+            check.fail(f"{name} pad: partition failed: {r.stderr.strip()}")
+        else:
+            argv, runs = [ppart], []
+            for k, t in enumerate((5, 11, 16)):
+                x = np.random.RandomState(10 + k).randn(t, 2, 16).astype(np.float32)
+                f = os.path.join(work, f"{name}.pad{k}.in.f32")
+                x.tofile(f)
+                with torch.no_grad():
+                    runs.append((t, net(torch.from_numpy(x)).numpy(), os.path.join(work, f"{name}.pad{k}.out.f32")))
+                argv.append(f"x={t}x2x16:{f}:{runs[-1][2]}")
+            r = driver(*argv)
+            if r.returncode:
+                check.fail(f"{name} pad: the session failed: {r.stderr.strip()[-400:]}")
+            else:
+                rows = re.findall(r"^run \d+ shape \S+: out (\S+) compiles (\d+) run_compiles (\d+)", r.stdout, re.M)
+                for (t, want, f), row in zip(runs, rows):
+                    shape = tuple(map(int, row[0].split("x")))
+                    y = np.fromfile(f, np.float32)
+                    err = seamtest.rel_err(y.reshape(shape), want) if shape == want.shape else None
+                    check.expect(err is not None and err <= 1e-4 and row[2] == "0",
+                                 f"{name} pad: T={t} padded up to a bucket: output {shape} (torch {want.shape}), "
+                                 f"error {err}, {row[2]} compiles at the run")
+        for what, arg in (("an axis that does not exist", "x:3"), ("a fixed dim", "x:1"), ("no such input", "nope:0")):
+            out = os.path.join(work, f"{name}.bad_pad.onnx")
+            if os.path.exists(out):
+                os.remove(out)
+            r = seam("partition", path, "--target", "dnnl", "--bucket", "x=8x2x16", "--pad", arg, "-o", out)
+            check.expect(r.returncode == 1 and "--pad" in r.stderr and not os.path.exists(out),
+                         f"{name} pad: {what} ({arg}): exit {r.returncode}, no file", r.stderr.strip())
 
     if check.selected(f"{name}_refused"):
         bad = os.path.join(work, f"{name}.bad.npy")

@@ -28,7 +28,9 @@ typedef struct cli_targets {
     const char *buckets[64];    /* --bucket NAME=AxBxC, checked against the model in targets_apply_shapes */
     int32_t n_buckets;
     bool no_jit;                /* --no-jit */
-    char *bucket_opts[65];      /* their "seam.bucket=..." / "seam.jit=off" target options */
+    const char *pads[64];       /* --pad NAME:AXIS[=VALUE] */
+    int32_t n_pads;
+    char *bucket_opts[129];     /* their "seam.bucket=...", "seam.pad=..." and "seam.jit=off" target options */
     const seam_backend *avail[2 * MAX_TARGETS]; /* every backend loaded, for sessions */
     int32_t n_avail;
     seam_partition_options opts;
@@ -79,6 +81,10 @@ void targets_free(cli_targets *t);
     "                        the first run with it (repeat: the k-th of each input\n" \
     "                        make bucket k); see docs/dynamic.md\n"                  \
     "  --no-jit              with -o: a run whose shapes are no bucket is refused\n" \
-    "                        instead of compiled at run time\n"
+    "                        instead of compiled at run time\n"                      \
+    "  --pad NAME:AXIS[=V]   with --bucket: input NAME's symbolic dim AXIS is padded\n" \
+    "                        with V (default 0) up to the smallest bucket that fits,\n" \
+    "                        and the outputs' axes with the same dim sliced back\n"   \
+    "                        (safe for per-position ops only; see docs/dynamic.md)\n"
 
 #endif
