@@ -490,7 +490,7 @@ static bool read_bucket(const ir_attr *a, int32_t *pos, const ir_graph *body, co
         for (int32_t d = 0; d < x->rank; d++) {
             x->dims[d] = a->ints[(*pos)++];
             if (x->dims[d] < 0 || x->dims[d] > IR_MAX_DIM ||
-                (t->kind == IR_TYPE_TENSOR && t->dims[d].v >= 0 && t->dims[d].v != x->dims[d]))
+                (t->kind == IR_TYPE_TENSOR && t->rank == x->rank && t->dims[d].v >= 0 && t->dims[d].v != x->dims[d]))
                 return snprintf(why, wn, "input '%s': dim %d (%lld) does not fit the body", body->values[body->inputs[i]].name,
                                 d, (long long)x->dims[d]), false;
         }

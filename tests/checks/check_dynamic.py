@@ -279,6 +279,22 @@ for name, (ctor, shape0, axes, yaxes, shapes) in MODELS.items():
             r = seam("run", njpart, "--input", f"x={os.path.join(work, f'{name}.1.npy')}")
             check.expect(r.returncode == 1 and "--no-jit" in r.stderr and "bucket" in r.stderr,
                          f"{name} buckets: --no-jit refuses another shape (exit {r.returncode})", r.stderr.strip())
+        # a file whose buckets were tampered with is refused, not trusted
+        if not r.returncode:
+            import onnx
+            m = onnx.load(njpart)
+            for bad_ints in ([5, 1], [1, 1, 99, 3, 3, 3, 3, -1], [1] + [1, 4] + [-7] * 4 + [-1]):
+                for n in m.graph.node:
+                    for at in n.attribute:
+                        if at.name == "buckets":
+                            del at.ints[:]
+                            at.ints.extend(bad_ints)
+                tampered = os.path.join(work, f"{name}.tampered.onnx")
+                onnx.save(m, tampered)
+                r = seam("run", tampered, "--input", f"x={os.path.join(work, f'{name}.0.npy')}")
+                check.expect(r.returncode == 1 and "bad 'buckets'" in r.stderr,
+                             f"{name} buckets: a tampered 'buckets' {bad_ints[:8]} is refused (exit {r.returncode})",
+                             r.stderr.strip()[-300:])
         bad_shape = list(shapes[0])
         bad_shape[min(d for d in range(len(bad_shape)) if d not in axes)] += 1  # a fixed dim
         for what, arg in (("a shape that contradicts the model", f"x={shape_str(bad_shape)}"),
