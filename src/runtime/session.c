@@ -101,11 +101,13 @@ static seam_status read_padding(seam_session *s) {
         long axis = colon ? strtol(colon + 1, &e, 10) : -1;
         int32_t v = colon ? input_named(g, p, (size_t)(colon - p)) : -1;
         double fill = colon && *e == '=' ? strtod(e + 1, &e) : 0;
-        if (v < 0 || e != end || axis < 0 || axis >= g->values[v].type.rank || g->values[v].type.dims[axis].v >= 0)
+        if (v < 0 || e != end || axis < 0 || axis >= g->values[v].type.rank)
             return seam_error(s->ctx, SEAM_STATUS_INVALID_MODEL,
-                              "metadata seam.pad: '%.*s' is not INPUT:AXIS[=VALUE] with AXIS a symbolic dim of an input",
+                              "metadata seam.pad: '%.*s' is not INPUT:AXIS[=VALUE] with AXIS an axis of an input",
                               (int)(end - p), p);
-        s->pads[s->n_pads++] = (pad_axis){v, (int32_t)axis, fill};
+        /* a dim fixed since (seam_model_set_input_shape) is no longer padded:
+         * the memory of the values it sizes is planned for that size */
+        if (g->values[v].type.dims[axis].v < 0) s->pads[s->n_pads++] = (pad_axis){v, (int32_t)axis, fill};
         p = *end ? end + 1 : end;
     }
     for (const char *p = bks ? bks : ""; *p;) {
