@@ -37,6 +37,10 @@ Cases, per model:
              --pad on an axis that does not exist, a fixed dim or no input:
              exit 1, no file
   refused    an input of another rank is refused naming the input (exit 1)
+
+and fallback: a Resize dnnl takes except at a size of 1, run at a shape
+that gives 1: that shape runs on the CPU, the log says so once, outputs
+against numpy.
 """
 import json
 import os
@@ -350,5 +354,52 @@ for name, (ctor, shape0, axes, yaxes, shapes) in MODELS.items():
         r = seam("run", part, "--input", f"x={bad}")
         check.expect(r.returncode == 1 and "'x'" in r.stderr,
                      f"{name} refused: an input of another rank: exit {r.returncode}", r.stderr.strip())
+
+# a shape the backend does not take: Relu -> Resize (linear,
+# pytorch_half_pixel, scales 0.5) -> Sigmoid, x [1, 3, H, W]. dnnl takes the
+# Resize except to a size of 1 (it does pytorch_half_pixel's special case
+# differently), which only the run's shape tells: H = W = 2 runs on the CPU,
+# said once in the log; H = W = 8 on dnnl. Reference: numpy (a 2x2 mean for
+# 8 -> 4; the first pixel for 2 -> 1, as ONNX defines pytorch_half_pixel).
+if check.selected("fallback"):
+    from onnx import helper, numpy_helper, TensorProto
+    import onnx
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r", "roi", "scales"], ["z"], mode="linear",
+                              coordinate_transformation_mode="pytorch_half_pixel"),
+             helper.make_node("Sigmoid", ["z"], ["y"])]
+    g = helper.make_graph(nodes, "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, "Ho", "Wo"])],
+                          [numpy_helper.from_array(np.array([], np.float32), "roi"),
+                           numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "scales")])
+    rs = os.path.join(work, "resize.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), rs)
+    rpart = os.path.join(work, "resize.part.onnx")
+    r = seam("partition", rs, "--target", "dnnl", "--placement", "capability", "-o", rpart)
+    if r.returncode:
+        check.fail(f"fallback: partition failed: {r.stderr.strip()}")
+    else:
+        argv, refs = [rpart], []
+        for k, hw in enumerate((8, 2, 2)):
+            x = np.random.RandomState(20 + k).randn(1, 3, hw, hw).astype(np.float32)
+            xr = np.maximum(x, 0)
+            z = xr.reshape(1, 3, 4, 2, 4, 2).mean(axis=(3, 5)) if hw == 8 else xr[:, :, :1, :1]
+            refs.append(1 / (1 + np.exp(-z)))
+            f = os.path.join(work, f"resize.{k}.in.f32")
+            x.tofile(f)
+            argv.append(f"x=1x3x{hw}x{hw}:{f}:{os.path.join(work, f'resize.{k}.out.f32')}")
+        r = driver(*argv)
+        if r.returncode:
+            check.fail(f"fallback: the session failed: {r.stderr.strip()[-400:]}")
+        else:
+            rows = re.findall(r"cpu_shapes (\d+)$", r.stdout, re.M)
+            for k, want in enumerate(refs):
+                y = np.fromfile(os.path.join(work, f"resize.{k}.out.f32"), np.float32)
+                err = seamtest.rel_err(y.reshape(want.shape), want) if y.size == want.size else None
+                check.expect(err is not None and err <= 1e-4, f"fallback: run {k} {want.shape}: error {err}")
+            slow = [ln for ln in r.stdout.splitlines() if "): slow: " in ln]
+            check.expect(rows == ["0", "1", "1"] and len(slow) == 1 and "not compiled" in slow[0] and
+                         "runs on the CPU" in slow[0] and "fix:" in slow[0],
+                         f"fallback: the size-1 shape ran on the CPU, said once ({rows})", r.stdout[-500:])
 
 check.finish()
