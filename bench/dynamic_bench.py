@@ -3,7 +3,7 @@ several shapes, with and without buckets, and what the first run at a new
 shape costs.
 
 usage: PYTHONPATH=build/python /usr/bin/python3 bench/dynamic_bench.py [--seam build/seam]
-           [--work DIR] [--rounds 3] [--repeat 20] [--threads 2] [--pause 2]
+           [--work DIR] [--rounds 3] [--repeat 20] [--threads 2] [--pause 2] [--ort DIR]
 
 Exports three models with dynamic_axes (random weights): a conv net with
 dynamic H/W, a transformer encoder with dynamic batch and sequence, an LSTM
@@ -98,10 +98,11 @@ def main():
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--pause", type=float, default=2)
+    p.add_argument("--ort", default=os.path.join(HERE, "ort"), help="the folder of ort_run.js with node_modules")
     a = p.parse_args()
     import seam
     os.makedirs(a.work, exist_ok=True)
-    ort = os.path.join(HERE, "ort")
+    ort = a.ort
     print("| model | shape | fixed ms | symbolic ms | buckets ms | ORT ms | fixed / ORT | symbolic / ORT |")
     print("|---|---|---|---|---|---|---|---|")
     first_rows = []
