@@ -276,6 +276,35 @@ SEAM_API seam_status seam_session_set_output_buffer(seam_session *session, const
  * Threading above). */
 SEAM_API seam_status seam_session_run(seam_session *session);
 
+/* Runs with shapes not known when the session was made. A device subgraph
+ * whose boundary shapes are static was compiled by seam_session_create; a
+ * run costs no compile. One whose shapes depend on the model's symbolic
+ * dims is compiled at run time, per shape signature (the dtypes and shapes
+ * of its inputs, and the values of small integer inputs that fix shapes,
+ * such as a Reshape's target): the first run with a new signature infers
+ * the subgraph's shapes for it and compiles it (as long as a compile at
+ * session creation: milliseconds to seconds, see seam_session_stats), and
+ * keeps the result; a later run with a seen signature compiles nothing.
+ * Each subgraph keeps 8 signatures compiled (seam_session_set_shape_cache),
+ * dropping the least recently used. A shape the backend cannot compile (a size it
+ * does not take) runs that subgraph on the CPU, said once in
+ * seam_session_log ("slow: ..."). */
+typedef struct seam_session_stats {
+    int64_t compiles;      /* device subgraph compiles, at session creation and at runs */
+    int64_t run_compiles;  /* of which at runs: a shape signature not seen before */
+    int64_t cache_hits;    /* subgraph runs whose shape signature was compiled already */
+    int64_t evictions;     /* compiled shapes dropped from a full cache */
+    int64_t cpu_shapes;    /* shapes a backend did not compile: those runs went to the CPU */
+    double compile_ms;     /* time in those compiles */
+} seam_session_stats;
+
+/* How many shape signatures each device subgraph keeps compiled (n >= 1;
+ * fewer drops the least recently used now). */
+SEAM_API seam_status seam_session_set_shape_cache(seam_session *session, int32_t n);
+
+/* Counts since the session was made, summed over its device subgraphs. */
+SEAM_API seam_status seam_session_stats_get(const seam_session *session, seam_session_stats *stats_out);
+
 typedef struct seam_tensor_view {
     const char *name;
     seam_dtype dtype;

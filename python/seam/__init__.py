@@ -284,6 +284,24 @@ class Model:
             res = [torch.from_numpy(r) for r in res]
         return res[0] if len(res) == 1 else tuple(res)
 
+    def stats(self):
+        """Compile counts of the session (seam_session_stats): compiles (at
+        creation and at runs), run_compiles (a run with a shape signature not
+        seen before compiles its device subgraphs), cache_hits, evictions,
+        cpu_shapes (shapes a backend did not compile: they ran on the CPU),
+        compile_ms."""
+        return self._session.stats()
+
+    def log(self):
+        """The session's log: compile logs, and "slow:" lines (a shape a
+        device subgraph ran on the CPU)."""
+        return self._session.log()
+
+    def set_shape_cache(self, n):
+        """How many shape signatures each device subgraph keeps compiled
+        (default 8; the least recently used goes)."""
+        self._session.set_shape_cache(n)
+
     def save(self, path, weights_file=None):
         """Writes the model as one ONNX file (device subgraphs are ai.seam
         Subgraph nodes). weights_file: the weights go to that file next to
@@ -423,3 +441,13 @@ class Session:
 
     def run(self, feeds):
         return self._model.run(feeds)
+
+    def stats(self):
+        """Compile counts: see Model.stats."""
+        return self._model.stats()
+
+    def log(self):
+        return self._model.log()
+
+    def set_shape_cache(self, n):
+        self._model.set_shape_cache(n)

@@ -616,9 +616,36 @@ static PyObject *Session_log(SessionObject *self, PyObject *unused) {
     return r;
 }
 
+/* The session's compile counts (seam_session_stats) as a dict. */
+static PyObject *Session_stats(SessionObject *self, PyObject *unused) {
+    if (!self->session) Py_RETURN_NONE;
+    seam_session_stats st;
+    graph_lock(self->graph);
+    seam_session_stats_get(self->session, &st);
+    graph_unlock(self->graph);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d}", "compiles", (long long)st.compiles, "run_compiles",
+                         (long long)st.run_compiles, "cache_hits", (long long)st.cache_hits, "evictions",
+                         (long long)st.evictions, "cpu_shapes", (long long)st.cpu_shapes, "compile_ms", st.compile_ms);
+}
+
+static PyObject *Session_set_shape_cache(SessionObject *self, PyObject *args) {
+    int n;
+    if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
+    if (!self->session) Py_RETURN_NONE;
+    graph_lock(self->graph);
+    seam_status st = seam_session_set_shape_cache(self->session, n);
+    PyObject *r = st ? graph_fail(self->graph, st) : (Py_INCREF(Py_None), Py_None);
+    graph_unlock(self->graph);
+    return r;
+}
+
 static PyMethodDef Session_methods[] = {
     {"run", (PyCFunction)Session_run, METH_VARARGS, "run(feeds: dict) -> dict of numpy arrays"},
     {"log", (PyCFunction)Session_log, METH_NOARGS, "the compile log of the device subgraphs"},
+    {"stats", (PyCFunction)Session_stats, METH_NOARGS,
+     "compile counts: compiles, run_compiles, cache_hits, evictions, cpu_shapes, compile_ms"},
+    {"set_shape_cache", (PyCFunction)Session_set_shape_cache, METH_VARARGS,
+     "set_shape_cache(n): shape signatures each device subgraph keeps compiled"},
     {NULL},
 };
 

@@ -156,7 +156,10 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
     }
     double t_start = now_ms(), cpu_total = 0, cap_total = 0;
     int32_t cpu_runs = 0, dev_runs = 0;
-    if ((st = make_feeds(m, &f))) goto done;
+    if ((st = make_feeds(m, &f))) { /* inputs it cannot make (symbolic dims, no type): placed by cost */
+        if (st == SEAM_STATUS_OUT_OF_MEMORY) goto done;
+        goto fallback;
+    }
     /* the CPU alone, on the model as it is */
     seam_session_options so = {.n_threads = n_threads, .profile = true};
     if ((st = profile(m, &f, &so, budget_ms / 2, cpu_ms, &cpu_total, &cpu_runs))) goto fallback;

@@ -6,6 +6,8 @@
 #include "backends/backend.h"
 #include "core/context.h"
 #include "runtime/exec.h"
+#include "runtime/exec_impl.h"
+#include "runtime/subgraph.h"
 
 struct seam_session {
     seam_context *ctx;
@@ -19,7 +21,27 @@ struct seam_session {
     bool *has_whole;
     seam_tensor *joined;
     bool joined_valid;
+    /* padding (model metadata "seam.pad" and "seam.buckets", written by
+     * seam partition --pad): inputs padded up to the smallest bucket that
+     * fits, outputs sliced back */
+    struct pad_axis *pads;
+    int32_t n_pads;
+    struct bucket_in *bucket_ins;
+    int32_t n_bucket_ins, n_buckets;
 };
+
+typedef struct pad_axis {
+    int32_t value;      /* the input's value index */
+    int32_t axis;
+    double fill;
+} pad_axis;
+
+typedef struct bucket_in {
+    int32_t bucket;
+    int32_t value;      /* the input's value index */
+    int32_t rank;
+    int64_t dims[SEAM_MAX_RANK];
+} bucket_in;
 
 /* The fixed dim 0 of input value v, or -1. */
 static int64_t batch_of(const ir_value *val) {
@@ -40,6 +62,79 @@ static seam_status check_targets(seam_context *ctx, const seam_session_options *
         seam_status st = backend_check(ctx, opts->targets[k], where);
         if (st) return st;
     }
+    return SEAM_STATUS_OK;
+}
+
+static const char *metadata(const seam_model *m, const char *key) {
+    for (int32_t k = 0; k < m->n_metadata; k++)
+        if (!strcmp(m->metadata[k].key, key)) return m->metadata[k].value;
+    return NULL;
+}
+
+/* The value index of graph input name[0..len), or -1. */
+static int32_t input_named(const ir_graph *g, const char *name, size_t len) {
+    for (int32_t k = 0; k < g->n_inputs; k++) {
+        const ir_value *v = &g->values[g->inputs[k]];
+        if (!(v->flags & IR_VALUE_INIT) && strlen(v->name) == len && !strncmp(v->name, name, len)) return g->inputs[k];
+    }
+    return -1;
+}
+
+/* Reads the padding metadata: "seam.pad" NAME:AXIS[=VALUE];... and
+ * "seam.buckets" NAME=AxBxC;... (the k-th of each input make bucket k). */
+static seam_status read_padding(seam_session *s) {
+    const char *pads = metadata(s->model, "seam.pad"), *bks = metadata(s->model, "seam.buckets");
+    if (!pads || !pads[0]) return SEAM_STATUS_OK;
+    const ir_graph *g = s->model->graph;
+    size_t n = 1;
+    for (const char *p = pads; *p; p++) n += *p == ';';
+    for (const char *p = bks ? bks : ""; *p; p++) n += *p == ';';
+    s->pads = calloc(n + 1, sizeof(pad_axis));
+    s->bucket_ins = calloc(n + 1, sizeof(bucket_in));
+    if (!s->pads || !s->bucket_ins) return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (const char *p = pads; *p;) {
+        const char *end = strchr(p, ';'), *colon = NULL;
+        if (!end) end = p + strlen(p);
+        for (const char *q = p; q < end; q++)
+            if (*q == ':') colon = q;
+        char *e;
+        long axis = colon ? strtol(colon + 1, &e, 10) : -1;
+        int32_t v = colon ? input_named(g, p, (size_t)(colon - p)) : -1;
+        double fill = colon && *e == '=' ? strtod(e + 1, &e) : 0;
+        if (v < 0 || e != end || axis < 0 || axis >= g->values[v].type.rank)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_MODEL,
+                              "metadata seam.pad: '%.*s' is not INPUT:AXIS[=VALUE] with AXIS an axis of an input",
+                              (int)(end - p), p);
+        /* a dim fixed since (seam_model_set_input_shape) is no longer padded:
+         * the memory of the values it sizes is planned for that size */
+        if (g->values[v].type.dims[axis].v < 0) s->pads[s->n_pads++] = (pad_axis){v, (int32_t)axis, fill};
+        p = *end ? end + 1 : end;
+    }
+    for (const char *p = bks ? bks : ""; *p;) {
+        const char *end = strchr(p, ';'), *eq = NULL;
+        if (!end) end = p + strlen(p);
+        for (const char *q = p; q < end; q++)
+            if (*q == '=') eq = q;
+        int32_t v = eq ? input_named(g, p, (size_t)(eq - p)) : -1;
+        bucket_in *b = &s->bucket_ins[s->n_bucket_ins];
+        b->value = v;
+        const char *q = eq ? eq + 1 : end;
+        while (v >= 0 && q < end && b->rank < SEAM_MAX_RANK) {
+            char *e;
+            b->dims[b->rank++] = strtoll(q, &e, 10);
+            q = e < end && *e == 'x' ? e + 1 : e;
+            if (e == q && q < end) break;
+        }
+        if (v < 0 || q != end || b->rank != g->values[v].type.rank)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_MODEL, "metadata seam.buckets: '%.*s' is not INPUT=AxBxC of "
+                              "an input's rank", (int)(end - p), p);
+        for (int32_t k = 0; k < s->n_bucket_ins; k++) b->bucket += s->bucket_ins[k].value == v;
+        if (b->bucket + 1 > s->n_buckets) s->n_buckets = b->bucket + 1;
+        s->n_bucket_ins++;
+        p = *end ? end + 1 : end;
+    }
+    if (!s->joined && !(s->joined = calloc((size_t)g->n_outputs + 1, sizeof(seam_tensor))))
+        return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     return SEAM_STATUS_OK;
 }
 
@@ -78,6 +173,10 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
             return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         }
     }
+    if ((st = read_padding(s))) {
+        seam_session_free(s);
+        return st;
+    }
     if (opts && opts->profile) {
         s->exec->node_ms = calloc((size_t)model->graph->n_nodes + 1, sizeof(double));
         s->exec->node_start_ms = calloc((size_t)model->graph->n_nodes + 1, sizeof(double));
@@ -105,6 +204,8 @@ void seam_session_free(seam_session *s) {
     free(s->whole);
     free(s->has_whole);
     free(s->joined);
+    free(s->pads);
+    free(s->bucket_ins);
     seam_exec_free(s->exec);
     seam_pool_free(s->pool);
     free(s);
@@ -278,6 +379,127 @@ static seam_status run_chunked(seam_session *s) {
     return st;
 }
 
+/* Copies the box of src (dims sd) that fits in dst (dims dd) to the same
+ * place in dst, row-major, es bytes an element. */
+static void copy_box(char *dst, const int64_t *dd, const char *src, const int64_t *sd, int32_t rank, size_t es) {
+    if (rank == 0) {
+        memcpy(dst, src, es);
+        return;
+    }
+    size_t dstride = es, sstride = es;
+    for (int32_t d = 1; d < rank; d++) dstride *= (size_t)dd[d], sstride *= (size_t)sd[d];
+    int64_t n = dd[0] < sd[0] ? dd[0] : sd[0];
+    if (rank == 1) {
+        memcpy(dst, src, (size_t)n * es);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) copy_box(dst + (size_t)i * dstride, dd + 1, src + (size_t)i * sstride, sd + 1, rank - 1, es);
+}
+
+static bool is_pad_axis(const seam_session *s, int32_t v, int32_t axis) {
+    for (int32_t k = 0; k < s->n_pads; k++)
+        if (s->pads[k].value == v && s->pads[k].axis == axis) return true;
+    return false;
+}
+
+/* Padding: the bound inputs padded up to the smallest bucket they fit (a
+ * padded axis no longer than the bucket's, every other the same), the
+ * run, and the outputs' axes that carry a padded axis's symbolic dim
+ * sliced back. A run that fits no bucket, or is one, runs as it is. */
+static seam_status run_padded(seam_session *s) {
+    const ir_graph *g = s->model->graph;
+    int32_t best = -1;
+    double best_n = 0;
+    bool exact = false;
+    for (int32_t b = 0; b < s->n_buckets; b++) {
+        bool fits = true, same = true;
+        double n = 0;
+        for (int32_t k = 0; k < s->n_bucket_ins && fits; k++) {
+            const bucket_in *bi = &s->bucket_ins[k];
+            if (bi->bucket != b) continue;
+            const seam_tensor *t = &s->exec->vals[bi->value].t;
+            fits = t->rank == bi->rank;
+            double e = 1;
+            for (int32_t d = 0; fits && d < t->rank; d++) {
+                fits = is_pad_axis(s, bi->value, d) ? t->dims[d] <= bi->dims[d] : t->dims[d] == bi->dims[d];
+                same &= t->dims[d] == bi->dims[d];
+                e *= (double)bi->dims[d];
+            }
+            n += e;
+        }
+        if (fits && (best < 0 || n < best_n)) best = b, best_n = n, exact = same;
+    }
+    if (best < 0 || exact) return seam_exec_run(s->exec);
+    drop_joined(s);
+    seam_tensor *saved = calloc((size_t)g->n_values + 1, sizeof(seam_tensor));
+    void **bufs = calloc((size_t)s->n_bucket_ins + 1, sizeof(void *));
+    /* per padded input value: its size before padding, by symbolic dim */
+    seam_status st = SEAM_STATUS_OK;
+    if (!saved || !bufs) {
+        st = seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int32_t k = 0; k < s->n_bucket_ins; k++) {
+        const bucket_in *bi = &s->bucket_ins[k];
+        if (bi->bucket != best) continue;
+        exec_value *ev = &s->exec->vals[bi->value];
+        saved[bi->value] = ev->t;
+        seam_tensor t = ev->t;
+        size_t es = seam_dtype_size((seam_dtype)t.dtype);
+        for (int32_t d = 0; d < t.rank; d++) t.dims[d] = bi->dims[d];
+        t.numel = seam_shape_numel(t.dims, t.rank);
+        t.nbytes = (size_t)t.numel * es;
+        if (!es || t.numel < 0 || !(bufs[k] = malloc(t.nbytes + 1))) {
+            st = seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        double fill = 0;
+        for (int32_t p = 0; p < s->n_pads; p++)
+            if (s->pads[p].value == bi->value) fill = s->pads[p].fill;
+        if (t.dtype == SEAM_DTYPE_FLOAT32 && fill != 0)
+            for (int64_t i = 0; i < t.numel; i++) ((float *)bufs[k])[i] = (float)fill;
+        else memset(bufs[k], 0, t.nbytes);
+        copy_box(bufs[k], t.dims, ev->t.data, ev->t.dims, t.rank, es);
+        t.data = bufs[k];
+        ev->t = t;
+    }
+    st = seam_exec_run(s->exec);
+    for (int32_t o = 0; !st && o < g->n_outputs; o++) {
+        const ir_type *ty = &g->values[g->outputs[o]].type;
+        const seam_tensor *t = &s->exec->vals[g->outputs[o]].t;
+        seam_tensor *j = &s->joined[o];
+        *j = *t;
+        /* an axis with a padded input axis's symbolic dim: back to that input's size */
+        for (int32_t d = 0; d < t->rank && ty->kind == IR_TYPE_TENSOR && d < ty->rank; d++) {
+            const char *sym = ty->dims[d].v < 0 ? ty->dims[d].sym : NULL;
+            for (int32_t p = 0; sym && p < s->n_pads; p++) {
+                const ir_dim *in = &g->values[s->pads[p].value].type.dims[s->pads[p].axis];
+                if (in->sym && !strcmp(in->sym, sym) && saved[s->pads[p].value].data)
+                    j->dims[d] = saved[s->pads[p].value].dims[s->pads[p].axis];
+            }
+        }
+        size_t es = exec_elem_bytes(t->dtype);
+        j->numel = seam_shape_numel(j->dims, j->rank);
+        j->nbytes = (size_t)j->numel * es;
+        if (!(j->data = malloc(j->nbytes + 1))) {
+            st = seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        if (j->numel > 0) copy_box(j->data, j->dims, t->data, t->dims, j->rank, es);
+    }
+    if (!st) s->joined_valid = true;
+    else drop_joined(s);
+done:
+    for (int32_t k = 0; saved && k < s->n_bucket_ins; k++) { /* the caller's inputs stay bound */
+        const bucket_in *bi = &s->bucket_ins[k];
+        if (bi->bucket == best && saved[bi->value].data) s->exec->vals[bi->value].t = saved[bi->value];
+        if (bufs) free(bufs[k]);
+    }
+    free(bufs);
+    free(saved);
+    return st;
+}
+
 seam_status seam_session_run(seam_session *s) {
     if (!s) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;
@@ -288,6 +510,8 @@ seam_status seam_session_run(seam_session *s) {
             return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' was not set", g->values[v].name);
     }
     if (s->dynamic_batch) return run_chunked(s);
+    drop_joined(s);
+    if (s->n_pads) return run_padded(s);
     return seam_exec_run(s->exec);
 }
 
@@ -317,5 +541,20 @@ seam_status seam_session_node_stats(seam_session *s, int32_t node, seam_node_sta
     const seam_kernel *k = &s->exec->kernels[node];
     *out = (seam_node_stats){n->name,      n->op_type, target,      s->exec->node_ms[node], k->bytes_in, k->bytes_out,
                              s->exec->node_start_ms[node], k->check_ms, k->copy_ms};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_stats_get(const seam_session *s, seam_session_stats *out) {
+    if (!s || !out) return SEAM_STATUS_INVALID_ARGUMENT;
+    subgraph_counts sum = {0, 0, 0, 0, 0, 0};
+    for (int32_t i = 0; i < s->model->graph->n_nodes; i++) subgraph_add_counts(s->exec, i, &sum);
+    *out = (seam_session_stats){sum.compiles, sum.run_compiles, sum.cache_hits, sum.evictions, sum.cpu_shapes, sum.compile_ms};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_set_shape_cache(seam_session *s, int32_t n) {
+    if (!s) return SEAM_STATUS_INVALID_ARGUMENT;
+    if (n < 1) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the shape cache must hold at least 1 shape, got %d", n);
+    for (int32_t i = 0; i < s->model->graph->n_nodes; i++) subgraph_set_cache_size(s->exec, i, n);
     return SEAM_STATUS_OK;
 }

@@ -379,3 +379,35 @@ def test_threads(traced, mlp, x, work):
     for k, got in enumerate(run_threads([many(s1, 1), many(s2, 2)])):
         for j, y in enumerate(got):
             assert np.array_equal(y, serial[(k + 1 + j) % 6])
+
+
+def test_symbolic_dims_session(work):
+    """A model with a symbolic batch and sequence, partitioned for dnnl
+    without shapes and saved: one seam.Session runs it at three shapes
+    against torch; a new shape compiles its device subgraphs, a seen one
+    compiles nothing (Session.stats)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    path = os.path.join(work, "symbolic.onnx")
+    torch.onnx.export(net, (torch.randn(2, 5, 16),), path, input_names=["x"], output_names=["y"], opset_version=13,
+                      dynamic_axes={"x": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}})
+    part = os.path.join(work, "symbolic.part.onnx")
+    r = subprocess.run([CLI, "partition", path, "--target", "dnnl", "--placement", "capability", "-o", part],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    s = seam.Session(part)
+    before = s.stats()
+    assert before["compiles"] == 0  # nothing is known to compile before a run
+    seen = []
+    for shape in ((2, 5, 16), (1, 9, 16), (3, 2, 16), (2, 5, 16)):
+        x = np.random.RandomState(len(seen)).randn(*shape).astype(np.float32)
+        y = s.run({"x": x})["y"]
+        with torch.no_grad():
+            want = net(torch.from_numpy(x)).numpy()
+        assert y.shape == want.shape and np.abs(y - want).max() <= TOL * np.abs(want).max()
+        seen.append(s.stats())
+    assert seen[0]["run_compiles"] >= 1 and seen[2]["run_compiles"] == 3 * seen[0]["run_compiles"]
+    assert seen[3]["run_compiles"] == seen[2]["run_compiles"] and seen[3]["cache_hits"] > seen[2]["cache_hits"]
+    assert seen[3]["cpu_shapes"] == 0
+    with pytest.raises(ValueError):
+        s.set_shape_cache(0)

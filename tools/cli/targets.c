@@ -20,6 +20,30 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
         t->no_fold = true;
         return 1;
     }
+    if (strcmp(a, "--no-jit") == 0) {
+        t->no_jit = true;
+        return 1;
+    }
+    if (strcmp(a, "--pad") == 0) {
+        const char *v = *k + 1 < argc ? argv[++*k] : NULL;
+        const char *colon = v ? strrchr(v, ':') : NULL;
+        if (!colon || colon == v || !colon[1] || t->n_pads >= 64) {
+            cli_usage(cmd, "--pad wants NAME:AXIS or NAME:AXIS=VALUE (at most 64), got '%s'", v ? v : "");
+            return TUSAGE;
+        }
+        t->pads[t->n_pads++] = v;
+        return 1;
+    }
+    if (strcmp(a, "--bucket") == 0) {
+        const char *v = *k + 1 < argc ? argv[++*k] : NULL;
+        const char *eq = v ? strrchr(v, '=') : NULL;
+        if (!eq || eq == v || !eq[1] || t->n_buckets >= 64) {
+            cli_usage(cmd, "--bucket wants NAME=AxBxC (at most 64), got '%s'", v ? v : "");
+            return TUSAGE;
+        }
+        t->buckets[t->n_buckets++] = v;
+        return 1;
+    }
     if (strcmp(a, "--target-option") == 0) {
         if (*k + 1 >= argc || t->n_target_options >= 64) {
             cli_usage(cmd, "--target-option needs a value (at most 64)");
@@ -199,10 +223,119 @@ seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, 
     return seam_partition_measured(m, &t->opts, t->target_options, t->n_target_options, n_threads, 0, plan);
 }
 
+/* A --bucket against the model: an input of that name, of that rank, with
+ * its fixed dims. CLI_OK, or CLI_BAD_INPUT after saying why. */
+static int check_bucket(const char *cmd, seam_model *m, const char *arg) {
+    const char *eq = strrchr(arg, '=');
+    int64_t dims[16];
+    int32_t rank = 0;
+    for (const char *p = eq + 1; *p;) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0 || rank >= 16) {
+            fprintf(stderr, "seam %s: --bucket %s: the shape must be AxBxC with dims >= 0\n", cmd, arg);
+            return CLI_BAD_INPUT;
+        }
+        dims[rank++] = v;
+        p = *end == 'x' && end[1] ? end + 1 : end;
+        if (*p && p == end) {
+            fprintf(stderr, "seam %s: --bucket %s: the shape must be AxBxC with dims >= 0\n", cmd, arg);
+            return CLI_BAD_INPUT;
+        }
+    }
+    int32_t n = seam_model_input_count(m);
+    for (int32_t k = 0; k < n; k++) {
+        seam_value_info vi;
+        if (seam_model_input(m, k, &vi) || strlen(vi.name) != (size_t)(eq - arg) || strncmp(vi.name, arg, (size_t)(eq - arg)))
+            continue;
+        char want[256];
+        size_t off = (size_t)snprintf(want, sizeof(want), "[");
+        for (int32_t d = 0; d < vi.rank && off < sizeof(want); d++)
+            off += vi.dims[d] >= 0 ? (size_t)snprintf(want + off, sizeof(want) - off, "%s%lld", d ? "," : "", (long long)vi.dims[d])
+                                   : (size_t)snprintf(want + off, sizeof(want) - off, "%s%s", d ? "," : "",
+                                                      vi.dim_params && vi.dim_params[d] ? vi.dim_params[d] : "?");
+        if (off < sizeof(want)) snprintf(want + off, sizeof(want) - off, "]");
+        bool ok = vi.rank < 0 || vi.rank == rank;
+        for (int32_t d = 0; ok && vi.rank >= 0 && d < rank; d++) ok = vi.dims[d] < 0 || vi.dims[d] == dims[d];
+        if (!ok) {
+            fprintf(stderr, "seam %s: --bucket %s contradicts the model's input '%s' %s (its rank and fixed dims)\n", cmd, arg,
+                    vi.name, want);
+            return CLI_BAD_INPUT;
+        }
+        return CLI_OK;
+    }
+    fprintf(stderr, "seam %s: --bucket %s: the model has no input '%.*s'\n", cmd, arg, (int)(eq - arg), arg);
+    return CLI_BAD_INPUT;
+}
+
+/* A --pad against the model and the buckets: an input of that name with
+ * --bucket shapes, AXIS one of its symbolic dims, VALUE a number. CLI_OK,
+ * or CLI_BAD_INPUT after saying why. */
+static int check_pad(const char *cmd, const cli_targets *t, seam_model *m, const char *arg) {
+    const char *colon = strrchr(arg, ':');
+    char *end;
+    long axis = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || (*end && *end != '=')) {
+        fprintf(stderr, "seam %s: --pad %s: AXIS must be a whole number\n", cmd, arg);
+        return CLI_BAD_INPUT;
+    }
+    if (*end == '=') {
+        char *vend;
+        strtod(end + 1, &vend);
+        if (vend == end + 1 || *vend) {
+            fprintf(stderr, "seam %s: --pad %s: VALUE must be a number\n", cmd, arg);
+            return CLI_BAD_INPUT;
+        }
+    }
+    size_t len = (size_t)(colon - arg);
+    bool bucketed = false;
+    for (int32_t k = 0; k < t->n_buckets; k++) bucketed |= !strncmp(t->buckets[k], arg, len) && t->buckets[k][len] == '=';
+    int32_t n = seam_model_input_count(m);
+    for (int32_t k = 0; k < n; k++) {
+        seam_value_info vi;
+        if (seam_model_input(m, k, &vi) || strlen(vi.name) != len || strncmp(vi.name, arg, len)) continue;
+        if (vi.rank < 0 || axis < 0 || axis >= vi.rank) {
+            fprintf(stderr, "seam %s: --pad %s: input '%s' has no axis %ld (its rank is %d)\n", cmd, arg, vi.name, axis,
+                    vi.rank);
+            return CLI_BAD_INPUT;
+        }
+        if (vi.dims[axis] >= 0) {
+            fprintf(stderr, "seam %s: --pad %s: axis %ld of input '%s' is fixed (%lld), not symbolic: there is nothing "
+                    "to pad\n", cmd, arg, axis, vi.name, (long long)vi.dims[axis]);
+            return CLI_BAD_INPUT;
+        }
+        if (!bucketed) {
+            fprintf(stderr, "seam %s: --pad %s: give --bucket shapes for '%s' to pad up to\n", cmd, arg, vi.name);
+            return CLI_BAD_INPUT;
+        }
+        return CLI_OK;
+    }
+    fprintf(stderr, "seam %s: --pad %s: the model has no input '%.*s'\n", cmd, arg, (int)len, arg);
+    return CLI_BAD_INPUT;
+}
+
 int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m) {
     for (int32_t k = 0; k < t->n_shapes; k++) {
         int rc = cli_set_shape(cmd, ctx, m, t->shapes[k]);
         if (rc) return rc;
+    }
+    /* buckets and --no-jit travel to seam_plan_apply as target options */
+    int32_t nb = t->n_buckets, np = t->n_pads;
+    for (int32_t k = 0; k < nb + np + (t->no_jit ? 1 : 0); k++) {
+        int rc = k < nb ? check_bucket(cmd, m, t->buckets[k]) : k < nb + np ? check_pad(cmd, t, m, t->pads[k - nb]) : CLI_OK;
+        if (rc) return rc;
+        const char *arg = k < nb ? t->buckets[k] : k < nb + np ? t->pads[k - nb] : "";
+        size_t len = strlen(arg) + 32;
+        char *o = t->n_target_options < 64 ? malloc(len) : NULL;
+        if (!o) {
+            fprintf(stderr, "seam %s: too many --bucket, --pad and --target-option options\n", cmd);
+            return CLI_BAD_INPUT;
+        }
+        if (k < nb) snprintf(o, len, "seam.bucket=%s", arg);
+        else if (k < nb + np) snprintf(o, len, "seam.pad=%s", arg);
+        else snprintf(o, len, "seam.jit=off");
+        t->bucket_opts[k] = o;
+        t->target_options[t->n_target_options++] = o;
     }
     if (!t->no_fold) {
         seam_status st = seam_model_fold(m, NULL);
@@ -215,4 +348,5 @@ void targets_free(cli_targets *t) {
     for (int32_t k = 0; k < MAX_TARGETS; k++) seam_backend_free(t->loaded[k]);
     for (int32_t k = 0; k < t->opts.n_pins; k++) free((char *)t->pins[k].node_name);
     free(t->cpu_ops_buf);
+    for (int32_t k = 0; k < 129; k++) free(t->bucket_opts[k]);
 }

@@ -25,6 +25,12 @@ typedef struct cli_targets {
     int32_t n_target_options;
     const char *libs[MAX_TARGETS]; /* --backend-lib */
     int32_t n_libs;
+    const char *buckets[64];    /* --bucket NAME=AxBxC, checked against the model in targets_apply_shapes */
+    int32_t n_buckets;
+    bool no_jit;                /* --no-jit */
+    const char *pads[64];       /* --pad NAME:AXIS[=VALUE] */
+    int32_t n_pads;
+    char *bucket_opts[129];     /* their "seam.bucket=...", "seam.pad=..." and "seam.jit=off" target options */
     const seam_backend *avail[2 * MAX_TARGETS]; /* every backend loaded, for sessions */
     int32_t n_avail;
     seam_partition_options opts;
@@ -36,8 +42,9 @@ void targets_init(cli_targets *t);
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k);
 /* Loads the rules files; "cpu" is accepted and ignored (always last). */
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx);
-/* Applies the --shape options to a loaded model, then folds constants
- * (unless --no-fold). */
+/* Applies the --shape options to a loaded model, checks the --bucket
+ * shapes against it (they become target options seam_plan_apply reads),
+ * then folds constants (unless --no-fold). */
 /* Partitions m as the options say: by seam_partition, or by
  * seam_partition_measured (--placement measured) with n_threads. */
 seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan);
@@ -68,6 +75,16 @@ void targets_free(cli_targets *t);
     "  --target-option OPT   an option for the targets' compilers (repeatable),\n"    \
     "                        stored with each device subgraph, passed untouched\n"    \
     "  --no-fold             keep nodes computed from constants and static shapes as\n"  \
-    "                        they are (by default they become constants first)\n"
+    "                        they are (by default they become constants first)\n"    \
+    "  --bucket NAME=AxBxC   with -o: a shape of input NAME that the saved model's\n"  \
+    "                        device subgraphs compile when a session is made, not at\n" \
+    "                        the first run with it (repeat: the k-th of each input\n" \
+    "                        make bucket k); see docs/dynamic.md\n"                  \
+    "  --no-jit              with -o: a run whose shapes are no bucket is refused\n" \
+    "                        instead of compiled at run time\n"                      \
+    "  --pad NAME:AXIS[=V]   with --bucket: input NAME's symbolic dim AXIS is padded\n" \
+    "                        with V (default 0) up to the smallest bucket that fits,\n" \
+    "                        and the outputs' axes with the same dim sliced back\n"   \
+    "                        (safe for per-position ops only; see docs/dynamic.md)\n"
 
 #endif

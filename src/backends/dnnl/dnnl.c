@@ -75,6 +75,12 @@ static bool param_input(const seam_node_view *n, int32_t k) {
                       (is_op(n, "Pad") && k != 2) || is_op(n, "Gather") || is_op(n, "Split"));
 }
 
+/* A tensor whose rank is known (<= 6); its dims may be symbolic: supports()
+ * decides from ranks, dtypes, attributes and which inputs are constants,
+ * and compile() gets the concrete shapes of a run (runtime/subgraph.c
+ * specializes a subgraph per shape signature). */
+static bool known_rank(const seam_value_info *v) { return v->rank >= 0 && v->rank <= MAXR; }
+
 static bool static_shape(const seam_value_info *v) {
     if (v->rank < 0 || v->rank > MAXR) return false;
     for (int32_t d = 0; d < v->rank; d++)
@@ -102,12 +108,11 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32)
         return dx_refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
     for (int32_t k = 0; k < n->n_inputs; k++)
-        if (n->inputs[k].name && !static_shape(&n->inputs[k]))
-            return dx_refuse(why, wn, "%s: input '%s' has no static shape of rank <= 6", n->op_type, n->inputs[k].name);
+        if (n->inputs[k].name && !known_rank(&n->inputs[k]))
+            return dx_refuse(why, wn, "%s: input '%s' has no known rank <= 6", n->op_type, n->inputs[k].name);
     for (int32_t k = 0; k < n->n_outputs; k++)
-        if (n->outputs[k].name && !static_shape(&n->outputs[k]))
-            return dx_refuse(why, wn, "%s: output '%s' has no static shape of rank <= 6", n->op_type,
-                             n->outputs[k].name);
+        if (n->outputs[k].name && !known_rank(&n->outputs[k]))
+            return dx_refuse(why, wn, "%s: output '%s' has no known rank <= 6", n->op_type, n->outputs[k].name);
     conv_auto_pad ap;
     if (!conv_auto_pad_of(dx_ir(n), &ap))
         return dx_refuse(why, wn, "auto_pad=%s is not supported", node_attr_string(dx_ir(n), "auto_pad", "?"));

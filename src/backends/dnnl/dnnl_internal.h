@@ -166,10 +166,26 @@ static inline bool dx_const_input(const seam_node_view *n, int32_t k) {
     return k >= n->n_inputs || !n->inputs[k].name || (n->input_constant && n->input_constant[k]);
 }
 
+/* Elements of v; -1 when a dim (or the rank) is not known. */
 static inline int64_t dx_value_numel(const seam_value_info *v) {
     int64_t n = 1;
-    for (int32_t d = 0; d < v->rank; d++) n *= v->dims[d];
+    for (int32_t d = 0; d < v->rank; d++) {
+        if (v->dims[d] < 0) return -1;
+        n *= v->dims[d];
+    }
     return v->rank < 0 ? -1 : n;
+}
+
+/* Whether dim d of v and dim e of w may be the same size. supports() sees
+ * symbolic dims (-1); it says no only where the sizes surely differ (two
+ * known sizes) or likely do (a known 1 against an unknown: a broadcast,
+ * unless the unknown is 1 at the run). compile() sees concrete sizes and
+ * decides exactly. */
+static inline bool dx_dim_may_equal(const seam_value_info *v, int32_t d, const seam_value_info *w, int32_t e) {
+    int64_t a = v->dims[d], b = w->dims[e];
+    if (a >= 0 && b >= 0) return a == b;
+    if (a < 0 && b < 0) return true;
+    return (a >= 0 ? a : b) != 1;
 }
 
 static inline bool commutative(const seam_node_view *n) {
@@ -179,7 +195,7 @@ static inline bool commutative(const seam_node_view *n) {
 static inline bool full_shape(const seam_value_info *v, const seam_value_info *out) {
     if (v->rank != out->rank) return false;
     for (int32_t d = 0; d < v->rank; d++)
-        if (v->dims[d] != out->dims[d]) return false;
+        if (!dx_dim_may_equal(v, d, out, d)) return false;
     return true;
 }
 

@@ -81,8 +81,8 @@ bool dx_window_geom(const seam_node_view *n, const int64_t *kernel, bool ceil_mo
     if (nsp < 1 || nsp > 3 || n->outputs[0].rank != n->inputs[0].rank)
         return dx_refuse(why, why_size, "%s of rank %d: dnnl does 1-D, 2-D and 3-D", n->op_type, n->inputs[0].rank);
     if (!conv_geom_init(dx_ir(n), nsp, n->inputs[0].dims + 2, kernel, ceil_mode, g, why, why_size)) return false;
-    for (int32_t d = 0; d < nsp; d++)
-        if (g->out[d] != n->outputs[0].dims[2 + d])
+    for (int32_t d = 0; d < nsp; d++) /* (unknown sizes: compile decides) */
+        if (g->out[d] >= 0 && n->outputs[0].dims[2 + d] >= 0 && g->out[d] != n->outputs[0].dims[2 + d])
             return dx_refuse(why, why_size, "its window does not give its output's shape");
     return true;
 }
@@ -267,12 +267,20 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
     return publish_view(b, v, n->outputs[0].name);
 }
 
+/* An integer parameter input (bounds, axes, pads) computed at run time,
+ * by nodes outside the subgraph (dnnl computes no integers): the Subgraph
+ * runner specializes the subgraph for its values, and compile() reads them
+ * as constants (runtime/subgraph.c). */
+static bool run_time_param(const seam_node_view *n, int32_t k) {
+    return n->inputs[k].dtype == SEAM_DTYPE_INT64 || n->inputs[k].dtype == SEAM_DTYPE_INT32;
+}
+
 /* Slice (from opset 10) and the reductions: their parameter inputs are
  * read at compile time. */
 static bool supports_param_inputs(const seam_node_view *n, char *why, size_t wn) {
     if (n->opset >= 10)
         for (int32_t k = 1; k < n->n_inputs; k++)
-            if (!dx_const_input(n, k))
+            if (!dx_const_input(n, k) && !run_time_param(n, k))
                 return dx_refuse(why, wn, "%s with a computed input %d is not supported", n->op_type, k);
     return true;
 }
@@ -987,7 +995,7 @@ static bool supports_resize(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "Resize mode=%s not supported", mode);
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
-    if (n->inputs[0].dims[0] != n->outputs[0].dims[0] || n->inputs[0].dims[1] != n->outputs[0].dims[1])
+    if (!dx_dim_may_equal(&n->inputs[0], 0, &n->outputs[0], 0) || !dx_dim_may_equal(&n->inputs[0], 1, &n->outputs[0], 1))
         return dx_refuse(why, wn, "Resize of the batch or channel dimension is not supported");
     if (!strcmp(mode, "linear") && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel"))
         return dx_refuse(why, wn, "Resize mode=linear with coordinate_transformation_mode=%s not supported", ctm);
@@ -1177,7 +1185,8 @@ static bool supports_pad(const seam_node_view *n, char *why, size_t wn) {
     if (strcmp(mode, "constant")) return dx_refuse(why, wn, "Pad mode=%s is not supported (only constant)", mode);
     if (n->opset >= 11)
         for (int32_t k = 1; k < n->n_inputs; k++)
-            if (!dx_const_input(n, k)) return dx_refuse(why, wn, "Pad with a computed input %d is not supported", k);
+            if (!dx_const_input(n, k) && !(k == 1 && run_time_param(n, k)))
+                return dx_refuse(why, wn, "Pad with a computed input %d is not supported", k);
     if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].dtype != SEAM_DTYPE_FLOAT32)
         return dx_refuse(why, wn, "Pad with a constant_value that is not float32 is not supported");
     return true;

@@ -79,20 +79,21 @@ bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn) {
     if (x->rank != 3 || h < 1) return dx_refuse(why, wn, "%s needs X of rank 3 and hidden_size", op);
     int64_t t = x->dims[0], b = x->dims[1], in = x->dims[2];
     const seam_value_info *w = &n->inputs[1], *r = &n->inputs[2];
-    if (w->rank != 3 || w->dims[0] != d || w->dims[1] != g * h || w->dims[2] != in || r->rank != 3 || r->dims[0] != d ||
-        r->dims[1] != g * h || r->dims[2] != h)
+    /* (a size not known yet, -1, matches: compile sees the run's) */
+    if (w->rank != 3 || w->dims[0] != d || w->dims[1] != g * h || (in >= 0 && w->dims[2] != in) || r->rank != 3 ||
+        r->dims[0] != d || r->dims[1] != g * h || r->dims[2] != h)
         return dx_refuse(why, wn, "%s weights of the wrong shape", op);
     if (n->n_inputs > 3 && n->inputs[3].name && dx_value_numel(&n->inputs[3]) != d * 2 * g * h)
         return dx_refuse(why, wn, "%s bias of the wrong shape", op);
     for (int32_t k = 5; k < 5 + n_states && k < n->n_inputs; k++)
-        if (n->inputs[k].name && dx_value_numel(&n->inputs[k]) != d * b * h)
+        if (n->inputs[k].name && b >= 0 && dx_value_numel(&n->inputs[k]) >= 0 && dx_value_numel(&n->inputs[k]) != d * b * h)
             return dx_refuse(why, wn, "%s initial state of the wrong shape", op);
     int64_t want[3][4] = {{t, d, b, h}, {d, b, h, 0}, {d, b, h, 0}};
     for (int32_t k = 0; k < n->n_outputs; k++) {
         const seam_value_info *o = &n->outputs[k];
         if (!o->name) continue;
         bool ok = k <= n_states && o->rank == (k ? 3 : 4);
-        for (int32_t j = 0; ok && j < o->rank; j++) ok = o->dims[j] == want[k][j];
+        for (int32_t j = 0; ok && j < o->rank; j++) ok = o->dims[j] < 0 || want[k][j] < 0 || o->dims[j] == want[k][j];
         if (!ok) return dx_refuse(why, wn, "%s output %d of the wrong shape", op, k);
     }
     return true;

@@ -1,0 +1,29 @@
+/*
+ * What the ai.seam Subgraph runner (subgraph.c) tells the session about its
+ * device subgraphs: how often each compiled, found its shape compiled, or
+ * dropped one from its cache. session.c sums them for seam_session_stats.
+ */
+#ifndef SEAM_RUNTIME_SUBGRAPH_H
+#define SEAM_RUNTIME_SUBGRAPH_H
+
+#include "runtime/kernel.h"
+
+typedef struct subgraph_counts {
+    int64_t compiles;      /* at session creation and at runs */
+    int64_t run_compiles;  /* of which at a run (a new shape signature) */
+    int64_t cache_hits;    /* runs whose shape signature was compiled already */
+    int64_t evictions;     /* compiled shapes dropped from a full cache */
+    int64_t cpu_shapes;    /* shapes the backend did not compile: they run on the CPU */
+    double compile_ms;     /* time in those compiles */
+} subgraph_counts;
+
+struct seam_exec;
+
+/* Adds the counts of node's kernel in e to *sum when it is a Subgraph
+ * node's; false for any other node. */
+bool subgraph_add_counts(const struct seam_exec *e, int32_t node, subgraph_counts *sum);
+/* The largest number of shape signatures node's Subgraph keeps compiled
+ * (n >= 1); nothing for any other node. */
+void subgraph_set_cache_size(struct seam_exec *e, int32_t node, int32_t n);
+
+#endif
