@@ -33,12 +33,19 @@
  * per step, far below the GEMM rate */
 #define CPU_RNN_MACS_PER_US 5000.0
 
+/* A dim not known before the run (symbolic) counts as this many: estimates
+ * of a model with symbolic dims then weigh work and boundaries as for a
+ * small concrete size, instead of as for an empty tensor. */
+#define COST_UNKNOWN_DIM 32.0
+
+static double dim_size(const ir_dim *d) { return d->v < 0 ? COST_UNKNOWN_DIM : (double)d->v; }
+
 static double node_work(const ir_graph *g, const ir_node *n) {
     double out = 1;
     if (n->n_outputs > 0 && n->outputs[0] >= 0) {
         const ir_type *t = &g->values[n->outputs[0]].type;
         if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
-            for (int32_t d = 0; d < t->rank; d++) out *= t->dims[d].v > 0 ? (double)t->dims[d].v : 1;
+            for (int32_t d = 0; d < t->rank; d++) out *= t->dims[d].v ? dim_size(&t->dims[d]) : 1;
     }
     double k = 1;
     const char *op = n->op_type;
@@ -46,12 +53,12 @@ static double node_work(const ir_graph *g, const ir_node *n) {
         const ir_type *w = &g->values[n->inputs[1]].type;
         if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
             if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
-                for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v > 0 ? (double)w->dims[d].v : 1;
+                for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v ? dim_size(&w->dims[d]) : 1;
             } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
                 int32_t kd = w->rank - 2;
                 const ir_attr *tb = node_attr(n, "transB");
                 if (strcmp(op, "Gemm") == 0 && tb && tb->kind == IR_ATTR_INT && tb->i) kd = w->rank - 1;
-                k = w->dims[kd].v > 0 ? (double)w->dims[kd].v : 1;
+                k = w->dims[kd].v ? dim_size(&w->dims[kd]) : 1;
             }
         }
     }
@@ -66,14 +73,13 @@ static bool is_rnn(const char *op) { return !strcmp(op, "LSTM") || !strcmp(op, "
 
 /* LSTM/GRU/RNN: steps x batch x directions x (gates x hidden) x (input +
  * hidden) multiply-adds, from X [seq, batch, input] and W [dirs, gates x
- * hidden, input]; 0 when a shape is unknown. */
+ * hidden, input]; 0 when a rank is not the expected one. */
 static double rnn_macs(const ir_graph *g, const ir_node *n) {
     if (n->n_inputs < 3 || n->inputs[0] < 0 || n->inputs[1] < 0) return 0;
     const ir_type *x = &g->values[n->inputs[0]].type, *w = &g->values[n->inputs[1]].type;
     if (x->kind != IR_TYPE_TENSOR || w->kind != IR_TYPE_TENSOR || x->rank != 3 || w->rank != 3) return 0;
-    double seq = (double)x->dims[0].v, batch = (double)x->dims[1].v, in = (double)x->dims[2].v;
-    double dirs = (double)w->dims[0].v, gh = (double)w->dims[1].v;
-    if (seq < 0 || batch < 0 || in < 0 || dirs < 0 || gh < 0) return 0;
+    double seq = dim_size(&x->dims[0]), batch = dim_size(&x->dims[1]), in = dim_size(&x->dims[2]);
+    double dirs = dim_size(&w->dims[0]), gh = dim_size(&w->dims[1]);
     const char *op = n->op_type;
     double hidden = gh / (!strcmp(op, "LSTM") ? 4 : !strcmp(op, "GRU") ? 3 : 1);
     return seq * batch * dirs * gh * (in + hidden);
@@ -89,10 +95,7 @@ static double value_bytes(const ir_value *v) {
     const ir_type *t = &v->type;
     if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return 0;
     double n = (double)seam_dtype_size((seam_dtype)t->elem);
-    for (int32_t d = 0; d < t->rank; d++) {
-        if (t->dims[d].v < 0) return 0; /* not known before the run */
-        n *= (double)t->dims[d].v;
-    }
+    for (int32_t d = 0; d < t->rank; d++) n *= dim_size(&t->dims[d]);
     return n;
 }
 

@@ -104,20 +104,21 @@ void plan_set_constant(seam_plan *p, int32_t i) {
     p->detail[i] = plan_strdup(p, detail);
 }
 
-static bool view_static(const seam_node_view *v) {
+/* Targets decide from ranks, dtypes and attributes (symbolic dims are
+ * compiled per shape at run time); a value whose rank is unknown is what
+ * keeps a node from them. */
+static bool view_ranks_known(const seam_node_view *v) {
     for (int32_t k = 0; k < v->n_inputs + v->n_outputs; k++) {
         const seam_value_info *x = k < v->n_inputs ? &v->inputs[k] : &v->outputs[k - v->n_inputs];
-        if (!x->name) continue; /* an absent optional input */
-        if (x->rank < 0) return false;
-        for (int32_t d = 0; d < x->rank; d++)
-            if (x->dims[d] < 0) return false;
+        if (x->name && x->rank < 0) return false; /* (no name: an absent optional input) */
     }
     return true;
 }
 
-/* Never silent about the commonest cause of a model left on the CPU: its
- * inputs have symbolic dims, so shapes are unknown when support is decided,
- * and targets that compile for static shapes refuse those nodes. */
+/* Never silent about nodes left on the CPU because the model's inputs have
+ * symbolic dims: shape computations that fixed dims would fold away, and
+ * nodes whose values' ranks inference could not tell (targets decide from
+ * ranks; sizes are compiled per shape at run time). */
 static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
     char syms[400];
     size_t off = 0;
@@ -137,11 +138,11 @@ static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
         if (off < sizeof(syms)) off += (size_t)snprintf(syms + off, sizeof(syms) - off, "]");
     }
     if (!syms[0]) return;
-    plan_note(p, "%d node%s went to the CPU although a target may take %s: %s shape%s not known before the run, "
-              "because the model's inputs have symbolic dims (%s); fix: give them with --shape NAME=AxBxC (seam run "
-              "takes them from its --input files)",
-              n_refused, n_refused == 1 ? "" : "s", n_refused == 1 ? "it" : "them", n_refused == 1 ? "its" : "their",
-              n_refused == 1 ? " is" : "s are", syms);
+    plan_note(p, "%d node%s went to the CPU between device subgraphs: %s shapes from the model's symbolic dims (%s) "
+              "or %s values whose rank is not known before the run; fix: give the dims with --shape NAME=AxBxC "
+              "(seam run takes them from its --input files), which folds shape computations away",
+              n_refused, n_refused == 1 ? "" : "s", n_refused == 1 ? "it computes" : "they compute", syms,
+              n_refused == 1 ? "reads or writes" : "read or write");
 }
 
 /* Step 1: who supports what, with the reasons of the refusals. */
@@ -153,7 +154,20 @@ static seam_status compute_support(partitioner *pr) {
     const seam_backend *cpu = seam_backend_cpu();
     char why[512], detail[2048];
     seam_status st = SEAM_STATUS_OK;
-    int32_t n_unknown = 0; /* refused by every target, with a shape not known statically */
+    int32_t n_unknown = 0; /* refused by every target, with a rank unknown or computing a shape */
+    /* values computed from a Shape or Size by int64 arithmetic: with symbolic
+     * input dims they are not folded, so the nodes computing them run on the
+     * CPU between device subgraphs */
+    bool *shape_val = pr->n_targets > 0 ? calloc((size_t)g->n_values + 1, sizeof(bool)) : NULL;
+    for (int32_t p_ = 0; shape_val && p_ < g->n_nodes; p_++) {
+        const ir_node *n = &g->nodes[g->topo[p_]];
+        bool derived = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
+        for (int32_t k = 0; k < n->n_inputs && !derived; k++) derived = n->inputs[k] >= 0 && shape_val[n->inputs[k]];
+        for (int32_t k = 0; k < n->n_outputs && derived; k++)
+            derived = n->outputs[k] < 0 || g->values[n->outputs[k]].type.elem == SEAM_DTYPE_INT64;
+        for (int32_t k = 0; k < n->n_outputs && derived; k++)
+            if (n->outputs[k] >= 0) shape_val[n->outputs[k]] = true;
+    }
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
         if (plan_is_constant_node(n)) {
@@ -194,13 +208,15 @@ static seam_status compute_support(partitioner *pr) {
         if (pr->supported_by[i]) {
             p->supported++;
         } else {
-            if (pr->n_targets > 0 && !view_static(&view)) n_unknown++;
+            bool computes_shape = shape_val && n->n_outputs > 0 && n->outputs[0] >= 0 && shape_val[n->outputs[0]];
+            if (pr->n_targets > 0 && (!view_ranks_known(&view) || computes_shape)) n_unknown++;
             if (!backend_supports(cpu, &view, why, sizeof(why)) && off < sizeof(detail))
                 snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
             p->detail[i] = plan_strdup(p, detail);
         }
     }
     view_free(&vb);
+    free(shape_val);
     if (!st && n_unknown > 0) note_symbolic(p, g, n_unknown);
     return st;
 }

@@ -244,6 +244,9 @@ seam_status seam_session_set_input(seam_session *s, const char *name, seam_dtype
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no input '%s' (its inputs: %s)", name, list);
     }
     const ir_type *t = &g->values[v].type;
+    if (t->kind != IR_TYPE_TENSOR && t->kind != IR_TYPE_NONE)
+        return seam_error(s->ctx, SEAM_STATUS_UNSUPPORTED, "input '%s' is a %s; the API takes tensors only", name,
+                          t->kind == IR_TYPE_SEQUENCE ? "sequence" : t->kind == IR_TYPE_OPTIONAL ? "optional" : "map");
     char want[256], got[256];
     bool ok = rank >= 0 && rank <= SEAM_MAX_RANK && (data || rank >= 0);
     if (ok && t->kind == IR_TYPE_TENSOR) {
@@ -523,6 +526,9 @@ seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view
                           g->n_outputs);
     int32_t v = g->outputs[index];
     const seam_tensor *t = s->joined_valid ? &s->joined[index] : &s->exec->vals[v].t;
+    if (t->dtype == SEAM_VALUE_SEQUENCE || t->dtype == SEAM_VALUE_NONE)
+        return seam_error(s->ctx, SEAM_STATUS_UNSUPPORTED, "output '%s' is %s; the API gives tensors only",
+                          g->values[v].name, t->dtype == SEAM_VALUE_SEQUENCE ? "a sequence" : "an empty optional");
     *view = (seam_tensor_view){g->values[v].name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
     return SEAM_STATUS_OK;
 }

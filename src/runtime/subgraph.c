@@ -544,7 +544,7 @@ static seam_status check_buckets(seam_check *c, subgraph_state *s) {
     if (!s->dynamic) { /* its signature, from its static types */
         for (int32_t i = 0; i < body->n_inputs; i++) {
             const ir_type *t = &body->values[body->inputs[i]].type;
-            xs[i] = (seam_tensor){t->elem, t->rank, {0}, 0, NULL, 0};
+            xs[i] = (seam_tensor){.dtype = t->elem, .rank = t->rank};
             for (int32_t d = 0; d < t->rank; d++) xs[i].dims[d] = t->dims[d].v;
         }
         if (!signature_of(px, body->n_inputs, s->param, &mine, &mine_len)) {

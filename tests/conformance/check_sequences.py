@@ -178,4 +178,33 @@ body = helper.make_graph([N("Identity", ["c_in"], ["c_out"], name="keep"),
                               helper.make_tensor_type_proto(F, None)))])
 hostile("loop_scan_output_sequence", [N("Loop", ["two", ""], ["y"], name="loop_bad", body=body)], "loop_bad",
         inits=[i64("two", 2)])
+
+# The API takes and gives tensors only: a sequence output (or input) is
+# refused with its name, and no output file is written.
+if check.selected("sequence_output"):
+    g = helper.make_graph([N("SequenceConstruct", ["x", "x"], ["y"])], "seq_out",
+                          [helper.make_tensor_value_info("x", F, list(X.shape))],
+                          [helper.make_tensor_sequence_value_info("y", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(args.work, "sequence_output.onnx")
+    save(m, path)
+    r, y = run("sequence_output", path)
+    out = os.path.join(args.work, "sequence_output.out")
+    check.expect(r.returncode == 1 and "output 'y' is a sequence" in r.stderr and not os.listdir(out) if
+                 os.path.isdir(out) else r.returncode == 1 and "output 'y' is a sequence" in r.stderr,
+                 "sequence_output: refused naming the output, nothing written", r.stderr.strip()[-300:])
+if check.selected("sequence_input"):
+    g = helper.make_graph([N("ConcatFromSequence", ["s"], ["y"], axis=0)], "seq_in",
+                          [helper.make_tensor_sequence_value_info("s", F, None)],
+                          [helper.make_tensor_value_info("y", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(args.work, "sequence_input.onnx")
+    save(m, path)
+    xp = os.path.join(args.work, "sequence_input.s.npy")
+    np.save(xp, X)
+    r = subprocess.run([args.seam, "run", path, "--input", "s=" + xp], capture_output=True, text=True, timeout=60)
+    check.expect(r.returncode == 1 and "input 's' is a sequence" in r.stderr, "sequence_input: refused naming the input",
+                 r.stderr.strip()[-300:])
 check.finish()

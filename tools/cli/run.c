@@ -247,6 +247,19 @@ static void print_report(seam_session *s, const ir_graph *g) {
         }
     }
     printf("  total %.3f ms; %lld bytes crossed device boundaries\n", total, (long long)moved);
+    seam_session_stats ss;
+    if (seam_session_stats_get(s, &ss) == SEAM_STATUS_OK && ss.compiles + ss.cache_hits + ss.cpu_shapes > 0)
+        printf("  device compiles: %lld (%lld at runs, for shapes not seen before), %.1f ms; runs of a compiled shape: "
+               "%lld; evictions: %lld; shapes run on the CPU: %lld\n",
+               (long long)ss.compiles, (long long)ss.run_compiles, ss.compile_ms, (long long)ss.cache_hits,
+               (long long)ss.evictions, (long long)ss.cpu_shapes);
+}
+
+/* The model's metadata value for key, or NULL. */
+static const char *model_metadata(const seam_model *m, const char *key) {
+    for (int32_t k = 0; k < m->n_metadata; k++)
+        if (strcmp(m->metadata[k].key, key) == 0) return m->metadata[k].value;
+    return NULL;
 }
 
 /* Writes every output to DIR/<name>.<format>, all or nothing: each goes
@@ -272,7 +285,11 @@ static int write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, 
      * each other: refused before anything is written */
     for (int32_t o = 0; o < n_outputs && rc == CLI_OK; o++) {
         seam_tensor_view view;
-        seam_session_output(s, o, &view);
+        seam_status st = seam_session_output(s, o, &view);
+        if (st) {
+            rc = cli_fail("run", ctx, st) == CLI_USAGE ? CLI_USAGE : CLI_BAD_INPUT;
+            break;
+        }
         char fname[512];
         safe_name(view.name, fname, sizeof(fname));
         snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format);
@@ -434,14 +451,17 @@ int cmd_run(int argc, char **argv) {
     }
     /* The input files are read before partitioning: their shapes fix the
      * model's symbolic dims (a --shape for that input, or --dynamic-batch,
-     * says otherwise), so that the targets see static shapes. */
+     * says otherwise), so that the targets see static shapes and shape
+     * computations fold. A model saved with --pad keeps its dims symbolic:
+     * the session pads its inputs up to a bucket. */
+    bool padded = model_metadata(m, "seam.pad") != NULL;
     for (int k = 0; k < n_inputs; k++) {
         if (!read_input(ctx, inputs[k].value, &loaded[k], err, sizeof(err))) {
             fprintf(stderr, "seam run: input '%s': %s\n", inputs[k].name, err);
             rc = CLI_BAD_INPUT;
             goto done;
         }
-        bool given = dynamic_batch;
+        bool given = dynamic_batch || padded;
         for (int j = 0; j < n_shapes; j++) given |= strcmp(shapes[j].name, inputs[k].name) == 0;
         for (int32_t i = 0; i < g->n_inputs && !given; i++) {
             char arg[1024];
@@ -511,6 +531,7 @@ int cmd_run(int argc, char **argv) {
     }
     t_session = now_ms() - t_session;
     print_session_log(seam_session_log(s), compile_log, quiet);
+    size_t log_seen = strlen(seam_session_log(s)); /* runs may add lines (a shape compiled, or not) */
     for (int32_t i = 0; i < g->n_inputs; i++) {
         const ir_value *v = &g->values[g->inputs[i]];
         if (v->flags & IR_VALUE_INIT) continue;
@@ -579,6 +600,7 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    print_session_log(seam_session_log(s) + log_seen, compile_log, quiet);
     if (report) print_report(s, m->graph);
     if (rep && (st = seam_report_add_run(rep, s, m))) {
         rc = cli_fail("run", ctx, st);
@@ -606,7 +628,11 @@ int cmd_run(int argc, char **argv) {
     }
     for (int32_t o = 0; o < n_outputs; o++) {
         seam_tensor_view view;
-        seam_session_output(s, o, &view);
+        if ((st = seam_session_output(s, o, &view))) {
+            cli_fail("run", ctx, st);
+            rc = CLI_BAD_INPUT;
+            goto done;
+        }
         printf("output '%s': %s [", view.name, seam_dtype_name(view.dtype));
         for (int32_t d = 0; d < view.rank; d++) printf("%s%lld", d ? "," : "", (long long)view.dims[d]);
         printf("]\n");
