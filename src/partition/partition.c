@@ -78,6 +78,7 @@ typedef struct partitioner {
     uint64_t *supported_by; /* per node: bit t set if target t supports it */
     bool *pinned;
     cost_model cm;        /* made once support is known (cost.c) */
+    bool estimated;       /* p->est and the subgraphs' estimates describe the plan as it is */
 } partitioner;
 
 static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
@@ -338,6 +339,7 @@ static int32_t move_to_cpu(partitioner *pr, int32_t s, seam_reason why, const ch
         pr->p->detail[i] = d;
         moved++;
     }
+    if (moved) pr->estimated = false;
     return moved;
 }
 
@@ -561,6 +563,7 @@ static seam_status place_by_cost(partitioner *pr) {
         cpu_allowed &= !(pr->pinned[i] && p->node_target[i] >= 0 && p->node_target[i] < pr->n_targets);
     }
     p->est = (seam_plan_estimate){cap_cost, all_cpu, cap_cost};
+    pr->estimated = true;
     /* offloading never costs more: the capability plan, whose estimates
      * cost_plan stored */
     if (cm->trivial) return SEAM_STATUS_OK;
@@ -669,9 +672,8 @@ static seam_status place_by_cost(partitioner *pr) {
             set_cpu_by_cost(pr, i, plan_strdup(p, buf));
         }
     }
-    p->est.total_us = best_cost;
+    p->est.total_us = best_cost; /* (the estimates of the plan as it is: no regrouping since) */
 done:
-    if (!st) p->est.total_us = cost_plan(cm, p, true);
     free(cap);
     free(best);
     free(mov);
@@ -682,6 +684,7 @@ done:
 
 /* The cost model's estimate of the final plan (after the constraints). */
 static void estimate_final(partitioner *pr) {
+    if (pr->estimated) return; /* placement by cost estimated this plan, and nothing moved since */
     double all_cpu = 0;
     for (int32_t i = 0; i < pr->p->n_nodes; i++)
         if (pr->p->node_target[i] >= 0) all_cpu += pr->cm.cpu_us[i];
@@ -816,7 +819,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_status st = check_options(m->ctx, opts);
     if (st) return st;
     const ir_graph *g = m->graph;
-    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}};
+    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}, false};
     pr.supported_by = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
     pr.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
     if (!pr.p || !pr.supported_by || !pr.pinned) {
