@@ -398,4 +398,47 @@ for bname, (sa, sb) in BINARY.items():
     for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)):
         binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
+# ---- LSTM with the default activations: whole gates vectorized ----
+
+def lstm_case(name, seq, batch, inp, hidden, scale, bidirectional=False):
+    """torch.nn.LSTM's weights in ONNX's gate order (i, o, f, c; torch's is
+    i, f, g, o); scale spreads the gates' pre-activations from tiny to
+    saturated, so every branch of the vectorized sigmoid and tanh runs."""
+    if not check.selected(name):
+        return
+    torch.manual_seed(len(name))
+    lstm = torch.nn.LSTM(inp, hidden, bidirectional=bidirectional)
+    with torch.no_grad():
+        for prm in lstm.parameters():
+            prm.mul_(scale)
+    x = (rng.randn(seq, batch, inp) * np.logspace(-4, 1, inp)).astype(np.float32)
+    D = 2 if bidirectional else 1
+
+    def onnx_order(t):  # [4H, ...] in torch's i, f, g, o -> ONNX's i, o, f, c
+        i, f, g, o = t.detach().numpy().reshape(4, hidden, -1)
+        return np.concatenate([i, o, f, g]).reshape(4 * hidden, -1)
+    sfx = ["", "_reverse"][:D]
+    W = np.stack([onnx_order(getattr(lstm, "weight_ih_l0" + s)) for s in sfx]).astype(np.float32)
+    R = np.stack([onnx_order(getattr(lstm, "weight_hh_l0" + s)) for s in sfx]).astype(np.float32)
+    B = np.stack([np.concatenate([onnx_order(getattr(lstm, "bias_ih_l0" + s)).ravel(),
+                                  onnx_order(getattr(lstm, "bias_hh_l0" + s)).ravel()]) for s in sfx]).astype(np.float32)
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.ravel()) for n, a in (("W", W), ("R", R), ("B", B))]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=hidden,
+                            direction="bidirectional" if bidirectional else "forward")
+    y, err = run_model(name, [node], x, inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    with torch.no_grad():
+        ref = lstm(torch.from_numpy(x))[0].numpy().reshape(seq, batch, D, hidden).transpose(0, 2, 1, 3)
+    e = seamtest.rel_err(y, ref)
+    check.expect(y.shape == ref.shape and e <= 1e-5, f"{name}: error {e:.1e} against torch.nn.LSTM",
+                 f"shape {y.shape}, want {ref.shape}")
+
+
+lstm_case("lstm_batch1", 9, 1, 24, 40, 1.0)     # the per-step product is a matrix-vector product
+lstm_case("lstm_batch3", 7, 3, 16, 33, 3.0)     # saturated gates, odd hidden size
+lstm_case("lstm_small_gates", 5, 2, 8, 17, 0.01)  # pre-activations near 0: tanh's series
+lstm_case("lstm_bidirectional", 6, 1, 12, 20, 1.0, bidirectional=True)
+
 check.finish()

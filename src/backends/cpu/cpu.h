@@ -122,6 +122,10 @@ seam_status cpu_resize_general_check(seam_check *c);
 
 /* erf of n floats, vectorizing, within 2.5 ulp (activation.c). */
 void cpu_erf_f32(const float *x, float *y, int64_t n);
+/* sigmoid and tanh of n floats, vectorizing, within a few ulp (activation.c);
+ * x and y may be the same array. */
+void cpu_sigmoid_f32(const float *x, float *y, int64_t n);
+void cpu_tanh_f32(const float *x, float *y, int64_t n);
 
 /* The largest tensor a shape read from data may ask for (2^31 elements):
  * hostile shape inputs fail with a message instead of allocating TBs. */

@@ -116,6 +116,10 @@ static void gemm_nt(int64_t m, int64_t n, int64_t kk, const float *a, const floa
         memset(c, 0, sizeof(float) * (size_t)(m * n));
         return;
     }
+    if (m == 1) { /* one row (a step at batch 1): a matrix-vector product */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)kk, 1.0f, b, (int)kk, a, 1, 0.0f, c, 1);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, a, (int)kk, b, (int)kk, 0.0f, c,
                 (int)n);
 }
@@ -167,6 +171,11 @@ static seam_status run_recurrent(seam_kernel *k) {
     /* GRU without linear_before_reset multiplies R_h by (r . H), not H: the
      * per-step sgemm then covers only the z and r gates */
     bool gru_rh = G == 3 && !lbr;
+    /* LSTM with the default activations, no clip, no peepholes, no
+     * input_forget: the common case, on a vectorized path */
+    bool lstm_plain = G == 4 && !p && clip <= 0 && !input_forget;
+    for (int32_t q = 0; lstm_plain && q < (int32_t)D * n_act; q++)
+        lstm_plain = acts[q].kind == (q % n_act == 0 ? ACT_SIGMOID : ACT_TANH);
     int64_t NR = gru_rh ? 2 * H : GH;
 
     int64_t ydims[4], hdims[3];
@@ -186,9 +195,10 @@ static seam_status run_recurrent(seam_kernel *k) {
     float *hp = malloc(sizeof(float) * (size_t)(Bn * GH + 1));      /* H R^T for one step */
     float *hcur = malloc(bh), *ccur = malloc(bh), *hnew = malloc(bh);
     float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
+    float *gates = malloc(sizeof(float) * (size_t)(GH + H + 1));   /* LSTM's fast path: one row's gates, tanh(C) */
     seam_status st = SEAM_STATUS_OK;
     if (!X || !W || !R || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hp || !hcur ||
-        !ccur || !hnew || !rh || !zs || !hh) {
+        !ccur || !hnew || !rh || !zs || !hh || !gates) {
         st = kernel_oom(k);
         goto done;
     }
@@ -222,6 +232,16 @@ static seam_status run_recurrent(seam_kernel *k) {
                 if (sl && t >= cpu_get_i64(sl->data, sl->dtype, bb)) continue;
                 const float *gx = xp + (t * Bn + bb) * GH, *gh = hp + bb * NR;
                 float *hrow = hcur + bb * H, *crow = ccur + bb * H, *nh = hnew + bb * H;
+                if (lstm_plain) { /* the same equations, each activation over a whole gate at once */
+                    float *tc = gates + GH;
+                    for (int64_t q = 0; q < GH; q++) gates[q] = gx[q] + gh[q];
+                    cpu_sigmoid_f32(gates, gates, 3 * H); /* i, o, f */
+                    cpu_tanh_f32(gates + 3 * H, gates + 3 * H, H);
+                    for (int64_t j = 0; j < H; j++) crow[j] = tc[j] = gates[2 * H + j] * crow[j] + gates[j] * gates[3 * H + j];
+                    cpu_tanh_f32(tc, tc, H);
+                    for (int64_t j = 0; j < H; j++) nh[j] = gates[H + j] * tc[j];
+                    continue;
+                }
                 for (int64_t j = 0; j < H; j++) {
                     if (G == 4) {
                         float cprev = crow[j];
@@ -278,7 +298,7 @@ static seam_status run_recurrent(seam_kernel *k) {
     }
 done:
     free(X), free(W), free(R), free(Bv), free(P), free(H0), free(C0);
-    free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh);
+    free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh), free(gates);
     return st;
 }
 
