@@ -441,4 +441,45 @@ lstm_case("lstm_batch3", 7, 3, 16, 33, 3.0)     # saturated gates, odd hidden si
 lstm_case("lstm_small_gates", 5, 2, 8, 17, 0.01)  # pre-activations near 0: tanh's series
 lstm_case("lstm_bidirectional", 6, 1, 12, 20, 1.0, bidirectional=True)
 
+
+def gru_case(name, seq, batch, inp, hidden, scale, bidirectional=False):
+    """torch.nn.GRU (linear_before_reset=1 in ONNX) with its gates reordered
+    from torch's r, z, n to ONNX's z, r, h."""
+    if not check.selected(name):
+        return
+    torch.manual_seed(len(name))
+    gru = torch.nn.GRU(inp, hidden, bidirectional=bidirectional)
+    with torch.no_grad():
+        for prm in gru.parameters():
+            prm.mul_(scale)
+    x = (rng.randn(seq, batch, inp) * np.logspace(-4, 1, inp)).astype(np.float32)
+    D = 2 if bidirectional else 1
+
+    def onnx_order(t):
+        r, z, n = t.detach().numpy().reshape(3, hidden, -1)
+        return np.concatenate([z, r, n]).reshape(3 * hidden, -1)
+    sfx = ["", "_reverse"][:D]
+    W = np.stack([onnx_order(getattr(gru, "weight_ih_l0" + s)) for s in sfx]).astype(np.float32)
+    R = np.stack([onnx_order(getattr(gru, "weight_hh_l0" + s)) for s in sfx]).astype(np.float32)
+    B = np.stack([np.concatenate([onnx_order(getattr(gru, "bias_ih_l0" + s)).ravel(),
+                                  onnx_order(getattr(gru, "bias_hh_l0" + s)).ravel()]) for s in sfx]).astype(np.float32)
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.ravel()) for n, a in (("W", W), ("R", R), ("B", B))]
+    node = helper.make_node("GRU", ["x", "W", "R", "B"], ["y"], hidden_size=hidden, linear_before_reset=1,
+                            direction="bidirectional" if bidirectional else "forward")
+    y, err = run_model(name, [node], x, inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    with torch.no_grad():
+        ref = gru(torch.from_numpy(x))[0].numpy().reshape(seq, batch, D, hidden).transpose(0, 2, 1, 3)
+    e = seamtest.rel_err(y, ref)
+    check.expect(y.shape == ref.shape and e <= 1e-5, f"{name}: error {e:.1e} against torch.nn.GRU",
+                 f"shape {y.shape}, want {ref.shape}")
+
+
+gru_case("gru_batch1", 9, 1, 24, 40, 1.0)
+gru_case("gru_batch3_saturated", 7, 3, 16, 33, 3.0)
+gru_case("gru_small_gates", 5, 2, 8, 17, 0.01)
+gru_case("gru_bidirectional", 6, 1, 12, 20, 1.0, bidirectional=True)
+
 check.finish()

@@ -176,6 +176,10 @@ static seam_status run_recurrent(seam_kernel *k) {
     bool lstm_plain = G == 4 && !p && clip <= 0 && !input_forget;
     for (int32_t q = 0; lstm_plain && q < (int32_t)D * n_act; q++)
         lstm_plain = acts[q].kind == (q % n_act == 0 ? ACT_SIGMOID : ACT_TANH);
+    /* GRU with linear_before_reset (what torch exports), likewise */
+    bool gru_plain = G == 3 && lbr && clip <= 0;
+    for (int32_t q = 0; gru_plain && q < (int32_t)D * n_act; q++)
+        gru_plain = acts[q].kind == (q % n_act == 0 ? ACT_SIGMOID : ACT_TANH);
     int64_t NR = gru_rh ? 2 * H : GH;
 
     int64_t ydims[4], hdims[3];
@@ -195,7 +199,7 @@ static seam_status run_recurrent(seam_kernel *k) {
     float *hp = malloc(sizeof(float) * (size_t)(Bn * GH + 1));      /* H R^T for one step */
     float *hcur = malloc(bh), *ccur = malloc(bh), *hnew = malloc(bh);
     float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
-    float *gates = malloc(sizeof(float) * (size_t)(GH + H + 1));   /* LSTM's fast path: one row's gates, tanh(C) */
+    float *gates = malloc(sizeof(float) * (size_t)(GH + H + 1));   /* fast paths: one row's gates, and tanh(C) */
     seam_status st = SEAM_STATUS_OK;
     if (!X || !W || !R || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hp || !hcur ||
         !ccur || !hnew || !rh || !zs || !hh || !gates) {
@@ -240,6 +244,16 @@ static seam_status run_recurrent(seam_kernel *k) {
                     for (int64_t j = 0; j < H; j++) crow[j] = tc[j] = gates[2 * H + j] * crow[j] + gates[j] * gates[3 * H + j];
                     cpu_tanh_f32(tc, tc, H);
                     for (int64_t j = 0; j < H; j++) nh[j] = gates[H + j] * tc[j];
+                    continue;
+                }
+                if (gru_plain) {
+                    float *ht = gates + 2 * H;
+                    for (int64_t q = 0; q < 2 * H; q++) gates[q] = gx[q] + gh[q];
+                    cpu_sigmoid_f32(gates, gates, 2 * H); /* z, r */
+                    for (int64_t j = 0; j < H; j++)
+                        ht[j] = gx[2 * H + j] + gates[H + j] * (gh[2 * H + j] + (Rb ? Rb[2 * H + j] : 0));
+                    cpu_tanh_f32(ht, ht, H);
+                    for (int64_t j = 0; j < H; j++) nh[j] = (1 - gates[j]) * ht[j] + gates[j] * hrow[j];
                     continue;
                 }
                 for (int64_t j = 0; j < H; j++) {
