@@ -363,6 +363,30 @@ pool_case("avgpool_3s1p1", "AveragePool", (2, 3, 14, 19), 3, 1, 1)
 pool_case("avgpool_3s2_ceil", "AveragePool", (1, 3, 15, 22), 3, 2, 0, ceil=True)
 pool_case("avgpool_2s2", "AveragePool", (1, 5, 28, 28), 2, 2)
 
+# ---- whole-plane pools: GlobalMax/AveragePool and windows the size of the plane ----
+
+def whole_pool_case(name, node, shape, ref_fn):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(np.float32) + 3  # an offset, so a lost or doubled term shows in the mean
+    y, err = run_model(name, [node], x)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = ref_fn(torch.from_numpy(x.astype(np.float64))).numpy()
+    e = seamtest.rel_err(y, ref)
+    check.expect(y.shape == ref.shape and e <= 1e-6, f"{name}: error {e:.1e} against torch", f"shape {y.shape}")
+
+
+for shape in ((2, 5, 7, 7), (1, 3, 13, 11), (1, 4, 1, 1), (3, 2, 1, 9), (1, 2, 64, 64)):
+    tag = "x".join(map(str, shape[2:]))
+    whole_pool_case(f"global_avg_{tag}", helper.make_node("GlobalAveragePool", ["x"], ["y"]), shape,
+                    lambda t: t.mean(dim=(2, 3), keepdim=True))
+    whole_pool_case(f"global_max_{tag}", helper.make_node("GlobalMaxPool", ["x"], ["y"]), shape,
+                    lambda t: t.amax(dim=(2, 3), keepdim=True))
+    whole_pool_case(f"avgpool_whole_{tag}", helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=list(shape[2:])),
+                    shape, lambda t: t.mean(dim=(2, 3), keepdim=True))
+
 # ---- binary ops: broadcast axes merged into long rows ----
 
 def binary_case(name, op, sa, sb, fn):
