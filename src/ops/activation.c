@@ -134,5 +134,5 @@ bool act_of_node(const ir_node *n, act_params *out) {
 
 bool act_is_post_op(act_kind kind) {
     return kind == ACT_RELU || kind == ACT_LEAKY_RELU || kind == ACT_CLIP || kind == ACT_HARD_SIGMOID ||
-           kind == ACT_HARD_SWISH;
+           kind == ACT_HARD_SWISH || kind == ACT_SILU;
 }

@@ -34,6 +34,7 @@ typedef enum act_kind {
     ACT_SHRINK,           /* alpha = lambd, beta = bias */
     ACT_SCALED_TANH,      /* alpha * tanh(beta * y): RNN activation lists only */
     ACT_AFFINE,           /* alpha * y + beta: RNN activation lists only */
+    ACT_SILU,             /* y * sigmoid(y): a Sigmoid and the Mul by its input, fused (runtime/fuse.c) */
 } act_kind;
 
 /* An activation and its parameters. The first five kinds are the ones a
@@ -55,8 +56,8 @@ act_params act_by_name(const char *op_type);
  * caller reads (they may be computed): lo and hi then stay infinite. */
 bool act_of_node(const ir_node *n, act_params *out);
 
-/* Relu, LeakyRelu, Clip, HardSigmoid and HardSwish: the activations a
- * producer (Conv, Gemm, MatMul, a binary op) may apply as it writes. */
+/* Relu, LeakyRelu, Clip, HardSigmoid, HardSwish and SiLU: the activations
+ * a producer (Conv, Gemm, MatMul, a binary op) may apply as it writes. */
 bool act_is_post_op(act_kind kind);
 
 #endif

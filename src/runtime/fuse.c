@@ -14,6 +14,14 @@
  *                              an alias of v (any act_is_post_op kind:
  *                              also Clip with constant bounds, LeakyRelu,
  *                              HardSigmoid, HardSwish)
+ *   Conv -> v -> Sigmoid -> s, Mul(v, s) -> y
+ *                              when v has only those two readers and s
+ *                              only the Mul: the Conv applies SiLU
+ *                              (v * sigmoid(v)) as it writes v, the
+ *                              Sigmoid does not run and y is an alias of
+ *                              v; likewise HardSigmoid(1/6, 1/2) and Mul,
+ *                              which is HardSwish (how torch exports SiLU
+ *                              and Hardswish at opset 13)
  *
  * An alias shares its root's bytes, so the root's lifetime is stretched to
  * the alias's last reader. Graph outputs are never aliases or bound (the
@@ -55,6 +63,50 @@ static int32_t alias_root(const seam_exec *e, int32_t v) {
     return v;
 }
 
+/* Whether value x is output 0 of a node whose kernel takes post-ops, has
+ * none yet, runs, and x has exactly n_readers readers and is no output. */
+static bool post_op_target(const seam_exec *e, int32_t x, int32_t n_readers) {
+    const ir_graph *g = e->g;
+    const ir_value *xv = &g->values[x];
+    if (!is_float32(xv) || xv->producer < 0 || xv->n_consumers != n_readers ||
+        (xv->flags & (IR_VALUE_OUTPUT | IR_VALUE_OUTER)))
+        return false;
+    int32_t pi = xv->producer;
+    return e->post_ok[pi] && e->how[pi] == EXEC_RUN && e->kernels[pi].post.kind == ACT_NONE &&
+           g->nodes[pi].outputs[0] == x;
+}
+
+/* Mul node m of v and Sigmoid(v) (or HardSigmoid(v) with alpha 1/6 and
+ * beta 1/2): v's producer applies SiLU (HardSwish) as it writes v; the
+ * gate does not run and the Mul's output is an alias of v. */
+static bool fuse_gated(seam_exec *e, int32_t m) {
+    const ir_graph *g = e->g;
+    const ir_node *n = &g->nodes[m];
+    int32_t y = n->outputs[0];
+    if (y < 0 || !is_float32(&g->values[y])) return false;
+    for (int32_t side = 0; side < 2; side++) {
+        int32_t v = n->inputs[side], s = n->inputs[1 - side];
+        if (v < 0 || s < 0 || v == s || g->values[s].producer < 0) continue;
+        int32_t gi = g->values[s].producer;
+        const ir_node *gate = &g->nodes[gi];
+        act_params a;
+        if (gate->n_inputs != 1 || gate->inputs[0] != v || g->values[s].n_consumers != 1 ||
+            (g->values[s].flags & (IR_VALUE_OUTPUT | IR_VALUE_OUTER)) || e->how[gi] != EXEC_RUN ||
+            !act_of_node(gate, &a) || !is_float32(&g->values[s]))
+            continue;
+        act_kind kind = a.kind == ACT_SIGMOID                                                     ? ACT_SILU
+                        : a.kind == ACT_HARD_SIGMOID && a.alpha == 1.0f / 6 && a.beta == 0.5f ? ACT_HARD_SWISH
+                                                                                              : ACT_NONE;
+        if (kind == ACT_NONE || !post_op_target(e, v, 2)) continue;
+        e->kernels[g->values[v].producer].post = (act_params){.kind = kind, .lo = -INFINITY, .hi = INFINITY};
+        e->how[gi] = EXEC_SKIP;
+        e->how[m] = v;
+        e->vals[y].alias = true;
+        return true;
+    }
+    return false;
+}
+
 void exec_fuse(seam_exec *e) {
     const ir_graph *g = e->g;
     for (int32_t p = 0; p < g->n_nodes; p++) {
@@ -82,6 +134,7 @@ void exec_fuse(seam_exec *e) {
             e->vals[y].alias = true;
             continue;
         }
+        if (is_std(n, "Mul") && n->n_inputs == 2 && fuse_gated(e, i)) continue;
         act_params op;
         if (!post_op_of(e, n, &op) || !is_float32(xv) || !is_float32(&g->values[y])) continue;
         /* x: output 0 of a kernel that takes post-ops, read by this node only */

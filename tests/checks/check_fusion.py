@@ -201,6 +201,28 @@ case("sub_leaky", [helper.make_node("Sub", ["sc", "x"], ["m"]), helper.make_node
                    helper.make_node("Identity", ["r"], ["y"])], {"x": xr}, {"sc": sc},
      F.leaky_relu(t(sc) - t(xr), 0.2).numpy())
 
+# a gate and the Mul by its input: SiLU and HardSwish as torch exports them at opset 13
+sig = torch.sigmoid(ref_c0 := F.conv2d(t(xr), t(wr), padding=1))
+conv_p1 = helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+hsig = helper.make_node("HardSigmoid", ["c"], ["s"], alpha=1.0 / 6, beta=0.5)
+case("conv_sigmoid_mul", [conv_p1, helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["m"]),
+                          helper.make_node("Identity", ["m"], ["y"])], {"x": xr}, {"w": wr}, (ref_c0 * sig).numpy())
+case("conv_sigmoid_mul_swapped", [conv_p1, helper.make_node("Sigmoid", ["c"], ["s"]),
+                                  helper.make_node("Mul", ["s", "c"], ["m"]), helper.make_node("Identity", ["m"], ["y"])],
+     {"x": xr}, {"w": wr}, (ref_c0 * sig).numpy())
+case("conv_hardsigmoid_mul", [conv_p1, hsig, helper.make_node("Mul", ["c", "s"], ["m"]),
+                              helper.make_node("Identity", ["m"], ["y"])], {"x": xr}, {"w": wr}, F.hardswish(ref_c0).numpy())
+# ... and the ones that must not fuse: another HardSigmoid, the gate read twice, the conv output read thrice
+case("conv_hardsigmoid_other_mul", [conv_p1, helper.make_node("HardSigmoid", ["c"], ["s"], alpha=0.2, beta=0.5),
+                                    helper.make_node("Mul", ["c", "s"], ["m"]), helper.make_node("Identity", ["m"], ["y"])],
+     {"x": xr}, {"w": wr}, (ref_c0 * (0.2 * ref_c0 + 0.5).clamp(0, 1)).numpy())
+case("conv_sigmoid_read_twice", [conv_p1, helper.make_node("Sigmoid", ["c"], ["s"]),
+                                 helper.make_node("Mul", ["c", "s"], ["m"]), helper.make_node("Add", ["m", "s"], ["y"])],
+     {"x": xr}, {"w": wr}, (ref_c0 * sig + sig).numpy())
+case("conv_sigmoid_mul_third_reader", [conv_p1, helper.make_node("Sigmoid", ["c"], ["s"]),
+                                       helper.make_node("Mul", ["c", "s"], ["m"]), helper.make_node("Sub", ["m", "c"], ["y"])],
+     {"x": xr}, {"w": wr}, (ref_c0 * sig - ref_c0).numpy())
+
 # 2. cases that must not fuse (or only alias)
 ref_c = F.conv2d(t(x), t(w))
 case("conv_two_readers", [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),

@@ -209,6 +209,12 @@ CPU_HOT void cpu_post_apply(const act_params *op, float *y, int64_t n, float bia
             y[i] = v * hard_sigmoid(v * (1.0f / 6) + 0.5f);
         }
         return;
+    case ACT_SILU: /* v * sigmoid(v), the sigmoid as cpu_sigmoid_f32 computes it: the same bits as unfused */
+        for (int64_t i = 0; i < n; i++) {
+            float v = y[i] + bias, e = exp_negabs(v), num = v >= 0 ? 1.0f : e;
+            y[i] = v * (num / (1 + e));
+        }
+        return;
     }
 }
 
