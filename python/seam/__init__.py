@@ -24,13 +24,74 @@ import json
 import logging
 import os
 
-from . import _seam
-from ._seam import UnsupportedError
+log = logging.getLogger("seam")
+
+# The skylake-class kernels of OpenBLAS 0.3.21 (the CPU path's GEMMs), on
+# CPUs with these flags; it picks older kernels for some of them (AMD's
+# AVX-512 cores, and Prescott's under some hypervisors), measured 1.3-3x
+# slower. The seam CLI chooses the same (tools/cli/main.c).
+_AVX512 = ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd")
+_SKYLAKE_CLASS = (b"skylakex", b"cooperlake", b"sapphirerapids")
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _openblas_mapped():
+    try:
+        with open("/proc/self/maps") as f:
+            return any("openblas" in line for line in f)
+    except OSError:
+        return False
+
+
+def _tune_openblas():
+    """Before libseam loads OpenBLAS: choose its kernels unless the user did.
+    Returns True when it was loaded already (by numpy or torch), too late to
+    choose, so the caller checks what it took."""
+    if "OPENBLAS_CORETYPE" in os.environ or not all(f in _cpu_flags() for f in _AVX512):
+        return False
+    if _openblas_mapped():
+        return True
+    os.environ["OPENBLAS_CORETYPE"] = "SKYLAKEX"
+    return False
+
+
+def _check_openblas():
+    """Never silent: OpenBLAS loaded before seam with older kernels than the
+    CPU takes makes every GEMM on the CPU path slower; say so once, with the fix."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        core = lib.openblas_get_corename() or b""
+    except (OSError, AttributeError):
+        return
+    if core.lower() not in _SKYLAKE_CLASS:
+        log.warning("seam: OpenBLAS was loaded before seam (by numpy or torch) and took its %s kernels on this "
+                    "AVX-512 CPU: the CPU path's GEMMs run 1.3-3x slower; fix: start Python with "
+                    "OPENBLAS_CORETYPE=SKYLAKEX in the environment (or import seam first)", core.decode() or "?")
+
+
+_openblas_early = _tune_openblas()
+
+from . import _seam  # noqa: E402  (after OpenBLAS's kernels are chosen)
+from ._seam import UnsupportedError  # noqa: E402
+
+if _openblas_early:
+    _check_openblas()
 
 __all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load",
            "replace_weights", "trace", "version", "builtin_targets"]
 __version__ = _seam.version()
-log = logging.getLogger("seam")
 
 
 def version():

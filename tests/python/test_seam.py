@@ -411,3 +411,33 @@ def test_symbolic_dims_session(work):
     assert seen[3]["cpu_shapes"] == 0
     with pytest.raises(ValueError):
         s.set_shape_cache(0)
+
+
+# ---- OpenBLAS's kernels: chosen before it loads, or said when too late ----
+
+CORENAME = ("import ctypes; lib = ctypes.CDLL('libopenblas.so.0'); "
+            "lib.openblas_get_corename.restype = ctypes.c_char_p; print(lib.openblas_get_corename().decode())")
+
+
+def _python(code, **env):
+    e = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    e.update(env)
+    return subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_openblas_kernels():
+    if not all(f in seam._cpu_flags() for f in seam._AVX512):
+        pytest.skip("the CPU has no AVX-512: OpenBLAS's own choice stands")
+    # seam imported first: it chooses the skylake-class kernels, silently
+    r = _python("import seam; " + CORENAME)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().lower().encode() in seam._SKYLAKE_CLASS and "OPENBLAS_CORETYPE" not in r.stderr
+    # numpy first: too late to choose; if OpenBLAS took older kernels, one warning with the fix
+    r = _python("import numpy, seam; " + CORENAME)
+    assert r.returncode == 0, r.stderr
+    took = r.stdout.strip().lower().encode()
+    warned = r.stderr.count("OPENBLAS_CORETYPE=SKYLAKEX")
+    assert warned == (0 if took in seam._SKYLAKE_CLASS else 1), (took, r.stderr)
+    # the user's choice is left alone, and nothing is said
+    r = _python("import numpy, seam; " + CORENAME, OPENBLAS_CORETYPE="Haswell")
+    assert r.returncode == 0 and r.stdout.strip().lower() == "haswell" and "OPENBLAS" not in r.stderr, r.stderr
