@@ -292,6 +292,10 @@ typedef enum seam_reason {
     SEAM_REASON_COST,              /* supported, but cheaper on the CPU (the cost model's numbers in detail) */
 } seam_reason;
 
+/* The word plans use for a reason in their JSON ("supported", "cpu_ops",
+ * "min_subgraph_size", ...); "?" for a value that is none of them. */
+SEAM_API const char *seam_reason_name(seam_reason reason);
+
 typedef struct seam_plan_node_info {
     int32_t index;
     const char *name;

@@ -922,7 +922,7 @@ seam_status seam_plan_estimate_get(const seam_plan *p, seam_plan_estimate *out) 
 
 /* ---- the plan as JSON (seam partition --json, seam analyze --json) ---- */
 
-static const char *reason_word(seam_reason r) {
+const char *seam_reason_name(seam_reason r) {
     switch (r) {
     case SEAM_REASON_SUPPORTED: return "supported";
     case SEAM_REASON_UNSUPPORTED: return "unsupported";
@@ -1191,7 +1191,7 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
          * "constant": written in pieces (a million snprintf calls cost
          * more than the rest of the text), cut at sizeof(why) - 1 bytes
          * as the text always was */
-        const char *word = reason_word(n.reason);
+        const char *word = seam_reason_name(n.reason);
         size_t wl = strlen(word), dl = strlen(n.detail), tl = strlen(n.target);
         if (n.detail[0] && wl + 2 + dl < sizeof(why)) {
             JT_LIT(j, "\"");

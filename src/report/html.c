@@ -233,21 +233,6 @@ static bool box_view(GVC_t *gvc, const seam_report *r, FILE *f) {
     return ok;
 }
 
-static const char *reason_word(int32_t reason) {
-    switch (reason) {
-    case SEAM_REASON_SUPPORTED: return "supported";
-    case SEAM_REASON_UNSUPPORTED: return "unsupported";
-    case SEAM_REASON_CPU_OPS: return "cpu_ops";
-    case SEAM_REASON_PINNED: return "pinned";
-    case SEAM_REASON_MIN_SIZE: return "min_subgraph_size";
-    case SEAM_REASON_MAX_COUNT: return "max_subgraph_count";
-    case SEAM_REASON_CONSTANT: return "constant";
-    case SEAM_REASON_USER: return "user";
-    case SEAM_REASON_COST: return "cost";
-    }
-    return "?";
-}
-
 /* A JSON string of s; text that is not valid UTF-8 gets its non-ASCII
  * bytes replaced (jansson refuses it). */
 static json_t *jstr(const char *s) {
@@ -478,7 +463,7 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
         json_array_append_new(a, jstr(n->op));
         json_array_append_new(a, jstr(n->target));
         json_array_append_new(a, json_integer(n->subgraph));
-        json_array_append_new(a, json_string(reason_word(n->reason)));
+        json_array_append_new(a, json_string(seam_reason_name(n->reason)));
         json_array_append_new(a, jstr(n->detail));
         json_array_append_new(a, jstr(n->ins));
         json_array_append_new(a, jstr(n->outs));
