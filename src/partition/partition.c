@@ -120,16 +120,20 @@ static bool view_ranks_known(const seam_node_view *v) {
  * symbolic dims: shape computations that fixed dims would fold away, and
  * nodes whose values' ranks inference could not tell (targets decide from
  * ranks; sizes are compiled per shape at run time). */
+static bool input_symbolic(const ir_value *v) {
+    if (v->flags & IR_VALUE_INIT || v->type.kind != IR_TYPE_TENSOR) return false;
+    bool symbolic = v->type.rank < 0;
+    for (int32_t d = 0; d < v->type.rank; d++) symbolic |= v->type.dims[d].v < 0;
+    return symbolic;
+}
+
 static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
     char syms[400];
     size_t off = 0;
     syms[0] = 0;
     for (int32_t i = 0; i < g->n_inputs && off < sizeof(syms); i++) {
         const ir_value *v = &g->values[g->inputs[i]];
-        if (v->flags & IR_VALUE_INIT || v->type.kind != IR_TYPE_TENSOR) continue;
-        bool symbolic = v->type.rank < 0;
-        for (int32_t d = 0; d < v->type.rank; d++) symbolic |= v->type.dims[d].v < 0;
-        if (!symbolic) continue;
+        if (!input_symbolic(v)) continue;
         off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s'%s' [", off ? ", " : "", v->name);
         for (int32_t d = 0; d < v->type.rank && off < sizeof(syms); d++) {
             const ir_dim *dm = &v->type.dims[d];
@@ -155,11 +159,15 @@ static seam_status compute_support(partitioner *pr) {
     const seam_backend *cpu = seam_backend_cpu();
     char why[512], detail[2048];
     seam_status st = SEAM_STATUS_OK;
+    /* counted only when the model has symbolic inputs (note_symbolic) */
+    bool symbolic = false;
+    for (int32_t k = 0; k < g->n_inputs && pr->n_targets > 0 && !symbolic; k++)
+        symbolic = input_symbolic(&g->values[g->inputs[k]]);
     int32_t n_unknown = 0; /* refused by every target, with a rank unknown or computing a shape */
     /* values computed from a Shape or Size by int64 arithmetic: with symbolic
      * input dims they are not folded, so the nodes computing them run on the
      * CPU between device subgraphs */
-    bool *shape_val = pr->n_targets > 0 ? calloc((size_t)g->n_values + 1, sizeof(bool)) : NULL;
+    bool *shape_val = symbolic ? calloc((size_t)g->n_values + 1, sizeof(bool)) : NULL;
     for (int32_t p_ = 0; shape_val && p_ < g->n_nodes; p_++) {
         const ir_node *n = &g->nodes[g->topo[p_]];
         bool derived = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
@@ -210,7 +218,7 @@ static seam_status compute_support(partitioner *pr) {
             p->supported++;
         } else {
             bool computes_shape = shape_val && n->n_outputs > 0 && n->outputs[0] >= 0 && shape_val[n->outputs[0]];
-            if (pr->n_targets > 0 && (!view_ranks_known(&view) || computes_shape)) n_unknown++;
+            if (symbolic && (!view_ranks_known(&view) || computes_shape)) n_unknown++;
             if (!backend_supports(cpu, &view, why, sizeof(why)) && off < sizeof(detail))
                 snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
             p->detail[i] = plan_strdup(p, detail);

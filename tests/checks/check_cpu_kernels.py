@@ -422,88 +422,55 @@ for bname, (sa, sb) in BINARY.items():
     for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)):
         binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
-# ---- LSTM with the default activations: whole gates vectorized ----
+# ---- LSTM and GRU with the default activations: whole gates vectorized ----
 
-def lstm_case(name, seq, batch, inp, hidden, scale, bidirectional=False):
-    """torch.nn.LSTM's weights in ONNX's gate order (i, o, f, c; torch's is
-    i, f, g, o); scale spreads the gates' pre-activations from tiny to
-    saturated, so every branch of the vectorized sigmoid and tanh runs."""
+# torch's gate order -> ONNX's: LSTM i, f, g, o -> i, o, f, c; GRU r, z, n -> z, r, h
+RNN = {"LSTM": (torch.nn.LSTM, 4, (0, 3, 1, 2), {}),
+       "GRU": (torch.nn.GRU, 3, (1, 0, 2), {"linear_before_reset": 1})}  # what torch exports
+
+
+def rnn_case(name, op, seq, batch, inp, hidden, scale, bidirectional=False):
+    """torch.nn.LSTM/GRU's weights reordered into ONNX's gates; scale spreads
+    the gates' pre-activations from tiny to saturated, so every branch of
+    the vectorized sigmoid and tanh runs."""
     if not check.selected(name):
         return
+    ctor, n_gates, order, attrs = RNN[op]
     torch.manual_seed(len(name))
-    lstm = torch.nn.LSTM(inp, hidden, bidirectional=bidirectional)
+    net = ctor(inp, hidden, bidirectional=bidirectional)
     with torch.no_grad():
-        for prm in lstm.parameters():
-            prm.mul_(scale)
-    x = (rng.randn(seq, batch, inp) * np.logspace(-4, 1, inp)).astype(np.float32)
-    D = 2 if bidirectional else 1
-
-    def onnx_order(t):  # [4H, ...] in torch's i, f, g, o -> ONNX's i, o, f, c
-        i, f, g, o = t.detach().numpy().reshape(4, hidden, -1)
-        return np.concatenate([i, o, f, g]).reshape(4 * hidden, -1)
-    sfx = ["", "_reverse"][:D]
-    W = np.stack([onnx_order(getattr(lstm, "weight_ih_l0" + s)) for s in sfx]).astype(np.float32)
-    R = np.stack([onnx_order(getattr(lstm, "weight_hh_l0" + s)) for s in sfx]).astype(np.float32)
-    B = np.stack([np.concatenate([onnx_order(getattr(lstm, "bias_ih_l0" + s)).ravel(),
-                                  onnx_order(getattr(lstm, "bias_hh_l0" + s)).ravel()]) for s in sfx]).astype(np.float32)
-    inits = [helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.ravel()) for n, a in (("W", W), ("R", R), ("B", B))]
-    node = helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=hidden,
-                            direction="bidirectional" if bidirectional else "forward")
-    y, err = run_model(name, [node], x, inits)
-    if err:
-        check.fail(f"{name}: {err}")
-        return
-    with torch.no_grad():
-        ref = lstm(torch.from_numpy(x))[0].numpy().reshape(seq, batch, D, hidden).transpose(0, 2, 1, 3)
-    e = seamtest.rel_err(y, ref)
-    check.expect(y.shape == ref.shape and e <= 1e-5, f"{name}: error {e:.1e} against torch.nn.LSTM",
-                 f"shape {y.shape}, want {ref.shape}")
-
-
-lstm_case("lstm_batch1", 9, 1, 24, 40, 1.0)     # the per-step product is a matrix-vector product
-lstm_case("lstm_batch3", 7, 3, 16, 33, 3.0)     # saturated gates, odd hidden size
-lstm_case("lstm_small_gates", 5, 2, 8, 17, 0.01)  # pre-activations near 0: tanh's series
-lstm_case("lstm_bidirectional", 6, 1, 12, 20, 1.0, bidirectional=True)
-
-
-def gru_case(name, seq, batch, inp, hidden, scale, bidirectional=False):
-    """torch.nn.GRU (linear_before_reset=1 in ONNX) with its gates reordered
-    from torch's r, z, n to ONNX's z, r, h."""
-    if not check.selected(name):
-        return
-    torch.manual_seed(len(name))
-    gru = torch.nn.GRU(inp, hidden, bidirectional=bidirectional)
-    with torch.no_grad():
-        for prm in gru.parameters():
+        for prm in net.parameters():
             prm.mul_(scale)
     x = (rng.randn(seq, batch, inp) * np.logspace(-4, 1, inp)).astype(np.float32)
     D = 2 if bidirectional else 1
 
     def onnx_order(t):
-        r, z, n = t.detach().numpy().reshape(3, hidden, -1)
-        return np.concatenate([z, r, n]).reshape(3 * hidden, -1)
+        g = t.detach().numpy().reshape(n_gates, hidden, -1)
+        return np.concatenate([g[k] for k in order]).reshape(n_gates * hidden, -1)
     sfx = ["", "_reverse"][:D]
-    W = np.stack([onnx_order(getattr(gru, "weight_ih_l0" + s)) for s in sfx]).astype(np.float32)
-    R = np.stack([onnx_order(getattr(gru, "weight_hh_l0" + s)) for s in sfx]).astype(np.float32)
-    B = np.stack([np.concatenate([onnx_order(getattr(gru, "bias_ih_l0" + s)).ravel(),
-                                  onnx_order(getattr(gru, "bias_hh_l0" + s)).ravel()]) for s in sfx]).astype(np.float32)
+    W = np.stack([onnx_order(getattr(net, "weight_ih_l0" + s)) for s in sfx]).astype(np.float32)
+    R = np.stack([onnx_order(getattr(net, "weight_hh_l0" + s)) for s in sfx]).astype(np.float32)
+    B = np.stack([np.concatenate([onnx_order(getattr(net, "bias_ih_l0" + s)).ravel(),
+                                  onnx_order(getattr(net, "bias_hh_l0" + s)).ravel()]) for s in sfx]).astype(np.float32)
     inits = [helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.ravel()) for n, a in (("W", W), ("R", R), ("B", B))]
-    node = helper.make_node("GRU", ["x", "W", "R", "B"], ["y"], hidden_size=hidden, linear_before_reset=1,
-                            direction="bidirectional" if bidirectional else "forward")
+    node = helper.make_node(op, ["x", "W", "R", "B"], ["y"], hidden_size=hidden,
+                            direction="bidirectional" if bidirectional else "forward", **attrs)
     y, err = run_model(name, [node], x, inits)
     if err:
         check.fail(f"{name}: {err}")
         return
     with torch.no_grad():
-        ref = gru(torch.from_numpy(x))[0].numpy().reshape(seq, batch, D, hidden).transpose(0, 2, 1, 3)
+        ref = net(torch.from_numpy(x))[0].numpy().reshape(seq, batch, D, hidden).transpose(0, 2, 1, 3)
     e = seamtest.rel_err(y, ref)
-    check.expect(y.shape == ref.shape and e <= 1e-5, f"{name}: error {e:.1e} against torch.nn.GRU",
+    check.expect(y.shape == ref.shape and e <= 1e-5, f"{name}: error {e:.1e} against torch.nn.{op}",
                  f"shape {y.shape}, want {ref.shape}")
 
 
-gru_case("gru_batch1", 9, 1, 24, 40, 1.0)
-gru_case("gru_batch3_saturated", 7, 3, 16, 33, 3.0)
-gru_case("gru_small_gates", 5, 2, 8, 17, 0.01)
-gru_case("gru_bidirectional", 6, 1, 12, 20, 1.0, bidirectional=True)
+for op in ("LSTM", "GRU"):
+    low = op.lower()
+    rnn_case(f"{low}_batch1", op, 9, 1, 24, 40, 1.0)  # the per-step product is a matrix-vector product
+    rnn_case(f"{low}_batch3_saturated", op, 7, 3, 16, 33, 3.0)  # odd hidden size
+    rnn_case(f"{low}_small_gates", op, 5, 2, 8, 17, 0.01)  # pre-activations near 0: tanh's series
+    rnn_case(f"{low}_bidirectional", op, 6, 1, 12, 20, 1.0, bidirectional=True)
 
 check.finish()
