@@ -114,6 +114,28 @@ seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *k
  * for Resize's and GridSample's cubic modes. */
 double cpu_cubic_weight(double t, double a);
 
+/* Resize's coordinate_transformation_mode (tensor.c). */
+typedef enum {
+    CPU_RZ_UNKNOWN = -1, /* a string that names none */
+    CPU_RZ_HALF_PIXEL,
+    CPU_RZ_PYTORCH_HALF,
+    CPU_RZ_ALIGN,
+    CPU_RZ_ASYM,
+    CPU_RZ_TF_CROP,
+    CPU_RZ_HALF_SYM,
+    CPU_RZ_TF_NN,
+} cpu_resize_coord;
+/* n's coordinate_transformation_mode; def when it has none. */
+cpu_resize_coord cpu_resize_coord_of(const ir_node *n, cpu_resize_coord def);
+/* n's nearest_mode: 'p' round_prefer_floor (the default), 'c'
+ * round_prefer_ceil, 'f' floor, 'C' ceil. */
+char cpu_resize_nearest_of(const ir_node *n);
+/* Output coordinate xo's place in the input per the mode (ONNX's formulas,
+ * with the output length in * scale unrounded, as the reference computes
+ * it); roi_lo/roi_hi only for tf_crop_and_resize. */
+double cpu_resize_to_input(cpu_resize_coord cm, double xo, double scale, int64_t in, int64_t out_int, double roi_lo,
+                           double roi_hi);
+
 /* Resize and Upsample in any mode, rank and dtype, element by element in
  * double (tensor.c); spatial.c's Resize takes its fast paths first and
  * hands everything else to it. */

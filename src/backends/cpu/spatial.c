@@ -223,26 +223,6 @@ static seam_status run_roi_align(seam_kernel *k) {
 
 /* ---- Resize, fast path ---- */
 
-typedef enum { RZ_HALF_PIXEL, RZ_PYTORCH_HALF, RZ_ALIGN, RZ_ASYM, RZ_HALF_SYM, RZ_TF_NN } rz_coord;
-
-/* An output coordinate's place in the input (ONNX's formulas, with the
- * output length in * scale, unrounded, as the reference computes it). */
-static double rz_to_input(rz_coord cm, double xo, double scale, int64_t in, int64_t out_int) {
-    double out = (double)in * scale;
-    switch (cm) {
-    case RZ_TF_NN: return (xo + 0.5) / scale;
-    case RZ_HALF_PIXEL: return (xo + 0.5) / scale - 0.5;
-    case RZ_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0;
-    case RZ_ALIGN: return out == 1 ? 0 : xo * (double)(in - 1) / (out - 1);
-    case RZ_ASYM: return xo / scale;
-    case RZ_HALF_SYM: {
-        double adj = (double)out_int / out, off = (double)in / 2 * (1 - adj);
-        return off + (xo + 0.5) / scale - 0.5;
-    }
-    }
-    return xo;
-}
-
 /* One axis's taps: output i reads input lo[i] (nearest), or lo[i] and
  * hi[i] weighted 1 - t[i] and t[i] (linear). */
 typedef struct rz_axis {
@@ -250,9 +230,9 @@ typedef struct rz_axis {
     float *t;
 } rz_axis;
 
-static void rz_taps(rz_axis *a, bool linear, rz_coord cm, char nearest, double scale, int64_t in, int64_t out) {
+static void rz_taps(rz_axis *a, bool linear, cpu_resize_coord cm, char nearest, double scale, int64_t in, int64_t out) {
     for (int64_t i = 0; i < out; i++) {
-        double xi = out == in && scale == 1 ? (double)i : rz_to_input(cm, (double)i, scale, in, out);
+        double xi = out == in && scale == 1 ? (double)i : cpu_resize_to_input(cm, (double)i, scale, in, out, 0, 0);
         if (!linear) {
             double f = floor(xi);
             int64_t v;
@@ -370,19 +350,10 @@ static seam_status run_resize(seam_kernel *k) {
         return cpu_resize_general_run(k);
     bool linear = node_attr_is(k->n, "mode", "linear");
     if (!linear && !node_attr_is(k->n, "mode", "nearest") && node_attr(k->n, "mode")) return cpu_resize_general_run(k);
-    rz_coord cm = RZ_HALF_PIXEL;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = RZ_PYTORCH_HALF;
-    else if (node_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = RZ_ALIGN;
-    else if (node_attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = RZ_ASYM;
-    else if (node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = RZ_HALF_SYM;
-    else if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = RZ_TF_NN;
-    else if (node_attr(k->n, "coordinate_transformation_mode") &&
-             !node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel"))
+    cpu_resize_coord cm = cpu_resize_coord_of(k->n, CPU_RZ_HALF_PIXEL);
+    if (cm == CPU_RZ_TF_CROP || cm == CPU_RZ_UNKNOWN)
         return cpu_resize_general_run(k); /* tf_crop_and_resize: roi and extrapolation */
-    char nearest = 'p';
-    if (node_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
-    if (node_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
-    if (node_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
+    char nearest = cpu_resize_nearest_of(k->n);
     double scales[SEAM_MAX_RANK];
     int64_t out[SEAM_MAX_RANK];
     if (!rz_shape(k, x, scales, out)) return cpu_resize_general_run(k);

@@ -788,24 +788,43 @@ static seam_status run_compress(seam_kernel *k) {
 
 /* ---- Resize and Upsample ---- */
 
-typedef enum { CT_HALF_PIXEL, CT_PYTORCH_HALF, CT_ALIGN, CT_ASYM, CT_TF_CROP, CT_HALF_SYM, CT_TF_NN } coord_mode;
+static const struct {
+    const char *name;
+    cpu_resize_coord cm;
+} coord_names[] = {
+    {"half_pixel", CPU_RZ_HALF_PIXEL}, {"pytorch_half_pixel", CPU_RZ_PYTORCH_HALF}, {"align_corners", CPU_RZ_ALIGN},
+    {"asymmetric", CPU_RZ_ASYM},       {"tf_crop_and_resize", CPU_RZ_TF_CROP},      {"half_pixel_symmetric", CPU_RZ_HALF_SYM},
+    {"tf_half_pixel_for_nn", CPU_RZ_TF_NN},
+};
 
+cpu_resize_coord cpu_resize_coord_of(const ir_node *n, cpu_resize_coord def) {
+    if (!node_attr(n, "coordinate_transformation_mode")) return def;
+    for (size_t k = 0; k < sizeof(coord_names) / sizeof(coord_names[0]); k++)
+        if (node_attr_is(n, "coordinate_transformation_mode", coord_names[k].name)) return coord_names[k].cm;
+    return CPU_RZ_UNKNOWN;
+}
 
-/* Maps an output coordinate to the input, per coordinate_transformation_mode.
- * The output length in the formulas is in * scale, not rounded (as ONNX's
- * reference does), which matters when scales do not divide evenly. */
-static double to_input(coord_mode cm, double xo, double scale, int64_t in, int64_t out_int, double roi_lo, double roi_hi) {
+char cpu_resize_nearest_of(const ir_node *n) {
+    if (node_attr_is(n, "nearest_mode", "round_prefer_ceil")) return 'c';
+    if (node_attr_is(n, "nearest_mode", "floor")) return 'f';
+    if (node_attr_is(n, "nearest_mode", "ceil")) return 'C';
+    return 'p';
+}
+
+double cpu_resize_to_input(cpu_resize_coord cm, double xo, double scale, int64_t in, int64_t out_int, double roi_lo,
+                           double roi_hi) {
     double out = (double)in * scale;
     switch (cm) {
-    case CT_TF_NN: return (xo + 0.5) / scale;
-    case CT_HALF_PIXEL: return (xo + 0.5) / scale - 0.5;
-    case CT_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0;
-    case CT_ALIGN: return out == 1 ? 0 : xo * (double)(in - 1) / (out - 1);
-    case CT_ASYM: return xo / scale;
-    case CT_TF_CROP:
+    case CPU_RZ_UNKNOWN: break;
+    case CPU_RZ_TF_NN: return (xo + 0.5) / scale;
+    case CPU_RZ_HALF_PIXEL: return (xo + 0.5) / scale - 0.5;
+    case CPU_RZ_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0;
+    case CPU_RZ_ALIGN: return out == 1 ? 0 : xo * (double)(in - 1) / (out - 1);
+    case CPU_RZ_ASYM: return xo / scale;
+    case CPU_RZ_TF_CROP:
         return out > 1 ? roi_lo * (double)(in - 1) + xo * (roi_hi - roi_lo) * (double)(in - 1) / (out - 1)
                        : 0.5 * (roi_lo + roi_hi) * (double)(in - 1);
-    case CT_HALF_SYM: {
+    case CPU_RZ_HALF_SYM: {
         double adj = (double)out_int / out;
         double center = (double)in / 2, off = center * (1 - adj);
         return off + (xo + 0.5) / scale - 0.5;
@@ -905,18 +924,11 @@ seam_status cpu_resize_general_run(seam_kernel *k) {
     char mode = 'n';
     if (node_attr_is(k->n, "mode", "linear") || node_attr_is(k->n, "mode", "bilinear")) mode = 'l';
     if (node_attr_is(k->n, "mode", "cubic")) mode = 'c';
-    coord_mode cm = upsample || k->n->opset < 11 ? CT_ASYM : CT_HALF_PIXEL;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "pytorch_half_pixel")) cm = CT_PYTORCH_HALF;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "align_corners")) cm = CT_ALIGN;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "asymmetric")) cm = CT_ASYM;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_crop_and_resize")) cm = CT_TF_CROP;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "half_pixel_symmetric")) cm = CT_HALF_SYM;
-    if (node_attr_is(k->n, "coordinate_transformation_mode", "tf_half_pixel_for_nn")) cm = CT_TF_NN;
-    char nearest = 'p'; /* round_prefer_floor (default), round_prefer_ceil, floor, ceil */
-    if (node_attr_is(k->n, "nearest_mode", "round_prefer_ceil")) nearest = 'c';
-    if (node_attr_is(k->n, "nearest_mode", "floor")) nearest = 'f';
-    if (node_attr_is(k->n, "nearest_mode", "ceil")) nearest = 'C';
-    if (upsample || k->n->opset < 11) nearest = 'f';
+    /* before opset 11 (and Upsample): asymmetric by default, always floor */
+    cpu_resize_coord def = upsample || k->n->opset < 11 ? CPU_RZ_ASYM : CPU_RZ_HALF_PIXEL;
+    cpu_resize_coord cm = cpu_resize_coord_of(k->n, def);
+    if (cm == CPU_RZ_UNKNOWN) cm = def;
+    char nearest = upsample || k->n->opset < 11 ? 'f' : cpu_resize_nearest_of(k->n);
     double cubic_a = node_attr_float(k->n, "cubic_coeff_a", -0.75f);
     bool exclude = node_attr_int(k->n, "exclude_outside", 0) != 0;
     double extrap = node_attr_float(k->n, "extrapolation_value", 0);
@@ -935,12 +947,12 @@ seam_status cpu_resize_general_run(seam_kernel *k) {
         bool outside = false;
         for (int32_t d = 0; d < r; d++) {
             int64_t in = x->dims[d];
-            if (out[d] == in && scales[d] == 1 && cm != CT_TF_CROP) {
+            if (out[d] == in && scales[d] == 1 && cm != CPU_RZ_TF_CROP) {
                 tap_i[d][0] = idx[d], tap_w[d][0] = 1, ntap[d] = 1;
                 continue;
             }
-            double xi = to_input(cm, (double)idx[d], scales[d], in, out[d], roi[d], roi[d + r]);
-            if (cm == CT_TF_CROP && (xi < 0 || xi > (double)(in - 1))) {
+            double xi = cpu_resize_to_input(cm, (double)idx[d], scales[d], in, out[d], roi[d], roi[d + r]);
+            if (cm == CPU_RZ_TF_CROP && (xi < 0 || xi > (double)(in - 1))) {
                 outside = true;
                 break;
             }
