@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/npy.h"
 #include "core/context.h"
 #include "onnx/onnx.pb-c.h"
 #include "report/report.h"
@@ -24,56 +25,15 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 }
 static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* [A-Za-z0-9._-], everything else '_'; never "", "." or "..". */
-static void safe_name(const char *in, char *out, size_t n) {
-    size_t k = 0;
-    for (; in[k] && k + 1 < n; k++) {
-        char c = in[k];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        out[k] = ok ? c : '_';
-    }
-    out[k] = 0;
-    if (k == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, n, "value");
-}
-
-static const char *npy_descr(seam_dtype t) {
-    switch (t) {
-    case SEAM_DTYPE_FLOAT32: return "<f4";
-    case SEAM_DTYPE_FLOAT64: return "<f8";
-    case SEAM_DTYPE_FLOAT16: return "<f2";
-    case SEAM_DTYPE_INT8: return "|i1";
-    case SEAM_DTYPE_INT16: return "<i2";
-    case SEAM_DTYPE_INT32: return "<i4";
-    case SEAM_DTYPE_INT64: return "<i8";
-    case SEAM_DTYPE_UINT8: return "|u1";
-    case SEAM_DTYPE_UINT16: return "<u2";
-    case SEAM_DTYPE_UINT32: return "<u4";
-    case SEAM_DTYPE_UINT64: return "<u8";
-    case SEAM_DTYPE_BOOL: return "|b1";
-    case SEAM_DTYPE_COMPLEX64: return "<c8";
-    case SEAM_DTYPE_COMPLEX128: return "<c16";
-    default: return NULL;
-    }
-}
-
-/* A .npy (format 1.0) of a tensor view; false for a dtype .npy cannot hold. */
+/* A .npy of a tensor view (core/npy.c), written to a temporary name and renamed. */
 static seam_status write_npy(seam_context *ctx, const char *path, const seam_tensor_view *v) {
-    const char *d = npy_descr(v->dtype);
-    if (!d) return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "'%s': .npy cannot hold %s", v->name, seam_dtype_name(v->dtype));
-    char head[1024];
-    int len = snprintf(head, sizeof(head), "{'descr': '%s', 'fortran_order': False, 'shape': (", d);
-    for (int32_t k = 0; k < v->rank && len < 900; k++) len += snprintf(head + len, sizeof(head) - (size_t)len, "%lld,%s", (long long)v->dims[k], k + 1 < v->rank ? " " : "");
-    len += snprintf(head + len, sizeof(head) - (size_t)len, "), }");
-    int total = 10 + len + 1, pad = (64 - total % 64) % 64;
-    for (int k = 0; k < pad; k++) head[len++] = ' ';
-    head[len++] = '\n';
     rep_file rf;
     seam_status st = rep_open(ctx, &rf, path);
     if (st) return st;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(len & 0xff), (unsigned char)(len >> 8)};
-    bool ok = fwrite(pre, 1, 10, rf.f) == 10 && fwrite(head, 1, (size_t)len, rf.f) == (size_t)len &&
-              (v->nbytes == 0 || fwrite(v->data, 1, v->nbytes, rf.f) == v->nbytes);
-    return rep_close(ctx, &rf, ok);
+    int r = npy_write_file(rf.f, v->dtype, v->rank, v->dims, v->data, v->nbytes);
+    st = rep_close(ctx, &rf, r != 1); /* a failed write: ferror, and rep_close says so */
+    if (r == 1) return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "'%s': .npy cannot hold %s", v->name, seam_dtype_name(v->dtype));
+    return st;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -181,7 +141,7 @@ static seam_status fill(const seam_report *r, seam_session *s, const seam_tensor
                 if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "body") == 0) body = n->attribute[a]->g;
             if (!body) continue;
             const char *nm = strncmp(n->name, "seam_", 5) == 0 ? n->name + 5 : n->name;
-            safe_name(nm, fname, sizeof(fname));
+            npy_file_name(nm, fname, sizeof(fname), "value");
             snprintf(path, sizeof(path), "%s/%s.onnx", tmp, fname);
             st = write_subgraph_model(ctx, mp, mg, n, body, path);
             if (!st && s) {
@@ -199,7 +159,7 @@ static seam_status fill(const seam_report *r, seam_session *s, const seam_tensor
         for (int32_t k = 0;; k++) {
             if (k < n_extra) v = extra[k];
             else if (seam_session_output(s, k - n_extra, &v) != SEAM_STATUS_OK) break;
-            safe_name(v.name, fname, sizeof(fname));
+            npy_file_name(v.name, fname, sizeof(fname), "value");
             snprintf(path, sizeof(path), "%s/values/%s.npy", tmp, fname);
             if ((st = write_npy(ctx, path, &v))) return st;
         }

@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "ir/ir.h"
-#include "npy.h"
+#include "core/npy.h"
 #include "onnx/onnx.h"
 #include "seam_report.h"
 #include "targets.h"
@@ -188,17 +188,6 @@ static bool fill_random(seam_tensor *t, uint64_t seed) {
     return true;
 }
 
-static void safe_name(const char *in, char *out, size_t n) {
-    size_t k = 0;
-    for (; in[k] && k + 1 < n; k++) {
-        char c = in[k];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        out[k] = ok ? c : '_';
-    }
-    out[k] = 0;
-    if (k == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, n, "output");
-}
-
 static bool split_named(const char *arg, named *out) {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1]) return false;
@@ -291,7 +280,7 @@ static int write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, 
             break;
         }
         char fname[512];
-        safe_name(view.name, fname, sizeof(fname));
+        npy_file_name(view.name, fname, sizeof(fname), "output");
         snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format);
         for (int32_t q = 0; q < o && rc == CLI_OK; q++)
             if (strcmp(dst[q], dst[o]) == 0) {
@@ -306,7 +295,7 @@ static int write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, 
         seam_tensor_view view;
         seam_session_output(s, o, &view);
         char fname[512], err[1024];
-        safe_name(view.name, fname, sizeof(fname));
+        npy_file_name(view.name, fname, sizeof(fname), "output");
         snprintf(tmp[o], sizeof(tmp[o]), "%s/.%s.%s.%d.tmp%ld", out_dir, fname, format, (int)o, (long)getpid());
         seam_tensor t = {.dtype = view.dtype, .rank = view.rank, .data = (void *)view.data, .nbytes = view.nbytes};
         for (int32_t d = 0; d < view.rank; d++) t.dims[d] = view.dims[d];

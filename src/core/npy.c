@@ -2,7 +2,7 @@
  * and a Python-dict header such as
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), }
  * followed by the raw data. */
-#include "npy.h"
+#include "core/npy.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -121,34 +121,56 @@ bool npy_parse(const unsigned char *buf, size_t n, seam_tensor *t, char *err, si
     return true;
 }
 
-bool npy_write(const char *path, const seam_tensor *t, char *err, size_t errn) {
-    const char *code = NULL;
+/* The type code of dtype ("f4", ...), or NULL when .npy cannot hold it. */
+static const char *npy_code(seam_dtype dtype) {
     for (size_t k = 0; k < sizeof(npy_types) / sizeof(npy_types[0]); k++)
-        if (npy_types[k].dtype == t->dtype) code = npy_types[k].descr;
-    if (!code) {
-        snprintf(err, errn, "dtype %s cannot be written as .npy", seam_dtype_name((seam_dtype)t->dtype));
-        return false;
-    }
+        if (npy_types[k].dtype == (int32_t)dtype) return npy_types[k].descr;
+    return NULL;
+}
+
+int npy_write_file(FILE *f, seam_dtype dtype, int32_t rank, const int64_t *dims, const void *data, size_t nbytes) {
+    const char *code = npy_code(dtype);
+    if (!code) return 1;
     char h[512];
     int len = snprintf(h, sizeof(h), "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
-                       seam_dtype_size((seam_dtype)t->dtype) == 1 ? '|' : '<', code);
-    for (int32_t k = 0; k < t->rank; k++) len += snprintf(h + len, sizeof(h) - (size_t)len, "%lld, ", (long long)t->dims[k]);
-    if (t->rank > 1) len -= 2; /* numpy writes (3,) but (2, 3) */
+                       seam_dtype_size(dtype) == 1 ? '|' : '<', code);
+    for (int32_t k = 0; k < rank; k++) len += snprintf(h + len, sizeof(h) - (size_t)len, "%lld, ", (long long)dims[k]);
+    if (rank > 1) len -= 2; /* numpy writes (3,) but (2, 3) */
     len += snprintf(h + len, sizeof(h) - (size_t)len, "), }");
     /* pad with spaces so the data starts 64-byte aligned; end with \n */
     int total = 10 + len + 1;
     int pad = (64 - total % 64) % 64;
+    unsigned hl = (unsigned)(len + pad + 1);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
+    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h, 1, (size_t)len, f) == (size_t)len;
+    for (int k = 0; k < pad && ok; k++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
+    return ok ? 0 : 2;
+}
+
+bool npy_write(const char *path, const seam_tensor *t, char *err, size_t errn) {
+    if (!npy_code((seam_dtype)t->dtype)) {
+        snprintf(err, errn, "dtype %s cannot be written as .npy", seam_dtype_name((seam_dtype)t->dtype));
+        return false;
+    }
     FILE *f = fopen(path, "wb");
     if (!f) {
         snprintf(err, errn, "cannot create '%s'", path);
         return false;
     }
-    unsigned hl = (unsigned)(len + pad + 1);
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
-    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h, 1, (size_t)len, f) == (size_t)len;
-    for (int k = 0; k < pad && ok; k++) ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF && fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
-    ok = fclose(f) == 0 && ok;
+    int r = npy_write_file(f, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes);
+    bool ok = fclose(f) == 0 && r == 0;
     if (!ok) snprintf(err, errn, "writing '%s' failed", path);
     return ok;
+}
+
+void npy_file_name(const char *name, char *out, size_t n, const char *fallback) {
+    size_t k = 0;
+    for (; name[k] && k + 1 < n; k++) {
+        char c = name[k];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        out[k] = ok ? c : '_';
+    }
+    out[k] = 0;
+    if (k == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, n, "%s", fallback);
 }
