@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "mask.h"
 #include "ops/attr.h"
 
 dx_context dx_ctx;
@@ -72,7 +73,8 @@ static void dx_init(void) {
  * rather than carry data: any integer type, read at compile time. */
 static bool param_input(const seam_node_view *n, int32_t k) {
     return k >= 1 && (IN_LIST(n, view_ops) || is_op(n, "Slice") || IN_LIST(n, reduce_ops) || is_op(n, "Resize") ||
-                      (is_op(n, "Pad") && k != 2) || is_op(n, "Gather") || is_op(n, "Split"));
+                      (is_op(n, "Pad") && k != 2) || is_op(n, "Gather") || is_op(n, "Split") ||
+                      ((is_op(n, "Expand") || is_op(n, "Tile")) && k == 1));
 }
 
 /* A tensor whose rank is known (<= 6); its dims may be symbolic: supports()
@@ -105,8 +107,12 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     const dx_op *op = dx_op_of(n);
     if (!op) return dx_refuse(why, wn, "%s is not in the dnnl backend (yet)", n->op_type);
     if (n->n_inputs < 1 || !n->inputs[0].name) return dx_refuse(why, wn, "%s without input 0", n->op_type);
-    if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32)
-        return dx_refuse(why, wn, "%s on %s: dnnl runs float32 only", n->op_type, seam_dtype_name(n->inputs[0].dtype));
+    /* (the mask ops check their dtypes themselves; a view moves bytes,
+     * so it takes the dtypes held exactly, see mask.h) */
+    bool view = IN_LIST(n, view_ops);
+    if (!dx_is_mask_op(n) && n->inputs[0].dtype != SEAM_DTYPE_FLOAT32 && !(view && dx_view_dtype_ok(n->inputs[0].dtype)))
+        return dx_refuse(why, wn, "%s on %s: dnnl runs float32 only%s", n->op_type, seam_dtype_name(n->inputs[0].dtype),
+                         view ? " (and moves bool, int8, uint8)" : "");
     for (int32_t k = 0; k < n->n_inputs; k++)
         if (n->inputs[k].name && !known_rank(&n->inputs[k]))
             return dx_refuse(why, wn, "%s: input '%s' has no known rank <= 6", n->op_type, n->inputs[k].name);
@@ -222,6 +228,23 @@ static void set_threads(int32_t n) {
 
 static bool fix_views(program *p);
 
+/* A boundary value's memory: plain, in its own type (mask.h: a bool as
+ * u8); a value other than float32 is its readers' to convert (dx_as_plain
+ * reorders it to a float32 copy, as it would a blocked layout). */
+static bool boundary_md(slot *s, seam_dtype dt, dnnl_memory_desc_t *md) {
+    if (!dx_md_of(s, md)) return false;
+    if (dt == SEAM_DTYPE_FLOAT32) return true;
+    md->data_type = dx_boundary_type(dt);
+    dnnl_dims_t dims;
+    for (int32_t d = 0; d < md->ndims; d++) dims[d] = md->dims[d];
+    if (dnnl_memory_desc_init_by_tag(md, md->ndims, dims, dx_boundary_type(dt),
+                                     (dnnl_format_tag_t[]){dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde,
+                                                           dnnl_abcdef}[md->ndims - 1]) != dnnl_success)
+        return false;
+    s->has_md = true, s->md = *md;
+    return true;
+}
+
 static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
                           size_t err_size) {
     (void)ctx;
@@ -268,7 +291,8 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         }
         for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
             const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
-            if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !(k < n->n_inputs && param_input(n, k))) {
+            bool held = (dx_is_mask_op(n) || IN_LIST(n, view_ops)) && dx_boundary_type(v->dtype) != dnnl_data_type_undef;
+            if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !held && !(k < n->n_inputs && param_input(n, k))) {
                 snprintf(err, err_size, "node %d '%s' (%s): value '%s' is %s; dnnl runs float32 only", n->index, n->name,
                          n->op_type, v->name, seam_dtype_name(v->dtype));
                 goto bad;
@@ -277,15 +301,16 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     }
     for (int32_t k = 0; k < sg->n_inputs + sg->n_outputs; k++) {
         const seam_value_info *v = k < sg->n_inputs ? &sg->inputs[k] : &sg->outputs[k - sg->n_inputs];
-        if (v->dtype != SEAM_DTYPE_FLOAT32 || !static_shape(v)) {
-            snprintf(err, err_size, "boundary value '%s' is not a float32 tensor of static shape", v->name);
+        if (dx_boundary_type(v->dtype) == dnnl_data_type_undef || !static_shape(v)) {
+            snprintf(err, err_size, "boundary value '%s' is not a float32, bool, int8, uint8 or int32 tensor of static shape",
+                     v->name);
             goto bad;
         }
     }
     for (int32_t k = 0; k < sg->n_inputs; k++) {
         int32_t s = dx_add_slot(p, sg->inputs[k].name, &sg->inputs[k]);
         dnnl_memory_desc_t md;
-        if (s < 0 || !dx_md_of(&p->slots[s], &md) || dnnl_memory_create(&p->slots[s].mem, &md, dx_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
+        if (s < 0 || !boundary_md(&p->slots[s], sg->inputs[k].dtype, &md) || dnnl_memory_create(&p->slots[s].mem, &md, dx_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
             snprintf(err, err_size, "out of memory");
             goto bad;
         }
@@ -300,7 +325,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         }
         s = dx_add_slot(p, sg->outputs[k].name, &sg->outputs[k]);
         dnnl_memory_desc_t md;
-        if (s < 0 || !dx_md_of(&p->slots[s], &md) || dnnl_memory_create(&p->slots[s].mem, &md, dx_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
+        if (s < 0 || !boundary_md(&p->slots[s], sg->outputs[k].dtype, &md) || dnnl_memory_create(&p->slots[s].mem, &md, dx_ctx.engine, DNNL_MEMORY_NONE) != dnnl_success) {
             snprintf(err, err_size, "out of memory");
             goto bad;
         }
@@ -314,7 +339,16 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
     for (int32_t i = 0; i < sg->n_nodes; i++) {
         seam_node_view st;
         builder b = {p, sg, err, err_size, seam_subgraph_node(sg, i, &st), &st, i, fuse, &readers, NULL, NULL};
-        if (!dx_compile_node(&b, i, fused)) {
+        /* constants of other types than float32 that the node reads as
+         * data: held in float32 (mask.h), checked to be exact */
+        bool held_ok = true;
+        if (dx_is_mask_op(b.n) || IN_LIST(b.n, view_ops))
+            for (int32_t k = 0; held_ok && k < b.n->n_inputs; k++) {
+                b.n = seam_subgraph_node(sg, i, &st);
+                if (!param_input(b.n, k)) held_ok = dx_held_constant(&b, &b.n->inputs[k]);
+            }
+        b.n = seam_subgraph_node(sg, i, &st);
+        if (!held_ok || !dx_compile_node(&b, i, fused)) {
             b.n = seam_subgraph_node(sg, i, &st);
             if (p->view_error)
                 snprintf(err, err_size, "node %d '%s' (%s): its shapes do not fit its input's bytes (inconsistent shapes in the file)",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "mask.h"
 #include "ops/activation.h"
 #include "ops/attr.h"
 #include "ops/conv_geom.h"
@@ -1344,6 +1345,17 @@ static const dx_op dx_ops[] = {
     {"Resize", STAGE_PLAIN_OUT, supports_resize, compile_resize},
     {"Concat", STAGE_PLAIN_OUT, supports_concat, compile_concat},
     {"Erf", STAGE_PLAIN_OUT, NULL, compile_erf}, /* (inside GELU: the pattern claims it first) */
+
+    /* (mask.c: values other than float32 are held in float32, see mask.h) */
+    {"Equal", STAGE_PLAIN, dx_supports_compare, dx_compile_compare},
+    {"Greater", STAGE_PLAIN, dx_supports_compare, dx_compile_compare},
+    {"Less", STAGE_PLAIN, dx_supports_compare, dx_compile_compare},
+    {"GreaterOrEqual", STAGE_PLAIN, dx_supports_compare, dx_compile_compare},
+    {"LessOrEqual", STAGE_PLAIN, dx_supports_compare, dx_compile_compare},
+    {"Where", STAGE_PLAIN, dx_supports_where, dx_compile_where},
+    {"Expand", STAGE_PLAIN, dx_supports_expand, dx_compile_expand},
+    {"Tile", STAGE_PLAIN, dx_supports_tile, dx_compile_tile},
+    {"Cast", STAGE_PLAIN, dx_supports_cast, dx_compile_cast},
 };
 
 const dx_op *dx_op_of(const seam_node_view *n) {
