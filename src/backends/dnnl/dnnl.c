@@ -291,7 +291,12 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         }
         for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
             const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
-            bool held = (dx_is_mask_op(n) || IN_LIST(n, view_ops)) && dx_boundary_type(v->dtype) != dnnl_data_type_undef;
+            /* (held in float32, see mask.h: integer constants are checked
+             * when read, dx_held_constant) */
+            bool int_const = k < n->n_inputs && dx_const_input(n, k) &&
+                             (v->dtype == SEAM_DTYPE_INT32 || v->dtype == SEAM_DTYPE_INT64);
+            bool held = (dx_is_mask_op(n) || IN_LIST(n, view_ops)) &&
+                        (dx_boundary_type(v->dtype) != dnnl_data_type_undef || int_const);
             if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !held && !(k < n->n_inputs && param_input(n, k))) {
                 snprintf(err, err_size, "node %d '%s' (%s): value '%s' is %s; dnnl runs float32 only", n->index, n->name,
                          n->op_type, v->name, seam_dtype_name(v->dtype));

@@ -265,8 +265,19 @@ static bool binary_step(builder *b, dnnl_alg_kind_t alg, int32_t s0, int32_t s1,
         }
     }
     kinds[na] = DNNL_ARG_DST, slots[na++] = dst;
-    bool ok = dx_add_step(b, &bd, attr, na, kinds, slots);
+    dnnl_primitive_desc_t pd = NULL;
+    bool ok = dnnl_primitive_desc_create(&pd, &bd, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success;
     if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!ok) return dx_fail(b, "oneDNN has no implementation for these shapes and attributes"), false;
+    if (dx_is_slow_ref(pd) && md.data_type != dnnl_f32) {
+        /* (oneDNN 2.6 has only its reference kernel for some binaries
+         * writing u8 or s32, a 1-D one among them): float32, then a reorder */
+        dnnl_primitive_desc_destroy(pd);
+        int32_t t = temp(b, "(binary result)", p->slots[dst].rank, p->slots[dst].dims, dnnl_f32);
+        return t >= 0 && binary_step(b, alg, s0, s1, t, po, npo) && dx_add_reorder(b, t, dst);
+    }
+    ok = dx_add_prim(b, pd, na, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
     return ok;
 }
 
