@@ -264,6 +264,8 @@ refused("refuse_int64_computed", [mk("Equal", ["a", "b"], ["y"])], {"a": np.zero
 refused("refuse_int32_computed", [mk("Where", ["c", "a", "b"], ["y"])],
         {"c": np.zeros(3, bool), "a": np.zeros(3, np.int32), "b": np.zeros(3, np.int32)}, {"y": (T.INT32, [3])}, {},
         "exact only up to 2^24")
+refused("refuse_cast_int32_to_int32", [mk("Cast", ["x"], ["y"], to=T.INT32)], {"x": np.zeros(3, np.int32)},
+        {"y": (T.INT32, [3])}, {}, "exact only up to 2^24")
 refused("refuse_cast_to_int64", [mk("Cast", ["x"], ["y"], to=T.INT64)], {"x": np.zeros(3, np.float32)},
         {"y": (T.INT64, [3])}, {}, "oneDNN has no such type")
 refused("refuse_cast_uint8_int8", [mk("Cast", ["x"], ["y"], to=T.INT8)], {"x": np.zeros(3, np.uint8)},

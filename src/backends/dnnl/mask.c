@@ -134,9 +134,7 @@ static int32_t plain_input(builder *b, int32_t k) {
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     int32_t s = dx_input_slot(b, &n->inputs[k]);
     if (s < 0) return dx_fail(b, "an input is neither made earlier nor a constant"), -1;
-    dnnl_memory_desc_t md;
-    dx_md_of(&b->p->slots[s], &md);
-    s = dx_as_plain(b, s);
+    s = dx_as_plain(b, s); /* (a value of another type at the boundary: its float32 copy) */
     if (s < 0) dx_fail(b, "out of memory");
     return s;
 }
@@ -547,7 +545,7 @@ bool dx_supports_cast(const seam_node_view *n, char *why, size_t wn) {
     seam_dtype from = n->inputs[0].dtype;
     if (!held_output(n, why, wn)) return false;
     if (n->outputs[0].dtype != (seam_dtype)to) return dx_refuse(why, wn, "Cast whose output type is not its 'to'");
-    if (from == SEAM_DTYPE_INT32 && !dx_const_input(n, 0) && to != SEAM_DTYPE_FLOAT32 && to != SEAM_DTYPE_INT32)
+    if (from == SEAM_DTYPE_INT32 && !dx_const_input(n, 0) && to != SEAM_DTYPE_FLOAT32)
         return dx_refuse(why, wn, "Cast from a computed int32 to %s: dnnl holds integers in float32, exact only up to 2^24",
                          seam_dtype_name((seam_dtype)to));
     if (from != SEAM_DTYPE_INT32 && !held_input(n, 0, why, wn)) return false;
