@@ -37,8 +37,10 @@
  * driver, the memory plan, run), layout.c (slots, views, layouts, reorders,
  * steps), fuse.c (post-op chains and the patterns exporters write), ops.c
  * (per op a support check and a compile function, and the table of them),
- * conv_matmul.c (the ops with weights: Conv, ConvTranspose, MatMul, Gemm);
- * dnnl_internal.h holds what they share.
+ * conv_matmul.c (the ops with weights: Conv, ConvTranspose, MatMul, Gemm),
+ * rnn.c (LSTM, GRU), mask.c (comparisons, Where, Expand, Tile, Cast, and
+ * how values other than float32 are held: mask.h); dnnl_internal.h holds
+ * what they share.
  */
 
 #define _GNU_SOURCE /* RTLD_DEFAULT */
