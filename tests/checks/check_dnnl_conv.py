@@ -9,7 +9,9 @@ with at least 64 channels each side (conv=auto takes Winograd), with fewer
 batch of 2, channels that are not a multiple of 16, and the shapes
 Winograd never takes (groups, a 1x3 kernel, stride 2, dilation); with the
 post-op chains Winograd takes (relu, a residual sum then relu) and those it
-does not (Clip, a Mul by a tensor).
+does not (Clip, a Mul by a tensor, HardSwish). HardSwish as torch exports
+it (x * HardSigmoid(x), alpha 1/6) must become one post-op, and
+HardSigmoid with another alpha times x must not.
 
 Each runs on the CPU kernels, and on dnnl with conv=auto, direct and
 winograd, each with fusion on and off, and with conv=winograd on oneDNN
@@ -67,7 +69,10 @@ NO_KERNEL = "oneDNN has no Winograd kernel for this shape"
 
 # (name, N, C, H, W, M, kernel, attributes, chain, winograd shape, auto takes it)
 # chain: None, "relu", "res_relu" (Add of a second input, then Relu), "clip"
-# (Clip 0..6), "mul" (Mul by a second input). "winograd shape": 3x3,
+# (Clip 0..6), "mul" (Mul by a second input), "hardswish" (x * HardSigmoid(x)
+# with alpha 1/6, as torch exports HardSwish before opset 14: one hardswish
+# post-op), "hsig_mul" (the same with HardSigmoid's default alpha 0.2: not a
+# HardSwish). "winograd shape": 3x3,
 # stride 1, no dilation, one group; auto: that and C, M >= 64.
 CASES = [
     ("w64_relu_odd", 1, 64, 13, 11, 64, (3, 3), dict(pads=[1, 1, 1, 1]), "relu", True, True),
@@ -78,6 +83,8 @@ CASES = [
     ("w64_pads_asym", 1, 64, 10, 9, 64, (3, 3), dict(pads=[0, 1, 1, 0]), None, True, True),
     ("w64_batch2_nopad", 2, 64, 15, 15, 96, (3, 3), {}, "relu", True, True),
     ("w_odd_channels_72_80", 1, 72, 8, 8, 80, (3, 3), dict(pads=[1, 1, 1, 1]), None, True, True),
+    ("w64_hardswish", 1, 64, 11, 11, 64, (3, 3), dict(pads=[1, 1, 1, 1]), "hardswish", True, True),
+    ("hardsigmoid_mul_not_swish", 1, 32, 8, 8, 32, (1, 1), {}, "hsig_mul", False, False),
     ("grouped", 1, 64, 9, 9, 64, (3, 3), dict(pads=[1, 1, 1, 1], group=2), "relu", False, False),
     ("k1x3", 1, 64, 9, 9, 64, (1, 3), dict(pads=[0, 1, 0, 1]), "relu", False, False),
     ("stride2", 1, 64, 12, 12, 64, (3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2]), None, False, False),
@@ -116,6 +123,11 @@ def build(name, n, c, h, wd, m, kernel, attrs, chain):
     if chain in ("relu", "res_relu"):
         nodes.append(helper.make_node("Relu", [last], ["y"]))
         ref = np.maximum(ref, 0)
+    elif chain in ("hardswish", "hsig_mul"):
+        alpha = 1.0 / 6.0 if chain == "hardswish" else 0.2
+        nodes.append(helper.make_node("HardSigmoid", [last], ["g"], alpha=alpha))
+        nodes.append(helper.make_node("Mul", ["g", last], ["y"]))
+        ref = ref * np.clip(alpha * ref + 0.5, 0, 1)
     elif chain == "clip":
         inits.update({"lo": np.array(0.0, np.float32), "hi": np.array(6.0, np.float32)})
         nodes.append(helper.make_node("Clip", [last, "lo", "hi"], ["y"]))
@@ -175,7 +187,7 @@ for name, n, c, h, wd, m, kernel, attrs, chain, wino_shape, auto_wino in CASES:
             # Winograd where the rule (or the option) asks and oneDNN has it:
             # on AVX-512, for any chain when forced, for relu/sum chains (or
             # none, fusion off) under auto
-            chain_ok = fusion == "off" or chain not in ("clip", "mul")
+            chain_ok = fusion == "off" or chain not in ("clip", "mul", "hardswish")
             want = AVX512_CORE and wino_shape and (conv == "winograd" or (conv == "auto" and auto_wino and chain_ok))
             runs.append((f"conv={conv} fusion={fusion}", [f"conv={conv}", f"fusion={fusion}"], None, want))
     if FORCED:
@@ -206,7 +218,14 @@ for name, n, c, h, wd, m, kernel, attrs, chain, wino_shape, auto_wino in CASES:
         if env is AVX2 and wino_shape:
             check.expect(NO_KERNEL in r.stderr, f"{name} ({label}): says oneDNN has no Winograd kernel here",
                          r.stderr.strip()[-300:])
-        if label == "conv=auto fusion=on" and AVX512_CORE and auto_wino and chain in ("clip", "mul"):
+        if chain in ("hardswish", "hsig_mul") and "fusion=on" in label:
+            # (conv=winograd keeps Winograd, which takes no hardswish)
+            fused = "post-ops eltwise_hardswish" in r.stderr
+            forced_wino = "conv=winograd" in label and wino_shape and AVX512_CORE
+            check.expect(fused == (chain == "hardswish" and not forced_wino),
+                         f"{name} ({label}): {'one hardswish post-op' if fused else 'no hardswish post-op'}",
+                         r.stderr.strip()[-600:])
+        if label == "conv=auto fusion=on" and AVX512_CORE and auto_wino and chain in ("clip", "mul", "hardswish"):
             check.expect(REFUSED_CHAIN in r.stderr, f"{name} ({label}): says Winograd does not take the chain",
                          r.stderr.strip()[-300:])
 
