@@ -109,9 +109,10 @@ static bool wino_chain_may(const chain *c) {
  * post-op chain *c as oneDNN's fast kernels take: the chain as collected,
  * then the sum first, then (unless whole) the chain cut short; *c is left
  * with what the primitive absorbs (none when it takes nothing). NULL when
- * alg refuses the convolution, or (whole) the whole chain; then also
- * *failed when the builder's error is set. */
-static dnnl_primitive_desc_t conv_prim(builder *b, const conv_desc *g, dnnl_alg_kind_t alg, bool whole, chain *c,
+ * alg refuses the convolution, or has only a reference kernel for it
+ * (fast), or (whole) refuses the whole chain; then also *failed when the
+ * builder's error is set. */
+static dnnl_primitive_desc_t conv_prim(builder *b, const conv_desc *g, dnnl_alg_kind_t alg, bool whole, bool fast, chain *c,
                                        int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from,
                                        bool *failed) {
     int32_t args0 = *n_args;
@@ -119,6 +120,7 @@ static dnnl_primitive_desc_t conv_prim(builder *b, const conv_desc *g, dnnl_alg_
     /* first without post-ops, to learn the layout dst will have; then with
      * the chain, its same-shape operands in that layout */
     dnnl_primitive_desc_t pd = conv_create(g, alg, &g->any_dst, NULL);
+    if (pd && fast && dx_is_slow_ref(pd)) dnnl_primitive_desc_destroy(pd), pd = NULL;
     if (!pd || !c->n) return pd;
     dnnl_memory_desc_t dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     chain all = *c;
@@ -156,6 +158,12 @@ static dnnl_primitive_desc_t conv_prim(builder *b, const conv_desc *g, dnnl_alg_
     }
     c->n = 0; /* oneDNN cannot fuse these: they run on their own */
     return pd;
+}
+
+/* Whether slot s is in a layout with one inner block (aBcd16b, aBcd8b):
+ * not plain, not channels-last. */
+static bool blocked_md(const slot *s) {
+    return s->has_md && !s->lazy && s->md.format_kind == dnnl_blocked && s->md.format_desc.blocking.inner_nblks == 1;
 }
 
 /* The post-op chain's ops, for a log line: "'a' (Relu), 'b' (Add)". */
@@ -231,7 +239,7 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
         chain all = c;
         bool whole = p->conv == DX_CONV_AUTO;
         if (!whole || wino_chain_may(&c))
-            pd = conv_prim(b, &g, dnnl_convolution_winograd, whole, &c, kinds, slots, &n_args, &sum_from, &failed);
+            pd = conv_prim(b, &g, dnnl_convolution_winograd, whole, true, &c, kinds, slots, &n_args, &sum_from, &failed);
         if (failed) return false;
         if (!pd) {
             char names[300];
@@ -249,7 +257,19 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
             if (probe) dnnl_primitive_desc_destroy(probe);
         }
     }
-    if (!pd) pd = conv_prim(b, &g, dnnl_convolution_direct, false, &c, kinds, slots, &n_args, &sum_from, &failed);
+    /* A direct convolution whose input is in a blocked layout already
+     * (aBcd16b, as Winograd writes it) reads it as it is, when oneDNN has a
+     * fast kernel for that (jit, jit_1x1): its own pick for a layout left
+     * open is channels-last brgconv, which costs a reorder of the input
+     * here and another at the next Winograd convolution; resnet50 made 27
+     * reorders per run that way, googlenet 48. */
+    if (!pd && blocked_md(&p->slots[sin])) {
+        conv_desc k = g;
+        k.any_src = p->slots[sin].md;
+        pd = conv_prim(b, &k, dnnl_convolution_direct, false, true, &c, kinds, slots, &n_args, &sum_from, &failed);
+        if (failed) return false;
+    }
+    if (!pd) pd = conv_prim(b, &g, dnnl_convolution_direct, false, false, &c, kinds, slots, &n_args, &sum_from, &failed);
     if (failed) return false;
     if (!pd) return dx_fail(b, "oneDNN refuses this convolution's shapes"), false;
     dx_take_chain(&c, fused);
