@@ -49,9 +49,141 @@ bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
     return dx_window_geom(n, n->inputs[1].dims + 2, false, &g, why, wn);
 }
 
+/* ---- convolution algorithms ----
+ * oneDNN 2.6 has two for float32 on the CPU: direct (brgconv, jit; every
+ * shape) and Winograd (jit_fp32_wino_2x3 and jit_wino_4x3; AVX-512 only,
+ * for 2-D 3x3 kernels at stride 1 without dilation or groups, taking no
+ * post-ops but relu and sum). Winograd does 2.25 (F(2,3)) to 4 (F(4,3))
+ * times fewer multiplies, plus transforms of the input and output tiles;
+ * dnnl_convolution_auto never picks it for inference. Measured per conv
+ * shape of the benchmark set (bench/results/dnnlconv.md, the primitive
+ * alone, alternating, 2 threads), Winograd took 0.48-0.83 of direct's time
+ * whenever both channel counts were at least 64, and lost (up to 2.2x) or
+ * broke even with fewer (densenet121's 3x3 convolutions with 32 outputs,
+ * googlenet's with 16-48 inputs): conv=auto takes Winograd for those
+ * shapes only. A fixed rule, not a race at compile time: the same model
+ * compiles to the same program on every run. */
+#define WINO_MIN_CHANNELS 64
+
+bool dx_conv_option(const char *opt, int32_t *conv) {
+    static const char *const names[] = {[DX_CONV_AUTO] = "conv=auto", [DX_CONV_DIRECT] = "conv=direct",
+                                        [DX_CONV_WINOGRAD] = "conv=winograd"};
+    for (int32_t k = 0; k < (int32_t)(sizeof(names) / sizeof(names[0])); k++)
+        if (!strcmp(opt, names[k])) {
+            *conv = k;
+            return true;
+        }
+    return false;
+}
+
+/* A convolution's descriptor inputs, for creating it with either algorithm. */
+typedef struct conv_desc {
+    dnnl_memory_desc_t any_src, any_w, any_dst, bias;
+    bool has_bias;
+    dnnl_dims_t strides, dilates, pl, pr;
+} conv_desc;
+
+static dnnl_primitive_desc_t conv_create(const conv_desc *g, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *dst,
+                                         const_dnnl_primitive_attr_t attr) {
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, alg, &g->any_src, &g->any_w,
+                                                   g->has_bias ? &g->bias : NULL, dst, g->strides, g->dilates, g->pl,
+                                                   g->pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &cd, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return NULL;
+    return pd;
+}
+
+/* Whether a post-op chain may go to Winograd: eltwise entries (oneDNN
+ * takes relu only, and says so) and the sum. Other binaries are not tried,
+ * as laying out their operands would add steps for nothing. */
+static bool wino_chain_may(const chain *c) {
+    int32_t ks = dx_chain_sum_entry(c);
+    for (int32_t k = 0; k < c->n; k++)
+        if (c->is_binary[k] && k != ks) return false;
+    return true;
+}
+
+/* The primitive of algorithm alg for the convolution and as much of the
+ * post-op chain *c as oneDNN's fast kernels take: the chain as collected,
+ * then the sum first, then (unless whole) the chain cut short; *c is left
+ * with what the primitive absorbs (none when it takes nothing). NULL when
+ * alg refuses the convolution, or has only a reference kernel for it
+ * (fast), or (whole) refuses the whole chain; then also *failed when the
+ * builder's error is set. */
+static dnnl_primitive_desc_t conv_prim(builder *b, const conv_desc *g, dnnl_alg_kind_t alg, bool whole, bool fast, chain *c,
+                                       int32_t *kinds, int32_t *slots, int32_t *n_args, int32_t *sum_from,
+                                       bool *failed) {
+    int32_t args0 = *n_args;
+    *sum_from = -1;
+    /* first without post-ops, to learn the layout dst will have; then with
+     * the chain, its same-shape operands in that layout */
+    dnnl_primitive_desc_t pd = conv_create(g, alg, &g->any_dst, NULL);
+    if (pd && fast && dx_is_slow_ref(pd)) dnnl_primitive_desc_destroy(pd), pd = NULL;
+    if (!pd || !c->n) return pd;
+    dnnl_memory_desc_t dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    chain all = *c;
+    dnnl_primitive_desc_t pd2 = NULL;
+    const char *how = NULL;
+    for (int32_t keep = all.n; keep > (whole ? all.n - 1 : 0) && !pd2; keep--)
+        for (int32_t alt = 0; alt < 2 && !pd2; alt++) {
+            *c = all;
+            dx_chain_cut(c, keep, &b->n->outputs[0]);
+            int32_t ks = dx_chain_sum_entry(c);
+            if (alt && (ks <= 0 || !dx_chain_may_lead(c, ks))) continue;
+            c->sum_first = alt;
+            *n_args = args0;
+            dnnl_primitive_attr_t attr;
+            if (!dx_chain_attr(b, c, &dst, &attr, kinds, slots, n_args, sum_from)) {
+                *failed = true;
+                dnnl_primitive_desc_destroy(pd);
+                return NULL;
+            }
+            pd2 = conv_create(g, alg, &dst, attr);
+            if (pd2 && dx_is_slow_ref(pd2) && !dx_is_slow_ref(pd)) dnnl_primitive_desc_destroy(pd2), pd2 = NULL;
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            if (pd2 && (keep < all.n || alt)) how = alt ? "the sum first" : "";
+        }
+    if (pd2) {
+        dnnl_primitive_desc_destroy(pd);
+        if (how) log_rearranged(b, &all, c, how);
+        return pd2;
+    }
+    *c = all;
+    *n_args = args0, *sum_from = -1;
+    if (whole) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    c->n = 0; /* oneDNN cannot fuse these: they run on their own */
+    return pd;
+}
+
+/* Whether slot s is in a layout with one inner block (aBcd16b, aBcd8b):
+ * not plain, not channels-last. */
+static bool blocked_md(const slot *s) {
+    return s->has_md && !s->lazy && s->md.format_kind == dnnl_blocked && s->md.format_desc.blocking.inner_nblks == 1;
+}
+
+/* The post-op chain's ops, for a log line: "'a' (Relu), 'b' (Add)". */
+static void chain_names(const chain *c, char *out, size_t n) {
+    size_t at = 0;
+    out[0] = 0;
+    for (int32_t k = 0; k < c->n && at + 1 < n; k++) {
+        int w = snprintf(out + at, n - at, "%s'%s' (%s)", k ? ", " : "", c->name[k] ? c->name[k] : "",
+                         c->op[k] ? c->op[k] : "?");
+        if (w < 0) break;
+        at += (size_t)w;
+        if (at >= n) at = n - 1;
+    }
+}
+
 /* A convolution in the layouts oneDNN picks (blocked ones for its fast
  * kernels): the input is reordered to it if needed, the weights once, now.
- * Its post-op chain comes along when oneDNN accepts it. */
+ * Its post-op chain comes along when oneDNN accepts it. The algorithm:
+ * Winograd where it wins (see above) or where asked (conv=winograd) and
+ * oneDNN takes it, else direct. */
 bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     (void)out0;
     program *p = b->p;
@@ -60,14 +192,16 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     int32_t sin = in0; /* as compile_node readied it (a strided view already copied dense) */
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
-    dnnl_memory_desc_t src, w, bias, dst;
+    conv_desc g;
+    memset(&g, 0, sizeof(g));
+    dnnl_memory_desc_t src, w;
     dx_md_of(&p->slots[sin], &src);
     int32_t nsp = n->inputs[0].rank - 2;
     int64_t group = node_attr_int(dx_ir(n), "group", 1);
-    dnnl_dims_t pl, pr, strides, dilates;
-    if (!dx_window(b, nsp, n->inputs[1].dims + 2, false, strides, dilates, pl, pr)) return false;
+    const int64_t *kernel = n->inputs[1].dims + 2;
+    if (!dx_window(b, nsp, kernel, false, g.strides, g.dilates, g.pl, g.pr)) return false;
     if (p->slots[sin].pad_pending) /* a zero Pad before it (see compile_pad in ops.c) */
-        for (int32_t d = 0; d < nsp; d++) pl[d] += p->slots[sin].pad_lo[d], pr[d] += p->slots[sin].pad_hi[d];
+        for (int32_t d = 0; d < nsp; d++) g.pl[d] += p->slots[sin].pad_lo[d], g.pr[d] += p->slots[sin].pad_hi[d];
     int32_t sw = dx_input_slot(b, &n->inputs[1]);
     if (sw < 0) return dx_fail(b, "the weights are not constant"), false;
     /* grouped weights [M, C/g, k...] viewed as [g, M/g, C/g, k...] (same bytes) */
@@ -83,61 +217,62 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
     dx_md_of(&p->slots[sw], &w);
     int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
     if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return dx_fail(b, "the bias is not constant"), false;
-    if (sb >= 0) dx_md_of(&p->slots[sb], &bias);
-    dnnl_memory_desc_t any_src, any_w, any_dst;
-    dnnl_memory_desc_init_by_tag(&any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
-    dnnl_convolution_desc_t cd;
-    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_w,
-                                                   sb >= 0 ? &bias : NULL, &any_dst, strides, dilates, pl, pr) != dnnl_success)
-        return dx_fail(b, "oneDNN refuses this convolution's shapes"), false;
-    /* first without post-ops, to learn the layout dst will have; then with
-     * the chain, its same-shape operands in that layout */
-    dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_primitive_desc_create(&pd, &cd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
-        return dx_fail(b, "oneDNN refuses this convolution's shapes"), false;
+    if (sb >= 0) dx_md_of(&p->slots[sb], &g.bias), g.has_bias = true;
+    dnnl_memory_desc_init_by_tag(&g.any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&g.any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&g.any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+    /* Winograd's shapes: 2-D, 3x3, stride 1, no dilation, one group */
+    bool wino_shape = nsp == 2 && group == 1 && kernel[0] == 3 && kernel[1] == 3 && g.strides[0] == 1 &&
+                      g.strides[1] == 1 && g.dilates[0] == 0 && g.dilates[1] == 0;
+    bool wino = p->conv == DX_CONV_WINOGRAD ? wino_shape
+                : p->conv == DX_CONV_AUTO   ? wino_shape && n->inputs[0].dims[1] >= WINO_MIN_CHANNELS &&
+                                                n->outputs[0].dims[1] >= WINO_MIN_CHANNELS
+                                            : false;
     int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
     int32_t n_args = sb >= 0 ? 4 : 3, sum_from = -1;
-    if (c.n) {
-        /* the chain as collected; then, when oneDNN has only its reference
-         * kernel for it, the sum first, and the chain cut short */
-        dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        chain whole = c;
-        dnnl_primitive_desc_t pd2 = NULL;
-        const char *how = NULL;
-        for (int32_t keep = whole.n; keep > 0 && !pd2; keep--)
-            for (int32_t alt = 0; alt < 2 && !pd2; alt++) {
-                c = whole;
-                dx_chain_cut(&c, keep, &n->outputs[0]);
-                int32_t ks = dx_chain_sum_entry(&c);
-                if (alt && (ks <= 0 || !dx_chain_may_lead(&c, ks))) continue;
-                c.sum_first = alt;
-                n_args = sb >= 0 ? 4 : 3;
-                dnnl_primitive_attr_t attr;
-                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from))
-                    return dnnl_primitive_desc_destroy(pd), false;
-                dnnl_convolution_desc_t cd2;
-                if (dnnl_dilated_convolution_forward_desc_init(&cd2, dnnl_forward_inference, dnnl_convolution_direct,
-                                                               &any_src, &any_w, sb >= 0 ? &bias : NULL, &dst, strides,
-                                                               dilates, pl, pr) != dnnl_success ||
-                    dnnl_primitive_desc_create(&pd2, &cd2, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) !=
-                        dnnl_success)
-                    pd2 = NULL;
-                else if (dx_is_slow_ref(pd2) && !dx_is_slow_ref(pd))
-                    dnnl_primitive_desc_destroy(pd2), pd2 = NULL;
-                if (attr) dnnl_primitive_attr_destroy(attr);
-                if (pd2 && (keep < whole.n || alt)) how = alt ? "the sum first" : "";
-            }
-        if (pd2) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = pd2;
-            dx_take_chain(&c, fused);
-            if (how) log_rearranged(b, &whole, &c, how);
-        } else {
-            c.n = 0, n_args = sb >= 0 ? 4 : 3, sum_from = -1; /* oneDNN cannot fuse these: they run on their own */
+    bool failed = false;
+    dnnl_primitive_desc_t pd = NULL;
+    if (wino) {
+        /* conv=auto: Winograd with the whole chain, else direct with it (an
+         * unfused activation costs a pass over memory); conv=winograd:
+         * Winograd with what of the chain it takes */
+        chain all = c;
+        bool whole = p->conv == DX_CONV_AUTO;
+        if (!whole || wino_chain_may(&c))
+            pd = conv_prim(b, &g, dnnl_convolution_winograd, whole, true, &c, kinds, slots, &n_args, &sum_from, &failed);
+        if (failed) return false;
+        if (!pd) {
+            char names[300];
+            chain_names(&all, names, sizeof(names));
+            c = all;
+            dnnl_primitive_desc_t probe = conv_create(&g, dnnl_convolution_winograd, &g.any_dst, NULL);
+            if (!probe)
+                dx_log(p, "node %d '%s' (%s): direct convolution: oneDNN has no Winograd kernel for this shape on "
+                          "this CPU (its kernels need AVX-512)",
+                       n->index, n->name ? n->name : "", n->op_type);
+            else
+                dx_log(p, "node %d '%s' (%s): direct convolution: oneDNN's Winograd takes no post-ops but relu and "
+                          "sum, and the chain %s fuses into direct",
+                       n->index, n->name ? n->name : "", n->op_type, names);
+            if (probe) dnnl_primitive_desc_destroy(probe);
         }
     }
+    /* A direct convolution whose input is in a blocked layout already
+     * (aBcd16b, as Winograd writes it) reads it as it is, when oneDNN has a
+     * fast kernel for that (jit, jit_1x1): its own pick for a layout left
+     * open is channels-last brgconv, which costs a reorder of the input
+     * here and another at the next Winograd convolution; resnet50 made 27
+     * reorders per run that way, googlenet 48. */
+    if (!pd && blocked_md(&p->slots[sin])) {
+        conv_desc k = g;
+        k.any_src = p->slots[sin].md;
+        pd = conv_prim(b, &k, dnnl_convolution_direct, false, true, &c, kinds, slots, &n_args, &sum_from, &failed);
+        if (failed) return false;
+    }
+    if (!pd) pd = conv_prim(b, &g, dnnl_convolution_direct, false, false, &c, kinds, slots, &n_args, &sum_from, &failed);
+    if (failed) return false;
+    if (!pd) return dx_fail(b, "oneDNN refuses this convolution's shapes"), false;
+    dx_take_chain(&c, fused);
     const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
     const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);

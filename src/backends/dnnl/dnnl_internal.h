@@ -80,6 +80,7 @@ typedef struct program {
     void *arena;          /* every intermediate, placed by lifetime */
     size_t arena_bytes;
     int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
+    int32_t conv;         /* the convolution algorithm (target option conv=...): a dx_conv_alg */
     dnnl_stream_t stream; /* the program's own: compile's reorders and every run */
     void *scratch;        /* the scratchpad all steps share (they run one at a time) */
     size_t scratch_bytes;
@@ -88,6 +89,10 @@ typedef struct program {
     size_t log_len, log_cap;
     bool log_oom;         /* the log stopped growing (no memory) */
 } program;
+
+/* Target option conv=auto|direct|winograd (see conv_matmul.c): which of
+ * oneDNN's convolution algorithms a Conv runs on. */
+typedef enum { DX_CONV_AUTO, DX_CONV_DIRECT, DX_CONV_WINOGRAD } dx_conv_alg;
 
 /* What every program shares: made once for the process (pthread_once, at
  * the first seam_backend_dnnl or compile), read-only afterwards, so
@@ -340,6 +345,9 @@ bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *s
 
 /* ---- conv_matmul.c: the ops with weights (rows of ops.c's table) ---- */
 bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn);
+/* Parses target option `conv=auto|direct|winograd` into *conv; false when
+ * opt is not one of them. */
+bool dx_conv_option(const char *opt, int32_t *conv);
 bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0);
 bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn);
 bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0);

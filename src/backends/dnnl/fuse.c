@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "ops/attr.h"
 
 static int cmp_reader(const void *a, const void *b) {
     const reader *x = a, *y = b;
@@ -109,17 +110,30 @@ static void keep_out(chain *c, int32_t k) {
 /* Fills c with the nodes after the producer of `v` that can become its
  * post-ops (none when fusion is off). Node views are invalidated: the
  * caller fetches its node again. */
-/* SiLU as exporters write it, x * Sigmoid(x): the two readers of x are a
- * Sigmoid and a Mul of x by that Sigmoid's output (read by nothing else).
- * Returns the Mul (its Sigmoid in *sig), or -1. oneDNN's swish with
- * alpha 1 is exactly that, as a post-op. */
-static int32_t silu_of(builder *b, const char *x, int32_t *sig) {
+/* An activation written as x times a gate of x: SiLU, x * Sigmoid(x), and
+ * HardSwish as torch exports it before opset 14, x * HardSigmoid(x) with
+ * alpha 1/6 and beta 1/2. The two readers of x are the gate and a Mul of x
+ * by the gate's output (read by nothing else). Returns the Mul (its gate in
+ * *gate, the one oneDNN eltwise of the pair in *alg), or -1. oneDNN's swish
+ * with alpha 1 is SiLU exactly; its hardswish (2.6: x * min(max(x + 3, 0),
+ * 6) / 6) is that HardSwish exactly. */
+static int32_t gated_of(builder *b, const char *x, int32_t *gate, dnnl_alg_kind_t *alg) {
     int32_t rr[2];
     if (dx_readers(b, x, rr, 2) != 2) return -1;
     for (int32_t w = 0; w < 2; w++) {
         seam_node_view st, st2;
         const seam_node_view *s = seam_subgraph_node(b->sg, rr[w], &st);
-        if (!is_op(s, "Sigmoid") || s->n_outputs < 1 || !s->outputs[0].name) continue;
+        if (s->n_outputs < 1 || !s->outputs[0].name || s->n_inputs < 1 || !s->inputs[0].name ||
+            strcmp(s->inputs[0].name, x))
+            continue;
+        if (is_op(s, "Sigmoid")) {
+            *alg = dnnl_eltwise_swish;
+        } else if (is_op(s, "HardSigmoid") && fabsf(node_attr_float(dx_ir(s), "alpha", 0.2f) - 1.0f / 6.0f) < 1e-6f &&
+                   node_attr_float(dx_ir(s), "beta", 0.5f) == 0.5f) {
+            *alg = dnnl_eltwise_hardswish;
+        } else {
+            continue;
+        }
         if (dx_sole_reader(b, s->outputs[0].name) != rr[1 - w]) continue;
         const char *so = s->outputs[0].name;
         const seam_node_view *m = seam_subgraph_node(b->sg, rr[1 - w], &st2);
@@ -127,7 +141,7 @@ static int32_t silu_of(builder *b, const char *x, int32_t *sig) {
         bool pair = (!strcmp(m->inputs[0].name, x) && !strcmp(m->inputs[1].name, so)) ||
                     (!strcmp(m->inputs[1].name, x) && !strcmp(m->inputs[0].name, so));
         if (!pair) continue;
-        *sig = rr[w];
+        *gate = rr[w];
         return rr[1 - w];
     }
     return -1;
@@ -143,7 +157,8 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
     for (int32_t k = 0; k < MAX_CHAIN; k++) c->aux[k] = -1;
     while (b->fuse && c->n < MAX_CHAIN) {
         int32_t sig = -1, r = dx_sole_reader(b, c->out.name);
-        if (r < 0) r = silu_of(b, c->out.name, &sig);
+        dnnl_alg_kind_t gated = dnnl_alg_kind_undef;
+        if (r < 0) r = gated_of(b, c->out.name, &sig, &gated);
         if (r < 0) break;
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
@@ -165,8 +180,8 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
         bool same = true;
         for (int32_t d = 0; d < c->out.rank; d++) same &= m->outputs[0].dims[d] == c->out.dims[d];
         if (!same) break;
-        if (sig >= 0) { /* x * Sigmoid(x) */
-            c->alg[k] = dnnl_eltwise_swish, c->alpha[k] = 1.0f, c->beta[k] = 0.0f;
+        if (sig >= 0) { /* x * Sigmoid(x), x * HardSigmoid(x) */
+            c->alg[k] = gated, c->alpha[k] = gated == dnnl_eltwise_swish ? 1.0f : 0.0f, c->beta[k] = 0.0f;
             c->aux[k] = sig;
         } else if (IN_LIST(m, eltwise_ops)) {
             if (!dx_eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
