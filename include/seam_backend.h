@@ -199,7 +199,9 @@ SEAM_API const seam_backend *seam_backend_cpu(void);
  * made once for the process; each compiled subgraph has its own stream
  * and memory, so sessions on different threads use it at once. Target
  * options: fusion=on|off, threads=N (the OpenMP threads of the thread that
- * compiles or runs). oneDNN runs on OpenMP, which reads
+ * compiles or runs), conv=auto|direct|winograd (3x3 convolutions: Winograd
+ * where it was measured faster, never, or wherever oneDNN takes it; see
+ * docs/dnnl.md). oneDNN runs on OpenMP, which reads
  * OMP_WAIT_POLICY once, at load: the seam CLI sets ACTIVE (its threads spin
  * between primitives, measured fastest); a program using the library sets
  * it in its own environment. Owned by seam. */

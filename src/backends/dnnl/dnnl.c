@@ -251,15 +251,20 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
                           size_t err_size) {
     (void)ctx;
     bool fuse = true;
-    int32_t threads = 0;
+    int32_t threads = 0, conv = DX_CONV_AUTO;
     for (int32_t k = 0; k < n_options; k++) {
         char *end;
         if (!strcmp(options[k], "fusion=off")) fuse = false;
         else if (!strcmp(options[k], "fusion=on")) fuse = true;
+        else if (dx_conv_option(options[k], &conv)) {
+        }
         else if (!strncmp(options[k], "threads=", 8) && (threads = (int32_t)strtol(options[k] + 8, &end, 10)) >= 1 &&
                  threads <= 1024 && !*end) {
         } else {
-            snprintf(err, err_size, "dnnl: unknown or bad target option '%s' (known: fusion=on|off, threads=N with N >= 1)", options[k]);
+            snprintf(err, err_size,
+                     "dnnl: unknown or bad target option '%s' (known: fusion=on|off, threads=N with N >= 1, "
+                     "conv=auto|direct|winograd)",
+                     options[k]);
             return NULL;
         }
     }
@@ -270,7 +275,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         return NULL;
     }
     program *p = calloc(1, sizeof(*p));
-    if (p) p->threads = threads;
+    if (p) p->threads = threads, p->conv = conv;
     bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
     readers_index readers = {NULL, 0};
     if (!p || !fused || dnnl_stream_create(&p->stream, dx_ctx.engine, dnnl_stream_default_flags) != dnnl_success ||

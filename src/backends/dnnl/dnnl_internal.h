@@ -12,6 +12,8 @@
  *                  table of them (dx_ops), compile_node
  *   conv_matmul.c  the ops with weights: Conv, ConvTranspose, MatMul, Gemm
  *   rnn.c          LSTM and GRU
+ *   mask.c         comparisons, Where, Expand, Tile, Cast, and how values
+ *                  other than float32 are held (mask.h)
  *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
