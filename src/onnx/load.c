@@ -130,8 +130,10 @@ static const char *dup_str(loader *L, const char *s) {
 static const char *intern(loader *L, const char *s) {
     if (!s) s = "";
     /* a few op types and domains make most of a graph: try the last few */
-    for (int j = 0; j < 4; j++)
-        if (L->recent[j] && strcmp(L->recent[j], s) == 0) return L->recent[j];
+    for (int j = 0; j < 4; j++) {
+        const char *r = L->recent[j];
+        if (r && r[0] == s[0] && (!s[0] || strcmp(r + 1, s + 1) == 0)) return r;
+    }
     memmove(L->recent + 1, L->recent, sizeof(L->recent) - sizeof(L->recent[0]));
     int32_t k = ir_names_get(L->interned, s);
     if (k >= 0) return L->recent[0] = L->strings[k];
@@ -798,10 +800,20 @@ static const Onnx__ValueInfoProto *graph_value_info(loader *L, node_src *ns, con
 
 /* Output count of the streamed NodeProto at data, for presizing. */
 static size_t node_output_count(const uint8_t *data, size_t len) {
-    wire w = {data, data + len};
+    /* most nodes: one-byte tags of length-delimited fields shorter than
+     * 128 bytes */
+    const uint8_t *p = data, *end = data + len;
+    size_t n = 0;
+    while (end - p >= 2 && p[0] < 0x80 && (p[0] & 7) == 2 && p[1] < 0x80) {
+        n += p[0] == (2 << 3 | 2);
+        p += 2 + p[1];
+    }
+    if (p == end) return n;
+    wire w = {data, end};
     uint32_t num, type;
     const uint8_t *d;
-    size_t l, n = 0;
+    size_t l;
+    n = 0;
     while (next_field(&w, &num, &type, &d, &l) == 1) n += num == 2 && type == 2;
     return n;
 }
@@ -826,13 +838,15 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
     size_t l;
     int r;
     while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
+        if (num == 1 && type == 2) {
+            n_nodes++;
+            n_out += node_output_count(d, l);
+            continue;
+        }
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
         if (!f) continue; /* unknown to this schema: protobuf-c skips it too */
         if (type != 2 || num >= 32) return false;
-        if (num == 1) {
-            n_nodes++;
-            n_out += node_output_count(d, l);
-        } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
             if (f->type != PROTOBUF_C_TYPE_MESSAGE) return false;
             count[num]++;
         } else if (f->type != PROTOBUF_C_TYPE_STRING) {
@@ -854,8 +868,9 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
     /* second pass: unpack every field but the nodes */
     w = (wire){data, data + len};
     while (next_field(&w, &num, &type, &d, &l) == 1) {
+        if (num == 1) continue;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
-        if (!f || num == 1) continue;
+        if (!f) continue;
         if (num == 12 || num == 13) {
             size_t *n = num == 12 ? &gp->n_output : &gp->n_value_info;
             (num == 12 ? ns->outputs : ns->value_infos)[(*n)++] = (span){d, l};

@@ -213,8 +213,16 @@ static Onnx__AttributeProto *attr_proto(const uint8_t *data, size_t len, Protobu
 
 /* ---- NodeProto: input, output, name, op_type, domain, doc_string, attribute ---- */
 
+/* The fields of one NodeProto, read once. */
+#define NODE_FIELDS 32
+
 Onnx__NodeProto *wire_node_proto(const uint8_t *data, size_t len, ProtobufCAllocator *a) {
-    size_t n_in = 0, n_out = 0, n_attr = 0;
+    struct {
+        uint32_t num;
+        uint32_t len;
+        const uint8_t *data;
+    } f[NODE_FIELDS];
+    size_t n_f = 0, n_in = 0, n_out = 0, n_attr = 0, n_chars = 0;
     uint64_t seen = 0;
     uint32_t num, wt;
     const uint8_t *d = NULL;
@@ -222,7 +230,7 @@ Onnx__NodeProto *wire_node_proto(const uint8_t *data, size_t len, ProtobufCAlloc
     int t;
     rd r = {data, data + len};
     while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (wt != 2 || !rd_bytes(&r, &d, &l)) return NULL;
+        if (wt != 2 || n_f == NODE_FIELDS || !rd_bytes(&r, &d, &l)) return NULL;
         switch (num) {
         case 1: n_in++; break;
         case 2: n_out++; break;
@@ -232,26 +240,34 @@ Onnx__NodeProto *wire_node_proto(const uint8_t *data, size_t len, ProtobufCAlloc
             break;
         default: return NULL;
         }
+        if (num != 5) n_chars += l + 1;
+        f[n_f].num = num;
+        f[n_f].len = (uint32_t)l;
+        f[n_f++].data = d;
     }
     if (t < 0) return NULL;
-    Onnx__NodeProto *np = get(a, sizeof(*np));
-    if (!np) return NULL;
+    /* the node, its arrays and its strings in one block */
+    char *block = get(a, sizeof(Onnx__NodeProto) + sizeof(void *) * (n_in + n_out + n_attr) + n_chars);
+    if (!block) return NULL;
+    Onnx__NodeProto *np = (Onnx__NodeProto *)block;
     onnx__node_proto__init(np);
-    if (n_in && !(np->input = get(a, sizeof(char *) * n_in))) return NULL;
-    if (n_out && !(np->output = get(a, sizeof(char *) * n_out))) return NULL;
-    if (n_attr && !(np->attribute = get(a, sizeof(Onnx__AttributeProto *) * n_attr))) return NULL;
-    r = (rd){data, data + len};
-    while (rd_tag(&r, &num, &wt) == 1) {
-        rd_bytes(&r, &d, &l);
-        if (num == 5) {
-            Onnx__AttributeProto *ap = attr_proto(d, l, a);
+    char **ptrs = (char **)(block + sizeof(*np));
+    if (n_in) np->input = ptrs;
+    if (n_out) np->output = ptrs + n_in;
+    if (n_attr) np->attribute = (Onnx__AttributeProto **)(ptrs + n_in + n_out);
+    char *chars = (char *)(ptrs + n_in + n_out + n_attr);
+    for (size_t k = 0; k < n_f; k++) {
+        if (f[k].num == 5) {
+            Onnx__AttributeProto *ap = attr_proto(f[k].data, f[k].len, a);
             if (!ap) return NULL;
             np->attribute[np->n_attribute++] = ap;
             continue;
         }
-        char *s = str(a, d, l);
-        if (!s) return NULL;
-        switch (num) {
+        char *s = chars;
+        memcpy(s, f[k].data, f[k].len);
+        s[f[k].len] = 0;
+        chars += f[k].len + 1;
+        switch (f[k].num) {
         case 1: np->input[np->n_input++] = s; break;
         case 2: np->output[np->n_output++] = s; break;
         case 3: np->name = s; break;
