@@ -106,8 +106,8 @@ static double value_bytes(const ir_value *v) {
     return n;
 }
 
-seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m, int32_t n_targets,
-                            const seam_backend *const *targets, const uint64_t *supported_by, const double *node_cost) {
+seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m, const seam_backend *const *targets,
+                            int32_t n_targets, const uint64_t *supported_by) {
     const ir_graph *g = m->graph;
     memset(cm, 0, sizeof(*cm));
     cm->n_targets = n_targets;
@@ -129,18 +129,28 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
         cm->trivial &= cm->launch_us[t] == 0 && cm->us_per_byte[t] == 0;
     }
     for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
+    view_builder vb;
+    view_init(&vb, m);
+    seam_status st = SEAM_STATUS_OK;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         cm->cpu_us[i] = cpu_estimate_us(g, &g->nodes[i]);
         if (!supported_by || !supported_by[i]) continue;
+        seam_node_view view;
+        if (!view_node(&vb, i, &view)) {
+            st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
         for (int32_t t = 0; t < n_targets; t++) {
             if (!(supported_by[i] >> t & 1)) continue;
-            double f = node_cost[(size_t)i * (size_t)n_targets + (size_t)t];
+            double f = backend_node_cost(targets[t], &view);
             if (!isfinite(f) || f <= 0) f = 1;
             cm->dev_us[(size_t)i * (size_t)n_targets + (size_t)t] = cm->cpu_us[i] * f;
             cm->trivial &= f <= 1;
         }
     }
-    return SEAM_STATUS_OK;
+    view_free(&vb);
+    if (st) cost_model_free(cm);
+    return st;
 }
 
 void cost_model_free(cost_model *cm) {

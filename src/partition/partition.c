@@ -76,7 +76,6 @@ typedef struct partitioner {
     const seam_backend *const *targets;
     int32_t n_targets;    /* device targets; cpu is index n_targets */
     uint64_t *supported_by; /* per node: bit t set if target t supports it */
-    double *node_cost;    /* per node x target: the target's node_cost where it supports the node */
     bool *pinned;
     cost_model cm;        /* made once support is known (cost.c) */
     bool estimated;       /* p->est and the subgraphs' estimates describe the plan as it is */
@@ -211,8 +210,6 @@ static seam_status compute_support(partitioner *pr) {
         for (int32_t t = 0; t < pr->n_targets && !host_only; t++) {
             if (backend_supports(pr->targets[t], &view, why, sizeof(why))) {
                 pr->supported_by[i] |= (uint64_t)1 << t;
-                /* asked now, while the view is at hand, for the cost model */
-                pr->node_cost[(size_t)i * (size_t)pr->n_targets + (size_t)t] = backend_node_cost(pr->targets[t], &view);
             } else if (off < sizeof(detail)) {
                 off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
                                         pr->targets[t]->name, why);
@@ -831,12 +828,10 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_status st = check_options(m->ctx, opts);
     if (st) return st;
     const ir_graph *g = m->graph;
-    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, NULL,
-                      {0}, false};
+    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}, false};
     pr.supported_by = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
-    pr.node_cost = malloc(sizeof(double) * ((size_t)g->n_nodes * (size_t)pr.n_targets + 1));
     pr.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-    if (!pr.p || !pr.supported_by || !pr.node_cost || !pr.pinned) {
+    if (!pr.p || !pr.supported_by || !pr.pinned) {
         st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -880,7 +875,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
         }
     }
     /* made after grouping, in the memory grouping's scratch gave back */
-    if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.n_targets, pr.targets, pr.supported_by, pr.node_cost))) goto done;
+    if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
     seam_phase(m->ctx, "partition: cost model");
     if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = place_by_cost(&pr))) goto done;
     seam_phase(m->ctx, "partition: cost");
@@ -889,7 +884,6 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_phase(m->ctx, "partition: constraints");
 done:
     free(pr.supported_by);
-    free(pr.node_cost);
     free(pr.pinned);
     cost_model_free(&pr.cm);
     if (st) {

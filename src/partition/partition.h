@@ -72,10 +72,8 @@ typedef struct cost_model {
     bool trivial;         /* no target makes offloading cost more than the CPU */
 } cost_model;
 
-/* node_cost: per node x target, the target's node_cost where supported_by
- * says it supports the node (partition.c asks while it asks supports()). */
-seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m, int32_t n_targets,
-                            const seam_backend *const *targets, const uint64_t *supported_by, const double *node_cost);
+seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m,
+                            const seam_backend *const *targets, int32_t n_targets, const uint64_t *supported_by);
 void cost_model_free(cost_model *cm);
 /* Node i's estimated time on target (n_targets = cpu). */
 double cost_node_us(const cost_model *cm, int32_t i, int32_t target);
