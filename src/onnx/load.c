@@ -8,10 +8,11 @@
  * The loader walks the wire format of ModelProto and GraphProto (tags and
  * lengths only) and hands each part to protobuf-c's own unpack: everything
  * but the graph as one ModelProto, the graph's other fields one message at
- * a time, and each NodeProto when it is converted, into a small scratch
- * that is reset after the node. A file whose layout the walk does not
- * expect (the graph field repeated, an unexpected wire type) is unpacked
- * whole, as before.
+ * a time, and each NodeProto, graph output and value_info when it is
+ * converted, into a small scratch that is reset after it. Those last are
+ * decoded by hand when they have the common shape (wire.c), by protobuf-c
+ * otherwise. A file whose layout the walk does not expect (the graph field
+ * repeated, an unexpected wire type) is unpacked whole.
  *
  * Big byte fields (tensor raw_data) are the exception to "copy then free":
  * protobuf-c already copied them out of the file once, into blocks that the
