@@ -739,10 +739,12 @@ static void node_src_reset(node_src *ns);
 static const Onnx__NodeProto *node_unpack(loader *L, node_src *ns, const uint8_t *data, size_t len, seam_status *st) {
     node_src_reset(ns);
     Onnx__NodeProto *np = wire_node_proto(data, len, &ns->alloc);
-    if (np) return np;
-    node_src_reset(ns);
-    wire_count_fallback();
-    np = onnx__node_proto__unpack(&ns->alloc, len, data);
+    if (!np) {
+        node_src_reset(ns);
+        ns->sc.oom = false; /* what protobuf-c meets decides the error */
+        wire_count_fallback();
+        np = onnx__node_proto__unpack(&ns->alloc, len, data);
+    }
     if (!np) {
         *st = ns->sc.oom ? OOM(L)
                          : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
@@ -790,6 +792,7 @@ static const Onnx__ValueInfoProto *graph_value_info(loader *L, node_src *ns, con
     const Onnx__ValueInfoProto *vi = wire_value_info(s.data, s.len, &ns->alloc);
     if (vi) return vi;
     node_src_reset(ns);
+    ns->sc.oom = false;
     wire_count_fallback();
     vi = onnx__value_info_proto__unpack(&ns->alloc, s.len, s.data);
     if (!vi)
