@@ -7,7 +7,9 @@
 #
 # usage: bench/partition_bench.sh [BUILD_DIR]    (prints a markdown table)
 #        bench/partition_bench.sh BUILD_DIR scale  (100k and 1M nodes only:
-#            whole command best of 3 and median, --json, peak RSS)
+#            whole command best of 3 and median, --json, peak RSS, and the
+#            median CPU seconds, user + sys: the steadier number on a
+#            shared machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -15,28 +17,30 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 echo '{"name": "npu", "default": true, "ops": {"Sigmoid": false}}' > "$W/npu.json"
 if [ "${2:-}" = scale ]; then
-  # the 3 runs as "wall-seconds peak-KB" lines, fastest first
+  # the 3 runs as "wall-seconds peak-KB cpu-seconds" lines, fastest first
   runs() {
     local out=()
     for _ in 1 2 3; do
-      /usr/bin/time -f "%e %M" -o "$W/t" "$@" >/dev/null
-      out+=("$(cat "$W/t")")
+      /usr/bin/time -f "%e %M %U %S" -o "$W/t" "$@" >/dev/null
+      out+=("$(awk '{printf "%s %s %.2f", $1, $2, $3 + $4}' "$W/t")")
     done
     printf '%s\n' "${out[@]}" | sort -n
   }
-  echo "| graph | nodes | device subgraphs | seam s best | seam s median | peak MB | --json s best | --json s median | --json peak MB |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  # median of the third column (CPU seconds) of the runs
+  cpu_median() { echo "$1" | cut -d' ' -f3 | sort -n | sed -n 2p; }
+  echo "| graph | nodes | device subgraphs | seam s best | seam s median | CPU s median | peak MB | --json s best | --json s median | --json CPU s median | --json peak MB |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for kind in chain wide random; do
     for n in 100000 1000000; do
       "$B/bench/gen_graph" "$kind" "$n" "$W/g.onnx"
       dev=$("$B/seam" partition "$W/g.onnx" --target "$W/npu.json" | sed -n '1s/.*(\([0-9]*\) on devices).*/\1/p')
       r=$(runs "$B/seam" partition "$W/g.onnx" --target "$W/npu.json")
       j=$(runs "$B/seam" partition "$W/g.onnx" --target "$W/npu.json" --json)
-      printf "| %s | %d | %s | %.2f | %.2f | %d | %.2f | %.2f | %d |\n" "$kind" "$n" "$dev" \
-        "$(echo "$r" | sed -n 1p | cut -d' ' -f1)" "$(echo "$r" | sed -n 2p | cut -d' ' -f1)" \
-        "$(( $(echo "$r" | sed -n 3p | cut -d' ' -f2) / 1024 ))" \
-        "$(echo "$j" | sed -n 1p | cut -d' ' -f1)" "$(echo "$j" | sed -n 2p | cut -d' ' -f1)" \
-        "$(( $(echo "$j" | sed -n 3p | cut -d' ' -f2) / 1024 ))"
+      printf "| %s | %d | %s | %.2f | %.2f | %.2f | %d | %.2f | %.2f | %.2f | %d |\n" "$kind" "$n" "$dev" \
+        "$(echo "$r" | sed -n 1p | cut -d' ' -f1)" "$(echo "$r" | sed -n 2p | cut -d' ' -f1)" "$(cpu_median "$r")" \
+        "$(( $(echo "$r" | cut -d' ' -f2 | sort -n | tail -1) / 1024 ))" \
+        "$(echo "$j" | sed -n 1p | cut -d' ' -f1)" "$(echo "$j" | sed -n 2p | cut -d' ' -f1)" "$(cpu_median "$j")" \
+        "$(( $(echo "$j" | cut -d' ' -f2 | sort -n | tail -1) / 1024 ))"
     done
   done
   exit 0

@@ -8,10 +8,11 @@
  * The loader walks the wire format of ModelProto and GraphProto (tags and
  * lengths only) and hands each part to protobuf-c's own unpack: everything
  * but the graph as one ModelProto, the graph's other fields one message at
- * a time, and each NodeProto when it is converted, into a small scratch
- * that is reset after the node. A file whose layout the walk does not
- * expect (the graph field repeated, an unexpected wire type) is unpacked
- * whole, as before.
+ * a time, and each NodeProto, graph output and value_info when it is
+ * converted, into a small scratch that is reset after it. Those last are
+ * decoded by hand when they have the common shape (wire.c), by protobuf-c
+ * otherwise. A file whose layout the walk does not expect (the graph field
+ * repeated, an unexpected wire type) is unpacked whole.
  *
  * Big byte fields (tensor raw_data) are the exception to "copy then free":
  * protobuf-c already copied them out of the file once, into blocks that the
@@ -34,6 +35,7 @@
 #include "ir/names.h"
 #include "onnx/onnx.h"
 #include "onnx/onnx.pb-c.h"
+#include "onnx/wire.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "seam assumes a little-endian host, as ONNX raw_data is little-endian"
@@ -129,8 +131,10 @@ static const char *dup_str(loader *L, const char *s) {
 static const char *intern(loader *L, const char *s) {
     if (!s) s = "";
     /* a few op types and domains make most of a graph: try the last few */
-    for (int j = 0; j < 4; j++)
-        if (L->recent[j] && strcmp(L->recent[j], s) == 0) return L->recent[j];
+    for (int j = 0; j < 4; j++) {
+        const char *r = L->recent[j];
+        if (r && r[0] == s[0] && (!s[0] || strcmp(r + 1, s + 1) == 0)) return r;
+    }
     memmove(L->recent + 1, L->recent, sizeof(L->recent) - sizeof(L->recent[0]));
     int32_t k = ir_names_get(L->interned, s);
     if (k >= 0) return L->recent[0] = L->strings[k];
@@ -682,65 +686,18 @@ static seam_status name_nodes(loader *L, ir_graph *g) {
     return SEAM_STATUS_OK;
 }
 
-/* ---- the wire format, read just far enough to find field boundaries ---- */
-
-typedef struct wire {
-    const uint8_t *p, *end;
-} wire;
-
-static inline bool read_varint(wire *w, uint64_t *v) {
-    if (w->p < w->end && *w->p < 0x80) { /* most tags and lengths: one byte */
-        *v = *w->p++;
-        return true;
-    }
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64 && w->p < w->end; shift += 7) {
-        uint8_t b = *w->p++;
-        x |= (uint64_t)(b & 0x7F) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The next field of the message in w: its number and wire type, and for
- * length-delimited fields its bytes. 1: a field; 0: the end; -1: malformed
- * or a group. */
-static inline int next_field(wire *w, uint32_t *num, uint32_t *type, const uint8_t **data, size_t *len) {
-    if (w->p >= w->end) return 0;
-    uint64_t tag, v;
-    if (!read_varint(w, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX) return -1;
-    *num = (uint32_t)(tag >> 3);
-    *type = (uint32_t)(tag & 7);
-    *data = NULL;
-    *len = 0;
-    switch (*type) {
-    case 0: return read_varint(w, &v) ? 1 : -1;
-    case 1:
-        if (w->end - w->p < 8) return -1;
-        w->p += 8;
-        return 1;
-    case 5:
-        if (w->end - w->p < 4) return -1;
-        w->p += 4;
-        return 1;
-    case 2:
-        if (!read_varint(w, &v) || v > (uint64_t)(w->end - w->p)) return -1;
-        *data = w->p;
-        *len = (size_t)v;
-        w->p += v;
-        return 1;
-    default: return -1;
-    }
-}
+typedef struct span {
+    const uint8_t *data;
+    size_t len;
+} span;
 
 /* The nodes of a graph being converted: gp->node, or the NodeProto fields
  * of the top graph's bytes, each unpacked when it is reached into a
  * scratch reset for the next. Nodes are read once, in order; the few the
  * first pass cannot finish (convert_graph) are unpacked again from their
- * bytes. */
+ * bytes. The top graph's outputs and value_info are streamed the same way:
+ * a graph of a million nodes may have hundreds of thousands of typed
+ * outputs. */
 struct node_src {
     const Onnx__GraphProto *gp;
     const uint8_t *bytes;  /* the GraphProto's bytes when streamed, else NULL */
@@ -748,6 +705,7 @@ struct node_src {
     wire at;
     const uint8_t *cur;    /* the bytes of the node node_src_next gave last */
     size_t cur_len;
+    span *outputs, *value_infos; /* the streamed graph's, else NULL */
     /* The bytes are the loader's own private map of the file: the pages
      * the walk has passed are given back (they stay in the page cache),
      * so the file is not resident next to the graph it becomes. */
@@ -776,10 +734,17 @@ static void node_src_rewind(node_src *ns) {
 
 static void node_src_reset(node_src *ns);
 
-/* Unpacks the NodeProto at data into the node scratch. */
+/* Unpacks the NodeProto at data into the node scratch: by hand when it
+ * has the common shape (wire.c), else by protobuf-c. */
 static const Onnx__NodeProto *node_unpack(loader *L, node_src *ns, const uint8_t *data, size_t len, seam_status *st) {
     node_src_reset(ns);
-    Onnx__NodeProto *np = onnx__node_proto__unpack(&ns->alloc, len, data);
+    Onnx__NodeProto *np = wire_node_proto(data, len, &ns->alloc);
+    if (!np) {
+        node_src_reset(ns);
+        ns->sc.oom = false; /* what protobuf-c meets decides the error */
+        wire_count_fallback();
+        np = onnx__node_proto__unpack(&ns->alloc, len, data);
+    }
     if (!np) {
         *st = ns->sc.oom ? OOM(L)
                          : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
@@ -816,18 +781,50 @@ static const Onnx__NodeProto *node_src_next(loader *L, node_src *ns, seam_status
     return NULL;
 }
 
+/* Graph output k (value_info false) or value_info k of gp: from gp, or
+ * when streamed decoded from its bytes into the node scratch, which the
+ * next one reuses. NULL with *st set. */
+static const Onnx__ValueInfoProto *graph_value_info(loader *L, node_src *ns, const Onnx__GraphProto *gp,
+                                                    bool value_info, size_t k, seam_status *st) {
+    if (!ns->bytes) return value_info ? gp->value_info[k] : gp->output[k];
+    span s = value_info ? ns->value_infos[k] : ns->outputs[k];
+    node_src_reset(ns);
+    const Onnx__ValueInfoProto *vi = wire_value_info(s.data, s.len, &ns->alloc);
+    if (vi) return vi;
+    node_src_reset(ns);
+    ns->sc.oom = false;
+    wire_count_fallback();
+    vi = onnx__value_info_proto__unpack(&ns->alloc, s.len, s.data);
+    if (!vi)
+        *st = ns->sc.oom ? OOM(L)
+                         : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
+                                      "not an ONNX model: the protobuf is malformed or truncated");
+    return vi;
+}
+
 /* Output count of the streamed NodeProto at data, for presizing. */
 static size_t node_output_count(const uint8_t *data, size_t len) {
-    wire w = {data, data + len};
+    /* most nodes: one-byte tags of length-delimited fields shorter than
+     * 128 bytes */
+    const uint8_t *p = data, *end = data + len;
+    size_t n = 0;
+    while (end - p >= 2 && p[0] < 0x80 && (p[0] & 7) == 2 && p[1] < 0x80) {
+        n += p[0] == (2 << 3 | 2);
+        p += 2 + p[1];
+    }
+    if (p == end) return n;
+    wire w = {data, end};
     uint32_t num, type;
     const uint8_t *d;
-    size_t l, n = 0;
+    size_t l;
+    n = 0;
     while (next_field(&w, &num, &type, &d, &l) == 1) n += num == 2 && type == 2;
     return n;
 }
 
 /* The top GraphProto at data without its nodes: every other field is
- * unpacked on its own into gp; the NodeProto fields are left to ns. false
+ * unpacked on its own into gp; the NodeProto, output and value_info fields
+ * are left to ns (gp->n_output and n_value_info count them). false
  * when the bytes hold something the walk does not expect (the caller then
  * unpacks the whole model). */
 static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
@@ -845,13 +842,15 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
     size_t l;
     int r;
     while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
+        if (num == 1 && type == 2) {
+            n_nodes++;
+            n_out += node_output_count(d, l);
+            continue;
+        }
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
         if (!f) continue; /* unknown to this schema: protobuf-c skips it too */
         if (type != 2 || num >= 32) return false;
-        if (num == 1) {
-            n_nodes++;
-            n_out += node_output_count(d, l);
-        } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
             if (f->type != PROTOBUF_C_TYPE_MESSAGE) return false;
             count[num]++;
         } else if (f->type != PROTOBUF_C_TYPE_STRING) {
@@ -859,9 +858,13 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
         }
     }
     if (r < 0) return false;
+    ns->outputs = count[12] ? scratch_alloc(sc, sizeof(span) * count[12]) : NULL;
+    ns->value_infos = count[13] ? scratch_alloc(sc, sizeof(span) * count[13]) : NULL;
+    if ((count[12] && !ns->outputs) || (count[13] && !ns->value_infos)) return false;
     for (unsigned k = 0; k < desc->n_fields; k++) {
         const ProtobufCFieldDescriptor *f = &desc->fields[k];
-        if (f->id == 1 || f->label != PROTOBUF_C_LABEL_REPEATED || !count[f->id]) continue;
+        if (f->id == 1 || f->id == 12 || f->id == 13 || f->label != PROTOBUF_C_LABEL_REPEATED || !count[f->id])
+            continue;
         void **arr = scratch_alloc(sc, sizeof(void *) * count[f->id]);
         if (!arr) return false;
         *(void ***)((char *)gp + f->offset) = arr;
@@ -869,9 +872,13 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
     /* second pass: unpack every field but the nodes */
     w = (wire){data, data + len};
     while (next_field(&w, &num, &type, &d, &l) == 1) {
+        if (num == 1) continue;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
-        if (!f || num == 1) continue;
-        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        if (!f) continue;
+        if (num == 12 || num == 13) {
+            size_t *n = num == 12 ? &gp->n_output : &gp->n_value_info;
+            (num == 12 ? ns->outputs : ns->value_infos)[(*n)++] = (span){d, l};
+        } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
             ProtobufCMessage *msg = protobuf_c_message_unpack(f->descriptor, alloc, l, d);
             if (!msg) return false;
             size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
@@ -1147,7 +1154,8 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     g->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_output + 1));
     if (!g->outputs) return OOM(L);
     for (size_t k = 0; k < gp->n_output; k++) {
-        const Onnx__ValueInfoProto *vi = gp->output[k];
+        const Onnx__ValueInfoProto *vi = graph_value_info(L, ns, gp, false, k, &st);
+        if (!vi) return st;
         const char *nm = vi->name ? vi->name : "";
         if (!nm[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s': output %zu has no name", g->name, k);
         int32_t v = use_value(L, g, nm);
@@ -1157,7 +1165,8 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         g->outputs[g->n_outputs++] = v;
     }
     for (size_t k = 0; k < gp->n_value_info; k++) {
-        const Onnx__ValueInfoProto *vi = gp->value_info[k];
+        const Onnx__ValueInfoProto *vi = graph_value_info(L, ns, gp, true, k, &st);
+        if (!vi) return st;
         int32_t v = ir_graph_find(g, vi->name ? vi->name : "");
         if (v < 0 || (g->values[v].flags & (IR_VALUE_INIT | IR_VALUE_INPUT | IR_VALUE_OUTPUT | IR_VALUE_OUTER)))
             continue; /* a value_info for nothing, or for a value typed elsewhere */

@@ -40,6 +40,8 @@
 
 static double dim_size(const ir_dim *d) { return d->v < 0 ? COST_UNKNOWN_DIM : (double)d->v; }
 
+static bool is_product(const char *op);
+
 static double node_work(const ir_graph *g, const ir_node *n) {
     double out = 1;
     if (n->n_outputs > 0 && n->outputs[0] >= 0) {
@@ -51,7 +53,7 @@ static double node_work(const ir_graph *g, const ir_node *n) {
     const char *op = n->op_type;
     if (n->n_inputs > 1 && n->inputs[1] >= 0) {
         const ir_type *w = &g->values[n->inputs[1]].type;
-        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
+        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2 && is_product(op)) {
             if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
                 for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v ? dim_size(&w->dims[d]) : 1;
             } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
@@ -65,11 +67,16 @@ static double node_work(const ir_graph *g, const ir_node *n) {
     return out * k;
 }
 
+/* (the first letter first: these run for every node of a million-node graph) */
 static bool is_product(const char *op) {
-    return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") || !strcmp(op, "Gemm");
+    return (op[0] == 'C' && (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))) ||
+           (op[0] == 'M' && !strcmp(op, "MatMul")) || (op[0] == 'G' && !strcmp(op, "Gemm"));
 }
 
-static bool is_rnn(const char *op) { return !strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN"); }
+static bool is_rnn(const char *op) {
+    return (op[0] == 'L' && !strcmp(op, "LSTM")) || (op[0] == 'G' && !strcmp(op, "GRU")) ||
+           (op[0] == 'R' && !strcmp(op, "RNN"));
+}
 
 /* LSTM/GRU/RNN: steps x batch x directions x (gates x hidden) x (input +
  * hidden) multiply-adds, from X [seq, batch, input] and W [dirs, gates x

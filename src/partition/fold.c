@@ -22,14 +22,15 @@
 #include "seam_backend.h"
 
 static bool foldable(const ir_graph *g, const ir_node *n) {
-    if (strcmp(n->op_type, "Constant") == 0 && !n->domain[0]) return false;
     if (n->n_outputs != 1 || n->outputs[0] < 0 || n->n_implicit > 0) return false;
+    /* most nodes of a big graph stop here, before the op name is compared */
+    const ir_value *v = &g->values[n->outputs[0]];
+    if (!v->konst || (v->flags & IR_VALUE_OUTPUT) || v->konst->dtype == SEAM_DTYPE_STRING) return false;
+    if (strcmp(n->op_type, "Constant") == 0 && !n->domain[0]) return false;
     for (int32_t a = 0; a < n->n_attrs; a++)
         if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return false;
     /* random generators are not constants, whatever inference says */
-    if (strncmp(n->op_type, "Random", 6) == 0 || strcmp(n->op_type, "Bernoulli") == 0) return false;
-    const ir_value *v = &g->values[n->outputs[0]];
-    return v->konst && !(v->flags & IR_VALUE_OUTPUT) && v->konst->dtype != SEAM_DTYPE_STRING;
+    return strncmp(n->op_type, "Random", 6) != 0 && strcmp(n->op_type, "Bernoulli") != 0;
 }
 
 seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
@@ -50,7 +51,7 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
     for (int32_t v = 0; v < g->n_values; v++) alias[v] = -1;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        if (strcmp(n->op_type, "Identity") || n->domain[0] || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 ||
+        if (n->op_type[0] != 'I' || strcmp(n->op_type, "Identity") || n->domain[0] || n->n_inputs != 1 || n->n_outputs != 1 || n->inputs[0] < 0 ||
             n->outputs[0] < 0)
             continue;
         int32_t from = n->inputs[0], to = n->outputs[0];

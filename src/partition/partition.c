@@ -84,7 +84,8 @@ typedef struct partitioner {
 static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
 
 bool plan_is_constant_node(const ir_node *n) {
-    return n->folded_op || (strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0);
+    return n->folded_op ||
+           (n->op_type[0] == 'C' && strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0);
 }
 
 void plan_set_constant(seam_plan *p, int32_t i) {

@@ -30,7 +30,7 @@ static uint8_t value_constant(const ir_graph *g, int32_t v) {
         if (val->flags & IR_VALUE_INIT) return 1;
         if (val->producer >= 0) {
             const ir_node *p = &g->nodes[val->producer];
-            return strcmp(p->op_type, "Constant") == 0 && !p->domain[0] && p->n_inputs == 0;
+            return p->op_type[0] == 'C' && strcmp(p->op_type, "Constant") == 0 && !p->domain[0] && p->n_inputs == 0;
         }
         if (!(val->flags & IR_VALUE_OUTER)) return 0;
         v = val->outer;

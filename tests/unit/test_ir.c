@@ -5,7 +5,10 @@
  * loaded twice, as the loader does (streaming the top graph's nodes) and
  * with the whole file unpacked at once by protobuf-c; both IRs must be
  * equal. Then random byte mutations of the smaller files must load (or
- * fail) the same way on both paths. */
+ * fail) the same way on both paths. And every NodeProto and graph
+ * ValueInfoProto of the top graphs, and mutations of each, are decoded by
+ * the loader's hand decoders (onnx/wire.c) and by protobuf-c: whatever the
+ * hand decoder takes, protobuf-c must decode to the same message. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include "core/context.h"
 #include "ir/ir.h"
 #include "ir/names.h"
+#include "onnx/wire.h"
 
 static void test_arena(void) {
     seam_arena a;
@@ -231,15 +235,23 @@ static void test_strings(void) {
 
 /* ---- streamed against whole-file loading ---- */
 
+typedef struct wire_stats wire_stats;
 typedef struct stream_stats {
     int files, loaded, failed, mutants, mutants_ok, parse_differs;
+    size_t by_hand, by_pbc; /* messages the streamed loads decoded by hand, by protobuf-c */
+    wire_stats *ws;
 } stream_stats;
 
 /* Loads bytes streamed and whole; both results must agree. */
 static void stream_compare(seam_context *ctx, const unsigned char *bytes, size_t n, const char *what,
                            stream_stats *ss, bool mutant) {
     seam_model *a = NULL, *b = NULL;
+    size_t h0, p0, h1, p1;
+    wire_counts(&h0, &p0);
     seam_status sa = seam_model_load_buffer(ctx, bytes, n, NULL, &a);
+    wire_counts(&h1, &p1);
+    ss->by_hand += h1 - h0;
+    ss->by_pbc += p1 - p0;
     char msg_a[SEAM_ERROR_MAX];
     snprintf(msg_a, sizeof(msg_a), "%s", seam_context_last_error(ctx));
     ctx->load_whole = true;
@@ -273,6 +285,94 @@ static void stream_compare(seam_context *ctx, const unsigned char *bytes, size_t
     seam_model_free(b);
 }
 
+/* ---- the hand decoders against protobuf-c, message by message ---- */
+
+typedef struct wire_stats {
+    size_t msgs, taken, mutants, mutants_taken, mutants_refused;
+} wire_stats;
+
+static void *arena_pb_alloc(void *data, size_t n) { return seam_arena_alloc(data, n); }
+static void arena_pb_free(void *data, void *p) {
+    (void)data;
+    (void)p;
+}
+
+/* Same message: protobuf-c packs both to the same bytes. */
+static bool same_message(const ProtobufCMessage *a, const ProtobufCMessage *b) {
+    size_t na = protobuf_c_message_get_packed_size(a), nb = protobuf_c_message_get_packed_size(b);
+    if (na != nb) return false;
+    uint8_t *x = malloc(na + 1), *y = malloc(nb + 1);
+    bool same = x && y && protobuf_c_message_pack(a, x) == na && protobuf_c_message_pack(b, y) == nb &&
+                memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* One NodeProto (node) or ValueInfoProto at d[0, n). */
+static void wire_one(const uint8_t *d, size_t n, bool node, wire_stats *ws, bool mutant, const char *what) {
+    seam_arena a;
+    seam_arena_init(&a, 1 << 12);
+    ProtobufCAllocator alloc = {arena_pb_alloc, arena_pb_free, &a};
+    const ProtobufCMessage *h = node ? (const ProtobufCMessage *)wire_node_proto(d, n, &alloc)
+                                     : (const ProtobufCMessage *)wire_value_info(d, n, &alloc);
+    ProtobufCMessage *p = protobuf_c_message_unpack(
+        node ? &onnx__node_proto__descriptor : &onnx__value_info_proto__descriptor, NULL, n, d);
+    if (mutant) ws->mutants++;
+    else ws->msgs++;
+    if (h) {
+        if (mutant) ws->mutants_taken++;
+        else ws->taken++;
+        bool same = p && same_message(h, p);
+        if (!same) fprintf(stderr, "%s: a %s the hand decoder took, protobuf-c %s\n", what,
+                           node ? "NodeProto" : "ValueInfoProto", p ? "decodes differently" : "refuses");
+        CHECK(same);
+    } else if (mutant && !p) {
+        ws->mutants_refused++;
+    }
+    if (p) protobuf_c_message_free_unpacked(p, NULL);
+    seam_arena_free(&a);
+}
+
+/* The messages of the top graph in a model's bytes, each as it is and in
+ * mutants (a byte or two changed, or cut short). */
+static void wire_file(const uint8_t *bytes, size_t n, const char *path, wire_stats *ws) {
+    wire w = {bytes, bytes + n};
+    uint32_t num, type;
+    const uint8_t *g = NULL, *d;
+    size_t gl = 0, l;
+    while (next_field(&w, &num, &type, &d, &l) == 1)
+        if (num == 7 && type == 2) g = d, gl = l;
+    if (!g) return;
+    w = (wire){g, g + gl};
+    uint32_t r = (uint32_t)n * 2654435761u + 7;
+    int n_mutated = 0;
+    while (next_field(&w, &num, &type, &d, &l) == 1) {
+        if (type != 2 || (num != 1 && num != 11 && num != 12 && num != 13)) continue;
+        bool node = num == 1;
+        wire_one(d, l, node, ws, false, path);
+        if (n_mutated >= 64 || l == 0 || l > 4096) continue;
+        n_mutated++;
+        uint8_t *m = malloc(l);
+        for (int round = 0; round < 12; round++) {
+            memcpy(m, d, l);
+            size_t len = l;
+            if (round == 0) {
+                len = l - 1;
+            } else {
+                for (int k = 0; k < 1 + round % 2; k++) {
+                    r = r * 1664525u + 1013904223u;
+                    size_t at = (r >> 8) % l;
+                    r = r * 1664525u + 1013904223u;
+                    m[at] = (uint8_t)(r >> 24);
+                }
+            }
+            wire_one(m, len, node, ws, true, path);
+        }
+        free(m);
+    }
+}
+
 static unsigned char *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -295,6 +395,7 @@ static void stream_file(seam_context *ctx, const char *path, stream_stats *ss) {
     if (!bytes) return;
     ss->files++;
     stream_compare(ctx, bytes, n, path, ss, false);
+    wire_file(bytes, n, path, ss->ws);
     /* mutations of the small files: a few bytes changed at random */
     if (n <= 4096) {
         uint32_t r = (uint32_t)n * 2654435761u + 1;
@@ -337,12 +438,20 @@ static void stream_dir(seam_context *ctx, const char *dir, stream_stats *ss) {
 static int stream_check(int argc, char **argv) {
     seam_context *ctx;
     CHECK(seam_context_create(&ctx) == SEAM_STATUS_OK);
-    stream_stats ss = {0};
+    wire_stats ws = {0};
+    stream_stats ss = {.ws = &ws};
     for (int k = 2; k < argc; k++) stream_dir(ctx, argv[k], &ss);
     printf("stream check: %d files (%d loaded, %d refused on both paths), %d mutants (%d loaded), "
-           "%d with a model error reported before a malformed node\n",
-           ss.files, ss.loaded, ss.failed, ss.mutants, ss.mutants_ok, ss.parse_differs);
+           "%d with a model error reported before a malformed node; streamed nodes and values decoded "
+           "by hand %zu, by protobuf-c %zu\n",
+           ss.files, ss.loaded, ss.failed, ss.mutants, ss.mutants_ok, ss.parse_differs, ss.by_hand, ss.by_pbc);
     CHECK(ss.files > 0 && ss.loaded > 0);
+    /* both decoders of the streamed path are exercised */
+    CHECK(ss.by_hand > 0 && ss.by_pbc > 0);
+    printf("hand decoders against protobuf-c: %zu messages (%zu taken by hand), %zu mutants (%zu taken by hand, "
+           "%zu refused by both)\n",
+           ws.msgs, ws.taken, ws.mutants, ws.mutants_taken, ws.mutants_refused);
+    CHECK(ws.taken > ws.msgs / 2 && ws.mutants_taken > 0 && ws.mutants_refused > 0);
     seam_context_free(ctx);
     CHECK_DONE();
 }
