@@ -593,6 +593,70 @@ static seam_status run_tile(seam_kernel *k) {
 
 /* ---- Pad ---- */
 
+/* Where output index i of an axis of n input elements padded by lo in
+ * front reads: i - lo inside; outside, per the mode (edge, wrap, reflect
+ * without repeating the edge), or -1 for constant. */
+static int64_t pad_source(char mode, int64_t i, int64_t lo, int64_t n) {
+    int64_t v = i - lo;
+    if (v >= 0 && v < n) return v;
+    if (mode == 'c') return -1;
+    if (mode == 'e') return v < 0 ? 0 : n - 1;
+    if (mode == 'w') return ((v % n) + n) % n;
+    if (n == 1) return 0;
+    int64_t period = 2 * (n - 1);
+    v = ((v % period) + period) % period;
+    return v >= n ? period - v : v;
+}
+
+typedef struct pad_job {
+    const seam_tensor *x;
+    seam_tensor *y;
+    int32_t r;
+    char mode;
+    double cval;
+    size_t es;
+    int64_t lo[SEAM_MAX_RANK], xs[SEAM_MAX_RANK];
+} pad_job;
+
+/* Output rows [begin, end) of the last axis: the part inside the input is
+ * one copy; the pads around it element by element. */
+static void pad_rows(void *arg, int64_t begin, int64_t end) {
+    const pad_job *j = arg;
+    const seam_tensor *x = j->x;
+    seam_tensor *y = j->y;
+    int32_t r = j->r, last = r - 1;
+    int64_t W = y->dims[last], n = x->dims[last], lo = j->lo[last];
+    /* the output columns that read input columns in order: [c0, c1) */
+    int64_t c0 = lo > 0 ? lo : 0, c1 = lo + n < W ? lo + n : W;
+    if (c1 < c0) c1 = c0;
+    size_t es = j->es;
+    bool f32 = y->dtype == SEAM_DTYPE_FLOAT32;
+    float fval = (float)j->cval;
+    for (int64_t row = begin; row < end; row++) {
+        int64_t rem = row, off = 0;
+        bool inside = true;
+        for (int32_t d = last - 1; d >= 0; d--) {
+            int64_t v = pad_source(j->mode, rem % y->dims[d], j->lo[d], x->dims[d]);
+            rem /= y->dims[d];
+            if (v < 0) inside = false;
+            else off += v * j->xs[d];
+        }
+        char *yr = (char *)y->data + (size_t)(row * W) * es;
+        const char *xr = (const char *)x->data + (size_t)off * es;
+        for (int64_t c = 0; c < W; c++) {
+            if (inside && c == c0 && c1 > c0) { /* the run inside the input */
+                memcpy(yr + (size_t)c0 * es, xr + (size_t)(c0 - lo) * es, (size_t)(c1 - c0) * es);
+                c = c1 - 1;
+                continue;
+            }
+            int64_t v = inside ? pad_source(j->mode, c, lo, n) : -1;
+            if (v >= 0) memcpy(yr + (size_t)c * es, xr + (size_t)v * es, es);
+            else if (f32) ((float *)yr)[c] = fval;
+            else cpu_set(yr, y->dtype, c, j->cval);
+        }
+    }
+}
+
 static seam_status run_pad(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
@@ -635,40 +699,17 @@ static seam_status run_pad(seam_kernel *k) {
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    size_t es = seam_dtype_size(x->dtype);
-    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
-    cpu_strides(r, x->dims, xs);
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t off = 0;
-        bool inside = true;
-        for (int32_t d = 0; d < r; d++) {
-            int64_t v = idx[d] - lo[d], n = x->dims[d];
-            if (v < 0 || v >= n) {
-                if (mode == 'c') {
-                    inside = false;
-                    break;
-                } else if (mode == 'e') {
-                    v = v < 0 ? 0 : n - 1;
-                } else if (mode == 'w') {
-                    v = ((v % n) + n) % n;
-                } else { /* reflect, without repeating the edge */
-                    if (n == 1) {
-                        v = 0;
-                    } else {
-                        int64_t period = 2 * (n - 1);
-                        v = ((v % period) + period) % period;
-                        if (v >= n) v = period - v;
-                    }
-                }
-            }
-            off += v * xs[d];
-        }
-        if (inside)
-            cpu_copy_elem(y->data, i, x->data, off, es);
-        else
-            cpu_set(y->data, y->dtype, i, cval);
-        cpu_index_next(idx, dims, r);
+    pad_job j = {x, y, r, mode, cval, seam_dtype_size(x->dtype), {0}, {0}};
+    memcpy(j.lo, lo, sizeof(lo));
+    cpu_strides(r, x->dims, j.xs);
+    if (r == 0) { /* nothing to pad */
+        memcpy(y->data, x->data, y->nbytes);
+        return SEAM_STATUS_OK;
     }
+    /* one output row (the last axis) at a time; a row is worth a thread
+     * piece when it is a few KB */
+    int64_t rows = dims[r - 1] ? numel / dims[r - 1] : 0;
+    seam_parallel_for(k->pool, rows, dims[r - 1] >= 4096 ? 1 : 4096 / (dims[r - 1] + 1) + 1, pad_rows, &j);
     return SEAM_STATUS_OK;
 }
 
