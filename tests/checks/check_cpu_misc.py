@@ -15,9 +15,15 @@ usage: /usr/bin/python3 check_cpu_misc.py SEAM WORKDIR [-k PATTERN]
    output (Y, Y_h, Y_c) is compared.
 2. Pad (tensor.c): constant, edge, reflect and wrap; pads on every axis,
    negative pads (crops), the axes input, int64 data, against numpy.pad.
+3. BatchNormalization (norm.c) in inference, its scale and shift made in
+   check when the parameters are initializers, else per run; followed by
+   Relu or Clip (fused into it as a post-op, runtime/fuse.c), by Relu
+   while its output is read elsewhere too (not fused), float64, rank 2,
+   against torch.nn.functional.batch_norm.
 Every model also runs with --threads 1 and 2: the outputs must be bitwise
 equal. A case is one model, named as printed.
 """
+import json
 import os
 import sys
 
@@ -306,5 +312,75 @@ pad_case("pad_reflect_wide", (1, 2, 3, 3000), [0, 0, 2, 5, 0, 0, 2, 7], "reflect
 pad_case("pad_int64", (3, 4, 5), [1, 2, 0, 0, 1, 3], "constant", value=7, dtype=np.int64)
 pad_case("pad_crop_all", (2, 3, 4), [0, 0, -2, 0, 0, -2], "constant")
 pad_case("pad_rank1", (10,), [3, 2], "edge")
+
+
+
+# ---- BatchNormalization, alone and with a fused activation: torch ----
+
+def bn_case(name, shape, after=None, params_in=False, also_out=False, dtype=np.float32):
+    if not check.selected(name):
+        return
+    C = shape[1]
+    x = (rng.randn(*shape) * 3).astype(dtype)
+    prm = {"scale": rng.randn(C), "B": rng.randn(C), "mean": rng.randn(C), "var": rng.rand(C) + 0.1}
+    prm = {k: v.astype(dtype) for k, v in prm.items()}
+    eps = 1e-3
+    with torch.no_grad():
+        want = torch.nn.functional.batch_norm(torch.from_numpy(x), torch.from_numpy(prm["mean"]),
+                                              torch.from_numpy(prm["var"]), torch.from_numpy(prm["scale"]),
+                                              torch.from_numpy(prm["B"]), eps=eps)
+        bn_out = want.numpy()
+        if after == "Relu":
+            want = torch.relu(want)
+        elif after == "Clip":
+            want = torch.clamp(want, 0, 6)
+    want = want.numpy()
+    dt = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}[dtype]
+    feeds, inits = {"x": x}, []
+    for k, v in prm.items():
+        if params_in:
+            feeds[k] = v
+        else:
+            inits.append(numpy_helper.from_array(v, k))
+    # (the activation's output is not the graph's: graph outputs are never fused away)
+    nodes = [helper.make_node("BatchNormalization", ["x", "scale", "B", "mean", "var"], ["bn" if after else "y"],
+                              epsilon=eps)]
+    if after == "Relu":
+        nodes.append(helper.make_node("Relu", ["bn"], ["act"]))
+    elif after == "Clip":
+        inits += [numpy_helper.from_array(np.asarray(0, dtype), "lo"), numpy_helper.from_array(np.asarray(6, dtype), "hi")]
+        nodes.append(helper.make_node("Clip", ["bn", "lo", "hi"], ["act"]))
+    if after:
+        nodes.append(helper.make_node("Identity", ["act"], ["y"]))
+    outs = [("y", dt)] + ([("bn", dt)] if also_out else [])
+    got, err = run_model(name, nodes, feeds, outs, inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    e = seamtest.rel_err(got[0], want)
+    check.expect(got[0].shape == want.shape and e <= 1e-6, f"{name}: error {e:.1e} against torch")
+    if also_out:
+        e = seamtest.rel_err(got[1], bn_out)
+        check.expect(e <= 1e-6, f"{name}: the BatchNormalization output read elsewhere, error {e:.1e} against torch")
+    if after:  # fused when float32 and bn has no other reader: the activation node does not run
+        trace = os.path.join(work, name + ".trace.json")
+        args_in = []
+        for n, a in feeds.items():
+            args_in += ["--input", f"{n}={os.path.join(work, f'{name}.{n}.npy')}"]
+        r = seam("run", os.path.join(work, name + ".onnx"), *args_in, "--profile", trace, "--quiet")
+        ran = [e["dur"] > 0 for e in json.load(open(trace))["traceEvents"] if e.get("cat") == "node" and
+               e["args"]["op"] == after] if r.returncode == 0 else []
+        fused = dtype == np.float32 and not also_out
+        check.expect(ran == [not fused], f"{name}: {after} {'fused into' if fused else 'runs after'} the "
+                     "BatchNormalization", f"seam run: {r.stderr.strip()}; {after} ran: {ran}")
+
+
+bn_case("bn_const", (1, 64, 28, 28))
+bn_case("bn_const_relu", (1, 64, 28, 28), "Relu")
+bn_case("bn_const_clip", (2, 32, 14, 15), "Clip")
+bn_case("bn_params_in_relu", (1, 16, 9, 9), "Relu", params_in=True)
+bn_case("bn_relu_output_read_elsewhere", (1, 16, 9, 9), "Relu", also_out=True)
+bn_case("bn_float64_relu", (1, 8, 5, 5), "Relu", dtype=np.float64)
+bn_case("bn_rank2_relu", (7, 40), "Relu")
 
 check.finish()
