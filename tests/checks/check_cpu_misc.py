@@ -19,7 +19,12 @@ usage: /usr/bin/python3 check_cpu_misc.py SEAM WORKDIR [-k PATTERN]
    check when the parameters are initializers, else per run; followed by
    Relu or Clip (fused into it as a post-op, runtime/fuse.c), by Relu
    while its output is read elsewhere too (not fused), float64, rank 2,
-   against torch.nn.functional.batch_norm.
+   against torch.nn.functional.batch_norm; that the activation was fused
+   (it does not run: --profile) or not, as expected.
+4. Concat (tensor.c), copied in 64 KB pieces over the pool: along the
+   channels of batch-1 NCHW tensors (densenet's), batch 2, the first and
+   the last axis, an empty input, an input given twice, int64, against
+   numpy.concatenate.
 Every model also runs with --threads 1 and 2: the outputs must be bitwise
 equal. A case is one model, named as printed.
 """
@@ -382,5 +387,37 @@ bn_case("bn_params_in_relu", (1, 16, 9, 9), "Relu", params_in=True)
 bn_case("bn_relu_output_read_elsewhere", (1, 16, 9, 9), "Relu", also_out=True)
 bn_case("bn_float64_relu", (1, 8, 5, 5), "Relu", dtype=np.float64)
 bn_case("bn_rank2_relu", (7, 40), "Relu")
+
+
+# ---- Concat: numpy.concatenate ----
+
+def concat_case(name, shapes, axis, dtype=np.float32, repeat=None):
+    """repeat: (i, j) gives input j the same value as input i."""
+    if not check.selected(name):
+        return
+    xs = [(rng.randn(*sh) * 100).astype(dtype) for sh in shapes]
+    names = [f"x{i}" for i in range(len(xs))]
+    if repeat:
+        names[repeat[1]] = names[repeat[0]]
+        xs[repeat[1]] = xs[repeat[0]]
+    want = np.concatenate(xs, axis=axis)
+    feeds = {n: a for n, a in zip(names, xs)}
+    dt = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64}[dtype]
+    got, err = run_model(name, [helper.make_node("Concat", names, ["y"], axis=axis)], feeds, [("y", dt)])
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    check.expect(got[0].shape == want.shape and np.array_equal(got[0], want), f"{name}: equal to numpy.concatenate",
+                 f"shape {got[0].shape}, want {want.shape}")
+
+
+concat_case("concat_channels_densenet", [(1, 64, 56, 56), (1, 32, 56, 56), (1, 32, 56, 56), (1, 3, 56, 56)], 1)
+concat_case("concat_channels_batch2", [(2, 40, 30, 31), (2, 7, 30, 31), (2, 1, 30, 31)], 1)
+concat_case("concat_axis0", [(3, 50, 70), (1, 50, 70), (5, 50, 70)], 0)
+concat_case("concat_last_axis", [(300, 64, 5), (300, 64, 11), (300, 64, 1)], -1)
+concat_case("concat_empty_input", [(1, 8, 90, 90), (1, 0, 90, 90), (1, 9, 90, 90)], 1)
+concat_case("concat_input_twice", [(1, 30, 40, 40), (1, 20, 40, 40), (1, 30, 40, 40)], 1, repeat=(0, 2))
+concat_case("concat_int64", [(2, 3000), (2, 7000)], 1, dtype=np.int64)
+concat_case("concat_small", [(1, 2), (1, 3)], 1)
 
 check.finish()

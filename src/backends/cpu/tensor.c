@@ -188,6 +188,34 @@ static seam_status run_transpose(seam_kernel *k) {
 
 /* ---- Concat and Split ---- */
 
+/* Concat copies the output in pieces of CONCAT_PIECE bytes over the pool:
+ * each piece is a few copies of contiguous runs of the inputs' rows. */
+#define CONCAT_PIECE ((int64_t)1 << 16)
+typedef struct concat_job {
+    seam_kernel *k;
+    int32_t n;
+    int64_t total, row; /* bytes of the output and of one output row */
+    char *y;
+    int64_t *start;     /* [n + 1]: where input i's part of an output row starts */
+} concat_job;
+
+static void concat_pieces(void *arg, int64_t begin, int64_t end) {
+    const concat_job *j = arg;
+    int64_t p = begin * CONCAT_PIECE, stop = end * CONCAT_PIECE < j->total ? end * CONCAT_PIECE : j->total;
+    int32_t i = 0;
+    while (p < stop) {
+        int64_t o = p / j->row, in_row = p % j->row;
+        while (i > 0 && j->start[i] > in_row) i--; /* a new output row */
+        while (j->start[i + 1] <= in_row) i++;
+        int64_t len = j->start[i + 1] - in_row;
+        if (len > stop - p) len = stop - p;
+        const seam_tensor *x = kernel_in(j->k, i);
+        int64_t xrow = j->start[i + 1] - j->start[i];
+        memcpy(j->y + p, (const char *)x->data + o * xrow + (in_row - j->start[i]), (size_t)len);
+        p += len;
+    }
+}
+
 static seam_status run_concat(seam_kernel *k) {
     int32_t n = kernel_n_in(k);
     const seam_tensor *x0 = NULL;
@@ -212,18 +240,19 @@ static seam_status run_concat(seam_kernel *k) {
     }
     seam_tensor *y = kernel_out(k, 0, x0->dtype, r, dims);
     if (!y) return kernel_oom(k);
+    if (!y->nbytes) return SEAM_STATUS_OK;
     size_t es = seam_dtype_size(x0->dtype);
-    int64_t outer = cpu_span(dims, 0, axis), inner = cpu_span(dims, axis + 1, r);
-    int64_t out_row = dims[axis] * inner, at = 0;
+    int64_t inner = cpu_span(dims, axis + 1, r);
+    /* the bytes of each input's row within an output row, as prefix sums */
+    concat_job j = {k, n, (int64_t)y->nbytes, 0, y->data, kernel_scratch(k, sizeof(int64_t) * (size_t)(n + 1))};
+    if (!j.start) return kernel_oom(k);
+    j.start[0] = 0;
     for (int32_t i = 0; i < n; i++) {
         const seam_tensor *x = kernel_in(k, i);
-        if (!x) continue;
-        int64_t row = x->dims[axis] * inner;
-        for (int64_t o = 0; o < outer; o++)
-            memcpy((char *)y->data + (size_t)(o * out_row + at) * es, (const char *)x->data + (size_t)(o * row) * es,
-                   (size_t)row * es);
-        at += row;
+        j.start[i + 1] = j.start[i] + (x ? x->dims[axis] * inner * (int64_t)es : 0);
     }
+    j.row = j.start[n];
+    seam_parallel_for(k->pool, (j.total + CONCAT_PIECE - 1) / CONCAT_PIECE, 1, concat_pieces, &j);
     return SEAM_STATUS_OK;
 }
 
