@@ -126,6 +126,7 @@ static void gemm_nt(int64_t m, int64_t n, int64_t kk, const float *a, const floa
 
 /* Hidden units per block of the packed R and of a step's work. */
 #define UNITS 16
+typedef float units_v __attribute__((vector_size(UNITS * sizeof(float))));
 
 /* R packed for the step: per direction and block of UNITS hidden units,
  * [H][G][UNITS] (the block's rows of every gate, transposed; a last partial
@@ -196,14 +197,27 @@ static void step_units(void *arg, int64_t begin, int64_t end) {
         }
         for (int64_t b0 = u0; b0 < u1; b0 += UNITS) {
             int64_t nb = u1 - b0 < UNITS ? u1 - b0 : UNITS;
-            memset(acc, 0, sizeof(acc));
             const float *blk = j->rp + b0 * G * H; /* (b0 / UNITS) * H * G * UNITS */
-            if (G == 4) /* constant trip counts: the accumulators stay in registers */
-                for (int64_t kk = 0; kk < H; kk++, blk += 4 * UNITS)
-                    for (int64_t i = 0; i < 4 * UNITS; i++) acc[i] += blk[i] * h[kk];
-            else
-                for (int64_t kk = 0; kk < H; kk++, blk += 3 * UNITS)
-                    for (int64_t i = 0; i < 3 * UNITS; i++) acc[i] += blk[i] * h[kk];
+            /* one vector of UNITS per gate, held in registers over the H
+             * products (an array here goes through memory every step) */
+            units_v a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, r;
+            for (int64_t kk = 0; kk < H; kk++, blk += G * UNITS) {
+                float hk = h[kk];
+                memcpy(&r, blk, sizeof(r));
+                a0 += r * hk;
+                memcpy(&r, blk + UNITS, sizeof(r));
+                a1 += r * hk;
+                memcpy(&r, blk + 2 * UNITS, sizeof(r));
+                a2 += r * hk;
+                if (G == 4) {
+                    memcpy(&r, blk + 3 * UNITS, sizeof(r));
+                    a3 += r * hk;
+                }
+            }
+            memcpy(acc, &a0, sizeof(a0));
+            memcpy(acc + UNITS, &a1, sizeof(a1));
+            memcpy(acc + 2 * UNITS, &a2, sizeof(a2));
+            memcpy(acc + 3 * UNITS, &a3, sizeof(a3));
             if (nb < UNITS) memset(gates, 0, sizeof(gates)); /* the lanes past nb go through sigmoid too */
             if (G == 4) { /* i, o, f, c */
                 float *tc = gates + 4 * UNITS;
