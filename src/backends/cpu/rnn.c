@@ -1,9 +1,12 @@
 /* CPU kernels: LSTM, GRU and RNN, per the ONNX equations.
  *
  * Computed in float32 (float16 and float64 are converted at the edges): the
- * input projection X W^T (+ biases) for every step is one sgemm up front;
- * each step then adds H R^T with another. Gate orders are ONNX's: LSTM i, o,
- * f, c; GRU z, r, h. */
+ * input projection X W^T (+ biases) for every step is computed up front
+ * (sgemm, in column blocks over the pool). The plain LSTM and GRU (what
+ * torch exports) then run each step over the pool in blocks of hidden
+ * units, on R packed once per session (step_units); the other forms add
+ * H R^T with an sgemm per step and apply the gates element by element.
+ * Gate orders are ONNX's: LSTM i, o, f, c; GRU z, r, h. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -353,8 +356,8 @@ static seam_status run_recurrent(seam_kernel *k) {
     float *gates = malloc(sizeof(float) * (size_t)(GH + H + 1));   /* fast paths: one row's gates, and tanh(C) */
     seam_status st = SEAM_STATUS_OK;
     if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || (!fast && r->dtype != SEAM_DTYPE_FLOAT32 && !Rc) ||
-        (fast && !rpk) || (sl && !lens) || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hp || !hcur ||
-        !ccur || !hnew || !rh || !zs || !hh || !gates) {
+        (fast && !rpk) || (sl && !lens) || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp ||
+        !hp || !hcur || !ccur || !hnew || !rh || !zs || !hh || !gates) {
         st = kernel_oom(k);
         goto done;
     }
@@ -387,15 +390,17 @@ static seam_status run_recurrent(seam_kernel *k) {
             }
         for (int64_t step = 0; fast && Bn > 0 && step < S; step++) {
             int64_t t = backward ? S - 1 - step : step;
-            step_job sj = {rpk + d * ((H + UNITS - 1) / UNITS) * H * G * UNITS, xp + t * Bn * GH, G == 3 && Rb ? Rb + 2 * H : NULL, hcur, hnew, ccur, lens,
-                           t, Bn, H, GH, G};
+            step_job sj = {.rp = rpk + d * ((H + UNITS - 1) / UNITS) * H * G * UNITS, .xp = xp + t * Bn * GH,
+                           .rbh = G == 3 && Rb ? Rb + 2 * H : NULL, .hcur = hcur, .hnew = hnew, .ccur = ccur,
+                           .len = lens, .t = t, .Bn = Bn, .H = H, .GH = GH, .G = G};
             seam_parallel_for(k->pool, (H + UNITS - 1) / UNITS, 1, step_units, &sj);
             float *tmp = hcur;
             hcur = hnew, hnew = tmp;
             for (int64_t bb = 0; y && bb < Bn; bb++) {
                 if (lens && t >= lens[bb]) continue;
                 int64_t at = bf ? (bb * S + t) * D + d : (t * D + d) * Bn + bb;
-                if (y->dtype == SEAM_DTYPE_FLOAT32) memcpy((float *)y->data + at * H, hcur + bb * H, sizeof(float) * (size_t)H);
+                if (y->dtype == SEAM_DTYPE_FLOAT32)
+                    memcpy((float *)y->data + at * H, hcur + bb * H, sizeof(float) * (size_t)H);
                 else
                     for (int64_t jj = 0; jj < H; jj++) cpu_st(y->data, y->dtype, at * H + jj, hcur[bb * H + jj]);
             }
@@ -505,11 +510,12 @@ static seam_status check_recurrent(seam_check *c) {
     /* R from an initializer: packed once here for the plain LSTM/GRU step */
     int32_t rv = c->n->n_inputs > 2 ? c->n->inputs[2] : -1;
     const ir_tensor *ri = rv >= 0 ? c->g->values[rv].init : NULL;
-    if (n_act > 1 && ri && ri->rank == 3 && ri->numel > 0 && cpu_is_float(ri->dtype) && ri->dtype != SEAM_DTYPE_BFLOAT16) {
+    int32_t G = n_act == 3 ? 4 : 3;
+    if (n_act > 1 && ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
         seam_tensor rt = {.dtype = ri->dtype, .rank = 3, .numel = ri->numel, .data = ri->data};
         for (int32_t d = 0; d < 3; d++) rt.dims[d] = ri->dims[d];
         rnn_state *s = calloc(1, sizeof(*s));
-        if (s) s->rp = pack_r(&rt, n_act == 3 ? 4 : 3);
+        if (s) s->rp = pack_r(&rt, G);
         if (!s || !s->rp) {
             free(s);
             snprintf(c->reason, c->reason_size, "out of memory");
