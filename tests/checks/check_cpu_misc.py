@@ -9,7 +9,8 @@ usage: /usr/bin/python3 check_cpu_misc.py SEAM WORKDIR [-k PATTERN]
    (a full, a short and an empty sequence); layout 1; R as a graph input
    (packed at run time, not in check); float64; and the forms the parallel
    step leaves to the general loop (clip, peepholes, input_forget, other
-   activations with alpha/beta, GRU without linear_before_reset). The
+   activations with alpha/beta, GRU without linear_before_reset); R of
+   the wrong shape fails naming the node. The
    reference is the ONNX spec's equations in float64 (numpy, below),
    itself checked against torch.nn.LSTM/GRU on the forms torch has. Every
    output (Y, Y_h, Y_c) is compared.
@@ -270,6 +271,29 @@ rnn_case("lstm_peepholes", "LSTM", 6, 2, 8, 19, "bidirectional", lens=[4, 6], in
 rnn_case("lstm_input_forget", "LSTM", 6, 2, 8, 19, "reverse", init=True, input_forget=True)
 rnn_case("gru_no_linear_before_reset", "GRU", 6, 3, 8, 19, "bidirectional", lens=[6, 1, 4], init=True, lbr=0)
 
+
+
+def rnn_bad_r(name, op, r_shape):
+    """R with the wrong shape (an initializer, which check() packs): seam
+    run fails with exit 1 and a message naming the node, no crash."""
+    if not check.selected(name):
+        return
+    H, G = 8, 4 if op == "LSTM" else 3
+    inits = [numpy_helper.from_array(np.ones((1, G * H, 5), np.float32), "W"),
+             numpy_helper.from_array(np.ones(r_shape, np.float32), "R")]
+    node = helper.make_node(op, ["x", "W", "R"], ["y"], hidden_size=H, name="the_rnn")
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), [node], [vi("x", (3, 2, 5))],
+                               [vi("y", None)], inits, name=name, opset=14)
+    f = os.path.join(work, name + ".x.npy")
+    np.save(f, np.ones((3, 2, 5), np.float32))
+    r = seam("run", path, "--input", f"x={f}", "--quiet")
+    check.expect(r.returncode == 1 and "the_rnn" in r.stderr, f"{name}: fails naming the node",
+                 f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+
+
+rnn_bad_r("lstm_bad_r_gates", "LSTM", (1, 3 * 8, 8))
+rnn_bad_r("gru_bad_r_hidden", "GRU", (1, 3 * 8, 9))
+rnn_bad_r("lstm_bad_r_directions", "LSTM", (2, 4 * 8, 8))
 
 # ---- Pad: numpy.pad ----
 
