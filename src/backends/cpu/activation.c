@@ -91,10 +91,16 @@ CPU_HOT void cpu_sigmoid_f32(const float *x, float *y, int64_t n) {
 CPU_HOT void cpu_tanh_f32(const float *x, float *y, int64_t n) {
     int nan = 0;
     for (int64_t i = 0; i < n; i++) {
-        float v = x[i], a = v < 0 ? -v : v, e = exp_negabs(2 * a), x2 = v * v;
+        float v = x[i], a = fabsf(v), e = exp_negabs(2 * a), x2 = v * v;
         float big = (1 - e) / (1 + e), small = a * (1 + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315))));
-        float t = a < 0.1f ? small : big;
-        y[i] = v < 0 ? -t : t;
+        /* small where |x| < 0.1, else big, and v's sign: on the bits, as a
+         * float select makes GCC branch (erf below does the same) */
+        uint32_t bs, bb, bv, mask = -(uint32_t)(a < 0.1f);
+        memcpy(&bs, &small, sizeof(bs));
+        memcpy(&bb, &big, sizeof(bb));
+        memcpy(&bv, &v, sizeof(bv));
+        bs = ((bs & mask) | (bb & ~mask)) | (bv & 0x80000000u);
+        memcpy(y + i, &bs, sizeof(bs));
         nan |= v != v;
     }
     for (int64_t i = 0; nan && i < n; i++)

@@ -3,6 +3,8 @@
  * MeanVarianceNormalization, LpNormalization. Statistics accumulate in
  * double; float32 data is read and written directly. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -18,11 +20,26 @@ static bool is_vec(const seam_tensor *t, int64_t n) { return t && t->numel == n;
 
 typedef struct bn_job {
     const seam_tensor *x, *sc, *b, *mean, *var;
+    const double *pa, *psh;             /* scale and shift made by check_batch_norm, or NULL */
+    const act_params *post;             /* a fused activation (float32), or NULL */
     seam_tensor *y, *rm, *rv, *sm, *sv; /* running mean/var; batch mean/var (opset < 14) */
     int64_t N, C, S, per;               /* per: elements of one image a parameter covers */
     double eps, mom;
     bool spatial, training;
 } bn_job;
+
+/* The per-channel scale and shift of an inference BatchNormalization
+ * whose parameters are initializers (check_batch_norm). */
+typedef struct bn_state {
+    int64_t n;
+    double *a, *sh; /* one allocation */
+} bn_state;
+
+static void free_bn_state(void *p) {
+    bn_state *s = p;
+    if (s) free(s->a);
+    free(s);
+}
 
 /* Parameters [begin, end): a channel each, or with spatial=0 (opset < 9) a
  * channel and spatial position each. */
@@ -31,7 +48,8 @@ static void bn_params(void *arg, int64_t begin, int64_t end) {
     const seam_tensor *x = j->x;
     for (int64_t q = begin; q < end; q++) {
         int64_t c = j->spatial ? q : q / j->S, i0 = j->spatial ? 0 : q % j->S;
-        double m = ld(j->mean, q), v = ld(j->var, q);
+        double m = 0, v = 0;
+        if (!j->pa) m = ld(j->mean, q), v = ld(j->var, q);
         if (j->training) { /* this batch's statistics (population variance) */
             double s = 0, s2 = 0, cnt = (double)(j->N * j->per);
             for (int64_t n = 0; n < j->N; n++)
@@ -49,13 +67,16 @@ static void bn_params(void *arg, int64_t begin, int64_t end) {
             if (j->sv) st(j->sv, q, bv);
             m = bm, v = bv;
         }
-        double a = ld(j->sc, q) / sqrt(v + j->eps), sh = ld(j->b, q) - m * a;
+        double a = 0, sh = 0;
+        if (j->pa) a = j->pa[q], sh = j->psh[q];
+        else a = ld(j->sc, q) / sqrt(v + j->eps), sh = ld(j->b, q) - m * a;
         for (int64_t n = 0; n < j->N; n++) {
             int64_t base = (n * j->C + c) * j->S + i0;
             if (x->dtype == SEAM_DTYPE_FLOAT32 && j->y->dtype == SEAM_DTYPE_FLOAT32) {
                 const float *xp = (const float *)x->data + base;
                 float *yp = (float *)j->y->data + base, fa = (float)a, fs = (float)sh;
                 for (int64_t i = 0; i < j->per; i++) yp[i] = xp[i] * fa + fs;
+                if (j->post) cpu_post_apply(j->post, yp, j->per, 0); /* while the plane is in cache */
             } else {
                 for (int64_t i = 0; i < j->per; i++) st(j->y, base + i, ld(x, base + i) * a + sh);
             }
@@ -98,7 +119,48 @@ static seam_status run_batch_norm(seam_kernel *k) {
             if (dst[o] && dst[o]->nbytes) memcpy(dst[o]->data, src[o]->data, dst[o]->nbytes);
         return SEAM_STATUS_OK;
     }
+    const bn_state *bs = k->state;
+    if (bs && !j.training && bs->n == np) j.pa = bs->a, j.psh = bs->sh;
+    if (k->post.kind != ACT_NONE && j.y->dtype == SEAM_DTYPE_FLOAT32) j.post = &k->post;
     seam_parallel_for(k->pool, np, 4, bn_params, &j);
+    return SEAM_STATUS_OK;
+}
+
+/* Inference with scale, B, mean and var all initializers: each channel's
+ * scale a = scale / sqrt(var + epsilon) and shift B - mean * a, once here
+ * (in double, as the run computes them without it). Takes a following
+ * activation as a post-op (runtime/fuse.c). */
+static seam_status check_batch_norm(seam_check *c) {
+    seam_status st = check_float_input(c);
+    if (st) return st;
+    c->post_ops = true;
+    const ir_node *n = c->n;
+    bool training = n->opset >= 14 ? node_attr_int(n, "training_mode", 0) != 0 : false;
+    for (int32_t o = 1; n->opset < 14 && o < n->n_outputs; o++) training |= n->outputs[o] >= 0;
+    if (training || n->n_inputs < 5 || (n->opset < 9 && node_attr_int(n, "spatial", 1) == 0)) return SEAM_STATUS_OK;
+    const ir_tensor *p[4];
+    for (int32_t i = 0; i < 4; i++) {
+        int32_t v = n->inputs[i + 1];
+        p[i] = v >= 0 ? c->g->values[v].init : NULL;
+        if (!p[i] || !cpu_is_float(p[i]->dtype) || p[i]->numel != p[0]->numel) return SEAM_STATUS_OK;
+    }
+    int64_t np = p[0]->numel;
+    bn_state *s = calloc(1, sizeof(*s));
+    double *buf = malloc(sizeof(double) * (size_t)(2 * np + 1));
+    if (!s || !buf) {
+        free(s), free(buf);
+        snprintf(c->reason, c->reason_size, "out of memory");
+        return SEAM_STATUS_OUT_OF_MEMORY;
+    }
+    double eps = node_attr_float(n, "epsilon", 1e-5f);
+    s->n = np, s->a = buf, s->sh = buf + np;
+    for (int64_t q = 0; q < np; q++) {
+        double a = cpu_get(p[0]->data, p[0]->dtype, q) / sqrt(cpu_get(p[3]->data, p[3]->dtype, q) + eps);
+        s->a[q] = a;
+        s->sh[q] = cpu_get(p[1]->data, p[1]->dtype, q) - cpu_get(p[2]->data, p[2]->dtype, q) * a;
+    }
+    *c->state = s;
+    *c->free_state = free_bn_state;
     return SEAM_STATUS_OK;
 }
 
@@ -410,7 +472,7 @@ static seam_status check_lrn(seam_check *c) {
 }
 
 const seam_cpu_binding seam_cpu_norm[] = {
-    {"", "BatchNormalization", 1, {run_batch_norm, check_float_input}},
+    {"", "BatchNormalization", 1, {run_batch_norm, check_batch_norm}},
     {"", "LayerNormalization", 17, {run_layer_norm, check_layer_norm}},
     {"", "InstanceNormalization", 1, {run_instance_norm, check_float_input}},
     {"", "GroupNormalization", 18, {run_group_norm, check_float_input}},

@@ -18,6 +18,67 @@ typedef struct pool_job {
     int64_t in_prod, out_prod;
 } pool_job;
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define POOL_VEC 1
+/* Eight floats as one value (GCC's vector extension): the accumulators of
+ * eight output columns stay in one register over every tap. (GCC does not
+ * vectorize the eight scalar lanes of a max by itself.) */
+typedef float pool_v8 __attribute__((vector_size(32)));
+typedef int32_t pool_v8i __attribute__((vector_size(32)));
+
+/* *v = src[0], src[s], ..., src[7s] for s = 1 or 2; s = 2 reads
+ * src[0..15]. (Through a pointer: a vector return value would change the
+ * ABI between the AVX2 and the baseline builds.) */
+static inline __attribute__((always_inline)) void pool_load(pool_v8 *v, const float *src, int64_t s) {
+    pool_v8 b;
+    memcpy(v, src, sizeof(*v));
+    if (s == 1) return;
+    memcpy(&b, src + 8, sizeof(b));
+    *v = __builtin_shuffle(*v, b, (pool_v8i){0, 2, 4, 6, 8, 10, 12, 14});
+}
+#endif
+
+/* Output columns [lo, hi) of one output row whose windows lie inside the
+ * input row: taps in row-major order, so each output is what one window at
+ * a time gives (the max with NaN passed over, as elsewhere here). x0 is
+ * the row of the window's top-left tap at column 0, minus the padding.
+ * Inlined with constant s and is_max. */
+static inline __attribute__((always_inline)) void pool_row(const float *x0, int64_t W, const conv_geom *w, int64_t kh0,
+                                                           int64_t kh1, int64_t lo, int64_t hi, int64_t s, bool is_max,
+                                                           float den, float *yr) {
+    int64_t kw = w->kernel[1], dh = w->dil[0], dw = w->dil[1], pl = w->pad_lo[1];
+    int64_t ow = lo;
+#ifdef POOL_VEC
+    /* eight columns at a time while their last load stays inside the row */
+    for (; (s == 1 || s == 2) && ow + 8 <= hi && (ow + 8) * s - 1 + (kw - 1) * dw + (s - 1) - pl < W; ow += 8) {
+        const pool_v8 ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        pool_v8 acc = is_max ? ninf : (pool_v8){0};
+        for (int64_t a = kh0; a < kh1; a++)
+            for (int64_t b = 0; b < kw; b++) {
+                pool_v8 v;
+                pool_load(&v, x0 + a * dh * W + b * dw + ow * s, s);
+                if (is_max) { /* v > acc ? v : acc, lane by lane */
+                    pool_v8i m = v > acc;
+                    acc = (pool_v8)(((pool_v8i)v & m) | ((pool_v8i)acc & ~m));
+                } else {
+                    acc += v;
+                }
+            }
+        if (!is_max) acc /= den;
+        memcpy(yr + ow, &acc, sizeof(acc));
+    }
+#endif
+    for (; ow < hi; ow++) {
+        float acc = is_max ? -INFINITY : 0.0f;
+        for (int64_t a = kh0; a < kh1; a++)
+            for (int64_t b = 0; b < kw; b++) {
+                float v = x0[a * dh * W + b * dw + ow * s];
+                acc = is_max ? (v > acc ? v : acc) : acc + v;
+            }
+        yr[ow] = is_max ? acc : acc / den;
+    }
+}
+
 /* 2-D float32 max and average pooling without indices: the hot case of
  * CNNs, with the window clipped per row instead of per tap. */
 CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
@@ -41,24 +102,17 @@ CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
             if (hi > OW) hi = OW;
             if (lo > hi || kh0 >= kh1) lo = hi = 0;
             if (hi > lo) {
+                int64_t count = (kh1 - kh0) * w->kernel[1];
+                float den = (float)(j->count_pad ? ph1 * w->kernel[1] : count);
+                const float *x0 = x + h0 * W - pl;
                 float *yr = y + oh * OW;
-                for (int64_t ow = lo; ow < hi; ow++) yr[ow] = j->kind == P_MAX ? -INFINITY : 0.0f;
-                for (int64_t a = kh0; a < kh1; a++)
-                    for (int64_t b = 0; b < w->kernel[1]; b++) {
-                        const float *src = x + (h0 + a * w->dil[0]) * W - pl + b * w->dil[1];
-                        if (j->kind == P_MAX)
-                            for (int64_t ow = lo; ow < hi; ow++) {
-                                float v = src[ow * s];
-                                yr[ow] = v > yr[ow] ? v : yr[ow];
-                            }
-                        else
-                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += src[ow * s];
-                    }
-                if (j->kind == P_AVG) {
-                    int64_t count = (kh1 - kh0) * w->kernel[1];
-                    float den = (float)(j->count_pad ? ph1 * w->kernel[1] : count);
-                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] = yr[ow] / den;
-                }
+                /* constant strides and kinds, so each copy vectorizes */
+                if (j->kind == P_MAX && s == 1) pool_row(x0, W, w, kh0, kh1, lo, hi, 1, true, den, yr);
+                else if (j->kind == P_MAX && s == 2) pool_row(x0, W, w, kh0, kh1, lo, hi, 2, true, den, yr);
+                else if (j->kind == P_MAX) pool_row(x0, W, w, kh0, kh1, lo, hi, s, true, den, yr);
+                else if (s == 1) pool_row(x0, W, w, kh0, kh1, lo, hi, 1, false, den, yr);
+                else if (s == 2) pool_row(x0, W, w, kh0, kh1, lo, hi, 2, false, den, yr);
+                else pool_row(x0, W, w, kh0, kh1, lo, hi, s, false, den, yr);
             }
             for (int64_t ow = 0; ow < OW; ow++) {
                 if (ow == lo && hi > lo) {

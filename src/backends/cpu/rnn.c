@@ -1,9 +1,12 @@
 /* CPU kernels: LSTM, GRU and RNN, per the ONNX equations.
  *
  * Computed in float32 (float16 and float64 are converted at the edges): the
- * input projection X W^T (+ biases) for every step is one sgemm up front;
- * each step then adds H R^T with another. Gate orders are ONNX's: LSTM i, o,
- * f, c; GRU z, r, h. */
+ * input projection X W^T (+ biases) for every step is computed up front
+ * (sgemm, in column blocks over the pool). The plain LSTM and GRU (what
+ * torch exports) then run each step over the pool in blocks of hidden
+ * units, on R packed once per session (step_units); the other forms add
+ * H R^T with an sgemm per step and apply the gates element by element.
+ * Gate orders are ONNX's: LSTM i, o, f, c; GRU z, r, h. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -124,6 +127,145 @@ static void gemm_nt(int64_t m, int64_t n, int64_t kk, const float *a, const floa
                 (int)n);
 }
 
+/* Hidden units per block of the packed R and of a step's work. */
+#define UNITS 16
+typedef float units_v __attribute__((vector_size(UNITS * sizeof(float))));
+
+/* R packed for the step: per direction and block of UNITS hidden units,
+ * [H][G][UNITS] (the block's rows of every gate, transposed; a last partial
+ * block padded with zeros). A block's product with H is then H
+ * row-times-scalar updates over one contiguous stream, and blocks split
+ * over threads without a reduction across them. Made once in check() when
+ * R is an initializer, else for the run. */
+static float *pack_r(const seam_tensor *r, int32_t G) {
+    int64_t D = r->dims[0], H = r->dims[2], nblk = (H + UNITS - 1) / UNITS;
+    float *rp = calloc((size_t)(D * nblk * H * G * UNITS + 1), sizeof(float));
+    if (!rp) return NULL;
+    bool f32 = r->dtype == SEAM_DTYPE_FLOAT32;
+    for (int64_t d = 0; d < D; d++)
+        for (int32_t g = 0; g < G; g++)
+            for (int64_t u = 0; u < H; u++)
+                for (int64_t kk = 0; kk < H; kk++) {
+                    int64_t at = ((d * G + g) * H + u) * H + kk;
+                    rp[(((d * nblk + u / UNITS) * H + kk) * G + g) * UNITS + u % UNITS] =
+                        f32 ? ((const float *)r->data)[at] : (float)cpu_get(r->data, r->dtype, at);
+                }
+    return rp;
+}
+
+/* The packed R of an initializer R, made by check_recurrent. */
+typedef struct rnn_state {
+    int64_t dims[3];
+    float *rp;
+} rnn_state;
+
+static void free_rnn_state(void *p) {
+    rnn_state *s = p;
+    if (s) free(s->rp);
+    free(s);
+}
+
+/* One step of the plain LSTM (default activations, no clip, peepholes or
+ * input_forget) or GRU (linear_before_reset, default activations, no
+ * clip), for the hidden units of blocks [begin, end) of UNITS: the
+ * product with H, the gates and the new H (and C). Each unit's result
+ * depends only on the sizes, never on the split, so any thread count
+ * gives the same bits. */
+typedef struct step_job {
+    const float *rp;   /* this direction's packed R (pack_r) */
+    const float *xp;   /* this step's X W^T + biases, [Bn][GH] */
+    const float *rbh;  /* GRU: R_bh (added inside the reset gate), or NULL */
+    const float *hcur;
+    float *hnew, *ccur;
+    const int64_t *len; /* sequence_lens, or NULL */
+    int64_t t, Bn, H, GH;
+    int32_t G;
+} step_job;
+
+/* (AVX-512 too: a block of a gate is one register) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void step_units(void *arg, int64_t begin, int64_t end) {
+    const step_job *j = arg;
+    int64_t H = j->H, GH = j->GH, u0 = begin * UNITS, u1 = end * UNITS < H ? end * UNITS : H;
+    int32_t G = j->G;
+    float acc[4 * UNITS], gates[5 * UNITS];
+    for (int64_t bb = 0; bb < j->Bn; bb++) {
+        const float *h = j->hcur + bb * H, *gx = j->xp + bb * GH;
+        float *nh = j->hnew + bb * H, *c = j->ccur + bb * H;
+        if (j->len && j->t >= j->len[bb]) { /* its sequence has ended: H (and C) stay */
+            memcpy(nh + u0, h + u0, sizeof(float) * (size_t)(u1 - u0));
+            continue;
+        }
+        for (int64_t b0 = u0; b0 < u1; b0 += UNITS) {
+            int64_t nb = u1 - b0 < UNITS ? u1 - b0 : UNITS;
+            const float *blk = j->rp + b0 * G * H; /* (b0 / UNITS) * H * G * UNITS */
+            /* one vector of UNITS per gate, held in registers over the H
+             * products (an array here goes through memory every step) */
+            units_v a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, r;
+            for (int64_t kk = 0; kk < H; kk++, blk += G * UNITS) {
+                float hk = h[kk];
+                memcpy(&r, blk, sizeof(r));
+                a0 += r * hk;
+                memcpy(&r, blk + UNITS, sizeof(r));
+                a1 += r * hk;
+                memcpy(&r, blk + 2 * UNITS, sizeof(r));
+                a2 += r * hk;
+                if (G == 4) {
+                    memcpy(&r, blk + 3 * UNITS, sizeof(r));
+                    a3 += r * hk;
+                }
+            }
+            memcpy(acc, &a0, sizeof(a0));
+            memcpy(acc + UNITS, &a1, sizeof(a1));
+            memcpy(acc + 2 * UNITS, &a2, sizeof(a2));
+            memcpy(acc + 3 * UNITS, &a3, sizeof(a3));
+            if (nb < UNITS) memset(gates, 0, sizeof(gates)); /* the lanes past nb go through sigmoid too */
+            if (G == 4) { /* i, o, f, c */
+                float *tc = gates + 4 * UNITS;
+                for (int32_t g = 0; g < 4; g++)
+                    for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + b0 + i] + acc[g * UNITS + i];
+                cpu_sigmoid_f32(gates, gates, 3 * UNITS);
+                cpu_tanh_f32(gates + 3 * UNITS, gates + 3 * UNITS, nb);
+                for (int64_t i = 0; i < nb; i++)
+                    c[b0 + i] = tc[i] = gates[2 * UNITS + i] * c[b0 + i] + gates[i] * gates[3 * UNITS + i];
+                cpu_tanh_f32(tc, tc, nb);
+                for (int64_t i = 0; i < nb; i++) nh[b0 + i] = gates[UNITS + i] * tc[i];
+            } else { /* z, r, h */
+                float *ht = gates + 2 * UNITS;
+                for (int32_t g = 0; g < 2; g++)
+                    for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + b0 + i] + acc[g * UNITS + i];
+                cpu_sigmoid_f32(gates, gates, 2 * UNITS);
+                for (int64_t i = 0; i < nb; i++)
+                    ht[i] = gx[2 * H + b0 + i] +
+                            gates[UNITS + i] * (acc[2 * UNITS + i] + (j->rbh ? j->rbh[b0 + i] : 0));
+                cpu_tanh_f32(ht, ht, nb);
+                for (int64_t i = 0; i < nb; i++)
+                    nh[b0 + i] = (1 - gates[i]) * ht[i] + gates[i] * h[b0 + i];
+            }
+        }
+    }
+}
+
+/* X W^T for every step, in column blocks of PROJ_COLS over the pool: each
+ * block is one sgemm whatever thread runs it. */
+#define PROJ_COLS 128
+typedef struct proj_job {
+    int64_t m, n, kk;
+    const float *a, *b;
+    float *c;
+} proj_job;
+
+static void proj_blocks(void *arg, int64_t begin, int64_t end) {
+    const proj_job *j = arg;
+    for (int64_t q = begin; q < end; q++) {
+        int64_t c0 = q * PROJ_COLS, nc = j->n - c0 < PROJ_COLS ? j->n - c0 : PROJ_COLS;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->m, (int)nc, (int)j->kk, 1.0f, j->a, (int)j->kk,
+                    j->b + c0 * j->kk, (int)j->kk, 0.0f, j->c + c0, (int)j->n);
+    }
+}
+
 static seam_status run_recurrent(seam_kernel *k) {
     const char *op = k->n->op_type;
     int32_t G = op[0] == 'L' ? 4 : op[0] == 'G' ? 3 : 1; /* gates */
@@ -192,7 +334,19 @@ static seam_status run_recurrent(seam_kernel *k) {
         return kernel_oom(k);
     if (y) memset(y->data, 0, y->nbytes); /* steps past a sequence's end stay 0 */
 
-    float *X = widen(x), *W = widen(w), *R = widen(r), *Bv = widen(b), *P = widen(p), *H0 = widen(h0), *C0 = widen(c0);
+    /* the plain cases take the step on the pool over packed R */
+    bool fast = lstm_plain || gru_plain;
+    const rnn_state *rs = k->state;
+    bool packed = fast && rs && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] && rs->dims[2] == r->dims[2];
+    float *rtc = fast && !packed ? pack_r(r, G) : NULL;
+    const float *rpk = packed ? rs->rp : rtc;
+    /* float32 W and R are read in place */
+    float *Wc = w->dtype != SEAM_DTYPE_FLOAT32 ? widen(w) : NULL;
+    float *Rc = !fast && r->dtype != SEAM_DTYPE_FLOAT32 ? widen(r) : NULL;
+    const float *W = Wc ? Wc : w->data, *R = Rc ? Rc : r->data;
+    int64_t *lens = sl ? malloc(sizeof(int64_t) * (size_t)(Bn + 1)) : NULL;
+    for (int64_t bb = 0; lens && bb < Bn; bb++) lens[bb] = cpu_get_i64(sl->data, sl->dtype, bb);
+    float *X = widen(x), *Bv = widen(b), *P = widen(p), *H0 = widen(h0), *C0 = widen(c0);
     size_t bh = sizeof(float) * (size_t)(Bn * H + 1);
     float *xt = malloc(sizeof(float) * (size_t)(S * Bn * In + 1));  /* X as [S, B, In] */
     float *xp = malloc(sizeof(float) * (size_t)(S * Bn * GH + 1));  /* X W^T + biases, every step */
@@ -201,8 +355,9 @@ static seam_status run_recurrent(seam_kernel *k) {
     float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
     float *gates = malloc(sizeof(float) * (size_t)(GH + H + 1));   /* fast paths: one row's gates, and tanh(C) */
     seam_status st = SEAM_STATUS_OK;
-    if (!X || !W || !R || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hp || !hcur ||
-        !ccur || !hnew || !rh || !zs || !hh || !gates) {
+    if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || (!fast && r->dtype != SEAM_DTYPE_FLOAT32 && !Rc) ||
+        (fast && !rpk) || (sl && !lens) || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp ||
+        !hp || !hcur || !ccur || !hnew || !rh || !zs || !hh || !gates) {
         st = kernel_oom(k);
         goto done;
     }
@@ -212,11 +367,16 @@ static seam_status run_recurrent(seam_kernel *k) {
 
     for (int64_t d = 0; d < D; d++) {
         bool backward = rev || (bidi && d == 1);
-        const float *Wd = W + d * GH * In, *Rd = R + d * GH * H;
+        const float *Wd = W + d * GH * In, *Rd = R ? R + d * GH * H : NULL;
         const float *Wb = Bv ? Bv + d * 2 * GH : NULL, *Rb = Bv ? Bv + d * 2 * GH + GH : NULL;
         const float *Pd = P ? P + d * 3 * H : NULL;
         const act_params *fa = &acts[d * n_act];
-        gemm_nt(S * Bn, GH, In, xt, Wd, xp);
+        if (S * Bn > 1 && GH > PROJ_COLS && In > 0) {
+            proj_job pj = {S * Bn, GH, In, xt, Wd, xp};
+            seam_parallel_for(k->pool, (GH + PROJ_COLS - 1) / PROJ_COLS, 1, proj_blocks, &pj);
+        } else {
+            gemm_nt(S * Bn, GH, In, xt, Wd, xp);
+        }
         /* Both biases go into the projection, except GRU's R_bh with
          * linear_before_reset, which the reset gate multiplies */
         for (int64_t row = 0; Bv && row < S * Bn; row++)
@@ -228,7 +388,24 @@ static seam_status run_recurrent(seam_kernel *k) {
                 hcur[bb * H + j] = H0 ? H0[at] : 0;
                 ccur[bb * H + j] = C0 ? C0[at] : 0;
             }
-        for (int64_t step = 0; Bn > 0 && step < S; step++) {
+        for (int64_t step = 0; fast && Bn > 0 && step < S; step++) {
+            int64_t t = backward ? S - 1 - step : step;
+            step_job sj = {.rp = rpk + d * ((H + UNITS - 1) / UNITS) * H * G * UNITS, .xp = xp + t * Bn * GH,
+                           .rbh = G == 3 && Rb ? Rb + 2 * H : NULL, .hcur = hcur, .hnew = hnew, .ccur = ccur,
+                           .len = lens, .t = t, .Bn = Bn, .H = H, .GH = GH, .G = G};
+            seam_parallel_for(k->pool, (H + UNITS - 1) / UNITS, 1, step_units, &sj);
+            float *tmp = hcur;
+            hcur = hnew, hnew = tmp;
+            for (int64_t bb = 0; y && bb < Bn; bb++) {
+                if (lens && t >= lens[bb]) continue;
+                int64_t at = bf ? (bb * S + t) * D + d : (t * D + d) * Bn + bb;
+                if (y->dtype == SEAM_DTYPE_FLOAT32)
+                    memcpy((float *)y->data + at * H, hcur + bb * H, sizeof(float) * (size_t)H);
+                else
+                    for (int64_t jj = 0; jj < H; jj++) cpu_st(y->data, y->dtype, at * H + jj, hcur[bb * H + jj]);
+            }
+        }
+        for (int64_t step = 0; !fast && Bn > 0 && step < S; step++) {
             int64_t t = backward ? S - 1 - step : step;
             gemm_nt(Bn, NR, H, hcur, Rd, hp);
             /* rows whose sequence has ended keep their H (and C) */
@@ -311,7 +488,8 @@ static seam_status run_recurrent(seam_kernel *k) {
             }
     }
 done:
-    free(X), free(W), free(R), free(Bv), free(P), free(H0), free(C0);
+    free(rtc), free(Wc), free(Rc), free(lens);
+    free(X), free(Bv), free(P), free(H0), free(C0);
     free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh), free(gates);
     return st;
 }
@@ -329,6 +507,24 @@ static seam_status check_recurrent(seam_check *c) {
     int32_t n_act = c->n->op_type[0] == 'L' ? 3 : c->n->op_type[0] == 'G' ? 2 : 1;
     if (!read_acts(c->n, n_act, 2, acts, &bad, &bad_len))
         return check_refuse(c, "activation '%.*s' is not supported", (int)bad_len, bad);
+    /* R from an initializer: packed once here for the plain LSTM/GRU step */
+    int32_t rv = c->n->n_inputs > 2 ? c->n->inputs[2] : -1;
+    const ir_tensor *ri = rv >= 0 ? c->g->values[rv].init : NULL;
+    int32_t G = n_act == 3 ? 4 : 3;
+    if (n_act > 1 && ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
+        seam_tensor rt = {.dtype = ri->dtype, .rank = 3, .numel = ri->numel, .data = ri->data};
+        for (int32_t d = 0; d < 3; d++) rt.dims[d] = ri->dims[d];
+        rnn_state *s = calloc(1, sizeof(*s));
+        if (s) s->rp = pack_r(&rt, G);
+        if (!s || !s->rp) {
+            free(s);
+            snprintf(c->reason, c->reason_size, "out of memory");
+            return SEAM_STATUS_OUT_OF_MEMORY;
+        }
+        memcpy(s->dims, rt.dims, sizeof(s->dims));
+        *c->state = s;
+        *c->free_state = free_rnn_state;
+    }
     return SEAM_STATUS_OK;
 }
 

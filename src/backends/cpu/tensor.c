@@ -188,6 +188,34 @@ static seam_status run_transpose(seam_kernel *k) {
 
 /* ---- Concat and Split ---- */
 
+/* Concat copies the output in pieces of CONCAT_PIECE bytes over the pool:
+ * each piece is a few copies of contiguous runs of the inputs' rows. */
+#define CONCAT_PIECE ((int64_t)1 << 16)
+typedef struct concat_job {
+    seam_kernel *k;
+    int32_t n;
+    int64_t total, row; /* bytes of the output and of one output row */
+    char *y;
+    int64_t *start;     /* [n + 1]: where input i's part of an output row starts */
+} concat_job;
+
+static void concat_pieces(void *arg, int64_t begin, int64_t end) {
+    const concat_job *j = arg;
+    int64_t p = begin * CONCAT_PIECE, stop = end * CONCAT_PIECE < j->total ? end * CONCAT_PIECE : j->total;
+    int32_t i = 0;
+    while (p < stop) {
+        int64_t o = p / j->row, in_row = p % j->row;
+        while (i > 0 && j->start[i] > in_row) i--; /* a new output row */
+        while (j->start[i + 1] <= in_row) i++;
+        int64_t len = j->start[i + 1] - in_row;
+        if (len > stop - p) len = stop - p;
+        const seam_tensor *x = kernel_in(j->k, i);
+        int64_t xrow = j->start[i + 1] - j->start[i];
+        memcpy(j->y + p, (const char *)x->data + o * xrow + (in_row - j->start[i]), (size_t)len);
+        p += len;
+    }
+}
+
 static seam_status run_concat(seam_kernel *k) {
     int32_t n = kernel_n_in(k);
     const seam_tensor *x0 = NULL;
@@ -212,18 +240,19 @@ static seam_status run_concat(seam_kernel *k) {
     }
     seam_tensor *y = kernel_out(k, 0, x0->dtype, r, dims);
     if (!y) return kernel_oom(k);
+    if (!y->nbytes) return SEAM_STATUS_OK;
     size_t es = seam_dtype_size(x0->dtype);
-    int64_t outer = cpu_span(dims, 0, axis), inner = cpu_span(dims, axis + 1, r);
-    int64_t out_row = dims[axis] * inner, at = 0;
+    int64_t inner = cpu_span(dims, axis + 1, r);
+    /* the bytes of each input's row within an output row, as prefix sums */
+    concat_job j = {k, n, (int64_t)y->nbytes, 0, y->data, kernel_scratch(k, sizeof(int64_t) * (size_t)(n + 1))};
+    if (!j.start) return kernel_oom(k);
+    j.start[0] = 0;
     for (int32_t i = 0; i < n; i++) {
         const seam_tensor *x = kernel_in(k, i);
-        if (!x) continue;
-        int64_t row = x->dims[axis] * inner;
-        for (int64_t o = 0; o < outer; o++)
-            memcpy((char *)y->data + (size_t)(o * out_row + at) * es, (const char *)x->data + (size_t)(o * row) * es,
-                   (size_t)row * es);
-        at += row;
+        j.start[i + 1] = j.start[i] + (x ? x->dims[axis] * inner * (int64_t)es : 0);
     }
+    j.row = j.start[n];
+    seam_parallel_for(k->pool, (j.total + CONCAT_PIECE - 1) / CONCAT_PIECE, 1, concat_pieces, &j);
     return SEAM_STATUS_OK;
 }
 
@@ -593,6 +622,70 @@ static seam_status run_tile(seam_kernel *k) {
 
 /* ---- Pad ---- */
 
+/* Where output index i of an axis of n input elements padded by lo in
+ * front reads: i - lo inside; outside, per the mode (edge, wrap, reflect
+ * without repeating the edge), or -1 for constant. */
+static int64_t pad_source(char mode, int64_t i, int64_t lo, int64_t n) {
+    int64_t v = i - lo;
+    if (v >= 0 && v < n) return v;
+    if (mode == 'c') return -1;
+    if (mode == 'e') return v < 0 ? 0 : n - 1;
+    if (mode == 'w') return ((v % n) + n) % n;
+    if (n == 1) return 0;
+    int64_t period = 2 * (n - 1);
+    v = ((v % period) + period) % period;
+    return v >= n ? period - v : v;
+}
+
+typedef struct pad_job {
+    const seam_tensor *x;
+    seam_tensor *y;
+    int32_t r;
+    char mode;
+    double cval;
+    size_t es;
+    int64_t lo[SEAM_MAX_RANK], xs[SEAM_MAX_RANK];
+} pad_job;
+
+/* Output rows [begin, end) of the last axis: the part inside the input is
+ * one copy; the pads around it element by element. */
+static void pad_rows(void *arg, int64_t begin, int64_t end) {
+    const pad_job *j = arg;
+    const seam_tensor *x = j->x;
+    seam_tensor *y = j->y;
+    int32_t r = j->r, last = r - 1;
+    int64_t W = y->dims[last], n = x->dims[last], lo = j->lo[last];
+    /* the output columns that read input columns in order: [c0, c1) */
+    int64_t c0 = lo > 0 ? lo : 0, c1 = lo + n < W ? lo + n : W;
+    if (c1 < c0) c1 = c0;
+    size_t es = j->es;
+    bool f32 = y->dtype == SEAM_DTYPE_FLOAT32;
+    float fval = (float)j->cval;
+    for (int64_t row = begin; row < end; row++) {
+        int64_t rem = row, off = 0;
+        bool inside = true;
+        for (int32_t d = last - 1; d >= 0; d--) {
+            int64_t v = pad_source(j->mode, rem % y->dims[d], j->lo[d], x->dims[d]);
+            rem /= y->dims[d];
+            if (v < 0) inside = false;
+            else off += v * j->xs[d];
+        }
+        char *yr = (char *)y->data + (size_t)(row * W) * es;
+        const char *xr = (const char *)x->data + (size_t)off * es;
+        for (int64_t c = 0; c < W; c++) {
+            if (inside && c == c0 && c1 > c0) { /* the run inside the input */
+                memcpy(yr + (size_t)c0 * es, xr + (size_t)(c0 - lo) * es, (size_t)(c1 - c0) * es);
+                c = c1 - 1;
+                continue;
+            }
+            int64_t v = inside ? pad_source(j->mode, c, lo, n) : -1;
+            if (v >= 0) memcpy(yr + (size_t)c * es, xr + (size_t)v * es, es);
+            else if (f32) ((float *)yr)[c] = fval;
+            else cpu_set(yr, y->dtype, c, j->cval);
+        }
+    }
+}
+
 static seam_status run_pad(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
@@ -635,40 +728,17 @@ static seam_status run_pad(seam_kernel *k) {
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    size_t es = seam_dtype_size(x->dtype);
-    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
-    cpu_strides(r, x->dims, xs);
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t off = 0;
-        bool inside = true;
-        for (int32_t d = 0; d < r; d++) {
-            int64_t v = idx[d] - lo[d], n = x->dims[d];
-            if (v < 0 || v >= n) {
-                if (mode == 'c') {
-                    inside = false;
-                    break;
-                } else if (mode == 'e') {
-                    v = v < 0 ? 0 : n - 1;
-                } else if (mode == 'w') {
-                    v = ((v % n) + n) % n;
-                } else { /* reflect, without repeating the edge */
-                    if (n == 1) {
-                        v = 0;
-                    } else {
-                        int64_t period = 2 * (n - 1);
-                        v = ((v % period) + period) % period;
-                        if (v >= n) v = period - v;
-                    }
-                }
-            }
-            off += v * xs[d];
-        }
-        if (inside)
-            cpu_copy_elem(y->data, i, x->data, off, es);
-        else
-            cpu_set(y->data, y->dtype, i, cval);
-        cpu_index_next(idx, dims, r);
+    pad_job j = {x, y, r, mode, cval, seam_dtype_size(x->dtype), {0}, {0}};
+    memcpy(j.lo, lo, sizeof(lo));
+    cpu_strides(r, x->dims, j.xs);
+    if (r == 0) { /* nothing to pad */
+        memcpy(y->data, x->data, y->nbytes);
+        return SEAM_STATUS_OK;
     }
+    /* one output row (the last axis) at a time; a row is worth a thread
+     * piece when it is a few KB */
+    int64_t rows = dims[r - 1] ? numel / dims[r - 1] : 0;
+    seam_parallel_for(k->pool, rows, dims[r - 1] >= 4096 ? 1 : 4096 / (dims[r - 1] + 1) + 1, pad_rows, &j);
     return SEAM_STATUS_OK;
 }
 
