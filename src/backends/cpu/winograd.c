@@ -1,0 +1,313 @@
+/* Winograd F(4x4, 3x3) convolution (see winograd.h).
+ *
+ * The transforms use Lavin's points 0, +-1, +-2 and infinity:
+ *
+ *   B^T = | 4  0 -5  0  1  0 |   G = | 1/4     0     0 |   A^T = | 1  1  1  1  1  0 |
+ *         | 0 -4 -4  1  1  0 |       | -1/6 -1/6  -1/6 |         | 0  1 -1  2 -2  0 |
+ *         | 0  4 -4 -1  1  0 |       | -1/6  1/6  -1/6 |         | 0  1  1  4  4  0 |
+ *         | 0 -2 -1  2  1  0 |       | 1/24 1/12   1/6 |         | 0  1 -1  8 -8  1 |
+ *         | 0  2 -1 -2  1  0 |       | 1/24 -1/12  1/6 |
+ *         | 0  4  0 -5  0  1 |       | 0     0     1   |
+ *
+ * B^T and A^T have small integer entries (exact in float32); the
+ * fractions are all in G, applied once to the weights in double. Points
+ * 0, +-1/2, +-2 measured the same error within noise on the benchmark
+ * shapes, and 0, +-1, +-1/2 twice it (bench/results/wino.md).
+ *
+ * A run goes image by image, group by group, and within a group by blocks
+ * of tile rows ("bands") small enough that the transformed input V [36,
+ * Cg, tiles] and the products P [36, Mg, tiles] stay in L2. Each block
+ * is three parallel passes: the input transform (by input channel), the
+ * 36 GEMMs P[xi] = U[xi] V[xi] (by xi, sgemm single-threaded), and the
+ * output transform with the bias and activation (by output channel). Every
+ * value is computed the same way whichever thread computes it, so the
+ * result does not depend on the thread count.
+ *
+ * The transforms vectorize across the tiles of a band: the input rows are
+ * split by column mod 4 into four "phase" rows, so that column 4 tx + r of
+ * tile tx is phase r at tx (r < 4) or phase r - 4 at tx + 1, contiguous in
+ * tx; the outputs go the same way back. */
+#include "backends/cpu/winograd.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "runtime/kernel.h"
+#include "runtime/pool.h"
+
+struct cpu_wino {
+    int64_t M, Cg, Mg, group;
+    float *u; /* [group][36][Mg][Cg]: per group and position xi, the GEMM's A, row-major */
+};
+
+/* The transformed input and products of one block take at most this many
+ * bytes (L2 is 2 MB per core here). */
+#define WINO_BLOCK_BYTES ((int64_t)1 << 20)
+#define WINO_ALIGN 16 /* floats: 64 bytes */
+
+static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+bool cpu_wino_fits(const conv_geom *g, int64_t Cg, int64_t Mg) {
+    if (g->n != 2) return false;
+    for (int32_t d = 0; d < 2; d++)
+        if (g->kernel[d] != 3 || g->stride[d] != 1 || g->dil[d] != 1 || g->out[d] < 1 || g->in[d] < 1) return false;
+    /* sizes: see bench/results/wino.md */
+    return Cg >= 16 && Mg >= 16 && g->out[0] >= 8 && g->out[1] >= 8;
+}
+
+cpu_wino *cpu_wino_prepare(const float *w, int64_t M, int64_t Cg, int64_t group) {
+    if (M < 1 || Cg < 1 || group < 1 || M % group) return NULL;
+    if (M > ((int64_t)1 << 24) || Cg > ((int64_t)1 << 24) || M * Cg > ((int64_t)1 << 31) / 36) return NULL;
+    cpu_wino *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->M = M, p->Cg = Cg, p->group = group, p->Mg = M / group;
+    p->u = malloc(sizeof(float) * (size_t)(36 * M * Cg));
+    if (!p->u) {
+        free(p);
+        return NULL;
+    }
+    static const double G[6][3] = {
+        {1.0 / 4, 0, 0},
+        {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+        {1.0 / 24, 1.0 / 12, 1.0 / 6},
+        {1.0 / 24, -1.0 / 12, 1.0 / 6},
+        {0, 0, 1},
+    };
+    int64_t Mg = p->Mg;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < Cg; c++) {
+            const float *k = w + (m * Cg + c) * 9;
+            double t[6][3]; /* G k */
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 3; j++) t[i][j] = G[i][0] * k[j] + G[i][1] * k[3 + j] + G[i][2] * k[6 + j];
+            int64_t gi = m / Mg, mi = m % Mg;
+            float *dst = p->u + ((gi * 36) * Mg + mi) * Cg + c;
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) /* (G k G^T)[i][j] */
+                    dst[(i * 6 + j) * Mg * Cg] = (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+        }
+    return p;
+}
+
+void cpu_wino_free(cpu_wino *p) {
+    if (!p) return;
+    free(p->u);
+    free(p);
+}
+
+/* The run's sizes, all from the geometry and the weights. */
+typedef struct wino_plan {
+    int64_t H, W, OH, OW, pt, pl;
+    int64_t ntx, nty;   /* tiles per row, tile rows */
+    int64_t bands;      /* tile rows per block */
+    int64_t nt_max;     /* tiles per block (the last may have fewer) */
+    int64_t per_task;   /* floats of one task's transform buffer */
+    int64_t tasks;      /* buffers for the channel passes */
+    int64_t v_floats, p_floats;
+} wino_plan;
+
+static void plan_of(const cpu_wino *p, const conv_geom *g, int32_t threads, wino_plan *q) {
+    q->H = g->in[0], q->W = g->in[1], q->OH = g->out[0], q->OW = g->out[1];
+    q->pt = g->pad_lo[0], q->pl = g->pad_lo[1];
+    q->ntx = (q->OW + 3) / 4, q->nty = (q->OH + 3) / 4;
+    int64_t band_bytes = 36 * (p->Cg + p->Mg) * q->ntx * (int64_t)sizeof(float);
+    q->bands = WINO_BLOCK_BYTES / band_bytes;
+    if (q->bands < 1) q->bands = 1;
+    if (q->bands > q->nty) q->bands = q->nty;
+    q->nt_max = q->bands * q->ntx;
+    /* input: 6 rows of 4 phases of ntx + 1; output: 16 phases of ntx */
+    int64_t in_f = 24 * (q->ntx + 1), out_f = 16 * q->ntx;
+    q->per_task = round_up(in_f > out_f ? in_f : out_f, WINO_ALIGN);
+    q->tasks = 2 * (int64_t)(threads > 0 ? threads : 1);
+    q->v_floats = round_up(36 * p->Cg * q->nt_max, WINO_ALIGN);
+    q->p_floats = round_up(36 * p->Mg * q->nt_max, WINO_ALIGN);
+}
+
+size_t cpu_wino_scratch_size(const cpu_wino *p, const conv_geom *g, int32_t threads) {
+    wino_plan q;
+    plan_of(p, g, threads, &q);
+    return sizeof(float) * (size_t)(q.v_floats + q.p_floats + q.tasks * q.per_task + WINO_ALIGN);
+}
+
+/* One block of one image and group. */
+typedef struct wino_job {
+    const cpu_wino *p;
+    const wino_plan *q;
+    const float *x;     /* the group's input channels [Cg, H, W] */
+    const float *u;     /* the group's transformed weights [36, Mg, Cg] */
+    const float *bias;  /* the group's [Mg], or NULL */
+    const act_params *post;
+    float *y;           /* the group's output channels [Mg, OH, OW] */
+    float *v, *prod, *buf;
+    int64_t ty0, ty1, nt; /* the block's tile rows and tile count */
+    int64_t per_task;     /* channels per task */
+    int64_t n_chan;       /* Cg or Mg, for the pass */
+} wino_job;
+
+/* The input transform of channel c for tile rows [ty0, ty1): V[xi][c][t]. */
+CPU_HOT static void input_channel(const wino_job *j, int64_t c, float *restrict ph) {
+    const wino_plan *q = j->q;
+    const float *xc = j->x + c * q->H * q->W;
+    int64_t ntx = q->ntx, n1 = ntx + 1;
+    for (int64_t ty = j->ty0; ty < j->ty1; ty++) {
+        /* ph[(k * 4 + r) * n1 + i]: input row 4 ty - pt + k, column 4 i + r - pl, zero outside */
+        for (int64_t k = 0; k < 6; k++) {
+            int64_t ih = 4 * ty - q->pt + k;
+            float *pk = ph + k * 4 * n1;
+            if (ih < 0 || ih >= q->H) {
+                memset(pk, 0, sizeof(float) * (size_t)(4 * n1));
+                continue;
+            }
+            const float *row = xc + ih * q->W;
+            for (int64_t r = 0; r < 4; r++)
+                for (int64_t i = 0; i < n1; i++) {
+                    int64_t iw = 4 * i + r - q->pl;
+                    pk[r * n1 + i] = iw >= 0 && iw < q->W ? row[iw] : 0.0f;
+                }
+        }
+        int64_t t0 = (ty - j->ty0) * ntx, stride = q->nt_max * j->p->Cg; /* between positions xi */
+        float *restrict out = j->v + c * q->nt_max + t0;
+        for (int64_t tx = 0; tx < ntx; tx++) {
+            float z[6][6]; /* B^T d: z[i][col] */
+            float d[6][6];
+            for (int k = 0; k < 6; k++) {
+                const float *pk = ph + k * 4 * n1;
+                d[k][0] = pk[tx], d[k][1] = pk[n1 + tx], d[k][2] = pk[2 * n1 + tx], d[k][3] = pk[3 * n1 + tx];
+                d[k][4] = pk[tx + 1], d[k][5] = pk[n1 + tx + 1];
+            }
+            for (int col = 0; col < 6; col++) {
+                float d0 = d[0][col], d1 = d[1][col], d2 = d[2][col], d3 = d[3][col], d4 = d[4][col], d5 = d[5][col];
+                z[0][col] = 4 * d0 - 5 * d2 + d4;
+                z[1][col] = -4 * (d1 + d2) + (d3 + d4);
+                z[2][col] = 4 * (d1 - d2) + (d4 - d3);
+                z[3][col] = 2 * (d3 - d1) + (d4 - d2);
+                z[4][col] = 2 * (d1 - d3) + (d4 - d2);
+                z[5][col] = 4 * d1 - 5 * d3 + d5;
+            }
+            for (int i = 0; i < 6; i++) { /* (B^T d) B: row i times B */
+                float d0 = z[i][0], d1 = z[i][1], d2 = z[i][2], d3 = z[i][3], d4 = z[i][4], d5 = z[i][5];
+                out[(i * 6 + 0) * stride + tx] = 4 * d0 - 5 * d2 + d4;
+                out[(i * 6 + 1) * stride + tx] = -4 * (d1 + d2) + (d3 + d4);
+                out[(i * 6 + 2) * stride + tx] = 4 * (d1 - d2) + (d4 - d3);
+                out[(i * 6 + 3) * stride + tx] = 2 * (d3 - d1) + (d4 - d2);
+                out[(i * 6 + 4) * stride + tx] = 2 * (d1 - d3) + (d4 - d2);
+                out[(i * 6 + 5) * stride + tx] = 4 * d1 - 5 * d3 + d5;
+            }
+        }
+    }
+}
+
+/* The output transform of output channel m for the block, then the bias
+ * and activation, into y. */
+CPU_HOT static void output_channel(const wino_job *j, int64_t m, float *restrict ph) {
+    const wino_plan *q = j->q;
+    int64_t ntx = q->ntx, OW = q->OW, stride = q->nt_max * j->p->Mg;
+    float bv = j->bias ? j->bias[m] : 0.0f;
+    static const act_params none = {ACT_NONE, 0, 0, 0, 0, 0};
+    const act_params *post = j->post ? j->post : &none;
+    for (int64_t ty = j->ty0; ty < j->ty1; ty++) {
+        const float *restrict in = j->prod + m * q->nt_max + (ty - j->ty0) * ntx;
+        for (int64_t tx = 0; tx < ntx; tx++) {
+            float z[4][6]; /* A^T p */
+            for (int col = 0; col < 6; col++) {
+                float m0 = in[(0 * 6 + col) * stride + tx], m1 = in[(1 * 6 + col) * stride + tx];
+                float m2 = in[(2 * 6 + col) * stride + tx], m3 = in[(3 * 6 + col) * stride + tx];
+                float m4 = in[(4 * 6 + col) * stride + tx], m5 = in[(5 * 6 + col) * stride + tx];
+                float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+                z[0][col] = m0 + s12 + s34;
+                z[1][col] = d12 + 2 * d34;
+                z[2][col] = s12 + 4 * s34;
+                z[3][col] = d12 + 8 * d34 + m5;
+            }
+            for (int i = 0; i < 4; i++) {
+                float m0 = z[i][0], m1 = z[i][1], m2 = z[i][2], m3 = z[i][3], m4 = z[i][4], m5 = z[i][5];
+                float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+                ph[(i * 4 + 0) * ntx + tx] = m0 + s12 + s34;
+                ph[(i * 4 + 1) * ntx + tx] = d12 + 2 * d34;
+                ph[(i * 4 + 2) * ntx + tx] = s12 + 4 * s34;
+                ph[(i * 4 + 3) * ntx + tx] = d12 + 8 * d34 + m5;
+            }
+        }
+        for (int64_t i = 0; i < 4 && 4 * ty + i < q->OH; i++) {
+            float *yr = j->y + (m * q->OH + 4 * ty + i) * OW;
+            const float *pi = ph + i * 4 * ntx;
+            int64_t ow = 0;
+            for (int64_t tx = 0; tx < OW / 4; tx++, ow += 4) {
+                yr[ow] = pi[tx], yr[ow + 1] = pi[ntx + tx], yr[ow + 2] = pi[2 * ntx + tx];
+                yr[ow + 3] = pi[3 * ntx + tx];
+            }
+            for (; ow < OW; ow++) yr[ow] = pi[(ow & 3) * ntx + (ow >> 2)];
+            cpu_post_apply(post, yr, OW, bv);
+        }
+    }
+}
+
+static void input_tasks(void *arg, int64_t begin, int64_t end) {
+    const wino_job *j = arg;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t c1 = (t + 1) * j->per_task < j->n_chan ? (t + 1) * j->per_task : j->n_chan;
+        for (int64_t c = t * j->per_task; c < c1; c++) input_channel(j, c, j->buf + t * j->q->per_task);
+    }
+}
+
+static void output_tasks(void *arg, int64_t begin, int64_t end) {
+    const wino_job *j = arg;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t m1 = (t + 1) * j->per_task < j->n_chan ? (t + 1) * j->per_task : j->n_chan;
+        for (int64_t m = t * j->per_task; m < m1; m++) output_channel(j, m, j->buf + t * j->q->per_task);
+    }
+}
+
+static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
+    const wino_job *j = arg;
+    int64_t Mg = j->p->Mg, Cg = j->p->Cg, ld = j->q->nt_max;
+    for (int64_t xi = begin; xi < end; xi++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Mg, (int)j->nt, (int)Cg, 1.0f, j->u + xi * Mg * Cg,
+                    (int)Cg, j->v + xi * Cg * ld, (int)ld, 0.0f, j->prod + xi * Mg * ld, (int)ld);
+}
+
+/* OpenBLAS single-threaded: seam splits the work over its own pool (as
+ * linalg.c does for its GEMMs; setting it twice is harmless). */
+static pthread_once_t wino_blas_once = PTHREAD_ONCE_INIT;
+static void wino_blas_single(void) { openblas_set_num_threads(1); }
+
+/* Splits n channels into at most `tasks` runs of whole channels. */
+static int64_t split(int64_t n, int64_t tasks, int64_t *per_task) {
+    if (tasks > n) tasks = n;
+    *per_task = (n + tasks - 1) / tasks;
+    return (n + *per_task - 1) / *per_task;
+}
+
+void cpu_wino_run(const cpu_wino *p, seam_pool *pool, const conv_geom *g, int64_t N, const float *x, const float *bias,
+                  const act_params *post, float *y, void *scratch) {
+    pthread_once(&wino_blas_once, wino_blas_single);
+    wino_plan q;
+    plan_of(p, g, seam_pool_threads(pool), &q);
+    float *base = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    int64_t Cg = p->Cg, Mg = p->Mg, C = Cg * p->group, M = p->M;
+    wino_job j = {0};
+    j.p = p, j.q = &q, j.post = post;
+    j.v = base, j.prod = base + q.v_floats, j.buf = base + q.v_floats + q.p_floats;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t gi = 0; gi < p->group; gi++) {
+            j.x = x + (n * C + gi * Cg) * q.H * q.W;
+            j.y = y + (n * M + gi * Mg) * q.OH * q.OW;
+            j.u = p->u + gi * 36 * Mg * Cg;
+            j.bias = bias ? bias + gi * Mg : NULL;
+            for (j.ty0 = 0; j.ty0 < q.nty; j.ty0 = j.ty1) {
+                j.ty1 = j.ty0 + q.bands < q.nty ? j.ty0 + q.bands : q.nty;
+                j.nt = (j.ty1 - j.ty0) * q.ntx;
+                j.n_chan = Cg;
+                int64_t tasks = split(Cg, q.tasks, &j.per_task);
+                seam_parallel_for(pool, tasks, 1, input_tasks, &j);
+                seam_parallel_for(pool, 36, 1, gemm_tasks, &j);
+                j.n_chan = Mg;
+                tasks = split(Mg, q.tasks, &j.per_task);
+                seam_parallel_for(pool, tasks, 1, output_tasks, &j);
+            }
+        }
+}
