@@ -103,28 +103,38 @@ void cpu_wino_free(cpu_wino *p) {
 typedef struct wino_plan {
     int64_t H, W, OH, OW, pt, pl;
     int64_t ntx, nty;   /* tiles per row, tile rows */
+    int64_t ntx8;       /* ntx rounded up to whole vectors */
     int64_t bands;      /* tile rows per block */
     int64_t nt_max;     /* tiles per block (the last may have fewer) */
+    int64_t ld;         /* floats between channels' rows of V and P: nt_max, room for the last vector, aligned */
     int64_t per_task;   /* floats of one task's transform buffer */
     int64_t tasks;      /* buffers for the channel passes */
     int64_t v_floats, p_floats;
 } wino_plan;
 
+#define VL 8 /* floats per vector */
+/* VL floats at any float's alignment (GCC lets a vector of floats alias floats) */
+typedef float v8 __attribute__((vector_size(VL * sizeof(float)), aligned(sizeof(float))));
+#define v8_load(p) (*(const v8 *)(p))
+#define v8_store(p, v) (*(v8 *)(p) = (v))
+
 static void plan_of(const cpu_wino *p, const conv_geom *g, int32_t threads, wino_plan *q) {
     q->H = g->in[0], q->W = g->in[1], q->OH = g->out[0], q->OW = g->out[1];
     q->pt = g->pad_lo[0], q->pl = g->pad_lo[1];
-    q->ntx = (q->OW + 3) / 4, q->nty = (q->OH + 3) / 4;
+    q->ntx = (q->OW + 3) / 4, q->nty = (q->OH + 3) / 4, q->ntx8 = round_up(q->ntx, VL);
     int64_t band_bytes = 36 * (p->Cg + p->Mg) * q->ntx * (int64_t)sizeof(float);
     q->bands = WINO_BLOCK_BYTES / band_bytes;
     if (q->bands < 1) q->bands = 1;
     if (q->bands > q->nty) q->bands = q->nty;
     q->nt_max = q->bands * q->ntx;
-    /* input: 6 rows of 4 phases of ntx + 1; output: 16 phases of ntx */
-    int64_t in_f = 24 * (q->ntx + 1), out_f = 16 * q->ntx;
+    q->ld = round_up(q->nt_max + VL, WINO_ALIGN);
+    /* input: a padded row (4 ntx8 + 8) and 6 rows of 4 phases of ntx8 + VL;
+     * output: 16 phases of ntx8 */
+    int64_t in_f = 4 * q->ntx8 + 8 + 24 * (q->ntx8 + VL), out_f = 16 * q->ntx8;
     q->per_task = round_up(in_f > out_f ? in_f : out_f, WINO_ALIGN);
     q->tasks = 2 * (int64_t)(threads > 0 ? threads : 1);
-    q->v_floats = round_up(36 * p->Cg * q->nt_max, WINO_ALIGN);
-    q->p_floats = round_up(36 * p->Mg * q->nt_max, WINO_ALIGN);
+    q->v_floats = 36 * p->Cg * q->ld;
+    q->p_floats = 36 * p->Mg * q->ld;
 }
 
 size_t cpu_wino_scratch_size(const cpu_wino *p, const conv_geom *g, int32_t threads) {
@@ -142,45 +152,47 @@ typedef struct wino_job {
     const float *bias;  /* the group's [Mg], or NULL */
     const act_params *post;
     float *y;           /* the group's output channels [Mg, OH, OW] */
-    float *v, *prod, *buf;
+    float *v, *prod, *buf; /* V [36][Cg][ld], P [36][Mg][ld], the tasks' buffers */
     int64_t ty0, ty1, nt; /* the block's tile rows and tile count */
     int64_t per_task;     /* channels per task */
     int64_t n_chan;       /* Cg or Mg, for the pass */
 } wino_job;
 
-/* The input transform of channel c for tile rows [ty0, ty1): V[xi][c][t]. */
-CPU_HOT static void input_channel(const wino_job *j, int64_t c, float *restrict ph) {
+/* The input transform of channel c for the block's tile rows: V[xi][c][t].
+ * Vectors of VL tiles; a band's last vector may spill past its tiles, into
+ * the next band's (written after it) or the row's slack (never read). */
+CPU_HOT static void input_channel(const wino_job *j, int64_t c, float *restrict buf) {
     const wino_plan *q = j->q;
     const float *xc = j->x + c * q->H * q->W;
-    int64_t ntx = q->ntx, n1 = ntx + 1;
+    int64_t ntx = q->ntx, ntx8 = q->ntx8, n1 = ntx8 + VL, W = q->W, pl = q->pl;
+    int64_t wide = 4 * ntx8 + 8; /* padded row: columns -pl .. wide - pl - 1 */
+    float *restrict row = buf, *restrict ph = buf + wide;
     for (int64_t ty = j->ty0; ty < j->ty1; ty++) {
         /* ph[(k * 4 + r) * n1 + i]: input row 4 ty - pt + k, column 4 i + r - pl, zero outside */
         for (int64_t k = 0; k < 6; k++) {
             int64_t ih = 4 * ty - q->pt + k;
-            float *pk = ph + k * 4 * n1;
+            float *restrict pk = ph + k * 4 * n1;
             if (ih < 0 || ih >= q->H) {
                 memset(pk, 0, sizeof(float) * (size_t)(4 * n1));
                 continue;
             }
-            const float *row = xc + ih * q->W;
-            for (int64_t r = 0; r < 4; r++)
-                for (int64_t i = 0; i < n1; i++) {
-                    int64_t iw = 4 * i + r - q->pl;
-                    pk[r * n1 + i] = iw >= 0 && iw < q->W ? row[iw] : 0.0f;
-                }
-        }
-        int64_t t0 = (ty - j->ty0) * ntx, stride = q->nt_max * j->p->Cg; /* between positions xi */
-        float *restrict out = j->v + c * q->nt_max + t0;
-        for (int64_t tx = 0; tx < ntx; tx++) {
-            float z[6][6]; /* B^T d: z[i][col] */
-            float d[6][6];
-            for (int k = 0; k < 6; k++) {
-                const float *pk = ph + k * 4 * n1;
-                d[k][0] = pk[tx], d[k][1] = pk[n1 + tx], d[k][2] = pk[2 * n1 + tx], d[k][3] = pk[3 * n1 + tx];
-                d[k][4] = pk[tx + 1], d[k][5] = pk[n1 + tx + 1];
+            int64_t a = pl < wide ? pl : wide, b = pl + W < wide ? pl + W : wide; /* inside: [a, b) */
+            memset(row, 0, sizeof(float) * (size_t)a);
+            if (b > a) memcpy(row + a, xc + ih * W, sizeof(float) * (size_t)(b - a));
+            if (wide > b) memset(row + b, 0, sizeof(float) * (size_t)(wide - b));
+            for (int64_t i = 0; i <= ntx8; i++) {
+                pk[i] = row[4 * i], pk[n1 + i] = row[4 * i + 1];
+                pk[2 * n1 + i] = row[4 * i + 2], pk[3 * n1 + i] = row[4 * i + 3];
             }
+        }
+        int64_t stride = q->ld * j->p->Cg; /* between positions xi */
+        float *out = j->v + c * q->ld + (ty - j->ty0) * ntx;
+        for (int64_t tx = 0; tx < ntx; tx += VL) {
+            v8 z[6][6]; /* B^T d: z[i][col] */
             for (int col = 0; col < 6; col++) {
-                float d0 = d[0][col], d1 = d[1][col], d2 = d[2][col], d3 = d[3][col], d4 = d[4][col], d5 = d[5][col];
+                const float *pc = ph + (col & 3) * n1 + tx + (col >> 2);
+                v8 d0 = v8_load(pc), d1 = v8_load(pc + 4 * n1), d2 = v8_load(pc + 8 * n1);
+                v8 d3 = v8_load(pc + 12 * n1), d4 = v8_load(pc + 16 * n1), d5 = v8_load(pc + 20 * n1);
                 z[0][col] = 4 * d0 - 5 * d2 + d4;
                 z[1][col] = -4 * (d1 + d2) + (d3 + d4);
                 z[2][col] = 4 * (d1 - d2) + (d4 - d3);
@@ -189,13 +201,14 @@ CPU_HOT static void input_channel(const wino_job *j, int64_t c, float *restrict 
                 z[5][col] = 4 * d1 - 5 * d3 + d5;
             }
             for (int i = 0; i < 6; i++) { /* (B^T d) B: row i times B */
-                float d0 = z[i][0], d1 = z[i][1], d2 = z[i][2], d3 = z[i][3], d4 = z[i][4], d5 = z[i][5];
-                out[(i * 6 + 0) * stride + tx] = 4 * d0 - 5 * d2 + d4;
-                out[(i * 6 + 1) * stride + tx] = -4 * (d1 + d2) + (d3 + d4);
-                out[(i * 6 + 2) * stride + tx] = 4 * (d1 - d2) + (d4 - d3);
-                out[(i * 6 + 3) * stride + tx] = 2 * (d3 - d1) + (d4 - d2);
-                out[(i * 6 + 4) * stride + tx] = 2 * (d1 - d3) + (d4 - d2);
-                out[(i * 6 + 5) * stride + tx] = 4 * d1 - 5 * d3 + d5;
+                v8 d0 = z[i][0], d1 = z[i][1], d2 = z[i][2], d3 = z[i][3], d4 = z[i][4], d5 = z[i][5];
+                float *o = out + i * 6 * stride + tx;
+                v8_store(o, 4 * d0 - 5 * d2 + d4);
+                v8_store(o + stride, -4 * (d1 + d2) + (d3 + d4));
+                v8_store(o + 2 * stride, 4 * (d1 - d2) + (d4 - d3));
+                v8_store(o + 3 * stride, 2 * (d3 - d1) + (d4 - d2));
+                v8_store(o + 4 * stride, 2 * (d1 - d3) + (d4 - d2));
+                v8_store(o + 5 * stride, 4 * d1 - 5 * d3 + d5);
             }
         }
     }
@@ -205,42 +218,43 @@ CPU_HOT static void input_channel(const wino_job *j, int64_t c, float *restrict 
  * and activation, into y. */
 CPU_HOT static void output_channel(const wino_job *j, int64_t m, float *restrict ph) {
     const wino_plan *q = j->q;
-    int64_t ntx = q->ntx, OW = q->OW, stride = q->nt_max * j->p->Mg;
+    int64_t ntx = q->ntx, ntx8 = q->ntx8, OW = q->OW, stride = q->ld * j->p->Mg;
     float bv = j->bias ? j->bias[m] : 0.0f;
     static const act_params none = {ACT_NONE, 0, 0, 0, 0, 0};
     const act_params *post = j->post ? j->post : &none;
     for (int64_t ty = j->ty0; ty < j->ty1; ty++) {
-        const float *restrict in = j->prod + m * q->nt_max + (ty - j->ty0) * ntx;
-        for (int64_t tx = 0; tx < ntx; tx++) {
-            float z[4][6]; /* A^T p */
+        const float *in = j->prod + m * q->ld + (ty - j->ty0) * ntx;
+        for (int64_t tx = 0; tx < ntx; tx += VL) {
+            v8 z[4][6]; /* A^T p */
             for (int col = 0; col < 6; col++) {
-                float m0 = in[(0 * 6 + col) * stride + tx], m1 = in[(1 * 6 + col) * stride + tx];
-                float m2 = in[(2 * 6 + col) * stride + tx], m3 = in[(3 * 6 + col) * stride + tx];
-                float m4 = in[(4 * 6 + col) * stride + tx], m5 = in[(5 * 6 + col) * stride + tx];
-                float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+                const float *pc = in + col * stride + tx;
+                v8 m0 = v8_load(pc), m1 = v8_load(pc + 6 * stride), m2 = v8_load(pc + 12 * stride);
+                v8 m3 = v8_load(pc + 18 * stride), m4 = v8_load(pc + 24 * stride), m5 = v8_load(pc + 30 * stride);
+                v8 s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
                 z[0][col] = m0 + s12 + s34;
                 z[1][col] = d12 + 2 * d34;
                 z[2][col] = s12 + 4 * s34;
                 z[3][col] = d12 + 8 * d34 + m5;
             }
             for (int i = 0; i < 4; i++) {
-                float m0 = z[i][0], m1 = z[i][1], m2 = z[i][2], m3 = z[i][3], m4 = z[i][4], m5 = z[i][5];
-                float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
-                ph[(i * 4 + 0) * ntx + tx] = m0 + s12 + s34;
-                ph[(i * 4 + 1) * ntx + tx] = d12 + 2 * d34;
-                ph[(i * 4 + 2) * ntx + tx] = s12 + 4 * s34;
-                ph[(i * 4 + 3) * ntx + tx] = d12 + 8 * d34 + m5;
+                v8 m0 = z[i][0], m1 = z[i][1], m2 = z[i][2], m3 = z[i][3], m4 = z[i][4], m5 = z[i][5];
+                v8 s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+                float *o = ph + i * 4 * ntx8 + tx;
+                v8_store(o, m0 + s12 + s34);
+                v8_store(o + ntx8, d12 + 2 * d34);
+                v8_store(o + 2 * ntx8, s12 + 4 * s34);
+                v8_store(o + 3 * ntx8, d12 + 8 * d34 + m5);
             }
         }
         for (int64_t i = 0; i < 4 && 4 * ty + i < q->OH; i++) {
             float *yr = j->y + (m * q->OH + 4 * ty + i) * OW;
-            const float *pi = ph + i * 4 * ntx;
+            const float *pi = ph + i * 4 * ntx8;
             int64_t ow = 0;
             for (int64_t tx = 0; tx < OW / 4; tx++, ow += 4) {
-                yr[ow] = pi[tx], yr[ow + 1] = pi[ntx + tx], yr[ow + 2] = pi[2 * ntx + tx];
-                yr[ow + 3] = pi[3 * ntx + tx];
+                yr[ow] = pi[tx], yr[ow + 1] = pi[ntx8 + tx], yr[ow + 2] = pi[2 * ntx8 + tx];
+                yr[ow + 3] = pi[3 * ntx8 + tx];
             }
-            for (; ow < OW; ow++) yr[ow] = pi[(ow & 3) * ntx + (ow >> 2)];
+            for (; ow < OW; ow++) yr[ow] = pi[(ow & 3) * ntx8 + (ow >> 2)];
             cpu_post_apply(post, yr, OW, bv);
         }
     }
@@ -264,7 +278,7 @@ static void output_tasks(void *arg, int64_t begin, int64_t end) {
 
 static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
     const wino_job *j = arg;
-    int64_t Mg = j->p->Mg, Cg = j->p->Cg, ld = j->q->nt_max;
+    int64_t Mg = j->p->Mg, Cg = j->p->Cg, ld = j->q->ld;
     for (int64_t xi = begin; xi < end; xi++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Mg, (int)j->nt, (int)Cg, 1.0f, j->u + xi * Mg * Cg,
                     (int)Cg, j->v + xi * Cg * ld, (int)ld, 0.0f, j->prod + xi * Mg * ld, (int)ld);
