@@ -178,6 +178,23 @@ static void check_fits(void) {
     if (cpu_wino_fits(&h, 64, 64)) failures++, fprintf(stderr, "FAIL: fits takes a 5x3 kernel\n");
     h = g, h.n = 3, h.kernel[2] = 3, h.stride[2] = h.dil[2] = 1, h.in[2] = h.out[2] = 8;
     if (cpu_wino_fits(&h, 64, 64)) failures++, fprintf(stderr, "FAIL: fits takes a 3-D conv\n");
+    /* the size rule (winograd.c): few channels, few tiles with many weights, flat outputs */
+    static const struct {
+        shape s;
+        bool fits;
+    } rule[] = {
+        {{1, 16, 14, 14, 48, 1, 1, 1, 1, 1}, false},  {{1, 32, 14, 14, 64, 1, 1, 1, 1, 1}, true},
+        {{1, 512, 7, 7, 512, 1, 1, 1, 1, 1}, false},  {{1, 448, 8, 8, 384, 1, 1, 1, 1, 1}, true},
+        {{1, 32, 7, 7, 128, 1, 1, 1, 1, 1}, false},   {{1, 48, 7, 7, 128, 1, 1, 1, 1, 1}, true},
+        {{1, 64, 3, 400, 64, 1, 0, 1, 0, 1}, false},  {{1, 64, 6, 400, 64, 1, 0, 1, 0, 1}, true},
+    };
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        conv_geom rg = geom_of(&rule[i].s);
+        if (cpu_wino_fits(&rg, rule[i].s.C, rule[i].s.M) != rule[i].fits)
+            failures++, fprintf(stderr, "FAIL: fits says %d for C %lld H %lld W %lld M %lld\n", !rule[i].fits,
+                                (long long)rule[i].s.C, (long long)rule[i].s.H, (long long)rule[i].s.W,
+                                (long long)rule[i].s.M);
+    }
     float w[9] = {0};
     cpu_wino *p = cpu_wino_prepare(w, 3, 1, 2); /* 3 outputs in 2 groups */
     if (p) failures++, fprintf(stderr, "FAIL: prepare takes M %% group != 0\n");
