@@ -264,7 +264,8 @@ int main(int argc, char **argv) {
             {1, 12, 8, 9, 9, 3, 1, 1, 1, 1},    /* 3 groups of 4 -> 3 */
             {1, 17, 12, 16, 33, 1, 1, 1, 1, 1}, /* channels off any block */
             {1, 40, 23, 19, 24, 1, 1, 1, 0, 0},
-            {1, 96, 30, 30, 160, 1, 1, 1, 1, 1}, /* several blocks of tile rows */
+            {1, 96, 30, 30, 160, 1, 1, 1, 1, 1},
+            {1, 16, 181, 179, 16, 1, 1, 0, 2, 1}, /* two blocks of tile rows (over 8 MB of V and P) */
             {2, 64, 17, 33, 32, 2, 1, 2, 1, 0},
         };
         for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {

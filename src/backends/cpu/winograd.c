@@ -74,7 +74,10 @@ bool cpu_wino_fits(const conv_geom *g, int64_t Cg, int64_t Mg) {
     if (g->n != 2) return false;
     for (int32_t d = 0; d < 2; d++)
         if (g->kernel[d] != 3 || g->stride[d] != 1 || g->dil[d] != 1 || g->out[d] < 1 || g->in[d] < 1) return false;
-    if (Cg < 16 || Mg < 16 || Cg > ((int64_t)1 << 24) || Mg > ((int64_t)1 << 24) || Cg * Mg < 16 * (Cg + Mg)) return false;
+    /* (the bounds keep every GEMM size and leading dimension in an int) */
+    if (Cg < 16 || Mg < 16 || Cg > ((int64_t)1 << 20) || Mg > ((int64_t)1 << 20) || g->out[1] > ((int64_t)1 << 24) ||
+        Cg * Mg < 16 * (Cg + Mg))
+        return false;
     int64_t tiles = ((g->out[0] + 3) / 4) * ((g->out[1] + 3) / 4);
     if (g->out[0] * g->out[1] * 2 < 16 * tiles) return false;
     return tiles >= 16 || (Cg >= 48 && Cg * Mg <= 200000);
