@@ -122,6 +122,7 @@ static double check_shape(const shape *s, seam_pool **pools, int n_pools, const 
         fprintf(stderr, "FAIL: cpu_wino_prepare returned NULL\n");
         exit(1);
     }
+    if (cpu_wino_weights(p) != w) failures++, fprintf(stderr, "FAIL: cpu_wino_weights is not the prepared w\n");
     double worst = 0;
     for (int a = 0; a < n_acts; a++)
         for (int pi = 0; pi < n_pools; pi++) {

@@ -44,6 +44,7 @@
 struct cpu_wino {
     int64_t M, Cg, Mg, group;
     float *u; /* [group][36][Mg][Cg]: per group and position xi, the GEMM's A, row-major */
+    const float *from; /* the weights given to prepare (not read after it) */
 };
 
 /* The transformed input and products of one block take at most this many
@@ -91,7 +92,7 @@ cpu_wino *cpu_wino_prepare(const float *w, int64_t M, int64_t Cg, int64_t group)
     if (M > ((int64_t)1 << 24) || Cg > ((int64_t)1 << 24) || M * Cg > ((int64_t)1 << 31) / 36) return NULL;
     cpu_wino *p = calloc(1, sizeof *p);
     if (!p) return NULL;
-    p->M = M, p->Cg = Cg, p->group = group, p->Mg = M / group;
+    p->M = M, p->Cg = Cg, p->group = group, p->Mg = M / group, p->from = w;
     p->u = malloc(sizeof(float) * (size_t)(36 * M * Cg));
     if (!p->u) {
         free(p);
@@ -120,6 +121,8 @@ cpu_wino *cpu_wino_prepare(const float *w, int64_t M, int64_t Cg, int64_t group)
         }
     return p;
 }
+
+const float *cpu_wino_weights(const cpu_wino *p) { return p->from; }
 
 void cpu_wino_free(cpu_wino *p) {
     if (!p) return;

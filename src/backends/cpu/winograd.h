@@ -40,10 +40,13 @@ typedef struct cpu_wino cpu_wino;
  * thread count. */
 bool cpu_wino_fits(const conv_geom *g, int64_t Cg, int64_t Mg);
 
-/* Transforms w [M, Cg, 3, 3] (M = group * Mg) once. NULL when out of
- * memory or the sizes are not positive. */
+/* Transforms w [M, Cg, 3, 3] (M = group * Mg) once (w is not kept, only
+ * its address). NULL when out of memory or the sizes are not positive. */
 cpu_wino *cpu_wino_prepare(const float *w, int64_t M, int64_t Cg, int64_t group);
 void cpu_wino_free(cpu_wino *p);
+/* The w cpu_wino_prepare was given: a run compares it with its W input's
+ * data to know that the transform is of the weights it has. */
+const float *cpu_wino_weights(const cpu_wino *p);
 
 /* The scratch bytes cpu_wino_run needs for geometry g with a pool of
  * `threads` threads. */
