@@ -18,8 +18,8 @@
  * --model-shapes).
  *
  * A run goes image by image, group by group, and within a group by blocks
- * of tile rows ("bands") small enough that the transformed input V [36,
- * Cg, tiles] and the products P [36, Mg, tiles] stay in L2. Each block
+ * of tile rows ("bands") whose transformed input V [36, Cg, tiles] and
+ * products P [36, Mg, tiles] take at most WINO_BLOCK_BYTES. Each block
  * is three parallel passes: the input transform (by input channel), the
  * 36 GEMMs P[xi] = U[xi] V[xi] (by xi, sgemm single-threaded), and the
  * output transform with the bias and activation (by output channel). Every
@@ -315,10 +315,16 @@ static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
                     (int)Cg, j->v + xi * Cg * ld, (int)ld, 0.0f, j->prod + xi * Mg * ld, (int)ld);
 }
 
-/* OpenBLAS single-threaded: seam splits the work over its own pool (as
- * linalg.c does for its GEMMs; setting it twice is harmless). */
+/* OpenBLAS single-threaded, its idle workers stopped: seam splits the
+ * work over its own pool (as linalg.c does for its GEMMs, whichever runs
+ * first; doing it twice is harmless). Weak: builds without the symbol
+ * (serial, OpenMP) have no such workers. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
 static pthread_once_t wino_blas_once = PTHREAD_ONCE_INIT;
-static void wino_blas_single(void) { openblas_set_num_threads(1); }
+static void wino_blas_single(void) {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
 
 /* Splits n channels into at most `tasks` runs of whole channels. */
 static int64_t split(int64_t n, int64_t tasks, int64_t *per_task) {

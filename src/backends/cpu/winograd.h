@@ -9,8 +9,8 @@
  * product is transformed back (A^T m A) to the 4x4 outputs, which get the
  * bias and the fused activation while they are in cache. That is 36
  * multiplies per 16 outputs and input channel instead of 144: about 4x
- * fewer, at the price of the transforms and a little precision (the
- * relative error on the benchmark models' shapes is about 1e-6; see
+ * fewer, at the price of the transforms and a little precision (at most
+ * 5.4e-6 of the output's scale on the benchmark models' conv shapes; see
  * bench/results/wino.md).
  *
  *     if (cpu_wino_fits(&geom, Cg, Mg)) {
