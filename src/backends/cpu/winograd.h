@@ -11,7 +11,10 @@
  * multiplies per 16 outputs and input channel instead of 144: about 4x
  * fewer, at the price of the transforms and a little precision (at most
  * 5.4e-6 of the output's scale on the benchmark models' conv shapes; see
- * bench/results/wino.md).
+ * bench/results/wino.md). An inf or NaN input makes every output of the
+ * tiles whose 6x6 input holds it inf or NaN, where a direct convolution
+ * keeps finite the outputs whose 3x3 window misses it (oneDNN's Winograd
+ * does the same).
  *
  *     if (cpu_wino_fits(&geom, Cg, Mg)) {
  *         cpu_wino *p = cpu_wino_prepare(w, M, Cg, group);            // once per session
