@@ -9,7 +9,8 @@
  *             for each A panel of MR rows: the micro-kernel
  *
  * The first depth block writes C (with the bias), the others add to it;
- * the last one applies the fused activation to the tile just stored. */
+ * after the last one, the fused activation goes over the A block's rows
+ * of the B block's columns, still in L2. */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +58,11 @@ cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k
     }
     for (int64_t q = 0; q < p->panels; q++) {
         float *dst = p->data + q * k * MR;
-        for (int64_t r = 0; r < MR; r++) {
-            int64_t row = q * p->h + r;
-            bool in = r < p->h && row < m;
-            for (int64_t kk = 0; kk < k; kk++) dst[kk * MR + r] = in ? a[row * lda + kk] : 0.0f;
+        int64_t rows = m - q * p->h < p->h ? m - q * p->h : p->h;
+        const float *src = a + q * p->h * lda;
+        for (int64_t kk = 0; kk < k; kk++, dst += MR) {
+            for (int64_t r = 0; r < rows; r++) dst[r] = src[r * lda + kk];
+            for (int64_t r = rows; r < MR; r++) dst[r] = 0.0f;
         }
     }
     return p;
@@ -237,10 +239,12 @@ static void gemm_block(const gemm_run *r, int64_t q0, int64_t q1, int64_t j0, in
                         float *cp = r->c + i0 * r->ldc + jc + jr;
                         ukernel(kc, a->data + (q * K + pc) * MR, bp, cp, r->ldc, mr, nr,
                                 r->bias ? r->bias + i0 : NULL, first);
-                        if (last && post)
-                            for (int64_t i = 0; i < mr; i++) cpu_post_apply(r->post, cp + i * r->ldc, nr, 0.0f);
                     }
                 }
+                /* the activation over the block's rows, while they are in L2
+                 * (whole rows: a call per tile row would cost more than it does) */
+                for (int64_t i = ic * a->h; last && post && i < ic1 * a->h && i < M; i++)
+                    cpu_post_apply(r->post, r->c + i * r->ldc + jc, nc, 0.0f);
             }
         }
     }
