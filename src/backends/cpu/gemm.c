@@ -11,7 +11,6 @@
  * The first depth block writes C (with the bias), the others add to it;
  * after the last one, the fused activation goes over the A block's rows
  * of the B block's columns, still in L2. */
-#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +25,7 @@
 #define MCP 8  /* row panels of an A block: 112 x KC floats = 112 KB */
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #define GEMM_X86 1
 #define GEMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
 #else
