@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
         int64_t N = argc > 1 ? atoll(argv[3 + 3 * s]) : shapes[s][2];
         float *a = randoms(M * K), *b = randoms(K * N), *c = randoms(M * N);
         cpu_gemm_packed *pa = a ? cpu_gemm_pack(a, K, M, K) : NULL;
-        float *scratch = pa ? malloc(sizeof(float) * cpu_gemm_scratch(pa, N, 1)) : NULL;
+        float *scratch = pa ? malloc(sizeof(float) * cpu_gemm_scratch(M, N, 1)) : NULL;
         if (!a || !b || !c || !pa || !scratch) {
             fprintf(stderr, "gemm_bench: out of memory\n");
             return 1;

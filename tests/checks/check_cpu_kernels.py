@@ -28,8 +28,9 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    256-deep block, 1x1 with stride, groups, batch 2, the threads splitting
    columns and row panels, no bias, each fused activation kind (Relu,
    LeakyRelu, Clip, HardSigmoid, HardSwish, SiLU), a Constant node's
-   weight; and the sizes it leaves to OpenBLAS and a graph-input weight,
-   against torch.
+   weight, a graph-input weight (packed on each run: bitwise equal to the
+   same conv with the weight an initializer), and the sizes it leaves to
+   OpenBLAS, against torch.
 4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
@@ -347,15 +348,9 @@ PACKED_ACTS = {
 }
 
 
-def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0), bias=True, act=None,
-                weight="init"):
-    """weight: "init" (an initializer: packed), "constant" (a Constant
-    node's value: packed), or "input" (a graph input: never packed)."""
-    if not check.selected(name):
-        return
-    x = rng.randn(*xshape).astype(np.float32)
-    w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
-    b = rng.randn(wshape[0]).astype(np.float32)
+def packed_run(name, x, w, b, group, strides, pads, act, weight):
+    """Builds and runs one packed_case model on 1 and 2 threads; (y, None)
+    or (None, why)."""
     inits, nodes = [], []
     if weight == "constant":
         nodes.append(helper.make_node("Constant", [], ["w"],
@@ -363,11 +358,12 @@ def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0)
     elif weight == "init":
         inits.append(helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()))
     ins = ["x", "w"]
-    if bias:
+    if b is not None:
         inits.append(helper.make_tensor("b", TensorProto.FLOAT, b.shape, b))
         ins.append("b")
     if act == "clip":
-        inits += [helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.4]), helper.make_tensor("hi", TensorProto.FLOAT, [], [0.6])]
+        inits += [helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.4]),
+                  helper.make_tensor("hi", TensorProto.FLOAT, [], [0.6])]
     nodes.append(helper.make_node("Conv", ins, ["c" if act else "y"], group=group, strides=list(strides),
                                   pads=list(pads)))
     if act:
@@ -375,9 +371,8 @@ def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0)
     inputs = [vi("x", x.shape)] + ([vi("w", w.shape)] if weight == "input" else [])
     path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, inputs, [vi("y", None)], inits, name=name,
                                opset=14)
-    feeds = [("x", x)] + ([("w", w)] if weight == "input" else [])
     args_in = []
-    for nm, v in feeds:
+    for nm, v in [("x", x)] + ([("w", w)] if weight == "input" else []):
         f = os.path.join(work, f"{name}.{nm}.npy")
         np.save(f, v)
         args_in += ["--input", f"{nm}={f}"]
@@ -386,13 +381,32 @@ def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0)
         d = os.path.join(work, f"{name}.t{threads}")
         r = seam("run", path, *args_in, "--threads", threads, "--output-dir", d, "--quiet")
         if r.returncode:
-            check.fail(f"{name}: seam run --threads {threads} failed: {r.stderr.strip()}")
-            return
+            return None, f"seam run --threads {threads} failed: {r.stderr.strip()}"
         outs.append(np.load(os.path.join(d, "y.npy")))
     if outs[0].tobytes() != outs[1].tobytes():
-        check.fail(f"{name}: --threads 1 and --threads 2 differ")
+        return None, "--threads 1 and --threads 2 differ"
+    return outs[0], None
+
+
+def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0), bias=True, act=None,
+                weight="init"):
+    """weight: "init" (an initializer: packed at session creation),
+    "constant" (a Constant node's value: the same), or "input" (a graph
+    input: packed on each run, and bitwise equal to the initializer's
+    result, as a plan's subgraph, whose weights are inputs, must be)."""
+    if not check.selected(name):
         return
-    y = outs[0]
+    x = rng.randn(*xshape).astype(np.float32)
+    w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+    b = rng.randn(wshape[0]).astype(np.float32) if bias else None
+    y, err = packed_run(name, x, w, b, group, strides, pads, act, weight)
+    if not err and weight == "input":
+        y2, err = packed_run(name + ".init", x, w, b, group, strides, pads, act, "init")
+        if not err and y2.tobytes() != y.tobytes():
+            err = "differs from the same conv with the weight an initializer"
+    if err:
+        check.fail(f"{name}: {err}")
+        return
     t = F.pad(torch.from_numpy(x.astype(np.float64)), (pads[1], pads[3], pads[0], pads[2]))
     ref = F.conv2d(t, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)) if bias else None,
                    strides, 0, 1, group)
@@ -425,8 +439,9 @@ packed_case("packed_wide", (1, 24, 60, 61), (64, 24, 3, 3), pads=(1, 1, 1, 1), a
 packed_case("packed_no_bias_hsig", (1, 40, 20, 20), (96, 40, 3, 3), bias=False, act="hardsigmoid")
 packed_case("packed_silu", (1, 32, 21, 22), (72, 32, 3, 3), act="silu")
 packed_case("packed_constant_node", (1, 32, 16, 16), (64, 32, 3, 3), pads=(1, 1, 1, 1), weight="constant")
-# the weight a graph input: im2col + OpenBLAS, the same numbers
-packed_case("packed_weight_input", (1, 32, 16, 16), (64, 32, 3, 3), pads=(1, 1, 1, 1), weight="input")
+# the weight a graph input: packed on each run, with groups and batch 2
+packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pads=(1, 1, 1, 1), weight="input",
+            act="relu")
 # sizes the packed GEMM leaves to OpenBLAS (packed_pays): 1 x 1 outputs,
 # 32 rows of 7 x 7, a 16-row short stem
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")

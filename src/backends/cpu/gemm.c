@@ -43,19 +43,16 @@ bool cpu_gemm_available(void) {
 #endif
 }
 
-cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k) {
-    cpu_gemm_packed *p = calloc(1, sizeof(*p));
-    if (!p) return NULL;
+size_t cpu_gemm_packed_floats(int64_t m, int64_t k) {
+    return (size_t)((m + MR - 1) / MR * MR * (k > 0 ? k : 1) + 15) & ~(size_t)15;
+}
+
+void cpu_gemm_pack_into(cpu_gemm_packed *p, float *data, const float *a, int64_t lda, int64_t m, int64_t k) {
     /* panels of equal height (32 rows: 11, 11, 10, not 14, 14, 4): a short
      * panel would run the kernel at a fraction of its speed */
     p->m = m, p->k = k, p->panels = (m + MR - 1) / MR;
     p->h = p->panels ? (m + p->panels - 1) / p->panels : 0;
-    size_t bytes = sizeof(float) * (size_t)(p->panels * MR * (k > 0 ? k : 1));
-    p->data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    if (!p->data) {
-        free(p);
-        return NULL;
-    }
+    p->data = data;
     for (int64_t q = 0; q < p->panels; q++) {
         float *dst = p->data + q * k * MR;
         int64_t rows = m - q * p->h < p->h ? m - q * p->h : p->h;
@@ -65,6 +62,16 @@ cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k
             for (int64_t r = rows; r < MR; r++) dst[r] = 0.0f;
         }
     }
+}
+
+cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k) {
+    cpu_gemm_packed *p = calloc(1, sizeof(*p));
+    float *data = p ? aligned_alloc(64, sizeof(float) * cpu_gemm_packed_floats(m, k)) : NULL;
+    if (!data) {
+        free(p);
+        return NULL;
+    }
+    cpu_gemm_pack_into(p, data, a, lda, m, k);
     return p;
 }
 
@@ -274,8 +281,8 @@ static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
 
 /* How the work splits: over columns in multiples of NR when there are
  * enough of them, else over row panels. (The split changes no result.) */
-static void plan(gemm_run *r, int32_t threads) {
-    int64_t panels = r->a->panels, col_units = (r->n + NR - 1) / NR;
+static void plan(gemm_run *r, int64_t panels, int32_t threads) {
+    int64_t col_units = (r->n + NR - 1) / NR;
     int64_t t = threads > 1 ? threads : 1;
     r->by_rows = col_units < 2 * t && panels >= 2 * t;
     int64_t units = r->by_rows ? panels : col_units;
@@ -288,9 +295,9 @@ static void plan(gemm_run *r, int32_t threads) {
     r->per_task = ((size_t)KC * NC + NC + 15) & ~(size_t)15;
 }
 
-size_t cpu_gemm_scratch(const cpu_gemm_packed *a, int64_t n, int32_t threads) {
-    gemm_run r = {.a = a, .n = n};
-    plan(&r, threads);
+size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads) {
+    gemm_run r = {.n = n};
+    plan(&r, (m + MR - 1) / MR, threads);
     return (size_t)r.tasks * r.per_task + 16;
 }
 
@@ -298,7 +305,7 @@ void cpu_gemm_run(seam_pool *pool, const cpu_gemm_packed *a, const cpu_gemm_b *b
                   const float *bias, const act_params *post, float *scratch) {
     if (a->m == 0 || n == 0) return;
     gemm_run r = {a, b, n, ldc, c, bias, post, NULL, 0, false, 0, 0};
-    plan(&r, seam_pool_threads(pool));
+    plan(&r, a->panels, seam_pool_threads(pool));
     r.scratch = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     if (r.tasks == 1) gemm_tasks(&r, 0, 1);
     else seam_parallel_for(pool, r.tasks, 1, gemm_tasks, &r);

@@ -42,6 +42,11 @@ bool cpu_gemm_available(void);
 /* Packs A (row-major, rows of lda floats); NULL when out of memory. */
 cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k);
 void cpu_gemm_packed_free(cpu_gemm_packed *p);
+/* The same into memory the caller owns (for a weight that is not a
+ * constant, packed on each run): cpu_gemm_packed_floats(m, k) floats at
+ * data, 64-byte aligned; p->data becomes data. */
+size_t cpu_gemm_packed_floats(int64_t m, int64_t k);
+void cpu_gemm_pack_into(cpu_gemm_packed *p, float *data, const float *a, int64_t lda, int64_t m, int64_t k);
 
 /* The right operand: a row-major matrix B [K, N] (ldb floats a row), or,
  * when win is set, the im2col column matrix of a 2-D conv of one image's
@@ -52,9 +57,9 @@ typedef struct cpu_gemm_b {
     const conv_geom *win; /* (optional) a 2-D conv: b is its input */
 } cpu_gemm_b;
 
-/* Scratch floats cpu_gemm_run needs for n columns on `threads` threads
- * (take it with kernel_scratch; 64-byte alignment is done inside). */
-size_t cpu_gemm_scratch(const cpu_gemm_packed *a, int64_t n, int32_t threads);
+/* Scratch floats cpu_gemm_run needs for m rows and n columns on `threads`
+ * threads (take it with kernel_scratch; 64-byte alignment is done inside). */
+size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads);
 
 /* C [M, N] (rows of ldc floats) = post(A B + bias[row]) with bias and
  * post optional (NULL). Splits over the pool by columns, or by row panels

@@ -665,9 +665,10 @@ static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* What check_conv prepares for one Conv node: its constant weight packed
- * for the packed GEMM, one matrix per group (NULL when the weight is not
- * a constant, not float32, or the CPU has no AVX-512). */
+/* What check_conv prepares for one Conv node (no state at all when the
+ * weight is not a float32 constant or the CPU has no AVX-512): its weight
+ * packed for the packed GEMM, one matrix per group. Another path's
+ * prepared weight (a transformed one, say) would sit beside `packed`. */
 typedef struct conv_state {
     const void *w;              /* the weight's data the packs were made from */
     int64_t w_numel, group;
@@ -682,8 +683,8 @@ static void conv_state_free(void *p) {
     free(s);
 }
 
-/* How one conv runs (conv_path picks, from the sizes only, so never from
- * the thread count). */
+/* How one conv runs (run_conv picks it in one place, from the sizes only,
+ * never from the thread count). */
 typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dw_tasks */
     CONV_PACKED,    /* float32 2-D with a packed constant weight: cpu_gemm_run */
@@ -764,20 +765,24 @@ static seam_status run_conv(seam_kernel *k) {
     if (cb.nb < 64) cb.nb = 64;
     cb.blocks = (out_prod + cb.nb - 1) / cb.nb;
     /* The one place that picks the path, by the sizes only (never the
-     * thread count): depthwise first, then the packed GEMM when check
-     * packed this weight (the same data: a graph input that replaces an
-     * initializer is not), then the OpenBLAS forms. */
+     * thread count, nor whether the weight is a constant: a conv computes
+     * the same bits in a plan's subgraph, where its weight is an input, as
+     * in the whole model): depthwise first, then the packed GEMM, then the
+     * OpenBLAS forms. The packed GEMM takes the weight check packed when
+     * it is this run's (the same data), else packs it now. */
     conv_kind kind = CONV_IM2COL;
     if (!f64 && Cg == 1 && group > 1 && w.n == 2 && dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf))
         kind = CONV_DEPTHWISE;
-    else if (x->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && cs && cs->packed && cs->w == wt->data &&
-             cs->w_numel == wt->numel && cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg &&
-             packed_pays(Mg, Kg, out_prod))
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && Kg > 0 &&
+             packed_pays(Mg, Kg, out_prod) && cpu_gemm_available())
         kind = CONV_PACKED;
     else if (direct)
         kind = CONV_DIRECT;
     else if (!f64 && w.n == 2 && Kg > 0 && cb.blocks > 1 && cb.blocks * group >= 4)
         kind = CONV_BLOCKED; /* float32 2-D with many output pixels per column block */
+    bool prepacked = kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
+                     cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
+    size_t pack_floats = kind == CONV_PACKED && !prepacked ? cpu_gemm_packed_floats(Mg, Kg) : 0;
     int64_t cb_tasks = 0;
     if (kind == CONV_BLOCKED) {
         cb_tasks = 2 * threads < cb.blocks * group ? 2 * threads : cb.blocks * group;
@@ -793,7 +798,7 @@ static seam_status run_conv(seam_kernel *k) {
     /* scratch: the depthwise tasks' planes, the packed GEMM's B blocks, or
      * the column matrix (whole or per block) */
     size_t scratch = kind == CONV_DEPTHWISE ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
-                     : kind == CONV_PACKED  ? sizeof(float) * cpu_gemm_scratch(cs->packed[0], out_prod, threads)
+                     : kind == CONV_PACKED  ? sizeof(float) * (cpu_gemm_scratch(Mg, out_prod, threads) + pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
                      : kind == CONV_DIRECT  ? 0
                                             : es * (size_t)(Cg * kprod * out_prod);
@@ -813,15 +818,22 @@ static seam_status run_conv(seam_kernel *k) {
         dj.per_task = (N * M + tasks - 1) / tasks;
         seam_parallel_for(k->pool, (N * M + dj.per_task - 1) / dj.per_task, 1, dw_tasks, &dj);
         goto done;
-    case CONV_PACKED:
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < group; g++) {
+    case CONV_PACKED: {
+        /* scratch: the weight packed now (when check did not), then the B blocks */
+        float *pack_at = (float *)(((uintptr_t)col + 63) & ~(uintptr_t)63), *gemm_at = pack_at + pack_floats;
+        for (int64_t g = 0; g < group; g++) {
+            cpu_gemm_packed now;
+            const cpu_gemm_packed *pa = prepacked ? cs->packed[g] : &now;
+            if (!prepacked) cpu_gemm_pack_into(&now, pack_at, (const float *)vw.p + g * Mg * Kg, Kg, Mg, Kg);
+            for (int64_t n = 0; n < N; n++) {
                 const float *xg = (const float *)vx.p + (n * C + g * Cg) * in_prod;
                 cpu_gemm_b src = {xg, in_prod, direct ? NULL : &w};
-                cpu_gemm_run(k->pool, cs->packed[g], &src, out_prod, (float *)vy.p + (n * M + g * Mg) * out_prod,
-                             out_prod, b ? (const float *)vb.p + g * Mg : NULL, post, col);
+                cpu_gemm_run(k->pool, pa, &src, out_prod, (float *)vy.p + (n * M + g * Mg) * out_prod, out_prod,
+                             b ? (const float *)vb.p + g * Mg : NULL, post, gemm_at);
             }
+        }
         goto done;
+    }
     case CONV_BLOCKED:
         pthread_once(&blas_once, blas_single_thread);
         cb.w = vw.p, cb.bias = vb.p, cb.buf = col, cb.win = &w, cb.post = post;
