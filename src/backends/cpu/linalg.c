@@ -4,9 +4,10 @@
  * are widened to float32 and narrowed back. Conv is im2col + sgemm per
  * image and group (a 1x1, stride 1, unpadded conv needs no im2col: the
  * input already is the column matrix); a depthwise conv is a direct loop.
- * On CPUs with AVX-512, a float32 2-D Conv with a constant weight runs on
- * the packed GEMM instead (gemm.c): the weight packed once at session
- * creation, the im2col columns written straight into its packed panels.
+ * On CPUs with AVX-512, a float32 2-D Conv of the sizes where it wins runs
+ * on the packed GEMM instead (gemm.c): a constant weight packed once at
+ * session creation (another on each run), the im2col columns written
+ * straight into the packed panels.
  * Conv, Gemm and MatMul apply an activation the executor fused into them
  * (and Conv its bias) to each block of the output as it is written.
  * ConvTranspose is the transposed product followed by col2im. Integer
