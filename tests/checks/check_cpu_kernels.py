@@ -23,6 +23,14 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
    and a fused Relu; depthwise 5x5 (strides, dilations, asymmetric pads,
    a channel multiplier of 2), against torch.
+3b. Conv on the packed GEMM (a float32 constant weight on an AVX-512 CPU):
+   row panels and column tiles with tails, depth above and below one
+   256-deep block, 1x1 with stride, groups, batch 2, the threads splitting
+   columns and row panels, no bias, each fused activation kind (Relu,
+   LeakyRelu, Clip, HardSigmoid, HardSwish, SiLU), a Constant node's
+   weight, a graph-input weight (packed on each run: bitwise equal to the
+   same conv with the weight an initializer), and the sizes it leaves to
+   OpenBLAS, against torch.
 4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
@@ -323,6 +331,122 @@ conv_case("dw5x5_s2", (1, 16, 56, 57), (16, 1, 5, 5), group=16, strides=(2, 2), 
 conv_case("dw5x5_d2_asym", (1, 8, 30, 27), (8, 1, 5, 5), group=8, pads=(4, 3, 2, 4), dil=(2, 2))
 conv_case("dw5x3_s12", (1, 8, 30, 27), (8, 1, 5, 3), group=8, strides=(1, 2), pads=(2, 1, 2, 1))
 conv_case("dw_mult2_5x5", (1, 6, 20, 22), (12, 1, 5, 5), group=6, pads=(2, 2, 2, 2))
+
+# ---- Conv on the packed GEMM (AVX-512 CPUs): weight packed at session creation ----
+
+# The fused activations (runtime/fuse.c moves them into the Conv), as the
+# nodes after the Conv and their float64 torch reference.
+PACKED_ACTS = {
+    "relu": (lambda: [helper.make_node("Relu", ["c"], ["y"])], F.relu),
+    "leaky": (lambda: [helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.07)], lambda t: F.leaky_relu(t, 0.07)),
+    "clip": (lambda: [helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], lambda t: t.clamp(-0.4, 0.6)),
+    "hardsigmoid": (lambda: [helper.make_node("HardSigmoid", ["c"], ["y"], alpha=0.3, beta=0.45)],
+                    lambda t: (0.3 * t + 0.45).clamp(0, 1)),
+    "hardswish": (lambda: [helper.make_node("HardSwish", ["c"], ["y"])], lambda t: t * (t / 6 + 0.5).clamp(0, 1)),
+    "silu": (lambda: [helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])],
+             lambda t: t * torch.sigmoid(t)),
+}
+
+
+def packed_run(name, x, w, b, group, strides, pads, act, weight):
+    """Builds and runs one packed_case model on 1 and 2 threads; (y, None)
+    or (None, why)."""
+    inits, nodes = [], []
+    if weight == "constant":
+        nodes.append(helper.make_node("Constant", [], ["w"],
+                                      value=helper.make_tensor("wv", TensorProto.FLOAT, w.shape, w.ravel())))
+    elif weight == "init":
+        inits.append(helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()))
+    ins = ["x", "w"]
+    if b is not None:
+        inits.append(helper.make_tensor("b", TensorProto.FLOAT, b.shape, b))
+        ins.append("b")
+    if act == "clip":
+        inits += [helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.4]),
+                  helper.make_tensor("hi", TensorProto.FLOAT, [], [0.6])]
+    nodes.append(helper.make_node("Conv", ins, ["c" if act else "y"], group=group, strides=list(strides),
+                                  pads=list(pads)))
+    if act:
+        nodes += PACKED_ACTS[act][0]()
+    inputs = [vi("x", x.shape)] + ([vi("w", w.shape)] if weight == "input" else [])
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, inputs, [vi("y", None)], inits, name=name,
+                               opset=14)
+    args_in = []
+    for nm, v in [("x", x)] + ([("w", w)] if weight == "input" else []):
+        f = os.path.join(work, f"{name}.{nm}.npy")
+        np.save(f, v)
+        args_in += ["--input", f"{nm}={f}"]
+    outs = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        r = seam("run", path, *args_in, "--threads", threads, "--output-dir", d, "--quiet")
+        if r.returncode:
+            return None, f"seam run --threads {threads} failed: {r.stderr.strip()}"
+        outs.append(np.load(os.path.join(d, "y.npy")))
+    if outs[0].tobytes() != outs[1].tobytes():
+        return None, "--threads 1 and --threads 2 differ"
+    return outs[0], None
+
+
+def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0), bias=True, act=None,
+                weight="init"):
+    """weight: "init" (an initializer: packed at session creation),
+    "constant" (a Constant node's value: the same), or "input" (a graph
+    input: packed on each run, and bitwise equal to the initializer's
+    result, as a plan's subgraph, whose weights are inputs, must be)."""
+    if not check.selected(name):
+        return
+    x = rng.randn(*xshape).astype(np.float32)
+    w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+    b = rng.randn(wshape[0]).astype(np.float32) if bias else None
+    y, err = packed_run(name, x, w, b, group, strides, pads, act, weight)
+    if not err and weight == "input":
+        y2, err = packed_run(name + ".init", x, w, b, group, strides, pads, act, "init")
+        if not err and y2.tobytes() != y.tobytes():
+            err = "differs from the same conv with the weight an initializer"
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    t = F.pad(torch.from_numpy(x.astype(np.float64)), (pads[1], pads[3], pads[0], pads[2]))
+    ref = F.conv2d(t, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)) if bias else None,
+                   strides, 0, 1, group)
+    if act:
+        ref = PACKED_ACTS[act][1](ref)
+    ref = ref.numpy()
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-5, f"{name}: error {e:.1e} against torch")
+
+
+# Row panels of at most 14 (29 rows: 10, 10, 9), 32-column tiles with a tail of 21
+# and of 9 (one zmm), depth < 256 (one depth block)
+packed_case("packed_edges_tail21", (1, 7, 23, 19), (64, 7, 3, 3), pads=(1, 1, 1, 1))
+packed_case("packed_edges_tail9", (1, 20, 17, 25), (29, 20, 3, 3), pads=(1, 1, 1, 1))
+# depth 576 > 256: three depth blocks (the last 64 deep); an odd row count
+packed_case("packed_depth3", (1, 64, 15, 15), (70, 64, 3, 3), pads=(1, 1, 1, 1), act="relu")
+# 1x1 stride 2 with a depth of 300 (im2col into the panels), and 1x1 stride 1
+# (the input is B itself), batch 2
+packed_case("packed_1x1_s2", (1, 300, 33, 35), (45, 300, 1, 1), strides=(2, 2))
+packed_case("packed_1x1_batch2", (2, 96, 14, 14), (80, 96, 1, 1), act="hardswish")
+# groups: one packed matrix per group; batch 2; asymmetric pads, stride 2
+packed_case("packed_group3", (2, 24, 33, 35), (150, 8, 3, 3), group=3, pads=(1, 0, 2, 1), strides=(2, 2))
+# few columns, many rows: the threads split the row panels (7 x 7, 160 rows)
+packed_case("packed_by_rows", (1, 96, 7, 7), (160, 96, 3, 3), pads=(1, 1, 1, 1), act="leaky")
+# wide output, one depth block: the threads split the columns over NC blocks
+packed_case("packed_wide", (1, 24, 60, 61), (64, 24, 3, 3), pads=(1, 1, 1, 1), act="clip")
+packed_case("packed_no_bias_hsig", (1, 40, 20, 20), (96, 40, 3, 3), bias=False, act="hardsigmoid")
+packed_case("packed_silu", (1, 32, 21, 22), (72, 32, 3, 3), act="silu")
+packed_case("packed_constant_node", (1, 32, 16, 16), (64, 32, 3, 3), pads=(1, 1, 1, 1), weight="constant")
+# the weight a graph input: packed on each run, with groups and batch 2
+packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pads=(1, 1, 1, 1), weight="input",
+            act="relu")
+# sizes the packed GEMM leaves to OpenBLAS (packed_pays): 1 x 1 outputs,
+# 32 rows of 7 x 7, a 16-row short stem
+packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
+packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
+packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
 
 # ---- 2-D pools: whole rows of windows inside the input at a time ----
 

@@ -4,6 +4,10 @@
  * are widened to float32 and narrowed back. Conv is im2col + sgemm per
  * image and group (a 1x1, stride 1, unpadded conv needs no im2col: the
  * input already is the column matrix); a depthwise conv is a direct loop.
+ * On CPUs with AVX-512, a float32 2-D Conv of the sizes where it wins runs
+ * on the packed GEMM instead (gemm.c): a constant weight packed once at
+ * session creation (another on each run), the im2col columns written
+ * straight into the packed panels.
  * Conv, Gemm and MatMul apply an activation the executor fused into them
  * (and Conv its bias) to each block of the output as it is written.
  * ConvTranspose is the transposed product followed by col2im. Integer
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/gemm.h"
 #include "runtime/pool.h"
 
 /* A float view of a tensor: its own data for float32/64, else a widened
@@ -661,6 +666,47 @@ static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* What check_conv prepares for one Conv node (no state at all when the
+ * weight is not a float32 constant or the CPU has no AVX-512): its weight
+ * packed for the packed GEMM, one matrix per group. Another path's
+ * prepared weight (a transformed one, say) would sit beside `packed`. */
+typedef struct conv_state {
+    const void *w;              /* the weight's data the packs were made from */
+    int64_t w_numel, group;
+    cpu_gemm_packed **packed;   /* [group] */
+} conv_state;
+
+static void conv_state_free(void *p) {
+    conv_state *s = p;
+    if (!s) return;
+    for (int64_t g = 0; s->packed && g < s->group; g++) cpu_gemm_packed_free(s->packed[g]);
+    free(s->packed);
+    free(s);
+}
+
+/* How one conv runs (run_conv picks it in one place, from the sizes only,
+ * never from the thread count). */
+typedef enum conv_kind {
+    CONV_DEPTHWISE, /* one input channel per group: dw_tasks */
+    CONV_PACKED,    /* float32 2-D with a packed constant weight: cpu_gemm_run */
+    CONV_BLOCKED,   /* float32 2-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
+    CONV_DIRECT,    /* 1x1, stride 1, unpadded: the input is the column matrix, sgemm */
+    CONV_IM2COL,    /* the rest: the whole column matrix, then sgemm */
+} conv_kind;
+
+/* Where the packed GEMM beats im2col + OpenBLAS sgemm (measured on the
+ * benchmark set's convs, bench/results/cpugemm.md): not on a few output
+ * pixels (the SE blocks' 1x1 convs on [C, 1, 1] are matrix-vector
+ * products), not on few rows and few pixels (32 channels of 7x7: the
+ * 32-column tiles compute 64 for 49), not on few rows and a short depth
+ * (a 16-channel stem: packing B costs more than the product). out_prod < 0:
+ * not known yet (at check time, with symbolic dims). */
+static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod) {
+    if (Mg < 48 && Kg < 160) return false;
+    if (out_prod < 0) return true;
+    return out_prod >= 16 && (out_prod >= 128 || Mg >= 64);
+}
+
 static seam_status run_conv(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *wt = kernel_in(k, 1), *b = kernel_in(k, 2);
     if (!x || !wt || x->rank < 3 || wt->rank != x->rank) return kernel_fail(k, "needs X [N, C, ...] and W of the same rank");
@@ -712,34 +758,51 @@ static seam_status run_conv(seam_kernel *k) {
     bool direct = true; /* 1x1, stride 1, no pad: the input is the column matrix */
     for (int32_t d = 0; d < w.n; d++)
         direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
-    /* float32 2-D with many output pixels per column block: blocked im2col */
     int64_t threads = seam_pool_threads(k->pool), Kg = Cg * kprod;
+    const conv_state *cs = k->state;
+    dw_job dj = {0};
     cblk_job cb = {0};
     cb.nb = ((int64_t)1 << 17) / (Kg > 0 ? Kg : 1) / 64 * 64;
     if (cb.nb < 64) cb.nb = 64;
     cb.blocks = (out_prod + cb.nb - 1) / cb.nb;
-    /* (by the sizes only: the path must not depend on the thread count) */
-    bool blocked = !f64 && !direct && w.n == 2 && Kg > 0 && cb.blocks > 1 && cb.blocks * group >= 4;
+    /* The one place that picks the path, by the sizes only (never the
+     * thread count, nor whether the weight is a constant: a conv computes
+     * the same bits in a plan's subgraph, where its weight is an input, as
+     * in the whole model): depthwise first, then the packed GEMM, then the
+     * OpenBLAS forms. The packed GEMM takes the weight check packed when
+     * it is this run's (the same data), else packs it now. */
+    conv_kind kind = CONV_IM2COL;
+    if (!f64 && Cg == 1 && group > 1 && w.n == 2 && dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf))
+        kind = CONV_DEPTHWISE;
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && Kg > 0 &&
+             packed_pays(Mg, Kg, out_prod) && cpu_gemm_available())
+        kind = CONV_PACKED;
+    else if (direct)
+        kind = CONV_DIRECT;
+    else if (!f64 && w.n == 2 && Kg > 0 && cb.blocks > 1 && cb.blocks * group >= 4)
+        kind = CONV_BLOCKED; /* float32 2-D with many output pixels per column block */
+    bool prepacked = kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
+                     cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
+    size_t pack_floats = kind == CONV_PACKED && !prepacked ? cpu_gemm_packed_floats(Mg, Kg) : 0;
     int64_t cb_tasks = 0;
-    if (blocked) {
+    if (kind == CONV_BLOCKED) {
         cb_tasks = 2 * threads < cb.blocks * group ? 2 * threads : cb.blocks * group;
         cb.per_task = (cb.blocks * group + cb_tasks - 1) / cb_tasks;
         cb_tasks = (cb.blocks * group + cb.per_task - 1) / cb.per_task;
     }
-    dw_job dj = {0};
-    bool depthwise = !f64 && Cg == 1 && group > 1 && w.n == 2 &&
-                     dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf);
     /* depthwise: a few tasks per thread, each with its plane; how many
      * changes nothing in the result */
     int64_t tasks = 4 * (int64_t)seam_pool_threads(k->pool);
-    if (depthwise && tasks * dj.per_buf > ((int64_t)1 << 24)) /* at most 64 MB of planes */
+    if (kind == CONV_DEPTHWISE && tasks * dj.per_buf > ((int64_t)1 << 24)) /* at most 64 MB of planes */
         tasks = ((int64_t)1 << 24) / dj.per_buf > 1 ? ((int64_t)1 << 24) / dj.per_buf : 1;
     if (tasks > N * M) tasks = N * M;
-    /* scratch: the column matrix, or the depthwise tasks' planes */
-    size_t scratch = depthwise ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
-                     : blocked ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
-                     : direct  ? 0
-                               : es * (size_t)(Cg * kprod * out_prod);
+    /* scratch: the depthwise tasks' planes, the packed GEMM's B blocks, or
+     * the column matrix (whole or per block) */
+    size_t scratch = kind == CONV_DEPTHWISE ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
+                     : kind == CONV_PACKED  ? sizeof(float) * (cpu_gemm_scratch(Mg, out_prod, threads) + pack_floats)
+                     : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
+                     : kind == CONV_DIRECT  ? 0
+                                            : es * (size_t)(Cg * kprod * out_prod);
     void *col = scratch ? kernel_scratch(k, scratch) : NULL;
     if (scratch && !col) {
         release(&vx);
@@ -748,15 +811,31 @@ static seam_status run_conv(seam_kernel *k) {
         release(&vb);
         return kernel_oom(k);
     }
-    if (depthwise) {
+    switch (kind) {
+    case CONV_DEPTHWISE:
         dj.x = vx.p, dj.w = vw.p, dj.bias = vb.p, dj.y = vy.p, dj.win = &w, dj.post = post;
         dj.buf = (float *)(((uintptr_t)col + 63) & ~(uintptr_t)63);
         dj.C = C, dj.M = M, dj.Mg = Mg, dj.total = N * M;
         dj.per_task = (N * M + tasks - 1) / tasks;
         seam_parallel_for(k->pool, (N * M + dj.per_task - 1) / dj.per_task, 1, dw_tasks, &dj);
         goto done;
+    case CONV_PACKED: {
+        /* scratch: the weight packed now (when check did not), then the B blocks */
+        float *pack_at = (float *)(((uintptr_t)col + 63) & ~(uintptr_t)63), *gemm_at = pack_at + pack_floats;
+        for (int64_t g = 0; g < group; g++) {
+            cpu_gemm_packed now;
+            const cpu_gemm_packed *pa = prepacked ? cs->packed[g] : &now;
+            if (!prepacked) cpu_gemm_pack_into(&now, pack_at, (const float *)vw.p + g * Mg * Kg, Kg, Mg, Kg);
+            for (int64_t n = 0; n < N; n++) {
+                const float *xg = (const float *)vx.p + (n * C + g * Cg) * in_prod;
+                cpu_gemm_b src = {xg, in_prod, direct ? NULL : &w};
+                cpu_gemm_run(k->pool, pa, &src, out_prod, (float *)vy.p + (n * M + g * Mg) * out_prod, out_prod,
+                             b ? (const float *)vb.p + g * Mg : NULL, post, gemm_at);
+            }
+        }
+        goto done;
     }
-    if (blocked) {
+    case CONV_BLOCKED:
         pthread_once(&blas_once, blas_single_thread);
         cb.w = vw.p, cb.bias = vb.p, cb.buf = col, cb.win = &w, cb.post = post;
         cb.group = group, cb.Cg = Cg, cb.Mg = Mg, cb.kprod = kprod, cb.Kg = Kg, cb.out_prod = out_prod;
@@ -767,6 +846,9 @@ static seam_status run_conv(seam_kernel *k) {
             seam_parallel_for(k->pool, cb_tasks, 1, cblk_tasks, &cb);
         }
         goto done;
+    case CONV_DIRECT:
+    case CONV_IM2COL:
+        break;
     }
     /* The output starts as the bias and the products add onto it: for
      * float32 block by block inside gemm_post (which applies the
@@ -782,7 +864,7 @@ static seam_status run_conv(seam_kernel *k) {
         for (int64_t g = 0; g < group; g++) {
             const char *xg = (const char *)vx.p + (size_t)((n * C + g * Cg) * in_prod) * es;
             const void *src = xg;
-            if (!direct) {
+            if (kind == CONV_IM2COL) {
                 im2col_job j = {xg, col, &w, Cg, kprod, out_prod, in_prod, f64};
                 seam_parallel_for(k->pool, Cg * kprod, 8, im2col_rows, &j);
                 src = col;
@@ -801,12 +883,59 @@ done:
 }
 
 
+/* The weight's data when it is a constant the session will run with: an
+ * initializer no graph input replaces, or a Constant node's value. */
+static const ir_tensor *constant_input(const seam_check *c, int32_t i) {
+    if (i >= c->n->n_inputs || c->n->inputs[i] < 0) return NULL;
+    const ir_value *v = &c->g->values[c->n->inputs[i]];
+    if (v->init) return v->flags & IR_VALUE_INPUT ? NULL : v->init;
+    if (v->producer < 0) return NULL;
+    const ir_node *p = &c->g->nodes[v->producer];
+    const ir_attr *a = strcmp(p->op_type, "Constant") == 0 && p->domain[0] == 0 ? node_attr(p, "value") : NULL;
+    return a && a->kind == IR_ATTR_TENSOR ? a->t : NULL;
+}
+
+/* A float32 2-D Conv with a constant weight, on a CPU with AVX-512: the
+ * weight packed for the packed GEMM, a matrix [M / group, C / group * kh *
+ * kw] per group. Nothing when the conv is depthwise (dw_tasks runs it), or
+ * out of memory (the OpenBLAS path then runs it). */
+static void conv_pack(seam_check *c) {
+    const ir_tensor *wt = constant_input(c, 1);
+    if (!wt || wt->dtype != SEAM_DTYPE_FLOAT32 || wt->rank != 4 || !wt->data || check_in_dtype(c, 0) != SEAM_DTYPE_FLOAT32)
+        return;
+    int64_t group = node_attr_int(c->n, "group", 1), M = wt->dims[0], Cg = wt->dims[1];
+    if (group < 1 || M % group || (Cg == 1 && group > 1) || !cpu_gemm_available()) return;
+    int64_t Mg = M / group, Kg = Cg * wt->dims[2] * wt->dims[3];
+    if (Mg < 1 || Kg < 1 || Kg > BLAS_MAX || Mg > BLAS_MAX || (size_t)wt->numel * sizeof(float) != wt->nbytes) return;
+    /* the output's pixels when inference knows them */
+    const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
+    int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == 4 ? 1 : -1;
+    for (int32_t d = 2; out_prod >= 0 && d < 4; d++) out_prod = yt->dims[d].v >= 0 ? out_prod * yt->dims[d].v : -1;
+    if (!packed_pays(Mg, Kg, out_prod)) return;
+    conv_state *s = calloc(1, sizeof(*s));
+    if (!s) return;
+    s->packed = calloc((size_t)group, sizeof(*s->packed));
+    s->w = wt->data, s->w_numel = wt->numel, s->group = group;
+    for (int64_t g = 0; s->packed && g < group; g++)
+        if (!(s->packed[g] = cpu_gemm_pack((const float *)wt->data + g * Mg * Kg, Kg, Mg, Kg))) {
+            conv_state_free(s);
+            return;
+        }
+    if (!s->packed) {
+        free(s);
+        return;
+    }
+    *c->state = s;
+    *c->free_state = conv_state_free;
+}
+
 static seam_status check_conv(seam_check *c) {
     seam_status st = check_float_input(c);
     if (st) return st;
     if ((st = check_auto_pad(c))) return st;
     /* Conv applies a fused activation (not ConvTranspose) */
     c->post_ops = strcmp(c->n->op_type, "Conv") == 0;
+    if (c->post_ops) conv_pack(c);
     return SEAM_STATUS_OK;
 }
 

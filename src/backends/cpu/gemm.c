@@ -1,0 +1,320 @@
+/* The packed AVX-512 GEMM (gemm.h): BLIS-style loops around a 14 x 32
+ * register block.
+ *
+ *     for each task's columns, in blocks of NC:        (B block in L2)
+ *       for each depth block of KC:
+ *         pack B [kc, nc] into NR-column panels (from B or by im2col)
+ *         for each group of MCP row panels:            (A block in L2)
+ *           for each B panel of NR columns:            (B panel in L1)
+ *             for each A panel of MR rows: the micro-kernel
+ *
+ * The first depth block writes C (with the bias), the others add to it;
+ * after the last one, the fused activation goes over the A block's rows
+ * of the B block's columns, still in L2. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "backends/cpu/gemm.h"
+#include "runtime/pool.h"
+
+/* Optimized in every build: at -O0 (the Debug and sanitizer builds) the
+ * micro-kernel keeps its accumulators in memory and runs convs some 20
+ * times slower than OpenBLAS does there, which the tests that time runs
+ * (placement by measurement) and their time limits notice. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__)
+#pragma GCC optimize("O2")
+#endif
+
+#define MR CPU_GEMM_MR
+#define NR CPU_GEMM_NR
+#define KC CPU_GEMM_KC
+#define NC 512 /* columns of a B block: KC x NC floats = 512 KB */
+#define MCP 8  /* row panels of an A block: 112 x KC floats = 112 KB */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GEMM_X86 1
+#define GEMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
+#else
+#define GEMM_X86 0
+#define GEMM_TARGET
+#endif
+
+bool cpu_gemm_available(void) {
+#if GEMM_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+size_t cpu_gemm_packed_floats(int64_t m, int64_t k) {
+    return (size_t)((m + MR - 1) / MR * MR * (k > 0 ? k : 1) + 15) & ~(size_t)15;
+}
+
+void cpu_gemm_pack_into(cpu_gemm_packed *p, float *data, const float *a, int64_t lda, int64_t m, int64_t k) {
+    /* panels of equal height (32 rows: 11, 11, 10, not 14, 14, 4): a short
+     * panel would run the kernel at a fraction of its speed */
+    p->m = m, p->k = k, p->panels = (m + MR - 1) / MR;
+    p->h = p->panels ? (m + p->panels - 1) / p->panels : 0;
+    p->data = data;
+    for (int64_t q = 0; q < p->panels; q++) {
+        float *dst = p->data + q * k * MR;
+        int64_t rows = m - q * p->h < p->h ? m - q * p->h : p->h;
+        const float *src = a + q * p->h * lda;
+        for (int64_t kk = 0; kk < k; kk++, dst += MR) {
+            for (int64_t r = 0; r < rows; r++) dst[r] = src[r * lda + kk];
+            for (int64_t r = rows; r < MR; r++) dst[r] = 0.0f;
+        }
+    }
+}
+
+cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k) {
+    cpu_gemm_packed *p = calloc(1, sizeof(*p));
+    float *data = p ? aligned_alloc(64, sizeof(float) * cpu_gemm_packed_floats(m, k)) : NULL;
+    if (!data) {
+        free(p);
+        return NULL;
+    }
+    cpu_gemm_pack_into(p, data, a, lda, m, k);
+    return p;
+}
+
+void cpu_gemm_packed_free(cpu_gemm_packed *p) {
+    if (!p) return;
+    free(p->data);
+    free(p);
+}
+
+/* ---- packing B ---- */
+
+/* Row `row` of a 2-D conv's column matrix, output pixels [p0, p0 + nc),
+ * into dst[0, nc): zeros where the window reads padding. */
+static void im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst) {
+    int64_t H = w->in[0], W = w->in[1], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
+    int64_t kprod = KH * KW, c = row / kprod, ka = row % kprod / KW, kb = row % KW;
+    int64_t sh = w->stride[0], sw = w->stride[1];
+    const float *src = x + c * H * W;
+    int64_t base = -w->pad_lo[1] + kb * w->dil[1];
+    /* the output columns whose input column is inside: [lo, hi) */
+    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t p = p0, end = p0 + nc; p < end;) {
+        int64_t oh = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
+        float *d = dst + (p - p0); /* d[0] is pixel (oh, ow) */
+        int64_t ih = oh * sh - w->pad_lo[0] + ka * w->dil[0];
+        if (ih < 0 || ih >= H) {
+            memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
+        } else {
+            const float *srow = src + ih * W;
+            int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
+            for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
+            if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
+            else
+                for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
+            for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
+        }
+        p += ow1 - ow;
+    }
+}
+
+/* B rows [k0, k0 + kc), columns [n0, n0 + nc) into panels of NR columns:
+ * panel j holds kc rows of NR (zeros past nc). row: nc floats of scratch. */
+static void pack_b(const cpu_gemm_b *b, int64_t k0, int64_t kc, int64_t n0, int64_t nc, float *dst, float *row) {
+    int64_t panels = (nc + NR - 1) / NR;
+    for (int64_t kk = 0; kk < kc; kk++) {
+        const float *src;
+        if (b->win) {
+            im2col_row(b->win, b->b, k0 + kk, n0, nc, row);
+            src = row;
+        } else {
+            src = b->b + (k0 + kk) * b->ldb + n0;
+        }
+        for (int64_t j = 0; j < panels; j++) {
+            float *d = dst + (j * kc + kk) * NR;
+            int64_t len = nc - j * NR < NR ? nc - j * NR : NR;
+            memcpy(d, src + j * NR, sizeof(float) * (size_t)len);
+            for (int64_t l = len; l < NR; l++) d[l] = 0.0f;
+        }
+    }
+}
+
+/* ---- the micro-kernel ---- */
+
+#if GEMM_X86
+/* C[mr, nr] (=, or += when !first) A panel [kc, MR] x B panel [kc, NR],
+ * plus bias[row] when first and bias is set. MR_ (rows) and NH (zmm
+ * columns, 1 or 2) are constants in each copy, so an edge tile computes
+ * only its own rows and columns. */
+GEMM_TARGET static inline __attribute__((always_inline)) void ukernel_body(int64_t kc, const float *a, const float *b, float *c,
+                                                                int64_t ldc, const int MR_, const int NH, int64_t nr,
+                                                                const float *bias, bool first) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 14
+    for (int i = 0; i < MR_; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t kk = 0; kk < kc; kk++) {
+        __m512 b0 = _mm512_load_ps(b), b1 = NH > 1 ? _mm512_load_ps(b + 16) : b0;
+#pragma GCC unroll 14
+        for (int i = 0; i < MR_; i++) {
+            __m512 ai = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            if (NH > 1) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += MR;
+        b += NR;
+    }
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+#pragma GCC unroll 14
+    for (int i = 0; i < MR_; i++) {
+        float *ci = c + i * ldc;
+        __m512 v0 = acc[i][0], v1 = acc[i][1];
+        if (first) {
+            if (bias) {
+                __m512 bv = _mm512_set1_ps(bias[i]);
+                v0 = _mm512_add_ps(v0, bv), v1 = _mm512_add_ps(v1, bv);
+            }
+        } else {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, ci));
+            if (NH > 1) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, ci + 16));
+        }
+        _mm512_mask_storeu_ps(ci, m0, v0);
+        if (NH > 1) _mm512_mask_storeu_ps(ci + 16, m1, v1);
+    }
+}
+
+#define UK(R, H)                                                                                                      \
+    GEMM_TARGET static void uk_##R##_##H(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,           \
+                                         int64_t nr, const float *bias, bool first) {                                 \
+        ukernel_body(kc, a, b, c, ldc, R, H, nr, bias, first);                                                         \
+    }
+#define UK2(R) UK(R, 1) UK(R, 2)
+UK2(1) UK2(2) UK2(3) UK2(4) UK2(5) UK2(6) UK2(7) UK2(8) UK2(9) UK2(10) UK2(11) UK2(12) UK2(13) UK2(14)
+typedef void (*ukernel_fn)(int64_t, const float *, const float *, float *, int64_t, int64_t, const float *, bool);
+#define UKP(R) {uk_##R##_1, uk_##R##_2}
+static const ukernel_fn ukernels[MR][2] = {UKP(1), UKP(2),  UKP(3),  UKP(4),  UKP(5),  UKP(6),  UKP(7),
+                                           UKP(8), UKP(9), UKP(10), UKP(11), UKP(12), UKP(13), UKP(14)};
+
+static void ukernel(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr, int64_t nr,
+                    const float *bias, bool first) {
+    ukernels[mr - 1][nr > 16](kc, a, b, c, ldc, nr, bias, first);
+}
+#else
+static void ukernel(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr, int64_t nr,
+                    const float *bias, bool first) {
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++) {
+            float s = 0;
+            for (int64_t kk = 0; kk < kc; kk++) s += a[kk * MR + i] * b[kk * NR + j];
+            c[i * ldc + j] = first ? s + (bias ? bias[i] : 0.0f) : c[i * ldc + j] + s;
+        }
+}
+#endif
+
+/* ---- the driver ---- */
+
+typedef struct gemm_run {
+    const cpu_gemm_packed *a;
+    const cpu_gemm_b *b;
+    int64_t n, ldc;
+    float *c;
+    const float *bias;
+    const act_params *post;
+    float *scratch;
+    size_t per_task;     /* floats of scratch per task */
+    bool by_rows;        /* tasks split the row panels, else the columns */
+    int64_t per;         /* row panels or columns per task */
+    int64_t tasks;
+} gemm_run;
+
+/* Columns [j0, j1) and row panels [q0, q1) of C. */
+static void gemm_block(const gemm_run *r, int64_t q0, int64_t q1, int64_t j0, int64_t j1, float *buf) {
+    const cpu_gemm_packed *a = r->a;
+    int64_t K = a->k, M = a->m;
+    float *row = buf + (size_t)KC * NC;
+    bool post = r->post && r->post->kind != ACT_NONE;
+    for (int64_t jc = j0; jc < j1; jc += NC) {
+        int64_t nc = j1 - jc < NC ? j1 - jc : NC;
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            int64_t kc = K - pc < KC ? K - pc : KC;
+            bool first = pc == 0, last = pc + kc >= K;
+            pack_b(r->b, pc, kc, jc, nc, buf, row);
+            for (int64_t ic = q0; ic < q1; ic += MCP) {
+                int64_t ic1 = q1 - ic < MCP ? q1 : ic + MCP;
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int64_t nr = nc - jr < NR ? nc - jr : NR;
+                    const float *bp = buf + jr * kc;
+                    for (int64_t q = ic; q < ic1; q++) {
+                        int64_t i0 = q * a->h, mr = M - i0 < a->h ? M - i0 : a->h;
+                        if (mr <= 0) break;
+                        float *cp = r->c + i0 * r->ldc + jc + jr;
+                        ukernel(kc, a->data + (q * K + pc) * MR, bp, cp, r->ldc, mr, nr,
+                                r->bias ? r->bias + i0 : NULL, first);
+                    }
+                }
+                /* the activation over the block's rows, while they are in L2
+                 * (whole rows: a call per tile row would cost more than it does) */
+                for (int64_t i = ic * a->h; last && post && i < ic1 * a->h && i < M; i++)
+                    cpu_post_apply(r->post, r->c + i * r->ldc + jc, nc, 0.0f);
+            }
+        }
+    }
+    /* K = 0: C is the bias (and the activation of it) */
+    if (K == 0)
+        for (int64_t i = q0 * a->h; i < q1 * a->h && i < M; i++) {
+            float *ci = r->c + i * r->ldc + j0;
+            for (int64_t j = 0; j < j1 - j0; j++) ci[j] = 0.0f;
+            cpu_post_apply(r->post ? r->post : &(act_params){ACT_NONE, 0, 0, 0, 0, 0}, ci, j1 - j0,
+                           r->bias ? r->bias[i] : 0.0f);
+        }
+}
+
+static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
+    const gemm_run *r = arg;
+    for (int64_t t = begin; t < end; t++) {
+        float *buf = r->scratch + (size_t)t * r->per_task;
+        if (r->by_rows) {
+            int64_t q0 = t * r->per, q1 = q0 + r->per < r->a->panels ? q0 + r->per : r->a->panels;
+            if (q0 < q1) gemm_block(r, q0, q1, 0, r->n, buf);
+        } else {
+            int64_t j0 = t * r->per, j1 = j0 + r->per < r->n ? j0 + r->per : r->n;
+            if (j0 < j1) gemm_block(r, 0, r->a->panels, j0, j1, buf);
+        }
+    }
+}
+
+/* How the work splits: over columns in multiples of NR when there are
+ * enough of them, else over row panels. (The split changes no result.) */
+static void plan(gemm_run *r, int64_t panels, int32_t threads) {
+    int64_t col_units = (r->n + NR - 1) / NR;
+    int64_t t = threads > 1 ? threads : 1;
+    r->by_rows = col_units < 2 * t && panels >= 2 * t;
+    int64_t units = r->by_rows ? panels : col_units;
+    r->tasks = units < t ? units : t;
+    if (r->tasks < 1) r->tasks = 1;
+    int64_t per_units = (units + r->tasks - 1) / r->tasks;
+    r->per = r->by_rows ? per_units : per_units * NR;
+    r->tasks = (units + per_units - 1) / per_units;
+    if (r->tasks < 1) r->tasks = 1;
+    r->per_task = ((size_t)KC * NC + NC + 15) & ~(size_t)15;
+}
+
+size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads) {
+    gemm_run r = {.n = n};
+    plan(&r, (m + MR - 1) / MR, threads);
+    return (size_t)r.tasks * r.per_task + 16;
+}
+
+void cpu_gemm_run(seam_pool *pool, const cpu_gemm_packed *a, const cpu_gemm_b *b, int64_t n, float *c, int64_t ldc,
+                  const float *bias, const act_params *post, float *scratch) {
+    if (a->m == 0 || n == 0) return;
+    gemm_run r = {a, b, n, ldc, c, bias, post, NULL, 0, false, 0, 0};
+    plan(&r, a->panels, seam_pool_threads(pool));
+    r.scratch = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    if (r.tasks == 1) gemm_tasks(&r, 0, 1);
+    else seam_parallel_for(pool, r.tasks, 1, gemm_tasks, &r);
+}

@@ -1,0 +1,70 @@
+/*
+ * A packed single-precision GEMM for products with a constant left
+ * operand (a Conv's weight): C[M, N] = post(A[M, K] B[K, N] + bias), with
+ * A packed once into micro-panels (at session creation) and B packed per
+ * cache block from a plain row-major matrix or straight from a 2-D conv's
+ * input (im2col written into the packed panels: no separate pass).
+ *
+ * An AVX-512 micro-kernel (14 rows x 32 columns of accumulators), chosen
+ * at run time: cpu_gemm_available() is false on CPUs without AVX-512, and
+ * the callers keep their OpenBLAS path for those (and for float64).
+ *
+ * Each element of C is summed in the same order (over K in blocks of
+ * CPU_GEMM_KC, each block in order) whatever block, tile or thread
+ * computes it, so the result does not depend on the thread count.
+ */
+#ifndef SEAM_CPU_GEMM_H
+#define SEAM_CPU_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/activation.h"
+#include "ops/conv_geom.h"
+
+typedef struct seam_pool seam_pool;
+
+#define CPU_GEMM_MR 14  /* rows of the register block */
+#define CPU_GEMM_NR 32  /* columns of the register block (2 zmm) */
+#define CPU_GEMM_KC 256 /* depth of a cache block */
+
+/* A [M, K] in panels of h <= CPU_GEMM_MR rows: panel p holds rows
+ * [p * h, p * h + h) as K columns of MR (the rows past them are zeros). */
+typedef struct cpu_gemm_packed {
+    int64_t m, k, panels, h;
+    float *data; /* 64-byte aligned */
+} cpu_gemm_packed;
+
+/* True when the CPU has AVX-512 (F, BW, VL) and FMA. */
+bool cpu_gemm_available(void);
+
+/* Packs A (row-major, rows of lda floats); NULL when out of memory. */
+cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k);
+void cpu_gemm_packed_free(cpu_gemm_packed *p);
+/* The same into memory the caller owns (for a weight that is not a
+ * constant, packed on each run): cpu_gemm_packed_floats(m, k) floats at
+ * data, 64-byte aligned; p->data becomes data. */
+size_t cpu_gemm_packed_floats(int64_t m, int64_t k);
+void cpu_gemm_pack_into(cpu_gemm_packed *p, float *data, const float *a, int64_t lda, int64_t m, int64_t k);
+
+/* The right operand: a row-major matrix B [K, N] (ldb floats a row), or,
+ * when win is set, the im2col column matrix of a 2-D conv of one image's
+ * group of channels x [Cg, H, W] (K = Cg * kh * kw, N = OH * OW). */
+typedef struct cpu_gemm_b {
+    const float *b;
+    int64_t ldb;
+    const conv_geom *win; /* (optional) a 2-D conv: b is its input */
+} cpu_gemm_b;
+
+/* Scratch floats cpu_gemm_run needs for m rows and n columns on `threads`
+ * threads (take it with kernel_scratch; 64-byte alignment is done inside). */
+size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads);
+
+/* C [M, N] (rows of ldc floats) = post(A B + bias[row]) with bias and
+ * post optional (NULL). Splits over the pool by columns, or by row panels
+ * when there are few columns. */
+void cpu_gemm_run(seam_pool *pool, const cpu_gemm_packed *a, const cpu_gemm_b *b, int64_t n, float *c, int64_t ldc,
+                  const float *bias, const act_params *post, float *scratch);
+
+#endif
