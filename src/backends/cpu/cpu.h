@@ -104,6 +104,10 @@ int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
  * overflow. */
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
 
+/* OpenBLAS single-threaded, its idle workers stopped (once per process):
+ * kernels that call it from seam's pool call this first (linalg.c). */
+void cpu_blas_single_thread(void);
+
 /* The window geometry (ops/conv_geom.h) of Conv, the pools and their
  * quantized forms for input x ([N, C, spatial...]) and the given kernel
  * sizes. Fails, naming the node, when x has no spatial axis or an

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/winograd.h"
 #include "backends/cpu/gemm.h"
 #include "runtime/pool.h"
 
@@ -93,19 +94,20 @@ static bool views3(const seam_tensor *a, const seam_tensor *b, seam_tensor *y, b
 /* OpenBLAS runs single-threaded: seam splits a large product over its own
  * pool instead. Two thread pools on two cores fight (OpenBLAS's idle
  * workers spin in sched_yield), and a split of the output columns that
- * depends only on the sizes keeps results the same for any thread count. */
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-/* OpenBLAS's pthread build starts its own workers when it loads, and an
+ * depends only on the sizes keeps results the same for any thread count.
+ * OpenBLAS's pthread build starts its own workers when it loads, and an
  * idle one spins in sched_yield for a while (about 0.1 s) before it
  * sleeps: on two cores that takes time from seam's pool on every short
  * run. Single-threaded OpenBLAS never uses them, so they are stopped (it
  * starts them again if anyone asks for more threads later). Weak: builds
  * without the symbol (serial, OpenMP) have no such workers. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 extern int blas_thread_shutdown_(void) __attribute__((weak));
 static void blas_single_thread(void) {
     openblas_set_num_threads(1);
     if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
+void cpu_blas_single_thread(void) { pthread_once(&blas_once, blas_single_thread); }
 
 /* The least work (multiply-adds) worth a piece of its own: a few
  * microseconds, well above what handing it to the pool costs. */
@@ -185,7 +187,7 @@ static void gemm_post(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, in
                                bias ? bias[i] : 0);
         return;
     }
-    pthread_once(&blas_once, blas_single_thread);
+    cpu_blas_single_thread();
     gemm_job j = {f64, ta, tb, false, m, n, kk, lda, ldb, ldc, n, alpha, beta, a, b, c, bias, post};
     /* Enough work to share goes in pieces of at least GEMM_PIECE
      * multiply-adds, at most 8. The split depends on the sizes only, never
@@ -667,13 +669,14 @@ static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
 }
 
 /* What check_conv prepares for one Conv node (no state at all when the
- * weight is not a float32 constant or the CPU has no AVX-512): its weight
- * packed for the packed GEMM, one matrix per group. Another path's
- * prepared weight (a transformed one, say) would sit beside `packed`. */
+ * weight is not a float32 constant): its weight transformed for Winograd
+ * (winograd.c) when the conv's sizes fit it, else packed for the packed
+ * GEMM (AVX-512 only), one matrix per group. */
 typedef struct conv_state {
     const void *w;              /* the weight's data the packs were made from */
     int64_t w_numel, group;
-    cpu_gemm_packed **packed;   /* [group] */
+    cpu_gemm_packed **packed;   /* [group], or NULL */
+    cpu_wino *wino;             /* or NULL */
 } conv_state;
 
 static void conv_state_free(void *p) {
@@ -681,6 +684,7 @@ static void conv_state_free(void *p) {
     if (!s) return;
     for (int64_t g = 0; s->packed && g < s->group; g++) cpu_gemm_packed_free(s->packed[g]);
     free(s->packed);
+    cpu_wino_free(s->wino);
     free(s);
 }
 
@@ -688,6 +692,7 @@ static void conv_state_free(void *p) {
  * never from the thread count). */
 typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dw_tasks */
+    CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
     CONV_PACKED,    /* float32 2-D with a packed constant weight: cpu_gemm_run */
     CONV_BLOCKED,   /* float32 2-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
     CONV_DIRECT,    /* 1x1, stride 1, unpadded: the input is the column matrix, sgemm */
@@ -774,6 +779,8 @@ static seam_status run_conv(seam_kernel *k) {
     conv_kind kind = CONV_IM2COL;
     if (!f64 && Cg == 1 && group > 1 && w.n == 2 && dw_geometry(&w, &dj.PH, &dj.PW, &dj.slack, &dj.per_buf))
         kind = CONV_DEPTHWISE;
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && cpu_wino_fits(&w, Cg, Mg))
+        kind = CONV_WINOGRAD;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && Kg > 0 &&
              packed_pays(Mg, Kg, out_prod) && cpu_gemm_available())
         kind = CONV_PACKED;
@@ -784,6 +791,22 @@ static seam_status run_conv(seam_kernel *k) {
     bool prepacked = kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
                      cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
     size_t pack_floats = kind == CONV_PACKED && !prepacked ? cpu_gemm_packed_floats(Mg, Kg) : 0;
+    /* Winograd: the weights check transformed when they are this run's,
+     * else transformed now (a weight computed or passed at run time) */
+    cpu_wino *wino_now = NULL;
+    const cpu_wino *wino = NULL;
+    if (kind == CONV_WINOGRAD) {
+        if (cs && cs->wino && cpu_wino_weights(cs->wino) == (const float *)wt->data && cs->w_numel == wt->numel &&
+            cs->group == group)
+            wino = cs->wino;
+        else if (!(wino = wino_now = cpu_wino_prepare((const float *)vw.p, M, Cg, group))) {
+            release(&vx);
+            release(&vw);
+            release(&vy);
+            release(&vb);
+            return kernel_oom(k);
+        }
+    }
     int64_t cb_tasks = 0;
     if (kind == CONV_BLOCKED) {
         cb_tasks = 2 * threads < cb.blocks * group ? 2 * threads : cb.blocks * group;
@@ -799,12 +822,14 @@ static seam_status run_conv(seam_kernel *k) {
     /* scratch: the depthwise tasks' planes, the packed GEMM's B blocks, or
      * the column matrix (whole or per block) */
     size_t scratch = kind == CONV_DEPTHWISE ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
+                     : kind == CONV_WINOGRAD ? cpu_wino_scratch_size(wino, &w, (int32_t)threads)
                      : kind == CONV_PACKED  ? sizeof(float) * (cpu_gemm_scratch(Mg, out_prod, threads) + pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
                      : kind == CONV_DIRECT  ? 0
                                             : es * (size_t)(Cg * kprod * out_prod);
     void *col = scratch ? kernel_scratch(k, scratch) : NULL;
     if (scratch && !col) {
+        cpu_wino_free(wino_now);
         release(&vx);
         release(&vw);
         release(&vy);
@@ -812,6 +837,10 @@ static seam_status run_conv(seam_kernel *k) {
         return kernel_oom(k);
     }
     switch (kind) {
+    case CONV_WINOGRAD:
+        cpu_wino_run(wino, k->pool, &w, N, vx.p, b ? vb.p : NULL, post, vy.p, col);
+        cpu_wino_free(wino_now);
+        goto done;
     case CONV_DEPTHWISE:
         dj.x = vx.p, dj.w = vw.p, dj.bias = vb.p, dj.y = vy.p, dj.win = &w, dj.post = post;
         dj.buf = (float *)(((uintptr_t)col + 63) & ~(uintptr_t)63);
@@ -836,7 +865,7 @@ static seam_status run_conv(seam_kernel *k) {
         goto done;
     }
     case CONV_BLOCKED:
-        pthread_once(&blas_once, blas_single_thread);
+        cpu_blas_single_thread();
         cb.w = vw.p, cb.bias = vb.p, cb.buf = col, cb.win = &w, cb.post = post;
         cb.group = group, cb.Cg = Cg, cb.Mg = Mg, cb.kprod = kprod, cb.Kg = Kg, cb.out_prod = out_prod;
         cb.in_prod = in_prod;
@@ -904,9 +933,31 @@ static void conv_pack(seam_check *c) {
     if (!wt || wt->dtype != SEAM_DTYPE_FLOAT32 || wt->rank != 4 || !wt->data || check_in_dtype(c, 0) != SEAM_DTYPE_FLOAT32)
         return;
     int64_t group = node_attr_int(c->n, "group", 1), M = wt->dims[0], Cg = wt->dims[1];
-    if (group < 1 || M % group || (Cg == 1 && group > 1) || !cpu_gemm_available()) return;
+    if (group < 1 || M % group || (Cg == 1 && group > 1)) return;
     int64_t Mg = M / group, Kg = Cg * wt->dims[2] * wt->dims[3];
     if (Mg < 1 || Kg < 1 || Kg > BLAS_MAX || Mg > BLAS_MAX || (size_t)wt->numel * sizeof(float) != wt->nbytes) return;
+    /* Winograd when the sizes fit it: the input's H and W if inference
+     * knows them, else 56 x 56 (run_conv decides with the real sizes, and
+     * transforms the weights then if they were not here) */
+    const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
+    if (wt->dims[2] == 3 && wt->dims[3] == 3 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4) {
+        int64_t in[2], ks[2] = {3, 3};
+        for (int32_t d = 0; d < 2; d++) in[d] = xt->dims[2 + d].v >= 1 ? xt->dims[2 + d].v : 56;
+        conv_geom g;
+        char why[160];
+        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && cpu_wino_fits(&g, Cg, Mg)) {
+            conv_state *s = calloc(1, sizeof(*s));
+            if (s && (s->wino = cpu_wino_prepare((const float *)wt->data, M, Cg, group))) {
+                s->w = wt->data, s->w_numel = wt->numel, s->group = group;
+                *c->state = s;
+                *c->free_state = conv_state_free;
+            } else {
+                free(s);
+            }
+            return;
+        }
+    }
+    if (!cpu_gemm_available()) return;
     /* the output's pixels when inference knows them */
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
     int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == 4 ? 1 : -1;

@@ -267,6 +267,7 @@ static void proj_blocks(void *arg, int64_t begin, int64_t end) {
 }
 
 static seam_status run_recurrent(seam_kernel *k) {
+    cpu_blas_single_thread(); /* sgemm is called from seam's pool */
     const char *op = k->n->op_type;
     int32_t G = op[0] == 'L' ? 4 : op[0] == 'G' ? 3 : 1; /* gates */
     int32_t n_act = op[0] == 'L' ? 3 : op[0] == 'G' ? 2 : 1;

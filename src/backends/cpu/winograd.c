@@ -323,17 +323,6 @@ static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
                     (int)Cg, j->v + xi * Cg * ld, (int)ld, 0.0f, j->prod + xi * Mg * ld, (int)ld);
 }
 
-/* OpenBLAS single-threaded, its idle workers stopped: seam splits the
- * work over its own pool (as linalg.c does for its GEMMs, whichever runs
- * first; doing it twice is harmless). Weak: builds without the symbol
- * (serial, OpenMP) have no such workers. */
-extern int blas_thread_shutdown_(void) __attribute__((weak));
-static pthread_once_t wino_blas_once = PTHREAD_ONCE_INIT;
-static void wino_blas_single(void) {
-    openblas_set_num_threads(1);
-    if (blas_thread_shutdown_) blas_thread_shutdown_();
-}
-
 /* Splits n channels into at most `tasks` runs of whole channels. */
 static int64_t split(int64_t n, int64_t tasks, int64_t *per_task) {
     if (tasks > n) tasks = n;
@@ -343,7 +332,7 @@ static int64_t split(int64_t n, int64_t tasks, int64_t *per_task) {
 
 void cpu_wino_run(const cpu_wino *p, seam_pool *pool, const conv_geom *g, int64_t N, const float *x, const float *bias,
                   const act_params *post, float *y, void *scratch) {
-    pthread_once(&wino_blas_once, wino_blas_single);
+    cpu_blas_single_thread(); /* seam's pool splits the GEMMs */
     wino_plan q;
     plan_of(p, g, seam_pool_threads(pool), &q);
     float *base = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
