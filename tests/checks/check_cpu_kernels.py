@@ -23,6 +23,11 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
    and a fused Relu; depthwise 5x5 (strides, dilations, asymmetric pads,
    a channel multiplier of 2), against torch.
+3c. Depthwise Conv on its own paths: phase planes for strides (even and
+   odd sizes, asymmetric pads, dilation, strides 2, 3 and (2, 1), 3x3, 5x5
+   and 7x7, channel multipliers, batch 2), 8 channels at once on planes of
+   at most 256 output pixels (channel tails, column blocks of 8, 4 and 1,
+   1x1, a run-time weight), each fused activation, against torch.
 3b. Conv on the packed GEMM (a float32 constant weight on an AVX-512 CPU):
    row panels and column tiles with tails, depth above and below one
    256-deep block, 1x1 with stride, groups, batch 2, the threads splitting
@@ -348,7 +353,7 @@ PACKED_ACTS = {
 }
 
 
-def packed_run(name, x, w, b, group, strides, pads, act, weight):
+def packed_run(name, x, w, b, group, strides, pads, act, weight, dil=(1, 1)):
     """Builds and runs one packed_case model on 1 and 2 threads; (y, None)
     or (None, why)."""
     inits, nodes = [], []
@@ -365,7 +370,7 @@ def packed_run(name, x, w, b, group, strides, pads, act, weight):
         inits += [helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.4]),
                   helper.make_tensor("hi", TensorProto.FLOAT, [], [0.6])]
     nodes.append(helper.make_node("Conv", ins, ["c" if act else "y"], group=group, strides=list(strides),
-                                  pads=list(pads)))
+                                  pads=list(pads), dilations=list(dil)))
     if act:
         nodes += PACKED_ACTS[act][0]()
     inputs = [vi("x", x.shape)] + ([vi("w", w.shape)] if weight == "input" else [])
@@ -389,7 +394,7 @@ def packed_run(name, x, w, b, group, strides, pads, act, weight):
 
 
 def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0), bias=True, act=None,
-                weight="init"):
+                weight="init", dil=(1, 1)):
     """weight: "init" (an initializer: packed at session creation),
     "constant" (a Constant node's value: the same), or "input" (a graph
     input: packed on each run, and bitwise equal to the initializer's
@@ -399,9 +404,9 @@ def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0)
     x = rng.randn(*xshape).astype(np.float32)
     w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
     b = rng.randn(wshape[0]).astype(np.float32) if bias else None
-    y, err = packed_run(name, x, w, b, group, strides, pads, act, weight)
+    y, err = packed_run(name, x, w, b, group, strides, pads, act, weight, dil)
     if not err and weight == "input":
-        y2, err = packed_run(name + ".init", x, w, b, group, strides, pads, act, "init")
+        y2, err = packed_run(name + ".init", x, w, b, group, strides, pads, act, "init", dil)
         if not err and y2.tobytes() != y.tobytes():
             err = "differs from the same conv with the weight an initializer"
     if err:
@@ -409,7 +414,7 @@ def packed_case(name, xshape, wshape, group=1, strides=(1, 1), pads=(0, 0, 0, 0)
         return
     t = F.pad(torch.from_numpy(x.astype(np.float64)), (pads[1], pads[3], pads[0], pads[2]))
     ref = F.conv2d(t, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)) if bias else None,
-                   strides, 0, 1, group)
+                   strides, 0, dil, group)
     if act:
         ref = PACKED_ACTS[act][1](ref)
     ref = ref.numpy()
@@ -447,6 +452,44 @@ packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pa
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
 packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
 packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
+
+# ---- depthwise Conv (group = C, linalg.c's dw_one and dw_lanes) ----
+
+# Planes over 256 output pixels: phase planes (a stride s splits the padded
+# input into s x s planes of every s-th row and column), one flat loop per
+# plane. Even and odd sizes with stride 2, asymmetric pads 0..2, dilation
+# 2 with stride 2 (taps in one row phase only), strides 3 and (2, 1), a
+# channel multiplier of 3, 3x3, 5x5 and 7x7 kernels, batch 2, each fused
+# activation.
+packed_case("dw3x3_s2_even", (1, 24, 56, 56), (24, 1, 3, 3), group=24, strides=(2, 2), pads=(0, 0, 1, 1), act="relu")
+packed_case("dw3x3_s2_odd", (1, 20, 57, 45), (20, 1, 3, 3), group=20, strides=(2, 2), pads=(1, 1, 1, 1),
+            act="hardswish")
+packed_case("dw5x5_s2_asym_b2", (2, 12, 41, 38), (12, 1, 5, 5), group=12, strides=(2, 2), pads=(2, 1, 0, 2), act="clip")
+packed_case("dw3x3_d2_s2", (1, 8, 40, 37), (8, 1, 3, 3), group=8, strides=(2, 2), pads=(2, 0, 1, 2), dil=(2, 2))
+packed_case("dw3x3_s3", (1, 8, 52, 50), (8, 1, 3, 3), group=8, strides=(3, 3), pads=(1, 2, 1, 0), act="leaky")
+packed_case("dw5x3_s21", (1, 8, 45, 36), (8, 1, 5, 3), group=8, strides=(2, 1), pads=(2, 1, 2, 1), bias=False)
+packed_case("dw_mult3_s2", (1, 8, 38, 36), (24, 1, 3, 3), group=8, strides=(2, 2), pads=(1, 1, 1, 1), act="silu")
+packed_case("dw7x7", (1, 8, 30, 31), (8, 1, 7, 7), group=8, pads=(3, 3, 3, 3), act="hardsigmoid")
+packed_case("dw3x3_s1_28", (1, 16, 28, 28), (16, 1, 3, 3), group=16, pads=(1, 1, 1, 1), act="hardswish")
+# Planes of at most 256 output pixels: 8 channels at once (the last block
+# shorter: 42 channels over a batch of 2, 19 and 9 channels), columns in
+# blocks of 8, 4 (5 and 7 wide) and 1 (2 wide), odd plane sizes, strides
+# 2 and 3, dilation 2, a channel multiplier of 2, 1x1, no bias, each fused
+# activation, and a weight given at run time (bitwise equal to the
+# initializer's result).
+packed_case("dw_vec7_5x5", (1, 40, 7, 7), (40, 1, 5, 5), group=40, pads=(2, 2, 2, 2), act="hardswish")
+packed_case("dw_vec14_3x3_b2", (2, 21, 14, 14), (21, 1, 3, 3), group=21, pads=(1, 1, 1, 1), act="relu")
+packed_case("dw_vec14_5x5_s2", (1, 19, 14, 14), (19, 1, 5, 5), group=19, strides=(2, 2), pads=(2, 2, 2, 2),
+            act="clip")
+packed_case("dw_vec_odd_asym", (1, 16, 13, 11), (16, 1, 3, 3), group=16, pads=(0, 2, 1, 0), bias=False)
+packed_case("dw_vec_5wide", (1, 9, 3, 5), (9, 1, 3, 3), group=9, pads=(1, 1, 1, 1), act="leaky")
+packed_case("dw_vec_2x2", (1, 16, 2, 2), (16, 1, 3, 3), group=16, pads=(1, 1, 1, 1), act="hardsigmoid")
+packed_case("dw_vec_d2", (1, 16, 12, 12), (16, 1, 3, 3), group=16, pads=(2, 2, 2, 2), dil=(2, 2), act="silu")
+packed_case("dw_vec_mult2_s2", (1, 6, 10, 10), (12, 1, 5, 5), group=6, strides=(2, 2), pads=(2, 2, 2, 2))
+packed_case("dw_vec_s3", (1, 8, 15, 17), (8, 1, 3, 3), group=8, strides=(3, 3), pads=(1, 0, 0, 1))
+packed_case("dw_vec_1x1", (1, 16, 9, 9), (16, 1, 1, 1), group=16, act="relu")
+packed_case("dw_vec_weight_input", (2, 16, 7, 7), (16, 1, 5, 5), group=16, pads=(2, 2, 2, 2), weight="input",
+            act="hardswish")
 
 # ---- 2-D pools: whole rows of windows inside the input at a time ----
 
