@@ -697,12 +697,17 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
         }
     }
 #define DW_TAP(a, b) (P + ((a) * dh % sh * sw + (b) * dw % sw) * PS + (a) * dh / sh * PW + (b) * dw / sw)
-    float *ext = P + sh * sw * PS + j->slack;
+    float *restrict ext = P + sh * sw * PS + j->slack; /* (restrict: no alias checks that stop the vectorizer) */
     int64_t L = OH * PW;
-    if (KH == 3 && KW == 3) {
-        const float *t0 = DW_TAP(0, 0), *t1 = DW_TAP(0, 1), *t2 = DW_TAP(0, 2), *t3 = DW_TAP(1, 0),
-                    *t4 = DW_TAP(1, 1), *t5 = DW_TAP(1, 2), *t6 = DW_TAP(2, 0), *t7 = DW_TAP(2, 1),
-                    *t8 = DW_TAP(2, 2);
+    if (KH == 3 && KW == 3 && sw == 1) { /* a row's taps at offsets: fewer pointers than registers */
+        const float *restrict p0 = DW_TAP(0, 0), *restrict p1 = DW_TAP(1, 0), *restrict p2 = DW_TAP(2, 0);
+        for (int64_t i = 0; i < L; i++)
+            ext[i] = k[0] * p0[i] + k[1] * p0[i + dw] + k[2] * p0[i + 2 * dw] + k[3] * p1[i] + k[4] * p1[i + dw] +
+                     k[5] * p1[i + 2 * dw] + k[6] * p2[i] + k[7] * p2[i + dw] + k[8] * p2[i + 2 * dw];
+    } else if (KH == 3 && KW == 3) {
+        const float *restrict t0 = DW_TAP(0, 0), *restrict t1 = DW_TAP(0, 1), *restrict t2 = DW_TAP(0, 2),
+                              *restrict t3 = DW_TAP(1, 0), *restrict t4 = DW_TAP(1, 1), *restrict t5 = DW_TAP(1, 2),
+                              *restrict t6 = DW_TAP(2, 0), *restrict t7 = DW_TAP(2, 1), *restrict t8 = DW_TAP(2, 2);
         float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7], k8 = k[8];
         for (int64_t i = 0; i < L; i++)
             ext[i] = k0 * t0[i] + k1 * t1[i] + k2 * t2[i] + k3 * t3[i] + k4 * t4[i] + k5 * t5[i] + k6 * t6[i] +
@@ -710,8 +715,8 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
     } else if (KW == 5) { /* (mobilenet_v3, efficientnet) a kernel row per pass */
         for (int64_t i = 0; i < L; i++) ext[i] = 0;
         for (int64_t a = 0; a < KH; a++) {
-            const float *q0 = DW_TAP(a, 0), *q1 = DW_TAP(a, 1), *q2 = DW_TAP(a, 2), *q3 = DW_TAP(a, 3),
-                        *q4 = DW_TAP(a, 4), *kr = k + a * 5;
+            const float *restrict q0 = DW_TAP(a, 0), *restrict q1 = DW_TAP(a, 1), *restrict q2 = DW_TAP(a, 2),
+                                  *restrict q3 = DW_TAP(a, 3), *restrict q4 = DW_TAP(a, 4), *kr = k + a * 5;
             float k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4];
             for (int64_t i = 0; i < L; i++)
                 ext[i] += k0 * q0[i] + k1 * q1[i] + k2 * q2[i] + k3 * q3[i] + k4 * q4[i];
@@ -721,20 +726,26 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
         for (int64_t a = 0; a < KH; a++)
             for (int64_t b = 0; b < KW; b++) {
                 float kv = k[a * KW + b];
-                const float *sp = DW_TAP(a, b);
+                const float *restrict sp = DW_TAP(a, b);
                 for (int64_t i = 0; i < L; i++) ext[i] += kv * sp[i];
             }
     }
 #undef DW_TAP
-    for (int64_t oh = 0; oh < OH; oh++) memcpy(y + oh * OW, ext + oh * PW, sizeof(float) * (size_t)OW);
-    cpu_post_apply(j->post, y, OH * OW, bv);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        memcpy(y + oh * OW, ext + oh * PW, sizeof(float) * (size_t)OW);
+        cpu_post_apply(j->post, y + oh * OW, OW, bv);
+    }
 }
 
 static void dw_tasks(void *arg, int64_t begin, int64_t end) {
     const dw_job *j = arg;
     for (int64_t t = begin; t < end; t++) {
         float *P = j->buf + t * j->per_buf;
-        memset(P, 0, sizeof(float) * (size_t)j->per_buf);
+        /* the padding (the planes; dw_lanes: the interleaved plane and the
+         * weights, whose lanes past the last channel must stay finite) */
+        int64_t zero = j->vec ? (j->PH * j->PW + j->win->kernel[0] * j->win->kernel[1]) * DW_LANES
+                              : j->win->stride[0] * j->win->stride[1] * j->PH * j->PW + j->slack;
+        memset(P, 0, sizeof(float) * (size_t)zero);
         int64_t u1 = (t + 1) * j->per_task < j->units ? (t + 1) * j->per_task : j->units;
         for (int64_t u = t * j->per_task; u < u1; u++)
             if (j->vec) dw_lanes(j, P, u * DW_LANES);
