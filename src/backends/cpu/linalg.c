@@ -515,25 +515,30 @@ typedef struct dw_job {
 typedef float dw_v8 __attribute__((vector_size(DW_LANES * sizeof(float))));
 typedef int32_t dw_v8i __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
 
+/* Two vectors' lanes picked by constant indices (0-7 from a, 8-15 from b):
+ * GCC's and clang's spellings of one shuffle. */
+#if defined(__clang__)
+#define DW_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define DW_SHUF(a, b, ...) __builtin_shuffle(a, b, (dw_v8i){__VA_ARGS__})
+#endif
+
 /* r[i][j] <-> r[j][i] (unpack, shuffle, then swap the 128-bit halves) */
 static inline __attribute__((always_inline)) void dw_transpose8(dw_v8 r[8]) {
-    const dw_v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
-    const dw_v8i lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const dw_v8i lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
     dw_v8 t[8], u[8];
     for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
-        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+        t[i] = DW_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = DW_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
     for (int i = 0; i < 8; i += 4) {
-        u[i] = __builtin_shuffle(t[i], t[i + 2], lo2);
-        u[i + 1] = __builtin_shuffle(t[i], t[i + 2], hi2);
-        u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], lo2);
-        u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], hi2);
+        u[i] = DW_SHUF(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = DW_SHUF(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = DW_SHUF(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = DW_SHUF(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
     }
     for (int i = 0; i < 4; i++) {
-        r[i] = __builtin_shuffle(u[i], u[i + 4], lo4);
-        r[i + 4] = __builtin_shuffle(u[i], u[i + 4], hi4);
+        r[i] = DW_SHUF(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = DW_SHUF(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
     }
 }
 

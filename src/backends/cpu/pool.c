@@ -46,9 +46,10 @@ static inline __attribute__((always_inline)) void pool_load(pool_v8 *v, const fl
 static inline __attribute__((always_inline)) void pool_row(const float *x0, int64_t W, const conv_geom *w, int64_t kh0,
                                                            int64_t kh1, int64_t lo, int64_t hi, int64_t s, bool is_max,
                                                            float den, float *yr) {
-    int64_t kw = w->kernel[1], dh = w->dil[0], dw = w->dil[1], pl = w->pad_lo[1];
+    int64_t kw = w->kernel[1], dh = w->dil[0], dw = w->dil[1];
     int64_t ow = lo;
 #ifdef POOL_VEC
+    int64_t pl = w->pad_lo[1];
     /* eight columns at a time while their last load stays inside the row */
     for (; (s == 1 || s == 2) && ow + 8 <= hi && (ow + 8) * s - 1 + (kw - 1) * dw + (s - 1) - pl < W; ow += 8) {
         const pool_v8 ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
