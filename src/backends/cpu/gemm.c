@@ -91,9 +91,7 @@ void cpu_gemm_packed_free(cpu_gemm_packed *p) {
 
 /* ---- packing B ---- */
 
-/* Row `row` of a 2-D conv's column matrix, output pixels [p0, p0 + nc),
- * into dst[0, nc): zeros where the window reads padding. */
-static void im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst) {
+void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst) {
     int64_t H = w->in[0], W = w->in[1], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t kprod = KH * KW, c = row / kprod, ka = row % kprod / KW, kb = row % KW;
     int64_t sh = w->stride[0], sw = w->stride[1];
@@ -129,7 +127,7 @@ static void pack_b(const cpu_gemm_b *b, int64_t k0, int64_t kc, int64_t n0, int6
     for (int64_t kk = 0; kk < kc; kk++) {
         const float *src;
         if (b->win) {
-            im2col_row(b->win, b->b, k0 + kk, n0, nc, row);
+            cpu_im2col_row(b->win, b->b, k0 + kk, n0, nc, row);
             src = row;
         } else {
             src = b->b + (k0 + kk) * b->ldb + n0;

@@ -61,6 +61,12 @@ typedef struct cpu_gemm_b {
  * threads (take it with kernel_scratch; 64-byte alignment is done inside). */
 size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads);
 
+/* Row `row` of a float32 2-D conv's column matrix (x: the group's channels
+ * [Cg, H, W]), output pixels [p0, p0 + nc), into dst[0, nc): zeros where
+ * the window reads padding. For the packed GEMM's B panels and linalg.c's
+ * blocked im2col. */
+void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst);
+
 /* C [M, N] (rows of ldc floats) = post(A B + bias[row]) with bias and
  * post optional (NULL). Splits over the pool by columns, or by row panels
  * when there are few columns. */

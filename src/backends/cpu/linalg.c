@@ -774,38 +774,8 @@ typedef struct cblk_job {
 } cblk_job;
 
 /* im2col of output pixels [p0, p0 + nb) for one group's channels, rows of nb. */
-CPU_HOT static void cblk_im2col(const cblk_job *j, const float *xg, float *col, int64_t p0, int64_t nb) {
-    const conv_geom *w = j->win;
-    int64_t H = w->in[0], W = w->in[1], OW = w->out[1], KW = w->kernel[1];
-    int64_t sh = w->stride[0], sw = w->stride[1];
-    for (int64_t row = 0; row < j->Kg; row++) {
-        int64_t c = row / j->kprod, ka = row % j->kprod / KW, kb = row % KW;
-        const float *src = xg + c * j->in_prod;
-        float *dst = col + row * nb;
-        int64_t base = -w->pad_lo[1] + kb * w->dil[1];
-        /* the output columns whose input column is inside: [lo, hi) */
-        int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
-        if (hi > OW) hi = OW;
-        if (lo > hi) lo = hi;
-        for (int64_t p = p0, end = p0 + nb; p < end;) {
-            int64_t oh = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
-            float *d = dst + (p - p0); /* d[0] is pixel (oh, ow) */
-            int64_t ih = oh * sh - w->pad_lo[0] + ka * w->dil[0];
-            if (ih < 0 || ih >= H) {
-                memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
-            } else {
-                /* zeros, the inside columns [a, b), zeros */
-                const float *srow = src + ih * W;
-                int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
-                for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
-                if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
-                else
-                    for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
-                for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
-            }
-            p += ow1 - ow;
-        }
-    }
+static void cblk_im2col(const cblk_job *j, const float *xg, float *col, int64_t p0, int64_t nb) {
+    for (int64_t row = 0; row < j->Kg; row++) cpu_im2col_row(j->win, xg, row, p0, nb, col + row * nb);
 }
 
 static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
