@@ -441,3 +441,63 @@ def test_openblas_kernels():
     # the user's choice is left alone, and nothing is said
     r = _python("import numpy, seam; " + CORENAME, OPENBLAS_CORETYPE="Haswell")
     assert r.returncode == 0 and r.stdout.strip().lower() == "haswell" and "OPENBLAS" not in r.stderr, r.stderr
+
+
+def _override_model(tmp_path, name, node, ins, out_shape, inits):
+    """One node whose listed initializers are also graph inputs (a caller
+    may feed them)."""
+    from onnx import TensorProto, helper, numpy_helper
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in ins.items()]
+    g = helper.make_graph([node], name, vi, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                          [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    path = str(tmp_path / (name + ".onnx"))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), path)
+    return path
+
+
+def test_fed_initializers_override_prepared_weights(tmp_path):
+    """The CPU kernels prepare constant weights at session creation (BatchNorm's
+    scale and shift, LSTM's packed R, Conv's packed or Winograd weights); an
+    initializer that is also a graph input may be fed, and the run must use
+    what was fed."""
+    from onnx import helper
+    rng = np.random.RandomState(5)
+    C = 64
+    x = rng.randn(1, C, 9, 9).astype(np.float32)
+    sc, b, mu, var = [(rng.rand(C) + 0.5).astype(np.float32) for _ in range(4)]
+    path = _override_model(tmp_path, "bn", helper.make_node("BatchNormalization", ["x", "sc", "b", "mu", "var"], ["y"]),
+                           {"x": x, "sc": sc, "b": b, "mu": mu, "var": var}, list(x.shape),
+                           {"sc": sc, "b": b, "mu": mu, "var": var})
+    m = seam.load(path, targets=[])
+    sc2 = (3 * sc).astype(np.float32)
+    got = m.run({"x": x, "sc": sc2})["y"]
+    ref = torch.nn.functional.batch_norm(torch.from_numpy(x), torch.from_numpy(mu), torch.from_numpy(var),
+                                         torch.from_numpy(sc2), torch.from_numpy(b), eps=1e-5).numpy()
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+
+    # Conv 3x3 with 64 channels each side (Winograd's sizes) and LSTM's R
+    w = (rng.randn(C, C, 3, 3) * 0.05).astype(np.float32)
+    path = _override_model(tmp_path, "conv", helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]),
+                           {"x": x, "w": w}, list(x.shape), {"w": w})
+    w2 = (rng.randn(C, C, 3, 3) * 0.05).astype(np.float32)
+    got = seam.load(path, targets=[]).run({"x": x, "w": w2})["y"]
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w2), padding=1).numpy()
+    assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+
+    H, In, T = 16, 8, 5
+    xs = rng.randn(T, 1, In).astype(np.float32)
+    W = (rng.randn(1, 4 * H, In) * 0.3).astype(np.float32)
+    R = (rng.randn(1, 4 * H, H) * 0.3).astype(np.float32)
+    path = _override_model(tmp_path, "lstm", helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=H),
+                           {"x": xs, "W": W, "R": R}, [T, 1, 1, H], {"W": W, "R": R})
+    R2 = (rng.randn(1, 4 * H, H) * 0.3).astype(np.float32)
+    got = seam.load(path, targets=[]).run({"x": xs, "R": R2})["y"]
+    lstm = torch.nn.LSTM(In, H)
+    with torch.no_grad():  # ONNX's gates i o f c, torch's i f g o
+        order = [0, 2, 3, 1]
+        lstm.weight_ih_l0.copy_(torch.from_numpy(W[0].reshape(4, H, In)[order].reshape(4 * H, In)))
+        lstm.weight_hh_l0.copy_(torch.from_numpy(R2[0].reshape(4, H, H)[order].reshape(4 * H, H)))
+        lstm.bias_ih_l0.zero_()
+        lstm.bias_hh_l0.zero_()
+        ref = lstm(torch.from_numpy(xs))[0].numpy()
+    assert np.abs(got[:, 0] - ref).max() <= 1e-5

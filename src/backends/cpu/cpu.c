@@ -270,3 +270,13 @@ static bool is_float_or_int(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(
 seam_status check_float_input(seam_check *c) { return check_input_dtype(c, cpu_is_float); }
 seam_status check_numeric_input(seam_check *c) { return check_input_dtype(c, is_float_or_int); }
 seam_status check_real_input(seam_check *c) { return check_input_dtype(c, cpu_is_real); }
+
+const ir_tensor *cpu_constant_input(const seam_check *c, int32_t i) {
+    if (i >= c->n->n_inputs || c->n->inputs[i] < 0) return NULL;
+    const ir_value *v = &c->g->values[c->n->inputs[i]];
+    if (v->init) return v->flags & IR_VALUE_INPUT ? NULL : v->init;
+    if (v->producer < 0) return NULL;
+    const ir_node *p = &c->g->nodes[v->producer];
+    const ir_attr *a = strcmp(p->op_type, "Constant") == 0 && p->domain[0] == 0 ? node_attr(p, "value") : NULL;
+    return a && a->kind == IR_ATTR_TENSOR ? a->t : NULL;
+}

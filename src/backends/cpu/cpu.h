@@ -167,6 +167,11 @@ void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias);
 seam_status check_auto_pad(seam_check *c);
 /* Checks refusing input 0 dtypes other than floats / numbers. */
 seam_status check_float_input(seam_check *c);
+/* Input i's data when it is a constant the session will run with (an
+ * initializer no graph input replaces, or a Constant node's value), for
+ * check() to prepare from; NULL otherwise. A run compares the data pointer
+ * it gets with the one prepared from before using what was prepared. */
+const ir_tensor *cpu_constant_input(const seam_check *c, int32_t i);
 seam_status check_numeric_input(seam_check *c);
 seam_status check_real_input(seam_check *c); /* cpu_is_real */
 

@@ -1041,24 +1041,12 @@ done:
 }
 
 
-/* The weight's data when it is a constant the session will run with: an
- * initializer no graph input replaces, or a Constant node's value. */
-static const ir_tensor *constant_input(const seam_check *c, int32_t i) {
-    if (i >= c->n->n_inputs || c->n->inputs[i] < 0) return NULL;
-    const ir_value *v = &c->g->values[c->n->inputs[i]];
-    if (v->init) return v->flags & IR_VALUE_INPUT ? NULL : v->init;
-    if (v->producer < 0) return NULL;
-    const ir_node *p = &c->g->nodes[v->producer];
-    const ir_attr *a = strcmp(p->op_type, "Constant") == 0 && p->domain[0] == 0 ? node_attr(p, "value") : NULL;
-    return a && a->kind == IR_ATTR_TENSOR ? a->t : NULL;
-}
-
 /* A float32 2-D Conv with a constant weight, on a CPU with AVX-512: the
  * weight packed for the packed GEMM, a matrix [M / group, C / group * kh *
  * kw] per group. Nothing when the conv is depthwise (dw_tasks runs it), or
  * out of memory (the OpenBLAS path then runs it). */
 static void conv_pack(seam_check *c) {
-    const ir_tensor *wt = constant_input(c, 1);
+    const ir_tensor *wt = cpu_constant_input(c, 1);
     if (!wt || wt->dtype != SEAM_DTYPE_FLOAT32 || wt->rank != 4 || !wt->data || check_in_dtype(c, 0) != SEAM_DTYPE_FLOAT32)
         return;
     int64_t group = node_attr_int(c->n, "group", 1), M = wt->dims[0], Cg = wt->dims[1];

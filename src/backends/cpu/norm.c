@@ -32,7 +32,8 @@ typedef struct bn_job {
  * whose parameters are initializers (check_batch_norm). */
 typedef struct bn_state {
     int64_t n;
-    double *a, *sh; /* one allocation */
+    double *a, *sh;           /* one allocation */
+    const void *from[4];      /* the data of scale, B, mean, var they were made from */
 } bn_state;
 
 static void free_bn_state(void *p) {
@@ -120,7 +121,9 @@ static seam_status run_batch_norm(seam_kernel *k) {
         return SEAM_STATUS_OK;
     }
     const bn_state *bs = k->state;
-    if (bs && !j.training && bs->n == np) j.pa = bs->a, j.psh = bs->sh;
+    if (bs && !j.training && bs->n == np && bs->from[0] == j.sc->data && bs->from[1] == j.b->data &&
+        bs->from[2] == j.mean->data && bs->from[3] == j.var->data)
+        j.pa = bs->a, j.psh = bs->sh;
     if (k->post.kind != ACT_NONE && j.y->dtype == SEAM_DTYPE_FLOAT32) j.post = &k->post;
     seam_parallel_for(k->pool, np, 4, bn_params, &j);
     return SEAM_STATUS_OK;
@@ -140,8 +143,7 @@ static seam_status check_batch_norm(seam_check *c) {
     if (training || n->n_inputs < 5 || (n->opset < 9 && node_attr_int(n, "spatial", 1) == 0)) return SEAM_STATUS_OK;
     const ir_tensor *p[4];
     for (int32_t i = 0; i < 4; i++) {
-        int32_t v = n->inputs[i + 1];
-        p[i] = v >= 0 ? c->g->values[v].init : NULL;
+        p[i] = cpu_constant_input(c, i + 1);
         if (!p[i] || !cpu_is_float(p[i]->dtype) || p[i]->numel != p[0]->numel) return SEAM_STATUS_OK;
     }
     int64_t np = p[0]->numel;
@@ -154,6 +156,7 @@ static seam_status check_batch_norm(seam_check *c) {
     }
     double eps = node_attr_float(n, "epsilon", 1e-5f);
     s->n = np, s->a = buf, s->sh = buf + np;
+    for (int32_t i = 0; i < 4; i++) s->from[i] = p[i]->data;
     for (int64_t q = 0; q < np; q++) {
         double a = cpu_get(p[0]->data, p[0]->dtype, q) / sqrt(cpu_get(p[3]->data, p[3]->dtype, q) + eps);
         s->a[q] = a;

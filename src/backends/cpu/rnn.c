@@ -157,6 +157,7 @@ static float *pack_r(const seam_tensor *r, int32_t G) {
 typedef struct rnn_state {
     int64_t dims[3];
     float *rp;
+    const void *from; /* the data of R it was packed from */
 } rnn_state;
 
 static void free_rnn_state(void *p) {
@@ -338,7 +339,7 @@ static seam_status run_recurrent(seam_kernel *k) {
     /* the plain cases take the step on the pool over packed R */
     bool fast = lstm_plain || gru_plain;
     const rnn_state *rs = k->state;
-    bool packed = fast && rs && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] && rs->dims[2] == r->dims[2];
+    bool packed = fast && rs && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] && rs->dims[2] == r->dims[2];
     float *rtc = fast && !packed ? pack_r(r, G) : NULL;
     const float *rpk = packed ? rs->rp : rtc;
     /* float32 W and R are read in place */
@@ -354,11 +355,10 @@ static seam_status run_recurrent(seam_kernel *k) {
     float *hp = malloc(sizeof(float) * (size_t)(Bn * GH + 1));      /* H R^T for one step */
     float *hcur = malloc(bh), *ccur = malloc(bh), *hnew = malloc(bh);
     float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
-    float *gates = malloc(sizeof(float) * (size_t)(GH + H + 1));   /* fast paths: one row's gates, and tanh(C) */
     seam_status st = SEAM_STATUS_OK;
     if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || (!fast && r->dtype != SEAM_DTYPE_FLOAT32 && !Rc) ||
         (fast && !rpk) || (sl && !lens) || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp ||
-        !hp || !hcur || !ccur || !hnew || !rh || !zs || !hh || !gates) {
+        !hp || !hcur || !ccur || !hnew || !rh || !zs || !hh) {
         st = kernel_oom(k);
         goto done;
     }
@@ -414,26 +414,6 @@ static seam_status run_recurrent(seam_kernel *k) {
                 if (sl && t >= cpu_get_i64(sl->data, sl->dtype, bb)) continue;
                 const float *gx = xp + (t * Bn + bb) * GH, *gh = hp + bb * NR;
                 float *hrow = hcur + bb * H, *crow = ccur + bb * H, *nh = hnew + bb * H;
-                if (lstm_plain) { /* the same equations, each activation over a whole gate at once */
-                    float *tc = gates + GH;
-                    for (int64_t q = 0; q < GH; q++) gates[q] = gx[q] + gh[q];
-                    cpu_sigmoid_f32(gates, gates, 3 * H); /* i, o, f */
-                    cpu_tanh_f32(gates + 3 * H, gates + 3 * H, H);
-                    for (int64_t j = 0; j < H; j++) crow[j] = tc[j] = gates[2 * H + j] * crow[j] + gates[j] * gates[3 * H + j];
-                    cpu_tanh_f32(tc, tc, H);
-                    for (int64_t j = 0; j < H; j++) nh[j] = gates[H + j] * tc[j];
-                    continue;
-                }
-                if (gru_plain) {
-                    float *ht = gates + 2 * H;
-                    for (int64_t q = 0; q < 2 * H; q++) gates[q] = gx[q] + gh[q];
-                    cpu_sigmoid_f32(gates, gates, 2 * H); /* z, r */
-                    for (int64_t j = 0; j < H; j++)
-                        ht[j] = gx[2 * H + j] + gates[H + j] * (gh[2 * H + j] + (Rb ? Rb[2 * H + j] : 0));
-                    cpu_tanh_f32(ht, ht, H);
-                    for (int64_t j = 0; j < H; j++) nh[j] = (1 - gates[j]) * ht[j] + gates[j] * hrow[j];
-                    continue;
-                }
                 for (int64_t j = 0; j < H; j++) {
                     if (G == 4) {
                         float cprev = crow[j];
@@ -491,7 +471,7 @@ static seam_status run_recurrent(seam_kernel *k) {
 done:
     free(rtc), free(Wc), free(Rc), free(lens);
     free(X), free(Bv), free(P), free(H0), free(C0);
-    free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh), free(gates);
+    free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh);
     return st;
 }
 
@@ -509,8 +489,7 @@ static seam_status check_recurrent(seam_check *c) {
     if (!read_acts(c->n, n_act, 2, acts, &bad, &bad_len))
         return check_refuse(c, "activation '%.*s' is not supported", (int)bad_len, bad);
     /* R from an initializer: packed once here for the plain LSTM/GRU step */
-    int32_t rv = c->n->n_inputs > 2 ? c->n->inputs[2] : -1;
-    const ir_tensor *ri = rv >= 0 ? c->g->values[rv].init : NULL;
+    const ir_tensor *ri = cpu_constant_input(c, 2);
     int32_t G = n_act == 3 ? 4 : 3;
     if (n_act > 1 && ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
         seam_tensor rt = {.dtype = ri->dtype, .rank = 3, .numel = ri->numel, .data = ri->data};
@@ -523,6 +502,7 @@ static seam_status check_recurrent(seam_check *c) {
             return SEAM_STATUS_OUT_OF_MEMORY;
         }
         memcpy(s->dims, rt.dims, sizeof(s->dims));
+        s->from = ri->data;
         *c->state = s;
         *c->free_state = free_rnn_state;
     }
