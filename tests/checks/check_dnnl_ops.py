@@ -239,6 +239,13 @@ edge = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.7, 2.7, -3.0, 3.0, -0.0, 99
 case("cast_trunc_int32", [mk("Cast", ["x"], ["y"], to=T.INT32)], {"x": edge}, {"y": edge.astype(np.int32)})
 small = np.array([-128.9, -2.5, -0.5, 0.5, 1.5, 127.9, 3.0, -3.7], np.float32)
 case("cast_trunc_int8", [mk("Cast", ["x"], ["y"], to=T.INT8)], {"x": small}, {"y": small.astype(np.int8)})
+# an int32 a dnnl Cast makes is no run-time parameter: the Slice reading it
+# goes to the CPU, and the dnnl subgraph compiles (no slow: line)
+xs8, fs = rng.rand(4, 8).astype(np.float32), np.array([2.7], np.float32)
+case("cast_int32_into_slice", [mk("Relu", ["f"], ["fr"]), mk("Cast", ["fr"], ["s"], to=T.INT32), mk("Relu", ["x"], ["xr"]),
+                               mk("Slice", ["xr", "s", "e", "ax"], ["y"])],
+     {"x": xs8, "f": fs}, {"y": xs8[:, 2:8]}, inits={"e": np.array([8], np.int32), "ax": np.array([1], np.int32)},
+     on_dnnl=["Relu_0", "Cast_1", "Relu_2"])
 usmall = np.array([0.0, 0.5, 1.5, 2.5, 254.9, 7.99], np.float32)
 case("cast_trunc_uint8", [mk("Cast", ["x"], ["y"], to=T.UINT8)], {"x": usmall}, {"y": usmall.astype(np.uint8)})
 bz = np.array([0.0, -0.0, np.nan, np.inf, -1e-30, 2.0], np.float32)

@@ -236,12 +236,9 @@ static bool fix_views(program *p);
 static bool boundary_md(slot *s, seam_dtype dt, dnnl_memory_desc_t *md) {
     if (!dx_md_of(s, md)) return false;
     if (dt == SEAM_DTYPE_FLOAT32) return true;
-    md->data_type = dx_boundary_type(dt);
     dnnl_dims_t dims;
     for (int32_t d = 0; d < md->ndims; d++) dims[d] = md->dims[d];
-    if (dnnl_memory_desc_init_by_tag(md, md->ndims, dims, dx_boundary_type(dt),
-                                     (dnnl_format_tag_t[]){dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde,
-                                                           dnnl_abcdef}[md->ndims - 1]) != dnnl_success)
+    if (dnnl_memory_desc_init_by_tag(md, md->ndims, dims, dx_boundary_type(dt), dx_plain_tag(md->ndims)) != dnnl_success)
         return false;
     s->has_md = true, s->md = *md;
     return true;
@@ -256,8 +253,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         char *end;
         if (!strcmp(options[k], "fusion=off")) fuse = false;
         else if (!strcmp(options[k], "fusion=on")) fuse = true;
-        else if (dx_conv_option(options[k], &conv)) {
-        }
+        else if (dx_conv_option(options[k], &conv)) continue;
         else if (!strncmp(options[k], "threads=", 8) && (threads = (int32_t)strtol(options[k] + 8, &end, 10)) >= 1 &&
                  threads <= 1024 && !*end) {
         } else {

@@ -222,6 +222,8 @@ static const char *const view_ops[] = {"Flatten", "Reshape", "Squeeze", "Unsquee
 static const char *const reduce_ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"};
 
 /* ---- layout.c: slots, views, layouts, steps ---- */
+/* The plain (row-major) format tag of a rank (0 as 1). */
+dnnl_format_tag_t dx_plain_tag(int32_t rank);
 int32_t dx_slot_of(program *p, const char *name);
 int32_t dx_add_slot(program *p, const char *name, const seam_value_info *v);
 /* A slot reading base's bytes (found at run time) with the shape of

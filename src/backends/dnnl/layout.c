@@ -10,7 +10,7 @@
 
 #include "dnnl_internal.h"
 
-static dnnl_format_tag_t plain_tag(int32_t rank) {
+dnnl_format_tag_t dx_plain_tag(int32_t rank) {
     static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
     return rank >= 0 && rank <= MAXR ? tags[rank] : dnnl_format_tag_undef;
 }
@@ -71,7 +71,7 @@ bool dx_md_of(const slot *s, dnnl_memory_desc_t *md) {
     int32_t r = s->rank ? s->rank : 1;
     dnnl_dims_t dims;
     for (int32_t d = 0; d < r; d++) dims[d] = s->rank ? s->dims[d] : 1;
-    return dnnl_memory_desc_init_by_tag(md, r, dims, dnnl_f32, plain_tag(r)) == dnnl_success;
+    return dnnl_memory_desc_init_by_tag(md, r, dims, dnnl_f32, dx_plain_tag(r)) == dnnl_success;
 }
 
 void *dx_fail(builder *b, const char *what) {

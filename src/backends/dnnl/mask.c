@@ -220,8 +220,11 @@ static int32_t scalar_slot(builder *b, int32_t rank, float x) {
 
 static int32_t numel(int32_t r, const int64_t *dims) {
     int64_t n = 1;
-    for (int32_t d = 0; d < r; d++) n *= dims[d];
-    return n > INT32_MAX ? -1 : (int32_t)n;
+    for (int32_t d = 0; d < r; d++)
+        if (!dims[d]) return 0;
+    for (int32_t d = 0; d < r; d++)
+        if ((n *= dims[d]) > INT32_MAX) return -1; /* (each dim at most IR_MAX_DIM: no wrap) */
+    return (int32_t)n;
 }
 
 /* A binary step: src0 op src1 -> dst, then post-ops (binary ops with
@@ -295,13 +298,14 @@ static int32_t out_slot(builder *b, int32_t *R, int64_t *dims, const int64_t *wa
     const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     const seam_value_info *o = &n->outputs[0];
     if (o->rank < 0 || o->rank > MAXR) return dx_fail(b, "its output has no known rank <= 6"), -1;
-    *R = o->rank;
-    for (int32_t d = 0; d < o->rank; d++) dims[d] = o->dims[d];
+    /* (want may be dims itself: compared before dims is written) */
     if (want) {
         bool same = want_rank == o->rank;
         for (int32_t d = 0; same && d < o->rank; d++) same = want[d] == o->dims[d];
         if (!same) return dx_fail(b, "its output's shape is not what its inputs give (inconsistent shapes in the file)"), -1;
     }
+    *R = o->rank;
+    for (int32_t d = 0; d < o->rank; d++) dims[d] = o->dims[d];
     int32_t s = dx_output_slot(b, o);
     if (s < 0) dx_fail(b, "out of memory");
     return s;
@@ -510,6 +514,7 @@ bool dx_compile_tile(builder *b, bool *fused, int32_t sin, int32_t sd) {
     int64_t want[MAXR];
     for (int32_t d = 0; d < r; d++) {
         if (rep[d] < 0) return dx_fail(b, "a negative repeat"), false;
+        if (in->dims[d] && rep[d] > IR_MAX_DIM / in->dims[d]) return dx_fail(b, "its repeats are too large"), false;
         want[d] = in->dims[d] * rep[d];
     }
     int32_t R;

@@ -269,11 +269,15 @@ static bool compile_transpose(builder *b, bool *fused, int32_t sin, int32_t out0
 }
 
 /* An integer parameter input (bounds, axes, pads) computed at run time,
- * by nodes outside the subgraph (dnnl computes no integers): the Subgraph
- * runner specializes the subgraph for its values, and compile() reads them
- * as constants (runtime/subgraph.c). */
+ * by nodes outside the subgraph: the Subgraph runner specializes the
+ * subgraph for its values, and compile() reads them as constants
+ * (runtime/subgraph.c). dnnl computes no int64, and int32 only by a Cast
+ * (mask.c), which could be in the same subgraph: an int32 a Cast makes is
+ * not taken as a parameter. */
 static bool run_time_param(const seam_node_view *n, int32_t k) {
-    return n->inputs[k].dtype == SEAM_DTYPE_INT64 || n->inputs[k].dtype == SEAM_DTYPE_INT32;
+    if (n->inputs[k].dtype == SEAM_DTYPE_INT64) return true;
+    const char *by = n->input_producers ? n->input_producers[k] : NULL;
+    return n->inputs[k].dtype == SEAM_DTYPE_INT32 && !(by && !strcmp(by, "Cast"));
 }
 
 /* Slice (from opset 10) and the reductions: their parameter inputs are
