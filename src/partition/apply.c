@@ -100,8 +100,8 @@ static int32_t parse_dims(const char *s, int64_t *dims, int32_t max) {
 static seam_status infer_bucket(seam_context *ctx, struct seam_model *m, const ir_graph *g, const char *const *names,
                                 const char *const *shapes, int32_t n, buckets *bk, ir_value **out) {
     ir_graph cg = *g;
-    cg.values = malloc(sizeof(ir_value) * (size_t)g->n_values + 1);
-    cg.nodes = malloc(sizeof(ir_node) * (size_t)g->n_nodes + 1);
+    cg.values = malloc(sizeof(ir_value) * ((size_t)g->n_values + 1));
+    cg.nodes = malloc(sizeof(ir_node) * ((size_t)g->n_nodes + 1));
     if (!cg.values || !cg.nodes) return free(cg.values), free(cg.nodes), oom(ctx);
     memcpy(cg.values, g->values, sizeof(ir_value) * (size_t)g->n_values);
     memcpy(cg.nodes, g->nodes, sizeof(ir_node) * (size_t)g->n_nodes);
