@@ -3,7 +3,8 @@
  * float32 goes straight to sgemm; float64 to dgemm; float16 and bfloat16
  * are widened to float32 and narrowed back. Conv is im2col + sgemm per
  * image and group (a 1x1, stride 1, unpadded conv needs no im2col: the
- * input already is the column matrix); a depthwise conv is a direct loop.
+ * input already is the column matrix); a depthwise conv is dwconv.c's
+ * direct loop.
  * On CPUs with AVX-512, a float32 2-D Conv of the sizes where it wins runs
  * on the packed GEMM instead (gemm.c): a constant weight packed once at
  * session creation (another on each run), the im2col columns written
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/dwconv.h"
 #include "backends/cpu/winograd.h"
 #include "backends/cpu/gemm.h"
 #include "runtime/pool.h"
@@ -475,289 +477,6 @@ CPU_HOT static void im2col_rows(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Depthwise 2-D convolution (one input channel per group): a direct loop
- * per output channel. One sgemm per channel with M = 1 would be all
- * overhead.
- *
- * Each channel is first split into sh * sw zero-padded phase planes: phase
- * (r, c) holds the padded input's rows r, r + sh, ... and columns c, c + sw,
- * ... (with stride 1, the one padded plane). Output (oh, ow) then reads tap
- * (a, b) at phase ((a dh) % sh, (b dw) % sw), row oh + (a dh) / sh, column
- * ow + (b dw) / sw: every tap is a stride-1 read of contiguous memory, so
- * each plane is one flat loop over
- *     ext[i] = sum over taps (a, b) of k[a][b] * Q[phase(a, b)][i + off(a, b)]
- * (output (oh, ow) is ext[oh * PW + ow]; the PW - OW extra columns per row
- * are computed and dropped), which vectorizes even for 7x7 outputs. The
- * padding is written once per task and stays zero (it depends on the
- * geometry only); each channel writes just the interior. The bias and the
- * fused activation go over each output row while it is in L1. Every
- * channel is computed the same way whatever task runs it, so the result
- * does not depend on the thread count. */
-typedef struct dw_job {
-    const float *x, *w, *bias; /* bias [M], (optional) */
-    float *y;
-    float *buf;                /* per task: the phase planes (+ slack), then ext */
-    const conv_geom *win;
-    const act_params *post;
-    int64_t C, M, Mg, total, per_task, per_buf;
-    int64_t PH, PW, slack;     /* one phase plane's rows and columns; columns read past the last plane */
-    bool vec;                  /* small planes: DW_LANES channels at once (dw_lanes) */
-    int64_t units;             /* channels (N * M), or blocks of DW_LANES of them */
-} dw_job;
-
-/* Small planes (7x7, 14x14: the late layers of mobilenet_v3, mnasnet,
- * efficientnet) go DW_LANES channels at once: the planes interleaved
- * channel-minor, so every tap is one vector load, one weight vector per
- * tap, and no wasted columns, copies or calls per channel (which cost
- * more than the arithmetic on a 7x7 plane). */
-#define DW_LANES 8
-#define DW_VEC_MAX_OUT 256 /* output pixels per channel */
-typedef float dw_v8 __attribute__((vector_size(DW_LANES * sizeof(float))));
-typedef int32_t dw_v8i __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
-
-/* Two vectors' lanes picked by constant indices (0-7 from a, 8-15 from b):
- * GCC's and clang's spellings of one shuffle. */
-#if defined(__clang__)
-#define DW_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-#define DW_SHUF(a, b, ...) __builtin_shuffle(a, b, (dw_v8i){__VA_ARGS__})
-#endif
-
-/* r[i][j] <-> r[j][i] (unpack, shuffle, then swap the 128-bit halves) */
-static inline __attribute__((always_inline)) void dw_transpose8(dw_v8 r[8]) {
-    dw_v8 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = DW_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = DW_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = DW_SHUF(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 1] = DW_SHUF(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        u[i + 2] = DW_SHUF(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 3] = DW_SHUF(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = DW_SHUF(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[i + 4] = DW_SHUF(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
-/* Phase plane and buffer sizes for w; false when the planes would be too
- * large for a buffer per task (the caller then takes the im2col path). */
-static bool dw_geometry(const conv_geom *w, dw_job *j) {
-    if (w->kernel[0] > 64 || w->kernel[1] > 64 || w->dil[0] > 64 || w->dil[1] > 64) return false;
-    if (w->stride[0] > 64 || w->stride[1] > 64) return false;
-    int64_t sh = w->stride[0], sw = w->stride[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
-    int64_t n;
-    /* the whole padded plane the output reaches */
-    int64_t FH = (OH - 1) * sh + (KH - 1) * w->dil[0] + 1, FW = (OW - 1) * sw + (KW - 1) * w->dil[1] + 1;
-    j->vec = OH * OW <= DW_VEC_MAX_OUT && FH * FW <= 4096;
-    if (j->vec) { /* the interleaved plane, the weights, the outputs */
-        j->PH = FH, j->PW = FW, j->slack = 0;
-        n = (FH * FW + KH * KW + OH * OW) * DW_LANES;
-    } else {
-        j->PH = OH + (KH - 1) * w->dil[0] / sh;
-        j->PW = OW + (KW - 1) * w->dil[1] / sw;
-        j->slack = (KW - 1) * w->dil[1] / sw;
-        if (j->PH > (1 << 20) || j->PW > (1 << 20) || j->PH * j->PW > (1 << 21) || sh * sw * j->PH * j->PW > (1 << 22))
-            return false;
-        n = sh * sw * j->PH * j->PW + j->slack + OH * j->PW;
-    }
-    j->per_buf = (n + 15) & ~(int64_t)15; /* each task's buffer 64-byte aligned */
-    return true;
-}
-
-/* DW_LANES channels from nm0 on (fewer at the end) into the task's buffer
- * B: one vector per padded-plane pixel, lane l holding channel nm0 + l;
- * every output is the same sum in the same order in any lane. */
-CPU_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
-    const conv_geom *w = j->win;
-    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
-    int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], FH = j->PH, FW = j->PW;
-    int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], T = KH * KW;
-    int64_t lanes = j->total - nm0 < DW_LANES ? j->total - nm0 : DW_LANES;
-    dw_v8 *Pv = (dw_v8 *)B, *Kv = Pv + FH * FW, *S = Kv + T;
-    int64_t cols = W < FW - pl ? W : FW - pl, rows = H < FH - pt ? H : FH - pt;
-    const float *xs[DW_LANES];
-    for (int64_t l = 0; l < lanes; l++) {
-        int64_t nm = nm0 + l, n = nm / j->M, m = nm % j->M, c = m / j->Mg;
-        const float *k = j->w + m * T;
-        xs[l] = j->x + (n * j->C + c) * H * W;
-        for (int64_t t = 0; t < T; t++) Kv[t][l] = k[t];
-    }
-    /* the channels' rows interleaved, 8 columns at once by a transpose
-     * (the last 8 overlapping the ones before: the same values again) */
-    for (int64_t h = 0; h < rows && cols > 0; h++) {
-        dw_v8 *dst = Pv + (h + pt) * FW + pl;
-        if (lanes == DW_LANES && cols >= 8)
-            for (int64_t q0 = 0; q0 < cols; q0 += 8) {
-                int64_t q = q0 + 8 <= cols ? q0 : cols - 8;
-                dw_v8 r[8];
-                for (int l = 0; l < 8; l++) memcpy(&r[l], xs[l] + h * W + q, sizeof(dw_v8));
-                dw_transpose8(r);
-                for (int i = 0; i < 8; i++) dst[q + i] = r[i];
-            }
-        else
-            for (int64_t l = 0; l < lanes; l++)
-                for (int64_t q = 0; q < cols; q++) dst[q][l] = xs[l][h * W + q];
-    }
-    /* blocks of 8 (or 4) output columns, one accumulator each; the last
-     * block of a row overlaps the one before rather than take a slower
-     * tail (it recomputes the same values) */
-    int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
-    for (int64_t oh = 0; oh < OH; oh++) {
-        const dw_v8 *row = Pv + oh * sh * FW;
-        dw_v8 *srow = S + oh * OW;
-        for (int64_t o0 = 0; o0 < OW; o0 += blk) {
-            int64_t ow = o0 + blk <= OW ? o0 : OW - blk;
-            if (blk == 8) {
-                dw_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) {
-                        dw_v8 kv = kr[b];
-                        const dw_v8 *q = p + b * dw;
-                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
-                        a4 += kv * q[4 * sw], a5 += kv * q[5 * sw], a6 += kv * q[6 * sw], a7 += kv * q[7 * sw];
-                    }
-                }
-                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
-                srow[ow + 4] = a4, srow[ow + 5] = a5, srow[ow + 6] = a6, srow[ow + 7] = a7;
-            } else if (blk == 4) {
-                dw_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) {
-                        dw_v8 kv = kr[b];
-                        const dw_v8 *q = p + b * dw;
-                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
-                    }
-                }
-                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
-            } else {
-                dw_v8 a0 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) a0 += kr[b] * p[b * dw];
-                }
-                srow[ow] = a0;
-            }
-        }
-    }
-    /* out of the lanes, 8 pixels at once by a transpose */
-    int64_t O = OH * OW;
-    float *y0 = j->y + nm0 * O;
-    bool whole = lanes == DW_LANES && O >= 8;
-    if (whole)
-        for (int64_t o0 = 0; o0 < O; o0 += 8) {
-            int64_t o = o0 + 8 <= O ? o0 : O - 8;
-            dw_v8 r[8];
-            for (int i = 0; i < 8; i++) r[i] = S[o + i];
-            dw_transpose8(r);
-            for (int l = 0; l < 8; l++) memcpy(y0 + l * O + o, &r[l], sizeof(dw_v8));
-        }
-    for (int64_t l = 0; l < lanes; l++) {
-        float *y = y0 + l * O;
-        if (!whole)
-            for (int64_t o = 0; o < O; o++) y[o] = S[o][l];
-        cpu_post_apply(j->post, y, O, j->bias ? j->bias[(nm0 + l) % j->M] : 0.0f);
-    }
-}
-
-CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
-    const conv_geom *w = j->win;
-    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
-    int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PH = j->PH, PW = j->PW;
-    int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], PS = PH * PW;
-    int64_t n = nm / j->M, m = nm % j->M, c = m / j->Mg;
-    const float *x = j->x + (n * j->C + c) * H * W, *k = j->w + m * KH * KW;
-    float *y = j->y + nm * OH * OW;
-    float bv = j->bias ? j->bias[m] : 0.0f;
-    /* the input into the interiors of the phase planes the taps read */
-    for (int64_t pr = 0; pr < sh; pr++) {
-        bool used = false;
-        for (int64_t a = 0; a < KH && !used; a++) used = (a * dh) % sh == pr;
-        if (!used) continue;
-        for (int64_t pc = 0; pc < sw; pc++) {
-            used = false;
-            for (int64_t b = 0; b < KW && !used; b++) used = (b * dw) % sw == pc;
-            if (!used) continue;
-            float *Q = P + (pr * sw + pc) * PS;
-            /* plane column q is input column q * sw + pc - pl: inside for q in [qlo, qhi) */
-            int64_t base = pc - pl, qlo = base >= 0 ? 0 : (-base + sw - 1) / sw;
-            int64_t qhi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
-            if (qhi > PW) qhi = PW;
-            if (qlo >= qhi) continue;
-            for (int64_t r = 0; r < PH; r++) {
-                int64_t h = r * sh + pr - pt;
-                if (h < 0 || h >= H) continue;
-                const float *src = x + h * W + base;
-                float *dst = Q + r * PW;
-                if (sw == 1) memcpy(dst + qlo, src + qlo, sizeof(float) * (size_t)(qhi - qlo));
-                else if (sw == 2)
-                    for (int64_t q = qlo; q < qhi; q++) dst[q] = src[2 * q];
-                else
-                    for (int64_t q = qlo; q < qhi; q++) dst[q] = src[q * sw];
-            }
-        }
-    }
-#define DW_TAP(a, b) (P + ((a) * dh % sh * sw + (b) * dw % sw) * PS + (a) * dh / sh * PW + (b) * dw / sw)
-    float *restrict ext = P + sh * sw * PS + j->slack; /* (restrict: no alias checks that stop the vectorizer) */
-    int64_t L = OH * PW;
-    if (KH == 3 && KW == 3 && sw == 1) { /* a row's taps at offsets: fewer pointers than registers */
-        const float *restrict p0 = DW_TAP(0, 0), *restrict p1 = DW_TAP(1, 0), *restrict p2 = DW_TAP(2, 0);
-        for (int64_t i = 0; i < L; i++)
-            ext[i] = k[0] * p0[i] + k[1] * p0[i + dw] + k[2] * p0[i + 2 * dw] + k[3] * p1[i] + k[4] * p1[i + dw] +
-                     k[5] * p1[i + 2 * dw] + k[6] * p2[i] + k[7] * p2[i + dw] + k[8] * p2[i + 2 * dw];
-    } else if (KH == 3 && KW == 3) {
-        const float *restrict t0 = DW_TAP(0, 0), *restrict t1 = DW_TAP(0, 1), *restrict t2 = DW_TAP(0, 2),
-                              *restrict t3 = DW_TAP(1, 0), *restrict t4 = DW_TAP(1, 1), *restrict t5 = DW_TAP(1, 2),
-                              *restrict t6 = DW_TAP(2, 0), *restrict t7 = DW_TAP(2, 1), *restrict t8 = DW_TAP(2, 2);
-        float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7], k8 = k[8];
-        for (int64_t i = 0; i < L; i++)
-            ext[i] = k0 * t0[i] + k1 * t1[i] + k2 * t2[i] + k3 * t3[i] + k4 * t4[i] + k5 * t5[i] + k6 * t6[i] +
-                     k7 * t7[i] + k8 * t8[i];
-    } else if (KW == 5) { /* (mobilenet_v3, efficientnet) a kernel row per pass */
-        for (int64_t i = 0; i < L; i++) ext[i] = 0;
-        for (int64_t a = 0; a < KH; a++) {
-            const float *restrict q0 = DW_TAP(a, 0), *restrict q1 = DW_TAP(a, 1), *restrict q2 = DW_TAP(a, 2),
-                                  *restrict q3 = DW_TAP(a, 3), *restrict q4 = DW_TAP(a, 4), *kr = k + a * 5;
-            float k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4];
-            for (int64_t i = 0; i < L; i++)
-                ext[i] += k0 * q0[i] + k1 * q1[i] + k2 * q2[i] + k3 * q3[i] + k4 * q4[i];
-        }
-    } else {
-        for (int64_t i = 0; i < L; i++) ext[i] = 0;
-        for (int64_t a = 0; a < KH; a++)
-            for (int64_t b = 0; b < KW; b++) {
-                float kv = k[a * KW + b];
-                const float *restrict sp = DW_TAP(a, b);
-                for (int64_t i = 0; i < L; i++) ext[i] += kv * sp[i];
-            }
-    }
-#undef DW_TAP
-    for (int64_t oh = 0; oh < OH; oh++) {
-        memcpy(y + oh * OW, ext + oh * PW, sizeof(float) * (size_t)OW);
-        cpu_post_apply(j->post, y + oh * OW, OW, bv);
-    }
-}
-
-static void dw_tasks(void *arg, int64_t begin, int64_t end) {
-    const dw_job *j = arg;
-    for (int64_t t = begin; t < end; t++) {
-        float *P = j->buf + t * j->per_buf;
-        /* the padding (the planes; dw_lanes: the interleaved plane and the
-         * weights, whose lanes past the last channel must stay finite) */
-        int64_t zero = j->vec ? (j->PH * j->PW + j->win->kernel[0] * j->win->kernel[1]) * DW_LANES
-                              : j->win->stride[0] * j->win->stride[1] * j->PH * j->PW + j->slack;
-        memset(P, 0, sizeof(float) * (size_t)zero);
-        int64_t u1 = (t + 1) * j->per_task < j->units ? (t + 1) * j->per_task : j->units;
-        for (int64_t u = t * j->per_task; u < u1; u++)
-            if (j->vec) dw_lanes(j, P, u * DW_LANES);
-            else dw_one(j, P, u);
-    }
-}
-
 /* A 2-D float32 conv with a large output in column blocks: each task
  * builds the im2col columns of one block of output pixels (about 512 KB,
  * so they stay in L2) and multiplies it at once, instead of the whole
@@ -818,7 +537,7 @@ static void conv_state_free(void *p) {
 /* How one conv runs (run_conv picks it in one place, from the sizes only,
  * never from the thread count). */
 typedef enum conv_kind {
-    CONV_DEPTHWISE, /* one input channel per group: dw_tasks */
+    CONV_DEPTHWISE, /* one input channel per group: dwconv.c */
     CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
     CONV_PACKED,    /* float32 2-D with a packed constant weight: cpu_gemm_run */
     CONV_BLOCKED,   /* float32 2-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
@@ -892,7 +611,7 @@ static seam_status run_conv(seam_kernel *k) {
         direct &= w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0;
     int64_t threads = seam_pool_threads(k->pool), Kg = Cg * kprod;
     const conv_state *cs = k->state;
-    dw_job dj = {0};
+    cpu_dw_plan dj;
     cblk_job cb = {0};
     cb.nb = ((int64_t)1 << 17) / (Kg > 0 ? Kg : 1) / 64 * 64;
     if (cb.nb < 64) cb.nb = 64;
@@ -904,7 +623,7 @@ static seam_status run_conv(seam_kernel *k) {
      * OpenBLAS forms. The packed GEMM takes the weight check packed when
      * it is this run's (the same data), else packs it now. */
     conv_kind kind = CONV_IM2COL;
-    if (!f64 && Cg == 1 && group > 1 && w.n == 2 && dw_geometry(&w, &dj))
+    if (!f64 && Cg == 1 && group > 1 && w.n == 2 && cpu_dw_plan_make(&dj, &w, N, C, M, (int32_t)threads))
         kind = CONV_DEPTHWISE;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && cpu_wino_fits(&w, Cg, Mg))
         kind = CONV_WINOGRAD;
@@ -940,17 +659,9 @@ static seam_status run_conv(seam_kernel *k) {
         cb.per_task = (cb.blocks * group + cb_tasks - 1) / cb_tasks;
         cb_tasks = (cb.blocks * group + cb.per_task - 1) / cb.per_task;
     }
-    /* depthwise: a few tasks per thread, each with its plane; how many
-     * changes nothing in the result */
-    int64_t tasks = 4 * (int64_t)seam_pool_threads(k->pool);
-    if (kind == CONV_DEPTHWISE && tasks * dj.per_buf > ((int64_t)1 << 24)) /* at most 64 MB of planes */
-        tasks = ((int64_t)1 << 24) / dj.per_buf > 1 ? ((int64_t)1 << 24) / dj.per_buf : 1;
-    dj.units = dj.vec ? (N * M + DW_LANES - 1) / DW_LANES : N * M;
-    if (kind == CONV_DEPTHWISE && tasks > dj.units) tasks = dj.units;
-    else if (tasks > N * M) tasks = N * M;
     /* scratch: the depthwise tasks' planes, the packed GEMM's B blocks, or
      * the column matrix (whole or per block) */
-    size_t scratch = kind == CONV_DEPTHWISE ? sizeof(float) * (size_t)(tasks * dj.per_buf) + 64
+    size_t scratch = kind == CONV_DEPTHWISE ? cpu_dw_scratch(&dj)
                      : kind == CONV_WINOGRAD ? cpu_wino_scratch_size(wino, &w, (int32_t)threads)
                      : kind == CONV_PACKED  ? sizeof(float) * (cpu_gemm_scratch(Mg, out_prod, threads) + pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(cb_tasks * (Kg * cb.nb + 16))
@@ -971,11 +682,7 @@ static seam_status run_conv(seam_kernel *k) {
         cpu_wino_free(wino_now);
         goto done;
     case CONV_DEPTHWISE:
-        dj.x = vx.p, dj.w = vw.p, dj.bias = vb.p, dj.y = vy.p, dj.win = &w, dj.post = post;
-        dj.buf = (float *)(((uintptr_t)col + 63) & ~(uintptr_t)63);
-        dj.C = C, dj.M = M, dj.Mg = Mg, dj.total = N * M;
-        dj.per_task = (dj.units + tasks - 1) / tasks;
-        seam_parallel_for(k->pool, (dj.units + dj.per_task - 1) / dj.per_task, 1, dw_tasks, &dj);
+        cpu_dw_run(&dj, k->pool, vx.p, vw.p, b ? vb.p : NULL, post, vy.p, col);
         goto done;
     case CONV_PACKED: {
         /* scratch: the weight packed now (when check did not), then the B blocks */
@@ -1043,7 +750,7 @@ done:
 
 /* A float32 2-D Conv with a constant weight, on a CPU with AVX-512: the
  * weight packed for the packed GEMM, a matrix [M / group, C / group * kh *
- * kw] per group. Nothing when the conv is depthwise (dw_tasks runs it), or
+ * kw] per group. Nothing when the conv is depthwise (dwconv.c runs it), or
  * out of memory (the OpenBLAS path then runs it). */
 static void conv_pack(seam_check *c) {
     const ir_tensor *wt = cpu_constant_input(c, 1);

@@ -1,0 +1,41 @@
+/*
+ * The depthwise 2-D convolution (one input channel per group, float32):
+ * a direct loop over phase planes, DW_LANES channels at once on small
+ * planes. linalg.c's Conv takes this path when cpu_dw_plan says the
+ * geometry fits; every channel is computed the same way whatever task runs
+ * it, so the result does not depend on the thread count.
+ */
+#ifndef SEAM_CPU_DWCONV_H
+#define SEAM_CPU_DWCONV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/activation.h"
+#include "ops/conv_geom.h"
+
+typedef struct seam_pool seam_pool;
+
+/* How one depthwise conv runs: made by cpu_dw_plan from its sizes only. */
+typedef struct cpu_dw_plan {
+    const conv_geom *win;
+    int64_t N, C, M;  /* images, input channels (= groups), output channels */
+    int64_t PH, PW, slack, per_buf, units, tasks, per_task;
+    bool vec;         /* small planes: several channels at once */
+} cpu_dw_plan;
+
+/* Plans the conv of geometry w (2-D) over N images of C channels into M
+ * (a multiple of C) for a pool of `threads`; false when the planes would be
+ * too large for a buffer per task (the caller then takes another path). */
+bool cpu_dw_plan_make(cpu_dw_plan *p, const conv_geom *w, int64_t N, int64_t C, int64_t M, int32_t threads);
+
+/* Scratch bytes cpu_dw_run needs (alignment included). */
+size_t cpu_dw_scratch(const cpu_dw_plan *p);
+
+/* y [N, M, OH, OW] = post(conv(x [N, C, H, W], w [M, 1, KH, KW]) + bias[M]);
+ * bias and post optional (NULL). */
+void cpu_dw_run(const cpu_dw_plan *p, seam_pool *pool, const float *x, const float *w, const float *bias,
+                const act_params *post, float *y, void *scratch);
+
+#endif
