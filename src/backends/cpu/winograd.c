@@ -88,7 +88,7 @@ bool cpu_wino_fits(const conv_geom *g, int64_t Cg, int64_t Mg) {
         if (g->kernel[d] != 3 || g->stride[d] != 1 || g->dil[d] != 1 || g->out[d] < 1 || g->in[d] < 1) return false;
     /* (the bounds keep every GEMM size and leading dimension in an int) */
     if (Mg < 16 || Cg > ((int64_t)1 << 20) || Mg > ((int64_t)1 << 20) || g->out[1] > ((int64_t)1 << 24) ||
-        Cg < 48 || Cg * Mg < 16 * (Cg + Mg))
+        Cg < 48 || Cg * Mg < 16 * (Cg + Mg) || Cg * Mg > ((int64_t)1 << 31) / 36)
         return false;
     int64_t tiles = ((g->out[0] + 3) / 4) * ((g->out[1] + 3) / 4);
     if (g->out[0] * g->out[1] * 2 < 16 * tiles) return false;
@@ -97,7 +97,9 @@ bool cpu_wino_fits(const conv_geom *g, int64_t Cg, int64_t Mg) {
 
 cpu_wino *cpu_wino_prepare(const float *w, int64_t M, int64_t Cg, int64_t group) {
     if (M < 1 || Cg < 1 || group < 1 || M % group) return NULL;
-    if (M > ((int64_t)1 << 24) || Cg > ((int64_t)1 << 24) || M * Cg > ((int64_t)1 << 31) / 36) return NULL;
+    /* (the per-group bound is cpu_wino_fits's, so a conv it accepts fails
+     * here only when memory runs out) */
+    if (M > ((int64_t)1 << 24) || Cg > ((int64_t)1 << 24) || M / group * Cg > ((int64_t)1 << 31) / 36) return NULL;
     cpu_wino *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->M = M, p->Cg = Cg, p->group = group, p->Mg = M / group, p->from = w;
