@@ -10,7 +10,8 @@ usage: /usr/bin/python3 check_cpugemm2.py SEAM WORKDIR [-k PATTERN]
    few pixels (B packed after all), groups, batch 2, no bias, each fused
    activation, a weight fed as a graph input (packed on each run: bitwise
    equal to the initializer's run), and a small one left to OpenBLAS;
-   against torch's conv2d in float64.
+   a 3-channel 3x3 stride-2 stem on many pixels (packed, im2col into the
+   panels); against torch's conv2d in float64.
 2. MatMul with a constant 2-D weight on the packed X W (W packed at session
    creation): X of rank 1, 2 and 3 (batches stacked into rows), 1, 2 and
    8+ rows, edge tiles in rows and columns, K of 1, under, at and over one
@@ -111,13 +112,13 @@ def both(name, fn):
 
 # ---- 1. 1x1 convs ----
 
-def conv_case(name, xshape, wshape, group=1, bias=True, act=None, weight="init"):
+def conv_case(name, xshape, wshape, group=1, bias=True, act=None, weight="init", strides=(1, 1), pads=(0, 0, 0, 0)):
     def fn(nm, env):
         x = rng.randn(*xshape).astype(np.float32)
         w = (rng.randn(*wshape) / np.sqrt(wshape[1])).astype(np.float32)
         b = rng.randn(wshape[0]).astype(np.float32) if bias else None
         ins = ["x", "w"] + (["b"] if bias else [])
-        node = helper.make_node("Conv", ins, ["t"], group=group)
+        node = helper.make_node("Conv", ins, ["t"], group=group, strides=list(strides), pads=list(pads))
         inits = {"b": b} if bias else {}
         feeds = {"x": x}
         if weight == "init":
@@ -131,7 +132,8 @@ def conv_case(name, xshape, wshape, group=1, bias=True, act=None, weight="init")
             if y2 is None or y2.tobytes() != y.tobytes():
                 y, err = None, err2 or "a graph-input weight gives other bits than the initializer"
         ref = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
-                                         torch.from_numpy(b).double() if bias else None, groups=group).numpy()
+                                         torch.from_numpy(b).double() if bias else None, groups=group,
+                                         stride=strides, padding=(pads[0], pads[1])).numpy()
         return y, err, ACTS[act][1](ref), wshape[1]
     both(name, fn)
 
@@ -146,6 +148,8 @@ conv_case("conv1x1_group2", (2, 80, 14, 14), (240, 40, 1, 1), group=2)
 conv_case("conv1x1_no_bias_batch2", (2, 64, 15, 15), (70, 64, 1, 1), bias=False, act="hardswish")
 conv_case("conv1x1_weight_input", (1, 48, 20, 30), (40, 48, 1, 1), weight="input", act="relu")
 conv_case("conv1x1_left_to_openblas", (1, 128, 7, 7), (32, 128, 1, 1))
+# a 3-channel stem on many pixels: im2col into the packed panels (packed_pays)
+conv_case("stem3x3_s2", (1, 3, 150, 122), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
 
 
 # ---- 2. MatMul with a constant weight ----
