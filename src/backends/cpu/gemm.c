@@ -10,7 +10,10 @@
  *
  * The first depth block writes C (with the bias), the others add to it;
  * after the last one, the fused activation goes over the A block's rows
- * of the B block's columns, still in L2. */
+ * of the B block's columns, still in L2. A plain B (a 1x1 conv's input)
+ * may skip the packing: the micro-kernel then reads it in place.
+ * At the end of the file, X W with W (MatMul's and Gemm's weight) packed
+ * once and X packed as the product goes. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

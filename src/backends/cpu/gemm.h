@@ -5,6 +5,9 @@
  * cache block from a plain row-major matrix or straight from a 2-D conv's
  * input (im2col written into the packed panels: no separate pass).
  *
+ * The same GEMM with the right operand constant instead (X W: MatMul and
+ * Gemm with a constant weight) is at the end of this file.
+ *
  * An AVX-512 micro-kernel (14 rows x 32 columns of accumulators), chosen
  * at run time: cpu_gemm_available() is false on CPUs without AVX-512, and
  * the callers keep their OpenBLAS path for those (and for float64).
