@@ -5,6 +5,9 @@
  * cache block from a plain row-major matrix or straight from a 2-D conv's
  * input (im2col written into the packed panels: no separate pass).
  *
+ * The same GEMM with the right operand constant instead (X W: MatMul and
+ * Gemm with a constant weight) is at the end of this file.
+ *
  * An AVX-512 micro-kernel (14 rows x 32 columns of accumulators), chosen
  * at run time: cpu_gemm_available() is false on CPUs without AVX-512, and
  * the callers keep their OpenBLAS path for those (and for float64).
@@ -36,7 +39,8 @@ typedef struct cpu_gemm_packed {
     float *data; /* 64-byte aligned */
 } cpu_gemm_packed;
 
-/* True when the CPU has AVX-512 (F, BW, VL) and FMA. */
+/* True when the CPU has AVX-512 (F, BW, VL) and FMA, and the environment
+ * does not say SEAM_CPU_PACKED_GEMM=0 (the path of CPUs without it). */
 bool cpu_gemm_available(void);
 
 /* Packs A (row-major, rows of lda floats); NULL when out of memory. */
@@ -57,6 +61,10 @@ typedef struct cpu_gemm_b {
     const conv_geom *win; /* (optional) a 2-D conv: b is its input */
 } cpu_gemm_b;
 
+/* Whether a plain B [k, n] times an A of m rows is read in place (true)
+ * rather than packed. */
+bool cpu_gemm_direct_b(int64_t m, int64_t k, int64_t n);
+
 /* Scratch floats cpu_gemm_run needs for m rows and n columns on `threads`
  * threads (take it with kernel_scratch; 64-byte alignment is done inside). */
 size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads);
@@ -72,5 +80,49 @@ void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0,
  * when there are few columns. */
 void cpu_gemm_run(seam_pool *pool, const cpu_gemm_packed *a, const cpu_gemm_b *b, int64_t n, float *c, int64_t ldc,
                   const float *bias, const act_params *post, float *scratch);
+/* The same with the way a plain B is read chosen: in place by the
+ * micro-kernel (CPU_GEMM_B_DIRECT: a 1x1 conv's input, no packing pass),
+ * packed into panels per block (CPU_GEMM_B_PACKED), or as
+ * cpu_gemm_direct_b says (CPU_GEMM_B_AUTO, what cpu_gemm_run does). The
+ * three give the same bits; the choice is for tests and benchmarks. */
+enum { CPU_GEMM_B_AUTO, CPU_GEMM_B_PACKED, CPU_GEMM_B_DIRECT };
+void cpu_gemm_run_mode(seam_pool *pool, const cpu_gemm_packed *a, const cpu_gemm_b *b, int64_t n, float *c,
+                       int64_t ldc, const float *bias, const act_params *post, float *scratch, int mode);
+
+
+
+/* ---- X W: the right operand constant (MatMul's and Gemm's weight) ----
+ *
+ * C [M, N] (rows of ldc floats) = post(alpha op(X) W (+ C when
+ * accumulate)), X [M, K] (or [K, M] when trans) with rows of ldx floats,
+ * W [K, N] packed once into column panels: for each depth block of
+ * CPU_GEMM_KC rows, ceil(N / CPU_GEMM_NR) panels of its rows of NR floats
+ * (zeros past N). X is packed into A panels as the product goes. The same
+ * micro-kernel and summation order as cpu_gemm_run: the result does not
+ * depend on the thread count. */
+typedef struct cpu_gemm_wpacked {
+    int64_t k, n, panels;
+    float *data; /* 64-byte aligned */
+} cpu_gemm_wpacked;
+
+typedef struct cpu_gemm_x {
+    const float *x;
+    int64_t ldx;
+    bool trans;
+    float alpha;
+} cpu_gemm_x;
+
+/* Packs W, given as [k, n] row-major, or as [n, k] when trans (a Gemm's
+ * transB, torch's Linear); NULL when out of memory. */
+cpu_gemm_wpacked *cpu_gemm_wpack(const float *w, int64_t k, int64_t n, bool trans);
+void cpu_gemm_wpacked_free(cpu_gemm_wpacked *p);
+/* The same into memory the caller owns (a weight packed on each run). */
+size_t cpu_gemm_wpacked_floats(int64_t k, int64_t n);
+void cpu_gemm_wpack_into(cpu_gemm_wpacked *p, float *data, const float *w, int64_t k, int64_t n, bool trans);
+
+/* Scratch floats cpu_gemm_xw_run needs (alignment done inside). */
+size_t cpu_gemm_xw_scratch(int64_t m, int64_t n, int32_t threads);
+void cpu_gemm_xw_run(seam_pool *pool, const cpu_gemm_x *x, int64_t m, const cpu_gemm_wpacked *w, float *c, int64_t ldc,
+                     bool accumulate, const act_params *post, float *scratch);
 
 #endif

@@ -218,6 +218,107 @@ static void gemm(seam_pool *pool, bool f64, bool ta, bool tb, int64_t m, int64_t
 
 #define BLAS_MAX ((int64_t)1 << 31) /* BLAS takes int sizes */
 
+/* ---- X W with the weight packed (MatMul, Gemm) ---- */
+
+/* What check_matmul prepares for a float32 MatMul or Gemm whose weight
+ * (input 1, 2-D) is a constant, on a CPU with AVX-512: the weight packed
+ * for cpu_gemm_xw_run (W [K, N], or [N, K] for Gemm's transB). */
+typedef struct xw_state {
+    const void *w; /* the weight's data the pack was made from */
+    int64_t w_numel;
+    bool trans;
+    cpu_gemm_wpacked *packed;
+} xw_state;
+
+static void xw_state_free(void *p) {
+    xw_state *s = p;
+    if (!s) return;
+    cpu_gemm_wpacked_free(s->packed);
+    free(s);
+}
+
+/* Where X W with W packed once beats OpenBLAS sgemm, which packs W on
+ * every call (measured, bench/results/cpugemm2.md): from 8 rows up to
+ * some 160 (1.1x to 4.6x; from about 160 rows on, both are at the core's
+ * peak and OpenBLAS is level or ahead), not on a few columns (one panel of
+ * 32 computes 10), and with fewer than 8 rows only on a weight too large
+ * for L2 (a classifier at batch 1: both stream W from memory, where
+ * OpenBLAS's sgemm with one row falls to a third of that). M < 0: not
+ * known (at check time). */
+static bool xw_pays(int64_t M, int64_t K, int64_t N) {
+    if (N < 64 || M >= 160) return false;
+    if (M < 0) return true;
+    return M >= 8 || K * N >= ((int64_t)1 << 20);
+}
+
+/* The packed weight for this run: check's when it was made from this
+ * run's data (a fed initializer replaces it), else w packed into scratch
+ * (sizes from xw_now_floats). */
+static const cpu_gemm_wpacked *xw_weight(const seam_kernel *k, const float *w, int64_t numel, int64_t K, int64_t N,
+                                         bool trans, cpu_gemm_wpacked *now, float *scratch) {
+    const xw_state *s = k->state;
+    if (s && s->packed && s->w == w && s->w_numel == numel && s->trans == trans && s->packed->k == K &&
+        s->packed->n == N)
+        return s->packed;
+    cpu_gemm_wpack_into(now, (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), w, K, N, trans);
+    return now;
+}
+
+static size_t xw_now_floats(const seam_kernel *k, const void *w, int64_t numel, int64_t K, int64_t N, bool trans) {
+    const xw_state *s = k->state;
+    bool ready = s && s->packed && s->w == w && s->w_numel == numel && s->trans == trans && s->packed->k == K &&
+                 s->packed->n == N;
+    return ready ? 0 : cpu_gemm_wpacked_floats(K, N) + 16;
+}
+
+/* Y [M, N] = post(alpha op(X) W (+ Y when accumulate)) on the packed
+ * GEMM, W's data w ([K, N], or [N, K] when tw). False: out of memory. */
+static bool xw_product(seam_kernel *k, const float *x, bool tx, int64_t ldx, float alpha, int64_t M, const float *w,
+                       int64_t w_numel, bool tw, int64_t K, int64_t N, float *y, bool accumulate) {
+    size_t now_floats = xw_now_floats(k, w, w_numel, K, N, tw);
+    size_t gemm_floats = cpu_gemm_xw_scratch(M, N, seam_pool_threads(k->pool));
+    float *scratch = kernel_scratch(k, sizeof(float) * (now_floats + gemm_floats + 16));
+    if (!scratch) return false;
+    cpu_gemm_wpacked now;
+    const cpu_gemm_wpacked *pw = xw_weight(k, w, w_numel, K, N, tw, &now, scratch);
+    cpu_gemm_x xv = {x, ldx, tx, alpha};
+    cpu_gemm_xw_run(k->pool, &xv, M, pw, y, N, accumulate, &k->post, scratch + now_floats);
+    return true;
+}
+
+/* check time: W (input 1) packed when it is a float32 2-D constant, X is
+ * float32 and xw_pays may hold for the rows inference knows of */
+static void xw_prepare(seam_check *c, bool is_gemm) {
+    const ir_tensor *wt = cpu_constant_input(c, 1);
+    if (!wt || wt->dtype != SEAM_DTYPE_FLOAT32 || wt->rank != 2 || !wt->data || check_in_dtype(c, 0) != SEAM_DTYPE_FLOAT32 ||
+        (size_t)wt->numel * sizeof(float) != wt->nbytes || !cpu_gemm_available())
+        return;
+    bool tw = is_gemm && node_attr_int(c->n, "transB", 0) != 0;
+    int64_t K = tw ? wt->dims[1] : wt->dims[0], N = tw ? wt->dims[0] : wt->dims[1];
+    /* the rows: X's dims but the last (Gemm: the one transA does not take) */
+    const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
+    int64_t M = -1;
+    if (xt && xt->kind == IR_TYPE_TENSOR && xt->rank >= 1) {
+        M = 1;
+        bool ta = is_gemm && node_attr_int(c->n, "transA", 0) != 0;
+        for (int32_t d = 0; d < xt->rank && M >= 0; d++) {
+            bool row_dim = is_gemm ? (ta ? d == 1 : d == 0) : d < xt->rank - 1;
+            if (row_dim) M = xt->dims[d].v >= 0 && xt->dims[d].v < BLAS_MAX ? M * xt->dims[d].v : -1;
+        }
+        if (M > BLAS_MAX) M = -1;
+    }
+    if (K < 1 || N < 1 || K > BLAS_MAX || N > BLAS_MAX || !xw_pays(M, K, N)) return;
+    xw_state *s = calloc(1, sizeof(*s));
+    if (!s) return;
+    if (!(s->packed = cpu_gemm_wpack((const float *)wt->data, K, N, tw))) {
+        free(s);
+        return;
+    }
+    s->w = wt->data, s->w_numel = wt->numel, s->trans = tw;
+    *c->state = s;
+    *c->free_state = xw_state_free;
+}
+
 /* ---- MatMul ---- */
 
 /* One batch of products: the batch dims broadcast, the matrices do not. */
@@ -300,6 +401,17 @@ static seam_status run_matmul(seam_kernel *k) {
     /* the executor fuses into float32 outputs only (by inferred type) */
     if (k->post.kind != ACT_NONE && a->dtype != SEAM_DTYPE_FLOAT32)
         return kernel_fail(k, "a fused activation needs float32, the inputs are %s", seam_dtype_name(a->dtype));
+    /* float32 X [..., M, K] (or [K]) times a 2-D W [K, N]: one product of
+     * all the rows, on the packed GEMM where it pays (by the sizes only,
+     * whether W is a constant or not: the same bits either way) */
+    int64_t rows = a->rank >= 2 ? batches * M : 1;
+    if (a->dtype == SEAM_DTYPE_FLOAT32 && b->rank == 2 && batches <= BLAS_MAX / (M > 0 ? M : 1) && K > 0 &&
+        xw_pays(rows, K, N) && cpu_gemm_available()) {
+        if (!xw_product(k, (const float *)a->data, false, K, 1.0f, rows, (const float *)b->data, b->numel, false, K, N,
+                        (float *)y->data, false))
+            return kernel_oom(k);
+        return SEAM_STATUS_OK;
+    }
     fview va = {0}, vb = {0}, vy = {0};
     if (j.fl) {
         if (!views3(a, b, y, j.f64, &va, &vb, &vy)) return kernel_oom(k);
@@ -336,6 +448,7 @@ static seam_status check_matmul(seam_check *c) {
         return check_refuse(c, "MatMul on %s is not supported", seam_dtype_name(dt));
     /* MatMul and Gemm apply a fused activation to float outputs */
     c->post_ops = true;
+    xw_prepare(c, strcmp(c->n->op_type, "Gemm") == 0);
     return SEAM_STATUS_OK;
 }
 
@@ -388,6 +501,20 @@ static seam_status run_gemm(seam_kernel *k) {
                     cpu_set(y->data, y->dtype, i * N + j, alpha * (double)(int64_t)acc + beta * (double)cv);
                 }
             }
+        return SEAM_STATUS_OK;
+    }
+    if (y->numel == 0) return SEAM_STATUS_OK;
+    /* float32 on the packed GEMM where it pays (by the sizes only): Y
+     * starts as beta C when there is one, and alpha goes into X's panels */
+    if (a->dtype == SEAM_DTYPE_FLOAT32 && K > 0 && xw_pays(M, K, N) && cpu_gemm_available()) {
+        bool acc = c && beta != 0;
+        for (int64_t i = 0; acc && i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                ((float *)y->data)[i * N + j] =
+                    (float)(beta * cpu_get(c->data, c->dtype, (cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : j)));
+        if (!xw_product(k, (const float *)a->data, ta, ta ? M : K, (float)alpha, M, (const float *)b->data, b->numel,
+                        tb, K, N, (float *)y->data, acc))
+            return kernel_oom(k);
         return SEAM_STATUS_OK;
     }
     bool f64 = a->dtype == SEAM_DTYPE_FLOAT64;
@@ -550,12 +677,36 @@ typedef enum conv_kind {
  * pixels (the SE blocks' 1x1 convs on [C, 1, 1] are matrix-vector
  * products), not on few rows and few pixels (32 channels of 7x7: the
  * 32-column tiles compute 64 for 49), not on few rows and a short depth
- * (a 16-channel stem: packing B costs more than the product). out_prod < 0:
- * not known yet (at check time, with symbolic dims). */
-static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod) {
-    if (Mg < 48 && Kg < 160) return false;
+ * (a 16-channel stem on a small image: packing B costs more than the
+ * product; on 4096 pixels or more, im2col straight into the packed panels
+ * beats im2col + sgemm by 1.4x: mobilenet_v3's 3 -> 16 stem). A direct
+ * conv (1x1, stride 1, unpadded: the packed GEMM reads its input in place,
+ * no packing pass, bench/results/cpugemm2.md) wins on short depths and few
+ * rows too, but not on small products that OpenBLAS keeps in L1 (a few
+ * dozen rows of 49 or 196 pixels, short depth). out_prod < 0: not known
+ * yet (at check time, with symbolic dims). */
+static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod, bool direct) {
+    if (direct) return out_prod < 0 || (out_prod >= 16 && (out_prod >= 512 || Mg >= 64 || Kg >= 256));
+    if (Mg < 48 && Kg < 160 && (out_prod < 4096 || Kg > 32)) return false;
     if (out_prod < 0) return true;
     return out_prod >= 16 && (out_prod >= 128 || Mg >= 64);
+}
+
+/* A Conv node's attributes say 1x1, stride 1 and no padding (its weight
+ * wt [M, Cg, kh, kw]): the input is the column matrix. */
+static bool conv_attrs_direct(const ir_node *n, const ir_tensor *wt) {
+    const int64_t *v;
+    int32_t cnt;
+    for (int32_t d = 2; d < wt->rank; d++)
+        if (wt->dims[d] != 1) return false;
+    if ((cnt = node_attr_ints(n, "strides", &v)) > 0)
+        for (int32_t i = 0; i < cnt; i++)
+            if (v[i] != 1) return false;
+    if ((cnt = node_attr_ints(n, "pads", &v)) > 0)
+        for (int32_t i = 0; i < cnt; i++)
+            if (v[i] != 0) return false;
+    conv_auto_pad ap;
+    return conv_auto_pad_of(n, &ap) && (ap == CONV_PAD_NOTSET || ap == CONV_PAD_VALID);
 }
 
 static seam_status run_conv(seam_kernel *k) {
@@ -628,7 +779,7 @@ static seam_status run_conv(seam_kernel *k) {
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && cpu_wino_fits(&w, Cg, Mg))
         kind = CONV_WINOGRAD;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w.n == 2 && Kg > 0 &&
-             packed_pays(Mg, Kg, out_prod) && cpu_gemm_available())
+             packed_pays(Mg, Kg, out_prod, direct) && cpu_gemm_available())
         kind = CONV_PACKED;
     else if (direct)
         kind = CONV_DIRECT;
@@ -786,7 +937,7 @@ static void conv_pack(seam_check *c) {
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
     int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == 4 ? 1 : -1;
     for (int32_t d = 2; out_prod >= 0 && d < 4; d++) out_prod = yt->dims[d].v >= 0 ? out_prod * yt->dims[d].v : -1;
-    if (!packed_pays(Mg, Kg, out_prod)) return;
+    if (!packed_pays(Mg, Kg, out_prod, conv_attrs_direct(c->n, wt))) return;
     conv_state *s = calloc(1, sizeof(*s));
     if (!s) return;
     s->packed = calloc((size_t)group, sizeof(*s->packed));
