@@ -6,6 +6,20 @@
 #include "backends/cpu/dwconv.h"
 #include "runtime/pool.h"
 
+#pragma GCC optimize("fp-contract=fast")
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DW_512 1
+#define DW_512_TARGET __attribute__((target("avx512f,fma")))
+#else
+#define DW_512 0
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DW_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DW_HOT
+#endif
+
 /* Depthwise 2-D convolution (one input channel per group): a direct loop
  * per output channel. One sgemm per channel with M = 1 would be all
  * overhead.
@@ -24,6 +38,11 @@
  * fused activation go over each output row while it is in L1. Every
  * channel is computed the same way whatever task runs it, so the result
  * does not depend on the thread count. */
+/* One channel's outputs from its phase planes (the AVX-512 rows below):
+ * (planes, plane size, plane width, OH, OW, kernel, bias, y, post) */
+typedef void (*dw_rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, float, float *,
+                           const act_params *);
+
 typedef struct dw_job {
     const float *x, *w, *bias; /* bias [M], (optional) */
     float *y;
@@ -34,6 +53,7 @@ typedef struct dw_job {
     int64_t PH, PW, slack;     /* one phase plane's rows and columns; columns read past the last plane */
     bool vec;                  /* small planes: DW_LANES channels at once (dw_lanes) */
     int64_t units;             /* channels (N * M), or blocks of DW_LANES of them */
+    dw_rows_fn rows;           /* the AVX-512 rows for this geometry, or NULL */
 } dw_job;
 
 /* Small planes (7x7, 14x14: the late layers of mobilenet_v3, mnasnet,
@@ -89,7 +109,10 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
     } else {
         j->PH = OH + (KH - 1) * w->dil[0] / sh;
         j->PW = OW + (KW - 1) * w->dil[1] / sw;
+        /* columns read past the last plane: the widest tap's (dw_one) or
+         * a 16-column load's (the AVX-512 rows) */
         j->slack = (KW - 1) * w->dil[1] / sw;
+        if (j->slack < 16) j->slack = 16;
         if (j->PH > (1 << 20) || j->PW > (1 << 20) || j->PH * j->PW > (1 << 21) || sh * sw * j->PH * j->PW > (1 << 22))
             return false;
         n = sh * sw * j->PH * j->PW + j->slack + OH * j->PW;
@@ -101,7 +124,7 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
 /* DW_LANES channels from nm0 on (fewer at the end) into the task's buffer
  * B: one vector per padded-plane pixel, lane l holding channel nm0 + l;
  * every output is the same sum in the same order in any lane. */
-CPU_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
+DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
     const conv_geom *w = j->win;
     int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], FH = j->PH, FW = j->PW;
@@ -195,16 +218,30 @@ CPU_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
     }
 }
 
-CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
+#if DW_512
+/* dst[q] = src[2 q] for q < n, 16 at once from two loads and a permute;
+ * it reads src[2 q + 1] too, so the vectors stop one short of n (the
+ * caller's row may end at src[2 (n - 1)]). */
+static DW_512_TARGET void dw_evens512(const float *src, float *dst, int64_t n) {
+    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    int64_t q = 0;
+    for (; q + 16 < n; q += 16) {
+        __m512 a = _mm512_loadu_ps(src + 2 * q), b = _mm512_loadu_ps(src + 2 * q + 16);
+        _mm512_storeu_ps(dst + q, _mm512_permutex2var_ps(a, idx, b));
+    }
+    for (; q < n; q++) dst[q] = src[2 * q];
+}
+#endif
+
+/* Channel nm's input into the interiors of the phase planes its taps read
+ * (the padding around them is zero already). */
+DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
     const conv_geom *w = j->win;
-    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
+    int64_t H = w->in[0], W = w->in[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PH = j->PH, PW = j->PW;
     int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], PS = PH * PW;
     int64_t n = nm / j->M, m = nm % j->M, c = m / j->Mg;
-    const float *x = j->x + (n * j->C + c) * H * W, *k = j->w + m * KH * KW;
-    float *y = j->y + nm * OH * OW;
-    float bv = j->bias ? j->bias[m] : 0.0f;
-    /* the input into the interiors of the phase planes the taps read */
+    const float *x = j->x + (n * j->C + c) * H * W;
     for (int64_t pr = 0; pr < sh; pr++) {
         bool used = false;
         for (int64_t a = 0; a < KH && !used; a++) used = (a * dh) % sh == pr;
@@ -225,12 +262,131 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
                 const float *src = x + h * W + base;
                 float *dst = Q + r * PW;
                 if (sw == 1) memcpy(dst + qlo, src + qlo, sizeof(float) * (size_t)(qhi - qlo));
+#if DW_512
+                else if (sw == 2 && j->rows) /* (the rows imply AVX-512F) */
+                    dw_evens512(src + 2 * qlo, dst + qlo, qhi - qlo);
+#endif
                 else if (sw == 2)
                     for (int64_t q = qlo; q < qhi; q++) dst[q] = src[2 * q];
                 else
                     for (int64_t q = qlo; q < qhi; q++) dst[q] = src[q * sw];
             }
         }
+    }
+}
+
+
+/* AVX-512 rows (x86-64 with AVX-512F, picked at plan time): the common
+ * geometries (3x3 and 5x5, strides 1 and 2 both ways, no dilation) read
+ * the phase planes with 16-column loads and FMAs, DW_ROWS output rows at
+ * once. Tap (a, b) of output row r reads phase plane (a % s, b % s) at row
+ * r + a / s, column + b / s; every such load the rows of one block share
+ * (row r, tap a and row r', tap a' with r + a / s = r' + a' / s in one
+ * phase) is made once (the sizes are constants here, so the compiler
+ * merges them): a 3x3 stride-1 block of four rows loads 6 input rows, not
+ * 12. The bias starts the sums, the output goes straight to y (the last 16
+ * columns masked), and the fused activation goes over each row while it
+ * is in L1. Every output is the same sum in the same order wherever it is
+ * computed, so the result does not depend on the thread count; a block of
+ * the last rows overlaps the one before, storing only its new rows. */
+#if DW_512
+#define DW_ROWS 4
+
+/* The post-ops in registers, each the operations cpu_post_apply does in
+ * its order (the same bits; a multiply and an add are not fused): true if
+ * kind is one of them. */
+static bool dw_post_in_regs(const act_params *p) {
+    return p && (p->kind == ACT_RELU || p->kind == ACT_CLIP || p->kind == ACT_LEAKY_RELU ||
+                 p->kind == ACT_HARD_SIGMOID || p->kind == ACT_HARD_SWISH);
+}
+
+static inline __attribute__((always_inline)) DW_512_TARGET __m512 dw_clamp01(__m512 v) {
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero); /* v < 0 ? 0 : v (NaN stays) */
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, one, _CMP_GT_OQ), v, one);
+}
+
+static inline __attribute__((always_inline)) DW_512_TARGET __m512 dw_post512(__m512 v, const act_params *p) {
+    switch (p->kind) {
+    case ACT_RELU: return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v,
+                                               _mm512_setzero_ps());
+    case ACT_CLIP:
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(p->lo), _CMP_LT_OQ), v, _mm512_set1_ps(p->lo));
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(p->hi), _CMP_GT_OQ), v,
+                                    _mm512_set1_ps(p->hi));
+    case ACT_LEAKY_RELU:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ),
+                                    _mm512_mul_ps(_mm512_set1_ps(p->alpha), v), v);
+    case ACT_HARD_SIGMOID:
+        return dw_clamp01(_mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(p->alpha), v), _mm512_set1_ps(p->beta)));
+    case ACT_HARD_SWISH:
+        return _mm512_mul_ps(v, dw_clamp01(_mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.0f / 6)),
+                                                         _mm512_set1_ps(0.5f))));
+    default: return v;
+    }
+}
+
+static inline __attribute__((always_inline)) DW_512_TARGET void
+dw_rows512(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, const float *k, float bv, float *y,
+           const act_params *post, const int KH, const int KW, const int S) {
+    __m512 kv[25];
+    for (int t = 0; t < KH * KW; t++) kv[t] = _mm512_set1_ps(k[t]);
+    const int R = OH >= DW_ROWS ? DW_ROWS : 1;
+    const bool fuse = dw_post_in_regs(post);
+    for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
+        int64_t oh = oh0 + R <= OH ? oh0 : OH - R, skip = oh0 - oh;
+        for (int64_t ow = 0; ow < OW; ow += 16) {
+            __mmask16 mask = OW - ow >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OW - ow)) - 1);
+            __m512 acc[DW_ROWS];
+            for (int r = 0; r < DW_ROWS; r++) acc[r] = _mm512_set1_ps(bv);
+            for (int a = 0; a < KH; a++)
+                for (int b = 0; b < KW; b++) {
+                    const float *q = P + ((a % S) * S + b % S) * PS + (oh + a / S) * PW + ow + b / S;
+                    for (int r = 0; r < R; r++)
+                        acc[r] = _mm512_fmadd_ps(kv[a * KW + b], _mm512_loadu_ps(q + r * PW), acc[r]);
+                }
+            for (int r = 0; r < R; r++)
+                if (r >= skip) _mm512_mask_storeu_ps(y + (oh + r) * OW + ow, mask, fuse ? dw_post512(acc[r], post) : acc[r]);
+        }
+        if (!fuse && post && post->kind != ACT_NONE) cpu_post_apply(post, y + oh0 * OW, (oh + R - oh0) * OW, 0.0f);
+    }
+}
+
+#define DW_ROWS_FN(KH, KW, S)                                                                                       \
+    static DW_512_TARGET void dw_rows512_##KH##KW##S(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, \
+                                                    const float *k, float bv, float *y, const act_params *post) {  \
+        dw_rows512(P, PS, PW, OH, OW, k, bv, y, post, KH, KW, S);                                                   \
+    }
+DW_ROWS_FN(3, 3, 1)
+DW_ROWS_FN(3, 3, 2)
+DW_ROWS_FN(5, 5, 1)
+DW_ROWS_FN(5, 5, 2)
+#undef DW_ROWS_FN
+
+/* The AVX-512 rows for geometry w, or NULL (another shape, or no AVX-512F). */
+static dw_rows_fn dw_rows_for(const conv_geom *w) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma")) return NULL;
+    int64_t k = w->kernel[0], s = w->stride[0];
+    if (w->kernel[1] != k || w->stride[1] != s || w->dil[0] != 1 || w->dil[1] != 1) return NULL;
+    if (k == 3) return s == 1 ? dw_rows512_331 : s == 2 ? dw_rows512_332 : NULL;
+    if (k == 5) return s == 1 ? dw_rows512_551 : s == 2 ? dw_rows512_552 : NULL;
+    return NULL;
+}
+#endif
+
+DW_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
+    const conv_geom *w = j->win;
+    int64_t OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
+    int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PW = j->PW, PS = j->PH * PW;
+    int64_t m = nm % j->M;
+    const float *k = j->w + m * KH * KW;
+    float *y = j->y + nm * OH * OW;
+    float bv = j->bias ? j->bias[m] : 0.0f;
+    dw_phases(j, P, nm);
+    if (j->rows) {
+        j->rows(P, PS, PW, OH, OW, k, bv, y, j->post);
+        return;
     }
 #define DW_TAP(a, b) (P + ((a) * dh % sh * sw + (b) * dw % sw) * PS + (a) * dh / sh * PW + (b) * dw / sw)
     float *restrict ext = P + sh * sw * PS + j->slack; /* (restrict: no alias checks that stop the vectorizer) */
@@ -295,6 +451,9 @@ bool cpu_dw_plan_make(cpu_dw_plan *p, const conv_geom *w, int64_t N, int64_t C, 
     if (w->n != 2 || C < 1 || M % C || !dw_geometry(w, &j)) return false;
     *p = (cpu_dw_plan){.win = w, .N = N, .C = C, .M = M, .PH = j.PH, .PW = j.PW, .slack = j.slack,
                        .per_buf = j.per_buf, .vec = j.vec};
+#if DW_512
+    p->rows = !j.vec && dw_rows_for(w) != NULL;
+#endif
     p->units = j.vec ? (N * M + DW_LANES - 1) / DW_LANES : N * M;
     /* a few tasks per thread, each with its planes (how many changes
      * nothing in the result), with at most 64 MB of planes in all */
@@ -313,7 +472,11 @@ void cpu_dw_run(const cpu_dw_plan *p, seam_pool *pool, const float *x, const flo
     if (p->tasks == 0) return;
     dw_job j = {.x = x, .w = w, .bias = bias, .y = y, .win = p->win, .post = post, .C = p->C, .M = p->M,
                 .Mg = p->M / p->C, .total = p->N * p->M, .per_task = p->per_task, .per_buf = p->per_buf,
-                .PH = p->PH, .PW = p->PW, .slack = p->slack, .vec = p->vec, .units = p->units};
+                .PH = p->PH, .PW = p->PW, .slack = p->slack, .vec = p->vec, .units = p->units,
+                .rows = NULL};
+#if DW_512
+    if (p->rows) j.rows = dw_rows_for(p->win);
+#endif
     j.buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     seam_parallel_for(pool, p->tasks, 1, dw_tasks, &j);
 }

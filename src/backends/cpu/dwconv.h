@@ -23,6 +23,7 @@ typedef struct cpu_dw_plan {
     int64_t N, C, M;  /* images, input channels (= groups), output channels */
     int64_t PH, PW, slack, per_buf, units, tasks, per_task;
     bool vec;         /* small planes: several channels at once */
+    bool rows;        /* larger planes: AVX-512 rows (3x3 and 5x5, stride 1 or 2, no dilation) */
 } cpu_dw_plan;
 
 /* Plans the conv of geometry w (2-D) over N images of C channels into M
