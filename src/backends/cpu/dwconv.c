@@ -346,7 +346,8 @@ dw_rows512(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, const
                         acc[r] = _mm512_fmadd_ps(kv[a * KW + b], _mm512_loadu_ps(q + r * PW), acc[r]);
                 }
             for (int r = 0; r < R; r++)
-                if (r >= skip) _mm512_mask_storeu_ps(y + (oh + r) * OW + ow, mask, fuse ? dw_post512(acc[r], post) : acc[r]);
+                if (r >= skip)
+                    _mm512_mask_storeu_ps(y + (oh + r) * OW + ow, mask, fuse ? dw_post512(acc[r], post) : acc[r]);
         }
         if (!fuse && post && post->kind != ACT_NONE) cpu_post_apply(post, y + oh0 * OW, (oh + R - oh0) * OW, 0.0f);
     }
@@ -470,6 +471,8 @@ size_t cpu_dw_scratch(const cpu_dw_plan *p) { return sizeof(float) * (size_t)(p-
 void cpu_dw_run(const cpu_dw_plan *p, seam_pool *pool, const float *x, const float *w, const float *bias,
                 const act_params *post, float *y, void *scratch) {
     if (p->tasks == 0) return;
+    static const act_params none = {ACT_NONE, 0, 0, 0, 0, 0};
+    if (!post) post = &none;
     dw_job j = {.x = x, .w = w, .bias = bias, .y = y, .win = p->win, .post = post, .C = p->C, .M = p->M,
                 .Mg = p->M / p->C, .total = p->N * p->M, .per_task = p->per_task, .per_buf = p->per_buf,
                 .PH = p->PH, .PW = p->PW, .slack = p->slack, .vec = p->vec, .units = p->units,
