@@ -93,6 +93,41 @@ static inline __attribute__((always_inline)) void dw_transpose8(dw_v8 r[8]) {
     }
 }
 
+/* v + bias, then the post-op, on DW_LANES lanes (in place: a vector passed
+ * by value would change the baseline clone's ABI); selects as masks, NaN
+ * stays NaN as in cpu_post_apply. dw_post8_kind: the kinds it does. */
+static bool dw_post8_kind(act_kind k) {
+    return k == ACT_NONE || k == ACT_RELU || k == ACT_CLIP || k == ACT_LEAKY_RELU || k == ACT_HARD_SIGMOID ||
+           k == ACT_HARD_SWISH;
+}
+
+#define DW_SEL(m, a, b) ((dw_v8)(((dw_v8i)(a) & (m)) | ((dw_v8i)(b) & ~(m)))) /* m ? a : b per lane */
+
+static inline __attribute__((always_inline)) void dw_post8(dw_v8 *p, const dw_v8 *bias, const act_params *op) {
+    const dw_v8 zero = {0}, one = zero + 1;
+    dw_v8 v = *p + *bias, t;
+    switch (op->kind) {
+    case ACT_RELU: v = DW_SEL(v < zero, zero, v); break;
+    case ACT_CLIP:
+        v = DW_SEL(v < op->lo, zero + op->lo, v);
+        v = DW_SEL(v > op->hi, zero + op->hi, v);
+        break;
+    case ACT_LEAKY_RELU: v = DW_SEL(v >= zero, v, op->alpha * v); break;
+    case ACT_HARD_SIGMOID:
+        v = op->alpha * v + op->beta;
+        v = DW_SEL(v < zero, zero, v);
+        v = DW_SEL(v > one, one, v);
+        break;
+    case ACT_HARD_SWISH:
+        t = v * (1.0f / 6) + 0.5f;
+        t = DW_SEL(t < zero, zero, t);
+        v = v * DW_SEL(t > one, one, t);
+        break;
+    default: break;
+    }
+    *p = v;
+}
+
 /* Phase plane and buffer sizes for w; false when the planes would be too
  * large for a buffer per task (the caller then takes the im2col path). */
 static bool dw_geometry(const conv_geom *w, dw_job *j) {
@@ -151,7 +186,12 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
                 dw_transpose8(r);
                 for (int i = 0; i < 8; i++) dst[q + i] = r[i];
             }
-        else
+        else if (lanes == DW_LANES) { /* rows of under 8 columns (7x7 planes): one transpose, zeros after */
+            dw_v8 r[8] = {{0}};
+            for (int l = 0; l < 8; l++) memcpy(&r[l], xs[l] + h * W, sizeof(float) * (size_t)cols);
+            dw_transpose8(r);
+            for (int64_t i = 0; i < cols; i++) dst[i] = r[i];
+        } else
             for (int64_t l = 0; l < lanes; l++)
                 for (int64_t q = 0; q < cols; q++) dst[q][l] = xs[l][h * W + q];
     }
@@ -198,9 +238,16 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
             }
         }
     }
-    /* out of the lanes, 8 pixels at once by a transpose */
+    /* the bias and the activation on the lanes (cpu_post_apply's kinds but
+     * SiLU), then out of the lanes, 8 pixels at once by a transpose */
     int64_t O = OH * OW;
     float *y0 = j->y + nm0 * O;
+    bool in_lanes = dw_post8_kind(j->post->kind);
+    if (in_lanes) {
+        dw_v8 bv = {0};
+        for (int64_t l = 0; l < lanes && j->bias; l++) bv[l] = j->bias[(nm0 + l) % j->M];
+        for (int64_t o = 0; o < O; o++) dw_post8(&S[o], &bv, j->post);
+    }
     bool whole = lanes == DW_LANES && O >= 8;
     if (whole)
         for (int64_t o0 = 0; o0 < O; o0 += 8) {
@@ -214,7 +261,7 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
         float *y = y0 + l * O;
         if (!whole)
             for (int64_t o = 0; o < O; o++) y[o] = S[o][l];
-        cpu_post_apply(j->post, y, O, j->bias ? j->bias[(nm0 + l) % j->M] : 0.0f);
+        if (!in_lanes) cpu_post_apply(j->post, y, O, j->bias ? j->bias[(nm0 + l) % j->M] : 0.0f);
     }
 }
 
