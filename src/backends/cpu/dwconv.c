@@ -60,11 +60,15 @@ typedef struct dw_job {
  * efficientnet) go DW_LANES channels at once: the planes interleaved
  * channel-minor, so every tap is one vector load, one weight vector per
  * tap, and no wasted columns, copies or calls per channel (which cost
- * more than the arithmetic on a 7x7 plane). */
-#define DW_LANES 8
+ * more than the arithmetic on a 7x7 plane). Sixteen lanes: one AVX-512
+ * register (two AVX2 ones); the interleave in and out is done as two
+ * 8x8 transposes, one per half. */
+#define DW_LANES 16
 #define DW_VEC_MAX_OUT 256 /* output pixels per channel */
-typedef float dw_v8 __attribute__((vector_size(DW_LANES * sizeof(float))));
-typedef int32_t dw_v8i __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
+typedef float dw_vl __attribute__((vector_size(DW_LANES * sizeof(float))));
+typedef int32_t dw_vli __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
+typedef float dw_v8 __attribute__((vector_size(8 * sizeof(float))));
+typedef int32_t dw_v8i __attribute__((vector_size(8 * sizeof(int32_t))));
 
 /* Two vectors' lanes picked by constant indices (0-7 from a, 8-15 from b):
  * GCC's and clang's spellings of one shuffle. */
@@ -95,17 +99,17 @@ static inline __attribute__((always_inline)) void dw_transpose8(dw_v8 r[8]) {
 
 /* v + bias, then the post-op, on DW_LANES lanes (in place: a vector passed
  * by value would change the baseline clone's ABI); selects as masks, NaN
- * stays NaN as in cpu_post_apply. dw_post8_kind: the kinds it does. */
-static bool dw_post8_kind(act_kind k) {
+ * stays NaN as in cpu_post_apply. dw_postl_kind: the kinds it does. */
+static bool dw_postl_kind(act_kind k) {
     return k == ACT_NONE || k == ACT_RELU || k == ACT_CLIP || k == ACT_LEAKY_RELU || k == ACT_HARD_SIGMOID ||
            k == ACT_HARD_SWISH;
 }
 
-#define DW_SEL(m, a, b) ((dw_v8)(((dw_v8i)(a) & (m)) | ((dw_v8i)(b) & ~(m)))) /* m ? a : b per lane */
+#define DW_SEL(m, a, b) ((dw_vl)(((dw_vli)(a) & (m)) | ((dw_vli)(b) & ~(m)))) /* m ? a : b per lane */
 
-static inline __attribute__((always_inline)) void dw_post8(dw_v8 *p, const dw_v8 *bias, const act_params *op) {
-    const dw_v8 zero = {0}, one = zero + 1;
-    dw_v8 v = *p + *bias, t;
+static inline __attribute__((always_inline)) void dw_postl(dw_vl *p, const dw_vl *bias, const act_params *op) {
+    const dw_vl zero = {0}, one = zero + 1;
+    dw_vl v = *p + *bias, t;
     switch (op->kind) {
     case ACT_RELU: v = DW_SEL(v < zero, zero, v); break;
     case ACT_CLIP:
@@ -165,7 +169,7 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
     int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], FH = j->PH, FW = j->PW;
     int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], T = KH * KW;
     int64_t lanes = j->total - nm0 < DW_LANES ? j->total - nm0 : DW_LANES;
-    dw_v8 *Pv = (dw_v8 *)B, *Kv = Pv + FH * FW, *S = Kv + T;
+    dw_vl *Pv = (dw_vl *)B, *Kv = Pv + FH * FW, *S = Kv + T;
     int64_t cols = W < FW - pl ? W : FW - pl, rows = H < FH - pt ? H : FH - pt;
     const float *xs[DW_LANES];
     for (int64_t l = 0; l < lanes; l++) {
@@ -177,21 +181,26 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
     /* the channels' rows interleaved, 8 columns at once by a transpose
      * (the last 8 overlapping the ones before: the same values again) */
     for (int64_t h = 0; h < rows && cols > 0; h++) {
-        dw_v8 *dst = Pv + (h + pt) * FW + pl;
+        dw_vl *dst = Pv + (h + pt) * FW + pl;
         if (lanes == DW_LANES && cols >= 8)
             for (int64_t q0 = 0; q0 < cols; q0 += 8) {
                 int64_t q = q0 + 8 <= cols ? q0 : cols - 8;
-                dw_v8 r[8];
-                for (int l = 0; l < 8; l++) memcpy(&r[l], xs[l] + h * W + q, sizeof(dw_v8));
-                dw_transpose8(r);
-                for (int i = 0; i < 8; i++) dst[q + i] = r[i];
+                for (int half = 0; half < 2; half++) {
+                    dw_v8 r[8];
+                    for (int l = 0; l < 8; l++) memcpy(&r[l], xs[8 * half + l] + h * W + q, sizeof(dw_v8));
+                    dw_transpose8(r);
+                    for (int i = 0; i < 8; i++) memcpy((float *)&dst[q + i] + 8 * half, &r[i], sizeof(dw_v8));
+                }
             }
-        else if (lanes == DW_LANES) { /* rows of under 8 columns (7x7 planes): one transpose, zeros after */
-            dw_v8 r[8] = {{0}};
-            for (int l = 0; l < 8; l++) memcpy(&r[l], xs[l] + h * W, sizeof(float) * (size_t)cols);
-            dw_transpose8(r);
-            for (int64_t i = 0; i < cols; i++) dst[i] = r[i];
-        } else
+        else if (lanes == DW_LANES) /* rows of under 8 columns (7x7 planes): one transpose a half, zeros after */
+            for (int half = 0; half < 2; half++) {
+                dw_v8 r[8] = {{0}};
+                for (int l = 0; l < 8; l++)
+                    for (int64_t i = 0; i < cols; i++) r[l][i] = xs[8 * half + l][h * W + i];
+                dw_transpose8(r);
+                for (int64_t i = 0; i < cols; i++) memcpy((float *)&dst[i] + 8 * half, &r[i], sizeof(dw_v8));
+            }
+        else
             for (int64_t l = 0; l < lanes; l++)
                 for (int64_t q = 0; q < cols; q++) dst[q][l] = xs[l][h * W + q];
     }
@@ -200,17 +209,17 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
      * tail (it recomputes the same values) */
     int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
     for (int64_t oh = 0; oh < OH; oh++) {
-        const dw_v8 *row = Pv + oh * sh * FW;
-        dw_v8 *srow = S + oh * OW;
+        const dw_vl *row = Pv + oh * sh * FW;
+        dw_vl *srow = S + oh * OW;
         for (int64_t o0 = 0; o0 < OW; o0 += blk) {
             int64_t ow = o0 + blk <= OW ? o0 : OW - blk;
             if (blk == 8) {
-                dw_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
                 for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
                     for (int64_t b = 0; b < KW; b++) {
-                        dw_v8 kv = kr[b];
-                        const dw_v8 *q = p + b * dw;
+                        dw_vl kv = kr[b];
+                        const dw_vl *q = p + b * dw;
                         a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
                         a4 += kv * q[4 * sw], a5 += kv * q[5 * sw], a6 += kv * q[6 * sw], a7 += kv * q[7 * sw];
                     }
@@ -218,20 +227,20 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
                 srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
                 srow[ow + 4] = a4, srow[ow + 5] = a5, srow[ow + 6] = a6, srow[ow + 7] = a7;
             } else if (blk == 4) {
-                dw_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
                 for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
                     for (int64_t b = 0; b < KW; b++) {
-                        dw_v8 kv = kr[b];
-                        const dw_v8 *q = p + b * dw;
+                        dw_vl kv = kr[b];
+                        const dw_vl *q = p + b * dw;
                         a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
                     }
                 }
                 srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
             } else {
-                dw_v8 a0 = {0};
+                dw_vl a0 = {0};
                 for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
                     for (int64_t b = 0; b < KW; b++) a0 += kr[b] * p[b * dw];
                 }
                 srow[ow] = a0;
@@ -242,20 +251,22 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
      * SiLU), then out of the lanes, 8 pixels at once by a transpose */
     int64_t O = OH * OW;
     float *y0 = j->y + nm0 * O;
-    bool in_lanes = dw_post8_kind(j->post->kind);
+    bool in_lanes = dw_postl_kind(j->post->kind);
     if (in_lanes) {
-        dw_v8 bv = {0};
+        dw_vl bv = {0};
         for (int64_t l = 0; l < lanes && j->bias; l++) bv[l] = j->bias[(nm0 + l) % j->M];
-        for (int64_t o = 0; o < O; o++) dw_post8(&S[o], &bv, j->post);
+        for (int64_t o = 0; o < O; o++) dw_postl(&S[o], &bv, j->post);
     }
     bool whole = lanes == DW_LANES && O >= 8;
     if (whole)
         for (int64_t o0 = 0; o0 < O; o0 += 8) {
             int64_t o = o0 + 8 <= O ? o0 : O - 8;
-            dw_v8 r[8];
-            for (int i = 0; i < 8; i++) r[i] = S[o + i];
-            dw_transpose8(r);
-            for (int l = 0; l < 8; l++) memcpy(y0 + l * O + o, &r[l], sizeof(dw_v8));
+            for (int half = 0; half < 2; half++) {
+                dw_v8 r[8];
+                for (int i = 0; i < 8; i++) memcpy(&r[i], (const float *)&S[o + i] + 8 * half, sizeof(dw_v8));
+                dw_transpose8(r);
+                for (int l = 0; l < 8; l++) memcpy(y0 + (8 * half + l) * O + o, &r[l], sizeof(dw_v8));
+            }
         }
     for (int64_t l = 0; l < lanes; l++) {
         float *y = y0 + l * O;
