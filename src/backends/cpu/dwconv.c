@@ -384,24 +384,22 @@ static inline __attribute__((always_inline)) DW_512_TARGET __m512 dw_post512(__m
     }
 }
 
+/* Output rows [oh0, OH) in blocks of R (a constant after inlining, so the
+ * sums stay in registers and the loads of one block merge) */
 static inline __attribute__((always_inline)) DW_512_TARGET void
-dw_rows512(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, const float *k, float bv, float *y,
-           const act_params *post, const int KH, const int KW, const int S) {
-    __m512 kv[25];
-    for (int t = 0; t < KH * KW; t++) kv[t] = _mm512_set1_ps(k[t]);
-    const int R = OH >= DW_ROWS ? DW_ROWS : 1;
-    const bool fuse = dw_post_in_regs(post);
-    for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
+dw_rows512(const float *P, int64_t PS, int64_t PW, int64_t oh0, int64_t OH, int64_t OW, const float *k, float bv,
+           float *y, const act_params *post, bool fuse, const int KH, const int KW, const int S, const int R) {
+    for (; oh0 < OH; oh0 += R) {
         int64_t oh = oh0 + R <= OH ? oh0 : OH - R, skip = oh0 - oh;
         for (int64_t ow = 0; ow < OW; ow += 16) {
             __mmask16 mask = OW - ow >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OW - ow)) - 1);
             __m512 acc[DW_ROWS];
-            for (int r = 0; r < DW_ROWS; r++) acc[r] = _mm512_set1_ps(bv);
+            for (int r = 0; r < R; r++) acc[r] = _mm512_set1_ps(bv);
             for (int a = 0; a < KH; a++)
                 for (int b = 0; b < KW; b++) {
                     const float *q = P + ((a % S) * S + b % S) * PS + (oh + a / S) * PW + ow + b / S;
-                    for (int r = 0; r < R; r++)
-                        acc[r] = _mm512_fmadd_ps(kv[a * KW + b], _mm512_loadu_ps(q + r * PW), acc[r]);
+                    __m512 kv = _mm512_set1_ps(k[a * KW + b]);
+                    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + r * PW), acc[r]);
                 }
             for (int r = 0; r < R; r++)
                 if (r >= skip)
@@ -414,7 +412,9 @@ dw_rows512(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, const
 #define DW_ROWS_FN(KH, KW, S)                                                                                       \
     static DW_512_TARGET void dw_rows512_##KH##KW##S(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, \
                                                     const float *k, float bv, float *y, const act_params *post) {  \
-        dw_rows512(P, PS, PW, OH, OW, k, bv, y, post, KH, KW, S);                                                   \
+        bool fuse = dw_post_in_regs(post);                                                                          \
+        if (OH >= DW_ROWS) dw_rows512(P, PS, PW, 0, OH, OW, k, bv, y, post, fuse, KH, KW, S, DW_ROWS);             \
+        else dw_rows512(P, PS, PW, 0, OH, OW, k, bv, y, post, fuse, KH, KW, S, 1);                                 \
     }
 DW_ROWS_FN(3, 3, 1)
 DW_ROWS_FN(3, 3, 2)
