@@ -277,17 +277,34 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
 }
 
 #if DW_512
-/* dst[q] = src[2 q] for q < n, 16 at once from two loads and a permute;
- * it reads src[2 q + 1] too, so the vectors stop one short of n (the
- * caller's row may end at src[2 (n - 1)]). */
-static DW_512_TARGET void dw_evens512(const float *src, float *dst, int64_t n) {
-    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    int64_t q = 0;
-    for (; q + 16 < n; q += 16) {
-        __m512 a = _mm512_loadu_ps(src + 2 * q), b = _mm512_loadu_ps(src + 2 * q + 16);
-        _mm512_storeu_ps(dst + q, _mm512_permutex2var_ps(a, idx, b));
+/* The lanes [lo, hi) of 16 (clamped) as a store mask. */
+static inline __mmask16 dw_mask_range(int64_t lo, int64_t hi) {
+    lo = lo < 0 ? 0 : lo, hi = hi > 16 ? 16 : hi;
+    return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* One input row of W columns into the rows of both column phases of a
+ * stride-2 split, read once: 32 columns at a time (masked at the row's
+ * end, so no read past it) split by two permutes into the even and the
+ * odd columns. Phase pc's column q is input column 2 q + base[pc]; only
+ * q in [qlo[pc], qhi[pc]) is stored (masked stores, nothing else of the
+ * plane is touched). */
+static DW_512_TARGET void dw_split2_512(const float *src, int64_t W, float *const dst[2], const int64_t base[2],
+                                        const int64_t qlo[2], const int64_t qhi[2]) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int64_t par[2], shift[2];
+    for (int pc = 0; pc < 2; pc++) par[pc] = base[pc] & 1, shift[pc] = (base[pc] - par[pc]) / 2;
+    for (int64_t i = 0; 2 * i < W; i += 16) {
+        __m512 a = _mm512_maskz_loadu_ps(dw_mask_range(0, W - 2 * i), src + 2 * i);
+        __m512 b = _mm512_maskz_loadu_ps(dw_mask_range(0, W - 2 * i - 16), src + 2 * i + 16);
+        __m512 v[2] = {_mm512_permutex2var_ps(a, ie, b), _mm512_permutex2var_ps(a, io, b)};
+        for (int pc = 0; pc < 2; pc++) {
+            int64_t q0 = i - shift[pc]; /* the plane column of lane 0 */
+            __mmask16 m = dw_mask_range(qlo[pc] - q0, qhi[pc] - q0);
+            if (m) _mm512_mask_storeu_ps(dst[pc] + q0, m, v[par[pc]]);
+        }
     }
-    for (; q < n; q++) dst[q] = src[2 * q];
 }
 #endif
 
@@ -304,6 +321,23 @@ DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
         bool used = false;
         for (int64_t a = 0; a < KH && !used; a++) used = (a * dh) % sh == pr;
         if (!used) continue;
+#if DW_512
+        if (sw == 2 && j->rows) { /* (the rows imply AVX-512F, and 3x3 or 5x5: both column phases read) */
+            int64_t base[2], qlo[2], qhi[2];
+            for (int pc = 0; pc < 2; pc++) {
+                base[pc] = pc - pl, qlo[pc] = base[pc] >= 0 ? 0 : (-base[pc] + 1) / 2;
+                qhi[pc] = W - base[pc] > 0 ? (W - base[pc] + 1) / 2 : 0;
+                if (qhi[pc] > PW) qhi[pc] = PW;
+            }
+            for (int64_t r = 0; r < PH; r++) {
+                int64_t h = r * sh + pr - pt;
+                if (h < 0 || h >= H) continue;
+                float *const dst[2] = {P + (pr * 2) * PS + r * PW, P + (pr * 2 + 1) * PS + r * PW};
+                dw_split2_512(x + h * W, W, dst, base, qlo, qhi);
+            }
+            continue;
+        }
+#endif
         for (int64_t pc = 0; pc < sw; pc++) {
             used = false;
             for (int64_t b = 0; b < KW && !used; b++) used = (b * dw) % sw == pc;
@@ -320,10 +354,6 @@ DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
                 const float *src = x + h * W + base;
                 float *dst = Q + r * PW;
                 if (sw == 1) memcpy(dst + qlo, src + qlo, sizeof(float) * (size_t)(qhi - qlo));
-#if DW_512
-                else if (sw == 2 && j->rows) /* (the rows imply AVX-512F) */
-                    dw_evens512(src + 2 * qlo, dst + qlo, qhi - qlo);
-#endif
                 else if (sw == 2)
                     for (int64_t q = qlo; q < qhi; q++) dst[q] = src[2 * q];
                 else
