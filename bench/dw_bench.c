@@ -1,14 +1,15 @@
 /* The depthwise convolution (src/backends/cpu/dwconv.c) on the depthwise
  * conv shapes of mobilenet_v3_large, mnasnet1_0, efficientnet_b0 and
- * mobilenet_v2, with bias and HardSwish fused (what mobilenet_v3 asks), on
+ * mobilenet_v2, with bias and HardSwish fused (what mobilenet_v3 asks;
+ * --act relu or none for the others), on
  * 1 and 2 threads, against two roofline bounds:
  *   fma: k*k*C*OH*OW multiply-adds at this machine's measured peak (a loop
  *        of independent 16-lane FMAs on one core, x2 for 2 threads)
  *   mem: reading the input once and writing the output once (a sum over
  *        the input and a fill of the output, timed on one thread)
  *
- *   dw_bench [--reps R] < shapes   lines "name C H W k stride pad count"
- *   dw_bench [--reps R]            the built-in list
+ *   dw_bench [--reps R] [--act A] < shapes   lines "name C H W k stride pad count"
+ *   dw_bench [--reps R] [--act A]            the built-in list
  *
  * The machine may be shared: R rounds, each shape's best round counts;
  * 1 thread is timed in the thread's CPU time, 2 threads in wall time. The
@@ -103,10 +104,16 @@ static double mem_time(const float *src, float *dst, int64_t n, int64_t m, int r
 
 int main(int argc, char **argv) {
     int reps = 9;
+    act_params post = {ACT_HARD_SWISH, 0, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--act") == 0 && i + 1 < argc && strcmp(argv[i + 1], "relu") == 0)
+            post.kind = ACT_RELU, i++;
+        else if (strcmp(argv[i], "--act") == 0 && i + 1 < argc && strcmp(argv[i + 1], "none") == 0)
+            post.kind = ACT_NONE, i++;
+        else if (strcmp(argv[i], "--act") == 0 && i + 1 < argc && strcmp(argv[i + 1], "hardswish") == 0) i++;
         else {
-            fprintf(stderr, "usage: dw_bench [--reps R] [< shapes]\n");
+            fprintf(stderr, "usage: dw_bench [--reps R] [--act hardswish|relu|none] [< shapes]\n");
             return 2;
         }
     }
@@ -135,7 +142,6 @@ int main(int argc, char **argv) {
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     char last[32] = "";
     double tot[5] = {0};
-    const act_params hswish = {ACT_HARD_SWISH, 0, 0, 0, 0, 0};
     for (size_t si = 0; si <= n; si++) {
         if (si == n || (last[0] && strcmp(last, ss[si].name) != 0)) {
             printf("| %s total | | | | | | %.0f | %.0f | %.0f | %.0f | %.2f |\n", last, tot[0], tot[1], tot[2], tot[3],
@@ -166,11 +172,11 @@ int main(int argc, char **argv) {
             if (!cpu_dw_plan_make(&p, &g, 1, s->C, s->C, t + 1)) return 1;
             void *scratch = malloc(cpu_dw_scratch(&p));
             clockid_t clk = t == 0 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-            cpu_dw_run(&p, pools[t], x, w, b, &hswish, y, scratch); /* warm */
+            cpu_dw_run(&p, pools[t], x, w, b, &post, y, scratch); /* warm */
             for (int r = 0; r < reps; r++) {
                 int inner = ny < 100000 ? 8 : 2;
                 double t0 = now(clk);
-                for (int i = 0; i < inner; i++) cpu_dw_run(&p, pools[t], x, w, b, &hswish, y, scratch);
+                for (int i = 0; i < inner; i++) cpu_dw_run(&p, pools[t], x, w, b, &post, y, scratch);
                 double dt = (now(clk) - t0) / inner;
                 if (dt < best[t]) best[t] = dt;
             }

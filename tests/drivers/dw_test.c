@@ -195,6 +195,17 @@ int main(int argc, char **argv) {
                     c.act = random_act();
                     run_case(&c, pools);
                 }
+        /* the small-plane lanes: full blocks of 16 channels and a partial
+         * one, rows under and over 8 columns, every post-op */
+        static const int64_t small[][2] = {{7, 7}, {14, 14}, {5, 9}, {11, 6}};
+        for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+            for (int k = 3; k <= 5; k += 2)
+                for (int s = 1; s <= 2; s++) {
+                    int64_t pd = k / 2;
+                    dw_case c = {1 + (int64_t)(i % 2), 35, 1, small[i][0], small[i][1], k, k, s, s, 1, 1, pd, pd, pd,
+                                 pd, true, random_act()};
+                    run_case(&c, pools);
+                }
         /* random: any geometry */
         for (int i = 0; i < 400; i++) {
             dw_case c;
