@@ -178,32 +178,30 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
         xs[l] = j->x + (n * j->C + c) * H * W;
         for (int64_t t = 0; t < T; t++) Kv[t][l] = k[t];
     }
-    /* the channels' rows interleaved, 8 columns at once by a transpose
-     * (the last 8 overlapping the ones before: the same values again) */
-    for (int64_t h = 0; h < rows && cols > 0; h++) {
-        dw_vl *dst = Pv + (h + pt) * FW + pl;
-        if (lanes == DW_LANES && cols >= 8)
-            for (int64_t q0 = 0; q0 < cols; q0 += 8) {
-                int64_t q = q0 + 8 <= cols ? q0 : cols - 8;
-                for (int half = 0; half < 2; half++) {
-                    dw_v8 r[8];
-                    for (int l = 0; l < 8; l++) memcpy(&r[l], xs[8 * half + l] + h * W + q, sizeof(dw_v8));
-                    dw_transpose8(r);
-                    for (int i = 0; i < 8; i++) memcpy((float *)&dst[q + i] + 8 * half, &r[i], sizeof(dw_v8));
-                }
+    /* the channels' planes interleaved, 8 pixels at once by a transpose
+     * (each plane is contiguous: pixels in row-major order whatever the
+     * row length; the last 8 overlap the ones before: the same values
+     * again), each pixel then placed in the padded plane */
+    int64_t HW = H * W;
+    if (lanes == DW_LANES && HW >= 8 && cols > 0)
+        for (int64_t p0 = 0; p0 < HW; p0 += 8) {
+            int64_t p = p0 + 8 <= HW ? p0 : HW - 8, h = p / W, c = p % W, at[8];
+            for (int i = 0; i < 8; i++) { /* where pixel p + i goes, or -1 (outside what the taps read) */
+                at[i] = h < rows && c < cols ? (h + pt) * FW + c + pl : -1;
+                if (++c == W) c = 0, h++;
             }
-        else if (lanes == DW_LANES) /* rows of under 8 columns (7x7 planes): one transpose a half, zeros after */
             for (int half = 0; half < 2; half++) {
-                dw_v8 r[8] = {{0}};
-                for (int l = 0; l < 8; l++)
-                    for (int64_t i = 0; i < cols; i++) r[l][i] = xs[8 * half + l][h * W + i];
+                dw_v8 r[8];
+                for (int l = 0; l < 8; l++) memcpy(&r[l], xs[8 * half + l] + p, sizeof(dw_v8));
                 dw_transpose8(r);
-                for (int64_t i = 0; i < cols; i++) memcpy((float *)&dst[i] + 8 * half, &r[i], sizeof(dw_v8));
+                for (int i = 0; i < 8; i++)
+                    if (at[i] >= 0) memcpy((float *)&Pv[at[i]] + 8 * half, &r[i], sizeof(dw_v8));
             }
-        else
+        }
+    else
+        for (int64_t h = 0; h < rows && cols > 0; h++)
             for (int64_t l = 0; l < lanes; l++)
-                for (int64_t q = 0; q < cols; q++) dst[q][l] = xs[l][h * W + q];
-    }
+                for (int64_t q = 0; q < cols; q++) Pv[(h + pt) * FW + pl + q][l] = xs[l][h * W + q];
     /* blocks of 8 (or 4) output columns, one accumulator each; the last
      * block of a row overlaps the one before rather than take a slower
      * tail (it recomputes the same values) */
