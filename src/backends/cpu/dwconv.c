@@ -160,6 +160,57 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
     return true;
 }
 
+/* dw_lanes' sums: S[oh OW + ow] = sum over taps of Kv[tap] * Pv[pixel],
+ * blocks of 8 (or 4) output columns, one accumulator each; the last block
+ * of a row overlaps the one before rather than take a slower tail (it
+ * recomputes the same values). Called with constant sizes for the common
+ * geometries, so the tap loops unroll into fixed offsets. */
+static inline __attribute__((always_inline)) void dw_lane_sums(const dw_vl *Pv, const dw_vl *Kv, dw_vl *S, int64_t OH,
+                                                               int64_t OW, int64_t FW, const int64_t KH,
+                                                               const int64_t KW, const int64_t sh, const int64_t sw,
+                                                               const int64_t dh, const int64_t dw) {
+    int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        const dw_vl *row = Pv + oh * sh * FW;
+        dw_vl *srow = S + oh * OW;
+        for (int64_t o0 = 0; o0 < OW; o0 += blk) {
+            int64_t ow = o0 + blk <= OW ? o0 : OW - blk;
+            if (blk == 8) {
+                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+                for (int64_t a = 0; a < KH; a++) {
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    for (int64_t b = 0; b < KW; b++) {
+                        dw_vl kv = kr[b];
+                        const dw_vl *q = p + b * dw;
+                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
+                        a4 += kv * q[4 * sw], a5 += kv * q[5 * sw], a6 += kv * q[6 * sw], a7 += kv * q[7 * sw];
+                    }
+                }
+                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
+                srow[ow + 4] = a4, srow[ow + 5] = a5, srow[ow + 6] = a6, srow[ow + 7] = a7;
+            } else if (blk == 4) {
+                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                for (int64_t a = 0; a < KH; a++) {
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    for (int64_t b = 0; b < KW; b++) {
+                        dw_vl kv = kr[b];
+                        const dw_vl *q = p + b * dw;
+                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
+                    }
+                }
+                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
+            } else {
+                dw_vl a0 = {0};
+                for (int64_t a = 0; a < KH; a++) {
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    for (int64_t b = 0; b < KW; b++) a0 += kr[b] * p[b * dw];
+                }
+                srow[ow] = a0;
+            }
+        }
+    }
+}
+
 /* DW_LANES channels from nm0 on (fewer at the end) into the task's buffer
  * B: one vector per padded-plane pixel, lane l holding channel nm0 + l;
  * every output is the same sum in the same order in any lane. */
@@ -202,49 +253,13 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
         for (int64_t h = 0; h < rows && cols > 0; h++)
             for (int64_t l = 0; l < lanes; l++)
                 for (int64_t q = 0; q < cols; q++) Pv[(h + pt) * FW + pl + q][l] = xs[l][h * W + q];
-    /* blocks of 8 (or 4) output columns, one accumulator each; the last
-     * block of a row overlaps the one before rather than take a slower
-     * tail (it recomputes the same values) */
-    int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
-    for (int64_t oh = 0; oh < OH; oh++) {
-        const dw_vl *row = Pv + oh * sh * FW;
-        dw_vl *srow = S + oh * OW;
-        for (int64_t o0 = 0; o0 < OW; o0 += blk) {
-            int64_t ow = o0 + blk <= OW ? o0 : OW - blk;
-            if (blk == 8) {
-                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) {
-                        dw_vl kv = kr[b];
-                        const dw_vl *q = p + b * dw;
-                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
-                        a4 += kv * q[4 * sw], a5 += kv * q[5 * sw], a6 += kv * q[6 * sw], a7 += kv * q[7 * sw];
-                    }
-                }
-                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
-                srow[ow + 4] = a4, srow[ow + 5] = a5, srow[ow + 6] = a6, srow[ow + 7] = a7;
-            } else if (blk == 4) {
-                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) {
-                        dw_vl kv = kr[b];
-                        const dw_vl *q = p + b * dw;
-                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
-                    }
-                }
-                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
-            } else {
-                dw_vl a0 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) a0 += kr[b] * p[b * dw];
-                }
-                srow[ow] = a0;
-            }
-        }
-    }
+    if (KH == 3 && KW == 3 && dh == 1 && dw == 1 && sh == sw && sh <= 2)
+        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 1, 1, 1, 1);
+        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 2, 2, 1, 1);
+    else if (KH == 5 && KW == 5 && dh == 1 && dw == 1 && sh == sw && sh <= 2)
+        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 1, 1, 1, 1);
+        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 2, 2, 1, 1);
+    else dw_lane_sums(Pv, Kv, S, OH, OW, FW, KH, KW, sh, sw, dh, dw);
     /* the bias and the activation on the lanes (cpu_post_apply's kinds but
      * SiLU), then out of the lanes, 8 pixels at once by a transpose */
     int64_t O = OH * OW;
