@@ -6,7 +6,11 @@
 #include "backends/cpu/dwconv.h"
 #include "runtime/pool.h"
 
+/* -std=c11 turns off contracting a * b + c into one FMA; the sums here
+ * are the time, so the clones with FMA (below) use it */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=fast")
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define DW_512 1
@@ -37,7 +41,9 @@
  * geometry only); each channel writes just the interior. The bias and the
  * fused activation go over each output row while it is in L1. Every
  * channel is computed the same way whatever task runs it, so the result
- * does not depend on the thread count. */
+ * does not depend on the thread count. On AVX-512 machines the common
+ * geometries read the same phase planes with the "rows" below instead of
+ * the flat loop. */
 /* One channel's outputs from its phase planes (the AVX-512 rows below):
  * (planes, plane size, plane width, OH, OW, kernel, bias, y, post) */
 typedef void (*dw_rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, float, float *,
