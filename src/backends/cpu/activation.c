@@ -45,6 +45,43 @@ static inline float hard_sigmoid(float v) {
     return v > 1 ? 1 : v;
 }
 
+/* HardSigmoid and HardSwish eight floats at once: GCC turns hard_sigmoid's
+ * two selects into branches when a multiply follows them (a scalar loop,
+ * the most part of a HardSwish conv's time); spelled as compares and
+ * masks on vectors they are the same operations in the same order, so
+ * every lane gets hard_sigmoid's bits (NaN stays NaN). */
+typedef float act_v8 __attribute__((vector_size(8 * sizeof(float))));
+typedef int32_t act_v8i __attribute__((vector_size(8 * sizeof(int32_t))));
+
+/* (in place: a vector returned by value would change the baseline clone's ABI) */
+static inline __attribute__((always_inline)) void hard_sigmoid8(act_v8 *p) {
+    const act_v8 one = {1, 1, 1, 1, 1, 1, 1, 1}, zero = {0};
+    act_v8 v = (act_v8)((act_v8i)*p & ~(*p < zero));               /* v < 0 ? 0 : v */
+    act_v8i gt = v > one;
+    *p = (act_v8)(((act_v8i)v & ~gt) | ((act_v8i)one & gt));       /* v > 1 ? 1 : v */
+}
+
+/* y = hard_sigmoid(a * (x + bias) + b), or x (+ bias) times
+ * hard_sigmoid((x + bias) / 6 + 0.5) (swish), the bias added only when
+ * add_bias (x + 0 is not x for x = -0). */
+static inline __attribute__((always_inline)) void hard_act_f32(const float *x, float *y, int64_t n, float a, float b,
+                                                               float bias, bool add_bias, bool swish) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        act_v8 v;
+        memcpy(&v, x + i, sizeof v);
+        if (add_bias) v = v + bias;
+        act_v8 t = swish ? v * (1.0f / 6) + 0.5f : a * v + b;
+        hard_sigmoid8(&t);
+        v = swish ? v * t : t;
+        memcpy(y + i, &v, sizeof v);
+    }
+    for (; i < n; i++) {
+        float v = add_bias ? x[i] + bias : x[i];
+        y[i] = swish ? v * hard_sigmoid(v * (1.0f / 6) + 0.5f) : hard_sigmoid(a * v + b);
+    }
+}
+
 /* e^-|x| in plain arithmetic, so a loop around it vectorizes (expf is a
  * call per element, and a float select that clamps makes GCC branch):
  * |x| is clamped to 87 on its bits (e^-87 is near float's smallest normal;
@@ -154,12 +191,8 @@ CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
         case ACT_TANH:
             for (int64_t i = begin; i < end; i++) y[i] = tanhf(x[i]);
             return;
-        case ACT_HARD_SIGMOID:
-            for (int64_t i = begin; i < end; i++) y[i] = hard_sigmoid(a * x[i] + b);
-            return;
-        case ACT_HARD_SWISH:
-            for (int64_t i = begin; i < end; i++) y[i] = x[i] * hard_sigmoid(x[i] * (1.0f / 6) + 0.5f);
-            return;
+        case ACT_HARD_SIGMOID: hard_act_f32(x + begin, y + begin, end - begin, a, b, 0, false, false); return;
+        case ACT_HARD_SWISH: hard_act_f32(x + begin, y + begin, end - begin, 0, 0, 0, false, true); return;
         case ACT_GELU: {
             float e[256], u[256];
             for (int64_t i0 = begin; i0 < end; i0 += 256) {
@@ -206,15 +239,8 @@ CPU_HOT void cpu_post_apply(const act_params *op, float *y, int64_t n, float bia
             y[i] = v >= 0 ? v : a * v;
         }
         return;
-    case ACT_HARD_SIGMOID:
-        for (int64_t i = 0; i < n; i++) y[i] = hard_sigmoid(a * (y[i] + bias) + b);
-        return;
-    case ACT_HARD_SWISH:
-        for (int64_t i = 0; i < n; i++) {
-            float v = y[i] + bias;
-            y[i] = v * hard_sigmoid(v * (1.0f / 6) + 0.5f);
-        }
-        return;
+    case ACT_HARD_SIGMOID: hard_act_f32(y, y, n, a, b, bias, true, false); return;
+    case ACT_HARD_SWISH: hard_act_f32(y, y, n, 0, 0, bias, true, true); return;
     case ACT_SILU: /* v * sigmoid(v), the sigmoid as cpu_sigmoid_f32 computes it: the same bits as unfused */
         for (int64_t i = 0; i < n; i++) {
             float v = y[i] + bias, e = exp_negabs(v), num = v >= 0 ? 1.0f : e;

@@ -6,6 +6,24 @@
 #include "backends/cpu/dwconv.h"
 #include "runtime/pool.h"
 
+/* -std=c11 turns off contracting a * b + c into one FMA; the sums here
+ * are the time, so the clones with FMA (below) use it */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DW_512 1
+#define DW_512_TARGET __attribute__((target("avx512f,fma")))
+#else
+#define DW_512 0
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DW_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DW_HOT
+#endif
+
 /* Depthwise 2-D convolution (one input channel per group): a direct loop
  * per output channel. One sgemm per channel with M = 1 would be all
  * overhead.
@@ -23,7 +41,14 @@
  * geometry only); each channel writes just the interior. The bias and the
  * fused activation go over each output row while it is in L1. Every
  * channel is computed the same way whatever task runs it, so the result
- * does not depend on the thread count. */
+ * does not depend on the thread count. On AVX-512 machines the common
+ * geometries read the same phase planes with the "rows" below instead of
+ * the flat loop. */
+/* One channel's outputs from its phase planes (the AVX-512 rows below):
+ * (planes, plane size, plane width, OH, OW, kernel, bias, y, post) */
+typedef void (*dw_rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, float, float *,
+                           const act_params *);
+
 typedef struct dw_job {
     const float *x, *w, *bias; /* bias [M], (optional) */
     float *y;
@@ -34,17 +59,22 @@ typedef struct dw_job {
     int64_t PH, PW, slack;     /* one phase plane's rows and columns; columns read past the last plane */
     bool vec;                  /* small planes: DW_LANES channels at once (dw_lanes) */
     int64_t units;             /* channels (N * M), or blocks of DW_LANES of them */
+    dw_rows_fn rows;           /* the AVX-512 rows for this geometry, or NULL */
 } dw_job;
 
 /* Small planes (7x7, 14x14: the late layers of mobilenet_v3, mnasnet,
  * efficientnet) go DW_LANES channels at once: the planes interleaved
  * channel-minor, so every tap is one vector load, one weight vector per
  * tap, and no wasted columns, copies or calls per channel (which cost
- * more than the arithmetic on a 7x7 plane). */
-#define DW_LANES 8
+ * more than the arithmetic on a 7x7 plane). Sixteen lanes: one AVX-512
+ * register (two AVX2 ones); the interleave in and out is done as two
+ * 8x8 transposes, one per half. */
+#define DW_LANES 16
 #define DW_VEC_MAX_OUT 256 /* output pixels per channel */
-typedef float dw_v8 __attribute__((vector_size(DW_LANES * sizeof(float))));
-typedef int32_t dw_v8i __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
+typedef float dw_vl __attribute__((vector_size(DW_LANES * sizeof(float))));
+typedef int32_t dw_vli __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
+typedef float dw_v8 __attribute__((vector_size(8 * sizeof(float))));
+typedef int32_t dw_v8i __attribute__((vector_size(8 * sizeof(int32_t))));
 
 /* Two vectors' lanes picked by constant indices (0-7 from a, 8-15 from b):
  * GCC's and clang's spellings of one shuffle. */
@@ -73,6 +103,41 @@ static inline __attribute__((always_inline)) void dw_transpose8(dw_v8 r[8]) {
     }
 }
 
+/* v + bias, then the post-op, on DW_LANES lanes (in place: a vector passed
+ * by value would change the baseline clone's ABI); selects as masks, NaN
+ * stays NaN as in cpu_post_apply. dw_postl_kind: the kinds it does. */
+static bool dw_postl_kind(act_kind k) {
+    return k == ACT_NONE || k == ACT_RELU || k == ACT_CLIP || k == ACT_LEAKY_RELU || k == ACT_HARD_SIGMOID ||
+           k == ACT_HARD_SWISH;
+}
+
+#define DW_SEL(m, a, b) ((dw_vl)(((dw_vli)(a) & (m)) | ((dw_vli)(b) & ~(m)))) /* m ? a : b per lane */
+
+static inline __attribute__((always_inline)) void dw_postl(dw_vl *p, const dw_vl *bias, const act_params *op) {
+    const dw_vl zero = {0}, one = zero + 1;
+    dw_vl v = *p + *bias, t;
+    switch (op->kind) {
+    case ACT_RELU: v = DW_SEL(v < zero, zero, v); break;
+    case ACT_CLIP:
+        v = DW_SEL(v < op->lo, zero + op->lo, v);
+        v = DW_SEL(v > op->hi, zero + op->hi, v);
+        break;
+    case ACT_LEAKY_RELU: v = DW_SEL(v >= zero, v, op->alpha * v); break;
+    case ACT_HARD_SIGMOID:
+        v = op->alpha * v + op->beta;
+        v = DW_SEL(v < zero, zero, v);
+        v = DW_SEL(v > one, one, v);
+        break;
+    case ACT_HARD_SWISH:
+        t = v * (1.0f / 6) + 0.5f;
+        t = DW_SEL(t < zero, zero, t);
+        v = v * DW_SEL(t > one, one, t);
+        break;
+    default: break;
+    }
+    *p = v;
+}
+
 /* Phase plane and buffer sizes for w; false when the planes would be too
  * large for a buffer per task (the caller then takes the im2col path). */
 static bool dw_geometry(const conv_geom *w, dw_job *j) {
@@ -89,7 +154,10 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
     } else {
         j->PH = OH + (KH - 1) * w->dil[0] / sh;
         j->PW = OW + (KW - 1) * w->dil[1] / sw;
+        /* columns read past the last plane: the widest tap's (dw_one) or
+         * a 16-column load's (the AVX-512 rows) */
         j->slack = (KW - 1) * w->dil[1] / sw;
+        if (j->slack < 16) j->slack = 16;
         if (j->PH > (1 << 20) || j->PW > (1 << 20) || j->PH * j->PW > (1 << 21) || sh * sw * j->PH * j->PW > (1 << 22))
             return false;
         n = sh * sw * j->PH * j->PW + j->slack + OH * j->PW;
@@ -98,16 +166,67 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
     return true;
 }
 
+/* dw_lanes' sums: S[oh OW + ow] = sum over taps of Kv[tap] * Pv[pixel],
+ * blocks of 8 (or 4) output columns, one accumulator each; the last block
+ * of a row overlaps the one before rather than take a slower tail (it
+ * recomputes the same values). Called with constant sizes for the common
+ * geometries, so the tap loops unroll into fixed offsets. */
+static inline __attribute__((always_inline)) void dw_lane_sums(const dw_vl *Pv, const dw_vl *Kv, dw_vl *S, int64_t OH,
+                                                               int64_t OW, int64_t FW, const int64_t KH,
+                                                               const int64_t KW, const int64_t sh, const int64_t sw,
+                                                               const int64_t dh, const int64_t dw) {
+    int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        const dw_vl *row = Pv + oh * sh * FW;
+        dw_vl *srow = S + oh * OW;
+        for (int64_t o0 = 0; o0 < OW; o0 += blk) {
+            int64_t ow = o0 + blk <= OW ? o0 : OW - blk;
+            if (blk == 8) {
+                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+                for (int64_t a = 0; a < KH; a++) {
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    for (int64_t b = 0; b < KW; b++) {
+                        dw_vl kv = kr[b];
+                        const dw_vl *q = p + b * dw;
+                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
+                        a4 += kv * q[4 * sw], a5 += kv * q[5 * sw], a6 += kv * q[6 * sw], a7 += kv * q[7 * sw];
+                    }
+                }
+                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
+                srow[ow + 4] = a4, srow[ow + 5] = a5, srow[ow + 6] = a6, srow[ow + 7] = a7;
+            } else if (blk == 4) {
+                dw_vl a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                for (int64_t a = 0; a < KH; a++) {
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    for (int64_t b = 0; b < KW; b++) {
+                        dw_vl kv = kr[b];
+                        const dw_vl *q = p + b * dw;
+                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
+                    }
+                }
+                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
+            } else {
+                dw_vl a0 = {0};
+                for (int64_t a = 0; a < KH; a++) {
+                    const dw_vl *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
+                    for (int64_t b = 0; b < KW; b++) a0 += kr[b] * p[b * dw];
+                }
+                srow[ow] = a0;
+            }
+        }
+    }
+}
+
 /* DW_LANES channels from nm0 on (fewer at the end) into the task's buffer
  * B: one vector per padded-plane pixel, lane l holding channel nm0 + l;
  * every output is the same sum in the same order in any lane. */
-CPU_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
+DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
     const conv_geom *w = j->win;
     int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], FH = j->PH, FW = j->PW;
     int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], T = KH * KW;
     int64_t lanes = j->total - nm0 < DW_LANES ? j->total - nm0 : DW_LANES;
-    dw_v8 *Pv = (dw_v8 *)B, *Kv = Pv + FH * FW, *S = Kv + T;
+    dw_vl *Pv = (dw_vl *)B, *Kv = Pv + FH * FW, *S = Kv + T;
     int64_t cols = W < FW - pl ? W : FW - pl, rows = H < FH - pt ? H : FH - pt;
     const float *xs[DW_LANES];
     for (int64_t l = 0; l < lanes; l++) {
@@ -116,99 +235,128 @@ CPU_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
         xs[l] = j->x + (n * j->C + c) * H * W;
         for (int64_t t = 0; t < T; t++) Kv[t][l] = k[t];
     }
-    /* the channels' rows interleaved, 8 columns at once by a transpose
-     * (the last 8 overlapping the ones before: the same values again) */
-    for (int64_t h = 0; h < rows && cols > 0; h++) {
-        dw_v8 *dst = Pv + (h + pt) * FW + pl;
-        if (lanes == DW_LANES && cols >= 8)
-            for (int64_t q0 = 0; q0 < cols; q0 += 8) {
-                int64_t q = q0 + 8 <= cols ? q0 : cols - 8;
-                dw_v8 r[8];
-                for (int l = 0; l < 8; l++) memcpy(&r[l], xs[l] + h * W + q, sizeof(dw_v8));
-                dw_transpose8(r);
-                for (int i = 0; i < 8; i++) dst[q + i] = r[i];
+    /* the channels' planes interleaved, 8 pixels at once by a transpose
+     * (each plane is contiguous: pixels in row-major order whatever the
+     * row length; the last 8 overlap the ones before: the same values
+     * again), each pixel then placed in the padded plane */
+    int64_t HW = H * W;
+    if (lanes == DW_LANES && HW >= 8 && cols > 0)
+        for (int64_t p0 = 0; p0 < HW; p0 += 8) {
+            int64_t p = p0 + 8 <= HW ? p0 : HW - 8, h = p / W, c = p % W, at[8];
+            for (int i = 0; i < 8; i++) { /* where pixel p + i goes, or -1 (outside what the taps read) */
+                at[i] = h < rows && c < cols ? (h + pt) * FW + c + pl : -1;
+                if (++c == W) c = 0, h++;
             }
-        else
-            for (int64_t l = 0; l < lanes; l++)
-                for (int64_t q = 0; q < cols; q++) dst[q][l] = xs[l][h * W + q];
-    }
-    /* blocks of 8 (or 4) output columns, one accumulator each; the last
-     * block of a row overlaps the one before rather than take a slower
-     * tail (it recomputes the same values) */
-    int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
-    for (int64_t oh = 0; oh < OH; oh++) {
-        const dw_v8 *row = Pv + oh * sh * FW;
-        dw_v8 *srow = S + oh * OW;
-        for (int64_t o0 = 0; o0 < OW; o0 += blk) {
-            int64_t ow = o0 + blk <= OW ? o0 : OW - blk;
-            if (blk == 8) {
-                dw_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) {
-                        dw_v8 kv = kr[b];
-                        const dw_v8 *q = p + b * dw;
-                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
-                        a4 += kv * q[4 * sw], a5 += kv * q[5 * sw], a6 += kv * q[6 * sw], a7 += kv * q[7 * sw];
-                    }
-                }
-                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
-                srow[ow + 4] = a4, srow[ow + 5] = a5, srow[ow + 6] = a6, srow[ow + 7] = a7;
-            } else if (blk == 4) {
-                dw_v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) {
-                        dw_v8 kv = kr[b];
-                        const dw_v8 *q = p + b * dw;
-                        a0 += kv * q[0], a1 += kv * q[sw], a2 += kv * q[2 * sw], a3 += kv * q[3 * sw];
-                    }
-                }
-                srow[ow] = a0, srow[ow + 1] = a1, srow[ow + 2] = a2, srow[ow + 3] = a3;
-            } else {
-                dw_v8 a0 = {0};
-                for (int64_t a = 0; a < KH; a++) {
-                    const dw_v8 *p = row + a * dh * FW + ow * sw, *kr = Kv + a * KW;
-                    for (int64_t b = 0; b < KW; b++) a0 += kr[b] * p[b * dw];
-                }
-                srow[ow] = a0;
+            for (int half = 0; half < 2; half++) {
+                dw_v8 r[8];
+                for (int l = 0; l < 8; l++) memcpy(&r[l], xs[8 * half + l] + p, sizeof(dw_v8));
+                dw_transpose8(r);
+                for (int i = 0; i < 8; i++)
+                    if (at[i] >= 0) memcpy((float *)&Pv[at[i]] + 8 * half, &r[i], sizeof(dw_v8));
             }
         }
-    }
-    /* out of the lanes, 8 pixels at once by a transpose */
+    else
+        for (int64_t h = 0; h < rows && cols > 0; h++)
+            for (int64_t l = 0; l < lanes; l++)
+                for (int64_t q = 0; q < cols; q++) Pv[(h + pt) * FW + pl + q][l] = xs[l][h * W + q];
+    if (KH == 3 && KW == 3 && dh == 1 && dw == 1 && sh == sw && sh <= 2)
+        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 1, 1, 1, 1);
+        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 2, 2, 1, 1);
+    else if (KH == 5 && KW == 5 && dh == 1 && dw == 1 && sh == sw && sh <= 2)
+        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 1, 1, 1, 1);
+        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 2, 2, 1, 1);
+    else dw_lane_sums(Pv, Kv, S, OH, OW, FW, KH, KW, sh, sw, dh, dw);
+    /* the bias and the activation on the lanes (cpu_post_apply's kinds but
+     * SiLU), then out of the lanes, 8 pixels at once by a transpose */
     int64_t O = OH * OW;
     float *y0 = j->y + nm0 * O;
+    bool in_lanes = dw_postl_kind(j->post->kind);
+    if (in_lanes) {
+        dw_vl bv = {0};
+        for (int64_t l = 0; l < lanes && j->bias; l++) bv[l] = j->bias[(nm0 + l) % j->M];
+        for (int64_t o = 0; o < O; o++) dw_postl(&S[o], &bv, j->post);
+    }
     bool whole = lanes == DW_LANES && O >= 8;
     if (whole)
         for (int64_t o0 = 0; o0 < O; o0 += 8) {
             int64_t o = o0 + 8 <= O ? o0 : O - 8;
-            dw_v8 r[8];
-            for (int i = 0; i < 8; i++) r[i] = S[o + i];
-            dw_transpose8(r);
-            for (int l = 0; l < 8; l++) memcpy(y0 + l * O + o, &r[l], sizeof(dw_v8));
+            for (int half = 0; half < 2; half++) {
+                dw_v8 r[8];
+                for (int i = 0; i < 8; i++) memcpy(&r[i], (const float *)&S[o + i] + 8 * half, sizeof(dw_v8));
+                dw_transpose8(r);
+                for (int l = 0; l < 8; l++) memcpy(y0 + (8 * half + l) * O + o, &r[l], sizeof(dw_v8));
+            }
         }
     for (int64_t l = 0; l < lanes; l++) {
         float *y = y0 + l * O;
         if (!whole)
             for (int64_t o = 0; o < O; o++) y[o] = S[o][l];
-        cpu_post_apply(j->post, y, O, j->bias ? j->bias[(nm0 + l) % j->M] : 0.0f);
+        if (!in_lanes) cpu_post_apply(j->post, y, O, j->bias ? j->bias[(nm0 + l) % j->M] : 0.0f);
     }
 }
 
-CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
+#if DW_512
+/* The lanes [lo, hi) of 16 (clamped) as a store mask. */
+static inline __mmask16 dw_mask_range(int64_t lo, int64_t hi) {
+    lo = lo < 0 ? 0 : lo, hi = hi > 16 ? 16 : hi;
+    return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* One input row of W columns into the rows of both column phases of a
+ * stride-2 split, read once: 32 columns at a time (masked at the row's
+ * end, so no read past it) split by two permutes into the even and the
+ * odd columns. Phase pc's column q is input column 2 q + base[pc]; only
+ * q in [qlo[pc], qhi[pc]) is stored (masked stores, nothing else of the
+ * plane is touched). */
+static DW_512_TARGET void dw_split2_512(const float *src, int64_t W, float *const dst[2], const int64_t base[2],
+                                        const int64_t qlo[2], const int64_t qhi[2]) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int64_t par[2], shift[2];
+    for (int pc = 0; pc < 2; pc++) par[pc] = base[pc] & 1, shift[pc] = (base[pc] - par[pc]) / 2;
+    for (int64_t i = 0; 2 * i < W; i += 16) {
+        __m512 a = _mm512_maskz_loadu_ps(dw_mask_range(0, W - 2 * i), src + 2 * i);
+        __m512 b = _mm512_maskz_loadu_ps(dw_mask_range(0, W - 2 * i - 16), src + 2 * i + 16);
+        __m512 v[2] = {_mm512_permutex2var_ps(a, ie, b), _mm512_permutex2var_ps(a, io, b)};
+        for (int pc = 0; pc < 2; pc++) {
+            int64_t q0 = i - shift[pc]; /* the plane column of lane 0 */
+            __mmask16 m = dw_mask_range(qlo[pc] - q0, qhi[pc] - q0);
+            if (m) _mm512_mask_storeu_ps(dst[pc] + q0, m, v[par[pc]]);
+        }
+    }
+}
+#endif
+
+/* Channel nm's input into the interiors of the phase planes its taps read
+ * (the padding around them is zero already). */
+DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
     const conv_geom *w = j->win;
-    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
+    int64_t H = w->in[0], W = w->in[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PH = j->PH, PW = j->PW;
     int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], PS = PH * PW;
     int64_t n = nm / j->M, m = nm % j->M, c = m / j->Mg;
-    const float *x = j->x + (n * j->C + c) * H * W, *k = j->w + m * KH * KW;
-    float *y = j->y + nm * OH * OW;
-    float bv = j->bias ? j->bias[m] : 0.0f;
-    /* the input into the interiors of the phase planes the taps read */
+    const float *x = j->x + (n * j->C + c) * H * W;
     for (int64_t pr = 0; pr < sh; pr++) {
         bool used = false;
         for (int64_t a = 0; a < KH && !used; a++) used = (a * dh) % sh == pr;
         if (!used) continue;
+#if DW_512
+        if (sw == 2 && j->rows) { /* (the rows imply AVX-512F, and 3x3 or 5x5: both column phases read) */
+            int64_t base[2], qlo[2], qhi[2];
+            for (int pc = 0; pc < 2; pc++) {
+                base[pc] = pc - pl, qlo[pc] = base[pc] >= 0 ? 0 : (-base[pc] + 1) / 2;
+                qhi[pc] = W - base[pc] > 0 ? (W - base[pc] + 1) / 2 : 0;
+                if (qhi[pc] > PW) qhi[pc] = PW;
+            }
+            for (int64_t r = 0; r < PH; r++) {
+                int64_t h = r * sh + pr - pt;
+                if (h < 0 || h >= H) continue;
+                float *const dst[2] = {P + (pr * 2) * PS + r * PW, P + (pr * 2 + 1) * PS + r * PW};
+                dw_split2_512(x + h * W, W, dst, base, qlo, qhi);
+            }
+            continue;
+        }
+#endif
         for (int64_t pc = 0; pc < sw; pc++) {
             used = false;
             for (int64_t b = 0; b < KW && !used; b++) used = (b * dw) % sw == pc;
@@ -231,6 +379,122 @@ CPU_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
                     for (int64_t q = qlo; q < qhi; q++) dst[q] = src[q * sw];
             }
         }
+    }
+}
+
+
+/* AVX-512 rows (x86-64 with AVX-512F, picked at plan time): the common
+ * geometries (3x3 and 5x5, strides 1 and 2 both ways, no dilation) read
+ * the phase planes with 16-column loads and FMAs, DW_ROWS output rows at
+ * once. Tap (a, b) of output row r reads phase plane (a % s, b % s) at row
+ * r + a / s, column + b / s; every such load the rows of one block share
+ * (row r, tap a and row r', tap a' with r + a / s = r' + a' / s in one
+ * phase) is made once (the sizes are constants here, so the compiler
+ * merges them): a 3x3 stride-1 block of four rows loads 6 input rows, not
+ * 12. The bias starts the sums, the output goes straight to y (the last 16
+ * columns masked), and the fused activation goes over each row while it
+ * is in L1. Every output is the same sum in the same order wherever it is
+ * computed, so the result does not depend on the thread count; a block of
+ * the last rows overlaps the one before, storing only its new rows. */
+#if DW_512
+#define DW_ROWS 4
+
+/* The post-ops in registers, each the operations cpu_post_apply does in
+ * its order (the same bits; a multiply and an add are not fused): true if
+ * kind is one of them. */
+static bool dw_post_in_regs(const act_params *p) {
+    return p && (p->kind == ACT_RELU || p->kind == ACT_CLIP || p->kind == ACT_LEAKY_RELU ||
+                 p->kind == ACT_HARD_SIGMOID || p->kind == ACT_HARD_SWISH);
+}
+
+static inline __attribute__((always_inline)) DW_512_TARGET __m512 dw_clamp01(__m512 v) {
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, zero); /* v < 0 ? 0 : v (NaN stays) */
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, one, _CMP_GT_OQ), v, one);
+}
+
+static inline __attribute__((always_inline)) DW_512_TARGET __m512 dw_post512(__m512 v, const act_params *p) {
+    switch (p->kind) {
+    case ACT_RELU: return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v,
+                                               _mm512_setzero_ps());
+    case ACT_CLIP:
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(p->lo), _CMP_LT_OQ), v, _mm512_set1_ps(p->lo));
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(p->hi), _CMP_GT_OQ), v,
+                                    _mm512_set1_ps(p->hi));
+    case ACT_LEAKY_RELU:
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ),
+                                    _mm512_mul_ps(_mm512_set1_ps(p->alpha), v), v);
+    case ACT_HARD_SIGMOID:
+        return dw_clamp01(_mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(p->alpha), v), _mm512_set1_ps(p->beta)));
+    case ACT_HARD_SWISH:
+        return _mm512_mul_ps(v, dw_clamp01(_mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.0f / 6)),
+                                                         _mm512_set1_ps(0.5f))));
+    default: return v;
+    }
+}
+
+/* Output rows [oh0, OH) in blocks of R (a constant after inlining, so the
+ * sums stay in registers and the loads of one block merge) */
+static inline __attribute__((always_inline)) DW_512_TARGET void
+dw_rows512(const float *P, int64_t PS, int64_t PW, int64_t oh0, int64_t OH, int64_t OW, const float *k, float bv,
+           float *y, const act_params *post, bool fuse, const int KH, const int KW, const int S, const int R) {
+    for (; oh0 < OH; oh0 += R) {
+        int64_t oh = oh0 + R <= OH ? oh0 : OH - R, skip = oh0 - oh;
+        for (int64_t ow = 0; ow < OW; ow += 16) {
+            __mmask16 mask = OW - ow >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OW - ow)) - 1);
+            __m512 acc[DW_ROWS];
+            for (int r = 0; r < R; r++) acc[r] = _mm512_set1_ps(bv);
+            for (int a = 0; a < KH; a++)
+                for (int b = 0; b < KW; b++) {
+                    const float *q = P + ((a % S) * S + b % S) * PS + (oh + a / S) * PW + ow + b / S;
+                    __m512 kv = _mm512_set1_ps(k[a * KW + b]);
+                    for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + r * PW), acc[r]);
+                }
+            for (int r = 0; r < R; r++)
+                if (r >= skip)
+                    _mm512_mask_storeu_ps(y + (oh + r) * OW + ow, mask, fuse ? dw_post512(acc[r], post) : acc[r]);
+        }
+        if (!fuse && post && post->kind != ACT_NONE) cpu_post_apply(post, y + oh0 * OW, (oh + R - oh0) * OW, 0.0f);
+    }
+}
+
+#define DW_ROWS_FN(KH, KW, S)                                                                                       \
+    static DW_512_TARGET void dw_rows512_##KH##KW##S(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, \
+                                                    const float *k, float bv, float *y, const act_params *post) {  \
+        bool fuse = dw_post_in_regs(post);                                                                          \
+        if (OH >= DW_ROWS) dw_rows512(P, PS, PW, 0, OH, OW, k, bv, y, post, fuse, KH, KW, S, DW_ROWS);             \
+        else dw_rows512(P, PS, PW, 0, OH, OW, k, bv, y, post, fuse, KH, KW, S, 1);                                 \
+    }
+DW_ROWS_FN(3, 3, 1)
+DW_ROWS_FN(3, 3, 2)
+DW_ROWS_FN(5, 5, 1)
+DW_ROWS_FN(5, 5, 2)
+#undef DW_ROWS_FN
+
+/* The AVX-512 rows for geometry w, or NULL (another shape, or no AVX-512F). */
+static dw_rows_fn dw_rows_for(const conv_geom *w) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma")) return NULL;
+    int64_t k = w->kernel[0], s = w->stride[0];
+    if (w->kernel[1] != k || w->stride[1] != s || w->dil[0] != 1 || w->dil[1] != 1) return NULL;
+    if (k == 3) return s == 1 ? dw_rows512_331 : s == 2 ? dw_rows512_332 : NULL;
+    if (k == 5) return s == 1 ? dw_rows512_551 : s == 2 ? dw_rows512_552 : NULL;
+    return NULL;
+}
+#endif
+
+DW_HOT static void dw_one(const dw_job *j, float *P, int64_t nm) {
+    const conv_geom *w = j->win;
+    int64_t OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
+    int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dil[0], dw = w->dil[1], PW = j->PW, PS = j->PH * PW;
+    int64_t m = nm % j->M;
+    const float *k = j->w + m * KH * KW;
+    float *y = j->y + nm * OH * OW;
+    float bv = j->bias ? j->bias[m] : 0.0f;
+    dw_phases(j, P, nm);
+    if (j->rows) {
+        j->rows(P, PS, PW, OH, OW, k, bv, y, j->post);
+        return;
     }
 #define DW_TAP(a, b) (P + ((a) * dh % sh * sw + (b) * dw % sw) * PS + (a) * dh / sh * PW + (b) * dw / sw)
     float *restrict ext = P + sh * sw * PS + j->slack; /* (restrict: no alias checks that stop the vectorizer) */
@@ -295,6 +559,9 @@ bool cpu_dw_plan_make(cpu_dw_plan *p, const conv_geom *w, int64_t N, int64_t C, 
     if (w->n != 2 || C < 1 || M % C || !dw_geometry(w, &j)) return false;
     *p = (cpu_dw_plan){.win = w, .N = N, .C = C, .M = M, .PH = j.PH, .PW = j.PW, .slack = j.slack,
                        .per_buf = j.per_buf, .vec = j.vec};
+#if DW_512
+    p->rows = !j.vec && dw_rows_for(w) != NULL;
+#endif
     p->units = j.vec ? (N * M + DW_LANES - 1) / DW_LANES : N * M;
     /* a few tasks per thread, each with its planes (how many changes
      * nothing in the result), with at most 64 MB of planes in all */
@@ -311,9 +578,15 @@ size_t cpu_dw_scratch(const cpu_dw_plan *p) { return sizeof(float) * (size_t)(p-
 void cpu_dw_run(const cpu_dw_plan *p, seam_pool *pool, const float *x, const float *w, const float *bias,
                 const act_params *post, float *y, void *scratch) {
     if (p->tasks == 0) return;
+    static const act_params none = {ACT_NONE, 0, 0, 0, 0, 0};
+    if (!post) post = &none;
     dw_job j = {.x = x, .w = w, .bias = bias, .y = y, .win = p->win, .post = post, .C = p->C, .M = p->M,
                 .Mg = p->M / p->C, .total = p->N * p->M, .per_task = p->per_task, .per_buf = p->per_buf,
-                .PH = p->PH, .PW = p->PW, .slack = p->slack, .vec = p->vec, .units = p->units};
+                .PH = p->PH, .PW = p->PW, .slack = p->slack, .vec = p->vec, .units = p->units,
+                .rows = NULL};
+#if DW_512
+    if (p->rows) j.rows = dw_rows_for(p->win);
+#endif
     j.buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     seam_parallel_for(pool, p->tasks, 1, dw_tasks, &j);
 }
