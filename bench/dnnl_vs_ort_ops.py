@@ -16,8 +16,8 @@ and every node it fused.
 ONNX Runtime's side: bench/ort_profile.js (its profiler, same threads and
 optimization level as bench/ort/ort_run.js). Each "Node" event is named
 after an ONNX node, or after the ONNX value a fused or NCHWc-converted
-kernel writes ("<value>_nchwc"), or starts with a node's name (a fused
-kernel); the event goes to the group of that node
+kernel writes ("<value>_nchwc"), or is "fused <node>", or starts with a
+node's name (a fused kernel); the event goes to the group of that node
 (of the value's producer). Events naming neither (its own layout
 conversions) are listed as "(ORT layout)".
 
@@ -136,6 +136,7 @@ def main():
         kinds["seam " + kind] += t
     for ev, t in ort.items():
         base = ev[: -len("_nchwc")] if ev.endswith("_nchwc") else ev
+        base = base[len("fused "):] if base.startswith("fused ") and base not in op_of else base
         node = base if base in op_of else node_of_value.get(base)
         if not node:  # a fused kernel named after its first node and more: the longest node name it starts with
             node = max((k for k in op_of if k and base.startswith(k)), key=len, default=None)
@@ -147,7 +148,7 @@ def main():
     seam_total, ort_total = sum(st), sum(ort.values())
     print(f"{os.path.basename(a.model)}: seam dnnl {seam_total / 1000:.3f} ms in {len(prims)} primitives, "
           f"ONNX Runtime {ort_total / 1000:.3f} ms in {len(ort)} kernels (minima over runs, kernels only)")
-    print(f"\n| node (group) | op | seam us | ORT us | seam - ORT | seam primitives | ORT ops |")
+    print("\n| node (group) | op | seam us | ORT us | seam - ORT | seam primitives | ORT ops |")
     print("|---|---|---:|---:|---:|---|---|")
     ordered = sorted(rows.items(), key=lambda kv: kv[1]["ort"] - kv[1]["seam"])
     for key, r in ordered[: a.top]:
