@@ -13,7 +13,8 @@ benchmark's encoders). Small models built with onnx.helper cover: the bias
 Add as torch writes it (bias first) and after, a Relu, a residual Add, a
 Transpose read by another node and by a graph output too, rank 4, a
 permutation that moves the last axis (the copy transposes), weights that
-are a graph input (not constant: must stay batched), a product with N = 1.
+are a graph input (not constant: must stay batched), an Add of an operand
+that is not a row (must stay batched, no copy), a product with N = 1.
 
 Each runs on the CPU kernels and on dnnl with fusion on and off; every
 output must match the CPU run and torch (float64, from the ONNX file
@@ -55,7 +56,8 @@ LOG_LINE = re.compile(r"\): node (\d+) '(.*?)' \((\w+)\): (\w+) (\S+); src ([^,;
 # chain: "bias_first" (Add(bias, y), as torch exports Linear), "bias_after"
 # (Add(y, bias)), "bias_relu", "residual" (bias, then Add of a second input
 # of the output's shape), "shared" (the Transpose is also read by a ReduceMax
-# and is a graph output), None.
+# and is a graph output), "slab" (Add of a constant [S, 1, N]: not a row, so
+# the product cannot run flat and the rows are not copied), None.
 CASES = [
     ("t_bias_first", (2, 5, 16), (1, 0, 2), (16, 48), "bias_first", True, True),
     ("t_bias_after", (3, 4, 24), (1, 0, 2), (24, 40), "bias_after", True, True),
@@ -66,6 +68,7 @@ CASES = [
     ("t_n1", (2, 5, 16), (1, 0, 2), (16, 1), None, True, True),
     ("t_last_axis_moved", (2, 16, 5), (0, 2, 1), (16, 12), "bias_first", True, True),
     ("t_weights_input", (2, 5, 16), (1, 0, 2), (16, 24), "bias_first", False, False),
+    ("t_slab_operand", (2, 5, 16), (1, 0, 2), (16, 24), "slab", True, False),
 ]
 
 
@@ -90,6 +93,11 @@ def build(name, shape, perm, kn, chain, const_w):
     elif chain == "bias_after":
         nodes.append(helper.make_node("Add", ["m", "b"], ["a"]))
         y, last = y + torch.from_numpy(b).double(), "a"
+    if chain == "slab":
+        slab = rng.randn(y.shape[0], 1, y.shape[2]).astype(np.float32)
+        inits["slab"] = slab
+        nodes.append(helper.make_node("Add", ["m", "slab"], ["a"]))
+        y, last = y + torch.from_numpy(slab).double(), "a"
     if chain == "bias_relu":
         nodes.append(helper.make_node("Relu", [last], ["r"]))
         y, last = torch.relu(y), "r"
@@ -163,6 +171,14 @@ for name, shape, perm, kn, chain, const_w, flat in CASES:
             check.expect(len(mm) == 1 and (srcs[0] == "ab") == flat,
                          f"{name} ({label}): the product runs {'flat' if flat else 'batched'} (src {srcs})",
                          f"the compile log's matmul lines: {[m.group(0) for m in mm]}")
+            # the rows' copy: a reorder from a permuted layout (the sum's copy of
+            # a residual is plain to plain; a Transpose that is also a graph
+            # output is dense already and needs none)
+            plain = "abcdef"[:len(shape)]
+            copies = [m for m in log_lines(r.stderr) if m.group(3) == "MatMul" and m.group(4) == "reorder" and
+                      m.group(6).strip() != plain]
+            check.expect(len(copies) <= (1 if flat else 0), f"{name} ({label}): the rows copied "
+                         f"{'at most once' if flat else 'never'}", f"{len(copies)} copies for the MatMul")
 
 if args.models and check.selected("transformer_encoder"):
     path = os.path.join(args.models, "transformer_encoder.onnx")
