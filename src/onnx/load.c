@@ -652,7 +652,10 @@ static int32_t use_value(loader *L, ir_graph *g, const char *name) {
 
 static seam_status convert_value_info(loader *L, ir_graph *g, const Onnx__ValueInfoProto *vi, int32_t v) {
     ir_value *val = &g->values[v];
-    if (vi->doc_string && vi->doc_string[0]) val->doc = dup_str(L, vi->doc_string);
+    if (vi->doc_string && vi->doc_string[0]) {
+        const char *doc = dup_str(L, vi->doc_string);
+        if (!doc || !ir_value_set_doc(g, v, doc)) return OOM(L);
+    }
     if (!vi->type) return SEAM_STATUS_OK;
     ir_type t;
     seam_status st = convert_type(L, vi->type, val->name, &t, 0);
@@ -1094,9 +1097,12 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         n->name = dup_str(L, np->name);
         n->op_type = intern(L, np->op_type);
         n->domain = intern(L, np->domain);
-        n->doc = dup_str(L, np->doc_string);
         n->opset = -1;
-        if (!n->name || !n->op_type || !n->domain || !n->doc) return OOM(L);
+        if (!n->name || !n->op_type || !n->domain) return OOM(L);
+        if (np->doc_string && np->doc_string[0]) {
+            const char *doc = dup_str(L, np->doc_string);
+            if (!doc || !ir_node_set_doc(g, idx, doc)) return OOM(L);
+        }
         if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
         /* inputs and outputs share one allocation */
         n->n_outputs = (int32_t)np->n_output;
