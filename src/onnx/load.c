@@ -878,15 +878,20 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
         if (num == 1) continue;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
         if (!f) continue;
+        /* The counts come from the first walk: bytes that changed since
+         * (a file written under the map) must not write past them. */
         if (num == 12 || num == 13) {
             size_t *n = num == 12 ? &gp->n_output : &gp->n_value_info;
+            if (type != 2 || *n >= count[num]) return false;
             (num == 12 ? ns->outputs : ns->value_infos)[(*n)++] = (span){d, l};
         } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
+            if (num >= 32 || type != 2 || f->type != PROTOBUF_C_TYPE_MESSAGE || *n >= count[num]) return false;
             ProtobufCMessage *msg = protobuf_c_message_unpack(f->descriptor, alloc, l, d);
             if (!msg) return false;
-            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
             (*(void ***)((char *)gp + f->offset))[(*n)++] = msg;
         } else {
+            if (type != 2) return false;
             char *str = scratch_alloc(sc, l + 1);
             if (!str) return false;
             memcpy(str, d, l);
@@ -943,7 +948,14 @@ static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodePro
                                      bool inputs_found) {
     ir_node *n = &g->nodes[i];
     char lab[300];
-    n->n_inputs = (int32_t)np->n_input;
+    /* n->inputs was sized from the first pass's NodeProto; a second
+     * unpack of the same bytes must agree with it (the file's pages may
+     * have been read again, from a file changed in between). */
+    if (np->n_input != (size_t)n->n_inputs || np->n_output != (size_t)n->n_outputs)
+        return seam_error(L->ctx, SEAM_STATUS_IO_ERROR,
+                          "%s changed while the file was read (it had %d inputs and %d outputs, now %zu and %zu): "
+                          "was the file written to during loading?",
+                          ir_node_label(g, i, lab, sizeof(lab)), n->n_inputs, n->n_outputs, np->n_input, np->n_output);
     for (size_t k = 0; k < np->n_input && !inputs_found; k++) {
         const char *nm = np->input[k] ? np->input[k] : "";
         n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
@@ -1104,8 +1116,11 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
             if (!doc || !ir_node_set_doc(g, idx, doc)) return OOM(L);
         }
         if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
+        if (np->n_input > INT32_MAX / 4 || np->n_output > INT32_MAX / 4 || np->n_attribute > INT32_MAX / 4)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' (%s) is too big", i, n->name, n->op_type);
         /* inputs and outputs share one allocation */
         n->n_outputs = (int32_t)np->n_output;
+        n->n_inputs = (int32_t)np->n_input;
         n->outputs = seam_arena_alloc_aligned(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1), 4);
         if (!n->outputs) return OOM(L);
         n->inputs = n->outputs + np->n_output;
@@ -1143,6 +1158,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         later[n_later++] = (pending){i, ns->cur_len, ns->cur};
     }
     if ((st = name_nodes(L, g))) return st;
+    if (ns->bytes && L->ctx->load_between_passes) L->ctx->load_between_passes(L->ctx->load_between_passes_arg);
     scratch *outer_sc = L->sc;
     if (ns->bytes) L->sc = &ns->sc;
     for (size_t k = 0; k < n_later; k++) {
