@@ -36,6 +36,10 @@ ir_name_map *ir_names_new(seam_arena *a, uint32_t expect) {
     return names_alloc(m, cap) ? m : NULL;
 }
 
+void ir_names_prefetch(const ir_name_map *m, const char *name) {
+    __builtin_prefetch(&m->slots[hash_str(name) & (m->cap - 1)]);
+}
+
 int32_t ir_names_get(const ir_name_map *m, const char *name) {
     uint32_t h = hash_str(name);
     for (uint32_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {

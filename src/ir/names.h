@@ -16,6 +16,10 @@ int32_t ir_names_get(const ir_name_map *m, const char *name);
  * name -> idx and returns idx. -2 when out of memory. One probe sequence
  * instead of a get and a put. */
 int32_t ir_names_get_or_put(ir_name_map *m, const char *name, int32_t idx);
+/* Starts loading the slot name hashes to, for a lookup soon after: a
+ * million-name map is far bigger than the caches, and a node's few names
+ * then wait for memory together instead of one after the other. */
+void ir_names_prefetch(const ir_name_map *m, const char *name);
 /* Stores name -> idx (name is not copied and must outlive the map).
  * Returns false when out of memory. */
 bool ir_names_put(ir_name_map *m, const char *name, int32_t idx);

@@ -1103,6 +1103,12 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     for (size_t i = 0; i < n_node; i++) {
         const Onnx__NodeProto *np = node_src_next(L, ns, &st);
         if (!np) return st;
+        if (g->names && ns->bytes) {
+            for (size_t k = 0; k < np->n_output; k++)
+                if (np->output[k]) ir_names_prefetch(g->names, np->output[k]);
+            for (size_t k = 0; k < np->n_input; k++)
+                if (np->input[k]) ir_names_prefetch(g->names, np->input[k]);
+        }
         int32_t idx = ir_graph_add_node(g);
         if (idx < 0) return OOM(L);
         ir_node *n = &g->nodes[idx];
