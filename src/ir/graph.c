@@ -135,9 +135,13 @@ int32_t ir_graph_add_value(ir_graph *g, const char *name) {
 }
 
 int32_t ir_graph_find_or_add(ir_graph *g, const char *name) {
+    return ir_graph_find_or_add_hashed(g, name, ir_names_hash(name));
+}
+
+int32_t ir_graph_find_or_add_hashed(ir_graph *g, const char *name, uint32_t hash) {
     if (!ir_graph_index_names(g)) return -1;
     if (!grow_values(g, g->n_values + 1)) return -1;
-    int32_t idx = ir_names_get_or_put(g->names, name, g->n_values);
+    int32_t idx = ir_names_get_or_put_hashed(g->names, name, hash, g->n_values);
     if (idx == g->n_values) {
         value_init(&g->values[g->n_values++], name);
         if (g->value_docs) g->value_docs[idx] = NULL;

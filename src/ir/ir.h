@@ -259,6 +259,8 @@ int32_t ir_graph_add_value(ir_graph *g, const char *name);
 /* The value named name (which must outlive the graph), added if g has
  * none; -1 when out of memory. */
 int32_t ir_graph_find_or_add(ir_graph *g, const char *name);
+/* The same with the name's hash (ir_names_hash) given, for the loader. */
+int32_t ir_graph_find_or_add_hashed(ir_graph *g, const char *name, uint32_t hash);
 /* Finds a value by name in g only; -1 if absent. Without a name map (the
  * loader drops the top graph's) it scans: a caller about to look up many
  * names makes the map first with ir_graph_index_names. */

@@ -978,13 +978,15 @@ static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodePro
 /* True when np's inputs are all defined in g already (their indices are
  * then in n->inputs) and it holds no body, so converting it now gives what
  * the second pass would. */
-static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n) {
+static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n, const uint32_t *hashes) {
     for (size_t k = 0; k < np->n_attribute; k++) {
         const Onnx__AttributeProto *ap = np->attribute[k];
         if (ap->g || ap->n_graphs) return false;
     }
     for (size_t k = 0; k < np->n_input; k++) {
-        n->inputs[k] = np->input[k] && np->input[k][0] ? ir_graph_find(g, np->input[k]) : -1;
+        if (!np->input[k] || !np->input[k][0]) n->inputs[k] = -1;
+        else if (hashes) n->inputs[k] = ir_names_get_hashed(g->names, np->input[k], hashes[k]);
+        else n->inputs[k] = ir_graph_find(g, np->input[k]);
         if (n->inputs[k] < 0 && np->input[k] && np->input[k][0]) return false;
     }
     return true;
@@ -1103,11 +1105,14 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     for (size_t i = 0; i < n_node; i++) {
         const Onnx__NodeProto *np = node_src_next(L, ns, &st);
         if (!np) return st;
-        if (g->names && ns->bytes) {
-            for (size_t k = 0; k < np->n_output; k++)
-                if (np->output[k]) ir_names_prefetch(g->names, np->output[k]);
-            for (size_t k = 0; k < np->n_input; k++)
-                if (np->input[k]) ir_names_prefetch(g->names, np->input[k]);
+        /* the names' hashes, outputs then inputs, each computed once and
+         * its slot prefetched */
+        uint32_t hashes[16];
+        bool hashed = g->names && np->n_output + np->n_input <= 16;
+        for (size_t k = 0; hashed && k < np->n_output + np->n_input; k++) {
+            const char *nm = k < np->n_output ? np->output[k] : np->input[k - np->n_output];
+            hashes[k] = ir_names_hash(nm ? nm : "");
+            ir_names_prefetch(g->names, hashes[k]);
         }
         int32_t idx = ir_graph_add_node(g);
         if (idx < 0) return OOM(L);
@@ -1137,7 +1142,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
                 continue;
             }
             const char *copy = dup_str(L, nm);
-            int32_t v = copy ? ir_graph_find_or_add(g, copy) : -1;
+            int32_t v = !copy ? -1 : hashed ? ir_graph_find_or_add_hashed(g, copy, hashes[k]) : ir_graph_find_or_add(g, copy);
             if (v < 0) return OOM(L);
             n->outputs[k] = v; /* a second producer is reported by linking */
         }
@@ -1146,7 +1151,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
          * body. The others wait for the second pass, as does any node whose
          * inputs or attributes fail here (the errors then come in the
          * order the passes give them). */
-        if (n->name[0] && node_ready(g, np, n)) {
+        if (n->name[0] && node_ready(g, np, n, hashed ? hashes + np->n_output : NULL)) {
             scratch *outer_sc = L->sc;
             if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
             st = convert_node_rest(L, g, np, (int32_t)i, depth, true);

@@ -52,6 +52,17 @@ static inline bool wire_varint(wire *w, uint64_t *v) {
  * 0: the end; -1: malformed, a group, or beyond those limits. */
 static inline int wire_next(wire *w, wire_field *f) {
     if (w->p >= w->end) return 0;
+    /* most fields of a big graph: a one-byte tag of a length-delimited
+     * field shorter than 128 bytes */
+    if ((w->p[0] & 0x87) == 2 && w->p[0] >= 8 && w->end - w->p >= 2 && w->p[1] < 0x80 &&
+        w->p[1] <= w->end - w->p - 2) {
+        f->num = w->p[0] >> 3;
+        f->type = 2;
+        f->len = w->p[1];
+        f->data = w->p + 2;
+        w->p += 2 + f->len;
+        return 1;
+    }
     uint64_t tag;
     if (*w->p < 0x80) {
         tag = *w->p++;
