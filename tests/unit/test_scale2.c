@@ -36,6 +36,7 @@ typedef struct buf {
 } buf;
 
 static void put(buf *b, const void *d, size_t n) {
+    if (!n) return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
