@@ -42,7 +42,6 @@ static void add_node(struct seam_model *m, const char *op, int32_t a, int32_t b,
     n->name = seam_arena_strdup(&m->arena, name);
     n->op_type = op;
     n->domain = "";
-    n->doc = "";
     n->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t) * 2);
     n->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
     n->inputs[n->n_inputs++] = a;

@@ -15,6 +15,11 @@ struct seam_context {
     /* Internal, for tests: the loader unpacks the whole file at once
      * instead of streaming the top graph's nodes (src/onnx/load.c). */
     bool load_whole;
+    /* Internal, for tests: called by the loader between its two passes
+     * over the top graph's nodes, to change the bytes under it as another
+     * process writing the mapped file could (src/onnx/load.c). */
+    void (*load_between_passes)(void *arg);
+    void *load_between_passes_arg;
     /* SEAM_TRACE_PHASES set when the context was made: seam_phase prints
      * each phase's CPU time and memory to stderr. */
     bool trace_phases;

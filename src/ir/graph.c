@@ -8,6 +8,11 @@
 #include "ir/ir.h"
 #include "ir/names.h"
 
+/* A million-node graph is a million of each: keep them from growing back
+ * unnoticed (the sizes are for 64-bit pointers). */
+_Static_assert(sizeof(void *) != 8 || sizeof(ir_value) <= 88, "ir_value grew past 88 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(ir_node) <= 80, "ir_node grew past 80 bytes");
+
 bool ir_dtype_valid(int32_t dtype) {
     return dtype > SEAM_DTYPE_UNDEFINED && dtype < SEAM_DTYPE_COUNT_;
 }
@@ -38,18 +43,76 @@ static bool grow(seam_arena *a, void **arr, int32_t *cap, int32_t need, size_t e
     return true;
 }
 
+/* A side array of cap entries (NULL: none set) grown to new_cap, zeroed
+ * past what it held. */
+static bool grow_side(seam_arena *a, const char ***side, int32_t cap, int32_t new_cap) {
+    if (!*side) return true;
+    const char **n = seam_arena_calloc(a, (size_t)new_cap + 1, sizeof(char *));
+    if (!n) return false;
+    memcpy(n, *side, sizeof(char *) * (size_t)cap);
+    *side = n;
+    return true;
+}
+
+static bool grow_values(ir_graph *g, int32_t need) {
+    int32_t cap = g->cap_values;
+    return grow(&g->model->arena, (void **)&g->values, &g->cap_values, need, sizeof(ir_value)) &&
+           grow_side(&g->model->arena, &g->value_docs, cap, g->cap_values);
+}
+
+static bool grow_nodes(ir_graph *g, int32_t need) {
+    int32_t cap = g->cap_nodes;
+    return grow(&g->model->arena, (void **)&g->nodes, &g->cap_nodes, need, sizeof(ir_node)) &&
+           grow_side(&g->model->arena, &g->node_docs, cap, g->cap_nodes) &&
+           grow_side(&g->model->arena, &g->folded_ops, cap, g->cap_nodes);
+}
+
+/* Sets entry i of a side array of cap entries, made on first use. A NULL
+ * or empty value on a missing array needs none. */
+static bool side_set(seam_arena *a, const char ***side, int32_t cap, int32_t i, const char *s, bool keep_empty) {
+    if (!*side) {
+        if (!s || (!keep_empty && !s[0])) return true;
+        *side = seam_arena_calloc(a, (size_t)cap + 1, sizeof(char *));
+        if (!*side) return false;
+    }
+    (*side)[i] = s;
+    return true;
+}
+
+const char *ir_value_doc(const ir_graph *g, int32_t v) {
+    return g->value_docs && g->value_docs[v] ? g->value_docs[v] : "";
+}
+
+const char *ir_node_doc(const ir_graph *g, int32_t node) {
+    return g->node_docs && g->node_docs[node] ? g->node_docs[node] : "";
+}
+
+const char *ir_node_folded_op(const ir_graph *g, int32_t node) { return g->folded_ops ? g->folded_ops[node] : NULL; }
+
+bool ir_value_set_doc(ir_graph *g, int32_t v, const char *doc) {
+    return side_set(&g->model->arena, &g->value_docs, g->cap_values, v, doc, false);
+}
+
+bool ir_node_set_doc(ir_graph *g, int32_t node, const char *doc) {
+    return side_set(&g->model->arena, &g->node_docs, g->cap_nodes, node, doc, false);
+}
+
+bool ir_node_set_folded_op(ir_graph *g, int32_t node, const char *op) {
+    return side_set(&g->model->arena, &g->folded_ops, g->cap_nodes, node, op, true);
+}
+
 static void value_init(ir_value *v, const char *name) {
     memset(v, 0, sizeof(*v));
     v->name = name;
-    v->doc = "";
     v->type.rank = -1;
     v->producer = -1;
     v->outer = -1;
 }
 
 /* The loader drops the top graph's name map when it is done (a million
- * names take 32 MB); building on such a graph makes it again. */
-static bool ensure_names(ir_graph *g) {
+ * names take 32 MB); building on such a graph, or a caller about to look
+ * up many names, makes it again. */
+bool ir_graph_index_names(ir_graph *g) {
     if (g->names) return true;
     g->names = ir_names_new(&g->model->arena, (uint32_t)g->n_values);
     if (!g->names) return false;
@@ -62,21 +125,27 @@ static bool ensure_names(ir_graph *g) {
 }
 
 int32_t ir_graph_add_value(ir_graph *g, const char *name) {
-    seam_arena *a = &g->model->arena;
-    if (!ensure_names(g)) return -1;
-    if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
+    if (!ir_graph_index_names(g)) return -1;
+    if (!grow_values(g, g->n_values + 1)) return -1;
     int32_t idx = g->n_values++;
     value_init(&g->values[idx], name);
+    if (g->value_docs) g->value_docs[idx] = NULL;
     if (name[0] && !ir_names_put(g->names, name, idx)) return -1;
     return idx;
 }
 
 int32_t ir_graph_find_or_add(ir_graph *g, const char *name) {
-    seam_arena *a = &g->model->arena;
-    if (!ensure_names(g)) return -1;
-    if (!grow(a, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ir_value))) return -1;
-    int32_t idx = ir_names_get_or_put(g->names, name, g->n_values);
-    if (idx == g->n_values) value_init(&g->values[g->n_values++], name);
+    return ir_graph_find_or_add_hashed(g, name, ir_names_hash(name));
+}
+
+int32_t ir_graph_find_or_add_hashed(ir_graph *g, const char *name, uint32_t hash) {
+    if (!ir_graph_index_names(g)) return -1;
+    if (!grow_values(g, g->n_values + 1)) return -1;
+    int32_t idx = ir_names_get_or_put_hashed(g->names, name, hash, g->n_values);
+    if (idx == g->n_values) {
+        value_init(&g->values[g->n_values++], name);
+        if (g->value_docs) g->value_docs[idx] = NULL;
+    }
     return idx < 0 ? -1 : idx;
 }
 
@@ -88,10 +157,11 @@ int32_t ir_graph_find(const ir_graph *g, const char *name) {
 }
 
 int32_t ir_graph_add_node(ir_graph *g) {
-    seam_arena *a = &g->model->arena;
-    if (!grow(a, (void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(ir_node))) return -1;
+    if (!grow_nodes(g, g->n_nodes + 1)) return -1;
     int32_t idx = g->n_nodes++;
     memset(&g->nodes[idx], 0, sizeof(ir_node));
+    if (g->node_docs) g->node_docs[idx] = NULL;
+    if (g->folded_ops) g->folded_ops[idx] = NULL;
     return idx;
 }
 
@@ -148,7 +218,10 @@ static bool value_defined(const ir_value *v) {
         }                                                                            \
     }
 
-/* The values of g that n's bodies read from outside (each once). */
+/* The values of g that n's bodies read from outside (each once), stored
+ * right after n's inputs: the node's outputs and inputs move to a new
+ * block [outputs | inputs | implicit]; the old one is left as it was (a
+ * copy of the node elsewhere may still point at it). */
 static seam_status collect_implicit(seam_context *ctx, ir_graph *g, ir_node *n) {
     int32_t count = 0;
     FOR_EACH_BODY(n, body, {
@@ -157,15 +230,21 @@ static seam_status collect_implicit(seam_context *ctx, ir_graph *g, ir_node *n) 
     })
     n->n_implicit = 0;
     if (!count) return SEAM_STATUS_OK;
-    n->implicit = seam_arena_alloc(&g->model->arena, sizeof(int32_t) * (size_t)count);
-    if (!n->implicit) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    int32_t *block = seam_arena_alloc_aligned(&g->model->arena,
+                                              sizeof(int32_t) * ((size_t)n->n_outputs + (size_t)n->n_inputs + (size_t)count + 1), 4);
+    if (!block) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (n->n_outputs) memcpy(block, n->outputs, sizeof(int32_t) * (size_t)n->n_outputs);
+    if (n->n_inputs) memcpy(block + n->n_outputs, n->inputs, sizeof(int32_t) * (size_t)n->n_inputs);
+    n->outputs = block;
+    n->inputs = block + n->n_outputs;
+    int32_t *implicit = n->inputs + n->n_inputs;
     FOR_EACH_BODY(n, body, {
         for (int32_t k = 0; k < body->n_values; k++) {
             const ir_value *v = &body->values[k];
             if (!(v->flags & IR_VALUE_OUTER)) continue;
             bool dup = false;
-            for (int32_t j = 0; j < n->n_implicit && !dup; j++) dup = n->implicit[j] == v->outer;
-            if (!dup) n->implicit[n->n_implicit++] = v->outer;
+            for (int32_t j = 0; j < n->n_implicit && !dup; j++) dup = implicit[j] == v->outer;
+            if (!dup) implicit[n->n_implicit++] = v->outer;
         }
     })
     return SEAM_STATUS_OK;
@@ -192,7 +271,7 @@ static seam_status report_cycle(seam_context *ctx, const ir_graph *g, const int3
         const ir_node *n = &g->nodes[cur];
         int32_t next = -1;
         for (int32_t k = 0; k < n->n_inputs + n->n_implicit && next < 0; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
+            int32_t v = n->inputs[k]; /* implicit inputs follow the inputs */
             if (v < 0) continue;
             int32_t p = g->values[v].producer;
             if (p >= 0 && indeg[p] > 0) next = p;
@@ -232,7 +311,7 @@ static seam_status link_topo(seam_context *ctx, ir_graph *g, bool sorted) {
     for (int32_t i = 0; i < nn; i++) {
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
+            int32_t v = n->inputs[k]; /* implicit inputs follow the inputs */
             if (v >= 0 && g->values[v].producer >= 0) indeg[i]++;
         }
     }
@@ -298,10 +377,9 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
                                   ir_node_label(g, i, lab, sizeof(lab)));
             }
             val->producer = i;
-            val->producer_slot = k;
         }
         for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
+            int32_t v = n->inputs[k]; /* implicit inputs follow the inputs */
             if (v < 0) continue;
             g->values[v].n_consumers++;
             total++;
@@ -320,7 +398,7 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
+            int32_t v = n->inputs[k]; /* implicit inputs follow the inputs */
             if (v < 0) continue;
             ir_value *val = &g->values[v];
             if (!value_defined(val)) {

@@ -147,43 +147,45 @@ enum {
     IR_VALUE_DECLARED = 1u << 4,   /* the file gave a value_info for it */
 };
 
+/* 88 bytes: a million-value graph holds a million of these, and every
+ * byte is a page the kernel clears. What few values have (a doc string)
+ * lives in the graph's side arrays (ir_value_doc). */
 typedef struct ir_value {
     const char *name;
-    const char *doc;
     ir_type type;
     uint32_t flags;
     int32_t producer;        /* node index, or -1 */
-    int32_t producer_slot;   /* which output of the producer */
     int32_t n_consumers;
+    int32_t outer;           /* IR_VALUE_OUTER: index in graph->parent */
     int32_t *consumers;      /* node indices, a node once per use (implicit
                                 uses by a body included) */
     ir_tensor *init;         /* the initializer's data (IR_VALUE_INIT) */
     const ir_tensor *konst;  /* known content, for inference; may be NULL */
-    int32_t outer;           /* IR_VALUE_OUTER: index in graph->parent */
 } ir_value;
 
+/* 80 bytes, for the same reason as ir_value: a node's doc string and the
+ * op type folding replaced live in the graph's side arrays (ir_node_doc,
+ * ir_node_folded_op), its implicit inputs right after its inputs. */
 typedef struct ir_node {
     const char *name;
     const char *op_type;
     const char *domain;      /* "" for ai.onnx */
-    const char *doc;
     int32_t n_inputs, n_outputs, n_attrs;
-    /* Values of the graph that the node's bodies read from outside
-     * (If/Loop/Scan); they order the node like inputs do. */
-    int32_t n_implicit;
+    int32_t opset;           /* version of the node's domain in the model */
     int32_t *inputs;         /* value indices, -1 for an absent optional */
     int32_t *outputs;
     ir_attr *attrs;
-    int32_t *implicit;
     const seam_op_def *def;  /* the registry entry, or NULL if unknown */
-    /* Set by folding (partition/fold.c): the op type the model gave the
-     * node, when folding made it a Constant or bypassed it (an Identity of
-     * an initializer whose readers now read the initializer); NULL if
-     * folding left it alone. Plans report the model's op and say why. */
-    const char *folded_op;
-    int32_t opset;           /* version of the node's domain in the model */
+    /* Values of the graph that the node's bodies read from outside
+     * (If/Loop/Scan); they order the node like inputs do. Linking stores
+     * them right after the inputs: ir_node_implicit(n). */
+    int32_t n_implicit;
     bool name_generated;     /* the file had no name; `name` is seam's */
 } ir_node;
+
+/* The node's implicit inputs (n_implicit of them): inputs[n_inputs ...],
+ * so inputs[k] for k < n_inputs + n_implicit walks both. */
+static inline const int32_t *ir_node_implicit(const ir_node *n) { return n->inputs + n->n_inputs; }
 
 typedef struct ir_opset {
     const char *domain;
@@ -199,6 +201,15 @@ struct ir_graph {
     int32_t cap_values, cap_nodes;
     ir_value *values;
     ir_node *nodes;
+    /* Side arrays of what few values and nodes have, cap_values or
+     * cap_nodes entries, NULL while none has it: doc strings, and the op
+     * type the model gave a node that folding (partition/fold.c) made a
+     * Constant or bypassed (an Identity of an initializer whose readers
+     * now read the initializer). Read and set with the ir_*_doc and
+     * ir_node_*folded_op calls. */
+    const char **value_docs;
+    const char **node_docs;
+    const char **folded_ops;
     int32_t *inputs;         /* value indices, file order (initializers included) */
     int32_t *outputs;
     int32_t *inits;          /* value indices of initializers, file order */
@@ -248,10 +259,24 @@ int32_t ir_graph_add_value(ir_graph *g, const char *name);
 /* The value named name (which must outlive the graph), added if g has
  * none; -1 when out of memory. */
 int32_t ir_graph_find_or_add(ir_graph *g, const char *name);
-/* Finds a value by name in g only; -1 if absent. */
+/* The same with the name's hash (ir_names_hash) given, for the loader. */
+int32_t ir_graph_find_or_add_hashed(ir_graph *g, const char *name, uint32_t hash);
+/* Finds a value by name in g only; -1 if absent. Without a name map (the
+ * loader drops the top graph's) it scans: a caller about to look up many
+ * names makes the map first with ir_graph_index_names. */
 int32_t ir_graph_find(const ir_graph *g, const char *name);
+/* Makes g's name map if it has none; false when out of memory. */
+bool ir_graph_index_names(ir_graph *g);
 /* Appends a node; returns its index or -1. */
 int32_t ir_graph_add_node(ir_graph *g);
+/* Doc strings ("" when none) and folded op types (NULL when the node was
+ * not folded). The setters return false when out of memory. */
+const char *ir_value_doc(const ir_graph *g, int32_t v);
+const char *ir_node_doc(const ir_graph *g, int32_t node);
+const char *ir_node_folded_op(const ir_graph *g, int32_t node);
+bool ir_value_set_doc(ir_graph *g, int32_t v, const char *doc);
+bool ir_node_set_doc(ir_graph *g, int32_t node, const char *doc);
+bool ir_node_set_folded_op(ir_graph *g, int32_t node, const char *op);
 /* Registers a big malloc'd buffer to be freed with the model. */
 bool ir_model_own(struct seam_model *m, void *p);
 

@@ -36,8 +36,13 @@ ir_name_map *ir_names_new(seam_arena *a, uint32_t expect) {
     return names_alloc(m, cap) ? m : NULL;
 }
 
-int32_t ir_names_get(const ir_name_map *m, const char *name) {
-    uint32_t h = hash_str(name);
+uint32_t ir_names_hash(const char *name) { return hash_str(name); }
+
+void ir_names_prefetch(const ir_name_map *m, uint32_t hash) { __builtin_prefetch(&m->slots[hash & (m->cap - 1)]); }
+
+int32_t ir_names_get(const ir_name_map *m, const char *name) { return ir_names_get_hashed(m, name, hash_str(name)); }
+
+int32_t ir_names_get_hashed(const ir_name_map *m, const char *name, uint32_t h) {
     for (uint32_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         const slot *s = &m->slots[i];
         if (!s->key) return -1;
@@ -83,8 +88,11 @@ bool ir_names_put(ir_name_map *m, const char *name, int32_t idx) {
 }
 
 int32_t ir_names_get_or_put(ir_name_map *m, const char *name, int32_t idx) {
+    return ir_names_get_or_put_hashed(m, name, hash_str(name), idx);
+}
+
+int32_t ir_names_get_or_put_hashed(ir_name_map *m, const char *name, uint32_t h, int32_t idx) {
     if ((m->count + 1) * 2 > m->cap && !names_grow(m)) return -2;
-    uint32_t h = hash_str(name);
     for (uint32_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         slot *s = &m->slots[i];
         if (!s->key) {

@@ -16,6 +16,16 @@ int32_t ir_names_get(const ir_name_map *m, const char *name);
  * name -> idx and returns idx. -2 when out of memory. One probe sequence
  * instead of a get and a put. */
 int32_t ir_names_get_or_put(ir_name_map *m, const char *name, int32_t idx);
+/* The hash of a name, for the _hashed calls: a caller that looks a name
+ * up more than once (or prefetches it first) hashes it once. */
+uint32_t ir_names_hash(const char *name);
+/* Starts loading the slot a hash goes to, for a lookup soon after: a
+ * million-name map is far bigger than the caches, and a node's few names
+ * then wait for memory together instead of one after the other. */
+void ir_names_prefetch(const ir_name_map *m, uint32_t hash);
+/* ir_names_get and ir_names_get_or_put with the name's hash given. */
+int32_t ir_names_get_hashed(const ir_name_map *m, const char *name, uint32_t hash);
+int32_t ir_names_get_or_put_hashed(ir_name_map *m, const char *name, uint32_t hash, int32_t idx);
 /* Stores name -> idx (name is not copied and must outlive the map).
  * Returns false when out of memory. */
 bool ir_names_put(ir_name_map *m, const char *name, int32_t idx);

@@ -25,6 +25,9 @@ seam_status seam_model_replace_weights(seam_model *m, const seam_model *donor, i
     ir_graph *g = m->graph;
     const ir_graph *d = donor->graph;
     char a[256], b[256];
+    /* one lookup per weight: without the map (the loader drops the top
+     * graph's) each would scan every value */
+    if (d->n_inits && !ir_graph_index_names(g)) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     for (int32_t k = 0; k < d->n_inits; k++) {
         const ir_tensor *src = d->values[d->inits[k]].init;
         const char *name = d->values[d->inits[k]].name;

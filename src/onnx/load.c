@@ -652,7 +652,10 @@ static int32_t use_value(loader *L, ir_graph *g, const char *name) {
 
 static seam_status convert_value_info(loader *L, ir_graph *g, const Onnx__ValueInfoProto *vi, int32_t v) {
     ir_value *val = &g->values[v];
-    if (vi->doc_string && vi->doc_string[0]) val->doc = dup_str(L, vi->doc_string);
+    if (vi->doc_string && vi->doc_string[0]) {
+        const char *doc = dup_str(L, vi->doc_string);
+        if (!doc || !ir_value_set_doc(g, v, doc)) return OOM(L);
+    }
     if (!vi->type) return SEAM_STATUS_OK;
     ir_type t;
     seam_status st = convert_type(L, vi->type, val->name, &t, 0);
@@ -875,15 +878,20 @@ static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *
         if (num == 1) continue;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
         if (!f) continue;
+        /* The counts come from the first walk: bytes that changed since
+         * (a file written under the map) must not write past them. */
         if (num == 12 || num == 13) {
             size_t *n = num == 12 ? &gp->n_output : &gp->n_value_info;
+            if (type != 2 || *n >= count[num]) return false;
             (num == 12 ? ns->outputs : ns->value_infos)[(*n)++] = (span){d, l};
         } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
+            if (num >= 32 || type != 2 || f->type != PROTOBUF_C_TYPE_MESSAGE || *n >= count[num]) return false;
             ProtobufCMessage *msg = protobuf_c_message_unpack(f->descriptor, alloc, l, d);
             if (!msg) return false;
-            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
             (*(void ***)((char *)gp + f->offset))[(*n)++] = msg;
         } else {
+            if (type != 2) return false;
             char *str = scratch_alloc(sc, l + 1);
             if (!str) return false;
             memcpy(str, d, l);
@@ -940,7 +948,14 @@ static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodePro
                                      bool inputs_found) {
     ir_node *n = &g->nodes[i];
     char lab[300];
-    n->n_inputs = (int32_t)np->n_input;
+    /* n->inputs was sized from the first pass's NodeProto; a second
+     * unpack of the same bytes must agree with it (the file's pages may
+     * have been read again, from a file changed in between). */
+    if (np->n_input != (size_t)n->n_inputs || np->n_output != (size_t)n->n_outputs)
+        return seam_error(L->ctx, SEAM_STATUS_IO_ERROR,
+                          "%s changed while the file was read (it had %d inputs and %d outputs, now %zu and %zu): "
+                          "was the file written to during loading?",
+                          ir_node_label(g, i, lab, sizeof(lab)), n->n_inputs, n->n_outputs, np->n_input, np->n_output);
     for (size_t k = 0; k < np->n_input && !inputs_found; k++) {
         const char *nm = np->input[k] ? np->input[k] : "";
         n->inputs[k] = nm[0] ? use_value(L, g, nm) : -1;
@@ -963,13 +978,15 @@ static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodePro
 /* True when np's inputs are all defined in g already (their indices are
  * then in n->inputs) and it holds no body, so converting it now gives what
  * the second pass would. */
-static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n) {
+static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n, const uint32_t *hashes) {
     for (size_t k = 0; k < np->n_attribute; k++) {
         const Onnx__AttributeProto *ap = np->attribute[k];
         if (ap->g || ap->n_graphs) return false;
     }
     for (size_t k = 0; k < np->n_input; k++) {
-        n->inputs[k] = np->input[k] && np->input[k][0] ? ir_graph_find(g, np->input[k]) : -1;
+        if (!np->input[k] || !np->input[k][0]) n->inputs[k] = -1;
+        else if (hashes) n->inputs[k] = ir_names_get_hashed(g->names, np->input[k], hashes[k]);
+        else n->inputs[k] = ir_graph_find(g, np->input[k]);
         if (n->inputs[k] < 0 && np->input[k] && np->input[k][0]) return false;
     }
     return true;
@@ -1088,18 +1105,33 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     for (size_t i = 0; i < n_node; i++) {
         const Onnx__NodeProto *np = node_src_next(L, ns, &st);
         if (!np) return st;
+        /* the names' hashes, outputs then inputs, each computed once and
+         * its slot prefetched */
+        uint32_t hashes[16];
+        bool hashed = g->names && np->n_output + np->n_input <= 16;
+        for (size_t k = 0; hashed && k < np->n_output + np->n_input; k++) {
+            const char *nm = k < np->n_output ? np->output[k] : np->input[k - np->n_output];
+            hashes[k] = ir_names_hash(nm ? nm : "");
+            ir_names_prefetch(g->names, hashes[k]);
+        }
         int32_t idx = ir_graph_add_node(g);
         if (idx < 0) return OOM(L);
         ir_node *n = &g->nodes[idx];
         n->name = dup_str(L, np->name);
         n->op_type = intern(L, np->op_type);
         n->domain = intern(L, np->domain);
-        n->doc = dup_str(L, np->doc_string);
         n->opset = -1;
-        if (!n->name || !n->op_type || !n->domain || !n->doc) return OOM(L);
+        if (!n->name || !n->op_type || !n->domain) return OOM(L);
+        if (np->doc_string && np->doc_string[0]) {
+            const char *doc = dup_str(L, np->doc_string);
+            if (!doc || !ir_node_set_doc(g, idx, doc)) return OOM(L);
+        }
         if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
+        if (np->n_input > INT32_MAX / 4 || np->n_output > INT32_MAX / 4 || np->n_attribute > INT32_MAX / 4)
+            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' (%s) is too big", i, n->name, n->op_type);
         /* inputs and outputs share one allocation */
         n->n_outputs = (int32_t)np->n_output;
+        n->n_inputs = (int32_t)np->n_input;
         n->outputs = seam_arena_alloc_aligned(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1), 4);
         if (!n->outputs) return OOM(L);
         n->inputs = n->outputs + np->n_output;
@@ -1110,7 +1142,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
                 continue;
             }
             const char *copy = dup_str(L, nm);
-            int32_t v = copy ? ir_graph_find_or_add(g, copy) : -1;
+            int32_t v = !copy ? -1 : hashed ? ir_graph_find_or_add_hashed(g, copy, hashes[k]) : ir_graph_find_or_add(g, copy);
             if (v < 0) return OOM(L);
             n->outputs[k] = v; /* a second producer is reported by linking */
         }
@@ -1119,7 +1151,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
          * body. The others wait for the second pass, as does any node whose
          * inputs or attributes fail here (the errors then come in the
          * order the passes give them). */
-        if (n->name[0] && node_ready(g, np, n)) {
+        if (n->name[0] && node_ready(g, np, n, hashed ? hashes + np->n_output : NULL)) {
             scratch *outer_sc = L->sc;
             if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
             st = convert_node_rest(L, g, np, (int32_t)i, depth, true);
@@ -1137,6 +1169,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         later[n_later++] = (pending){i, ns->cur_len, ns->cur};
     }
     if ((st = name_nodes(L, g))) return st;
+    if (ns->bytes && L->ctx->load_between_passes) L->ctx->load_between_passes(L->ctx->load_between_passes_arg);
     scratch *outer_sc = L->sc;
     if (ns->bytes) L->sc = &ns->sc;
     for (size_t k = 0; k < n_later; k++) {

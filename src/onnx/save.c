@@ -204,12 +204,13 @@ static Onnx__TypeProto *save_type(saver *S, const ir_type *t) {
     return tp;
 }
 
-static Onnx__ValueInfoProto *save_value_info(saver *S, const ir_value *v) {
+static Onnx__ValueInfoProto *save_value_info(saver *S, const ir_graph *g, int32_t idx) {
+    const ir_value *v = &g->values[idx];
     Onnx__ValueInfoProto *vi = NEW(S, Onnx__ValueInfoProto);
     if (!vi) return NULL;
     onnx__value_info_proto__init(vi);
     vi->name = str(v->name);
-    vi->doc_string = opt_str(v->doc);
+    vi->doc_string = opt_str(ir_value_doc(g, idx));
     /* Only what the file declared: an inferred type is seam's knowledge,
      * found again on load, and writing it would change the model. */
     vi->type = (v->flags & IR_VALUE_DECLARED) ? save_type(S, &v->type) : NULL;
@@ -301,7 +302,7 @@ static Onnx__GraphProto *save_graph(saver *S, const ir_graph *g) {
         np->name = n->name_generated ? NULL : (char *)n->name;
         np->op_type = (char *)n->op_type;
         np->domain = opt_str(n->domain);
-        np->doc_string = opt_str(n->doc);
+        np->doc_string = opt_str(ir_node_doc(g, i));
         np->n_input = (size_t)n->n_inputs;
         np->input = arr(S, np->n_input, sizeof(char *));
         np->n_output = (size_t)n->n_outputs;
@@ -329,8 +330,8 @@ static Onnx__GraphProto *save_graph(saver *S, const ir_graph *g) {
     gp->n_output = (size_t)g->n_outputs;
     gp->output = arr(S, gp->n_output, sizeof(*gp->output));
     if (!gp->input || !gp->output) return NULL;
-    for (int32_t k = 0; k < g->n_inputs; k++) gp->input[k] = save_value_info(S, &g->values[g->inputs[k]]);
-    for (int32_t k = 0; k < g->n_outputs; k++) gp->output[k] = save_value_info(S, &g->values[g->outputs[k]]);
+    for (int32_t k = 0; k < g->n_inputs; k++) gp->input[k] = save_value_info(S, g, g->inputs[k]);
+    for (int32_t k = 0; k < g->n_outputs; k++) gp->output[k] = save_value_info(S, g, g->outputs[k]);
 
     /* value_info: what the file declared for intermediate values */
     size_t nvi = 0;
@@ -343,7 +344,7 @@ static Onnx__GraphProto *save_graph(saver *S, const ir_graph *g) {
     for (int32_t v = 0; v < g->n_values; v++) {
         uint32_t f = g->values[v].flags;
         if ((f & IR_VALUE_DECLARED) && !(f & (IR_VALUE_INPUT | IR_VALUE_OUTPUT | IR_VALUE_INIT | IR_VALUE_OUTER)))
-            gp->value_info[gp->n_value_info++] = save_value_info(S, &g->values[v]);
+            gp->value_info[gp->n_value_info++] = save_value_info(S, g, v);
     }
     return gp;
 }

@@ -13,9 +13,9 @@
  * which stays the parser of record and reports malformed input.
  *
  * What they accept, protobuf-c accepts and decodes to the same values:
- * tags of one or two bytes (protobuf-c reads up to five), lengths of up to
- * four bytes (five), varints of up to ten bytes with the same truncation,
- * enums and int32 of one byte.
+ * every field is read by wire_next (wire.h), which stays within
+ * protobuf-c's limits on tags, lengths and varints; enums and int32 must
+ * be below 128 (protobuf-c reads wider ones its own way).
  */
 #include "onnx/wire.h"
 
@@ -30,78 +30,24 @@ void wire_counts(size_t *by_hand, size_t *by_protobuf_c) {
 
 void wire_count_fallback(void) { n_fallback++; }
 
-typedef struct rd {
-    const uint8_t *p, *end;
-} rd;
-
-/* The next tag: 1 a field, 0 the end, -1 give up. */
-static inline int rd_tag(rd *r, uint32_t *num, uint32_t *wt) {
-    if (r->p >= r->end) return 0;
-    uint32_t b0 = r->p[0];
-    if (b0 < 0x80) {
-        if (b0 < 8) return -1; /* field 0 */
-        *num = b0 >> 3;
-        *wt = b0 & 7;
-        r->p++;
-        return 1;
-    }
-    if (r->end - r->p < 2 || r->p[1] >= 0x80) return -1;
-    *num = ((b0 & 0x7F) >> 3) | ((uint32_t)r->p[1] << 4);
-    *wt = b0 & 7;
-    r->p += 2;
-    return 1;
-}
-
-/* The bytes of a length-delimited field whose tag was just read. */
-static inline bool rd_bytes(rd *r, const uint8_t **d, size_t *n) {
-    uint32_t v = 0;
-    for (int k = 0; k < 4 && r->p < r->end; k++) {
-        uint8_t b = *r->p++;
-        v |= (uint32_t)(b & 0x7F) << (7 * k);
-        if (!(b & 0x80)) {
-            if (v > (size_t)(r->end - r->p)) return false;
-            *d = r->p;
-            *n = v;
-            r->p += v;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* A varint of up to ten bytes, as protobuf-c's parse_uint64 reads it. */
-static inline bool rd_varint(rd *r, uint64_t *v) {
-    wire w = {r->p, r->end};
-    if (!read_varint(&w, v)) return false;
-    r->p = w.p;
-    return true;
-}
-
-/* A one-byte varint (enums, element types). */
-static inline bool rd_small(rd *r, int32_t *v) {
-    if (r->p >= r->end || *r->p >= 0x80) return false;
-    *v = *r->p++;
-    return true;
-}
-
 static inline void *get(ProtobufCAllocator *a, size_t n) { return a->alloc(a->allocator_data, n); }
 
-static char *str(ProtobufCAllocator *a, const uint8_t *d, size_t n) {
-    char *s = get(a, n + 1);
+static char *str(ProtobufCAllocator *a, const wire_field *f) {
+    char *s = get(a, f->len + 1);
     if (!s) return NULL;
-    memcpy(s, d, n);
-    s[n] = 0;
+    memcpy(s, f->data, f->len);
+    s[f->len] = 0;
     return s;
 }
 
 /* protobuf-c leaves an empty byte field's data NULL. */
-static bool bin(ProtobufCAllocator *a, const uint8_t *d, size_t n, ProtobufCBinaryData *out) {
-    out->len = n;
+static bool bin(ProtobufCAllocator *a, const wire_field *f, ProtobufCBinaryData *out) {
+    out->len = f->len;
     out->data = NULL;
-    if (!n) return true;
-    out->data = get(a, n);
+    if (!f->len) return true;
+    out->data = get(a, f->len);
     if (!out->data) return false;
-    memcpy(out->data, d, n);
+    memcpy(out->data, f->data, f->len);
     return true;
 }
 
@@ -113,44 +59,44 @@ static inline bool once(uint64_t *seen, uint32_t num) {
     return true;
 }
 
+/* Every field of a message: `wire r` over data, and f the current field.
+ * The loop ends at the end (t == 0) or on bytes wire_next refuses (t < 0). */
+#define FOR_EACH_FIELD(data, len)                          \
+    wire r = {(data), (data) + (len)};                     \
+    wire_field f;                                          \
+    int t;                                                 \
+    while ((t = wire_next(&r, &f)) == 1)
+
 /* ---- AttributeProto: name, doc, ref_attr_name, type, f, i, s, floats, ints, strings ---- */
 
 static Onnx__AttributeProto *attr_proto(const uint8_t *data, size_t len, ProtobufCAllocator *a) {
     size_t n_floats = 0, n_ints = 0, n_strings = 0;
-    uint64_t seen = 0, v = 0;
-    int32_t e = 0;
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        switch (num) {
+    uint64_t seen = 0;
+    FOR_EACH_FIELD(data, len) {
+        switch (f.num) {
         case 1: case 4: case 13: case 21:
-            if (wt != 2 || !once(&seen, num) || !rd_bytes(&r, &d, &l)) return NULL;
+            if (f.type != 2 || !once(&seen, f.num)) return NULL;
             break;
         case 9:
-            if (wt != 2 || !rd_bytes(&r, &d, &l)) return NULL;
+            if (f.type != 2) return NULL;
             n_strings++;
             break;
         case 2:
-            if (wt != 5 || !once(&seen, num) || r.end - r.p < 4) return NULL;
-            r.p += 4;
+            if (f.type != 5 || !once(&seen, f.num)) return NULL;
             break;
         case 7:
-            if (wt != 5 || r.end - r.p < 4) return NULL;
-            r.p += 4;
+            if (f.type != 5) return NULL;
             n_floats++;
             break;
         case 3:
-            if (wt != 0 || !once(&seen, num) || !rd_varint(&r, &v)) return NULL;
+            if (f.type != 0 || !once(&seen, f.num)) return NULL;
             break;
         case 8:
-            if (wt != 0 || !rd_varint(&r, &v)) return NULL;
+            if (f.type != 0) return NULL;
             n_ints++;
             break;
         case 20:
-            if (wt != 0 || !once(&seen, num) || !rd_small(&r, &e)) return NULL;
+            if (f.type != 0 || !once(&seen, f.num) || f.v >= 0x80) return NULL;
             break;
         default: return NULL;
         }
@@ -162,48 +108,36 @@ static Onnx__AttributeProto *attr_proto(const uint8_t *data, size_t len, Protobu
     if (n_floats && !(ap->floats = get(a, sizeof(float) * n_floats))) return NULL;
     if (n_ints && !(ap->ints = get(a, sizeof(int64_t) * n_ints))) return NULL;
     if (n_strings && !(ap->strings = get(a, sizeof(ProtobufCBinaryData) * n_strings))) return NULL;
-    r = (rd){data, data + len};
-    while (rd_tag(&r, &num, &wt) == 1) {
-        switch (num) {
+    r = (wire){data, data + len};
+    while (wire_next(&r, &f) == 1) {
+        switch (f.num) {
         case 1: case 13: case 21: {
-            rd_bytes(&r, &d, &l);
-            char *s = str(a, d, l);
+            char *s = str(a, &f);
             if (!s) return NULL;
-            if (num == 1) ap->name = s;
-            else if (num == 13) ap->doc_string = s;
+            if (f.num == 1) ap->name = s;
+            else if (f.num == 13) ap->doc_string = s;
             else ap->ref_attr_name = s;
             break;
         }
         case 4:
-            rd_bytes(&r, &d, &l);
-            if (!bin(a, d, l, &ap->s)) return NULL;
+            if (!bin(a, &f, &ap->s)) return NULL;
             ap->has_s = 1;
             break;
         case 9:
-            rd_bytes(&r, &d, &l);
-            if (!bin(a, d, l, &ap->strings[ap->n_strings++])) return NULL;
+            if (!bin(a, &f, &ap->strings[ap->n_strings++])) return NULL;
             break;
         case 2:
-            memcpy(&ap->f, r.p, 4);
-            r.p += 4;
+            memcpy(&ap->f, f.data, 4);
             ap->has_f = 1;
             break;
-        case 7:
-            memcpy(&ap->floats[ap->n_floats++], r.p, 4);
-            r.p += 4;
-            break;
+        case 7: memcpy(&ap->floats[ap->n_floats++], f.data, 4); break;
         case 3:
-            rd_varint(&r, &v);
-            ap->i = (int64_t)v;
+            ap->i = (int64_t)f.v;
             ap->has_i = 1;
             break;
-        case 8:
-            rd_varint(&r, &v);
-            ap->ints[ap->n_ints++] = (int64_t)v;
-            break;
+        case 8: ap->ints[ap->n_ints++] = (int64_t)f.v; break;
         default: /* 20 */
-            rd_small(&r, &e);
-            ap->type = (Onnx__AttributeProto__AttributeType)e;
+            ap->type = (Onnx__AttributeProto__AttributeType)f.v;
             ap->has_type = 1;
             break;
         }
@@ -221,29 +155,24 @@ Onnx__NodeProto *wire_node_proto(const uint8_t *data, size_t len, ProtobufCAlloc
         uint32_t num;
         uint32_t len;
         const uint8_t *data;
-    } f[NODE_FIELDS];
+    } fs[NODE_FIELDS];
     size_t n_f = 0, n_in = 0, n_out = 0, n_attr = 0, n_chars = 0;
     uint64_t seen = 0;
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (wt != 2 || n_f == NODE_FIELDS || !rd_bytes(&r, &d, &l)) return NULL;
-        switch (num) {
+    FOR_EACH_FIELD(data, len) {
+        if (f.type != 2 || n_f == NODE_FIELDS) return NULL;
+        switch (f.num) {
         case 1: n_in++; break;
         case 2: n_out++; break;
         case 5: n_attr++; break;
         case 3: case 4: case 6: case 7:
-            if (!once(&seen, num)) return NULL;
+            if (!once(&seen, f.num)) return NULL;
             break;
         default: return NULL;
         }
-        if (num != 5) n_chars += l + 1;
-        f[n_f].num = num;
-        f[n_f].len = (uint32_t)l;
-        f[n_f++].data = d;
+        if (f.num != 5) n_chars += f.len + 1;
+        fs[n_f].num = f.num;
+        fs[n_f].len = (uint32_t)f.len;
+        fs[n_f++].data = f.data;
     }
     if (t < 0) return NULL;
     /* the node, its arrays and its strings in one block */
@@ -257,17 +186,17 @@ Onnx__NodeProto *wire_node_proto(const uint8_t *data, size_t len, ProtobufCAlloc
     if (n_attr) np->attribute = (Onnx__AttributeProto **)(ptrs + n_in + n_out);
     char *chars = (char *)(ptrs + n_in + n_out + n_attr);
     for (size_t k = 0; k < n_f; k++) {
-        if (f[k].num == 5) {
-            Onnx__AttributeProto *ap = attr_proto(f[k].data, f[k].len, a);
+        if (fs[k].num == 5) {
+            Onnx__AttributeProto *ap = attr_proto(fs[k].data, fs[k].len, a);
             if (!ap) return NULL;
             np->attribute[np->n_attribute++] = ap;
             continue;
         }
         char *s = chars;
-        memcpy(s, f[k].data, f[k].len);
-        s[f[k].len] = 0;
-        chars += f[k].len + 1;
-        switch (f[k].num) {
+        memcpy(s, fs[k].data, fs[k].len);
+        s[fs[k].len] = 0;
+        chars += fs[k].len + 1;
+        switch (fs[k].num) {
         case 1: np->input[np->n_input++] = s; break;
         case 2: np->output[np->n_output++] = s; break;
         case 3: np->name = s; break;
@@ -287,22 +216,17 @@ static Onnx__TensorShapeProto__Dimension *dim_proto(const uint8_t *data, size_t 
     Onnx__TensorShapeProto__Dimension *dm = get(a, sizeof(*dm));
     if (!dm) return NULL;
     onnx__tensor_shape_proto__dimension__init(dm);
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0;
-    uint64_t v = 0, seen = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (num == 1) {
-            if (wt != 0 || dm->value_case || !rd_varint(&r, &v)) return NULL;
+    uint64_t seen = 0;
+    FOR_EACH_FIELD(data, len) {
+        if (f.num == 1) {
+            if (f.type != 0 || dm->value_case) return NULL;
             dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            dm->dim_value = (int64_t)v;
-        } else if (num == 2 || num == 3) {
-            if (wt != 2 || (num == 2 && dm->value_case) || !once(&seen, num) || !rd_bytes(&r, &d, &l)) return NULL;
-            char *s = str(a, d, l);
+            dm->dim_value = (int64_t)f.v;
+        } else if (f.num == 2 || f.num == 3) {
+            if (f.type != 2 || (f.num == 2 && dm->value_case) || !once(&seen, f.num)) return NULL;
+            char *s = str(a, &f);
             if (!s) return NULL;
-            if (num == 3) {
+            if (f.num == 3) {
                 dm->denotation = s;
             } else {
                 dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
@@ -316,13 +240,9 @@ static Onnx__TensorShapeProto__Dimension *dim_proto(const uint8_t *data, size_t 
 }
 
 static Onnx__TensorShapeProto *shape_proto(const uint8_t *data, size_t len, ProtobufCAllocator *a) {
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0, n = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (num != 1 || wt != 2 || !rd_bytes(&r, &d, &l)) return NULL;
+    size_t n = 0;
+    FOR_EACH_FIELD(data, len) {
+        if (f.num != 1 || f.type != 2) return NULL;
         n++;
     }
     if (t < 0) return NULL;
@@ -330,11 +250,9 @@ static Onnx__TensorShapeProto *shape_proto(const uint8_t *data, size_t len, Prot
     if (!sh) return NULL;
     onnx__tensor_shape_proto__init(sh);
     if (n && !(sh->dim = get(a, sizeof(*sh->dim) * n))) return NULL;
-    r = (rd){data, data + len};
-    while (rd_tag(&r, &num, &wt) == 1) {
-        rd_bytes(&r, &d, &l);
-        if (!(sh->dim[sh->n_dim++] = dim_proto(d, l, a))) return NULL;
-    }
+    r = (wire){data, data + len};
+    while (wire_next(&r, &f) == 1)
+        if (!(sh->dim[sh->n_dim++] = dim_proto(f.data, f.len, a))) return NULL;
     return sh;
 }
 
@@ -343,17 +261,13 @@ static Onnx__TypeProto__Tensor *tensor_type(const uint8_t *data, size_t len, Pro
     Onnx__TypeProto__Tensor *tt = get(a, sizeof(*tt));
     if (!tt) return NULL;
     onnx__type_proto__tensor__init(tt);
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (num == 1) {
-            if (wt != 0 || tt->has_elem_type || !rd_small(&r, &tt->elem_type)) return NULL;
+    FOR_EACH_FIELD(data, len) {
+        if (f.num == 1) {
+            if (f.type != 0 || tt->has_elem_type || f.v >= 0x80) return NULL;
+            tt->elem_type = (int32_t)f.v;
             tt->has_elem_type = 1;
-        } else if (num == 2) {
-            if (wt != 2 || tt->shape || !rd_bytes(&r, &d, &l) || !(tt->shape = shape_proto(d, l, a))) return NULL;
+        } else if (f.num == 2) {
+            if (f.type != 2 || tt->shape || !(tt->shape = shape_proto(f.data, f.len, a))) return NULL;
         } else {
             return NULL;
         }
@@ -366,18 +280,13 @@ static Onnx__TypeProto *type_proto(const uint8_t *data, size_t len, ProtobufCAll
     Onnx__TypeProto *tp = get(a, sizeof(*tp));
     if (!tp) return NULL;
     onnx__type_proto__init(tp);
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (wt != 2 || !rd_bytes(&r, &d, &l)) return NULL;
-        if (num == 1) {
-            if (tp->value_case || !(tp->tensor_type = tensor_type(d, l, a))) return NULL;
+    FOR_EACH_FIELD(data, len) {
+        if (f.type != 2) return NULL;
+        if (f.num == 1) {
+            if (tp->value_case || !(tp->tensor_type = tensor_type(f.data, f.len, a))) return NULL;
             tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-        } else if (num == 6) {
-            if (tp->denotation || !(tp->denotation = str(a, d, l))) return NULL;
+        } else if (f.num == 6) {
+            if (tp->denotation || !(tp->denotation = str(a, &f))) return NULL;
         } else {
             return NULL;
         }
@@ -389,19 +298,14 @@ Onnx__ValueInfoProto *wire_value_info(const uint8_t *data, size_t len, ProtobufC
     Onnx__ValueInfoProto *vi = get(a, sizeof(*vi));
     if (!vi) return NULL;
     onnx__value_info_proto__init(vi);
-    uint32_t num, wt;
-    const uint8_t *d = NULL;
-    size_t l = 0;
-    int t;
-    rd r = {data, data + len};
-    while ((t = rd_tag(&r, &num, &wt)) == 1) {
-        if (wt != 2 || !rd_bytes(&r, &d, &l)) return NULL;
-        if (num == 1) {
-            if (vi->name || !(vi->name = str(a, d, l))) return NULL;
-        } else if (num == 2) {
-            if (vi->type || !(vi->type = type_proto(d, l, a))) return NULL;
-        } else if (num == 3) {
-            if (vi->doc_string || !(vi->doc_string = str(a, d, l))) return NULL;
+    FOR_EACH_FIELD(data, len) {
+        if (f.type != 2) return NULL;
+        if (f.num == 1) {
+            if (vi->name || !(vi->name = str(a, &f))) return NULL;
+        } else if (f.num == 2) {
+            if (vi->type || !(vi->type = type_proto(f.data, f.len, a))) return NULL;
+        } else if (f.num == 3) {
+            if (vi->doc_string || !(vi->doc_string = str(a, &f))) return NULL;
         } else {
             return NULL;
         }

@@ -341,7 +341,7 @@ static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const
         ir_node *bn = &b->nodes[bi];
         *bn = *n;
         bn->n_implicit = 0;
-        bn->implicit = NULL;
+        if (!ir_node_set_doc(b, bi, ir_node_doc(g, sg->nodes[k]))) return oom(ctx);
         bn->inputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n->n_inputs + 1));
         bn->outputs = seam_arena_alloc(a, sizeof(int32_t) * (size_t)(n->n_outputs + 1));
         if (!bn->inputs || !bn->outputs) return oom(ctx);
@@ -452,7 +452,7 @@ static seam_status apply_plan(seam_model *m, const seam_plan *plan, const seam_b
         int32_t nv = ir_graph_add_value(ng, g->values[v].name);
         if (nv != v) return nv < 0 ? oom(ctx) : seam_error(ctx, SEAM_STATUS_INTERNAL, "value order changed while applying a plan");
         ir_value *val = &ng->values[nv];
-        val->doc = g->values[v].doc;
+        if (!ir_value_set_doc(ng, nv, ir_value_doc(g, v))) return oom(ctx);
         val->type = g->values[v].type;
         val->flags = g->values[v].flags;
         val->init = g->values[v].init;
@@ -473,6 +473,8 @@ static seam_status apply_plan(seam_model *m, const seam_plan *plan, const seam_b
             int32_t ni = ir_graph_add_node(ng);
             if (ni < 0) return oom(ctx);
             ng->nodes[ni] = g->nodes[i];
+            if (!ir_node_set_doc(ng, ni, ir_node_doc(g, i)) || !ir_node_set_folded_op(ng, ni, ir_node_folded_op(g, i)))
+                return oom(ctx);
             reparent(&ng->nodes[ni], ng);
             continue;
         }

@@ -101,8 +101,7 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
     view_init(&vb, m);
     int32_t nm = 0;
     for (int32_t i = 0; i < nn && !st; i++) {
-        const ir_node *n = &g->nodes[i];
-        if (plan_is_constant_node(n)) {
+        if (plan_is_constant_node(g, i)) {
             pid[i] = -1;
             plan_set_constant(plan, i);
             continue;
@@ -149,7 +148,7 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
         if (pid[i] < 0) continue;
         const ir_node *n = &g->nodes[i];
         for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
-            int32_t v = k < n->n_inputs ? n->inputs[k] : n->implicit[k - n->n_inputs];
+            int32_t v = n->inputs[k]; /* implicit inputs follow the inputs */
             if (v < 0) continue;
             int32_t pr = g->values[v].producer;
             if (pr < 0 || pid[pr] < 0 || pid[pr] == pid[i]) continue;

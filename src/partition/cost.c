@@ -184,7 +184,7 @@ static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
     for (int32_t k = 0; k < sg->n_nodes; k++) {
         const ir_node *n = &g->nodes[sg->nodes[k]];
         for (int32_t j = 0; j < n->n_inputs + n->n_implicit; j++) { /* inputs from outside, once each */
-            int32_t v = j < n->n_inputs ? n->inputs[j] : n->implicit[j - n->n_inputs];
+            int32_t v = n->inputs[j]; /* implicit inputs follow the inputs */
             if (!runtime_value(g, p, v) || cm->stamp[v] == s) continue;
             int32_t pr = g->values[v].producer;
             if (pr >= 0 && p->node_subgraph[pr] == s) continue;

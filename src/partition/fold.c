@@ -60,8 +60,10 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
     /* a body that reads the Identity's output by name (If/Loop/Scan) still
      * needs the Identity: it is not bypassed */
     for (int32_t j = 0; j < g->n_nodes; j++)
-        for (int32_t k = 0; k < g->nodes[j].n_implicit; k++)
-            if (g->nodes[j].implicit[k] >= 0) alias[g->nodes[j].implicit[k]] = -1;
+        for (int32_t k = 0; k < g->nodes[j].n_implicit; k++) {
+            int32_t v = ir_node_implicit(&g->nodes[j])[k];
+            if (v >= 0) alias[v] = -1;
+        }
     for (int32_t j = 0; j < g->n_nodes; j++)
         for (int32_t k = 0; k < g->nodes[j].n_inputs; k++) {
             int32_t v = g->nodes[j].inputs[k];
@@ -69,8 +71,11 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
         }
     for (int32_t v = 0; v < g->n_values; v++)
         if (alias[v] >= 0) {
-            ir_node *id = &g->nodes[g->values[v].producer];
-            if (!id->folded_op) id->folded_op = id->op_type;
+            int32_t id = g->values[v].producer;
+            if (!ir_node_folded_op(g, id) && !ir_node_set_folded_op(g, id, g->nodes[id].op_type)) {
+                free(alias);
+                return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            }
         }
     free(alias);
     for (int32_t i = 0; i < g->n_nodes; i++) {
@@ -81,7 +86,7 @@ seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
         at->name = "value";
         at->kind = IR_ATTR_TENSOR;
         at->t = (ir_tensor *)g->values[n->outputs[0]].konst;
-        n->folded_op = n->op_type;
+        if (!ir_node_set_folded_op(g, i, n->op_type)) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         n->op_type = "Constant";
         n->domain = "";
         n->n_inputs = 0;

@@ -26,7 +26,7 @@ static void waves_free(waves *w) {
 /* Inputs of node i that count for ordering: its inputs and the values its
  * bodies read, made by non-constant nodes. */
 #define NODE_DEPS(n) ((n)->n_inputs + (n)->n_implicit)
-#define NODE_DEP(n, k) ((k) < (n)->n_inputs ? (n)->inputs[k] : (n)->implicit[(k) - (n)->n_inputs])
+#define NODE_DEP(n, k) ((n)->inputs[k]) /* implicit inputs follow the inputs */
 
 /* Which target takes the next wave, once the current one has nothing
  * ready. The CPU goes first when it can (a CPU wave lets device nodes pile

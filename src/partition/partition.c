@@ -83,8 +83,9 @@ typedef struct partitioner {
 
 static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
 
-bool plan_is_constant_node(const ir_node *n) {
-    return n->folded_op ||
+bool plan_is_constant_node(const ir_graph *g, int32_t i) {
+    const ir_node *n = &g->nodes[i];
+    return ir_node_folded_op(g, i) ||
            (n->op_type[0] == 'C' && strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0);
 }
 
@@ -93,7 +94,7 @@ void plan_set_constant(seam_plan *p, int32_t i) {
     const ir_node *n = &g->nodes[i];
     p->node_target[i] = -1;
     p->reason[i] = SEAM_REASON_CONSTANT;
-    if (!n->folded_op) return;
+    if (!ir_node_folded_op(g, i)) return;
     char detail[600];
     if (strcmp(n->op_type, "Constant") == 0)
         snprintf(detail, sizeof(detail), "folded: computed from initializers and static shapes before partitioning; "
@@ -180,7 +181,7 @@ static seam_status compute_support(partitioner *pr) {
     }
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
-        if (plan_is_constant_node(n)) {
+        if (plan_is_constant_node(g, i)) {
             plan_set_constant(p, i);
             continue;
         }
@@ -909,8 +910,9 @@ void seam_plan_support(const seam_plan *p, int32_t *supported, int32_t *counted)
 seam_status seam_plan_node(const seam_plan *p, int32_t i, seam_plan_node_info *out) {
     if (!p || !out || i < 0 || i >= p->n_nodes) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_node *n = &p->model->graph->nodes[i];
+    const char *folded_op = ir_node_folded_op(p->model->graph, i);
     int32_t t = p->node_target[i];
-    *out = (seam_plan_node_info){i, n->name, n->folded_op ? n->folded_op : n->op_type, t < 0 ? "constant" : p->target_names[t], p->node_subgraph[i],
+    *out = (seam_plan_node_info){i, n->name, folded_op ? folded_op : n->op_type, t < 0 ? "constant" : p->target_names[t], p->node_subgraph[i],
                             (seam_reason)p->reason[i], p->detail[i] ? p->detail[i] : ""};
     return SEAM_STATUS_OK;
 }

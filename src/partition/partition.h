@@ -100,9 +100,9 @@ seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *
 /* Groups nodes by node_target into subgraphs (ready waves), fills
  * plan->subgraphs with boundaries. Constants (target -1) go nowhere. */
 seam_status plan_group(seam_context *ctx, seam_plan *plan);
-/* A node that runs in no subgraph: a Constant of the model, or a node
- * folding replaced (folded_op set). */
-bool plan_is_constant_node(const ir_node *n);
+/* Node i of g runs in no subgraph: a Constant of the model, or a node
+ * folding replaced (ir_node_folded_op set). */
+bool plan_is_constant_node(const ir_graph *g, int32_t i);
 /* Marks node i of the plan's model constant, with what replaced it. */
 void plan_set_constant(seam_plan *plan, int32_t i);
 /* Appends a line to plan->notes. */
