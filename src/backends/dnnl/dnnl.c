@@ -151,6 +151,7 @@ static void release_program(program *p) {
     for (int32_t k = 0; k < p->n_steps; k++) {
         dnnl_primitive_destroy(p->steps[k].prim);
         if (p->steps[k].scratch) dnnl_memory_destroy(p->steps[k].scratch);
+        if (k < p->n_exec_args) free(p->steps[k].exec_args);
     }
     free(p->arena), free(p->scratch), free(p->per_run);
     for (int32_t k = 0; k < p->n_slots; k++) {
@@ -229,6 +230,7 @@ static void set_threads(int32_t n) {
 }
 
 static bool fix_views(program *p);
+static bool make_exec_args(program *p);
 
 /* A boundary value's memory: plain, in its own type (mask.h: a bool as
  * u8); a value other than float32 is its readers' to convert (dx_as_plain
@@ -365,7 +367,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
             goto bad;
         }
     }
-    if (!plan_arena(p) || !fix_views(p)) {
+    if (!plan_arena(p) || !fix_views(p) || !make_exec_args(p)) {
         snprintf(err, err_size, "out of memory (the subgraph's intermediates)");
         goto bad;
     }
@@ -388,6 +390,21 @@ static void *slot_data(program *p, int32_t s, const seam_tensor_view *in, seam_b
     else if (sl->boundary == 2) h = out[sl->index].data;
     else dnnl_memory_get_data_handle(sl->mem, (void **)&h);
     return h + off;
+}
+
+/* Each step's arguments as dnnl_primitive_execute takes them, made once:
+ * a run only points the boundary memories at the caller's buffers. */
+static bool make_exec_args(program *p) {
+    for (int32_t k = 0; k < p->n_steps; k++) {
+        step *st = &p->steps[k];
+        int32_t na = st->n_args;
+        if (!(st->exec_args = malloc(sizeof(dnnl_exec_arg_t) * ((size_t)na + 1)))) return false;
+        for (int32_t a = 0; a < na; a++) st->exec_args[a] = (dnnl_exec_arg_t){st->arg_kind[a], p->slots[st->arg_slot[a]].mem};
+        if (st->scratch) st->exec_args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, st->scratch};
+        st->n_exec_args = na;
+        p->n_exec_args = k + 1;
+    }
+    return true;
 }
 
 /* Views of intermediates and weights point at fixed bytes: set once, here.
@@ -418,12 +435,8 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
         dnnl_memory_set_data_handle(p->slots[s].mem, slot_data(p, s, inputs, outputs));
     }
     for (int32_t k = 0; k < p->n_steps; k++) {
-        step *st = &p->steps[k];
-        dnnl_exec_arg_t args[MAX_ARGS + 1];
-        int32_t na = st->n_args;
-        for (int32_t a = 0; a < na; a++) args[a] = (dnnl_exec_arg_t){st->arg_kind[a], p->slots[st->arg_slot[a]].mem};
-        if (st->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, st->scratch};
-        if (dnnl_primitive_execute(st->prim, p->stream, na, args) != dnnl_success) {
+        const step *st = &p->steps[k];
+        if (dnnl_primitive_execute(st->prim, p->stream, st->n_exec_args, st->exec_args) != dnnl_success) {
             snprintf(err, err_size, "dnnl: step %d failed", k);
             return SEAM_STATUS_INTERNAL;
         }

@@ -68,6 +68,11 @@ typedef struct step {
     int32_t n_args;
     int32_t arg_kind[MAX_ARGS];
     int32_t arg_slot[MAX_ARGS];
+    /* what a run hands dnnl_primitive_execute: made once when the program
+     * is complete (the memory objects stay; only the boundary slots'
+     * handles change from run to run) */
+    dnnl_exec_arg_t *exec_args;
+    int32_t n_exec_args;
 } step;
 
 typedef struct program {
@@ -75,6 +80,7 @@ typedef struct program {
     int32_t n_slots, cap_slots;
     step *steps;
     int32_t n_steps, cap_steps;
+    int32_t n_exec_args;  /* the steps whose exec_args are made (the first ones) */
     int32_t *in_slot, *out_slot;
     int32_t n_in, n_out;
     int32_t *per_run;     /* the slots whose bytes are the caller's: set at each run */
