@@ -80,6 +80,7 @@ static seam_session *make_session(seam_context *ctx, bool dnnl, seam_model **mod
         seam_partition_options po = seam_partition_defaults();
         po.targets = targets;
         po.n_targets = 1;
+        po.placement = SEAM_PLACEMENT_CAPABILITY; /* by cost, the tiny model would stay on the CPU */
         if (seam_model_fold(m, NULL) || seam_partition(m, &po, &plan) ||
             seam_plan_apply(m, plan, targets, 1, options, 1)) {
             fail(w, ctx, "partition");
@@ -95,6 +96,12 @@ static seam_session *make_session(seam_context *ctx, bool dnnl, seam_model **mod
     so.n_targets = dnnl ? 1 : 0;
     if (seam_session_create(m, &so, &s)) {
         fail(w, ctx, "session");
+        seam_model_free(m);
+        return NULL;
+    }
+    if (dnnl && !strstr(seam_session_log(s), "(dnnl): ")) { /* the dnnl sessions must run on dnnl */
+        snprintf(w->error, sizeof(w->error), "session: no dnnl subgraph compiled (log: '%s')", seam_session_log(s));
+        seam_session_free(s);
         seam_model_free(m);
         return NULL;
     }
