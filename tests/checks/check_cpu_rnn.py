@@ -16,9 +16,17 @@ the time-reversed input) and bidirectional, T = 1, sequence_lens shorter
 than T (torch's packed sequences), initial states given or not, layout 1,
 R as an initializer (packed in check) or a graph input (packed per run),
 the benchmark's layer size (input 128, hidden 256, T = 64). Y, Y_h and
-Y_c are compared to torch's; every model also runs with --threads 2, 3
-and 5 (5 threads on fewer cores: threads are late and others take their
-parts), each bitwise equal to --threads 1. A few seconds.
+Y_c are compared to torch's.
+
+The forms torch has not (GRU without linear_before_reset, which takes two
+region steps per step; LSTM with peepholes, clip and other activations,
+whose gates are computed element by element) are checked on the same
+kinds of sizes against the ONNX spec's equations, written below in
+float64 from the operator's documentation.
+
+Every model also runs with --threads 2, 3 and 5 (5 threads on fewer
+cores: threads are late and others take their parts), each bitwise equal
+to --threads 1. A few seconds.
 """
 import os
 import sys
@@ -173,6 +181,102 @@ def case(name, op, S, Bn, In, H, direction="forward", lens=None, init=False, lay
                      f"shape {g.shape} {g.dtype}, want {w.shape}")
 
 
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+# the ONNX activation functions the spec cases use, with their alpha and beta
+SPEC_ACTS = {"Sigmoid": lambda v, a, b: sigmoid(v), "Tanh": lambda v, a, b: np.tanh(v),
+             "HardSigmoid": lambda v, a, b: np.clip(a * v + b, 0, 1), "ScaledTanh": lambda v, a, b: a * np.tanh(b * v),
+             "LeakyRelu": lambda v, a, b: np.where(v >= 0, v, a * v)}
+
+
+def spec_case(name, op, S, Bn, In, H, direction, lens=None, init=False, clip=0.0, peep=False, acts=None):
+    """GRU with linear_before_reset = 0, or LSTM with peepholes / clip /
+    activations, against the spec's equations (layout 0, float64):
+    GRU  z = f(Xt Wz^T + Ht-1 Rz^T + Wbz + Rbz), r likewise,
+         h~ = g(Xt Wh^T + (r . Ht-1) Rh^T + Rbh + Wbh), Ht = (1 - z) . h~ + z . Ht-1
+    LSTM i = f(Xt Wi^T + Ht-1 Ri^T + Pi . Ct-1 + Wbi + Rbi), f likewise with Pf,
+         c~ = g(...), Ct = f . Ct-1 + i . c~, o = f(... + Po . Ct), Ht = o . h(Ct)
+    with clip applied to every pre-activation; a row past its length keeps
+    its state and gives Y = 0, a reverse row starts at its last step."""
+    if not check.selected(name):
+        return
+    D, G = (2 if direction == "bidirectional" else 1), GATES[op]
+    a = (3.0 / (In + H)) ** 0.5
+    W = rng.uniform(-a, a, (D, G * H, In)).astype(np.float32)
+    R = rng.uniform(-a, a, (D, G * H, H)).astype(np.float32)
+    B = rng.uniform(-a, a, (D, 2 * G * H)).astype(np.float32)
+    P = rng.uniform(-0.5, 0.5, (D, 3 * H)).astype(np.float32) if peep else None
+    x = rng.randn(S, Bn, In).astype(np.float32)
+    h0 = rng.uniform(-0.8, 0.8, (D, Bn, H)).astype(np.float32) if init else None
+    c0 = rng.randn(D, Bn, H).astype(np.float32) if init and op == "LSTM" else None
+    L = np.full(Bn, S) if lens is None else np.asarray(lens)
+    names = acts or (["Sigmoid", "Tanh", "Tanh"] if op == "LSTM" else ["Sigmoid", "Tanh"])
+    # (alpha, beta) per function, given explicitly for those that take them
+    ab = {"HardSigmoid": (0.25, 0.5), "ScaledTanh": (1.1, 0.9), "LeakyRelu": (0.1, 0.0)}
+    fns = [lambda v, n=n: SPEC_ACTS[n](v, *ab.get(n, (0, 0))) for n in names]
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
+    Y, Yh, Yc = np.zeros((S, D, Bn, H)), np.zeros((D, Bn, H)), np.zeros((D, Bn, H))
+    for d in range(D):
+        Wd, Rd, Bd = W[d].astype(np.float64), R[d].astype(np.float64), B[d].astype(np.float64)
+        Pd = P[d].astype(np.float64) if P is not None else np.zeros(3 * H)
+        backward = direction == "reverse" or (direction == "bidirectional" and d == 1)
+        for b in range(Bn):
+            h = h0[d, b].astype(np.float64) if init else np.zeros(H)
+            c = c0[d, b].astype(np.float64) if c0 is not None else np.zeros(H)
+            for t in (range(L[b] - 1, -1, -1) if backward else range(L[b])):
+                xw = Wd @ x[t, b] + Bd[:G * H]
+                rb = Bd[G * H:]
+                gate = [slice(k * H, (k + 1) * H) for k in range(G)]
+                if op == "GRU":
+                    z = fns[0](cl(xw[gate[0]] + Rd[gate[0]] @ h + rb[gate[0]]))
+                    r = fns[0](cl(xw[gate[1]] + Rd[gate[1]] @ h + rb[gate[1]]))
+                    ht = fns[1](cl(xw[gate[2]] + Rd[gate[2]] @ (r * h) + rb[gate[2]]))
+                    h = (1 - z) * ht + z * h
+                else:
+                    pre = [xw[gate[k]] + Rd[gate[k]] @ h + rb[gate[k]] for k in range(4)]  # i, o, f, c
+                    i = fns[0](cl(pre[0] + Pd[:H] * c))
+                    f = fns[0](cl(pre[2] + Pd[2 * H:] * c))
+                    c = f * c + i * fns[1](cl(pre[3]))
+                    o = fns[0](cl(pre[1] + Pd[H:2 * H] * c))
+                    h = o * fns[2](c)
+                Y[t, d, b] = h
+            Yh[d, b], Yc[d, b] = h, c
+    attrs = {"hidden_size": H, "direction": direction}
+    if op == "GRU":
+        attrs["linear_before_reset"] = 0
+    if clip:
+        attrs["clip"] = clip
+    if acts:
+        attrs["activations"] = names * D
+        alphas = [ab[n][0] for n in names * D if n in ab]
+        betas = [ab[n][1] for n in names * D if n in ("HardSigmoid", "ScaledTanh")]
+        if alphas:
+            attrs["activation_alpha"] = alphas
+        if betas:
+            attrs["activation_beta"] = betas
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"), numpy_helper.from_array(B, "B")]
+    ins = ["x", "W", "R", "B", "", "", "", ""]
+    for k, (nm, v) in enumerate((("lens", L.astype(np.int32) if lens is not None else None), ("h0", h0), ("c0", c0),
+                                 ("P", P))):
+        if v is not None:
+            inits.append(numpy_helper.from_array(v, nm))
+            ins[4 + k] = nm
+    while ins[-1] == "":
+        ins.pop()
+    outs = ["y", "yh", "yc"][:3 if op == "LSTM" else 2]
+    got, err = run_model(name, helper.make_node(op, ins, outs, name=name, **attrs), {"x": x}, inits, outs)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    for o, g, w in zip(outs, got, [Y, Yh, Yc]):
+        e = seamtest.rel_err(g, w)
+        check.expect(g.shape == w.shape and e <= TOL,
+                     f"{name}: {o} against the spec's equations (float64): error {e:.1e}, threads {THREADS} bitwise equal",
+                     f"shape {g.shape}, want {w.shape}")
+
+
 for op in ("LSTM", "GRU", "RNN"):
     lo = op.lower()
     case(f"{lo}_bench_layer", op, 64, 1, 128, 256)
@@ -184,5 +288,14 @@ for op in ("LSTM", "GRU", "RNN"):
     case(f"{lo}_h64_b3_forward_lens", op, 10, 3, 20, 64, lens=[3, 10, 7])
     case(f"{lo}_h48_b2_layout1_lens_init", op, 8, 2, 12, 48, "bidirectional", lens=[5, 8], init=True, layout=1)
     case(f"{lo}_h80_b3_r_input", op, 7, 3, 10, 80, "bidirectional", init=True, r_input=True)
+
+spec_case("gru_no_linear_before_reset_h256", "GRU", 16, 1, 64, 256, "forward")
+spec_case("gru_no_linear_before_reset_h40_b3_lens_init", "GRU", 9, 3, 24, 40, "bidirectional", lens=[9, 4, 1],
+          init=True)
+spec_case("gru_no_linear_before_reset_h100_reverse_clip_acts", "GRU", 7, 2, 16, 100, "reverse", init=True, clip=1.5,
+          acts=["HardSigmoid", "LeakyRelu"])
+spec_case("lstm_peepholes_clip_h72_b3_lens_init", "LSTM", 9, 3, 24, 72, "bidirectional", lens=[2, 9, 5], init=True,
+          clip=2.0, peep=True)
+spec_case("lstm_activations_h48_b1", "LSTM", 11, 1, 16, 48, "forward", acts=["HardSigmoid", "ScaledTanh", "Tanh"])
 
 check.finish()

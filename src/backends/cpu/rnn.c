@@ -142,21 +142,29 @@ typedef float units_v __attribute__((vector_size(UNITS * sizeof(float))));
  * [H][G][UNITS] (the block's rows of every gate, transposed; a last partial
  * block padded with zeros). A block's product with H is then H
  * row-times-scalar updates over one contiguous stream, and blocks split
- * over threads without a reduction across them. Made once in check() when
- * R is an initializer, else for the run. */
-static float *pack_r(const seam_tensor *r, int32_t G) {
+ * over threads without a reduction across them. GRU without
+ * linear_before_reset (split) multiplies R_h by (r . H), known only once
+ * the z and r gates are: its R is packed as the z and r gates,
+ * [D][nblk][H][2][UNITS], followed by R_h, [D][nblk][H][1][UNITS]. Made
+ * once in check() when R is an initializer, else for the run. */
+static float *pack_r(const seam_tensor *r, int32_t G, bool split) {
     int64_t D = r->dims[0], H = r->dims[2], nblk = (H + UNITS - 1) / UNITS;
     float *rp = calloc((size_t)(D * nblk * H * G * UNITS + 1), sizeof(float));
     if (!rp) return NULL;
     bool f32 = r->dtype == SEAM_DTYPE_FLOAT32;
     for (int64_t d = 0; d < D; d++)
-        for (int32_t g = 0; g < G; g++)
+        for (int32_t g = 0; g < G; g++) {
+            /* the pack gate g is in: its start, gate count and index there */
+            bool rh = split && g == 2;
+            float *base = rh ? rp + D * nblk * H * 2 * UNITS : rp;
+            int32_t ng = split ? (rh ? 1 : 2) : G, gi = rh ? 0 : g;
             for (int64_t u = 0; u < H; u++)
                 for (int64_t kk = 0; kk < H; kk++) {
                     int64_t at = ((d * G + g) * H + u) * H + kk;
-                    rp[(((d * nblk + u / UNITS) * H + kk) * G + g) * UNITS + u % UNITS] =
+                    base[(((d * nblk + u / UNITS) * H + kk) * ng + gi) * UNITS + u % UNITS] =
                         f32 ? ((const float *)r->data)[at] : (float)cpu_get(r->data, r->dtype, at);
                 }
+        }
     return rp;
 }
 
@@ -181,9 +189,11 @@ static void free_rnn_state(void *p) {
  * L2, and the threads meet at a barrier after each step. H is double
  * buffered (step s reads buffer s % 2 and writes the other), so one
  * barrier per step is enough; C and the output Y are written only by the
- * owner of the units. Each unit's result is summed in the same order
- * (over H, in order) whatever thread, range or pairing computes it, so the
- * thread count never changes the bits. */
+ * owner of the units. GRU without linear_before_reset takes two region
+ * steps per step: the z and r gates and r . H, then (r . H) R_h^T and the
+ * new H. Each unit's result is summed in the same order (over H, in
+ * order) whatever thread, range or pairing computes it, so the thread
+ * count never changes the bits. */
 typedef struct steps_job {
     const float *rp;          /* packed R, every direction (pack_r) */
     const float *xp;          /* X W^T + biases: [D][S][Bn][GH] */
@@ -191,11 +201,12 @@ typedef struct steps_job {
     const float *P;           /* LSTM peepholes [D][3H] or NULL */
     float *hb;                /* H: [2][D][Bn][H] */
     float *cb;                /* LSTM C: [D][Bn][H] */
+    float *zb, *rhb;          /* split GRU: z and r . H, [D][Bn][H] each */
     seam_tensor *y;           /* or NULL */
     const int64_t *len;       /* sequence_lens, or NULL */
     const act_params *acts;   /* n_act per direction */
     float clip;
-    bool bf, plain, input_forget;
+    bool bf, plain, input_forget, split; /* split: GRU without linear_before_reset */
     int32_t G, n_act, dir; /* dir: 1 forward, 2 reverse, 3 bidirectional */
     int64_t S, Bn, H, GH, D, nblk;
 } steps_job;
@@ -247,7 +258,21 @@ SIMD_TARGET static void accum_avx512(const float *ra, const float *ha, const flo
             a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
             a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 32), x, a2);
         }
-    } else if (rb) { /* RNN: one gate */
+    } else if (rb && G == 2) {
+        for (int64_t k = 0; k < H; k++, ra += st, rb += st) {
+            __m512 x = _mm512_set1_ps(ha[k]), y = _mm512_set1_ps(hbr[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+            b0 = _mm512_fmadd_ps(_mm512_loadu_ps(rb), y, b0);
+            b1 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 16), y, b1);
+        }
+    } else if (G == 2) {
+        for (int64_t k = 0; k < H; k++, ra += st) {
+            __m512 x = _mm512_set1_ps(ha[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+        }
+    } else if (rb) { /* one gate: RNN, GRU's R_h */
         for (int64_t k = 0; k < H; k++, ra += st, rb += st) {
             a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), _mm512_set1_ps(ha[k]), a0);
             b0 = _mm512_fmadd_ps(_mm512_loadu_ps(rb), _mm512_set1_ps(hbr[k]), b0);
@@ -277,6 +302,8 @@ static void accum_plain(const float *ra, const float *ha, const float *rb, const
             if (G > 1) {
                 memcpy(&v, r + UNITS, sizeof(v));
                 a1 += v * x;
+            }
+            if (G > 2) {
                 memcpy(&v, r + 2 * UNITS, sizeof(v));
                 a2 += v * x;
             }
@@ -311,7 +338,7 @@ typedef struct step_item {
     int64_t d, u0, bb;
 } step_item;
 
-static void finish(const steps_job *j, int64_t s, const step_item *it, float *acc) {
+static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item *it, float *acc) {
     int64_t H = j->H, GH = j->GH, Bn = j->Bn, S = j->S, d = it->d, u0 = it->u0, bb = it->bb;
     int64_t nb = H - u0 < UNITS ? H - u0 : UNITS;
     bool backward = j->dir == 2 || (j->dir == 3 && d == 1);
@@ -322,7 +349,20 @@ static void finish(const steps_job *j, int64_t s, const step_item *it, float *ac
     float *c = j->cb ? j->cb + (d * Bn + bb) * H + u0 : NULL;
     const act_params *fa = &j->acts[d * j->n_act];
     float clip = j->clip;
-    if (j->plain) {
+    if (j->split) {
+        float *z = j->zb + (d * Bn + bb) * H + u0, *rh = j->rhb + (d * Bn + bb) * H + u0;
+        if (phase == 0) { /* acc: the z and r gates' H R^T */
+            for (int64_t i = 0; i < nb; i++) {
+                z[i] = apply(&fa[0], clipped(gx[i] + acc[i], clip));
+                rh[i] = apply(&fa[0], clipped(gx[H + i] + acc[UNITS + i], clip)) * h[i];
+            }
+            return;
+        }
+        for (int64_t i = 0; i < nb; i++) { /* acc: (r . H) R_h^T; R_bh is in gx */
+            float ht = apply(&fa[1], clipped(gx[2 * H + i] + acc[i], clip));
+            nh[i] = (1 - z[i]) * ht + z[i] * h[i];
+        }
+    } else if (j->plain) {
         float gates[5 * UNITS];
         if (nb < UNITS) memset(gates, 0, sizeof(gates)); /* the lanes past nb go through sigmoid too */
         if (j->G == 4) { /* i, o, f, c */
@@ -381,28 +421,34 @@ static void finish(const steps_job *j, int64_t s, const step_item *it, float *ac
     }
 }
 
-/* H R^T and the gates for n (1 or 2) items of step s. */
-static void run_items(const steps_job *j, int64_t s, const step_item *it, int n) {
+/* H R^T and the gates for n (1 or 2) items of step s (its phase, for
+ * the split GRU). */
+static void run_items(const steps_job *j, int64_t s, int32_t phase, const step_item *it, int n) {
     float acc[2][4 * UNITS];
     const float *r[2] = {NULL, NULL}, *h[2] = {NULL, NULL};
+    /* the gates of the pack read, and where the pack starts (pack_r) */
+    int32_t G = j->split ? (phase ? 1 : 2) : j->G;
+    const float *pack = j->split && phase ? j->rp + j->D * j->nblk * j->H * 2 * UNITS : j->rp;
     for (int i = 0; i < n; i++) {
         /* block u0 / UNITS of direction d: H * G * UNITS floats each */
-        r[i] = j->rp + (it[i].d * j->nblk * UNITS + it[i].u0) * j->H * j->G;
-        h[i] = j->hb + (((s & 1) * j->D + it[i].d) * j->Bn + it[i].bb) * j->H; /* the whole row */
+        r[i] = pack + (it[i].d * j->nblk * UNITS + it[i].u0) * j->H * G;
+        int64_t row = it[i].d * j->Bn + it[i].bb; /* the whole row of H, or of r . H */
+        h[i] = j->split && phase ? j->rhb + row * j->H : j->hb + ((s & 1) * j->D * j->Bn + row) * j->H;
     }
 #ifdef HAVE_AVX512_PATH
-    if (use_avx512()) accum_avx512(r[0], h[0], r[1], h[1], j->H, j->G, acc[0], acc[1]);
+    if (use_avx512()) accum_avx512(r[0], h[0], r[1], h[1], j->H, G, acc[0], acc[1]);
     else
 #endif
-        accum_plain(r[0], h[0], r[1], h[1], j->H, j->G, acc[0], acc[1]);
-    for (int i = 0; i < n; i++) finish(j, s, &it[i], acc[i]);
+        accum_plain(r[0], h[0], r[1], h[1], j->H, G, acc[0], acc[1]);
+    for (int i = 0; i < n; i++) finish(j, s, phase, &it[i], acc[i]);
 }
 
-/* Step s for the (direction, unit block) pairs [q0, q1): every batch row,
- * two (block, row) items at a time. */
-static void run_step(void *arg, int64_t s, int64_t q0, int64_t q1) {
+/* Region step rs for the (direction, unit block) pairs [q0, q1): every
+ * batch row, two (block, row) items at a time. */
+static void run_step(void *arg, int64_t rs, int64_t q0, int64_t q1) {
     const steps_job *j = arg;
-    int64_t H = j->H, Bn = j->Bn;
+    int64_t H = j->H, Bn = j->Bn, s = j->split ? rs >> 1 : rs;
+    int32_t phase = j->split ? (int32_t)(rs & 1) : 1;
     step_item pend[2];
     int np = 0;
     for (int64_t q = q0; q < q1; q++) {
@@ -411,6 +457,7 @@ static void run_step(void *arg, int64_t s, int64_t q0, int64_t q1) {
         int64_t t = backward ? j->S - 1 - s : s;
         for (int64_t bb = 0; bb < Bn; bb++) {
             if (j->len && t >= j->len[bb]) { /* its sequence has ended: H (and C) stay, Y stays 0 */
+                if (!phase) continue;
                 const float *h = j->hb + (((s & 1) * j->D + d) * Bn + bb) * H + u0;
                 float *nh = j->hb + ((((s + 1) & 1) * j->D + d) * Bn + bb) * H + u0;
                 memcpy(nh, h, sizeof(float) * (size_t)nb);
@@ -418,12 +465,12 @@ static void run_step(void *arg, int64_t s, int64_t q0, int64_t q1) {
             }
             pend[np++] = (step_item){d, u0, bb};
             if (np == 2) {
-                run_items(j, s, pend, 2);
+                run_items(j, s, phase, pend, 2);
                 np = 0;
             }
         }
     }
-    if (np) run_items(j, s, pend, 1);
+    if (np) run_items(j, s, phase, pend, 1);
 }
 
 /* X W^T for every step, in column blocks of PROJ_COLS over the pool: each
@@ -458,7 +505,7 @@ static seam_status run_recurrent(seam_kernel *k) {
     int dir = direction(k->n);
     if (layout != 0 && layout != 1) return kernel_fail(k, "layout must be 0 or 1, not %lld", (long long)layout);
     if (!dir) return kernel_fail(k, "direction must be forward, reverse or bidirectional");
-    bool bf = layout == 1, bidi = dir == 3, rev = dir == 2;
+    bool bf = layout == 1, bidi = dir == 3;
     int64_t S = x->dims[bf ? 1 : 0], Bn = x->dims[bf ? 0 : 1], In = x->dims[2];
     int64_t D = w->dims[0], H = r->dims[2];
     /* empty tensors can carry any dims: bound them before multiplying */
@@ -489,15 +536,14 @@ static seam_status run_recurrent(seam_kernel *k) {
     float clip = node_attr_float(k->n, "clip", 0);
     bool input_forget = node_attr_int(k->n, "input_forget", 0) != 0;
     bool lbr = node_attr_int(k->n, "linear_before_reset", 0) != 0;
-    /* GRU without linear_before_reset multiplies R_h by (r . H), not H: the
-     * per-step sgemm then covers only the z and r gates */
-    bool gru_rh = G == 3 && !lbr;
+    /* GRU without linear_before_reset multiplies R_h by (r . H), not H:
+     * two region steps per step */
+    bool split = G == 3 && !lbr;
     /* the default activations, no clip, no peepholes, no input_forget
      * (what torch exports): the gates on vectorized functions */
     bool plain = !p && clip <= 0 && !input_forget;
     for (int32_t q = 0; plain && q < (int32_t)D * n_act; q++)
         plain = acts[q].kind == (q % n_act == 0 && G > 1 ? ACT_SIGMOID : ACT_TANH);
-    int64_t NR = gru_rh ? 2 * H : GH;
 
     int64_t ydims[4], hdims[3];
     if (bf) ydims[0] = Bn, ydims[1] = S, ydims[2] = D, ydims[3] = H, hdims[0] = Bn, hdims[1] = D, hdims[2] = H;
@@ -509,31 +555,26 @@ static seam_status run_recurrent(seam_kernel *k) {
         return kernel_oom(k);
     if (y) memset(y->data, 0, y->nbytes); /* steps past a sequence's end stay 0 */
 
-    /* all but GRU without linear_before_reset (whose R_h product needs
-     * the whole reset gate first) take the steps on the pool over packed R */
-    bool fast = !gru_rh;
+    /* R packed in check when it is that initializer, else here */
     const rnn_state *rs = k->state;
-    bool packed = fast && rs && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] && rs->dims[2] == r->dims[2];
-    float *rtc = fast && !packed ? pack_r(r, G) : NULL;
+    bool packed = rs && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] &&
+                  rs->dims[2] == r->dims[2];
+    float *rtc = !packed ? pack_r(r, G, split) : NULL;
     const float *rpk = packed ? rs->rp : rtc;
-    /* float32 W and R are read in place */
+    /* float32 W is read in place */
     float *Wc = w->dtype != SEAM_DTYPE_FLOAT32 ? widen(w) : NULL;
-    float *Rc = !fast && r->dtype != SEAM_DTYPE_FLOAT32 ? widen(r) : NULL;
-    const float *W = Wc ? Wc : w->data, *R = Rc ? Rc : r->data;
+    const float *W = Wc ? Wc : w->data;
     int64_t *lens = sl ? malloc(sizeof(int64_t) * (size_t)(Bn + 1)) : NULL;
     for (int64_t bb = 0; lens && bb < Bn; bb++) lens[bb] = cpu_get_i64(sl->data, sl->dtype, bb);
     float *X = widen(x), *Bv = widen(b), *P = widen(p), *H0 = widen(h0), *C0 = widen(c0);
     size_t bh = sizeof(float) * (size_t)(Bn * H + 1);
     float *xt = malloc(sizeof(float) * (size_t)(S * Bn * In + 1));  /* X as [S, B, In] */
     float *xp = malloc(sizeof(float) * (size_t)(D * S * Bn * GH + 1)); /* X W^T + biases, every step */
-    float *hp = malloc(sizeof(float) * (size_t)(Bn * GH + 1));      /* H R^T for one step */
-    float *hcur = malloc(bh);
-    float *hb = fast ? malloc(2 * (size_t)D * bh) : NULL, *cb = fast ? malloc((size_t)D * bh) : NULL;
-    float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
+    float *hb = malloc(2 * (size_t)D * bh), *cb = malloc((size_t)D * bh);           /* H (twice), C */
+    float *zb = split ? malloc((size_t)D * bh) : NULL, *rhb = split ? malloc((size_t)D * bh) : NULL; /* z, r . H */
     seam_status st = SEAM_STATUS_OK;
-    if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || (!fast && r->dtype != SEAM_DTYPE_FLOAT32 && !Rc) ||
-        (fast && !rpk) || (sl && !lens) || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp ||
-        !hp || !hcur || !rh || !zs || !hh || (fast && (!hb || !cb))) {
+    if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || !rpk || (sl && !lens) || (b && !Bv) || (p && !P) ||
+        (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hb || !cb || (split && (!zb || !rhb))) {
         st = kernel_oom(k);
         goto done;
     }
@@ -558,86 +599,38 @@ static seam_status run_recurrent(seam_kernel *k) {
                 xpd[row * GH + q] += Wb[q] + (G == 3 && lbr && q >= 2 * H ? 0 : Rb[q]);
     }
 
-    if (fast && Bn > 0 && S > 0) {
-        for (int64_t d = 0; d < D; d++)
-            for (int64_t bb = 0; bb < Bn; bb++)
-                for (int64_t j = 0; j < H; j++) {
-                    int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                    hb[(d * Bn + bb) * H + j] = H0 ? H0[at] : 0;
-                    cb[(d * Bn + bb) * H + j] = C0 ? C0[at] : 0;
-                }
-        steps_job sj = {.rp = rpk, .xp = xp, .bias = Bv, .P = P, .hb = hb, .cb = G == 4 ? cb : NULL, .y = y,
-                        .len = lens, .acts = acts, .clip = clip, .bf = bf, .plain = plain,
-                        .input_forget = input_forget, .G = G, .n_act = n_act, .dir = dir, .S = S, .Bn = Bn, .H = H,
-                        .GH = GH, .D = D, .nblk = (H + UNITS - 1) / UNITS};
-        /* a step of fewer multiply-adds than this runs on one thread: the
-         * barrier would cost more than the split saves */
-        if (D * Bn * G * H * H < 16384) {
-            for (int64_t s = 0; s < S; s++) run_step(&sj, s, 0, D * sj.nblk);
-        } else {
-            seam_parallel_steps(k->pool, S, D * sj.nblk, run_step, &sj);
-        }
-        const float *hfin = hb + (S & 1) * D * Bn * H; /* the buffer step S - 1 wrote */
-        for (int64_t d = 0; d < D; d++)
-            for (int64_t bb = 0; bb < Bn; bb++)
-                for (int64_t j = 0; j < H; j++) {
-                    int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                    if (yh) cpu_st(yh->data, yh->dtype, at, hfin[(d * Bn + bb) * H + j]);
-                    if (yc) cpu_st(yc->data, yc->dtype, at, cb[(d * Bn + bb) * H + j]);
-                }
-        goto done;
-    }
-
-    /* GRU without linear_before_reset: per step, H R_zr^T by sgemm, the z
-     * and r gates, (r . H) R_h^T by sgemm, the new H */
-    for (int64_t d = 0; d < D; d++) {
-        bool backward = rev || (bidi && d == 1);
-        const float *Rd = R + d * GH * H, *xpd = xp + d * S * Bn * GH;
-        const act_params *fa = &acts[d * n_act];
+    for (int64_t d = 0; d < D; d++)
         for (int64_t bb = 0; bb < Bn; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                hcur[bb * H + j] = H0 ? H0[at] : 0;
+                hb[(d * Bn + bb) * H + j] = H0 ? H0[at] : 0;
+                cb[(d * Bn + bb) * H + j] = C0 ? C0[at] : 0;
             }
-        for (int64_t step = 0; Bn > 0 && step < S; step++) {
-            int64_t t = backward ? S - 1 - step : step;
-            gemm_nt(Bn, NR, H, hcur, Rd, hp);
-            /* rows whose sequence has ended keep their H */
-            for (int64_t bb = 0; bb < Bn; bb++) {
-                if (lens && t >= lens[bb]) continue;
-                const float *gx = xpd + (t * Bn + bb) * GH, *gh = hp + bb * NR;
-                const float *hrow = hcur + bb * H;
-                for (int64_t j = 0; j < H; j++) {
-                    zs[bb * H + j] = apply(&fa[0], clipped(gx[j] + gh[j], clip));
-                    rh[bb * H + j] = apply(&fa[0], clipped(gx[H + j] + gh[H + j], clip)) * hrow[j];
-                }
-            }
-            gemm_nt(Bn, H, H, rh, Rd + 2 * H * H, hh);
-            for (int64_t bb = 0; bb < Bn; bb++) {
-                if (lens && t >= lens[bb]) continue;
-                const float *gx = xpd + (t * Bn + bb) * GH;
-                float *hrow = hcur + bb * H;
-                for (int64_t j = 0; j < H; j++) {
-                    float zt = zs[bb * H + j];
-                    float ht = apply(&fa[1], clipped(gx[2 * H + j] + hh[bb * H + j], clip));
-                    hrow[j] = (1 - zt) * ht + zt * hrow[j];
-                }
-                for (int64_t j = 0; y && j < H; j++)
-                    cpu_st(y->data, y->dtype, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j,
-                           hrow[j]);
-            }
-        }
+    steps_job sj = {.rp = rpk, .xp = xp, .bias = Bv, .P = P, .hb = hb, .cb = G == 4 ? cb : NULL, .zb = zb,
+                    .rhb = rhb, .y = y, .len = lens, .acts = acts, .clip = clip, .bf = bf, .plain = plain,
+                    .input_forget = input_forget, .split = split, .G = G, .n_act = n_act, .dir = dir, .S = S,
+                    .Bn = Bn, .H = H, .GH = GH, .D = D, .nblk = (H + UNITS - 1) / UNITS};
+    int64_t n_steps = split ? 2 * S : S;
+    /* a step of fewer multiply-adds than this runs on one thread: the
+     * barrier would cost more than the split saves */
+    if (D * Bn * G * H * H < 16384) {
+        for (int64_t s = 0; Bn > 0 && s < n_steps; s++) run_step(&sj, s, 0, D * sj.nblk);
+    } else {
+        seam_parallel_steps(k->pool, n_steps, D * sj.nblk, run_step, &sj);
+    }
+    const float *hfin = hb + (S & 1) * D * Bn * H; /* the buffer step S - 1 wrote (or H0) */
+    for (int64_t d = 0; d < D; d++)
         for (int64_t bb = 0; bb < Bn; bb++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                if (yh) cpu_st(yh->data, yh->dtype, at, hcur[bb * H + j]);
+                if (yh) cpu_st(yh->data, yh->dtype, at, hfin[(d * Bn + bb) * H + j]);
+                if (yc) cpu_st(yc->data, yc->dtype, at, cb[(d * Bn + bb) * H + j]);
             }
-    }
 done:
-    free(rtc), free(Wc), free(Rc), free(lens);
+    free(rtc), free(Wc), free(lens);
     free(X), free(Bv), free(P), free(H0), free(C0);
-    free(hb), free(cb);
-    free(xt), free(xp), free(hp), free(hcur), free(rh), free(zs), free(hh);
+    free(hb), free(cb), free(zb), free(rhb);
+    free(xt), free(xp);
     return st;
 }
 
@@ -654,16 +647,15 @@ static seam_status check_recurrent(seam_check *c) {
     int32_t n_act = c->n->op_type[0] == 'L' ? 3 : c->n->op_type[0] == 'G' ? 2 : 1;
     if (!read_acts(c->n, n_act, 2, acts, &bad, &bad_len))
         return check_refuse(c, "activation '%.*s' is not supported", (int)bad_len, bad);
-    /* R from an initializer: packed once here for the steps (all but GRU
-     * without linear_before_reset, which reads R as it is) */
+    /* R from an initializer: packed once here */
     const ir_tensor *ri = cpu_constant_input(c, 2);
     int32_t G = n_act == 3 ? 4 : n_act == 2 ? 3 : 1;
-    bool gru_rh = G == 3 && node_attr_int(c->n, "linear_before_reset", 0) == 0;
-    if (!gru_rh && ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
+    bool split = G == 3 && node_attr_int(c->n, "linear_before_reset", 0) == 0;
+    if (ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
         seam_tensor rt = {.dtype = ri->dtype, .rank = 3, .numel = ri->numel, .data = ri->data};
         for (int32_t d = 0; d < 3; d++) rt.dims[d] = ri->dims[d];
         rnn_state *s = calloc(1, sizeof(*s));
-        if (s) s->rp = pack_r(&rt, G);
+        if (s) s->rp = pack_r(&rt, G, split);
         if (!s || !s->rp) {
             free(s);
             snprintf(c->reason, c->reason_size, "out of memory");
