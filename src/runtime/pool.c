@@ -22,7 +22,7 @@
  * A parallel region of steps (seam_parallel_steps, for recurrences whose
  * steps last a few microseconds each) is one job that every thread may
  * join (a chunk per thread); the work of a step is split into fixed parts,
- * at most one per thread, and a thread joining as the k-th runs part k of
+ * two per thread, and a thread joining as the k-th runs the k-th pair of
  * every step, so the data of a part stays in one core's caches. Each part
  * of each step is claimed first (a per-part counter of the steps claimed,
  * moved from s to s + 1 by compare-and-swap): after its own part a thread
@@ -127,7 +127,8 @@ static void wake(seam_pool *p, const int32_t *sleepers, pthread_cond_t *cv) {
  * part c % n_parts first, then any part still unclaimed, then waits for the
  * step to end; joins a step in progress. Returns when every step is done. */
 static void run_part(seam_pool *p, int64_t c) {
-    int64_t parts = p->n_parts, home = c % parts;
+    /* its own parts first: [c * parts / threads, ...), then the next ones */
+    int64_t parts = p->n_parts, home = c * parts / p->n_threads % parts;
     for (int64_t s = 0;;) {
         int64_t cur = (int64_t)(__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) / (uint64_t)parts);
         if (cur > s) s = cur;
@@ -229,7 +230,7 @@ seam_pool *seam_pool_create(int32_t n_threads) {
     /* the calling thread works too: n_threads - 1 workers */
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
-        p->claimed = calloc((size_t)n_threads * CLAIM_STRIDE, sizeof(uint64_t));
+        p->claimed = calloc((size_t)n_threads * 2 * CLAIM_STRIDE, sizeof(uint64_t)); /* two parts a thread */
         if (!p->threads || !p->claimed) {
             free(p->threads);
             free(p->claimed);
@@ -346,7 +347,9 @@ void seam_parallel_steps(seam_pool *p, int64_t n_steps, int64_t n,
         return;
     }
     __atomic_store_n(&p->in_job, true, __ATOMIC_RELEASE);
-    int64_t parts = n < p->n_threads ? n : p->n_threads;
+    /* two parts per thread: a thread preempted in the middle of a part
+     * holds up half its share, not all of it */
+    int64_t parts = n < 2 * (int64_t)p->n_threads ? n : 2 * (int64_t)p->n_threads;
     p->fn = NULL;
     p->step_fn = fn;
     p->arg = arg;
