@@ -18,6 +18,21 @@
  *    signals.
  * Spinning is bounded (SPIN_NS) because on a busy machine a spinning
  * thread takes the CPU time that the threads it waits for need.
+ *
+ * A parallel region of steps (seam_parallel_steps, for recurrences whose
+ * steps last a few microseconds each) is one job that every thread may
+ * join (a chunk per thread); the work of a step is split into fixed parts,
+ * two per thread, and a thread joining as the k-th runs the k-th pair of
+ * every step, so the data of a part stays in one core's caches. Each part
+ * of each step is claimed first (a per-part counter of the steps claimed,
+ * moved from s to s + 1 by compare-and-swap): after its own part a thread
+ * claims and runs any part of the step still unclaimed, so a thread that
+ * is late (preempted, asleep, not started) never stalls the others, who
+ * take its work until it catches up. A step is over when the count of
+ * parts finished, which only grows during the job, reaches
+ * (s + 1) * parts: spun on, then slept on, like the end of a loop; a late
+ * thread joins at the step in progress. When every step is done the caller
+ * closes the job to joiners and waits for those who joined.
  */
 #include "runtime/pool.h"
 
@@ -36,6 +51,9 @@
  * and 2 ms, both loaded and quiet). */
 #define SPIN_NS 30000
 
+/* uint64_t per claim counter: one cache line each */
+#define CLAIM_STRIDE 8
+
 struct seam_pool {
     int32_t n_threads;
     pthread_t *threads;
@@ -52,7 +70,18 @@ struct seam_pool {
     bool in_job;        /* a loop is running: a nested one runs inline */
     bool stop;
     pthread_mutex_t mu; /* only for sleeping and waking */
-    pthread_cond_t work_cv, done_cv;
+    pthread_cond_t work_cv, done_cv, step_cv;
+    /* a region of steps (fn is NULL then): n_steps steps of n_parts parts */
+    void (*step_fn)(void *arg, int64_t step, int64_t begin, int64_t end);
+    int64_t n_steps, n_parts;
+    uint64_t *claimed; /* per part, at [part * CLAIM_STRIDE]: steps claimed */
+    /* parts finished in the current region: written by every part after
+     * every step, so on a cache line of its own (the padding: calloc does
+     * not align to 64) */
+    char pad0_[64];
+    uint64_t finished;
+    int32_t step_sleepers; /* threads asleep, or about to be, on step_cv */
+    char pad1_[64];
 };
 
 static inline void cpu_relax(void) {
@@ -67,7 +96,63 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Claims and runs chunks of generation gen until none are left. */
+/* Spins for a while, then sleeps, until *word reaches target. The thread
+ * that brings it there calls wake(). */
+static void wait_for(seam_pool *p, const uint64_t *word, uint64_t target, int32_t *sleepers, pthread_cond_t *cv) {
+    int64_t t0 = 0;
+    for (int32_t i = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) < target; i++) {
+        cpu_relax();
+        if ((i & 255) != 255) continue;
+        if (!t0) t0 = now_ns();
+        if (now_ns() - t0 < SPIN_NS) continue;
+        pthread_mutex_lock(&p->mu);
+        /* seq_cst on both sides (sleepers here, the word in wake's caller):
+         * either it sees a sleeper and signals, or this sees the word */
+        __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(word, __ATOMIC_SEQ_CST) < target) pthread_cond_wait(cv, &p->mu);
+        __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+}
+
+static void wake(seam_pool *p, const int32_t *sleepers, pthread_cond_t *cv) {
+    if (!__atomic_load_n(sleepers, __ATOMIC_SEQ_CST)) return;
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The thread that joined a region of steps as the c-th: step by step,
+ * part c % n_parts first, then any part still unclaimed, then waits for the
+ * step to end; joins a step in progress. Returns when every step is done. */
+static void run_part(seam_pool *p, int64_t c) {
+    /* its own parts first: [c * parts / threads, ...), then the next ones */
+    int64_t parts = p->n_parts, home = c * parts / p->n_threads % parts;
+    for (int64_t s = 0;;) {
+        int64_t cur = (int64_t)(__atomic_load_n(&p->finished, __ATOMIC_ACQUIRE) / (uint64_t)parts);
+        if (cur > s) s = cur;
+        if (s >= p->n_steps) return;
+        for (int64_t i = 0; i < parts; i++) {
+            int64_t q = (home + i) % parts;
+            uint64_t *cl = &p->claimed[q * CLAIM_STRIDE], want = (uint64_t)s;
+            if (__atomic_load_n(cl, __ATOMIC_RELAXED) != want ||
+                !__atomic_compare_exchange_n(cl, &want, want + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                continue;
+            p->step_fn(p->arg, s, p->n * q / parts, p->n * (q + 1) / parts);
+            /* the part's writes happen before the reads of step s + 1 by
+             * every thread: they load the count with acquire, this adds
+             * with seq_cst (and sees a sleeper, or it sees the count) */
+            if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_SEQ_CST) == (uint64_t)(s + 1) * (uint64_t)parts)
+                wake(p, &p->step_sleepers, &p->step_cv);
+        }
+        wait_for(p, &p->finished, (uint64_t)(s + 1) * (uint64_t)parts, &p->step_sleepers, &p->step_cv);
+        s++;
+    }
+}
+
+/* Claims and runs chunks of generation gen until none are left (one part
+ * at most, for a region of steps). */
 static void run_chunks(seam_pool *p, uint32_t gen) {
     uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
     for (;;) {
@@ -78,16 +163,22 @@ static void run_chunks(seam_pool *p, uint32_t gen) {
          * stable until done is bumped; chunks go out in order */
         uint32_t n_chunks = p->n_chunks;
         int64_t c = (int64_t)n_chunks - left;
-        int64_t b = c * p->chunk, e = b + p->chunk < p->n ? b + p->chunk : p->n;
-        p->fn(p->arg, b, e);
+        bool part = p->fn == NULL;
+        if (part) {
+            run_part(p, c);
+        } else {
+            int64_t b = c * p->chunk, e = b + p->chunk < p->n ? b + p->chunk : p->n;
+            p->fn(p->arg, b, e);
+        }
         /* seq_cst with waiting (see seam_parallel_for); after this add the
          * job may be over, so nothing of it is read below */
-        if (__atomic_add_fetch(&p->done, 1, __ATOMIC_SEQ_CST) == n_chunks &&
+        if ((__atomic_add_fetch(&p->done, 1, __ATOMIC_SEQ_CST) == n_chunks || part) &&
             __atomic_load_n(&p->waiting, __ATOMIC_SEQ_CST)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_broadcast(&p->done_cv);
             pthread_mutex_unlock(&p->mu);
         }
+        if (part) return;
         w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
     }
 }
@@ -135,13 +226,18 @@ seam_pool *seam_pool_create(int32_t n_threads) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
+    pthread_cond_init(&p->step_cv, NULL);
     /* the calling thread works too: n_threads - 1 workers */
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
-        if (!p->threads) {
+        p->claimed = calloc((size_t)n_threads * 2 * CLAIM_STRIDE, sizeof(uint64_t)); /* two parts a thread */
+        if (!p->threads || !p->claimed) {
+            free(p->threads);
+            free(p->claimed);
             pthread_mutex_destroy(&p->mu);
             pthread_cond_destroy(&p->work_cv);
             pthread_cond_destroy(&p->done_cv);
+            pthread_cond_destroy(&p->step_cv);
             free(p);
             return NULL;
         }
@@ -165,11 +261,54 @@ void seam_pool_free(seam_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->done_cv);
+    pthread_cond_destroy(&p->step_cv);
     free(p->threads);
+    free(p->claimed);
     free(p);
 }
 
 int32_t seam_pool_threads(const seam_pool *p) { return p ? p->n_threads : 1; }
+
+/* Publishes the job whose fields the caller has set, takes part in it,
+ * and waits until every chunk is done. */
+static void run_job(seam_pool *p, uint32_t n_chunks) {
+    p->n_chunks = n_chunks;
+    __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
+    uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_RELAXED) >> 32) + 1;
+    __atomic_store_n(&p->word, (uint64_t)gen << 32 | (uint64_t)n_chunks, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->work_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    run_chunks(p, gen);
+    if (!p->fn) {
+        /* a region of steps, all done: closed to the threads that have not
+         * joined yet; those who did are waited for below */
+        uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+        while ((uint32_t)w &&
+               !__atomic_compare_exchange_n(&p->word, &w, w >> 32 << 32, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        }
+        n_chunks -= (uint32_t)w;
+    }
+    /* wait for the chunks workers took: spin, then sleep until the last
+     * one signals (a worker may have been preempted) */
+    int64_t t0 = 0;
+    for (int32_t i = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < n_chunks; i++) {
+        cpu_relax();
+        if ((i & 255) != 255) continue;
+        if (!t0) t0 = now_ns();
+        if (now_ns() - t0 < SPIN_NS) continue;
+        pthread_mutex_lock(&p->mu);
+        /* seq_cst on both sides (waiting here, done in run_chunks): either
+         * the last worker sees waiting and signals, or this sees done */
+        __atomic_store_n(&p->waiting, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&p->done, __ATOMIC_SEQ_CST) < n_chunks) pthread_cond_wait(&p->done_cv, &p->mu);
+        __atomic_store_n(&p->waiting, 0, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&p->mu);
+        break;
+    }
+}
 
 void seam_parallel_for(seam_pool *p, int64_t n, int64_t grain, void (*fn)(void *arg, int64_t begin, int64_t end),
                        void *arg) {
@@ -196,32 +335,30 @@ void seam_parallel_for(seam_pool *p, int64_t n, int64_t grain, void (*fn)(void *
     p->arg = arg;
     p->n = n;
     p->chunk = chunk;
-    p->n_chunks = (uint32_t)n_chunks;
-    __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
-    uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_RELAXED) >> 32) + 1;
-    __atomic_store_n(&p->word, (uint64_t)gen << 32 | (uint64_t)n_chunks, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->work_cv);
-        pthread_mutex_unlock(&p->mu);
+    run_job(p, (uint32_t)n_chunks);
+    __atomic_store_n(&p->in_job, false, __ATOMIC_RELEASE);
+}
+
+void seam_parallel_steps(seam_pool *p, int64_t n_steps, int64_t n,
+                         void (*fn)(void *arg, int64_t step, int64_t begin, int64_t end), void *arg) {
+    if (n_steps <= 0 || n <= 0) return;
+    if (!p || p->n_threads <= 1 || n == 1 || __atomic_load_n(&p->in_job, __ATOMIC_ACQUIRE)) {
+        for (int64_t s = 0; s < n_steps; s++) fn(arg, s, 0, n);
+        return;
     }
-    run_chunks(p, gen);
-    /* wait for the chunks workers took: spin, then sleep until the last
-     * one signals (a worker may have been preempted) */
-    int64_t t0 = 0;
-    for (int32_t i = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < (uint32_t)n_chunks; i++) {
-        cpu_relax();
-        if ((i & 255) != 255) continue;
-        if (!t0) t0 = now_ns();
-        if (now_ns() - t0 < SPIN_NS) continue;
-        pthread_mutex_lock(&p->mu);
-        /* seq_cst on both sides (waiting here, done in run_chunks): either
-         * the last worker sees waiting and signals, or this sees done */
-        __atomic_store_n(&p->waiting, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&p->done, __ATOMIC_SEQ_CST) < (uint32_t)n_chunks) pthread_cond_wait(&p->done_cv, &p->mu);
-        __atomic_store_n(&p->waiting, 0, __ATOMIC_SEQ_CST);
-        pthread_mutex_unlock(&p->mu);
-        break;
-    }
+    __atomic_store_n(&p->in_job, true, __ATOMIC_RELEASE);
+    /* two parts per thread: a thread preempted in the middle of a part
+     * holds up half its share, not all of it */
+    int64_t parts = n < 2 * (int64_t)p->n_threads ? n : 2 * (int64_t)p->n_threads;
+    p->fn = NULL;
+    p->step_fn = fn;
+    p->arg = arg;
+    p->n = n;
+    p->n_steps = n_steps;
+    p->n_parts = parts;
+    for (int64_t q = 0; q < parts; q++) __atomic_store_n(&p->claimed[q * CLAIM_STRIDE], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->finished, 0, __ATOMIC_RELAXED);
+    /* any thread may join: one chunk each */
+    run_job(p, (uint32_t)p->n_threads);
     __atomic_store_n(&p->in_job, false, __ATOMIC_RELEASE);
 }

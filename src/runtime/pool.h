@@ -12,4 +12,17 @@ seam_pool *seam_pool_create(int32_t n_threads);
 void seam_pool_free(seam_pool *pool);
 int32_t seam_pool_threads(const seam_pool *pool);
 
+/* A parallel region of n_steps dependent steps (a recurrence): calls
+ * fn(arg, step, begin, end) for step 0, 1, ... n_steps - 1 in order, over
+ * fixed parts [begin, end) of [0, n) (two per thread), each run by the
+ * same thread every step while the threads keep up, so the data a part
+ * touches stays in its core's caches; a late thread's parts are run by the
+ * others. Every part of a step finishes before any part of the next starts
+ * (a barrier that spins briefly, then sleeps). The ranges depend only on n
+ * and the thread count; fn must give the same result whatever thread runs
+ * a part. Runs inline as one part [0, n) when the pool has one thread, n
+ * is 1, or it is called from inside a parallel loop. */
+void seam_parallel_steps(seam_pool *pool, int64_t n_steps, int64_t n,
+                         void (*fn)(void *arg, int64_t step, int64_t begin, int64_t end), void *arg);
+
 #endif

@@ -1,11 +1,14 @@
 /* CPU kernels: LSTM, GRU and RNN, per the ONNX equations.
  *
  * Computed in float32 (float16 and float64 are converted at the edges): the
- * input projection X W^T (+ biases) for every step is computed up front
- * (sgemm, in column blocks over the pool). The plain LSTM and GRU (what
- * torch exports) then run each step over the pool in blocks of hidden
- * units, on R packed once per session (step_units); the other forms add
- * H R^T with an sgemm per step and apply the gates element by element.
+ * input projection X W^T (+ biases) for every step and direction is
+ * computed up front (sgemm, in column blocks over the pool). The steps of
+ * all directions then run as one parallel region (seam_parallel_steps),
+ * each thread owning blocks of hidden units for every step, on R packed
+ * once per session (run_step); the gates of the default activations on
+ * vectorized functions, the others element by element. GRU without
+ * linear_before_reset, whose R_h product needs the whole reset gate
+ * first, adds H R^T with an sgemm per step instead.
  * Gate orders are ONNX's: LSTM i, o, f, c; GRU z, r, h. */
 #include <cblas.h>
 #include <limits.h>
@@ -13,8 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/cpu.h"
+#include "runtime/pool.h"
 
 /* ---- activation functions ---- */
 
@@ -135,21 +142,29 @@ typedef float units_v __attribute__((vector_size(UNITS * sizeof(float))));
  * [H][G][UNITS] (the block's rows of every gate, transposed; a last partial
  * block padded with zeros). A block's product with H is then H
  * row-times-scalar updates over one contiguous stream, and blocks split
- * over threads without a reduction across them. Made once in check() when
- * R is an initializer, else for the run. */
-static float *pack_r(const seam_tensor *r, int32_t G) {
+ * over threads without a reduction across them. GRU without
+ * linear_before_reset (split) multiplies R_h by (r . H), known only once
+ * the z and r gates are: its R is packed as the z and r gates,
+ * [D][nblk][H][2][UNITS], followed by R_h, [D][nblk][H][1][UNITS]. Made
+ * once in check() when R is an initializer, else for the run. */
+static float *pack_r(const seam_tensor *r, int32_t G, bool split) {
     int64_t D = r->dims[0], H = r->dims[2], nblk = (H + UNITS - 1) / UNITS;
     float *rp = calloc((size_t)(D * nblk * H * G * UNITS + 1), sizeof(float));
     if (!rp) return NULL;
     bool f32 = r->dtype == SEAM_DTYPE_FLOAT32;
     for (int64_t d = 0; d < D; d++)
-        for (int32_t g = 0; g < G; g++)
+        for (int32_t g = 0; g < G; g++) {
+            /* the pack gate g is in: its start, gate count and index there */
+            bool rh = split && g == 2;
+            float *base = rh ? rp + D * nblk * H * 2 * UNITS : rp;
+            int32_t ng = split ? (rh ? 1 : 2) : G, gi = rh ? 0 : g;
             for (int64_t u = 0; u < H; u++)
                 for (int64_t kk = 0; kk < H; kk++) {
                     int64_t at = ((d * G + g) * H + u) * H + kk;
-                    rp[(((d * nblk + u / UNITS) * H + kk) * G + g) * UNITS + u % UNITS] =
+                    base[(((d * nblk + u / UNITS) * H + kk) * ng + gi) * UNITS + u % UNITS] =
                         f32 ? ((const float *)r->data)[at] : (float)cpu_get(r->data, r->dtype, at);
                 }
+        }
     return rp;
 }
 
@@ -166,87 +181,296 @@ static void free_rnn_state(void *p) {
     free(s);
 }
 
-/* One step of the plain LSTM (default activations, no clip, peepholes or
- * input_forget) or GRU (linear_before_reset, default activations, no
- * clip), for the hidden units of blocks [begin, end) of UNITS: the
- * product with H, the gates and the new H (and C). Each unit's result
- * depends only on the sizes, never on the split, so any thread count
- * gives the same bits. */
-typedef struct step_job {
-    const float *rp;   /* this direction's packed R (pack_r) */
-    const float *xp;   /* this step's X W^T + biases, [Bn][GH] */
-    const float *rbh;  /* GRU: R_bh (added inside the reset gate), or NULL */
-    const float *hcur;
-    float *hnew, *ccur;
-    const int64_t *len; /* sequence_lens, or NULL */
-    int64_t t, Bn, H, GH;
-    int32_t G;
-} step_job;
+/* ---- the step: H R^T, the gates and the new H (and C) ----
+ *
+ * A layer's steps run as one region on the pool (seam_parallel_steps):
+ * each thread owns a fixed range of (direction, block of UNITS hidden
+ * units) for all steps, so its slice of the packed R stays in its core's
+ * L2, and the threads meet at a barrier after each step. H is double
+ * buffered (step s reads buffer s % 2 and writes the other), so one
+ * barrier per step is enough; C and the output Y are written only by the
+ * owner of the units. GRU without linear_before_reset takes two region
+ * steps per step: the z and r gates and r . H, then (r . H) R_h^T and the
+ * new H. Each unit's result is summed in the same order (over H, in
+ * order) whatever thread, range or pairing computes it, so the thread
+ * count never changes the bits. */
+typedef struct steps_job {
+    const float *rp;          /* packed R, every direction (pack_r) */
+    const float *xp;          /* X W^T + biases: [D][S][Bn][GH] */
+    const float *bias;        /* B [D][2 GH] or NULL (GRU: R_bh, in the reset gate) */
+    const float *P;           /* LSTM peepholes [D][3H] or NULL */
+    float *hb;                /* H: [2][D][Bn][H] */
+    float *cb;                /* LSTM C: [D][Bn][H] */
+    float *zb, *rhb;          /* split GRU: z and r . H, [D][Bn][H] each */
+    seam_tensor *y;           /* or NULL */
+    const int64_t *len;       /* sequence_lens, or NULL */
+    const act_params *acts;   /* n_act per direction */
+    float clip;
+    bool bf, plain, input_forget, split; /* split: GRU without linear_before_reset */
+    int32_t G, n_act, dir; /* dir: 1 forward, 2 reverse, 3 bidirectional */
+    int64_t S, Bn, H, GH, D, nblk;
+} steps_job;
 
-/* (AVX-512 too: a block of a gate is one register) */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void step_units(void *arg, int64_t begin, int64_t end) {
-    const step_job *j = arg;
-    int64_t H = j->H, GH = j->GH, u0 = begin * UNITS, u1 = end * UNITS < H ? end * UNITS : H;
-    int32_t G = j->G;
-    float acc[4 * UNITS], gates[5 * UNITS];
-    for (int64_t bb = 0; bb < j->Bn; bb++) {
-        const float *h = j->hcur + bb * H, *gx = j->xp + bb * GH;
-        float *nh = j->hnew + bb * H, *c = j->ccur + bb * H;
-        if (j->len && j->t >= j->len[bb]) { /* its sequence has ended: H (and C) stay */
-            memcpy(nh + u0, h + u0, sizeof(float) * (size_t)(u1 - u0));
-            continue;
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SIMD_TARGET __attribute__((target("avx512f,fma")))
+#define HAVE_AVX512_PATH 1
+
+/* acc_a[G][UNITS] = sum over k of h_a[k] ra[k][G][UNITS], and the same for
+ * b when rb is set (two independent streams fill the FMA pipes). */
+SIMD_TARGET static void accum_avx512(const float *ra, const float *ha, const float *rb, const float *hbr, int64_t H,
+                                     int32_t G, float *acc_a, float *acc_b) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    int64_t st = G * UNITS;
+    if (rb && G == 4) {
+        for (int64_t k = 0; k < H; k++, ra += st, rb += st) {
+            __m512 x = _mm512_set1_ps(ha[k]), y = _mm512_set1_ps(hbr[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 32), x, a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 48), x, a3);
+            b0 = _mm512_fmadd_ps(_mm512_loadu_ps(rb), y, b0);
+            b1 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 16), y, b1);
+            b2 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 32), y, b2);
+            b3 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 48), y, b3);
         }
-        for (int64_t b0 = u0; b0 < u1; b0 += UNITS) {
-            int64_t nb = u1 - b0 < UNITS ? u1 - b0 : UNITS;
-            const float *blk = j->rp + b0 * G * H; /* (b0 / UNITS) * H * G * UNITS */
-            /* one vector of UNITS per gate, held in registers over the H
-             * products (an array here goes through memory every step) */
-            units_v a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, r;
-            for (int64_t kk = 0; kk < H; kk++, blk += G * UNITS) {
-                float hk = h[kk];
-                memcpy(&r, blk, sizeof(r));
-                a0 += r * hk;
-                memcpy(&r, blk + UNITS, sizeof(r));
-                a1 += r * hk;
-                memcpy(&r, blk + 2 * UNITS, sizeof(r));
-                a2 += r * hk;
-                if (G == 4) {
-                    memcpy(&r, blk + 3 * UNITS, sizeof(r));
-                    a3 += r * hk;
-                }
+    } else if (rb && G == 3) {
+        for (int64_t k = 0; k < H; k++, ra += st, rb += st) {
+            __m512 x = _mm512_set1_ps(ha[k]), y = _mm512_set1_ps(hbr[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 32), x, a2);
+            b0 = _mm512_fmadd_ps(_mm512_loadu_ps(rb), y, b0);
+            b1 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 16), y, b1);
+            b2 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 32), y, b2);
+        }
+    } else if (G == 4) {
+        for (int64_t k = 0; k < H; k++, ra += st) {
+            __m512 x = _mm512_set1_ps(ha[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 32), x, a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 48), x, a3);
+        }
+    } else if (G == 3) {
+        for (int64_t k = 0; k < H; k++, ra += st) {
+            __m512 x = _mm512_set1_ps(ha[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 32), x, a2);
+        }
+    } else if (rb && G == 2) {
+        for (int64_t k = 0; k < H; k++, ra += st, rb += st) {
+            __m512 x = _mm512_set1_ps(ha[k]), y = _mm512_set1_ps(hbr[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+            b0 = _mm512_fmadd_ps(_mm512_loadu_ps(rb), y, b0);
+            b1 = _mm512_fmadd_ps(_mm512_loadu_ps(rb + 16), y, b1);
+        }
+    } else if (G == 2) {
+        for (int64_t k = 0; k < H; k++, ra += st) {
+            __m512 x = _mm512_set1_ps(ha[k]);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(ra + 16), x, a1);
+        }
+    } else if (rb) { /* one gate: RNN, GRU's R_h */
+        for (int64_t k = 0; k < H; k++, ra += st, rb += st) {
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), _mm512_set1_ps(ha[k]), a0);
+            b0 = _mm512_fmadd_ps(_mm512_loadu_ps(rb), _mm512_set1_ps(hbr[k]), b0);
+        }
+    } else {
+        for (int64_t k = 0; k < H; k++, ra += st) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(ra), _mm512_set1_ps(ha[k]), a0);
+    }
+    __m512 av[4] = {a0, a1, a2, a3}, bv[4] = {b0, b1, b2, b3};
+    for (int32_t g = 0; g < G; g++) {
+        _mm512_storeu_ps(acc_a + g * UNITS, av[g]);
+        if (rb) _mm512_storeu_ps(acc_b + g * UNITS, bv[g]);
+    }
+}
+#endif
+
+/* The same without AVX-512 (UNITS-wide vectors of the compiler's own;
+ * products and sums rounded separately). */
+static void accum_plain(const float *ra, const float *ha, const float *rb, const float *hbr, int64_t H, int32_t G,
+                        float *acc_a, float *acc_b) {
+    for (int32_t pass = 0; pass < (rb ? 2 : 1); pass++) {
+        const float *r = pass ? rb : ra, *h = pass ? hbr : ha;
+        units_v a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, v;
+        for (int64_t k = 0; k < H; k++, r += G * UNITS) {
+            float x = h[k];
+            memcpy(&v, r, sizeof(v));
+            a0 += v * x;
+            if (G > 1) {
+                memcpy(&v, r + UNITS, sizeof(v));
+                a1 += v * x;
             }
-            memcpy(acc, &a0, sizeof(a0));
-            memcpy(acc + UNITS, &a1, sizeof(a1));
-            memcpy(acc + 2 * UNITS, &a2, sizeof(a2));
-            memcpy(acc + 3 * UNITS, &a3, sizeof(a3));
-            if (nb < UNITS) memset(gates, 0, sizeof(gates)); /* the lanes past nb go through sigmoid too */
-            if (G == 4) { /* i, o, f, c */
-                float *tc = gates + 4 * UNITS;
-                for (int32_t g = 0; g < 4; g++)
-                    for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + b0 + i] + acc[g * UNITS + i];
-                cpu_sigmoid_f32(gates, gates, 3 * UNITS);
-                cpu_tanh_f32(gates + 3 * UNITS, gates + 3 * UNITS, nb);
-                for (int64_t i = 0; i < nb; i++)
-                    c[b0 + i] = tc[i] = gates[2 * UNITS + i] * c[b0 + i] + gates[i] * gates[3 * UNITS + i];
-                cpu_tanh_f32(tc, tc, nb);
-                for (int64_t i = 0; i < nb; i++) nh[b0 + i] = gates[UNITS + i] * tc[i];
-            } else { /* z, r, h */
-                float *ht = gates + 2 * UNITS;
-                for (int32_t g = 0; g < 2; g++)
-                    for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + b0 + i] + acc[g * UNITS + i];
-                cpu_sigmoid_f32(gates, gates, 2 * UNITS);
-                for (int64_t i = 0; i < nb; i++)
-                    ht[i] = gx[2 * H + b0 + i] +
-                            gates[UNITS + i] * (acc[2 * UNITS + i] + (j->rbh ? j->rbh[b0 + i] : 0));
-                cpu_tanh_f32(ht, ht, nb);
-                for (int64_t i = 0; i < nb; i++)
-                    nh[b0 + i] = (1 - gates[i]) * ht[i] + gates[i] * h[b0 + i];
+            if (G > 2) {
+                memcpy(&v, r + 2 * UNITS, sizeof(v));
+                a2 += v * x;
+            }
+            if (G == 4) {
+                memcpy(&v, r + 3 * UNITS, sizeof(v));
+                a3 += v * x;
+            }
+        }
+        float *acc = pass ? acc_b : acc_a;
+        units_v av[4] = {a0, a1, a2, a3};
+        memcpy(acc, av, sizeof(float) * UNITS * (size_t)G);
+    }
+}
+
+static bool use_avx512(void) {
+#ifdef HAVE_AVX512_PATH
+    static int have = -1; /* (a benign race: every thread computes the same) */
+    int v = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&have, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return false;
+#endif
+}
+
+/* One unit block's gates for batch row bb at time t, from acc = its H R^T
+ * ([G][UNITS]): the new H (and C), and Y. */
+typedef struct step_item {
+    int64_t d, u0, bb;
+} step_item;
+
+static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item *it, float *acc) {
+    int64_t H = j->H, GH = j->GH, Bn = j->Bn, S = j->S, d = it->d, u0 = it->u0, bb = it->bb;
+    int64_t nb = H - u0 < UNITS ? H - u0 : UNITS;
+    bool backward = j->dir == 2 || (j->dir == 3 && d == 1);
+    int64_t t = backward ? S - 1 - s : s;
+    const float *gx = j->xp + ((d * S + t) * Bn + bb) * GH + u0;
+    const float *h = j->hb + (((s & 1) * j->D + d) * Bn + bb) * H + u0;
+    float *nh = j->hb + ((((s + 1) & 1) * j->D + d) * Bn + bb) * H + u0;
+    float *c = j->cb ? j->cb + (d * Bn + bb) * H + u0 : NULL;
+    const act_params *fa = &j->acts[d * j->n_act];
+    float clip = j->clip;
+    if (j->split) {
+        float *z = j->zb + (d * Bn + bb) * H + u0, *rh = j->rhb + (d * Bn + bb) * H + u0;
+        if (phase == 0) { /* acc: the z and r gates' H R^T */
+            for (int64_t i = 0; i < nb; i++) {
+                z[i] = apply(&fa[0], clipped(gx[i] + acc[i], clip));
+                rh[i] = apply(&fa[0], clipped(gx[H + i] + acc[UNITS + i], clip)) * h[i];
+            }
+            return;
+        }
+        for (int64_t i = 0; i < nb; i++) { /* acc: (r . H) R_h^T; R_bh is in gx */
+            float ht = apply(&fa[1], clipped(gx[2 * H + i] + acc[i], clip));
+            nh[i] = (1 - z[i]) * ht + z[i] * h[i];
+        }
+    } else if (j->plain) {
+        float gates[5 * UNITS];
+        if (nb < UNITS) memset(gates, 0, sizeof(gates)); /* the lanes past nb go through sigmoid too */
+        if (j->G == 4) { /* i, o, f, c */
+            float *tc = gates + 4 * UNITS;
+            for (int32_t g = 0; g < 4; g++)
+                for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + i] + acc[g * UNITS + i];
+            cpu_sigmoid_f32(gates, gates, 3 * UNITS);
+            cpu_tanh_f32(gates + 3 * UNITS, gates + 3 * UNITS, nb);
+            for (int64_t i = 0; i < nb; i++) c[i] = tc[i] = gates[2 * UNITS + i] * c[i] + gates[i] * gates[3 * UNITS + i];
+            cpu_tanh_f32(tc, tc, nb);
+            for (int64_t i = 0; i < nb; i++) nh[i] = gates[UNITS + i] * tc[i];
+        } else if (j->G == 3) { /* z, r, h with linear_before_reset */
+            const float *rbh = j->bias ? j->bias + d * 2 * GH + GH + 2 * H + u0 : NULL;
+            float *ht = gates + 2 * UNITS;
+            for (int32_t g = 0; g < 2; g++)
+                for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + i] + acc[g * UNITS + i];
+            cpu_sigmoid_f32(gates, gates, 2 * UNITS);
+            for (int64_t i = 0; i < nb; i++)
+                ht[i] = gx[2 * H + i] + gates[UNITS + i] * (acc[2 * UNITS + i] + (rbh ? rbh[i] : 0));
+            cpu_tanh_f32(ht, ht, nb);
+            for (int64_t i = 0; i < nb; i++) nh[i] = (1 - gates[i]) * ht[i] + gates[i] * h[i];
+        } else {
+            for (int64_t i = 0; i < nb; i++) gates[i] = gx[i] + acc[i];
+            cpu_tanh_f32(gates, nh, nb);
+        }
+    } else if (j->G == 4) {
+        const float *Pd = j->P ? j->P + d * 3 * H + u0 : NULL;
+        for (int64_t i = 0; i < nb; i++) {
+            float cprev = c[i];
+            float ip = gx[i] + acc[i] + (Pd ? Pd[i] * cprev : 0);
+            float fp = gx[2 * H + i] + acc[2 * UNITS + i] + (Pd ? Pd[2 * H + i] * cprev : 0);
+            float it_ = apply(&fa[0], clipped(ip, clip));
+            float ft = j->input_forget ? 1 - it_ : apply(&fa[0], clipped(fp, clip));
+            float ct = apply(&fa[1], clipped(gx[3 * H + i] + acc[3 * UNITS + i], clip));
+            float cn = ft * cprev + it_ * ct;
+            float op_ = gx[H + i] + acc[UNITS + i] + (Pd ? Pd[H + i] * cn : 0);
+            c[i] = cn;
+            nh[i] = apply(&fa[0], clipped(op_, clip)) * apply(&fa[2], cn);
+        }
+    } else if (j->G == 3) {
+        const float *rbh = j->bias ? j->bias + d * 2 * GH + GH + 2 * H + u0 : NULL;
+        for (int64_t i = 0; i < nb; i++) {
+            float zt = apply(&fa[0], clipped(gx[i] + acc[i], clip));
+            float rt = apply(&fa[0], clipped(gx[H + i] + acc[UNITS + i], clip));
+            float ht = apply(&fa[1], clipped(gx[2 * H + i] + rt * (acc[2 * UNITS + i] + (rbh ? rbh[i] : 0)), clip));
+            nh[i] = (1 - zt) * ht + zt * h[i];
+        }
+    } else {
+        for (int64_t i = 0; i < nb; i++) nh[i] = apply(&fa[0], clipped(gx[i] + acc[i], clip));
+    }
+    if (j->y) {
+        int64_t at = (j->bf ? (bb * S + t) * j->D + d : (t * j->D + d) * Bn + bb) * H + u0;
+        if (j->y->dtype == SEAM_DTYPE_FLOAT32) memcpy((float *)j->y->data + at, nh, sizeof(float) * (size_t)nb);
+        else
+            for (int64_t i = 0; i < nb; i++) cpu_st(j->y->data, j->y->dtype, at + i, nh[i]);
+    }
+}
+
+/* H R^T and the gates for n (1 or 2) items of step s (its phase, for
+ * the split GRU). */
+static void run_items(const steps_job *j, int64_t s, int32_t phase, const step_item *it, int n) {
+    float acc[2][4 * UNITS];
+    const float *r[2] = {NULL, NULL}, *h[2] = {NULL, NULL};
+    /* the gates of the pack read, and where the pack starts (pack_r) */
+    int32_t G = j->split ? (phase ? 1 : 2) : j->G;
+    const float *pack = j->split && phase ? j->rp + j->D * j->nblk * j->H * 2 * UNITS : j->rp;
+    for (int i = 0; i < n; i++) {
+        /* block u0 / UNITS of direction d: H * G * UNITS floats each */
+        r[i] = pack + (it[i].d * j->nblk * UNITS + it[i].u0) * j->H * G;
+        int64_t row = it[i].d * j->Bn + it[i].bb; /* the whole row of H, or of r . H */
+        h[i] = j->split && phase ? j->rhb + row * j->H : j->hb + ((s & 1) * j->D * j->Bn + row) * j->H;
+    }
+#ifdef HAVE_AVX512_PATH
+    if (use_avx512()) accum_avx512(r[0], h[0], r[1], h[1], j->H, G, acc[0], acc[1]);
+    else
+#endif
+        accum_plain(r[0], h[0], r[1], h[1], j->H, G, acc[0], acc[1]);
+    for (int i = 0; i < n; i++) finish(j, s, phase, &it[i], acc[i]);
+}
+
+/* Region step rs for the (direction, unit block) pairs [q0, q1): every
+ * batch row, two (block, row) items at a time. */
+static void run_step(void *arg, int64_t rs, int64_t q0, int64_t q1) {
+    const steps_job *j = arg;
+    int64_t H = j->H, Bn = j->Bn, s = j->split ? rs >> 1 : rs;
+    int32_t phase = j->split ? (int32_t)(rs & 1) : 1;
+    step_item pend[2];
+    int np = 0;
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t d = q / j->nblk, u0 = (q % j->nblk) * UNITS, nb = H - u0 < UNITS ? H - u0 : UNITS;
+        bool backward = j->dir == 2 || (j->dir == 3 && d == 1);
+        int64_t t = backward ? j->S - 1 - s : s;
+        for (int64_t bb = 0; bb < Bn; bb++) {
+            if (j->len && t >= j->len[bb]) { /* its sequence has ended: H (and C) stay, Y stays 0 */
+                if (!phase) continue;
+                const float *h = j->hb + (((s & 1) * j->D + d) * Bn + bb) * H + u0;
+                float *nh = j->hb + ((((s + 1) & 1) * j->D + d) * Bn + bb) * H + u0;
+                memcpy(nh, h, sizeof(float) * (size_t)nb);
+                continue;
+            }
+            pend[np++] = (step_item){d, u0, bb};
+            if (np == 2) {
+                run_items(j, s, phase, pend, 2);
+                np = 0;
             }
         }
     }
+    if (np) run_items(j, s, phase, pend, 1);
 }
 
 /* X W^T for every step, in column blocks of PROJ_COLS over the pool: each
@@ -281,7 +505,7 @@ static seam_status run_recurrent(seam_kernel *k) {
     int dir = direction(k->n);
     if (layout != 0 && layout != 1) return kernel_fail(k, "layout must be 0 or 1, not %lld", (long long)layout);
     if (!dir) return kernel_fail(k, "direction must be forward, reverse or bidirectional");
-    bool bf = layout == 1, bidi = dir == 3, rev = dir == 2;
+    bool bf = layout == 1, bidi = dir == 3;
     int64_t S = x->dims[bf ? 1 : 0], Bn = x->dims[bf ? 0 : 1], In = x->dims[2];
     int64_t D = w->dims[0], H = r->dims[2];
     /* empty tensors can carry any dims: bound them before multiplying */
@@ -312,19 +536,14 @@ static seam_status run_recurrent(seam_kernel *k) {
     float clip = node_attr_float(k->n, "clip", 0);
     bool input_forget = node_attr_int(k->n, "input_forget", 0) != 0;
     bool lbr = node_attr_int(k->n, "linear_before_reset", 0) != 0;
-    /* GRU without linear_before_reset multiplies R_h by (r . H), not H: the
-     * per-step sgemm then covers only the z and r gates */
-    bool gru_rh = G == 3 && !lbr;
-    /* LSTM with the default activations, no clip, no peepholes, no
-     * input_forget: the common case, on a vectorized path */
-    bool lstm_plain = G == 4 && !p && clip <= 0 && !input_forget;
-    for (int32_t q = 0; lstm_plain && q < (int32_t)D * n_act; q++)
-        lstm_plain = acts[q].kind == (q % n_act == 0 ? ACT_SIGMOID : ACT_TANH);
-    /* GRU with linear_before_reset (what torch exports), likewise */
-    bool gru_plain = G == 3 && lbr && clip <= 0;
-    for (int32_t q = 0; gru_plain && q < (int32_t)D * n_act; q++)
-        gru_plain = acts[q].kind == (q % n_act == 0 ? ACT_SIGMOID : ACT_TANH);
-    int64_t NR = gru_rh ? 2 * H : GH;
+    /* GRU without linear_before_reset multiplies R_h by (r . H), not H:
+     * two region steps per step */
+    bool split = G == 3 && !lbr;
+    /* the default activations, no clip, no peepholes, no input_forget
+     * (what torch exports): the gates on vectorized functions */
+    bool plain = !p && clip <= 0 && !input_forget;
+    for (int32_t q = 0; plain && q < (int32_t)D * n_act; q++)
+        plain = acts[q].kind == (q % n_act == 0 && G > 1 ? ACT_SIGMOID : ACT_TANH);
 
     int64_t ydims[4], hdims[3];
     if (bf) ydims[0] = Bn, ydims[1] = S, ydims[2] = D, ydims[3] = H, hdims[0] = Bn, hdims[1] = D, hdims[2] = H;
@@ -336,29 +555,26 @@ static seam_status run_recurrent(seam_kernel *k) {
         return kernel_oom(k);
     if (y) memset(y->data, 0, y->nbytes); /* steps past a sequence's end stay 0 */
 
-    /* the plain cases take the step on the pool over packed R */
-    bool fast = lstm_plain || gru_plain;
+    /* R packed in check when it is that initializer, else here */
     const rnn_state *rs = k->state;
-    bool packed = fast && rs && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] && rs->dims[2] == r->dims[2];
-    float *rtc = fast && !packed ? pack_r(r, G) : NULL;
+    bool packed = rs && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] &&
+                  rs->dims[2] == r->dims[2];
+    float *rtc = !packed ? pack_r(r, G, split) : NULL;
     const float *rpk = packed ? rs->rp : rtc;
-    /* float32 W and R are read in place */
+    /* float32 W is read in place */
     float *Wc = w->dtype != SEAM_DTYPE_FLOAT32 ? widen(w) : NULL;
-    float *Rc = !fast && r->dtype != SEAM_DTYPE_FLOAT32 ? widen(r) : NULL;
-    const float *W = Wc ? Wc : w->data, *R = Rc ? Rc : r->data;
+    const float *W = Wc ? Wc : w->data;
     int64_t *lens = sl ? malloc(sizeof(int64_t) * (size_t)(Bn + 1)) : NULL;
     for (int64_t bb = 0; lens && bb < Bn; bb++) lens[bb] = cpu_get_i64(sl->data, sl->dtype, bb);
     float *X = widen(x), *Bv = widen(b), *P = widen(p), *H0 = widen(h0), *C0 = widen(c0);
     size_t bh = sizeof(float) * (size_t)(Bn * H + 1);
     float *xt = malloc(sizeof(float) * (size_t)(S * Bn * In + 1));  /* X as [S, B, In] */
-    float *xp = malloc(sizeof(float) * (size_t)(S * Bn * GH + 1));  /* X W^T + biases, every step */
-    float *hp = malloc(sizeof(float) * (size_t)(Bn * GH + 1));      /* H R^T for one step */
-    float *hcur = malloc(bh), *ccur = malloc(bh), *hnew = malloc(bh);
-    float *rh = calloc(1, bh), *zs = malloc(bh), *hh = malloc(bh);  /* GRU: r . H, z, (r . H) R_h^T */
+    float *xp = malloc(sizeof(float) * (size_t)(D * S * Bn * GH + 1)); /* X W^T + biases, every step */
+    float *hb = malloc(2 * (size_t)D * bh), *cb = malloc((size_t)D * bh);           /* H (twice), C */
+    float *zb = split ? malloc((size_t)D * bh) : NULL, *rhb = split ? malloc((size_t)D * bh) : NULL; /* z, r . H */
     seam_status st = SEAM_STATUS_OK;
-    if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || (!fast && r->dtype != SEAM_DTYPE_FLOAT32 && !Rc) ||
-        (fast && !rpk) || (sl && !lens) || (b && !Bv) || (p && !P) || (h0 && !H0) || (c0 && !C0) || !xt || !xp ||
-        !hp || !hcur || !ccur || !hnew || !rh || !zs || !hh) {
+    if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || !rpk || (sl && !lens) || (b && !Bv) || (p && !P) ||
+        (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hb || !cb || (split && (!zb || !rhb))) {
         st = kernel_oom(k);
         goto done;
     }
@@ -366,112 +582,55 @@ static seam_status run_recurrent(seam_kernel *k) {
         for (int64_t bb = 0; bb < Bn; bb++)
             memcpy(xt + (s * Bn + bb) * In, X + (bf ? bb * S + s : s * Bn + bb) * In, sizeof(float) * (size_t)In);
 
+    /* X W^T + both biases for every step, per direction; GRU's R_bh with
+     * linear_before_reset stays out (the reset gate multiplies it) */
     for (int64_t d = 0; d < D; d++) {
-        bool backward = rev || (bidi && d == 1);
-        const float *Wd = W + d * GH * In, *Rd = R ? R + d * GH * H : NULL;
+        const float *Wd = W + d * GH * In;
         const float *Wb = Bv ? Bv + d * 2 * GH : NULL, *Rb = Bv ? Bv + d * 2 * GH + GH : NULL;
-        const float *Pd = P ? P + d * 3 * H : NULL;
-        const act_params *fa = &acts[d * n_act];
+        float *xpd = xp + d * S * Bn * GH;
         if (S * Bn > 1 && GH > PROJ_COLS && In > 0) {
-            proj_job pj = {S * Bn, GH, In, xt, Wd, xp};
+            proj_job pj = {S * Bn, GH, In, xt, Wd, xpd};
             seam_parallel_for(k->pool, (GH + PROJ_COLS - 1) / PROJ_COLS, 1, proj_blocks, &pj);
         } else {
-            gemm_nt(S * Bn, GH, In, xt, Wd, xp);
+            gemm_nt(S * Bn, GH, In, xt, Wd, xpd);
         }
-        /* Both biases go into the projection, except GRU's R_bh with
-         * linear_before_reset, which the reset gate multiplies */
         for (int64_t row = 0; Bv && row < S * Bn; row++)
             for (int64_t q = 0; q < GH; q++)
-                xp[row * GH + q] += Wb[q] + (G == 3 && lbr && q >= 2 * H ? 0 : Rb[q]);
-        for (int64_t bb = 0; bb < Bn; bb++)
-            for (int64_t j = 0; j < H; j++) {
-                int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                hcur[bb * H + j] = H0 ? H0[at] : 0;
-                ccur[bb * H + j] = C0 ? C0[at] : 0;
-            }
-        for (int64_t step = 0; fast && Bn > 0 && step < S; step++) {
-            int64_t t = backward ? S - 1 - step : step;
-            step_job sj = {.rp = rpk + d * ((H + UNITS - 1) / UNITS) * H * G * UNITS, .xp = xp + t * Bn * GH,
-                           .rbh = G == 3 && Rb ? Rb + 2 * H : NULL, .hcur = hcur, .hnew = hnew, .ccur = ccur,
-                           .len = lens, .t = t, .Bn = Bn, .H = H, .GH = GH, .G = G};
-            seam_parallel_for(k->pool, (H + UNITS - 1) / UNITS, 1, step_units, &sj);
-            float *tmp = hcur;
-            hcur = hnew, hnew = tmp;
-            for (int64_t bb = 0; y && bb < Bn; bb++) {
-                if (lens && t >= lens[bb]) continue;
-                int64_t at = bf ? (bb * S + t) * D + d : (t * D + d) * Bn + bb;
-                if (y->dtype == SEAM_DTYPE_FLOAT32)
-                    memcpy((float *)y->data + at * H, hcur + bb * H, sizeof(float) * (size_t)H);
-                else
-                    for (int64_t jj = 0; jj < H; jj++) cpu_st(y->data, y->dtype, at * H + jj, hcur[bb * H + jj]);
-            }
-        }
-        for (int64_t step = 0; !fast && Bn > 0 && step < S; step++) {
-            int64_t t = backward ? S - 1 - step : step;
-            gemm_nt(Bn, NR, H, hcur, Rd, hp);
-            /* rows whose sequence has ended keep their H (and C) */
-            for (int64_t bb = 0; bb < Bn; bb++) {
-                if (sl && t >= cpu_get_i64(sl->data, sl->dtype, bb)) continue;
-                const float *gx = xp + (t * Bn + bb) * GH, *gh = hp + bb * NR;
-                float *hrow = hcur + bb * H, *crow = ccur + bb * H, *nh = hnew + bb * H;
-                for (int64_t j = 0; j < H; j++) {
-                    if (G == 4) {
-                        float cprev = crow[j];
-                        float ip = gx[j] + gh[j] + (Pd ? Pd[j] * cprev : 0);
-                        float fp = gx[2 * H + j] + gh[2 * H + j] + (Pd ? Pd[2 * H + j] * cprev : 0);
-                        float it = apply(&fa[0], clipped(ip, clip));
-                        float ft = input_forget ? 1 - it : apply(&fa[0], clipped(fp, clip));
-                        float ct = apply(&fa[1], clipped(gx[3 * H + j] + gh[3 * H + j], clip));
-                        float cn = ft * cprev + it * ct;
-                        float op_ = gx[H + j] + gh[H + j] + (Pd ? Pd[H + j] * cn : 0);
-                        float ot = apply(&fa[0], clipped(op_, clip));
-                        crow[j] = cn;
-                        nh[j] = ot * apply(&fa[2], cn);
-                    } else if (G == 3) {
-                        float zt = apply(&fa[0], clipped(gx[j] + gh[j], clip));
-                        float rt = apply(&fa[0], clipped(gx[H + j] + gh[H + j], clip));
-                        if (gru_rh) { /* finished below, after (r . H) R_h^T */
-                            zs[bb * H + j] = zt;
-                            rh[bb * H + j] = rt * hrow[j];
-                            continue;
-                        }
-                        float rbh = Rb ? Rb[2 * H + j] : 0;
-                        float ht = apply(&fa[1], clipped(gx[2 * H + j] + rt * (gh[2 * H + j] + rbh), clip));
-                        nh[j] = (1 - zt) * ht + zt * hrow[j];
-                    } else {
-                        nh[j] = apply(&fa[0], clipped(gx[j] + gh[j], clip));
-                    }
-                }
-            }
-            if (gru_rh) gemm_nt(Bn, H, H, rh, Rd + 2 * H * H, hh);
-            for (int64_t bb = 0; bb < Bn; bb++) {
-                if (sl && t >= cpu_get_i64(sl->data, sl->dtype, bb)) continue;
-                float *hrow = hcur + bb * H, *nh = hnew + bb * H;
-                if (gru_rh) {
-                    const float *gx = xp + (t * Bn + bb) * GH;
-                    for (int64_t j = 0; j < H; j++) {
-                        float zt = zs[bb * H + j];
-                        float ht = apply(&fa[1], clipped(gx[2 * H + j] + hh[bb * H + j], clip));
-                        nh[j] = (1 - zt) * ht + zt * hrow[j];
-                    }
-                }
-                memcpy(hrow, nh, sizeof(float) * (size_t)H);
-                for (int64_t j = 0; y && j < H; j++)
-                    cpu_st(y->data, y->dtype, bf ? ((bb * S + t) * D + d) * H + j : ((t * D + d) * Bn + bb) * H + j,
-                           hrow[j]);
-            }
-        }
-        for (int64_t bb = 0; bb < Bn; bb++)
-            for (int64_t j = 0; j < H; j++) {
-                int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
-                if (yh) cpu_st(yh->data, yh->dtype, at, hcur[bb * H + j]);
-                if (yc) cpu_st(yc->data, yc->dtype, at, ccur[bb * H + j]);
-            }
+                xpd[row * GH + q] += Wb[q] + (G == 3 && lbr && q >= 2 * H ? 0 : Rb[q]);
     }
+
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t bb = 0; bb < Bn; bb++)
+            for (int64_t j = 0; j < H; j++) {
+                int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
+                hb[(d * Bn + bb) * H + j] = H0 ? H0[at] : 0;
+                cb[(d * Bn + bb) * H + j] = C0 ? C0[at] : 0;
+            }
+    steps_job sj = {.rp = rpk, .xp = xp, .bias = Bv, .P = P, .hb = hb, .cb = G == 4 ? cb : NULL, .zb = zb,
+                    .rhb = rhb, .y = y, .len = lens, .acts = acts, .clip = clip, .bf = bf, .plain = plain,
+                    .input_forget = input_forget, .split = split, .G = G, .n_act = n_act, .dir = dir, .S = S,
+                    .Bn = Bn, .H = H, .GH = GH, .D = D, .nblk = (H + UNITS - 1) / UNITS};
+    int64_t n_steps = split ? 2 * S : S;
+    /* a step of fewer multiply-adds than this runs on one thread: the
+     * barrier would cost more than the split saves */
+    if (D * Bn * G * H * H < 16384) {
+        for (int64_t s = 0; Bn > 0 && s < n_steps; s++) run_step(&sj, s, 0, D * sj.nblk);
+    } else {
+        seam_parallel_steps(k->pool, n_steps, D * sj.nblk, run_step, &sj);
+    }
+    const float *hfin = hb + (S & 1) * D * Bn * H; /* the buffer step S - 1 wrote (or H0) */
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t bb = 0; bb < Bn; bb++)
+            for (int64_t j = 0; j < H; j++) {
+                int64_t at = bf ? (bb * D + d) * H + j : (d * Bn + bb) * H + j;
+                if (yh) cpu_st(yh->data, yh->dtype, at, hfin[(d * Bn + bb) * H + j]);
+                if (yc) cpu_st(yc->data, yc->dtype, at, cb[(d * Bn + bb) * H + j]);
+            }
 done:
-    free(rtc), free(Wc), free(Rc), free(lens);
+    free(rtc), free(Wc), free(lens);
     free(X), free(Bv), free(P), free(H0), free(C0);
-    free(xt), free(xp), free(hp), free(hcur), free(ccur), free(hnew), free(rh), free(zs), free(hh);
+    free(hb), free(cb), free(zb), free(rhb);
+    free(xt), free(xp);
     return st;
 }
 
@@ -488,14 +647,15 @@ static seam_status check_recurrent(seam_check *c) {
     int32_t n_act = c->n->op_type[0] == 'L' ? 3 : c->n->op_type[0] == 'G' ? 2 : 1;
     if (!read_acts(c->n, n_act, 2, acts, &bad, &bad_len))
         return check_refuse(c, "activation '%.*s' is not supported", (int)bad_len, bad);
-    /* R from an initializer: packed once here for the plain LSTM/GRU step */
+    /* R from an initializer: packed once here */
     const ir_tensor *ri = cpu_constant_input(c, 2);
-    int32_t G = n_act == 3 ? 4 : 3;
-    if (n_act > 1 && ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
+    int32_t G = n_act == 3 ? 4 : n_act == 2 ? 3 : 1;
+    bool split = G == 3 && node_attr_int(c->n, "linear_before_reset", 0) == 0;
+    if (ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
         seam_tensor rt = {.dtype = ri->dtype, .rank = 3, .numel = ri->numel, .data = ri->data};
         for (int32_t d = 0; d < 3; d++) rt.dims[d] = ri->dims[d];
         rnn_state *s = calloc(1, sizeof(*s));
-        if (s) s->rp = pack_r(&rt, G);
+        if (s) s->rp = pack_r(&rt, G, split);
         if (!s || !s->rp) {
             free(s);
             snprintf(c->reason, c->reason_size, "out of memory");
