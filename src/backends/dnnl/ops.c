@@ -10,6 +10,7 @@
 
 #include "dnnl_internal.h"
 #include "mask.h"
+#include "shuf_shuffle.h"
 #include "ops/activation.h"
 #include "ops/attr.h"
 #include "ops/conv_geom.h"
@@ -1380,8 +1381,13 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     program *p = b->p;
     if (fused[i]) return true;
     const dx_op *c = dx_op_of(n);
+    int32_t sin = c && c->stage == STAGE_VIEW && !is_op(n, "Reshape") ? -1 : dx_input_slot(b, &n->inputs[0]);
+    /* a channel shuffle (a Concat or a Reshape, then Transpose and
+     * Reshape) in its sources' layout: shuf_shuffle.c */
+    if (sin >= 0 && (is_op(n, "Concat") || is_op(n, "Reshape")) && dx_compile_shuffle_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if (c && c->stage == STAGE_VIEW) return c->compile(b, fused, -1, -1);
-    int32_t sin = dx_input_slot(b, &n->inputs[0]);
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     /* (pattern matchers look at other nodes, which invalidates n: fetch
      * it again after each) */
