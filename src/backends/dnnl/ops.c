@@ -10,6 +10,7 @@
 
 #include "dnnl_internal.h"
 #include "mask.h"
+#include "shuf_layout.h"
 #include "shuf_shuffle.h"
 #include "ops/activation.h"
 #include "ops/attr.h"
@@ -333,7 +334,7 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
         first[a] = f < 0 ? 0 : f > dim ? dim : f;
         stride_of[a] = steps[k];
     }
-    dx_plain_strides(&p->slots[sin], st);
+    dx_dense_strides(&p->slots[sin], st);
     slot shape;
     dx_shape_of(&shape, &n->outputs[0]);
     if (shape.rank != r) return dx_fail(b, "the inferred output rank differs from the input's"), false;
@@ -604,7 +605,8 @@ static bool compile_view(builder *b, bool *fused, int32_t sin, int32_t sd) {
     /* a strided view (a Slice, a Transpose) stays one when the new shape
      * only splits or merges dims its strides allow */
     dnnl_memory_desc_t smd;
-    bool strided = in >= 0 && p->slots[in].lazy && p->slots[in].scale == 1.0f && dx_reshape_view(&p->slots[in], &shape, &smd);
+    bool strided = in >= 0 && (p->slots[in].lazy || dx_is_strided(&p->slots[in])) && p->slots[in].scale == 1.0f &&
+                   dx_reshape_view(&p->slots[in], &shape, &smd);
     if (in >= 0 && !strided) in = dx_as_plain(b, in);
     if (in < 0) return dx_fail(b, "its input is not available"), false;
     int32_t v = dx_view_slot(p, in, &shape, strided ? &smd : NULL);
@@ -1399,7 +1401,12 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_defer_scale(b, sin)) return true;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    if (p->slots[sin].lazy && !is_op(n, "MatMul") && !is_op(n, "Transpose")) sin = dx_as_plain(b, sin);
+    /* a strided view stays one for the ops that view it again; the ops
+     * that take any layout, and Concat, read a dense copy in the view's own
+     * dim order (a channels-last value's slice stays channels-last) */
+    bool views_it = is_op(n, "Slice") || is_op(n, "Split") || is_op(n, "Gather") || is_op(n, "Transpose");
+    if (p->slots[sin].lazy && !is_op(n, "MatMul") && !views_it)
+        sin = (c && c->stage == STAGE_ANY_LAYOUT) || is_op(n, "Concat") ? dx_as_dense(b, sin) : dx_as_plain(b, sin);
     if (sin < 0) return dx_fail(b, "could not copy input 0 to a dense layout"), false;
     if (c && c->stage == STAGE_ANY_LAYOUT) return c->compile(b, fused, sin, -1);
     /* An activation or a same-shape binary on a convolution's blocked output
@@ -1420,7 +1427,7 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     }
     /* every other op works in the plain layout: a convolution's blocked
      * output is reordered back first (once per value) */
-    if (!p->slots[sin].lazy) sin = dx_as_plain(b, sin);
+    if (!p->slots[sin].lazy && !(views_it && dx_is_strided(&p->slots[sin]))) sin = dx_as_plain(b, sin);
     if (sin < 0) return dx_fail(b, "could not reorder input 0 to the plain layout"), false;
     /* the decomposed layer norm is tried on its first ReduceMean, before
      * the plain reduction */

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "ops/attr.h"
+#include "shuf_layout.h"
 
 #define MAX_SRC 16 /* sources (Concat inputs) */
 #define MAX_PART 16 /* part readers */
@@ -180,7 +181,7 @@ static void match_parts(builder *b, shuffle *sh) {
 /* The element strides of slot s when it has no inner blocks (plain,
  * channels-last, a strided view); false for a blocked layout. */
 static bool strides_of(const slot *s, int64_t *st) {
-    if (s->has_md && (s->md.format_kind != dnnl_blocked || s->md.format_desc.blocking.inner_nblks)) return false;
+    if (s->has_md && !dx_is_strided(s)) return false;
     dx_dense_strides(s, st);
     return true;
 }
@@ -193,7 +194,9 @@ static void channels_last(int32_t r, const int64_t *dims, int64_t *st) {
     st[0] = acc;
 }
 
-static int32_t view(builder *b, int32_t base, int32_t rank, const int64_t *dims, const int64_t *strides, int64_t offset) {
+/* A view of slot base's bytes from element `offset` on, by strides. */
+static int32_t view(builder *b, int32_t base, int32_t rank, const int64_t *dims, const int64_t *strides,
+                    int64_t offset) {
     dnnl_dims_t dd, ss;
     slot shape;
     memset(&shape, 0, sizeof(shape));
@@ -320,10 +323,13 @@ bool dx_compile_shuffle_pattern(builder *b, bool *fused, int32_t sin) {
         z = dx_result_slot(b, &vi, &md, &final_out);
     }
     if (z < 0) return dx_fail(b, "out of memory"), false;
-    dx_log(p, "node %d '%s' (%s): channel shuffle (%lld groups of %lld) of %d source%s into %s, no %s Transpose%s",
+    static const char *const spared[2][2] = {{"Transpose", "Transpose or Slice"},
+                                             {"Concat or Transpose", "Concat, Transpose or Slice"}};
+    dx_log(p, "node %d '%s' (%s): channel shuffle (%lld groups of %lld) of %d source%s into %s: one reorder each, "
+              "no %s copy",
            n->index, n->name, n->op_type, (long long)sh.g, (long long)sh.cg, sh.n_src, sh.n_src > 1 ? "s" : "",
            sh.n_part ? "its readers' parts (channels-last each)" : p->slots[z].has_md ? "channels-last" : "plain",
-           concat ? "Concat or" : "", sh.n_part ? " or Slice copies" : "");
+           spared[concat][sh.n_part > 0]);
     for (int32_t k = 0; k < sh.n_src; k++)
         if (!place_source(b, &sh, k, z, zst, zpart)) return false;
     if (final_out >= 0 && !dx_add_reorder(b, z, final_out)) return false;
