@@ -1,4 +1,5 @@
-"""The dnnl backend's channel shuffle (src/backends/dnnl/shuf_shuffle.c).
+"""The dnnl backend's channel shuffle (src/backends/dnnl/shuf_shuffle.c) and
+the view ops in the convolutions' channels-last layout.
 
 usage: /usr/bin/python3 check_dnnl_shuffle.py SEAM WORKDIR [-k PATTERN]
 
@@ -13,7 +14,9 @@ pattern must leave to the ops as written: Transpose perms that are not a
 shuffle, a last Reshape to another shape, Concat inputs that are not whole
 groups, parts of the output whose size is not a multiple of the groups, a
 shuffled value read by a Slice and by another op. One model has a symbolic
-batch and runs at batch 3.
+batch and runs at batch 3. And convnext's block, whose permutes to and from
+channels-last around its Linear layers must be views of the convolutions'
+layout (src/backends/dnnl/shuf_layout.h), not copies.
 
 Each runs on the CPU kernels and on dnnl with fusion on and off; every
 output must match torch (float64, from the ONNX nodes alone) within 1e-5
@@ -241,9 +244,28 @@ def case_read_twice():
     return g, [g.conv(g.slice(y, 16, 32), 4), g.conv(y, 4)], 1, 6  # (7 reorders node by node)
 
 
+def case_convnext_block():
+    """Not a shuffle: convnext's block, a depthwise convolution, a permute
+    to channels-last for the Linear layers, the permute back, the layer
+    scale [C, 1, 1] and the residual Add: the permutes are views of the
+    convolutions' channels-last layout, no copy."""
+    g = G((2, 16, 6, 6))
+    x = g.conv("x", 16, relu=False)
+    t = g.transpose(g.conv(x, 16, relu=False, k=3, group=16), [0, 2, 3, 1])
+    w, bias = (rng.randn(16, 16) / 4).astype(np.float32), (0.1 * rng.randn(16)).astype(np.float32)
+    g.inits["lw"], g.inits["lb"] = w, bias
+    m = g.op("MatMul", [t, "lw"], g.ref[t] @ torch.from_numpy(w).double())
+    m = g.op("Add", [m, "lb"], g.ref[m] + torch.from_numpy(bias).double())
+    u = g.transpose(m, [0, 3, 1, 2])
+    scale = (0.5 + rng.rand(16, 1, 1)).astype(np.float32)
+    g.inits["ls"] = scale
+    y = g.add(g.op("Mul", [u, "ls"], g.ref[u] * torch.from_numpy(scale).double()), x)
+    return g, [g.conv(y, 8)], 0, 2  # (6 reorders node by node)
+
+
 CASES = [case_shufflenet_units, case_g3_concat_conv, case_g4_single_split, case_g4_odd_parts, case_plain_input,
          case_conv1d, case_dynamic_batch, case_not_shuffle_perm, case_other_last_reshape, case_concat_not_groups,
-         case_read_twice]
+         case_read_twice, case_convnext_block]
 
 
 def run_model(path, feed_args, out_dir, *extra, env=None):

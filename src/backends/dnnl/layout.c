@@ -431,3 +431,16 @@ int32_t dx_as_dense(builder *b, int32_t s) {
     b->p->slots[s].other = t;
     return t;
 }
+
+bool dx_is_channels_last(const slot *s) {
+    if (!dx_is_strided(s) || s->rank < 3 || s->rank > MAXR) return false;
+    dnnl_dims_t dims, strides;
+    int64_t acc = 1;
+    strides[1] = acc, acc *= s->dims[1];
+    for (int32_t d = s->rank - 1; d >= 2; d--) strides[d] = acc, acc *= s->dims[d];
+    strides[0] = acc;
+    for (int32_t d = 0; d < s->rank; d++) dims[d] = s->dims[d];
+    dnnl_memory_desc_t md;
+    return dnnl_memory_desc_init_by_strides(&md, s->rank, dims, dnnl_f32, strides) == dnnl_success &&
+           dnnl_memory_desc_equal(&md, &s->md);
+}

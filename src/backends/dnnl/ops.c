@@ -151,6 +151,19 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
     } else {
         dnnl_alg_kind_t alg = dx_binary_alg(n);
         int32_t s1 = dx_input_slot(b, &n->inputs[1]);
+        if (s1 >= 0 && p->slots[s1].rank != p->slots[sin].rank) {
+            /* an operand of lower rank (convnext's layer scale [C, 1, 1]
+             * against [N, C, H, W]) is a view with leading 1-sized dims */
+            int32_t *lo = p->slots[s1].rank < p->slots[sin].rank ? &s1 : &sin, hi = lo == &s1 ? sin : s1;
+            if (p->slots[*lo].has_md || p->slots[hi].rank > MAXR) return 0;
+            slot shape = p->slots[*lo];
+            int32_t pad = p->slots[hi].rank - shape.rank;
+            for (int32_t d = shape.rank - 1; d >= 0; d--) shape.dims[d + pad] = shape.dims[d];
+            for (int32_t d = 0; d < pad; d++) shape.dims[d] = 1;
+            shape.rank += pad;
+            *lo = dx_view_slot(p, *lo, &shape, NULL);
+            if (*lo < 0) return dx_fail(b, "out of memory"), -1;
+        }
         if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
         /* a commutative op with the broadcast operand first (torch's
          * scale * x): oneDNN broadcasts src1 only, so the operands swap */
@@ -229,7 +242,10 @@ static bool publish_view(builder *b, int32_t v, const char *name) {
     int32_t sd = dx_slot_of(p, name);
     if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
     p->slots[v].name = name;
-    p->slots[v].lazy = p->slots[v].has_md;
+    /* a dense channels-last view (NHWC transposed to NCHW, as convnext
+     * writes around its layer norms) is what a convolution writes: no copy
+     * for its readers */
+    p->slots[v].lazy = p->slots[v].has_md && !dx_is_channels_last(&p->slots[v]);
     return true;
 }
 

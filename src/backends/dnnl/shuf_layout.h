@@ -15,6 +15,9 @@
  * alone (no inner blocks) other than plain: channels-last, or a strided
  * view (a boundary value of another type is its readers' to convert). */
 bool dx_is_strided(const slot *s);
+/* Whether slot s is a float32 value of rank 3 to 6 in the dense
+ * channels-last layout (acb, acdb, acdeb, ...: dim 1 innermost). */
+bool dx_is_channels_last(const slot *s);
 /* Slot s dense: s itself when it is not a lazy view, else a copy in the
  * dense layout with the dims in the order of s's strides (reordered once,
  * then reused; plain when that order is plain). */
