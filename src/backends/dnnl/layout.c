@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dnnl_internal.h"
+#include "shuf_layout.h"
 
 dnnl_format_tag_t dx_plain_tag(int32_t rank) {
     static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
@@ -392,4 +393,54 @@ int32_t dx_named_slot(builder *b, const char *name) {
     if (!seam_subgraph_constant(b->sg, name, &c) || c.rank > MAXR) return -1;
     seam_value_info vi = {name, c.dtype, c.rank, c.dims, NULL};
     return dx_input_slot(b, &vi);
+}
+
+bool dx_is_strided(const slot *s) {
+    return s->has_md && s->md.data_type == dnnl_f32 && s->md.format_kind == dnnl_blocked &&
+           s->md.format_desc.blocking.inner_nblks == 0 && !s->pad_pending;
+}
+
+int32_t dx_as_dense(builder *b, int32_t s) {
+    const slot *sl = &b->p->slots[s];
+    if (!sl->lazy || !dx_is_strided(sl)) return s;
+    if (sl->other >= 0) return sl->other;
+    int32_t r = sl->rank, order[MAXR];
+    int64_t st[MAXR];
+    dx_dense_strides(sl, st);
+    for (int32_t d = 0; d < r; d++) order[d] = d;
+    for (int32_t i = 1; i < r; i++) /* outermost first: larger strides, then the dims' order */
+        for (int32_t j = i; j > 0 && st[order[j]] > st[order[j - 1]]; j--) {
+            int32_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    bool plain = true;
+    for (int32_t d = 0; d < r; d++) plain &= order[d] == d;
+    if (plain || r < 1) return dx_as_plain(b, s);
+    dnnl_dims_t dims, strides;
+    int64_t acc = 1;
+    for (int32_t i = r - 1; i >= 0; i--) {
+        int32_t d = order[i];
+        dims[d] = sl->dims[d], strides[d] = acc;
+        acc *= sl->dims[d] > 0 ? sl->dims[d] : 1;
+    }
+    dnnl_memory_desc_t md;
+    if (dnnl_memory_desc_init_by_strides(&md, r, dims, dnnl_f32, strides) != dnnl_success) return -1;
+    slot like = *sl;
+    int32_t t = dx_temp_slot(b, &like, &md);
+    if (t < 0 || !dx_add_reorder(b, s, t)) return -1;
+    b->p->slots[s].other = t;
+    return t;
+}
+
+bool dx_is_channels_last(const slot *s) {
+    if (!dx_is_strided(s) || s->rank < 3 || s->rank > MAXR) return false;
+    dnnl_dims_t dims, strides;
+    int64_t acc = 1;
+    strides[1] = acc, acc *= s->dims[1];
+    for (int32_t d = s->rank - 1; d >= 2; d--) strides[d] = acc, acc *= s->dims[d];
+    strides[0] = acc;
+    for (int32_t d = 0; d < s->rank; d++) dims[d] = s->dims[d];
+    dnnl_memory_desc_t md;
+    return dnnl_memory_desc_init_by_strides(&md, s->rank, dims, dnnl_f32, strides) == dnnl_success &&
+           dnnl_memory_desc_equal(&md, &s->md);
 }

@@ -10,6 +10,8 @@
 
 #include "dnnl_internal.h"
 #include "mask.h"
+#include "shuf_layout.h"
+#include "shuf_shuffle.h"
 #include "ops/activation.h"
 #include "ops/attr.h"
 #include "ops/conv_geom.h"
@@ -149,6 +151,19 @@ static int32_t blocked_step(builder *b, const seam_node_view *n, int32_t sin) {
     } else {
         dnnl_alg_kind_t alg = dx_binary_alg(n);
         int32_t s1 = dx_input_slot(b, &n->inputs[1]);
+        if (s1 >= 0 && p->slots[s1].rank != p->slots[sin].rank) {
+            /* an operand of lower rank (convnext's layer scale [C, 1, 1]
+             * against [N, C, H, W]) is a view with leading 1-sized dims */
+            int32_t *lo = p->slots[s1].rank < p->slots[sin].rank ? &s1 : &sin, hi = lo == &s1 ? sin : s1;
+            if (p->slots[*lo].has_md || p->slots[hi].rank > MAXR) return 0;
+            slot shape = p->slots[*lo];
+            int32_t pad = p->slots[hi].rank - shape.rank;
+            for (int32_t d = shape.rank - 1; d >= 0; d--) shape.dims[d + pad] = shape.dims[d];
+            for (int32_t d = 0; d < pad; d++) shape.dims[d] = 1;
+            shape.rank += pad;
+            *lo = dx_view_slot(p, *lo, &shape, NULL);
+            if (*lo < 0) return dx_fail(b, "out of memory"), -1;
+        }
         if (s1 < 0 || p->slots[s1].rank != p->slots[sin].rank) return 0;
         /* a commutative op with the broadcast operand first (torch's
          * scale * x): oneDNN broadcasts src1 only, so the operands swap */
@@ -227,7 +242,10 @@ static bool publish_view(builder *b, int32_t v, const char *name) {
     int32_t sd = dx_slot_of(p, name);
     if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
     p->slots[v].name = name;
-    p->slots[v].lazy = p->slots[v].has_md;
+    /* a dense channels-last view (NHWC transposed to NCHW, as convnext
+     * writes around its layer norms) is what a convolution writes: no copy
+     * for its readers */
+    p->slots[v].lazy = p->slots[v].has_md && !dx_is_channels_last(&p->slots[v]);
     return true;
 }
 
@@ -332,7 +350,7 @@ static bool compile_slice(builder *b, bool *fused, int32_t sin, int32_t out0) {
         first[a] = f < 0 ? 0 : f > dim ? dim : f;
         stride_of[a] = steps[k];
     }
-    dx_plain_strides(&p->slots[sin], st);
+    dx_dense_strides(&p->slots[sin], st);
     slot shape;
     dx_shape_of(&shape, &n->outputs[0]);
     if (shape.rank != r) return dx_fail(b, "the inferred output rank differs from the input's"), false;
@@ -603,7 +621,8 @@ static bool compile_view(builder *b, bool *fused, int32_t sin, int32_t sd) {
     /* a strided view (a Slice, a Transpose) stays one when the new shape
      * only splits or merges dims its strides allow */
     dnnl_memory_desc_t smd;
-    bool strided = in >= 0 && p->slots[in].lazy && p->slots[in].scale == 1.0f && dx_reshape_view(&p->slots[in], &shape, &smd);
+    bool strided = in >= 0 && (p->slots[in].lazy || dx_is_strided(&p->slots[in])) && p->slots[in].scale == 1.0f &&
+                   dx_reshape_view(&p->slots[in], &shape, &smd);
     if (in >= 0 && !strided) in = dx_as_plain(b, in);
     if (in < 0) return dx_fail(b, "its input is not available"), false;
     int32_t v = dx_view_slot(p, in, &shape, strided ? &smd : NULL);
@@ -1380,8 +1399,13 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     program *p = b->p;
     if (fused[i]) return true;
     const dx_op *c = dx_op_of(n);
+    int32_t sin = c && c->stage == STAGE_VIEW && !is_op(n, "Reshape") ? -1 : dx_input_slot(b, &n->inputs[0]);
+    /* a channel shuffle (a Concat or a Reshape, then Transpose and
+     * Reshape) in its sources' layout: shuf_shuffle.c */
+    if (sin >= 0 && (is_op(n, "Concat") || is_op(n, "Reshape")) && dx_compile_shuffle_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if (c && c->stage == STAGE_VIEW) return c->compile(b, fused, -1, -1);
-    int32_t sin = dx_input_slot(b, &n->inputs[0]);
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     /* (pattern matchers look at other nodes, which invalidates n: fetch
      * it again after each) */
@@ -1393,7 +1417,12 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_defer_scale(b, sin)) return true;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    if (p->slots[sin].lazy && !is_op(n, "MatMul") && !is_op(n, "Transpose")) sin = dx_as_plain(b, sin);
+    /* a strided view stays one for the ops that view it again; the ops
+     * that take any layout, and Concat, read a dense copy in the view's own
+     * dim order (a channels-last value's slice stays channels-last) */
+    bool views_it = is_op(n, "Slice") || is_op(n, "Split") || is_op(n, "Gather") || is_op(n, "Transpose");
+    if (p->slots[sin].lazy && !is_op(n, "MatMul") && !views_it)
+        sin = (c && c->stage == STAGE_ANY_LAYOUT) || is_op(n, "Concat") ? dx_as_dense(b, sin) : dx_as_plain(b, sin);
     if (sin < 0) return dx_fail(b, "could not copy input 0 to a dense layout"), false;
     if (c && c->stage == STAGE_ANY_LAYOUT) return c->compile(b, fused, sin, -1);
     /* An activation or a same-shape binary on a convolution's blocked output
@@ -1414,7 +1443,7 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     }
     /* every other op works in the plain layout: a convolution's blocked
      * output is reordered back first (once per value) */
-    if (!p->slots[sin].lazy) sin = dx_as_plain(b, sin);
+    if (!p->slots[sin].lazy && !(views_it && dx_is_strided(&p->slots[sin]))) sin = dx_as_plain(b, sin);
     if (sin < 0) return dx_fail(b, "could not reorder input 0 to the plain layout"), false;
     /* the decomposed layer norm is tried on its first ReduceMean, before
      * the plain reduction */
