@@ -14,6 +14,8 @@
  *   rnn.c          LSTM and GRU
  *   mask.c         comparisons, Where, Expand, Tile, Cast, and how values
  *                  other than float32 are held (mask.h)
+ *   shuf_shuffle.c the channel shuffle pattern (a Concat or a Reshape,
+ *                  then Transpose and Reshape) in its sources' layout
  *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
@@ -267,6 +269,23 @@ void dx_plain_strides(const slot *s, int64_t *st);
 void dx_dense_strides(const slot *s, int64_t *st);
 bool dx_reshape_view(const slot *in, const slot *out, dnnl_memory_desc_t *md);
 void dx_shape_of(slot *shape, const seam_value_info *v);
+/* Strided layouts through the view ops: a value in a layout without inner
+ * blocks (channels-last `acdb`, a Slice's or a Transpose's strided view)
+ * is sliced, split, transposed and reshaped as a view of its bytes, and
+ * copied only when a reader needs it dense: into the dense layout of the
+ * same dim order (a channels-last value's slice stays channels-last for
+ * the convolution that reads it), not plain. */
+/* Whether slot s holds float32 in a layout oneDNN describes by strides
+ * alone (no inner blocks) other than plain: channels-last, or a strided
+ * view (a boundary value of another type is its readers' to convert). */
+bool dx_is_strided(const slot *s);
+/* Whether slot s is a float32 value of rank 3 to 6 in the dense
+ * channels-last layout (acb, acdb, acdeb, ...: dim 1 innermost). */
+bool dx_is_channels_last(const slot *s);
+/* Slot s dense: s itself when it is not a lazy view, else a copy in the
+ * dense layout with the dims in the order of s's strides (reordered once,
+ * then reused; plain when that order is plain). */
+int32_t dx_as_dense(builder *b, int32_t s);
 
 /* ---- fuse.c: post-op chains and patterns ---- */
 bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix);

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "dnnl_internal.h"
-#include "shuf_layout.h"
 
 dnnl_format_tag_t dx_plain_tag(int32_t rank) {
     static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};

@@ -10,7 +10,6 @@
 
 #include "dnnl_internal.h"
 #include "mask.h"
-#include "shuf_layout.h"
 #include "shuf_shuffle.h"
 #include "ops/activation.h"
 #include "ops/attr.h"

@@ -32,7 +32,6 @@
 #include <string.h>
 
 #include "ops/attr.h"
-#include "shuf_layout.h"
 
 #define MAX_SRC 16 /* sources (Concat inputs) */
 #define MAX_PART 16 /* part readers */
