@@ -546,6 +546,66 @@ static bool compile_reduce(builder *b, bool *fused, int32_t sin, int32_t out0) {
     return ok;
 }
 
+/* A ReduceMean or ReduceMax over exactly the spatial axes of a rank-4 or
+ * rank-5 input (a classifier's head, a squeeze-excitation gate): a global
+ * pooling, which reads the input in the layout it has (a convolution's
+ * blocked output: no reorder to plain, no reduction kernel). Returns 1
+ * when made, 0 when the node is not such a reduction (the caller goes
+ * plain), -1 on an error. */
+static int32_t reduce_as_pool(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    bool mean = is_op(n, "ReduceMean");
+    if (!mean && !is_op(n, "ReduceMax")) return 0;
+    const slot *in = &p->slots[sin];
+    int32_t r = in->rank;
+    bool mask[MAXR];
+    if ((r != 4 && r != 5) || in->lazy || in->pad_pending || !dx_reduce_axes(b, r, mask) || mask[0] || mask[1])
+        return 0;
+    for (int32_t d = 2; d < r; d++)
+        if (!mask[d]) return 0;
+    const seam_value_info *ov = &n->outputs[0];
+    bool keep = ov->rank == r;
+    if (ov->rank != (keep ? r : 2) || ov->dims[0] != in->dims[0] || ov->dims[1] != in->dims[1])
+        return dx_fail(b, "its output's shape is not its input's with the reduced axes removed"), -1;
+    for (int32_t d = 2; keep && d < r; d++)
+        if (ov->dims[d] != 1) return dx_fail(b, "its output's shape is not its input's with the reduced axes 1"), -1;
+    dnnl_memory_desc_t src, any_dst;
+    dx_md_of(in, &src);
+    dnnl_dims_t kernel, strides, dilation, pl, pr, odims;
+    odims[0] = in->dims[0], odims[1] = in->dims[1];
+    for (int32_t d = 0; d < r - 2; d++)
+        kernel[d] = in->dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0, odims[2 + d] = 1;
+    dnnl_memory_desc_init_by_tag(&any_dst, r, odims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_pooling_v2_desc_t pld;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_pooling_v2_forward_desc_init(&pld, dnnl_forward_inference,
+                                          mean ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_max, &src, &any_dst,
+                                          strides, kernel, dilation, pl, pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &pld, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return 0; /* (the reduction then) */
+    if (dx_is_slow_ref(pd)) return dnnl_primitive_desc_destroy(pd), 0;
+    if (keep) return dx_layout_step(b, pd, sin, ov) ? 1 : -1;
+    /* keepdims=0: the pool writes [N, C, 1, ...] in its layout, then the
+     * output [N, C] is that (a view, when the layout is plain) or a copy of
+     * its N * C values */
+    const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int32_t sd = dx_output_slot(b, ov);
+    slot kept = p->slots[sd >= 0 ? sd : sin];
+    kept.has_md = false, kept.rank = r;
+    memcpy(kept.dims, odims, sizeof(kept.dims));
+    int32_t dv = sd >= 0 ? dx_view_slot(p, sd, &kept, NULL) : -1;
+    dnnl_memory_desc_t plain;
+    bool direct = dv >= 0 && dx_md_of(&p->slots[dv], &plain) && dnnl_memory_desc_equal(&plain, dmd);
+    int32_t t = direct || dv < 0 ? dv : dx_temp_slot(b, &kept, dmd);
+    if (t < 0) return dnnl_primitive_desc_destroy(pd), dx_fail(b, "out of memory"), -1;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, t};
+    bool ok = dx_add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (ok && !direct) ok = dx_add_reorder(b, t, dv);
+    return ok ? 1 : -1;
+}
+
 /* Layer normalization over the last axis, with optional scale and shift
  * (constant vectors): the LayerNormalization op, or the decomposed form
  * exporters write (see compile_layernorm_pattern). */
@@ -727,7 +787,20 @@ static bool supports_batchnorm(const seam_node_view *n, char *why, size_t wn) {
     return true;
 }
 
-/* Batch norm, with constant statistics, in the layout its input has. */
+/* The Relu that alone reads a BatchNormalization's output, or -1: with
+ * fusion on, the batch norm applies it in the same pass (oneDNN's
+ * fuse_norm_relu) and writes the Relu's output. */
+static int32_t bn_relu_reader(builder *b, const char *out) {
+    if (!b->fuse || !out) return -1;
+    int32_t r = dx_sole_reader(b, out);
+    if (r < 0) return -1;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
+    return is_op(m, "Relu") && m->n_outputs >= 1 && m->outputs[0].name ? r : -1;
+}
+
+/* Batch norm, with constant statistics, in the layout its input has; a
+ * Relu that alone reads it is fused (bn_relu_reader). */
 static bool compile_batchnorm(builder *b, bool *fused, int32_t sin, int32_t sd) {
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -738,15 +811,44 @@ static bool compile_batchnorm(builder *b, bool *fused, int32_t sin, int32_t sd) 
     if (sc < 0 || sh < 0 || mn < 0 || vr < 0) return dx_fail(b, "scale, B, mean and var must be constants"), false;
     float eps = 1e-5f;
     seam_node_attr_float(n, "epsilon", &eps);
+    int32_t relu = bn_relu_reader(b, n->outputs[0].name);
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift | (relu >= 0 ? dnnl_fuse_norm_relu : 0);
     dnnl_batch_normalization_desc_t bd;
-    if (dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &src, eps,
-                                                   dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift) != dnnl_success)
+    if (dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &src, eps, flags) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this batch normalization"), false;
     dnnl_primitive_desc_t pd;
     if (dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this batch normalization"), false;
     int32_t extra_kinds[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, extra[4] = {sc, sh, mn, vr};
-    return dx_layout_step_with(b, pd, sin, &n->outputs[0], 4, extra_kinds, extra);
+    if (relu < 0) return dx_layout_step_with(b, pd, sin, &n->outputs[0], 4, extra_kinds, extra);
+    /* the batch norm's own output is read by the Relu alone: it is never
+     * made; the step writes the Relu's output (same shape, by the Relu's
+     * shape inference) */
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, relu, &st);
+    seam_value_info out = m->outputs[0];
+    int64_t dims[MAXR];
+    if (out.rank != n->outputs[0].rank || out.rank > MAXR) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "its Relu's output's shape differs from its own (inconsistent shapes in the file)"), false;
+    }
+    for (int32_t d = 0; d < out.rank; d++) {
+        if (out.dims[d] != n->outputs[0].dims[d]) {
+            dnnl_primitive_desc_destroy(pd);
+            return dx_fail(b, "its Relu's output's shape differs from its own (inconsistent shapes in the file)"), false;
+        }
+        dims[d] = out.dims[d];
+    }
+    out.dims = dims;
+    chain c;
+    memset(&c, 0, sizeof(c));
+    c.n = 1, c.node[0] = relu, c.aux[0] = -1, c.name[0] = m->name, c.op[0] = m->op_type;
+    b->chain = &c;
+    bool ok = dx_layout_step_with(b, pd, sin, &out, 4, extra_kinds, extra);
+    b->chain = NULL;
+    if (ok) fused[relu] = true;
+    return ok;
 }
 
 /* Clip's bounds and Pow's exponent become the eltwise's parameters: they
@@ -1439,6 +1541,11 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
         if (r < 0) return false;
         if (r > 0) return true;
         n = b->n; /* (fetched again there) */
+    }
+    if (is_op(n, "ReduceMean") || is_op(n, "ReduceMax")) {
+        int32_t r = reduce_as_pool(b, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
     }
     /* every other op works in the plain layout: a convolution's blocked
      * output is reordered back first (once per value) */
