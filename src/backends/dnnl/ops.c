@@ -825,25 +825,24 @@ static bool compile_batchnorm(builder *b, bool *fused, int32_t sin, int32_t sd) 
     /* the batch norm's own output is read by the Relu alone: it is never
      * made; the step writes the Relu's output (same shape, by the Relu's
      * shape inference) */
-    seam_node_view st;
+    int32_t rank = n->outputs[0].rank;
+    int64_t bn_dims[MAXR], dims[MAXR];
+    for (int32_t d = 0; d < rank && d < MAXR; d++) bn_dims[d] = n->outputs[0].dims[d];
+    seam_node_view st; /* (fetching it invalidates n's values: n is fetched again below) */
     const seam_node_view *m = seam_subgraph_node(b->sg, relu, &st);
     seam_value_info out = m->outputs[0];
-    int64_t dims[MAXR];
-    if (out.rank != n->outputs[0].rank || out.rank > MAXR) {
+    bool same = out.rank == rank && rank <= MAXR;
+    for (int32_t d = 0; same && d < rank; d++) same = out.dims[d] == bn_dims[d], dims[d] = out.dims[d];
+    out.dims = dims;
+    const char *relu_name = m->name, *relu_op = m->op_type;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (!same) {
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "its Relu's output's shape differs from its own (inconsistent shapes in the file)"), false;
     }
-    for (int32_t d = 0; d < out.rank; d++) {
-        if (out.dims[d] != n->outputs[0].dims[d]) {
-            dnnl_primitive_desc_destroy(pd);
-            return dx_fail(b, "its Relu's output's shape differs from its own (inconsistent shapes in the file)"), false;
-        }
-        dims[d] = out.dims[d];
-    }
-    out.dims = dims;
     chain c;
     memset(&c, 0, sizeof(c));
-    c.n = 1, c.node[0] = relu, c.aux[0] = -1, c.name[0] = m->name, c.op[0] = m->op_type;
+    c.n = 1, c.node[0] = relu, c.aux[0] = -1, c.name[0] = relu_name, c.op[0] = relu_op;
     b->chain = &c;
     bool ok = dx_layout_step_with(b, pd, sin, &out, 4, extra_kinds, extra);
     b->chain = NULL;
