@@ -1,5 +1,5 @@
 # The dnnl backend's channel shuffle and strided layouts through the view
-# ops (src/backends/dnnl/shuf_shuffle.c, shuf_layout.h;
+# ops (src/backends/dnnl/shuf_shuffle.c, dnnl_internal.h;
 # tests/checks/check_dnnl_shuffle.py): ShuffleNet's Concat -> Reshape ->
 # Transpose -> Reshape -> Slices with groups 2, 3 and 4, odd channel
 # counts, a batch of 2, 1-D, a symbolic batch, and the near misses the
