@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/cpu/kernels.h"
 
 typedef struct family {
@@ -39,6 +40,10 @@ static int cmp_entry(const void *a, const void *b) {
 }
 
 static void build_index(void) {
+    /* OpenBLAS's workers, started when it loads, spin for about 0.1 s:
+     * stopped before the first kernel runs, whether or not a product ever
+     * reaches OpenBLAS (see cpu_blas_single_thread) */
+    cpu_blas_single_thread();
     for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
         for (size_t k = 0; k < *families[f].count && n_index < MAX_KERNELS; k++) {
             index_[n_index] = (entry){&families[f].b[k], n_index};
