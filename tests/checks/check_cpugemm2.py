@@ -172,6 +172,10 @@ matmul_case("matmul_vector", (1100,), 1100, 1000)
 matmul_case("matmul_rows2_wide", (2, 1024), 1024, 1100, act="relu")
 matmul_case("matmul_rows150", (150, 64), 64, 300)
 matmul_case("matmul_narrow_left_to_openblas", (64, 256), 256, 10)
+# the packed-weight path inside the models: fewer than 8 rows, a weight of
+# at least 2^20 elements (xw_pays), with edge tiles and every epilogue
+matmul_case("matmul_gemv_tails", (5, 1031), 1031, 1100, act="clip")
+matmul_case("matmul_gemv_batch3d", (1, 3, 1100), 1100, 1000, act="hardswish")
 
 
 # ---- 3. Gemm ----
@@ -205,6 +209,12 @@ gemm_case("gemm_no_c", 12, 513, 96, cshape=None)
 gemm_case("gemm_beta0", 12, 64, 96, beta=0.0, cshape="mn")
 gemm_case("gemm_classifier", 1, 1280, 1000)
 gemm_case("gemm_rows_over_rule", 200, 128, 128)
+gemm_case("gemm_gemv_transA", 5, 1031, 1024, ta=1, tb=0, cshape="1n")
+gemm_case("gemm_gemv_transAB_alpha", 7, 1100, 965, ta=1, tb=1, alpha=0.5, beta=2.0, cshape="mn", act="hardswish")
+gemm_case("gemm_gemv_c_column", 4, 1024, 1030, tb=0, cshape="m1", beta=-1.5)
+gemm_case("gemm_gemv_c_scalar", 2, 1024, 1024, cshape="scalar", alpha=3.0, act="clip")
+gemm_case("gemm_gemv_c_one", 1, 1025, 1029, cshape="1")
+gemm_case("gemm_gemv_no_c", 3, 1280, 1000, cshape=None)
 
 # torch's Linear (Gemm transB = 1 with its bias as C)
 if check.selected("gemm_torch_linear"):

@@ -238,18 +238,15 @@ static void xw_state_free(void *p) {
 }
 
 /* Where X W with W packed once beats OpenBLAS sgemm, which packs W on
- * every call (measured, bench/results/cpugemm2.md): from 8 rows up to
- * some 160 (1.1x to 4.6x; from about 160 rows on, both are at the core's
- * peak and OpenBLAS is level or ahead), not on a few columns (one panel of
- * 32 computes 10), and with fewer than 8 rows only on a weight too large
- * for L2 (a classifier at batch 1: both stream W from memory, where
- * OpenBLAS's sgemm with one row falls to a third of that). M < 0: not
- * known (at check time). */
-static bool xw_pays(int64_t M, int64_t K, int64_t N) {
-    if (N < 64 || M >= 160) return false;
-    if (M < 0) return true;
-    return M >= 8 || K * N >= ((int64_t)1 << 20);
-}
+ * every call: with fewer than 8 rows on a weight too large for L2 (a
+ * classifier at batch 1: both stream W from memory, where OpenBLAS's sgemm
+ * with one row falls to a third of that), not on a few columns (one panel
+ * of 32 computes 10). From 8 rows up the kernel alone wins 1.1x to 1.4x
+ * up to some 160 rows (bench/results/cpugemm2.md), but inside the models,
+ * 2 threads, it lost: encoder_2x32 2.9 -> 3.7 ms, encoder_1x128 6.0 ->
+ * 6.5, mlp_large 13.6 -> 14.9 (bench/RESULTS.md), so those stay on
+ * OpenBLAS. M < 0: not known (at check time). */
+static bool xw_pays(int64_t M, int64_t K, int64_t N) { return N >= 64 && M < 8 && K * N >= ((int64_t)1 << 20); }
 
 /* The packed weight for this run: check's when it was made from this
  * run's data (a fed initializer replaces it), else w packed into scratch
