@@ -46,7 +46,7 @@ static bool grow(seam_arena *a, void **arr, int32_t *cap, int32_t need, size_t e
 /* A side array of cap entries (NULL: none set) grown to new_cap, zeroed
  * past what it held. */
 static bool grow_side(seam_arena *a, const char ***side, int32_t cap, int32_t new_cap) {
-    if (!*side) return true;
+    if (!*side || new_cap == cap) return true; /* (grow() had room: nothing moved) */
     const char **n = seam_arena_calloc(a, (size_t)new_cap + 1, sizeof(char *));
     if (!n) return false;
     memcpy(n, *side, sizeof(char *) * (size_t)cap);

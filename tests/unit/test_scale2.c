@@ -335,6 +335,35 @@ static void test_docs(seam_context *ctx) {
     free(plain.p);
 }
 
+/* A doc string early in a long graph: the side arrays grow with the value
+ * and node arrays, not on every value or node added (which made loading
+ * quadratic in memory once any doc string was present). */
+static void test_docs_scale(seam_context *ctx) {
+    enum { N = 4000 };
+    buf g = {0};
+    char in[32], out[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(in, sizeof in, i ? "v%d" : "x", i);
+        snprintf(out, sizeof out, i == N - 1 ? "y" : "v%d", i + 1);
+        const char *pin = in;
+        node(&g, out, "Relu", &pin, 1, out, i == 0 ? "the first node's doc" : NULL);
+    }
+    field_str(&g, 2, "g");
+    value_info(&g, 11, "x", "the input's doc");
+    value_info(&g, 12, "y", NULL);
+    buf mb = model(&g);
+    seam_model *m = NULL;
+    CHECK(seam_model_load_buffer(ctx, mb.p, mb.n, NULL, &m) == SEAM_STATUS_OK);
+    if (m) {
+        CHECK(m->graph->n_nodes == N && m->graph->node_docs && m->graph->value_docs);
+        CHECK(strcmp(ir_node_doc(m->graph, 0), "the first node's doc") == 0);
+        /* a few MB; the quadratic growth took 2 x N^2 x 8 bytes = 256 MB */
+        CHECK(m->arena.total < ((size_t)32 << 20));
+    }
+    seam_model_free(m);
+    free(mb.p);
+}
+
 int main(void) {
     seam_context *ctx = NULL;
     if (seam_context_create(&ctx) != SEAM_STATUS_OK) return 1;
@@ -342,6 +371,7 @@ int main(void) {
     test_changed_between_passes(ctx);
     test_replace_weights(ctx);
     test_docs(ctx);
+    test_docs_scale(ctx);
     seam_context_free(ctx);
     CHECK_DONE();
 }
