@@ -241,10 +241,12 @@ static bool publish_view(builder *b, int32_t v, const char *name) {
     int32_t sd = dx_slot_of(p, name);
     if (sd >= 0) return dx_add_reorder(b, v, sd); /* a boundary output */
     p->slots[v].name = name;
-    /* a dense channels-last view (NHWC transposed to NCHW, as convnext
-     * writes around its layer norms) is what a convolution writes: no copy
-     * for its readers */
-    p->slots[v].lazy = p->slots[v].has_md && !dx_is_channels_last(&p->slots[v]);
+    /* a dense channels-last view of rank 4 or more (NHWC transposed to
+     * NCHW, as convnext writes around its layer norms) is what a
+     * convolution writes: no copy for its readers. Not of rank 3: there
+     * it is also attention's K^T of [B*H, S, D], which a MatMul reads as
+     * a lazy view, as it is, without a copy to plain. */
+    p->slots[v].lazy = p->slots[v].has_md && !(p->slots[v].rank >= 4 && dx_is_channels_last(&p->slots[v]));
     return true;
 }
 
