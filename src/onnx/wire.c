@@ -63,7 +63,7 @@ static inline bool once(uint64_t *seen, uint32_t num) {
  * The loop ends at the end (t == 0) or on bytes wire_next refuses (t < 0). */
 #define FOR_EACH_FIELD(data, len)                          \
     wire r = {(data), (data) + (len)};                     \
-    wire_field f;                                          \
+    wire_field f = {0};                                    \
     int t;                                                 \
     while ((t = wire_next(&r, &f)) == 1)
 
