@@ -41,13 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import seamtest  # noqa: E402
 from seamtest import vi  # noqa: E402
 
-parser = seamtest.arg_parser(__doc__)
-parser.add_argument("seam", metavar="SEAM")
-parser.add_argument("work", metavar="WORKDIR")
-args = parser.parse_args()
-seam, work = seamtest.Program(args.seam), args.work
-check = seamtest.Checker("cpu_misc", args.k)
-os.makedirs(work, exist_ok=True)
+args, seam, work, check = seamtest.checker_setup(__doc__, "cpu_misc")
 rng = np.random.RandomState(11)
 
 NP_DTYPE = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.INT64: np.int64}

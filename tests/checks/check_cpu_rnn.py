@@ -39,13 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import seamtest  # noqa: E402
 from seamtest import vi  # noqa: E402
 
-parser = seamtest.arg_parser(__doc__)
-parser.add_argument("seam", metavar="SEAM")
-parser.add_argument("work", metavar="WORKDIR")
-args = parser.parse_args()
-seam, work = seamtest.Program(args.seam, timeout=120), args.work
-check = seamtest.Checker("cpu_rnn", args.k)
-os.makedirs(work, exist_ok=True)
+args, seam, work, check = seamtest.checker_setup(__doc__, "cpu_rnn", timeout=120)
 rng = np.random.RandomState(5)
 
 THREADS = (1, 2, 3, 5)

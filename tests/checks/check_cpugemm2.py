@@ -39,13 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import seamtest  # noqa: E402
 from seamtest import vi  # noqa: E402
 
-parser = seamtest.arg_parser(__doc__)
-parser.add_argument("seam", metavar="SEAM")
-parser.add_argument("work", metavar="WORKDIR")
-args = parser.parse_args()
-seam, work = seamtest.Program(args.seam), args.work
-check = seamtest.Checker("cpugemm2", args.k)
-os.makedirs(work, exist_ok=True)
+args, seam, work, check = seamtest.checker_setup(__doc__, "cpugemm2")
 rng = np.random.RandomState(11)
 NO_PACKED = dict(os.environ, SEAM_CPU_PACKED_GEMM="0")
 

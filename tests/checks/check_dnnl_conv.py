@@ -38,13 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import seamtest  # noqa: E402
 from seamtest import rel_err, vi  # noqa: E402
 
-parser = seamtest.arg_parser(__doc__)
-parser.add_argument("seam", metavar="SEAM")
-parser.add_argument("work", metavar="WORKDIR")
-args = parser.parse_args()
-run, work = seamtest.Program(args.seam, timeout=300), args.work
-check = seamtest.Checker("dnnl_conv", args.k)
-os.makedirs(work, exist_ok=True)
+args, run, work, check = seamtest.checker_setup(__doc__, "dnnl_conv", timeout=300)
 rng = np.random.RandomState(11)
 TOL = 1e-4
 

@@ -40,14 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import seamtest  # noqa: E402
 from seamtest import rel_err, vi  # noqa: E402
 
-parser = seamtest.arg_parser(__doc__)
-parser.add_argument("seam", metavar="SEAM")
-parser.add_argument("work", metavar="WORKDIR")
-parser.add_argument("models", metavar="MODELS_DIR", nargs="?")
-args = parser.parse_args()
-run, work = seamtest.Program(args.seam, timeout=300), args.work
-check = seamtest.Checker("dnnl_conv2", args.k)
-os.makedirs(work, exist_ok=True)
+args, run, work, check = seamtest.checker_setup(__doc__, "dnnl_conv2", timeout=300, models=True)
 rng = np.random.RandomState(12)
 TOL = 1e-4
 LOG_LINE = re.compile(r"\): node (\d+) '(.*?)' \((\w+)\): (\w+) (\S+); src ([^,;]+)")

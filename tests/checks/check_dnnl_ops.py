@@ -43,13 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import seamtest  # noqa: E402
 from seamtest import rel_err  # noqa: E402
 
-parser = seamtest.arg_parser(__doc__)
-parser.add_argument("seam", metavar="SEAM")
-parser.add_argument("work", metavar="WORKDIR")
-args = parser.parse_args()
-run, work = seamtest.Program(args.seam, timeout=300), args.work
-check = seamtest.Checker("dnnl_ops", args.k)
-os.makedirs(work, exist_ok=True)
+args, run, work, check = seamtest.checker_setup(__doc__, "dnnl_ops", timeout=300)
 rng = np.random.RandomState(11)
 
 NP2ONNX = {np.float32: T.FLOAT, np.bool_: T.BOOL, np.int8: T.INT8, np.uint8: T.UINT8, np.int32: T.INT32,

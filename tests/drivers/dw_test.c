@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_ref.h"
 #include "backends/cpu/dwconv.h"
 #include "runtime/pool.h"
 
@@ -39,24 +40,6 @@ typedef struct dw_case {
     bool bias;
     act_params act;
 } dw_case;
-
-static double act_ref(const act_params *a, double v) {
-    switch (a->kind) {
-    case ACT_RELU: return v < 0 ? 0 : v;
-    case ACT_LEAKY_RELU: return v >= 0 ? v : a->alpha * v;
-    case ACT_CLIP: return v < a->lo ? a->lo : v > a->hi ? a->hi : v;
-    case ACT_HARD_SIGMOID: {
-        double h = a->alpha * v + a->beta;
-        return h < 0 ? 0 : h > 1 ? 1 : h;
-    }
-    case ACT_HARD_SWISH: {
-        double h = v / 6 + 0.5;
-        return v * (h < 0 ? 0 : h > 1 ? 1 : h);
-    }
-    case ACT_SILU: return v / (1 + exp(-v));
-    default: return v;
-    }
-}
 
 static const char *act_name(act_kind k) {
     switch (k) {

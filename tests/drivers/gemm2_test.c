@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_ref.h"
 #include "backends/cpu/gemm.h"
 #include "runtime/pool.h"
 
@@ -37,13 +38,6 @@ static float *randoms(int64_t n) {
     }
     for (int64_t i = 0; i < n; i++) p[i] = urand();
     return p;
-}
-
-static double act(const act_params *p, double v) {
-    if (!p || p->kind == ACT_NONE) return v;
-    if (p->kind == ACT_RELU) return v < 0 ? 0 : v;
-    double h = v / 6 + 0.5; /* ACT_HARD_SWISH */
-    return v * (h < 0 ? 0 : h > 1 ? 1 : h);
 }
 
 /* got [m, n] (rows of ldc) against want [m, n] (float64, rows of n), with
@@ -86,7 +80,7 @@ static void conv_case(int64_t m, int64_t k, int64_t n, bool with_bias, act_kind 
         for (int64_t j = 0; j < n; j++) {
             double s = with_bias ? bias[i] : 0, sa = fabs(s);
             for (int64_t q = 0; q < k; q++) s += (double)a[i * k + q] * b[q * n + j], sa += fabs((double)a[i * k + q] * b[q * n + j]);
-            want[i * n + j] = act(&post, s), scale[i * n + j] = sa;
+            want[i * n + j] = act_ref(&post, s), scale[i * n + j] = sa;
         }
     cpu_gemm_packed *pa = cpu_gemm_pack(a, k, m, k);
     float *first = NULL;
@@ -126,7 +120,7 @@ static void xw_case(int64_t m, int64_t k, int64_t n, bool tx, bool tw, float alp
                 double xv = alpha * (tx ? x[q * m + i] : x[i * k + q]), wv = tw ? w[j * k + q] : w[q * n + j];
                 s += xv * wv, sa += fabs(xv * wv);
             }
-            want[i * n + j] = act(&post, s + (acc ? c0[i * n + j] : 0)), scale[i * n + j] = sa;
+            want[i * n + j] = act_ref(&post, s + (acc ? c0[i * n + j] : 0)), scale[i * n + j] = sa;
         }
     cpu_gemm_wpacked *pw = cpu_gemm_wpack(w, k, n, tw);
     cpu_gemm_x xv = {x, tx ? m : k, tx, alpha};

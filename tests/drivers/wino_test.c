@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_ref.h"
 #include "backends/cpu/winograd.h"
 #include "runtime/pool.h"
 
@@ -34,24 +35,6 @@ typedef struct shape {
     int64_t N, C, H, W, M, group;
     int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
 } shape;
-
-static double act_ref(const act_params *a, double v) {
-    switch (a->kind) {
-    case ACT_RELU: return v < 0 ? 0 : v;
-    case ACT_LEAKY_RELU: return v >= 0 ? v : a->alpha * v;
-    case ACT_CLIP: return v < a->lo ? a->lo : v > a->hi ? a->hi : v;
-    case ACT_HARD_SIGMOID: {
-        double h = a->alpha * v + a->beta;
-        return h < 0 ? 0 : h > 1 ? 1 : h;
-    }
-    case ACT_HARD_SWISH: {
-        double h = v / 6 + 0.5;
-        return v * (h < 0 ? 0 : h > 1 ? 1 : h);
-    }
-    case ACT_SILU: return v / (1 + exp(-v));
-    default: return v;
-    }
-}
 
 static conv_geom geom_of(const shape *s) {
     conv_geom g;

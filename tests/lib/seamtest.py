@@ -42,6 +42,20 @@ def arg_parser(doc):
     return p
 
 
+def checker_setup(doc, title, timeout=None, models=False):
+    """The start of a checker run as `CHECKER SEAM WORKDIR [MODELS_DIR]`:
+    parses the arguments (with -k), makes WORKDIR, and returns (args,
+    Program(SEAM), WORKDIR, Checker)."""
+    p = arg_parser(doc)
+    p.add_argument("seam", metavar="SEAM")
+    p.add_argument("work", metavar="WORKDIR")
+    if models:
+        p.add_argument("models", metavar="MODELS_DIR", nargs="?")
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    return args, Program(args.seam, timeout=timeout), args.work, Checker(title, args.k)
+
+
 class Checker:
     """Selects cases (-k) and collects failures for one checker script."""
 
