@@ -14,7 +14,9 @@ every branch of the step: hidden sizes that fill the 16-unit blocks and
 ones that leave a partial block, batch 1 and 3, forward, reverse (torch on
 the time-reversed input) and bidirectional, T = 1, sequence_lens shorter
 than T (torch's packed sequences), initial states given or not, layout 1,
-R as an initializer (packed in check) or a graph input (packed per run),
+W and R as initializers (packed in check: R for the step, W for the
+packed GEMM of the input projection) or graph inputs (R packed per run, W
+through OpenBLAS), with and without B (torch's bias=False),
 the benchmark's layer size (input 128, hidden 256, T = 64). Y, Y_h and
 Y_c are compared to torch's.
 
@@ -74,13 +76,13 @@ def run_model(name, node, feeds, inits, outs):
     return got[1], None
 
 
-def case(name, op, S, Bn, In, H, direction="forward", lens=None, init=False, layout=0, r_input=False):
+def case(name, op, S, Bn, In, H, direction="forward", lens=None, init=False, layout=0, r_input=False, bias=True):
     if not check.selected(name):
         return
     D, G = (2 if direction == "bidirectional" else 1), GATES[op]
     torch.manual_seed(len(name) * 7 + S)
     ctor = {"LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU, "RNN": torch.nn.RNN}[op]
-    net = ctor(In, H, bidirectional=direction == "bidirectional", batch_first=False).double()
+    net = ctor(In, H, bidirectional=direction == "bidirectional", batch_first=False, bias=bias).double()
     # weights uniform in +-a with (In + H) a^2 / 3 = 1: with inputs of unit
     # variance and |h| < 1 a pre-activation has a spread of about 1
     a = (3.0 / (In + H)) ** 0.5
@@ -95,11 +97,12 @@ def case(name, op, S, Bn, In, H, direction="forward", lens=None, init=False, lay
     W = np.stack([onnx_order(getattr(net, "weight_ih_l0" + s)) for s in sfx]).astype(np.float32)
     R = np.stack([onnx_order(getattr(net, "weight_hh_l0" + s)) for s in sfx]).astype(np.float32)
     B = np.stack([np.concatenate([onnx_order(getattr(net, "bias_ih_l0" + s)).ravel(),
-                                  onnx_order(getattr(net, "bias_hh_l0" + s)).ravel()]) for s in sfx]).astype(np.float32)
+                                  onnx_order(getattr(net, "bias_hh_l0" + s)).ravel()])
+                  for s in sfx]).astype(np.float32) if bias else None
     # torch runs on the float32 values seam gets, widened
     with torch.no_grad():
         for s in sfx:
-            for kind in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+            for kind in ("weight_ih_l0", "weight_hh_l0") + (("bias_ih_l0", "bias_hh_l0") if bias else ()):
                 p = getattr(net, kind + s)
                 p.copy_(p.float().double())
     x = rng.randn(S, Bn, In).astype(np.float32)
@@ -144,11 +147,11 @@ def case(name, op, S, Bn, In, H, direction="forward", lens=None, init=False, lay
     if layout:
         attrs["layout"] = 1
     feeds = {"x": x.transpose(1, 0, 2).copy() if layout else x}
-    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")]
+    inits = [numpy_helper.from_array(B, "B")] if bias else []
     if r_input:
-        feeds["R"] = R
+        feeds["W"], feeds["R"] = W, R
     else:
-        inits.append(numpy_helper.from_array(R, "R"))
+        inits += [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")]
     extra = ["", "", ""]
     if lens is not None:
         inits.append(numpy_helper.from_array(L.astype(np.int32), "lens"))
@@ -157,7 +160,7 @@ def case(name, op, S, Bn, In, H, direction="forward", lens=None, init=False, lay
         if v is not None:
             inits.append(numpy_helper.from_array(v.transpose(1, 0, 2).copy() if layout else v, nm))
             extra[k + 1] = nm
-    ins = ["x", "W", "R", "B"] + extra[:2 if op != "LSTM" else 3]
+    ins = ["x", "W", "R", "B" if bias else ""] + extra[:2 if op != "LSTM" else 3]
     while ins[-1] == "":
         ins.pop()
     outs = ["y", "yh", "yc"][:3 if op == "LSTM" else 2]
@@ -281,7 +284,9 @@ for op in ("LSTM", "GRU", "RNN"):
     case(f"{lo}_h72_b1_bidirectional", op, 17, 1, 16, 72, "bidirectional")
     case(f"{lo}_h64_b3_forward_lens", op, 10, 3, 20, 64, lens=[3, 10, 7])
     case(f"{lo}_h48_b2_layout1_lens_init", op, 8, 2, 12, 48, "bidirectional", lens=[5, 8], init=True, layout=1)
-    case(f"{lo}_h80_b3_r_input", op, 7, 3, 10, 80, "bidirectional", init=True, r_input=True)
+    case(f"{lo}_h80_b3_w_r_input", op, 7, 3, 10, 80, "bidirectional", init=True, r_input=True)
+    case(f"{lo}_h64_b1_no_bias", op, 20, 1, 48, 64, "bidirectional", bias=False)
+    case(f"{lo}_h64_b2_w_r_input_no_bias", op, 6, 2, 40, 64, r_input=True, bias=False)
 
 spec_case("gru_no_linear_before_reset_h256", "GRU", 16, 1, 64, 256, "forward")
 spec_case("gru_no_linear_before_reset_h40_b3_lens_init", "GRU", 9, 3, 24, 40, "bidirectional", lens=[9, 4, 1],

@@ -501,6 +501,22 @@ if check.selected("resize_cubic"):
                  f"reason {reasons!r} ({r.stderr.strip()})")
     check.expect(not run("run", cubic, "--target", "dnnl", "--placement", "capability").returncode, "resize_cubic: runs with --target dnnl")
 
+# LSTM and GRU at batch 1 stay on the CPU, whose kernel is faster there,
+# saying so; at batch 3 (the cases above) they are dnnl's
+for op, g in (("LSTM", 4), ("GRU", 3)):
+    nm = f"{op.lower()}_batch1_cpu"
+    if not check.selected(nm):
+        continue
+    m = seamtest.save_model(os.path.join(work, nm + ".onnx"),
+                            [helper.make_node(op, ["x", "W", "R"], ["y"], hidden_size=H_, name="rec")],
+                            [vi("x", [T_, 1, I_])], [vi("y", [T_, 1, 1, H_])],
+                            seamtest.initializers({"W": W(1, g * H_, I_), "R": W(1, g * H_, H_)}))
+    r = run("partition", m, "--target", "dnnl", "--placement", "capability", "--json")
+    nodes = json.loads(r.stdout)["nodes"] if r.returncode == 0 else []
+    rec = [n for n in nodes if n["name"] == "rec"]
+    check.expect(rec and rec[0]["target"] == "cpu" and "batch 1 runs faster on seam's CPU kernel" in rec[0]["reason"],
+                 f"{nm}: {op} at batch 1 stays on the CPU, saying why", f"{rec!r} ({r.stderr.strip()})")
+
 # target options reach the backend: a thread count; an unknown option is an
 # error that names it
 case("conv_threads_1", [conv("c", 1, b=1, pads=[1, 1, 1, 1]), relu("c", "y")], X4, {"w": W(6, 4, 3, 3), "b": W(6)},

@@ -1,8 +1,9 @@
 /* CPU kernels: LSTM, GRU and RNN, per the ONNX equations.
  *
  * Computed in float32 (float16 and float64 are converted at the edges): the
- * input projection X W^T (+ biases) for every step and direction is
- * computed up front (sgemm, in column blocks over the pool). The steps of
+ * input projection X W^T for every step and direction is computed up
+ * front (the packed GEMM on a W packed once per session, or sgemm in
+ * column blocks over the pool); the biases are added in the step. The steps of
  * all directions then run as one parallel region (seam_parallel_steps),
  * each thread owning blocks of hidden units for every step, on R packed
  * once per session (run_step); the gates of the default activations on
@@ -21,6 +22,7 @@
 #endif
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/gemm.h"
 #include "runtime/pool.h"
 
 /* ---- activation functions ---- */
@@ -149,8 +151,12 @@ typedef float units_v __attribute__((vector_size(UNITS * sizeof(float))));
  * once in check() when R is an initializer, else for the run. */
 static float *pack_r(const seam_tensor *r, int32_t G, bool split) {
     int64_t D = r->dims[0], H = r->dims[2], nblk = (H + UNITS - 1) / UNITS;
-    float *rp = calloc((size_t)(D * nblk * H * G * UNITS + 1), sizeof(float));
+    /* on 64 bytes: a block's rows are whole cache lines (a load that
+     * straddles two lines halved the step's bandwidth from L2) */
+    size_t bytes = sizeof(float) * (size_t)(D * nblk * H * G * UNITS + 16);
+    float *rp = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!rp) return NULL;
+    memset(rp, 0, bytes);
     bool f32 = r->dtype == SEAM_DTYPE_FLOAT32;
     for (int64_t d = 0; d < D; d++)
         for (int32_t g = 0; g < G; g++) {
@@ -168,16 +174,24 @@ static float *pack_r(const seam_tensor *r, int32_t G, bool split) {
     return rp;
 }
 
-/* The packed R of an initializer R, made by check_recurrent. */
+/* What check_recurrent prepares from initializers: the packed R, and W
+ * packed for the packed GEMM (per direction, W_d^T as [In, GH]). */
 typedef struct rnn_state {
     int64_t dims[3];
     float *rp;
     const void *from; /* the data of R it was packed from */
+    int64_t wdims[3];
+    cpu_gemm_wpacked *wp[2];
+    const void *wfrom; /* the data of W */
 } rnn_state;
 
 static void free_rnn_state(void *p) {
     rnn_state *s = p;
-    if (s) free(s->rp);
+    if (s) {
+        free(s->rp);
+        cpu_gemm_wpacked_free(s->wp[0]);
+        cpu_gemm_wpacked_free(s->wp[1]);
+    }
     free(s);
 }
 
@@ -196,7 +210,8 @@ static void free_rnn_state(void *p) {
  * count never changes the bits. */
 typedef struct steps_job {
     const float *rp;          /* packed R, every direction (pack_r) */
-    const float *xp;          /* X W^T + biases: [D][S][Bn][GH] */
+    const float *xp;          /* X W^T: [D][S][Bn][GH] */
+    const float *bsum;        /* W_b + R_b per direction [D][GH] (GRU's R_bh out, see bias), or NULL */
     const float *bias;        /* B [D][2 GH] or NULL (GRU: R_bh, in the reset gate) */
     const float *P;           /* LSTM peepholes [D][3H] or NULL */
     float *hb;                /* H: [2][D][Bn][H] */
@@ -332,6 +347,69 @@ static bool use_avx512(void) {
 #endif
 }
 
+#ifdef HAVE_AVX512_PATH
+/* cpu_sigmoid_f32's and cpu_tanh_f32's arithmetic (activation.c) on 16
+ * lanes, operation for operation (no fused multiply-adds: those are
+ * compiled without contraction), for a whole block of LSTM units at once:
+ * the element-by-element gates with their function calls took a third of
+ * the step. */
+SIMD_TARGET static inline __m512 v_exp_negabs(__m512 x) {
+    __m512i ab = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+    ab = _mm512_min_epu32(ab, _mm512_set1_epi32(0x42AE0000)); /* 87.0f */
+    __m512 c = _mm512_castsi512_ps(_mm512_or_si512(ab, _mm512_set1_epi32((int32_t)0x80000000u)));
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504f)), _mm512_set1_ps(12582912.0f));
+    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));
+    __m512 r = _mm512_sub_ps(_mm512_sub_ps(c, _mm512_mul_ps(n, _mm512_set1_ps(0.693145752f))),
+                             _mm512_mul_ps(n, _mm512_set1_ps(1.42860677e-6f)));
+    static const float coef[7] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f};
+    __m512 p = _mm512_set1_ps(coef[0]);
+    for (int q = 1; q < 7; q++) p = _mm512_add_ps(_mm512_set1_ps(coef[q]), _mm512_mul_ps(r, p));
+    p = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, p));
+    __m512i bits = _mm512_slli_epi32(
+        _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000)), _mm512_set1_epi32(127)),
+        23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+SIMD_TARGET static inline __m512 v_sigmoid(__m512 v) {
+    __m512 e = v_exp_negabs(v), one = _mm512_set1_ps(1.0f);
+    __mmask16 pos = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
+    __m512 y = _mm512_div_ps(_mm512_mask_mov_ps(e, pos, one), _mm512_add_ps(one, e));
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v); /* NaN stays NaN */
+}
+
+SIMD_TARGET static inline __m512 v_tanh(__m512 v) {
+    __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int32_t)0x80000000u));
+    __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(v)));
+    __m512 one = _mm512_set1_ps(1.0f), e = v_exp_negabs(_mm512_mul_ps(_mm512_set1_ps(2.0f), a));
+    __m512 x2 = _mm512_mul_ps(v, v);
+    __m512 big = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+    __m512 sm = _mm512_add_ps(_mm512_set1_ps(2.0f / 15), _mm512_mul_ps(x2, _mm512_set1_ps(-17.0f / 315)));
+    sm = _mm512_add_ps(_mm512_set1_ps(-1.0f / 3), _mm512_mul_ps(x2, sm));
+    sm = _mm512_mul_ps(a, _mm512_add_ps(one, _mm512_mul_ps(x2, sm)));
+    __m512 y = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.1f), _CMP_LT_OQ), sm);
+    y = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign));
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v);
+}
+
+/* A whole block of LSTM units with the default activations: gates
+ * i, o, f, c from X W^T (xw, gates H apart), the biases (bs, or NULL) and
+ * H R^T (acc, [4][UNITS]); C updated in place, the new H into nh. */
+SIMD_TARGET static void lstm_gates_avx512(const float *xw, int64_t H, const float *bs, const float *acc, float *c,
+                                          float *nh) {
+    __m512 g[4];
+    for (int q = 0; q < 4; q++) {
+        __m512 x = _mm512_loadu_ps(xw + q * H);
+        if (bs) x = _mm512_add_ps(x, _mm512_loadu_ps(bs + q * H));
+        g[q] = _mm512_add_ps(x, _mm512_loadu_ps(acc + q * UNITS));
+    }
+    __m512 i = v_sigmoid(g[0]), o = v_sigmoid(g[1]), f = v_sigmoid(g[2]), ct = v_tanh(g[3]);
+    __m512 cn = _mm512_add_ps(_mm512_mul_ps(f, _mm512_loadu_ps(c)), _mm512_mul_ps(i, ct));
+    _mm512_storeu_ps(c, cn);
+    _mm512_storeu_ps(nh, _mm512_mul_ps(o, v_tanh(cn)));
+}
+#endif
+
 /* One unit block's gates for batch row bb at time t, from acc = its H R^T
  * ([G][UNITS]): the new H (and C), and Y. */
 typedef struct step_item {
@@ -343,23 +421,35 @@ static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item
     int64_t nb = H - u0 < UNITS ? H - u0 : UNITS;
     bool backward = j->dir == 2 || (j->dir == 3 && d == 1);
     int64_t t = backward ? S - 1 - s : s;
-    const float *gx = j->xp + ((d * S + t) * Bn + bb) * GH + u0;
+    const float *xw = j->xp + ((d * S + t) * Bn + bb) * GH + u0;
+    const float *bs = j->bsum ? j->bsum + d * GH + u0 : NULL;
     const float *h = j->hb + (((s & 1) * j->D + d) * Bn + bb) * H + u0;
     float *nh = j->hb + ((((s + 1) & 1) * j->D + d) * Bn + bb) * H + u0;
     float *c = j->cb ? j->cb + (d * Bn + bb) * H + u0 : NULL;
     const act_params *fa = &j->acts[d * j->n_act];
     float clip = j->clip;
+#ifdef HAVE_AVX512_PATH
+    if (j->plain && j->G == 4 && nb == UNITS && use_avx512()) {
+        lstm_gates_avx512(xw, H, bs, acc, c, nh);
+        goto out;
+    }
+#endif
+    /* the gates' X W^T + biases, [G][UNITS] */
+    float gxl[4 * UNITS];
+    for (int32_t g = 0; g < j->G; g++)
+        for (int64_t i = 0; i < nb; i++) gxl[g * UNITS + i] = bs ? xw[g * H + i] + bs[g * H + i] : xw[g * H + i];
+    const float *gx = gxl;
     if (j->split) {
         float *z = j->zb + (d * Bn + bb) * H + u0, *rh = j->rhb + (d * Bn + bb) * H + u0;
         if (phase == 0) { /* acc: the z and r gates' H R^T */
             for (int64_t i = 0; i < nb; i++) {
                 z[i] = apply(&fa[0], clipped(gx[i] + acc[i], clip));
-                rh[i] = apply(&fa[0], clipped(gx[H + i] + acc[UNITS + i], clip)) * h[i];
+                rh[i] = apply(&fa[0], clipped(gx[UNITS + i] + acc[UNITS + i], clip)) * h[i];
             }
             return;
         }
         for (int64_t i = 0; i < nb; i++) { /* acc: (r . H) R_h^T; R_bh is in gx */
-            float ht = apply(&fa[1], clipped(gx[2 * H + i] + acc[i], clip));
+            float ht = apply(&fa[1], clipped(gx[2 * UNITS + i] + acc[i], clip));
             nh[i] = (1 - z[i]) * ht + z[i] * h[i];
         }
     } else if (j->plain) {
@@ -368,7 +458,7 @@ static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item
         if (j->G == 4) { /* i, o, f, c */
             float *tc = gates + 4 * UNITS;
             for (int32_t g = 0; g < 4; g++)
-                for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + i] + acc[g * UNITS + i];
+                for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * UNITS + i] + acc[g * UNITS + i];
             cpu_sigmoid_f32(gates, gates, 3 * UNITS);
             cpu_tanh_f32(gates + 3 * UNITS, gates + 3 * UNITS, nb);
             for (int64_t i = 0; i < nb; i++) c[i] = tc[i] = gates[2 * UNITS + i] * c[i] + gates[i] * gates[3 * UNITS + i];
@@ -378,10 +468,10 @@ static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item
             const float *rbh = j->bias ? j->bias + d * 2 * GH + GH + 2 * H + u0 : NULL;
             float *ht = gates + 2 * UNITS;
             for (int32_t g = 0; g < 2; g++)
-                for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * H + i] + acc[g * UNITS + i];
+                for (int64_t i = 0; i < nb; i++) gates[g * UNITS + i] = gx[g * UNITS + i] + acc[g * UNITS + i];
             cpu_sigmoid_f32(gates, gates, 2 * UNITS);
             for (int64_t i = 0; i < nb; i++)
-                ht[i] = gx[2 * H + i] + gates[UNITS + i] * (acc[2 * UNITS + i] + (rbh ? rbh[i] : 0));
+                ht[i] = gx[2 * UNITS + i] + gates[UNITS + i] * (acc[2 * UNITS + i] + (rbh ? rbh[i] : 0));
             cpu_tanh_f32(ht, ht, nb);
             for (int64_t i = 0; i < nb; i++) nh[i] = (1 - gates[i]) * ht[i] + gates[i] * h[i];
         } else {
@@ -393,12 +483,12 @@ static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item
         for (int64_t i = 0; i < nb; i++) {
             float cprev = c[i];
             float ip = gx[i] + acc[i] + (Pd ? Pd[i] * cprev : 0);
-            float fp = gx[2 * H + i] + acc[2 * UNITS + i] + (Pd ? Pd[2 * H + i] * cprev : 0);
+            float fp = gx[2 * UNITS + i] + acc[2 * UNITS + i] + (Pd ? Pd[2 * H + i] * cprev : 0);
             float it_ = apply(&fa[0], clipped(ip, clip));
             float ft = j->input_forget ? 1 - it_ : apply(&fa[0], clipped(fp, clip));
-            float ct = apply(&fa[1], clipped(gx[3 * H + i] + acc[3 * UNITS + i], clip));
+            float ct = apply(&fa[1], clipped(gx[3 * UNITS + i] + acc[3 * UNITS + i], clip));
             float cn = ft * cprev + it_ * ct;
-            float op_ = gx[H + i] + acc[UNITS + i] + (Pd ? Pd[H + i] * cn : 0);
+            float op_ = gx[UNITS + i] + acc[UNITS + i] + (Pd ? Pd[H + i] * cn : 0);
             c[i] = cn;
             nh[i] = apply(&fa[0], clipped(op_, clip)) * apply(&fa[2], cn);
         }
@@ -406,13 +496,16 @@ static void finish(const steps_job *j, int64_t s, int32_t phase, const step_item
         const float *rbh = j->bias ? j->bias + d * 2 * GH + GH + 2 * H + u0 : NULL;
         for (int64_t i = 0; i < nb; i++) {
             float zt = apply(&fa[0], clipped(gx[i] + acc[i], clip));
-            float rt = apply(&fa[0], clipped(gx[H + i] + acc[UNITS + i], clip));
-            float ht = apply(&fa[1], clipped(gx[2 * H + i] + rt * (acc[2 * UNITS + i] + (rbh ? rbh[i] : 0)), clip));
+            float rt = apply(&fa[0], clipped(gx[UNITS + i] + acc[UNITS + i], clip));
+            float ht = apply(&fa[1], clipped(gx[2 * UNITS + i] + rt * (acc[2 * UNITS + i] + (rbh ? rbh[i] : 0)), clip));
             nh[i] = (1 - zt) * ht + zt * h[i];
         }
     } else {
         for (int64_t i = 0; i < nb; i++) nh[i] = apply(&fa[0], clipped(gx[i] + acc[i], clip));
     }
+#ifdef HAVE_AVX512_PATH
+out:
+#endif
     if (j->y) {
         int64_t at = (j->bf ? (bb * S + t) * j->D + d : (t * j->D + d) * Bn + bb) * H + u0;
         if (j->y->dtype == SEAM_DTYPE_FLOAT32) memcpy((float *)j->y->data + at, nh, sizeof(float) * (size_t)nb);
@@ -557,7 +650,9 @@ static seam_status run_recurrent(seam_kernel *k) {
 
     /* R packed in check when it is that initializer, else here */
     const rnn_state *rs = k->state;
-    bool packed = rs && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] &&
+    bool wpacked = rs && rs->wp[0] && rs->wfrom == w->data && rs->wdims[0] == w->dims[0] &&
+                   rs->wdims[1] == w->dims[1] && rs->wdims[2] == w->dims[2];
+    bool packed = rs && rs->rp && rs->from == r->data && rs->dims[0] == r->dims[0] && rs->dims[1] == r->dims[1] &&
                   rs->dims[2] == r->dims[2];
     float *rtc = !packed ? pack_r(r, G, split) : NULL;
     const float *rpk = packed ? rs->rp : rtc;
@@ -569,12 +664,16 @@ static seam_status run_recurrent(seam_kernel *k) {
     float *X = widen(x), *Bv = widen(b), *P = widen(p), *H0 = widen(h0), *C0 = widen(c0);
     size_t bh = sizeof(float) * (size_t)(Bn * H + 1);
     float *xt = malloc(sizeof(float) * (size_t)(S * Bn * In + 1));  /* X as [S, B, In] */
-    float *xp = malloc(sizeof(float) * (size_t)(D * S * Bn * GH + 1)); /* X W^T + biases, every step */
+    float *xp = malloc(sizeof(float) * (size_t)(D * S * Bn * GH + 1)); /* X W^T, every step */
+    float *bsum = Bv ? malloc(sizeof(float) * (size_t)(D * GH + 1)) : NULL;
     float *hb = malloc(2 * (size_t)D * bh), *cb = malloc((size_t)D * bh);           /* H (twice), C */
     float *zb = split ? malloc((size_t)D * bh) : NULL, *rhb = split ? malloc((size_t)D * bh) : NULL; /* z, r . H */
+    float *gscr = wpacked ? kernel_scratch(k, sizeof(float) * (cpu_gemm_xw_scratch(S * Bn, GH,
+                                                                                    seam_pool_threads(k->pool)) + 16))
+                          : NULL;
     seam_status st = SEAM_STATUS_OK;
-    if (!X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || !rpk || (sl && !lens) || (b && !Bv) || (p && !P) ||
-        (h0 && !H0) || (c0 && !C0) || !xt || !xp || !hb || !cb || (split && (!zb || !rhb))) {
+    if ((wpacked && !gscr) || !X || (w->dtype != SEAM_DTYPE_FLOAT32 && !Wc) || !rpk || (sl && !lens) || (b && !Bv) || (p && !P) ||
+        (h0 && !H0) || (c0 && !C0) || (Bv && !bsum) || !xt || !xp || !hb || !cb || (split && (!zb || !rhb))) {
         st = kernel_oom(k);
         goto done;
     }
@@ -582,21 +681,23 @@ static seam_status run_recurrent(seam_kernel *k) {
         for (int64_t bb = 0; bb < Bn; bb++)
             memcpy(xt + (s * Bn + bb) * In, X + (bf ? bb * S + s : s * Bn + bb) * In, sizeof(float) * (size_t)In);
 
-    /* X W^T + both biases for every step, per direction; GRU's R_bh with
-     * linear_before_reset stays out (the reset gate multiplies it) */
+    /* X W^T for every step, per direction, and both biases summed (added
+     * to it in the step); GRU's R_bh with linear_before_reset stays out
+     * (the reset gate multiplies it) */
     for (int64_t d = 0; d < D; d++) {
         const float *Wd = W + d * GH * In;
         const float *Wb = Bv ? Bv + d * 2 * GH : NULL, *Rb = Bv ? Bv + d * 2 * GH + GH : NULL;
         float *xpd = xp + d * S * Bn * GH;
-        if (S * Bn > 1 && GH > PROJ_COLS && In > 0) {
+        if (wpacked && In > 0) {
+            cpu_gemm_x xv = {xt, In, false, 1.0f};
+            cpu_gemm_xw_run(k->pool, &xv, S * Bn, rs->wp[d], xpd, GH, false, NULL, gscr);
+        } else if (S * Bn > 1 && GH > PROJ_COLS && In > 0) {
             proj_job pj = {S * Bn, GH, In, xt, Wd, xpd};
             seam_parallel_for(k->pool, (GH + PROJ_COLS - 1) / PROJ_COLS, 1, proj_blocks, &pj);
         } else {
             gemm_nt(S * Bn, GH, In, xt, Wd, xpd);
         }
-        for (int64_t row = 0; Bv && row < S * Bn; row++)
-            for (int64_t q = 0; q < GH; q++)
-                xpd[row * GH + q] += Wb[q] + (G == 3 && lbr && q >= 2 * H ? 0 : Rb[q]);
+        for (int64_t q = 0; Bv && q < GH; q++) bsum[d * GH + q] = Wb[q] + (G == 3 && lbr && q >= 2 * H ? 0 : Rb[q]);
     }
 
     for (int64_t d = 0; d < D; d++)
@@ -606,7 +707,7 @@ static seam_status run_recurrent(seam_kernel *k) {
                 hb[(d * Bn + bb) * H + j] = H0 ? H0[at] : 0;
                 cb[(d * Bn + bb) * H + j] = C0 ? C0[at] : 0;
             }
-    steps_job sj = {.rp = rpk, .xp = xp, .bias = Bv, .P = P, .hb = hb, .cb = G == 4 ? cb : NULL, .zb = zb,
+    steps_job sj = {.rp = rpk, .xp = xp, .bsum = bsum, .bias = Bv, .P = P, .hb = hb, .cb = G == 4 ? cb : NULL, .zb = zb,
                     .rhb = rhb, .y = y, .len = lens, .acts = acts, .clip = clip, .bf = bf, .plain = plain,
                     .input_forget = input_forget, .split = split, .G = G, .n_act = n_act, .dir = dir, .S = S,
                     .Bn = Bn, .H = H, .GH = GH, .D = D, .nblk = (H + UNITS - 1) / UNITS};
@@ -630,7 +731,7 @@ done:
     free(rtc), free(Wc), free(lens);
     free(X), free(Bv), free(P), free(H0), free(C0);
     free(hb), free(cb), free(zb), free(rhb);
-    free(xt), free(xp);
+    free(xt), free(xp), free(bsum);
     return st;
 }
 
@@ -647,25 +748,41 @@ static seam_status check_recurrent(seam_check *c) {
     int32_t n_act = c->n->op_type[0] == 'L' ? 3 : c->n->op_type[0] == 'G' ? 2 : 1;
     if (!read_acts(c->n, n_act, 2, acts, &bad, &bad_len))
         return check_refuse(c, "activation '%.*s' is not supported", (int)bad_len, bad);
-    /* R from an initializer: packed once here */
-    const ir_tensor *ri = cpu_constant_input(c, 2);
+    /* R and W from initializers: packed once here */
+    const ir_tensor *ri = cpu_constant_input(c, 2), *wi = cpu_constant_input(c, 1);
     int32_t G = n_act == 3 ? 4 : n_act == 2 ? 3 : 1;
     bool split = G == 3 && node_attr_int(c->n, "linear_before_reset", 0) == 0;
-    if (ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype)) {
+    bool r_ok = ri && ri->rank == 3 && ri->numel > 0 && ri->dims[1] == G * ri->dims[2] && cpu_is_float(ri->dtype) &&
+                ri->data;
+    /* float32 W [D, GH, In] for the packed GEMM (X is float32 or widened) */
+    bool w_ok = wi && wi->rank == 3 && wi->numel > 0 && wi->dtype == SEAM_DTYPE_FLOAT32 && wi->data &&
+                (wi->dims[0] == 1 || wi->dims[0] == 2) && wi->dims[1] % G == 0 && wi->dims[1] < INT_MAX &&
+                wi->dims[2] < INT_MAX && (size_t)wi->numel * sizeof(float) == wi->nbytes && cpu_gemm_available();
+    if (!r_ok && !w_ok) return SEAM_STATUS_OK;
+    rnn_state *s = calloc(1, sizeof(*s));
+    bool oom = !s;
+    if (s && r_ok) {
         seam_tensor rt = {.dtype = ri->dtype, .rank = 3, .numel = ri->numel, .data = ri->data};
         for (int32_t d = 0; d < 3; d++) rt.dims[d] = ri->dims[d];
-        rnn_state *s = calloc(1, sizeof(*s));
-        if (s) s->rp = pack_r(&rt, G, split);
-        if (!s || !s->rp) {
-            free(s);
-            snprintf(c->reason, c->reason_size, "out of memory");
-            return SEAM_STATUS_OUT_OF_MEMORY;
-        }
+        oom = !(s->rp = pack_r(&rt, G, split));
         memcpy(s->dims, rt.dims, sizeof(s->dims));
         s->from = ri->data;
-        *c->state = s;
-        *c->free_state = free_rnn_state;
     }
+    for (int64_t d = 0; s && !oom && w_ok && d < wi->dims[0]; d++) {
+        int64_t GH = wi->dims[1], In = wi->dims[2];
+        oom = !(s->wp[d] = cpu_gemm_wpack((const float *)wi->data + d * GH * In, In, GH, true));
+    }
+    if (oom) {
+        free_rnn_state(s);
+        snprintf(c->reason, c->reason_size, "out of memory");
+        return SEAM_STATUS_OUT_OF_MEMORY;
+    }
+    if (w_ok) {
+        memcpy(s->wdims, wi->dims, sizeof(s->wdims));
+        s->wfrom = wi->data;
+    }
+    *c->state = s;
+    *c->free_state = free_rnn_state;
     return SEAM_STATUS_OK;
 }
 

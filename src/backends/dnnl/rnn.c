@@ -17,7 +17,7 @@
  * The weights are rearranged once at compile time, then reordered into the
  * layout the primitive picks. What oneDNN's cells do not compute is
  * refused: other activations, clip, input_forget, peepholes,
- * sequence_lens, layout=1.
+ * sequence_lens, layout=1; and batch 1, where the CPU kernel is faster.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +96,15 @@ bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn) {
         for (int32_t j = 0; ok && j < o->rank; j++) ok = o->dims[j] < 0 || want[k][j] < 0 || o->dims[j] == want[k][j];
         if (!ok) return dx_refuse(why, wn, "%s output %d of the wrong shape", op, k);
     }
+    /* At batch 1 a step is a matrix-vector product, bound by reading R:
+     * seam's CPU kernel keeps each thread's share of R in its core's cache
+     * across steps and runs them as one parallel region; oneDNN's cell was
+     * 1.4-2.5x slower there (hidden 128-512, 2 threads; bench/RESULTS.md).
+     * From batch 4 on oneDNN's is the faster, so a batch not known before
+     * the run stays here. */
+    if (b == 1)
+        return dx_refuse(why, wn, "%s at batch 1 runs faster on seam's CPU kernel than on oneDNN's recurrent primitive",
+                         op);
     return true;
 }
 
