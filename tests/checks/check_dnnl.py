@@ -422,6 +422,32 @@ gelu = lambda first, second: [helper.make_node("Div", ["x", "r2"], ["d"]), helpe
                               helper.make_node("Mul", ["h", second], ["y"])]
 case("gelu_x_first", gelu("x", "half"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
 case("gelu_half_first", gelu("half", "x"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
+# GELU after a MatMul and its bias (a transformer's feed-forward): the
+# MatMul's post-ops, binary_add then eltwise_gelu_erf; not when the GELU's
+# input has a third reader (it is then needed as it is)
+X3G = [("x", [2, 6, 16])]
+GELU_W = {"w": W(16, 24), "b": W(24), "r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}
+lin_gelu = lambda first, second, extra=(): [  # noqa: E731
+    helper.make_node("MatMul", ["x", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["a"]),
+    helper.make_node("Div", ["a", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+    helper.make_node("Add", ["e", "one"], ["o"]), helper.make_node("Mul", [first, "o"], ["h"]),
+    helper.make_node("Mul", ["h", second], ["g"] if extra else ["y"]), *extra]
+case("matmul_gelu_x_first", lin_gelu("a", "half"), X3G, GELU_W, [2, 6, 24])
+case("matmul_gelu_half_first", lin_gelu("half", "a"), X3G, GELU_W, [2, 6, 24])
+case("matmul_gelu_third_reader", lin_gelu("a", "half", [helper.make_node("Add", ["g", "a"], ["y"])]), X3G, GELU_W,
+     [2, 6, 24])
+if check.selected("matmul_gelu_fused"):
+    for name, want in (("matmul_gelu_x_first", True), ("matmul_gelu_half_first", True),
+                       ("matmul_gelu_third_reader", False)):
+        r = run("run", os.path.join(work, name + ".onnx"), "--target", "dnnl", "--placement", "capability", "--compile-log")
+        mm = [ln for ln in r.stderr.splitlines() if "(MatMul): matmul " in ln]
+        fused = bool(mm) and "post-ops binary_add, eltwise_gelu_erf;" in mm[0]
+        check.expect(r.returncode == 0 and len(mm) == 1 and fused == want and " ref:" not in mm[0],
+                     f"matmul_gelu_fused: {name}: GELU {'a post-op of the MatMul' if fused else 'separate'}",
+                     r.stderr[-500:])
+        if not want:
+            check.expect(any("eltwise_gelu_erf" not in ln and "(Div): eltwise " in ln for ln in r.stderr.splitlines()),
+                         f"matmul_gelu_fused: {name}: the GELU is its own eltwise", r.stderr[-500:])
 
 # Erf outside the GELU pattern: oneDNN 2.6 has no erf; it runs in steps
 # (and says so), over the whole range (0, tiny, large, both signs)

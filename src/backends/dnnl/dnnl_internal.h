@@ -147,6 +147,8 @@ typedef struct chain {
     int32_t n;                     /* fused nodes */
     int32_t node[MAX_CHAIN];
     int32_t aux[MAX_CHAIN];        /* a second node the entry absorbs (SiLU's Sigmoid), or -1 */
+    int32_t more[MAX_CHAIN][4];    /* the other nodes of a GELU the entry (its last Mul) absorbs */
+    int32_t n_more[MAX_CHAIN];
     const char *name[MAX_CHAIN];   /* their names and ops, for the log */
     const char *op[MAX_CHAIN];
     bool is_binary[MAX_CHAIN];

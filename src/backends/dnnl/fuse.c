@@ -117,6 +117,25 @@ static void keep_out(chain *c, int32_t k) {
  * *gate, the one oneDNN eltwise of the pair in *alg), or -1. oneDNN's swish
  * with alpha 1 is SiLU exactly; its hardswish (2.6: x * min(max(x + 3, 0),
  * 6) / 6) is that HardSwish exactly. */
+static bool gelu_nodes(builder *b, int32_t first, int32_t nodes[5]);
+
+/* GELU of x (gelu_nodes) when x's two readers are its first node and one
+ * of its Muls: returns the last Mul, the other four nodes in more. */
+static int32_t gelu_of(builder *b, const char *x, int32_t more[4]) {
+    int32_t rr[2], nodes[5];
+    if (dx_readers(b, x, rr, 2) != 2) return -1;
+    for (int32_t w = 0; w < 2; w++) {
+        seam_node_view st;
+        const seam_node_view *s = seam_subgraph_node(b->sg, rr[w], &st);
+        if (s->n_inputs < 1 || !s->inputs[0].name || strcmp(s->inputs[0].name, x) || !gelu_nodes(b, rr[w], nodes) ||
+            (nodes[3] != rr[1 - w] && nodes[4] != rr[1 - w]))
+            continue;
+        memcpy(more, nodes, 4 * sizeof(int32_t));
+        return nodes[4];
+    }
+    return -1;
+}
+
 static int32_t gated_of(builder *b, const char *x, int32_t *gate, dnnl_alg_kind_t *alg) {
     int32_t rr[2];
     if (dx_readers(b, x, rr, 2) != 2) return -1;
@@ -156,9 +175,11 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
     c->prim_rank = v->rank;
     for (int32_t k = 0; k < MAX_CHAIN; k++) c->aux[k] = -1;
     while (b->fuse && c->n < MAX_CHAIN) {
-        int32_t sig = -1, r = dx_sole_reader(b, c->out.name);
+        int32_t sig = -1, r = dx_sole_reader(b, c->out.name), gelu[4] = {-1, -1, -1, -1};
+        bool is_gelu = false;
         dnnl_alg_kind_t gated = dnnl_alg_kind_undef;
         if (r < 0) r = gated_of(b, c->out.name, &sig, &gated);
+        if (r < 0 && (r = gelu_of(b, c->out.name, gelu)) >= 0) is_gelu = true;
         if (r < 0) break;
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
@@ -183,6 +204,10 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
         if (sig >= 0) { /* x * Sigmoid(x), x * HardSigmoid(x) */
             c->alg[k] = gated, c->alpha[k] = gated == dnnl_eltwise_swish ? 1.0f : 0.0f, c->beta[k] = 0.0f;
             c->aux[k] = sig;
+        } else if (is_gelu) { /* the last Mul is the entry, the four others go with it */
+            c->alg[k] = dnnl_eltwise_gelu_erf, c->alpha[k] = 0.0f, c->beta[k] = 0.0f;
+            memcpy(c->more[k], gelu, sizeof(gelu));
+            c->n_more[k] = 4;
         } else if (IN_LIST(m, eltwise_ops)) {
             if (!dx_eltwise_of(m, b->sg, &c->alg[k], &c->alpha[k], &c->beta[k])) break;
             c->clip01[k] = dx_clips_after(m);
@@ -214,7 +239,7 @@ void dx_collect_chain(builder *b, const seam_value_info *v, bool allow_views, ch
         }
         m = seam_subgraph_node(b->sg, r, &st);
         c->node[k] = r;
-        c->name[k] = m->name, c->op[k] = m->op_type;
+        c->name[k] = m->name, c->op[k] = is_gelu ? "Mul: the end of a GELU with Erf, its 5 nodes" : m->op_type;
         c->n++;
         c->out = m->outputs[0];
         for (int32_t d = 0; d < c->out.rank && d < MAXR; d++) c->out_dims[d] = m->outputs[0].dims[d];
@@ -421,6 +446,7 @@ void dx_take_chain(const chain *c, bool *fused) {
     for (int32_t k = 0; k < c->n; k++) {
         fused[c->node[k]] = true;
         if (c->aux[k] >= 0) fused[c->aux[k]] = true;
+        for (int32_t j = 0; j < c->n_more[k]; j++) fused[c->more[k][j]] = true;
     }
 }
 
@@ -571,20 +597,22 @@ bool dx_defer_scale(builder *b, int32_t sin) {
     return true;
 }
 
-/* GELU as exporters write it, x * 0.5 * (1 + Erf(x / sqrt(2))) (the 0.5
- * on either side, Div by sqrt(2) or Mul by 1/sqrt(2)), as one gelu_erf
- * eltwise. Called on the Div/Mul feeding the Erf; false when the nodes do
- * not form the pattern. */
-bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
+/* GELU's five nodes, x * 0.5 * (1 + Erf(x / sqrt(2))) (the 0.5 on either
+ * side, Div by sqrt(2) or Mul by 1/sqrt(2)), from the Div/Mul `first`:
+ * first, Erf, Add, Mul, Mul (the last one's output is GELU(x)). */
+static bool gelu_nodes(builder *b, int32_t first, int32_t nodes[5]) {
     const seam_subgraph_view *sg = b->sg;
-    const seam_node_view *n = b->n;
+    seam_node_view nst;
+    const seam_node_view *n = seam_subgraph_node(sg, first, &nst);
     float c;
-    if (n->n_inputs != 2 || !n->inputs[1].name || !scalar_const(b, n->inputs[1].name, &c)) return false;
+    if (!(is_op(n, "Div") || is_op(n, "Mul")) || n->n_inputs != 2 || !n->inputs[0].name || !n->inputs[1].name ||
+        n->n_outputs < 1 || !n->outputs[0].name || !scalar_const(b, n->inputs[1].name, &c))
+        return false;
     float inv = is_op(n, "Div") ? 1.0f / c : c;
     if (fabsf(inv - 0.70710678f) > 1e-4f) return false;
     const char *x = n->inputs[0].name, *dv = n->outputs[0].name, *e, *o, *h, *y, *other;
-    int32_t nodes[5], cnt = 0, k;
-    nodes[cnt++] = b->index;
+    int32_t cnt = 0, k;
+    nodes[cnt++] = first;
     if (dx_readers(b, dv, &k, 1) != 1 || !node_is(sg, k, "Erf", dv, 0, &e, &other)) return false;
     nodes[cnt++] = k;
     float one, half;
@@ -599,6 +627,19 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
     if (dx_readers(b, h, &k, 1) != 1 || !node_is(sg, k, "Mul", h, -1, &y, &other)) return false;
     if (have_x ? !(scalar_const(b, other, &half) && half == 0.5f) : !(other && !strcmp(other, x))) return false;
     nodes[cnt++] = k;
+    return true;
+}
+
+/* GELU as exporters write it, x * 0.5 * (1 + Erf(x / sqrt(2))) (the 0.5
+ * on either side, Div by sqrt(2) or Mul by 1/sqrt(2)), as one gelu_erf
+ * eltwise. Called on the Div/Mul feeding the Erf; false when the nodes do
+ * not form the pattern. (After a MatMul or Conv it is a post-op instead:
+ * dx_collect_chain.) */
+bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
+    const seam_subgraph_view *sg = b->sg;
+    int32_t nodes[5], cnt = 5, k;
+    if (!gelu_nodes(b, b->index, nodes)) return false;
+    k = nodes[4];
     seam_node_view st;
     const seam_node_view *m = seam_subgraph_node(sg, k, &st);
     seam_value_info out = m->outputs[0];
