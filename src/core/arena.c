@@ -33,6 +33,17 @@ static seam_arena_chunk *map_chunk(size_t total) {
     return c;
 }
 
+void *seam_alloc_resident(size_t size) {
+    if (size < HUGE_CHUNK) return aligned_alloc(64, (size + 63) & ~(size_t)63);
+    if (size > SIZE_MAX - HUGE_CHUNK) return NULL;
+    size_t len = (size + HUGE_CHUNK - 1) & ~(HUGE_CHUNK - 1);
+    void *p = aligned_alloc(HUGE_CHUNK, len);
+#ifdef MADV_HUGEPAGE
+    if (p) madvise(p, len, MADV_HUGEPAGE); /* (a hint: failure changes nothing) */
+#endif
+    return p;
+}
+
 void seam_arena_init(seam_arena *a, size_t chunk_size) {
     a->head = NULL;
     a->chunk_size = chunk_size ? chunk_size : (size_t)1 << 16;

@@ -2,6 +2,7 @@
  * one slab, placed from their lifetimes (see exec.h). */
 #include <stdlib.h>
 
+#include "core/arena.h"
 #include "core/context.h"
 #include "runtime/exec_impl.h"
 
@@ -94,7 +95,7 @@ seam_status exec_plan_memory(seam_exec *e) {
     free(busy);
     e->slab_size = (size_t)total;
     if (total) {
-        e->slab = aligned_alloc(64, (size_t)total);
+        e->slab = seam_alloc_resident((size_t)total);
         if (!e->slab) return seam_error(e->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory: %lld bytes for activations",
                                         (long long)total);
     }

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/gemm.h"
+#include "core/arena.h"
 #include "runtime/pool.h"
 
 /* Optimized in every build: at -O0 (the Debug and sanitizer builds) the
@@ -92,7 +93,7 @@ void cpu_gemm_pack_into(cpu_gemm_packed *p, float *data, const float *a, int64_t
 
 cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k) {
     cpu_gemm_packed *p = calloc(1, sizeof(*p));
-    float *data = p ? aligned_alloc(64, sizeof(float) * cpu_gemm_packed_floats(m, k)) : NULL;
+    float *data = p ? seam_alloc_resident(sizeof(float) * cpu_gemm_packed_floats(m, k)) : NULL;
     if (!data) {
         free(p);
         return NULL;
@@ -480,7 +481,7 @@ void cpu_gemm_wpack_into(cpu_gemm_wpacked *p, float *data, const float *w, int64
 
 cpu_gemm_wpacked *cpu_gemm_wpack(const float *w, int64_t k, int64_t n, bool trans) {
     cpu_gemm_wpacked *p = calloc(1, sizeof(*p));
-    float *data = p ? aligned_alloc(64, sizeof(float) * cpu_gemm_wpacked_floats(k, n)) : NULL;
+    float *data = p ? seam_alloc_resident(sizeof(float) * cpu_gemm_wpacked_floats(k, n)) : NULL;
     if (!data) {
         free(p);
         return NULL;

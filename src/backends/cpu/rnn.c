@@ -23,6 +23,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/gemm.h"
+#include "core/arena.h"
 #include "runtime/pool.h"
 
 /* ---- activation functions ---- */
@@ -154,7 +155,7 @@ static float *pack_r(const seam_tensor *r, int32_t G, bool split) {
     /* on 64 bytes: a block's rows are whole cache lines (a load that
      * straddles two lines halved the step's bandwidth from L2) */
     size_t bytes = sizeof(float) * (size_t)(D * nblk * H * G * UNITS + 16);
-    float *rp = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    float *rp = seam_alloc_resident(bytes);
     if (!rp) return NULL;
     memset(rp, 0, bytes);
     bool f32 = r->dtype == SEAM_DTYPE_FLOAT32;

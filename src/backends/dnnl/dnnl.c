@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/arena.h"
 #include "dnnl_internal.h"
 #include "mask.h"
 #include "ops/attr.h"
@@ -213,7 +214,7 @@ static bool plan_arena(program *p) {
         if (off + sp[j].bytes > total) total = off + sp[j].bytes;
     }
     p->arena_bytes = total;
-    p->arena = total ? aligned_alloc(64, (total + 63) & ~(size_t)63) : NULL;
+    p->arena = total ? seam_alloc_resident(total) : NULL;
     p->scratch = p->scratch_bytes ? aligned_alloc(64, (p->scratch_bytes + 63) & ~(size_t)63) : NULL;
     bool ok = (!total || p->arena) && (!p->scratch_bytes || p->scratch);
     for (int32_t j = 0; ok && j < n; j++)

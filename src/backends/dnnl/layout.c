@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/arena.h"
 #include "dnnl_internal.h"
 
 dnnl_format_tag_t dx_plain_tag(int32_t rank) {
@@ -272,7 +273,7 @@ int32_t dx_resident_copy(builder *b, int32_t from, const dnnl_memory_desc_t *md)
     int32_t t = dx_temp_slot(b, &like, md);
     if (t < 0) return -1;
     slot *ts = &b->p->slots[t]; /* resident: its own buffer, out of the arena */
-    ts->owned = malloc(ts->bytes);
+    ts->owned = seam_alloc_resident(ts->bytes);
     ts->bytes = 0;
     if (!ts->owned || dnnl_memory_set_data_handle(ts->mem, ts->owned) != dnnl_success) return -1;
     dnnl_primitive_desc_t rpd;
