@@ -133,7 +133,9 @@ static int32_t concat_places(builder *b, int32_t sin) {
     at[0] = 0;
     for (int32_t k = 0; k < cnt; k++) {
         src[k] = k ? dx_input_slot(b, &n->inputs[k]) : sin;
-        if (src[k] < 0 || p->slots[src[k]].lazy || p->slots[src[k]].rank != rank) return 0; /* (the concat primitive's cases) */
+        const slot *sk = src[k] >= 0 ? &p->slots[src[k]] : NULL;
+        if (!sk || sk->lazy || sk->pad_pending || sk->scale != 1.0f || sk->rank != rank || !dx_slot_numel(sk))
+            return 0; /* (as the concat primitive has them, or refuses them) */
         dx_md_of(&p->slots[src[k]], &mds[k]);
         at[k + 1] = at[k] + p->slots[src[k]].dims[axis];
     }
