@@ -386,4 +386,11 @@ bool dx_supports_gemm(const seam_node_view *n, char *why, size_t wn);
 bool dx_supports_matmul(const seam_node_view *n, char *why, size_t wn);
 bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0);
 
+/* ---- concat.c: Concat in place, or by reorders into place ---- */
+/* Concat (b->n, input 0 in slot sin) with its sources written in place into
+ * the output where the layouts allow, the others reordered into their
+ * sub-memories by jit reorders. 1 when made, 0 when it is not done so (the
+ * concat primitive then: nothing was changed), -1 on an error (b->err set). */
+int32_t dx_compile_concat_places(builder *b, int32_t sin);
+
 #endif

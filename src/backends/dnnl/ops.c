@@ -1537,6 +1537,14 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
         if (r < 0) return false;
         if (r > 0) return true;
     }
+    /* a Concat written in place by its sources' producers, or copied into
+     * place by jit reorders (concat.c); else oneDNN's concat primitive */
+    if (is_op(n, "Concat") && !p->slots[sin].lazy) {
+        int32_t r = dx_compile_concat_places(b, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n; /* (fetched again there) */
+    }
     if (is_op(n, "Concat") && n->n_inputs <= MAX_ARGS - 2 && p->slots[sin].has_md && !p->slots[sin].lazy) {
         int32_t r = blocked_concat(b, sin);
         if (r < 0) return false;
