@@ -173,14 +173,15 @@ def case_output_blocked():
 def case_read_twice():
     """A source also read by a later Conv (in place: its bytes are the
     output's), and a source that is a residual Add's operand after the
-    Concat: copied (a convolution reading the Concat may write its sum in
-    place over that operand)."""
+    Concat, also in place: the convolution reading the Concat must not
+    write its sum over that operand's bytes, which it reads (fuse.c
+    may_overwrite: a new buffer, the operand copied there first)."""
     g = G((1, 64, 6, 6))
     s = g.stem()
     a, b = g.conv(s, 32), g.conv(s, 32)
     y = g.concat([a, b])
     z = g.add(g.conv(y, 32, relu=False), a)
-    return g, [g.conv(z, 8), g.conv(b, 8)], ["reorders 1/1"]
+    return g, [g.conv(z, 8), g.conv(b, 8)], ["place"]
 
 
 def case_used_twice():

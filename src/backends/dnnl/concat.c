@@ -47,22 +47,6 @@ static bool retargetable(const program *p, int32_t s) {
     return false;
 }
 
-/* Whether value `name` is an Add's operand after the node being compiled
- * (or has too many readers to tell): a convolution or matmul may take it
- * as its sum post-op and write its result over those bytes in place
- * (fuse.c, dx_sum_dst) while it reads the Concat's output, which holds
- * them when the value is written in place. */
-static bool summed_later(builder *b, const char *name) {
-    int32_t r[32];
-    int32_t cnt = dx_readers(b, name, r, 32);
-    bool add = cnt < 0;
-    for (int32_t k = 0; !add && k < cnt; k++) {
-        seam_node_view st;
-        add = r[k] > b->index && is_op(seam_subgraph_node(b->sg, r[k], &st), "Add");
-    }
-    return add;
-}
-
 /* Outer blocks of dim d (its padded size over its inner blocks), and the
  * product of the inner blocks on d. */
 static int64_t inner_block(const dnnl_memory_desc_t *md, int32_t d) {
@@ -178,7 +162,7 @@ static int32_t concat_places(builder *b, int32_t sin) {
         bool twice = false;
         for (int32_t j = 0; j < cnt; j++) twice |= j != k && src[j] == src[k];
         off[k] = in_place_offset(&mds[k], &dmd, (int32_t)axis, at[k], k == cnt - 1);
-        placed[k] = off[k] >= 0 && !twice && retargetable(p, src[k]) && !summed_later(b, p->slots[src[k]].name);
+        placed[k] = off[k] >= 0 && !twice && retargetable(p, src[k]);
         if (placed[k]) {
             n_place++;
             continue;

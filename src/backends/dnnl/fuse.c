@@ -388,6 +388,15 @@ static bool may_overwrite(builder *b, int32_t s, const dnnl_memory_desc_t *md, c
     dnnl_memory_desc_t cur;
     dx_md_of(&p->slots[s], &cur);
     if (!dnnl_memory_desc_equal(&cur, md)) return false;
+    /* nor bytes the primitive reads while it writes them: an input of its
+     * own in the same buffer (x in conv(x) + x; a source written in place
+     * into a Concat's output that the primitive reads, concat.c) */
+    seam_node_view st;
+    const seam_node_view *n = seam_subgraph_node(b->sg, b->index, &st);
+    for (int32_t i = 0; i < n->n_inputs; i++) {
+        int32_t si = n->inputs[i].name ? dx_slot_of(p, n->inputs[i].name) : -1;
+        if (si >= 0 && dx_root_of(p, si) == root) return false;
+    }
     for (int32_t k = 0; k < p->n_slots; k++)
         if (dx_root_of(p, k) == root && p->slots[k].name[0] != '(' && read_later(b, p->slots[k].name, c)) return false;
     return true;
