@@ -49,13 +49,13 @@ class Block(nn.Module):
     scale * x, 1x1 projection (and, when `tap`, the scaled features as a
     second output)."""
 
-    def __init__(self, c, cout, act, sq_act, gate, scale_first=True, tap=False):
+    def __init__(self, c, cout, act, sq_act, gate, scale_first=True, tap=False, k=1):
         super().__init__()
         self.dw = nn.Conv2d(c, c, 3, padding=1, groups=c)
         self.act = act()
         sq = max(c // 4, 8)
         self.fc1, self.sq_act, self.fc2, self.gate = nn.Conv2d(c, sq, 1), sq_act(), nn.Conv2d(sq, c, 1), gate()
-        self.proj = nn.Conv2d(c, cout, 1)
+        self.proj = nn.Conv2d(c, cout, k, padding=k // 2)
         self.scale_first, self.tap = scale_first, tap
 
     def forward(self, x):
@@ -68,18 +68,22 @@ class Block(nn.Module):
 EFF = (nn.SiLU, nn.SiLU, nn.Sigmoid)           # efficientnet's
 MBV3 = (nn.Hardswish, nn.ReLU, nn.Hardsigmoid)  # mobilenet_v3's
 
-# (name, batch, C, H=W, C out, activations, scale first, tap, folded with fusion on)
+# (name, batch, C, H=W, C out, activations, scale first, tap, projection kernel,
+#  with fusion on: how the projection's weights are scaled, None when the Mul stays)
+BIN = "binary jit:uni"  # a 1x1 kernel's weights, [O/16, I, 16] rows times the scale
+REORDER = "reorder"     # other kernels: a reorder with run-time output scales
 CASES = [
-    ("eff_112_b1", 1, 32, 112, 16, EFF, True, False, True),       # x/w 784
-    ("eff_112_b2", 2, 32, 112, 16, EFF, True, False, False),      # batch 2: one scale per image
-    ("eff_112_b1_x_first", 1, 32, 112, 16, EFF, False, False, True),
-    ("mbv3_112_b1", 1, 16, 112, 16, MBV3, True, False, True),
-    ("mbv3_112_b2", 2, 16, 112, 16, MBV3, True, False, False),
-    ("eff_7_b1_narrow", 1, 48, 7, 4, EFF, True, False, True),     # x/w 12.25
-    ("eff_7_b1_wide", 1, 96, 7, 48, EFF, True, False, False),     # x/w 1.02: the Mul stays
-    ("mbv3_7_b1_wide", 1, 96, 7, 48, MBV3, True, False, False),
-    ("eff_7_b2", 2, 48, 7, 4, EFF, True, False, False),
-    ("eff_28_b1_tap", 1, 24, 28, 8, EFF, True, True, False),      # the scaled x is also an output
+    ("eff_112_b1", 1, 32, 112, 16, EFF, True, False, 1, BIN),       # x/w 784
+    ("eff_112_b2", 2, 32, 112, 16, EFF, True, False, 1, None),      # batch 2: one scale per image
+    ("eff_112_b1_x_first", 1, 32, 112, 16, EFF, False, False, 1, BIN),
+    ("mbv3_112_b1", 1, 16, 112, 16, MBV3, True, False, 1, BIN),
+    ("mbv3_112_b2", 2, 16, 112, 16, MBV3, True, False, 1, None),
+    ("eff_7_b1_narrow", 1, 48, 7, 4, EFF, True, False, 1, BIN),     # x/w 12.25
+    ("eff_7_b1_wide", 1, 96, 7, 48, EFF, True, False, 1, None),     # x/w 1.02: the Mul stays
+    ("mbv3_7_b1_wide", 1, 96, 7, 48, MBV3, True, False, 1, None),
+    ("eff_7_b2", 2, 48, 7, 4, EFF, True, False, 1, None),
+    ("eff_28_b1_tap", 1, 24, 28, 8, EFF, True, True, 1, None),      # the scaled x is also an output
+    ("eff_56_b1_k3", 1, 32, 56, 8, EFF, True, False, 3, REORDER),   # x/w 43.6, a 3x3 projection
 ]
 
 
@@ -110,10 +114,10 @@ def run_model(path, label, d, *opts):
     return seamtest.load_outputs(path, d), r
 
 
-for name, batch, c, hw, cout, (act, sq_act, gate), scale_first, tap, folded in CASES:
+for name, batch, c, hw, cout, (act, sq_act, gate), scale_first, tap, k, scaler in CASES:
     if not check.selected(name):
         continue
-    model = Block(c, cout, act, sq_act, gate, scale_first, tap).eval()
+    model = Block(c, cout, act, sq_act, gate, scale_first, tap, k).eval()
     x = torch.randn(batch, c, hw, hw)
     path = export(name, model, x)
     with torch.no_grad():
@@ -142,13 +146,15 @@ for name, batch, c, hw, cout, (act, sq_act, gate), scale_first, tap, folded in C
               [line for line in r.stderr.splitlines() if "): slow: " in line]
         check.expect(prims and not bad, f"{label}: {len(prims)} primitives, no reference kernel", bad)
         # (the reorders a node makes to and from the plain layout of the graph's
-        # inputs and outputs are left out)
+        # inputs and outputs are left out, but the one scaling weights: the
+        # first of the Conv's, from its plain weights abcd)
+        scaling = [w.split(";")[0] for _, node, _, w in log if node == conv_name and
+                   w.startswith("reorder ") and "; src abcd, dst A" in w]
         mul = [p[2] for p in prims if p[0] == mul_name and not p[2].startswith("reorder ")]
-        conv = [p[2] for p in prims if p[0] == conv_name and not p[2].startswith("reorder ")]
+        conv = scaling[:1] + [p[2] for p in prims if p[0] == conv_name and not p[2].startswith("reorder ")]
         said = any(node == mul_name and what.startswith(FOLDED) for _, node, _, what in log)
-        fold = folded and fusion == "on"
-        if fold:
-            check.expect(said and not mul and len(conv) == 2 and conv[0] == "binary jit:uni" and
+        if scaler and fusion == "on":
+            check.expect(said and not mul and len(conv) == 2 and conv[0].startswith(scaler) and
                          conv[1].startswith("convolution "),
                          f"{label}: the Mul folded into the projection's weights ({conv})",
                          f"Mul {mul}, the log says so: {said}, the projection Conv {conv}")
