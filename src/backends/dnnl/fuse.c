@@ -541,14 +541,15 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     return true;
 }
 
+static bool se_defer(builder *b);
+
 /* A Div or Mul by a constant scalar whose only reader is a MatMul (the
  * 1/sqrt(d) of attention): no step; its output is a view of its input
  * carrying the factor, which the MatMul applies to its result as a post-op
- * ((A/c) B = (A B)/c). */
-static bool se_defer(builder *b);
-
+ * ((A/c) B = (A B)/c). A squeeze-excite Mul makes no step either (se_defer,
+ * below). */
 bool dx_defer_scale(builder *b, int32_t sin) {
-    if (is_op(b->n, "Mul") && se_defer(b)) return true; /* a squeeze-excite scale, see below */
+    if (is_op(b->n, "Mul") && se_defer(b)) return true;
     if (b->err[0]) return false;
     const seam_node_view *n = b->n;
     program *p = b->p;
@@ -632,13 +633,14 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
  * diag(s), x): the weights scaled per input channel at each run replace
  * the Mul's pass over x, which oneDNN runs on its generic `binary jit:uni`
  * in channels-last (efficientnet_b0's first block: 70 us for the Mul over
- * 32 x 112 x 112, 3 us to scale the 16 x 32 weights). Only at batch 1 (s differs per image), for a
- * convolution of one group, and where x has at least SE_FOLD_RATIO times
- * the weights' elements: scaling the weights (a binary over [O/16, I, 16]
- * rows, see scaled_weights in conv_matmul.c) runs at about half the speed
- * per element of the Mul over x (a channels-last row per pixel), and the
- * convolution then reads x from where the depthwise convolution left it
- * rather than the Mul's fresh output. Measured per block of
+ * 32 x 112 x 112, 3 us to scale the 16 x 32 weights). Only at batch 1 (s
+ * differs per image), for a convolution of one group, and where x has at
+ * least SE_FOLD_RATIO times the weights' elements: scaling the weights (a
+ * binary over [O/16, I, 16] rows, see scaled_weights in conv_matmul.c)
+ * runs at about half the speed per element of the Mul over x (a
+ * channels-last row per pixel), and the convolution then reads x from
+ * where the depthwise convolution left it rather than the Mul's fresh
+ * output. With fusion off the Mul is a step of its own. Measured per block of
  * efficientnet_b0 (bench/results/dnnl_eff.md): x/w of 20 and more (the
  * 112 x 112 to 28 x 28 blocks) win 10-50 us each, 2.4 (14 x 14, 240 into
  * 80) breaks even, 3.5 (672 into 112) loses 15 us. */
