@@ -643,7 +643,7 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
  * output. With fusion off the Mul is a step of its own. Measured per block of
  * efficientnet_b0 (bench/results/dnnl_eff.md): x/w of 20 and more (the
  * 112 x 112 to 28 x 28 blocks) win 10-50 us each, 2.4 (14 x 14, 240 into
- * 80) breaks even, 3.5 (672 into 112) loses 15 us. */
+ * 80) breaks even, 1.75 (672 into 112) loses 15 us. */
 #define SE_FOLD_RATIO 8
 
 /* Whether node `mul` is such a Mul, with fusion on: then its reader in
