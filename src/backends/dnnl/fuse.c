@@ -576,11 +576,16 @@ bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin) {
     return true;
 }
 
+static bool se_defer(builder *b);
+
 /* A Div or Mul by a constant scalar whose only reader is a MatMul (the
  * 1/sqrt(d) of attention): no step; its output is a view of its input
  * carrying the factor, which the MatMul applies to its result as a post-op
- * ((A/c) B = (A B)/c). */
+ * ((A/c) B = (A B)/c). A squeeze-excite Mul makes no step either (se_defer,
+ * below). */
 bool dx_defer_scale(builder *b, int32_t sin) {
+    if (is_op(b->n, "Mul") && se_defer(b)) return true;
+    if (b->err[0]) return false;
     const seam_node_view *n = b->n;
     program *p = b->p;
     if (!b->fuse || n->n_inputs != 2 || !n->inputs[1].name || p->slots[sin].scale != 1.0f) return false;
@@ -669,4 +674,127 @@ bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin) {
         return false;
     for (int32_t j = 0; j < cnt; j++) fused[nodes[j]] = true;
     return dx_layout_step(b, pd, sin, &out);
+}
+
+/* ---- the squeeze-excite scale, folded into the next convolution's weights ----
+ * A squeeze-excite block ends in Mul(s, x) (torch writes the scale
+ * first): x [1, C, H, W] scaled per channel by s [1, C, 1, 1], which the
+ * block's projection convolution alone reads. Conv(W, s x) = Conv(W
+ * diag(s), x): the weights scaled per input channel at each run replace
+ * the Mul's pass over x, which oneDNN runs on its generic `binary jit:uni`
+ * in channels-last (efficientnet_b0's first block: 70 us for the Mul over
+ * 32 x 112 x 112, 3 us to scale the 16 x 32 weights). Only at batch 1 (s
+ * differs per image), for a convolution of one group, and where x has at
+ * least SE_FOLD_RATIO times the weights' elements: scaling the weights (a
+ * binary over [O/16, I, 16] rows, see scaled_weights in conv_matmul.c)
+ * runs at about half the speed per element of the Mul over x (a
+ * channels-last row per pixel), and the convolution then reads x from
+ * where the depthwise convolution left it rather than the Mul's fresh
+ * output. With fusion off the Mul is a step of its own. Measured per block of
+ * efficientnet_b0 (bench/results/dnnl_eff.md): x/w of 20 and more (the
+ * 112 x 112 to 28 x 28 blocks) win 10-50 us each, 2.4 (14 x 14, 240 into
+ * 80) breaks even, 1.75 (672 into 112) loses 15 us. */
+#define SE_FOLD_RATIO 8
+
+/* Whether node `mul` is such a Mul, with fusion on: then its reader in
+ * *conv, x and s by name. The Mul and the convolution ask the same
+ * question (the Mul makes no step, the convolution scales its weights). */
+static bool se_fold_of(builder *b, int32_t mul, int32_t *conv, const char **x, const char **s) {
+    if (!b->fuse || mul < 0) return false;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, mul, &st);
+    if (!is_op(m, "Mul") || m->n_inputs != 2 || !m->inputs[0].name || !m->inputs[1].name || m->n_outputs < 1 ||
+        !m->outputs[0].name)
+        return false;
+    const seam_value_info *o = &m->outputs[0];
+    if (o->rank < 3 || o->rank > 5 || o->dims[0] != 1 || dx_value_numel(o) <= 0) return false;
+    int32_t ks = -1;
+    for (int32_t k = 0; k < 2 && ks < 0; k++) {
+        const seam_value_info *v = &m->inputs[k], *w = &m->inputs[1 - k];
+        bool chan = v->rank == o->rank && v->dims[1] == o->dims[1] && w->rank == o->rank;
+        for (int32_t d = 0; chan && d < o->rank; d++) chan = (d == 1 || v->dims[d] == 1) && w->dims[d] == o->dims[d];
+        if (chan) ks = k;
+    }
+    if (ks < 0 || !strcmp(m->inputs[0].name, m->inputs[1].name)) return false;
+    const char *sn = m->inputs[ks].name, *xn = m->inputs[1 - ks].name, *out = m->outputs[0].name;
+    int64_t xcount = dx_value_numel(o), channels = o->dims[1];
+    int32_t rank = o->rank;
+    program *p = b->p;
+    int32_t sx = dx_slot_of(p, xn), ss = dx_slot_of(p, sn);
+    if (sx < 0 || ss < 0) return false; /* made earlier (not constants: those would fold at compile time) */
+    const slot *a = &p->slots[sx], *c = &p->slots[ss];
+    if (a->lazy || a->pad_pending || a->scale != 1.0f || c->lazy || c->pad_pending || c->scale != 1.0f) return false;
+    /* x channels-last or plain: the convolution then runs on brgconv with
+     * weights blocked on the outputs only, which scaled_weights scales
+     * fast. x in a blocked layout (aBcd8b, as regnet_y_400mf's grouped
+     * convolutions write it) would keep the convolution on jit_1x1 with
+     * weights blocked on both dims, scaled by the slow reorder (50 us for
+     * 48 x 48 there, against 23 us for the Mul). */
+    if (a->has_md && (a->md.format_kind != dnnl_blocked || a->md.format_desc.blocking.inner_nblks > 0)) return false;
+    int32_t r = dx_sole_reader(b, out);
+    if (r < 0) return false;
+    const seam_node_view *n = seam_subgraph_node(b->sg, r, &st);
+    if (!is_op(n, "Conv") || n->n_inputs < 2 || !n->inputs[0].name || strcmp(n->inputs[0].name, out) ||
+        !n->inputs[1].name || !strcmp(n->inputs[1].name, out) || !dx_const_input(n, 1) || n->inputs[1].rank != rank ||
+        n->inputs[1].dims[1] != channels || node_attr_int(dx_ir(n), "group", 1) != 1)
+        return false;
+    if (n->n_inputs > 2 && n->inputs[2].name && !strcmp(n->inputs[2].name, out)) return false;
+    int64_t wcount = dx_value_numel(&n->inputs[1]);
+    if (wcount <= 0 || wcount * SE_FOLD_RATIO > xcount) return false;
+    *conv = r, *x = xn, *s = sn;
+    return true;
+}
+
+/* The Mul side: its output becomes a view of x (the scale is the
+ * convolution's to apply). False when the Mul is not such a block's. */
+static bool se_defer(builder *b) {
+    int32_t conv;
+    const char *x, *s;
+    bool ok = se_fold_of(b, b->index, &conv, &x, &s);
+    b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (!ok) return false;
+    program *p = b->p;
+    int32_t sx = dx_slot_of(p, x);
+    slot shape = p->slots[sx];
+    int32_t v = dx_view_slot(p, sx, &shape, shape.has_md ? &shape.md : NULL);
+    if (v < 0) return dx_fail(b, "out of memory"), false;
+    p->slots[v].name = b->n->outputs[0].name;
+    seam_node_view st;
+    const seam_node_view *c = seam_subgraph_node(b->sg, conv, &st);
+    dx_log(p, "node %d '%s' (%s): no step of its own: the squeeze-excite scale '%s' goes into the weights of node %d "
+              "'%s' (Conv), scaled per input channel at each run",
+           b->n->index, b->n->name ? b->n->name : "", b->n->op_type, s, c->index, c->name ? c->name : "");
+    b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    return true;
+}
+
+/* The convolution side (node b->index, reading value `input` as slot
+ * sin): the slot of the squeeze-excite scale to apply to its weights, as a
+ * plain vector of the input's channels, or -1 when its input is no such
+ * Mul's. Sets the builder's error (and returns -1) only when out of
+ * memory. */
+int32_t dx_se_scale_for_conv(builder *b, int32_t sin, const char *input) {
+    if (!b->fuse || !input || sin < 0 || b->p->slots[sin].alias < 0) return -1; /* (se_defer made a view) */
+    int32_t mul = -1;
+    for (int32_t i = b->index - 1; i >= 0 && mul < 0; i--) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
+        for (int32_t k = 0; k < m->n_outputs; k++)
+            if (m->outputs[k].name && !strcmp(m->outputs[k].name, input)) mul = i;
+    }
+    int32_t conv = -1;
+    const char *x, *s;
+    bool ok = mul >= 0 && se_fold_of(b, mul, &conv, &x, &s) && conv == b->index;
+    b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (!ok) return -1;
+    program *p = b->p;
+    int32_t ss = dx_as_plain(b, dx_slot_of(p, s));
+    if (ss < 0) return dx_fail(b, "could not reorder the squeeze-excite scale to the plain layout"), -1;
+    slot vec;
+    memset(&vec, 0, sizeof(vec));
+    vec.rank = 1;
+    vec.dims[0] = p->slots[ss].dims[1];
+    int32_t v = dx_view_slot(p, ss, &vec, NULL);
+    if (v < 0) return dx_fail(b, "out of memory"), -1;
+    return v;
 }
