@@ -166,9 +166,6 @@ static bool blocked_md(const slot *s) {
     return s->has_md && !s->lazy && s->md.format_kind == dnnl_blocked && s->md.format_desc.blocking.inner_nblks == 1;
 }
 
-/* In fuse.c (its prototype belongs in dnnl_internal.h with the others). */
-int32_t dx_se_scale_for_conv(builder *b, int32_t sin, const char *input);
-
 /* Weights sw in layout md, scaled per input channel (dim 1) at each run by
  * the vector in slot scale (the squeeze-excite scale of the convolution's
  * input, see fuse.c), into a temporary the convolution reads; -1 with the

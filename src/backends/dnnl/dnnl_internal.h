@@ -16,6 +16,8 @@
  *                  other than float32 are held (mask.h)
  *   shuf_shuffle.c the channel shuffle pattern (a Concat or a Reshape,
  *                  then Transpose and Reshape) in its sources' layout
+ *   concat.c       Concat with its sources written in place into the
+ *                  output, or by reorders into place
  *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
@@ -308,6 +310,11 @@ void dx_take_chain(const chain *c, bool *fused);
 bool dx_compile_layernorm_pattern(builder *b, bool *fused, int32_t sin);
 bool dx_defer_scale(builder *b, int32_t sin);
 bool dx_compile_gelu_pattern(builder *b, bool *fused, int32_t sin);
+/* The squeeze-excite scale a Conv (node b->index, reading `input` as slot
+ * sin) applies to its weights per input channel at each run: its slot, or
+ * -1 when the input is no such Mul's (fuse.c; the error set only when out
+ * of memory). */
+int32_t dx_se_scale_for_conv(builder *b, int32_t sin, const char *input);
 
 /* ---- rnn.c: LSTM and GRU (rows of ops.c's table) ---- */
 bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn);
