@@ -717,6 +717,10 @@ static bool se_fold_of(builder *b, int32_t mul, int32_t *conv, const char **x, c
     }
     if (ks < 0 || !strcmp(m->inputs[0].name, m->inputs[1].name)) return false;
     const char *sn = m->inputs[ks].name, *xn = m->inputs[1 - ks].name, *out = m->outputs[0].name;
+    /* the scale read by this Mul alone: it is read again at the
+     * convolution (its weights scaled then), and no node in between may
+     * take its bytes (a sum post-op in place) */
+    if (dx_sole_reader(b, sn) != mul) return false;
     int64_t xcount = dx_value_numel(o), channels = o->dims[1];
     int32_t rank = o->rank;
     program *p = b->p;
