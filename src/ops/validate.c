@@ -253,6 +253,10 @@ static bool check_arity(const ir_node *n, const op_checks *c, char *why, size_t 
     bool leading_optional = c->leading_optional;
     for (int32_t i = 0; i < a->min_in && !leading_optional; i++)
         if (n->inputs[i] < 0) return FAIL("input %d is required", i);
+    /* a variadic list (Concat's, Sum's) has no optional entries: ONNX's
+     * checker refuses an empty name anywhere in it */
+    for (int32_t i = a->min_in; a->max_in == V && !leading_optional && i < n->n_inputs; i++)
+        if (n->inputs[i] < 0) return FAIL("input %d is required: %s's variadic inputs cannot be empty", i, n->op_type);
     if (n->n_outputs > a->max_out)
         return FAIL("has %d outputs; %s gives at most %d", n->n_outputs, n->op_type, a->max_out);
     if (n->n_outputs < a->min_out)

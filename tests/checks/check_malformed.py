@@ -205,6 +205,16 @@ for target in ((), ("--target", "dnnl", "--placement", "capability")):
                      [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_empty_input{tag}.onnx", cat_hole), 1, "'cat' (Concat)", "input 0 is required",
            args=("run", *target))
+    # a hole later in the list, the output's shape static (so that dnnl
+    # compiles the Concat): dnnl crashed on it, the CPU skipped the hole
+    cat_mid = model([helper.make_node("Relu", ["x"], ["r"], name="r"),
+                     helper.make_node("Concat", ["r", "", "x"], ["y"], name="cat", axis=0)],
+                    [vi("x", [2, 3])], [vi("y", [4, 3])])
+    expect(write(f"concat_empty_middle_input{tag}.onnx", cat_mid), 1, "'cat' (Concat)", "input 1 is required",
+           args=("run", *target))
+    sum_mid = model([helper.make_node("Sum", ["x", "", "x"], ["y"], name="sum")], [vi("x", [2, 3])], [vi("y", [2, 3])])
+    expect(write(f"sum_empty_middle_input{tag}.onnx", sum_mid), 1, "'sum' (Sum)", "input 1 is required",
+           args=("run", *target))
     cat_max = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=2**31 - 1)],
                     [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))
