@@ -4,21 +4,8 @@
 // in args.op_name). bench/dnnl_vs_ort_ops.py reads it.
 //
 // usage: node ort_profile.js MODEL.onnx INPUT.npy PREFIX --repeat N --threads T
-const fs = require("fs");
 const path = require("path");
-const ort = require(path.join(__dirname, "ort", "node_modules", "onnxruntime-node"));
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  const hlen = buf.readUInt16LE(8);
-  const header = buf.toString("latin1", 10, 10 + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").map((s) => s.trim()).filter((s) => s).map(Number);
-  const copy = new Uint8Array(buf.subarray(10 + hlen)).buffer;
-  if (descr === "<f4") return new ort.Tensor("float32", new Float32Array(copy), shape);
-  if (descr === "<i8") return new ort.Tensor("int64", new BigInt64Array(copy), shape);
-  throw new Error("unsupported npy dtype " + descr);
-}
+const { ort, readNpy, sessionOptions } = require(path.join(__dirname, "ort", "common.js"));
 
 async function main() {
   const args = process.argv.slice(2);
@@ -26,10 +13,9 @@ async function main() {
   const [model, input, prefix] = args;
   const opt = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
   const repeat = Number(opt("--repeat", "20")), threads = Number(opt("--threads", "2"));
-  const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all",
+  const session = await ort.InferenceSession.create(model, sessionOptions(threads, {
     enableProfiling: true, profileFilePrefix: prefix,
-  });
+  }));
   const feeds = { [session.inputNames[0]]: readNpy(input) };
   await session.run(feeds);
   for (let i = 0; i < repeat; i++) await session.run(feeds);

@@ -5,20 +5,7 @@
 //
 // usage: node ort_run.js MODEL.onnx INPUT.npy --repeat N --threads T [--out FILE]
 const fs = require("fs");
-const ort = require("onnxruntime-node");
-
-function readNpy(path) {
-  const buf = fs.readFileSync(path);
-  const hlen = buf.readUInt16LE(8);
-  const header = buf.toString("latin1", 10, 10 + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").map((s) => s.trim()).filter((s) => s).map(Number);
-  const data = buf.subarray(10 + hlen);
-  const copy = new Uint8Array(data).buffer;
-  if (descr === "<f4") return new ort.Tensor("float32", new Float32Array(copy), shape);
-  if (descr === "<i8") return new ort.Tensor("int64", new BigInt64Array(copy), shape);
-  throw new Error("unsupported npy dtype " + descr);
-}
+const { ort, readNpy, sessionOptions } = require("./common.js");
 
 async function main() {
   const args = process.argv.slice(2);
@@ -26,9 +13,7 @@ async function main() {
   const opt = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
   const repeat = Number(opt("--repeat", "20")), threads = Number(opt("--threads", "2"));
   const t_create = process.hrtime.bigint();
-  const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all",
-  });
+  const session = await ort.InferenceSession.create(model, sessionOptions(threads));
   const ready = Number(process.hrtime.bigint() - t_create) / 1e6;
   const feeds = { [session.inputNames[0]]: readNpy(input) };
   let out = await session.run(feeds); // warm-up

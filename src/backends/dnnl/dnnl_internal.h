@@ -290,6 +290,9 @@ bool dx_is_channels_last(const slot *s);
  * dense layout with the dims in the order of s's strides (reordered once,
  * then reused; plain when that order is plain). */
 int32_t dx_as_dense(builder *b, int32_t s);
+/* The dense float32 layout of s's dims with order[0] outermost and
+ * order[rank - 1] innermost; false when oneDNN refuses it. */
+bool dx_dense_md_in_order(const slot *s, const int32_t *order, dnnl_memory_desc_t *md);
 
 /* ---- fuse.c: post-op chains and patterns ---- */
 bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix);

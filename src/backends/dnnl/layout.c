@@ -400,6 +400,18 @@ bool dx_is_strided(const slot *s) {
            s->md.format_desc.blocking.inner_nblks == 0 && !s->pad_pending;
 }
 
+bool dx_dense_md_in_order(const slot *s, const int32_t *order, dnnl_memory_desc_t *md) {
+    int32_t r = s->rank;
+    dnnl_dims_t dims, strides;
+    int64_t acc = 1;
+    for (int32_t i = r - 1; i >= 0; i--) {
+        int32_t d = order[i];
+        dims[d] = s->dims[d], strides[d] = acc;
+        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
+    }
+    return r >= 1 && dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides) == dnnl_success;
+}
+
 int32_t dx_as_dense(builder *b, int32_t s) {
     const slot *sl = &b->p->slots[s];
     if (!sl->lazy || !dx_is_strided(sl)) return s;
@@ -416,15 +428,8 @@ int32_t dx_as_dense(builder *b, int32_t s) {
     bool plain = true;
     for (int32_t d = 0; d < r; d++) plain &= order[d] == d;
     if (plain || r < 1) return dx_as_plain(b, s);
-    dnnl_dims_t dims, strides;
-    int64_t acc = 1;
-    for (int32_t i = r - 1; i >= 0; i--) {
-        int32_t d = order[i];
-        dims[d] = sl->dims[d], strides[d] = acc;
-        acc *= sl->dims[d] > 0 ? sl->dims[d] : 1;
-    }
     dnnl_memory_desc_t md;
-    if (dnnl_memory_desc_init_by_strides(&md, r, dims, dnnl_f32, strides) != dnnl_success) return -1;
+    if (!dx_dense_md_in_order(sl, order, &md)) return -1;
     slot like = *sl;
     int32_t t = dx_temp_slot(b, &like, &md);
     if (t < 0 || !dx_add_reorder(b, s, t)) return -1;

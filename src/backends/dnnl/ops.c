@@ -119,14 +119,7 @@ static bool inner_md(const slot *s, const bool *inner, dnnl_memory_desc_t *md) {
         if (!inner[d]) order[n++] = d;
     for (int32_t d = 0; d < r; d++)
         if (inner[d]) order[n++] = d;
-    dnnl_dims_t dims, strides;
-    int64_t acc = 1;
-    for (int32_t i = r - 1; i >= 0; i--) {
-        int32_t d = order[i];
-        dims[d] = s->dims[d], strides[d] = acc;
-        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
-    }
-    return r >= 1 && dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides) == dnnl_success;
+    return dx_dense_md_in_order(s, order, md);
 }
 
 /* One eltwise or binary step in input 0's (blocked) layout. Returns 1
