@@ -159,7 +159,13 @@ def calibrate(model, x):
     default running stats (mean 0, var 1) a randomly initialized deep net
     in eval mode often shrinks its signal to ~1e-14 by the last layer, and
     a comparison against such an output tests nothing; after a few
-    training-mode passes on random inputs every layer carries O(1) values."""
+    training-mode passes on random inputs every layer carries O(1) values.
+    A layer whose weights are all zeros (torchvision's ViT head, zeroed on
+    purpose for fine-tuning) makes the output constant: it gets PyTorch's
+    default initialization instead."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)) and not m.weight.detach().any():
+            m.reset_parameters()
     bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
     if not bns:
         return
