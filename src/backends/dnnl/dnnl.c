@@ -150,7 +150,8 @@ static void dnnl_cost_traits(void *ctx, double *launch_us, double *transfer_gbps
 static void release_program(program *p) {
     if (!p) return;
     for (int32_t k = 0; k < p->n_steps; k++) {
-        dnnl_primitive_destroy(p->steps[k].prim);
+        if (p->steps[k].prim) dnnl_primitive_destroy(p->steps[k].prim);
+        free(p->steps[k].host_data);
         if (p->steps[k].scratch) dnnl_memory_destroy(p->steps[k].scratch);
         if (k < p->n_exec_args) free(p->steps[k].exec_args);
     }
@@ -437,6 +438,11 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
     }
     for (int32_t k = 0; k < p->n_steps; k++) {
         const step *st = &p->steps[k];
+        if (st->host) { /* after the primitives before it are done */
+            if (dnnl_stream_wait(p->stream) == dnnl_success && st->host(p, st)) continue;
+            snprintf(err, err_size, "dnnl: step %d failed", k);
+            return SEAM_STATUS_INTERNAL;
+        }
         if (dnnl_primitive_execute(st->prim, p->stream, st->n_exec_args, st->exec_args) != dnnl_success) {
             snprintf(err, err_size, "dnnl: step %d failed", k);
             return SEAM_STATUS_INTERNAL;

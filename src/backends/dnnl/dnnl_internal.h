@@ -18,6 +18,8 @@
  *                  then Transpose and Reshape) in its sources' layout
  *   concat.c       Concat with its sources written in place into the
  *                  output, or by reorders into place
+ *   concat_norm.c  a channels-last Concat, its BatchNormalization and
+ *                  Relu in one host step (seam's kernel, OpenMP threads)
  *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
@@ -66,8 +68,16 @@ typedef struct slot {
     int64_t pad_lo[MAXR - 2], pad_hi[MAXR - 2];
 } slot;
 
+struct program;
+struct step;
+/* A host step: seam's own kernel between oneDNN's primitives (see
+ * concat_norm.c), run on the calling thread's OpenMP threads. */
+typedef bool (*dx_host_fn)(const struct program *p, const struct step *st);
+
 typedef struct step {
-    dnnl_primitive_t prim;
+    dnnl_primitive_t prim; /* or NULL for a host step */
+    dx_host_fn host;       /* a host step's kernel, or NULL */
+    void *host_data;       /* its parameters (the program frees them) */
     dnnl_memory_t scratch; /* its scratchpad: the program's one buffer, or NULL */
     int32_t n_args;
     int32_t arg_kind[MAX_ARGS];
@@ -255,6 +265,9 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
 bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, int32_t n_args,
                  const int32_t *kinds, const int32_t *slots);
 bool dx_add_reorder(builder *b, int32_t from, int32_t to);
+/* A host step running fn (data, malloc'd, becomes the program's) on the
+ * slots, whose kinds say which it reads and writes (as a primitive's). */
+bool dx_add_host(builder *b, dx_host_fn fn, void *data, int32_t n_args, const int32_t *kinds, const int32_t *slots);
 /* A new intermediate slot shaped like `like`, in layout md. */
 int32_t dx_temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md);
 /* Slot s in layout md: s itself, or a reordered copy. */
@@ -402,5 +415,12 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0);
  * sub-memories by jit reorders. 1 when made, 0 when it is not done so (the
  * concat primitive then: nothing was changed), -1 on an error (b->err set). */
 int32_t dx_compile_concat_places(builder *b, int32_t sin);
+
+/* ---- concat_norm.c: Concat, BatchNormalization (and Relu) in one pass ---- */
+/* A channels-last Concat (b->n, input 0 in slot sin) read only by a batch
+ * norm (and its Relu), with fusion on: one host step writes the batch
+ * norm's (or the Relu's) output. 1 when made (the nodes fused), 0 when the
+ * pattern does not apply (nothing changed), -1 on an error. */
+int32_t dx_compile_concat_norm(builder *b, bool *fused, int32_t sin);
 
 #endif

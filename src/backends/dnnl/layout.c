@@ -125,7 +125,7 @@ static step *new_step(program *p) {
 bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, const int32_t *slots) {
     step *st = new_step(b->p);
     if (!st) return dx_fail(b, "out of memory"), false;
-    st->scratch = NULL;
+    st->scratch = NULL, st->host = NULL, st->host_data = NULL;
     if (dnnl_primitive_create(&st->prim, pd) != dnnl_success)
         return dx_fail(b, "oneDNN could not create the primitive"), false;
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -141,6 +141,17 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
     for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
     b->p->n_steps++;
     dx_log_prim(b, pd);
+    return true;
+}
+
+bool dx_add_host(builder *b, dx_host_fn fn, void *data, int32_t n_args, const int32_t *kinds, const int32_t *slots) {
+    step *st = new_step(b->p);
+    if (!st) return free(data), dx_fail(b, "out of memory"), false;
+    memset(st, 0, sizeof(*st));
+    st->host = fn, st->host_data = data;
+    st->n_args = n_args;
+    for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
+    b->p->n_steps++;
     return true;
 }
 

@@ -1533,7 +1533,11 @@ bool dx_compile_node(builder *b, int32_t i, bool *fused) {
     /* a Concat written in place by its sources' producers, or copied into
      * place by jit reorders (concat.c); else oneDNN's concat primitive */
     if (is_op(n, "Concat") && !p->slots[sin].lazy) {
-        int32_t r = dx_compile_concat_places(b, sin);
+        int32_t r = dx_compile_concat_norm(b, fused, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        r = dx_compile_concat_places(b, sin);
         if (r < 0) return false;
         if (r > 0) return true;
         n = b->n; /* (fetched again there) */
