@@ -14,8 +14,10 @@ graph's output (plain sources written straight into the caller's buffer),
 a source that is also a residual Add's operand, a densenet-like chain of
 Concats of growing lists, Concats on axis 0 and axis 2; dense layers
 whose channels-last Concat is read by a BatchNormalization and Relu alone
-(one pass of seam's, concat_norm.c, with fusion on; "norm"), rerun with
-SEAM_DNNL_HOST_SIMD=0 for the rows without AVX-512.
+(one pass of seam's, host.c, with fusion on; "norm"), rerun with
+SEAM_DNNL_HOST_SIMD=0 for the rows without AVX-512; GlobalAveragePool of
+channels-last values at batch 1 and 2 (host.c, "host"), and of a blocked
+one (oneDNN's pooling, "pool").
 
 Each runs on the CPU kernels and on dnnl with fusion on and off; every
 output must match torch (float64, from the ONNX nodes alone) within 1e-5 of
@@ -42,7 +44,7 @@ from seamtest import rel_err, vi  # noqa: E402
 args, run, work, check = seamtest.checker_setup(__doc__, "dnnl_concat", timeout=300)
 rng = np.random.RandomState(11)
 TOL = 1e-5
-LOG_RE = re.compile(r"node \d+ '([^']*)' \(Concat\): (.*)$")
+LOG_RE = re.compile(r"node \d+ '([^']*)' \((?:Concat|GlobalAveragePool)\): (.*)$")
 
 
 class G:
@@ -99,6 +101,12 @@ class G:
         y = self.op("BatchNormalization", [x] + names,
                     F.batch_norm(self.ref[x], t[2], t[3], t[0], t[1], False, 0.0, eps), epsilon=eps)
         return self.op("Relu", [y], torch.relu(self.ref[y])) if relu else y
+
+    def gap(self, x):
+        """GlobalAveragePool, watched as the Concats are."""
+        y = self.op("GlobalAveragePool", [x], self.ref[x].mean((2, 3), keepdim=True))
+        self.concats.append(y)
+        return y
 
     def add(self, a, b):
         return self.op("Add", [a, b], self.ref[a] + self.ref[b])
@@ -244,7 +252,7 @@ def case_densenet_chain():
 def case_densenet_norm():
     """A densenet's dense layers: each Concat of every feature so far is
     read by a BatchNormalization and its Relu alone, channels-last: one
-    pass of seam's (concat_norm.c) with fusion on, normalizing each source
+    pass of seam's (host.c) with fusion on, normalizing each source
     into its channels; oneDNN's concat and batch norm with fusion off.
     Features of 20 channels: rows that end in a partial vector."""
     g = G((1, 16, 7, 7))
@@ -268,6 +276,37 @@ def case_norm_variants():
     c3 = g.concat([b, a])
     y3 = g.add(g.conv(g.bn(c3), 16), g.conv(c3, 16))
     return g, [y1, y2, y3], {"on": ["norm", "norm", "concat"], "off": ["concat"] * 3}
+
+
+def case_global_pool():
+    """GlobalAveragePool of channels-last values (host.c, fusion on and
+    off): 32 channels over 40 x 40 pixels (two threads' rows), 80 (a block
+    of 64 and one of 16) and 20 (a partial vector) over 12 x 12, 24 over 5 x 5
+    (one thread), and a pool that is the graph's output; the squeeze-excite
+    block after the first."""
+    g = G((1, 8, 40, 40))
+    a = g.conv("x", 32, k=3)
+    s = g.unary("Sigmoid", g.conv(g.conv(g.gap(a), 8), 32))
+    m = g.op("Mul", [a, s], g.ref[a] * g.ref[s])
+    p = g.op("MaxPool", [m], F.max_pool2d(g.ref[m], 4, 4), kernel_shape=[4, 4], strides=[4, 4])
+    b, c = g.conv(p, 80), g.conv(p, 20)
+    small = g.conv(g.op("MaxPool", [c], F.max_pool2d(g.ref[c], 2, 2), kernel_shape=[2, 2], strides=[2, 2]), 24)
+    outs = [g.conv(g.gap(b), 4), g.gap(c), g.conv(g.gap(small), 4)]
+    return g, outs, ["host"] * 4
+
+
+def case_global_pool_batch2():
+    """The same at batch 2: each image's rows summed on their own."""
+    g = G((2, 8, 24, 24))
+    a = g.conv("x", 48, k=3)
+    return g, [g.gap(a)], ["host"]
+
+
+def case_global_pool_blocked():
+    """A GlobalAveragePool of a blocked value (after a Winograd
+    convolution): oneDNN's pooling."""
+    g = G((1, 64, 6, 6))
+    return g, [g.conv(g.gap(g.stem()), 8)], ["pool"]
 
 
 def case_densenet_blocked():
@@ -304,7 +343,8 @@ def case_axis2():
 
 CASES = [case_inception_b1, case_inception_b2, case_odd_channels, case_last_partial, case_plain_sources,
          case_output_plain, case_output_blocked, case_read_twice, case_used_twice, case_graph_input,
-         case_channels_last, case_densenet_chain, case_densenet_norm, case_norm_variants, case_densenet_blocked, case_axis0, case_axis2]
+         case_channels_last, case_densenet_chain, case_densenet_norm, case_norm_variants, case_global_pool,
+         case_global_pool_batch2, case_global_pool_blocked, case_densenet_blocked, case_axis0, case_axis2]
 
 
 def what_became(stderr, names):
@@ -323,8 +363,12 @@ def what_became(stderr, names):
             seen[m.group(1)] = f"reorders {r.group(1)}/{r.group(2)}"
         elif text.startswith("concat "):
             seen[m.group(1)] = "concat"
-        elif text.startswith("seam concat_norm "):
+        elif text.startswith("host concat_norm;"):
             seen[m.group(1)] = "norm"
+        elif text.startswith("host global_pool;"):
+            seen[m.group(1)] = "host"
+        elif text.startswith("pooling"):
+            seen[m.group(1)] = "pool"
     return [seen.get(n, "?") for n in names]
 
 
@@ -365,7 +409,7 @@ for case in CASES:
         check.expect(became == want, f"{label}: the Concats became {became}",
                      f"expected {want}; the log:\n" + r.stderr.strip()[-2000:])
         check.expect("slow:" not in r.stderr, f"{label}: no slow: line", r.stderr.strip()[-600:])
-    if "norm" in str(expect):
+    if "norm" in str(expect) or "host" in str(expect):
         # concat_norm's rows without AVX-512, as on a CPU that lacks it
         label = f"{name} (dnnl, SEAM_DNNL_HOST_SIMD=0)"
         out_dir = os.path.join(work, f"{name}.dnnl_scalar")

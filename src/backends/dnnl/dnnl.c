@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/arena.h"
 #include "dnnl_internal.h"
@@ -67,6 +68,9 @@ static void dx_init(void) {
     *(void **)&dx_ctx.set_num_threads = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
     *(void **)&getter = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
     dx_ctx.default_threads = getter ? getter() : 1;
+    const char *v = getenv("ONEDNN_VERBOSE");
+    if (!v) v = getenv("DNNL_VERBOSE");
+    dx_ctx.verbose = v && atoi(v) >= 1;
     dx_ctx.ok = dnnl_engine_create(&dx_ctx.engine, dnnl_cpu, 0) == dnnl_success &&
                 dnnl_primitive_attr_create(&dx_ctx.user_scratch) == dnnl_success &&
                 dnnl_primitive_attr_set_scratchpad_mode(dx_ctx.user_scratch, dnnl_scratchpad_mode_user) == dnnl_success;
@@ -422,6 +426,13 @@ static bool fix_views(program *p) {
     return true;
 }
 
+/* For the exec lines of host steps (dx_ctx.verbose). */
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *inputs, int32_t n_inputs, seam_buffer *outputs,
                             int32_t n_outputs, char *err, size_t err_size) {
     (void)ctx;
@@ -439,7 +450,11 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
     for (int32_t k = 0; k < p->n_steps; k++) {
         const step *st = &p->steps[k];
         if (st->host) { /* after the primitives before it are done */
-            if (dnnl_stream_wait(p->stream) == dnnl_success && st->host(p, st)) continue;
+            double t0 = dx_ctx.verbose ? now_ms() : 0;
+            if (dnnl_stream_wait(p->stream) == dnnl_success && st->host(p, st)) {
+                if (dx_ctx.verbose) printf("onednn_verbose,exec,cpu,host,%s,forward_inference,,,,%g\n", st->host_name, now_ms() - t0);
+                continue;
+            }
             snprintf(err, err_size, "dnnl: step %d failed", k);
             return SEAM_STATUS_INTERNAL;
         }

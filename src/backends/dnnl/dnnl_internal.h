@@ -18,8 +18,9 @@
  *                  then Transpose and Reshape) in its sources' layout
  *   concat.c       Concat with its sources written in place into the
  *                  output, or by reorders into place
- *   concat_norm.c  a channels-last Concat, its BatchNormalization and
- *                  Relu in one host step (seam's kernel, OpenMP threads)
+ *   host.c         host steps, seam's kernels between the primitives: a
+ *                  channels-last Concat with its BatchNormalization and
+ *                  Relu in one pass; a channels-last GlobalAveragePool
  *   log.c          the compile log
  *
  * As a built-in backend it reads the node behind a view (dx_ir) with the
@@ -71,12 +72,13 @@ typedef struct slot {
 struct program;
 struct step;
 /* A host step: seam's own kernel between oneDNN's primitives (see
- * concat_norm.c), run on the calling thread's OpenMP threads. */
+ * host.c), run on the calling thread's OpenMP threads. */
 typedef bool (*dx_host_fn)(const struct program *p, const struct step *st);
 
 typedef struct step {
     dnnl_primitive_t prim; /* or NULL for a host step */
     dx_host_fn host;       /* a host step's kernel, or NULL */
+    const char *host_name; /* its name (a literal), for verbose output */
     void *host_data;       /* its parameters (the program frees them) */
     dnnl_memory_t scratch; /* its scratchpad: the program's one buffer, or NULL */
     int32_t n_args;
@@ -126,6 +128,8 @@ typedef struct dx_context {
     bool ok;
     int default_threads;                /* OpenMP's own (OMP_NUM_THREADS or the cores) */
     void (*set_num_threads)(int);       /* omp_set_num_threads, or NULL */
+    bool verbose;                       /* ONEDNN_VERBOSE or DNNL_VERBOSE set: host steps print
+                                           exec lines as oneDNN's primitives do */
 } dx_context;
 
 extern dx_context dx_ctx; /* dnnl.c */
@@ -267,7 +271,7 @@ bool dx_add_step(builder *b, const_dnnl_op_desc_t desc, const_dnnl_primitive_att
 bool dx_add_reorder(builder *b, int32_t from, int32_t to);
 /* A host step running fn (data, malloc'd, becomes the program's) on the
  * slots, whose kinds say which it reads and writes (as a primitive's). */
-bool dx_add_host(builder *b, dx_host_fn fn, void *data, int32_t n_args, const int32_t *kinds, const int32_t *slots);
+bool dx_add_host(builder *b, const char *name, dx_host_fn fn, void *data, int32_t n_args, const int32_t *kinds, const int32_t *slots);
 /* A new intermediate slot shaped like `like`, in layout md. */
 int32_t dx_temp_slot(builder *b, const slot *like, const dnnl_memory_desc_t *md);
 /* Slot s in layout md: s itself, or a reordered copy. */
@@ -416,11 +420,14 @@ bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0);
  * concat primitive then: nothing was changed), -1 on an error (b->err set). */
 int32_t dx_compile_concat_places(builder *b, int32_t sin);
 
-/* ---- concat_norm.c: Concat, BatchNormalization (and Relu) in one pass ---- */
+/* ---- host.c: host steps ---- */
 /* A channels-last Concat (b->n, input 0 in slot sin) read only by a batch
  * norm (and its Relu), with fusion on: one host step writes the batch
  * norm's (or the Relu's) output. 1 when made (the nodes fused), 0 when the
  * pattern does not apply (nothing changed), -1 on an error. */
 int32_t dx_compile_concat_norm(builder *b, bool *fused, int32_t sin);
+/* GlobalAveragePool (b->n) of a channels-last input (slot sin): 1 when
+ * made as a host step, 0 when not (nothing changed), -1 on an error. */
+int32_t dx_compile_global_pool(builder *b, int32_t sin);
 
 #endif

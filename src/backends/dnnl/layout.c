@@ -144,11 +144,11 @@ bool dx_add_prim(builder *b, const_dnnl_primitive_desc_t pd, int32_t n_args, con
     return true;
 }
 
-bool dx_add_host(builder *b, dx_host_fn fn, void *data, int32_t n_args, const int32_t *kinds, const int32_t *slots) {
+bool dx_add_host(builder *b, const char *name, dx_host_fn fn, void *data, int32_t n_args, const int32_t *kinds, const int32_t *slots) {
     step *st = new_step(b->p);
     if (!st) return free(data), dx_fail(b, "out of memory"), false;
     memset(st, 0, sizeof(*st));
-    st->host = fn, st->host_data = data;
+    st->host = fn, st->host_data = data, st->host_name = name;
     st->n_args = n_args;
     for (int32_t k = 0; k < n_args; k++) st->arg_kind[k] = kinds[k], st->arg_slot[k] = slots[k];
     b->p->n_steps++;

@@ -746,6 +746,11 @@ static bool compile_pool(builder *b, bool *fused, int32_t sin, int32_t sd) {
     dx_md_of(&p->slots[sin], &src);
     int32_t nsp = n->inputs[0].rank - 2;
     bool global = n->op_type[0] == 'G';
+    if (global) { /* channels-last: seam's kernel (host.c) */
+        int32_t r = dx_compile_global_pool(b, sin);
+        if (r) return r > 0;
+        n = b->n;
+    }
     dnnl_dims_t pl, pr, strides, kernel, dilation;
     if (global) {
         for (int32_t d = 0; d < nsp; d++)

@@ -1,22 +1,30 @@
 /*
- * dnnl: a channels-last Concat read only by a BatchNormalization (and its
- * Relu) runs as one pass of seam's own: each source is normalized straight
- * into its channels of the batch norm's output. The concatenated value is
- * never written.
+ * dnnl: host steps, seam's own kernels between oneDNN's primitives where
+ * oneDNN has nothing as fast. Each runs on the program's OpenMP threads,
+ * as oneDNN's primitives do (step.host; dnnl.c waits for the stream
+ * first), and prints an `exec` line as oneDNN's do when ONEDNN_VERBOSE
+ * (or DNNL_VERBOSE) is set, for bench/dnnl_vs_ort_ops.py.
  *
- * This is every dense layer of a DenseNet: Concat(x0, f1 .. fk), then
- * BatchNormalization and Relu, then a 1x1 convolution. At batch 1 oneDNN
- * keeps those values channels-last (brgconv), where no Concat source is
- * one contiguous range of the output, so it cannot be written in place
- * (concat.c); oneDNN's own concat copies every earlier feature once per
- * layer, and its batch norm (bnorm_jit) and convolutions fall back to
- * reference kernels on a strided sub-memory of a shared buffer. Fused,
- * the pass reads each source once and writes the normalized output once:
- * densenet121 went from about 21 ms to 17.5 ms (bench/RESULTS.md).
+ * concat_norm: a channels-last Concat read only by a BatchNormalization
+ * (and its Relu), with fusion on, is one pass: each source is normalized
+ * straight into its channels of the batch norm's output, and the
+ * concatenated value is never written. This is every dense layer of a
+ * DenseNet: Concat(x0, f1 .. fk), BatchNormalization, Relu, a 1x1
+ * convolution. At batch 1 oneDNN keeps those values channels-last
+ * (brgconv), where no source is one contiguous range of the output, so
+ * none is written in place (concat.c); oneDNN's concat copies every
+ * earlier feature once per layer, and its batch norm (bnorm_jit) and
+ * convolutions fall back to reference kernels on a strided sub-memory of
+ * a shared buffer. densenet121 went from about 21 ms to 17.5 ms
+ * (bench/RESULTS.md). With fusion off they stay oneDNN's.
  *
- * The step is a host step (step.host): it runs on the program's OpenMP
- * threads, as oneDNN's own primitives do, between them. With fusion=off
- * the Concat and the batch norm stay oneDNN's.
+ * global_pool: GlobalAveragePool of a channels-last value. oneDNN's
+ * pooling splits its work over the channels (a batch of 1 has no other
+ * outer dim), so each thread reads every pixel, half of them from the
+ * other core's cache, where the convolution before left them: 58 us for
+ * efficientnet_b0's 32 x 112 x 112 against 22 us in ONNX Runtime. Here
+ * each thread sums its own rows of pixels, then the partial sums are
+ * added per channel.
  */
 #include <math.h>
 #include <pthread.h>
@@ -25,6 +33,10 @@
 #include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
+#endif
+
+#ifdef _OPENMP
+#include <omp.h>
 #endif
 
 #include "dnnl_internal.h"
@@ -249,12 +261,131 @@ int32_t dx_compile_concat_norm(builder *b, bool *fused, int32_t sin) {
     concat_norm *data = malloc(sizeof(*data));
     if (!data) return dx_fail(b, "out of memory"), -1;
     *data = k;
-    if (!dx_add_host(b, run_concat_norm, data, cnt + 2, kinds, slots)) return -1;
+    if (!dx_add_host(b, "concat_norm", run_concat_norm, data, cnt + 2, kinds, slots)) return -1;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    dx_log(p, "node %d '%s' (Concat): seam concat_norm (%d source%s, channels-last, one pass); fuses '%s' (BatchNormalization)%s%s%s",
+    dx_log(p, "node %d '%s' (Concat): host concat_norm; seam's kernel, %d source%s channels-last, one pass; fuses '%s' "
+              "(BatchNormalization)%s%s%s",
            n->index, n->name, cnt, cnt == 1 ? "" : "s", bn_name, relu_name ? ", '" : "", relu_name ? relu_name : "", relu_name ? "' (Relu)" : "");
     fused[bn] = true;
     if (relu >= 0) fused[relu] = true;
+    if (final_slot >= 0 && !dx_add_reorder(b, sd, final_slot)) return -1;
+    return 1;
+}
+
+/* ---- GlobalAveragePool, channels-last ---- */
+
+typedef struct global_pool {
+    int64_t images, rows, ch; /* rows: the pixels of one image */
+    int32_t max_threads;      /* partial holds this many rows of ch sums */
+    float partial[];
+} global_pool;
+
+#if defined(__x86_64__)
+/* acc[c] = sum over rows of x[r * ch + c], for ch <= 64 (four vectors,
+ * the last masked), two rows at a time on separate sums. */
+NORM_TARGET static void sum_rows_avx512(const float *x, int64_t rows, int64_t stride, int64_t ch, float *acc) {
+    __m512 s0[4], s1[4];
+    __mmask16 m[4];
+    for (int32_t v = 0; v < 4; v++) {
+        int64_t left = ch - 16 * v;
+        m[v] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+        s0[v] = s1[v] = _mm512_setzero_ps();
+    }
+    int64_t r = 0;
+    for (; r + 1 < rows; r += 2, x += 2 * stride)
+        for (int32_t v = 0; v < 4; v++) {
+            s0[v] = _mm512_add_ps(s0[v], _mm512_maskz_loadu_ps(m[v], x + 16 * v));
+            s1[v] = _mm512_add_ps(s1[v], _mm512_maskz_loadu_ps(m[v], x + stride + 16 * v));
+        }
+    for (; r < rows; r++, x += stride)
+        for (int32_t v = 0; v < 4; v++) s0[v] = _mm512_add_ps(s0[v], _mm512_maskz_loadu_ps(m[v], x + 16 * v));
+    for (int32_t v = 0; v < 4; v++) _mm512_mask_storeu_ps(acc + 16 * v, m[v], _mm512_add_ps(s0[v], s1[v]));
+}
+#endif
+
+/* acc[0 .. ch) = the sums over rows [r0, r1) of one image. */
+static void sum_rows(const float *x, int64_t r0, int64_t r1, int64_t ch, float *acc, bool simd) {
+    x += r0 * ch;
+#if defined(__x86_64__)
+    if (simd) {
+        for (int64_t c = 0; c < ch; c += 64) sum_rows_avx512(x + c, r1 - r0, ch, ch - c < 64 ? ch - c : 64, acc + c);
+        return;
+    }
+#endif
+    (void)simd;
+    for (int64_t c = 0; c < ch; c++) acc[c] = 0.0f;
+    for (int64_t r = r0; r < r1; r++, x += ch)
+        for (int64_t c = 0; c < ch; c++) acc[c] += x[c];
+}
+
+/* The step: SRC, DST ([images, ch], any layout with ch innermost). */
+static bool run_global_pool(const program *p, const step *st) {
+    global_pool *k = st->host_data;
+    const float *x = data_of(p, st->arg_slot[0]);
+    float *y = data_of(p, st->arg_slot[1]);
+    bool simd = use_avx512();
+    int32_t nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    if (nt > k->max_threads) nt = k->max_threads;
+    /* (at least 64 rows a thread: fewer cost more to share than to sum) */
+    if (nt > k->rows / 64) nt = k->rows / 64 > 1 ? (int32_t)(k->rows / 64) : 1;
+    float inv = 1.0f / (float)k->rows;
+    for (int64_t i = 0; i < k->images; i++) {
+        const float *xi = x + i * k->rows * k->ch;
+        float *yi = y + i * k->ch;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+        {
+            int32_t t = 0, n = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num(), n = omp_get_num_threads();
+#endif
+            sum_rows(xi, k->rows * t / n, k->rows * (t + 1) / n, k->ch, k->partial + (int64_t)t * k->ch, simd);
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+            for (int64_t c = k->ch * t / n; c < k->ch * (t + 1) / n; c++) {
+                float sum = 0.0f;
+                for (int32_t q = 0; q < n; q++) sum += k->partial[(int64_t)q * k->ch + c];
+                yi[c] = sum * inv;
+            }
+        }
+    }
+    return true;
+}
+
+int32_t dx_compile_global_pool(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    const slot *x = &p->slots[sin];
+    if (!is_op(n, "GlobalAveragePool") || !dx_is_channels_last(x) || n->n_outputs < 1 || !n->outputs[0].name ||
+        n->outputs[0].rank != x->rank)
+        return 0;
+    int64_t rows = 1;
+    for (int32_t d = 2; d < x->rank; d++) rows *= x->dims[d];
+    for (int32_t d = 0; d < x->rank; d++)
+        if (n->outputs[0].dims[d] != (d < 2 ? x->dims[d] : 1)) return 0;
+    if (rows < 1 || x->dims[0] < 1 || x->dims[1] < 1) return 0;
+    /* the output, [N, C, 1, ...]: plain, which is also channels-last */
+    dnnl_memory_desc_t omd;
+    if (dnnl_memory_desc_init_by_tag(&omd, x->rank, n->outputs[0].dims, dnnl_f32, dx_plain_tag(x->rank)) != dnnl_success)
+        return 0;
+    int32_t threads = p->threads > dx_ctx.default_threads ? p->threads : dx_ctx.default_threads;
+    if (threads < 1) threads = 1;
+    global_pool *k = calloc(1, sizeof(*k) + sizeof(float) * (size_t)(threads * x->dims[1]));
+    if (!k) return dx_fail(b, "out of memory"), -1;
+    k->images = x->dims[0], k->rows = rows, k->ch = x->dims[1], k->max_threads = threads;
+    int32_t final_slot = -1;
+    int32_t sd = dx_result_slot(b, &n->outputs[0], &omd, &final_slot);
+    if (sd < 0) return free(k), dx_fail(b, "out of memory"), -1;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+    if (!dx_add_host(b, "global_pool", run_global_pool, k, 2, kinds, slots)) return -1;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    dx_log(p, "node %d '%s' (GlobalAveragePool): host global_pool; seam's kernel, channels-last, %lld pixels of %lld "
+              "channels, summed per thread", n->index, n->name, (long long)rows, (long long)k->ch);
     if (final_slot >= 0 && !dx_add_reorder(b, sd, final_slot)) return -1;
     return 1;
 }
