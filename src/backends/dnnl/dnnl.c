@@ -452,7 +452,7 @@ static seam_status dnnl_run(void *ctx, void *compiled, const seam_tensor_view *i
         if (st->host) { /* after the primitives before it are done */
             double t0 = dx_ctx.verbose ? now_ms() : 0;
             if (dnnl_stream_wait(p->stream) == dnnl_success && st->host(p, st)) {
-                if (dx_ctx.verbose) printf("onednn_verbose,exec,cpu,host,%s,forward_inference,,,,%g\n", st->host_name, now_ms() - t0);
+                if (dx_ctx.verbose) printf("onednn_verbose,exec,cpu,host,%s,forward_inference,,,,,%g\n", st->host_name, now_ms() - t0);
                 continue;
             }
             snprintf(err, err_size, "dnnl: step %d failed", k);

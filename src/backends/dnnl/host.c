@@ -230,6 +230,15 @@ int32_t dx_compile_concat_norm(builder *b, bool *fused, int32_t sin) {
         if (out.dims[d] != out_dims[d]) return 0;
     out.dims = out_dims;
     k.relu = relu >= 0;
+    /* the output, channels-last */
+    dnnl_dims_t strides, dims;
+    int64_t acc = 1;
+    strides[1] = acc, acc *= out_dims[1];
+    for (int32_t d = rank - 1; d >= 2; d--) strides[d] = acc, acc *= out_dims[d];
+    strides[0] = acc;
+    for (int32_t d = 0; d < rank; d++) dims[d] = out_dims[d];
+    dnnl_memory_desc_t omd;
+    if (dnnl_memory_desc_init_by_strides(&omd, rank, dims, dnnl_f32, strides) != dnnl_success) return 0;
     /* the factors: a = scale / sqrt(var + eps), t = B - mean * a */
     float *ft;
     int64_t f_dims[1] = {2 * k.width};
@@ -244,15 +253,6 @@ int32_t dx_compile_concat_norm(builder *b, bool *fused, int32_t sin) {
         float a = par[0][c] / sqrtf(par[3][c] + eps);
         ft[c] = a, ft[k.width + c] = par[1][c] - par[2][c] * a;
     }
-    /* the output, channels-last */
-    dnnl_dims_t strides, dims;
-    int64_t acc = 1;
-    strides[1] = acc, acc *= out_dims[1];
-    for (int32_t d = rank - 1; d >= 2; d--) strides[d] = acc, acc *= out_dims[d];
-    strides[0] = acc;
-    for (int32_t d = 0; d < rank; d++) dims[d] = out_dims[d];
-    dnnl_memory_desc_t omd;
-    if (dnnl_memory_desc_init_by_strides(&omd, rank, dims, dnnl_f32, strides) != dnnl_success) return 0;
     int32_t final_slot = -1;
     int32_t sd = dx_result_slot(b, &out, &omd, &final_slot);
     if (sd < 0) return dx_fail(b, "out of memory"), -1;
@@ -385,7 +385,7 @@ int32_t dx_compile_global_pool(builder *b, int32_t sin) {
     if (!dx_add_host(b, "global_pool", run_global_pool, k, 2, kinds, slots)) return -1;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     dx_log(p, "node %d '%s' (GlobalAveragePool): host global_pool; seam's kernel, channels-last, %lld pixels of %lld "
-              "channels, summed per thread", n->index, n->name, (long long)rows, (long long)k->ch);
+              "channels, rows split over the threads (at least 64 each)", n->index, n->name, (long long)rows, (long long)k->ch);
     if (final_slot >= 0 && !dx_add_reorder(b, sd, final_slot)) return -1;
     return 1;
 }
