@@ -14,8 +14,19 @@
 #        (models come from tests/models/gen_models.py, in BUILD_DIR/models)
 #        SEAM_ARGS adds arguments to seam run, e.g. SEAM_ARGS="--target dnnl";
 #        BENCH_PAUSE sets the pause between models (default 15 s).
+#
+#        bench/runtime_bench.sh --set [DIR] [ROUNDS]
+#        runs issue 11's benchmark set instead (bench/bench_models.py's 24
+#        models, exported into DIR, default build/bench-models): seam
+#        --target dnnl against ONNX Runtime, latency ratios, GFLOP/s against
+#        the machine's measured peak, and the outputs of fusion on and off
+#        against seam's CPU kernels (bench/dnnl_bench.py --check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--set" ]; then
+  exec /usr/bin/python3 bench/dnnl_bench.py --models "${2:-build/bench-models}" --rounds "${3:-3}" --repeat 20 \
+    --pause 3 --check
+fi
 B=${1:-build}
 ROUNDS=${2:-3}
 shift $(( $# > 2 ? 2 : $# ))
