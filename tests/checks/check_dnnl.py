@@ -422,9 +422,9 @@ gelu = lambda first, second: [helper.make_node("Div", ["x", "r2"], ["d"]), helpe
                               helper.make_node("Mul", ["h", second], ["y"])]
 case("gelu_x_first", gelu("x", "half"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
 case("gelu_half_first", gelu("half", "x"), X3, {"r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}, [4, 6, 8])
-# GELU after a MatMul and its bias (a transformer's feed-forward): the
-# MatMul's post-ops, binary_add then eltwise_gelu_erf; not when the GELU's
-# input has a third reader (it is then needed as it is)
+# GELU after a MatMul and its bias (a transformer's feed-forward): the bias
+# the product's bias argument, the GELU its eltwise_gelu_erf post-op; not
+# when the GELU's input has a third reader (it is then needed as it is)
 X3G = [("x", [2, 6, 16])]
 GELU_W = {"w": W(16, 24), "b": W(24), "r2": np.array(1.4142135), "one": np.array(1.0), "half": np.array(0.5)}
 lin_gelu = lambda first, second, extra=(): [  # noqa: E731
@@ -441,7 +441,7 @@ if check.selected("matmul_gelu_fused"):
                        ("matmul_gelu_third_reader", False)):
         r = run("run", os.path.join(work, name + ".onnx"), "--target", "dnnl", "--placement", "capability", "--compile-log")
         mm = [ln for ln in r.stderr.splitlines() if "(MatMul): matmul " in ln]
-        fused = bool(mm) and "post-ops binary_add, eltwise_gelu_erf;" in mm[0]
+        fused = bool(mm) and "post-ops eltwise_gelu_erf;" in mm[0] and "fuses 'Add_1' (Add)" in mm[0]
         check.expect(r.returncode == 0 and len(mm) == 1 and fused == want and " ref:" not in mm[0],
                      f"matmul_gelu_fused: {name}: GELU {'a post-op of the MatMul' if fused else 'separate'}",
                      r.stderr[-500:])
