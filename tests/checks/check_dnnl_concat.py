@@ -372,8 +372,8 @@ def what_became(stderr, names):
     return [seen.get(n, "?") for n in names]
 
 
-def run_model(path, feed, out_dir, *extra):
-    r = run("run", path, "--input", f"x={feed}", "--output-dir", out_dir, *extra)
+def run_model(path, feed, out_dir, *extra, env=None):
+    r = run("run", path, "--input", f"x={feed}", "--output-dir", out_dir, *extra, env=env)
     return r, (seamtest.load_outputs(path, out_dir) if r.returncode == 0 else None)
 
 
@@ -410,12 +410,10 @@ for case in CASES:
                      f"expected {want}; the log:\n" + r.stderr.strip()[-2000:])
         check.expect("slow:" not in r.stderr, f"{label}: no slow: line", r.stderr.strip()[-600:])
     if "norm" in str(expect) or "host" in str(expect):
-        # concat_norm's rows without AVX-512, as on a CPU that lacks it
+        # the host steps' rows without AVX-512, as on a CPU that lacks it
         label = f"{name} (dnnl, SEAM_DNNL_HOST_SIMD=0)"
-        out_dir = os.path.join(work, f"{name}.dnnl_scalar")
-        r = run("run", path, "--input", f"x={feed}", "--output-dir", out_dir, "--target", "dnnl", "--placement",
-                "capability", env=SCALAR)
-        got = seamtest.load_outputs(path, out_dir) if r.returncode == 0 else None
+        r, got = run_model(path, feed, os.path.join(work, f"{name}.dnnl_scalar"), "--target", "dnnl", "--placement",
+                           "capability", env=SCALAR)
         if got is None:
             check.fail(f"{label}: {r.stderr.strip()[-400:]}")
             continue

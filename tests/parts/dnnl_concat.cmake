@@ -6,9 +6,10 @@
 # is the graph's output, a densenet-like chain, axis 0 and axis 2, against
 # torch and the CPU kernels within 1e-5 with fusion on and off, and the
 # compile log's word for each Concat; densenet-like dense layers whose
-# Concat, BatchNormalization and Relu become one pass (concat_norm.c),
-# with and without AVX-512 (SEAM_DNNL_HOST_SIMD=0). No generated models: it makes its
-# own. A few seconds.
+# Concat, BatchNormalization and Relu become one pass, and
+# GlobalAveragePools of channels-last values (host steps, host.c), with and
+# without AVX-512 (SEAM_DNNL_HOST_SIMD=0). No generated models: it makes
+# its own. A few seconds.
 add_test(NAME dnnl_concat
   COMMAND ${PY} ${CHECKS}/check_dnnl_concat.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_concat)
 set_tests_properties(dnnl_concat PROPERTIES LABELS "unit;python;dnnl" TIMEOUT 600)

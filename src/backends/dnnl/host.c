@@ -231,14 +231,15 @@ int32_t dx_compile_concat_norm(builder *b, bool *fused, int32_t sin) {
     out.dims = out_dims;
     k.relu = relu >= 0;
     /* the output, channels-last */
-    dnnl_dims_t strides, dims;
-    int64_t acc = 1;
-    strides[1] = acc, acc *= out_dims[1];
-    for (int32_t d = rank - 1; d >= 2; d--) strides[d] = acc, acc *= out_dims[d];
-    strides[0] = acc;
-    for (int32_t d = 0; d < rank; d++) dims[d] = out_dims[d];
+    slot shape;
+    memset(&shape, 0, sizeof(shape));
+    shape.rank = rank;
+    int32_t order[MAXR] = {0}; /* N, the spatial dims, then C innermost */
+    for (int32_t d = 0; d < rank; d++) shape.dims[d] = out_dims[d];
+    for (int32_t i = 1; i + 1 < rank; i++) order[i] = i + 1;
+    order[rank - 1] = 1;
     dnnl_memory_desc_t omd;
-    if (dnnl_memory_desc_init_by_strides(&omd, rank, dims, dnnl_f32, strides) != dnnl_success) return 0;
+    if (!dx_dense_md_in_order(&shape, order, &omd)) return 0;
     /* the factors: a = scale / sqrt(var + eps), t = B - mean * a */
     float *ft;
     int64_t f_dims[1] = {2 * k.width};
