@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/dwconv.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 typedef struct shape {
     char name[32];

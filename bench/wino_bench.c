@@ -23,8 +23,8 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/winograd.h"
-#include "runtime/kernel.h"
-#include "runtime/pool.h"
+#include "backends/kernel.h"
+#include "core/pool.h"
 
 typedef struct shape {
     char name[32];

@@ -38,6 +38,12 @@ bool backend_supports(const seam_backend *b, const seam_node_view *node, char *w
     return false;
 }
 
+void backend_cost_traits(const seam_backend *b, double *launch_us, double *transfer_gbps) {
+    *launch_us = 0;
+    *transfer_gbps = 0;
+    if (b->abi_version >= 2 && b->cost_traits) b->cost_traits(b->ctx, launch_us, transfer_gbps);
+}
+
 double backend_node_cost(const seam_backend *b, const seam_node_view *node) {
     return b->node_cost ? b->node_cost(b->ctx, node) : 1;
 }

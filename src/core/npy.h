@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "runtime/tensor.h"
+#include "core/tensor.h"
 
 /* Parses .npy bytes into t (t->data malloc'd: the caller frees it). On
  * error returns false and writes why into err. */

@@ -190,16 +190,7 @@ const ir_attr *ir_node_attr(const ir_node *n, const char *name) {
     return NULL;
 }
 
-int64_t ir_numel(const int64_t *dims, int32_t rank) {
-    int64_t n = 1;
-    for (int32_t k = 0; k < rank; k++) {
-        if (dims[k] < 0 || dims[k] > IR_MAX_DIM) return -1;
-        if (dims[k] == 0) return 0;
-        if (n > IR_MAX_NUMEL / dims[k]) return -1;
-        n *= dims[k];
-    }
-    return n;
-}
+int64_t ir_numel(const int64_t *dims, int32_t rank) { return seam_shape_numel(dims, rank); }
 
 /* ---- linking ---- */
 

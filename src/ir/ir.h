@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/tensor.h"
 #include "seam.h"
 
 typedef struct ir_graph ir_graph;
@@ -43,9 +44,9 @@ typedef struct ir_dim {
 #define IR_DIM_UNKNOWN ((ir_dim){-1, NULL})
 
 /* The largest dimension accepted at load; more is "absurd". */
-#define IR_MAX_DIM ((int64_t)1 << 40)
+#define IR_MAX_DIM SEAM_MAX_DIM
 /* The largest element count of a tensor; more is "absurd". */
-#define IR_MAX_NUMEL ((int64_t)1 << 56)
+#define IR_MAX_NUMEL SEAM_MAX_NUMEL
 
 typedef enum ir_type_kind {
     IR_TYPE_NONE = 0,      /* not known */

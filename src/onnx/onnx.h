@@ -11,7 +11,7 @@ seam_status onnx_model_pack(seam_model *model, uint8_t **buf_out, size_t *n_out)
 
 #endif
 
-#include "runtime/tensor.h"
+#include "core/tensor.h"
 
 /* Reads one serialized TensorProto (the format of ONNX's test data,
  * input_0.pb ...). On success t->data is malloc'd and *name_out strdup'd;

@@ -122,8 +122,8 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
     }
     cm->trivial = true;
     for (int32_t t = 0; t < n_targets; t++) {
-        double launch = 0, gbps = 0;
-        if (targets[t]->abi_version >= 2 && targets[t]->cost_traits) targets[t]->cost_traits(targets[t]->ctx, &launch, &gbps);
+        double launch, gbps;
+        backend_cost_traits(targets[t], &launch, &gbps);
         cm->launch_us[t] = isfinite(launch) && launch > 0 ? launch : 0;
         cm->us_per_byte[t] = isfinite(gbps) && gbps > 0 ? 1.0 / (gbps * 1e3) : 0;
         cm->trivial &= cm->launch_us[t] == 0 && cm->us_per_byte[t] == 0;

@@ -1,29 +1,10 @@
-/* The partitioner's internals: node views for backends, and the plan. */
+/* The partitioner's internals: the plan, the cost model, grouping. */
 #ifndef SEAM_PARTITION_H
 #define SEAM_PARTITION_H
 
+#include "backends/view.h"
 #include "ir/ir.h"
 #include "seam_backend.h"
-
-/* Builds views of one node at a time into reusable buffers. */
-typedef struct view_builder {
-    const ir_graph *g;
-    const struct seam_model *m;
-    seam_value_info *infos;  /* inputs then outputs */
-    const char **producers;
-    uint8_t *constant;
-    int64_t *dims;
-    const char **syms;
-    int32_t cap_infos, cap_dims;
-} view_builder;
-
-void view_init(view_builder *vb, const struct seam_model *m);
-/* The view of node i; valid until the next call. NULL when out of memory. */
-const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out);
-void view_free(view_builder *vb);
-/* The impl behind a seam_subgraph_view of body (node views on demand). */
-void *subgraph_impl_new(const struct seam_model *m, const ir_graph *body);
-void subgraph_impl_free(void *impl);
 
 typedef struct plan_subgraph {
     int32_t target;          /* index into plan->targets; n_targets = cpu */

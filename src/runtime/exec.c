@@ -3,7 +3,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/kernels.h"
 #include "core/context.h"
 #include "runtime/exec_impl.h"
 
@@ -16,9 +15,15 @@ static bool is_seam_subgraph(const char *domain, const char *op_type) {
     return domain && strcmp(domain, "ai.seam") == 0 && strcmp(op_type, "Subgraph") == 0;
 }
 
-const seam_kernel_def *seam_exec_kernel_find(const char *domain, const char *op_type, int64_t opset) {
+/* The kernel the executor runs for a node of (domain, op) at opset; NULL
+ * if there is none. ai.seam Subgraph nodes run in the runtime itself
+ * (subgraph.c): they hand their body to the backend that compiled it, or
+ * run it on an executor of their own. Every other op runs the host kernel
+ * the executor was given (the CPU backend's). */
+static const seam_kernel_def *exec_kernel_find(const seam_exec *e, const char *domain, const char *op_type,
+                                               int64_t opset) {
     if (is_seam_subgraph(domain, op_type)) return &exec_subgraph_kernel;
-    return cpu_kernel_find(domain, op_type, opset);
+    return e->lookup->find(domain, op_type, opset);
 }
 
 void exec_tensor_from_ir(seam_tensor *t, const ir_tensor *x) {
@@ -32,16 +37,19 @@ void exec_tensor_from_ir(seam_tensor *t, const ir_tensor *x) {
 
 seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
                              seam_exec **out) {
-    return seam_exec_create_with(ctx, g, parent, pool, NULL, 0, NULL, NULL, out);
+    if (!parent) return seam_error(ctx, SEAM_STATUS_INTERNAL, "a body's executor needs its parent");
+    return seam_exec_create_with(ctx, g, parent, pool, parent->lookup, NULL, 0, NULL, NULL, out);
 }
 
 seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
-                                  const struct seam_backend *const *targets, int32_t n_targets,
-                                  void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
-                                  seam_exec **out) {
+                                  const seam_kernel_lookup *lookup, const struct seam_backend *const *targets,
+                                  int32_t n_targets, void (*progress)(void *user, int32_t done, int32_t total),
+                                  void *progress_user, seam_exec **out) {
     *out = NULL;
+    if (!lookup) return seam_error(ctx, SEAM_STATUS_INTERNAL, "an executor needs a kernel lookup");
     seam_exec *e = calloc(1, sizeof(*e));
     if (!e) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    e->lookup = lookup;
     e->targets = targets;
     e->n_targets = n_targets;
     e->progress = progress;
@@ -89,7 +97,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         const ir_node *n = &g->nodes[i];
         seam_kernel *k = &e->kernels[i];
         *k = (seam_kernel){.g = g, .n = n, .node = i, .pool = pool, .ctx = ctx, .exec = e};
-        const seam_kernel_def *kd = seam_exec_kernel_find(n->domain, n->op_type, n->opset);
+        const seam_kernel_def *kd = exec_kernel_find(e, n->domain, n->op_type, n->opset);
         if (!kd || !kd->run) {
             seam_exec_free(e);
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)),
@@ -97,7 +105,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
                                       : "the CPU backend has no kernel for this op");
         }
         e->defs[i] = kd;
-        e->values_ok[i] = cpu_kernel_takes_values(kd);
+        e->values_ok[i] = kd != &exec_subgraph_kernel && lookup->takes_values(kd);
         if (kd->check) {
             reason[0] = 0;
             seam_check c = {g, n, i, reason, sizeof(reason), &e->states[i].state, &e->states[i].free_state,

@@ -25,8 +25,8 @@
 #ifndef SEAM_EXEC_H
 #define SEAM_EXEC_H
 
-#include "runtime/kernel.h"
-#include "runtime/pool.h"
+#include "backends/kernel.h"
+#include "core/pool.h"
 
 typedef struct exec_value {
     seam_tensor t;
@@ -68,6 +68,8 @@ typedef struct seam_exec {
      * body's exec asks its parent) */
     const struct seam_backend *const *targets;
     int32_t n_targets;
+    /* where each node's kernel is found (the root's; bodies inherit it) */
+    const seam_kernel_lookup *lookup;
     void (*progress)(void *user, int32_t done, int32_t total); /* root only */
     void *progress_user;
     bool profile;               /* time each node into node_ms and node_start_ms */
@@ -85,12 +87,16 @@ typedef struct seam_exec {
     size_t scratch_size;
 } seam_exec;
 
+/* An executor for a body graph g below parent (its kernels are found where
+ * the parent's are). */
 seam_status seam_exec_create(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
                              seam_exec **out);
-/* The same, for a root executor with targets its Subgraph nodes may use
- * (they are known before any node is checked). */
+/* A root executor (parent NULL): lookup finds each node's kernel (the CPU
+ * backend's: cpu_host_kernels()); targets are those its Subgraph nodes may
+ * use (known before any node is checked). */
 seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exec *parent, seam_pool *pool,
-                                  const struct seam_backend *const *targets, int32_t n_targets,
+                                  const seam_kernel_lookup *lookup, const struct seam_backend *const *targets,
+                                  int32_t n_targets,
                                   void (*progress)(void *user, int32_t done, int32_t total), void *progress_user,
                                   seam_exec **out);
 void seam_exec_free(seam_exec *e);
@@ -111,11 +117,5 @@ const seam_tensor *seam_exec_output(const seam_exec *e, int32_t k);
  * or when done with the outputs). */
 void seam_exec_reset(seam_exec *e);
 
-/* The kernel the executor runs for a node of (domain, op) at opset; NULL
- * if there is none. ai.seam Subgraph nodes run in the runtime itself
- * (subgraph.c): they hand their body to the backend that compiled it, or
- * run it on an executor of their own. Every other op runs the CPU
- * backend's kernel (backends/cpu/kernels.h). */
-const seam_kernel_def *seam_exec_kernel_find(const char *domain, const char *op_type, int64_t opset);
 
 #endif

@@ -4,7 +4,7 @@
  *   exec.c          create, run, reset, free
  *   fuse.c          Constant binding, Identity aliases, activation fusion
  *   plan_memory.c   the activation slab, planned from lifetimes
- *   kernel.c        the kernel contract's helpers (runtime/kernel.h)
+ *   kernel.c        the kernel contract's helpers (backends/kernel.h)
  *   subgraph.c      the ai.seam Subgraph runner
  */
 #ifndef SEAM_EXEC_IMPL_H

@@ -1,4 +1,4 @@
-/* The kernel contract's helpers (see runtime/kernel.h): what a kernel
+/* The kernel contract's helpers (see backends/kernel.h): what a kernel
  * reads, where it writes, and how it fails. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,41 +8,6 @@
 
 #include "core/context.h"
 #include "runtime/exec_impl.h"
-
-int64_t seam_shape_numel(const int64_t *dims, int32_t rank) { return ir_numel(dims, rank); }
-
-void seam_value_free(seam_tensor *t) {
-    if (t->dtype == SEAM_VALUE_SEQUENCE && t->data)
-        for (int64_t i = 0; i < t->numel; i++) seam_value_free(&((seam_tensor *)t->data)[i]);
-    free(t->data);
-    t->data = NULL;
-}
-
-bool seam_value_copy(seam_tensor *dst, const seam_tensor *src) {
-    seam_tensor c = *src;
-    c.data = NULL;
-    if (src->dtype == SEAM_VALUE_NONE) {
-        *dst = c;
-        return true;
-    }
-    c.data = malloc(src->nbytes ? src->nbytes : 1);
-    if (!c.data) return false;
-    if (src->dtype != SEAM_VALUE_SEQUENCE) {
-        if (src->nbytes) memcpy(c.data, src->data, src->nbytes);
-        *dst = c;
-        return true;
-    }
-    seam_tensor *to = c.data;
-    const seam_tensor *from = src->data;
-    for (int64_t i = 0; i < src->numel; i++)
-        if (!seam_value_copy(&to[i], &from[i])) {
-            c.numel = i; /* free the ones made */
-            seam_value_free(&c);
-            return false;
-        }
-    *dst = c;
-    return true;
-}
 
 struct bytes_block {
     struct bytes_block *next;
@@ -189,3 +154,16 @@ seam_status check_refuse(seam_check *c, const char *fmt, ...) {
     va_end(ap);
     return SEAM_STATUS_UNSUPPORTED;
 }
+
+/* Control-flow bodies (backends/kernel.h): executors below the node's. */
+seam_status kernel_body_create(seam_check *c, const ir_graph *g, seam_body **out) {
+    return seam_exec_create(c->ctx, g, c->exec, c->pool, out);
+}
+
+void kernel_body_free(seam_body *b) { seam_exec_free(b); }
+
+void kernel_body_set_input(seam_body *b, int32_t k, const seam_tensor *t) { seam_exec_set_input(b, k, t); }
+
+seam_status kernel_body_run(seam_body *b) { return seam_exec_run(b); }
+
+const seam_tensor *kernel_body_output(const seam_body *b, int32_t k) { return seam_exec_output(b, k); }

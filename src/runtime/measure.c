@@ -22,7 +22,7 @@
 #include "core/context.h"
 #include "onnx/onnx.h"
 #include "partition/partition.h"
-#include "runtime/kernel.h"
+#include "backends/kernel.h"
 
 #define MEASURE_RUNS 5
 

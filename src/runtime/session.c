@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/kernels.h"
 #include "core/context.h"
 #include "runtime/exec.h"
 #include "runtime/exec_impl.h"
@@ -156,7 +157,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         free(s);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, opts ? opts->targets : NULL, opts ? opts->n_targets : 0,
+    st = seam_exec_create_with(ctx, model->graph, NULL, s->pool, cpu_host_kernels(), opts ? opts->targets : NULL,
+                               opts ? opts->n_targets : 0,
                                opts ? opts->progress : NULL, opts ? opts->progress_user : NULL, &s->exec);
     if (st) {
         seam_session_free(s);

@@ -32,7 +32,7 @@
 
 #include "backends/backend.h"
 #include "core/context.h"
-#include "partition/partition.h"
+#include "backends/view.h"
 #include "runtime/exec_impl.h"
 #include "runtime/subgraph.h"
 #include "seam_backend.h"

@@ -6,7 +6,7 @@
 #ifndef SEAM_RUNTIME_SUBGRAPH_H
 #define SEAM_RUNTIME_SUBGRAPH_H
 
-#include "runtime/kernel.h"
+#include "backends/kernel.h"
 
 typedef struct subgraph_counts {
     int64_t compiles;      /* at session creation and at runs */

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backends/cpu/kernels.h"
 #include "ir/ir.h"
 #include "onnx/onnx.h"
 #include "runtime/exec.h"
@@ -298,7 +299,7 @@ static int run_test_exec(seam_context *ctx, seam_model *m, const char *dir, char
     const ir_graph *g = m->graph;
     seam_pool *pool = seam_pool_create(1);
     seam_exec *e = NULL;
-    seam_status st = pool ? seam_exec_create(ctx, g, NULL, pool, &e) : SEAM_STATUS_OUT_OF_MEMORY;
+    seam_status st = pool ? seam_exec_create_with(ctx, g, NULL, pool, cpu_host_kernels(), NULL, 0, NULL, NULL, &e) : SEAM_STATUS_OUT_OF_MEMORY;
     if (st) {
         snprintf(why, n, "%s", seam_context_last_error(ctx));
         seam_pool_free(pool);

@@ -23,7 +23,7 @@
 
 #include "act_ref.h"
 #include "backends/cpu/dwconv.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 static int failures, cases, paths[3]; /* lanes, rows, generic */
 

@@ -20,7 +20,7 @@
 
 #include "act_ref.h"
 #include "backends/cpu/gemm.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 static int failures, checks;
 

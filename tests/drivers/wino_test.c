@@ -19,7 +19,7 @@
 
 #include "act_ref.h"
 #include "backends/cpu/winograd.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 #define TOL 2e-5
 

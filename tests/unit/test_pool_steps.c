@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/kernel.h"
-#include "runtime/pool.h"
+#include "backends/kernel.h"
+#include "core/pool.h"
 
 static int failures;
 

@@ -7,19 +7,18 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
-#include "runtime/exec.h"
 
 #define MAX_BODIES 2
 
 typedef struct bodies {
-    seam_exec *e[MAX_BODIES];
+    seam_body *e[MAX_BODIES];
     const ir_graph *g[MAX_BODIES];
 } bodies;
 
 static void free_bodies(void *p) {
     bodies *b = p;
     if (!b) return;
-    for (int32_t i = 0; i < MAX_BODIES; i++) seam_exec_free(b->e[i]);
+    for (int32_t i = 0; i < MAX_BODIES; i++) kernel_body_free(b->e[i]);
     free(b);
 }
 
@@ -40,7 +39,7 @@ static seam_status check_bodies(seam_check *c, const char *a, const char *b) {
     for (int32_t i = 0; i < MAX_BODIES && names[i]; i++) {
         s->g[i] = graph_attr(c->n, names[i]);
         if (!s->g[i]) return check_refuse(c, "missing graph attribute '%s'", names[i]);
-        seam_status st = seam_exec_create(c->ctx, s->g[i], c->exec, c->pool, &s->e[i]);
+        seam_status st = kernel_body_create(c, s->g[i], &s->e[i]);
         if (st) { /* the body's own status: unsupported, or out of memory */
             snprintf(c->reason, c->reason_size, "in its '%s' body: %s", names[i], seam_context_last_error(c->ctx));
             return st;
@@ -73,14 +72,14 @@ static seam_status run_if(seam_kernel *k) {
     const seam_tensor *c = kernel_in(k, 0);
     if (!c || c->numel != 1 || c->dtype != SEAM_DTYPE_BOOL) return kernel_fail(k, "cond must be one bool");
     int32_t which = ((const uint8_t *)c->data)[0] ? 0 : 1;
-    seam_exec *e = b->e[which];
+    seam_body *e = b->e[which];
     if (b->g[which]->n_outputs != kernel_n_out(k))
         return kernel_fail(k, "the %s branch has %d outputs, the node %d", which ? "else" : "then",
                            b->g[which]->n_outputs, kernel_n_out(k));
-    seam_status st = seam_exec_run(e);
+    seam_status st = kernel_body_run(e);
     if (st) return st;
     for (int32_t i = 0; i < kernel_n_out(k); i++)
-        if ((st = kernel_out_copy(k, i, seam_exec_output(e, i)))) return st;
+        if ((st = kernel_out_copy(k, i, kernel_body_output(e, i)))) return st;
     return SEAM_STATUS_OK;
 }
 
@@ -112,7 +111,7 @@ static bool stack_push(stack *s, const seam_tensor *t) {
 
 static seam_status run_loop(seam_kernel *k) {
     bodies *b = k->state;
-    seam_exec *e = b->e[0];
+    seam_body *e = b->e[0];
     const ir_graph *g = b->g[0];
     const seam_tensor *tm = kernel_in(k, 0), *tc = kernel_in(k, 1);
     int32_t n_carried = kernel_n_in(k) - 2, n_scan = g->n_outputs - 1 - n_carried;
@@ -145,11 +144,11 @@ static seam_status run_loop(seam_kernel *k) {
     for (; iter < max_trip && cond; iter++) {
         seam_tensor it = {.dtype = SEAM_DTYPE_INT64, .rank = 0, .numel = 1, .data = &iter, .nbytes = 8};
         seam_tensor ct = {.dtype = SEAM_DTYPE_BOOL, .rank = 0, .numel = 1, .data = &cond_in, .nbytes = 1};
-        seam_exec_set_input(e, 0, &it);
-        seam_exec_set_input(e, 1, &ct);
-        for (int32_t i = 0; i < n_carried; i++) seam_exec_set_input(e, 2 + i, &carried[i].t);
-        if ((st = seam_exec_run(e))) goto done;
-        const seam_tensor *co = seam_exec_output(e, 0);
+        kernel_body_set_input(e, 0, &it);
+        kernel_body_set_input(e, 1, &ct);
+        for (int32_t i = 0; i < n_carried; i++) kernel_body_set_input(e, 2 + i, &carried[i].t);
+        if ((st = kernel_body_run(e))) goto done;
+        const seam_tensor *co = kernel_body_output(e, 0);
         if (co->numel != 1 || seam_is_value(co->dtype)) {
             st = kernel_fail(k, "the body's condition output must be one bool");
             goto done;
@@ -157,12 +156,12 @@ static seam_status run_loop(seam_kernel *k) {
         cond = cpu_get_i64(co->data, co->dtype, 0) != 0;
         cond_in = cond;
         for (int32_t i = 0; i < n_carried; i++)
-            if (!own_copy(&carried[i], seam_exec_output(e, 1 + i))) {
+            if (!own_copy(&carried[i], kernel_body_output(e, 1 + i))) {
                 st = kernel_oom(k);
                 goto done;
             }
         for (int32_t i = 0; i < n_scan; i++) {
-            const seam_tensor *y = seam_exec_output(e, 1 + n_carried + i);
+            const seam_tensor *y = kernel_body_output(e, 1 + n_carried + i);
             if (seam_is_value(y->dtype)) {
                 st = kernel_fail(k, "scan output %d is not a tensor (sequences cannot be stacked)", i);
                 goto done;
@@ -224,7 +223,7 @@ static bool take_slice(owned *o, const seam_tensor *x, int32_t from, int64_t ind
  * (sequence_lens absent or all seq). */
 static seam_status run_scan8(seam_kernel *k) {
     bodies *b = k->state;
-    seam_exec *e = b->e[0];
+    seam_body *e = b->e[0];
     const ir_graph *g = b->g[0];
     int32_t m = (int32_t)node_attr_int(k->n, "num_scan_inputs", 0);
     int32_t n_in = kernel_n_in(k), n_states = n_in - 1 - m, n_scan_out = g->n_outputs - n_states;
@@ -275,16 +274,16 @@ static seam_status run_scan8(seam_kernel *k) {
                     goto done;
                 }
             }
-            for (int32_t i = 0; i < n_states; i++) seam_exec_set_input(e, i, &states[i].t);
-            for (int32_t j = 0; j < m; j++) seam_exec_set_input(e, n_states + j, &slices[j].t);
-            if ((st = seam_exec_run(e))) goto done;
+            for (int32_t i = 0; i < n_states; i++) kernel_body_set_input(e, i, &states[i].t);
+            for (int32_t j = 0; j < m; j++) kernel_body_set_input(e, n_states + j, &slices[j].t);
+            if ((st = kernel_body_run(e))) goto done;
             for (int32_t i = 0; i < n_states; i++)
-                if (!own_copy(&states[i], seam_exec_output(e, i))) {
+                if (!own_copy(&states[i], kernel_body_output(e, i))) {
                     st = kernel_oom(k);
                     goto done;
                 }
             for (int32_t i = 0; i < n_scan_out; i++)
-                if (!stack_push(&outs[n_states + i], seam_exec_output(e, n_states + i))) {
+                if (!stack_push(&outs[n_states + i], kernel_body_output(e, n_states + i))) {
                     st = kernel_fail(k, "scan output %d changes shape across iterations (or out of memory)", i);
                     goto done;
                 }
@@ -328,7 +327,7 @@ done:
 static seam_status run_scan(seam_kernel *k) {
     if (k->n->opset < 9) return run_scan8(k);
     bodies *b = k->state;
-    seam_exec *e = b->e[0];
+    seam_body *e = b->e[0];
     const ir_graph *g = b->g[0];
     int32_t m = (int32_t)node_attr_int(k->n, "num_scan_inputs", 0);
     int32_t n_in = kernel_n_in(k), n_states = n_in - m, n_scan_out = g->n_outputs - n_states;
@@ -387,16 +386,16 @@ static seam_status run_scan(seam_kernel *k) {
             s.data = buf;
             slices[j].t = s;
         }
-        for (int32_t i = 0; i < n_states; i++) seam_exec_set_input(e, i, &states[i].t);
-        for (int32_t j = 0; j < m; j++) seam_exec_set_input(e, n_states + j, &slices[j].t);
-        if ((st = seam_exec_run(e))) goto done;
+        for (int32_t i = 0; i < n_states; i++) kernel_body_set_input(e, i, &states[i].t);
+        for (int32_t j = 0; j < m; j++) kernel_body_set_input(e, n_states + j, &slices[j].t);
+        if ((st = kernel_body_run(e))) goto done;
         for (int32_t i = 0; i < n_states; i++)
-            if (!own_copy(&states[i], seam_exec_output(e, i))) {
+            if (!own_copy(&states[i], kernel_body_output(e, i))) {
                 st = kernel_oom(k);
                 goto done;
             }
         for (int32_t i = 0; i < n_scan_out; i++)
-            if (!stack_push(&outs[i], seam_exec_output(e, n_states + i))) {
+            if (!stack_push(&outs[i], kernel_body_output(e, n_states + i))) {
                 st = kernel_fail(k, "scan output %d changes shape across iterations (or out of memory)", i);
                 goto done;
             }
@@ -445,7 +444,7 @@ done:
  * one length); each output gathers the body's output of every run. */
 static seam_status run_sequence_map(seam_kernel *k) {
     bodies *b = k->state;
-    seam_exec *e = b->e[0];
+    seam_body *e = b->e[0];
     const ir_graph *g = b->g[0];
     int32_t n_in = kernel_n_in(k), n_out = kernel_n_out(k);
     if (g->n_inputs != n_in || g->n_outputs != n_out || n_in < 1)
@@ -473,11 +472,11 @@ static seam_status run_sequence_map(seam_kernel *k) {
     for (int64_t p = 0; p < len; p++) {
         for (int32_t i = 0; i < n_in; i++) {
             const seam_tensor *x = kernel_in(k, i);
-            seam_exec_set_input(e, i, x->dtype == SEAM_VALUE_SEQUENCE ? &((const seam_tensor *)x->data)[p] : x);
+            kernel_body_set_input(e, i, x->dtype == SEAM_VALUE_SEQUENCE ? &((const seam_tensor *)x->data)[p] : x);
         }
-        if ((st = seam_exec_run(e))) goto done;
+        if ((st = kernel_body_run(e))) goto done;
         for (int32_t j = 0; j < n_out; j++) {
-            const seam_tensor *y = seam_exec_output(e, j);
+            const seam_tensor *y = kernel_body_output(e, j);
             if (seam_is_value(y->dtype)) {
                 st = kernel_fail(k, "the body's output %d must be a tensor", j);
                 goto done;

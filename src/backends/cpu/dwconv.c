@@ -4,7 +4,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/dwconv.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 /* -std=c11 turns off contracting a * b + c into one FMA; the sums here
  * are the time, so the clones with FMA (below) use it */

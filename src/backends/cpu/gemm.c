@@ -21,7 +21,7 @@
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/gemm.h"
 #include "core/arena.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 /* Optimized in every build: at -O0 (the Debug and sanitizer builds) the
  * micro-kernel keeps its accumulators in memory and runs convs some 20

@@ -90,3 +90,8 @@ bool cpu_kernel_takes_values(const seam_kernel_def *kd) {
             return strcmp(seam_cpu_control[k].op_type, "Scan") != 0;
     return false;
 }
+
+const seam_kernel_lookup *cpu_host_kernels(void) {
+    static const seam_kernel_lookup lookup = {cpu_kernel_find, cpu_kernel_takes_values};
+    return &lookup;
+}

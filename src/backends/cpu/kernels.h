@@ -13,12 +13,12 @@
  *     const seam_kernel_def *kd = cpu_kernel_find(n->domain, n->op_type, n->opset);
  *
  * The kernels are written against the executor's kernel contract
- * (runtime/kernel.h).
+ * (backends/kernel.h).
  */
 #ifndef SEAM_CPU_KERNELS_H
 #define SEAM_CPU_KERNELS_H
 
-#include "runtime/kernel.h"
+#include "backends/kernel.h"
 
 /* A kernel for an op from opset `since` on. */
 typedef struct seam_cpu_binding {
@@ -48,9 +48,12 @@ SEAM_OP_FAMILIES(SEAM_CPU_FAMILY)
  * newest for an unknown opset (-1), else the oldest. */
 const seam_kernel_def *cpu_kernel_find(const char *domain, const char *op_type, int64_t opset);
 
-/* Whether the kernel takes sequence and optional values (runtime/tensor.h):
+/* Whether the kernel takes sequence and optional values (core/tensor.h):
  * the sequence family's kernels (sequence.c), If, Loop and SequenceMap. The executor
  * refuses such values to every other kernel. */
 bool cpu_kernel_takes_values(const seam_kernel_def *kd);
+
+/* The two above as the lookup an executor is made with. */
+const seam_kernel_lookup *cpu_host_kernels(void);
 
 #endif

@@ -22,7 +22,7 @@
 #include "backends/cpu/dwconv.h"
 #include "backends/cpu/winograd.h"
 #include "backends/cpu/gemm.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 /* A float view of a tensor: its own data for float32/64, else a widened
  * float32 copy (free with release). */

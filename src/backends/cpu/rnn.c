@@ -24,7 +24,7 @@
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/gemm.h"
 #include "core/arena.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 /* ---- activation functions ---- */
 

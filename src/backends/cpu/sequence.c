@@ -1,4 +1,4 @@
-/* CPU kernels: sequences and optionals (runtime/tensor.h says how their
+/* CPU kernels: sequences and optionals (core/tensor.h says how their
  * values are held), and Identity, which copies any value. Every kernel
  * here builds whole values it owns and hands them to the executor
  * (kernel_out_value); positions are checked against the sequence's length

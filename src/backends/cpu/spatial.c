@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 
 /* Reflects x into [lo, hi], as many times as it takes. */

@@ -38,8 +38,8 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
-#include "runtime/kernel.h"
-#include "runtime/pool.h"
+#include "backends/kernel.h"
+#include "core/pool.h"
 
 struct cpu_wino {
     int64_t M, Cg, Mg, group;

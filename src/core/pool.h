@@ -12,6 +12,11 @@ seam_pool *seam_pool_create(int32_t n_threads);
 void seam_pool_free(seam_pool *pool);
 int32_t seam_pool_threads(const seam_pool *pool);
 
+/* Parallel for: calls fn(arg, begin, end) over [0, n) in chunks, on the
+ * pool's threads (or inline when the pool has one thread). */
+void seam_parallel_for(seam_pool *pool, int64_t n, int64_t grain, void (*fn)(void *arg, int64_t begin, int64_t end),
+                       void *arg);
+
 /* A parallel region of n_steps dependent steps (a recurrence): calls
  * fn(arg, step, begin, end) for step 0, 1, ... n_steps - 1 in order, over
  * fixed parts [begin, end) of [0, n) (two per thread), each run by the

@@ -47,7 +47,13 @@ void seam_value_free(seam_tensor *t);
  * too; string bytes shared). False when out of memory (dst untouched). */
 bool seam_value_copy(seam_tensor *dst, const seam_tensor *src);
 
-/* numel of dims (rank 0: 1); -1 on overflow or a negative dim. */
+/* The largest dimension accepted at load; more is "absurd". */
+#define SEAM_MAX_DIM ((int64_t)1 << 40)
+/* The largest element count of a tensor; more is "absurd". */
+#define SEAM_MAX_NUMEL ((int64_t)1 << 56)
+
+/* numel of dims (rank 0: 1); -1 on overflow, a negative dim or one over
+ * SEAM_MAX_DIM, or a count over SEAM_MAX_NUMEL. */
 int64_t seam_shape_numel(const int64_t *dims, int32_t rank);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include "ops/attr.h"
 #include "ops/ops.h"
-#include "partition/partition.h"
+#include "backends/view.h"
 
 void view_init(view_builder *vb, const struct seam_model *m) {
     memset(vb, 0, sizeof(*vb));

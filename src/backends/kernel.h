@@ -27,9 +27,9 @@
 #include "ops/activation.h"
 #include "ops/attr.h"
 #include "ops/ops.h"
-#include "runtime/tensor.h"
+#include "core/pool.h"
+#include "core/tensor.h"
 
-typedef struct seam_pool seam_pool;
 typedef struct seam_kernel seam_kernel;
 typedef struct seam_check seam_check;
 typedef seam_status (*seam_kernel_fn)(seam_kernel *k);
@@ -61,6 +61,16 @@ struct seam_kernel {
      * float32 outputs; kind ACT_NONE if none. */
     act_params post;
 };
+
+/* Where an executor finds each node's kernel: the host kernels it is
+ * given when made (the CPU backend's, cpu_host_kernels() in
+ * backends/cpu/kernels.h); the executor itself knows no backend. */
+typedef struct seam_kernel_lookup {
+    /* The kernel for a node of (domain, op) at the model's opset; NULL if none. */
+    const seam_kernel_def *(*find)(const char *domain, const char *op_type, int64_t opset);
+    /* Whether kd takes sequence and optional values (core/tensor.h). */
+    bool (*takes_values)(const seam_kernel_def *kd);
+} seam_kernel_lookup;
 
 /* Input i, or NULL when the optional input is absent. */
 const seam_tensor *kernel_in(seam_kernel *k, int32_t i);
@@ -115,14 +125,28 @@ struct seam_check {
     bool post_ops;
 };
 
+/* Bodies of control-flow nodes (If, Loop, Scan, SequenceMap): a graph the
+ * kernel runs as often as it needs, on an executor made at check() below
+ * the node's own (outer values resolve there, its host kernels are used).
+ * Like the helpers above, these are declared here, for the kernels, and
+ * implemented by the runtime (runtime/kernel.c): the one place where the
+ * kernel contract calls up into the executor. */
+typedef struct seam_exec seam_body;
+/* Makes the executor for body graph g of the node c checks; the message
+ * names what failed. */
+seam_status kernel_body_create(seam_check *c, const ir_graph *g, seam_body **out);
+void kernel_body_free(seam_body *b);
+/* Binds body input k to t (which the caller keeps alive for the run). */
+void kernel_body_set_input(seam_body *b, int32_t k, const seam_tensor *t);
+/* Runs the body; the status and message of the node in it that failed. */
+seam_status kernel_body_run(seam_body *b);
+/* Body output k as the last run left it (owned by the body). */
+const seam_tensor *kernel_body_output(const seam_body *b, int32_t k);
+
 /* The input's inferred dtype, or SEAM_DTYPE_UNDEFINED. */
 int32_t check_in_dtype(const seam_check *c, int32_t i);
 /* Writes the reason into c->reason and returns SEAM_STATUS_UNSUPPORTED. */
 seam_status check_refuse(seam_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Parallel for: calls fn(arg, begin, end) over [0, n) in chunks, on the
- * pool's threads (or inline when the pool has one thread). */
-void seam_parallel_for(seam_pool *pool, int64_t n, int64_t grain, void (*fn)(void *arg, int64_t begin, int64_t end),
-                       void *arg);
 
 #endif

@@ -34,7 +34,7 @@
  * thread joins at the step in progress. When every step is done the caller
  * closes the job to joiners and waits for those who joined.
  */
-#include "runtime/pool.h"
+#include "core/pool.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -42,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/kernel.h"
 
 /* How long a thread spins for work, or for the end of a loop, before it
  * sleeps: longer than the serial gap between the parallel loops of
