@@ -15,7 +15,7 @@ prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 lib=$prefix/lib
 [ -d "$prefix/lib64" ] && lib=$prefix/lib64
-for f in "$prefix/include/seam.h" "$prefix/include/seam_backend.h" "$prefix/include/seam_report.h" "$prefix/bin/seam" "$lib/pkgconfig/seam.pc" \
+for f in "$prefix/include/seam.h" "$prefix/include/seam_backend.h" "$prefix/include/seam_partition.h" "$prefix/include/seam_report.h" "$prefix/bin/seam" "$lib/pkgconfig/seam.pc" \
          "$lib/cmake/seam/seamConfig.cmake" "$lib/libseam.so.0"; do
     [ -e "$f" ] || { echo "install: $f is missing"; exit 1; }
 done

@@ -1,0 +1,279 @@
+/*
+ * seam_partition.h - how seam splits a model between backends: the
+ * targets a user picks (the built-in cpu and dnnl, rules files, plug-in
+ * libraries), partition options, plans and what they say, folding, and
+ * applying a plan. seam.h includes this header; the table a backend fills
+ * is in seam_backend.h.
+ *
+ *     const seam_backend *targets[] = {seam_backend_dnnl()};
+ *     seam_partition_options opts = seam_partition_defaults();
+ *     opts.targets = targets;
+ *     opts.n_targets = 1;
+ *     seam_plan *plan;
+ *     if (seam_partition(model, &opts, &plan) == SEAM_STATUS_OK) { ... seam_plan_free(plan); }
+ *
+ * How the partitioner works, on a small example. Each node first gets a
+ * target: the first target (in priority order) that supports it, unless a
+ * pin, --cpu-ops or a constraint says otherwise; `cpu` runs the rest.
+ *
+ *     x -> Conv(npu) -> Relu(npu) -> TopK(cpu) -> Gemm(npu) -> y
+ *
+ * Grouping then cuts a topological order into runs of one target, taking
+ * "ready waves": all nodes of one target whose inputs are available, then
+ * everything of that target they make ready, and so on, before switching
+ * target. It tries each target as the first and keeps the plan with the
+ * fewest device subgraphs:
+ *
+ *     subgraph 0 npu [Conv, Relu]   inputs x        outputs relu_out
+ *     subgraph 1 cpu [TopK]         inputs relu_out outputs topk_out
+ *     subgraph 2 npu [Gemm]         inputs topk_out outputs y
+ *
+ * The graph of subgraphs never has a cycle, by construction, and the plan
+ * lists subgraphs in an order that can run.
+ */
+#ifndef SEAM_PARTITION_API_H
+#define SEAM_PARTITION_API_H
+
+#include <stdbool.h>
+
+#include "seam.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The backend table and the node view are defined in seam_backend.h; a
+ * user of this header only passes pointers to them around. */
+typedef struct seam_backend seam_backend;
+typedef struct seam_node_view seam_node_view;
+
+/* Loads a backend from a shared library that exports
+ *     const seam_backend *seam_backend_register(uint32_t abi_version);
+ * (seam passes SEAM_BACKEND_ABI_VERSION; the library returns its table, or
+ * NULL if it cannot serve that version). The table's version and slots are
+ * checked, as every table is where it enters seam (a partition target, a
+ * session's backend): a known version, a name (not "cpu" or "constant"),
+ * supports(), compile and run both or neither, a valid memory; the message
+ * names the library. The library stays loaded for the life of the process. */
+SEAM_API seam_status seam_backend_load_library(seam_context *ctx, const char *path, const seam_backend **backend_out);
+
+/* The built-in CPU backend: supports what seam's CPU kernels support. It is
+ * always the last target, whether listed or not. Owned by seam. */
+SEAM_API const seam_backend *seam_backend_cpu(void);
+
+/* The built-in oneDNN backend `dnnl` (float32): Conv, ConvTranspose, Gemm,
+ * MatMul, pools, BatchNormalization, LayerNormalization, eltwise ops,
+ * broadcast binaries, Pow, Softmax/LogSoftmax, reductions, Concat, Sum,
+ * Transpose, Slice, Resize, PRelu, LRN, views, and the layer-norm and GELU
+ * patterns exporters write. It compiles its subgraphs into oneDNN
+ * primitives with fused post-ops and works in host memory. Its engine is
+ * made once for the process; each compiled subgraph has its own stream
+ * and memory, so sessions on different threads use it at once. Target
+ * options: fusion=on|off, threads=N (the OpenMP threads of the thread that
+ * compiles or runs), conv=auto|direct|winograd (3x3 convolutions: Winograd
+ * where it was measured faster, never, or wherever oneDNN takes it; see
+ * docs/dnnl.md). oneDNN runs on OpenMP, which reads
+ * OMP_WAIT_POLICY once, at load: the seam CLI sets ACTIVE (its threads spin
+ * between primitives, measured fastest); a program using the library sets
+ * it in its own environment. Owned by seam. */
+SEAM_API const seam_backend *seam_backend_dnnl(void);
+
+/* Loads a rules target: a JSON description of a device's op coverage (see
+ * docs/rules.md). An unknown key or a bad value is an error naming the key.
+ * Free with seam_backend_free. */
+SEAM_API seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **backend_out);
+SEAM_API seam_status seam_rules_parse(seam_context *ctx, const char *json, const char *what, seam_backend **backend_out);
+/* Frees a backend made by seam_rules_load/parse (calls its release). */
+SEAM_API void seam_backend_free(seam_backend *backend);
+
+/* ---- partitioning ---- */
+
+typedef enum seam_on_violation {
+    SEAM_ON_VIOLATION_FALLBACK = 0, /* move offending subgraphs to the CPU and say so */
+    SEAM_ON_VIOLATION_ERROR = 1,    /* fail with a message */
+} seam_on_violation;
+
+typedef struct seam_pin {
+    const char *node_name;
+    const char *target;    /* a target's name, or "cpu" */
+} seam_pin;
+
+/* How nodes a target supports are placed.
+ *   COST (the default): by a cost model: each node's estimated time on the
+ *     CPU (seam's estimate from its shapes) and on each target (node_cost),
+ *     each device subgraph's launch and the bytes crossing its boundary
+ *     (cost_traits). A supported node stays on the CPU when offloading it
+ *     would cost more than it saves; and a plan whose estimate is worse than
+ *     running everything on the CPU, or everything supported on the device,
+ *     is replaced by that plan (the plan's notes say so).
+ *   CAPABILITY: everything supported goes to the first target that
+ *     supports it, in the fewest subgraphs.
+ * The caller's constraints (cpu_ops, pins, min_subgraph_size,
+ * max_subgraph_count) win over cost. A target that declares no costs
+ * (node_cost 1, no launch, free transfers) gets the capability plan. */
+typedef enum seam_placement {
+    SEAM_PLACEMENT_COST = 0,
+    SEAM_PLACEMENT_CAPABILITY = 1,
+} seam_placement;
+
+typedef struct seam_partition_options {
+    const seam_backend *const *targets; /* priority order; cpu is always last */
+    int32_t n_targets;
+    double min_support;          /* 0..1: fraction of nodes the targets must support; default 0 */
+    int32_t min_subgraph_size;   /* device subgraphs smaller than this go to the CPU; default 1 */
+    int32_t max_subgraph_count;  /* most subgraphs (device and CPU); 0 = no limit (default).
+                                    Over it, the device subgraphs doing the least work move
+                                    to the CPU until the plan fits (or, under
+                                    SEAM_ON_VIOLATION_ERROR, it is an error) */
+    seam_on_violation on_violation;
+    const char *const *cpu_ops;  /* op types forced to the CPU even where supported */
+    int32_t n_cpu_ops;
+    const seam_pin *pins;        /* nodes forced onto a target */
+    int32_t n_pins;
+    seam_placement placement;    /* default SEAM_PLACEMENT_COST */
+} seam_partition_options;
+
+SEAM_API seam_partition_options seam_partition_defaults(void);
+
+typedef struct seam_plan seam_plan;
+
+/* Decides a target for every node and groups nodes into subgraphs. The
+ * model must outlive the plan. */
+SEAM_API seam_status seam_partition(seam_model *model, const seam_partition_options *opts, seam_plan **plan_out);
+
+/* torch.fx split_module's callback: the caller gives each node a partition
+ * id (>= 0); the nodes with one id form one subgraph (target "cpu", reason
+ * SEAM_REASON_USER). Subgraphs are listed in a topological order of their
+ * dependencies, smaller ids first where free. Fails, naming the values and
+ * nodes that close the cycle, if the subgraphs would depend on each other
+ * in a cycle. Constant nodes are not passed to the callback. */
+typedef int32_t (*seam_assign_fn)(void *user, const seam_node_view *node);
+SEAM_API seam_status seam_partition_by_callback(seam_model *model, seam_assign_fn assign, void *user, seam_plan **plan_out);
+
+SEAM_API void seam_plan_free(seam_plan *plan);
+
+/* Why a node went where it went. */
+typedef enum seam_reason {
+    SEAM_REASON_SUPPORTED = 0,     /* the target supports it (first by priority) */
+    SEAM_REASON_UNSUPPORTED,       /* no target supports it: runs on the CPU */
+    SEAM_REASON_CPU_OPS,           /* its op type is in cpu_ops */
+    SEAM_REASON_PINNED,            /* a pin put it here */
+    SEAM_REASON_MIN_SIZE,          /* its subgraph was smaller than min_subgraph_size */
+    SEAM_REASON_MAX_COUNT,         /* its subgraph was dropped to meet max_subgraph_count */
+    SEAM_REASON_CONSTANT,          /* a constant: computed once, in no subgraph */
+    SEAM_REASON_USER,              /* the caller's assignment */
+    SEAM_REASON_COST,              /* supported, but cheaper on the CPU (the cost model's numbers in detail) */
+} seam_reason;
+
+/* The word plans use for a reason in their JSON ("supported", "cpu_ops",
+ * "min_subgraph_size", ...); "?" for a value that is none of them. */
+SEAM_API const char *seam_reason_name(seam_reason reason);
+
+typedef struct seam_plan_node_info {
+    int32_t index;
+    const char *name;
+    const char *op_type;
+    const char *target;       /* a target's name, "cpu" or "constant" */
+    int32_t subgraph;         /* -1 for constants */
+    seam_reason reason;
+    const char *detail;       /* human-readable: why unsupported, which pin, ... */
+} seam_plan_node_info;
+
+typedef struct seam_plan_subgraph_info {
+    int32_t id;               /* position in execution order */
+    const char *target;
+    int32_t n_nodes, n_inputs, n_outputs;
+    const int32_t *nodes;     /* node indices, in a topological order */
+    const char *const *inputs;  /* values read from outside (not initializers) */
+    const char *const *outputs; /* values read by other subgraphs or graph outputs */
+    double est_us;            /* the cost model's time: nodes, launch and boundary transfers */
+    int64_t boundary_bytes;   /* bytes of its inputs and outputs (values of known shape) */
+} seam_plan_subgraph_info;
+
+/* Placement measured on this machine (--placement measured): the
+ * capability plan's device subgraphs and the model's nodes on the CPU are
+ * timed on the model's shapes (random inputs from a fixed seed, a warm-up,
+ * then up to 5 runs each within budget_ms in all; 0: 2 s), each device
+ * subgraph slower than its nodes on the CPU goes to the CPU, and a plan
+ * measured slower than the CPU alone or the capability plan is replaced by
+ * it. The model's input shapes must be static. The plan's notes say what was
+ * measured; its estimate and subgraphs' est_us are the measured times.
+ * target_options go to the targets' compilers, n_threads to the sessions. */
+SEAM_API seam_status seam_partition_measured(seam_model *model, const seam_partition_options *opts,
+                                             const char *const *target_options, int32_t n_target_options,
+                                             int32_t n_threads, double budget_ms, seam_plan **plan_out);
+
+/* The cost model's estimates of a plan (microseconds), and of the two
+ * single-backend plans it was compared with. */
+typedef struct seam_plan_estimate {
+    double total_us;          /* this plan */
+    double all_cpu_us;        /* every node on the CPU */
+    double capability_us;     /* every supported node on its first target (with pins and cpu_ops) */
+} seam_plan_estimate;
+SEAM_API seam_status seam_plan_estimate_get(const seam_plan *plan, seam_plan_estimate *out);
+
+/* Owned by the plan, valid until seam_plan_free. */
+SEAM_API int32_t seam_plan_node_count(const seam_plan *plan);
+SEAM_API int32_t seam_plan_subgraph_count(const seam_plan *plan);
+SEAM_API int32_t seam_plan_device_subgraph_count(const seam_plan *plan);
+SEAM_API seam_status seam_plan_node(const seam_plan *plan, int32_t index, seam_plan_node_info *out);
+SEAM_API seam_status seam_plan_subgraph(const seam_plan *plan, int32_t id, seam_plan_subgraph_info *out);
+/* Nodes supported by some target, and nodes counted (constants excluded). */
+SEAM_API void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *counted_out);
+/* What constraints changed, one line each ("moved subgraph 3 (npu, 2
+ * nodes) to cpu: below min_subgraph_size 3"); "" if nothing. */
+SEAM_API const char *seam_plan_notes(const seam_plan *plan);
+
+/* The plan as one JSON object, the text `seam partition --json` prints:
+ * {"model", "targets" (priority order, "cpu" last), "supported_fraction",
+ *  "subgraphs": [{"id", "target", "nodes", "inputs", "outputs"}],
+ *  "nodes": [{"index", "name", "op", "target", "reason"}], "notes": [...]}.
+ * model_name (may be NULL) is written as "model". snprintf-style: writes at
+ * most size bytes, NUL-terminated, into buf (may be NULL with size 0) and
+ * sets *needed to the bytes the whole text needs, NUL included; call again
+ * with a larger buffer when *needed > size. */
+SEAM_API seam_status seam_plan_json(const seam_plan *plan, const char *model_name, char *buf, size_t size,
+                                    size_t *needed);
+/* The support analysis, the text `seam analyze --json` prints, for a plan
+ * made without constraints: {"model", "targets", "supported_fraction",
+ * "supported_count", "node_count" (constants excluded), "supported_ops" and
+ * "unsupported_ops" (op type -> count, first-seen order),
+ * "unsupported_nodes": [{"index", "name", "op", "reason"}]}. Buffer as
+ * seam_plan_json. */
+SEAM_API seam_status seam_plan_analysis_json(const seam_plan *plan, const char *model_name, char *buf, size_t size,
+                                             size_t *needed);
+
+/* ---- folding ---- */
+
+/* Replaces every node whose output depends only on initializers and on
+ * statically known shapes (Shape -> Gather -> Concat chains,
+ * ConstantOfShape, Range with constant inputs, ...) with a Constant node
+ * holding the value, in place: indices, names and outputs stay. Run it
+ * before seam_partition: the plan then lists those nodes with target
+ * "constant", in no subgraph, and they no longer tie device subgraphs to
+ * the CPU. The readers of an Identity of an initializer (one per shared
+ * weight, in many exports) read the initializer itself: backends see a
+ * constant. *folded_out (may be NULL) gets how many nodes were folded. */
+SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
+
+/* ---- applying a plan ---- */
+
+/* Rewrites the model as the plan says: each device subgraph becomes one
+ * node of domain "ai.seam", op "Subgraph", holding the subgraph's nodes
+ * in its "body" graph attribute, the target's name in "target" and, for a
+ * rules target, the rules file's text in "rules" (so the saved model runs
+ * elsewhere). CPU and constant nodes stay plain nodes; weights stay the
+ * main graph's initializers, which bodies read as outer-scope values. The
+ * model then runs like any other (seam_session_create) and saves as one
+ * ONNX file (seam_model_save). targets are the backends the plan was made
+ * with. target_options (may be NULL) are stored, untouched, in each
+ * Subgraph node's "target_options" and reach the backend's compile.
+ * Afterwards the plan no longer describes the model: free it. Fails
+ * (UNSUPPORTED) if a device subgraph holds a node with a body. */
+SEAM_API seam_status seam_plan_apply(seam_model *model, const seam_plan *plan, const seam_backend *const *targets,
+                            int32_t n_targets, const char *const *target_options, int32_t n_target_options);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SEAM_PARTITION_API_H */
