@@ -1,4 +1,4 @@
-# cmake --install build --prefix P: libseam.so (SOVERSION), the public
+# cmake --install build --prefix P: libseam.so (SOVERSION), libseam_report.so, the public
 # headers, seam.pc, the CMake package (find_package(seam) -> seam::seam),
 # the seam CLI, the Python package (python/CMakeLists.txt) and the docs.
 include(CMakePackageConfigHelpers)
@@ -8,6 +8,8 @@ install(TARGETS seam_shared EXPORT seamTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES include/seam.h include/seam_partition.h include/seam_backend.h include/seam_report.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS seam RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The report library (seam_report.h, graphviz), which the Python package links.
+install(TARGETS seam_report_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # @ONLY at install time, so the prefix given to cmake --install is the one written.
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/seam.pc.in ${CMAKE_CURRENT_BINARY_DIR}/seam.pc.in.tmp COPYONLY)
