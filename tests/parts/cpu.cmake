@@ -7,4 +7,4 @@
 # model on 1 and 2 threads, bitwise equal. A few seconds.
 add_test(NAME cpu_kernels
   COMMAND ${PY} ${CHECKS}/check_cpu_kernels.py $<TARGET_FILE:seam> ${TEST_WORK}/cpu_kernels)
-set_tests_properties(cpu_kernels PROPERTIES LABELS "unit;python")
+set_tests_properties(cpu_kernels PROPERTIES LABELS "standalone;python")

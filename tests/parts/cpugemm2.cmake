@@ -6,7 +6,7 @@
 # SEAM_CPU_PACKED_GEMM=0 (the OpenBLAS path). Some 15 seconds.
 add_test(NAME cpugemm2
   COMMAND ${PY} ${CHECKS}/check_cpugemm2.py $<TARGET_FILE:seam> ${TEST_WORK}/cpugemm2)
-set_tests_properties(cpugemm2 PROPERTIES LABELS "unit;python")
+set_tests_properties(cpugemm2 PROPERTIES LABELS "standalone;python")
 # The packed GEMM's entry points in C (tests/drivers/gemm2_test.c): a plain
 # B read in place, packed, or as the rule picks (bitwise equal), and X W
 # with W packed (transposes, alpha, accumulating, K = 0, one and two rows),

@@ -7,4 +7,4 @@
 # seconds.
 add_test(NAME cpu_misc
   COMMAND ${PY} ${CHECKS}/check_cpu_misc.py $<TARGET_FILE:seam> ${TEST_WORK}/cpu_misc)
-set_tests_properties(cpu_misc PROPERTIES LABELS "unit;python")
+set_tests_properties(cpu_misc PROPERTIES LABELS "standalone;python")

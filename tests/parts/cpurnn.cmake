@@ -9,7 +9,7 @@
 # each model on 1, 2, 3 and 5 threads, bitwise equal. A few seconds.
 add_test(NAME cpu_rnn
   COMMAND ${PY} ${CHECKS}/check_cpu_rnn.py $<TARGET_FILE:seam> ${TEST_WORK}/cpu_rnn)
-set_tests_properties(cpu_rnn PROPERTIES LABELS "unit;python")
+set_tests_properties(cpu_rnn PROPERTIES LABELS "standalone;python")
 
 # unit_pool_steps (tests/unit/test_pool_steps.c): seam_parallel_steps'
 # barrier and taking over of late parts, on an integer recurrence checked

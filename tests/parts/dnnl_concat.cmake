@@ -12,4 +12,4 @@
 # its own. A few seconds.
 add_test(NAME dnnl_concat
   COMMAND ${PY} ${CHECKS}/check_dnnl_concat.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_concat)
-set_tests_properties(dnnl_concat PROPERTIES LABELS "unit;python;dnnl" TIMEOUT 600)
+set_tests_properties(dnnl_concat PROPERTIES LABELS "standalone;python;dnnl" TIMEOUT 600)

@@ -7,4 +7,4 @@
 # of its own). No generated models: it exports its own. A few seconds.
 add_test(NAME dnnl_eff
   COMMAND ${PY} ${CHECKS}/check_dnnl_eff.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_eff)
-set_tests_properties(dnnl_eff PROPERTIES LABELS "unit;python;dnnl" TIMEOUT 600)
+set_tests_properties(dnnl_eff PROPERTIES LABELS "standalone;python;dnnl" TIMEOUT 600)

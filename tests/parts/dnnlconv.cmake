@@ -6,4 +6,4 @@
 # Exit 77 (skipped) when seam does not parse conv= and only conv=auto ran.
 add_test(NAME dnnl_conv
   COMMAND ${PY} ${CHECKS}/check_dnnl_conv.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_conv)
-set_tests_properties(dnnl_conv PROPERTIES LABELS "unit;python;dnnl" SKIP_RETURN_CODE 77 TIMEOUT 600)
+set_tests_properties(dnnl_conv PROPERTIES LABELS "standalone;python;dnnl" SKIP_RETURN_CODE 77 TIMEOUT 600)

@@ -5,4 +5,4 @@
 # kernel; and transformer_encoder from the test models. A few seconds.
 add_test(NAME dnnl_conv2
   COMMAND ${PY} ${CHECKS}/check_dnnl_conv2.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_conv2 ${SEAM_MODELS_DIR})
-set_tests_properties(dnnl_conv2 PROPERTIES LABELS "unit;python;dnnl" FIXTURES_REQUIRED models TIMEOUT 600)
+set_tests_properties(dnnl_conv2 PROPERTIES LABELS "models;python;dnnl" FIXTURES_REQUIRED models TIMEOUT 600)

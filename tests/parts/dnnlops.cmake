@@ -5,4 +5,4 @@
 # (tests/checks/check_dnnl_ops.py). No generated models: it makes its own.
 add_test(NAME dnnl_ops
   COMMAND ${PY} ${CHECKS}/check_dnnl_ops.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_ops)
-set_tests_properties(dnnl_ops PROPERTIES LABELS "dnnl;python" TIMEOUT 600)
+set_tests_properties(dnnl_ops PROPERTIES LABELS "standalone;dnnl;python" TIMEOUT 600)

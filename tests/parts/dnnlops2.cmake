@@ -10,4 +10,4 @@
 # makes its own. A few seconds.
 add_test(NAME dnnl_ops2
   COMMAND ${PY} ${CHECKS}/check_dnnl_ops2.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_ops2)
-set_tests_properties(dnnl_ops2 PROPERTIES LABELS "unit;python;dnnl" TIMEOUT 600)
+set_tests_properties(dnnl_ops2 PROPERTIES LABELS "standalone;python;dnnl" TIMEOUT 600)

@@ -8,4 +8,4 @@
 # (ONEDNN_VERBOSE). No generated models: it makes its own. A few seconds.
 add_test(NAME dnnl_shuffle
   COMMAND ${PY} ${CHECKS}/check_dnnl_shuffle.py $<TARGET_FILE:seam> ${TEST_WORK}/dnnl_shuffle)
-set_tests_properties(dnnl_shuffle PROPERTIES LABELS "unit;python;dnnl" TIMEOUT 600)
+set_tests_properties(dnnl_shuffle PROPERTIES LABELS "standalone;python;dnnl" TIMEOUT 600)

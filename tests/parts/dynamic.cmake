@@ -4,4 +4,4 @@
 seam_c_test(dynamic_session drivers/dynamic_session.c)
 add_test(NAME dynamic_shapes
   COMMAND ${PY} ${CHECKS}/check_dynamic.py $<TARGET_FILE:seam> $<TARGET_FILE:dynamic_session> ${TEST_WORK}/dynamic)
-set_tests_properties(dynamic_shapes PROPERTIES LABELS "dnnl;python" TIMEOUT 900)
+set_tests_properties(dynamic_shapes PROPERTIES LABELS "standalone;dnnl;python" TIMEOUT 900)

@@ -7,6 +7,6 @@
 seam_c_test(wino_test drivers/wino_test.c)
 target_link_libraries(wino_test PRIVATE m)
 add_test(NAME wino COMMAND wino_test)
-set_tests_properties(wino PROPERTIES LABELS "unit")
+set_tests_properties(wino PROPERTIES LABELS "standalone")
 add_test(NAME wino_model_shapes COMMAND wino_test --model-shapes)
-set_tests_properties(wino_model_shapes PROPERTIES LABELS "unit")
+set_tests_properties(wino_model_shapes PROPERTIES LABELS "standalone")
