@@ -86,9 +86,10 @@ __global__ void binary_bcast(int op, const float *__restrict__ a, const float *_
     }
 }
 
-__global__ void channel_affine_kernel(const float *__restrict__ x, const float *__restrict__ scale,
+// x may be y (a convolution's epilogue in place): no __restrict__ on them
+__global__ void channel_affine_kernel(const float *x, const float *__restrict__ scale,
                                       const float *__restrict__ shift, const float *__restrict__ z,
-                                      float *__restrict__ y, int64_t n, int64_t channels, int64_t inner, int relu) {
+                                      float *y, int64_t n, int64_t channels, int64_t inner, int relu) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = (i / inner) % channels;
         float v = x[i] * (scale ? scale[c] : 1.f) + (shift ? shift[c] : 0.f);
