@@ -57,6 +57,15 @@ typedef struct seam_node_view seam_node_view;
  * names the library. The library stays loaded for the life of the process. */
 SEAM_API seam_status seam_backend_load_library(seam_context *ctx, const char *path, const seam_backend **backend_out);
 
+/* Finds and loads the backend plug-in of that name (e.g. "cuda": the
+ * library libseam_cuda.so). It looks, in order, in each folder of
+ * $SEAM_BACKEND_PATH (NAME.so, then libseam_NAME.so), then for
+ * libseam_NAME.so next to libseam.so (or the program seam is linked into),
+ * next to the running program, and in ../lib of those two. The first found
+ * is loaded as seam_backend_load_library does; its table must be named
+ * NAME. Fails (SEAM_STATUS_IO_ERROR) naming every file it looked for. */
+SEAM_API seam_status seam_backend_find(seam_context *ctx, const char *name, const seam_backend **backend_out);
+
 /* The built-in CPU backend: supports what seam's CPU kernels support. It is
  * always the last target, whether listed or not. Owned by seam. */
 SEAM_API const seam_backend *seam_backend_cpu(void);

@@ -36,6 +36,9 @@ def parse_layers(root):
         layers.append((name, sources, uses))
     if not layers:
         sys.exit("check_layers: no seam_layer() in cmake/layers.cmake")
+    # plug-ins: their own folder and include/ alone
+    for folder in variables.get("SEAM_PLUGIN_FOLDERS", []):
+        layers.append((os.path.basename(folder) + " (plug-in)", [folder + "/*.c"], []))
     return layers
 
 
@@ -46,7 +49,7 @@ def layer_of(rel, layers):
     for name, sources, uses in layers:
         for g in sources:
             # fnmatch's * would cross folders: the folder must be the glob's
-            if os.path.dirname(g) == folder and (rel.endswith(".h") or fnmatch.fnmatch(os.path.basename(rel),
+            if os.path.dirname(g) == folder and (rel.endswith((".h", ".cu")) or fnmatch.fnmatch(os.path.basename(rel),
                                                                                       os.path.basename(g))):
                 return name, uses
     return None, None
@@ -57,7 +60,7 @@ def check_includes(root, layers):
     src = os.path.join(root, "src")
     for dirpath, _, files in os.walk(src):
         for f in sorted(files):
-            if not f.endswith((".c", ".h")):
+            if not f.endswith((".c", ".h", ".cu")):
                 continue
             path = os.path.join(dirpath, f)
             rel = os.path.relpath(path, src)
@@ -88,7 +91,7 @@ def check_sizes(root):
     for top in ("src", "tools"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
-                if not f.endswith((".c", ".h")):
+                if not f.endswith((".c", ".h", ".cu")):
                     continue
                 path = os.path.join(dirpath, f)
                 rel = os.path.relpath(path, root)

@@ -154,22 +154,6 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     return 0;
 }
 
-/* NAME.so in a folder of $SEAM_BACKEND_PATH; false if none. */
-static bool search_backend_path(const char *name, char *out, size_t n) {
-    const char *path = getenv("SEAM_BACKEND_PATH");
-    if (!path || strchr(name, '/')) return false;
-    while (*path) {
-        const char *end = strchr(path, ':');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        if (len) {
-            snprintf(out, n, "%.*s/%s.so", (int)len, path, name);
-            if (access(out, R_OK) == 0) return true;
-        }
-        path += len + (end ? 1 : 0);
-    }
-    return false;
-}
-
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     const seam_backend *libs[MAX_TARGETS];
     int32_t n_libs = 0, n = 0;
@@ -184,7 +168,6 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
         const seam_backend *found = NULL;
         for (int32_t j = 0; j < n_libs && !found; j++)
             if (strcmp(libs[j]->name, p) == 0) found = libs[j];
-        char so[4096];
         if (!found && strcmp(p, "dnnl") == 0 && access(p, F_OK) != 0) {
 #if SEAM_WITH_DNNL
             found = seam_backend_dnnl(); /* built in */
@@ -196,10 +179,10 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
             return CLI_BAD_INPUT;
 #endif
         }
-        if (!found && access(p, F_OK) != 0 && search_backend_path(p, so, sizeof(so))) {
-            seam_status st = seam_backend_load_library(ctx, so, &found);
-            if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
-            t->avail[t->n_avail++] = found;
+        if (!found && access(p, F_OK) != 0 && !strchr(p, '/')) { /* a plug-in by name (seam_backend_find) */
+            seam_status st = seam_backend_find(ctx, p, &found);
+            if (st && (st != SEAM_STATUS_IO_ERROR || !strchr(p, '.'))) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
+            if (found) t->avail[t->n_avail++] = found;
         }
         if (found && found == seam_backend_dnnl()) {
             t->list[n++] = found;

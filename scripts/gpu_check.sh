@@ -1,0 +1,86 @@
+#!/bin/bash
+# The GPU check of the CUDA backend (docs/cuda.md), run ON the GPU machine
+# from the repository root, after scripts/gpu_pack.sh made .gpu/ on a build
+# machine. It unpacks .gpu/seam-gpu.tar.xz, points the loader at the packed
+# libraries (only those the machine lacks), /usr/local/cuda's and the cuDNN
+# of python3's nvidia.cudnn package, prints nvidia-smi -L, then runs:
+#   1. tests/checks/check_cuda.py on every packed model: cuda against the CPU
+#      kernels (1e-4 of the output's scale), saved and reloaded, the op
+#      models, a model split around a TopK with its boundary copies;
+#   2. scripts/gpu_bench.py: seam cuda against PyTorch eager (fp32, TF32
+#      off) and the placement check (default placement no slower than
+#      all-CPU and all-GPU), tables in $OUT/gpu_bench.md.
+# It runs everything, then prints a summary and exits 1 if anything failed
+# (2 when there is no GPU: the no-device path is still checked). Output also
+# goes to $OUT/gpu_check.log when $OUT is set. About 3 minutes on an H100.
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  exec > >(tee -a "$OUT/gpu_check.log") 2>&1
+fi
+T0=$(date +%s)
+FAILED=()
+step() { # step NAME COMMAND...: runs it, records a failure, goes on
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  "$@"
+  local rc=$?
+  if [ $rc -ne 0 ]; then FAILED+=("$name (exit $rc)"); echo "=== $name: FAILED (exit $rc)"; else echo "=== $name: ok"; fi
+  return 0
+}
+
+G=$ROOT/.gpu/unpacked
+rm -rf "$G"
+mkdir -p "$G"
+if ! tar -xJf .gpu/seam-gpu.tar.xz -C "$G"; then
+  echo "gpu_check: cannot unpack .gpu/seam-gpu.tar.xz (run scripts/gpu_pack.sh on a build machine first, and carry .gpu)"
+  exit 1
+fi
+echo "gpu_check: packed from commit $(cat "$G/COMMIT" 2>/dev/null || echo '?'); this tree $(git rev-parse HEAD 2>/dev/null || echo '?')"
+# a packed library the machine has under the same soname: the machine's
+for f in "$G"/lib/*; do
+  n=$(basename "$f")
+  if /sbin/ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$n ("; then rm -f "$f"; fi
+done
+echo "gpu_check: packed libraries used: $(ls "$G/lib" | tr '\n' ' ')"
+PY=${PYTHON:-python3}
+pylib() { "$PY" -c "import importlib, os; m = importlib.import_module('$1'); print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null; }
+CUDNN_LIB=$(pylib nvidia.cudnn)
+CUBLAS_LIB=$(pylib nvidia.cublas)
+SEAM_LD="$G/lib:/usr/local/cuda/lib64:${CUDNN_LIB:-}:${CUBLAS_LIB:-}"
+echo "gpu_check: LD_LIBRARY_PATH for seam: $SEAM_LD"
+cat > "$G/seam.sh" <<WRAP
+#!/bin/sh
+LD_LIBRARY_PATH="$SEAM_LD\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$G/bin/seam" "\$@"
+WRAP
+chmod +x "$G/seam.sh"
+SEAM=$G/seam.sh
+SO=$G/bin/libseam_cuda.so
+
+echo "=== nvidia-smi -L"
+GPU=1
+nvidia-smi -L || { GPU=0; echo "gpu_check: nvidia-smi found no GPU"; }
+step "seam runs" "$SEAM" --version
+LD_LIBRARY_PATH="$SEAM_LD" ldd "$SO" | grep -E "not found|cudnn|cublas" || true
+
+WORK=${OUT:-$G}/work
+mkdir -p "$WORK"
+step "check_cuda" "$PY" tests/checks/check_cuda.py "$SEAM" "$SO" "$WORK/check" "$G"/models/*.onnx
+if [ $GPU = 1 ]; then
+  step "gpu_bench" "$PY" scripts/gpu_bench.py "$SEAM" "$SO" "$WORK/bench" "$G/models" --md "${OUT:-$WORK}/gpu_bench.md"
+else
+  echo "skipped: gpu_bench: no GPU"
+fi
+
+echo "=== summary ($(( $(date +%s) - T0 )) s)"
+if [ ${#FAILED[@]} -gt 0 ]; then
+  for f in "${FAILED[@]}"; do echo "FAILED: $f"; done
+  exit 1
+fi
+if [ $GPU = 0 ]; then
+  echo "gpu_check: no GPU here: only the no-device path was checked"
+  exit 2
+fi
+echo "gpu_check: all passed"

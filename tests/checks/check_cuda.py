@@ -1,0 +1,300 @@
+"""The CUDA backend plug-in (libseam_cuda.so, src/backends/cuda), end to end.
+
+usage: python3 check_cuda.py SEAM CUDA_SO WORKDIR [MODEL.onnx ...] [-k PATTERN]
+
+Always (with or without a GPU):
+  load     the plug-in is found without flags (next to SEAM), through
+           SEAM_BACKEND_PATH and through --backend-lib, and says whether it
+           has a device.
+  coverage with SEAM_CUDA_PRETEND=1 (supports() answers as with a device)
+           every node of the op models below is placed on cuda; each MODEL's
+           supported share and unsupported ops are printed.
+Without a usable device (no GPU, no driver, SEAM_CUDA_DISABLE=1):
+  no_gpu   `seam partition --target cuda --json` puts every node on the CPU
+           with the reason "no CUDA device (...)"; `seam run --target cuda`
+           exits 0 with outputs bitwise equal to the plain run and says
+           "no CUDA device" once on stderr. The GPU cases print
+           "skipped: <reason>".
+With a device:
+  ops      one small model per lowering (Conv + BatchNormalization + Add +
+           Relu, Gemm/MatMul with bias and activation epilogues, broadcast
+           binaries, pools, reductions, Softmax, LayerNormalization,
+           Transpose, Concat, Gather, unaries, views) runs on cuda
+           (--placement capability) within 1e-4 of the output's scale of
+           the CPU kernels, with its nodes in cuda subgraphs;
+  models   every MODEL given: the same, and partitioned + saved with -o,
+           reloaded with --backend-lib;
+  split    a model with a TopK between two convolutions runs in three
+           subgraphs (cuda, cpu, cuda), matches the CPU, and --report
+           counts the bytes each cuda subgraph moved.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+from seamtest import vi  # noqa: E402
+
+p = seamtest.arg_parser(__doc__)
+p.add_argument("seam", metavar="SEAM")
+p.add_argument("so", metavar="CUDA_SO")
+p.add_argument("work", metavar="WORKDIR")
+p.add_argument("models", metavar="MODEL", nargs="*")
+p.add_argument("--tol", type=float, default=1e-4)
+args = p.parse_intermixed_args()
+os.makedirs(args.work, exist_ok=True)
+run = seamtest.Program(args.seam, timeout=600)
+check = seamtest.Checker("cuda backend", args.k)
+W = args.work
+rng = np.random.default_rng(0)
+
+
+def init(name, *shape, scale=0.2, positive=False):
+    a = rng.standard_normal(shape).astype(np.float32) * scale
+    return name, (np.abs(a) + 0.5 if positive else a)
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=17):
+    path = os.path.join(W, name + ".onnx")
+    seamtest.save_model(path, nodes, inputs, outputs, seamtest.initializers(dict(inits)), name=name, opset=opset)
+    return path
+
+
+def input_files(model_path, shapes, dtypes=None):
+    """Random inputs saved as .npy: a list of --input NAME=FILE arguments."""
+    out = []
+    for k, (name, shape) in enumerate(shapes.items()):
+        f = os.path.join(W, f"{os.path.basename(model_path)}.{name}.npy")
+        dt = (dtypes or {}).get(name)
+        if dt == "int64":
+            a = rng.integers(0, 16, shape).astype(np.int64)
+        else:
+            a = rng.standard_normal(shape).astype(np.float32)
+        np.save(f, a)
+        out += ["--input", f"{name}={f}"]
+    return out
+
+
+def run_both(label, model, feed, extra=(), report=False):
+    """Runs model on the CPU kernels and on cuda; (cpu outputs, cuda
+    outputs, cuda's stdout+stderr), or None after a failure."""
+    dc, dg = os.path.join(W, label + ".cpu"), os.path.join(W, label + ".cuda")
+    r = run("run", model, *feed, "--output-dir", dc)
+    if r.returncode:
+        check.fail(f"{label}: the CPU run failed: {r.stderr.strip()[-400:]}")
+        return None
+    r2 = run("run", model, *feed, "--target", "cuda", *extra, "--output-dir", dg, *(["--report"] if report else []))
+    if r2.returncode:
+        check.fail(f"{label}: the cuda run failed (exit {r2.returncode}): {r2.stderr.strip()[-600:]}")
+        return None
+    return seamtest.load_outputs(model, dc), seamtest.load_outputs(model, dg), r2.stdout + r2.stderr
+
+
+def compare(label, want, got, tol=None):
+    tol = args.tol if tol is None else tol
+    worst = max((seamtest.rel_err(g, w) for g, w in zip(got, want)), default=0.0)
+    check.expect(worst <= tol, f"{label}: cuda against the CPU kernels {worst:.2e} (<= {tol:.0e})")
+    return worst
+
+
+# ---- load ---------------------------------------------------------------
+
+small = save("small", [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                       helper.make_node("Add", ["r", "x"], ["y"], name="add")],
+             [vi("x", [2, 3])], [vi("y", [2, 3])])
+small_feed = input_files(small, {"x": (2, 3)})
+# whether the plug-in has a device: its own word (the probe every case needs)
+r = run("partition", small, "--target", "cuda", "--json")
+m = re.search(r"no CUDA device \((.*?)\): the cuda target", r.stderr)
+device_reason = m.group(1) if m else (None if r.returncode == 0 else f"the plug-in did not load: {r.stderr.strip()[-300:]}")
+print(f"cuda device: {'none: ' + device_reason if device_reason else 'present'}")
+if check.selected("load"):
+    check.expect(r.returncode == 0, "load: --target cuda is found next to seam", r.stderr.strip())
+    check.expect(r.stderr.count("no CUDA device") <= 1, "load: 'no CUDA device' said at most once", r.stderr)
+    env = dict(os.environ, SEAM_BACKEND_PATH=os.path.dirname(os.path.abspath(args.so)))
+    r = run("partition", small, "--target", "cuda", env=env)
+    check.expect(r.returncode == 0, "load: --target cuda through SEAM_BACKEND_PATH", r.stderr.strip())
+    r = run("partition", small, "--backend-lib", args.so, "--target", "cuda")
+    check.expect(r.returncode == 0, "load: --backend-lib CUDA_SO --target cuda", r.stderr.strip())
+gpu = device_reason is None
+
+# ---- no GPU -------------------------------------------------------------
+
+if check.selected("no_gpu"):
+    env = dict(os.environ, SEAM_CUDA_DISABLE="1")  # the no-device path on any machine
+    r = run("partition", small, "--target", "cuda", "--json", env=env)
+    if check.expect(r.returncode == 0, "no_gpu: partition exits 0", r.stderr.strip()):
+        plan = json.loads(r.stdout)
+        reasons = [n.get("reason", "") for n in plan["nodes"]]
+        check.expect(all(n["target"] == "cpu" for n in plan["nodes"]), "no_gpu: every node on the CPU")
+        check.expect(all("no CUDA device (disabled by SEAM_CUDA_DISABLE=1)" in x for x in reasons),
+                     f"no_gpu: each node's reason names the missing device: {reasons}")
+    d0, d1 = os.path.join(W, "nogpu.plain"), os.path.join(W, "nogpu.cuda")
+    r0 = run("run", small, *small_feed, "--output-dir", d0)
+    r = run("run", small, *small_feed, "--target", "cuda", "--output-dir", d1, env=env)
+    if check.expect(r.returncode == 0 and r0.returncode == 0, "no_gpu: seam run --target cuda exits 0", r.stderr.strip()):
+        same = all(np.array_equal(a, b) for a, b in zip(seamtest.load_outputs(small, d0), seamtest.load_outputs(small, d1)))
+        check.expect(same, "no_gpu: outputs bitwise equal to the plain run")
+        check.expect(r.stderr.count("no CUDA device (disabled by SEAM_CUDA_DISABLE=1)") == 1,
+                     "no_gpu: 'no CUDA device (reason)' said once on stderr", r.stderr)
+
+
+def gpu_case(case):
+    """Whether to run a GPU case: selected, and a device present (else it
+    says it skipped and why)."""
+    if not check.selected(case):
+        return False
+    if not gpu:
+        print(f"skipped: {case}: no CUDA device ({device_reason})")
+    return gpu
+
+
+# ---- ops ----------------------------------------------------------------
+
+def op_models():
+    """(name, path, {input: shape}, {input: dtype}) per lowering."""
+    out = []
+
+    def add(name, nodes, ins, outs, inits=(), dtypes=None, opset=17):
+        out.append((name, save("op_" + name, nodes, [vi(n, s, TensorProto.INT64 if (dtypes or {}).get(n) == "int64" else TensorProto.FLOAT)
+                                                     for n, s in ins.items()],
+                               [vi(n, s) for n, s in outs.items()], inits, opset), ins, dtypes))
+    mk = helper.make_node
+    bn = [init("g", 8, positive=True), init("b", 8), init("m", 8), init("v", 8, positive=True)]
+    add("conv_bn_relu", [mk("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                         mk("BatchNormalization", ["c", "g", "b", "m", "v"], ["n"]), mk("Relu", ["n"], ["y"])],
+        {"x": (2, 4, 9, 9)}, {"y": (2, 8, 9, 9)}, [init("w", 8, 4, 3, 3)] + bn)
+    add("conv_residual", [mk("Conv", ["x", "w", "cb"], ["c"], pads=[1, 1, 1, 1], strides=[1, 1]),
+                          mk("Add", ["c", "x"], ["a"]), mk("Relu", ["a"], ["y"])],
+        {"x": (1, 8, 7, 7)}, {"y": (1, 8, 7, 7)}, [init("w", 8, 8, 3, 3), init("cb", 8)])
+    add("conv_group_stride_bias", [mk("Conv", ["x", "w", "cb"], ["y"], group=4, strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1])],
+        {"x": (1, 8, 10, 10)}, {"y": (1, 8, 5, 5)}, [init("w", 8, 2, 3, 3), init("cb", 8)])
+    add("conv1d", [mk("Conv", ["x", "w"], ["y"], pads=[2, 2], dilations=[2])],
+        {"x": (2, 3, 16)}, {"y": (2, 5, 16)}, [init("w", 5, 3, 3)])
+    add("gemm_relu", [mk("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=0.5, beta=2.0), mk("Relu", ["g"], ["y"])],
+        {"x": (4, 16)}, {"y": (4, 8)}, [init("w", 8, 16), init("c", 8)])
+    add("gemm_transa", [mk("Gemm", ["x", "w"], ["y"], transA=1)], {"x": (16, 4)}, {"y": (4, 8)}, [init("w", 16, 8)])
+    add("matmul_bias_gelu", [mk("MatMul", ["x", "w"], ["m"]), mk("Add", ["m", "b"], ["a"]),
+                             mk("Gelu", ["a"], ["y"], approximate="tanh")],
+        {"x": (2, 5, 16)}, {"y": (2, 5, 8)}, [init("w", 16, 8), init("b", 8)], opset=20)
+    add("matmul_batched", [mk("MatMul", ["a", "b"], ["y"])], {"a": (2, 3, 4, 8), "b": (2, 3, 8, 5)}, {"y": (2, 3, 4, 5)})
+    add("binary_bcast", [mk("Mul", ["a", "b"], ["m"]), mk("Sub", ["m", "c"], ["s"]), mk("Div", ["s", "d"], ["q"]),
+                         mk("Pow", ["q", "e"], ["y"])],
+        {"a": (2, 3, 4, 5), "b": (3, 1, 5)}, {"y": (2, 3, 4, 5)},
+        [init("c", 1, 4, 1), init("d", 5, positive=True), ("e", np.array(2.0, np.float32))])
+    add("unaries", [mk("Sigmoid", ["x"], ["a"]), mk("Tanh", ["a"], ["b"]), mk("LeakyRelu", ["b"], ["c"], alpha=0.3),
+                    mk("Clip", ["c", "lo", "hi"], ["d"]), mk("Erf", ["d"], ["e"]), mk("Exp", ["e"], ["f"]),
+                    mk("Sqrt", ["f"], ["g"]), mk("Gelu", ["g"], ["y"])],
+        {"x": (3, 7)}, {"y": (3, 7)}, [("lo", np.array(-0.2, np.float32)), ("hi", np.array(0.3, np.float32))], opset=20)
+    add("pools", [mk("MaxPool", ["x"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                  mk("AveragePool", ["a"], ["b"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=0),
+                  mk("AveragePool", ["b"], ["c"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, count_include_pad=1),
+                  mk("GlobalAveragePool", ["c"], ["y"])],
+        {"x": (2, 3, 11, 11)}, {"y": (2, 3, 1, 1)})
+    add("softmax_layernorm", [mk("Softmax", ["x"], ["s"], axis=-1),
+                              mk("LayerNormalization", ["s", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
+        {"x": (2, 6, 32)}, {"y": (2, 6, 32)}, [init("g", 32), init("b", 32)])
+    add("reduce_transpose_concat", [mk("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+                                    mk("ReduceMean", ["t"], ["r"], axes=[1, 2], keepdims=1),
+                                    mk("Concat", ["r", "k"], ["c"], axis=3), mk("Flatten", ["c"], ["y"])],
+        {"x": (2, 4, 5, 6)}, {"y": (2, 7)}, [init("k", 2, 1, 1, 3)], opset=17)
+    add("gather_views", [mk("Gather", ["emb", "ids"], ["e"], axis=0), mk("Unsqueeze", ["e", "ax"], ["u"]),
+                         mk("Reshape", ["u", "shape"], ["y"])],
+        {"ids": (2, 5)}, {"y": (10, 8)}, [init("emb", 16, 8), ("ax", np.array([0], np.int64)),
+                                          ("shape", np.array([10, 8], np.int64))], dtypes={"ids": "int64"})
+    return out
+
+
+if check.selected("coverage"):  # supports() as with a device (SEAM_CUDA_PRETEND=1): the lowering's coverage
+    env = dict(os.environ, SEAM_CUDA_PRETEND="1")
+    for name, path, ins, dtypes in op_models():
+        r = run("partition", path, "--target", "cuda", "--placement", "capability", "--json", env=env)
+        if check.expect(r.returncode == 0, f"coverage {name}: partition", r.stderr.strip()):
+            nodes = json.loads(r.stdout)["nodes"]
+            off = [(n["op"], n.get("reason", "")) for n in nodes if n["target"] != "cuda"]
+            check.expect(not off, f"coverage {name}: every node on cuda", off)
+    for m in args.models:
+        r = run("analyze", m, "--target", "cuda", "--json", env=env)
+        if check.expect(r.returncode == 0, f"coverage {os.path.basename(m)}: analyze", r.stderr.strip()[-300:]):
+            a = json.loads(r.stdout)
+            print(f"coverage {os.path.basename(m)}: {a['supported_count']} of {a['node_count']} nodes; "
+                  f"unsupported: {a['unsupported_ops']}")
+
+if gpu_case("ops"):
+    for name, path, ins, dtypes in op_models():
+        feed = input_files(path, ins, dtypes)
+        res = run_both("op_" + name, path, feed, ["--placement", "capability", "--compile-log"])
+        if not res:
+            continue
+        want, got, text = res
+        compare(f"ops {name}", want, got)
+        check.expect("(cuda): " in text, f"ops {name}: its nodes ran on cuda (its compile log)", text[-300:])
+
+
+# ---- models -------------------------------------------------------------
+
+def model_feed(m):
+    base = m[:-5]
+    if os.path.exists(base + ".input.npy"):
+        import onnx
+        names = [i.name for i in seamtest.feeds(onnx.load(m, load_external_data=False))]
+        return ["--input", f"{names[0]}={base}.input.npy"]
+    k, feed = 0, []
+    import onnx
+    names = [i.name for i in seamtest.feeds(onnx.load(m, load_external_data=False))]
+    while os.path.exists(f"{base}.input.{k}.npy") and k < len(names):
+        feed += ["--input", f"{names[k]}={base}.input.{k}.npy"]
+        k += 1
+    return feed
+
+
+if gpu_case("models"):
+    for m in args.models:
+        name = os.path.basename(m)[:-5]
+        feed = model_feed(m)
+        res = run_both("model_" + name, m, feed, ["--placement", "capability"], report=True)
+        if not res:
+            continue
+        want, got, text = res
+        compare(f"models {name}", want, got)
+        part = os.path.join(W, name + ".cuda.onnx")
+        r = run("partition", m, "--target", "cuda", "--placement", "capability", "-o", part)
+        if not check.expect(r.returncode == 0, f"models {name}: partition -o", r.stderr.strip()[-400:]):
+            continue
+        d = os.path.join(W, name + ".reloaded")
+        r = run("run", part, *feed, "--backend-lib", args.so, "--output-dir", d)
+        if check.expect(r.returncode == 0, f"models {name}: the saved file runs", r.stderr.strip()[-400:]):
+            compare(f"models {name} (saved, reloaded)", want, seamtest.load_outputs(part, d))
+
+# ---- split --------------------------------------------------------------
+
+if gpu_case("split"):
+    mk = helper.make_node
+    path = save("split_topk", [mk("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), mk("Relu", ["c1"], ["r1"]),
+                               mk("TopK", ["r1", "k"], ["t", "ti"], axis=3),
+                               mk("Conv", ["t", "w2"], ["c2"], pads=[1, 1, 1, 1]), mk("Relu", ["c2"], ["y"])],
+                [vi("x", [1, 4, 8, 8])], [vi("y", [1, 4, 8, 4])], [init("w1", 4, 4, 3, 3), init("w2", 4, 4, 3, 3),
+                                                                   ("k", np.array([4], np.int64))])
+    feed = input_files(path, {"x": (1, 4, 8, 8)})
+    r = run("partition", path, "--target", "cuda", "--placement", "capability", "--json")
+    if check.expect(r.returncode == 0, "split: partition", r.stderr.strip()):
+        plan = json.loads(r.stdout)
+        targets = [s["target"] for s in plan["subgraphs"]]
+        check.expect(targets == ["cuda", "cpu", "cuda"], f"split: subgraphs {targets} (want cuda, cpu, cuda)")
+    res = run_both("split", path, feed, ["--placement", "capability"], report=True)
+    if res:
+        want, got, text = res
+        compare("split", want, got)
+        rows = [ln.split() for ln in text.splitlines() if re.match(r"\s+\S+\s+cuda\s", ln)]
+        moved = [(int(x[-2]), int(x[-1])) for x in rows if len(x) >= 6]
+        check.expect(moved == [(1 * 4 * 8 * 8 * 4, 1 * 4 * 8 * 8 * 4), (1 * 4 * 8 * 4 * 4, 1 * 4 * 8 * 4 * 4)],
+                     f"split: --report bytes of the cuda subgraphs {moved}")
+        print("\n".join(ln for ln in text.splitlines() if "cuda" in ln or "report" in ln))
+
+check.finish(f"cuda: {'GPU' if gpu else 'no GPU (' + str(device_reason) + ')'}")
