@@ -65,7 +65,7 @@ nvidia-smi -L || { GPU=0; echo "gpu_check: nvidia-smi found no GPU"; }
 step "seam runs" "$SEAM" --version
 LD_LIBRARY_PATH="$SEAM_LD" ldd "$SO" | grep -E "not found|cudnn|cublas" || true
 
-WORK=${OUT:-$G}/work
+WORK=${TMPDIR:-/tmp}/seam-gpu-work  # not under $OUT: only a few files come back from there
 mkdir -p "$WORK"
 step "check_cuda" "$PY" tests/checks/check_cuda.py "$SEAM" "$SO" "$WORK/check" "$G"/models/*.onnx
 if [ $GPU = 1 ]; then
