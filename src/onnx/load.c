@@ -33,9 +33,8 @@
 #include "core/context.h"
 #include "ir/ir.h"
 #include "ir/names.h"
+#include "onnx/load.h"
 #include "onnx/onnx.h"
-#include "onnx/onnx.pb-c.h"
-#include "onnx/wire.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "seam assumes a little-endian host, as ONNX raw_data is little-endian"
@@ -43,16 +42,7 @@
 
 /* ---- the scratch allocator handed to protobuf-c ---- */
 
-#define BIG_BLOCK ((size_t)64 << 10)
-
-typedef struct scratch {
-    seam_arena arena;
-    void **big; /* malloc'd blocks >= BIG_BLOCK, adoptable by the model */
-    size_t n_big, cap_big;
-    bool oom;
-} scratch;
-
-static void *scratch_alloc(void *data, size_t size) {
+void *scratch_alloc(void *data, size_t size) {
     scratch *s = data;
     if (size < BIG_BLOCK) {
         void *p = seam_arena_alloc(&s->arena, size);
@@ -78,54 +68,31 @@ static void *scratch_alloc(void *data, size_t size) {
     return p;
 }
 
-static void scratch_free(void *data, void *p) {
+void scratch_free(void *data, void *p) {
     (void)data;
     (void)p; /* everything goes at once in scratch_release */
 }
 
-static int cmp_ptr(const void *a, const void *b) {
+int scratch_cmp_ptr(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
     return (x > y) - (x < y);
 }
 
-/* Takes block p away from the scratch, so it survives scratch_release.
- * Returns false if p is not a big block. big[] is sorted by then. */
-static bool scratch_adopt(scratch *s, const void *p) {
+bool scratch_adopt(scratch *s, const void *p) {
     void *key = (void *)p;
-    void **hit = bsearch(&key, s->big, s->n_big, sizeof(void *), cmp_ptr);
+    void **hit = bsearch(&key, s->big, s->n_big, sizeof(void *), scratch_cmp_ptr);
     if (!hit) return false;
     *hit = NULL; /* NULL sorts first; bsearch keys are never NULL */
     return true;
 }
 
-static void scratch_release(scratch *s) {
+void scratch_release(scratch *s) {
     for (size_t k = 0; k < s->n_big; k++) free(s->big[k]);
     free(s->big);
     seam_arena_free(&s->arena);
 }
 
-/* ---- conversion state ---- */
-
-typedef struct loader {
-    seam_context *ctx;
-    struct seam_model *m;
-    seam_arena *a;
-    scratch *sc;
-    const char *base_dir;  /* realpath of the model's folder, or NULL */
-    ir_name_map *interned; /* op types and domains, stored once */
-    const char **strings;
-    int32_t n_interned, cap_interned;
-    size_t n_stream_outputs; /* output count of the streamed top graph's nodes */
-    seam_arena tmp;          /* what only loading needs (name maps), freed after it */
-    const char *recent[4];   /* the last interned strings, newest first */
-} loader;
-
-#define OOM(L) seam_error((L)->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while loading the model")
-
-/* Empty strings (most doc strings) share one constant. */
-static const char *dup_str(loader *L, const char *s) {
-    return s && s[0] ? seam_arena_strdup(L->a, s) : "";
-}
+/* ---- conversion state (the loader, load.h) ---- */
 
 /* Op types and domains repeat: keep one copy of each. */
 static const char *intern(loader *L, const char *s) {
@@ -150,274 +117,6 @@ static const char *intern(loader *L, const char *s) {
     if (!c || !ir_names_put(L->interned, c, L->n_interned)) return NULL;
     L->strings[L->n_interned++] = c;
     return L->recent[0] = c;
-}
-
-/* ---- tensors ---- */
-
-/* Checks that a dims list is sane; on error names `what`. */
-/* Checks that a tensor's dims are sane; errors name "<what> '<name>'". */
-static seam_status check_dims(loader *L, const int64_t *dims, size_t n, const char *what, const char *name,
-                              int64_t *numel) {
-    if (n > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has an absurd rank %zu", what, name, n);
-    for (size_t k = 0; k < n; k++) {
-        if (dims[k] < 0)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has a negative dimension %lld at axis %zu",
-                              what, name, (long long)dims[k], k);
-        if (dims[k] > IR_MAX_DIM)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has an absurd dimension %lld at axis %zu",
-                              what, name, (long long)dims[k], k);
-    }
-    *numel = ir_numel(dims, (int32_t)n);
-    if (*numel < 0)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s '%s' has an absurd element count (dims overflow)",
-                          what, name);
-    return SEAM_STATUS_OK;
-}
-
-/* Buffer for n bytes of tensor data: the model's arena when small, an
- * owned malloc block when big. */
-static void *tensor_buf(loader *L, size_t n) {
-    if (n < BIG_BLOCK) return seam_arena_alloc(L->a, n ? n : 1);
-    void *p = malloc(n);
-    if (p && !ir_model_own(L->m, p)) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-/* A relative location that stays inside the model's folder: no absolute
- * path, no ".." component, and (after resolving links) still inside. */
-static seam_status external_path(loader *L, const char *tname, const char *loc, char *out, size_t n) {
-    if (!L->base_dir)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s' uses external data '%s', but the model was not loaded from a file",
-                          tname, loc);
-    if (!loc[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': external data location is empty", tname);
-    if (loc[0] == '/' || loc[0] == '\\')
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s': external data location '%s' is absolute; it must be relative to the model's folder",
-                          tname, loc);
-    for (const char *p = loc; *p;) {
-        const char *e = p + strcspn(p, "/\\");
-        if (e - p == 2 && p[0] == '.' && p[1] == '.')
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                              "initializer '%s': external data location '%s' leaves the model's folder", tname, loc);
-        p = *e ? e + 1 : e;
-    }
-    if ((size_t)snprintf(out, n, "%s/%s", L->base_dir, loc) >= n)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': external data location too long", tname);
-    char real[PATH_MAX];
-    if (!realpath(out, real))
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s': external data file '%s' is missing (%s)", tname, out, strerror(errno));
-    size_t bl = strlen(L->base_dir);
-    if (strncmp(real, L->base_dir, bl) != 0 || (real[bl] != '/' && !(bl == 1 && L->base_dir[0] == '/')))
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s': external data '%s' resolves outside the model's folder", tname, loc);
-    return SEAM_STATUS_OK;
-}
-
-static seam_status read_external(loader *L, const Onnx__TensorProto *tp, ir_tensor *t, size_t want) {
-    const char *loc = NULL;
-    int64_t offset = 0, length = -1;
-    for (size_t k = 0; k < tp->n_external_data; k++) {
-        const Onnx__StringStringEntryProto *e = tp->external_data[k];
-        const char *key = e->key ? e->key : "", *val = e->value ? e->value : "";
-        char *end;
-        if (strcmp(key, "location") == 0) {
-            loc = val;
-        } else if (strcmp(key, "offset") == 0 || strcmp(key, "length") == 0) {
-            errno = 0;
-            long long x = strtoll(val, &end, 10);
-            if (errno || *end || x < 0 || end == val)
-                return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                                  "initializer '%s': external data %s '%s' is not a non-negative integer", t->name, key, val);
-            if (key[0] == 'o') offset = x;
-            else length = x;
-        }
-    }
-    if (!loc) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': external data has no location", t->name);
-    if (length >= 0 && (uint64_t)length != want)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s': external data length %lld disagrees with its dims (%zu bytes)",
-                          t->name, (long long)length, want);
-    char path[PATH_MAX + 256];
-    seam_status st = external_path(L, t->name, loc, path, sizeof(path));
-    if (st) return st;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s': cannot open external data file '%s': %s",
-                          t->name, path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size < (uint64_t)offset + want) {
-        close(fd);
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s': external data file '%s' is too short for %zu bytes at offset %lld",
-                          t->name, path, want, (long long)offset);
-    }
-    void *buf = tensor_buf(L, want);
-    if (!buf) {
-        close(fd);
-        return OOM(L);
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(fd, (char *)buf + got, want - got, (off_t)(offset + (int64_t)got));
-        if (r <= 0) {
-            close(fd);
-            return seam_error(L->ctx, SEAM_STATUS_IO_ERROR, "initializer '%s': reading '%s' failed", t->name, path);
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    t->data = buf;
-    t->external_location = dup_str(L, loc);
-    return SEAM_STATUS_OK;
-}
-
-/* Copies a typed field into packed little-endian data. `count` is the
- * number of entries in the field, `per` how many entries make an element
- * (2 for complex). */
-static seam_status typed_count(loader *L, const ir_tensor *t, size_t count, size_t per) {
-    if ((uint64_t)count != (uint64_t)t->numel * per)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                          "initializer '%s' has %zu values but its dims %s %lld elements", t->name, count,
-                          "hold", (long long)t->numel);
-    return SEAM_STATUS_OK;
-}
-
-static seam_status convert_typed(loader *L, const Onnx__TensorProto *tp, ir_tensor *t) {
-    seam_status st;
-    size_t n = (size_t)t->numel;
-    switch (t->dtype) {
-    case SEAM_DTYPE_FLOAT32:
-    case SEAM_DTYPE_COMPLEX64: {
-        size_t per = t->dtype == SEAM_DTYPE_COMPLEX64 ? 2 : 1;
-        if ((st = typed_count(L, t, tp->n_float_data, per))) return st;
-        t->data = tensor_buf(L, t->nbytes);
-        if (!t->data) return OOM(L);
-        if (t->nbytes) memcpy(t->data, tp->float_data, t->nbytes);
-        return SEAM_STATUS_OK;
-    }
-    case SEAM_DTYPE_FLOAT64:
-    case SEAM_DTYPE_COMPLEX128: {
-        size_t per = t->dtype == SEAM_DTYPE_COMPLEX128 ? 2 : 1;
-        if ((st = typed_count(L, t, tp->n_double_data, per))) return st;
-        t->data = tensor_buf(L, t->nbytes);
-        if (!t->data) return OOM(L);
-        if (t->nbytes) memcpy(t->data, tp->double_data, t->nbytes);
-        return SEAM_STATUS_OK;
-    }
-    case SEAM_DTYPE_INT64:
-        if ((st = typed_count(L, t, tp->n_int64_data, 1))) return st;
-        t->data = tensor_buf(L, t->nbytes);
-        if (!t->data) return OOM(L);
-        if (t->nbytes) memcpy(t->data, tp->int64_data, t->nbytes);
-        return SEAM_STATUS_OK;
-    case SEAM_DTYPE_UINT32:
-    case SEAM_DTYPE_UINT64: {
-        if ((st = typed_count(L, t, tp->n_uint64_data, 1))) return st;
-        t->data = tensor_buf(L, t->nbytes);
-        if (!t->data) return OOM(L);
-        for (size_t k = 0; k < n; k++) {
-            if (t->dtype == SEAM_DTYPE_UINT64) ((uint64_t *)t->data)[k] = tp->uint64_data[k];
-            else ((uint32_t *)t->data)[k] = (uint32_t)tp->uint64_data[k];
-        }
-        return SEAM_STATUS_OK;
-    }
-    case SEAM_DTYPE_STRING: {
-        if ((st = typed_count(L, t, tp->n_string_data, 1))) return st;
-        ir_bytes *b = seam_arena_calloc(L->a, n ? n : 1, sizeof(ir_bytes));
-        if (!b) return OOM(L);
-        for (size_t k = 0; k < n; k++) {
-            b[k].len = tp->string_data[k].len;
-            b[k].data = seam_arena_memdup(L->a, tp->string_data[k].data, b[k].len);
-            if (!b[k].data) return OOM(L);
-        }
-        t->data = b;
-        return SEAM_STATUS_OK;
-    }
-    default: /* everything else narrower than 32 bits, plus int32, lives in int32_data */
-        if ((st = typed_count(L, t, tp->n_int32_data, 1))) return st;
-        t->data = tensor_buf(L, t->nbytes);
-        if (!t->data) return OOM(L);
-        for (size_t k = 0; k < n; k++) {
-            int32_t v = tp->int32_data[k];
-            switch (seam_dtype_size(t->dtype)) {
-            case 1: ((uint8_t *)t->data)[k] = (uint8_t)v; break;
-            case 2: ((uint16_t *)t->data)[k] = (uint16_t)v; break;
-            default: ((int32_t *)t->data)[k] = v; break;
-            }
-        }
-        return SEAM_STATUS_OK;
-    }
-}
-
-static seam_status convert_tensor(loader *L, const Onnx__TensorProto *tp, const char *what, ir_tensor **out) {
-    ir_tensor *t = seam_arena_calloc(L->a, 1, sizeof(*t));
-    if (!t) return OOM(L);
-    *out = t;
-    t->name = dup_str(L, tp->name);
-    t->doc = dup_str(L, tp->doc_string);
-    /* The label is made only when there is an error to report. */
-    char lb[512];
-#define LABEL (snprintf(lb, sizeof(lb), "%s '%s'", what, t->name), lb)
-    if (!tp->has_data_type || !ir_dtype_valid(tp->data_type))
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has an unknown element type %d", LABEL,
-                          tp->has_data_type ? tp->data_type : 0);
-    t->dtype = tp->data_type;
-    seam_status st = check_dims(L, tp->dims, tp->n_dims, what, t->name, &t->numel);
-    if (st) return st;
-    t->rank = (int32_t)tp->n_dims;
-    t->dims = seam_arena_memdup(L->a, tp->dims, sizeof(int64_t) * tp->n_dims);
-    if (!t->dims) return OOM(L);
-    size_t es = seam_dtype_size(t->dtype);
-    if (es && (uint64_t)t->numel > SIZE_MAX / es)
-        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is too big", LABEL);
-    t->nbytes = (size_t)t->numel * es;
-    if (tp->segment)
-        return seam_error(L->ctx, SEAM_STATUS_UNSUPPORTED, "%s is segmented; seam does not read segmented tensors", LABEL);
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if (t->dtype == SEAM_DTYPE_STRING)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s: string tensors cannot use external data", LABEL);
-        return read_external(L, tp, t, t->nbytes);
-    }
-    if (tp->has_raw_data && t->dtype != SEAM_DTYPE_STRING) {
-        if (tp->raw_data.len != t->nbytes)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL,
-                              "%s has %zu bytes of data but its dims and type need %zu", LABEL,
-                              tp->raw_data.len, t->nbytes);
-        if (t->nbytes >= BIG_BLOCK && scratch_adopt(L->sc, tp->raw_data.data)) {
-            if (!ir_model_own(L->m, tp->raw_data.data)) {
-                free(tp->raw_data.data);
-                return OOM(L);
-            }
-            t->data = tp->raw_data.data;
-        } else {
-            t->data = tensor_buf(L, t->nbytes);
-            if (!t->data) return OOM(L);
-            if (t->nbytes) memcpy(t->data, tp->raw_data.data, t->nbytes);
-        }
-        return SEAM_STATUS_OK;
-    }
-    return convert_typed(L, tp, t);
-}
-#undef LABEL
-
-static seam_status convert_sparse(loader *L, const Onnx__SparseTensorProto *sp, const char *what, ir_sparse_tensor **out) {
-    ir_sparse_tensor *s = seam_arena_calloc(L->a, 1, sizeof(*s));
-    if (!s) return OOM(L);
-    *out = s;
-    if (!sp->values) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s: sparse tensor without values", what);
-    seam_status st = convert_tensor(L, sp->values, what, &s->values);
-    if (!st && sp->indices) st = convert_tensor(L, sp->indices, what, &s->indices);
-    if (st) return st;
-    int64_t numel;
-    if ((st = check_dims(L, sp->dims, sp->n_dims, what, "dims", &numel))) return st;
-    s->rank = (int32_t)sp->n_dims;
-    s->dims = seam_arena_memdup(L->a, sp->dims, sizeof(int64_t) * sp->n_dims);
-    return s->dims ? SEAM_STATUS_OK : OOM(L);
 }
 
 /* ---- types ---- */
@@ -499,7 +198,6 @@ static seam_status convert_type(loader *L, const Onnx__TypeProto *tp, const char
 
 /* ---- attributes and graphs ---- */
 
-typedef struct node_src node_src;
 static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
                                  ir_graph **out);
 
@@ -553,7 +251,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         break;
     case IR_ATTR_TENSOR:
         if (!ap->t) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is a tensor attribute without a tensor", what);
-        st = convert_tensor(L, ap->t, what, &at->t);
+        st = onnx_convert_tensor(L, ap->t, what, &at->t);
         break;
     case IR_ATTR_GRAPH:
         if (!ap->g) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s is a graph attribute without a graph", what);
@@ -562,7 +260,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         break;
     case IR_ATTR_SPARSE_TENSOR:
         if (!ap->sparse_tensor) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "%s has no sparse tensor", what);
-        st = convert_sparse(L, ap->sparse_tensor, what, &at->sparse);
+        st = onnx_convert_sparse(L, ap->sparse_tensor, what, &at->sparse);
         break;
     case IR_ATTR_TYPE_PROTO:
         at->tp = seam_arena_alloc(L->a, sizeof(ir_type));
@@ -593,7 +291,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         at->n = (int32_t)ap->n_tensors;
         at->tensors = seam_arena_calloc(L->a, ap->n_tensors + 1, sizeof(ir_tensor *));
         if (!at->tensors) return OOM(L);
-        for (size_t k = 0; k < ap->n_tensors && !st; k++) st = convert_tensor(L, ap->tensors[k], what, &at->tensors[k]);
+        for (size_t k = 0; k < ap->n_tensors && !st; k++) st = onnx_convert_tensor(L, ap->tensors[k], what, &at->tensors[k]);
         break;
     case IR_ATTR_GRAPHS:
         at->n = (int32_t)ap->n_graphs;
@@ -607,7 +305,7 @@ static seam_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ir_gr
         at->sparse_tensors = seam_arena_calloc(L->a, ap->n_sparse_tensors + 1, sizeof(ir_sparse_tensor *));
         if (!at->sparse_tensors) return OOM(L);
         for (size_t k = 0; k < ap->n_sparse_tensors && !st; k++)
-            st = convert_sparse(L, ap->sparse_tensors[k], what, &at->sparse_tensors[k]);
+            st = onnx_convert_sparse(L, ap->sparse_tensors[k], what, &at->sparse_tensors[k]);
         break;
     case IR_ATTR_TYPE_PROTOS:
         at->n = (int32_t)ap->n_type_protos;
@@ -689,259 +387,6 @@ static seam_status name_nodes(loader *L, ir_graph *g) {
     return SEAM_STATUS_OK;
 }
 
-typedef struct span {
-    const uint8_t *data;
-    size_t len;
-} span;
-
-/* The nodes of a graph being converted: gp->node, or the NodeProto fields
- * of the top graph's bytes, each unpacked when it is reached into a
- * scratch reset for the next. Nodes are read once, in order; the few the
- * first pass cannot finish (convert_graph) are unpacked again from their
- * bytes. The top graph's outputs and value_info are streamed the same way:
- * a graph of a million nodes may have hundreds of thousands of typed
- * outputs. */
-struct node_src {
-    const Onnx__GraphProto *gp;
-    const uint8_t *bytes;  /* the GraphProto's bytes when streamed, else NULL */
-    size_t len, n, next;
-    wire at;
-    const uint8_t *cur;    /* the bytes of the node node_src_next gave last */
-    size_t cur_len;
-    span *outputs, *value_infos; /* the streamed graph's, else NULL */
-    /* The bytes are the loader's own private map of the file: the pages
-     * the walk has passed are given back (they stay in the page cache),
-     * so the file is not resident next to the graph it becomes. */
-    bool release;
-    const uint8_t *released;
-    scratch sc;
-    ProtobufCAllocator alloc;
-};
-
-#define RELEASE_STEP ((size_t)4 << 20)
-
-static void release_behind(node_src *ns, const uint8_t *p) {
-    if (!ns->release || p < ns->released || (size_t)(p - ns->released) < RELEASE_STEP) return;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t from = ((uintptr_t)ns->released + page - 1) & ~(uintptr_t)(page - 1);
-    uintptr_t to = (uintptr_t)p & ~(uintptr_t)(page - 1);
-    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
-    ns->released = p;
-}
-
-static void node_src_rewind(node_src *ns) {
-    ns->next = 0;
-    ns->at = (wire){ns->bytes, ns->bytes + ns->len};
-    ns->released = ns->bytes;
-}
-
-static void node_src_reset(node_src *ns);
-
-/* Unpacks the NodeProto at data into the node scratch: by hand when it
- * has the common shape (wire.c), else by protobuf-c. */
-static const Onnx__NodeProto *node_unpack(loader *L, node_src *ns, const uint8_t *data, size_t len, seam_status *st) {
-    node_src_reset(ns);
-    Onnx__NodeProto *np = wire_node_proto(data, len, &ns->alloc);
-    if (!np) {
-        node_src_reset(ns);
-        ns->sc.oom = false; /* what protobuf-c meets decides the error */
-        wire_count_fallback();
-        np = onnx__node_proto__unpack(&ns->alloc, len, data);
-    }
-    if (!np) {
-        *st = ns->sc.oom ? OOM(L)
-                         : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
-                                      "not an ONNX model: the protobuf is malformed or truncated");
-        return NULL;
-    }
-    if (ns->sc.n_big) qsort(ns->sc.big, ns->sc.n_big, sizeof(void *), cmp_ptr);
-    return np;
-}
-
-/* Frees what the last streamed node left in the scratch (big blocks the
- * model did not adopt) and makes it ready for the next. */
-static void node_src_reset(node_src *ns) {
-    for (size_t k = 0; k < ns->sc.n_big; k++) free(ns->sc.big[k]);
-    ns->sc.n_big = 0;
-    seam_arena_reset(&ns->sc.arena);
-}
-
-/* Node ns->next, or NULL with *st set. */
-static const Onnx__NodeProto *node_src_next(loader *L, node_src *ns, seam_status *st) {
-    size_t i = ns->next++;
-    if (!ns->bytes) return ns->gp->node[i];
-    uint32_t num, type;
-    const uint8_t *data;
-    size_t len;
-    while (next_field(&ns->at, &num, &type, &data, &len) == 1) {
-        if (num != 1) continue;
-        release_behind(ns, data);
-        ns->cur = data;
-        ns->cur_len = len;
-        return node_unpack(L, ns, data, len, st);
-    }
-    *st = seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR, "not an ONNX model: the protobuf is malformed or truncated");
-    return NULL;
-}
-
-/* Graph output k (value_info false) or value_info k of gp: from gp, or
- * when streamed decoded from its bytes into the node scratch, which the
- * next one reuses. NULL with *st set. */
-static const Onnx__ValueInfoProto *graph_value_info(loader *L, node_src *ns, const Onnx__GraphProto *gp,
-                                                    bool value_info, size_t k, seam_status *st) {
-    if (!ns->bytes) return value_info ? gp->value_info[k] : gp->output[k];
-    span s = value_info ? ns->value_infos[k] : ns->outputs[k];
-    node_src_reset(ns);
-    const Onnx__ValueInfoProto *vi = wire_value_info(s.data, s.len, &ns->alloc);
-    if (vi) return vi;
-    node_src_reset(ns);
-    ns->sc.oom = false;
-    wire_count_fallback();
-    vi = onnx__value_info_proto__unpack(&ns->alloc, s.len, s.data);
-    if (!vi)
-        *st = ns->sc.oom ? OOM(L)
-                         : seam_error(L->ctx, SEAM_STATUS_PARSE_ERROR,
-                                      "not an ONNX model: the protobuf is malformed or truncated");
-    return vi;
-}
-
-/* Output count of the streamed NodeProto at data, for presizing. */
-static size_t node_output_count(const uint8_t *data, size_t len) {
-    /* most nodes: one-byte tags of length-delimited fields shorter than
-     * 128 bytes */
-    const uint8_t *p = data, *end = data + len;
-    size_t n = 0;
-    while (end - p >= 2 && p[0] < 0x80 && (p[0] & 7) == 2 && p[1] < 0x80) {
-        n += p[0] == (2 << 3 | 2);
-        p += 2 + p[1];
-    }
-    if (p == end) return n;
-    wire w = {data, end};
-    uint32_t num, type;
-    const uint8_t *d;
-    size_t l;
-    n = 0;
-    while (next_field(&w, &num, &type, &d, &l) == 1) n += num == 2 && type == 2;
-    return n;
-}
-
-/* The top GraphProto at data without its nodes: every other field is
- * unpacked on its own into gp; the NodeProto, output and value_info fields
- * are left to ns (gp->n_output and n_value_info count them). false
- * when the bytes hold something the walk does not expect (the caller then
- * unpacks the whole model). */
-static bool stream_graph(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
-                         Onnx__GraphProto **gp_out, node_src *ns, size_t *n_outputs) {
-    const ProtobufCMessageDescriptor *desc = &onnx__graph_proto__descriptor;
-    Onnx__GraphProto *gp = scratch_alloc(sc, sizeof(*gp));
-    if (!gp) return false;
-    onnx__graph_proto__init(gp);
-    /* first pass: check the framing, count each repeated field */
-    size_t count[32] = {0};
-    size_t n_nodes = 0, n_out = 0;
-    wire w = {data, data + len};
-    uint32_t num, type;
-    const uint8_t *d;
-    size_t l;
-    int r;
-    while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
-        if (num == 1 && type == 2) {
-            n_nodes++;
-            n_out += node_output_count(d, l);
-            continue;
-        }
-        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
-        if (!f) continue; /* unknown to this schema: protobuf-c skips it too */
-        if (type != 2 || num >= 32) return false;
-        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-            if (f->type != PROTOBUF_C_TYPE_MESSAGE) return false;
-            count[num]++;
-        } else if (f->type != PROTOBUF_C_TYPE_STRING) {
-            return false;
-        }
-    }
-    if (r < 0) return false;
-    ns->outputs = count[12] ? scratch_alloc(sc, sizeof(span) * count[12]) : NULL;
-    ns->value_infos = count[13] ? scratch_alloc(sc, sizeof(span) * count[13]) : NULL;
-    if ((count[12] && !ns->outputs) || (count[13] && !ns->value_infos)) return false;
-    for (unsigned k = 0; k < desc->n_fields; k++) {
-        const ProtobufCFieldDescriptor *f = &desc->fields[k];
-        if (f->id == 1 || f->id == 12 || f->id == 13 || f->label != PROTOBUF_C_LABEL_REPEATED || !count[f->id])
-            continue;
-        void **arr = scratch_alloc(sc, sizeof(void *) * count[f->id]);
-        if (!arr) return false;
-        *(void ***)((char *)gp + f->offset) = arr;
-    }
-    /* second pass: unpack every field but the nodes */
-    w = (wire){data, data + len};
-    while (next_field(&w, &num, &type, &d, &l) == 1) {
-        if (num == 1) continue;
-        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
-        if (!f) continue;
-        /* The counts come from the first walk: bytes that changed since
-         * (a file written under the map) must not write past them. */
-        if (num == 12 || num == 13) {
-            size_t *n = num == 12 ? &gp->n_output : &gp->n_value_info;
-            if (type != 2 || *n >= count[num]) return false;
-            (num == 12 ? ns->outputs : ns->value_infos)[(*n)++] = (span){d, l};
-        } else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-            size_t *n = (size_t *)((char *)gp + f->quantifier_offset);
-            if (num >= 32 || type != 2 || f->type != PROTOBUF_C_TYPE_MESSAGE || *n >= count[num]) return false;
-            ProtobufCMessage *msg = protobuf_c_message_unpack(f->descriptor, alloc, l, d);
-            if (!msg) return false;
-            (*(void ***)((char *)gp + f->offset))[(*n)++] = msg;
-        } else {
-            if (type != 2) return false;
-            char *str = scratch_alloc(sc, l + 1);
-            if (!str) return false;
-            memcpy(str, d, l);
-            str[l] = 0;
-            *(char **)((char *)gp + f->offset) = str; /* the last one wins, as in protobuf */
-        }
-    }
-    *gp_out = gp;
-    ns->gp = gp;
-    ns->bytes = data;
-    ns->len = len;
-    ns->n = n_nodes;
-    *n_outputs = n_out;
-    return true;
-}
-
-/* A ModelProto whose one graph field is streamed: everything else is
- * unpacked as one ModelProto (without the graph), the graph by
- * stream_graph. false when the layout is not the expected one. */
-static bool stream_model(scratch *sc, ProtobufCAllocator *alloc, const uint8_t *data, size_t size,
-                         Onnx__ModelProto **mp_out, Onnx__GraphProto **gp_out, node_src *ns, size_t *n_outputs) {
-    wire w = {data, data + size};
-    uint32_t num, type;
-    const uint8_t *d, *gdata = NULL, *field_start = data, *gstart = NULL, *gend = NULL;
-    size_t l, glen = 0;
-    int r, n_graph = 0;
-    while ((r = next_field(&w, &num, &type, &d, &l)) == 1) {
-        if (num == 7) {
-            if (type != 2) return false;
-            n_graph++;
-            gdata = d;
-            glen = l;
-            gstart = field_start;
-            gend = w.p;
-        }
-        field_start = w.p;
-    }
-    if (r < 0 || n_graph != 1) return false;
-    size_t rest = size - (size_t)(gend - gstart);
-    uint8_t *buf = malloc(rest ? rest : 1);
-    if (!buf) return false;
-    memcpy(buf, data, (size_t)(gstart - data));
-    memcpy(buf + (gstart - data), gend, (size_t)(data + size - gend));
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(alloc, rest, buf);
-    free(buf);
-    if (!mp) return false;
-    *mp_out = mp;
-    return stream_graph(sc, alloc, gdata, glen, gp_out, ns, n_outputs);
-}
-
 /* Inputs and attributes of node i from np; with inputs_found, node_ready
  * has already filled n->inputs. */
 static seam_status convert_node_rest(loader *L, ir_graph *g, const Onnx__NodeProto *np, int32_t i, int depth,
@@ -992,23 +437,11 @@ static bool node_ready(const ir_graph *g, const Onnx__NodeProto *np, ir_node *n,
     return true;
 }
 
-/* Converts gp; its nodes come from ns when streamed (the top graph), else
- * from gp->node (ns NULL). */
-static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
-                                 ir_graph **out) {
-    if (depth > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graphs are nested more than 64 deep");
-    ir_graph *g = ir_graph_new(L->m, parent);
-    if (!g) return OOM(L);
-    *out = g;
-    g->name = dup_str(L, gp->name);
-    g->doc = dup_str(L, gp->doc_string);
-    seam_status st;
-
-    node_src own = {.gp = gp, .n = gp->n_node};
-    if (!ns) ns = &own;
+/* Presizes g's values and nodes: every value is an input, an initializer
+ * or a node output. */
+static seam_status graph_presize(loader *L, const Onnx__GraphProto *gp, const node_src *ns, ir_graph *parent,
+                                 ir_graph *g) {
     size_t n_node = ns->n;
-
-    /* Presize: every value is an input, an initializer or a node output. */
     size_t nv = gp->n_input + gp->n_initializer + gp->n_sparse_initializer;
     if (ns->bytes) nv += L->n_stream_outputs;
     else
@@ -1023,51 +456,60 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     /* the top graph's map is dropped after loading; bodies keep theirs */
     g->names = ir_names_new(parent ? L->a : &L->tmp, (uint32_t)nv);
     if (!g->names) return OOM(L);
+    return SEAM_STATUS_OK;
+}
 
-    /* initializers */
+/* A value of g for an initializer of the given shape and element type. */
+static seam_status init_value(loader *L, ir_graph *g, const char *name, int32_t elem, int32_t rank, const int64_t *dims,
+                              int32_t *v_out) {
+    int32_t v = ir_graph_add_value(g, name);
+    if (v < 0) return OOM(L);
+    ir_value *val = &g->values[v];
+    val->flags |= IR_VALUE_INIT;
+    val->type.kind = IR_TYPE_TENSOR;
+    val->type.elem = elem;
+    val->type.rank = rank;
+    val->type.dims = seam_arena_calloc(L->a, (size_t)rank + 1, sizeof(ir_dim));
+    if (!val->type.dims) return OOM(L);
+    for (int32_t d = 0; d < rank; d++) val->type.dims[d].v = dims[d];
+    *v_out = v;
+    return SEAM_STATUS_OK;
+}
+
+/* gp's initializers and sparse initializers, each a value of g. */
+static seam_status convert_inits(loader *L, const Onnx__GraphProto *gp, ir_graph *g) {
+    seam_status st;
     g->inits = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_initializer + 1));
     if (!g->inits) return OOM(L);
     for (size_t k = 0; k < gp->n_initializer; k++) {
         ir_tensor *t;
-        if ((st = convert_tensor(L, gp->initializer[k], "initializer", &t))) return st;
+        if ((st = onnx_convert_tensor(L, gp->initializer[k], "initializer", &t))) return st;
         if (!t->name[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer %zu has no name", k);
         if (ir_graph_find(g, t->name) >= 0)
             return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "initializer '%s' appears twice", t->name);
-        int32_t v = ir_graph_add_value(g, t->name);
-        if (v < 0) return OOM(L);
-        ir_value *val = &g->values[v];
-        val->flags |= IR_VALUE_INIT;
-        val->init = t;
-        val->type.kind = IR_TYPE_TENSOR;
-        val->type.elem = t->dtype;
-        val->type.rank = t->rank;
-        val->type.dims = seam_arena_calloc(L->a, (size_t)t->rank + 1, sizeof(ir_dim));
-        if (!val->type.dims) return OOM(L);
-        for (int32_t d = 0; d < t->rank; d++) val->type.dims[d].v = t->dims[d];
+        int32_t v;
+        if ((st = init_value(L, g, t->name, t->dtype, t->rank, t->dims, &v))) return st;
+        g->values[v].init = t;
         g->inits[g->n_inits++] = v;
     }
     g->sparse_inits = seam_arena_alloc(L->a, sizeof(ir_sparse_tensor *) * (gp->n_sparse_initializer + 1));
     if (!g->sparse_inits) return OOM(L);
     for (size_t k = 0; k < gp->n_sparse_initializer; k++) {
         ir_sparse_tensor *s;
-        if ((st = convert_sparse(L, gp->sparse_initializer[k], "sparse initializer", &s))) return st;
+        if ((st = onnx_convert_sparse(L, gp->sparse_initializer[k], "sparse initializer", &s))) return st;
         const char *nm = s->values->name;
         if (!nm[0] || ir_graph_find(g, nm) >= 0)
             return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "sparse initializer '%s' has no name or appears twice", nm);
-        int32_t v = ir_graph_add_value(g, nm);
-        if (v < 0) return OOM(L);
-        ir_value *val = &g->values[v];
-        val->flags |= IR_VALUE_INIT; /* init stays NULL: the data is sparse */
-        val->type.kind = IR_TYPE_TENSOR;
-        val->type.elem = s->values->dtype;
-        val->type.rank = s->rank;
-        val->type.dims = seam_arena_calloc(L->a, (size_t)s->rank + 1, sizeof(ir_dim));
-        if (!val->type.dims) return OOM(L);
-        for (int32_t d = 0; d < s->rank; d++) val->type.dims[d].v = s->dims[d];
+        int32_t v; /* init stays NULL: the data is sparse */
+        if ((st = init_value(L, g, nm, s->values->dtype, s->rank, s->dims, &v))) return st;
         g->sparse_inits[g->n_sparse_inits++] = s;
     }
+    return SEAM_STATUS_OK;
+}
 
-    /* inputs (old files list initializers here too) */
+/* gp's inputs (old files list initializers here too). */
+static seam_status convert_inputs(loader *L, const Onnx__GraphProto *gp, ir_graph *g) {
+    seam_status st;
     g->inputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_input + 1));
     if (!g->inputs) return OOM(L);
     for (size_t k = 0; k < gp->n_input; k++) {
@@ -1091,18 +533,85 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         g->values[v].flags |= IR_VALUE_INPUT;
         g->inputs[g->n_inputs++] = v;
     }
+    return SEAM_STATUS_OK;
+}
 
-    /* nodes: first every output, so bodies and unsorted files can refer
-     * to values defined further down */
-    /* nodes left for the second pass: index, and bytes when streamed */
-    typedef struct pending {
-        size_t i, len;
-        const uint8_t *data;
-    } pending;
-    pending *later = NULL;
-    size_t n_later = 0, cap_later = 0;
+/* Node i of g from np, but for its inputs and attributes: name, op type,
+ * domain, doc string, outputs (defined here, so that bodies and unsorted
+ * files can refer to values defined further down). hashes: the outputs'
+ * name hashes, or NULL. */
+static seam_status node_head(loader *L, ir_graph *g, const Onnx__NodeProto *np, size_t i, const uint32_t *hashes,
+                             ir_node **n_out) {
+    int32_t idx = ir_graph_add_node(g);
+    if (idx < 0) return OOM(L);
+    ir_node *n = &g->nodes[idx];
+    n->name = dup_str(L, np->name);
+    n->op_type = intern(L, np->op_type);
+    n->domain = intern(L, np->domain);
+    n->opset = -1;
+    if (!n->name || !n->op_type || !n->domain) return OOM(L);
+    if (np->doc_string && np->doc_string[0]) {
+        const char *doc = dup_str(L, np->doc_string);
+        if (!doc || !ir_node_set_doc(g, idx, doc)) return OOM(L);
+    }
+    if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
+    if (np->n_input > INT32_MAX / 4 || np->n_output > INT32_MAX / 4 || np->n_attribute > INT32_MAX / 4)
+        return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' (%s) is too big", i, n->name, n->op_type);
+    /* inputs and outputs share one allocation */
+    n->n_outputs = (int32_t)np->n_output;
+    n->n_inputs = (int32_t)np->n_input;
+    n->outputs = seam_arena_alloc_aligned(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1), 4);
+    if (!n->outputs) return OOM(L);
+    n->inputs = n->outputs + np->n_output;
+    for (size_t k = 0; k < np->n_output; k++) {
+        const char *nm = np->output[k] ? np->output[k] : "";
+        if (!nm[0]) {
+            n->outputs[k] = -1;
+            continue;
+        }
+        const char *copy = dup_str(L, nm);
+        int32_t v = !copy ? -1 : hashes ? ir_graph_find_or_add_hashed(g, copy, hashes[k]) : ir_graph_find_or_add(g, copy);
+        if (v < 0) return OOM(L);
+        n->outputs[k] = v; /* a second producer is reported by linking */
+    }
+    *n_out = n;
+    return SEAM_STATUS_OK;
+}
+
+/* A node left for the second pass: its index, and its bytes when
+ * streamed. */
+typedef struct pending {
+    size_t i, len;
+    const uint8_t *data;
+} pending;
+
+typedef struct pending_list {
+    pending *at;
+    size_t n, cap;
+} pending_list;
+
+static seam_status pending_add(loader *L, pending_list *pl, pending p) {
+    if (pl->n == pl->cap) {
+        size_t cap = pl->cap ? pl->cap * 2 : 64;
+        pending *nl = seam_arena_alloc(&L->tmp, sizeof(pending) * cap);
+        if (!nl) return OOM(L);
+        if (pl->n) memcpy(nl, pl->at, sizeof(pending) * pl->n);
+        pl->at = nl;
+        pl->cap = cap;
+    }
+    pl->at[pl->n++] = p;
+    return SEAM_STATUS_OK;
+}
+
+/* The first pass over the nodes: every node's head (node_head). Most nodes
+ * are finished now, while their NodeProto is at hand: a named node whose
+ * inputs are all defined and which holds no body. The others wait for the
+ * second pass (later), as does any node whose inputs or attributes fail
+ * here (the errors then come in the order the passes give them). */
+static seam_status first_pass(loader *L, node_src *ns, ir_graph *g, int depth, pending_list *later) {
+    seam_status st;
     node_src_rewind(ns);
-    for (size_t i = 0; i < n_node; i++) {
+    for (size_t i = 0; i < ns->n; i++) {
         const Onnx__NodeProto *np = node_src_next(L, ns, &st);
         if (!np) return st;
         /* the names' hashes, outputs then inputs, each computed once and
@@ -1114,43 +623,8 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
             hashes[k] = ir_names_hash(nm ? nm : "");
             ir_names_prefetch(g->names, hashes[k]);
         }
-        int32_t idx = ir_graph_add_node(g);
-        if (idx < 0) return OOM(L);
-        ir_node *n = &g->nodes[idx];
-        n->name = dup_str(L, np->name);
-        n->op_type = intern(L, np->op_type);
-        n->domain = intern(L, np->domain);
-        n->opset = -1;
-        if (!n->name || !n->op_type || !n->domain) return OOM(L);
-        if (np->doc_string && np->doc_string[0]) {
-            const char *doc = dup_str(L, np->doc_string);
-            if (!doc || !ir_node_set_doc(g, idx, doc)) return OOM(L);
-        }
-        if (!n->op_type[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' has no op_type", i, n->name);
-        if (np->n_input > INT32_MAX / 4 || np->n_output > INT32_MAX / 4 || np->n_attribute > INT32_MAX / 4)
-            return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "node %zu '%s' (%s) is too big", i, n->name, n->op_type);
-        /* inputs and outputs share one allocation */
-        n->n_outputs = (int32_t)np->n_output;
-        n->n_inputs = (int32_t)np->n_input;
-        n->outputs = seam_arena_alloc_aligned(L->a, sizeof(int32_t) * (np->n_output + np->n_input + 1), 4);
-        if (!n->outputs) return OOM(L);
-        n->inputs = n->outputs + np->n_output;
-        for (size_t k = 0; k < np->n_output; k++) {
-            const char *nm = np->output[k] ? np->output[k] : "";
-            if (!nm[0]) {
-                n->outputs[k] = -1;
-                continue;
-            }
-            const char *copy = dup_str(L, nm);
-            int32_t v = !copy ? -1 : hashed ? ir_graph_find_or_add_hashed(g, copy, hashes[k]) : ir_graph_find_or_add(g, copy);
-            if (v < 0) return OOM(L);
-            n->outputs[k] = v; /* a second producer is reported by linking */
-        }
-        /* Most nodes can be finished now, while their NodeProto is at hand:
-         * a named node whose inputs are all defined and which holds no
-         * body. The others wait for the second pass, as does any node whose
-         * inputs or attributes fail here (the errors then come in the
-         * order the passes give them). */
+        ir_node *n = NULL;
+        if ((st = node_head(L, g, np, i, hashed ? hashes : NULL, &n))) return st;
         if (n->name[0] && node_ready(g, np, n, hashed ? hashes + np->n_output : NULL)) {
             scratch *outer_sc = L->sc;
             if (ns->bytes) L->sc = &ns->sc; /* a Constant's big tensor is adopted from the node's scratch */
@@ -1158,23 +632,21 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
             L->sc = outer_sc;
             if (!st) continue;
         }
-        if (n_later == cap_later) {
-            size_t cap = cap_later ? cap_later * 2 : 64;
-            pending *nl = seam_arena_alloc(&L->tmp, sizeof(pending) * cap);
-            if (!nl) return OOM(L);
-            if (n_later) memcpy(nl, later, sizeof(pending) * n_later);
-            later = nl;
-            cap_later = cap;
-        }
-        later[n_later++] = (pending){i, ns->cur_len, ns->cur};
+        if ((st = pending_add(L, later, (pending){i, ns->cur_len, ns->cur}))) return st;
     }
-    if ((st = name_nodes(L, g))) return st;
-    if (ns->bytes && L->ctx->load_between_passes) L->ctx->load_between_passes(L->ctx->load_between_passes_arg);
+    return SEAM_STATUS_OK;
+}
+
+/* The second pass: the nodes the first left, every name now defined. */
+static seam_status second_pass(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *g, int depth,
+                               const pending_list *later) {
+    seam_status st = SEAM_STATUS_OK;
     scratch *outer_sc = L->sc;
     if (ns->bytes) L->sc = &ns->sc;
-    for (size_t k = 0; k < n_later; k++) {
-        size_t i = later[k].i;
-        const Onnx__NodeProto *np = ns->bytes ? node_unpack(L, ns, later[k].data, later[k].len, &st) : gp->node[i];
+    for (size_t k = 0; k < later->n; k++) {
+        size_t i = later->at[k].i;
+        const Onnx__NodeProto *np =
+            ns->bytes ? node_src_unpack(L, ns, later->at[k].data, later->at[k].len, &st) : gp->node[i];
         if (!np || (st = convert_node_rest(L, g, np, (int32_t)i, depth, false))) {
             L->sc = outer_sc;
             return st;
@@ -1182,12 +654,16 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
     }
     L->sc = outer_sc;
     if (ns->bytes) node_src_reset(ns);
+    return SEAM_STATUS_OK;
+}
 
-    /* outputs */
+/* gp's outputs, and the types its value_info gives. */
+static seam_status convert_outputs(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *g) {
+    seam_status st;
     g->outputs = seam_arena_alloc(L->a, sizeof(int32_t) * (gp->n_output + 1));
     if (!g->outputs) return OOM(L);
     for (size_t k = 0; k < gp->n_output; k++) {
-        const Onnx__ValueInfoProto *vi = graph_value_info(L, ns, gp, false, k, &st);
+        const Onnx__ValueInfoProto *vi = node_src_value_info(L, ns, gp, false, k, &st);
         if (!vi) return st;
         const char *nm = vi->name ? vi->name : "";
         if (!nm[0]) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graph '%s': output %zu has no name", g->name, k);
@@ -1198,7 +674,7 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         g->outputs[g->n_outputs++] = v;
     }
     for (size_t k = 0; k < gp->n_value_info; k++) {
-        const Onnx__ValueInfoProto *vi = graph_value_info(L, ns, gp, true, k, &st);
+        const Onnx__ValueInfoProto *vi = node_src_value_info(L, ns, gp, true, k, &st);
         if (!vi) return st;
         int32_t v = ir_graph_find(g, vi->name ? vi->name : "");
         if (v < 0 || (g->values[v].flags & (IR_VALUE_INIT | IR_VALUE_INPUT | IR_VALUE_OUTPUT | IR_VALUE_OUTER)))
@@ -1206,6 +682,28 @@ static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src
         if ((st = convert_value_info(L, g, vi, v))) return st;
     }
     return SEAM_STATUS_OK;
+}
+
+/* Converts gp; its nodes come from ns when streamed (the top graph), else
+ * from gp->node (ns NULL). */
+static seam_status convert_graph(loader *L, const Onnx__GraphProto *gp, node_src *ns, ir_graph *parent, int depth,
+                                 ir_graph **out) {
+    if (depth > 64) return seam_error(L->ctx, SEAM_STATUS_INVALID_MODEL, "graphs are nested more than 64 deep");
+    ir_graph *g = ir_graph_new(L->m, parent);
+    if (!g) return OOM(L);
+    *out = g;
+    g->name = dup_str(L, gp->name);
+    g->doc = dup_str(L, gp->doc_string);
+    node_src own = {.gp = gp, .n = gp->n_node};
+    if (!ns) ns = &own;
+    pending_list later = {0};
+    seam_status st;
+    if ((st = graph_presize(L, gp, ns, parent, g)) || (st = convert_inits(L, gp, g)) || (st = convert_inputs(L, gp, g)) ||
+        (st = first_pass(L, ns, g, depth, &later)) || (st = name_nodes(L, g)))
+        return st;
+    if (ns->bytes && L->ctx->load_between_passes) L->ctx->load_between_passes(L->ctx->load_between_passes_arg);
+    if ((st = second_pass(L, gp, ns, g, depth, &later))) return st;
+    return convert_outputs(L, gp, ns, g);
 }
 
 /* ---- model ---- */
@@ -1268,57 +766,6 @@ static void model_free(struct seam_model *m) {
 
 void seam_model_free(seam_model *model) { model_free(model); }
 
-seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t size, const char *what, seam_tensor *t,
-                                  char **name_out) {
-    memset(t, 0, sizeof(*t));
-    *name_out = NULL;
-    struct seam_model *m = calloc(1, sizeof(*m));
-    if (!m) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    m->ctx = ctx;
-    seam_arena_init(&m->arena, 1 << 16);
-    scratch sc = {0};
-    seam_arena_init(&sc.arena, 1 << 16);
-    ProtobufCAllocator alloc = {scratch_alloc, scratch_free, &sc};
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, size, bytes);
-    seam_status st;
-    ir_tensor *x = NULL;
-    if (!tp) {
-        st = seam_error(ctx, SEAM_STATUS_PARSE_ERROR, "%s: not a TensorProto (malformed or truncated)", what);
-    } else {
-        if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
-        loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0, {0}, {0}};
-        seam_arena_init(&L.tmp, (size_t)1 << 12);
-        st = convert_tensor(&L, tp, "tensor", &x);
-        if (!st && x->dtype == SEAM_DTYPE_STRING)
-            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors are not supported as inputs", what);
-        if (!st && x->rank > SEAM_MAX_RANK)
-            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: rank %d is above %d", what, x->rank, SEAM_MAX_RANK);
-    }
-    if (!st) {
-        t->data = malloc(x->nbytes ? x->nbytes : 1);
-        *name_out = strdup(x->name);
-        if (!t->data || !*name_out) {
-            free(t->data);
-            free(*name_out);
-            t->data = NULL;
-            *name_out = NULL;
-            st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-        } else {
-            if (x->nbytes) memcpy(t->data, x->data, x->nbytes);
-            t->dtype = x->dtype;
-            t->rank = x->rank;
-            for (int32_t d = 0; d < x->rank; d++) t->dims[d] = x->dims[d];
-            t->numel = x->numel;
-            t->nbytes = x->nbytes;
-        }
-    } else if (tp) {
-        seam_error_prefix(ctx, "%s", what);
-    }
-    scratch_release(&sc);
-    model_free(m);
-    return st;
-}
-
 /* own_map: data is the loader's private map of the file, whose pages it
  * may give back once read. */
 static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, const char *base_dir, bool own_map,
@@ -1338,7 +785,7 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
     Onnx__ModelProto *mp = NULL;
     Onnx__GraphProto *gp = NULL;
     size_t n_stream_outputs = 0;
-    if (ctx->load_whole || !stream_model(&sc, &alloc, data, size, &mp, &gp, &ns, &n_stream_outputs)) {
+    if (ctx->load_whole || !onnx_stream_model(&sc, &alloc, data, size, &mp, &gp, &ns, &n_stream_outputs)) {
         /* not the expected layout: unpack the whole model, which also
          * reports what is wrong with it */
         scratch_release(&sc);
@@ -1354,7 +801,7 @@ static seam_status load_bytes(seam_context *ctx, const void *data, size_t size, 
                     : seam_error(ctx, SEAM_STATUS_PARSE_ERROR,
                                  "not an ONNX model: the protobuf is malformed or truncated");
     } else {
-        if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), cmp_ptr);
+        if (sc.n_big) qsort(sc.big, sc.n_big, sizeof(void *), scratch_cmp_ptr);
         loader L = {ctx, m, &m->arena, &sc, base_dir, NULL, NULL, 0, 0, n_stream_outputs, {0}, {0}};
         seam_arena_init(&L.tmp, (size_t)1 << 16);
         L.interned = ir_names_new(&L.tmp, 256);

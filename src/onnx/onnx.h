@@ -1,5 +1,7 @@
-/* The ONNX layer: load (load.c) and save (save.c). Public entry points are
- * declared in seam.h; this header holds what the layers share. */
+/* The ONNX layer: load (load.c; tensor.c, external.c, stream.c, wire.c
+ * behind it), save (save.c), standalone models of Subgraph nodes
+ * (subgraph_model.c). Public entry points are declared in seam.h; this
+ * header holds what the layers share, with no protobuf type in it. */
 #ifndef SEAM_ONNX_H
 #define SEAM_ONNX_H
 
@@ -8,6 +10,21 @@
 /* The model as serialized ONNX bytes (weights inline), malloc'd into
  * *buf_out: a copy seam_model_load_buffer reads back. */
 seam_status onnx_model_pack(seam_model *model, uint8_t **buf_out, size_t *n_out);
+
+/* Called with each standalone model onnx_subgraph_models makes: the
+ * Subgraph node's name and the model's bytes, valid during the call. A
+ * status other than OK ends the walk. */
+typedef seam_status (*onnx_subgraph_model_fn)(void *arg, const char *node_name, const uint8_t *bytes, size_t n);
+/* Each ai.seam Subgraph node (named, with a body) of the serialized model
+ * at model (size bytes: what onnx_model_pack gives for a model
+ * seam_plan_apply rewrote), in graph order, as a standalone model handed
+ * to fn: the node's body, named after the node, with the main graph's
+ * initializers and Constant nodes that it reads copied in; the model's
+ * other fields (IR version, opsets, metadata) as they are. Bytes that do
+ * not parse are PARSE_ERROR; else fn's first failure, or OK
+ * (subgraph_model.c). */
+seam_status onnx_subgraph_models(seam_context *ctx, const void *model, size_t size, onnx_subgraph_model_fn fn,
+                                 void *arg);
 
 #endif
 

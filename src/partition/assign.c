@@ -78,25 +78,18 @@ static seam_status report_cycle(seam_context *ctx, const ir_graph *g, const pedg
     return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s", msg);
 }
 
-seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, void *user, seam_plan **out) {
-    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!m || !assign) return SEAM_STATUS_INVALID_ARGUMENT;
+/* Step 1: the caller's id of every node but the constants, made dense:
+ * pid[i] becomes the index of node i's partition in id order (-1: a
+ * constant), *ids_out (malloc'd) the caller's id of each index. */
+static seam_status assign_ids(seam_model *m, seam_plan *plan, seam_assign_fn assign, void *user, int32_t *pid,
+                              int32_t **ids_out, int32_t *np_out) {
     seam_context *ctx = m->ctx;
     const ir_graph *g = m->graph;
     int32_t nn = g->n_nodes;
-    seam_plan *plan = plan_new(m, 0);
-    int32_t *pid = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     pid_map *map = malloc(sizeof(pid_map) * ((size_t)nn + 1));
-    pedge *edges = NULL;
-    int32_t *indeg = NULL, *ids = NULL, *porder = NULL, *pcount = NULL;
-    waves w = {0};
+    if (!map) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     seam_status st = SEAM_STATUS_OK;
     char lab[300];
-    if (!plan || !pid || !map) {
-        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
     view_builder vb;
     view_init(&vb, m);
     int32_t nm = 0;
@@ -119,27 +112,43 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
         map[nm++] = (pid_map){pid[i], 0};
     }
     view_free(&vb);
-    if (st) goto done;
+    if (st) {
+        free(map);
+        return st;
+    }
     /* dense partition indices, ordered by id */
     qsort(map, (size_t)nm, sizeof(pid_map), cmp_pid);
     int32_t np = 0;
     for (int32_t k = 0; k < nm; k++)
         if (k == 0 || map[k].id != map[k - 1].id) map[np++] = map[k];
-    ids = malloc(sizeof(int32_t) * ((size_t)np + 1));
+    int32_t *ids = malloc(sizeof(int32_t) * ((size_t)np + 1));
     for (int32_t p = 0; ids && p < np; p++) ids[p] = map[p].id;
     for (int32_t i = 0; i < nn; i++) {
         if (pid[i] < 0) continue;
         pid_map key = {pid[i], 0};
         pid[i] = (int32_t)((pid_map *)bsearch(&key, map, (size_t)np, sizeof(pid_map), cmp_pid) - map);
     }
+    free(map);
+    if (!ids) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    *ids_out = ids;
+    *np_out = np;
+    return SEAM_STATUS_OK;
+}
+
+/* Step 2: the np partitions in a topological order of their dependencies,
+ * smallest index first, into porder; an error naming a cycle if there is
+ * one. */
+static seam_status order_partitions(seam_context *ctx, const ir_graph *g, const int32_t *pid, const int32_t *ids,
+                                    int32_t np, int32_t *porder) {
+    int32_t nn = g->n_nodes;
     /* edges between partitions */
     int64_t ne_cap = 0;
     for (int32_t i = 0; i < nn; i++) ne_cap += g->nodes[i].n_inputs + g->nodes[i].n_implicit;
-    edges = malloc(sizeof(pedge) * ((size_t)ne_cap + 1));
-    indeg = calloc((size_t)np + 1, sizeof(int32_t));
-    porder = malloc(sizeof(int32_t) * ((size_t)np + 1));
-    pcount = calloc((size_t)np + 1, sizeof(int32_t));
-    if (!ids || !edges || !indeg || !porder || !pcount) {
+    pedge *edges = malloc(sizeof(pedge) * ((size_t)ne_cap + 1));
+    int32_t *indeg = calloc((size_t)np + 1, sizeof(int32_t));
+    int32_t *first = malloc(sizeof(int32_t) * ((size_t)np + 2)); /* first edge from each partition */
+    seam_status st = SEAM_STATUS_OK;
+    if (!edges || !indeg || !first) {
         st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -160,11 +169,6 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
     for (int32_t k = 0; k < ne; k++)
         if (k == 0 || edges[k].from != edges[k - 1].from || edges[k].to != edges[k - 1].to) edges[ue++] = edges[k];
     ne = ue;
-    int32_t *first = malloc(sizeof(int32_t) * ((size_t)np + 2)); /* first edge from each partition */
-    if (!first) {
-        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
     for (int32_t p = 0; p <= np; p++) first[p] = ne;
     for (int32_t k = ne - 1; k >= 0; k--) first[edges[k].from] = k;
     for (int32_t k = 0; k < ne; k++) indeg[edges[k].to]++;
@@ -177,19 +181,28 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
         for (int32_t k = first[p]; k < ne && edges[k].from == p; k++)
             if (--indeg[edges[k].to] == 0) porder[tail++] = edges[k].to;
     }
-    if (tail < np) {
-        st = report_cycle(ctx, g, edges, ne, first, indeg, ids, np);
-        free(first);
-        goto done;
-    }
+    if (tail < np) st = report_cycle(ctx, g, edges, ne, first, indeg, ids, np);
+done:
+    free(edges);
+    free(indeg);
     free(first);
-    /* runs: partitions in that order, nodes in topological order */
+    return st;
+}
+
+/* Step 3: the plan's subgraphs, one per partition in porder, its nodes in
+ * topological order, all on the CPU target. */
+static seam_status make_runs(seam_context *ctx, seam_plan *plan, const int32_t *pid, const int32_t *ids,
+                             const int32_t *porder, int32_t np) {
+    const ir_graph *g = plan->model->graph;
+    int32_t nn = g->n_nodes;
+    waves w = {0};
     int32_t *pos = malloc(sizeof(int32_t) * ((size_t)np + 1)); /* partition -> run */
+    int32_t *pcount = calloc((size_t)np + 1, sizeof(int32_t));
     w.order = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     w.seg_start = calloc((size_t)np + 2, sizeof(int32_t));
     w.seg_target = calloc((size_t)np + 1, sizeof(int32_t));
-    if (!pos || !w.order || !w.seg_start || !w.seg_target) {
-        free(pos);
+    seam_status st = SEAM_STATUS_OK;
+    if (!pos || !pcount || !w.order || !w.seg_start || !w.seg_target) {
         st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -206,7 +219,6 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
         plan->node_target[i] = 0; /* every partition runs on the CPU target */
         plan->reason[i] = SEAM_REASON_USER;
     }
-    free(pos);
     w.n_segs = np;
     w.n_order = w.seg_start[np];
     st = plan_set_subgraphs(ctx, plan, &w);
@@ -218,16 +230,39 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
     }
     plan->supported = plan->counted;
 done:
-    free(pid);
-    free(map);
-    free(edges);
-    free(indeg);
-    free(ids);
-    free(porder);
+    free(pos);
     free(pcount);
     free(w.order);
     free(w.seg_start);
     free(w.seg_target);
+    return st;
+}
+
+seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, void *user, seam_plan **out) {
+    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!m || !assign) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_context *ctx = m->ctx;
+    int32_t nn = m->graph->n_nodes, np = 0;
+    seam_plan *plan = plan_new(m, 0);
+    int32_t *pid = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *ids = NULL, *porder = NULL;
+    seam_status st = SEAM_STATUS_OK;
+    if (!plan || !pid) {
+        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    if ((st = assign_ids(m, plan, assign, user, pid, &ids, &np))) goto done;
+    porder = malloc(sizeof(int32_t) * ((size_t)np + 1));
+    if (!porder) {
+        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    if ((st = order_partitions(ctx, m->graph, pid, ids, np, porder))) goto done;
+    st = make_runs(ctx, plan, pid, ids, porder, np);
+done:
+    free(pid);
+    free(ids);
+    free(porder);
     if (st) {
         seam_plan_free(plan);
         return st;

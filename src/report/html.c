@@ -330,15 +330,9 @@ static const char *PAGE_SCRIPT =
     " if(t){var ev=new MouseEvent('click',{bubbles:true});(t.querySelector('polygon,path,td')||t).dispatchEvent(ev);}}\n"
     "})();\n";
 
-seam_status seam_report_write_html(const seam_report *r, const char *path) {
-    if (!r || !path) return SEAM_STATUS_INVALID_ARGUMENT;
-    seam_context *ctx = r->ctx;
-    rep_file rf;
-    seam_status st = rep_open(ctx, &rf, path);
-    if (st) return st;
-    FILE *f = rf.f;
-    bool ok = true;
-    bool big = r->n_nodes > SEAM_REPORT_NODE_VIEW_MAX;
+/* The page's head and the paragraphs above the graph: support, counts,
+ * estimates, the legend, constants, notes. */
+static void page_head(const seam_report *r, FILE *f) {
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>seam: ", f);
     rep_html_escape(f, r->model_name);
     fprintf(f, "</title><style>%s</style></head><body>\n<h1>seam plan: ", PAGE_STYLE);
@@ -374,24 +368,11 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
         rep_html_escape(f, r->notes);
         fputs("</pre>\n", f);
     }
-    pthread_mutex_lock(&gv_lock);
-    GVC_t *gvc = gvContext();
-    if (!gvc) ok = false;
-    agseterr(AGERR);
-    fputs("<div id=\"main\"><div id=\"graph\">", f);
-    bool boxes = big && r->n_subgraphs <= SEAM_REPORT_BOX_VIEW_MAX;
-    if (ok && !big) ok = node_view(gvc, r, NULL, f);
-    else if (ok && boxes) ok = box_view(gvc, r, f);
-    else if (ok)
-        fprintf(f, "<p>%d subgraphs: too many to draw (over %d); pick one in the table below.</p>", r->n_subgraphs,
-                SEAM_REPORT_BOX_VIEW_MAX);
-    fputs("</div><div id=\"info\">Hover over or click a node for its details.</div></div>\n", f);
-    if (big) {
-        fprintf(f, "<p>%d nodes: over %d, so the graph above has one box per subgraph; click a box or a row for its "
-                   "nodes (laid out for subgraphs of up to %d nodes, listed otherwise).</p>\n<div id=\"subview\"></div>\n",
-                r->n_nodes, SEAM_REPORT_NODE_VIEW_MAX, SEAM_REPORT_SUBGRAPH_VIEW_MAX);
-    }
-    /* the summary: subgraphs in execution order */
+}
+
+/* The summary: subgraphs in execution order, with up to ten op counts
+ * each; then the compile log. */
+static bool page_summary(const seam_report *r, FILE *f, bool ok) {
     fputs("<table id=\"summary\"><tr><th>#</th><th>target</th><th>nodes</th><th>ops</th><th>inputs / outputs</th>"
           "<th>boundary bytes</th><th>estimated us</th><th>measured ms</th><th>compile ms</th></tr>\n", f);
     const char **hop = malloc(sizeof(char *) * 64);
@@ -433,26 +414,61 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
         rep_html_escape(f, r->session_log);
         fputs("</pre>\n", f);
     }
-    /* the node views of subgraphs, laid out now, shown on demand */
-    if (big && ok) {
-        int64_t budget = 4 * SEAM_REPORT_SUBGRAPH_VIEW_MAX; /* nodes laid out in all: dot is the slow part */
-        uint8_t *keep = calloc((size_t)r->n_nodes + 1, 1);
-        if (!keep) ok = false;
-        for (int32_t s = 0; s < r->n_subgraphs && ok; s++) {
-            const rep_subgraph *sg = &r->subgraphs[s];
-            if (sg->n_nodes > SEAM_REPORT_SUBGRAPH_VIEW_MAX || sg->n_nodes > budget) continue;
-            budget -= sg->n_nodes;
-            for (int32_t k = 0; k < sg->n_nodes; k++) keep[sg->nodes[k]] = 1;
-            fprintf(f, "<template id=\"sv%d\">", s);
-            ok = node_view(gvc, r, keep, f);
-            fputs("</template>\n", f);
-            for (int32_t k = 0; k < sg->n_nodes; k++) keep[sg->nodes[k]] = 0;
-        }
-        free(keep);
+    return ok;
+}
+
+/* The node views of a big graph's subgraphs, laid out now, shown on
+ * demand (templates). */
+static bool page_subviews(GVC_t *gvc, const seam_report *r, FILE *f) {
+    bool ok = true;
+    int64_t budget = 4 * SEAM_REPORT_SUBGRAPH_VIEW_MAX; /* nodes laid out in all: dot is the slow part */
+    uint8_t *keep = calloc((size_t)r->n_nodes + 1, 1);
+    if (!keep) ok = false;
+    for (int32_t s = 0; s < r->n_subgraphs && ok; s++) {
+        const rep_subgraph *sg = &r->subgraphs[s];
+        if (sg->n_nodes > SEAM_REPORT_SUBGRAPH_VIEW_MAX || sg->n_nodes > budget) continue;
+        budget -= sg->n_nodes;
+        for (int32_t k = 0; k < sg->n_nodes; k++) keep[sg->nodes[k]] = 1;
+        fprintf(f, "<template id=\"sv%d\">", s);
+        ok = node_view(gvc, r, keep, f);
+        fputs("</template>\n", f);
+        for (int32_t k = 0; k < sg->n_nodes; k++) keep[sg->nodes[k]] = 0;
     }
+    free(keep);
+    return ok;
+}
+
+/* The graph (nodes, or one box per subgraph when big), the summary and
+ * the subgraphs' views, laid out by graphviz under gv_lock. */
+static bool page_graphs(const seam_report *r, FILE *f) {
+    bool ok = true;
+    bool big = r->n_nodes > SEAM_REPORT_NODE_VIEW_MAX;
+    pthread_mutex_lock(&gv_lock);
+    GVC_t *gvc = gvContext();
+    if (!gvc) ok = false;
+    agseterr(AGERR);
+    fputs("<div id=\"main\"><div id=\"graph\">", f);
+    bool boxes = big && r->n_subgraphs <= SEAM_REPORT_BOX_VIEW_MAX;
+    if (ok && !big) ok = node_view(gvc, r, NULL, f);
+    else if (ok && boxes) ok = box_view(gvc, r, f);
+    else if (ok)
+        fprintf(f, "<p>%d subgraphs: too many to draw (over %d); pick one in the table below.</p>", r->n_subgraphs,
+                SEAM_REPORT_BOX_VIEW_MAX);
+    fputs("</div><div id=\"info\">Hover over or click a node for its details.</div></div>\n", f);
+    if (big) {
+        fprintf(f, "<p>%d nodes: over %d, so the graph above has one box per subgraph; click a box or a row for its "
+                   "nodes (laid out for subgraphs of up to %d nodes, listed otherwise).</p>\n<div id=\"subview\"></div>\n",
+                r->n_nodes, SEAM_REPORT_NODE_VIEW_MAX, SEAM_REPORT_SUBGRAPH_VIEW_MAX);
+    }
+    ok = page_summary(r, f, ok);
+    if (big && ok) ok = page_subviews(gvc, r, f);
     if (gvc) gvFreeContext(gvc);
     pthread_mutex_unlock(&gv_lock);
-    /* the data the script shows: nodes as arrays, to keep big pages small */
+    return ok;
+}
+
+/* The data the script shows: nodes as arrays, to keep big pages small. */
+static void page_data(const seam_report *r, FILE *f, bool ok) {
     fputs("<script type=\"application/json\" id=\"seam-data\">{\"measured\":", f);
     fputs(r->measured ? "true" : "false", f);
     fputs(",\"nodes\":[", f);
@@ -484,6 +500,17 @@ seam_status seam_report_write_html(const seam_report *r, const char *path) {
     fputs("]}</script>\n<script>", f);
     fputs(PAGE_SCRIPT, f);
     fputs("</script>\n</body></html>\n", f);
+}
+
+seam_status seam_report_write_html(const seam_report *r, const char *path) {
+    if (!r || !path) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_context *ctx = r->ctx;
+    rep_file rf;
+    seam_status st = rep_open(ctx, &rf, path);
+    if (st) return st;
+    page_head(r, rf.f);
+    bool ok = page_graphs(r, rf.f);
+    page_data(r, rf.f, ok);
     if (!ok) {
         rep_close(ctx, &rf, false);
         return seam_error(ctx, SEAM_STATUS_INTERNAL, "writing '%s': graphviz could not lay out the graph", path);

@@ -122,54 +122,61 @@ static seam_status profile(seam_model *m, const feeds *f, const seam_session_opt
     return st;
 }
 
-seam_status seam_partition_measured(seam_model *m, const seam_partition_options *opts, const char *const *target_options,
-                                    int32_t n_target_options, int32_t n_threads, double budget_ms, seam_plan **out) {
-    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
-    seam_context *ctx = m->ctx;
-    seam_partition_options o = opts ? *opts : seam_partition_defaults();
-    o.placement = SEAM_PLACEMENT_CAPABILITY;
-    seam_plan *p = NULL;
-    seam_status st = seam_partition(m, &o, &p);
-    if (st) return st;
-    if (p->n_device_subgraphs == 0) {
-        *out = p;
-        return SEAM_STATUS_OK;
+/* What measuring finds, step by step. */
+typedef struct measure {
+    seam_model *m;
+    seam_context *ctx;
+    seam_partition_options o;    /* the caller's, placement by capability */
+    seam_plan *p;                /* the capability plan (step 1) */
+    int32_t nn, ns;              /* the model's nodes, p's subgraphs */
+    feeds f;
+    double *cpu_ms;              /* per node: its fastest time on the CPU alone (step 2) */
+    double *dev_ms;              /* per subgraph of p: its time on its target with its boundary copies (step 3) */
+    double cpu_total, cap_total; /* the fastest whole runs, ms */
+    int32_t cpu_runs, dev_runs;
+    int32_t *cap_of;             /* per node: its subgraph in p; -1 for constants */
+    bool *move_sg;               /* per subgraph of p: it goes to the CPU (step 4) */
+    bool all_cpu, cap;           /* the CPU alone, or p as it is, measured fastest */
+    double plan_ms;              /* the plan from the parts' times */
+    int32_t moved, moved_nodes;
+} measure;
+
+/* Step 2: the CPU alone, on the model as it is. *fallback: a failure of
+ * the measurement (the model is then placed by cost), not of seam. */
+static seam_status measure_cpu(measure *M, int32_t n_threads, double budget_ms, bool *fallback) {
+    seam_status st = make_feeds(M->m, &M->f);
+    if (st) { /* inputs it cannot make (symbolic dims, no type): placed by cost */
+        *fallback = st != SEAM_STATUS_OUT_OF_MEMORY;
+        return st;
     }
-    if (!(budget_ms > 0)) budget_ms = 2000;
-    const ir_graph *g = m->graph;
-    int32_t nn = g->n_nodes, ns = p->n_subgraphs;
-    feeds f = {0};
-    seam_model *copy = NULL;
-    seam_plan *cp = NULL, *p2 = NULL;
-    int32_t *copy_to_orig = NULL;
-    seam_pin *pins = NULL;
-    bool *move_sg = calloc((size_t)ns + 1, sizeof(bool));
+    seam_session_options so = {.n_threads = n_threads, .profile = true};
+    st = profile(M->m, &M->f, &so, budget_ms / 2, M->cpu_ms, &M->cpu_total, &M->cpu_runs);
+    *fallback = st != SEAM_STATUS_OK;
+    return st;
+}
+
+/* Step 3: the capability plan, on a copy (applying a plan rewrites the
+ * model): the copy's plan is the same, its subgraphs found by their nodes'
+ * names; each device subgraph's time goes to dev_ms. *fallback as in
+ * measure_cpu. */
+static seam_status measure_devices(measure *M, const char *const *target_options, int32_t n_target_options,
+                                   int32_t n_threads, double budget_ms, bool *fallback) {
+    seam_context *ctx = M->ctx;
+    const ir_graph *g = M->m->graph;
+    const seam_plan *p = M->p;
     uint8_t *bytes = NULL;
     size_t n_bytes = 0;
-    double *cpu_ms = calloc((size_t)nn + 1, sizeof(double)), *dev_node_ms = NULL, *dev_ms = calloc((size_t)ns + 1, sizeof(double));
-    int32_t *cap_of = malloc(sizeof(int32_t) * ((size_t)nn + 1)); /* each node's capability subgraph */
-    if (!cpu_ms || !dev_ms || !cap_of || !move_sg) {
-        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
-    double t_start = now_ms(), cpu_total = 0, cap_total = 0;
-    int32_t cpu_runs = 0, dev_runs = 0;
-    if ((st = make_feeds(m, &f))) { /* inputs it cannot make (symbolic dims, no type): placed by cost */
-        if (st == SEAM_STATUS_OUT_OF_MEMORY) goto done;
-        goto fallback;
-    }
-    /* the CPU alone, on the model as it is */
-    seam_session_options so = {.n_threads = n_threads, .profile = true};
-    if ((st = profile(m, &f, &so, budget_ms / 2, cpu_ms, &cpu_total, &cpu_runs))) goto fallback;
-    /* the capability plan, on a copy (applying a plan rewrites the model):
-     * the copy's plan is the same, its subgraphs found by their nodes' names */
-    if ((st = onnx_model_pack(m, &bytes, &n_bytes))) goto done;
+    seam_model *copy = NULL;
+    seam_plan *cp = NULL;
+    int32_t *copy_to_orig = NULL;
+    double *dev_node_ms = NULL;
+    seam_status st;
+    *fallback = false;
+    if ((st = onnx_model_pack(M->m, &bytes, &n_bytes))) goto done;
     if ((st = seam_model_load_buffer(ctx, bytes, n_bytes, NULL, &copy))) goto done;
-    for (int32_t k = 0; k < f.n && !st; k++) /* the shapes the original was given (--shape) */
-        st = seam_model_set_input_shape(copy, f.info[k].name, f.info[k].rank, f.info[k].dims);
-    if (st || (st = seam_partition(copy, &o, &cp))) goto done;
+    for (int32_t k = 0; k < M->f.n && !st; k++) /* the shapes the original was given (--shape) */
+        st = seam_model_set_input_shape(copy, M->f.info[k].name, M->f.info[k].rank, M->f.info[k].dims);
+    if (st || (st = seam_partition(copy, &M->o, &cp))) goto done;
     int32_t cns = cp->n_subgraphs;
     copy_to_orig = malloc(sizeof(int32_t) * ((size_t)cns + 1));
     if (!copy_to_orig) {
@@ -177,8 +184,8 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
         goto done;
     }
     /* the copy's nodes are the original's, in the same order */
-    bool same = copy->graph->n_nodes == nn;
-    for (int32_t i = 0; same && i < nn; i++) same = strcmp(copy->graph->nodes[i].op_type, g->nodes[i].op_type) == 0;
+    bool same = copy->graph->n_nodes == M->nn;
+    for (int32_t i = 0; same && i < M->nn; i++) same = strcmp(copy->graph->nodes[i].op_type, g->nodes[i].op_type) == 0;
     for (int32_t s = 0; s < cns; s++) {
         const plan_subgraph *sg = &cp->subgraphs[s];
         int32_t first = sg->n_nodes > 0 ? sg->nodes[0] : -1;
@@ -188,90 +195,109 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
     }
     if (!same) {
         st = seam_error(ctx, SEAM_STATUS_INTERNAL, "the copy of the model was partitioned differently");
-        goto fallback;
+        *fallback = true;
+        goto done;
     }
-    if ((st = seam_plan_apply(copy, cp, o.targets, o.n_targets, target_options, n_target_options))) goto done;
+    if ((st = seam_plan_apply(copy, cp, M->o.targets, M->o.n_targets, target_options, n_target_options))) goto done;
     int32_t cn = seam_model_node_count(copy);
     dev_node_ms = calloc((size_t)cn + 1, sizeof(double));
     if (!dev_node_ms) {
         st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    so.targets = o.targets;
-    so.n_targets = o.n_targets;
-    if ((st = profile(copy, &f, &so, budget_ms / 2, dev_node_ms, &cap_total, &dev_runs))) goto fallback;
+    seam_session_options so = {.n_threads = n_threads, .profile = true, .targets = M->o.targets, .n_targets = M->o.n_targets};
+    if ((st = profile(copy, &M->f, &so, budget_ms / 2, dev_node_ms, &M->cap_total, &M->dev_runs))) {
+        *fallback = true;
+        goto done;
+    }
     for (int32_t i = 0; i < cn; i++) {
         seam_node_info ni;
         int32_t id;
         if (seam_model_node(copy, i, &ni) == SEAM_STATUS_OK && strcmp(ni.domain, "ai.seam") == 0 &&
             strcmp(ni.op_type, "Subgraph") == 0 && sscanf(ni.name, "seam_subgraph_%d_", &id) == 1 && id >= 0 && id < cns &&
             copy_to_orig[id] >= 0)
-            dev_ms[copy_to_orig[id]] += dev_node_ms[i];
+            M->dev_ms[copy_to_orig[id]] += dev_node_ms[i];
     }
-    for (int32_t i = 0; i < nn; i++) cap_of[i] = p->node_target[i] >= 0 ? p->node_subgraph[i] : -1;
-    /* decide, subgraph by subgraph: a device subgraph of nodes placed only
-     * by capability goes to the CPU when its nodes ran faster there */
+done:
+    seam_plan_free(cp);
+    free(copy_to_orig);
+    seam_model_free(copy);
+    free(bytes);
+    free(dev_node_ms);
+    return st;
+}
+
+/* Whether every node of subgraph s of p was placed only by capability. */
+static bool free_to_move(const seam_plan *p, int32_t s) {
+    const plan_subgraph *sg = &p->subgraphs[s];
+    bool free_ = true;
+    for (int32_t k = 0; k < sg->n_nodes; k++) free_ &= p->reason[sg->nodes[k]] == SEAM_REASON_SUPPORTED;
+    return free_;
+}
+
+/* Step 4: decide, subgraph by subgraph: a device subgraph of nodes placed
+ * only by capability goes to the CPU when its nodes ran faster there; the
+ * plan is never worse than one backend alone (the CPU alone only when no
+ * pin holds a node on a device). */
+static void decide(measure *M) {
+    const seam_plan *p = M->p;
+    for (int32_t i = 0; i < M->nn; i++) M->cap_of[i] = p->node_target[i] >= 0 ? p->node_subgraph[i] : -1;
     bool pinned_on_device = false;
-    for (int32_t i = 0; i < nn; i++)
+    for (int32_t i = 0; i < M->nn; i++)
         pinned_on_device |= p->reason[i] == SEAM_REASON_PINNED && p->node_target[i] >= 0 && p->node_target[i] < p->n_targets;
-    int32_t moved = 0, moved_nodes = 0;
-    double plan_ms = 0;
-    for (int32_t s = 0; s < ns; s++) {
+    for (int32_t s = 0; s < M->ns; s++) {
         const plan_subgraph *sg = &p->subgraphs[s];
         double on_cpu = 0;
-        bool free_to_move = true;
-        for (int32_t k = 0; k < sg->n_nodes; k++) {
-            on_cpu += cpu_ms[sg->nodes[k]];
-            free_to_move &= p->reason[sg->nodes[k]] == SEAM_REASON_SUPPORTED;
-        }
-        move_sg[s] = sg->target != p->n_targets && free_to_move && dev_ms[s] > on_cpu;
-        plan_ms += move_sg[s] || sg->target == p->n_targets ? on_cpu : dev_ms[s];
-        if (move_sg[s]) moved++, moved_nodes += sg->n_nodes;
+        for (int32_t k = 0; k < sg->n_nodes; k++) on_cpu += M->cpu_ms[sg->nodes[k]];
+        M->move_sg[s] = sg->target != p->n_targets && free_to_move(p, s) && M->dev_ms[s] > on_cpu;
+        M->plan_ms += M->move_sg[s] || sg->target == p->n_targets ? on_cpu : M->dev_ms[s];
+        if (M->move_sg[s]) M->moved++, M->moved_nodes += sg->n_nodes;
     }
-    /* never worse than one backend alone (the CPU alone only when no pin
-     * holds a node on a device) */
-    bool all_cpu = !pinned_on_device && cpu_total < plan_ms && cpu_total < cap_total;
-    bool cap = !all_cpu && cap_total < plan_ms;
-    if (cap) moved = 0;
-    for (int32_t s = 0; s < ns; s++)
-        if (all_cpu && p->subgraphs[s].target != p->n_targets) {
-            bool free_to_move = true;
-            for (int32_t k = 0; k < p->subgraphs[s].n_nodes; k++)
-                free_to_move &= p->reason[p->subgraphs[s].nodes[k]] == SEAM_REASON_SUPPORTED;
-            move_sg[s] = free_to_move;
-        } else if (cap) {
-            move_sg[s] = false;
-        }
-    /* the decision as pins to the CPU, on top of the caller's: partitioning
-     * again applies every constraint (min size, max count, the error policy) */
-    int32_t n_pins = o.n_pins;
-    for (int32_t s = 0; s < ns; s++) n_pins += move_sg[s] ? p->subgraphs[s].n_nodes : 0;
-    pins = malloc(sizeof(seam_pin) * ((size_t)n_pins + 1));
-    if (!pins) {
-        st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
+    M->all_cpu = !pinned_on_device && M->cpu_total < M->plan_ms && M->cpu_total < M->cap_total;
+    M->cap = !M->all_cpu && M->cap_total < M->plan_ms;
+    if (M->cap) M->moved = 0;
+    for (int32_t s = 0; s < M->ns; s++)
+        if (M->all_cpu && p->subgraphs[s].target != p->n_targets) M->move_sg[s] = free_to_move(p, s);
+        else if (M->cap) M->move_sg[s] = false;
+}
+
+/* Step 5: the decision as pins to the CPU, on top of the caller's:
+ * partitioning again applies every constraint (min size, max count, the
+ * error policy). The moved nodes' reasons say what was measured. */
+static seam_status replan(measure *M, seam_plan **p2_out) {
+    const seam_plan *p = M->p;
+    const ir_graph *g = M->m->graph;
+    int32_t n_pins = M->o.n_pins;
+    for (int32_t s = 0; s < M->ns; s++) n_pins += M->move_sg[s] ? p->subgraphs[s].n_nodes : 0;
+    seam_pin *pins = malloc(sizeof(seam_pin) * ((size_t)n_pins + 1));
+    if (!pins) return seam_error(M->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     int32_t np = 0;
-    for (int32_t k = 0; k < o.n_pins; k++) pins[np++] = o.pins[k];
-    for (int32_t s = 0; s < ns; s++)
-        for (int32_t k = 0; move_sg[s] && k < p->subgraphs[s].n_nodes; k++)
+    for (int32_t k = 0; k < M->o.n_pins; k++) pins[np++] = M->o.pins[k];
+    for (int32_t s = 0; s < M->ns; s++)
+        for (int32_t k = 0; M->move_sg[s] && k < p->subgraphs[s].n_nodes; k++)
             pins[np++] = (seam_pin){g->nodes[p->subgraphs[s].nodes[k]].name, "cpu"};
-    seam_partition_options o2 = o;
+    seam_partition_options o2 = M->o;
     o2.pins = pins;
     o2.n_pins = np;
-    if ((st = seam_partition(m, &o2, &p2))) goto done;
-    for (int32_t s = 0; s < ns; s++) {
-        if (!move_sg[s]) continue;
+    seam_plan *p2 = NULL;
+    seam_status st = seam_partition(M->m, &o2, &p2);
+    free(pins);
+    if (st) {
+        seam_plan_free(p2);
+        return st;
+    }
+    for (int32_t s = 0; s < M->ns; s++) {
+        if (!M->move_sg[s]) continue;
         const plan_subgraph *sg = &p->subgraphs[s];
         double on_cpu = 0;
-        for (int32_t k = 0; k < sg->n_nodes; k++) on_cpu += cpu_ms[sg->nodes[k]];
+        for (int32_t k = 0; k < sg->n_nodes; k++) on_cpu += M->cpu_ms[sg->nodes[k]];
         char buf[300];
-        if (all_cpu)
+        if (M->all_cpu)
             snprintf(buf, sizeof(buf), "measured: the CPU alone took %.3f ms, offloading every supported node %.3f ms",
-                     cpu_total, cap_total);
+                     M->cpu_total, M->cap_total);
         else
             snprintf(buf, sizeof(buf), "measured: its %s subgraph took %.3f ms with its boundary copies, its nodes %.3f ms "
-                     "on cpu", p->target_names[sg->target], dev_ms[s], on_cpu);
+                     "on cpu", p->target_names[sg->target], M->dev_ms[s], on_cpu);
         const char *d = seam_arena_strdup(&p2->arena, buf);
         for (int32_t k = 0; k < sg->n_nodes; k++) {
             int32_t i = sg->nodes[k];
@@ -280,67 +306,105 @@ seam_status seam_partition_measured(seam_model *m, const seam_partition_options 
             p2->detail[i] = d;
         }
     }
-    /* per subgraph of the final plan: measured times where the subgraph is
-     * one that was measured (CPU nodes, or a whole device subgraph), the cost
-     * model's estimate otherwise; the plan's total is their sum */
+    *p2_out = p2;
+    return SEAM_STATUS_OK;
+}
+
+/* Step 6: per subgraph of the final plan p2, measured times where the
+ * subgraph is one that was measured (CPU nodes, or a whole device
+ * subgraph), the cost model's estimate otherwise; the plan's total is
+ * their sum. The notes say what was measured and decided. */
+static void measured_estimate(const measure *M, seam_plan *p2, double t_start) {
+    const seam_plan *p = M->p;
     double total_us = 0;
     for (int32_t s = 0; s < p2->n_subgraphs; s++) {
         plan_subgraph *sg = &p2->subgraphs[s];
         double t = 0;
         if (sg->target == p2->n_targets) {
-            for (int32_t k = 0; k < sg->n_nodes; k++) t += cpu_ms[sg->nodes[k]];
+            for (int32_t k = 0; k < sg->n_nodes; k++) t += M->cpu_ms[sg->nodes[k]];
             sg->est_us = t * 1e3;
-        } else if (sg->n_nodes > 0 && cap_of[sg->nodes[0]] >= 0 &&
-                   p->subgraphs[cap_of[sg->nodes[0]]].n_nodes == sg->n_nodes) {
-            sg->est_us = dev_ms[cap_of[sg->nodes[0]]] * 1e3;
+        } else if (sg->n_nodes > 0 && M->cap_of[sg->nodes[0]] >= 0 &&
+                   p->subgraphs[M->cap_of[sg->nodes[0]]].n_nodes == sg->n_nodes) {
+            sg->est_us = M->dev_ms[M->cap_of[sg->nodes[0]]] * 1e3;
         }
         total_us += sg->est_us;
     }
-    p2->est = (seam_plan_estimate){all_cpu ? cpu_total * 1e3 : cap ? cap_total * 1e3 : total_us, cpu_total * 1e3,
-                                   cap_total * 1e3};
+    p2->est = (seam_plan_estimate){M->all_cpu ? M->cpu_total * 1e3 : M->cap ? M->cap_total * 1e3 : total_us,
+                                   M->cpu_total * 1e3, M->cap_total * 1e3};
     plan_note(p2, "measured placement: %d run%s on the CPU alone (%.3f ms), %d with every supported node offloaded "
-              "(%.3f ms), %.0f ms measuring in all (random inputs of the model's shapes)", cpu_runs,
-              cpu_runs == 1 ? "" : "s", cpu_total, dev_runs, cap_total, now_ms() - t_start);
-    if (all_cpu)
+              "(%.3f ms), %.0f ms measuring in all (random inputs of the model's shapes)", M->cpu_runs,
+              M->cpu_runs == 1 ? "" : "s", M->cpu_total, M->dev_runs, M->cap_total, now_ms() - t_start);
+    if (M->all_cpu)
         plan_note(p2, "measured placement: the CPU alone is fastest: every node placed only by capability runs on the CPU");
-    else if (cap)
+    else if (M->cap)
         plan_note(p2, "measured placement: offloading every supported node is fastest");
-    else if (moved)
+    else if (M->moved)
         plan_note(p2, "measured placement: %d device subgraph%s (%d nodes) ran faster on the CPU and moved there (the "
-                  "plan, from the parts' times: %.3f ms)", moved, moved == 1 ? "" : "s", moved_nodes, plan_ms);
-    seam_plan_free(p);
-    p = p2;
-    p2 = NULL;
-    goto done;
-fallback:
-    /* the model could not be measured (random data a kernel refuses, a copy
-     * that differs): placed by cost instead, and the plan says why */
-    {
-        char why[600];
-        snprintf(why, sizeof(why), "%s", seam_context_last_error(ctx));
-        o.placement = SEAM_PLACEMENT_COST;
-        seam_plan_free(p);
-        p = NULL;
-        if ((st = seam_partition(m, &o, &p))) goto done;
-        plan_note(p, "measured placement could not measure the model (%s): placed by the cost model instead", why);
+                  "plan, from the parts' times: %.3f ms)", M->moved, M->moved == 1 ? "" : "s", M->moved_nodes, M->plan_ms);
+}
+
+/* The model could not be measured (random data a kernel refuses, a copy
+ * that differs): placed by cost instead, and the plan says why. */
+static seam_status place_by_cost_instead(measure *M) {
+    char why[600];
+    snprintf(why, sizeof(why), "%s", seam_context_last_error(M->ctx));
+    M->o.placement = SEAM_PLACEMENT_COST;
+    seam_plan_free(M->p);
+    M->p = NULL;
+    seam_status st = seam_partition(M->m, &M->o, &M->p);
+    if (st) return st;
+    plan_note(M->p, "measured placement could not measure the model (%s): placed by the cost model instead", why);
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_partition_measured(seam_model *m, const seam_partition_options *opts, const char *const *target_options,
+                                    int32_t n_target_options, int32_t n_threads, double budget_ms, seam_plan **out) {
+    if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
+    measure M = {.m = m, .ctx = m->ctx, .o = opts ? *opts : seam_partition_defaults()};
+    M.o.placement = SEAM_PLACEMENT_CAPABILITY;
+    seam_status st = seam_partition(m, &M.o, &M.p); /* step 1 */
+    if (st) return st;
+    if (M.p->n_device_subgraphs == 0) {
+        *out = M.p;
+        return SEAM_STATUS_OK;
     }
-done:
-    feeds_free(&f);
-    seam_plan_free(cp);
-    free(copy_to_orig);
-    seam_model_free(copy);
-    free(bytes);
-    free(cpu_ms);
-    free(dev_node_ms);
-    free(dev_ms);
-    free(cap_of);
-    free(move_sg);
-    free(pins);
-    seam_plan_free(p2);
+    if (!(budget_ms > 0)) budget_ms = 2000;
+    M.nn = m->graph->n_nodes;
+    M.ns = M.p->n_subgraphs;
+    M.move_sg = calloc((size_t)M.ns + 1, sizeof(bool));
+    M.cpu_ms = calloc((size_t)M.nn + 1, sizeof(double));
+    M.dev_ms = calloc((size_t)M.ns + 1, sizeof(double));
+    M.cap_of = malloc(sizeof(int32_t) * ((size_t)M.nn + 1));
+    if (!M.cpu_ms || !M.dev_ms || !M.cap_of || !M.move_sg) {
+        st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    double t_start = now_ms();
+    bool fallback = false;
+    st = measure_cpu(&M, n_threads, budget_ms, &fallback);
+    if (!st) st = measure_devices(&M, target_options, n_target_options, n_threads, budget_ms, &fallback);
     if (st) {
-        seam_plan_free(p);
+        if (fallback) st = place_by_cost_instead(&M);
+        goto done;
+    }
+    decide(&M);
+    seam_plan *p2 = NULL;
+    if ((st = replan(&M, &p2))) goto done;
+    measured_estimate(&M, p2, t_start);
+    seam_plan_free(M.p);
+    M.p = p2;
+done:
+    feeds_free(&M.f);
+    free(M.cpu_ms);
+    free(M.dev_ms);
+    free(M.cap_of);
+    free(M.move_sg);
+    if (st) {
+        seam_plan_free(M.p);
         return st;
     }
-    *out = p;
+    *out = M.p;
     return SEAM_STATUS_OK;
 }

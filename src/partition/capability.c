@@ -1,0 +1,136 @@
+/* Step 1 of seam_partition: every target is asked about every node, the
+ * reasons of its refusals kept; Constant nodes are data, placed nowhere.
+ * Nodes no target takes because the model's inputs have symbolic dims are
+ * named in a note. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "core/context.h"
+#include "partition/partitioner.h"
+
+/* Targets decide from ranks, dtypes and attributes (symbolic dims are
+ * compiled per shape at run time); a value whose rank is unknown is what
+ * keeps a node from them. */
+static bool view_ranks_known(const seam_node_view *v) {
+    for (int32_t k = 0; k < v->n_inputs + v->n_outputs; k++) {
+        const seam_value_info *x = k < v->n_inputs ? &v->inputs[k] : &v->outputs[k - v->n_inputs];
+        if (x->name && x->rank < 0) return false; /* (no name: an absent optional input) */
+    }
+    return true;
+}
+
+/* Never silent about nodes left on the CPU because the model's inputs have
+ * symbolic dims: shape computations that fixed dims would fold away, and
+ * nodes whose values' ranks inference could not tell (targets decide from
+ * ranks; sizes are compiled per shape at run time). */
+static bool input_symbolic(const ir_value *v) {
+    if (v->flags & IR_VALUE_INIT || v->type.kind != IR_TYPE_TENSOR) return false;
+    bool symbolic = v->type.rank < 0;
+    for (int32_t d = 0; d < v->type.rank; d++) symbolic |= v->type.dims[d].v < 0;
+    return symbolic;
+}
+
+static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
+    char syms[400];
+    size_t off = 0;
+    syms[0] = 0;
+    for (int32_t i = 0; i < g->n_inputs && off < sizeof(syms); i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (!input_symbolic(v)) continue;
+        off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s'%s' [", off ? ", " : "", v->name);
+        for (int32_t d = 0; d < v->type.rank && off < sizeof(syms); d++) {
+            const ir_dim *dm = &v->type.dims[d];
+            if (dm->v >= 0) off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s%lld", d ? "," : "", (long long)dm->v);
+            else off += (size_t)snprintf(syms + off, sizeof(syms) - off, "%s%s", d ? "," : "", dm->sym ? dm->sym : "?");
+        }
+        if (off < sizeof(syms)) off += (size_t)snprintf(syms + off, sizeof(syms) - off, "]");
+    }
+    if (!syms[0]) return;
+    plan_note(p, "%d node%s went to the CPU between device subgraphs: %s shapes from the model's symbolic dims (%s) "
+              "or %s values whose rank is not known before the run; fix: give the dims with --shape NAME=AxBxC "
+              "(seam run takes them from its --input files), which folds shape computations away",
+              n_refused, n_refused == 1 ? "" : "s", n_refused == 1 ? "it computes" : "they compute", syms,
+              n_refused == 1 ? "reads or writes" : "read or write");
+}
+
+/* Step 1: who supports what, with the reasons of the refusals. */
+seam_status partition_support(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
+    view_builder vb;
+    view_init(&vb, pr->m);
+    const seam_backend *cpu = seam_backend_cpu();
+    char why[512], detail[2048];
+    seam_status st = SEAM_STATUS_OK;
+    /* counted only when the model has symbolic inputs (note_symbolic) */
+    bool symbolic = false;
+    for (int32_t k = 0; k < g->n_inputs && pr->n_targets > 0 && !symbolic; k++)
+        symbolic = input_symbolic(&g->values[g->inputs[k]]);
+    int32_t n_unknown = 0; /* refused by every target, with a rank unknown or computing a shape */
+    /* values computed from a Shape or Size by int64 arithmetic: with symbolic
+     * input dims they are not folded, so the nodes computing them run on the
+     * CPU between device subgraphs */
+    bool *shape_val = symbolic ? calloc((size_t)g->n_values + 1, sizeof(bool)) : NULL;
+    for (int32_t p_ = 0; shape_val && p_ < g->n_nodes; p_++) {
+        const ir_node *n = &g->nodes[g->topo[p_]];
+        bool derived = !strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size");
+        for (int32_t k = 0; k < n->n_inputs && !derived; k++) derived = n->inputs[k] >= 0 && shape_val[n->inputs[k]];
+        for (int32_t k = 0; k < n->n_outputs && derived; k++)
+            derived = n->outputs[k] < 0 || g->values[n->outputs[k]].type.elem == SEAM_DTYPE_INT64;
+        for (int32_t k = 0; k < n->n_outputs && derived; k++)
+            if (n->outputs[k] >= 0) shape_val[n->outputs[k]] = true;
+    }
+    for (int32_t i = 0; i < g->n_nodes && !st; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (plan_is_constant_node(g, i)) {
+            plan_set_constant(p, i);
+            continue;
+        }
+        p->counted++;
+        seam_node_view view;
+        if (!view_node(&vb, i, &view)) {
+            st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        size_t off = 0;
+        detail[0] = 0;
+        /* sequences and optionals are host-only values: no target sees them */
+        const ir_value *host_only = NULL;
+        for (int32_t k = 0; k < n->n_inputs + n->n_outputs && !host_only; k++) {
+            int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            if (v >= 0 && g->values[v].type.kind != IR_TYPE_TENSOR && g->values[v].type.kind != IR_TYPE_NONE)
+                host_only = &g->values[v];
+        }
+        if (host_only) {
+            int kind = host_only->type.kind;
+            off += (size_t)snprintf(detail, sizeof(detail), "'%s' is a%s value; only the CPU runs those", host_only->name,
+                                    kind == IR_TYPE_SEQUENCE ? " sequence"
+                                    : kind == IR_TYPE_OPTIONAL ? "n optional"
+                                    : kind == IR_TYPE_MAP      ? " map"
+                                                               : " sparse tensor");
+        }
+        for (int32_t t = 0; t < pr->n_targets && !host_only; t++) {
+            if (backend_supports(pr->targets[t], &view, why, sizeof(why))) {
+                pr->supported_by[i] |= (uint64_t)1 << t;
+            } else if (off < sizeof(detail)) {
+                off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
+                                        pr->targets[t]->name, why);
+            }
+        }
+        if (pr->supported_by[i]) {
+            p->supported++;
+        } else {
+            bool computes_shape = shape_val && n->n_outputs > 0 && n->outputs[0] >= 0 && shape_val[n->outputs[0]];
+            if (symbolic && (!view_ranks_known(&view) || computes_shape)) n_unknown++;
+            if (!backend_supports(cpu, &view, why, sizeof(why)) && off < sizeof(detail))
+                snprintf(detail + off, sizeof(detail) - off, "%scpu: %s", off ? "; " : "", why);
+            p->detail[i] = plan_strdup(p, detail);
+        }
+    }
+    view_free(&vb);
+    free(shape_val);
+    if (!st && n_unknown > 0) note_symbolic(p, g, n_unknown);
+    return st;
+}

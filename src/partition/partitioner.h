@@ -1,0 +1,45 @@
+/* seam_partition's steps (partition.c drives them) and the state they
+ * share: support (capability.c), placement by priority and by cost
+ * (place.c), constraints (constraints.c). Grouping is group.c's. */
+#ifndef SEAM_PARTITIONER_H
+#define SEAM_PARTITIONER_H
+
+#include "partition/partition.h"
+
+typedef struct partitioner {
+    seam_context *ctx;
+    const struct seam_model *m;
+    const seam_partition_options *o;
+    seam_plan *p;
+    const seam_backend *const *targets;
+    int32_t n_targets;    /* device targets; cpu is index n_targets */
+    uint64_t *supported_by; /* per node: bit t set if target t supports it */
+    bool *pinned;
+    cost_model cm;        /* made once support is known (cost.c) */
+    bool estimated;       /* p->est and the subgraphs' estimates describe the plan as it is */
+} partitioner;
+
+/* A copy of s in the plan's arena (NULL when out of memory). */
+static inline const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_strdup(&p->arena, s); }
+
+/* Step 1 (capability.c): every target asked about every node; constants
+ * marked, supported_by and the refusals' reasons set. */
+seam_status partition_support(partitioner *pr);
+
+/* Step 2 (place.c): pins, cpu_ops, then the first target by priority. */
+seam_status partition_assign(partitioner *pr);
+/* With several targets, the neighbour-aware choice (smoothing) when it
+ * gives fewer device subgraphs; the plan is grouped either way. */
+seam_status partition_smooth(partitioner *pr);
+/* Step 3b (place.c): placement by cost. */
+seam_status partition_place_by_cost(partitioner *pr);
+/* The cost model's estimate of the final plan (after the constraints). */
+void partition_estimate_final(partitioner *pr);
+
+/* Step 1b (constraints.c): an error when fewer nodes than min_support are
+ * supported. */
+seam_status partition_check_min_support(partitioner *pr);
+/* Step 4 (constraints.c): min size and max count, until the plan holds. */
+seam_status partition_enforce(partitioner *pr);
+
+#endif

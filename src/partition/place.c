@@ -1,0 +1,485 @@
+/* Placement, steps 2 and 3b of seam_partition: pins, cpu_ops, then the
+ * first target by priority that supports a node (smoothed between targets
+ * by its neighbours); then, under SEAM_PLACEMENT_COST, the search that
+ * keeps on the CPU the supported nodes whose offload costs more than it
+ * saves (the cost model is cost.c's). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "partition/partitioner.h"
+
+
+static int32_t target_index(const partitioner *pr, const char *name) {
+    if (strcmp(name, "cpu") == 0) return pr->n_targets;
+    for (int32_t t = 0; t < pr->n_targets; t++)
+        if (strcmp(pr->targets[t]->name, name) == 0) return t;
+    return -1;
+}
+
+/* Step 2: pins, cpu_ops, then priority order. */
+seam_status partition_assign(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
+    char buf[512], lab[300];
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (p->node_target[i] < 0 && p->reason[i] == SEAM_REASON_CONSTANT) continue;
+        const ir_node *n = &g->nodes[i];
+        bool forced = false;
+        for (int32_t k = 0; k < pr->o->n_cpu_ops && !forced; k++) forced = strcmp(pr->o->cpu_ops[k], n->op_type) == 0;
+        int32_t t = 0;
+        while (t < pr->n_targets && !(pr->supported_by[i] >> t & 1)) t++;
+        if (forced && pr->supported_by[i]) {
+            p->node_target[i] = pr->n_targets;
+            p->reason[i] = SEAM_REASON_CPU_OPS;
+            snprintf(buf, sizeof(buf), "%s is in cpu_ops", n->op_type);
+            p->detail[i] = plan_strdup(p, buf);
+        } else {
+            p->node_target[i] = t;
+            p->reason[i] = t < pr->n_targets ? SEAM_REASON_SUPPORTED : SEAM_REASON_UNSUPPORTED;
+        }
+    }
+    /* pins: the node names are looked up once, through a map */
+    for (int32_t k = 0; k < pr->o->n_pins; k++) {
+        const seam_pin *pin = &pr->o->pins[k];
+        if (!pin->node_name || !pin->target)
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin %d has no node name or target", k);
+        int32_t t = target_index(pr, pin->target);
+        if (t < 0)
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': there is no target '%s'",
+                              pin->node_name, pin->target, pin->target);
+        int32_t i = -1;
+        for (int32_t j = 0; j < g->n_nodes && i < 0; j++)
+            if (strcmp(g->nodes[j].name, pin->node_name) == 0) i = j;
+        if (i < 0)
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': the model has no node named '%s'",
+                              pin->node_name, pin->target, pin->node_name);
+        if (p->reason[i] == SEAM_REASON_CONSTANT) continue;
+        if (t < pr->n_targets && !(pr->supported_by[i] >> t & 1))
+            return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': %s does not support %s: %s",
+                              pin->node_name, pin->target, pin->target, ir_node_label(g, i, lab, sizeof(lab)),
+                              p->detail[i] ? p->detail[i] : "refused");
+        p->node_target[i] = t;
+        p->reason[i] = SEAM_REASON_PINNED;
+        snprintf(buf, sizeof(buf), "pinned to %s", pin->target);
+        p->detail[i] = plan_strdup(p, buf);
+        pr->pinned[i] = true;
+    }
+    return SEAM_STATUS_OK;
+}
+
+/* With several targets, a node two targets support joins the one its
+ * neighbours use, so that subgraphs are not cut between targets for
+ * nothing. Returns whether anything changed. */
+static bool smooth(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
+    bool changed = false;
+    int32_t votes[64];
+    for (int32_t pass = 0; pass < 2; pass++) {
+        for (int32_t q = 0; q < g->n_nodes; q++) {
+            int32_t i = g->topo[q];
+            if (p->reason[i] != SEAM_REASON_SUPPORTED || __builtin_popcountll(pr->supported_by[i]) < 2) continue;
+            memset(votes, 0, sizeof(int32_t) * (size_t)pr->n_targets);
+            const ir_node *n = &g->nodes[i];
+            for (int32_t k = 0; k < n->n_inputs; k++) {
+                int32_t v = n->inputs[k];
+                if (v < 0 || g->values[v].producer < 0) continue;
+                int32_t t = p->node_target[g->values[v].producer];
+                if (t >= 0 && t < pr->n_targets) votes[t]++;
+            }
+            for (int32_t k = 0; k < n->n_outputs; k++) {
+                int32_t v = n->outputs[k];
+                if (v < 0) continue;
+                for (int32_t c = 0; c < g->values[v].n_consumers; c++) {
+                    int32_t t = p->node_target[g->values[v].consumers[c]];
+                    if (t >= 0 && t < pr->n_targets) votes[t]++;
+                }
+            }
+            int32_t best = p->node_target[i];
+            for (int32_t t = 0; t < pr->n_targets; t++)
+                if ((pr->supported_by[i] >> t & 1) && votes[t] > votes[best]) best = t;
+            if (best != p->node_target[i]) {
+                p->node_target[i] = best;
+                changed = true;
+            }
+        }
+    }
+    return changed;
+}
+
+/* Several targets: the neighbour-aware choice is kept only if it gives
+ * fewer device subgraphs. */
+seam_status partition_smooth(partitioner *pr) {
+    const ir_graph *g = pr->m->graph;
+    seam_plan *p = pr->p;
+    seam_status st = SEAM_STATUS_OK;
+    int32_t *first_fit = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
+    if (!first_fit) return SEAM_STATUS_OK;
+    memcpy(first_fit, p->node_target, sizeof(int32_t) * (size_t)g->n_nodes);
+    int32_t before = p->n_device_subgraphs, before_all = p->n_subgraphs;
+    if (smooth(pr)) {
+        if ((st = plan_group(pr->ctx, p))) {
+            free(first_fit);
+            return st;
+        }
+        if (p->n_device_subgraphs > before || (p->n_device_subgraphs == before && p->n_subgraphs >= before_all)) {
+            memcpy(p->node_target, first_fit, sizeof(int32_t) * (size_t)g->n_nodes);
+            st = plan_group(pr->ctx, p);
+        } else {
+            plan_note(p, "joint placement across targets: %d device subgraphs instead of %d with first-fit",
+                      p->n_device_subgraphs, before);
+        }
+    }
+    free(first_fit);
+    return st;
+}
+
+
+/* Whether the cost search may move node i: supported by some target, not
+ * pinned, not forced to the CPU by cpu_ops. */
+static bool movable(const partitioner *pr, int32_t i) {
+    uint8_t r = pr->p->reason[i];
+    return pr->supported_by[i] && !pr->pinned[i] && pr->p->node_target[i] >= 0 &&
+           (r == SEAM_REASON_SUPPORTED || r == SEAM_REASON_COST);
+}
+
+static void set_cpu_by_cost(partitioner *pr, int32_t i, const char *detail) {
+    pr->p->node_target[i] = pr->n_targets;
+    pr->p->reason[i] = SEAM_REASON_COST;
+    pr->p->detail[i] = detail;
+}
+
+/* Applies targets (capability target or CPU per movable node) and regroups;
+ * returns the plan's cost, or -1 when out of memory. */
+static double try_targets(partitioner *pr, const cost_model *cm, const int32_t *targets) {
+    seam_plan *p = pr->p;
+    memcpy(p->node_target, targets, sizeof(int32_t) * (size_t)p->n_nodes);
+    if (plan_group(pr->ctx, p)) return -1;
+    return cost_plan(cm, p, false);
+}
+
+/* Graphs with at most this many movable nodes are searched exhaustively;
+ * the unit tests set it to 0 to measure the local search against brute
+ * force. */
+int32_t partition_exhaustive_limit = 12;
+
+/* Exhaustive search over the movable nodes of a small graph; the best
+ * assignment is left in best. */
+static void exhaustive(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
+                       const int32_t *mov, int32_t n_mov) {
+    int32_t nn = pr->p->n_nodes;
+    int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!t) return;
+    for (uint32_t mask = 0; mask < (1u << n_mov); mask++) {
+        memcpy(t, cap, sizeof(int32_t) * (size_t)nn);
+        for (int32_t k = 0; k < n_mov; k++)
+            if (mask >> k & 1) t[mov[k]] = pr->n_targets;
+        double c = try_targets(pr, cm, t);
+        if (c >= 0 && c < *best_cost - 1e-9) {
+            *best_cost = c;
+            memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+        }
+    }
+    free(t);
+}
+
+/* Flips node i, and j too when j >= 0 is a movable node on the same side,
+ * between the CPU and its capability target; keeps the flip in best when it
+ * lowers the cost. */
+static bool try_flip(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost, int32_t *t,
+                     int32_t i, int32_t j, int32_t *budget) {
+    int32_t nn = pr->p->n_nodes, cpu = pr->n_targets;
+    if (j >= 0 && (j == i || !movable(pr, j) || (best[j] == cpu) != (best[i] == cpu))) return false;
+    if (*budget <= 0) return false;
+    --*budget;
+    memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+    t[i] = best[i] == cpu ? cap[i] : cpu;
+    if (j >= 0) t[j] = best[j] == cpu ? cap[j] : cpu;
+    double c = try_targets(pr, cm, t);
+    if (c < 0 || c >= *best_cost - 1e-9) return false;
+    *best_cost = c;
+    memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+    return true;
+}
+
+/* Flips node i with every movable neighbour on its side (its producers and
+ * its outputs' readers) at once: a star of nodes that only pays off
+ * together. */
+static bool try_flip_star(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
+                          int32_t *t, int32_t i, int32_t *budget) {
+    const ir_graph *g = pr->m->graph;
+    int32_t nn = pr->p->n_nodes, cpu = pr->n_targets;
+    if (*budget <= 0) return false;
+    --*budget;
+    memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+    bool side = best[i] == cpu;
+    const ir_node *n = &g->nodes[i];
+    int32_t flipped = 0;
+    for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (v < 0) continue;
+        if (k < n->n_inputs) {
+            int32_t j = g->values[v].producer;
+            if (j >= 0 && movable(pr, j) && (best[j] == cpu) == side) t[j] = side ? cap[j] : cpu, flipped++;
+        } else {
+            for (int32_t q = 0; q < g->values[v].n_consumers; q++) {
+                int32_t j = g->values[v].consumers[q];
+                if (movable(pr, j) && (best[j] == cpu) == side) t[j] = side ? cap[j] : cpu, flipped++;
+            }
+        }
+    }
+    if (flipped < 2) return false; /* a single neighbour is a pair, tried already */
+    t[i] = side ? cap[i] : cpu;
+    double c = try_targets(pr, cm, t);
+    if (c < 0 || c >= *best_cost - 1e-9) return false;
+    *best_cost = c;
+    memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+    return true;
+}
+
+/* Local search: moves whole device subgraphs to the CPU where that saves
+ * time, then single nodes at subgraph borders either way, while the plan's
+ * cost falls. */
+static void local_search(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
+                         bool subgraph_moves) {
+    seam_plan *p = pr->p;
+    int32_t nn = p->n_nodes;
+    int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    bool *border = malloc((size_t)nn + 1);
+    if (!t || !border) {
+        free(t);
+        free(border);
+        return;
+    }
+    /* flips regroup the whole graph: a bounded number of them (all of them
+     * for small graphs, which are searched well) */
+    int32_t budget = nn <= 200 ? INT32_MAX : 400;
+    for (int32_t round = 0; round < 64; round++) {
+        if (try_targets(pr, cm, best) < 0) break;
+        cost_plan(cm, p, true);
+        memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+        bool moved = false;
+        for (int32_t s = 0; s < p->n_subgraphs; s++) {
+            const plan_subgraph *sg = &p->subgraphs[s];
+            if (sg->target == pr->n_targets) continue;
+            double cpu = 0;
+            bool all = true;
+            for (int32_t k = 0; k < sg->n_nodes; k++) {
+                cpu += cm->cpu_us[sg->nodes[k]];
+                all &= movable(pr, sg->nodes[k]);
+            }
+            if (!all || cpu >= sg->est_us) continue;
+            for (int32_t k = 0; k < sg->n_nodes; k++) t[sg->nodes[k]] = pr->n_targets;
+            moved = true;
+        }
+        if (!subgraph_moves) moved = false;
+        double c = moved ? try_targets(pr, cm, t) : -1;
+        if (c >= 0 && c < *best_cost - 1e-9) {
+            *best_cost = c;
+            memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+            continue;
+        }
+        /* single nodes, and a node with a neighbour (a producer, or another
+         * reader of one of its inputs), flipped between the CPU and their
+         * target: a lone node pays a launch, so pairs get past that */
+        if (nn > 20000) break;
+        bool improved = false;
+        const ir_graph *g = pr->m->graph;
+        /* only nodes at a subgraph's border (a neighbour in another one) */
+        if (try_targets(pr, cm, best) < 0) break;
+        for (int32_t i = 0; i < nn; i++) {
+            const ir_node *n = &g->nodes[i];
+            border[i] = false;
+            for (int32_t k = 0; k < n->n_inputs && !border[i]; k++) {
+                int32_t v = n->inputs[k], pv = v >= 0 ? g->values[v].producer : -1;
+                border[i] = pv >= 0 && p->node_target[pv] >= 0 && p->node_subgraph[pv] != p->node_subgraph[i];
+            }
+            for (int32_t o = 0; o < n->n_outputs && !border[i]; o++) {
+                int32_t v = n->outputs[o];
+                for (int32_t q = 0; v >= 0 && q < g->values[v].n_consumers && !border[i]; q++) {
+                    int32_t j = g->values[v].consumers[q];
+                    border[i] = p->node_target[j] >= 0 && p->node_subgraph[j] != p->node_subgraph[i];
+                }
+            }
+        }
+        for (int32_t i = 0; i < nn && !improved; i++) {
+            if ((nn > 200 && !border[i]) || !movable(pr, i)) continue;
+            improved = try_flip(pr, cm, cap, best, best_cost, t, i, -1, &budget);
+            const ir_node *n = &g->nodes[i];
+            for (int32_t k = 0; k < n->n_inputs && !improved; k++) {
+                int32_t v = n->inputs[k];
+                if (v < 0) continue;
+                if (g->values[v].producer >= 0)
+                    improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].producer, &budget);
+                for (int32_t q = 0; q < g->values[v].n_consumers && !improved; q++)
+                    improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].consumers[q], &budget);
+            }
+            if (!improved) improved = try_flip_star(pr, cm, cap, best, best_cost, t, i, &budget);
+        }
+        if (!improved) break;
+    }
+    free(t);
+    free(border);
+}
+
+typedef struct cap_subgraph {
+    int32_t n_nodes;
+    double nodes_us, extra_us, cpu_us;
+    int64_t bytes;
+    int32_t stayed; /* its nodes the search left on the device */
+} cap_subgraph;
+
+/* Each node the search kept off its target, with the numbers: its
+ * capability subgraph's when the whole of it moved, else the node's. cap:
+ * the capability plan's targets, best: the search's; cap_of: each node's
+ * capability subgraph; to_cpu: the CPU alone won. */
+static void explain_moves(partitioner *pr, const int32_t *cap, const int32_t *best, const int32_t *cap_of,
+                          cap_subgraph *cap_sg, bool to_cpu, double all_cpu, double cap_cost) {
+    seam_plan *p = pr->p;
+    const cost_model *cm = &pr->cm;
+    int32_t nn = p->n_nodes;
+    for (int32_t i = 0; i < nn; i++)
+        if (cap_of[i] >= 0 && best[i] != pr->n_targets) cap_sg[cap_of[i]].stayed++;
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        const plan_subgraph *sg = &p->subgraphs[s];
+        if (sg->target != pr->n_targets) continue;
+        for (int32_t k = 0; k < sg->n_nodes; k++) {
+            int32_t i = sg->nodes[k], t = cap[i];
+            if (t == pr->n_targets || best[i] != pr->n_targets) continue;
+            char buf[400];
+            if (to_cpu)
+                snprintf(buf, sizeof(buf), "the CPU alone is estimated faster (%.1f us) than offloading (%.1f us)", all_cpu,
+                         cap_cost);
+            else if (cap_sg[cap_of[i]].stayed == 0) {
+                const cap_subgraph *c = &cap_sg[cap_of[i]];
+                snprintf(buf, sizeof(buf), "its %s subgraph (%d node%s) %.3g us + %.3g us launch and transfer (%lld bytes) > "
+                         "%.3g us on cpu", p->target_names[t], c->n_nodes, c->n_nodes == 1 ? "" : "s", c->nodes_us,
+                         c->extra_us, (long long)c->bytes, c->cpu_us);
+            } else {
+                snprintf(buf, sizeof(buf), "%.3g us on %s (%.3g on cpu), but on %s it would add boundary values "
+                         "whose transfers cost more",
+                         cost_node_us(cm, i, t), p->target_names[t], cm->cpu_us[i], p->target_names[t]);
+            }
+            set_cpu_by_cost(pr, i, plan_strdup(p, buf));
+        }
+    }
+}
+
+seam_status partition_place_by_cost(partitioner *pr) {
+    seam_plan *p = pr->p;
+    const ir_graph *g = pr->m->graph;
+    int32_t nn = g->n_nodes;
+    const cost_model *cm = &pr->cm;
+    seam_status st = SEAM_STATUS_OK;
+    double cap_cost = cost_plan(cm, p, true), all_cpu = 0;
+    bool cpu_allowed = true; /* no pin holds a node on a device */
+    for (int32_t i = 0; i < nn; i++) {
+        if (p->node_target[i] >= 0) all_cpu += cm->cpu_us[i];
+        cpu_allowed &= !(pr->pinned[i] && p->node_target[i] >= 0 && p->node_target[i] < pr->n_targets);
+    }
+    p->est = (seam_plan_estimate){cap_cost, all_cpu, cap_cost};
+    pr->estimated = true;
+    /* offloading never costs more: the capability plan, whose estimates
+     * cost_plan stored */
+    if (cm->trivial) return SEAM_STATUS_OK;
+    int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *cap_of = NULL;
+    cap_subgraph *cap_sg = NULL;
+    if (!cap || !best || !mov) {
+        st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    memcpy(cap, p->node_target, sizeof(int32_t) * (size_t)nn);
+    /* the capability plan's subgraphs, to explain what the search moved:
+     * per node its subgraph's node count, time there, launch + transfer,
+     * and time on the CPU */
+    cap_sg = calloc((size_t)p->n_subgraphs + 1, sizeof(*cap_sg));
+    cap_of = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!cap_sg || !cap_of) {
+        st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int32_t i = 0; i < nn; i++) cap_of[i] = p->node_target[i] >= 0 ? p->node_subgraph[i] : -1;
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        const plan_subgraph *sg = &p->subgraphs[s];
+        double nodes = 0, cpu = 0;
+        for (int32_t k = 0; k < sg->n_nodes; k++) {
+            nodes += cost_node_us(cm, sg->nodes[k], sg->target);
+            cpu += cm->cpu_us[sg->nodes[k]];
+        }
+        cap_sg[s] = (cap_subgraph){sg->n_nodes, nodes, sg->est_us - nodes, cpu, sg->boundary_bytes, 0};
+    }
+    int32_t n_mov = 0;
+    for (int32_t i = 0; i < nn; i++)
+        if (movable(pr, i) && p->node_target[i] < pr->n_targets) mov[n_mov++] = i;
+    if (n_mov == 0) goto done;
+    memcpy(best, cap, sizeof(int32_t) * (size_t)nn);
+    double best_cost = cap_cost;
+    /* exhaustive when the masks times the graph stay small: each regroups all of it */
+    if (n_mov <= partition_exhaustive_limit && (double)nn * (double)(1u << n_mov) <= 4e6)
+        exhaustive(pr, cm, cap, best, &best_cost, mov, n_mov);
+    else {
+        /* three starts: every supported node offloaded (whole subgraphs
+         * moved first, or single nodes only), and every movable node on the
+         * CPU; the best local optimum wins */
+        int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+        local_search(pr, cm, cap, best, &best_cost, true);
+        for (int32_t start = 0; alt && start < 2; start++) {
+            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+            if (start == 1)
+                for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
+            double alt_cost = try_targets(pr, cm, alt);
+            if (alt_cost < 0) continue;
+            local_search(pr, cm, cap, alt, &alt_cost, start == 1);
+            if (alt_cost < best_cost - 1e-9) {
+                best_cost = alt_cost;
+                memcpy(best, alt, sizeof(int32_t) * (size_t)nn);
+            }
+        }
+        free(alt);
+    }
+    /* never worse than one backend alone */
+    bool to_cpu = cpu_allowed && all_cpu < best_cost - 1e-9;
+    if (to_cpu) {
+        for (int32_t i = 0; i < n_mov; i++) best[mov[i]] = pr->n_targets;
+        /* nodes that are not movable (pins to cpu, cpu_ops) stay as they are */
+        best_cost = all_cpu;
+    }
+    if (try_targets(pr, cm, best) < 0) {
+        st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
+        goto done;
+    }
+    best_cost = cost_plan(cm, p, true);
+    if (to_cpu) {
+        plan_note(p, "placement by cost: the CPU alone (estimated %.1f us) beats offloading (%.1f us with every supported "
+                  "node on its target): everything runs on the CPU", all_cpu, cap_cost);
+    } else if (best_cost < cap_cost - 1e-9) {
+        int32_t n_back = 0;
+        for (int32_t i = 0; i < nn; i++) n_back += best[i] == pr->n_targets && cap[i] != pr->n_targets;
+        plan_note(p, "placement by cost: %d supported node%s kept on the CPU, where %s less (estimated %.1f us, "
+                  "against %.1f us with every supported node on its target)", n_back, n_back == 1 ? "" : "s",
+                  n_back == 1 ? "it costs" : "they cost", best_cost, cap_cost);
+    }
+    explain_moves(pr, cap, best, cap_of, cap_sg, to_cpu, all_cpu, cap_cost);
+    p->est.total_us = best_cost; /* (the estimates of the plan as it is: no regrouping since) */
+done:
+    free(cap);
+    free(best);
+    free(mov);
+    free(cap_sg);
+    free(cap_of);
+    return st;
+}
+
+/* The cost model's estimate of the final plan (after the constraints). */
+void partition_estimate_final(partitioner *pr) {
+    if (pr->estimated) return; /* placement by cost estimated this plan, and nothing moved since */
+    double all_cpu = 0;
+    for (int32_t i = 0; i < pr->p->n_nodes; i++)
+        if (pr->p->node_target[i] >= 0) all_cpu += pr->cm.cpu_us[i];
+    double total = cost_plan(&pr->cm, pr->p, true);
+    if (pr->o->placement != SEAM_PLACEMENT_COST) pr->p->est = (seam_plan_estimate){total, all_cpu, total};
+    pr->p->est.total_us = total;
+}
