@@ -29,7 +29,7 @@ seam_layer(runtime   SOURCES runtime/*.c         USES core ir onnx ops ${SEAM_BA
                                                       partition runtime)
 # Pictures of plans and runs (graphviz): a library of its own, which
 # libseam.so does not link (the CLI and the Python package do).
-seam_layer(report    SOURCES report/*.c          USES core ir onnx ops ${SEAM_BACKEND_IF} partition report)
+seam_layer(report    SOURCES report/*.c          USES core ir onnx report)
 
 # Backend plug-ins built apart (their own CMakeLists.txt, a library of their
 # own): they may include the public headers and their own folder alone.

@@ -232,6 +232,9 @@ SEAM_API void seam_plan_support(const seam_plan *plan, int32_t *supported_out, i
 /* What constraints changed, one line each ("moved subgraph 3 (npu, 2
  * nodes) to cpu: below min_subgraph_size 3"); "" if nothing. */
 SEAM_API const char *seam_plan_notes(const seam_plan *plan);
+/* The model the plan was made for (it must outlive the plan); NULL for a
+ * NULL plan. */
+SEAM_API const seam_model *seam_plan_model(const seam_plan *plan);
 
 /* The plan as one JSON object, the text `seam partition --json` prints:
  * {"model", "targets" (priority order, "cpu" last), "supported_fraction",

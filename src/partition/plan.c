@@ -78,6 +78,8 @@ int32_t seam_plan_subgraph_count(const seam_plan *p) { return p ? p->n_subgraphs
 int32_t seam_plan_device_subgraph_count(const seam_plan *p) { return p ? p->n_device_subgraphs : 0; }
 const char *seam_plan_notes(const seam_plan *p) { return p && p->notes ? p->notes : ""; }
 
+const seam_model *seam_plan_model(const seam_plan *p) { return p ? p->model : NULL; }
+
 void seam_plan_support(const seam_plan *p, int32_t *supported, int32_t *counted) {
     if (supported) *supported = p ? p->supported : 0;
     if (counted) *counted = p ? p->counted : 0;

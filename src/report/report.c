@@ -8,7 +8,6 @@
 #include "core/context.h"
 #include "ir/ir.h"
 #include "onnx/onnx.h"
-#include "partition/partition.h"
 #include "report/report.h"
 
 static seam_status oom(seam_context *ctx) { return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "report: out of memory"); }
@@ -66,8 +65,8 @@ static int64_t value_bytes(const ir_value *v) {
 seam_status seam_report_create(const seam_plan *plan, const char *model_name, seam_report **out) {
     if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = NULL;
-    if (!plan || !plan->model) return SEAM_STATUS_INVALID_ARGUMENT;
-    const seam_model *m = plan->model;
+    const seam_model *m = seam_plan_model(plan);
+    if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_context *ctx = m->ctx;
     const ir_graph *g = m->graph;
     if (g->n_nodes != seam_plan_node_count(plan))
