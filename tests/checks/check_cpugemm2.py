@@ -4,7 +4,7 @@ float64 references (numpy) and torch.
 usage: /usr/bin/python3 check_cpugemm2.py SEAM WORKDIR [-k PATTERN]
 
 1. 1x1 stride-1 unpadded Conv on the packed GEMM reading its input in
-   place (gemm.c, cpu_gemm_direct_b; linalg.c, packed_pays): few rows and
+   place (gemm.c, cpu_gemm_direct_b; conv.c, packed_pays): few rows and
    a short depth (the sizes that used to go to OpenBLAS), row panels and
    pixel tiles with tails, depth over one 256-deep block, many rows over
    few pixels (B packed after all), groups, batch 2, no bias, each fused

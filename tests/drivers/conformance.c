@@ -452,39 +452,65 @@ static bool selected(const char *name, const char *const *patterns, int n_patter
     return n_patterns == 0;
 }
 
-int main(int argc, char **argv) {
-    const char *list = NULL;
+/* The command line. */
+typedef struct options {
+    const char *list;
     const char *patterns[64]; /* -k and --match */
-    int n_patterns = 0;
-    double min_pass = 0; /* fail when fewer pass than this fraction */
-    int min_passes = 0;  /* or than this many */
-    bool update = false, verbose = false;
-    char **tests = NULL;
-    size_t n_tests = 0, cap = 0;
-    /* the options first, wherever they are, so that -k applies to every DIR */
-    char **dirs = calloc((size_t)argc, sizeof(char *));
-    int n_dirs = 0;
+    int n_patterns;
+    double min_pass; /* fail when fewer pass than this fraction */
+    int min_passes;  /* or than this many */
+    bool update, verbose;
+} options;
+
+/* The tests and what they did. */
+typedef struct results {
+    char **tests; /* DIR/name, sorted */
+    size_t n_tests;
+    int counts[5]; /* by verdict */
+    char **not_passing;
+    char **np_why; /* "verdict: why", by not_passing's index */
+    size_t n_np;
+} results;
+
+/* The --list file: the names known not to pass, each with its reason (or
+ * NULL). */
+typedef struct known_list {
+    char **names, **why;
+    size_t n;
+} known_list;
+
+/* The options first, wherever they are, so that -k applies to every DIR;
+ * the rest are the DIRs. 0, or the exit code. */
+static int parse_args(int argc, char **argv, options *o, char **dirs, int *n_dirs) {
+    memset(o, 0, sizeof(*o));
     for (int k = 1; k < argc; k++) {
         if (strcmp(argv[k], "--list") == 0 && k + 1 < argc) {
-            list = argv[++k];
+            o->list = argv[++k];
         } else if (strcmp(argv[k], "--update") == 0) {
-            update = true;
+            o->update = true;
         } else if (strcmp(argv[k], "-v") == 0) {
-            verbose = true;
+            o->verbose = true;
         } else if (strcmp(argv[k], "--min-passes") == 0 && k + 1 < argc) {
-            min_passes = atoi(argv[++k]);
+            o->min_passes = atoi(argv[++k]);
         } else if (strcmp(argv[k], "--min-pass") == 0 && k + 1 < argc) {
-            min_pass = atof(argv[++k]);
+            o->min_pass = atof(argv[++k]);
         } else if ((strcmp(argv[k], "-k") == 0 || strcmp(argv[k], "--match") == 0) && k + 1 < argc) {
-            if (n_patterns == (int)(sizeof(patterns) / sizeof(patterns[0]))) {
+            if (o->n_patterns == (int)(sizeof(o->patterns) / sizeof(o->patterns[0]))) {
                 fprintf(stderr, "conformance: too many -k\n");
                 return 2;
             }
-            patterns[n_patterns++] = argv[++k];
+            o->patterns[o->n_patterns++] = argv[++k];
         } else {
-            dirs[n_dirs++] = argv[k];
+            dirs[(*n_dirs)++] = argv[k];
         }
     }
+    return 0;
+}
+
+/* The test directories (those with a model.onnx) in each DIR that -k
+ * selects, into r->tests. 0, or the exit code. */
+static int collect_tests(const options *o, char **dirs, int n_dirs, results *r) {
+    size_t cap = 0;
     for (int k = 0; k < n_dirs; k++) {
         DIR *d = opendir(dirs[k]);
         if (!d) {
@@ -497,81 +523,96 @@ int main(int argc, char **argv) {
             char p[4096];
             snprintf(p, sizeof(p), "%s/%s/model.onnx", dirs[k], de->d_name);
             if (access(p, R_OK) != 0) continue;
-            if (!selected(de->d_name, patterns, n_patterns)) continue;
-            if (n_tests == cap) {
+            if (!selected(de->d_name, o->patterns, o->n_patterns)) continue;
+            if (r->n_tests == cap) {
                 cap = cap ? cap * 2 : 1024;
-                tests = realloc(tests, cap * sizeof(char *));
+                r->tests = realloc(r->tests, cap * sizeof(char *));
             }
             snprintf(p, sizeof(p), "%s/%s", dirs[k], de->d_name);
-            tests[n_tests++] = strdup(p);
+            r->tests[r->n_tests++] = strdup(p);
         }
         closedir(d);
     }
-    free(dirs);
-    if (n_patterns && !n_tests) {
-        printf("conformance: no test matches");
-        for (int k = 0; k < n_patterns; k++) printf(" -k %s", patterns[k]);
-        printf("\n");
-        return 2;
-    }
-    if (n_tests) qsort(tests, n_tests, sizeof(char *), cmp_str);
-    int counts[5] = {0};
-    char **not_passing = calloc(n_tests + 1, sizeof(char *));
-    char **np_why = calloc(n_tests + 1, sizeof(char *)); /* "verdict: why", by not_passing's index */
-    size_t n_np = 0;
-    for (size_t t = 0; t < n_tests; t++) {
-        int fds[2];
-        if (pipe(fds) != 0) return 2;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(fds[0]);
-            alarm(300); /* a hang counts as a crash */
-            char why[1024] = "";
-            int v = run_test(tests[t], why, sizeof(why));
-            if (write(fds[1], why, strlen(why)) < 0) v = ERROR;
-            _exit(v);
-        }
-        close(fds[1]);
-        char why[1024] = "";
-        ssize_t r = read(fds[0], why, sizeof(why) - 1);
-        why[r > 0 ? r : 0] = 0;
+    return 0;
+}
+
+/* Runs test t in a forked child (a crash or a hang kills only the child)
+ * and returns its verdict, its message in why. -1: no pipe. */
+static int run_forked(const char *test, char *why, size_t n) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
         close(fds[0]);
-        int status = 0;
-        waitpid(pid, &status, 0);
-        int v = WIFEXITED(status) && WEXITSTATUS(status) <= ERROR ? WEXITSTATUS(status) : CRASH;
-        counts[v]++;
-        const char *name = strrchr(tests[t], '/') + 1;
+        alarm(300); /* a hang counts as a crash */
+        char cwhy[1024] = "";
+        int v = run_test(test, cwhy, sizeof(cwhy));
+        if (write(fds[1], cwhy, strlen(cwhy)) < 0) v = ERROR;
+        _exit(v);
+    }
+    close(fds[1]);
+    ssize_t r = read(fds[0], why, n - 1);
+    why[r > 0 ? r : 0] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) <= ERROR ? WEXITSTATUS(status) : CRASH;
+}
+
+/* Runs every test, counting verdicts and keeping the names and messages
+ * of those that do not pass. 0, or the exit code. */
+static int run_tests(const options *o, results *r) {
+    r->not_passing = calloc(r->n_tests + 1, sizeof(char *));
+    r->np_why = calloc(r->n_tests + 1, sizeof(char *));
+    for (size_t t = 0; t < r->n_tests; t++) {
+        char why[1024] = "";
+        int v = run_forked(r->tests[t], why, sizeof(why));
+        if (v < 0) return 2;
+        r->counts[v]++;
+        const char *name = strrchr(r->tests[t], '/') + 1;
         if (v != PASS) {
             char line[1200];
             for (char *c = why; *c; c++)
                 if (*c == '\n') *c = ' ';
             snprintf(line, sizeof(line), "%s: %s", verdict_name[v], why);
-            np_why[n_np] = strdup(line);
-            not_passing[n_np++] = strdup(name);
+            r->np_why[r->n_np] = strdup(line);
+            r->not_passing[r->n_np++] = strdup(name);
         }
-        if (verbose || v == CRASH) printf("%-12s %s: %s\n", verdict_name[v], name, why);
+        if (o->verbose || v == CRASH) printf("%-12s %s: %s\n", verdict_name[v], name, why);
     }
+    return 0;
+}
+
+/* The counts, and 1 when a test crashed or fewer passed than required. */
+static int print_summary(const options *o, const results *r) {
+    const int *counts = r->counts;
+    size_t n_tests = r->n_tests;
     printf("conformance: %zu tests: %d passed, %d failed, %d unsupported, %d errors, %d crashed (%.1f%% pass)\n",
            n_tests, counts[PASS], counts[FAIL], counts[UNSUPPORTED], counts[ERROR], counts[CRASH],
            n_tests ? 100.0 * counts[PASS] / (double)n_tests : 0.0);
     int rc = counts[CRASH] ? 1 : 0;
-    if (min_passes > 0 && counts[PASS] < min_passes) {
-        printf("conformance: %d pass, fewer than the required %d\n", counts[PASS], min_passes);
+    if (o->min_passes > 0 && counts[PASS] < o->min_passes) {
+        printf("conformance: %d pass, fewer than the required %d\n", counts[PASS], o->min_passes);
         rc = 1;
     }
-    if (n_tests && (double)counts[PASS] / (double)n_tests < min_pass) {
+    if (n_tests && (double)counts[PASS] / (double)n_tests < o->min_pass) {
         printf("conformance: %.1f%% pass is below the required %.1f%%\n", 100.0 * counts[PASS] / (double)n_tests,
-               100.0 * min_pass);
+               100.0 * o->min_pass);
         rc = 1;
     }
-    /* the list: one name a line, then optionally "# why it does not pass" */
-    char **known = NULL, **known_why = NULL;
-    size_t n_known = 0, known_cap = 0;
-    FILE *lf = list ? fopen(list, "r") : NULL;
-    if (list && !lf && !update) {
-        fprintf(stderr, "conformance: cannot read %s\n", list);
-        return 2;
+    return rc;
+}
+
+/* The list: one name a line, then optionally "# why it does not pass".
+ * A list that cannot be read is empty with --update, else an error
+ * (false). */
+static bool read_known(const options *o, known_list *kl) {
+    size_t cap = 0;
+    FILE *lf = o->list ? fopen(o->list, "r") : NULL;
+    if (o->list && !lf && !o->update) {
+        fprintf(stderr, "conformance: cannot read %s\n", o->list);
+        return false;
     }
     char line[2048];
     while (lf && fgets(line, sizeof(line), lf)) {
@@ -579,67 +620,107 @@ int main(int argc, char **argv) {
         size_t len = strcspn(line, " \t#");
         if (len == 0) continue;
         char *hash = strchr(line + len, '#');
-        if (n_known == known_cap) {
-            known_cap = known_cap ? known_cap * 2 : 64;
-            known = realloc(known, known_cap * sizeof(char *));
-            known_why = realloc(known_why, known_cap * sizeof(char *));
+        if (kl->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            kl->names = realloc(kl->names, cap * sizeof(char *));
+            kl->why = realloc(kl->why, cap * sizeof(char *));
         }
-        known[n_known] = strndup(line, len);
-        known_why[n_known++] = hash ? strdup(hash + 1 + strspn(hash + 1, " ")) : NULL;
+        kl->names[kl->n] = strndup(line, len);
+        kl->why[kl->n++] = hash ? strdup(hash + 1 + strspn(hash + 1, " ")) : NULL;
     }
     if (lf) fclose(lf);
-    if (list && update) {
-        /* the reasons written by hand are kept; a new entry gets the run's */
-        char tmp[4200];
-        snprintf(tmp, sizeof(tmp), "%s.tmp", list);
-        FILE *f = fopen(tmp, "w");
-        if (!f) return 2;
-        fprintf(f, "# ONNX backend tests seam does not pass yet, each with why (kept by tests/drivers/conformance "
-                   "--update)\n");
-        for (size_t k = 0; k < n_np; k++) {
-            const char *why = np_why[k];
-            for (size_t j = 0; j < n_known; j++)
-                if (strcmp(known[j], not_passing[k]) == 0 && known_why[j]) why = known_why[j];
-            fprintf(f, "%s  # %.300s\n", not_passing[k], why);
-        }
-        if (fclose(f) != 0 || rename(tmp, list) != 0) return 2;
-        printf("conformance: wrote %zu names to %s\n", n_np, list);
-    } else if (list) {
-        /* every name in the list, however few tests -k kept */
-        char **sorted = malloc((n_known + 1) * sizeof(char *));
-        if (n_known) memcpy(sorted, known, n_known * sizeof(char *));
-        qsort(sorted, n_known, sizeof(char *), cmp_str);
-        for (size_t k = 0; k < n_np; k++)
-            if (!bsearch(&not_passing[k], sorted, n_known, sizeof(char *), cmp_str)) {
-                printf("REGRESSION: %s does not pass and is not in %s (%s)\n", not_passing[k], list, np_why[k]);
-                rc = 1;
-            }
-        char **np_sorted = malloc((n_np + 1) * sizeof(char *));
-        if (n_np) memcpy(np_sorted, not_passing, n_np * sizeof(char *));
-        qsort(np_sorted, n_np, sizeof(char *), cmp_str);
-        for (size_t k = 0; k < n_known; k++) {
-            bool in_set = false;
-            for (size_t t = 0; t < n_tests && !in_set; t++) in_set = strcmp(strrchr(tests[t], '/') + 1, sorted[k]) == 0;
-            if (in_set && !bsearch(&sorted[k], np_sorted, n_np, sizeof(char *), cmp_str)) {
-                printf("NOW PASSES: %s: remove it from %s (or run with --update)\n", sorted[k], list);
-                rc = 1;
-            }
-        }
-        free(sorted);
-        free(np_sorted);
+    return true;
+}
+
+/* --update: the list rewritten with this run's tests that do not pass.
+ * The reasons written by hand are kept; a new entry gets the run's. */
+static bool write_list(const char *list, const results *r, const known_list *kl) {
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", list);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return false;
+    fprintf(f, "# ONNX backend tests seam does not pass yet, each with why (kept by tests/drivers/conformance "
+               "--update)\n");
+    for (size_t k = 0; k < r->n_np; k++) {
+        const char *why = r->np_why[k];
+        for (size_t j = 0; j < kl->n; j++)
+            if (strcmp(kl->names[j], r->not_passing[k]) == 0 && kl->why[j]) why = kl->why[j];
+        fprintf(f, "%s  # %.300s\n", r->not_passing[k], why);
     }
-    for (size_t k = 0; k < n_known; k++) {
-        free(known[k]);
-        free(known_why[k]);
+    if (fclose(f) != 0 || rename(tmp, list) != 0) return false;
+    printf("conformance: wrote %zu names to %s\n", r->n_np, list);
+    return true;
+}
+
+/* The run against the list: a test not passing that is not listed is a
+ * regression, a listed test that ran and passed must leave the list
+ * (every name in the list, however few tests -k kept). 1 for either. */
+static int check_list(const char *list, const results *r, const known_list *kl) {
+    int rc = 0;
+    char **sorted = malloc((kl->n + 1) * sizeof(char *));
+    if (kl->n) memcpy(sorted, kl->names, kl->n * sizeof(char *));
+    qsort(sorted, kl->n, sizeof(char *), cmp_str);
+    for (size_t k = 0; k < r->n_np; k++)
+        if (!bsearch(&r->not_passing[k], sorted, kl->n, sizeof(char *), cmp_str)) {
+            printf("REGRESSION: %s does not pass and is not in %s (%s)\n", r->not_passing[k], list, r->np_why[k]);
+            rc = 1;
+        }
+    char **np_sorted = malloc((r->n_np + 1) * sizeof(char *));
+    if (r->n_np) memcpy(np_sorted, r->not_passing, r->n_np * sizeof(char *));
+    qsort(np_sorted, r->n_np, sizeof(char *), cmp_str);
+    for (size_t k = 0; k < kl->n; k++) {
+        bool in_set = false;
+        for (size_t t = 0; t < r->n_tests && !in_set; t++) in_set = strcmp(strrchr(r->tests[t], '/') + 1, sorted[k]) == 0;
+        if (in_set && !bsearch(&sorted[k], np_sorted, r->n_np, sizeof(char *), cmp_str)) {
+            printf("NOW PASSES: %s: remove it from %s (or run with --update)\n", sorted[k], list);
+            rc = 1;
+        }
     }
-    free(known);
-    free(known_why);
-    for (size_t k = 0; k < n_np; k++) free(np_why[k]);
-    free(np_why);
-    for (size_t k = 0; k < n_tests; k++) free(tests[k]);
-    for (size_t k = 0; k < n_np; k++) free(not_passing[k]);
-    free(tests);
-    free(not_passing);
+    free(sorted);
+    free(np_sorted);
+    return rc;
+}
+
+static void free_all(results *r, known_list *kl) {
+    for (size_t k = 0; k < kl->n; k++) {
+        free(kl->names[k]);
+        free(kl->why[k]);
+    }
+    free(kl->names);
+    free(kl->why);
+    for (size_t k = 0; k < r->n_np; k++) free(r->np_why[k]);
+    free(r->np_why);
+    for (size_t k = 0; k < r->n_tests; k++) free(r->tests[k]);
+    for (size_t k = 0; k < r->n_np; k++) free(r->not_passing[k]);
+    free(r->tests);
+    free(r->not_passing);
+}
+
+int main(int argc, char **argv) {
+    options o;
+    results r = {0};
+    known_list kl = {0};
+    char **dirs = calloc((size_t)argc, sizeof(char *));
+    int n_dirs = 0;
+    int rc = parse_args(argc, argv, &o, dirs, &n_dirs);
+    if (rc || (rc = collect_tests(&o, dirs, n_dirs, &r))) return rc;
+    free(dirs);
+    if (o.n_patterns && !r.n_tests) {
+        printf("conformance: no test matches");
+        for (int k = 0; k < o.n_patterns; k++) printf(" -k %s", o.patterns[k]);
+        printf("\n");
+        return 2;
+    }
+    if (r.n_tests) qsort(r.tests, r.n_tests, sizeof(char *), cmp_str);
+    if (run_tests(&o, &r)) return 2;
+    rc = print_summary(&o, &r);
+    if (!read_known(&o, &kl)) return 2;
+    if (o.list && o.update) {
+        if (!write_list(o.list, &r, &kl)) return 2;
+    } else if (o.list && check_list(o.list, &r, &kl)) {
+        rc = 1;
+    }
+    free_all(&r, &kl);
     fflush(stdout);
     return rc;
 }

@@ -105,7 +105,7 @@ int32_t cpu_read_ints(const seam_tensor *t, int64_t *out, int32_t max);
 int64_t cpu_span(const int64_t *dims, int32_t from, int32_t to);
 
 /* OpenBLAS single-threaded, its idle workers stopped (once per process):
- * kernels that call it from seam's pool call this first (linalg.c). */
+ * kernels that call it from seam's pool call this first (blas.c). */
 void cpu_blas_single_thread(void);
 
 /* The window geometry (ops/conv_geom.h) of Conv, the pools and their
@@ -118,7 +118,7 @@ seam_status cpu_conv_geom(seam_kernel *k, const seam_tensor *x, const int64_t *k
  * for Resize's and GridSample's cubic modes. */
 double cpu_cubic_weight(double t, double a);
 
-/* Resize's coordinate_transformation_mode (tensor.c). */
+/* Resize's coordinate_transformation_mode (resize.c). */
 typedef enum {
     CPU_RZ_UNKNOWN = -1, /* a string that names none */
     CPU_RZ_HALF_PIXEL,
@@ -141,7 +141,7 @@ double cpu_resize_to_input(cpu_resize_coord cm, double xo, double scale, int64_t
                            double roi_hi);
 
 /* Resize and Upsample in any mode, rank and dtype, element by element in
- * double (tensor.c); spatial.c's Resize takes its fast paths first and
+ * double (resize.c); spatial.c's Resize takes its fast paths first and
  * hands everything else to it. */
 seam_status cpu_resize_general_run(seam_kernel *k);
 seam_status cpu_resize_general_check(seam_check *c);
@@ -167,6 +167,9 @@ void cpu_post_apply(const act_params *op, float *y, int64_t n, float bias);
 seam_status check_auto_pad(seam_check *c);
 /* Checks refusing input 0 dtypes other than floats / numbers. */
 seam_status check_float_input(seam_check *c);
+/* Refuses strings and other input 0 dtypes of no fixed size, for kernels
+ * that move elements as bytes (tensor.c). */
+seam_status check_fixed_size(seam_check *c);
 /* Input i's data when it is a constant the session will run with (an
  * initializer no graph input replaces, or a Constant node's value), for
  * check() to prepare from; NULL otherwise. A run compares the data pointer

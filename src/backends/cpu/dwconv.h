@@ -9,7 +9,7 @@
  *     block in AVX-512 registers, the bias and post-op applied there
  *     (the "rows");
  *   - anything else: per channel, one flat loop over the phase planes.
- * linalg.c's Conv takes this path when cpu_dw_plan_make says the geometry
+ * conv.c's Conv takes this path when cpu_dw_plan_make says the geometry
  * fits; every channel is computed the same way whatever task runs it, so
  * the result does not depend on the thread count.
  */

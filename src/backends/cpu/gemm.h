@@ -71,7 +71,7 @@ size_t cpu_gemm_scratch(int64_t m, int64_t n, int32_t threads);
 
 /* Row `row` of a float32 2-D conv's column matrix (x: the group's channels
  * [Cg, H, W]), output pixels [p0, p0 + nc), into dst[0, nc): zeros where
- * the window reads padding. For the packed GEMM's B panels and linalg.c's
+ * the window reads padding. For the packed GEMM's B panels and conv.c's
  * blocked im2col. */
 void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst);
 

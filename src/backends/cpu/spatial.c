@@ -1,7 +1,7 @@
 /* CPU kernels: GridSample (2-D), AffineGrid, RoiAlign, and the fast path
  * of Resize (opset 11 on): float32, nearest or linear, over the last two
  * axes only, which is what upsampling in a conv net is. Everything else
- * Resize can do runs on the general kernel (tensor.c's, any rank, mode
+ * Resize can do runs on the general kernel (resize.c's, any rank, mode
  * and dtype, element by element in double). Opset 10's Resize has no
  * scales/sizes at inputs 2/3 and always goes to the general kernel. */
 #include <math.h>

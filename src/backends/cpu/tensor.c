@@ -1,12 +1,14 @@
-/* CPU kernels: tensor manipulation. Most of these move elements without
- * looking at them, so they work on bytes (any dtype of a fixed size) and
- * share one strided copy: Transpose, Slice, Expand, DepthToSpace and
- * SpaceToDepth are each a copy from a strided view of the input. */
-#include <math.h>
+/* CPU kernels: tensor manipulation, and the tensor family's table (the
+ * Gather and Scatter ops are gather.c's, Upsample resize.c's). Most of
+ * these move elements without looking at them, so they work on bytes (any
+ * dtype of a fixed size) and share one strided copy: Transpose, Slice,
+ * Expand, DepthToSpace and SpaceToDepth are each a copy from a strided
+ * view of the input. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/gather.h"
 
 /* dst (dense, shape dims) = the view of src at base with strides (in
  * elements, possibly 0 or negative). */
@@ -41,7 +43,7 @@ static void strided_copy(void *dst, const char *src, size_t es, int32_t rank, co
     }
 }
 
-static seam_status check_fixed_size(seam_check *c) {
+seam_status check_fixed_size(seam_check *c) {
     int32_t dt = check_in_dtype(c, 0);
     if (dt == SEAM_DTYPE_STRING || (dt != SEAM_DTYPE_UNDEFINED && seam_dtype_size(dt) == 0))
         return check_refuse(c, "%s on %s tensors is not supported", c->n->op_type, seam_dtype_name(dt));
@@ -377,198 +379,6 @@ static seam_status run_slice(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-/* ---- Gather family ---- */
-
-static seam_status run_gather(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
-    if (!x || !ix) return kernel_fail(k, "needs data and indices");
-    if (!cpu_is_int(ix->dtype)) return kernel_fail(k, "indices must be integers");
-    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), x->rank);
-    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
-    int32_t r = x->rank - 1 + ix->rank;
-    if (r > SEAM_MAX_RANK) return kernel_fail(k, "the result would have rank %d", r);
-    int64_t dims[SEAM_MAX_RANK];
-    int32_t o = 0;
-    for (int32_t d = 0; d < axis; d++) dims[o++] = x->dims[d];
-    for (int32_t d = 0; d < ix->rank; d++) dims[o++] = ix->dims[d];
-    for (int32_t d = axis + 1; d < x->rank; d++) dims[o++] = x->dims[d];
-    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
-    if (!y) return kernel_oom(k);
-    size_t es = seam_dtype_size(x->dtype);
-    int64_t outer = cpu_span(x->dims, 0, axis), inner = cpu_span(x->dims, axis + 1, x->rank), len = x->dims[axis];
-    size_t block = (size_t)inner * es;
-    char *out = y->data;
-    for (int64_t a = 0; a < outer; a++)
-        for (int64_t i = 0; i < ix->numel; i++) {
-            int64_t j = cpu_get_i64(ix->data, ix->dtype, i);
-            if (j < 0) j += len;
-            if (j < 0 || j >= len)
-                return kernel_fail(k, "index %lld is out of range for axis %d of size %lld",
-                                   (long long)cpu_get_i64(ix->data, ix->dtype, i), axis, (long long)len);
-            memcpy(out, (const char *)x->data + (size_t)((a * len + j) * inner) * es, block);
-            out += block;
-        }
-    return SEAM_STATUS_OK;
-}
-
-/* GatherElements and ScatterElements: the offset in x of the element that
- * element i of ix (at multi-index idx) names: idx with ix[i] at axis. */
-static seam_status element_of(seam_kernel *k, const seam_tensor *x, const seam_tensor *ix, int32_t axis,
-                              const int64_t *xs, const int64_t *idx, int64_t i, int64_t *off) {
-    int64_t j = cpu_get_i64(ix->data, ix->dtype, i);
-    if (j < 0) j += x->dims[axis];
-    if (j < 0 || j >= x->dims[axis]) return kernel_fail(k, "index %lld is out of range", (long long)j);
-    *off = 0;
-    for (int32_t d = 0; d < x->rank; d++) {
-        int64_t v = d == axis ? j : idx[d];
-        if (v >= x->dims[d]) return kernel_fail(k, "indices are larger than the data on axis %d", d);
-        *off += v * xs[d];
-    }
-    return SEAM_STATUS_OK;
-}
-
-/* GatherElements: y[i...] = x[... index[i...] at axis ...]. */
-static seam_status run_gather_elements(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
-    if (!x || !ix || !cpu_is_int(ix->dtype)) return kernel_fail(k, "needs data and integer indices");
-    if (ix->rank != x->rank) return kernel_fail(k, "indices must have the data's rank");
-    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), x->rank);
-    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
-    seam_tensor *y = kernel_out(k, 0, x->dtype, ix->rank, ix->dims);
-    if (!y) return kernel_oom(k);
-    size_t es = seam_dtype_size(x->dtype);
-    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
-    cpu_strides(x->rank, x->dims, xs);
-    for (int64_t i = 0; i < ix->numel; i++) {
-        int64_t off;
-        seam_status st = element_of(k, x, ix, axis, xs, idx, i, &off);
-        if (st) return st;
-        cpu_copy_elem(y->data, i, x->data, off, es);
-        cpu_index_next(idx, ix->dims, ix->rank);
-    }
-    return SEAM_STATUS_OK;
-}
-
-static seam_status run_gather_nd(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1);
-    if (!x || !ix || !cpu_is_int(ix->dtype) || ix->rank < 1) return kernel_fail(k, "needs data and integer indices");
-    int64_t b = node_attr_int(k->n, "batch_dims", 0), m = ix->dims[ix->rank - 1];
-    if (b < 0 || b >= ix->rank || b >= x->rank || m < 1 || b + m > x->rank) return kernel_fail(k, "bad batch_dims or index depth");
-    int64_t dims[SEAM_MAX_RANK];
-    int32_t r = 0;
-    for (int32_t d = 0; d < ix->rank - 1; d++) dims[r++] = ix->dims[d];
-    for (int32_t d = (int32_t)(b + m); d < x->rank; d++) {
-        if (r >= SEAM_MAX_RANK) return kernel_fail(k, "result rank too large");
-        dims[r++] = x->dims[d];
-    }
-    for (int32_t d = 0; d < b; d++)
-        if (x->dims[d] != ix->dims[d]) return kernel_fail(k, "batch dims of data and indices differ");
-    seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
-    if (!y) return kernel_oom(k);
-    size_t es = seam_dtype_size(x->dtype);
-    int64_t xs[SEAM_MAX_RANK];
-    cpu_strides(x->rank, x->dims, xs);
-    int64_t slice = cpu_span(x->dims, (int32_t)(b + m), x->rank);
-    int64_t n_batch = cpu_span(x->dims, 0, (int32_t)b), per_batch = ix->numel / m / (n_batch ? n_batch : 1);
-    int64_t batch_stride = b ? xs[b - 1] : 0;
-    for (int64_t t = 0; t < ix->numel / m; t++) {
-        int64_t bi = per_batch ? t / per_batch : 0, off = bi * batch_stride;
-        for (int64_t q = 0; q < m; q++) {
-            int32_t d = (int32_t)(b + q);
-            int64_t j = cpu_get_i64(ix->data, ix->dtype, t * m + q);
-            if (j < 0) j += x->dims[d];
-            if (j < 0 || j >= x->dims[d]) return kernel_fail(k, "index %lld is out of range for axis %d", (long long)j, d);
-            off += j * xs[d];
-        }
-        memcpy((char *)y->data + (size_t)(t * slice) * es, (const char *)x->data + (size_t)off * es, (size_t)slice * es);
-    }
-    return SEAM_STATUS_OK;
-}
-
-/* ---- Scatter family ---- */
-
-typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction;
-
-static reduction reduction_of(const ir_node *n) {
-    if (node_attr_is(n, "reduction", "add")) return RED_ADD;
-    if (node_attr_is(n, "reduction", "mul")) return RED_MUL;
-    if (node_attr_is(n, "reduction", "max")) return RED_MAX;
-    if (node_attr_is(n, "reduction", "min")) return RED_MIN;
-    return RED_NONE;
-}
-
-static void scatter_one(void *y, int32_t dt, int64_t at, const void *u, int64_t ui, reduction red, size_t es) {
-    if (red == RED_NONE) {
-        cpu_copy_elem(y, at, u, ui, es);
-        return;
-    }
-    if (cpu_is_float(dt)) {
-        double a = cpu_get(y, dt, at), b = cpu_get(u, dt, ui);
-        double v = red == RED_ADD ? a + b : red == RED_MUL ? a * b : red == RED_MAX ? (a > b ? a : b) : (a < b ? a : b);
-        cpu_set(y, dt, at, v);
-    } else {
-        int64_t a = cpu_get_i64(y, dt, at), b = cpu_get_i64(u, dt, ui);
-        int64_t v = red == RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
-                    : red == RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
-                    : red == RED_MAX ? (a > b ? a : b) : (a < b ? a : b);
-        cpu_set_i64(y, dt, at, v);
-    }
-}
-
-static seam_status run_scatter_elements(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1), *u = kernel_in(k, 2);
-    if (!x || !ix || !u || !cpu_is_int(ix->dtype)) return kernel_fail(k, "needs data, integer indices and updates");
-    if (ix->rank != x->rank || u->rank != ix->rank || u->dtype != x->dtype)
-        return kernel_fail(k, "data, indices and updates must have one rank, and updates the data's dtype");
-    for (int32_t d = 0; d < ix->rank; d++)
-        if (u->dims[d] != ix->dims[d]) return kernel_fail(k, "updates and indices must have one shape");
-    int32_t axis = op_axis(node_attr_int(k->n, "axis", 0), x->rank);
-    if (axis < 0) return kernel_fail(k, "axis is out of range for rank %d", x->rank);
-    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
-    if (!y) return kernel_oom(k);
-    if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
-    size_t es = seam_dtype_size(x->dtype);
-    reduction red = reduction_of(k->n);
-    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
-    cpu_strides(x->rank, x->dims, xs);
-    for (int64_t i = 0; i < ix->numel; i++) {
-        int64_t off;
-        seam_status st = element_of(k, x, ix, axis, xs, idx, i, &off);
-        if (st) return st;
-        scatter_one(y->data, x->dtype, off, u->data, i, red, es);
-        cpu_index_next(idx, ix->dims, ix->rank);
-    }
-    return SEAM_STATUS_OK;
-}
-
-static seam_status run_scatter_nd(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0), *ix = kernel_in(k, 1), *u = kernel_in(k, 2);
-    if (!x || !ix || !u || !cpu_is_int(ix->dtype) || ix->rank < 1 || u->dtype != x->dtype)
-        return kernel_fail(k, "needs data, integer indices and updates of the data's dtype");
-    int64_t m = ix->dims[ix->rank - 1];
-    if (m < 1 || m > x->rank) return kernel_fail(k, "index depth %lld does not fit rank %d", (long long)m, x->rank);
-    int64_t slice = cpu_span(x->dims, (int32_t)m, x->rank), n = ix->numel / m;
-    if (u->numel != n * slice) return kernel_fail(k, "updates have %lld elements, expected %lld", (long long)u->numel, (long long)(n * slice));
-    seam_tensor *y = kernel_out(k, 0, x->dtype, x->rank, x->dims);
-    if (!y) return kernel_oom(k);
-    if (x->nbytes) memcpy(y->data, x->data, x->nbytes);
-    size_t es = seam_dtype_size(x->dtype);
-    reduction red = reduction_of(k->n);
-    int64_t xs[SEAM_MAX_RANK];
-    cpu_strides(x->rank, x->dims, xs);
-    for (int64_t t = 0; t < n; t++) {
-        int64_t off = 0;
-        for (int64_t q = 0; q < m; q++) {
-            int64_t j = cpu_get_i64(ix->data, ix->dtype, t * m + q);
-            if (j < 0) j += x->dims[q];
-            if (j < 0 || j >= x->dims[q]) return kernel_fail(k, "index %lld is out of range for axis %lld", (long long)j, (long long)q);
-            off += j * xs[q];
-        }
-        for (int64_t e = 0; e < slice; e++) scatter_one(y->data, x->dtype, off + e, u->data, t * slice + e, red, es);
-    }
-    return SEAM_STATUS_OK;
-}
-
 /* ---- Expand and Tile ---- */
 
 static seam_status run_expand(seam_kernel *k) {
@@ -856,247 +666,6 @@ static seam_status run_compress(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
-/* ---- Resize and Upsample ---- */
-
-static const struct {
-    const char *name;
-    cpu_resize_coord cm;
-} coord_names[] = {
-    {"half_pixel", CPU_RZ_HALF_PIXEL}, {"pytorch_half_pixel", CPU_RZ_PYTORCH_HALF}, {"align_corners", CPU_RZ_ALIGN},
-    {"asymmetric", CPU_RZ_ASYM},       {"tf_crop_and_resize", CPU_RZ_TF_CROP},      {"half_pixel_symmetric", CPU_RZ_HALF_SYM},
-    {"tf_half_pixel_for_nn", CPU_RZ_TF_NN},
-};
-
-cpu_resize_coord cpu_resize_coord_of(const ir_node *n, cpu_resize_coord def) {
-    if (!node_attr(n, "coordinate_transformation_mode")) return def;
-    for (size_t k = 0; k < sizeof(coord_names) / sizeof(coord_names[0]); k++)
-        if (node_attr_is(n, "coordinate_transformation_mode", coord_names[k].name)) return coord_names[k].cm;
-    return CPU_RZ_UNKNOWN;
-}
-
-char cpu_resize_nearest_of(const ir_node *n) {
-    if (node_attr_is(n, "nearest_mode", "round_prefer_ceil")) return 'c';
-    if (node_attr_is(n, "nearest_mode", "floor")) return 'f';
-    if (node_attr_is(n, "nearest_mode", "ceil")) return 'C';
-    return 'p';
-}
-
-double cpu_resize_to_input(cpu_resize_coord cm, double xo, double scale, int64_t in, int64_t out_int, double roi_lo,
-                           double roi_hi) {
-    double out = (double)in * scale;
-    switch (cm) {
-    case CPU_RZ_UNKNOWN: break;
-    case CPU_RZ_TF_NN: return (xo + 0.5) / scale;
-    case CPU_RZ_HALF_PIXEL: return (xo + 0.5) / scale - 0.5;
-    case CPU_RZ_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0;
-    case CPU_RZ_ALIGN: return out == 1 ? 0 : xo * (double)(in - 1) / (out - 1);
-    case CPU_RZ_ASYM: return xo / scale;
-    case CPU_RZ_TF_CROP:
-        return out > 1 ? roi_lo * (double)(in - 1) + xo * (roi_hi - roi_lo) * (double)(in - 1) / (out - 1)
-                       : 0.5 * (roi_lo + roi_hi) * (double)(in - 1);
-    case CPU_RZ_HALF_SYM: {
-        double adj = (double)out_int / out;
-        double center = (double)in / 2, off = center * (1 - adj);
-        return off + (xo + 0.5) / scale - 0.5;
-    }
-    }
-    return xo;
-}
-
-seam_status cpu_resize_general_run(seam_kernel *k) {
-    const seam_tensor *x = kernel_in(k, 0);
-    if (!x) return kernel_fail(k, "needs an input");
-    int32_t r = x->rank;
-    bool upsample = strcmp(k->n->op_type, "Upsample") == 0;
-    double scales[SEAM_MAX_RANK], roi[2 * SEAM_MAX_RANK];
-    int64_t out[SEAM_MAX_RANK];
-    for (int32_t d = 0; d < r; d++) roi[d] = 0, roi[d + r] = 1;
-    const seam_tensor *ts = NULL, *tz = NULL, *troi = NULL;
-    if (upsample) {
-        if (k->n->opset >= 9) {
-            ts = kernel_in(k, 1);
-        } else {
-            const float *a;
-            if (node_attr_floats(k->n, "scales", &a) != r) return kernel_fail(k, "scales must have one entry per dim");
-            for (int32_t d = 0; d < r; d++) scales[d] = a[d];
-        }
-    } else if (k->n->opset >= 11) {
-        troi = kernel_in(k, 1);
-        ts = kernel_in(k, 2);
-        tz = kernel_in(k, 3);
-    } else {
-        ts = kernel_in(k, 1);
-    }
-    if (ts && ts->numel == 0) ts = NULL;
-    if (tz && tz->numel == 0) tz = NULL;
-    if (troi && troi->numel == 0) troi = NULL;
-    /* axes (opset 18): scales/sizes cover only these axes */
-    int64_t axes[SEAM_MAX_RANK];
-    const int64_t *aa;
-    int32_t na = node_attr_ints(k->n, "axes", &aa);
-    if (na < 0) {
-        na = r;
-        for (int32_t d = 0; d < r; d++) axes[d] = d;
-    } else {
-        if (na > r) return kernel_fail(k, "too many axes");
-        for (int32_t i = 0; i < na; i++) {
-            axes[i] = op_axis(aa[i], r);
-            if (axes[i] < 0) return kernel_fail(k, "axis out of range");
-        }
-    }
-    if (!upsample || k->n->opset >= 9) {
-        for (int32_t d = 0; d < r; d++) scales[d] = 1, out[d] = x->dims[d];
-        if (ts) {
-            if (ts->numel != na || !cpu_is_float(ts->dtype)) return kernel_fail(k, "scales must be floats, one per axis");
-            for (int32_t i = 0; i < na; i++) scales[axes[i]] = cpu_get(ts->data, ts->dtype, i);
-        } else if (tz) {
-            if (tz->numel != na || !cpu_is_int(tz->dtype)) return kernel_fail(k, "sizes must be integers, one per axis");
-            int64_t sizes[SEAM_MAX_RANK];
-            for (int32_t i = 0; i < na; i++) sizes[i] = cpu_get_i64(tz->data, tz->dtype, i);
-            const char *pol = node_attr_is(k->n, "keep_aspect_ratio_policy", "not_smaller") ? "ns"
-                              : node_attr_is(k->n, "keep_aspect_ratio_policy", "not_larger") ? "nl" : "st";
-            if (pol[0] != 's') {
-                double s = pol[1] == 's' ? 0 : INFINITY;
-                for (int32_t i = 0; i < na; i++) {
-                    double v = (double)sizes[i] / (double)x->dims[axes[i]];
-                    s = pol[1] == 's' ? fmax(s, v) : fmin(s, v);
-                }
-                for (int32_t i = 0; i < na; i++) {
-                    scales[axes[i]] = s;
-                    out[axes[i]] = (int64_t)floor(s * (double)x->dims[axes[i]] + 0.5);
-                }
-            } else {
-                for (int32_t i = 0; i < na; i++) {
-                    out[axes[i]] = sizes[i];
-                    scales[axes[i]] = x->dims[axes[i]] ? (double)sizes[i] / (double)x->dims[axes[i]] : 1;
-                }
-            }
-        } else {
-            return kernel_fail(k, "needs scales or sizes");
-        }
-        if (ts)
-            for (int32_t d = 0; d < r; d++) {
-                if (!(scales[d] > 0)) return kernel_fail(k, "scale %d must be positive", d);
-                out[d] = (int64_t)floor((double)x->dims[d] * scales[d]);
-            }
-    } else {
-        for (int32_t d = 0; d < r; d++) out[d] = (int64_t)floor((double)x->dims[d] * scales[d]);
-    }
-    if (troi) {
-        if (troi->numel != 2 * na) return kernel_fail(k, "roi must have 2 entries per axis");
-        for (int32_t i = 0; i < na; i++) {
-            roi[axes[i]] = cpu_get(troi->data, troi->dtype, i);
-            roi[axes[i] + r] = cpu_get(troi->data, troi->dtype, i + na);
-        }
-    }
-    int64_t numel = seam_shape_numel(out, r);
-    if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
-    char mode = 'n';
-    if (node_attr_is(k->n, "mode", "linear") || node_attr_is(k->n, "mode", "bilinear")) mode = 'l';
-    if (node_attr_is(k->n, "mode", "cubic")) mode = 'c';
-    /* before opset 11 (and Upsample): asymmetric by default, always floor */
-    cpu_resize_coord def = upsample || k->n->opset < 11 ? CPU_RZ_ASYM : CPU_RZ_HALF_PIXEL;
-    cpu_resize_coord cm = cpu_resize_coord_of(k->n, def);
-    if (cm == CPU_RZ_UNKNOWN) cm = def;
-    char nearest = upsample || k->n->opset < 11 ? 'f' : cpu_resize_nearest_of(k->n);
-    double cubic_a = node_attr_float(k->n, "cubic_coeff_a", -0.75f);
-    bool exclude = node_attr_int(k->n, "exclude_outside", 0) != 0;
-    double extrap = node_attr_float(k->n, "extrapolation_value", 0);
-    bool antialias = node_attr_int(k->n, "antialias", 0) != 0;
-    if (antialias) return kernel_fail(k, "antialias is not supported");
-    seam_tensor *y = kernel_out(k, 0, x->dtype, r, out);
-    if (!y) return kernel_oom(k);
-    if (!numel) return SEAM_STATUS_OK;
-    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
-    cpu_strides(r, x->dims, xs);
-    for (int64_t i = 0; i < numel; i++) {
-        /* per axis: taps (input index, weight) */
-        int64_t tap_i[SEAM_MAX_RANK][4];
-        double tap_w[SEAM_MAX_RANK][4];
-        int32_t ntap[SEAM_MAX_RANK];
-        bool outside = false;
-        for (int32_t d = 0; d < r; d++) {
-            int64_t in = x->dims[d];
-            if (out[d] == in && scales[d] == 1 && cm != CPU_RZ_TF_CROP) {
-                tap_i[d][0] = idx[d], tap_w[d][0] = 1, ntap[d] = 1;
-                continue;
-            }
-            double xi = cpu_resize_to_input(cm, (double)idx[d], scales[d], in, out[d], roi[d], roi[d + r]);
-            if (cm == CPU_RZ_TF_CROP && (xi < 0 || xi > (double)(in - 1))) {
-                outside = true;
-                break;
-            }
-            if (mode == 'n') {
-                double f = floor(xi);
-                int64_t v;
-                if (nearest == 'f') v = (int64_t)f;
-                else if (nearest == 'C') v = (int64_t)ceil(xi);
-                else if (xi - f == 0.5) v = nearest == 'c' ? (int64_t)f + 1 : (int64_t)f;
-                else v = (int64_t)llround(xi);
-                v = v < 0 ? 0 : v >= in ? in - 1 : v;
-                tap_i[d][0] = v, tap_w[d][0] = 1, ntap[d] = 1;
-            } else if (mode == 'l') {
-                double c = xi < 0 ? 0 : xi > (double)(in - 1) ? (double)(in - 1) : xi;
-                int64_t lo = (int64_t)floor(c), hi = lo + 1 < in ? lo + 1 : lo;
-                double t = c - (double)lo;
-                tap_i[d][0] = lo, tap_w[d][0] = 1 - t, tap_i[d][1] = hi, tap_w[d][1] = t, ntap[d] = 2;
-            } else {
-                int64_t f = (int64_t)floor(xi);
-                double t = xi - (double)f, sum = 0;
-                for (int32_t q = 0; q < 4; q++) {
-                    int64_t v = f - 1 + q;
-                    double w = cpu_cubic_weight(t - (q - 1), cubic_a);
-                    if (v < 0 || v >= in) {
-                        if (exclude) w = 0;
-                        v = v < 0 ? 0 : in - 1;
-                    }
-                    tap_i[d][q] = v, tap_w[d][q] = w, sum += w;
-                }
-                if (exclude && sum != 0)
-                    for (int32_t q = 0; q < 4; q++) tap_w[d][q] /= sum;
-                ntap[d] = 4;
-            }
-        }
-        if (outside) {
-            cpu_set(y->data, y->dtype, i, extrap);
-        } else if (mode == 'n') {
-            int64_t off = 0;
-            for (int32_t d = 0; d < r; d++) off += tap_i[d][0] * xs[d];
-            cpu_copy_elem(y->data, i, x->data, off, seam_dtype_size(x->dtype));
-        } else {
-            /* sum over every combination of taps */
-            int32_t c[SEAM_MAX_RANK] = {0};
-            double acc = 0;
-            for (;;) {
-                double w = 1;
-                int64_t off = 0;
-                for (int32_t d = 0; d < r; d++) {
-                    w *= tap_w[d][c[d]];
-                    off += tap_i[d][c[d]] * xs[d];
-                }
-                if (w != 0) acc += w * cpu_get(x->data, x->dtype, off);
-                int32_t d = r - 1;
-                for (; d >= 0; d--) {
-                    if (++c[d] < ntap[d]) break;
-                    c[d] = 0;
-                }
-                if (d < 0) break;
-            }
-            if (cpu_is_int(x->dtype)) acc = nearbyint(acc);
-            cpu_set(y->data, y->dtype, i, acc);
-        }
-        cpu_index_next(idx, out, r);
-    }
-    return SEAM_STATUS_OK;
-}
-
-seam_status cpu_resize_general_check(seam_check *c) {
-    seam_status st = check_fixed_size(c);
-    if (st) return st;
-    if (node_attr_int(c->n, "antialias", 0)) return check_refuse(c, "Resize antialias=1 is not supported");
-    return SEAM_STATUS_OK;
-}
-
 #define FIX(fn) {fn, check_fixed_size}
 
 const seam_cpu_binding seam_cpu_tensor[] = {
@@ -1108,12 +677,12 @@ const seam_cpu_binding seam_cpu_tensor[] = {
     {"", "Concat", 1, FIX(run_concat)},
     {"", "Split", 1, FIX(run_split)},
     {"", "Slice", 1, FIX(run_slice)},
-    {"", "Gather", 1, FIX(run_gather)},
-    {"", "GatherElements", 11, FIX(run_gather_elements)},
-    {"", "GatherND", 11, FIX(run_gather_nd)},
-    {"", "Scatter", 9, FIX(run_scatter_elements)},
-    {"", "ScatterElements", 11, FIX(run_scatter_elements)},
-    {"", "ScatterND", 11, FIX(run_scatter_nd)},
+    {"", "Gather", 1, FIX(cpu_gather_run)},
+    {"", "GatherElements", 11, FIX(cpu_gather_elements_run)},
+    {"", "GatherND", 11, FIX(cpu_gather_nd_run)},
+    {"", "Scatter", 9, FIX(cpu_scatter_elements_run)},
+    {"", "ScatterElements", 11, FIX(cpu_scatter_elements_run)},
+    {"", "ScatterND", 11, FIX(cpu_scatter_nd_run)},
     {"", "Expand", 8, FIX(run_expand)},
     {"", "Tile", 6, FIX(run_tile)},
     {"", "Pad", 2, FIX(run_pad)},

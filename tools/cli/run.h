@@ -1,0 +1,40 @@
+/* seam run's parts in run_io.c: reading the --input files, random data
+ * for the inputs without one, the --report table and the --output-dir
+ * files. run.c's cmd_run puts them together. */
+#ifndef SEAM_CLI_RUN_H
+#define SEAM_CLI_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+#include "core/tensor.h"
+#include "seam.h"
+
+/* Reads an input file, .npy or else an ONNX TensorProto, into t (t->data
+ * malloc'd, the caller's to free). False with a message in err. */
+bool run_read_input(seam_context *ctx, const char *file, seam_tensor *t, char *err, size_t errn);
+
+/* The shape of an input file fixes the model's symbolic dims of that input
+ * when it agrees with the model's rank and fixed dims: backends that
+ * compile for static shapes then take the model. "NAME=AxBxC" in arg, or
+ * false to leave the input as it is (a contradiction is reported when the
+ * input is set). */
+bool run_shape_from_input(const ir_value *v, const seam_tensor *t, char *arg, size_t n);
+
+/* Random data from a fixed seed for t's dtype and dims (t->numel set):
+ * floats in [-1, 1), small non-negative integers (safe as indices and
+ * token ids). t->data is malloc'd, the caller's to free. False: out of
+ * memory. */
+bool run_fill_random(seam_tensor *t, uint64_t seed);
+
+/* One line per device subgraph and per run of CPU nodes between them, in
+ * execution order, from the last run's profile (--report). */
+void run_print_report(seam_session *s, const ir_graph *g);
+
+/* Writes every output to DIR/<name>.<format> (npy or pb), all or nothing:
+ * a failure leaves DIR as it was. Returns the exit code. */
+int run_write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, const char *out_dir, const char *format);
+
+#endif
