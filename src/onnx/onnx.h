@@ -5,6 +5,7 @@
 #ifndef SEAM_ONNX_H
 #define SEAM_ONNX_H
 
+#include "core/tensor.h"
 #include "ir/ir.h"
 
 /* The model as serialized ONNX bytes (weights inline), malloc'd into
@@ -26,10 +27,6 @@ typedef seam_status (*onnx_subgraph_model_fn)(void *arg, const char *node_name, 
 seam_status onnx_subgraph_models(seam_context *ctx, const void *model, size_t size, onnx_subgraph_model_fn fn,
                                  void *arg);
 
-#endif
-
-#include "core/tensor.h"
-
 /* Reads one serialized TensorProto (the format of ONNX's test data,
  * input_0.pb ...). On success t->data is malloc'd and *name_out strdup'd;
  * the caller frees both. Errors name `what` (e.g. the file). */
@@ -37,3 +34,5 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
                                   char **name_out);
 /* Writes t as a TensorProto file named path (through a temporary file). */
 seam_status seam_onnx_tensor_write(seam_context *ctx, const char *path, const char *name, const seam_tensor *t);
+
+#endif
