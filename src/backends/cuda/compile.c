@@ -1079,6 +1079,7 @@ static bool read_nodes(prog *P, const seam_subgraph_view *sg, char *err, size_t 
                 P->v[id].is_const = P->v[id].ready = true;
                 P->v[id].host = c.data;
             }
+            n->in[k] = id;
             P->v[id].readers++;
             P->v[id].reader = i;
         }
