@@ -10,6 +10,8 @@
 #   2. scripts/gpu_bench.py: seam cuda against PyTorch eager (fp32, TF32
 #      off) and the placement check (default placement no slower than
 #      all-CPU and all-GPU), tables in $OUT/gpu_bench.md.
+# After a check_cuda failure it reruns the first failing op model and model
+# with SEAM_CUDA_SYNC=2 and under compute-sanitizer (when installed).
 # It runs everything, then prints a summary and exits 1 if anything failed
 # (2 when there is no GPU: the no-device path is still checked). Output also
 # goes to $OUT/gpu_check.log when $OUT is set. About 3 minutes on an H100.
@@ -67,7 +69,46 @@ LD_LIBRARY_PATH="$SEAM_LD" ldd "$SO" | grep -E "not found|cudnn|cublas" || true
 
 WORK=${TMPDIR:-/tmp}/seam-gpu-work  # not under $OUT: only a few files come back from there
 mkdir -p "$WORK"
-step "check_cuda" "$PY" tests/checks/check_cuda.py "$SEAM" "$SO" "$WORK/check" "$G"/models/*.onnx
+step "check_cuda" bash -c 'set -o pipefail; "$@" 2>&1 | tee "'"$WORK"'/check_cuda.out"' _ \
+  "$PY" tests/checks/check_cuda.py "$SEAM" "$SO" "$WORK/check" "$G"/models/*.onnx
+# the first failing op model and model again, to name the failing launch:
+# SEAM_CUDA_SYNC=2 (each step synchronized and checked, each compile phase
+# traced) and, where installed, compute-sanitizer's memcheck (30 s at most)
+rerun() { # rerun LABEL MODEL FEED...
+  local label=$1 model=$2
+  shift 2
+  echo "=== rerun $label with SEAM_CUDA_SYNC=2: seam run $model $* --target cuda --placement capability --compile-log"
+  SEAM_CUDA_SYNC=2 timeout 60 "$SEAM" run "$model" "$@" --target cuda --placement capability --compile-log 2>&1 | tail -40
+  echo "=== rerun $label: exit ${PIPESTATUS[0]}"
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  if [ -n "$cs" ]; then
+    echo "=== rerun $label under compute-sanitizer --tool memcheck (30 s)"
+    LD_LIBRARY_PATH="$SEAM_LD" SEAM_CUDA_SYNC=1 timeout 30 "$cs" --tool memcheck --print-limit 10 \
+      "$G/bin/seam" run "$model" "$@" --target cuda --placement capability 2>&1 | tail -60
+    echo "=== rerun $label under compute-sanitizer: exit ${PIPESTATUS[0]}"
+  else
+    echo "=== rerun $label: no compute-sanitizer here"
+  fi
+}
+if [ $GPU = 1 ] && [ -f "$WORK/check_cuda.out" ]; then
+  op=$(grep -m1 -oE '^FAIL (op_[A-Za-z0-9_]+|ops [A-Za-z0-9_]+)' "$WORK/check_cuda.out" | sed -E 's/^FAIL (op_|ops )//')
+  if [ -n "$op" ] && [ -f "$WORK/check/op_$op.onnx" ]; then
+    feed=()
+    for f in "$WORK/check/op_$op.onnx".*.npy; do
+      [ -f "$f" ] || continue
+      n=${f#"$WORK/check/op_$op.onnx."}
+      feed+=(--input "${n%.npy}=$f")
+    done
+    rerun "op_$op" "$WORK/check/op_$op.onnx" "${feed[@]}"
+  fi
+  mdl=$(grep -m1 -oE '^FAIL (model_[A-Za-z0-9_]+|models [A-Za-z0-9_]+)' "$WORK/check_cuda.out" | sed -E 's/^FAIL (model_|models )//')
+  if [ -n "$mdl" ] && [ -f "$G/models/$mdl.onnx" ]; then
+    feed=()
+    [ -f "$G/models/$mdl.input.npy" ] && feed=(--input "$("$PY" -c "import onnx,sys; g=onnx.load(sys.argv[1],load_external_data=False).graph; i={x.name for x in g.initializer}; print([x.name for x in g.input if x.name not in i][0])" "$G/models/$mdl.onnx")=$G/models/$mdl.input.npy")
+    rerun "model_$mdl" "$G/models/$mdl.onnx" "${feed[@]}"
+  fi
+fi
 if [ $GPU = 1 ]; then
   step "gpu_bench" "$PY" scripts/gpu_bench.py "$SEAM" "$SO" "$WORK/bench" "$G/models" --md "${OUT:-$WORK}/gpu_bench.md"
 else

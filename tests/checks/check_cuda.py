@@ -9,6 +9,10 @@ Always (with or without a GPU):
   coverage with SEAM_CUDA_PRETEND=1 (supports() answers as with a device)
            every node of the op models below is placed on cuda; each MODEL's
            supported share and unsupported ops are printed.
+Without a usable device:
+  dry      with SEAM_CUDA_PRETEND=1, compile's host half (reading the nodes,
+           lowering them to steps, planning the arena) runs on every op
+           model and MODEL and reports how far it got.
 Without a usable device (no GPU, no driver, SEAM_CUDA_DISABLE=1):
   no_gpu   `seam partition --target cuda --json` puts every node on the CPU
            with the reason "no CUDA device (...)"; `seam run --target cuda`
@@ -253,6 +257,17 @@ def model_feed(m):
         k += 1
     return feed
 
+
+if check.selected("dry") and not gpu:  # compile's host half (lowering, arena plan) without a device
+    env = dict(os.environ, SEAM_CUDA_PRETEND="1")
+    cases = [(name, path, input_files(path, ins, dtypes)) for name, path, ins, dtypes in op_models()]
+    cases += [(os.path.basename(m)[:-5], m, model_feed(m)) for m in args.models]
+    for name, path, feed in cases:
+        r = run("run", path, *feed, "--target", "cuda", "--placement", "capability", env=env)
+        m = re.search(r"dry compile \(SEAM_CUDA_PRETEND=1\): (\d+) nodes lowered to (\d+) steps, arena (\d+) B, weights (\d+) B", r.stderr)
+        check.expect(m is not None, f"dry {name}: lowered and planned without a device", r.stderr.strip()[-400:])
+        if m and os.path.basename(path).startswith(("resnet", "mobilenet", "squeezenet")):
+            check.expect(int(m.group(3)) + int(m.group(4)) < 1 << 30, f"dry {name}: arena + weights under 1 GB: {m.group(0)}")
 
 if gpu_case("models"):
     for m in args.models:

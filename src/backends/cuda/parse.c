@@ -1,0 +1,410 @@
+/* What the CUDA backend runs: a node view parsed into cu_params (kind,
+ * attributes, constant operands), for supports() and for compile. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+size_t cu_dtype_size(seam_dtype t) {
+    switch (t) {
+    case SEAM_DTYPE_FLOAT32: case SEAM_DTYPE_INT32: return 4;
+    case SEAM_DTYPE_INT64: return 8;
+    default: return 0;
+    }
+}
+
+static int64_t attr_i(const seam_node_view *n, const char *name, int64_t def) {
+    int64_t v;
+    return seam_node_attr_int(n, name, &v) ? v : def;
+}
+static float attr_f(const seam_node_view *n, const char *name, float def) {
+    float v;
+    return seam_node_attr_float(n, name, &v) ? v : def;
+}
+/* ints into out (at most max); count, or -1 if absent, -2 if too many */
+static int attr_is(const seam_node_view *n, const char *name, int64_t *out, int max) {
+    const int64_t *v;
+    int32_t c;
+    if (!seam_node_attr_ints(n, name, &v, &c)) return -1;
+    if (c > max) return -2;
+    for (int32_t k = 0; k < c; k++) out[k] = v[k];
+    return c;
+}
+
+static bool present(const seam_node_view *n, int k) {
+    return k < n->n_inputs && n->inputs[k].name && n->inputs[k].name[0];
+}
+
+static int64_t numel(const seam_value_info *v) {
+    int64_t e = 1;
+    for (int32_t d = 0; d < v->rank; d++) e *= v->dims[d];
+    return e;
+}
+
+#define NO(...) (snprintf(why, why_size, __VA_ARGS__), false)
+
+/* A constant int64/int32 vector input (axes of opset 13/18): into out. */
+static bool const_ints(const seam_node_view *n, const seam_subgraph_view *sg, int k, int64_t *out, int *count, char *why,
+                       size_t why_size) {
+    if (!n->input_constant || !n->input_constant[k])
+        return NO("%s's input %d (%s) is computed at run time; cuda needs it constant", n->op_type, k, n->inputs[k].name);
+    if (!sg) { /* supports(): its values are read at compile */
+        *count = 0;
+        return true;
+    }
+    seam_tensor_view c;
+    if (!seam_subgraph_constant(sg, n->inputs[k].name, &c)) return NO("%s's input %s is not a constant", n->op_type, n->inputs[k].name);
+    size_t es = c.dtype == SEAM_DTYPE_INT64 ? 8 : c.dtype == SEAM_DTYPE_INT32 ? 4 : 0;
+    if (!es || c.nbytes / es > SC_MAX_RANK) return NO("%s's input %s: int32/int64 of at most %d values expected", n->op_type, n->inputs[k].name, SC_MAX_RANK);
+    *count = (int)(c.nbytes / es);
+    for (int i = 0; i < *count; i++)
+        out[i] = es == 8 ? ((const int64_t *)c.data)[i] : ((const int32_t *)c.data)[i];
+    return true;
+}
+
+static bool const_float(const seam_node_view *n, const seam_subgraph_view *sg, int k, float *out, char *why, size_t why_size) {
+    if (!n->input_constant || !n->input_constant[k])
+        return NO("%s's input %d (%s) is computed at run time; cuda needs it constant", n->op_type, k, n->inputs[k].name);
+    if (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32) return NO("%s's input %s must be float32", n->op_type, n->inputs[k].name);
+    if (!sg) return true;
+    seam_tensor_view c;
+    if (!seam_subgraph_constant(sg, n->inputs[k].name, &c) || c.nbytes != 4)
+        return NO("%s's input %s must be a constant of one float", n->op_type, n->inputs[k].name);
+    memcpy(out, c.data, 4);
+    return true;
+}
+
+typedef struct unary_name {
+    const char *op;
+    sc_unary_op uop;
+} unary_name;
+static const unary_name unaries[] = {
+    {"Relu", SC_RELU}, {"Sigmoid", SC_SIGMOID}, {"Tanh", SC_TANH}, {"LeakyRelu", SC_LEAKY_RELU}, {"Clip", SC_CLIP},
+    {"Erf", SC_ERF}, {"Gelu", SC_GELU}, {"Exp", SC_EXP}, {"Log", SC_LOG}, {"Sqrt", SC_SQRT}, {"Abs", SC_ABS},
+    {"Neg", SC_NEG}, {"Reciprocal", SC_RECIPROCAL}, {"Elu", SC_ELU}, {"HardSigmoid", SC_HARD_SIGMOID},
+    {"HardSwish", SC_HARD_SWISH}, {"Softplus", SC_SOFTPLUS}, {"Floor", SC_FLOOR}, {"Ceil", SC_CEIL}, {"Sin", SC_SIN},
+    {"Cos", SC_COS},
+};
+static const struct {
+    const char *op;
+    sc_binary_op bop;
+} binaries[] = {{"Add", SC_ADD}, {"Sub", SC_SUB}, {"Mul", SC_MUL}, {"Div", SC_DIV}, {"Pow", SC_POW},
+                {"Max", SC_MAX}, {"Min", SC_MIN}, {"PRelu", SC_PRELU}};
+
+/* Spatial pads of a Conv or pool from auto_pad or pads: begin p0, end p1. */
+static bool spatial_pads(const seam_node_view *n, int nsp, const int64_t *k, const int64_t *s, const int64_t *d,
+                         int64_t *p0, int64_t *p1, char *why, size_t why_size) {
+    const char *ap = "NOTSET";
+    seam_node_attr_string(n, "auto_pad", &ap);
+    int64_t pads[6] = {0};
+    int np = attr_is(n, "pads", pads, 6);
+    if (np == -2 || (np >= 0 && np != 2 * nsp)) return NO("%s: pads must have %d values", n->op_type, 2 * nsp);
+    for (int i = 0; i < nsp; i++) {
+        int64_t in = n->inputs[0].dims[2 + i], out = n->outputs[0].dims[2 + i];
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
+            if (total < 0) total = 0;
+            p0[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            p1[i] = total - p0[i];
+        } else if (!strcmp(ap, "VALID")) {
+            p0[i] = p1[i] = 0;
+        } else if (!strcmp(ap, "NOTSET")) {
+            p0[i] = np > 0 ? pads[i] : 0;
+            p1[i] = np > 0 ? pads[nsp + i] : 0;
+        } else {
+            return NO("%s: auto_pad '%s' unknown", n->op_type, ap);
+        }
+        if (p0[i] < 0 || p1[i] < 0) return NO("%s: negative pads", n->op_type);
+    }
+    return true;
+}
+
+static bool parse_gather(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0];
+    if (n->n_inputs != 2 || x->dtype != SEAM_DTYPE_FLOAT32) return NO("Gather: cuda gathers float32 data");
+    if (n->inputs[1].dtype != SEAM_DTYPE_INT64 && n->inputs[1].dtype != SEAM_DTYPE_INT32)
+        return NO("Gather: indices must be int32 or int64");
+    p->kind = K_GATHER;
+    p->axis = attr_i(n, "axis", 0);
+    if (p->axis < 0) p->axis += x->rank;
+    if (p->axis < 0 || p->axis >= x->rank) return NO("Gather: axis out of range");
+    return true;
+}
+
+static bool parse_conv(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0];
+    if (n->n_inputs < 2 || x->rank < 3 || x->rank > 5) return NO("Conv: cuda takes 1-D, 2-D and 3-D convolutions");
+    if (!n->input_constant || !n->input_constant[1]) return NO("Conv: the weights are computed at run time (cuda lays them out at compile)");
+    if (present(n, 2) && !n->input_constant[2]) return NO("Conv: the bias is computed at run time");
+    if (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32 || n->inputs[1].rank != x->rank) return NO("Conv: float32 weights of the input's rank");
+    p->kind = K_CONV;
+    p->nsp = x->rank - 2;
+    p->group = attr_i(n, "group", 1);
+    int64_t k[3];
+    for (int i = 0; i < p->nsp; i++) k[i] = n->inputs[1].dims[2 + i], p->strides[i] = 1, p->dil[i] = 1;
+    int c = attr_is(n, "strides", p->strides, 3);
+    if (c >= 0 && c != p->nsp) return NO("Conv: strides must have %d values", p->nsp);
+    c = attr_is(n, "dilations", p->dil, 3);
+    if (c >= 0 && c != p->nsp) return NO("Conv: dilations must have %d values", p->nsp);
+    int64_t p1[3];
+    if (!spatial_pads(n, p->nsp, k, p->strides, p->dil, p->pads, p1, why, why_size)) return false;
+    for (int i = 0; i < p->nsp; i++)
+        if (p->pads[i] != p1[i])
+            return NO("Conv: asymmetric padding (%lld before, %lld after): cuDNN pads both sides alike",
+                      (long long)p->pads[i], (long long)p1[i]);
+    if (p->group < 1 || x->dims[1] % p->group) return NO("Conv: group %lld does not divide the channels", (long long)p->group);
+    return true;
+}
+
+static bool parse_gemm(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    if (n->n_inputs < 2 || x->rank != 2 || n->inputs[1].rank != 2 || n->inputs[1].dtype != SEAM_DTYPE_FLOAT32)
+        return NO("Gemm: cuda takes float32 matrices");
+    p->kind = K_GEMM;
+    p->trans_a = attr_i(n, "transA", 0);
+    p->trans_b = attr_i(n, "transB", 0);
+    p->alpha = attr_f(n, "alpha", 1.0f);
+    p->beta = attr_f(n, "beta", 1.0f);
+    if (present(n, 2)) {
+        const seam_value_info *c = &n->inputs[2];
+        int64_t cols = y->dims[1];
+        if (!n->input_constant[2]) return NO("Gemm: C is computed at run time (cuda takes a constant bias)");
+        if (c->dtype != SEAM_DTYPE_FLOAT32) return NO("Gemm: C must be float32");
+        int64_t e = numel(c);
+        bool row = e == 1 || (e == cols && (c->rank == 1 || (c->rank == 2 && c->dims[0] == 1)));
+        if (!row) return NO("Gemm: C of this shape (cuda takes a bias of one value or one row)");
+    }
+    return true;
+}
+
+static bool parse_matmul(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    const seam_value_info *b = &n->inputs[1];
+    if (n->n_inputs != 2 || b->dtype != SEAM_DTYPE_FLOAT32) return NO("MatMul: cuda takes float32");
+    if (x->rank < 1 || b->rank < 1) return NO("MatMul of scalars");
+    p->kind = K_MATMUL;
+    if (b->rank <= 2) return true; /* A's batch folds into its rows */
+    int64_t ba = 1, bb = 1, by = 1;
+    for (int32_t d = 0; d < x->rank - 2; d++) ba *= x->dims[d];
+    for (int32_t d = 0; d < b->rank - 2; d++) bb *= b->dims[d];
+    for (int32_t d = 0; d < y->rank - 2; d++) by *= y->dims[d];
+    if (x->rank < 2 || ba != bb || bb != by)
+        return NO("MatMul: broadcast batch dims (cuda takes equal batches, or a 2-D right operand)");
+    return true;
+}
+
+static bool parse_bn(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0];
+    if (n->n_inputs != 5 || x->rank < 2) return NO("BatchNormalization: five inputs and rank >= 2");
+    for (int k = 1; k < 5; k++)
+        if (!n->input_constant || !n->input_constant[k] || n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 ||
+            numel(&n->inputs[k]) != x->dims[1])
+            return NO("BatchNormalization: cuda takes constant float32 statistics of one value a channel");
+    if (attr_i(n, "training_mode", 0)) return NO("BatchNormalization in training mode");
+    p->kind = K_BN;
+    p->eps = attr_f(n, "epsilon", 1e-5f);
+    return true;
+}
+
+static bool parse_pool(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const char *op = n->op_type;
+    const seam_value_info *x = &n->inputs[0];
+    if (x->rank != 3 && x->rank != 4) return NO("%s: cuda pools 1-D and 2-D", op);
+    p->kind = K_POOL;
+    p->pool_max = op[0] == 'M';
+    p->nsp = x->rank - 2;
+    int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, p0[3], p1[3];
+    if (attr_is(n, "kernel_shape", k, 3) != p->nsp) return NO("%s: kernel_shape must have %d values", op, p->nsp);
+    int c = attr_is(n, "strides", s, 3);
+    if (c >= 0 && c != p->nsp) return NO("%s: strides must have %d values", op, p->nsp);
+    c = attr_is(n, "dilations", d, 3);
+    if (c >= 0 && c != p->nsp) return NO("%s: dilations must have %d values", op, p->nsp);
+    if (!spatial_pads(n, p->nsp, k, s, d, p0, p1, why, why_size)) return false;
+    p->include_pad = (int32_t)attr_i(n, "count_include_pad", 0);
+    int off = p->nsp == 1 ? 1 : 0; /* a 1-D pool is a 2-D one of height 1 */
+    for (int i = 0; i < 2; i++) p->k[i] = 1, p->s[i] = 1, p->d[i] = 1, p->p0[i] = p->p1[i] = 0;
+    for (int i = 0; i < p->nsp; i++) {
+        p->k[i + off] = k[i], p->s[i + off] = s[i], p->d[i + off] = d[i], p->p0[i + off] = p0[i], p->p1[i + off] = p1[i];
+        if (!p->pool_max && d[i] != 1) return NO("AveragePool with dilations");
+        if (k[i] < 1 || s[i] < 1 || d[i] < 1) return NO("%s: kernel, strides and dilations must be >= 1", op);
+    }
+    return true;
+}
+
+static bool parse_gpool(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const char *op = n->op_type;
+    const seam_value_info *x = &n->inputs[0];
+    if (x->rank < 3) return NO("%s of rank %d", op, x->rank);
+    p->kind = K_GPOOL;
+    p->rop = op[6] == 'A' ? SC_REDUCE_MEAN : SC_REDUCE_MAX;
+    return true;
+}
+
+static bool parse_softmax(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const char *op = n->op_type;
+    const seam_value_info *x = &n->inputs[0];
+    p->kind = K_SOFTMAX;
+    p->log = op[0] == 'L';
+    bool old = n->opset >= 0 && n->opset < 13;
+    p->axis = attr_i(n, "axis", old ? 1 : -1);
+    if (p->axis < 0) p->axis += x->rank;
+    if (p->axis < 0 || p->axis >= (x->rank ? x->rank : 1)) return NO("%s: axis out of range", op);
+    if (!old)
+        for (int32_t d = (int32_t)p->axis + 1; d < x->rank; d++)
+            if (x->dims[d] != 1) return NO("%s over axis %lld, not the last one", op, (long long)p->axis);
+    return true;
+}
+
+static bool parse_ln(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0];
+    p->kind = K_LN;
+    p->axis = attr_i(n, "axis", -1);
+    if (p->axis < 0) p->axis += x->rank;
+    if (p->axis < 0 || p->axis >= x->rank) return NO("LayerNormalization: axis out of range");
+    p->eps = attr_f(n, "epsilon", 1e-5f);
+    int64_t cols = 1;
+    for (int32_t d = (int32_t)p->axis; d < x->rank; d++) cols *= x->dims[d];
+    for (int k = 1; k < 3; k++)
+        if (present(n, k) && (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 || numel(&n->inputs[k]) != cols))
+            return NO("LayerNormalization: scale and bias of the normalized shape (no broadcasting)");
+    if (!present(n, 1)) return NO("LayerNormalization without its scale");
+    return true;
+}
+
+static bool parse_reduce(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const char *op = n->op_type;
+    const seam_value_info *x = &n->inputs[0];
+    p->kind = K_REDUCE;
+    p->rop = !strcmp(op, "ReduceMean") ? SC_REDUCE_MEAN : !strcmp(op, "ReduceSum") ? SC_REDUCE_SUM
+             : !strcmp(op, "ReduceMax") ? SC_REDUCE_MAX : SC_REDUCE_MIN;
+    int64_t axes[SC_MAX_RANK];
+    int c = attr_is(n, "axes", axes, SC_MAX_RANK);
+    if (c == -2) return NO("%s: too many axes", op);
+    if (present(n, 1) && !const_ints(n, sg, 1, axes, &c, why, why_size)) return false;
+    if (c <= 0 && !(present(n, 1) && !sg)) {
+        if (attr_i(n, "noop_with_empty_axes", 0)) return NO("%s with noop_with_empty_axes and no axes", op);
+        for (int32_t d = 0; d < x->rank; d++) p->axes_mask |= 1u << d;
+    }
+    for (int i = 0; i < c; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+        if (a < 0 || a >= x->rank) return NO("%s: axis %lld out of range", op, (long long)axes[i]);
+        p->axes_mask |= 1u << a;
+    }
+    return true;
+}
+
+static bool parse_transpose(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0];
+    p->kind = K_TRANSPOSE;
+    int c = attr_is(n, "perm", p->perm, SC_MAX_RANK);
+    if (c < 0)
+        for (int32_t d = 0; d < x->rank; d++) p->perm[d] = x->rank - 1 - d;
+    else if (c != x->rank) return NO("Transpose: perm has %d values for rank %d", c, x->rank);
+    uint32_t seen = 0;
+    for (int32_t d = 0; d < x->rank; d++) {
+        if (p->perm[d] < 0 || p->perm[d] >= x->rank || (seen >> p->perm[d] & 1)) return NO("Transpose: bad perm");
+        seen |= 1u << p->perm[d];
+    }
+    return true;
+}
+
+static bool parse_concat(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *y = &n->outputs[0];
+    p->kind = K_CONCAT;
+    p->axis = attr_i(n, "axis", 0);
+    if (p->axis < 0) p->axis += y->rank;
+    if (p->axis < 0 || p->axis >= y->rank) return NO("Concat: axis out of range");
+    for (int32_t k = 0; k < n->n_inputs; k++)
+        if (!present(n, k) || n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 || n->inputs[k].rank != y->rank)
+            return NO("Concat: cuda concatenates float32 tensors of one rank");
+    return true;
+}
+
+bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    memset(p, 0, sizeof(*p));
+    p->clip_min_input = p->clip_max_input = -1;
+    const char *op = n->op_type;
+    if (n->domain && n->domain[0]) return NO("cuda runs ai.onnx ops only, not %s:%s", n->domain, op);
+    if (n->n_outputs < 1 || !n->outputs[0].name) return NO("%s without an output", op);
+    for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
+        if (!v->name || !v->name[0]) continue;
+        if (v->rank < 0) return NO("%s: the rank of '%s' is not known (cuda compiles static shapes)", op, v->name);
+        if (v->rank > SC_MAX_RANK) return NO("%s: '%s' has rank %d; cuda takes at most %d", op, v->name, v->rank, SC_MAX_RANK);
+        for (int32_t d = 0; d < v->rank; d++)
+            if (v->dims[d] < 0) return NO("%s: '%s' has a dynamic shape (cuda compiles static shapes)", op, v->name);
+    }
+    for (int32_t k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k].name && n->outputs[k].name[0]) return NO("%s: cuda computes only the first output", op);
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    bool view = !strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
+                !strcmp(op, "Identity") || !strcmp(op, "Dropout");
+    if (view) {
+        if (n->n_inputs < 1 || !cu_dtype_size(x->dtype) || x->dtype != y->dtype)
+            return NO("%s of %s: cuda views float32, int32 and int64 tensors", op, n->n_inputs ? "this type" : "nothing");
+        if (!strcmp(op, "Dropout") && present(n, 2) && !(n->input_constant && n->input_constant[2]))
+            return NO("Dropout with a training_mode computed at run time");
+        p->kind = K_VIEW;
+        return true;
+    }
+    if (!strcmp(op, "Gather")) return parse_gather(n, sg, p, why, why_size);
+    if (n->n_inputs < 1 || x->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only", op);
+    if (y->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only (output)", op);
+    for (size_t u = 0; u < sizeof(unaries) / sizeof(unaries[0]); u++) {
+        if (strcmp(op, unaries[u].op)) continue;
+        p->kind = K_UNARY;
+        p->uop = unaries[u].uop;
+        switch (p->uop) {
+        case SC_LEAKY_RELU: p->a = attr_f(n, "alpha", 0.01f); break;
+        case SC_ELU: p->a = attr_f(n, "alpha", 1.0f); break;
+        case SC_HARD_SIGMOID:
+            p->a = attr_f(n, "alpha", 0.2f);
+            p->b = attr_f(n, "beta", 0.5f);
+            break;
+        case SC_GELU: {
+            const char *ap = "none";
+            seam_node_attr_string(n, "approximate", &ap);
+            if (!strcmp(ap, "tanh")) p->uop = SC_GELU_TANH;
+            else if (strcmp(ap, "none")) return NO("Gelu approximate='%s' unknown", ap);
+            break;
+        }
+        case SC_CLIP:
+            p->a = -INFINITY, p->b = INFINITY;
+            if (n->opset >= 0 && n->opset < 11) {
+                p->a = attr_f(n, "min", -INFINITY);
+                p->b = attr_f(n, "max", INFINITY);
+            }
+            if (present(n, 1) && !const_float(n, sg, 1, &p->a, why, why_size)) return false;
+            if (present(n, 2) && !const_float(n, sg, 2, &p->b, why, why_size)) return false;
+            break;
+        default: break;
+        }
+        return true;
+    }
+    for (size_t u = 0; u < sizeof(binaries) / sizeof(binaries[0]); u++) {
+        if (strcmp(op, binaries[u].op)) continue;
+        if (n->n_inputs != 2) return NO("%s of %d inputs: cuda takes two", op, n->n_inputs);
+        if (n->inputs[1].dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only", op);
+        if (x->rank > y->rank || n->inputs[1].rank > y->rank) return NO("%s: an input of higher rank than the output", op);
+        p->kind = K_BINARY;
+        p->bop = binaries[u].bop;
+        return true;
+    }
+    if (!strcmp(op, "Conv")) return parse_conv(n, sg, p, why, why_size);
+    if (!strcmp(op, "Gemm")) return parse_gemm(n, sg, p, why, why_size);
+    if (!strcmp(op, "MatMul")) return parse_matmul(n, sg, p, why, why_size);
+    if (!strcmp(op, "BatchNormalization")) return parse_bn(n, sg, p, why, why_size);
+    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) return parse_pool(n, sg, p, why, why_size);
+    if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool")) return parse_gpool(n, sg, p, why, why_size);
+    if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) return parse_softmax(n, sg, p, why, why_size);
+    if (!strcmp(op, "LayerNormalization")) return parse_ln(n, sg, p, why, why_size);
+    if (!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceSum") || !strcmp(op, "ReduceMax") || !strcmp(op, "ReduceMin"))
+        return parse_reduce(n, sg, p, why, why_size);
+    if (!strcmp(op, "Transpose")) return parse_transpose(n, sg, p, why, why_size);
+    if (!strcmp(op, "Concat")) return parse_concat(n, sg, p, why, why_size);
+    return NO("cuda has no %s", op);
+}
+
