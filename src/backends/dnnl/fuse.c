@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dnnl_internal.h"
+#include "fuse.h"
 #include "ops/attr.h"
 
 static int cmp_reader(const void *a, const void *b) {
@@ -801,4 +801,40 @@ int32_t dx_se_scale_for_conv(builder *b, int32_t sin, const char *input) {
     int32_t v = dx_view_slot(p, ss, &vec, NULL);
     if (v < 0) return dx_fail(b, "out of memory"), -1;
     return v;
+}
+
+/* Layer normalization over the last axis, with optional scale and shift
+ * (constant vectors): the LayerNormalization op, or the decomposed form
+ * exporters write (see compile_layernorm_pattern). */
+bool dx_layernorm_step(builder *b, int32_t sin, const char *scale, const char *shift, float eps,
+                       const seam_value_info *out) {
+    program *p = b->p;
+    int32_t sc = scale ? dx_named_slot(b, scale) : -1, sh = shift ? dx_named_slot(b, shift) : -1;
+    if ((scale && sc < 0) || (shift && sh < 0)) return dx_fail(b, "scale and bias must be float32 constants"), false;
+    int64_t c = p->slots[sin].dims[p->slots[sin].rank - 1];
+    for (int32_t k = 0; k < 2; k++) {
+        int32_t t = k ? sh : sc;
+        if (t >= 0 && dx_slot_numel(&p->slots[t]) != c)
+            return dx_fail(b, "scale and bias must have one value per normalized element"), false;
+        if (t >= 0) { /* as a [C] vector, whatever rank the file gives */
+            slot v = p->slots[t];
+            v.rank = 1, v.dims[0] = c, v.has_md = false;
+            if (k) sh = dx_view_slot(p, sh, &v, NULL);
+            else sc = dx_view_slot(p, sc, &v, NULL);
+            if ((k ? sh : sc) < 0) return dx_fail(b, "out of memory"), false;
+        }
+    }
+    dnnl_memory_desc_t src;
+    dx_md_of(&p->slots[sin], &src);
+    unsigned flags = (sc >= 0 ? dnnl_use_scale : 0) | (sh >= 0 ? dnnl_use_shift : 0);
+    dnnl_layer_normalization_desc_t ld;
+    if (dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &src, NULL, eps, flags) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this layer normalization"), false;
+    int32_t sd = dx_output_slot(b, out);
+    if (sd < 0) return dx_fail(b, "out of memory"), false;
+    int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[4] = {sin, sd};
+    int32_t na = 2;
+    if (sc >= 0) kinds[na] = DNNL_ARG_SCALE, slots[na++] = sc;
+    if (sh >= 0) kinds[na] = DNNL_ARG_SHIFT, slots[na++] = sh;
+    return dx_add_step(b, &ld, NULL, na, kinds, slots);
 }

@@ -1,15 +1,16 @@
 /*
  * dnnl: slots, views and layouts. Every value the program touches is a
- * slot (see dnnl_internal.h); this file makes them, views them in other
+ * slot (see program.h); this file makes them, views them in other
  * shapes and strides, moves them between layouts with reorders, and turns
  * primitive descriptors into the program's steps.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
-#include "dnnl_internal.h"
+#include "builder.h"
 
 dnnl_format_tag_t dx_plain_tag(int32_t rank) {
     static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
@@ -459,4 +460,21 @@ bool dx_is_channels_last(const slot *s) {
     dnnl_memory_desc_t md;
     return dnnl_memory_desc_init_by_strides(&md, s->rank, dims, dnnl_f32, strides) == dnnl_success &&
            dnnl_memory_desc_equal(&md, &s->md);
+}
+
+bool dx_inner_md(const slot *s, const bool *inner, dnnl_memory_desc_t *md) {
+    int32_t order[MAXR], n = 0, r = s->rank;
+    for (int32_t d = 0; d < r; d++)
+        if (!inner[d]) order[n++] = d;
+    for (int32_t d = 0; d < r; d++)
+        if (inner[d]) order[n++] = d;
+    return dx_dense_md_in_order(s, order, md);
+}
+
+bool dx_refuse(char *why, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+    return false;
 }

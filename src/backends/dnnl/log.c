@@ -19,7 +19,7 @@
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#include "dnnl_internal.h"
+#include "program.h"
 
 void dx_log(program *p, const char *fmt, ...) {
     if (p->log_oom) return;
