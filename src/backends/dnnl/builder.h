@@ -1,8 +1,9 @@
 /*
  * dnnl, layer 2 (see program.h for the order): slots, views, layouts,
- * reorders and steps (layout.c), the builder's error messages, and the
- * row an op family's table holds for each op (dx_op), with what the
- * compile driver readies for a row's compile function (dx_io).
+ * reorders and steps (layout.c), who reads each value, the builder's
+ * error messages, and the row an op family's table holds for each op
+ * (dx_op), with what the compile driver readies for a row's compile
+ * function (dx_io).
  */
 #ifndef SEAM_DNNL_BUILDER_H
 #define SEAM_DNNL_BUILDER_H
@@ -75,6 +76,17 @@ bool dx_dense_md_in_order(const slot *s, const int32_t *order, dnnl_memory_desc_
  * order), the others outside them in theirs: where oneDNN's softmax and
  * reduction have fast kernels for an axis that is not the last. */
 bool dx_inner_md(const slot *s, const bool *inner, dnnl_memory_desc_t *md);
+/* Who reads each value (the readers index, see readers_index): */
+bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix);
+/* The entries for value name (node -1 first, then ascending, a node once
+ * per input that reads it). */
+const reader *dx_readers_range(const readers_index *ix, const char *name, int32_t *count);
+/* The nodes that read value `name` (each once, at most max, ascending),
+ * or -1 when it leaves the subgraph or has more readers. */
+int32_t dx_readers(const builder *b, const char *name, int32_t *out, int32_t max);
+/* Index of the node (in the subgraph) that alone reads value name, or -1;
+ * also -1 when the value leaves the subgraph. */
+int32_t dx_sole_reader(const builder *b, const char *name);
 /* Writes the reason into why; returns false (for `return dx_refuse(...)`). */
 bool dx_refuse(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

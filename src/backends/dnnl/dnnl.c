@@ -45,10 +45,11 @@
 #include <time.h>
 
 #include "concat.h"
-#include "conv_matmul.h"
+#include "conv.h"
 #include "core/arena.h"
 #include "eltwise.h"
 #include "mask.h"
+#include "matmul.h"
 #include "ops/attr.h"
 #include "pool_norm.h"
 #include "reduce.h"
@@ -81,8 +82,8 @@ static bool static_shape(const seam_value_info *v) {
 
 /* Every op the backend knows: the families' rows (name, stage, support
  * check beyond supports()'s generic ones, compile function). */
-static const dx_op *const dx_families[] = {dx_tensor_rows, dx_conv_matmul_rows, dx_pool_norm_rows, dx_reduce_rows,
-                                           dx_eltwise_rows, dx_concat_rows,    dx_rnn_rows,       dx_mask_rows};
+static const dx_op *const dx_families[] = {dx_tensor_rows,    dx_conv_rows,   dx_matmul_rows, dx_pool_norm_rows, dx_reduce_rows,
+                                           dx_eltwise_rows,   dx_concat_rows, dx_rnn_rows,    dx_mask_rows};
 
 /* The row of node n's op, or NULL if the backend does not know it. */
 static const dx_op *dx_op_of(const seam_node_view *n) {

@@ -1,5 +1,5 @@
 /*
- * dnnl, layer 5 (see program.h for the order): host steps (host.c),
+ * dnnl, layer 6 (see program.h for the order): host steps (host.c),
  * seam's own kernels between oneDNN's primitives where oneDNN has nothing
  * as fast. The compile driver tries concat_norm at a Concat; the pools
  * (pool_norm.c) try global_pool.
@@ -7,7 +7,7 @@
 #ifndef SEAM_DNNL_HOST_H
 #define SEAM_DNNL_HOST_H
 
-#include "fuse.h"
+#include "builder.h"
 
 /* A channels-last Concat (b->n, input 0 in slot sin) read only by a batch
  * norm (and its Relu), with fusion on: one host step writes the batch

@@ -6,6 +6,7 @@
 #define SEAM_DNNL_POOL_NORM_H
 
 #include "host.h"
+#include "pattern.h"
 
 /* The family's rows (see dx_op), ended by a row whose op is NULL. */
 extern const dx_op dx_pool_norm_rows[];

@@ -9,12 +9,16 @@
  * so "X includes Y" has no cycle:
  *
  *   program.h      (context.c, log.c) this header
- *   builder.h      (layout.c) slots, views, layouts, reorders, steps; the
- *                  rows an op family's table holds (dx_op)
+ *   builder.h      (layout.c) slots, views, layouts, reorders, steps; who
+ *                  reads each value; the rows an op family's table holds
+ *                  (dx_op) and what the driver readies for them (dx_io)
  *   map.h          (map.c) ONNX ops to oneDNN: eltwise and binary
  *                  algorithms, reduction axes, windows, the op lists
- *   fuse.h         (fuse.c) who reads each value, post-op chains, and the
- *                  patterns exporters write (layer norm, GELU, scales)
+ *   pattern.h      (pattern.c) the patterns exporters write that become
+ *                  one primitive: layer norm, GELU, deferred scales,
+ *                  squeeze-excite scales
+ *   fuse.h         (fuse.c) post-op chains, where their result goes, the
+ *                  step of a primitive with weights
  *   host.h         (host.c) host steps: seam's kernels between oneDNN's
  *                  primitives (a Concat with its batch norm, a global pool)
  *   the op families, each with its table rows and its own header:
@@ -24,7 +28,8 @@
  *     pool_norm.h    (pool_norm.c) pools, batch and layer norms, LRN,
  *                    Softmax, Resize
  *     concat.h       (concat.c) Concat: in place, by reorders, or oneDNN's
- *     conv_matmul.h  (conv_matmul.c) Conv, ConvTranspose, MatMul, Gemm
+ *     conv.h         (conv.c) Conv, ConvTranspose
+ *     matmul.h       (matmul.c) MatMul, Gemm
  *     rnn.h          (rnn.c) LSTM, GRU
  *     mask.h         (mask.c) comparisons, Where, Expand, Tile, Cast; how
  *                    values other than float32 are held
@@ -124,7 +129,7 @@ typedef struct program {
     bool log_oom;         /* the log stopped growing (no memory) */
 } program;
 
-/* Target option conv=auto|direct|winograd (see conv_matmul.c): which of
+/* Target option conv=auto|direct|winograd (see conv.c): which of
  * oneDNN's convolution algorithms a Conv runs on. */
 typedef enum { DX_CONV_AUTO, DX_CONV_DIRECT, DX_CONV_WINOGRAD } dx_conv_alg;
 

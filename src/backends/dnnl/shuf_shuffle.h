@@ -9,7 +9,7 @@
 #ifndef SEAM_DNNL_SHUF_SHUFFLE_H
 #define SEAM_DNNL_SHUF_SHUFFLE_H
 
-#include "fuse.h"
+#include "builder.h"
 
 /* Tried at a Concat or a Reshape (b->n, input 0 in slot sin): when it
  * starts a channel shuffle, compiles the whole pattern (marking the nodes

@@ -5,7 +5,7 @@
 #ifndef SEAM_DNNL_TENSOR_H
 #define SEAM_DNNL_TENSOR_H
 
-#include "fuse.h"
+#include "map.h"
 
 /* The family's rows (see dx_op), ended by a row whose op is NULL. */
 extern const dx_op dx_tensor_rows[];
