@@ -397,8 +397,6 @@ void dx_take_chain(const chain *c, bool *fused) {
     }
 }
 
-
-
 bool dx_weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, int32_t *slots,
                       int32_t src, int32_t w, int32_t dst, int32_t sb, int32_t final_slot) {
     slots[0] = src, slots[1] = w, slots[2] = dst;

@@ -94,7 +94,6 @@ typedef struct matmul {
     dnnl_memory_desc_t dst;
 } matmul;
 
-
 /* A and B readied (B plain unless a strided view of the product's rank;
  * A copied dense when it runs flat), and whether the product runs flat:
  * rows times 2-D constant weights (a Linear layer on [B, S, K]) as one 2-D

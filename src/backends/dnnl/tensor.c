@@ -252,7 +252,6 @@ typedef struct pad_spec {
     float value;
 } pad_spec;
 
-
 /* The pads and value of Pad node n (attributes before opset 11, constant
  * inputs from it); false with the reason. */
 static bool pad_of(builder *b, const seam_node_view *n, pad_spec *ps, const char **why) {
