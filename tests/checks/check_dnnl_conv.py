@@ -3,7 +3,7 @@
 usage: /usr/bin/python3 check_dnnl_conv.py SEAM WORKDIR [-k PATTERN]
 
 Small Conv models built with onnx.helper, on shapes that take every branch
-of the choice in src/backends/dnnl/conv_matmul.c: 3x3 stride-1 convolutions
+of the choice in src/backends/dnnl/conv.c: 3x3 stride-1 convolutions
 with at least 64 channels each side (conv=auto takes Winograd), with fewer
 (auto takes direct), odd heights and widths, no pads, asymmetric pads, a
 batch of 2, channels that are not a multiple of 16, and the shapes

@@ -5,7 +5,7 @@ batch_first ([B, S, E] -> [S, B, E]).
 
 usage: /usr/bin/python3 check_dnnl_conv2.py SEAM WORKDIR [MODELS_DIR] [-k PATTERN]
 
-conv_matmul.c copies such rows dense (one reorder) and runs the product
+matmul.c copies such rows dense (one reorder) and runs the product
 flat, [rows, K] x [K, N], on oneDNN's kernel for 2-D products with the
 weights packed once, instead of a batched product reading a strided view
 (oneDNN's gemm-based kernel, weights unpacked: 1.6x slower on the

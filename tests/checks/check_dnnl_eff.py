@@ -3,7 +3,7 @@ depthwise convolution with SiLU or HardSwish, a squeeze-excite (global
 average pool, two 1x1 convolutions, Sigmoid or HardSigmoid, the Mul of the
 features by that scale) and the 1x1 projection
 (src/backends/dnnl/fuse.c: the squeeze-excite scale folded into the
-projection's weights; conv_matmul.c: scaled_weights).
+projection's weights; conv.c: scaled_weights).
 
 usage: /usr/bin/python3 check_dnnl_eff.py SEAM WORKDIR [-k PATTERN]
 

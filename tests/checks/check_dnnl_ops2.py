@@ -1,4 +1,5 @@
-"""Two dnnl fusions (src/backends/dnnl/ops.c): a BatchNormalization whose
+"""Two dnnl fusions (src/backends/dnnl/pool_norm.c, reduce.c): a
+BatchNormalization whose
 only reader is a Relu runs as one batch_normalization primitive with
 oneDNN's fuse_norm_relu, and a ReduceMean / ReduceMax over exactly the
 spatial axes of a rank-4 or rank-5 value runs as a global pooling that

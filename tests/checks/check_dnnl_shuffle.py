@@ -16,7 +16,7 @@ groups, parts of the output whose size is not a multiple of the groups, a
 shuffled value read by a Slice and by another op. One model has a symbolic
 batch and runs at batch 3. And convnext's block, whose permutes to and from
 channels-last around its Linear layers must be views of the convolutions'
-layout (src/backends/dnnl/dnnl_internal.h, the layout.c section), not copies.
+layout (src/backends/dnnl/builder.h, layout.c), not copies.
 
 Each runs on the CPU kernels and on dnnl with fusion on and off; every
 output must match torch (float64, from the ONNX nodes alone) within 1e-5

@@ -18,13 +18,13 @@
  *     reorder for it.
  *
  * When some source has no jit reorder into place, the concat primitive
- * stays (ops.c): nothing is written in place then, since it writes all of
+ * stays (below): nothing is written in place then, since it writes all of
  * its output.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "dnnl_internal.h"
+#include "concat.h"
 
 /* The most blocks of the output outside the concat axis (a batch) for
  * which reorders into place replace oneDNN's concat primitive. */
@@ -208,3 +208,78 @@ int32_t dx_compile_concat_places(builder *b, int32_t sin) {
     b->n = seam_subgraph_node(b->sg, b->index, b->storage); /* (other nodes were looked at) */
     return r;
 }
+
+int32_t dx_blocked_concat(builder *b, int32_t sin) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    dnnl_memory_desc_t src;
+    dx_md_of(&p->slots[sin], &src);
+    int64_t axis = 0;
+    seam_node_attr_int(n, "axis", &axis);
+    if (axis < 0) axis += n->inputs[0].rank;
+    int32_t cnt = n->n_inputs, kinds[MAX_ARGS], slots[MAX_ARGS];
+    dnnl_memory_desc_t mds[MAX_ARGS], any_dst;
+    bool ok = true;
+    for (int32_t k = 0; ok && k < cnt; k++) {
+        int32_t s2 = dx_input_slot(b, &n->inputs[k]);
+        if (s2 >= 0 && p->slots[s2].lazy) s2 = dx_as_plain(b, s2);
+        ok = s2 >= 0;
+        if (ok) dx_md_of(&p->slots[s2], &mds[k]), kinds[k] = DNNL_ARG_MULTIPLE_SRC + k, slots[k] = s2;
+    }
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    dnnl_primitive_desc_t pd;
+    if (ok && dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_concat_primitive_desc_create(&pd, &any_dst, cnt, (int)axis, mds, dx_ctx.user_scratch, dx_ctx.engine) == dnnl_success) {
+        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        int32_t final_slot = -1;
+        int32_t sd = dx_result_slot(b, &n->outputs[0], dmd, &final_slot);
+        if (sd < 0) {
+            dnnl_primitive_desc_destroy(pd);
+            return dx_fail(b, "out of memory"), -1;
+        }
+        kinds[cnt] = DNNL_ARG_DST, slots[cnt] = sd;
+        ok = dx_add_prim(b, pd, cnt + 1, kinds, slots);
+        dnnl_primitive_desc_destroy(pd);
+        if (ok && final_slot >= 0) ok = dx_add_reorder(b, sd, final_slot);
+        return ok ? 1 : -1;
+    }
+    if (!ok) return dx_fail(b, "an input is not available"), -1;
+    return 0; /* else the plain concat */
+}
+
+static bool supports_concat(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_inputs > MAX_ARGS - 2) return dx_refuse(why, wn, "Concat of more than 64 inputs is not supported");
+    return true;
+}
+
+/* Concat in the plain layout. */
+static bool compile_concat(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int64_t axis = 0;
+    seam_node_attr_int(n, "axis", &axis);
+    if (axis < 0) axis += n->inputs[0].rank;
+    int32_t cnt = n->n_inputs;
+    if (cnt > MAX_ARGS - 2) return dx_fail(b, "Concat of more than 64 inputs is not supported"), false;
+    dnnl_memory_desc_t mds[MAX_ARGS];
+    int32_t kinds[MAX_ARGS], slots[MAX_ARGS];
+    for (int32_t k = 0; k < cnt; k++) {
+        int32_t s = dx_input_slot(b, &n->inputs[k]);
+        if (s >= 0) s = dx_as_plain(b, s);
+        if (s < 0) return dx_fail(b, "an input is not available"), false;
+        dx_md_of(&p->slots[s], &mds[k]);
+        kinds[k] = DNNL_ARG_MULTIPLE_SRC + k, slots[k] = s;
+    }
+    kinds[cnt] = DNNL_ARG_DST, slots[cnt] = io->sd;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_concat_primitive_desc_create(&pd, &io->dst, cnt, (int)axis, mds, dx_ctx.user_scratch, dx_ctx.engine) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this concat"), false;
+    bool ok = dx_add_prim(b, pd, cnt + 1, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+const dx_op dx_concat_rows[] = {
+    {"Concat", STAGE_PLAIN_OUT, supports_concat, compile_concat},
+    {NULL, STAGE_VIEW, NULL, NULL},
+};

@@ -25,7 +25,7 @@
  * supports() answers per node from op, dtypes, ranks and attributes, with a
  * precise reason when it says no: the checks every node gets here, then
  * its op's own, which sits next to the op's compile function (one row of
- * ops.c's table holds both); compile() checks again, since a saved file may
+ * its op family's table holds both); compile() checks again, since a saved file may
  * name dnnl for anything.
  *
  * Threads: the engine and the primitive attribute all programs share are
@@ -33,48 +33,29 @@
  * own stream, memory and scratchpad, so sessions on different threads
  * compile and run concurrently. One program runs one call at a time.
  *
- * The code: dnnl.c (this file: the backend table, supports(), the compile
- * driver, the memory plan, run), layout.c (slots, views, layouts, reorders,
- * steps), fuse.c (post-op chains and the patterns exporters write), ops.c
- * (per op a support check and a compile function, and the table of them),
- * conv_matmul.c (the ops with weights: Conv, ConvTranspose, MatMul, Gemm),
- * rnn.c (LSTM, GRU), mask.c (comparisons, Where, Expand, Tile, Cast, and
- * how values other than float32 are held: mask.h); dnnl_internal.h holds
- * what they share.
+ * The code: see program.h for the files and their layers. This file is
+ * the top one: the backend table, supports(), the compile driver
+ * (compile_node, which finds a node's row in the op families' tables), the
+ * memory plan, run.
  */
 
-#define _GNU_SOURCE /* RTLD_DEFAULT */
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "concat.h"
+#include "conv.h"
 #include "core/arena.h"
-#include "dnnl_internal.h"
+#include "eltwise.h"
 #include "mask.h"
+#include "matmul.h"
 #include "ops/attr.h"
-
-dx_context dx_ctx;
-static pthread_once_t dx_once = PTHREAD_ONCE_INIT;
-
-/* oneDNN (Debian's build) runs on OpenMP: the thread count is the calling
- * thread's OpenMP setting, read when primitives are made and run. libgomp is
- * loaded with libdnnl; its setter is looked up rather than linked. */
-static void dx_init(void) {
-    int (*getter)(void);
-    *(void **)&dx_ctx.set_num_threads = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
-    *(void **)&getter = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
-    dx_ctx.default_threads = getter ? getter() : 1;
-    const char *v = getenv("ONEDNN_VERBOSE");
-    if (!v) v = getenv("DNNL_VERBOSE");
-    dx_ctx.verbose = v && atoi(v) >= 1;
-    dx_ctx.ok = dnnl_engine_create(&dx_ctx.engine, dnnl_cpu, 0) == dnnl_success &&
-                dnnl_primitive_attr_create(&dx_ctx.user_scratch) == dnnl_success &&
-                dnnl_primitive_attr_set_scratchpad_mode(dx_ctx.user_scratch, dnnl_scratchpad_mode_user) == dnnl_success;
-}
+#include "pool_norm.h"
+#include "reduce.h"
+#include "rnn.h"
+#include "shuf_shuffle.h"
+#include "tensor.h"
 
 /* Inputs that parameterize a node (a shape, slice bounds, reduction axes)
  * rather than carry data: any integer type, read at compile time. */
@@ -97,15 +78,22 @@ static bool static_shape(const seam_value_info *v) {
     return true;
 }
 
-/* ---- supports ---- */
+/* ---- the op families' tables ---- */
 
-bool dx_refuse(char *why, size_t n, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-    return false;
+/* Every op the backend knows: the families' rows (name, stage, support
+ * check beyond supports()'s generic ones, compile function). */
+static const dx_op *const dx_families[] = {dx_tensor_rows,    dx_conv_rows,   dx_matmul_rows, dx_pool_norm_rows, dx_reduce_rows,
+                                           dx_eltwise_rows,   dx_concat_rows, dx_rnn_rows,    dx_mask_rows};
+
+/* The row of node n's op, or NULL if the backend does not know it. */
+static const dx_op *dx_op_of(const seam_node_view *n) {
+    for (size_t f = 0; f < sizeof(dx_families) / sizeof(dx_families[0]); f++)
+        for (const dx_op *row = dx_families[f]; row->op; row++)
+            if (is_op(n, row->op)) return row;
+    return NULL;
 }
+
+/* ---- supports ---- */
 
 /* The checks every node gets (auto_pad among them: any op may carry it);
  * then its op's own, the row's, next to its compile function. */
@@ -252,6 +240,114 @@ static bool boundary_md(slot *s, seam_dtype dt, dnnl_memory_desc_t *md) {
     return true;
 }
 
+/* Hands node b->n to its row's compile function with input 0 in slot sin
+ * and output 0 in slot sd (-1: none, see op_stage) and their layouts: what
+ * every op's compile starts from, made here once. */
+static bool compile_row(builder *b, const dx_op *c, bool *fused, int32_t sin, int32_t sd) {
+    dx_io io;
+    memset(&io, 0, sizeof(io));
+    io.sin = sin, io.sd = sd;
+    if (sin >= 0) dx_md_of(&b->p->slots[sin], &io.src);
+    if (sd >= 0) dx_md_of(&b->p->slots[sd], &io.dst);
+    return c->compile(b, fused, &io);
+}
+
+static bool same_dims(const slot *a, const slot *b) {
+    if (a->rank != b->rank) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+/* Compiles node i of the subgraph (b->n), unless a primitive made earlier
+ * absorbed it (fused[i]); false with b->err set on failure. The steps every
+ * node goes through (the layout its input needs, the patterns tried
+ * first), then its row's compile function (compile_row). */
+static bool compile_node(builder *b, int32_t i, bool *fused) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    if (fused[i]) return true;
+    const dx_op *c = dx_op_of(n);
+    int32_t sin = c && c->stage == STAGE_VIEW && !is_op(n, "Reshape") ? -1 : dx_input_slot(b, &n->inputs[0]);
+    /* a channel shuffle (a Concat or a Reshape, then Transpose and
+     * Reshape) in its sources' layout: shuf_shuffle.c */
+    if (sin >= 0 && (is_op(n, "Concat") || is_op(n, "Reshape")) && dx_compile_shuffle_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (c && c->stage == STAGE_VIEW) return compile_row(b, c, fused, -1, -1);
+    if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
+    /* (pattern matchers look at other nodes, which invalidates n: fetch
+     * it again after each) */
+    /* (GELU is matched with fusion=off too: oneDNN 2.6 has no erf, so the
+     * pattern is the only way dnnl runs an Erf, and supports() took it) */
+    if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_compile_gelu_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if ((is_op(n, "Div") || is_op(n, "Mul")) && dx_defer_scale(b, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    /* a strided view stays one for the ops that view it again; the ops
+     * that take any layout, and Concat, read a dense copy in the view's own
+     * dim order (a channels-last value's slice stays channels-last) */
+    bool views_it = is_op(n, "Slice") || is_op(n, "Split") || is_op(n, "Gather") || is_op(n, "Transpose");
+    if (p->slots[sin].lazy && !is_op(n, "MatMul") && !views_it)
+        sin = (c && c->stage == STAGE_ANY_LAYOUT) || is_op(n, "Concat") ? dx_as_dense(b, sin) : dx_as_plain(b, sin);
+    if (sin < 0) return dx_fail(b, "could not copy input 0 to a dense layout"), false;
+    if (c && c->stage == STAGE_ANY_LAYOUT) return compile_row(b, c, fused, sin, -1);
+    /* An activation or a same-shape binary on a convolution's blocked output
+     * stays in that layout (the residual Add of a ResNet, the Relu after
+     * it): no reorder to plain and back. */
+    int32_t s1 = IN_LIST(n, binary_ops) && commutative(n) && n->n_inputs > 1 ? dx_input_slot(b, &n->inputs[1]) : -1;
+    bool blocked_second = s1 >= 0 && p->slots[s1].has_md && !p->slots[s1].lazy; /* scale * x, x blocked */
+    if ((p->slots[sin].has_md || blocked_second) && (IN_LIST(n, eltwise_ops) || IN_LIST(n, binary_ops))) {
+        int32_t r = dx_blocked_step(b, n, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+    }
+    /* a Concat written in place by its sources' producers, or copied into
+     * place by jit reorders (concat.c); else oneDNN's concat primitive */
+    if (is_op(n, "Concat") && !p->slots[sin].lazy) {
+        int32_t r = dx_compile_concat_norm(b, fused, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        r = dx_compile_concat_places(b, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n; /* (fetched again there) */
+    }
+    if (is_op(n, "Concat") && n->n_inputs <= MAX_ARGS - 2 && p->slots[sin].has_md && !p->slots[sin].lazy) {
+        int32_t r = dx_blocked_concat(b, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n; /* (fetched again there) */
+    }
+    if (is_op(n, "ReduceMean") || is_op(n, "ReduceMax")) {
+        int32_t r = dx_reduce_as_pool(b, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+    }
+    /* every other op works in the plain layout: a convolution's blocked
+     * output is reordered back first (once per value) */
+    if (!p->slots[sin].lazy && !(views_it && dx_is_strided(&p->slots[sin]))) sin = dx_as_plain(b, sin);
+    if (sin < 0) return dx_fail(b, "could not reorder input 0 to the plain layout"), false;
+    /* the decomposed layer norm is tried on its first ReduceMean, before
+     * the plain reduction */
+    if (is_op(n, "ReduceMean") && dx_compile_layernorm_pattern(b, fused, sin)) return true;
+    if (b->err[0]) return false;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (c && c->stage == STAGE_PLAIN) return compile_row(b, c, fused, sin, -1);
+    int32_t sd = dx_output_slot(b, &n->outputs[0]);
+    if (sd < 0) return dx_fail(b, "out of memory"), false;
+    /* the ops whose primitive writes dst in src's shape: a file whose
+     * shapes disagree is refused here, not written past dst's bytes */
+    if ((IN_LIST(n, eltwise_ops) || is_op(n, "PRelu") || is_op(n, "LRN") || is_op(n, "Erf") || is_op(n, "Softmax") ||
+         is_op(n, "LogSoftmax")) && !same_dims(&p->slots[sin], &p->slots[sd]))
+        return dx_fail(b, "its output's shape differs from its input's (inconsistent shapes in the file)"), false;
+    if (c) return compile_row(b, c, fused, sin, sd);
+    return dx_fail(b, "not implemented by the dnnl backend"), false;
+}
+
 static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
                           size_t err_size) {
     (void)ctx;
@@ -272,7 +368,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
             return NULL;
         }
     }
-    pthread_once(&dx_once, dx_init);
+    dx_context_init();
     set_threads(threads);
     if (!dx_ctx.ok) {
         snprintf(err, err_size, "no oneDNN CPU engine");
@@ -364,7 +460,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
                 if (!param_input(b.n, k)) held_ok = dx_held_constant(&b, &b.n->inputs[k]);
             }
         b.n = seam_subgraph_node(sg, i, &st);
-        if (!held_ok || !dx_compile_node(&b, i, fused)) {
+        if (!held_ok || !compile_node(&b, i, fused)) {
             b.n = seam_subgraph_node(sg, i, &st);
             if (p->view_error)
                 snprintf(err, err_size, "node %d '%s' (%s): its shapes do not fit its input's bytes (inconsistent shapes in the file)",
@@ -488,6 +584,6 @@ static seam_backend dnnl_backend = {
 };
 
 const seam_backend *seam_backend_dnnl(void) {
-    pthread_once(&dx_once, dx_init);
+    dx_context_init();
     return &dnnl_backend;
 }

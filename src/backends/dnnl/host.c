@@ -39,7 +39,7 @@
 #include <omp.h>
 #endif
 
-#include "dnnl_internal.h"
+#include "host.h"
 
 typedef struct concat_norm {
     int32_t n_src;

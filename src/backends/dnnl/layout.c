@@ -1,15 +1,16 @@
 /*
  * dnnl: slots, views and layouts. Every value the program touches is a
- * slot (see dnnl_internal.h); this file makes them, views them in other
+ * slot (see program.h); this file makes them, views them in other
  * shapes and strides, moves them between layouts with reorders, and turns
  * primitive descriptors into the program's steps.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
-#include "dnnl_internal.h"
+#include "builder.h"
 
 dnnl_format_tag_t dx_plain_tag(int32_t rank) {
     static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
@@ -459,4 +460,85 @@ bool dx_is_channels_last(const slot *s) {
     dnnl_memory_desc_t md;
     return dnnl_memory_desc_init_by_strides(&md, s->rank, dims, dnnl_f32, strides) == dnnl_success &&
            dnnl_memory_desc_equal(&md, &s->md);
+}
+
+bool dx_inner_md(const slot *s, const bool *inner, dnnl_memory_desc_t *md) {
+    int32_t order[MAXR], n = 0, r = s->rank;
+    for (int32_t d = 0; d < r; d++)
+        if (!inner[d]) order[n++] = d;
+    for (int32_t d = 0; d < r; d++)
+        if (inner[d]) order[n++] = d;
+    return dx_dense_md_in_order(s, order, md);
+}
+
+bool dx_refuse(char *why, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* ---- who reads each value ---- */
+
+static int cmp_reader(const void *a, const void *b) {
+    const reader *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+bool dx_readers_build(const seam_subgraph_view *sg, readers_index *ix) {
+    int64_t cap = sg->n_outputs;
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        cap += seam_subgraph_node(sg, i, &st)->n_inputs;
+    }
+    ix->n = 0;
+    ix->r = malloc(sizeof(reader) * (size_t)(cap + 1));
+    if (!ix->r) return false;
+    for (int32_t k = 0; k < sg->n_outputs; k++) ix->r[ix->n++] = (reader){sg->outputs[k].name, -1};
+    for (int32_t i = 0; i < sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(sg, i, &st);
+        for (int32_t k = 0; k < m->n_inputs; k++)
+            if (m->inputs[k].name) ix->r[ix->n++] = (reader){m->inputs[k].name, i};
+    }
+    qsort(ix->r, (size_t)ix->n, sizeof(reader), cmp_reader);
+    return true;
+}
+
+/* The entries for value name (node -1 first, then ascending, a node once
+ * per input that reads it). */
+const reader *dx_readers_range(const readers_index *ix, const char *name, int32_t *count) {
+    int32_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->r[mid].name, name) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    int32_t e = lo;
+    while (e < ix->n && !strcmp(ix->r[e].name, name)) e++;
+    *count = e - lo;
+    return ix->r + lo;
+}
+
+/* The nodes that read value `name` (each once, at most max, ascending),
+ * or -1 when it leaves the subgraph or has more readers. */
+int32_t dx_readers(const builder *b, const char *name, int32_t *out, int32_t max) {
+    int32_t n, cnt = 0;
+    const reader *r = dx_readers_range(b->readers, name, &n);
+    for (int32_t k = 0; k < n; k++) {
+        if (r[k].node < 0) return -1;
+        if (cnt && out[cnt - 1] == r[k].node) continue;
+        if (cnt == max) return -1;
+        out[cnt++] = r[k].node;
+    }
+    return cnt;
+}
+
+/* Index of the node (in the subgraph) that alone reads value name, or -1;
+ * also -1 when the value leaves the subgraph. */
+int32_t dx_sole_reader(const builder *b, const char *name) {
+    int32_t r;
+    return dx_readers(b, name, &r, 1) == 1 ? r : -1;
 }

@@ -10,7 +10,7 @@
  * tensors, its post-ops and the nodes it absorbed. A line starting with
  * "slow: " says a primitive runs on oneDNN's reference kernel (an
  * implementation whose name starts with "ref") although seam tried the
- * alternatives (see conv_matmul.c), with the reason and the fix.
+ * alternatives (see conv.c and matmul.c), with the reason and the fix.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#include "dnnl_internal.h"
+#include "program.h"
 
 void dx_log(program *p, const char *fmt, ...) {
     if (p->log_oom) return;

@@ -363,7 +363,7 @@ static int32_t ranked(builder *b, int32_t s, int32_t R) {
 
 /* ---- comparisons ---- */
 
-bool dx_supports_compare(const seam_node_view *n, char *why, size_t wn) {
+static bool supports_compare(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_inputs != 2 || !n->inputs[1].name) return dx_refuse(why, wn, "%s needs two inputs", n->op_type);
     for (int32_t k = 0; k < 2; k++)
         if (!held_input(n, k, why, wn)) return false;
@@ -378,8 +378,7 @@ static dnnl_alg_kind_t compare_alg(const seam_node_view *n, bool swapped) {
     return dnnl_alg_kind_undef;
 }
 
-bool dx_compile_compare(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    (void)fused, (void)sin, (void)sd;
+static bool compile_compare(builder *b, bool *fused, const dx_io *io) {
     int32_t s0 = plain_input(b, 0), s1 = s0 >= 0 ? plain_input(b, 1) : -1;
     if (s1 < 0) return false;
     const slot *in[2] = {&b->p->slots[s0], &b->p->slots[s1]};
@@ -404,7 +403,7 @@ bool dx_compile_compare(builder *b, bool *fused, int32_t sin, int32_t sd) {
 
 /* ---- Where ---- */
 
-bool dx_supports_where(const seam_node_view *n, char *why, size_t wn) {
+static bool supports_where(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_inputs != 3 || !n->inputs[1].name || !n->inputs[2].name) return dx_refuse(why, wn, "Where needs three inputs");
     if (n->inputs[0].dtype != SEAM_DTYPE_BOOL)
         return dx_refuse(why, wn, "Where with a %s condition", seam_dtype_name(n->inputs[0].dtype));
@@ -422,8 +421,7 @@ static int32_t as_bytes(builder *b, int32_t s, int64_t count) {
     return view_in(b, s, 1, &d, &md);
 }
 
-bool dx_compile_where(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    (void)fused, (void)sin, (void)sd;
+static bool compile_where(builder *b, bool *fused, const dx_io *io) {
     int32_t sc = plain_input(b, 0), sa = sc >= 0 ? plain_input(b, 1) : -1, sb = sa >= 0 ? plain_input(b, 2) : -1;
     if (sb < 0) return false;
     const slot *in[3] = {&b->p->slots[sc], &b->p->slots[sa], &b->p->slots[sb]};
@@ -471,11 +469,10 @@ static bool shape_param(const seam_node_view *n, const char *what, char *why, si
     return held_output(n, why, wn);
 }
 
-bool dx_supports_expand(const seam_node_view *n, char *why, size_t wn) { return shape_param(n, "a shape", why, wn); }
-bool dx_supports_tile(const seam_node_view *n, char *why, size_t wn) { return shape_param(n, "repeats", why, wn); }
+static bool supports_expand(const seam_node_view *n, char *why, size_t wn) { return shape_param(n, "a shape", why, wn); }
+static bool supports_tile(const seam_node_view *n, char *why, size_t wn) { return shape_param(n, "repeats", why, wn); }
 
-bool dx_compile_expand(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    (void)fused, (void)sin, (void)sd;
+static bool compile_expand(builder *b, bool *fused, const dx_io *io) {
     int32_t s = plain_input(b, 0);
     if (s < 0) return false;
     int64_t shape[MAXR];
@@ -502,8 +499,7 @@ bool dx_compile_expand(builder *b, bool *fused, int32_t sin, int32_t sd) {
     return v >= 0 && dx_add_reorder(b, v, out);
 }
 
-bool dx_compile_tile(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    (void)fused, (void)sin, (void)sd;
+static bool compile_tile(builder *b, bool *fused, const dx_io *io) {
     int32_t s = plain_input(b, 0);
     if (s < 0) return false;
     int64_t rep[MAXR];
@@ -545,7 +541,7 @@ bool dx_compile_tile(builder *b, bool *fused, int32_t sin, int32_t sd) {
 
 /* ---- Cast ---- */
 
-bool dx_supports_cast(const seam_node_view *n, char *why, size_t wn) {
+static bool supports_cast(const seam_node_view *n, char *why, size_t wn) {
     int64_t to = node_attr_int(dx_ir(n), "to", 0);
     seam_dtype from = n->inputs[0].dtype;
     if (!held_output(n, why, wn)) return false;
@@ -578,8 +574,7 @@ static bool trunc_steps(builder *b, int32_t s, int32_t dst, int32_t R, const int
            binary_step(b, dnnl_binary_mul, nf, ns, dst, NULL, 0);
 }
 
-bool dx_compile_cast(builder *b, bool *fused, int32_t sin, int32_t sd) {
-    (void)fused, (void)sin, (void)sd;
+static bool compile_cast(builder *b, bool *fused, const dx_io *io) {
     int32_t s = plain_input(b, 0);
     if (s < 0) return false;
     const seam_node_view *n = b->n;
@@ -603,3 +598,17 @@ bool dx_compile_cast(builder *b, bool *fused, int32_t sin, int32_t sd) {
     }
     return dx_add_reorder(b, s, out); /* the held value, in the output's type at the boundary */
 }
+
+/* (values other than float32 are held in float32, see mask.h) */
+const dx_op dx_mask_rows[] = {
+    {"Equal", STAGE_PLAIN, supports_compare, compile_compare},
+    {"Greater", STAGE_PLAIN, supports_compare, compile_compare},
+    {"Less", STAGE_PLAIN, supports_compare, compile_compare},
+    {"GreaterOrEqual", STAGE_PLAIN, supports_compare, compile_compare},
+    {"LessOrEqual", STAGE_PLAIN, supports_compare, compile_compare},
+    {"Where", STAGE_PLAIN, supports_where, compile_where},
+    {"Expand", STAGE_PLAIN, supports_expand, compile_expand},
+    {"Tile", STAGE_PLAIN, supports_tile, compile_tile},
+    {"Cast", STAGE_PLAIN, supports_cast, compile_cast},
+    {NULL, STAGE_VIEW, NULL, NULL},
+};

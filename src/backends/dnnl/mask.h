@@ -1,8 +1,9 @@
 /*
- * dnnl: the mask and shape ops exporters write around the fast ones
- * (mask.c): the comparisons (Equal, Greater, Less, GreaterOrEqual,
- * LessOrEqual), Where, Expand, Tile, Cast; and how values other than
- * float32 live inside a dnnl subgraph.
+ * dnnl, an op family (see program.h for the order): the mask and shape
+ * ops exporters write around the fast ones (mask.c): the comparisons
+ * (Equal, Greater, Less, GreaterOrEqual, LessOrEqual), Where, Expand,
+ * Tile, Cast; and how values other than float32 live inside a dnnl
+ * subgraph.
  *
  * oneDNN 2.6 has no int64 and no bool. Inside a subgraph every value is
  * held in float32: a bool as 0 or 1, an integer as its value. That is
@@ -17,7 +18,7 @@
 #ifndef SEAM_DNNL_MASK_H
 #define SEAM_DNNL_MASK_H
 
-#include "dnnl_internal.h"
+#include "builder.h"
 
 /* Whether node n's op is one of mask.c's (its row checks every dtype). */
 bool dx_is_mask_op(const seam_node_view *n);
@@ -32,15 +33,7 @@ bool dx_view_dtype_ok(seam_dtype dt);
  * dx_input_slot). False with b->err set when a value is not exact. */
 bool dx_held_constant(builder *b, const seam_value_info *v);
 
-bool dx_supports_compare(const seam_node_view *n, char *why, size_t wn);
-bool dx_compile_compare(builder *b, bool *fused, int32_t sin, int32_t sd);
-bool dx_supports_where(const seam_node_view *n, char *why, size_t wn);
-bool dx_compile_where(builder *b, bool *fused, int32_t sin, int32_t sd);
-bool dx_supports_expand(const seam_node_view *n, char *why, size_t wn);
-bool dx_compile_expand(builder *b, bool *fused, int32_t sin, int32_t sd);
-bool dx_supports_tile(const seam_node_view *n, char *why, size_t wn);
-bool dx_compile_tile(builder *b, bool *fused, int32_t sin, int32_t sd);
-bool dx_supports_cast(const seam_node_view *n, char *why, size_t wn);
-bool dx_compile_cast(builder *b, bool *fused, int32_t sin, int32_t sd);
+/* The family's rows (see dx_op), ended by a row whose op is NULL. */
+extern const dx_op dx_mask_rows[];
 
 #endif

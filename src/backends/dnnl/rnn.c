@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dnnl_internal.h"
+#include "rnn.h"
 #include "ops/attr.h"
 
 /* A cell: its gates, where oneDNN's gate g is in ONNX's order, its bias
@@ -55,7 +55,7 @@ static int32_t directions(const ir_node *ir) {
     return !strcmp(dir, "forward") || !strcmp(dir, "reverse") ? 1 : !strcmp(dir, "bidirectional") ? 2 : 0;
 }
 
-bool dx_supports_rnn(const seam_node_view *n, char *why, size_t wn) {
+static bool supports_rnn(const seam_node_view *n, char *why, size_t wn) {
     const ir_node *ir = dx_ir(n);
     static const char *const lstm_acts[] = {"Sigmoid", "Tanh", "Tanh", "Sigmoid", "Tanh", "Tanh"};
     static const char *const gru_acts[] = {"Sigmoid", "Tanh", "Sigmoid", "Tanh"};
@@ -136,15 +136,18 @@ static int32_t reshaped(builder *b, int32_t s, int32_t rank, const int64_t *dims
     return dx_view_slot(b->p, s, &v, NULL);
 }
 
-bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
-    (void)fused, (void)out0;
+/* The slots of one recurrent layer's primitive (see the table above). */
+typedef struct rnn_slots {
+    int32_t swl, swi, sbias; /* the rearranged weights and bias */
+    int32_t sh, sc;          /* initial h and c, or -1 */
+    int32_t outs[3];         /* Y, Y_h, Y_c, or -1 */
+    int32_t dl, dh, dc;      /* dst_layer, dst_iter, dst_iter_c (or -1) */
+} rnn_slots;
+
+/* W, R and B rearranged once (ldigo, ldgo) into owned slots. */
+static bool rnn_weights(builder *b, const cell *cl, int32_t nd, int64_t h, int64_t in, rnn_slots *rs) {
     const seam_node_view *n = b->n;
-    program *p = b->p;
-    const ir_node *ir = dx_ir(n);
-    cell cl = cell_of(n);
-    int32_t nd = directions(ir), g4 = cl.gates, n_states = cl.lstm ? 2 : 1;
-    int64_t h = node_attr_int(ir, "hidden_size", -1), t = n->inputs[0].dims[0], bt = n->inputs[0].dims[1],
-            in = n->inputs[0].dims[2];
+    int32_t g4 = cl->gates;
     seam_tensor_view wv, rv, bv;
     bool has_b = n->n_inputs > 3 && n->inputs[3].name;
     if (!seam_subgraph_constant(b->sg, n->inputs[1].name, &wv) ||
@@ -156,72 +159,79 @@ bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
         (has_b && bv.nbytes != (size_t)(nd * 2 * g4 * h) * 4))
         return dx_fail(b, "W, R or B of the wrong type or size"), false;
     /* the weights and bias rearranged (ldigo, ldgo) */
-    dnnl_dims_t wl_dims = {1, nd, in, g4, h}, wi_dims = {1, nd, h, g4, h}, b_dims = {1, nd, cl.bias_rows, h};
+    dnnl_dims_t wl_dims = {1, nd, in, g4, h}, wi_dims = {1, nd, h, g4, h}, b_dims = {1, nd, cl->bias_rows, h};
     float *wl, *wi, *bias;
-    int32_t swl = owned_slot(b, "(rnn weights_layer)", 5, wl_dims, &wl);
-    int32_t swi = swl >= 0 ? owned_slot(b, "(rnn weights_iter)", 5, wi_dims, &wi) : -1;
-    int32_t sbias = swi >= 0 ? owned_slot(b, "(rnn bias)", 4, b_dims, &bias) : -1;
-    if (sbias < 0) return dx_fail(b, "out of memory"), false;
+    rs->swl = owned_slot(b, "(rnn weights_layer)", 5, wl_dims, &wl);
+    rs->swi = rs->swl >= 0 ? owned_slot(b, "(rnn weights_iter)", 5, wi_dims, &wi) : -1;
+    rs->sbias = rs->swi >= 0 ? owned_slot(b, "(rnn bias)", 4, b_dims, &bias) : -1;
+    if (rs->sbias < 0) return dx_fail(b, "out of memory"), false;
     const float *W = wv.data, *R = rv.data, *B = has_b ? bv.data : NULL;
     for (int64_t d = 0; d < nd; d++)
         for (int32_t g = 0; g < g4; g++) {
-            int64_t og = cl.onnx_gate[g], nb = cl.bias_rows;
+            int64_t og = cl->onnx_gate[g], nb = cl->bias_rows;
             const float *wb = B ? B + d * 2 * g4 * h : NULL, *rb = wb ? wb + g4 * h : NULL; /* Wb, Rb */
             for (int64_t o = 0; o < h; o++) {
                 int64_t row = (d * g4 + og) * h + o; /* in W and R: [d][og*H + o] */
                 for (int64_t i = 0; i < in; i++) wl[((d * in + i) * g4 + g) * h + o] = W[row * in + i];
                 for (int64_t i = 0; i < h; i++) wi[((d * h + i) * g4 + g) * h + o] = R[row * h + i];
                 if (!wb) continue;
-                if (cl.lbr && g == 2) /* the candidate: Wb here, Rb in the 4th row (applied before r) */
+                if (cl->lbr && g == 2) /* the candidate: Wb here, Rb in the 4th row (applied before r) */
                     bias[(d * nb + 2) * h + o] = wb[og * h + o], bias[(d * nb + 3) * h + o] = rb[og * h + o];
                 else
                     bias[(d * nb + g) * h + o] = wb[og * h + o] + rb[og * h + o];
             }
         }
-    /* the states: ONNX's [D, B, H] seen as [1, D, B, H] */
+    return true;
+}
+
+/* The states and outputs: ONNX's [D, B, H] states seen as [1, D, B, H]; Y
+ * directly when D = 1 (else through a [T, B, 2H] copy), Y_h and Y_c. */
+static bool rnn_states(builder *b, const cell *cl, int32_t nd, int64_t t, int64_t bt, int64_t h, rnn_slots *rs) {
+    const seam_node_view *n = b->n;
+    int32_t n_states = cl->lstm ? 2 : 1;
     int64_t st_dims[4] = {1, nd, bt, h};
-    int32_t sh = -1, sc = -1;
+    rs->sh = -1, rs->sc = -1;
     for (int32_t k = 5; k < 5 + n_states && k < n->n_inputs; k++) {
         if (!n->inputs[k].name) continue;
         int32_t s = dx_input_slot(b, &n->inputs[k]);
         if (s >= 0) s = dx_as_plain(b, s);
         if (s >= 0) s = reshaped(b, s, 4, st_dims);
         if (s < 0) return dx_fail(b, "an initial state is not available"), false;
-        if (k == 5) sh = s;
-        else sc = s;
+        if (k == 5) rs->sh = s;
+        else rs->sc = s;
     }
-    /* the outputs: Y directly when D = 1 (else through a [T, B, 2H] copy), Y_h and Y_c */
-    int32_t outs[3] = {-1, -1, -1};
+    int32_t *outs = rs->outs;
+    outs[0] = outs[1] = outs[2] = -1;
     for (int32_t k = 0; k <= n_states && k < n->n_outputs; k++)
         if (n->outputs[k].name) {
             n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
             if ((outs[k] = dx_output_slot(b, &n->outputs[k])) < 0) return dx_fail(b, "out of memory"), false;
         }
     int64_t layer_dims[3] = {t, bt, nd * h};
-    int32_t dl = -1;
     if (outs[0] >= 0 && nd == 1) {
-        dl = reshaped(b, outs[0], 3, layer_dims);
+        rs->dl = reshaped(b, outs[0], 3, layer_dims);
     } else {
         slot like;
         memset(&like, 0, sizeof(like));
         like.name = "(rnn dst_layer)", like.rank = 3;
         for (int32_t d = 0; d < 3; d++) like.dims[d] = layer_dims[d];
         dnnl_memory_desc_t md;
-        dl = dx_md_of(&like, &md) ? dx_temp_slot(b, &like, &md) : -1;
+        rs->dl = dx_md_of(&like, &md) ? dx_temp_slot(b, &like, &md) : -1;
     }
     /* oneDNN takes the states h and c both or neither: a missing one is
      * zeros (an input) or a scratch slot (an output) */
-    if (cl.lstm && (sh < 0) != (sc < 0)) {
+    if (cl->lstm && (rs->sh < 0) != (rs->sc < 0)) {
         float *zeros;
         int32_t z = owned_slot(b, "(rnn zero state)", 4, st_dims, &zeros);
         if (z < 0) return dx_fail(b, "out of memory"), false;
-        if (sh < 0) sh = z;
-        else sc = z;
+        if (rs->sh < 0) rs->sh = z;
+        else rs->sc = z;
     }
-    int32_t dh = outs[1] >= 0 ? reshaped(b, outs[1], 4, st_dims) : -1;
-    int32_t dc = outs[2] >= 0 ? reshaped(b, outs[2], 4, st_dims) : -1;
-    if (dl < 0 || (outs[1] >= 0 && dh < 0) || (outs[2] >= 0 && dc < 0)) return dx_fail(b, "out of memory"), false;
-    if (cl.lstm && (dh < 0) != (dc < 0)) {
+    rs->dh = outs[1] >= 0 ? reshaped(b, outs[1], 4, st_dims) : -1;
+    rs->dc = outs[2] >= 0 ? reshaped(b, outs[2], 4, st_dims) : -1;
+    if (rs->dl < 0 || (outs[1] >= 0 && rs->dh < 0) || (outs[2] >= 0 && rs->dc < 0))
+        return dx_fail(b, "out of memory"), false;
+    if (cl->lstm && (rs->dh < 0) != (rs->dc < 0)) {
         slot like;
         dnnl_memory_desc_t md;
         memset(&like, 0, sizeof(like));
@@ -229,59 +239,54 @@ bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
         for (int32_t d = 0; d < 4; d++) like.dims[d] = st_dims[d];
         int32_t s = dx_md_of(&like, &md) ? dx_temp_slot(b, &like, &md) : -1;
         if (s < 0) return dx_fail(b, "out of memory"), false;
-        if (dh < 0) dh = s;
-        else dc = s;
+        if (rs->dh < 0) rs->dh = s;
+        else rs->dc = s;
     }
-    /* the primitive, the weights in the layout it picks */
+    return true;
+}
+
+/* The primitive descriptor of the layer (sin its src_layer), the weights
+ * left for it to pick the layout of; NULL when oneDNN refuses it. */
+static dnnl_primitive_desc_t rnn_prim(builder *b, const cell *cl, int32_t nd, int64_t h, int64_t in, int32_t sin,
+                                      const rnn_slots *rs) {
+    program *p = b->p;
+    int32_t g4 = cl->gates;
+    dnnl_dims_t wl_dims = {1, nd, in, g4, h}, wi_dims = {1, nd, h, g4, h};
     dnnl_memory_desc_t src_layer, src_iter, src_iter_c, any_wl, any_wi, bmd, dst_layer, dst_iter, dst_iter_c;
+    int32_t sh = rs->sh, sc = rs->sc, dh = rs->dh, dc = rs->dc;
     dx_md_of(&p->slots[sin], &src_layer);
     if (sh >= 0) dx_md_of(&p->slots[sh], &src_iter);
     if (sc >= 0) dx_md_of(&p->slots[sc], &src_iter_c);
-    dx_md_of(&p->slots[sbias], &bmd);
-    dx_md_of(&p->slots[dl], &dst_layer);
+    dx_md_of(&p->slots[rs->sbias], &bmd);
+    dx_md_of(&p->slots[rs->dl], &dst_layer);
     if (dh >= 0) dx_md_of(&p->slots[dh], &dst_iter);
     if (dc >= 0) dx_md_of(&p->slots[dc], &dst_iter_c);
     dnnl_memory_desc_init_by_tag(&any_wl, 5, wl_dims, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&any_wi, 5, wi_dims, dnnl_f32, dnnl_format_tag_any);
-    const char *dir = node_attr_string(ir, "direction", "forward");
+    const char *dir = node_attr_string(dx_ir(b->n), "direction", "forward");
     dnnl_rnn_direction_t rd = nd == 2 ? dnnl_bidirectional_concat
                               : !strcmp(dir, "reverse") ? dnnl_unidirectional_right2left
                                                         : dnnl_unidirectional_left2right;
     dnnl_rnn_desc_t desc;
     dnnl_primitive_desc_t pd;
     dnnl_status_t st =
-        cl.lstm ? dnnl_lstm_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
-                                              sc >= 0 ? &src_iter_c : NULL, &any_wl, &any_wi, &bmd, &dst_layer,
-                                              dh >= 0 ? &dst_iter : NULL, dc >= 0 ? &dst_iter_c : NULL, 0)
-        : cl.lbr ? dnnl_lbr_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer,
-                                                  sh >= 0 ? &src_iter : NULL, &any_wl, &any_wi, &bmd, &dst_layer,
-                                                  dh >= 0 ? &dst_iter : NULL, 0)
-                 : dnnl_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
-                                              &any_wl, &any_wi, &bmd, &dst_layer, dh >= 0 ? &dst_iter : NULL, 0);
+        cl->lstm ? dnnl_lstm_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
+                                               sc >= 0 ? &src_iter_c : NULL, &any_wl, &any_wi, &bmd, &dst_layer,
+                                               dh >= 0 ? &dst_iter : NULL, dc >= 0 ? &dst_iter_c : NULL, 0)
+        : cl->lbr ? dnnl_lbr_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer,
+                                                   sh >= 0 ? &src_iter : NULL, &any_wl, &any_wi, &bmd, &dst_layer,
+                                                   dh >= 0 ? &dst_iter : NULL, 0)
+                  : dnnl_gru_forward_desc_init(&desc, dnnl_forward_inference, rd, &src_layer, sh >= 0 ? &src_iter : NULL,
+                                               &any_wl, &any_wi, &bmd, &dst_layer, dh >= 0 ? &dst_iter : NULL, 0);
     if (st != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &desc, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
-        return dx_fail(b, "oneDNN refuses this recurrent layer"), false;
-    int32_t wl_t = dx_resident_copy(b, swl, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
-    int32_t wi_t = wl_t >= 0 ? dx_resident_copy(b, swi, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1))
-                             : -1;
-    if (wi_t < 0) {
-        dnnl_primitive_desc_destroy(pd);
-        return dx_fail(b, "could not reorder the weights"), false;
-    }
-    int32_t kinds[9], slots[9], na = 0;
-    kinds[na] = DNNL_ARG_SRC_LAYER, slots[na++] = sin;
-    if (sh >= 0) kinds[na] = DNNL_ARG_SRC_ITER, slots[na++] = sh;
-    if (sc >= 0) kinds[na] = DNNL_ARG_SRC_ITER_C, slots[na++] = sc;
-    kinds[na] = DNNL_ARG_WEIGHTS_LAYER, slots[na++] = wl_t;
-    kinds[na] = DNNL_ARG_WEIGHTS_ITER, slots[na++] = wi_t;
-    kinds[na] = DNNL_ARG_BIAS, slots[na++] = sbias;
-    kinds[na] = DNNL_ARG_DST_LAYER, slots[na++] = dl;
-    if (dh >= 0) kinds[na] = DNNL_ARG_DST_ITER, slots[na++] = dh;
-    if (dc >= 0) kinds[na] = DNNL_ARG_DST_ITER_C, slots[na++] = dc;
-    bool ok = dx_add_prim(b, pd, na, kinds, slots);
-    dnnl_primitive_desc_destroy(pd);
-    if (!ok || outs[0] < 0 || nd == 1) return ok;
-    /* bidirectional: [T, B, 2H] (the directions side by side) into Y [T, 2, B, H] */
+        return NULL;
+    return pd;
+}
+
+/* Bidirectional: [T, B, 2H] (the directions side by side, slot dl) into Y
+ * [T, 2, B, H] (slot y). */
+static bool rnn_bidirectional_y(builder *b, int32_t nd, int64_t t, int64_t bt, int64_t h, int32_t dl, int32_t y) {
     int64_t four[4] = {t, bt, nd, h};
     dnnl_dims_t ydims = {t, bt, nd, h}, ystrides = {nd * bt * h, h, bt * h, 1};
     dnnl_memory_desc_t ymd;
@@ -291,7 +296,48 @@ bool dx_compile_rnn(builder *b, bool *fused, int32_t sin, int32_t out0) {
     for (int32_t d = 0; d < 4; d++) ys.dims[d] = four[d];
     if (dnnl_memory_desc_init_by_strides(&ymd, 4, ydims, dnnl_f32, ystrides) != dnnl_success)
         return dx_fail(b, "bad Y"), false;
-    int32_t from = reshaped(b, dl, 4, four), to = dx_view_slot(p, outs[0], &ys, &ymd);
+    int32_t from = reshaped(b, dl, 4, four), to = dx_view_slot(b->p, y, &ys, &ymd);
     if (from < 0 || to < 0) return dx_fail(b, "out of memory"), false;
     return dx_add_reorder(b, from, to);
 }
+
+static bool compile_rnn(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    const ir_node *ir = dx_ir(n);
+    cell cl = cell_of(n);
+    int32_t nd = directions(ir);
+    int64_t h = node_attr_int(ir, "hidden_size", -1), t = n->inputs[0].dims[0], bt = n->inputs[0].dims[1],
+            in = n->inputs[0].dims[2];
+    rnn_slots rs;
+    if (!rnn_weights(b, &cl, nd, h, in, &rs) || !rnn_states(b, &cl, nd, t, bt, h, &rs)) return false;
+    /* the primitive, the weights in the layout it picks */
+    dnnl_primitive_desc_t pd = rnn_prim(b, &cl, nd, h, in, io->sin, &rs);
+    if (!pd) return dx_fail(b, "oneDNN refuses this recurrent layer"), false;
+    int32_t wl_t = dx_resident_copy(b, rs.swl, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+    int32_t wi_t = wl_t >= 0 ? dx_resident_copy(b, rs.swi, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1))
+                             : -1;
+    if (wi_t < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "could not reorder the weights"), false;
+    }
+    int32_t kinds[9], slots[9], na = 0;
+    kinds[na] = DNNL_ARG_SRC_LAYER, slots[na++] = io->sin;
+    if (rs.sh >= 0) kinds[na] = DNNL_ARG_SRC_ITER, slots[na++] = rs.sh;
+    if (rs.sc >= 0) kinds[na] = DNNL_ARG_SRC_ITER_C, slots[na++] = rs.sc;
+    kinds[na] = DNNL_ARG_WEIGHTS_LAYER, slots[na++] = wl_t;
+    kinds[na] = DNNL_ARG_WEIGHTS_ITER, slots[na++] = wi_t;
+    kinds[na] = DNNL_ARG_BIAS, slots[na++] = rs.sbias;
+    kinds[na] = DNNL_ARG_DST_LAYER, slots[na++] = rs.dl;
+    if (rs.dh >= 0) kinds[na] = DNNL_ARG_DST_ITER, slots[na++] = rs.dh;
+    if (rs.dc >= 0) kinds[na] = DNNL_ARG_DST_ITER_C, slots[na++] = rs.dc;
+    bool ok = dx_add_prim(b, pd, na, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    if (!ok || rs.outs[0] < 0 || nd == 1) return ok;
+    return rnn_bidirectional_y(b, nd, t, bt, h, rs.dl, rs.outs[0]);
+}
+
+const dx_op dx_rnn_rows[] = {
+    {"LSTM", STAGE_PLAIN, supports_rnn, compile_rnn},
+    {"GRU", STAGE_PLAIN, supports_rnn, compile_rnn},
+    {NULL, STAGE_VIEW, NULL, NULL},
+};

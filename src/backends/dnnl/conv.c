@@ -1,43 +1,15 @@
 /*
- * dnnl: the ops with weights, which absorb post-op chains: Conv and
- * ConvTranspose (weights reordered once, at compile time, into the layout
- * the primitive picks) and MatMul/Gemm (B read in place, or packed once
- * when constant).
+ * dnnl: convolutions (one op family, see program.h): Conv and
+ * ConvTranspose, their weights reordered once, at compile time, into the
+ * layout the primitive picks, with their post-op chains.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "dnnl_internal.h"
+#include "conv.h"
 #include "ops/attr.h"
 
-/* The step of a primitive with weights: src, weights, dst and (when sb >= 0)
- * bias go in slots 0-3, post-op operands after them (already in
- * kinds/slots). Consumes pd; a dst that is a stand-in for a boundary
- * output (final_slot >= 0) is copied there after. */
-static bool weighted_step(builder *b, dnnl_primitive_desc_t pd, int32_t n_args, const int32_t *kinds, int32_t *slots,
-                          int32_t src, int32_t w, int32_t dst, int32_t sb, int32_t final_slot) {
-    slots[0] = src, slots[1] = w, slots[2] = dst;
-    if (sb >= 0) slots[3] = sb; /* else the post-op operands start at 3 */
-    bool ok = dx_add_prim(b, pd, n_args, kinds, slots);
-    b->chain = NULL;
-    dnnl_primitive_desc_destroy(pd);
-    if (ok && final_slot >= 0) ok = dx_add_reorder(b, dst, final_slot);
-    return ok;
-}
-
-/* The log line of a post-op chain compiled otherwise than written, because
- * oneDNN has only its reference kernel for it as written: how (the sum
- * first, the bias, ...), and where the chain was cut. */
-static void log_rearranged(builder *b, const chain *whole, const chain *c, const char *how) {
-    char cut[200] = "";
-    if (c->n < whole->n)
-        snprintf(cut, sizeof(cut), "%s'%s' (%s) and the nodes after it run as steps of their own", how[0] ? "; " : "",
-                 whole->name[c->n], whole->op[c->n]);
-    dx_log(b->p, "node %d '%s' (%s): compiled otherwise than written, where oneDNN has a fast kernel: %s%s", b->n->index,
-           b->n->name ? b->n->name : "", b->n->op_type, how, cut);
-}
-
-bool dx_supports_conv(const seam_node_view *n, char *why, size_t wn) {
+static bool supports_conv(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "Conv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if (n->n_inputs < 2 || !n->inputs[1].name || n->inputs[1].rank != n->inputs[0].rank)
@@ -147,7 +119,7 @@ static dnnl_primitive_desc_t conv_prim(builder *b, const conv_desc *g, dnnl_alg_
         }
     if (pd2) {
         dnnl_primitive_desc_destroy(pd);
-        if (how) log_rearranged(b, &all, c, how);
+        if (how) dx_log_rearranged(b, &all, c, how);
         return pd2;
     }
     *c = all;
@@ -168,7 +140,7 @@ static bool blocked_md(const slot *s) {
 
 /* Weights sw in layout md, scaled per input channel (dim 1) at each run by
  * the vector in slot scale (the squeeze-excite scale of the convolution's
- * input, see fuse.c), into a temporary the convolution reads; -1 with the
+ * input, see pattern.c), into a temporary the convolution reads; -1 with the
  * builder's error set when oneDNN cannot.
  *
  * A 1x1 kernel's weights in a layout blocked on the outputs only (Acdb16a:
@@ -248,23 +220,21 @@ static void chain_names(const chain *c, char *out, size_t n) {
  * Its post-op chain comes along when oneDNN accepts it. The algorithm:
  * Winograd where it wins (see above) or where asked (conv=winograd) and
  * oneDNN takes it, else direct. */
-bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
-    (void)out0;
+static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
     program *p = b->p;
     chain c;
     dx_collect_chain(b, &b->n->outputs[0], false, &c); /* (dst is blocked: no views) */
     const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    int32_t sin = in0; /* as compile_node readied it (a strided view already copied dense) */
+    int32_t sin = io->sin; /* as compile_node readied it (a strided view already copied dense) */
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     conv_desc g;
     memset(&g, 0, sizeof(g));
-    dnnl_memory_desc_t src, w;
-    dx_md_of(&p->slots[sin], &src);
+    dnnl_memory_desc_t src = io->src, w;
     int32_t nsp = n->inputs[0].rank - 2;
     int64_t group = node_attr_int(dx_ir(n), "group", 1);
     const int64_t *kernel = n->inputs[1].dims + 2;
     if (!dx_window(b, nsp, kernel, false, g.strides, g.dilates, g.pl, g.pr)) return false;
-    if (p->slots[sin].pad_pending) /* a zero Pad before it (see compile_pad in ops.c) */
+    if (p->slots[sin].pad_pending) /* a zero Pad before it (see compile_pad in tensor.c) */
         for (int32_t d = 0; d < nsp; d++) g.pl[d] += p->slots[sin].pad_lo[d], g.pr[d] += p->slots[sin].pad_hi[d];
     int32_t sw = dx_input_slot(b, &n->inputs[1]);
     if (sw < 0) return dx_fail(b, "the weights are not constant"), false;
@@ -279,7 +249,7 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
         if (sw < 0) return dx_fail(b, "out of memory"), false;
     }
     dx_md_of(&p->slots[sw], &w);
-    /* a squeeze-excite scale of the input, applied to the weights (fuse.c) */
+    /* a squeeze-excite scale of the input, applied to the weights (pattern.c) */
     int32_t se = group == 1 ? dx_se_scale_for_conv(b, sin, n->inputs[0].name) : -1;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
@@ -357,289 +327,10 @@ bool dx_compile_conv(builder *b, bool *fused, int32_t in0, int32_t out0) {
         return dx_fail(b, "could not lay out the convolution's tensors"), false;
     }
     b->chain = c.n ? &c : NULL;
-    return weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
+    return dx_weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
 }
 
-bool dx_supports_matmul(const seam_node_view *n, char *why, size_t wn) {
-    if (n->inputs[0].rank < 2 || n->inputs[1].rank < 2)
-        return dx_refuse(why, wn, "MatMul with a 1-D operand is not supported");
-    return true;
-}
-
-bool dx_supports_gemm(const seam_node_view *n, char *why, size_t wn) {
-    const ir_node *ir = dx_ir(n);
-    if (node_attr_int(ir, "transA", 0)) return dx_refuse(why, wn, "Gemm transA=1 is not supported");
-    if (node_attr_float(ir, "alpha", 1) != 1 || node_attr_float(ir, "beta", 1) != 1)
-        return dx_refuse(why, wn, "Gemm with alpha or beta other than 1 is not supported");
-    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].rank != 1)
-        return dx_refuse(why, wn, "Gemm with a C of rank other than 1 is not supported");
-    return true;
-}
-
-/* Whether the chain has a Reshape-like node. */
-static bool views_in(const chain *c) {
-    for (int32_t k = 0; k < c->n; k++)
-        if (c->is_view[k]) return true;
-    return false;
-}
-
-/* Arrangement `alt` of a matrix product's post-op chain: bit 1, the first
- * Add of a row vector (the bias of a Linear layer) given to the product as
- * its bias (*sb, *bias), not as a post-op (tried first: faster); bit 0,
- * the sum first, which oneDNN's fast kernels may take when they do not
- * take the chain as written (its gemm-based kernel, without AVX-512, does
- * not take a sum after a binary Add). Both only where the post-ops before
- * them are Adds or Subs, which commute with them. False when the
- * arrangement does not apply (or is the one as written). */
-static bool matmul_candidate(builder *b, chain *c, int32_t alt, int64_t n_cols, int32_t r, int32_t *sb,
-                             dnnl_memory_desc_t *bias) {
-    if (alt & 1) {
-        int32_t ks = dx_chain_sum_entry(c);
-        if (ks <= 0 || !dx_chain_may_lead(c, ks)) return false;
-        c->sum_first = true;
-    }
-    if (alt & 2) {
-        if (*sb >= 0) return false;
-        int32_t kb = -1;
-        for (int32_t k = 0; k < c->n && kb < 0; k++) {
-            if (c->is_view[k] || !c->is_binary[k] || c->full[k] || c->alg[k] != dnnl_binary_add) continue;
-            const slot *o = &b->p->slots[c->operand[k]];
-            if (dx_slot_numel(o) == n_cols && o->rank >= 1 && o->dims[o->rank - 1] == n_cols) kb = k;
-        }
-        if (kb < 0 || !dx_chain_may_lead(c, kb)) return false;
-        int32_t s = dx_as_plain(b, c->operand[kb]);
-        if (s < 0) return false;
-        slot bv;
-        memset(&bv, 0, sizeof(bv));
-        bv.rank = r;
-        for (int32_t d = 0; d < r; d++) bv.dims[d] = d == r - 1 ? n_cols : 1;
-        s = dx_view_slot(b->p, s, &bv, NULL);
-        if (s < 0) return false;
-        dx_md_of(&b->p->slots[s], bias);
-        *sb = s;
-        c->skip = kb;
-    }
-    return true;
-}
-
-/* MatMul and Gemm (transB, bias) on oneDNN's matmul, with B read in place
- * (a strided view when transposed) and the post-op chain: bias Adds,
- * residual Adds (a sum, in place when it may be), activations. */
-bool dx_compile_matmul(builder *b, bool *fused, int32_t sin, int32_t out0) {
-    program *p = b->p;
-    chain c;
-    dx_collect_chain(b, &b->n->outputs[0], true, &c);
-    const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    dnnl_memory_desc_t src, w, bias, dst;
-    int32_t r = n->outputs[0].rank;
-    int32_t sw = dx_input_slot(b, &n->inputs[1]);
-    if (sw >= 0 && !(p->slots[sw].lazy && p->slots[sw].rank == r)) sw = dx_as_plain(b, sw);
-    if (sw < 0) return dx_fail(b, "input 1 is not available"), false;
-    if (p->slots[sin].lazy && p->slots[sin].rank != r) sin = dx_as_plain(b, sin);
-    if (sin < 0) return dx_fail(b, "input 0 is not available"), false;
-    float prescale = p->slots[sin].scale * p->slots[sw].scale;
-    /* Rows times 2-D constant weights (a Linear layer on [B, S, K]) run as
-     * one 2-D product [B*S, K] x [K, N]: oneDNN 2.6 keeps weights packed
-     * only for 2-D products. The chain's broadcast operands must then be
-     * one row (a bias). */
-    int64_t n_cols = n->outputs[0].rank >= 1 ? n->outputs[0].dims[r - 1] : 0;
-    bool rows_ok = b->fuse && p->slots[sw].constant && p->slots[sw].rank == 2 && r > 2 && p->slots[sin].rank == r &&
-                   n_cols > 0;
-    for (int32_t k = 0; rows_ok && k < c.n; k++)
-        if (c.is_binary[k] && !c.full[k]) {
-            const slot *o = &p->slots[c.operand[k]];
-            int64_t cnt = dx_slot_numel(o);
-            rows_ok = o->rank <= 2 && (cnt == 1 || (cnt == n_cols && o->dims[o->rank - 1] == n_cols));
-        }
-    /* A Linear layer reading a Transpose ([B, S, E] -> [S, B, E], as
-     * nn.MultiheadAttention's in-projection does without batch_first)
-     * would read its rows through a strided view, on oneDNN's gemm-based
-     * kernel with the weights unpacked (encoder_2x32: 270 us where
-     * ONNX Runtime takes 170). Copying the rows dense first (rows x K
-     * floats, against rows x K x N multiply-adds) lets it run flat, on
-     * the brgemm kernel with packed weights (120 us with the copy). */
-    if (rows_ok && p->slots[sin].lazy) {
-        sin = dx_as_plain(b, sin);
-        if (sin < 0) return dx_fail(b, "could not copy input 0 dense"), false;
-    }
-    bool flat = rows_ok && !p->slots[sin].has_md;
-    if (flat) {
-        int64_t rows = 1;
-        for (int32_t d = 0; d < r - 1; d++) rows *= n->outputs[0].dims[d];
-        c.prim_rank = 2, c.prim_dims[0] = rows, c.prim_dims[1] = n_cols;
-        c.reshaped = true;
-        r = 2;
-    }
-    slot wv = p->slots[sw];
-    int64_t tb = is_op(n, "Gemm") ? node_attr_int(dx_ir(n), "transB", 0) : 0;
-    /* B as stored (plain, or a strided view of a Transpose), its batch dims
-     * right-aligned to the output's rank, transposed when transB */
-    dnnl_dims_t wd, wst;
-    int64_t vst[MAXR];
-    dx_dense_strides(&wv, vst);
-    int32_t shift = r - wv.rank;
-    for (int32_t d = 0; d < r; d++) {
-        wd[d] = d >= shift ? wv.dims[d - shift] : 1;
-        wst[d] = d >= shift ? vst[d - shift] : wd[d] == 1 ? 1 : 0;
-    }
-    for (int32_t d = shift - 1; d >= 0; d--) wst[d] = wst[d + 1] * wd[d + 1]; /* 1-sized: any stride */
-    if (tb) {
-        int64_t t = wd[r - 1]; wd[r - 1] = wd[r - 2]; wd[r - 2] = t;
-        t = wst[r - 1]; wst[r - 1] = wst[r - 2]; wst[r - 2] = t;
-    }
-    if (dnnl_memory_desc_init_by_strides(&w, r, wd, dnnl_f32, wst) != dnnl_success)
-        return dx_fail(b, "bad B layout"), false;
-    int32_t a = dx_view_slot(p, sw, &wv, &w);
-    if (a < 0) return dx_fail(b, "out of memory"), false;
-    /* constant weights go in the layout the primitive prefers, reordered
-     * once now (as for convolutions): no packing of B at every run */
-    bool packed = p->slots[sw].constant;
-    dnnl_memory_desc_t any_w;
-    if (dnnl_memory_desc_init_by_tag(&any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) packed = false;
-    const dnnl_memory_desc_t *wd_for = packed ? &any_w : &w;
-    /* A with batch dims right-aligned too */
-    slot av = p->slots[sin];
-    if (flat) {
-        av.rank = 2, av.dims[0] = c.prim_dims[0], av.dims[1] = p->slots[sin].dims[p->slots[sin].rank - 1];
-    } else if (av.rank < r) {
-        int32_t sh = r - av.rank;
-        for (int32_t d = r - 1; d >= 0; d--) av.dims[d] = d >= sh ? p->slots[sin].dims[d - sh] : 1;
-        av.rank = r;
-    }
-    dx_md_of(&av, &src);
-    int32_t sa = dx_view_slot(p, sin, &av, av.has_md ? &av.md : NULL);
-    if (sa < 0) return dx_fail(b, "out of memory"), false;
-    int32_t sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
-    if (sb >= 0) {
-        slot bv = p->slots[sb];
-        bv.rank = 2, bv.dims[0] = 1, bv.dims[1] = p->slots[sb].dims[0];
-        dx_md_of(&bv, &bias);
-        int32_t ab = dx_view_slot(p, sb, &bv, NULL);
-        if (ab < 0) return dx_fail(b, "out of memory"), false;
-        sb = ab;
-    }
-    /* A Transpose alone reading the product that keeps the last axis (the
-     * attention heads put back side by side): the product is written
-     * through a strided view of the Transpose's output, which costs
-     * nothing then. */
-    int32_t tnode = -1;
-    seam_value_info tout;
-    int64_t tdims[MAXR];
-    dnnl_memory_desc_t tmd;
-    if (!c.n && b->fuse && !flat) {
-        const char *out_name = n->outputs[0].name;
-        int32_t t = dx_sole_reader(b, out_name);
-        seam_node_view st;
-        const seam_node_view *m = t >= 0 ? seam_subgraph_node(b->sg, t, &st) : NULL;
-        const int64_t *perm;
-        int32_t np = 0;
-        if (m && is_op(m, "Transpose") && seam_node_attr_ints(m, "perm", &perm, &np) && np == r && perm[r - 1] == r - 1 &&
-            m->outputs[0].rank == r) {
-            tout = m->outputs[0];
-            for (int32_t d = 0; d < r; d++) tdims[d] = tout.dims[d];
-            tout.dims = tdims;
-            int64_t tst[MAXR];
-            dnnl_dims_t pd_dims, pd_strides;
-            int64_t acc = 1;
-            for (int32_t d = r - 1; d >= 0; d--) tst[d] = acc, acc *= tdims[d];
-            bool ok = true, seen[MAXR] = {false};
-            for (int32_t j = 0; j < r; j++) {
-                int64_t ax = perm[j] < 0 ? perm[j] + r : perm[j];
-                if (ax < 0 || ax >= r || seen[ax]) ok = false;
-                else pd_strides[ax] = tst[j], pd_dims[ax] = tdims[j], seen[ax] = true;
-            }
-            if (ok && dnnl_memory_desc_init_by_strides(&tmd, r, pd_dims, dnnl_f32, pd_strides) == dnnl_success) tnode = t;
-        }
-        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
-    }
-    const seam_value_info *result = c.n ? &c.out : &n->outputs[0];
-    slot rs; /* the product's own shape (the chain may end in another) */
-    dx_shape_of(&rs, &n->outputs[0]);
-    if (flat) rs.rank = 2, rs.dims[0] = c.prim_dims[0], rs.dims[1] = c.prim_dims[1];
-    dx_md_of(&rs, &dst);
-    dnnl_matmul_desc_t md;
-    if (tnode >= 0 && dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &tmd) == dnnl_success) {
-        dnnl_primitive_desc_t probe;
-        if (dnnl_primitive_desc_create(&probe, &md, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success) {
-            dnnl_primitive_desc_destroy(probe);
-            dst = tmd;
-        } else {
-            tnode = -1;
-        }
-    } else {
-        tnode = -1;
-    }
-    /* The chain with its bias Add as the product's bias, as collected,
-     * then other arrangements of it when oneDNN has only its reference
-     * kernel for those (see matmul_candidate), then shorter chains, down to
-     * none at all. */
-    int32_t kinds[4 + MAX_CHAIN] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4 + MAX_CHAIN];
-    int32_t n_args = 3, sum_from = -1, gemm_bias = sb;
-    c.prescale = prescale;
-    chain whole = c;
-    dnnl_primitive_desc_t pd = NULL;
-    const char *changed = NULL;
-    static const char *const how[4] = {"", "the sum first", "the bias Add as the product's bias",
-                                       "the bias Add as the product's bias, the sum first"};
-    /* A Linear layer's bias Add goes to the product's bias argument first
-     * (alt 2): oneDNN adds it in the kernel's epilogue, where a binary
-     * post-op reads a broadcast row per tile (vit_b_16's MLP products, 197
-     * x 768 x 3072: ~10% slower as a post-op). */
-    static const int32_t alts[4] = {2, 0, 3, 1};
-    for (int32_t pass = 0; pass < 2 && !pd; pass++) /* pass 0 takes no reference kernel; pass 1 the first that works */
-        for (int32_t keep = whole.n; keep >= 0 && !pd; keep--)
-            for (int32_t ai = 0; ai < 4 && !pd; ai++) {
-                int32_t alt = alts[ai];
-                if ((pass == 1 && alt) || (keep && keep < whole.n && whole.is_view[keep - 1])) continue;
-                c = whole;
-                dx_chain_cut(&c, keep, &n->outputs[0]);
-                c.reshaped = flat || views_in(&c);
-                sb = gemm_bias;
-                if (!matmul_candidate(b, &c, alt, n_cols, r, &sb, &bias)) continue;
-                n_args = sb >= 0 ? 4 : 3;
-                kinds[3] = DNNL_ARG_BIAS; /* (an earlier candidate's post-op operand may have taken entry 3) */
-                dnnl_primitive_attr_t attr = NULL;
-                if (dnnl_matmul_desc_init(&md, &src, wd_for, sb >= 0 ? &bias : NULL, &dst) != dnnl_success) continue;
-                if (!dx_chain_attr(b, &c, &dst, &attr, kinds, slots, &n_args, &sum_from)) return false;
-                if (dnnl_primitive_desc_create(&pd, &md, attr ? attr : dx_ctx.user_scratch, dx_ctx.engine, NULL) !=
-                    dnnl_success)
-                    pd = NULL;
-                else if (pass == 0 && dx_is_slow_ref(pd))
-                    dnnl_primitive_desc_destroy(pd), pd = NULL;
-                if (attr) dnnl_primitive_attr_destroy(attr);
-                if (pd && (keep < whole.n || (alt & 1))) changed = how[alt];
-            }
-    if (!pd) return dx_fail(b, "oneDNN refuses this matrix product"), false;
-    if (changed) log_rearranged(b, &whole, &c, changed);
-    result = c.n ? &c.out : &n->outputs[0];
-    dx_take_chain(&c, fused);
-    int32_t final_slot = -1;
-    int32_t sd;
-    if (tnode >= 0) { /* the Transpose's output, written through a strided view */
-        int32_t os = dx_output_slot(b, &tout);
-        sd = os >= 0 ? dx_view_slot(p, os, &rs, &dst) : -1;
-        fused[tnode] = true;
-    } else if (c.reshaped) {
-        sd = dx_reshaped_dst(b, &c, sum_from, result, &rs);
-    } else {
-        sd = sum_from >= 0 ? dx_sum_dst(b, &c, sum_from, result, &dst, &final_slot) : dx_result_slot(b, result, &dst, &final_slot);
-    }
-    if (sd < 0) {
-        dnnl_primitive_desc_destroy(pd);
-        return dx_fail(b, "out of memory"), false;
-    }
-    if (packed) {
-        a = dx_resident_copy(b, a, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
-        if (a < 0) {
-            dnnl_primitive_desc_destroy(pd);
-            return dx_fail(b, "could not reorder the weights"), false;
-        }
-    }
-    b->chain = c.n ? &c : NULL;
-    return weighted_step(b, pd, n_args, kinds, slots, sa, a, sd, sb, final_slot);
-}
-
-bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
+static bool supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if (!dx_const_input(n, 1) || !dx_const_input(n, 2))
@@ -655,7 +346,7 @@ bool dx_supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
  * a strided view of the same bytes, reordered once into the layout the
  * primitive picks. The right pads follow from the known output size (they
  * absorb output_padding and output_shape). */
-bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0) {
+static bool compile_convtranspose(builder *b, bool *fused, const dx_io *io) {
     program *p = b->p;
     const seam_node_view *n = b->n;
     int32_t sin = dx_input_slot(b, &n->inputs[0]);
@@ -721,5 +412,11 @@ bool dx_compile_convtranspose(builder *b, bool *fused, int32_t in0, int32_t out0
         return dx_fail(b, "could not lay out the transposed convolution's tensors"), false;
     }
     int32_t kinds[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[4];
-    return weighted_step(b, pd, sb >= 0 ? 4 : 3, kinds, slots, sin, wt, sd, sb, final_slot);
+    return dx_weighted_step(b, pd, sb >= 0 ? 4 : 3, kinds, slots, sin, wt, sd, sb, final_slot);
 }
+
+const dx_op dx_conv_rows[] = {
+    {"Conv", STAGE_ANY_LAYOUT, supports_conv, compile_conv},
+    {"ConvTranspose", STAGE_ANY_LAYOUT, supports_convtranspose, compile_convtranspose},
+    {NULL, STAGE_VIEW, NULL, NULL},
+};

@@ -1,0 +1,279 @@
+/*
+ * dnnl: windows and normalizations (one op family, see program.h): the
+ * pools (a channels-last GlobalAveragePool is a host step, host.c),
+ * BatchNormalization (with the Relu that alone reads it), LayerNormalization,
+ * LRN, Softmax and LogSoftmax, Resize.
+ */
+#include <string.h>
+
+#include "pool_norm.h"
+#include "ops/attr.h"
+
+/* MaxPool and AveragePool: no Indices output. */
+static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_outputs > 1 && n->outputs[1].name)
+        return dx_refuse(why, wn, "MaxPool with an Indices output is not supported");
+    const int64_t *ks;
+    conv_geom g;
+    if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2)
+        return dx_refuse(why, wn, "bad kernel_shape");
+    return dx_window_geom(n, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, &g, why, wn);
+}
+
+/* Pools work in the layout their input has. A global pool's window is the
+ * whole input. */
+static bool compile_pool(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t nsp = n->inputs[0].rank - 2;
+    bool global = n->op_type[0] == 'G';
+    if (global) { /* channels-last: seam's kernel (host.c) */
+        int32_t r = dx_compile_global_pool(b, io->sin);
+        if (r) return r > 0;
+        n = b->n;
+    }
+    dnnl_dims_t pl, pr, strides, kernel, dilation;
+    if (global) {
+        for (int32_t d = 0; d < nsp; d++)
+            kernel[d] = n->inputs[0].dims[2 + d], strides[d] = 1, dilation[d] = 0, pl[d] = pr[d] = 0;
+    } else {
+        const int64_t *ks;
+        if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp)
+            return dx_fail(b, "bad kernel_shape"), false;
+        if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
+            return false;
+        for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
+    }
+    dnnl_alg_kind_t alg = strstr(n->op_type, "Max") ? dnnl_pooling_max
+                          : node_attr_int(dx_ir(n), "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
+                                                                           : dnnl_pooling_avg_exclude_padding;
+    if (p->slots[io->sin].pad_pending) { /* a zero Pad before it (see compile_pad): its zeros count */
+        if (global || alg == dnnl_pooling_max) return dx_fail(b, "a Pad left to a pool that cannot take it"), false;
+        alg = dnnl_pooling_avg_include_padding;
+        for (int32_t d = 0; d < nsp; d++) pl[d] += p->slots[io->sin].pad_lo[d], pr[d] += p->slots[io->sin].pad_hi[d];
+    }
+    dnnl_memory_desc_t any_dst;
+    dnnl_memory_desc_init_by_tag(&any_dst, io->src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_pooling_v2_desc_t pld;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_pooling_v2_forward_desc_init(&pld, dnnl_forward_inference, alg, &io->src, &any_dst, strides, kernel, dilation, pl, pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &pld, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this pooling"), false;
+    return dx_layout_step(b, pd, io->sin, &n->outputs[0]);
+}
+
+static bool supports_batchnorm(const seam_node_view *n, char *why, size_t wn) {
+    if (node_attr_int(dx_ir(n), "training_mode", 0))
+        return dx_refuse(why, wn, "BatchNormalization in training mode is not supported");
+    return true;
+}
+
+/* The Relu that alone reads a BatchNormalization's output, or -1: with
+ * fusion on, the batch norm applies it in the same pass (oneDNN's
+ * fuse_norm_relu) and writes the Relu's output. */
+static int32_t bn_relu_reader(builder *b, const char *out) {
+    if (!b->fuse || !out) return -1;
+    int32_t r = dx_sole_reader(b, out);
+    if (r < 0) return -1;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, r, &st);
+    return is_op(m, "Relu") && m->n_outputs >= 1 && m->outputs[0].name ? r : -1;
+}
+
+/* Batch norm, with constant statistics, in the layout its input has; a
+ * Relu that alone reads it is fused (bn_relu_reader). */
+static bool compile_batchnorm(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    int32_t sc = dx_input_slot(b, &n->inputs[1]), sh = dx_input_slot(b, &n->inputs[2]);
+    int32_t mn = dx_input_slot(b, &n->inputs[3]), vr = dx_input_slot(b, &n->inputs[4]);
+    if (sc < 0 || sh < 0 || mn < 0 || vr < 0) return dx_fail(b, "scale, B, mean and var must be constants"), false;
+    float eps = 1e-5f;
+    seam_node_attr_float(n, "epsilon", &eps);
+    int32_t relu = bn_relu_reader(b, n->outputs[0].name);
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift | (relu >= 0 ? dnnl_fuse_norm_relu : 0);
+    dnnl_batch_normalization_desc_t bd;
+    if (dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &io->src, eps, flags) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this batch normalization"), false;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this batch normalization"), false;
+    int32_t extra_kinds[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}, extra[4] = {sc, sh, mn, vr};
+    if (relu < 0) return dx_layout_step_with(b, pd, io->sin, &n->outputs[0], 4, extra_kinds, extra);
+    /* the batch norm's own output is read by the Relu alone: it is never
+     * made; the step writes the Relu's output (same shape, by the Relu's
+     * shape inference) */
+    int32_t rank = n->outputs[0].rank;
+    int64_t bn_dims[MAXR], dims[MAXR];
+    for (int32_t d = 0; d < rank && d < MAXR; d++) bn_dims[d] = n->outputs[0].dims[d];
+    seam_node_view st; /* (fetching it invalidates n's values: n is fetched again below) */
+    const seam_node_view *m = seam_subgraph_node(b->sg, relu, &st);
+    seam_value_info out = m->outputs[0];
+    bool same = out.rank == rank && rank <= MAXR;
+    for (int32_t d = 0; same && d < rank; d++) same = out.dims[d] == bn_dims[d], dims[d] = out.dims[d];
+    out.dims = dims;
+    const char *relu_name = m->name, *relu_op = m->op_type;
+    n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    if (!same) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "its Relu's output's shape differs from its own (inconsistent shapes in the file)"), false;
+    }
+    chain c;
+    memset(&c, 0, sizeof(c));
+    c.n = 1, c.node[0] = relu, c.aux[0] = -1, c.name[0] = relu_name, c.op[0] = relu_op;
+    b->chain = &c;
+    bool ok = dx_layout_step_with(b, pd, io->sin, &out, 4, extra_kinds, extra);
+    b->chain = NULL;
+    if (ok) fused[relu] = true;
+    return ok;
+}
+
+static bool supports_layernorm(const seam_node_view *n, char *why, size_t wn) {
+    int64_t axis = node_attr_int(dx_ir(n), "axis", -1);
+    if (axis != -1 && axis != n->inputs[0].rank - 1)
+        return dx_refuse(why, wn, "LayerNormalization over more than the last axis is not supported");
+    for (int32_t k = 1; k < 3 && k < n->n_inputs; k++)
+        if (n->inputs[k].name && (!dx_const_input(n, k) || n->inputs[k].rank != 1))
+            return dx_refuse(why, wn,
+                             "LayerNormalization with a scale or bias that is not a constant vector is not supported");
+    for (int32_t k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k].name)
+            return dx_refuse(why, wn, "LayerNormalization with Mean or InvStdDev outputs is not supported");
+    return true;
+}
+
+static bool compile_layernorm(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    float eps = 1e-5f;
+    seam_node_attr_float(n, "epsilon", &eps);
+    const char *scale = n->n_inputs > 1 ? n->inputs[1].name : NULL, *shift = n->n_inputs > 2 ? n->inputs[2].name : NULL;
+    seam_value_info out = n->outputs[0];
+    int64_t dims[MAXR];
+    for (int32_t d = 0; d < out.rank; d++) dims[d] = out.dims[d];
+    out.dims = dims;
+    return dx_layernorm_step(b, io->sin, scale, shift, eps, &out);
+}
+
+static bool supports_lrn(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
+    return true;
+}
+
+/* LRN: y = x / (bias + alpha / size * sum of squares)^beta, as oneDNN's. */
+static bool compile_lrn(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    int64_t size = 0;
+    float la = 1e-4f, lb = 0.75f, bias = 1.0f;
+    if (!seam_node_attr_int(n, "size", &size) || size < 1) return dx_fail(b, "LRN needs size >= 1"), false;
+    seam_node_attr_float(n, "alpha", &la);
+    seam_node_attr_float(n, "beta", &lb);
+    seam_node_attr_float(n, "bias", &bias);
+    dnnl_lrn_desc_t ld;
+    if (dnnl_lrn_forward_desc_init(&ld, dnnl_forward_inference, dnnl_lrn_across_channels, &io->src, size, la, lb, bias) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this LRN"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {io->sin, io->sd};
+    return dx_add_step(b, &ld, NULL, 2, kinds, slots);
+}
+
+static bool supports_softmax(const seam_node_view *n, char *why, size_t wn) {
+    if (n->opset < 13) return dx_refuse(why, wn, "%s before opset 13 (2-D coercion) is not supported", n->op_type);
+    return true;
+}
+
+static bool compile_softmax(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int64_t axis = -1;
+    seam_node_attr_int(n, "axis", &axis);
+    if (n->opset < 13) return dx_fail(b, "Softmax before opset 13 (2-D coercion) is not supported"), false;
+    if (axis < 0) axis += n->inputs[0].rank;
+    dnnl_alg_kind_t alg = is_op(n, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log;
+    dnnl_softmax_v2_desc_t sd2;
+    dnnl_primitive_desc_t pd;
+    if (axis < 0 || axis >= io->src.ndims ||
+        dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, alg, &io->src, &io->dst, (int)axis) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &sd2, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this softmax"), false;
+    /* oneDNN's fast softmax wants its axis innermost: on another axis, the
+     * input is reordered to a layout where it is, and the result back */
+    bool inner[MAXR] = {false};
+    inner[axis] = true;
+    dnnl_memory_desc_t imd;
+    dnnl_primitive_desc_t ipd = NULL;
+    if (dx_is_slow_ref(pd) && dx_inner_md(&p->slots[io->sin], inner, &imd) &&
+        dnnl_softmax_v2_forward_desc_init(&sd2, dnnl_forward_inference, alg, &imd, &imd, (int)axis) == dnnl_success &&
+        dnnl_primitive_desc_create(&ipd, &sd2, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success &&
+        dx_is_slow_ref(ipd))
+        dnnl_primitive_desc_destroy(ipd), ipd = NULL;
+    if (ipd) {
+        dnnl_primitive_desc_destroy(pd);
+        slot like = p->slots[io->sin];
+        int32_t t = dx_in_layout(b, io->sin, &imd), t2 = t >= 0 ? dx_temp_slot(b, &like, &imd) : -1;
+        int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {t, t2};
+        bool ok = t2 >= 0 && dx_add_prim(b, ipd, 2, kinds, slots) && dx_add_reorder(b, t2, io->sd);
+        dnnl_primitive_desc_destroy(ipd);
+        return ok || (dx_fail(b, "out of memory"), false);
+    }
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {io->sin, io->sd};
+    bool ok = dx_add_prim(b, pd, 2, kinds, slots);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* Resize: linear (half_pixel) or nearest (asymmetric, floor) over the
+ * spatial dims, as oneDNN's resampling computes them. */
+static bool supports_resize(const seam_node_view *n, char *why, size_t wn) {
+    const ir_node *ir = dx_ir(n);
+    const char *mode = node_attr_string(ir, "mode", "nearest");
+    const char *ctm = node_attr_string(ir, "coordinate_transformation_mode", "half_pixel");
+    const char *nm = node_attr_string(ir, "nearest_mode", "round_prefer_floor");
+    if (n->opset < 11) ctm = "asymmetric", nm = "floor";
+    if (strcmp(mode, "linear") && strcmp(mode, "nearest"))
+        return dx_refuse(why, wn, "Resize mode=%s not supported", mode);
+    if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
+        return dx_refuse(why, wn, "Resize of rank %d is not supported", n->inputs[0].rank);
+    if (!dx_dim_may_equal(&n->inputs[0], 0, &n->outputs[0], 0) || !dx_dim_may_equal(&n->inputs[0], 1, &n->outputs[0], 1))
+        return dx_refuse(why, wn, "Resize of the batch or channel dimension is not supported");
+    if (!strcmp(mode, "linear") && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel"))
+        return dx_refuse(why, wn, "Resize mode=linear with coordinate_transformation_mode=%s not supported", ctm);
+    if (!strcmp(mode, "nearest") && !(!strcmp(ctm, "asymmetric") && !strcmp(nm, "floor")))
+        return dx_refuse(why, wn,
+                         "Resize mode=nearest with coordinate_transformation_mode=%s and nearest_mode=%s not supported "
+                         "(only asymmetric with floor)", ctm, nm);
+    for (int32_t d = 2; d < n->inputs[0].rank; d++)
+        if (!strcmp(ctm, "pytorch_half_pixel") && n->outputs[0].dims[d] == 1)
+            return dx_refuse(why, wn, "Resize pytorch_half_pixel to a size of 1 not supported");
+    if (node_attr_int(ir, "antialias", 0)) return dx_refuse(why, wn, "Resize antialias=1 not supported");
+    return true;
+}
+
+/* Resize: the factors from the static shapes. */
+static bool compile_resize(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    const char *mode = "nearest";
+    seam_node_attr_string(n, "mode", &mode);
+    float factors[3];
+    int32_t nsp = io->src.ndims - 2;
+    for (int32_t d = 0; d < nsp; d++) factors[d] = (float)n->outputs[0].dims[2 + d] / (float)n->inputs[0].dims[2 + d];
+    dnnl_resampling_desc_t rd;
+    if (dnnl_resampling_forward_desc_init(&rd, dnnl_forward_inference, strcmp(mode, "linear") ? dnnl_resampling_nearest : dnnl_resampling_linear,
+                                          factors, &io->src, &io->dst) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this resampling"), false;
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {io->sin, io->sd};
+    return dx_add_step(b, &rd, NULL, 2, kinds, slots);
+}
+
+const dx_op dx_pool_norm_rows[] = {
+    {"MaxPool", STAGE_ANY_LAYOUT, supports_pool, compile_pool},
+    {"AveragePool", STAGE_ANY_LAYOUT, supports_pool, compile_pool},
+    {"GlobalAveragePool", STAGE_ANY_LAYOUT, NULL, compile_pool},
+    {"GlobalMaxPool", STAGE_ANY_LAYOUT, NULL, compile_pool},
+    {"BatchNormalization", STAGE_ANY_LAYOUT, supports_batchnorm, compile_batchnorm},
+    {"LayerNormalization", STAGE_PLAIN, supports_layernorm, compile_layernorm},
+    {"LRN", STAGE_PLAIN_OUT, supports_lrn, compile_lrn},
+    {"Softmax", STAGE_PLAIN_OUT, supports_softmax, compile_softmax},
+    {"LogSoftmax", STAGE_PLAIN_OUT, supports_softmax, compile_softmax},
+    {"Resize", STAGE_PLAIN_OUT, supports_resize, compile_resize},
+    {NULL, STAGE_VIEW, NULL, NULL},
+};
