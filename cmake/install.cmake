@@ -8,7 +8,7 @@ install(TARGETS seam_shared EXPORT seamTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES include/seam.h include/seam_partition.h include/seam_backend.h include/seam_report.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS seam RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The report library (seam_report.h, graphviz), which the Python package links.
+# The report library (seam_report.h, graphviz), for C programs that call it.
 install(TARGETS seam_report_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # @ONLY at install time, so the prefix given to cmake --install is the one written.

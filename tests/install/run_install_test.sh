@@ -47,6 +47,17 @@ export PKG_CONFIG_PATH="$lib/pkgconfig"
 "$cc" -std=c11 -Wall -Werror $flags -o "$work/consumer-pc" "$here/consumer.c" $(pkg-config --cflags --libs seam) -lm
 LD_LIBRARY_PATH="$lib" "$work/consumer-pc" "$work/relu1.onnx"
 
+echo "== the report library (libseam_report.so; libseam.so needs no graphviz)"
+if readelf -d "$lib/libseam.so" | grep NEEDED | grep -q -E 'libgvc|libcgraph'; then
+    echo "install: libseam.so links graphviz"; exit 1
+fi
+rextra=$(nm -D --defined-only "$lib/libseam_report.so" | awk '{print $3}' | grep -v -E '^(seam_report_|seam_session_write_trace$)' || true)
+[ -z "$rextra" ] || { echo "install: libseam_report.so exports more than the report:"; echo "$rextra"; exit 1; }
+# shellcheck disable=SC2046
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Werror $flags -o "$work/report-consumer" "$here/report_consumer.c" $(pkg-config --cflags --libs seam) -lseam_report
+LD_LIBRARY_PATH="$lib" "$work/report-consumer" "$work/relu1.onnx" "$work/relu1.html"
+
 echo "== find_package(seam)"
 cmake -S "$here/project" -B "$work/project" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
       -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$work/project.log"
