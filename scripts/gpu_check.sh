@@ -9,12 +9,19 @@
 #      models, a model split around a TopK with its boundary copies;
 #   2. scripts/gpu_bench.py: seam cuda against PyTorch eager (fp32, TF32
 #      off) and the placement check (default placement no slower than
-#      all-CPU and all-GPU), tables in $OUT/gpu_bench.md.
+#      all-CPU and all-GPU), tables in $OUT/gpu_bench.md;
+#   3. mutate_cuda: tests/checks/check_mutate.py over the packed ONNX node
+#      tests (node/): hostile variants of each run on the CPU and with
+#      --target cuda, partitioned for cuda, saved and reloaded; a crash, a
+#      sanitizer report or a hang fails (tests/checks/mutate_known.txt
+#      applies as in CI). MUTATE_MUTATIONS (default 1) variants per test,
+#      MUTATE_JOBS (default: cores) at once; about 90 s on 16 cores.
 # After a check_cuda failure it reruns the first failing op model and model
 # with SEAM_CUDA_SYNC=2 and under compute-sanitizer (when installed).
 # It runs everything, then prints a summary and exits 1 if anything failed
-# (2 when there is no GPU: the no-device path is still checked). Output also
-# goes to $OUT/gpu_check.log when $OUT is set. About 3 minutes on an H100.
+# (2 when there is no GPU: the no-device path is still checked, and the
+# fuzzer's cases run on the CPU and through the no-device cuda path). Output
+# also goes to $OUT/gpu_check.log when $OUT is set. About 5 minutes on an H100.
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 if [ -n "${OUT:-}" ]; then
@@ -113,6 +120,18 @@ if [ $GPU = 1 ]; then
   step "gpu_bench" "$PY" scripts/gpu_bench.py "$SEAM" "$SO" "$WORK/bench" "$G/models" --md "${OUT:-$WORK}/gpu_bench.md"
 else
   echo "skipped: gpu_bench: no GPU"
+fi
+
+# the mutation fuzzer's cases through --target cuda (on the CPU without a
+# GPU: the plug-in refuses every node then); --backend-lib: the saved
+# partitioned files name the cuda target, and the wrapper is not next to
+# libseam_cuda.so
+if [ -d "$G/node" ]; then
+  step "mutate_cuda" "$PY" tests/checks/check_mutate.py "$SEAM" "$WORK/mutate" "$G/node" \
+    --targets cpu,cuda --backend-lib "$SO" --mutations "${MUTATE_MUTATIONS:-1}" \
+    --jobs "${MUTATE_JOBS:-$(nproc)}" --timeout 30
+else
+  echo "skipped: mutate_cuda: no node tests packed (gpu_pack.sh found no libonnx-testdata)"
 fi
 
 echo "=== summary ($(( $(date +%s) - T0 )) s)"

@@ -12,6 +12,10 @@
 #   - adds test models with their inputs (GPU_MODELS, names from
 #     tests/models/gen_models.py; taken from SEAM_MODELS_DIR, build/models or
 #     /work/main/build/models, generated into build/models if missing);
+#   - adds the ONNX node tests of the ops the CUDA plug-in takes, and of a
+#     few it refuses (the model splits then), from NODE_TESTS
+#     (/usr/share/libonnx-testdata/data/node) into node/: the mutation
+#     fuzzer's cases (check_mutate.py --targets cpu,cuda in gpu_check.sh);
 #   - writes .gpu/seam-gpu.tar.xz (under 60 MB, checked).
 # The GPU machine's copy of the working tree brings the scripts and checkers.
 #
@@ -22,6 +26,15 @@ ROOT=$PWD
 B=build-gpu
 MODELS=${GPU_MODELS:-mobilenet_v2 squeezenet1_0 shufflenet_v2_x1_0 vit_small transformer_encoder seed_mlp seed_mlp_sort_mid topk_cumsum lstm_classifier}
 LIMIT_MB=60
+NODE_TESTS=${NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
+# node tests by op: test_OP or test_OP_*. The ops of docs/cuda.md's "What
+# runs", then Slice, Pad, Expand, Where, Cast, Equal, Less, Greater, which
+# the plug-in refuses: a model of those runs on the CPU, or split.
+NODE_OPS='conv|gemm|matmul|batchnorm|relu|sigmoid|tanh|leakyrelu|clip|erf|gelu|exp|log|sqrt|abs|neg|reciprocal|elu'
+NODE_OPS+='|hardsigmoid|hardswish|softplus|floor|ceil|sin|cos|add|sub|mul|div|pow|max|min|prelu|maxpool|averagepool'
+NODE_OPS+='|globalaveragepool|globalmaxpool|reduce_mean|reduce_sum|reduce_max|reduce_min|softmax|logsoftmax'
+NODE_OPS+='|layer_normalization|transpose|concat|gather|reshape|flatten|squeeze|unsqueeze|identity|dropout'
+NODE_OPS+='|slice|constant_pad|edge_pad|reflect_pad|expand|where|cast|equal|less|greater'
 
 echo "gpu_pack: building seam and libseam_cuda.so (Release) in $B/"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSEAM_PYTHON=OFF -DSEAM_WITH_DNNL=OFF -DSEAM_WITH_CUDA=ON >/dev/null
@@ -65,11 +78,19 @@ for m in $MODELS; do
   cp "$SRC/$m.onnx" "$SRC"/$m.input*.npy "$STAGE/models/"
   cp "$SRC"/$m.expected.*.npy "$STAGE/models/" 2>/dev/null || true
 done
+# the node tests (folders of model.onnx and test_data_set_*/)
+if [ -d "$NODE_TESTS" ]; then
+  mkdir -p "$STAGE/node"
+  ls "$NODE_TESTS" | grep -E "^test_($NODE_OPS)(_|\$)" | while read -r t; do cp -r "$NODE_TESTS/$t" "$STAGE/node/"; done
+else
+  echo "gpu_pack: no $NODE_TESTS (Debian's libonnx-testdata): no node tests packed, gpu_check.sh skips mutate_cuda" >&2
+fi
+n_node=$(ls "$STAGE/node" 2>/dev/null | wc -l)
 git rev-parse HEAD > "$STAGE/COMMIT" 2>/dev/null || true
 tar -C "$STAGE" -cf - . | xz -T0 -6 > .gpu/seam-gpu.tar.xz
 rm -rf "$STAGE"
 size=$(stat -c %s .gpu/seam-gpu.tar.xz)
-echo "gpu_pack: .gpu/seam-gpu.tar.xz $((size / 1048576)) MB ($size bytes): seam, libseam_cuda.so, $(echo $MODELS | wc -w) models from $SRC"
+echo "gpu_pack: .gpu/seam-gpu.tar.xz $((size / 1048576)) MB ($size bytes): seam, libseam_cuda.so, $(echo $MODELS | wc -w) models from $SRC, $n_node node tests"
 if [ "$size" -gt $((LIMIT_MB * 1048576)) ]; then
   echo "gpu_pack: over $LIMIT_MB MB: pick fewer models (GPU_MODELS=...)" >&2
   exit 1

@@ -2,6 +2,7 @@
 
 usage: /usr/bin/python3 check_mutate.py SEAM_BINARY WORKDIR MODEL_DIR... [-k CASE] [--mutations N]
                                        [--timeout S] [--jobs N] [--seed S]
+                                       [--targets cpu,dnnl] [--backend-lib SO]
 
 Every model under each MODEL_DIR (a node test folder holding model.onnx
 and test_data_set_0/input_*.pb, or a plain .onnx file) gets N mutations
@@ -20,9 +21,16 @@ one of what an attacker or a buggy exporter does:
            an input file whose rank, element type or size contradicts the
            model
 
-Each variant runs as `seam run` on the CPU, as `seam run --target dnnl`,
-and (for the first mutation of each model) as `seam partition --target
-dnnl -o X.onnx` followed by `seam run X.onnx`. A run may succeed or refuse
+Each variant runs once per entry of --targets (default cpu,dnnl): `seam
+run` for cpu, `seam run --target T --placement capability` for another
+target T; and (for the first mutation of each model) as `seam partition
+--target T -o X.onnx` followed by `seam run X.onnx`, T the first target
+that is not cpu. A plug-in target (cuda: --targets cpu,cuda) needs its
+library to run the saved X.onnx: --backend-lib SO, by default
+libseam_T.so found next to SEAM_BINARY (or in its bin/ or ../lib, for a
+wrapper script that sets LD_LIBRARY_PATH and execs seam: a signal still
+shows in the exit code then; a wrapper without exec gives 128+N, which
+fails the case too). A run may succeed or refuse
 the model (exit 1 or 2) with a message; a signal, a sanitizer report, a run
 longer than the timeout, another exit code or an exit 1 without a message
 fails the case. The model and inputs of a failing case are kept in
@@ -57,8 +65,19 @@ parser.add_argument("--mutations", type=int, default=3, help="mutations per mode
 parser.add_argument("--timeout", type=float, default=10.0, help="seconds a run may take (default 10)")
 parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="runs at once (default: cores)")
 parser.add_argument("--seed", type=int, default=17, help="the base seed (default 17)")
+parser.add_argument("--targets", default="cpu,dnnl",
+                    help="comma-separated: the paths each variant runs on; the first one that is not cpu also "
+                         "partitions, saves and reloads (default cpu,dnnl)")
+parser.add_argument("--backend-lib", metavar="SO",
+                    help="the plug-in library that runs the saved partitioned file of a plug-in target "
+                         "(default: libseam_TARGET.so next to SEAM_BINARY, or in its bin/ or ../lib)")
 parser.add_argument("--known", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutate_known.txt"))
 args = parser.parse_args()
+TARGETS = [t.strip() for t in args.targets.split(",") if t.strip()]
+if not TARGETS or len(set(TARGETS)) != len(TARGETS):
+    parser.error(f"--targets wants distinct names, got '{args.targets}'")
+# the target that partitions, saves and reloads: the first device target
+PART = next((t for t in TARGETS if t != "cpu"), None)
 check = seamtest.Checker("mutate", args.k)
 WORK = os.path.abspath(args.work)
 ARTIFACTS = os.path.join(WORK, "artifacts")
@@ -68,6 +87,25 @@ FLOATS = [0.0, -1.0, float("nan"), float("inf"), float("-inf")]
 # how a run of seam may end on hostile input: a result or a refusal with a message
 OK_CODES = (0, 1, 2)
 SANITIZER = ("AddressSanitizer", "UndefinedBehaviorSanitizer", "runtime error:", "LeakSanitizer")
+
+
+def plugin_lib():
+    """The library to load for the saved file of PART: None for a built-in
+    target (dnnl), else --backend-lib or libseam_PART.so near SEAM_BINARY."""
+    if PART in (None, "dnnl") or os.path.isfile(PART):  # built in, or a rules file the saved file carries
+        return None
+    if args.backend_lib:
+        return os.path.abspath(args.backend_lib)
+    here = os.path.dirname(os.path.realpath(args.seam))
+    for d in (here, os.path.join(here, "bin"), os.path.join(here, "..", "lib")):
+        p = os.path.join(d, f"libseam_{PART}.so")
+        if os.path.isfile(p):
+            return os.path.abspath(p)
+    parser.error(f"--targets {args.targets}: no libseam_{PART}.so next to {args.seam} (or in its bin/, ../lib): "
+                 "give --backend-lib SO")
+
+
+PLUGIN = plugin_lib()
 
 
 def known_crashes(path):
@@ -293,11 +331,20 @@ def make_case(name, path, pbs, index):
 
 
 def run(cmd, env):
-    """(exit code or 'timeout', stderr)."""
+    """(exit code or 'timeout', stderr). The run gets a session of its own
+    so that a timeout kills all of it: seam and, when SEAM_BINARY is a
+    wrapper script that does not exec, the shell around it."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+                         env=env, start_new_session=True)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=args.timeout, env=env)
-        return r.returncode, r.stderr
+        _, err = p.communicate(timeout=args.timeout)
+        return p.returncode, err
     except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, 9)
+        except ProcessLookupError:
+            pass
+        p.communicate()
         return "timeout", ""
 
 
@@ -310,6 +357,8 @@ def verdict(code, err):
         return f"sanitizer report: {lines[0].strip()[:300]}"
     if code < 0:
         return f"killed by signal {-code}"
+    if code > 128 and code - 128 in (4, 6, 7, 8, 9, 11):  # a shell's report of a signal (SIGILL, ABRT, BUS, FPE, KILL, SEGV)
+        return f"exit {code}: killed by signal {code - 128} (through a shell)"
     if code not in OK_CODES:
         return f"exit {code}"
     if code != 0 and not err.strip():
@@ -327,17 +376,18 @@ def run_case(case):
                ASAN_OPTIONS=(asan + ":" if asan else "") + "allocator_may_return_null=1")
     seam = os.path.abspath(args.seam)
     results = []  # (path, code, verdict or None, stderr)
-    for label, cmd in (("cpu", [seam, "run", "--threads", "1", mpath, *inputs]),
-                       ("dnnl", [seam, "run", "--threads", "1", "--target", "dnnl", "--placement", "capability", mpath, *inputs])):
-        code, err = run(cmd, env)
+    for label in TARGETS:
+        where = [] if label == "cpu" else ["--target", label, "--placement", "capability"]
+        code, err = run([seam, "run", "--threads", "1", *where, mpath, *inputs], env)
         results.append((label, code, verdict(code, err), err))
-    if index == 0:
+    if index == 0 and PART:
         saved = os.path.join(d, "partitioned.onnx")
-        code, err = run([seam, "partition", "--target", "dnnl", "--placement", "capability", "-o", saved, mpath], env)
+        code, err = run([seam, "partition", "--target", PART, "--placement", "capability", "-o", saved, mpath], env)
         v = verdict(code, err)
         results.append(("partition", code, v, err))
         if code == 0 and os.path.exists(saved):
-            code, err = run([seam, "run", "--threads", "1", saved, *inputs], env)
+            lib = ["--backend-lib", PLUGIN] if PLUGIN else []
+            code, err = run([seam, "run", "--threads", "1", *lib, saved, *inputs], env)
             results.append(("saved", code, verdict(code, err), err))
     return case, seed, d, desc, results
 
@@ -364,6 +414,10 @@ def main():
     runs = known_hits = 0
     outcomes = {}
     me = [sys.executable, os.path.abspath(__file__), args.seam, args.work, *args.dirs]
+    if args.targets != "cpu,dnnl":
+        me += ["--targets", args.targets] + (["--backend-lib", PLUGIN] if PLUGIN else [])
+    if args.seed != 17:
+        me += ["--seed", str(args.seed)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for case, seed, d, desc, results in pool.map(run_case, cases):
             name, _, _, index = case
@@ -373,7 +427,7 @@ def main():
                 outcomes[label, "ok" if code == 0 else "refused"] = outcomes.get((label, "ok" if code == 0 else "refused"), 0) + 1
                 if not v:
                     continue
-                if (name, "dnnl" if label in ("partition", "saved") else label) in known:
+                if (name, PART if label in ("partition", "saved") else label) in known:
                     known_hits += 1
                     continue
                 last = [ln for ln in err.strip().splitlines()][-3:]
@@ -390,7 +444,7 @@ def main():
     secs = time.monotonic() - t0
     n_models = len({c[0] for c in cases})
     summary = (f"{n_models} models, {len(cases)} mutations, {runs} runs in {secs:.0f} s "
-               f"({args.jobs} at once, timeout {args.timeout:g} s); "
+               f"(on {args.targets}; {args.jobs} at once, timeout {args.timeout:g} s); "
                + ", ".join(f"{lb} {k} {n}" for (lb, k), n in sorted(outcomes.items()))
                + (f"; {known_hits} known crashes (mutate_known.txt)" if known_hits else ""))
     if check.everything and len(cases) < args.mutations * len(all_models):
