@@ -273,10 +273,19 @@ seam_status check_real_input(seam_check *c) { return check_input_dtype(c, cpu_is
 
 const ir_tensor *cpu_constant_input(const seam_check *c, int32_t i) {
     if (i >= c->n->n_inputs || c->n->inputs[i] < 0) return NULL;
-    const ir_value *v = &c->g->values[c->n->inputs[i]];
+    const ir_graph *g = c->g;
+    const ir_value *v = &g->values[c->n->inputs[i]];
+    /* A body's outer-scope value is the enclosing graph's: a device
+     * subgraph's weights are the main graph's initializers, so its nodes
+     * pack them as the same nodes of the plain graph do (and compute the
+     * same bits). */
+    for (int32_t depth = 0; (v->flags & IR_VALUE_OUTER) && !v->init && g->parent && v->outer >= 0 && depth < 64; depth++) {
+        g = g->parent;
+        v = &g->values[v->outer];
+    }
     if (v->init) return v->flags & IR_VALUE_INPUT ? NULL : v->init;
     if (v->producer < 0) return NULL;
-    const ir_node *p = &c->g->nodes[v->producer];
+    const ir_node *p = &g->nodes[v->producer];
     const ir_attr *a = strcmp(p->op_type, "Constant") == 0 && p->domain[0] == 0 ? node_attr(p, "value") : NULL;
     return a && a->kind == IR_ATTR_TENSOR ? a->t : NULL;
 }
