@@ -213,12 +213,39 @@ __global__ void reduce_kernel(int op, const float *__restrict__ x, float *__rest
 
 __global__ void strided_kernel(const float *__restrict__ x, float *__restrict__ y, sc_strided d, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i, off = 0;
+        int64_t r = i, off = d.base;
         for (int k = d.rank - 1; k >= 0; k--) {
             off += (r % d.dims[k]) * d.istride[k];
             r /= d.dims[k];
         }
         y[i] = x[off];
+    }
+}
+
+__global__ void pad_kernel(const float *__restrict__ x, float *__restrict__ y, sc_pad d, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, off = 0, st = 1;
+        bool inside = true;
+        for (int k = d.rank - 1; k >= 0; k--) {
+            int64_t q = r % d.odims[k] - d.p0[k], len = d.idims[k];
+            r /= d.odims[k];
+            if (q < 0 || q >= len) {
+                if (d.mode == SC_PAD_EDGE) {
+                    q = q < 0 ? 0 : len - 1;
+                } else if (d.mode == SC_PAD_WRAP) {
+                    q = (q % len + len) % len;
+                } else if (d.mode == SC_PAD_REFLECT) {
+                    int64_t period = 2 * (len - 1);
+                    q = len == 1 ? 0 : (q % period + period) % period;
+                    if (q >= len) q = period - q;
+                } else {
+                    inside = false;
+                }
+            }
+            off += q * st;
+            st *= len;
+        }
+        y[i] = inside ? x[off] : d.value;
     }
 }
 
@@ -307,6 +334,12 @@ cudaError_t sc_reduce(sc_reduce_op op, const float *x, float *y, const sc_reduce
 cudaError_t sc_strided_copy(const float *x, float *y, const sc_strided *d, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     strided_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, y, *d, n);
+    return cudaGetLastError();
+}
+
+cudaError_t sc_pad_copy(const float *x, float *y, const sc_pad *d, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    pad_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, y, *d, n);
     return cudaGetLastError();
 }
 

@@ -71,13 +71,30 @@ typedef struct sc_reduce_desc {
 } sc_reduce_desc;
 cudaError_t sc_reduce(sc_reduce_op op, const float *x, float *y, const sc_reduce_desc *d, cudaStream_t s);
 
-/* y (dims, row-major) gets x read with istride per output dim: a
- * transpose when istride is x's strides permuted. */
+/* y (dims, row-major) gets x[base + sum_d q_d * istride[d]] for output
+ * index (q_d): a transpose when istride is x's strides permuted, a Slice
+ * with base at its starts and strides times its steps (negative for
+ * negative steps), an Expand with 0 where it broadcasts. */
 typedef struct sc_strided {
     int32_t rank;
+    int64_t base;
     int64_t dims[SC_MAX_RANK], istride[SC_MAX_RANK];
 } sc_strided;
 cudaError_t sc_strided_copy(const float *x, float *y, const sc_strided *d, int64_t n, cudaStream_t s);
+
+/* Pad: output dims odims, input dims idims (row-major), begin pads p0
+ * (negative: cropped). Along each dim the input index is q - p0[d]; out of
+ * range it is the constant value, the nearest edge, reflected about the
+ * edges without repeating them (-1 -> 1, periodically as the CPU kernels
+ * do, for pads of any size) or wrapped around. Compile refuses edge,
+ * reflect and wrap of an empty dim. */
+typedef enum sc_pad_mode { SC_PAD_CONSTANT, SC_PAD_EDGE, SC_PAD_REFLECT, SC_PAD_WRAP } sc_pad_mode;
+typedef struct sc_pad {
+    int32_t rank, mode;
+    float value;
+    int64_t odims[SC_MAX_RANK], idims[SC_MAX_RANK], p0[SC_MAX_RANK];
+} sc_pad;
+cudaError_t sc_pad_copy(const float *x, float *y, const sc_pad *d, int64_t n, cudaStream_t s);
 
 /* Gather: y[o, i, r] = x[o, idx[i], r] for o < outer, i < n_idx, r < inner;
  * negative indices count from the end; an index out of range gives 0 (the

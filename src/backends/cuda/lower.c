@@ -210,6 +210,45 @@ static bool lower_transpose(prog *P, cnode *n, const cval *x, const cval *y, cha
     return reads(P, s, n->in[0], err, es);
 }
 
+/* Slice and Expand: a strided copy (the slice's start as the base, its
+ * steps times the strides; 0 strides where Expand broadcasts). */
+static bool lower_slice_expand(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    step *s;
+    if (!(s = new_step(P, S_STRIDED, n, NULL, n->out, err, es))) return false;
+    int64_t st[SC_MAX_RANK];
+    strides_of(x, st);
+    s->sd.rank = y->rank;
+    for (int32_t d = 0; d < y->rank; d++) {
+        s->sd.dims[d] = y->dims[d];
+        if (p->kind == K_SLICE) {
+            s->sd.base += p->sl_start[d] * st[d];
+            s->sd.istride[d] = p->sl_step[d] * st[d];
+        } else {
+            int32_t xd = d - (y->rank - x->rank);
+            s->sd.istride[d] = xd < 0 || x->dims[xd] == 1 ? 0 : st[xd];
+        }
+    }
+    if (!y->rank) s->sd.rank = 1, s->sd.dims[0] = 1, s->sd.istride[0] = 0;
+    s->n = vnumel(y);
+    snprintf(s->info, sizeof(s->info), "seam strided copy kernel (%s)", p->kind == K_SLICE ? "slice" : "broadcast");
+    return reads(P, s, n->in[0], err, es);
+}
+
+static bool lower_pad(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    step *s;
+    if (!(s = new_step(P, S_PAD, n, NULL, n->out, err, es))) return false;
+    s->pad.rank = y->rank ? y->rank : 1;
+    s->pad.mode = p->pad_mode, s->pad.value = p->pad_value;
+    s->pad.odims[0] = s->pad.idims[0] = 1;
+    for (int32_t d = 0; d < y->rank; d++) s->pad.odims[d] = y->dims[d], s->pad.idims[d] = x->dims[d], s->pad.p0[d] = p->pad0[d];
+    s->n = vnumel(y);
+    static const char *const modes[] = {"constant", "edge", "reflect", "wrap"};
+    snprintf(s->info, sizeof(s->info), "seam pad kernel (%s)", modes[p->pad_mode]);
+    return reads(P, s, n->in[0], err, es);
+}
+
 static bool lower_concat(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
     const cu_params *p = &n->p;
     int out = n->out;
@@ -283,6 +322,11 @@ bool lower_node(prog *P, cnode *n, char *err, size_t es) {
         return lower_concat(P, n, x, y, err, es);
     case K_GATHER:
         return lower_gather(P, n, x, y, err, es);
+    case K_SLICE:
+    case K_EXPAND:
+        return lower_slice_expand(P, n, x, y, err, es);
+    case K_PAD:
+        return lower_pad(P, n, x, y, err, es);
     }
     return FAIL("subgraph '%s': node %d '%s': %s has no lowering", P->name, n->index, n->name, n->op);
 }

@@ -53,7 +53,7 @@ typedef struct cnode {
 } cnode;
 
 typedef enum step_kind {
-    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER
+    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD
 } step_kind;
 
 typedef struct step {
@@ -96,6 +96,7 @@ typedef struct step {
     sc_reduce_op rop;
     sc_reduce_desc rd;
     sc_strided sd;
+    sc_pad pad;
     int idx64;
     int64_t g_outer, g_nidx, g_axis, g_inner;
     char info[200];     /* the kernel chosen, for the log */
