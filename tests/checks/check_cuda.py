@@ -25,7 +25,7 @@ With a device:
            binaries, pools, reductions, Softmax, LayerNormalization,
            Transpose, Concat, Gather, unaries, views, Slice with negative
            steps and clamped bounds, Pad constant/reflect/edge/wrap with
-           negative pads and axes, Expand) runs on cuda
+           negative pads and axes, Expand, Cast float32/int32/int64) runs on cuda
            (--placement capability) within 1e-4 of the output's scale of
            the CPU kernels, with its nodes in cuda subgraphs;
   models   every MODEL given: the same, and partitioned + saved with -o,
@@ -235,6 +235,10 @@ def op_models():
     add("expand", [mk("Expand", ["x", "sh0"], ["a"]), mk("Expand", ["b", "sh1"], ["c"]), mk("Add", ["a", "c"], ["y"])],
         {"x": (3, 1, 5), "b": (4, 1)}, {"y": (2, 3, 4, 5)},
         [("sh0", np.array([2, 1, 4, 1], np.int64)), ("sh1", np.array([1, 5], np.int64))])
+    add("cast", [mk("Mul", ["x", "k"], ["m"]), mk("Cast", ["m"], ["a"], to=TensorProto.INT32),
+                 mk("Cast", ["a"], ["b"], to=TensorProto.INT64), mk("Cast", ["b"], ["c"], to=TensorProto.FLOAT),
+                 mk("Cast", ["ids"], ["d"], to=TensorProto.FLOAT), mk("Add", ["c", "d"], ["y"])],
+        {"x": (3, 7), "ids": (3, 7)}, {"y": (3, 7)}, [("k", np.array(7.0, np.float32))], dtypes={"ids": "int64"})
     return out
 
 

@@ -27,7 +27,7 @@ const cu_device *cu_device_get(void);
 /* What a node is to the backend, parsed once from its view. */
 typedef enum cu_kind {
     K_UNARY, K_BINARY, K_CONV, K_GEMM, K_MATMUL, K_BN, K_POOL, K_GPOOL, K_SOFTMAX, K_LN, K_REDUCE, K_TRANSPOSE,
-    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND
+    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST
 } cu_kind;
 
 typedef struct cu_params {

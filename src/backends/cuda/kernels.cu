@@ -260,6 +260,20 @@ __global__ void gather_kernel(const float *__restrict__ x, const void *__restric
     }
 }
 
+template <typename A, typename B>
+__global__ void cast_kernel(const A *__restrict__ x, B *__restrict__ y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = (B)x[i];
+}
+
+template <typename A>
+cudaError_t cast_from(const A *x, sc_num_type to, void *y, int64_t n, cudaStream_t s) {
+    if (to == SC_F32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (float *)y, n);
+    else if (to == SC_I32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int32_t *)y, n);
+    else cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int64_t *)y, n);
+    return cudaGetLastError();
+}
+
 __global__ void empty_kernel() {}
 
 }  // namespace
@@ -349,6 +363,13 @@ cudaError_t sc_gather(const float *x, const void *idx, int idx64, float *y, int6
     if (n <= 0) return cudaSuccess;
     gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, idx, idx64, y, outer, n_idx, axis_len, inner);
     return cudaGetLastError();
+}
+
+cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (from == SC_F32) return cast_from((const float *)x, to, y, n, s);
+    if (from == SC_I32) return cast_from((const int32_t *)x, to, y, n, s);
+    return cast_from((const int64_t *)x, to, y, n, s);
 }
 
 cudaError_t sc_empty(cudaStream_t s) {

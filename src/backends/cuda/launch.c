@@ -57,6 +57,7 @@ bool launch(prog *P, step *s, char *err, size_t es) {
         return CUDA(sc_layernorm(dptr(P, s->x0), dptr(P, s->gamma), dptr(P, s->beta), y, s->rows, s->cols, s->eps, st),
                     s->what);
     case S_STRIDED: return CUDA(sc_strided_copy(dptr(P, s->x0), y, &s->sd, s->n, st), s->what);
+    case S_CAST: return CUDA(sc_cast(dptr(P, s->x0), s->from, y, s->to, s->n, st), s->what);
     case S_PAD: return CUDA(sc_pad_copy(dptr(P, s->x0), y, &s->pad, s->n, st), s->what);
     case S_CONCAT: {
         int64_t off = 0;

@@ -249,6 +249,19 @@ static bool lower_pad(prog *P, cnode *n, const cval *x, const cval *y, char *err
     return reads(P, s, n->in[0], err, es);
 }
 
+static sc_num_type num_type(seam_dtype t) {
+    return t == SEAM_DTYPE_INT32 ? SC_I32 : t == SEAM_DTYPE_INT64 ? SC_I64 : SC_F32;
+}
+
+static bool lower_cast(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    step *s;
+    if (!(s = new_step(P, S_CAST, n, NULL, n->out, err, es))) return false;
+    s->from = num_type(x->dtype), s->to = num_type(y->dtype), s->n = vnumel(y);
+    static const char *const names[] = {"float32", "int32", "int64"};
+    snprintf(s->info, sizeof(s->info), "seam cast kernel (%s to %s)", names[s->from], names[s->to]);
+    return reads(P, s, n->in[0], err, es);
+}
+
 static bool lower_concat(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
     const cu_params *p = &n->p;
     int out = n->out;
@@ -327,6 +340,8 @@ bool lower_node(prog *P, cnode *n, char *err, size_t es) {
         return lower_slice_expand(P, n, x, y, err, es);
     case K_PAD:
         return lower_pad(P, n, x, y, err, es);
+    case K_CAST:
+        return lower_cast(P, n, x, y, err, es);
     }
     return FAIL("subgraph '%s': node %d '%s': %s has no lowering", P->name, n->index, n->name, n->op);
 }

@@ -365,8 +365,17 @@ static bool bool_op(const seam_node_view *n, char *why, size_t why_size) {
     for (size_t i = 0; i < sizeof(logic) / sizeof(logic[0]); i++)
         if (!strcmp(op, logic[i])) return NO("%s: it computes bool values, a type cuda's values do not hold (float32, int32, int64 only)", op);
     if (!strcmp(op, "Where")) return NO("Where: its condition is bool, a type cuda's values do not hold (float32, int32, int64 only)");
-    if (!strcmp(op, "Cast") || !strcmp(op, "CastLike"))
-        return NO("%s (%s to %s): cuda has no cast kernel yet", op, dt_name(n->inputs[0].dtype), dt_name(n->outputs[0].dtype));
+    if (!strcmp(op, "CastLike")) return NO("CastLike: cuda has no CastLike (Cast between float32, int32 and int64 only)");
+    return true;
+}
+
+static bool parse_cast(const seam_node_view *n, cu_params *p, char *why, size_t why_size) {
+    seam_dtype from = n->inputs[0].dtype, to = n->outputs[0].dtype;
+    if (!cu_dtype_size(from) || !cu_dtype_size(to))
+        return NO("Cast from %s to %s: cuda casts between float32, int32 and int64 only (its values hold no other type)",
+                  dt_name(from), dt_name(to));
+    if (attr_i(n, "to", -1) != (int64_t)to) return NO("Cast: its 'to' attribute is not its output's type %s", dt_name(to));
+    p->kind = K_CAST;
     return true;
 }
 
@@ -497,6 +506,7 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
     }
     if (!strcmp(op, "Gather")) return parse_gather(n, sg, p, why, why_size);
     if (n->n_inputs < 1) return NO("%s without inputs", op);
+    if (!strcmp(op, "Cast")) return parse_cast(n, p, why, why_size);
     bool copy = !strcmp(op, "Slice") || !strcmp(op, "Pad") || !strcmp(op, "Expand");
     if (copy && (x->dtype != SEAM_DTYPE_FLOAT32 || y->dtype != SEAM_DTYPE_FLOAT32))
         return NO("%s of %s data: cuda's copy kernels take float32", op, dt_name(x->dtype));

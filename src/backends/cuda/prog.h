@@ -53,7 +53,7 @@ typedef struct cnode {
 } cnode;
 
 typedef enum step_kind {
-    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD
+    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD, S_CAST
 } step_kind;
 
 typedef struct step {
@@ -97,6 +97,7 @@ typedef struct step {
     sc_reduce_desc rd;
     sc_strided sd;
     sc_pad pad;
+    sc_num_type from, to; /* Cast */
     int idx64;
     int64_t g_outer, g_nidx, g_axis, g_inner;
     char info[200];     /* the kernel chosen, for the log */
