@@ -25,7 +25,8 @@ With a device:
            binaries, pools, reductions, Softmax, LayerNormalization,
            Transpose, Concat, Gather, unaries, views, Slice with negative
            steps and clamped bounds, Pad constant/reflect/edge/wrap with
-           negative pads and axes, Expand, Cast float32/int32/int64) runs on cuda
+           negative pads and axes, Expand, Cast float32/int32/int64,
+           comparisons, Not/And/Or/Xor and Where on bool masks) runs on cuda
            (--placement capability) within 1e-4 of the output's scale of
            the CPU kernels, with its nodes in cuda subgraphs;
   models   every MODEL given: the same, and partitioned + saved with -o,
@@ -239,6 +240,18 @@ def op_models():
                  mk("Cast", ["a"], ["b"], to=TensorProto.INT64), mk("Cast", ["b"], ["c"], to=TensorProto.FLOAT),
                  mk("Cast", ["ids"], ["d"], to=TensorProto.FLOAT), mk("Add", ["c", "d"], ["y"])],
         {"x": (3, 7), "ids": (3, 7)}, {"y": (3, 7)}, [("k", np.array(7.0, np.float32))], dtypes={"ids": "int64"})
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    add("mask_where", [mk("Less", ["x", "zero"], ["lt"]), mk("GreaterOrEqual", ["ids", "eight"], ["ge"]),
+                       mk("Equal", ["ids", "five"], ["eq"]), mk("Not", ["eq"], ["nt"]), mk("And", ["lt", "ge"], ["an"]),
+                       mk("Or", ["an", "nt"], ["o"]), mk("Xor", ["o", "lt"], ["xo"]),
+                       mk("LessOrEqual", ["x", "half"], ["le"]), mk("Greater", ["x", "mhalf"], ["gt"]),
+                       mk("And", ["le", "gt"], ["a2"]), mk("Xor", ["xo", "a2"], ["m"]),
+                       mk("Where", ["m", "x", "fill"], ["w"]), mk("Where", ["ge", "ids", "five"], ["wi"]),
+                       mk("Cast", ["wi"], ["wf"], to=TensorProto.FLOAT), mk("Add", ["w", "wf"], ["y"])],
+        {"x": (2, 3, 4), "ids": (3, 4)}, {"y": (2, 3, 4)},
+        [("zero", f32(0.0)), ("eight", i64(8)), ("five", i64(5)), ("half", f32(0.5)), ("mhalf", f32(-0.5)),
+         ("fill", f32(-1.0))], dtypes={"ids": "int64"})
     return out
 
 

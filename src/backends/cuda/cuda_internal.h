@@ -27,7 +27,7 @@ const cu_device *cu_device_get(void);
 /* What a node is to the backend, parsed once from its view. */
 typedef enum cu_kind {
     K_UNARY, K_BINARY, K_CONV, K_GEMM, K_MATMUL, K_BN, K_POOL, K_GPOOL, K_SOFTMAX, K_LN, K_REDUCE, K_TRANSPOSE,
-    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST
+    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST, K_MASK, K_WHERE
 } cu_kind;
 
 typedef struct cu_params {
@@ -61,6 +61,8 @@ typedef struct cu_params {
     int64_t pad0[SC_MAX_RANK], pad1[SC_MAX_RANK];
     int32_t pad_mode;
     float pad_value;
+    /* comparisons, Not/And/Or/Xor */
+    sc_mask_op mop;
 } cu_params;
 
 /* Parses a node: true if the backend runs it (p filled), false with the

@@ -274,6 +274,51 @@ cudaError_t cast_from(const A *x, sc_num_type to, void *y, int64_t n, cudaStream
     return cudaGetLastError();
 }
 
+__device__ __forceinline__ void bcast_offsets(const sc_bcast &bc, int64_t i, int64_t *ia, int64_t *ib, int64_t *ic) {
+    int64_t r = i;
+    *ia = *ib = *ic = 0;
+    for (int d = bc.rank - 1; d >= 0; d--) {
+        int64_t q = r % bc.dims[d];
+        r /= bc.dims[d];
+        *ia += q * bc.sa[d];
+        *ib += q * bc.sb[d];
+        *ic += q * bc.sc[d];
+    }
+}
+
+template <typename T>
+__global__ void mask_kernel(int op, const T *__restrict__ a, const T *__restrict__ b, uint8_t *__restrict__ y,
+                            sc_bcast bc, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ia, ib, ic;
+        bcast_offsets(bc, i, &ia, &ib, &ic);
+        T u = a[ia], v = op == SC_NOT ? u : b[ib];
+        bool r;
+        switch (op) {
+        case SC_EQUAL: r = u == v; break;
+        case SC_LESS: r = u < v; break;
+        case SC_GREATER: r = u > v; break;
+        case SC_LESS_EQUAL: r = u <= v; break;
+        case SC_GREATER_EQUAL: r = u >= v; break;
+        case SC_AND: r = u && v; break;
+        case SC_OR: r = u || v; break;
+        case SC_XOR: r = !u != !v; break;
+        default: r = !u; break;
+        }
+        y[i] = r ? 1 : 0;
+    }
+}
+
+template <typename T>
+__global__ void where_kernel(const uint8_t *__restrict__ c, const T *__restrict__ a, const T *__restrict__ b,
+                             T *__restrict__ y, sc_bcast bc, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ic, ia, ib;
+        bcast_offsets(bc, i, &ic, &ia, &ib);
+        y[i] = c[ic] ? a[ia] : b[ib];
+    }
+}
+
 __global__ void empty_kernel() {}
 
 }  // namespace
@@ -370,6 +415,26 @@ cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, in
     if (from == SC_F32) return cast_from((const float *)x, to, y, n, s);
     if (from == SC_I32) return cast_from((const int32_t *)x, to, y, n, s);
     return cast_from((const int64_t *)x, to, y, n, s);
+}
+
+cudaError_t sc_mask(sc_mask_op op, int elem, const void *a, const void *b, uint8_t *y, const sc_bcast *bc, int64_t n,
+                    cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (op >= SC_AND) mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const uint8_t *)a, (const uint8_t *)b, y, *bc, n);
+    else if (elem == 4) mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const float *)a, (const float *)b, y, *bc, n);
+    else if (elem == 5) mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const int32_t *)a, (const int32_t *)b, y, *bc, n);
+    else mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const int64_t *)a, (const int64_t *)b, y, *bc, n);
+    return cudaGetLastError();
+}
+
+cudaError_t sc_where(const uint8_t *c, const void *a, const void *b, void *y, int elem_bytes, const sc_bcast *bc,
+                     int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (elem_bytes == 8)
+        where_kernel<<<blocks_for(n), THREADS, 0, s>>>(c, (const uint64_t *)a, (const uint64_t *)b, (uint64_t *)y, *bc, n);
+    else
+        where_kernel<<<blocks_for(n), THREADS, 0, s>>>(c, (const uint32_t *)a, (const uint32_t *)b, (uint32_t *)y, *bc, n);
+    return cudaGetLastError();
 }
 
 cudaError_t sc_empty(cudaStream_t s) {

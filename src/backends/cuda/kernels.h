@@ -33,10 +33,20 @@ cudaError_t sc_unary(sc_unary_op op, const float *x, float *y, int64_t n, float 
 typedef struct sc_bcast {
     int32_t rank;
     int64_t dims[SC_MAX_RANK];
-    int64_t sa[SC_MAX_RANK], sb[SC_MAX_RANK];
+    int64_t sa[SC_MAX_RANK], sb[SC_MAX_RANK], sc[SC_MAX_RANK]; /* sc: Where's third operand */
 } sc_bcast;
 cudaError_t sc_binary(sc_binary_op op, const float *a, const float *b, float *y, const sc_bcast *bc, int64_t n,
                       cudaStream_t s);
+
+/* Mask ops (bool is one byte, 0 or 1), with numpy broadcasting as
+ * sc_binary: comparisons of float32/int32/int64 a and b (elem: 4 float32,
+ * 5 int32, 8 int64) into bool y; And/Or/Xor of bools; Not (b unused);
+ * Where: y = c ? a : b of 4- or 8-byte elements (sa strides c, sb a, sc b). */
+typedef enum sc_mask_op { SC_EQUAL, SC_LESS, SC_GREATER, SC_LESS_EQUAL, SC_GREATER_EQUAL, SC_AND, SC_OR, SC_XOR, SC_NOT } sc_mask_op;
+cudaError_t sc_mask(sc_mask_op op, int elem, const void *a, const void *b, uint8_t *y, const sc_bcast *bc, int64_t n,
+                    cudaStream_t s);
+cudaError_t sc_where(const uint8_t *c, const void *a, const void *b, void *y, int elem_bytes, const sc_bcast *bc,
+                     int64_t n, cudaStream_t s);
 
 /* Per channel c of [outer, C, inner]: y = x*scale[c] + shift[c] (+ z) (then
  * max(0, .) when relu). scale may be NULL (1), shift NULL (0), z NULL. */

@@ -249,6 +249,38 @@ static bool lower_pad(prog *P, cnode *n, const cval *x, const cval *y, char *err
     return reads(P, s, n->in[0], err, es);
 }
 
+/* Numpy broadcasting of operand o to y: its element strides per output dim. */
+static bool bcast_strides(prog *P, const cval *y, int id, int64_t *out, const char *what, char *err, size_t es) {
+    const cval *o = &P->v[id];
+    int64_t st[SC_MAX_RANK];
+    strides_of(o, st);
+    for (int32_t d = 0; d < y->rank; d++) {
+        int32_t od = d - (y->rank - o->rank);
+        if (od >= 0 && o->dims[od] != 1 && o->dims[od] != y->dims[d])
+            return FAIL("subgraph '%s': %s: '%s' does not broadcast to the output", P->name, what, o->name);
+        out[d] = od < 0 || o->dims[od] == 1 ? 0 : st[od];
+    }
+    return true;
+}
+
+/* Comparisons, Not/And/Or/Xor and Where: broadcast kernels. */
+static bool lower_mask(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    step *s;
+    bool where = n->p.kind == K_WHERE;
+    if (!(s = new_step(P, where ? S_WHERE : S_MASK, n, NULL, n->out, err, es))) return false;
+    s->mop = n->p.mop, s->n = vnumel(y);
+    s->x2 = n->n_in > 2 ? n->in[2] : -1;
+    s->elem = where ? (int)cu_dtype_size(y->dtype) : x->dtype == SEAM_DTYPE_INT32 ? 5 : (int)cu_dtype_size(x->dtype);
+    s->bc.rank = y->rank;
+    for (int32_t d = 0; d < y->rank; d++) s->bc.dims[d] = y->dims[d];
+    int64_t *st[3] = {s->bc.sa, s->bc.sb, s->bc.sc};
+    for (int k = 0; k < n->n_in && k < 3; k++)
+        if (!bcast_strides(P, y, n->in[k], st[k], s->what, err, es) || !reads(P, s, n->in[k], err, es)) return false;
+    if (y->rank == 0) s->bc.rank = 1, s->bc.dims[0] = 1, s->bc.sa[0] = s->bc.sb[0] = s->bc.sc[0] = 0;
+    snprintf(s->info, sizeof(s->info), "seam %s kernel", where ? "where" : "mask");
+    return true;
+}
+
 static sc_num_type num_type(seam_dtype t) {
     return t == SEAM_DTYPE_INT32 ? SC_I32 : t == SEAM_DTYPE_INT64 ? SC_I64 : SC_F32;
 }
@@ -342,6 +374,9 @@ bool lower_node(prog *P, cnode *n, char *err, size_t es) {
         return lower_pad(P, n, x, y, err, es);
     case K_CAST:
         return lower_cast(P, n, x, y, err, es);
+    case K_MASK:
+    case K_WHERE:
+        return lower_mask(P, n, x, y, err, es);
     }
     return FAIL("subgraph '%s': node %d '%s': %s has no lowering", P->name, n->index, n->name, n->op);
 }

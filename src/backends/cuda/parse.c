@@ -12,6 +12,7 @@ size_t cu_dtype_size(seam_dtype t) {
     switch (t) {
     case SEAM_DTYPE_FLOAT32: case SEAM_DTYPE_INT32: return 4;
     case SEAM_DTYPE_INT64: return 8;
+    case SEAM_DTYPE_BOOL: return 1;
     default: return 0;
     }
 }
@@ -353,27 +354,55 @@ static void slice_range(int64_t len, int64_t b, int64_t e, int64_t s, int64_t *f
     *first = *count ? b : 0;
 }
 
-/* The ops of bool values and casts: refused, since cuda's values hold
- * float32, int32 and int64 only (a bool tensor has no size there). True
- * when op is none of them. */
-static bool bool_op(const seam_node_view *n, char *why, size_t why_size) {
-    static const char *const cmp[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
-    static const char *const logic[] = {"Not", "And", "Or", "Xor"};
+/* Comparisons (float32, int32, int64 operands), Not/And/Or/Xor (bool)
+ * into bool, one byte each; Where (a bool condition; float32, int32 or
+ * int64 values). *handled false when op is none of them. */
+static bool parse_mask(const seam_node_view *n, cu_params *p, bool *handled, char *why, size_t why_size) {
+    static const struct {
+        const char *op;
+        sc_mask_op mop;
+    } ops[] = {{"Equal", SC_EQUAL}, {"Less", SC_LESS}, {"Greater", SC_GREATER}, {"LessOrEqual", SC_LESS_EQUAL},
+               {"GreaterOrEqual", SC_GREATER_EQUAL}, {"And", SC_AND}, {"Or", SC_OR}, {"Xor", SC_XOR}, {"Not", SC_NOT}};
     const char *op = n->op_type;
-    for (size_t i = 0; i < sizeof(cmp) / sizeof(cmp[0]); i++)
-        if (!strcmp(op, cmp[i])) return NO("%s: its output is bool, a type cuda's values do not hold (float32, int32, int64 only)", op);
-    for (size_t i = 0; i < sizeof(logic) / sizeof(logic[0]); i++)
-        if (!strcmp(op, logic[i])) return NO("%s: it computes bool values, a type cuda's values do not hold (float32, int32, int64 only)", op);
-    if (!strcmp(op, "Where")) return NO("Where: its condition is bool, a type cuda's values do not hold (float32, int32, int64 only)");
-    if (!strcmp(op, "CastLike")) return NO("CastLike: cuda has no CastLike (Cast between float32, int32 and int64 only)");
+    const seam_value_info *y = &n->outputs[0];
+    *handled = true;
+    int want = -1;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]) && want < 0; i++)
+        if (!strcmp(op, ops[i].op)) want = (int)i;
+    if (want < 0 && strcmp(op, "Where")) {
+        *handled = false;
+        return true;
+    }
+    int arity = want < 0 ? 3 : ops[want].mop == SC_NOT ? 1 : 2;
+    if (n->n_inputs != arity) return NO("%s of %d inputs (%d expected)", op, n->n_inputs, arity);
+    for (int k = 0; k < arity; k++) {
+        if (!present(n, k)) return NO("%s: input %d absent", op, k);
+        if (n->inputs[k].rank > y->rank) return NO("%s: input %d of higher rank than the output", op, k);
+    }
+    seam_dtype a = n->inputs[0].dtype, b = n->inputs[arity - 1].dtype;
+    if (want < 0) {
+        p->kind = K_WHERE;
+        if (a != SEAM_DTYPE_BOOL) return NO("Where: its condition is %s, not bool", dt_name(a));
+        a = n->inputs[1].dtype;
+        if (a != b || a != y->dtype || (cu_dtype_size(a) != 4 && cu_dtype_size(a) != 8))
+            return NO("Where of %s and %s: cuda selects float32, int32 or int64 values of one type", dt_name(a), dt_name(b));
+        return true;
+    }
+    p->kind = K_MASK;
+    p->mop = ops[want].mop;
+    if (y->dtype != SEAM_DTYPE_BOOL) return NO("%s: its output is %s, not bool", op, dt_name(y->dtype));
+    bool logic = p->mop >= SC_AND;
+    if (a != b) return NO("%s of %s and %s: cuda compares operands of one type", op, dt_name(a), dt_name(b));
+    if (logic && a != SEAM_DTYPE_BOOL) return NO("%s of %s: bool operands expected", op, dt_name(a));
+    if (!logic && a != SEAM_DTYPE_FLOAT32 && a != SEAM_DTYPE_INT32 && a != SEAM_DTYPE_INT64)
+        return NO("%s of %s: cuda compares float32, int32 and int64", op, dt_name(a));
     return true;
 }
 
 static bool parse_cast(const seam_node_view *n, cu_params *p, char *why, size_t why_size) {
     seam_dtype from = n->inputs[0].dtype, to = n->outputs[0].dtype;
-    if (!cu_dtype_size(from) || !cu_dtype_size(to))
-        return NO("Cast from %s to %s: cuda casts between float32, int32 and int64 only (its values hold no other type)",
-                  dt_name(from), dt_name(to));
+    if (!cu_dtype_size(from) || !cu_dtype_size(to) || from == SEAM_DTYPE_BOOL || to == SEAM_DTYPE_BOOL)
+        return NO("Cast from %s to %s: cuda casts between float32, int32 and int64 only", dt_name(from), dt_name(to));
     if (attr_i(n, "to", -1) != (int64_t)to) return NO("Cast: its 'to' attribute is not its output's type %s", dt_name(to));
     p->kind = K_CAST;
     return true;
@@ -513,7 +542,9 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
     if (!strcmp(op, "Slice")) return parse_slice(n, sg, p, why, why_size);
     if (!strcmp(op, "Pad")) return parse_pad(n, sg, p, why, why_size);
     if (!strcmp(op, "Expand")) return parse_expand(n, sg, p, why, why_size);
-    if (!bool_op(n, why, why_size)) return false;
+    bool mask = false, mask_ok = parse_mask(n, p, &mask, why, why_size);
+    if (mask) return mask_ok;
+    if (!strcmp(op, "CastLike")) return NO("CastLike: cuda has no CastLike (Cast between float32, int32 and int64 only)");
     if (x->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only", op);
     if (y->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only (output)", op);
     for (size_t u = 0; u < sizeof(unaries) / sizeof(unaries[0]); u++) {
