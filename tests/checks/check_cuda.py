@@ -25,7 +25,7 @@ With a device:
            binaries, pools, reductions, Softmax, LayerNormalization,
            Transpose, Concat, Gather, unaries, views, Slice with negative
            steps and clamped bounds, Pad constant/reflect/edge/wrap with
-           negative pads and axes, Expand, Cast float32/int32/int64,
+           negative pads and axes, Expand, Cast float32/int32/int64/bool,
            comparisons, Not/And/Or/Xor and Where on bool masks) runs on cuda
            (--placement capability) within 1e-4 of the output's scale of
            the CPU kernels, with its nodes in cuda subgraphs;
@@ -248,7 +248,10 @@ def op_models():
                        mk("LessOrEqual", ["x", "half"], ["le"]), mk("Greater", ["x", "mhalf"], ["gt"]),
                        mk("And", ["le", "gt"], ["a2"]), mk("Xor", ["xo", "a2"], ["m"]),
                        mk("Where", ["m", "x", "fill"], ["w"]), mk("Where", ["ge", "ids", "five"], ["wi"]),
-                       mk("Cast", ["wi"], ["wf"], to=TensorProto.FLOAT), mk("Add", ["w", "wf"], ["y"])],
+                       mk("Cast", ["wi"], ["wf"], to=TensorProto.FLOAT), mk("Add", ["w", "wf"], ["s"]),
+                       mk("Cast", ["x"], ["xb"], to=TensorProto.BOOL), mk("Cast", ["xb"], ["xf"], to=TensorProto.FLOAT),
+                       mk("Cast", ["m"], ["mi"], to=TensorProto.INT32), mk("Cast", ["mi"], ["mf"], to=TensorProto.FLOAT),
+                       mk("Add", ["xf", "mf"], ["t"]), mk("Add", ["s", "t"], ["y"])],
         {"x": (2, 3, 4), "ids": (3, 4)}, {"y": (2, 3, 4)},
         [("zero", f32(0.0)), ("eight", i64(8)), ("five", i64(5)), ("half", f32(0.5)), ("mhalf", f32(-0.5)),
          ("fill", f32(-1.0))], dtypes={"ids": "int64"})

@@ -261,16 +261,17 @@ __global__ void gather_kernel(const float *__restrict__ x, const void *__restric
 }
 
 template <typename A, typename B>
-__global__ void cast_kernel(const A *__restrict__ x, B *__restrict__ y, int64_t n) {
+__global__ void cast_kernel(const A *__restrict__ x, B *__restrict__ y, int64_t n, int to_bool) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = (B)x[i];
+        y[i] = to_bool ? (B)(x[i] != (A)0) : (B)x[i];
 }
 
 template <typename A>
 cudaError_t cast_from(const A *x, sc_num_type to, void *y, int64_t n, cudaStream_t s) {
-    if (to == SC_F32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (float *)y, n);
-    else if (to == SC_I32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int32_t *)y, n);
-    else cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int64_t *)y, n);
+    if (to == SC_F32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (float *)y, n, 0);
+    else if (to == SC_I32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int32_t *)y, n, 0);
+    else if (to == SC_I64) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int64_t *)y, n, 0);
+    else cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (uint8_t *)y, n, 1);
     return cudaGetLastError();
 }
 
@@ -414,7 +415,8 @@ cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, in
     if (n <= 0) return cudaSuccess;
     if (from == SC_F32) return cast_from((const float *)x, to, y, n, s);
     if (from == SC_I32) return cast_from((const int32_t *)x, to, y, n, s);
-    return cast_from((const int64_t *)x, to, y, n, s);
+    if (from == SC_I64) return cast_from((const int64_t *)x, to, y, n, s);
+    return cast_from((const uint8_t *)x, to, y, n, s);
 }
 
 cudaError_t sc_mask(sc_mask_op op, int elem, const void *a, const void *b, uint8_t *y, const sc_bcast *bc, int64_t n,

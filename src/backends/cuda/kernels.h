@@ -106,9 +106,10 @@ typedef struct sc_pad {
 } sc_pad;
 cudaError_t sc_pad_copy(const float *x, float *y, const sc_pad *d, int64_t n, cudaStream_t s);
 
-/* Cast of n elements between float32 (0), int32 (1) and int64 (2):
- * float to int truncates toward zero, as C's conversion does. */
-typedef enum sc_num_type { SC_F32, SC_I32, SC_I64 } sc_num_type;
+/* Cast of n elements between float32, int32, int64 and bool (one byte):
+ * float to int truncates toward zero, as C's conversion does; to bool is
+ * x != 0, from bool 0 or 1. */
+typedef enum sc_num_type { SC_F32, SC_I32, SC_I64, SC_BOOL } sc_num_type;
 cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, int64_t n, cudaStream_t s);
 
 /* Gather: y[o, i, r] = x[o, idx[i], r] for o < outer, i < n_idx, r < inner;

@@ -282,14 +282,14 @@ static bool lower_mask(prog *P, cnode *n, const cval *x, const cval *y, char *er
 }
 
 static sc_num_type num_type(seam_dtype t) {
-    return t == SEAM_DTYPE_INT32 ? SC_I32 : t == SEAM_DTYPE_INT64 ? SC_I64 : SC_F32;
+    return t == SEAM_DTYPE_INT32 ? SC_I32 : t == SEAM_DTYPE_INT64 ? SC_I64 : t == SEAM_DTYPE_BOOL ? SC_BOOL : SC_F32;
 }
 
 static bool lower_cast(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
     step *s;
     if (!(s = new_step(P, S_CAST, n, NULL, n->out, err, es))) return false;
     s->from = num_type(x->dtype), s->to = num_type(y->dtype), s->n = vnumel(y);
-    static const char *const names[] = {"float32", "int32", "int64"};
+    static const char *const names[] = {"float32", "int32", "int64", "bool"};
     snprintf(s->info, sizeof(s->info), "seam cast kernel (%s to %s)", names[s->from], names[s->to]);
     return reads(P, s, n->in[0], err, es);
 }

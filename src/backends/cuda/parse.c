@@ -401,8 +401,8 @@ static bool parse_mask(const seam_node_view *n, cu_params *p, bool *handled, cha
 
 static bool parse_cast(const seam_node_view *n, cu_params *p, char *why, size_t why_size) {
     seam_dtype from = n->inputs[0].dtype, to = n->outputs[0].dtype;
-    if (!cu_dtype_size(from) || !cu_dtype_size(to) || from == SEAM_DTYPE_BOOL || to == SEAM_DTYPE_BOOL)
-        return NO("Cast from %s to %s: cuda casts between float32, int32 and int64 only", dt_name(from), dt_name(to));
+    if (!cu_dtype_size(from) || !cu_dtype_size(to))
+        return NO("Cast from %s to %s: cuda casts between float32, int32, int64 and bool only", dt_name(from), dt_name(to));
     if (attr_i(n, "to", -1) != (int64_t)to) return NO("Cast: its 'to' attribute is not its output's type %s", dt_name(to));
     p->kind = K_CAST;
     return true;
@@ -544,7 +544,7 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
     if (!strcmp(op, "Expand")) return parse_expand(n, sg, p, why, why_size);
     bool mask = false, mask_ok = parse_mask(n, p, &mask, why, why_size);
     if (mask) return mask_ok;
-    if (!strcmp(op, "CastLike")) return NO("CastLike: cuda has no CastLike (Cast between float32, int32 and int64 only)");
+    if (!strcmp(op, "CastLike")) return NO("CastLike: cuda has no CastLike (Cast between float32, int32, int64 and bool only)");
     if (x->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only", op);
     if (y->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only (output)", op);
     for (size_t u = 0; u < sizeof(unaries) / sizeof(unaries[0]); u++) {
