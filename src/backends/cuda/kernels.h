@@ -1,8 +1,9 @@
 /* Kernels of seam's own for the CUDA backend (kernels.cu, compiled by nvcc
  * at build time), callable from C. Every launcher takes the stream it
  * launches on and returns the launch's status (cudaGetLastError), so a bad
- * configuration is seen at the step that made it. float32 throughout;
- * Gather's indices are int32 or int64. */
+ * configuration is seen at the step that made it. float32 unless said
+ * (Gather's indices, the mask ops, Where and Cast take int32/int64; bool is
+ * one byte, 0 or 1). */
 #ifndef SEAM_CUDA_KERNELS_H
 #define SEAM_CUDA_KERNELS_H
 
