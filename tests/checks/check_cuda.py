@@ -23,7 +23,10 @@ With a device:
   ops      one small model per lowering (Conv + BatchNormalization + Add +
            Relu, Gemm/MatMul with bias and activation epilogues, broadcast
            binaries, pools, reductions, Softmax, LayerNormalization,
-           Transpose, Concat, Gather, unaries, views) runs on cuda
+           Transpose, Concat, Gather, unaries, views, Slice with negative
+           steps and clamped bounds, Pad constant/reflect/edge/wrap with
+           negative pads and axes, Expand, Cast float32/int32/int64/bool,
+           comparisons, Not/And/Or/Xor and Where on bool masks) runs on cuda
            (--placement capability) within 1e-4 of the output's scale of
            the CPU kernels, with its nodes in cuda subgraphs;
   models   every MODEL given: the same, and partitioned + saved with -o,
@@ -212,6 +215,46 @@ def op_models():
                          mk("Reshape", ["u", "shape"], ["y"])],
         {"ids": (2, 5)}, {"y": (10, 8)}, [init("emb", 16, 8), ("ax", np.array([0], np.int64)),
                                           ("shape", np.array([10, 8], np.int64))], dtypes={"ids": "int64"})
+    big = 2**63 - 1
+    add("slice", [mk("Slice", ["x", "s0", "e0", "a0", "p0"], ["s"]), mk("Slice", ["s", "s1", "e1", "a1", "p1"], ["y"])],
+        {"x": (2, 6, 8, 10)}, {"y": (2, 2, 8, 4)},
+        [("s0", np.array([1, -1, 0], np.int64)), ("e0", np.array([5, -100, big], np.int64)),
+         ("a0", np.array([1, -1, 2], np.int64)), ("p0", np.array([2, -3, 1], np.int64)),
+         ("s1", np.array([-1000, -1], np.int64)), ("e1", np.array([1000, -big - 1], np.int64)),
+         ("a1", np.array([0, 2], np.int64)), ("p1", np.array([1, -1], np.int64))], opset=13)
+    add("slice_opset9", [mk("Slice", ["x"], ["y"], starts=[1, 0], ends=[-1, 3], axes=[2, 0])],
+        {"x": (4, 3, 7)}, {"y": (3, 3, 5)}, opset=9)
+    add("pad", [mk("Pad", ["x", "q0", "v"], ["a"]), mk("Pad", ["a", "q1"], ["b"], mode="reflect"),
+                mk("Pad", ["b", "q2"], ["c"], mode="edge"), mk("Pad", ["c", "q3"], ["y"], mode="reflect")],
+        {"x": (2, 3, 4, 5)}, {"y": (2, 4, 11, 12)},
+        [("q0", np.array([0, 1, 2, 0, 0, 0, 1, 3], np.int64)), ("v", np.array(0.5, np.float32)),
+         ("q1", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)), ("q2", np.array([0, 0, -1, 3, 0, 0, 2, 0], np.int64)),
+         ("q3", np.array([0, 0, 0, 0, 0, 0, 0, -2], np.int64))], opset=13)
+    add("pad_axes_wrap", [mk("Pad", ["x", "q0", "", "ax"], ["a"], mode="wrap"), mk("Pad", ["a", "q1"], ["y"])],
+        {"x": (3, 5)}, {"y": (4, 12)}, [("q0", np.array([2, 3], np.int64)), ("ax", np.array([-1], np.int64)),
+                                        ("q1", np.array([1, 0, 0, 2], np.int64))], opset=19)
+    add("expand", [mk("Expand", ["x", "sh0"], ["a"]), mk("Expand", ["b", "sh1"], ["c"]), mk("Add", ["a", "c"], ["y"])],
+        {"x": (3, 1, 5), "b": (4, 1)}, {"y": (2, 3, 4, 5)},
+        [("sh0", np.array([2, 1, 4, 1], np.int64)), ("sh1", np.array([1, 5], np.int64))])
+    add("cast", [mk("Mul", ["x", "k"], ["m"]), mk("Cast", ["m"], ["a"], to=TensorProto.INT32),
+                 mk("Cast", ["a"], ["b"], to=TensorProto.INT64), mk("Cast", ["b"], ["c"], to=TensorProto.FLOAT),
+                 mk("Cast", ["ids"], ["d"], to=TensorProto.FLOAT), mk("Add", ["c", "d"], ["y"])],
+        {"x": (3, 7), "ids": (3, 7)}, {"y": (3, 7)}, [("k", np.array(7.0, np.float32))], dtypes={"ids": "int64"})
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+    add("mask_where", [mk("Less", ["x", "zero"], ["lt"]), mk("GreaterOrEqual", ["ids", "eight"], ["ge"]),
+                       mk("Equal", ["ids", "five"], ["eq"]), mk("Not", ["eq"], ["nt"]), mk("And", ["lt", "ge"], ["an"]),
+                       mk("Or", ["an", "nt"], ["o"]), mk("Xor", ["o", "lt"], ["xo"]),
+                       mk("LessOrEqual", ["x", "half"], ["le"]), mk("Greater", ["x", "mhalf"], ["gt"]),
+                       mk("And", ["le", "gt"], ["a2"]), mk("Xor", ["xo", "a2"], ["m"]),
+                       mk("Where", ["m", "x", "fill"], ["w"]), mk("Where", ["ge", "ids", "five"], ["wi"]),
+                       mk("Cast", ["wi"], ["wf"], to=TensorProto.FLOAT), mk("Add", ["w", "wf"], ["s"]),
+                       mk("Cast", ["x"], ["xb"], to=TensorProto.BOOL), mk("Cast", ["xb"], ["xf"], to=TensorProto.FLOAT),
+                       mk("Cast", ["m"], ["mi"], to=TensorProto.INT32), mk("Cast", ["mi"], ["mf"], to=TensorProto.FLOAT),
+                       mk("Add", ["xf", "mf"], ["t"]), mk("Add", ["s", "t"], ["y"])],
+        {"x": (2, 3, 4), "ids": (3, 4)}, {"y": (2, 3, 4)},
+        [("zero", f32(0.0)), ("eight", i64(8)), ("five", i64(5)), ("half", f32(0.5)), ("mhalf", f32(-0.5)),
+         ("fill", f32(-1.0))], dtypes={"ids": "int64"})
     return out
 
 

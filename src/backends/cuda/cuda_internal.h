@@ -27,7 +27,7 @@ const cu_device *cu_device_get(void);
 /* What a node is to the backend, parsed once from its view. */
 typedef enum cu_kind {
     K_UNARY, K_BINARY, K_CONV, K_GEMM, K_MATMUL, K_BN, K_POOL, K_GPOOL, K_SOFTMAX, K_LN, K_REDUCE, K_TRANSPOSE,
-    K_CONCAT, K_VIEW, K_GATHER
+    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST, K_MASK, K_WHERE
 } cu_kind;
 
 typedef struct cu_params {
@@ -54,6 +54,15 @@ typedef struct cu_params {
     sc_reduce_op rop;
     uint32_t axes_mask;
     int64_t perm[SC_MAX_RANK];
+    /* Slice (read at compile): per input dim, the first index and the step
+     * (0 and 1 where it is not sliced); the output's dims are the counts */
+    int64_t sl_start[SC_MAX_RANK], sl_step[SC_MAX_RANK];
+    /* Pad (read at compile): begin and end pads per dim, mode, constant */
+    int64_t pad0[SC_MAX_RANK], pad1[SC_MAX_RANK];
+    int32_t pad_mode;
+    float pad_value;
+    /* comparisons, Not/And/Or/Xor */
+    sc_mask_op mop;
 } cu_params;
 
 /* Parses a node: true if the backend runs it (p filled), false with the

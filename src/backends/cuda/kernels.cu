@@ -213,12 +213,39 @@ __global__ void reduce_kernel(int op, const float *__restrict__ x, float *__rest
 
 __global__ void strided_kernel(const float *__restrict__ x, float *__restrict__ y, sc_strided d, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i, off = 0;
+        int64_t r = i, off = d.base;
         for (int k = d.rank - 1; k >= 0; k--) {
             off += (r % d.dims[k]) * d.istride[k];
             r /= d.dims[k];
         }
         y[i] = x[off];
+    }
+}
+
+__global__ void pad_kernel(const float *__restrict__ x, float *__restrict__ y, sc_pad d, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, off = 0, st = 1;
+        bool inside = true;
+        for (int k = d.rank - 1; k >= 0; k--) {
+            int64_t q = r % d.odims[k] - d.p0[k], len = d.idims[k];
+            r /= d.odims[k];
+            if (q < 0 || q >= len) {
+                if (d.mode == SC_PAD_EDGE) {
+                    q = q < 0 ? 0 : len - 1;
+                } else if (d.mode == SC_PAD_WRAP) {
+                    q = (q % len + len) % len;
+                } else if (d.mode == SC_PAD_REFLECT) {
+                    int64_t period = 2 * (len - 1);
+                    q = len == 1 ? 0 : (q % period + period) % period;
+                    if (q >= len) q = period - q;
+                } else {
+                    inside = false;
+                }
+            }
+            off += q * st;
+            st *= len;
+        }
+        y[i] = inside ? x[off] : d.value;
     }
 }
 
@@ -230,6 +257,66 @@ __global__ void gather_kernel(const float *__restrict__ x, const void *__restric
         int64_t k = idx64 ? ((const int64_t *)idx)[j] : (int64_t)((const int32_t *)idx)[j];
         if (k < 0) k += axis_len;
         y[i] = k >= 0 && k < axis_len ? x[(o * axis_len + k) * inner + r] : 0.f;
+    }
+}
+
+template <typename A, typename B>
+__global__ void cast_kernel(const A *__restrict__ x, B *__restrict__ y, int64_t n, int to_bool) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = to_bool ? (B)(x[i] != (A)0) : (B)x[i];
+}
+
+template <typename A>
+cudaError_t cast_from(const A *x, sc_num_type to, void *y, int64_t n, cudaStream_t s) {
+    if (to == SC_F32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (float *)y, n, 0);
+    else if (to == SC_I32) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int32_t *)y, n, 0);
+    else if (to == SC_I64) cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int64_t *)y, n, 0);
+    else cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (uint8_t *)y, n, 1);
+    return cudaGetLastError();
+}
+
+__device__ __forceinline__ void bcast_offsets(const sc_bcast &bc, int64_t i, int64_t *ia, int64_t *ib, int64_t *ic) {
+    int64_t r = i;
+    *ia = *ib = *ic = 0;
+    for (int d = bc.rank - 1; d >= 0; d--) {
+        int64_t q = r % bc.dims[d];
+        r /= bc.dims[d];
+        *ia += q * bc.sa[d];
+        *ib += q * bc.sb[d];
+        *ic += q * bc.sc[d];
+    }
+}
+
+template <typename T>
+__global__ void mask_kernel(int op, const T *__restrict__ a, const T *__restrict__ b, uint8_t *__restrict__ y,
+                            sc_bcast bc, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ia, ib, ic;
+        bcast_offsets(bc, i, &ia, &ib, &ic);
+        T u = a[ia], v = op == SC_NOT ? u : b[ib];
+        bool r;
+        switch (op) {
+        case SC_EQUAL: r = u == v; break;
+        case SC_LESS: r = u < v; break;
+        case SC_GREATER: r = u > v; break;
+        case SC_LESS_EQUAL: r = u <= v; break;
+        case SC_GREATER_EQUAL: r = u >= v; break;
+        case SC_AND: r = u && v; break;
+        case SC_OR: r = u || v; break;
+        case SC_XOR: r = !u != !v; break;
+        default: r = !u; break;
+        }
+        y[i] = r ? 1 : 0;
+    }
+}
+
+template <typename T>
+__global__ void where_kernel(const uint8_t *__restrict__ c, const T *__restrict__ a, const T *__restrict__ b,
+                             T *__restrict__ y, sc_bcast bc, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ic, ia, ib;
+        bcast_offsets(bc, i, &ic, &ia, &ib);
+        y[i] = c[ic] ? a[ia] : b[ib];
     }
 }
 
@@ -310,11 +397,45 @@ cudaError_t sc_strided_copy(const float *x, float *y, const sc_strided *d, int64
     return cudaGetLastError();
 }
 
+cudaError_t sc_pad_copy(const float *x, float *y, const sc_pad *d, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    pad_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, y, *d, n);
+    return cudaGetLastError();
+}
+
 cudaError_t sc_gather(const float *x, const void *idx, int idx64, float *y, int64_t outer, int64_t n_idx,
                       int64_t axis_len, int64_t inner, cudaStream_t s) {
     int64_t n = outer * n_idx * inner;
     if (n <= 0) return cudaSuccess;
     gather_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, idx, idx64, y, outer, n_idx, axis_len, inner);
+    return cudaGetLastError();
+}
+
+cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (from == SC_F32) return cast_from((const float *)x, to, y, n, s);
+    if (from == SC_I32) return cast_from((const int32_t *)x, to, y, n, s);
+    if (from == SC_I64) return cast_from((const int64_t *)x, to, y, n, s);
+    return cast_from((const uint8_t *)x, to, y, n, s);
+}
+
+cudaError_t sc_mask(sc_mask_op op, int elem, const void *a, const void *b, uint8_t *y, const sc_bcast *bc, int64_t n,
+                    cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (op >= SC_AND) mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const uint8_t *)a, (const uint8_t *)b, y, *bc, n);
+    else if (elem == 4) mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const float *)a, (const float *)b, y, *bc, n);
+    else if (elem == 5) mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const int32_t *)a, (const int32_t *)b, y, *bc, n);
+    else mask_kernel<<<blocks_for(n), THREADS, 0, s>>>((int)op, (const int64_t *)a, (const int64_t *)b, y, *bc, n);
+    return cudaGetLastError();
+}
+
+cudaError_t sc_where(const uint8_t *c, const void *a, const void *b, void *y, int elem_bytes, const sc_bcast *bc,
+                     int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (elem_bytes == 8)
+        where_kernel<<<blocks_for(n), THREADS, 0, s>>>(c, (const uint64_t *)a, (const uint64_t *)b, (uint64_t *)y, *bc, n);
+    else
+        where_kernel<<<blocks_for(n), THREADS, 0, s>>>(c, (const uint32_t *)a, (const uint32_t *)b, (uint32_t *)y, *bc, n);
     return cudaGetLastError();
 }
 

@@ -1,8 +1,9 @@
 /* Kernels of seam's own for the CUDA backend (kernels.cu, compiled by nvcc
  * at build time), callable from C. Every launcher takes the stream it
  * launches on and returns the launch's status (cudaGetLastError), so a bad
- * configuration is seen at the step that made it. float32 throughout;
- * Gather's indices are int32 or int64. */
+ * configuration is seen at the step that made it. float32 unless said
+ * (Gather's indices, the mask ops, Where and Cast take int32/int64; bool is
+ * one byte, 0 or 1). */
 #ifndef SEAM_CUDA_KERNELS_H
 #define SEAM_CUDA_KERNELS_H
 
@@ -33,10 +34,20 @@ cudaError_t sc_unary(sc_unary_op op, const float *x, float *y, int64_t n, float 
 typedef struct sc_bcast {
     int32_t rank;
     int64_t dims[SC_MAX_RANK];
-    int64_t sa[SC_MAX_RANK], sb[SC_MAX_RANK];
+    int64_t sa[SC_MAX_RANK], sb[SC_MAX_RANK], sc[SC_MAX_RANK]; /* sc: Where's third operand */
 } sc_bcast;
 cudaError_t sc_binary(sc_binary_op op, const float *a, const float *b, float *y, const sc_bcast *bc, int64_t n,
                       cudaStream_t s);
+
+/* Mask ops (bool is one byte, 0 or 1), with numpy broadcasting as
+ * sc_binary: comparisons of float32/int32/int64 a and b (elem: 4 float32,
+ * 5 int32, 8 int64) into bool y; And/Or/Xor of bools; Not (b unused);
+ * Where: y = c ? a : b of 4- or 8-byte elements (sa strides c, sb a, sc b). */
+typedef enum sc_mask_op { SC_EQUAL, SC_LESS, SC_GREATER, SC_LESS_EQUAL, SC_GREATER_EQUAL, SC_AND, SC_OR, SC_XOR, SC_NOT } sc_mask_op;
+cudaError_t sc_mask(sc_mask_op op, int elem, const void *a, const void *b, uint8_t *y, const sc_bcast *bc, int64_t n,
+                    cudaStream_t s);
+cudaError_t sc_where(const uint8_t *c, const void *a, const void *b, void *y, int elem_bytes, const sc_bcast *bc,
+                     int64_t n, cudaStream_t s);
 
 /* Per channel c of [outer, C, inner]: y = x*scale[c] + shift[c] (+ z) (then
  * max(0, .) when relu). scale may be NULL (1), shift NULL (0), z NULL. */
@@ -71,13 +82,36 @@ typedef struct sc_reduce_desc {
 } sc_reduce_desc;
 cudaError_t sc_reduce(sc_reduce_op op, const float *x, float *y, const sc_reduce_desc *d, cudaStream_t s);
 
-/* y (dims, row-major) gets x read with istride per output dim: a
- * transpose when istride is x's strides permuted. */
+/* y (dims, row-major) gets x[base + sum_d q_d * istride[d]] for output
+ * index (q_d): a transpose when istride is x's strides permuted, a Slice
+ * with base at its starts and strides times its steps (negative for
+ * negative steps), an Expand with 0 where it broadcasts. */
 typedef struct sc_strided {
     int32_t rank;
+    int64_t base;
     int64_t dims[SC_MAX_RANK], istride[SC_MAX_RANK];
 } sc_strided;
 cudaError_t sc_strided_copy(const float *x, float *y, const sc_strided *d, int64_t n, cudaStream_t s);
+
+/* Pad: output dims odims, input dims idims (row-major), begin pads p0
+ * (negative: cropped). Along each dim the input index is q - p0[d]; out of
+ * range it is the constant value, the nearest edge, reflected about the
+ * edges without repeating them (-1 -> 1, periodically as the CPU kernels
+ * do, for pads of any size) or wrapped around. Compile refuses edge,
+ * reflect and wrap of an empty dim. */
+typedef enum sc_pad_mode { SC_PAD_CONSTANT, SC_PAD_EDGE, SC_PAD_REFLECT, SC_PAD_WRAP } sc_pad_mode;
+typedef struct sc_pad {
+    int32_t rank, mode;
+    float value;
+    int64_t odims[SC_MAX_RANK], idims[SC_MAX_RANK], p0[SC_MAX_RANK];
+} sc_pad;
+cudaError_t sc_pad_copy(const float *x, float *y, const sc_pad *d, int64_t n, cudaStream_t s);
+
+/* Cast of n elements between float32, int32, int64 and bool (one byte):
+ * float to int truncates toward zero, as C's conversion does; to bool is
+ * x != 0, from bool 0 or 1. */
+typedef enum sc_num_type { SC_F32, SC_I32, SC_I64, SC_BOOL } sc_num_type;
+cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, int64_t n, cudaStream_t s);
 
 /* Gather: y[o, i, r] = x[o, idx[i], r] for o < outer, i < n_idx, r < inner;
  * negative indices count from the end; an index out of range gives 0 (the

@@ -57,6 +57,11 @@ bool launch(prog *P, step *s, char *err, size_t es) {
         return CUDA(sc_layernorm(dptr(P, s->x0), dptr(P, s->gamma), dptr(P, s->beta), y, s->rows, s->cols, s->eps, st),
                     s->what);
     case S_STRIDED: return CUDA(sc_strided_copy(dptr(P, s->x0), y, &s->sd, s->n, st), s->what);
+    case S_CAST: return CUDA(sc_cast(dptr(P, s->x0), s->from, y, s->to, s->n, st), s->what);
+    case S_MASK: return CUDA(sc_mask(s->mop, s->elem, dptr(P, s->x0), dptr(P, s->x1), y, &s->bc, s->n, st), s->what);
+    case S_WHERE:
+        return CUDA(sc_where(dptr(P, s->x0), dptr(P, s->x1), dptr(P, s->x2), y, s->elem, &s->bc, s->n, st), s->what);
+    case S_PAD: return CUDA(sc_pad_copy(dptr(P, s->x0), y, &s->pad, s->n, st), s->what);
     case S_CONCAT: {
         int64_t off = 0;
         for (int k = 0; k < s->n_in; k++) {

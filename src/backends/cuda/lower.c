@@ -210,6 +210,90 @@ static bool lower_transpose(prog *P, cnode *n, const cval *x, const cval *y, cha
     return reads(P, s, n->in[0], err, es);
 }
 
+/* Slice and Expand: a strided copy (the slice's start as the base, its
+ * steps times the strides; 0 strides where Expand broadcasts). */
+static bool lower_slice_expand(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    step *s;
+    if (!(s = new_step(P, S_STRIDED, n, NULL, n->out, err, es))) return false;
+    int64_t st[SC_MAX_RANK];
+    strides_of(x, st);
+    s->sd.rank = y->rank;
+    for (int32_t d = 0; d < y->rank; d++) {
+        s->sd.dims[d] = y->dims[d];
+        if (p->kind == K_SLICE) {
+            s->sd.base += p->sl_start[d] * st[d];
+            s->sd.istride[d] = p->sl_step[d] * st[d];
+        } else {
+            int32_t xd = d - (y->rank - x->rank);
+            s->sd.istride[d] = xd < 0 || x->dims[xd] == 1 ? 0 : st[xd];
+        }
+    }
+    if (!y->rank) s->sd.rank = 1, s->sd.dims[0] = 1, s->sd.istride[0] = 0;
+    s->n = vnumel(y);
+    snprintf(s->info, sizeof(s->info), "seam strided copy kernel (%s)", p->kind == K_SLICE ? "slice" : "broadcast");
+    return reads(P, s, n->in[0], err, es);
+}
+
+static bool lower_pad(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    step *s;
+    if (!(s = new_step(P, S_PAD, n, NULL, n->out, err, es))) return false;
+    s->pad.rank = y->rank ? y->rank : 1;
+    s->pad.mode = p->pad_mode, s->pad.value = p->pad_value;
+    s->pad.odims[0] = s->pad.idims[0] = 1;
+    for (int32_t d = 0; d < y->rank; d++) s->pad.odims[d] = y->dims[d], s->pad.idims[d] = x->dims[d], s->pad.p0[d] = p->pad0[d];
+    s->n = vnumel(y);
+    static const char *const modes[] = {"constant", "edge", "reflect", "wrap"};
+    snprintf(s->info, sizeof(s->info), "seam pad kernel (%s)", modes[p->pad_mode]);
+    return reads(P, s, n->in[0], err, es);
+}
+
+/* Numpy broadcasting of operand o to y: its element strides per output dim. */
+static bool bcast_strides(prog *P, const cval *y, int id, int64_t *out, const char *what, char *err, size_t es) {
+    const cval *o = &P->v[id];
+    int64_t st[SC_MAX_RANK];
+    strides_of(o, st);
+    for (int32_t d = 0; d < y->rank; d++) {
+        int32_t od = d - (y->rank - o->rank);
+        if (od >= 0 && o->dims[od] != 1 && o->dims[od] != y->dims[d])
+            return FAIL("subgraph '%s': %s: '%s' does not broadcast to the output", P->name, what, o->name);
+        out[d] = od < 0 || o->dims[od] == 1 ? 0 : st[od];
+    }
+    return true;
+}
+
+/* Comparisons, Not/And/Or/Xor and Where: broadcast kernels. */
+static bool lower_mask(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    step *s;
+    bool where = n->p.kind == K_WHERE;
+    if (!(s = new_step(P, where ? S_WHERE : S_MASK, n, NULL, n->out, err, es))) return false;
+    s->mop = n->p.mop, s->n = vnumel(y);
+    s->x2 = n->n_in > 2 ? n->in[2] : -1;
+    s->elem = where ? (int)cu_dtype_size(y->dtype) : x->dtype == SEAM_DTYPE_INT32 ? 5 : (int)cu_dtype_size(x->dtype);
+    s->bc.rank = y->rank;
+    for (int32_t d = 0; d < y->rank; d++) s->bc.dims[d] = y->dims[d];
+    int64_t *st[3] = {s->bc.sa, s->bc.sb, s->bc.sc};
+    for (int k = 0; k < n->n_in && k < 3; k++)
+        if (!bcast_strides(P, y, n->in[k], st[k], s->what, err, es) || !reads(P, s, n->in[k], err, es)) return false;
+    if (y->rank == 0) s->bc.rank = 1, s->bc.dims[0] = 1, s->bc.sa[0] = s->bc.sb[0] = s->bc.sc[0] = 0;
+    snprintf(s->info, sizeof(s->info), "seam %s kernel", where ? "where" : "mask");
+    return true;
+}
+
+static sc_num_type num_type(seam_dtype t) {
+    return t == SEAM_DTYPE_INT32 ? SC_I32 : t == SEAM_DTYPE_INT64 ? SC_I64 : t == SEAM_DTYPE_BOOL ? SC_BOOL : SC_F32;
+}
+
+static bool lower_cast(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    step *s;
+    if (!(s = new_step(P, S_CAST, n, NULL, n->out, err, es))) return false;
+    s->from = num_type(x->dtype), s->to = num_type(y->dtype), s->n = vnumel(y);
+    static const char *const names[] = {"float32", "int32", "int64", "bool"};
+    snprintf(s->info, sizeof(s->info), "seam cast kernel (%s to %s)", names[s->from], names[s->to]);
+    return reads(P, s, n->in[0], err, es);
+}
+
 static bool lower_concat(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
     const cu_params *p = &n->p;
     int out = n->out;
@@ -283,6 +367,16 @@ bool lower_node(prog *P, cnode *n, char *err, size_t es) {
         return lower_concat(P, n, x, y, err, es);
     case K_GATHER:
         return lower_gather(P, n, x, y, err, es);
+    case K_SLICE:
+    case K_EXPAND:
+        return lower_slice_expand(P, n, x, y, err, es);
+    case K_PAD:
+        return lower_pad(P, n, x, y, err, es);
+    case K_CAST:
+        return lower_cast(P, n, x, y, err, es);
+    case K_MASK:
+    case K_WHERE:
+        return lower_mask(P, n, x, y, err, es);
     }
     return FAIL("subgraph '%s': node %d '%s': %s has no lowering", P->name, n->index, n->name, n->op);
 }

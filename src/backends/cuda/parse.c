@@ -12,6 +12,7 @@ size_t cu_dtype_size(seam_dtype t) {
     switch (t) {
     case SEAM_DTYPE_FLOAT32: case SEAM_DTYPE_INT32: return 4;
     case SEAM_DTYPE_INT64: return 8;
+    case SEAM_DTYPE_BOOL: return 1;
     default: return 0;
     }
 }
@@ -46,9 +47,10 @@ static int64_t numel(const seam_value_info *v) {
 
 #define NO(...) (snprintf(why, why_size, __VA_ARGS__), false)
 
-/* A constant int64/int32 vector input (axes of opset 13/18): into out. */
-static bool const_ints(const seam_node_view *n, const seam_subgraph_view *sg, int k, int64_t *out, int *count, char *why,
-                       size_t why_size) {
+/* A constant int64/int32 vector input (axes of opset 13/18, Slice's
+ * starts, Pad's pads) of at most max values: into out. */
+static bool const_ints(const seam_node_view *n, const seam_subgraph_view *sg, int k, int64_t *out, int *count, int max,
+                       char *why, size_t why_size) {
     if (!n->input_constant || !n->input_constant[k])
         return NO("%s's input %d (%s) is computed at run time; cuda needs it constant", n->op_type, k, n->inputs[k].name);
     if (!sg) { /* supports(): its values are read at compile */
@@ -58,7 +60,7 @@ static bool const_ints(const seam_node_view *n, const seam_subgraph_view *sg, in
     seam_tensor_view c;
     if (!seam_subgraph_constant(sg, n->inputs[k].name, &c)) return NO("%s's input %s is not a constant", n->op_type, n->inputs[k].name);
     size_t es = c.dtype == SEAM_DTYPE_INT64 ? 8 : c.dtype == SEAM_DTYPE_INT32 ? 4 : 0;
-    if (!es || c.nbytes / es > SC_MAX_RANK) return NO("%s's input %s: int32/int64 of at most %d values expected", n->op_type, n->inputs[k].name, SC_MAX_RANK);
+    if (!es || c.nbytes / es > (size_t)max) return NO("%s's input %s: int32/int64 of at most %d values expected", n->op_type, n->inputs[k].name, max);
     *count = (int)(c.nbytes / es);
     for (int i = 0; i < *count; i++)
         out[i] = es == 8 ? ((const int64_t *)c.data)[i] : ((const int32_t *)c.data)[i];
@@ -283,7 +285,7 @@ static bool parse_reduce(const seam_node_view *n, const seam_subgraph_view *sg, 
     int64_t axes[SC_MAX_RANK];
     int c = attr_is(n, "axes", axes, SC_MAX_RANK);
     if (c == -2) return NO("%s: too many axes", op);
-    if (present(n, 1) && !const_ints(n, sg, 1, axes, &c, why, why_size)) return false;
+    if (present(n, 1) && !const_ints(n, sg, 1, axes, &c, SC_MAX_RANK, why, why_size)) return false;
     if (c <= 0 && !(present(n, 1) && !sg)) {
         if (attr_i(n, "noop_with_empty_axes", 0)) return NO("%s with noop_with_empty_axes and no axes", op);
         for (int32_t d = 0; d < x->rank; d++) p->axes_mask |= 1u << d;
@@ -323,6 +325,187 @@ static bool parse_concat(const seam_node_view *n, const seam_subgraph_view *sg, 
     return true;
 }
 
+static const char *dt_name(seam_dtype t) {
+    static const char *const names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64",
+                                        "string", "bool", "float16", "float64", "uint32", "uint64", "complex64",
+                                        "complex128", "bfloat16"};
+    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "undefined";
+}
+
+/* An axis in [-rank, rank) normalized into a, once only (seen). */
+static bool norm_axis(const seam_node_view *n, int64_t axis, int32_t rank, uint32_t *seen, int64_t *a, char *why,
+                      size_t why_size) {
+    *a = axis < 0 ? axis + rank : axis;
+    if (*a < 0 || *a >= rank) return NO("%s: axis %lld out of range for rank %d", n->op_type, (long long)axis, rank);
+    if (*seen >> *a & 1) return NO("%s: axis %lld given twice", n->op_type, (long long)axis);
+    *seen |= 1u << *a;
+    return true;
+}
+
+/* Slice's clamping (ONNX): the first index and the count along a dim of len. */
+static void slice_range(int64_t len, int64_t b, int64_t e, int64_t s, int64_t *first, int64_t *count) {
+    if (b < 0) b += len;
+    if (e < 0) e += len;
+    int64_t hi = s > 0 ? len : len - 1, e_lo = s > 0 ? 0 : -1;
+    b = b < 0 ? 0 : b > hi ? hi : b;
+    e = e < e_lo ? e_lo : e > hi ? hi : e;
+    int64_t diff = s > 0 ? e - b : b - e, m = s > 0 ? s : s == INT64_MIN ? INT64_MAX : -s;
+    *count = len > 0 && diff > 0 ? (diff - 1) / m + 1 : 0;
+    *first = *count ? b : 0;
+}
+
+/* Comparisons (float32, int32, int64 operands), Not/And/Or/Xor (bool)
+ * into bool, one byte each; Where (a bool condition; float32, int32 or
+ * int64 values). *handled false when op is none of them. */
+static bool parse_mask(const seam_node_view *n, cu_params *p, bool *handled, char *why, size_t why_size) {
+    static const struct {
+        const char *op;
+        sc_mask_op mop;
+    } ops[] = {{"Equal", SC_EQUAL}, {"Less", SC_LESS}, {"Greater", SC_GREATER}, {"LessOrEqual", SC_LESS_EQUAL},
+               {"GreaterOrEqual", SC_GREATER_EQUAL}, {"And", SC_AND}, {"Or", SC_OR}, {"Xor", SC_XOR}, {"Not", SC_NOT}};
+    const char *op = n->op_type;
+    const seam_value_info *y = &n->outputs[0];
+    *handled = true;
+    int want = -1;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]) && want < 0; i++)
+        if (!strcmp(op, ops[i].op)) want = (int)i;
+    if (want < 0 && strcmp(op, "Where")) {
+        *handled = false;
+        return true;
+    }
+    int arity = want < 0 ? 3 : ops[want].mop == SC_NOT ? 1 : 2;
+    if (n->n_inputs != arity) return NO("%s of %d inputs (%d expected)", op, n->n_inputs, arity);
+    for (int k = 0; k < arity; k++) {
+        if (!present(n, k)) return NO("%s: input %d absent", op, k);
+        if (n->inputs[k].rank > y->rank) return NO("%s: input %d of higher rank than the output", op, k);
+    }
+    seam_dtype a = n->inputs[0].dtype, b = n->inputs[arity - 1].dtype;
+    if (want < 0) {
+        p->kind = K_WHERE;
+        if (a != SEAM_DTYPE_BOOL) return NO("Where: its condition is %s, not bool", dt_name(a));
+        a = n->inputs[1].dtype;
+        if (a != b || a != y->dtype || (cu_dtype_size(a) != 4 && cu_dtype_size(a) != 8))
+            return NO("Where of %s and %s: cuda selects float32, int32 or int64 values of one type", dt_name(a), dt_name(b));
+        return true;
+    }
+    p->kind = K_MASK;
+    p->mop = ops[want].mop;
+    if (y->dtype != SEAM_DTYPE_BOOL) return NO("%s: its output is %s, not bool", op, dt_name(y->dtype));
+    bool logic = p->mop >= SC_AND;
+    if (a != b) return NO("%s of %s and %s: cuda compares operands of one type", op, dt_name(a), dt_name(b));
+    if (logic && a != SEAM_DTYPE_BOOL) return NO("%s of %s: bool operands expected", op, dt_name(a));
+    if (!logic && a != SEAM_DTYPE_FLOAT32 && a != SEAM_DTYPE_INT32 && a != SEAM_DTYPE_INT64)
+        return NO("%s of %s: cuda compares float32, int32 and int64", op, dt_name(a));
+    return true;
+}
+
+static bool parse_cast(const seam_node_view *n, cu_params *p, char *why, size_t why_size) {
+    seam_dtype from = n->inputs[0].dtype, to = n->outputs[0].dtype;
+    if (!cu_dtype_size(from) || !cu_dtype_size(to))
+        return NO("Cast from %s to %s: cuda casts between float32, int32, int64 and bool only", dt_name(from), dt_name(to));
+    if (attr_i(n, "to", -1) != (int64_t)to) return NO("Cast: its 'to' attribute is not its output's type %s", dt_name(to));
+    p->kind = K_CAST;
+    return true;
+}
+
+static bool parse_slice(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    p->kind = K_SLICE;
+    if (x->rank != y->rank) return NO("Slice: the output's rank %d is not the input's %d", y->rank, x->rank);
+    int64_t st[SC_MAX_RANK], en[SC_MAX_RANK], ax[SC_MAX_RANK], sp[SC_MAX_RANK];
+    int ns = -1, ne = -1, na = -1, nsp = -1;
+    bool old = n->opset >= 0 && n->opset < 10;
+    if (old) {
+        ns = attr_is(n, "starts", st, SC_MAX_RANK), ne = attr_is(n, "ends", en, SC_MAX_RANK);
+        na = attr_is(n, "axes", ax, SC_MAX_RANK);
+        if (ns < 0 || ne < 0 || na == -2) return NO("Slice (opset %lld): starts and ends of at most %d values expected", (long long)n->opset, SC_MAX_RANK);
+    } else {
+        if (!present(n, 1) || !present(n, 2)) return NO("Slice without its starts and ends inputs");
+        if (!const_ints(n, sg, 1, st, &ns, SC_MAX_RANK, why, why_size) || !const_ints(n, sg, 2, en, &ne, SC_MAX_RANK, why, why_size))
+            return false;
+        if (present(n, 3) && !const_ints(n, sg, 3, ax, &na, SC_MAX_RANK, why, why_size)) return false;
+        if (present(n, 4) && !const_ints(n, sg, 4, sp, &nsp, SC_MAX_RANK, why, why_size)) return false;
+        if (!sg) return true; /* the values are read at compile */
+    }
+    if (ns != ne || (na >= 0 && na != ns) || (nsp >= 0 && nsp != ns))
+        return NO("Slice: starts, ends, axes and steps of different lengths (%d, %d, %d, %d)", ns, ne, na, nsp);
+    for (int32_t d = 0; d < x->rank; d++) p->sl_start[d] = 0, p->sl_step[d] = 1;
+    uint32_t seen = 0;
+    for (int i = 0; i < ns; i++) {
+        int64_t a, s = nsp >= 0 ? sp[i] : 1, first, count;
+        if (!norm_axis(n, na >= 0 ? ax[i] : i, x->rank, &seen, &a, why, why_size)) return false;
+        if (s == 0) return NO("Slice: step 0 on axis %lld", (long long)a);
+        slice_range(x->dims[a], st[i], en[i], s, &first, &count);
+        if (count != y->dims[a])
+            return NO("Slice: axis %lld gives %lld elements, the output has %lld", (long long)a, (long long)count, (long long)y->dims[a]);
+        p->sl_start[a] = first, p->sl_step[a] = count > 1 ? s : 1;
+    }
+    for (int32_t d = 0; d < x->rank; d++)
+        if (!(seen >> d & 1) && x->dims[d] != y->dims[d]) return NO("Slice: dim %d not sliced but of another size in the output", d);
+    return true;
+}
+
+static bool parse_pad(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    p->kind = K_PAD;
+    const char *mode = "constant";
+    seam_node_attr_string(n, "mode", &mode);
+    if (!strcmp(mode, "constant")) p->pad_mode = SC_PAD_CONSTANT;
+    else if (!strcmp(mode, "edge")) p->pad_mode = SC_PAD_EDGE;
+    else if (!strcmp(mode, "reflect")) p->pad_mode = SC_PAD_REFLECT;
+    else if (!strcmp(mode, "wrap")) p->pad_mode = SC_PAD_WRAP;
+    else return NO("Pad: mode '%s' unknown (cuda pads constant, edge, reflect and wrap)", mode);
+    if (x->rank != y->rank) return NO("Pad: the output's rank %d is not the input's %d", y->rank, x->rank);
+    int64_t pads[2 * SC_MAX_RANK], axes[SC_MAX_RANK];
+    int np = -1, na = -1;
+    if (n->opset >= 0 && n->opset < 11) {
+        if ((np = attr_is(n, "pads", pads, 2 * SC_MAX_RANK)) < 0) return NO("Pad (opset %lld): no pads attribute of at most %d values", (long long)n->opset, 2 * SC_MAX_RANK);
+        p->pad_value = attr_f(n, "value", 0.0f);
+    } else {
+        if (!present(n, 1)) return NO("Pad without its pads input");
+        if (!const_ints(n, sg, 1, pads, &np, 2 * SC_MAX_RANK, why, why_size)) return false;
+        if (present(n, 2) && !const_float(n, sg, 2, &p->pad_value, why, why_size)) return false;
+        if (present(n, 3) && !const_ints(n, sg, 3, axes, &na, SC_MAX_RANK, why, why_size)) return false;
+        if (!sg) return true; /* the values are read at compile */
+    }
+    int naxes = na >= 0 ? na : x->rank;
+    if (np != 2 * naxes) return NO("Pad: %d pads for %d axes", np, naxes);
+    uint32_t seen = 0;
+    for (int i = 0; i < naxes; i++) {
+        int64_t a;
+        if (!norm_axis(n, na >= 0 ? axes[i] : i, x->rank, &seen, &a, why, why_size)) return false;
+        p->pad0[a] = pads[i], p->pad1[a] = pads[naxes + i];
+    }
+    for (int32_t d = 0; d < x->rank; d++) {
+        int64_t len = x->dims[d], b = p->pad0[d], e = p->pad1[d];
+        if (len + b + e != y->dims[d])
+            return NO("Pad: dim %d: %lld + pads %lld, %lld is not the output's %lld", d, (long long)len, (long long)b, (long long)e, (long long)y->dims[d]);
+        if (p->pad_mode != SC_PAD_CONSTANT && len == 0 && y->dims[d] > 0) return NO("Pad: mode '%s' on the empty dim %d", mode, d);
+    }
+    return true;
+}
+
+static bool parse_expand(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    p->kind = K_EXPAND;
+    if (n->n_inputs != 2 || !present(n, 1)) return NO("Expand without its shape input");
+    int64_t shape[SC_MAX_RANK];
+    int ns = 0;
+    if (!const_ints(n, sg, 1, shape, &ns, SC_MAX_RANK, why, why_size)) return false;
+    if (x->rank > y->rank) return NO("Expand: the input's rank %d is over the output's %d", x->rank, y->rank);
+    if (!sg) return true; /* the shape is read at compile */
+    int32_t r = x->rank > ns ? x->rank : ns;
+    if (r != y->rank) return NO("Expand: the broadcast rank %d is not the output's %d", r, y->rank);
+    for (int32_t d = 0; d < r; d++) {
+        int32_t dx = d - (r - x->rank), ds = d - (r - ns);
+        int64_t a = dx >= 0 ? x->dims[dx] : 1, b = ds >= 0 ? shape[ds] : 1;
+        int64_t o = a == 1 ? b : (b == 1 || b == a) ? a : -1;
+        if (o < 0 || o != y->dims[d])
+            return NO("Expand: dim %d: %lld broadcast to %lld is not the output's %lld", d, (long long)a, (long long)b, (long long)y->dims[d]);
+    }
+    return true;
+}
+
 bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
     memset(p, 0, sizeof(*p));
     p->clip_min_input = p->clip_max_input = -1;
@@ -351,7 +534,18 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
         return true;
     }
     if (!strcmp(op, "Gather")) return parse_gather(n, sg, p, why, why_size);
-    if (n->n_inputs < 1 || x->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only", op);
+    if (n->n_inputs < 1) return NO("%s without inputs", op);
+    if (!strcmp(op, "Cast")) return parse_cast(n, p, why, why_size);
+    bool copy = !strcmp(op, "Slice") || !strcmp(op, "Pad") || !strcmp(op, "Expand");
+    if (copy && (x->dtype != SEAM_DTYPE_FLOAT32 || y->dtype != SEAM_DTYPE_FLOAT32))
+        return NO("%s of %s data: cuda's copy kernels take float32", op, dt_name(x->dtype));
+    if (!strcmp(op, "Slice")) return parse_slice(n, sg, p, why, why_size);
+    if (!strcmp(op, "Pad")) return parse_pad(n, sg, p, why, why_size);
+    if (!strcmp(op, "Expand")) return parse_expand(n, sg, p, why, why_size);
+    bool mask = false, mask_ok = parse_mask(n, p, &mask, why, why_size);
+    if (mask) return mask_ok;
+    if (!strcmp(op, "CastLike")) return NO("CastLike: cuda has no CastLike (Cast between float32, int32, int64 and bool only)");
+    if (x->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only", op);
     if (y->dtype != SEAM_DTYPE_FLOAT32) return NO("%s: cuda computes float32 only (output)", op);
     for (size_t u = 0; u < sizeof(unaries) / sizeof(unaries[0]); u++) {
         if (strcmp(op, unaries[u].op)) continue;

@@ -53,7 +53,7 @@ typedef struct cnode {
 } cnode;
 
 typedef enum step_kind {
-    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER
+    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD, S_CAST, S_MASK, S_WHERE
 } step_kind;
 
 typedef struct step {
@@ -96,6 +96,10 @@ typedef struct step {
     sc_reduce_op rop;
     sc_reduce_desc rd;
     sc_strided sd;
+    sc_pad pad;
+    sc_num_type from, to; /* Cast */
+    sc_mask_op mop;     /* mask ops: the op, the compared type (4 float32, 5 int32, 8 int64) */
+    int elem, x2;       /* Where: the element's bytes, its third input */
     int idx64;
     int64_t g_outer, g_nidx, g_axis, g_inner;
     char info[200];     /* the kernel chosen, for the log */
