@@ -268,6 +268,35 @@ SEAM_API seam_status seam_plan_analysis_json(const seam_plan *plan, const char *
  * constant. *folded_out (may be NULL) gets how many nodes were folded. */
 SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 
+/* ---- quantized models: QDQ node units ---- */
+
+/* What seam_model_fuse_qdq did (or, with SEAM_QDQ_COUNT, would do). */
+typedef struct seam_qdq_stats {
+    int32_t conv_units;   /* DQ -> Conv -> Q units, now QLinearConv nodes */
+    int32_t matmul_units; /* DQ -> MatMul -> Q units, now QLinearMatMul nodes */
+    int32_t relus;        /* Relus between op and Q, redundant, in a unit */
+    int32_t dq_folded;    /* DequantizeLinear of constants, now float Constants */
+    int32_t dq_left;      /* DequantizeLinear nodes left (run in float) */
+    int32_t q_left;       /* QuantizeLinear nodes left */
+} seam_qdq_stats;
+
+enum {
+    SEAM_QDQ_UNITS = 1u << 0, /* make QLinearConv/QLinearMatMul of the units */
+    SEAM_QDQ_FOLD = 1u << 1,  /* fold DequantizeLinear of constants to float */
+    SEAM_QDQ_COUNT = 1u << 2, /* change nothing; count the units */
+};
+
+/* The quantized form ONNX Runtime's quantizer writes (QDQ: each op between
+ * DequantizeLinear and QuantizeLinear nodes) made into node units that
+ * placement keeps whole: every DequantizeLinear(x), DequantizeLinear(
+ * constant int8 weights, per tensor or per output channel) -> Conv or
+ * MatMul (-> a Relu the QuantizeLinear makes redundant) -> QuantizeLinear
+ * becomes one QLinearConv or QLinearMatMul node (named as the op node),
+ * which a target with int8 kernels runs in int8. Nodes the units absorbed
+ * leave the graph. Run it after seam_model_fold, before seam_partition. A
+ * model without DequantizeLinear is left as it is. */
+SEAM_API seam_status seam_model_fuse_qdq(seam_model *model, uint32_t flags, seam_qdq_stats *stats_out);
+
 /* ---- applying a plan ---- */
 
 /* Rewrites the model as the plan says: each device subgraph becomes one

@@ -87,4 +87,8 @@ void targets_free(cli_targets *t);
     "                        and the outputs' axes with the same dim sliced back\n"   \
     "                        (safe for per-position ops only; see docs/dynamic.md)\n"
 
+/* Says once what became of a quantized model's QDQ units (made into
+ * QLinear nodes for targets, or run in float on the CPU). */
+void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool units);
+
 #endif
