@@ -40,7 +40,20 @@
 
 static double dim_size(const ir_dim *d) { return d->v < 0 ? COST_UNKNOWN_DIM : (double)d->v; }
 
-static bool is_product(const char *op);
+/* The input holding a product op's weights (Conv, ConvTranspose, MatMul,
+ * Gemm and their quantized forms), or -1 for other ops. (The first letter
+ * first: these run for every node of a million-node graph.) */
+static int32_t product_weights(const char *op) {
+    switch (op[0]) {
+    case 'C': return !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "ConvInteger") ? 1 : -1;
+    case 'M': return !strcmp(op, "MatMul") || !strcmp(op, "MatMulInteger") ? 1 : -1;
+    case 'G': return !strcmp(op, "Gemm") ? 1 : -1;
+    case 'Q': return !strcmp(op, "QLinearConv") || !strcmp(op, "QLinearMatMul") ? 3 : -1;
+    }
+    return -1;
+}
+
+static bool is_product(const char *op) { return product_weights(op) >= 0; }
 
 static double node_work(const ir_graph *g, const ir_node *n) {
     double out = 1;
@@ -51,12 +64,13 @@ static double node_work(const ir_graph *g, const ir_node *n) {
     }
     double k = 1;
     const char *op = n->op_type;
-    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
-        const ir_type *w = &g->values[n->inputs[1]].type;
-        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2 && is_product(op)) {
-            if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0) {
+    int32_t wi = product_weights(op);
+    if (wi >= 0 && n->n_inputs > wi && n->inputs[wi] >= 0) {
+        const ir_type *w = &g->values[n->inputs[wi]].type;
+        if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
+            if (strstr(op, "Conv")) {
                 for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v ? dim_size(&w->dims[d]) : 1;
-            } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
+            } else {
                 int32_t kd = w->rank - 2;
                 const ir_attr *tb = node_attr(n, "transB");
                 if (strcmp(op, "Gemm") == 0 && tb && tb->kind == IR_ATTR_INT && tb->i) kd = w->rank - 1;
@@ -65,12 +79,6 @@ static double node_work(const ir_graph *g, const ir_node *n) {
         }
     }
     return out * k;
-}
-
-/* (the first letter first: these run for every node of a million-node graph) */
-static bool is_product(const char *op) {
-    return (op[0] == 'C' && (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))) ||
-           (op[0] == 'M' && !strcmp(op, "MatMul")) || (op[0] == 'G' && !strcmp(op, "Gemm"));
 }
 
 static bool is_rnn(const char *op) {

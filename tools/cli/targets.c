@@ -323,33 +323,27 @@ int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, sea
     if (!t->no_fold) {
         seam_status st = seam_model_fold(m, NULL);
         if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
-        /* QDQ units for the targets to take whole (in int8 where they can);
-         * without a target they stay float, as the CPU runs them */
+        /* QDQ units for the targets to take whole, in int8 (the CPU's
+         * QLinear kernels run those no target takes) */
         seam_qdq_stats q;
-        st = seam_model_fuse_qdq(m, t->n_paths > 0 ? SEAM_QDQ_UNITS | SEAM_QDQ_FOLD : SEAM_QDQ_FOLD, &q);
+        st = seam_model_fuse_qdq(m, SEAM_QDQ_UNITS | SEAM_QDQ_FOLD, &q);
         if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
         cli_qdq_note(cmd, m, &q, t->n_paths > 0);
     }
     return CLI_OK;
 }
 
-/* What became of a quantized model's QDQ form, said once. */
-void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool units) {
+/* What became of a quantized model's QDQ units, said once: run in int8 on
+ * the targets that take them, or on the CPU's int8 kernels. */
+void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool targets) {
+    (void)m;
     int32_t n = q->conv_units + q->matmul_units;
-    if (units && n)
-        fprintf(stderr,
-                "seam %s: note: quantized model: %d QDQ units (DequantizeLinear -> Conv/MatMul -> QuantizeLinear) "
-                "became %d QLinearConv and %d QLinearMatMul nodes, each placed whole%s\n",
-                cmd, n, q->conv_units, q->matmul_units, q->dq_left ? "; the other DequantizeLinear/QuantizeLinear nodes run as written" : "");
-    if (!units && (q->dq_left || q->q_left)) {
-        seam_qdq_stats c;
-        if (seam_model_fuse_qdq(m, SEAM_QDQ_COUNT, &c) == SEAM_STATUS_OK && c.conv_units + c.matmul_units > 0)
-            fprintf(stderr,
-                    "seam %s: note: quantized model run in float on the CPU: its %d QDQ units (Conv/MatMul between "
-                    "DequantizeLinear and QuantizeLinear) are dequantized and computed in float32; give --target "
-                    "dnnl to run them in int8\n",
-                    cmd, c.conv_units + c.matmul_units);
-    }
+    if (!n) return;
+    fprintf(stderr,
+            "seam %s: note: quantized model: %d QDQ units (DequantizeLinear -> Conv/MatMul -> QuantizeLinear) became "
+            "%d QLinearConv and %d QLinearMatMul nodes, each placed whole and run in int8%s\n",
+            cmd, n, q->conv_units, q->matmul_units,
+            targets ? "" : " on the CPU's int8 kernels (exact, but slower than oneDNN's: give --target dnnl)");
 }
 
 void targets_free(cli_targets *t) {

@@ -52,6 +52,7 @@
 #include "matmul.h"
 #include "ops/attr.h"
 #include "pool_norm.h"
+#include "quant.h"
 #include "reduce.h"
 #include "rnn.h"
 #include "shuf_shuffle.h"
@@ -83,7 +84,8 @@ static bool static_shape(const seam_value_info *v) {
 /* Every op the backend knows: the families' rows (name, stage, support
  * check beyond supports()'s generic ones, compile function). */
 static const dx_op *const dx_families[] = {dx_tensor_rows,    dx_conv_rows,   dx_matmul_rows, dx_pool_norm_rows, dx_reduce_rows,
-                                           dx_eltwise_rows,   dx_concat_rows, dx_rnn_rows,    dx_mask_rows};
+                                           dx_eltwise_rows,   dx_concat_rows, dx_rnn_rows,    dx_mask_rows,
+                                           dx_quant_rows};
 
 /* The row of node n's op, or NULL if the backend does not know it. */
 static const dx_op *dx_op_of(const seam_node_view *n) {
@@ -105,7 +107,7 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     /* (the mask ops check their dtypes themselves; a view moves bytes,
      * so it takes the dtypes held exactly, see mask.h) */
     bool view = IN_LIST(n, view_ops);
-    if (!dx_is_mask_op(n) && n->inputs[0].dtype != SEAM_DTYPE_FLOAT32 && !(view && dx_view_dtype_ok(n->inputs[0].dtype)))
+    if (!dx_is_mask_op(n) && !dx_is_quant_op(n) && n->inputs[0].dtype != SEAM_DTYPE_FLOAT32 && !(view && dx_view_dtype_ok(n->inputs[0].dtype)))
         return dx_refuse(why, wn, "%s on %s: dnnl runs float32 only%s", n->op_type, seam_dtype_name(n->inputs[0].dtype),
                          view ? " (and moves bool, int8, uint8)" : "");
     for (int32_t k = 0; k < n->n_inputs; k++)
@@ -127,6 +129,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
 static double dnnl_cost(void *ctx, const seam_node_view *n) {
     (void)ctx;
     if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return 0.3; /* oneDNN's packed GEMMs per step */
+    /* int8 (VNNI) against seam's CPU int8 loops */
+    if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul")) return 0.1;
     return is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 0.5 : 0.9;
 }
 
@@ -402,8 +406,8 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
              * when read, dx_held_constant) */
             bool int_const = k < n->n_inputs && dx_const_input(n, k) &&
                              (v->dtype == SEAM_DTYPE_INT32 || v->dtype == SEAM_DTYPE_INT64);
-            bool held = (dx_is_mask_op(n) || IN_LIST(n, view_ops)) &&
-                        (dx_boundary_type(v->dtype) != dnnl_data_type_undef || int_const);
+            bool held = dx_is_quant_op(n) || ((dx_is_mask_op(n) || IN_LIST(n, view_ops)) &&
+                        (dx_boundary_type(v->dtype) != dnnl_data_type_undef || int_const));
             if (v->name && v->dtype != SEAM_DTYPE_FLOAT32 && !held && !(k < n->n_inputs && param_input(n, k))) {
                 snprintf(err, err_size, "node %d '%s' (%s): value '%s' is %s; dnnl runs float32 only", n->index, n->name,
                          n->op_type, v->name, seam_dtype_name(v->dtype));
