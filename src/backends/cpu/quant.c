@@ -67,9 +67,21 @@ static bool quant_out_ok(int32_t dt) {
            dt == SEAM_DTYPE_INT32;
 }
 
+/* A scale must be a finite positive number (a zero divides by zero, a
+ * negative one flips the range): the first one that is not, named. */
+static seam_status check_scales(seam_kernel *k, const seam_tensor *s, const char *which) {
+    for (int64_t i = 0; s && i < s->numel; i++) {
+        double v = cpu_get(s->data, s->dtype, i);
+        if (!(v > 0) || !isfinite(v))
+            return kernel_fail(k, "%s[%lld] is %g: scales must be finite and positive", which, (long long)i, v);
+    }
+    return SEAM_STATUS_OK;
+}
+
 static seam_status run_quantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1), *z = kernel_in(k, 2);
     if (!x || !s) return kernel_fail(k, "needs x and y_scale");
+    if (check_scales(k, s, "y_scale")) return SEAM_STATUS_RUN_FAILED;
     qblocks q;
     if (!quant_blocks(x, s, z, quant_axis(k, x), &q))
         return kernel_fail(k, "y_scale and y_zero_point must be scalars or 1-D along axis");
@@ -104,6 +116,7 @@ static seam_status run_quantize(seam_kernel *k) {
 static seam_status run_dequantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1), *z = kernel_in(k, 2);
     if (!x || !s) return kernel_fail(k, "needs x and x_scale");
+    if (check_scales(k, s, "x_scale")) return SEAM_STATUS_RUN_FAILED;
     qblocks q;
     if (!quant_blocks(x, s, z, quant_axis(k, x), &q))
         return kernel_fail(k, "x_scale and x_zero_point must be scalars or 1-D along axis");
@@ -303,6 +316,8 @@ static seam_status run_qlinear_matmul(seam_kernel *k) {
     const seam_tensor *a = kernel_in(k, 0), *b = kernel_in(k, 3);
     requant rq = {kernel_in(k, 1), kernel_in(k, 4), kernel_in(k, 6), kernel_in(k, 7), SEAM_DTYPE_UINT8};
     if (!a || !b || !rq.as || !rq.bs || !rq.ys) return kernel_fail(k, "needs a, a_scale, b, b_scale and y_scale");
+    if (check_scales(k, rq.as, "a_scale") || check_scales(k, rq.bs, "b_scale") || check_scales(k, rq.ys, "y_scale"))
+        return SEAM_STATUS_RUN_FAILED;
     if (rq.yz) rq.odt = rq.yz->dtype;
     if (!is_8bit(rq.odt)) return kernel_fail(k, "y_zero_point must be int8 or uint8");
     return int_matmul(k, a, b, kernel_in(k, 2), kernel_in(k, 5), &rq);
@@ -446,6 +461,8 @@ static seam_status run_conv_integer(seam_kernel *k) {
 static seam_status run_qlinear_conv(seam_kernel *k) {
     const seam_tensor *xs = kernel_in(k, 1), *ws = kernel_in(k, 4), *ys = kernel_in(k, 6), *yz = kernel_in(k, 7);
     if (!xs || !ws || !ys) return kernel_fail(k, "needs x_scale, w_scale and y_scale");
+    if (check_scales(k, xs, "x_scale") || check_scales(k, ws, "w_scale") || check_scales(k, ys, "y_scale"))
+        return SEAM_STATUS_RUN_FAILED;
     int32_t odt = yz ? yz->dtype : SEAM_DTYPE_UINT8;
     if (!is_8bit(odt)) return kernel_fail(k, "y_zero_point must be int8 or uint8");
     return int_conv(k, kernel_in(k, 0), kernel_in(k, 3), kernel_in(k, 2), kernel_in(k, 5), odt, xs, ws, ys, yz,

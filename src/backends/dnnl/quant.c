@@ -408,10 +408,20 @@ static bool compile_qdq(builder *b, bool *fused, const dx_io *io) {
     int32_t sin = io->sin;
     dnnl_memory_desc_t in;
     dx_md_of(&p->slots[sin], &in);
+    if (!q && in.data_type != dnnl_f32) {
+        /* float32 in x's layout (a convolution's channels-last output stays
+         * so for the Add and the Q after it, and the next convolution) */
+        dnnl_memory_desc_t f = in;
+        f.data_type = dnnl_f32;
+        int32_t final_slot = -1;
+        int32_t sd = dx_result_slot(b, &n->outputs[0], &f, &final_slot);
+        if (sd < 0) return dx_fail(b, "out of memory"), false;
+        return scaled_reorder(b, sin, sd, (float)s, DNNL_ARG_FROM, (int32_t)z) &&
+               (final_slot < 0 || dx_add_reorder(b, sd, final_slot));
+    }
     if (!q) {
         int32_t sd = dx_output_slot(b, &n->outputs[0]); /* float32, plain */
         if (sd < 0) return dx_fail(b, "out of memory"), false;
-        if (in.data_type != dnnl_f32) return scaled_reorder(b, sin, sd, (float)s, DNNL_ARG_FROM, (int32_t)z);
         sin = dx_as_plain(b, sin);
         dnnl_memory_desc_t f;
         dx_md_of(&p->slots[sin], &f);
@@ -425,10 +435,9 @@ static bool compile_qdq(builder *b, bool *fused, const dx_io *io) {
     i32.data_type = dnnl_s32;
     int32_t t = dx_temp_slot(b, &p->slots[sin], &i32);
     if (t < 0 || !scaled_reorder(b, sin, t, (float)(1.0 / s), 0, 0)) return t < 0 ? dx_fail(b, "out of memory"), false : false;
-    dnnl_dims_t od;
-    int32_t r = n->outputs[0].rank ? n->outputs[0].rank : 1;
-    for (int32_t d = 0; d < r; d++) od[d] = n->outputs[0].rank ? n->outputs[0].dims[d] : 1;
-    dnnl_memory_desc_init_by_tag(&o, r, od, dt_of(n->outputs[0].dtype), dx_plain_tag(r));
+    /* the 8-bit value in x's layout too */
+    o = in;
+    o.data_type = dt_of(n->outputs[0].dtype);
     int32_t final_slot = -1;
     int32_t sd = dx_result_slot(b, &n->outputs[0], &o, &final_slot);
     if (sd < 0) return dx_fail(b, "out of memory"), false;
