@@ -67,6 +67,7 @@ async function main() {
   }
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: opt,
+    logSeverityLevel: 3,
   });
   const out = await session.run(feeds);
   fs.mkdirSync(outDir, { recursive: true });

@@ -48,7 +48,8 @@ ONNX Runtime's):
   There is no final QuantizeLinear: output_scale is the step a uint8
   quantization of the float output's calibrated range would have.
 
-Models (--list): qdq_resnet18, qdq_mobilenet_v2 (torchvision), qdq_conv_relu
+Models (--list): qdq_resnet18, qdq_mobilenet_v2 (torchvision), qdq_resblock
+(resnet's BasicBlock with a stride-2 downsample, alone, to a 5x5 output), qdq_conv_relu
 (Conv -> Relu kept, Concat, AveragePool, Mul, MaxPool), qdq_mlp (Gemm with
 and without transB, MatMul + Add, Mul, removed Relus), dyn_transformer (a
 2-layer encoder between two Linear layers), qop_convnet. --bench writes the
@@ -71,6 +72,7 @@ import onnx
 import torch
 import torch.nn as nn
 import torchvision
+from torchvision.models.resnet import BasicBlock
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
@@ -145,6 +147,13 @@ def tv(name):
     return lambda: getattr(torchvision.models, name)(num_classes=100)
 
 
+def resblock(cin, cout):
+    """torchvision's BasicBlock with a stride-2 1x1 downsample: resnet's
+    first block of a stage, alone (an odd output size: 5x5, 7x7)."""
+    return lambda: nn.Sequential(BasicBlock(cin, cout, 2, nn.Sequential(nn.Conv2d(cin, cout, 1, 2, bias=False),
+                                                                        nn.BatchNorm2d(cout))))
+
+
 # name: (kind, test params, bench params); params: the constructor's
 # arguments or the input shape, as each writer reads them
 MODELS = {
@@ -152,6 +161,8 @@ MODELS = {
                      {"ctor": tv("resnet18"), "shape": (1, 3, 224, 224)}),
     "qdq_mobilenet_v2": ("qdq", {"ctor": tv("mobilenet_v2"), "shape": (1, 3, 64, 64)},
                          {"ctor": tv("mobilenet_v2"), "shape": (1, 3, 224, 224)}),
+    "qdq_resblock": ("qdq", {"ctor": resblock(64, 128), "shape": (1, 64, 10, 10)},
+                     {"ctor": resblock(256, 512), "shape": (1, 256, 14, 14)}),
     "qdq_conv_relu": ("qdq", {"ctor": lambda: ConvChain(8), "shape": (1, 3, 32, 32), "keep_relu": True},
                       {"ctor": lambda: ConvChain(32), "shape": (1, 3, 112, 112), "keep_relu": True}),
     "qdq_mlp": ("qdq", {"ctor": lambda: MLP(64, 96), "shape": (4, 64)},
@@ -581,8 +592,9 @@ def write(name, out, seam, bench):
         # parameters, must not be degenerate
         y = run_seam(seam, fpath, in_name, [os.path.join(out, name + ".input.npy")], [], work)[0][out_name]
     s, z = info["output_scale"], info.get("output_zero_point", 0)
-    q = np.clip(np.round(y / s) + z, 0, 255)
-    sat = float(np.mean((q == 0) | (q == 255)))
+    q = np.round(y / s) + z
+    sat = float(np.mean((q < 0) | (q > 255)))  # clipped by the output's Q
+    q = np.clip(q, 0, 255)
     if not (float(y.std()) > 0 and sat < 0.5 and len(np.unique(q)) > 4):
         sys.exit(f"gen_quant: {name}: degenerate output (std {y.std():.3g}, {100 * sat:.0f}% saturated)")
     info.update(name=name, kind=kind, model=name + ".onnx", float_model=name + ".float.onnx",
