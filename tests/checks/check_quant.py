@@ -38,7 +38,9 @@ without it every model case fails saying so.
    output of the one Relu/Clip it alone feeds) goes only to
    QuantizeLinear nodes: the unit is those DQs, the node, the Relu and
    the Qs. For `seam partition MODEL --target dnnl --json`, with placement
-   cost and capability, every unit must be whole:
+   cost and capability, and with `--pin Q=cpu` for the Q of a unit the
+   plan keeps as nodes and for one of a unit it rewrote (a node of the
+   user's file, which seam must accept), every unit must be whole:
    - its node must be in the plan (by name);
    - if the plan lists that name with another op (the rewrite into
      QLinearConv/QLinearMatMul), the unit is absorbed: members missing
@@ -51,7 +53,9 @@ without it every model case fails saying so.
      that other units also read, which may be duplicated (a plan node of
      the same op whose name starts with the DQ's, in the node's subgraph).
    A plan where no unit was rewritten and none placed off the CPU says so
-   and the case is skipped (ok), not failed.
+   and the case is skipped (ok), not failed. Two faults planted in a copy
+   of the cost plan (a member moved to a subgraph of its own, a unit's
+   node dropped) must be found.
 4. Case bad NAME: a QuantizeLinear, DequantizeLinear, QLinearConv,
    QLinearMatMul, or a QDQ Conv unit, with a scale of 0, NaN or below 0, a
    zero point of the wrong type (int32 300 where uint8/int8 is required),
@@ -422,20 +426,28 @@ def check_plan(name, model_path, placement, extra=()):
 
 
 def plan_cases(name, model_path):
-    """The unit check on the cost and capability plans, on a plan with the
-    Q of a unit in the middle of the model pinned to the CPU, and on the
-    cost plan with faults planted (the check must find them)."""
+    """The unit check on the cost and capability plans, on plans with the
+    Q of a unit pinned to the CPU (one of a unit the plan keeps as nodes,
+    one of a unit it rewrote: the pin names a node of the file, which
+    seam must accept), and on the cost plan with faults planted (the check
+    must find them)."""
     plan = check_plan(name, model_path, "cost")
     check_plan(name, model_path, "capability")
     m = onnx.load(model_path)
     units = units_of(m)
     if not units or plan is None:
         return
-    uname, members = units[len(units) // 2]
-    q = next(mem.name for mem in members if mem.op_type == "QuantizeLinear")
-    check_plan(name, model_path, "cost", ("--pin", f"{q}=cpu"))
-    # planted: a kept member moved to another subgraph, and a unit's node dropped
+    # pins: the Q of a unit in the middle that seam keeps as nodes, and of
+    # one it rewrote (the user names nodes of the file)
     by_name = {n["name"]: n for n in plan["nodes"]}
+    file_op = {n.name: n.op_type for n in m.graph.node}
+    for rewritten in (False, True):
+        some = [(u, ms) for u, ms in units if u in by_name and (by_name[u]["op"] != file_op[u]) == rewritten]
+        if some:
+            members = some[len(some) // 2][1]
+            q = next(mem.name for mem in members if mem.op_type == "QuantizeLinear")
+            check_plan(name, model_path, "cost", ("--pin", f"{q}=cpu"))
+    # planted: a kept member moved to another subgraph, and a unit's node dropped
     kept = [(u, mem) for u, ms in units if u in by_name for mem in ms[1:] if mem.name in by_name]
     planted = []
     if kept:
