@@ -62,10 +62,12 @@ without it every model case fails saying so.
    a per-channel axis out of range, scale and zero point lengths not
    matching the axis: `seam run` on the CPU and on `--target dnnl` must
    exit 1 with a message naming the node. Cases named ok_* are valid
-   (uint8 zero point 255, int8 -128) and must run.
+   (uint8 zero point 255, int8 -128) and must run; info_* cases are only
+   reported (an int32 DequantizeLinear with a zero point of 7: ONNX says
+   it is "supposed to be 0", ONNX Runtime applies it).
 
 The cases: the model names (qdq_resnet18, ...), "NAME plan", and
-"bad CASE" / "ok_CASE".
+"bad CASE" / "ok_CASE" / "info_CASE".
 """
 import json
 import os
@@ -562,7 +564,9 @@ def bad_models():
     q_case("q_scale_length_mismatch", f32(0.1, 0.1, 0.1), np.zeros(3, np.uint8), axis=1)
     dq_case("dq_scale_length_mismatch", f32(0.1, 0.1, 0.1), np.zeros(3, np.uint8), axis=1)
     dq_case("dq_zero_point_length_mismatch", f32(0.1, 0.1, 0.1, 0.1), np.zeros(3, np.uint8), axis=1)
-    dq_case("dq_int32_zero_point_not_0", f32(0.1), np.array(7, np.int32),
+    # ONNX: "in the case of dequantizing int32, there's no zero point (zero
+    # point is supposed to be 0)"; ONNX Runtime applies it: reported, not checked
+    dq_case("info_dq_int32_zero_point_not_0", f32(0.1), np.array(7, np.int32),
             data=rng.randint(-1000, 1000, (1, 4, 6, 6)).astype(np.int32))
     # valid ones: the extremes of each type
     q_case("ok_q_uint8_zero_point_255", f32(0.1), np.array(255, np.uint8))
@@ -647,7 +651,11 @@ def bad_case(name, spec):
     for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability"])):
         r, _ = seam_run(path, files, os.path.join(work, f"bad_{name}.{label}"), extra)
         msg = (r.stderr.strip().splitlines() or [""])[-1][:220]
-        if name.startswith("ok_"):
+        if name.startswith("info_"):
+            ok = True
+            check.ok(f"{name} ({label}): not checked: " + ("exit 0 (accepted)" if r.returncode == 0 else
+                                                           f"exit {r.returncode}: {msg}"))
+        elif name.startswith("ok_"):
             ok = r.returncode == 0
             check.expect(ok, f"{name} ({label}): runs", f"exit {r.returncode}: {msg}")
         else:
@@ -679,11 +687,11 @@ def main():
     bad = bad_models()
     failing = []
     for name, spec in bad.items():
-        label = name if name.startswith("ok_") else f"bad {name}"
+        label = name if name.startswith(("ok_", "info_")) else f"bad {name}"
         if not check.selected(label):
             continue
         res = bad_case(name, spec)
-        if not all(res) and not name.startswith("ok_"):
+        if not all(res) and not name.startswith(("ok_", "info_")):
             failing.append(f"{name} ({' '.join(p for p, ok in zip(('cpu', 'dnnl'), res) if not ok)})")
     print("\nmax difference from ONNX Runtime's output in quanta [largest step of a quantized tensor computed "
           "from ONNX Runtime's inputs, QDQ models], seam's wall time")
