@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs every Debian package seam's build, demo, tests and benchmarks need.
+# Installs every Debian package seam's build, demo, tests and benchmarks need,
+# and ONNX Runtime (npm's onnxruntime-node) into bench/ort, which the
+# quantized-model checker (tests/checks/check_quant.py) and the benchmarks
+# compare against.
 # Idempotent: packages already present are skipped, so a second run is quick.
 set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 PKGS=(
   # build
@@ -21,6 +25,12 @@ PKGS=(
   python3-pytest                         # tests/python
   chromium                               # tests/checks/check_report.py opens the HTML pages headless
 )
+# node and npm, for ONNX Runtime in bench/ort: Debian's, unless a node with
+# its npm is already installed (NodeSource's nodejs package holds both and
+# conflicts with Debian's npm)
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PKGS+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -31,12 +41,20 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# ONNX Runtime's CPU build from npm, at the version bench/ort/package-lock.json
+# pins (--ignore-scripts: its install script only fetches CUDA libraries)
+if [ ! -d "$ROOT/bench/ort/node_modules/onnxruntime-node" ]; then
+  echo "setup: npm install in bench/ort (onnxruntime-node)"
+  (cd "$ROOT/bench/ort" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error)
+else
+  echo "setup: bench/ort has onnxruntime-node"
+fi
