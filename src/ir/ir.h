@@ -243,6 +243,10 @@ struct seam_model {
     int32_t n_functions, n_training_infos;
     ir_bytes *functions;
     ir_bytes *training_infos;
+    /* nodes seam_model_fuse_qdq absorbed into QDQ units: key the
+     * absorbed node's name, value the unit node's (pins name either) */
+    int32_t n_absorbed;
+    ir_string_pair *absorbed;
     /* path of the folder external data was read from, or NULL */
     const char *base_dir;
     /* big buffers owned by the model (tensor data), freed with it */

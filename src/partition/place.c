@@ -50,8 +50,14 @@ seam_status partition_assign(partitioner *pr) {
             return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': there is no target '%s'",
                               pin->node_name, pin->target, pin->target);
         int32_t i = -1;
+        const char *name = pin->node_name;
         for (int32_t j = 0; j < g->n_nodes && i < 0; j++)
-            if (strcmp(g->nodes[j].name, pin->node_name) == 0) i = j;
+            if (strcmp(g->nodes[j].name, name) == 0) i = j;
+        /* a node a QDQ unit absorbed (partition/qdq.c): the pin is the unit's */
+        for (int32_t a = 0; i < 0 && a < pr->m->n_absorbed; a++)
+            if (!strcmp(pr->m->absorbed[a].key, pin->node_name)) name = pr->m->absorbed[a].value, a = pr->m->n_absorbed;
+        for (int32_t j = 0; j < g->n_nodes && i < 0 && name != pin->node_name; j++)
+            if (strcmp(g->nodes[j].name, name) == 0) i = j;
         if (i < 0)
             return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT, "pin '%s=%s': the model has no node named '%s'",
                               pin->node_name, pin->target, pin->node_name);

@@ -122,6 +122,8 @@ typedef struct qdq_state {
     int32_t n_new_inits, cap_new_inits;
     int32_t *new_inits;
     bool dry; /* count the units, change nothing */
+    ir_string_pair *members; /* (member, unit) names, kept where the member leaves */
+    int32_t n_members, cap_members;
     seam_qdq_stats st;
 } qdq_state;
 
@@ -234,6 +236,17 @@ static bool find_q(const ir_graph *g, const ir_node *op, qparams *y, int32_t *re
     return true;
 }
 
+static void note_member(qdq_state *S, int32_t member, const ir_node *unit) {
+    if (member < 0 || !S->g->nodes[member].name || !unit->name) return;
+    if (S->n_members == S->cap_members) {
+        int32_t cap = S->cap_members ? 2 * S->cap_members : 32;
+        ir_string_pair *p = realloc(S->members, sizeof(*p) * (size_t)cap);
+        if (!p) return; /* (only pins by a member's name are lost) */
+        S->members = p, S->cap_members = cap;
+    }
+    S->members[S->n_members++] = (ir_string_pair){S->g->nodes[member].name, unit->name};
+}
+
 /* Node i rewritten in place as a QLinear node with the given inputs,
  * writing the Q's output. */
 static bool become(qdq_state *S, int32_t i, const char *op, const int32_t *ins, int32_t n_ins, const qparams *y) {
@@ -294,6 +307,12 @@ static bool try_unit(qdq_state *S, int32_t i) {
     int32_t yzp = wzp >= 0 ? zp_or_zero(S, &y, base) : -1;
     if (yzp < 0) return false;
     int32_t ins[9] = {x.q, x.scale, xzp, w.q, w.scale, wzp, y.scale, yzp, bias};
+    note_member(S, y.node, n);
+    note_member(S, relu, n);
+    note_member(S, x.node, n);
+    note_member(S, w.node, n);
+    if (conv && n->n_inputs > 2 && n->inputs[2] >= 0) note_member(S, g->values[n->inputs[2]].producer, n);
+    n = &g->nodes[i];
     if (!become(S, i, conv ? "QLinearConv" : "QLinearMatMul", ins, bias >= 0 ? 9 : 8, &y)) return false;
     S->dead[y.node] = true;
     if (relu >= 0) S->dead[relu] = true, S->st.relus++;
@@ -315,6 +334,9 @@ static bool fold_dq(qdq_state *S, int32_t i) {
     if (!x || !s || (n->n_inputs > 2 && n->inputs[2] >= 0 && !z) || s->dtype != SEAM_DTYPE_FLOAT32) return false;
     if (x->dtype != SEAM_DTYPE_UINT8 && x->dtype != SEAM_DTYPE_INT8 && x->dtype != SEAM_DTYPE_INT32) return false;
     if (z && (z->dtype != x->dtype || z->numel != s->numel)) return false;
+    /* an int32 zero point is "supposed to be 0": the kernel says what else is */
+    for (int64_t k = 0; z && x->dtype == SEAM_DTYPE_INT32 && k < z->numel; k++)
+        if (((const int32_t *)z->data)[k] != 0) return false;
     /* the axis the scales run along: per tensor, or dims[axis] of them */
     int64_t axis = attr_int(n, "axis", 1), inner = 1, len = 1;
     if (s->numel != 1 || s->rank != 0) {
@@ -376,6 +398,25 @@ static seam_status append_inits(qdq_state *S) {
     return SEAM_STATUS_OK;
 }
 
+/* The members that left the graph, for pins that name them. */
+static seam_status keep_members(qdq_state *S) {
+    ir_graph *g = S->g;
+    seam_model *m = S->m;
+    if (!S->n_members) return SEAM_STATUS_OK;
+    ir_string_pair *all = seam_arena_alloc(&m->arena, sizeof(ir_string_pair) * (size_t)(m->n_absorbed + S->n_members + 1));
+    if (!all) return seam_error(S->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (m->n_absorbed) memcpy(all, m->absorbed, sizeof(ir_string_pair) * (size_t)m->n_absorbed);
+    int32_t n = m->n_absorbed;
+    for (int32_t k = 0; k < S->n_members; k++) {
+        bool left = true;
+        for (int32_t i = 0; i < g->n_nodes && left; i++)
+            if (g->nodes[i].name && !strcmp(g->nodes[i].name, S->members[k].key)) left = false;
+        if (left) all[n++] = S->members[k];
+    }
+    m->absorbed = all, m->n_absorbed = n;
+    return SEAM_STATUS_OK;
+}
+
 /* What is left quantized in float: the DequantizeLinear and
  * QuantizeLinear nodes on activations. */
 static void count_left(const ir_graph *g, seam_qdq_stats *st) {
@@ -425,9 +466,11 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
         for (int32_t i = 0; i < g->n_nodes; i++) fold_dq(&S, i);
     if ((st = append_inits(&S))) goto done;
     if (S.st.conv_units + S.st.matmul_units + S.st.dq_folded) st = ir_graph_link(m->ctx, g);
+    if ((st = keep_members(&S))) goto done;
 done:
     free(S.dead);
     free(S.new_inits);
+    free(S.members);
     if (!st && any) count_left(g, &S.st);
     if (!st && stats_out) *stats_out = S.st;
     seam_phase(m->ctx, "qdq units");

@@ -62,9 +62,10 @@ static int32_t quant_axis(const seam_kernel *k, const seam_tensor *x) {
     return x->rank ? op_axis(node_attr_int(k->n, "axis", 1), x->rank) : -1;
 }
 
+/* QuantizeLinear's output types (ONNX: 8-bit since opset 10, 16-bit since
+ * 21; never int32, whose zero point of 300 would otherwise be taken). */
 static bool quant_out_ok(int32_t dt) {
-    return dt == SEAM_DTYPE_UINT8 || dt == SEAM_DTYPE_INT8 || dt == SEAM_DTYPE_UINT16 || dt == SEAM_DTYPE_INT16 ||
-           dt == SEAM_DTYPE_INT32;
+    return dt == SEAM_DTYPE_UINT8 || dt == SEAM_DTYPE_INT8 || dt == SEAM_DTYPE_UINT16 || dt == SEAM_DTYPE_INT16;
 }
 
 /* A scale must be a finite positive number (a zero divides by zero, a

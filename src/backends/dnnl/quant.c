@@ -178,6 +178,16 @@ static bool read_qlin(builder *b, int64_t m, qlin *q) {
     return ok;
 }
 
+/* A QLinear node's zero points (inputs 2, 5, 7) have the types of x, w
+ * and y, as ONNX requires (the CPU kernels say so at run time). */
+static bool zp_types_ok(const seam_node_view *n) {
+    const int32_t zp[3] = {2, 5, 7};
+    const seam_dtype of[3] = {n->inputs[0].dtype, n->inputs[3].dtype, n->outputs[0].dtype};
+    for (int32_t k = 0; k < 3; k++)
+        if (zp[k] < n->n_inputs && n->inputs[zp[k]].name && n->inputs[zp[k]].dtype != of[k]) return false;
+    return true;
+}
+
 /* ---- QLinearConv ---- */
 
 static bool supports_qconv(const seam_node_view *n, char *why, size_t wn) {
@@ -192,6 +202,7 @@ static bool supports_qconv(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[3].rank != n->inputs[0].rank) return dx_refuse(why, wn, "QLinearConv without weights of its input's rank");
     if (!consts(n, 1, 8))
         return dx_refuse(why, wn, "QLinearConv whose weights, bias, scales or zero points are not constants");
+    if (!zp_types_ok(n)) return dx_refuse(why, wn, "QLinearConv with a zero point whose type is not its tensor's");
     if (n->n_inputs > 8 && n->inputs[8].name && n->inputs[8].dtype != SEAM_DTYPE_INT32)
         return dx_refuse(why, wn, "QLinearConv with a bias that is not int32");
     conv_geom g;
@@ -270,6 +281,7 @@ static bool supports_qmatmul(const seam_node_view *n, char *why, size_t wn) {
         return dx_refuse(why, wn, "QLinearMatMul with %s weights: oneDNN's int8 matmul takes int8 weights",
                          seam_dtype_name(n->inputs[3].dtype));
     if (!consts(n, 1, 7)) return dx_refuse(why, wn, "QLinearMatMul whose B, scales or zero points are not constants");
+    if (!zp_types_ok(n)) return dx_refuse(why, wn, "QLinearMatMul with a zero point whose type is not its tensor's");
     if (n->inputs[3].rank != 2 || n->inputs[0].rank < 2)
         return dx_refuse(why, wn, "QLinearMatMul with B of rank %d: dnnl takes a 2-D constant B", n->inputs[3].rank);
     return true;
@@ -352,6 +364,9 @@ static bool supports_qdq(const seam_node_view *n, char *why, size_t wn) {
     if (q && n->inputs[0].dtype != SEAM_DTYPE_FLOAT32)
         return dx_refuse(why, wn, "QuantizeLinear of %s: float32 only", seam_dtype_name(n->inputs[0].dtype));
     if (!consts(n, 1, 2)) return dx_refuse(why, wn, "%s whose scale or zero point is not a constant", n->op_type);
+    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].dtype != v->dtype)
+        return dx_refuse(why, wn, "%s with a zero point of %s for %s values", n->op_type, seam_dtype_name(n->inputs[2].dtype),
+                         seam_dtype_name(v->dtype));
     if (n->n_inputs < 2 || !n->inputs[1].name || dx_value_numel(&n->inputs[1]) != 1)
         return dx_refuse(why, wn, "%s per axis: dnnl takes a scale per tensor", n->op_type);
     int64_t bs = 0;
