@@ -398,6 +398,39 @@ static seam_status append_inits(qdq_state *S) {
     return SEAM_STATUS_OK;
 }
 
+/* A constant weight zero point per channel whose values are all equal
+ * (symmetric weights: all 0) becomes one scalar: int8 kernels that take a
+ * single weight zero point (oneDNN's) then see it in the node's shapes. */
+static bool scalar_zero_point(qdq_state *S, int32_t i) {
+    ir_graph *g = S->g;
+    ir_node *n = &g->nodes[i];
+    int32_t k = is_std(n, "MatMulInteger") ? 3 : is_std(n, "QLinearMatMul") || is_std(n, "QLinearConv") ? 5 : -1;
+    if (k < 0 || k >= n->n_inputs || n->inputs[k] < 0) return false;
+    const ir_tensor *z = const_of(g, n->inputs[k]);
+    if (!z || z->numel < 2 || !is_8bit(z->dtype) || z->rank != 1) return false;
+    /* only a zero point the node's shapes make valid (one per output
+     * channel or column): a wrong one is the kernels' to report */
+    const ir_type *w = &g->values[n->inputs[k == 3 ? 1 : 3]].type;
+    bool conv = is_std(n, "QLinearConv");
+    if (w->kind != IR_TYPE_TENSOR || w->rank < 2 || w->dims[conv ? 0 : w->rank - 1].v != z->numel) return false;
+    if (k == 5) {
+        const ir_tensor *sc = const_of(g, n->inputs[4]);
+        if (!sc || sc->numel != z->numel) return false;
+    }
+    for (int64_t e = 1; e < z->numel; e++)
+        if (zp_at(z, e) != zp_at(z, 0)) return false;
+    uint8_t *d;
+    int32_t v = new_init(S, n->name ? n->name : "qdq", "_weight_zero_point", z->dtype, 0, NULL, (void **)&d);
+    if (v < 0) return false;
+    d[0] = ((const uint8_t *)z->data)[0];
+    int32_t *in = seam_arena_alloc(&S->m->arena, sizeof(int32_t) * (size_t)(n->n_inputs + n->n_implicit + 1));
+    if (!in) return false;
+    memcpy(in, n->inputs, sizeof(int32_t) * (size_t)(n->n_inputs + n->n_implicit));
+    in[k] = v;
+    n->inputs = in;
+    return true;
+}
+
 /* The members that left the graph, for pins that name them. */
 static seam_status keep_members(qdq_state *S) {
     ir_graph *g = S->g;
@@ -437,7 +470,9 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     S.dead = calloc((size_t)g->n_nodes + 1, sizeof(bool));
     if (!S.dead) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     bool any = false;
-    for (int32_t i = 0; i < g->n_nodes && !any; i++) any = is_std(&g->nodes[i], "DequantizeLinear");
+    for (int32_t i = 0; i < g->n_nodes && !any; i++)
+        any = is_std(&g->nodes[i], "DequantizeLinear") || is_std(&g->nodes[i], "MatMulInteger") ||
+              is_std(&g->nodes[i], "QLinearMatMul") || is_std(&g->nodes[i], "QLinearConv");
     seam_status st = SEAM_STATUS_OK;
     if (!any) goto done;
     if (S.dry || (flags & SEAM_QDQ_UNITS))
@@ -464,8 +499,10 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     }
     if (flags & SEAM_QDQ_FOLD)
         for (int32_t i = 0; i < g->n_nodes; i++) fold_dq(&S, i);
+    int32_t scalars = 0;
+    for (int32_t i = 0; (flags & SEAM_QDQ_UNITS) && i < g->n_nodes; i++) scalars += scalar_zero_point(&S, i);
     if ((st = append_inits(&S))) goto done;
-    if (S.st.conv_units + S.st.matmul_units + S.st.dq_folded) st = ir_graph_link(m->ctx, g);
+    if (S.st.conv_units + S.st.matmul_units + S.st.dq_folded + scalars) st = ir_graph_link(m->ctx, g);
     if ((st = keep_members(&S))) goto done;
 done:
     free(S.dead);

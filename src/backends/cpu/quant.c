@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/linalg.h"
 
 static int64_t sat(int32_t dt, double v) {
     double lo = dt == SEAM_DTYPE_INT8 ? -128 : dt == SEAM_DTYPE_UINT8 ? 0 : dt == SEAM_DTYPE_INT16 ? -32768
@@ -218,6 +219,8 @@ typedef struct imm_job {
     int64_t M, K, N, br, a_batches, b_batches;
     int64_t bdims[SEAM_MAX_RANK], sa[SEAM_MAX_RANK], sb[SEAM_MAX_RANK]; /* batch dims; A's and B's batch strides */
     const requant *rq;
+    const void *c;  /* the sums made by OpenBLAS ([batches, M, N]), or NULL */
+    bool c64;       /* c is float64 (else float32) */
 } imm_job;
 
 /* Output rows [begin, end) of all batches: row = batch * M + i. */
@@ -233,7 +236,10 @@ static void imm_rows(void *arg, int64_t begin, int64_t end) {
         }
         const int16_t *arow = j->a + (oa * j->M + i) * j->K;
         for (int64_t c = 0; c < j->N; c++) {
-            int64_t acc = dot16(arow, j->bt + (ob * j->N + c) * j->K, j->K), at = row * j->N + c;
+            int64_t at = row * j->N + c;
+            int64_t acc = !j->c  ? dot16(arow, j->bt + (ob * j->N + c) * j->K, j->K)
+                          : j->c64 ? (int64_t)((const double *)j->c)[at]
+                                   : (int64_t)((const float *)j->c)[at];
             if (!rq->as) {
                 cpu_set_i64(j->y->data, SEAM_DTYPE_INT32, at, acc);
                 continue;
@@ -245,6 +251,77 @@ static void imm_rows(void *arg, int64_t begin, int64_t end) {
             put_int(j->y->data, rq->odt, at, sat(rq->odt, nearbyint((double)acc * s) + zp));
         }
     }
+}
+
+/* The integer sums of a large product by OpenBLAS, exactly: every operand
+ * minus its zero point is an integer in [-255, 255], so every partial sum
+ * is an integer below K * max|a| * max|b|: exact in float32 when that is
+ * below 2^24, else in float64 (below 2^53 for any K seam accepts). A and
+ * B are read once, in their own order. *c_out (the caller's to free)
+ * holds [batches, M, N]; false when out of memory. */
+static bool blas_sums(seam_kernel *k, imm_job *j, int32_t br, const seam_tensor *a, const seam_tensor *b,
+                      const seam_tensor *azp, const seam_tensor *bzp, void **c_out) {
+    int64_t M = j->M, N = j->N, K = j->K, na = a->numel, nb = b->numel;
+    int32_t amax = 0, bmax = 0;
+    for (int64_t t = 0; t < j->a_batches; t++)
+        for (int64_t i = 0; i < M; i++) {
+            int32_t zp = azp ? get8(azp->data, azp->dtype, qp_at(azp, t, i, M)) : 0;
+            for (int64_t p = 0; p < K; p++) {
+                int32_t v = abs(get8(a->data, a->dtype, (t * M + i) * K + p) - zp);
+                amax = v > amax ? v : amax;
+            }
+        }
+    for (int64_t t = 0; t < j->b_batches; t++)
+        for (int64_t p = 0; p < K; p++)
+            for (int64_t c = 0; c < N; c++) {
+                int32_t zp = bzp ? get8(bzp->data, bzp->dtype, qp_at(bzp, t, c, N)) : 0;
+                int32_t v = abs(get8(b->data, b->dtype, (t * K + p) * N + c) - zp);
+                bmax = v > bmax ? v : bmax;
+            }
+    bool f64 = (double)K * amax * bmax >= 16777216.0;
+    size_t es = f64 ? 8 : 4;
+    int64_t batches = cpu_span(j->bdims, 0, br);
+    char *af = malloc(es * (size_t)(na + 1)), *bf = malloc(es * (size_t)(nb + 1));
+    char *cf = malloc(es * (size_t)(batches * M * N + 1));
+    if (!af || !bf || !cf) return free(af), free(bf), free(cf), false;
+    for (int64_t t = 0; t < j->a_batches; t++)
+        for (int64_t i = 0; i < M; i++) {
+            int32_t zp = azp ? get8(azp->data, azp->dtype, qp_at(azp, t, i, M)) : 0;
+            int64_t row = (t * M + i) * K;
+            for (int64_t p = 0; p < K; p++) {
+                int32_t v = get8(a->data, a->dtype, row + p) - zp;
+                if (f64) ((double *)af)[row + p] = v;
+                else ((float *)af)[row + p] = (float)v;
+            }
+        }
+    for (int64_t t = 0; t < j->b_batches; t++)
+        for (int64_t p = 0; p < K; p++)
+            for (int64_t c = 0; c < N; c++) {
+                int32_t zp = bzp ? get8(bzp->data, bzp->dtype, qp_at(bzp, t, c, N)) : 0;
+                int64_t at = (t * K + p) * N + c;
+                int32_t v = get8(b->data, b->dtype, at) - zp;
+                if (f64) ((double *)bf)[at] = v;
+                else ((float *)bf)[at] = (float)v;
+            }
+    /* one B for every batch of A (a weight): one product of all A's rows */
+    if (j->b_batches == 1 && j->a_batches == batches) {
+        cpu_blas_gemm(k->pool, f64, false, false, batches * M, N, K, 1.0, af, K, bf, N, 0.0, cf, N);
+        batches = 0;
+    }
+    for (int64_t t = 0; t < batches; t++) {
+        int64_t rem = t, oa = 0, ob = 0;
+        for (int64_t d = br - 1; d >= 0; d--) {
+            int64_t idx = rem % j->bdims[d];
+            rem /= j->bdims[d];
+            oa += idx * j->sa[d], ob += idx * j->sb[d];
+        }
+        cpu_blas_gemm(k->pool, f64, false, false, M, N, K, 1.0, af + es * (size_t)(oa * M * K), K,
+                      bf + es * (size_t)(ob * K * N), N, 0.0, cf + es * (size_t)(t * M * N), N);
+    }
+    free(af), free(bf);
+    j->c = cf, j->c64 = f64;
+    *c_out = cf;
+    return true;
 }
 
 /* Batched integer MatMul of a and b (numpy rules), zero points subtracted,
@@ -282,6 +359,13 @@ static seam_status int_matmul(seam_kernel *k, const seam_tensor *a, const seam_t
         return kernel_fail(k, "y_scale and y_zero_point must be scalars");
     cpu_bcast_strides(&ba, br, j.bdims, j.sa);
     cpu_bcast_strides(&bb, br, j.bdims, j.sb);
+    if (M * N * K >= (1 << 15)) { /* large: OpenBLAS, exactly */
+        void *cf = NULL;
+        if (!blas_sums(k, &j, br, a, b, azp, bzp, &cf)) return kernel_oom(k);
+        seam_parallel_for(k->pool, cpu_span(j.bdims, 0, br) * M, 1 + 65536 / (1 + N * K), imm_rows, &j);
+        free(cf);
+        return SEAM_STATUS_OK;
+    }
     int16_t *a16 = malloc(sizeof(int16_t) * (size_t)(a->numel + 1));
     int16_t *b16 = malloc(sizeof(int16_t) * (size_t)(b->numel + 1));
     if (!a16 || !b16) {

@@ -130,7 +130,7 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
     (void)ctx;
     if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return 0.3; /* oneDNN's packed GEMMs per step */
     /* int8 (VNNI) against seam's CPU int8 loops */
-    if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul")) return 0.1;
+    if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "MatMulInteger")) return 0.1;
     return is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 0.5 : 0.9;
 }
 

@@ -30,7 +30,8 @@ static bool is_8bit(seam_dtype dt) { return dt == SEAM_DTYPE_UINT8 || dt == SEAM
 static dnnl_data_type_t dt_of(seam_dtype dt) { return dt == SEAM_DTYPE_UINT8 ? dnnl_u8 : dt == SEAM_DTYPE_INT8 ? dnnl_s8 : dnnl_s32; }
 
 bool dx_is_quant_op(const seam_node_view *n) {
-    return is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "QuantizeLinear") || is_op(n, "DequantizeLinear");
+    return is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "QuantizeLinear") || is_op(n, "DequantizeLinear") ||
+           is_op(n, "DynamicQuantizeLinear") || is_op(n, "MatMulInteger");
 }
 
 /* Inputs first..last (those present) are constants. */
@@ -203,6 +204,8 @@ static bool supports_qconv(const seam_node_view *n, char *why, size_t wn) {
     if (!consts(n, 1, 8))
         return dx_refuse(why, wn, "QLinearConv whose weights, bias, scales or zero points are not constants");
     if (!zp_types_ok(n)) return dx_refuse(why, wn, "QLinearConv with a zero point whose type is not its tensor's");
+    if (n->inputs[5].name && dx_value_numel(&n->inputs[5]) != 1)
+        return dx_refuse(why, wn, "QLinearConv with weight zero points per channel that differ: oneDNN takes symmetric weights");
     if (n->n_inputs > 8 && n->inputs[8].name && n->inputs[8].dtype != SEAM_DTYPE_INT32)
         return dx_refuse(why, wn, "QLinearConv with a bias that is not int32");
     conv_geom g;
@@ -282,6 +285,8 @@ static bool supports_qmatmul(const seam_node_view *n, char *why, size_t wn) {
                          seam_dtype_name(n->inputs[3].dtype));
     if (!consts(n, 1, 7)) return dx_refuse(why, wn, "QLinearMatMul whose B, scales or zero points are not constants");
     if (!zp_types_ok(n)) return dx_refuse(why, wn, "QLinearMatMul with a zero point whose type is not its tensor's");
+    if (n->inputs[5].name && dx_value_numel(&n->inputs[5]) != 1)
+        return dx_refuse(why, wn, "QLinearMatMul with zero points of B per column that differ: dnnl takes one");
     if (n->inputs[3].rank != 2 || n->inputs[0].rank < 2)
         return dx_refuse(why, wn, "QLinearMatMul with B of rank %d: dnnl takes a 2-D constant B", n->inputs[3].rank);
     return true;
@@ -459,10 +464,267 @@ static bool compile_qdq(builder *b, bool *fused, const dx_io *io) {
     return scaled_reorder(b, t, sd, 1.0f, DNNL_ARG_TO, (int32_t)z) && (final_slot < 0 || dx_add_reorder(b, sd, final_slot));
 }
 
+/* ---- dynamic quantization: DynamicQuantizeLinear, MatMulInteger ----
+ * ONNX Runtime's quantize_dynamic writes, per MatMul of a transformer,
+ *     x -> DynamicQuantizeLinear -> (x_q, x_scale, x_zp)
+ *     MatMulInteger(x_q, w_q, x_zp, w_zp) -> Cast -> Mul(x_scale * w_scale)
+ * DynamicQuantizeLinear is a host step (its scale comes from the data:
+ * one pass for the range, one to quantize, in float32 as the CPU kernel
+ * and the spec's reference compute it); MatMulInteger is oneDNN's int8
+ * matmul with an s32 result and x's zero point read at run time. */
+
+typedef struct dyn_quant {
+    int64_t count;
+} dyn_quant;
+
+static void *slot_data(const program *p, int32_t s) {
+    void *h = NULL;
+    dnnl_memory_get_data_handle(p->slots[s].mem, &h);
+    return h;
+}
+
+static inline uint8_t sat_u8(float v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
+
+static bool run_dyn_quant(const program *p, const step *st) {
+    const dyn_quant *k = st->host_data;
+    const float *x = slot_data(p, st->arg_slot[0]);
+    uint8_t *y = slot_data(p, st->arg_slot[1]);
+    float *ys = slot_data(p, st->arg_slot[2]);
+    uint8_t *yz = slot_data(p, st->arg_slot[3]);
+    int32_t *yz32 = slot_data(p, st->arg_slot[4]);
+    float lo = 0, hi = 0; /* the range always holds 0 */
+    bool nan = false;
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(|| : nan) schedule(static)
+#endif
+    for (int64_t i = 0; i < k->count; i++) {
+        float v = x[i];
+        nan = nan || v != v;
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+    }
+    if (nan) lo = NAN; /* (as the CPU kernel's fmin/fmax would not: see below) */
+    /* as the CPU kernel computes them (backends/cpu/quant.c) */
+    float scale = (float)((double)hi - (double)lo) / 255.0f;
+    float zp = scale != 0 ? (float)sat_u8(nearbyintf(-lo / scale)) : 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t i = 0; i < k->count; i++) y[i] = scale != 0 ? sat_u8(nearbyintf(x[i] / scale) + zp) : (uint8_t)zp;
+    ys[0] = scale, yz[0] = (uint8_t)zp, yz32[0] = (int32_t)zp;
+    return true;
+}
+
+static bool supports_dyn_quant(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32 || n->n_outputs != 3)
+        return dx_refuse(why, wn, "DynamicQuantizeLinear of %s: float32 only", seam_dtype_name(n->inputs[0].dtype));
+    for (int32_t k = 0; k < 3; k++)
+        if (!n->outputs[k].name) return dx_refuse(why, wn, "DynamicQuantizeLinear without all three outputs");
+    return true;
+}
+
+/* An 8-bit or float32 scalar output of node b->n as a plain slot. */
+static int32_t scalar_out(builder *b, int32_t k, dnnl_data_type_t dt, int32_t *final_slot) {
+    dnnl_memory_desc_t md;
+    dnnl_dims_t one = {1};
+    dnnl_memory_desc_init_by_tag(&md, 1, one, dt, dnnl_a);
+    const seam_value_info *v = &b->n->outputs[k];
+    /* (a rank-0 value: its slot has rank 0, seen as [1]) */
+    return dx_result_slot(b, v, &md, final_slot);
+}
+
+static bool compile_dyn_quant(builder *b, bool *fused, const dx_io *io) {
+    (void)fused;
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t sin = dx_as_plain(b, io->sin);
+    if (sin < 0) return dx_fail(b, "could not reorder the input to the plain layout"), false;
+    int32_t r = n->outputs[0].rank ? n->outputs[0].rank : 1;
+    dnnl_dims_t od;
+    for (int32_t d = 0; d < r; d++) od[d] = n->outputs[0].rank ? n->outputs[0].dims[d] : 1;
+    dnnl_memory_desc_t ymd;
+    dnnl_memory_desc_init_by_tag(&ymd, r, od, dnnl_u8, dx_plain_tag(r));
+    int32_t fy = -1, fs = -1, fz = -1;
+    int32_t sy = dx_result_slot(b, &n->outputs[0], &ymd, &fy);
+    int32_t ss = sy < 0 ? -1 : scalar_out(b, 1, dnnl_f32, &fs);
+    int32_t sz = ss < 0 ? -1 : scalar_out(b, 2, dnnl_u8, &fz);
+    int32_t s32 = sz < 0 ? -1 : zp_slot(b, 0); /* x's zero point as s32, for MatMulInteger */
+    dyn_quant *k = malloc(sizeof(*k));
+    if (s32 < 0 || !k) return free(k), dx_fail(b, "out of memory"), false;
+    p->slots[s32].constant = false; /* (written at every run) */
+    k->count = dx_slot_numel(&p->slots[sin]);
+    /* the s32 copy is found by MatMulInteger under the zero point's name */
+    p->slots[s32].name = n->outputs[2].name;
+    p->slots[s32].rank = -1; /* (not the value's own slot: dx_slot_of skips it, see zp_s32_of) */
+    int32_t kinds[5] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_DST_1, DNNL_ARG_DST_2, DNNL_ARG_DST_2 + 1};
+    int32_t slots[5] = {sin, sy, ss, sz, s32};
+    if (!dx_add_host(b, "dynamic_quantize", run_dyn_quant, k, 5, kinds, slots)) return false;
+    return (fy < 0 || dx_add_reorder(b, sy, fy)) && (fs < 0 || dx_add_reorder(b, ss, fs)) &&
+           (fz < 0 || dx_add_reorder(b, sz, fz));
+}
+
+/* The s32 copy of a zero point a DynamicQuantizeLinear of this program
+ * writes, or -1. */
+static int32_t zp_s32_of(const program *p, const char *name) {
+    for (int32_t s = 0; s < p->n_slots; s++)
+        if (p->slots[s].rank == -1 && p->slots[s].name && !strcmp(p->slots[s].name, name)) return s;
+    return -1;
+}
+
+/* B's zero points per column that differ: oneDNN takes one, so the
+ * product is made with none, and then, exactly, in integers,
+ *     y[m, n] -= bz[n] * sum_k (a[m, k] - az)
+ * by a host step (args: A [rows, K] u8/s8, the product, az as s32, y). */
+typedef struct zp_fix {
+    int64_t rows, k, n;
+    bool a_signed;
+    int32_t bz[]; /* n of them */
+} zp_fix;
+
+static bool run_zp_fix(const program *p, const step *st) {
+    const zp_fix *f = st->host_data;
+    const void *a = slot_data(p, st->arg_slot[0]);
+    const int32_t *s1 = slot_data(p, st->arg_slot[1]);
+    const int32_t *az = slot_data(p, st->arg_slot[2]);
+    int32_t *y = slot_data(p, st->arg_slot[3]);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t r = 0; r < f->rows; r++) {
+        int64_t sum = 0;
+        for (int64_t q = 0; q < f->k; q++)
+            sum += f->a_signed ? ((const int8_t *)a)[r * f->k + q] : ((const uint8_t *)a)[r * f->k + q];
+        sum -= f->k * (int64_t)az[0];
+        for (int64_t c = 0; c < f->n; c++) y[r * f->n + c] = (int32_t)((int64_t)s1[r * f->n + c] - (int64_t)f->bz[c] * sum);
+    }
+    return true;
+}
+
+static bool supports_matmul_integer(const seam_node_view *n, char *why, size_t wn) {
+    if (!is_8bit(n->inputs[0].dtype) || n->n_inputs < 2 || n->inputs[1].dtype != SEAM_DTYPE_INT8)
+        return dx_refuse(why, wn, "MatMulInteger of %s by %s: dnnl takes uint8 or int8 by int8", seam_dtype_name(n->inputs[0].dtype),
+                         n->n_inputs > 1 ? seam_dtype_name(n->inputs[1].dtype) : "nothing");
+    if (!dx_const_input(n, 1) || n->inputs[1].rank != 2 || n->inputs[0].rank < 2)
+        return dx_refuse(why, wn, "MatMulInteger with B not a 2-D constant");
+    if (n->n_inputs > 2 && n->inputs[2].name && (dx_value_numel(&n->inputs[2]) != 1 || n->inputs[2].dtype != n->inputs[0].dtype))
+        return dx_refuse(why, wn, "MatMulInteger with a zero point of A per row: dnnl takes one");
+    if (n->n_inputs > 3 && n->inputs[3].name && (!dx_const_input(n, 3) || n->inputs[3].dtype != SEAM_DTYPE_INT8))
+        return dx_refuse(why, wn, "MatMulInteger with B's zero point not an int8 constant");
+    if (n->n_inputs > 3 && n->inputs[3].name && dx_value_numel(&n->inputs[3]) != 1 &&
+        dx_value_numel(&n->inputs[3]) != n->inputs[1].dims[1])
+        return dx_refuse(why, wn, "MatMulInteger with B's zero point neither one nor one per column");
+    return true;
+}
+
+static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
+    (void)fused;
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t ra = n->inputs[0].rank;
+    int64_t k = n->inputs[1].dims[0], nn = n->inputs[1].dims[1], rows = 1;
+    for (int32_t d = 0; d < ra - 1; d++) rows *= n->inputs[0].dims[d];
+    if (n->inputs[0].dims[ra - 1] != k) return dx_fail(b, "A's last dim differs from B's first"), false;
+    /* zero points: A's a constant or a value made in this program (by a
+     * DynamicQuantizeLinear), B's a constant, one each */
+    double az = 0, bz[2] = {0, 0};
+    int64_t c = 0;
+    int32_t az_slot = -1;
+    bool has_az = n->n_inputs > 2 && n->inputs[2].name;
+    if (has_az && dx_const_input(n, 2)) {
+        if (!const_values(b, &n->inputs[2], &az, 1, &c)) return false;
+    } else if (has_az && (az_slot = zp_s32_of(p, n->inputs[2].name)) < 0) {
+        /* a value of its own (a boundary input): an s32 copy, each run */
+        int32_t zs = dx_input_slot(b, &n->inputs[2]);
+        dnnl_memory_desc_t md;
+        dnnl_dims_t one = {1};
+        dnnl_memory_desc_init_by_tag(&md, 1, one, dnnl_s32, dnnl_a);
+        az_slot = zs < 0 ? -1 : dx_temp_slot(b, &p->slots[zs], &md);
+        if (az_slot < 0 || !dx_add_reorder(b, zs, az_slot)) return dx_fail(b, "A's zero point cannot be read"), false;
+        n = b->n;
+    }
+    double *bzs = malloc(sizeof(double) * (size_t)(nn + 1));
+    if (!bzs) return dx_fail(b, "out of memory"), false;
+    if (n->n_inputs > 3 && n->inputs[3].name && !const_values(b, &n->inputs[3], bzs, nn, &c)) return free(bzs), false;
+    bool per_col = false;
+    for (int64_t q = 1; q < c; q++) per_col |= bzs[q] != bzs[0];
+    bz[0] = c ? bzs[0] : 0;
+    zp_fix *fix = NULL;
+    if (per_col) { /* the product with no zero point of B, then a host step */
+        fix = malloc(sizeof(*fix) + sizeof(int32_t) * (size_t)nn);
+        if (!fix) return free(bzs), dx_fail(b, "out of memory"), false;
+        fix->rows = rows, fix->k = k, fix->n = nn, fix->a_signed = n->inputs[0].dtype == SEAM_DTYPE_INT8;
+        for (int64_t q = 0; q < nn; q++) fix->bz[q] = (int32_t)bzs[q];
+        bz[0] = 0;
+    }
+    free(bzs);
+    int64_t bd[2] = {k, nn};
+    int32_t sw = const_slot(b, &n->inputs[1], SEAM_DTYPE_INT8, 2, bd);
+    if (sw < 0) return false;
+    int32_t kinds[8] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, slots[8];
+    int32_t n_args = 3;
+    const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    dnnl_primitive_attr_t attr = NULL;
+    bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    int32_t az_s32 = az_slot >= 0 ? az_slot : (az != 0 || fix) ? zp_slot(b, (int32_t)az) : -1;
+    if (ok && (az_slot >= 0 || az != 0)) {
+        ok = az_s32 >= 0 && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime) == dnnl_success;
+        kinds[n_args] = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, slots[n_args++] = az_s32;
+    }
+    if (fix && az_s32 < 0) ok = false;
+    if (ok && bz[0] != 0) {
+        int32_t zs = zp_slot(b, (int32_t)bz[0]);
+        ok = zs >= 0 && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_WEIGHTS, 1, 0, &runtime) == dnnl_success;
+        kinds[n_args] = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, slots[n_args++] = zs;
+    }
+    dnnl_memory_desc_t a, w, y;
+    dnnl_dims_t ad = {rows, k}, wd = {k, nn}, yd = {rows, nn};
+    dnnl_memory_desc_init_by_tag(&a, 2, ad, dt_of(n->inputs[0].dtype), dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&y, 2, yd, dnnl_s32, dnnl_ab);
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    ok = ok && dnnl_matmul_desc_init(&md, &a, &w, NULL, &y) == dnnl_success &&
+         dnnl_primitive_desc_create(&pd, &md, attr, dx_ctx.engine, NULL) == dnnl_success;
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!ok) return free(fix), dx_fail(b, "oneDNN has no int8 matmul for these shapes and zero points"), false;
+    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t plain, yfull;
+    dnnl_dims_t full, yo;
+    for (int32_t d = 0; d < ra; d++) full[d] = n->inputs[0].dims[d];
+    dnnl_memory_desc_init_by_tag(&plain, ra, full, dt_of(n->inputs[0].dtype), dx_plain_tag(ra));
+    int32_t sa = dx_in_layout(b, io->sin, &plain);
+    slot flat = p->slots[sa >= 0 ? sa : 0];
+    flat.rank = 2, flat.dims[0] = rows, flat.dims[1] = k;
+    int32_t va = sa < 0 ? -1 : dx_view_slot(p, sa, &flat, &a);
+    int32_t wt = va < 0 ? -1 : dx_resident_copy(b, sw, cw);
+    for (int32_t d = 0; d < n->outputs[0].rank; d++) yo[d] = n->outputs[0].dims[d];
+    dnnl_memory_desc_init_by_tag(&yfull, n->outputs[0].rank, yo, dnnl_s32, dx_plain_tag(n->outputs[0].rank));
+    int32_t final_slot = -1;
+    int32_t sy = wt < 0 ? -1 : dx_result_slot(b, &n->outputs[0], &yfull, &final_slot);
+    slot yflat = sy >= 0 ? p->slots[sy] : flat;
+    yflat.rank = 2, yflat.dims[0] = rows, yflat.dims[1] = nn;
+    /* with the host step after it, the product goes to a temporary */
+    int32_t s1 = sy < 0 || !fix ? sy : dx_temp_slot(b, &yflat, &y);
+    int32_t vy = s1 < 0 ? -1 : fix ? s1 : dx_view_slot(p, sy, &yflat, &y);
+    if (vy < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        free(fix);
+        return dx_fail(b, "could not lay out the matmul's tensors"), false;
+    }
+    bool done = dx_weighted_step(b, pd, n_args, kinds, slots, va, wt, vy, -1, -1);
+    if (done && fix) {
+        int32_t hk[4] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2, DNNL_ARG_DST}, hs[4] = {va, s1, az_s32, sy};
+        done = dx_add_host(b, "matmul_integer_zero_points", run_zp_fix, fix, 4, hk, hs); /* (fix is its now) */
+    } else free(fix);
+    return done && (final_slot < 0 || dx_add_reorder(b, sy, final_slot));
+}
+
 const dx_op dx_quant_rows[] = {
     {"QLinearConv", STAGE_ANY_LAYOUT, supports_qconv, compile_qconv},
     {"QLinearMatMul", STAGE_ANY_LAYOUT, supports_qmatmul, compile_qmatmul},
     {"QuantizeLinear", STAGE_ANY_LAYOUT, supports_qdq, compile_qdq},
     {"DequantizeLinear", STAGE_ANY_LAYOUT, supports_qdq, compile_qdq},
+    {"DynamicQuantizeLinear", STAGE_ANY_LAYOUT, supports_dyn_quant, compile_dyn_quant},
+    {"MatMulInteger", STAGE_ANY_LAYOUT, supports_matmul_integer, compile_matmul_integer},
     {NULL, STAGE_VIEW, NULL, NULL},
 };
