@@ -485,6 +485,15 @@ static void *slot_data(const program *p, int32_t s) {
 
 static inline uint8_t sat_u8(float v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
 
+/* Round to nearest even, as nearbyintf does in the default mode, for
+ * |v| <= 2^22 (what x / scale is here, at most 255 plus the zero point's
+ * 255 in size): adding and taking away 1.5 * 2^23 rounds in the FPU's
+ * mode, and it vectorizes where nearbyintf is a call. NaN stays NaN. */
+static inline float round_even(float v, float big) { return (v + big) - big; }
+/* 1.5 * 2^23, read through a volatile so that (v + big) - big is not
+ * folded to v (the build does not let the compiler reassociate anyway) */
+static volatile float round_big = 12582912.0f;
+
 static bool run_dyn_quant(const program *p, const step *st) {
     const dyn_quant *k = st->host_data;
     const float *x = slot_data(p, st->arg_slot[0]);
@@ -493,14 +502,15 @@ static bool run_dyn_quant(const program *p, const step *st) {
     uint8_t *yz = slot_data(p, st->arg_slot[3]);
     int32_t *yz32 = slot_data(p, st->arg_slot[4]);
     float lo = 0, hi = 0; /* the range always holds 0 */
-    bool nan = false;
+    int nan = 0;
 #ifdef _OPENMP
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(|| : nan) schedule(static)
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(| : nan) schedule(static)
 #endif
     for (int64_t i = 0; i < k->count; i++) {
         float v = x[i];
-        nan = nan || v != v;
-        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+        nan |= v != v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
     }
     if (nan) lo = NAN; /* (as the CPU kernel's fmin/fmax would not: see below) */
     /* as the CPU kernel computes them (backends/cpu/quant.c) */
@@ -509,7 +519,19 @@ static bool run_dyn_quant(const program *p, const step *st) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
-    for (int64_t i = 0; i < k->count; i++) y[i] = scale != 0 ? sat_u8(nearbyintf(x[i] / scale) + zp) : (uint8_t)zp;
+    if (scale == 0 || !(fabsf(lo) / scale <= 4194304.0f && fabsf(hi) / scale <= 4194304.0f)) {
+        for (int64_t i = 0; i < k->count; i++) y[i] = scale != 0 ? sat_u8(nearbyintf(x[i] / scale) + zp) : (uint8_t)zp;
+    } else {
+        float big = round_big;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (int64_t i = 0; i < k->count; i++) {
+            float v = round_even(x[i] / scale, big) + zp;
+            v = v < 0 ? 0 : v;
+            y[i] = (uint8_t)(v > 255 ? 255 : v);
+        }
+    }
     ys[0] = scale, yz[0] = (uint8_t)zp, yz32[0] = (int32_t)zp;
     return true;
 }
@@ -590,11 +612,21 @@ static bool run_zp_fix(const program *p, const step *st) {
 #pragma omp parallel for schedule(static)
 #endif
     for (int64_t r = 0; r < f->rows; r++) {
-        int64_t sum = 0;
-        for (int64_t q = 0; q < f->k; q++)
-            sum += f->a_signed ? ((const int8_t *)a)[r * f->k + q] : ((const uint8_t *)a)[r * f->k + q];
+        int32_t sum32 = 0; /* (K * 255 fits: K is a tensor dim below 2^23 here) */
+        if (f->a_signed) {
+            const int8_t *row = (const int8_t *)a + r * f->k;
+            for (int64_t q = 0; q < f->k; q++) sum32 += row[q];
+        } else {
+            const uint8_t *row = (const uint8_t *)a + r * f->k;
+            for (int64_t q = 0; q < f->k; q++) sum32 += row[q];
+        }
+        int64_t sum = sum32;
         sum -= f->k * (int64_t)az[0];
-        for (int64_t c = 0; c < f->n; c++) y[r * f->n + c] = (int32_t)((int64_t)s1[r * f->n + c] - (int64_t)f->bz[c] * sum);
+        /* (int32 wraps as the int32 output of the CPU kernel does) */
+        uint32_t su = (uint32_t)sum;
+        const int32_t *in = s1 + r * f->n;
+        int32_t *out = y + r * f->n;
+        for (int64_t c = 0; c < f->n; c++) out[c] = (int32_t)((uint32_t)in[c] - (uint32_t)f->bz[c] * su);
     }
     return true;
 }
