@@ -274,6 +274,7 @@ SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 typedef struct seam_qdq_stats {
     int32_t conv_units;   /* DQ -> Conv -> Q units, now QLinearConv nodes */
     int32_t matmul_units; /* DQ -> MatMul -> Q units, now QLinearMatMul nodes */
+    int32_t gemm_units;   /* DQ -> Gemm -> Q units, now 1x1 QLinearConv nodes between Reshapes */
     int32_t relus;        /* Relus between op and Q, redundant, in a unit */
     int32_t dq_folded;    /* DequantizeLinear of constants, now float Constants */
     int32_t dq_left;      /* DequantizeLinear nodes left (run in float) */

@@ -38,6 +38,7 @@
 
 #include "core/context.h"
 #include "ir/ir.h"
+#include "ops/attr.h"
 #include "ops/ops.h"
 #include "seam_backend.h"
 
@@ -321,6 +322,117 @@ static bool try_unit(qdq_state *S, int32_t i) {
     return true;
 }
 
+/* ---- Gemm units: a 1x1 QLinearConv between two Reshapes ----
+ * ONNX has no quantized Gemm with a bias; a Gemm of x [M, K] by W (with
+ * transB [N, K]) plus a bias is a 1x1 convolution of x seen as [M, K, 1,
+ * 1] by W seen as [N, K, 1, 1]: Reshape (a view) -> QLinearConv ->
+ * Reshape, all of the standard op set. */
+
+static int32_t new_value(qdq_state *S, const char *base, const char *suffix, int32_t dtype, int32_t rank, const ir_dim *dims) {
+    char name[300];
+    snprintf(name, sizeof(name), "%s%s", base, suffix);
+    for (int32_t k = 2; ir_graph_find(S->g, name) >= 0 && k < 1000; k++) snprintf(name, sizeof(name), "%s%s_%d", base, suffix, k);
+    char *nm = seam_arena_strdup(&S->m->arena, name);
+    ir_dim *d = seam_arena_calloc(&S->m->arena, (size_t)rank + 1, sizeof(ir_dim));
+    if (!nm || !d) return -1;
+    memcpy(d, dims, sizeof(ir_dim) * (size_t)rank);
+    int32_t v = ir_graph_add_value(S->g, nm);
+    if (v < 0) return -1;
+    S->g->values[v].type = (ir_type){IR_TYPE_TENSOR, dtype, rank, d, NULL, NULL};
+    return v;
+}
+
+static int32_t int64_init(qdq_state *S, const char *base, const char *suffix, int32_t n, const int64_t *vals) {
+    int64_t *d;
+    int64_t dims[1] = {n};
+    int32_t v = new_init(S, base, suffix, SEAM_DTYPE_INT64, 1, dims, (void **)&d);
+    if (v >= 0) memcpy(d, vals, sizeof(int64_t) * (size_t)n);
+    return v;
+}
+
+/* A Reshape node reading `in` and `shape`, writing `out` (appended). */
+static bool add_reshape(qdq_state *S, const char *name, int32_t in, int32_t shape, int32_t out) {
+    int32_t i = ir_graph_add_node(S->g);
+    int32_t *ins = seam_arena_alloc(&S->m->arena, sizeof(int32_t) * 3), *outs = seam_arena_alloc(&S->m->arena, sizeof(int32_t) * 2);
+    char *nm = seam_arena_strdup(&S->m->arena, name);
+    if (i < 0 || !ins || !outs || !nm) return false;
+    int64_t opset = seam_op_opset(S->m, "");
+    ins[0] = in, ins[1] = shape, outs[0] = out;
+    ir_node *n = &S->g->nodes[i];
+    n->name = nm, n->op_type = "Reshape", n->domain = "", n->opset = (int32_t)opset;
+    n->n_inputs = 2, n->inputs = ins, n->n_outputs = 1, n->outputs = outs;
+    n->def = seam_op_find("", "Reshape", opset);
+    return n->def != NULL;
+}
+
+static bool try_gemm_unit(qdq_state *S, int32_t i) {
+    ir_graph *g = S->g;
+    const ir_node *n = &g->nodes[i];
+    if (!is_std(n, "Gemm") || n->n_inputs < 2 || n->n_implicit || n->inputs[0] < 0 || n->inputs[1] < 0) return false;
+    bool has_c = n->n_inputs > 2 && n->inputs[2] >= 0;
+    if (attr_int(n, "transA", 0) != 0 || node_attr_float(n, "alpha", 1.0f) != 1.0f ||
+        (has_c && node_attr_float(n, "beta", 1.0f) != 1.0f))
+        return false;
+    bool tb = attr_int(n, "transB", 0) != 0;
+    qparams x, w, y;
+    int32_t relu;
+    if (!dq_per_tensor(g, n->inputs[0], &x) || !read_qparams(g, g->values[n->inputs[1]].producer, true, &w) ||
+        !const_of(g, w.q) || !find_q(g, n, &y, &relu))
+        return false;
+    const ir_type *xt = &g->values[x.q].type;
+    const ir_tensor *wt = const_of(g, w.q);
+    if (xt->kind != IR_TYPE_TENSOR || xt->rank != 2 || wt->rank != 2 || wt->dtype != SEAM_DTYPE_INT8) return false;
+    int64_t nn = tb ? wt->dims[0] : wt->dims[1], kk = tb ? wt->dims[1] : wt->dims[0];
+    int64_t axis = attr_int(&g->nodes[w.node], "axis", 1);
+    if (axis < 0) axis += 2;
+    if (w.count != 1 && (w.count != nn || axis != (tb ? 0 : 1))) return false;
+    if (xt->dims[1].v >= 0 && xt->dims[1].v != kk) return false;
+    int32_t bias = -1;
+    if (has_c && (bias = int_bias(S, n, n->inputs[2], &x, &w, nn)) < 0) return false; /* (-2: no; -1: out of memory) */
+    if (S->dry) {
+        S->st.gemm_units++;
+        if (relu >= 0) S->st.relus++;
+        return true;
+    }
+    const char *base = n->name ? n->name : "qdq";
+    /* W as [N, K, 1, 1] int8, transposed when it was [K, N] */
+    int8_t *w4;
+    int64_t wd[4] = {nn, kk, 1, 1};
+    int32_t wv = new_init(S, base, "_weight_nk11", SEAM_DTYPE_INT8, 4, wd, (void **)&w4);
+    if (wv < 0) return false;
+    const int8_t *src = wt->data;
+    for (int64_t r = 0; r < nn; r++)
+        for (int64_t c = 0; c < kk; c++) w4[r * kk + c] = tb ? src[r * kk + c] : src[c * nn + r];
+    ir_dim xd[4] = {xt->dims[0], {kk, NULL}, {1, NULL}, {1, NULL}}, yd[4] = {xt->dims[0], {nn, NULL}, {1, NULL}, {1, NULL}};
+    int64_t s_in[4] = {0, kk, 1, 1}, s_out[2] = {0, nn};
+    int32_t xr = new_value(S, base, "_x_nk11", x.qtype, 4, xd), yr = xr < 0 ? -1 : new_value(S, base, "_y_nk11", y.qtype, 4, yd);
+    int32_t sh_in = yr < 0 ? -1 : int64_init(S, base, "_shape_in", 4, s_in);
+    int32_t sh_out = sh_in < 0 ? -1 : int64_init(S, base, "_shape_out", 2, s_out);
+    int32_t xzp = sh_out < 0 ? -1 : zp_or_zero(S, &x, base), wzp = xzp >= 0 ? zp_or_zero(S, &w, base) : -1;
+    int32_t yzp = wzp >= 0 ? zp_or_zero(S, &y, base) : -1;
+    if (yzp < 0) return false;
+    note_member(S, y.node, n);
+    note_member(S, relu, n);
+    note_member(S, x.node, n);
+    note_member(S, w.node, n);
+    if (has_c) note_member(S, g->values[n->inputs[2]].producer, n);
+    int32_t ins[9] = {xr, x.scale, xzp, wv, w.scale, wzp, y.scale, yzp, bias};
+    qparams yr_q = y;
+    yr_q.q = yr;
+    if (!become(S, i, "QLinearConv", ins, bias >= 0 ? 9 : 8, &yr_q)) return false;
+    g->nodes[i].n_attrs = 0; /* (the Gemm's attributes; a 1x1 convolution's are the defaults) */
+    char nm[300];
+    snprintf(nm, sizeof(nm), "%s_reshape_x", base);
+    const char *kept = g->nodes[i].name;
+    if (!add_reshape(S, nm, x.q, sh_in, xr)) return false;
+    snprintf(nm, sizeof(nm), "%s_reshape_y", kept ? kept : "qdq");
+    if (!add_reshape(S, nm, yr, sh_out, y.q)) return false;
+    S->dead[y.node] = true;
+    if (relu >= 0) S->dead[relu] = true, S->st.relus++;
+    S->st.gemm_units++;
+    return true;
+}
+
 /* A DequantizeLinear all of whose inputs are constants becomes a Constant
  * holding the float values. */
 static bool fold_dq(qdq_state *S, int32_t i) {
@@ -467,7 +579,7 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     qdq_state S;
     memset(&S, 0, sizeof(S));
     S.ctx = m->ctx, S.m = m, S.g = g, S.dry = (flags & SEAM_QDQ_COUNT) != 0;
-    S.dead = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    S.dead = calloc(3 * (size_t)g->n_nodes + 1, sizeof(bool)); /* (a Gemm unit adds two Reshapes) */
     if (!S.dead) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     bool any = false;
     for (int32_t i = 0; i < g->n_nodes && !any; i++)
@@ -476,13 +588,13 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     seam_status st = SEAM_STATUS_OK;
     if (!any) goto done;
     if (S.dry || (flags & SEAM_QDQ_UNITS))
-        for (int32_t k = 0; k < g->n_nodes; k++) {
+        for (int32_t k = 0, n0 = g->n_nodes; k < n0; k++) {
             int32_t i = g->topo ? g->topo[k] : k;
-            if (!S.dead[i]) try_unit(&S, i);
+            if (!S.dead[i] && !try_unit(&S, i)) try_gemm_unit(&S, i);
         }
     if (S.dry) goto done;
     /* relink so that consumers are current, then drop the DQs no node reads */
-    if (S.st.conv_units + S.st.matmul_units) {
+    if (S.st.conv_units + S.st.matmul_units + S.st.gemm_units) {
         if ((st = append_inits(&S))) goto done;
         S.n_new_inits = 0;
         compact(g, S.dead);
@@ -502,7 +614,7 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     int32_t scalars = 0;
     for (int32_t i = 0; (flags & SEAM_QDQ_UNITS) && i < g->n_nodes; i++) scalars += scalar_zero_point(&S, i);
     if ((st = append_inits(&S))) goto done;
-    if (S.st.conv_units + S.st.matmul_units + S.st.dq_folded + scalars) st = ir_graph_link(m->ctx, g);
+    if (S.st.conv_units + S.st.matmul_units + S.st.gemm_units + S.st.dq_folded + scalars) st = ir_graph_link(m->ctx, g);
     if ((st = keep_members(&S))) goto done;
 done:
     free(S.dead);

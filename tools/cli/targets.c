@@ -337,12 +337,13 @@ int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, sea
  * the targets that take them, or on the CPU's int8 kernels. */
 void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool targets) {
     (void)m;
-    int32_t n = q->conv_units + q->matmul_units;
+    int32_t n = q->conv_units + q->matmul_units + q->gemm_units;
     if (!n) return;
     fprintf(stderr,
-            "seam %s: note: quantized model: %d QDQ units (DequantizeLinear -> Conv/MatMul -> QuantizeLinear) became "
-            "%d QLinearConv and %d QLinearMatMul nodes, each placed whole and run in int8%s\n",
-            cmd, n, q->conv_units, q->matmul_units,
+            "seam %s: note: quantized model: %d QDQ units (DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear) "
+            "became %d QLinearConv (%d of them Gemms, as 1x1 convolutions) and %d QLinearMatMul nodes, each placed "
+            "whole and run in int8%s\n",
+            cmd, n, q->conv_units + q->gemm_units, q->gemm_units, q->matmul_units,
             targets ? "" : " on the CPU's int8 kernels (exact, but slower than oneDNN's: give --target dnnl)");
 }
 

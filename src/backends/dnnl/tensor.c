@@ -23,7 +23,8 @@ static bool publish_view(builder *b, int32_t v, const char *name) {
      * convolution writes: no copy for its readers. Not of rank 3: there
      * it is also attention's K^T of [B*H, S, D], which a MatMul reads as
      * a lazy view, as it is, without a copy to plain. */
-    p->slots[v].lazy = p->slots[v].has_md && !(p->slots[v].rank >= 4 && dx_is_channels_last(&p->slots[v]));
+    p->slots[v].lazy = p->slots[v].has_md && p->slots[v].md.data_type == dnnl_f32 &&
+                       !(p->slots[v].rank >= 4 && dx_is_channels_last(&p->slots[v])); /* (an 8-bit view is plain) */
     return true;
 }
 
@@ -41,9 +42,26 @@ static bool compile_view(builder *b, bool *fused, const dx_io *io) {
     dnnl_memory_desc_t smd;
     bool strided = in >= 0 && (p->slots[in].lazy || dx_is_strided(&p->slots[in])) && p->slots[in].scale == 1.0f &&
                    dx_reshape_view(&p->slots[in], &shape, &smd);
-    if (in >= 0 && !strided) in = dx_as_plain(b, in);
+    /* an 8-bit value (an int8 primitive's output) stays 8-bit: viewed in
+     * its type, plain, for the int8 primitive that reads it next (a float
+     * reader converts it, as it converts any 8-bit slot) */
+    dnnl_memory_desc_t q8;
+    bool eight = in >= 0 && !strided && p->slots[in].has_md &&
+                 (p->slots[in].md.data_type == dnnl_u8 || p->slots[in].md.data_type == dnnl_s8);
+    if (eight) {
+        dnnl_memory_desc_t from;
+        dx_md_of(&p->slots[in], &from);
+        dnnl_dims_t d;
+        for (int32_t k = 0; k < from.ndims; k++) d[k] = from.dims[k];
+        dnnl_memory_desc_init_by_tag(&q8, from.ndims, d, from.data_type, dx_plain_tag(from.ndims));
+        in = dx_in_layout(b, in, &q8);
+        int32_t r = shape.rank ? shape.rank : 1;
+        for (int32_t k = 0; k < r; k++) d[k] = shape.rank ? shape.dims[k] : 1;
+        dnnl_memory_desc_init_by_tag(&q8, r, d, from.data_type, dx_plain_tag(r));
+    }
+    if (in >= 0 && !strided && !eight) in = dx_as_plain(b, in);
     if (in < 0) return dx_fail(b, "its input is not available"), false;
-    int32_t v = dx_view_slot(p, in, &shape, strided ? &smd : NULL);
+    int32_t v = dx_view_slot(p, in, &shape, strided ? &smd : eight ? &q8 : NULL);
     if (v < 0) return dx_fail(b, "out of memory"), false;
     return publish_view(b, v, n->outputs[0].name);
 }
