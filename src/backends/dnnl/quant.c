@@ -818,6 +818,159 @@ static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
     return done && (final_slot < 0 || dx_add_reorder(b, sy, final_slot));
 }
 
+/* ---- a quantized Add: DQ(a) + DQ(b) -> Q as one pass ----
+ * The residual Add of a QDQ network (ONNX Runtime's QLinearAdd) would be
+ * five passes over memory here (two DQ reorders, the binary, the Q's two
+ * reorders); one host step computes the same float32 arithmetic as the
+ * QDQ form, element by element:
+ *     y = saturate(round((a - za) * sa + (b - zb) * sb) / ys) + yz)  */
+
+typedef struct qadd {
+    int64_t count;
+    float sa, sb, ys;
+    float fza, fzb, fyz; /* the zero points (exact in float32) */
+    bool a8s, b8s, y8s;  /* int8 (else uint8) */
+} qadd;
+
+/* Elements [0, n) of one quantized Add, a and b read as uint8 (u8) or
+ * int8: a loop the compiler vectorizes (a, b, y of one type each). */
+#define QADD_LOOP(TA, TB)                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                                      \
+        float v = (((float)((const TA *)a)[i] - k->fza) * k->sa + ((float)((const TB *)bb)[i] - k->fzb) * k->sb) / \
+                  k->ys;                                                                                   \
+        v = v > -1024.0f ? v : -1024.0f; /* (saturated either way; NaN to the low end) */                  \
+        v = v < 1024.0f ? v : 1024.0f;                                                                     \
+        v = ((v + big) - big) + k->fyz;                                                                    \
+        v = v < lo ? lo : v;                                                                               \
+        v = v > hi ? hi : v;                                                                               \
+        y[i] = (uint8_t)(int32_t)v;                                                                        \
+    }
+
+static void qadd_span(const qadd *k, const void *a, const void *bb, uint8_t *y, int64_t n, float big) {
+    float lo = k->y8s ? -128.0f : 0.0f, hi = k->y8s ? 127.0f : 255.0f;
+    if (!k->a8s && !k->b8s) QADD_LOOP(uint8_t, uint8_t)
+    else if (k->a8s && k->b8s) QADD_LOOP(int8_t, int8_t)
+    else if (k->a8s) QADD_LOOP(int8_t, uint8_t)
+    else QADD_LOOP(uint8_t, int8_t)
+}
+
+static bool run_qadd(const program *p, const step *st) {
+    const qadd *k = st->host_data;
+    const uint8_t *a = slot_data(p, st->arg_slot[0]), *bb = slot_data(p, st->arg_slot[1]);
+    uint8_t *y = slot_data(p, st->arg_slot[2]);
+    float big = round_big;
+    int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t c = 0; c < n_chunks; c++) {
+        int64_t at = c * chunk, n = k->count - at < chunk ? k->count - at : chunk;
+        qadd_span(k, a + at, bb + at, y + at, n, big);
+    }
+    return true;
+}
+
+/* The subgraph node writing value `name`, or -1. */
+static int32_t producer_of(builder *b, const char *name) {
+    for (int32_t i = 0; i < b->sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
+        if (m->n_outputs > 0 && m->outputs[0].name && !strcmp(m->outputs[0].name, name)) return i;
+    }
+    return -1;
+}
+
+/* Scale and zero point of a per-tensor (De)QuantizeLinear node m. */
+static bool qdq_params(builder *b, const seam_node_view *m, double *s, double *z) {
+    int64_t c1, c2 = 0;
+    *z = 0;
+    if (m->n_inputs < 2 || !m->inputs[1].name || !dx_const_input(m, 1) || !dx_const_input(m, 2)) return false;
+    if (!const_values(b, &m->inputs[1], s, 1, &c1)) return b->err[0] = 0, false;
+    if (m->n_inputs > 2 && m->inputs[2].name && !const_values(b, &m->inputs[2], z, 1, &c2)) return b->err[0] = 0, false;
+    return *s > 0 && isfinite(*s);
+}
+
+/* Slot s as an 8-bit value of type dt, in layout `like` when given (else
+ * s's own layout, plain if s holds it in float32: exact, an integer). */
+static int32_t as_8bit(builder *b, int32_t s, dnnl_data_type_t dt, const dnnl_memory_desc_t *like) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[s], &md);
+    if (like) md = *like;
+    else if (md.data_type != dnnl_u8 && md.data_type != dnnl_s8) {
+        dnnl_dims_t d;
+        for (int32_t k = 0; k < md.ndims; k++) d[k] = md.dims[k];
+        dnnl_memory_desc_init_by_tag(&md, md.ndims, d, dt, dx_plain_tag(md.ndims));
+    }
+    md.data_type = dt;
+    return dx_in_layout(b, s, &md);
+}
+
+int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
+    program *p = b->p;
+    const int32_t self = b->index;
+    /* (a node view lasts until the next one is fetched: what is needed of
+     * each is copied out first; names are the model's, stable) */
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, self, &st);
+    const char *dq1_out = m->outputs[0].name;
+    seam_dtype ta_dt = m->inputs[0].dtype;
+    int32_t add = dx_sole_reader(b, dq1_out);
+    if (add < 0 || fused[add] || !is_8bit(ta_dt)) return 0;
+    m = seam_subgraph_node(b->sg, add, &st);
+    if (!is_op(m, "Add") || m->n_inputs != 2 || !m->outputs[0].name || !m->inputs[0].name || !m->inputs[1].name) return 0;
+    const char *other = strcmp(m->inputs[0].name, dq1_out) ? m->inputs[0].name : m->inputs[1].name;
+    const char *add_out = m->outputs[0].name;
+    /* the same static shape on both sides (no broadcast) */
+    const seam_value_info *va = &m->inputs[0], *vb = &m->inputs[1];
+    if (va->rank != vb->rank || dx_value_numel(va) < 0 || dx_value_numel(vb) < 0) return 0;
+    for (int32_t d = 0; d < va->rank; d++)
+        if (va->dims[d] != vb->dims[d]) return 0;
+    int32_t dq2 = producer_of(b, other), q = dx_sole_reader(b, add_out);
+    if (dq2 < 0 || q < 0 || dq2 == self || fused[q] || dx_sole_reader(b, other) != add || dx_slot_of(p, other) >= 0) return 0;
+    double sa, za, sbv, zb, ys, yz;
+    m = seam_subgraph_node(b->sg, dq2, &st);
+    if (!is_op(m, "DequantizeLinear") || !is_8bit(m->inputs[0].dtype) || !qdq_params(b, m, &sbv, &zb)) return 0;
+    const char *dq2_in = m->inputs[0].name;
+    seam_dtype tb_dt = m->inputs[0].dtype;
+    m = seam_subgraph_node(b->sg, q, &st);
+    if (!is_op(m, "QuantizeLinear") || !is_8bit(m->outputs[0].dtype) || !qdq_params(b, m, &ys, &yz)) return 0;
+    seam_dtype ty_dt = m->outputs[0].dtype;
+    m = seam_subgraph_node(b->sg, self, &st);
+    if (!qdq_params(b, m, &sa, &za)) return 0;
+    /* the other DQ's input is made later: this DQ waits for it, and the
+     * other one makes the step (the pattern matches from there too) */
+    int32_t sb = dx_slot_of(p, dq2_in);
+    if (sb < 0) {
+        if (fused[dq2]) return 0;
+        fused[self] = true;
+        return 1;
+    }
+    dnnl_data_type_t ta = dt_of(ta_dt), tb = dt_of(tb_dt);
+    int32_t a8 = as_8bit(b, sin, ta, NULL);
+    dnnl_memory_desc_t amd;
+    if (a8 < 0) return dx_fail(b, "could not lay out a quantized Add's input"), -1;
+    dx_md_of(&p->slots[a8], &amd);
+    int32_t b8 = as_8bit(b, sb, tb, &amd);
+    dnnl_memory_desc_t ymd = amd;
+    ymd.data_type = dt_of(ty_dt);
+    int32_t final_slot = -1;
+    m = seam_subgraph_node(b->sg, q, &st);
+    int32_t sy = b8 < 0 ? -1 : dx_result_slot(b, &m->outputs[0], &ymd, &final_slot);
+    qadd *k = malloc(sizeof(*k));
+    if (sy < 0 || !k) return free(k), dx_fail(b, "out of memory"), -1;
+    *k = (qadd){(int64_t)dnnl_memory_desc_get_size(&amd), (float)sa, (float)sbv, (float)ys, (float)za, (float)zb, (float)yz,
+                ta == dnnl_s8, tb == dnnl_s8, ty_dt == SEAM_DTYPE_INT8};
+    int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {a8, b8, sy};
+    b->n = seam_subgraph_node(b->sg, self, b->storage);
+    if (!dx_add_host(b, "quantized_add", run_qadd, k, 3, kinds, slots)) return -1;
+    if (final_slot >= 0 && !dx_add_reorder(b, sy, final_slot)) return -1;
+    fused[self] = fused[add] = fused[dq2] = fused[q] = true;
+    dx_log(p, "node %d (DequantizeLinear): with node %d (DequantizeLinear), %d (Add) and %d (QuantizeLinear): one pass, "
+              "in the QDQ form's float32 arithmetic",
+           b->n->index, dq2, add, q);
+    return 1;
+}
+
 const dx_op dx_quant_rows[] = {
     {"QLinearConv", STAGE_ANY_LAYOUT, supports_qconv, compile_qconv},
     {"QLinearMatMul", STAGE_ANY_LAYOUT, supports_qmatmul, compile_qmatmul},

@@ -19,6 +19,12 @@
 /* Whether node n's op is one of quant.c's (its row checks every dtype). */
 bool dx_is_quant_op(const seam_node_view *n);
 
+/* DequantizeLinear b->n (input 0 in slot sin) as the first of DQ(a),
+ * DQ(b) -> Add -> QuantizeLinear, per tensor, same shapes: one host step
+ * (the nodes fused). 1 when made, 0 when the pattern does not apply
+ * (nothing changed), -1 on an error. */
+int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin);
+
 /* The family's rows (see dx_op), ended by a row whose op is NULL. */
 extern const dx_op dx_quant_rows[];
 
