@@ -52,7 +52,7 @@
 #include "matmul.h"
 #include "ops/attr.h"
 #include "pool_norm.h"
-#include "quant.h"
+#include "quant_dyn.h"
 #include "reduce.h"
 #include "rnn.h"
 #include "shuf_shuffle.h"
@@ -85,7 +85,7 @@ static bool static_shape(const seam_value_info *v) {
  * check beyond supports()'s generic ones, compile function). */
 static const dx_op *const dx_families[] = {dx_tensor_rows,    dx_conv_rows,   dx_matmul_rows, dx_pool_norm_rows, dx_reduce_rows,
                                            dx_eltwise_rows,   dx_concat_rows, dx_rnn_rows,    dx_mask_rows,
-                                           dx_quant_rows};
+                                           dx_quant_rows,     dx_qdyn_rows};
 
 /* The row of node n's op, or NULL if the backend does not know it. */
 static const dx_op *dx_op_of(const seam_node_view *n) {

@@ -34,6 +34,10 @@
  *     mask.h         (mask.c) comparisons, Where, Expand, Tile, Cast; how
  *                    values other than float32 are held
  *     shuf_shuffle.h (shuf_shuffle.c) the channel shuffle pattern
+ *     quant.h        (quant.c) int8: QLinearConv, QLinearMatMul,
+ *                    QuantizeLinear, DequantizeLinear (docs/quantized.md)
+ *     quant_dyn.h    (quant_dyn.c) DynamicQuantizeLinear, MatMulInteger,
+ *                    the quantized residual Add (one host pass)
  *   dnnl.c         the driver: the backend table, supports() (the checks
  *                  every node gets, then the op's row), the compile driver
  *                  (compile_node, over the families' tables), the memory

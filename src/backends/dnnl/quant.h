@@ -19,11 +19,17 @@
 /* Whether node n's op is one of quant.c's (its row checks every dtype). */
 bool dx_is_quant_op(const seam_node_view *n);
 
-/* DequantizeLinear b->n (input 0 in slot sin) as the first of DQ(a),
- * DQ(b) -> Add -> QuantizeLinear, per tensor, same shapes: one host step
- * (the nodes fused). 1 when made, 0 when the pattern does not apply
- * (nothing changed), -1 on an error. */
-int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin);
+/* Helpers quant_dyn.c shares: */
+bool dx_q_is_8bit(seam_dtype dt);
+/* The oneDNN type of an 8-bit or int32 dtype. */
+dnnl_data_type_t dx_q_dt(seam_dtype dt);
+/* Constant v's values as doubles (float32, uint8, int8, int32), at most
+ * max; *count gets how many. False with b->err set. */
+bool dx_q_const_values(builder *b, const seam_value_info *v, double *out, int64_t max, int64_t *count);
+/* A slot over a constant's bytes, in place, plain, seen with the given dims. */
+int32_t dx_q_const_slot(builder *b, const seam_value_info *v, seam_dtype want, int32_t rank, const int64_t *dims);
+/* A zero point as a runtime argument: one s32, owned by the program. */
+int32_t dx_q_zp_slot(builder *b, int32_t value);
 
 /* The family's rows (see dx_op), ended by a row whose op is NULL. */
 extern const dx_op dx_quant_rows[];

@@ -1,0 +1,458 @@
+/*
+ * dnnl: dynamic quantization and the quantized residual Add (one op
+ * family after quant.c, see program.h and quant_dyn.h): host steps and
+ * oneDNN's int8 matmul with zero points read at run time.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "map.h"
+#include "quant_dyn.h"
+
+/* ---- dynamic quantization: DynamicQuantizeLinear, MatMulInteger ----
+ * ONNX Runtime's quantize_dynamic writes, per MatMul of a transformer,
+ *     x -> DynamicQuantizeLinear -> (x_q, x_scale, x_zp)
+ *     MatMulInteger(x_q, w_q, x_zp, w_zp) -> Cast -> Mul(x_scale * w_scale)
+ * DynamicQuantizeLinear is a host step (its scale comes from the data:
+ * one pass for the range, one to quantize, in float32 as the CPU kernel
+ * and the spec's reference compute it); MatMulInteger is oneDNN's int8
+ * matmul with an s32 result and x's zero point read at run time. */
+
+typedef struct dyn_quant {
+    int64_t count;
+} dyn_quant;
+
+static void *slot_data(const program *p, int32_t s) {
+    void *h = NULL;
+    dnnl_memory_get_data_handle(p->slots[s].mem, &h);
+    return h;
+}
+
+static inline uint8_t sat_u8(float v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
+
+/* Round to nearest even, as nearbyintf does in the default mode, for
+ * |v| <= 2^22 (what x / scale is here, at most 255 plus the zero point's
+ * 255 in size): adding and taking away 1.5 * 2^23 rounds in the FPU's
+ * mode, and it vectorizes where nearbyintf is a call. NaN stays NaN. */
+static inline float round_even(float v, float big) { return (v + big) - big; }
+/* 1.5 * 2^23, read through a volatile so that (v + big) - big is not
+ * folded to v (the build does not let the compiler reassociate anyway) */
+static volatile float round_big = 12582912.0f;
+
+static bool run_dyn_quant(const program *p, const step *st) {
+    const dyn_quant *k = st->host_data;
+    const float *x = slot_data(p, st->arg_slot[0]);
+    uint8_t *y = slot_data(p, st->arg_slot[1]);
+    float *ys = slot_data(p, st->arg_slot[2]);
+    uint8_t *yz = slot_data(p, st->arg_slot[3]);
+    int32_t *yz32 = slot_data(p, st->arg_slot[4]);
+    float lo = 0, hi = 0; /* the range always holds 0 */
+    int nan = 0;
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(| : nan) schedule(static)
+#endif
+    for (int64_t i = 0; i < k->count; i++) {
+        float v = x[i];
+        nan |= v != v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    if (nan) lo = NAN; /* (as the CPU kernel's fmin/fmax would not: see below) */
+    /* as the CPU kernel computes them (backends/cpu/quant.c) */
+    float scale = (float)((double)hi - (double)lo) / 255.0f;
+    float zp = scale != 0 ? (float)sat_u8(nearbyintf(-lo / scale)) : 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    if (scale == 0 || !(fabsf(lo) / scale <= 4194304.0f && fabsf(hi) / scale <= 4194304.0f)) {
+        for (int64_t i = 0; i < k->count; i++) y[i] = scale != 0 ? sat_u8(nearbyintf(x[i] / scale) + zp) : (uint8_t)zp;
+    } else {
+        float big = round_big;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (int64_t i = 0; i < k->count; i++) {
+            float v = round_even(x[i] / scale, big) + zp;
+            v = v < 0 ? 0 : v;
+            y[i] = (uint8_t)(v > 255 ? 255 : v);
+        }
+    }
+    ys[0] = scale, yz[0] = (uint8_t)zp, yz32[0] = (int32_t)zp;
+    return true;
+}
+
+static bool supports_dyn_quant(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].dtype != SEAM_DTYPE_FLOAT32 || n->n_outputs != 3)
+        return dx_refuse(why, wn, "DynamicQuantizeLinear of %s: float32 only", seam_dtype_name(n->inputs[0].dtype));
+    for (int32_t k = 0; k < 3; k++)
+        if (!n->outputs[k].name) return dx_refuse(why, wn, "DynamicQuantizeLinear without all three outputs");
+    return true;
+}
+
+/* An 8-bit or float32 scalar output of node b->n as a plain slot. */
+static int32_t scalar_out(builder *b, int32_t k, dnnl_data_type_t dt, int32_t *final_slot) {
+    dnnl_memory_desc_t md;
+    dnnl_dims_t one = {1};
+    dnnl_memory_desc_init_by_tag(&md, 1, one, dt, dnnl_a);
+    const seam_value_info *v = &b->n->outputs[k];
+    /* (a rank-0 value: its slot has rank 0, seen as [1]) */
+    return dx_result_slot(b, v, &md, final_slot);
+}
+
+static bool compile_dyn_quant(builder *b, bool *fused, const dx_io *io) {
+    (void)fused;
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t sin = dx_as_plain(b, io->sin);
+    if (sin < 0) return dx_fail(b, "could not reorder the input to the plain layout"), false;
+    int32_t r = n->outputs[0].rank ? n->outputs[0].rank : 1;
+    dnnl_dims_t od;
+    for (int32_t d = 0; d < r; d++) od[d] = n->outputs[0].rank ? n->outputs[0].dims[d] : 1;
+    dnnl_memory_desc_t ymd;
+    dnnl_memory_desc_init_by_tag(&ymd, r, od, dnnl_u8, dx_plain_tag(r));
+    int32_t fy = -1, fs = -1, fz = -1;
+    int32_t sy = dx_result_slot(b, &n->outputs[0], &ymd, &fy);
+    int32_t ss = sy < 0 ? -1 : scalar_out(b, 1, dnnl_f32, &fs);
+    int32_t sz = ss < 0 ? -1 : scalar_out(b, 2, dnnl_u8, &fz);
+    int32_t s32 = sz < 0 ? -1 : dx_q_zp_slot(b, 0); /* x's zero point as s32, for MatMulInteger */
+    dyn_quant *k = malloc(sizeof(*k));
+    if (s32 < 0 || !k) return free(k), dx_fail(b, "out of memory"), false;
+    p->slots[s32].constant = false; /* (written at every run) */
+    k->count = dx_slot_numel(&p->slots[sin]);
+    /* the s32 copy is found by MatMulInteger under the zero point's name */
+    p->slots[s32].name = n->outputs[2].name;
+    p->slots[s32].rank = -1; /* (not the value's own slot: dx_slot_of skips it, see zp_s32_of) */
+    int32_t kinds[5] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_DST_1, DNNL_ARG_DST_2, DNNL_ARG_DST_2 + 1};
+    int32_t slots[5] = {sin, sy, ss, sz, s32};
+    if (!dx_add_host(b, "dynamic_quantize", run_dyn_quant, k, 5, kinds, slots)) return false;
+    return (fy < 0 || dx_add_reorder(b, sy, fy)) && (fs < 0 || dx_add_reorder(b, ss, fs)) &&
+           (fz < 0 || dx_add_reorder(b, sz, fz));
+}
+
+/* The s32 copy of a zero point a DynamicQuantizeLinear of this program
+ * writes, or -1. */
+static int32_t zp_s32_of(const program *p, const char *name) {
+    for (int32_t s = 0; s < p->n_slots; s++)
+        if (p->slots[s].rank == -1 && p->slots[s].name && !strcmp(p->slots[s].name, name)) return s;
+    return -1;
+}
+
+/* B's zero points per column that differ: oneDNN takes one, so the
+ * product is made with none, and then, exactly, in integers,
+ *     y[m, n] -= bz[n] * sum_k (a[m, k] - az)
+ * by a host step (args: A [rows, K] u8/s8, the product, az as s32, y). */
+typedef struct zp_fix {
+    int64_t rows, k, n;
+    bool a_signed;
+    int32_t bz[]; /* n of them */
+} zp_fix;
+
+static bool run_zp_fix(const program *p, const step *st) {
+    const zp_fix *f = st->host_data;
+    const void *a = slot_data(p, st->arg_slot[0]);
+    const int32_t *s1 = slot_data(p, st->arg_slot[1]);
+    const int32_t *az = slot_data(p, st->arg_slot[2]);
+    int32_t *y = slot_data(p, st->arg_slot[3]);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t r = 0; r < f->rows; r++) {
+        int32_t sum32 = 0; /* (K * 255 fits: K is a tensor dim below 2^23 here) */
+        if (f->a_signed) {
+            const int8_t *row = (const int8_t *)a + r * f->k;
+            for (int64_t q = 0; q < f->k; q++) sum32 += row[q];
+        } else {
+            const uint8_t *row = (const uint8_t *)a + r * f->k;
+            for (int64_t q = 0; q < f->k; q++) sum32 += row[q];
+        }
+        int64_t sum = sum32;
+        sum -= f->k * (int64_t)az[0];
+        /* (int32 wraps as the int32 output of the CPU kernel does) */
+        uint32_t su = (uint32_t)sum;
+        const int32_t *in = s1 + r * f->n;
+        int32_t *out = y + r * f->n;
+        for (int64_t c = 0; c < f->n; c++) out[c] = (int32_t)((uint32_t)in[c] - (uint32_t)f->bz[c] * su);
+    }
+    return true;
+}
+
+static bool supports_matmul_integer(const seam_node_view *n, char *why, size_t wn) {
+    if (!dx_q_is_8bit(n->inputs[0].dtype) || n->n_inputs < 2 || n->inputs[1].dtype != SEAM_DTYPE_INT8)
+        return dx_refuse(why, wn, "MatMulInteger of %s by %s: dnnl takes uint8 or int8 by int8", seam_dtype_name(n->inputs[0].dtype),
+                         n->n_inputs > 1 ? seam_dtype_name(n->inputs[1].dtype) : "nothing");
+    if (!dx_const_input(n, 1) || n->inputs[1].rank != 2 || n->inputs[0].rank < 2)
+        return dx_refuse(why, wn, "MatMulInteger with B not a 2-D constant");
+    if (n->n_inputs > 2 && n->inputs[2].name && (dx_value_numel(&n->inputs[2]) != 1 || n->inputs[2].dtype != n->inputs[0].dtype))
+        return dx_refuse(why, wn, "MatMulInteger with a zero point of A per row: dnnl takes one");
+    if (n->n_inputs > 3 && n->inputs[3].name && (!dx_const_input(n, 3) || n->inputs[3].dtype != SEAM_DTYPE_INT8))
+        return dx_refuse(why, wn, "MatMulInteger with B's zero point not an int8 constant");
+    if (n->n_inputs > 3 && n->inputs[3].name && dx_value_numel(&n->inputs[3]) != 1 &&
+        dx_value_numel(&n->inputs[3]) != n->inputs[1].dims[1])
+        return dx_refuse(why, wn, "MatMulInteger with B's zero point neither one nor one per column");
+    return true;
+}
+
+static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
+    (void)fused;
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    int32_t ra = n->inputs[0].rank;
+    int64_t k = n->inputs[1].dims[0], nn = n->inputs[1].dims[1], rows = 1;
+    for (int32_t d = 0; d < ra - 1; d++) rows *= n->inputs[0].dims[d];
+    if (n->inputs[0].dims[ra - 1] != k) return dx_fail(b, "A's last dim differs from B's first"), false;
+    /* zero points: A's a constant or a value made in this program (by a
+     * DynamicQuantizeLinear), B's a constant, one each */
+    double az = 0, bz[2] = {0, 0};
+    int64_t c = 0;
+    int32_t az_slot = -1;
+    bool has_az = n->n_inputs > 2 && n->inputs[2].name;
+    if (has_az && dx_const_input(n, 2)) {
+        if (!dx_q_const_values(b, &n->inputs[2], &az, 1, &c)) return false;
+    } else if (has_az && (az_slot = zp_s32_of(p, n->inputs[2].name)) < 0) {
+        /* a value of its own (a boundary input): an s32 copy, each run */
+        int32_t zs = dx_input_slot(b, &n->inputs[2]);
+        dnnl_memory_desc_t md;
+        dnnl_dims_t one = {1};
+        dnnl_memory_desc_init_by_tag(&md, 1, one, dnnl_s32, dnnl_a);
+        az_slot = zs < 0 ? -1 : dx_temp_slot(b, &p->slots[zs], &md);
+        if (az_slot < 0 || !dx_add_reorder(b, zs, az_slot)) return dx_fail(b, "A's zero point cannot be read"), false;
+        n = b->n;
+    }
+    double *bzs = malloc(sizeof(double) * (size_t)(nn + 1));
+    if (!bzs) return dx_fail(b, "out of memory"), false;
+    if (n->n_inputs > 3 && n->inputs[3].name && !dx_q_const_values(b, &n->inputs[3], bzs, nn, &c)) return free(bzs), false;
+    bool per_col = false;
+    for (int64_t q = 1; q < c; q++) per_col |= bzs[q] != bzs[0];
+    bz[0] = c ? bzs[0] : 0;
+    zp_fix *fix = NULL;
+    if (per_col) { /* the product with no zero point of B, then a host step */
+        fix = malloc(sizeof(*fix) + sizeof(int32_t) * (size_t)nn);
+        if (!fix) return free(bzs), dx_fail(b, "out of memory"), false;
+        fix->rows = rows, fix->k = k, fix->n = nn, fix->a_signed = n->inputs[0].dtype == SEAM_DTYPE_INT8;
+        for (int64_t q = 0; q < nn; q++) fix->bz[q] = (int32_t)bzs[q];
+        bz[0] = 0;
+    }
+    free(bzs);
+    int64_t bd[2] = {k, nn};
+    int32_t sw = dx_q_const_slot(b, &n->inputs[1], SEAM_DTYPE_INT8, 2, bd);
+    if (sw < 0) return false;
+    int32_t kinds[8] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, slots[8];
+    int32_t n_args = 3;
+    const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    dnnl_primitive_attr_t attr = NULL;
+    bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    int32_t az_s32 = az_slot >= 0 ? az_slot : (az != 0 || fix) ? dx_q_zp_slot(b, (int32_t)az) : -1;
+    if (ok && (az_slot >= 0 || az != 0)) {
+        ok = az_s32 >= 0 && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime) == dnnl_success;
+        kinds[n_args] = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, slots[n_args++] = az_s32;
+    }
+    if (fix && az_s32 < 0) ok = false;
+    if (ok && bz[0] != 0) {
+        int32_t zs = dx_q_zp_slot(b, (int32_t)bz[0]);
+        ok = zs >= 0 && dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_WEIGHTS, 1, 0, &runtime) == dnnl_success;
+        kinds[n_args] = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, slots[n_args++] = zs;
+    }
+    dnnl_memory_desc_t a, w, y;
+    dnnl_dims_t ad = {rows, k}, wd = {k, nn}, yd = {rows, nn};
+    dnnl_memory_desc_init_by_tag(&a, 2, ad, dx_q_dt(n->inputs[0].dtype), dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&y, 2, yd, dnnl_s32, dnnl_ab);
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    ok = ok && dnnl_matmul_desc_init(&md, &a, &w, NULL, &y) == dnnl_success &&
+         dnnl_primitive_desc_create(&pd, &md, attr, dx_ctx.engine, NULL) == dnnl_success;
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!ok) return free(fix), dx_fail(b, "oneDNN has no int8 matmul for these shapes and zero points"), false;
+    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t plain, yfull;
+    dnnl_dims_t full, yo;
+    for (int32_t d = 0; d < ra; d++) full[d] = n->inputs[0].dims[d];
+    dnnl_memory_desc_init_by_tag(&plain, ra, full, dx_q_dt(n->inputs[0].dtype), dx_plain_tag(ra));
+    int32_t sa = dx_in_layout(b, io->sin, &plain);
+    slot flat = p->slots[sa >= 0 ? sa : 0];
+    flat.rank = 2, flat.dims[0] = rows, flat.dims[1] = k;
+    int32_t va = sa < 0 ? -1 : dx_view_slot(p, sa, &flat, &a);
+    int32_t wt = va < 0 ? -1 : dx_resident_copy(b, sw, cw);
+    for (int32_t d = 0; d < n->outputs[0].rank; d++) yo[d] = n->outputs[0].dims[d];
+    dnnl_memory_desc_init_by_tag(&yfull, n->outputs[0].rank, yo, dnnl_s32, dx_plain_tag(n->outputs[0].rank));
+    int32_t final_slot = -1;
+    int32_t sy = wt < 0 ? -1 : dx_result_slot(b, &n->outputs[0], &yfull, &final_slot);
+    slot yflat = sy >= 0 ? p->slots[sy] : flat;
+    yflat.rank = 2, yflat.dims[0] = rows, yflat.dims[1] = nn;
+    /* with the host step after it, the product goes to a temporary */
+    int32_t s1 = sy < 0 || !fix ? sy : dx_temp_slot(b, &yflat, &y);
+    int32_t vy = s1 < 0 ? -1 : fix ? s1 : dx_view_slot(p, sy, &yflat, &y);
+    if (vy < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        free(fix);
+        return dx_fail(b, "could not lay out the matmul's tensors"), false;
+    }
+    bool done = dx_weighted_step(b, pd, n_args, kinds, slots, va, wt, vy, -1, -1);
+    if (done && fix) {
+        int32_t hk[4] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2, DNNL_ARG_DST}, hs[4] = {va, s1, az_s32, sy};
+        done = dx_add_host(b, "matmul_integer_zero_points", run_zp_fix, fix, 4, hk, hs); /* (fix is its now) */
+    } else free(fix);
+    return done && (final_slot < 0 || dx_add_reorder(b, sy, final_slot));
+}
+
+/* ---- a quantized Add: DQ(a) + DQ(b) -> Q as one pass ----
+ * The residual Add of a QDQ network (ONNX Runtime's QLinearAdd) would be
+ * five passes over memory here (two DQ reorders, the binary, the Q's two
+ * reorders); one host step computes the same float32 arithmetic as the
+ * QDQ form, element by element:
+ *     y = saturate(round((a - za) * sa + (b - zb) * sb) / ys) + yz)  */
+
+typedef struct qadd {
+    int64_t count;
+    float sa, sb, ys;
+    float fza, fzb, fyz; /* the zero points (exact in float32) */
+    bool a8s, b8s, y8s;  /* int8 (else uint8) */
+} qadd;
+
+/* Elements [0, n) of one quantized Add, a and b read as uint8 (u8) or
+ * int8: a loop the compiler vectorizes (a, b, y of one type each). */
+#define QADD_LOOP(TA, TB)                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                                      \
+        float v = (((float)((const TA *)a)[i] - k->fza) * k->sa + ((float)((const TB *)bb)[i] - k->fzb) * k->sb) / \
+                  k->ys;                                                                                   \
+        v = v > -1024.0f ? v : -1024.0f; /* (saturated either way; NaN to the low end) */                  \
+        v = v < 1024.0f ? v : 1024.0f;                                                                     \
+        v = ((v + big) - big) + k->fyz;                                                                    \
+        v = v < lo ? lo : v;                                                                               \
+        v = v > hi ? hi : v;                                                                               \
+        y[i] = (uint8_t)(int32_t)v;                                                                        \
+    }
+
+static void qadd_span(const qadd *k, const void *a, const void *bb, uint8_t *y, int64_t n, float big) {
+    float lo = k->y8s ? -128.0f : 0.0f, hi = k->y8s ? 127.0f : 255.0f;
+    if (!k->a8s && !k->b8s) QADD_LOOP(uint8_t, uint8_t)
+    else if (k->a8s && k->b8s) QADD_LOOP(int8_t, int8_t)
+    else if (k->a8s) QADD_LOOP(int8_t, uint8_t)
+    else QADD_LOOP(uint8_t, int8_t)
+}
+
+static bool run_qadd(const program *p, const step *st) {
+    const qadd *k = st->host_data;
+    const uint8_t *a = slot_data(p, st->arg_slot[0]), *bb = slot_data(p, st->arg_slot[1]);
+    uint8_t *y = slot_data(p, st->arg_slot[2]);
+    float big = round_big;
+    int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t c = 0; c < n_chunks; c++) {
+        int64_t at = c * chunk, n = k->count - at < chunk ? k->count - at : chunk;
+        qadd_span(k, a + at, bb + at, y + at, n, big);
+    }
+    return true;
+}
+
+/* The subgraph node writing value `name`, or -1. */
+static int32_t producer_of(builder *b, const char *name) {
+    for (int32_t i = 0; i < b->sg->n_nodes; i++) {
+        seam_node_view st;
+        const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
+        if (m->n_outputs > 0 && m->outputs[0].name && !strcmp(m->outputs[0].name, name)) return i;
+    }
+    return -1;
+}
+
+/* Scale and zero point of a per-tensor (De)QuantizeLinear node m. */
+static bool qdq_params(builder *b, const seam_node_view *m, double *s, double *z) {
+    int64_t c1, c2 = 0;
+    *z = 0;
+    if (m->n_inputs < 2 || !m->inputs[1].name || !dx_const_input(m, 1) || !dx_const_input(m, 2)) return false;
+    if (!dx_q_const_values(b, &m->inputs[1], s, 1, &c1)) return b->err[0] = 0, false;
+    if (m->n_inputs > 2 && m->inputs[2].name && !dx_q_const_values(b, &m->inputs[2], z, 1, &c2)) return b->err[0] = 0, false;
+    return *s > 0 && isfinite(*s);
+}
+
+/* Slot s as an 8-bit value of type dt, in layout `like` when given (else
+ * s's own layout, plain if s holds it in float32: exact, an integer). */
+static int32_t as_8bit(builder *b, int32_t s, dnnl_data_type_t dt, const dnnl_memory_desc_t *like) {
+    dnnl_memory_desc_t md;
+    dx_md_of(&b->p->slots[s], &md);
+    if (like) md = *like;
+    else if (md.data_type != dnnl_u8 && md.data_type != dnnl_s8) {
+        dnnl_dims_t d;
+        for (int32_t k = 0; k < md.ndims; k++) d[k] = md.dims[k];
+        dnnl_memory_desc_init_by_tag(&md, md.ndims, d, dt, dx_plain_tag(md.ndims));
+    }
+    md.data_type = dt;
+    return dx_in_layout(b, s, &md);
+}
+
+int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
+    program *p = b->p;
+    const int32_t self = b->index;
+    /* (a node view lasts until the next one is fetched: what is needed of
+     * each is copied out first; names are the model's, stable) */
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, self, &st);
+    const char *dq1_out = m->outputs[0].name;
+    seam_dtype ta_dt = m->inputs[0].dtype;
+    int32_t add = dx_sole_reader(b, dq1_out);
+    if (add < 0 || fused[add] || !dx_q_is_8bit(ta_dt)) return 0;
+    m = seam_subgraph_node(b->sg, add, &st);
+    if (!is_op(m, "Add") || m->n_inputs != 2 || !m->outputs[0].name || !m->inputs[0].name || !m->inputs[1].name) return 0;
+    const char *other = strcmp(m->inputs[0].name, dq1_out) ? m->inputs[0].name : m->inputs[1].name;
+    const char *add_out = m->outputs[0].name;
+    /* the same static shape on both sides (no broadcast) */
+    const seam_value_info *va = &m->inputs[0], *vb = &m->inputs[1];
+    if (va->rank != vb->rank || dx_value_numel(va) < 0 || dx_value_numel(vb) < 0) return 0;
+    for (int32_t d = 0; d < va->rank; d++)
+        if (va->dims[d] != vb->dims[d]) return 0;
+    int32_t dq2 = producer_of(b, other), q = dx_sole_reader(b, add_out);
+    if (dq2 < 0 || q < 0 || dq2 == self || fused[q] || dx_sole_reader(b, other) != add || dx_slot_of(p, other) >= 0) return 0;
+    double sa, za, sbv, zb, ys, yz;
+    m = seam_subgraph_node(b->sg, dq2, &st);
+    if (!is_op(m, "DequantizeLinear") || !dx_q_is_8bit(m->inputs[0].dtype) || !qdq_params(b, m, &sbv, &zb)) return 0;
+    const char *dq2_in = m->inputs[0].name;
+    seam_dtype tb_dt = m->inputs[0].dtype;
+    m = seam_subgraph_node(b->sg, q, &st);
+    if (!is_op(m, "QuantizeLinear") || !dx_q_is_8bit(m->outputs[0].dtype) || !qdq_params(b, m, &ys, &yz)) return 0;
+    seam_dtype ty_dt = m->outputs[0].dtype;
+    m = seam_subgraph_node(b->sg, self, &st);
+    if (!qdq_params(b, m, &sa, &za)) return 0;
+    /* the other DQ's input is made later: this DQ waits for it, and the
+     * other one makes the step (the pattern matches from there too) */
+    int32_t sb = dx_slot_of(p, dq2_in);
+    if (sb < 0) {
+        if (fused[dq2]) return 0;
+        fused[self] = true;
+        return 1;
+    }
+    dnnl_data_type_t ta = dx_q_dt(ta_dt), tb = dx_q_dt(tb_dt);
+    int32_t a8 = as_8bit(b, sin, ta, NULL);
+    dnnl_memory_desc_t amd;
+    if (a8 < 0) return dx_fail(b, "could not lay out a quantized Add's input"), -1;
+    dx_md_of(&p->slots[a8], &amd);
+    int32_t b8 = as_8bit(b, sb, tb, &amd);
+    dnnl_memory_desc_t ymd = amd;
+    ymd.data_type = dx_q_dt(ty_dt);
+    int32_t final_slot = -1;
+    m = seam_subgraph_node(b->sg, q, &st);
+    int32_t sy = b8 < 0 ? -1 : dx_result_slot(b, &m->outputs[0], &ymd, &final_slot);
+    qadd *k = malloc(sizeof(*k));
+    if (sy < 0 || !k) return free(k), dx_fail(b, "out of memory"), -1;
+    *k = (qadd){(int64_t)dnnl_memory_desc_get_size(&amd), (float)sa, (float)sbv, (float)ys, (float)za, (float)zb, (float)yz,
+                ta == dnnl_s8, tb == dnnl_s8, ty_dt == SEAM_DTYPE_INT8};
+    int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {a8, b8, sy};
+    b->n = seam_subgraph_node(b->sg, self, b->storage);
+    if (!dx_add_host(b, "quantized_add", run_qadd, k, 3, kinds, slots)) return -1;
+    if (final_slot >= 0 && !dx_add_reorder(b, sy, final_slot)) return -1;
+    fused[self] = fused[add] = fused[dq2] = fused[q] = true;
+    dx_log(p, "node %d (DequantizeLinear): with node %d (DequantizeLinear), %d (Add) and %d (QuantizeLinear): one pass, "
+              "in the QDQ form's float32 arithmetic",
+           b->n->index, dq2, add, q);
+    return 1;
+}
+
+const dx_op dx_qdyn_rows[] = {
+    {"DynamicQuantizeLinear", STAGE_ANY_LAYOUT, supports_dyn_quant, compile_dyn_quant},
+    {"MatMulInteger", STAGE_ANY_LAYOUT, supports_matmul_integer, compile_matmul_integer},
+    {NULL, STAGE_VIEW, NULL, NULL},
+};

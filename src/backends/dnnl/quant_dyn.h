@@ -1,0 +1,21 @@
+/*
+ * dnnl, an op family (see program.h for the order): dynamic quantization
+ * (quant_dyn.c): DynamicQuantizeLinear as a host step, MatMulInteger on
+ * oneDNN's int8 matmul (A's zero point read at run time, B's per column
+ * corrected exactly), and the quantized residual Add as one host pass.
+ */
+#ifndef SEAM_DNNL_QUANT_DYN_H
+#define SEAM_DNNL_QUANT_DYN_H
+
+#include "quant.h"
+
+/* DequantizeLinear b->n (input 0 in slot sin) as the first of DQ(a),
+ * DQ(b) -> Add -> QuantizeLinear, per tensor, same shapes: one host step
+ * (the nodes fused). 1 when made, 0 when the pattern does not apply
+ * (nothing changed), -1 on an error. */
+int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin);
+
+/* The family's rows (see dx_op), ended by a row whose op is NULL. */
+extern const dx_op dx_qdyn_rows[];
+
+#endif
