@@ -121,6 +121,8 @@ static bool compile_dyn_quant(builder *b, bool *fused, const dx_io *io) {
     if (s32 < 0 || !k) return free(k), dx_fail(b, "out of memory"), false;
     p->slots[s32].constant = false; /* (written at every run) */
     k->count = dx_slot_numel(&p->slots[sin]);
+    if (k->count != dx_slot_numel(&p->slots[sy]))
+        return free(k), dx_fail(b, "its output's shape differs from its input's (inconsistent shapes in the file)"), false;
     /* the s32 copy is found by MatMulInteger under the zero point's name */
     p->slots[s32].name = n->outputs[2].name;
     p->slots[s32].rank = -1; /* (not the value's own slot: dx_slot_of skips it, see zp_s32_of) */
@@ -283,6 +285,11 @@ static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
     slot yflat = sy >= 0 ? p->slots[sy] : flat;
     yflat.rank = 2, yflat.dims[0] = rows, yflat.dims[1] = nn;
     /* with the host step after it, the product goes to a temporary */
+    if (sy >= 0 && dx_slot_numel(&p->slots[sy]) != rows * nn) {
+        dnnl_primitive_desc_destroy(pd);
+        free(fix);
+        return dx_fail(b, "its output's shape is not A's rows by B's columns (inconsistent shapes in the file)"), false;
+    }
     int32_t s1 = sy < 0 || !fix ? sy : dx_temp_slot(b, &yflat, &y);
     int32_t vy = s1 < 0 ? -1 : fix ? s1 : dx_view_slot(p, sy, &yflat, &y);
     if (vy < 0) {
