@@ -150,11 +150,40 @@ static seam_status run_dequantize(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+/* The range of float32 x (holding 0), and whether it has a NaN. */
+CPU_HOT static void f32_range(const float *x, int64_t n, float *lo_out, float *hi_out, bool *nan_out) {
+    float lo = 0, hi = 0;
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        nan |= v != v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    *lo_out = lo, *hi_out = hi, *nan_out = nan != 0;
+}
+
+CPU_HOT static void f32_quantize_u8(const float *x, uint8_t *y, int64_t n, float scale, float zp) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = nearbyintf(x[i] / scale) + zp;
+        v = v < 0 ? 0 : v;
+        y[i] = (uint8_t)(v > 255 ? 255 : v);
+    }
+}
+
 static seam_status run_dynamic_quantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
     double lo = 0, hi = 0; /* the range always holds 0 */
-    for (int64_t i = 0; i < x->numel; i++) {
+    bool fast = false;
+    if (x->dtype == SEAM_DTYPE_FLOAT32) { /* (fmin/fmax skip NaN: so does this, unless all is NaN) */
+        float flo, fhi;
+        bool nan;
+        f32_range(x->data, x->numel, &flo, &fhi, &nan);
+        fast = !nan;
+        lo = flo, hi = fhi;
+    }
+    for (int64_t i = 0; !fast && i < x->numel; i++) {
         double v = cpu_get(x->data, x->dtype, i);
         lo = fmin(lo, v), hi = fmax(hi, v);
     }
@@ -165,11 +194,13 @@ static seam_status run_dynamic_quantize(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_UINT8, x->rank, x->dims);
     seam_tensor *ys = kernel_out(k, 1, SEAM_DTYPE_FLOAT32, 0, NULL), *yz = kernel_out(k, 2, SEAM_DTYPE_UINT8, 0, NULL);
     if (!y || !ys || !yz) return kernel_oom(k);
-    for (int64_t i = 0; i < x->numel; i++) {
-        float v = (float)cpu_get(x->data, x->dtype, i);
-        int64_t q = scale != 0 ? sat(SEAM_DTYPE_UINT8, nearbyintf(v / scale) + zp) : (int64_t)zp;
-        ((uint8_t *)y->data)[i] = (uint8_t)q;
-    }
+    if (fast && scale != 0 && isfinite(scale)) f32_quantize_u8(x->data, y->data, x->numel, scale, zp);
+    else
+        for (int64_t i = 0; i < x->numel; i++) {
+            float v = (float)cpu_get(x->data, x->dtype, i);
+            int64_t q = scale != 0 ? sat(SEAM_DTYPE_UINT8, nearbyintf(v / scale) + zp) : (int64_t)zp;
+            ((uint8_t *)y->data)[i] = (uint8_t)q;
+        }
     ((float *)ys->data)[0] = scale;
     ((uint8_t *)yz->data)[0] = (uint8_t)zp;
     return SEAM_STATUS_OK;
