@@ -266,8 +266,10 @@ static bool become(qdq_state *S, int32_t i, const char *op, const int32_t *ins, 
     return true;
 }
 
-/* Marks the DQ node producing value v dead when all its readers are now
- * dead or read its input directly (checked after every unit is made). */
+/* Node i, a Conv or MatMul, made a QLinearConv or QLinearMatMul with its
+ * DQs and Q when it is the middle of a unit (see the top of the file);
+ * its Q (and Relu) are marked dead, its DQs go later if nothing else
+ * reads them. With S->dry, only counted. */
 static bool try_unit(qdq_state *S, int32_t i) {
     ir_graph *g = S->g;
     const ir_node *n = &g->nodes[i];
@@ -294,8 +296,7 @@ static bool try_unit(qdq_state *S, int32_t i) {
     int32_t bias = -1;
     if (conv && n->n_inputs > 2 && n->inputs[2] >= 0) {
         bias = int_bias(S, n, n->inputs[2], &x, &w, m);
-        if (bias == -2) return false;
-        if (bias < 0) return false;
+        if (bias < 0) return false; /* (-2: not a unit; -1: out of memory) */
     }
     if (S->dry) {
         if (conv) S->st.conv_units++;
@@ -313,7 +314,6 @@ static bool try_unit(qdq_state *S, int32_t i) {
     note_member(S, x.node, n);
     note_member(S, w.node, n);
     if (conv && n->n_inputs > 2 && n->inputs[2] >= 0) note_member(S, g->values[n->inputs[2]].producer, n);
-    n = &g->nodes[i];
     if (!become(S, i, conv ? "QLinearConv" : "QLinearMatMul", ins, bias >= 0 ? 9 : 8, &y)) return false;
     S->dead[y.node] = true;
     if (relu >= 0) S->dead[relu] = true, S->st.relus++;
@@ -543,6 +543,8 @@ static bool scalar_zero_point(qdq_state *S, int32_t i) {
     return true;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 /* The members that left the graph, for pins that name them. */
 static seam_status keep_members(qdq_state *S) {
     ir_graph *g = S->g;
@@ -551,13 +553,16 @@ static seam_status keep_members(qdq_state *S) {
     ir_string_pair *all = seam_arena_alloc(&m->arena, sizeof(ir_string_pair) * (size_t)(m->n_absorbed + S->n_members + 1));
     if (!all) return seam_error(S->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     if (m->n_absorbed) memcpy(all, m->absorbed, sizeof(ir_string_pair) * (size_t)m->n_absorbed);
-    int32_t n = m->n_absorbed;
-    for (int32_t k = 0; k < S->n_members; k++) {
-        bool left = true;
-        for (int32_t i = 0; i < g->n_nodes && left; i++)
-            if (g->nodes[i].name && !strcmp(g->nodes[i].name, S->members[k].key)) left = false;
-        if (left) all[n++] = S->members[k];
-    }
+    /* the names still in the graph, sorted: one search per member */
+    const char **names = malloc(sizeof(char *) * ((size_t)g->n_nodes + 1));
+    if (!names) return seam_error(S->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    int32_t nn = 0, n = m->n_absorbed;
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].name) names[nn++] = g->nodes[i].name;
+    qsort(names, (size_t)nn, sizeof(char *), cmp_name);
+    for (int32_t k = 0; k < S->n_members; k++)
+        if (!bsearch(&S->members[k].key, names, (size_t)nn, sizeof(char *), cmp_name)) all[n++] = S->members[k];
+    free(names);
     m->absorbed = all, m->n_absorbed = n;
     return SEAM_STATUS_OK;
 }

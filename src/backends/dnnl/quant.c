@@ -189,6 +189,37 @@ static bool zp_types_ok(const seam_node_view *n) {
     return true;
 }
 
+/* An int8 matmul's A and B: A (slot sin) in its own type and the plain
+ * layout of its full dims (in_md), seen as a_md [rows, K]; B (slot sw)
+ * reordered once into pd's weights layout. False with b->err set. */
+bool dx_q_matmul_in(builder *b, int32_t sin, const dnnl_memory_desc_t *in_md, const dnnl_memory_desc_t *a_md, int32_t sw,
+                    const_dnnl_primitive_desc_t pd, int32_t *va, int32_t *wt) {
+    program *p = b->p;
+    int32_t sa = dx_in_layout(b, sin, in_md);
+    if (sa < 0) return dx_fail(b, "could not lay out the matmul's input"), false;
+    slot flat = p->slots[sa];
+    flat.rank = 2, flat.dims[0] = a_md->dims[0], flat.dims[1] = a_md->dims[1];
+    *va = dx_view_slot(p, sa, &flat, a_md);
+    *wt = *va < 0 ? -1 : dx_resident_copy(b, sw, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+    if (*wt < 0) return dx_fail(b, "could not lay out the matmul's tensors"), false;
+    return true;
+}
+
+/* Its Y: the node's output 0 in out_md (plain, its full dims), *sy (or a
+ * stand-in for a boundary output, copied to *final_slot after), and when
+ * vy is given, *vy seen as y_md [rows, N]. False with b->err set. */
+bool dx_q_matmul_out(builder *b, const dnnl_memory_desc_t *out_md, const dnnl_memory_desc_t *y_md, int32_t *sy, int32_t *vy,
+                     int32_t *final_slot) {
+    program *p = b->p;
+    *sy = dx_result_slot(b, &b->n->outputs[0], out_md, final_slot);
+    if (*sy < 0) return dx_fail(b, "could not lay out the matmul's output"), false;
+    if (!vy) return true;
+    slot yflat = p->slots[*sy];
+    yflat.rank = 2, yflat.dims[0] = y_md->dims[0], yflat.dims[1] = y_md->dims[1];
+    *vy = dx_view_slot(p, *sy, &yflat, y_md);
+    return *vy >= 0 || (dx_fail(b, "could not lay out the matmul's output"), false);
+}
+
 /* ---- QLinearConv ---- */
 
 static bool supports_qconv(const seam_node_view *n, char *why, size_t wn) {
@@ -246,26 +277,14 @@ static bool compile_qconv_matmul(builder *b, const dx_io *io, const qlin *q) {
               dnnl_primitive_desc_create(&pd, &md, attr, dx_ctx.engine, NULL) == dnnl_success;
     dnnl_primitive_attr_destroy(attr);
     if (!ok) return dx_fail(b, "oneDNN has no int8 matmul for this 1x1 convolution"), false;
-    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     /* x [M, K, 1, 1] plain in its type, seen as [M, K]; y likewise */
     dnnl_memory_desc_t x4, y4;
     dnnl_dims_t xd4 = {mm, kk, 1, 1}, yd4 = {mm, nn, 1, 1};
     dnnl_memory_desc_init_by_tag(&x4, 4, xd4, dx_q_dt(n->inputs[0].dtype), dnnl_abcd);
     dnnl_memory_desc_init_by_tag(&y4, 4, yd4, dx_q_dt(n->outputs[0].dtype), dnnl_abcd);
-    int32_t sx = dx_in_layout(b, io->sin, &x4);
-    slot flat = p->slots[sx >= 0 ? sx : 0];
-    flat.rank = 2, flat.dims[0] = mm, flat.dims[1] = kk;
-    int32_t va = sx < 0 ? -1 : dx_view_slot(p, sx, &flat, &a);
-    int32_t wt = va < 0 ? -1 : dx_resident_copy(b, sw, cw);
-    int32_t final_slot = -1;
-    int32_t sy = wt < 0 ? -1 : dx_result_slot(b, &n->outputs[0], &y4, &final_slot);
-    slot yflat = sy >= 0 ? p->slots[sy] : flat;
-    yflat.rank = 2, yflat.dims[0] = mm, yflat.dims[1] = nn;
-    int32_t vy = sy < 0 ? -1 : dx_view_slot(p, sy, &yflat, &y);
-    if (vy < 0) {
-        dnnl_primitive_desc_destroy(pd);
-        return dx_fail(b, "could not lay out the matmul's tensors"), false;
-    }
+    int32_t va, wt, sy, vy, final_slot = -1;
+    if (!dx_q_matmul_in(b, io->sin, &x4, &a, sw, pd, &va, &wt) || !dx_q_matmul_out(b, &y4, &y, &sy, &vy, &final_slot))
+        return dnnl_primitive_desc_destroy(pd), false;
     bool done = dx_weighted_step(b, pd, n_args, kinds, slots, va, wt, vy, sb, -1);
     return done && (final_slot < 0 || dx_add_reorder(b, sy, final_slot));
 }
@@ -388,35 +407,17 @@ static bool compile_qmatmul(builder *b, bool *fused, const dx_io *io) {
               dnnl_primitive_desc_create(&pd, &md, attr, dx_ctx.engine, NULL) == dnnl_success;
     dnnl_primitive_attr_destroy(attr);
     if (!ok) return dx_fail(b, "oneDNN has no int8 matmul for these shapes and zero points"), false;
-    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    /* A in its plain layout, in its type (a value held in float32 is
-     * reordered to it, exactly), seen as [rows, K] */
-    program *p = b->p;
-    slot like = p->slots[io->sin];
-    dnnl_memory_desc_t plain;
-    dnnl_dims_t full;
+    /* A in its plain layout and type (a value held in float32 is reordered
+     * to it, exactly), seen as [rows, K]; Y [rows, N] */
+    dnnl_memory_desc_t plain, yfull;
+    dnnl_dims_t full, yo;
     for (int32_t d = 0; d < ra; d++) full[d] = n->inputs[0].dims[d];
-    dnnl_memory_desc_init_by_tag(&plain, ra, full, dx_q_dt(n->inputs[0].dtype), dx_plain_tag(ra));
-    (void)like;
-    int32_t sa = dx_in_layout(b, io->sin, &plain);
-    slot flat = p->slots[sa >= 0 ? sa : 0];
-    flat.rank = 2, flat.dims[0] = rows, flat.dims[1] = k;
-    int32_t va = sa < 0 ? -1 : dx_view_slot(p, sa, &flat, &a);
-    int32_t wt = va < 0 ? -1 : dx_resident_copy(b, sw, cw);
-    /* Y as [rows, N]: a new slot of the output's name, or the boundary's */
-    int32_t final_slot = -1;
-    dnnl_memory_desc_t yfull;
-    dnnl_dims_t yo;
     for (int32_t d = 0; d < n->outputs[0].rank; d++) yo[d] = n->outputs[0].dims[d];
+    dnnl_memory_desc_init_by_tag(&plain, ra, full, dx_q_dt(n->inputs[0].dtype), dx_plain_tag(ra));
     dnnl_memory_desc_init_by_tag(&yfull, n->outputs[0].rank, yo, dx_q_dt(n->outputs[0].dtype), dx_plain_tag(n->outputs[0].rank));
-    int32_t sy = wt < 0 ? -1 : dx_result_slot(b, &n->outputs[0], &yfull, &final_slot);
-    slot yflat = sy >= 0 ? p->slots[sy] : flat;
-    yflat.rank = 2, yflat.dims[0] = rows, yflat.dims[1] = nn;
-    int32_t vy = sy < 0 ? -1 : dx_view_slot(p, sy, &yflat, &y);
-    if (vy < 0) {
-        dnnl_primitive_desc_destroy(pd);
-        return dx_fail(b, "could not lay out the matmul's tensors"), false;
-    }
+    int32_t va, wt, sy, vy, final_slot = -1;
+    if (!dx_q_matmul_in(b, io->sin, &plain, &a, sw, pd, &va, &wt) || !dx_q_matmul_out(b, &yfull, &y, &sy, &vy, &final_slot))
+        return dnnl_primitive_desc_destroy(pd), false;
     bool done = dx_weighted_step(b, pd, n_args, kinds, slots, va, wt, vy, -1, -1);
     return done && (final_slot < 0 || dx_add_reorder(b, sy, final_slot));
 }

@@ -30,6 +30,14 @@ bool dx_q_const_values(builder *b, const seam_value_info *v, double *out, int64_
 int32_t dx_q_const_slot(builder *b, const seam_value_info *v, seam_dtype want, int32_t rank, const int64_t *dims);
 /* A zero point as a runtime argument: one s32, owned by the program. */
 int32_t dx_q_zp_slot(builder *b, int32_t value);
+/* An int8 matmul's A (slot sin, laid out in in_md, seen as a_md [rows,
+ * K]) and B (slot sw, reordered into pd's layout); false with b->err set. */
+bool dx_q_matmul_in(builder *b, int32_t sin, const dnnl_memory_desc_t *in_md, const dnnl_memory_desc_t *a_md, int32_t sw,
+                    const_dnnl_primitive_desc_t pd, int32_t *va, int32_t *wt);
+/* Its Y: b->n's output 0 in out_md (*sy; a boundary's stand-in is copied
+ * to *final_slot after), and with vy, *vy seen as y_md [rows, N]. */
+bool dx_q_matmul_out(builder *b, const dnnl_memory_desc_t *out_md, const dnnl_memory_desc_t *y_md, int32_t *sy, int32_t *vy,
+                     int32_t *final_slot);
 
 /* The family's rows (see dx_op), ended by a row whose op is NULL. */
 extern const dx_op dx_quant_rows[];

@@ -268,29 +268,24 @@ static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
          dnnl_primitive_desc_create(&pd, &md, attr, dx_ctx.engine, NULL) == dnnl_success;
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!ok) return free(fix), dx_fail(b, "oneDNN has no int8 matmul for these shapes and zero points"), false;
-    const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_memory_desc_t plain, yfull;
     dnnl_dims_t full, yo;
     for (int32_t d = 0; d < ra; d++) full[d] = n->inputs[0].dims[d];
-    dnnl_memory_desc_init_by_tag(&plain, ra, full, dx_q_dt(n->inputs[0].dtype), dx_plain_tag(ra));
-    int32_t sa = dx_in_layout(b, io->sin, &plain);
-    slot flat = p->slots[sa >= 0 ? sa : 0];
-    flat.rank = 2, flat.dims[0] = rows, flat.dims[1] = k;
-    int32_t va = sa < 0 ? -1 : dx_view_slot(p, sa, &flat, &a);
-    int32_t wt = va < 0 ? -1 : dx_resident_copy(b, sw, cw);
     for (int32_t d = 0; d < n->outputs[0].rank; d++) yo[d] = n->outputs[0].dims[d];
+    dnnl_memory_desc_init_by_tag(&plain, ra, full, dx_q_dt(n->inputs[0].dtype), dx_plain_tag(ra));
     dnnl_memory_desc_init_by_tag(&yfull, n->outputs[0].rank, yo, dnnl_s32, dx_plain_tag(n->outputs[0].rank));
-    int32_t final_slot = -1;
-    int32_t sy = wt < 0 ? -1 : dx_result_slot(b, &n->outputs[0], &yfull, &final_slot);
-    slot yflat = sy >= 0 ? p->slots[sy] : flat;
+    int32_t va, wt, sy, final_slot = -1;
+    if (!dx_q_matmul_in(b, io->sin, &plain, &a, sw, pd, &va, &wt) || !dx_q_matmul_out(b, &yfull, &y, &sy, NULL, &final_slot))
+        return dnnl_primitive_desc_destroy(pd), free(fix), false;
+    slot yflat = p->slots[sy];
     yflat.rank = 2, yflat.dims[0] = rows, yflat.dims[1] = nn;
     /* with the host step after it, the product goes to a temporary */
-    if (sy >= 0 && dx_slot_numel(&p->slots[sy]) != rows * nn) {
+    if (dx_slot_numel(&p->slots[sy]) != rows * nn) {
         dnnl_primitive_desc_destroy(pd);
         free(fix);
         return dx_fail(b, "its output's shape is not A's rows by B's columns (inconsistent shapes in the file)"), false;
     }
-    int32_t s1 = sy < 0 || !fix ? sy : dx_temp_slot(b, &yflat, &y);
+    int32_t s1 = !fix ? sy : dx_temp_slot(b, &yflat, &y);
     int32_t vy = s1 < 0 ? -1 : fix ? s1 : dx_view_slot(p, sy, &yflat, &y);
     if (vy < 0) {
         dnnl_primitive_desc_destroy(pd);
