@@ -6,25 +6,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
+# each stage says when it began, in seconds since the start (CI allows 90 minutes; the goal is 30)
+stage() { echo "== $1 (at ${SECONDS} s)"; }
 
-echo "== build (RelWithDebInfo)"
+stage "build (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
-echo "== tests"
+stage "tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== tests under ASan + UBSan"
+stage "tests under ASan + UBSan"
 cmake -S . -B build-asan -DSEAM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DSEAM_MODELS_DIR="$PWD/build/models" >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-echo "== threads under ThreadSanitizer"
+stage "threads under ThreadSanitizer"
 cmake -S . -B build-tsan -DSEAM_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DSEAM_MODELS_DIR="$PWD/build/models" >/dev/null
 cmake --build build-tsan -j"$jobs" --target test_threads
 ctest --test-dir build-tsan -L tsan --output-on-failure
 
-echo "== a build without oneDNN (-DSEAM_WITH_DNNL=OFF): it builds, lists its targets, refuses --target dnnl"
+stage "a build without oneDNN (-DSEAM_WITH_DNNL=OFF): it builds, lists its targets, refuses --target dnnl"
 cmake -S . -B build-nodnnl -DSEAM_WITH_DNNL=OFF -DCMAKE_BUILD_TYPE=Release -DSEAM_MODELS_DIR="$PWD/build/models" >/dev/null
 cmake --build build-nodnnl -j"$jobs" --target seam >/dev/null
 build-nodnnl/seam --version | grep -q "built-in targets: cpu)" || { echo "nodnnl: seam --version does not list cpu alone"; exit 1; }
@@ -37,6 +39,6 @@ fi
 build-nodnnl/seam run build/models/resnet18.onnx >/dev/null
 echo "nodnnl: ok"
 
-echo "== fuzz smoke"
+stage "fuzz smoke"
 bash scripts/fuzz_smoke.sh 30
-echo "== all tests passed"
+stage "all tests passed"
