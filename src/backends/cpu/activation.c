@@ -262,6 +262,63 @@ static seam_status run_act(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+/* float32 PRelu whose slope, right-aligned to X, is X's dims [a, b) with
+ * 1 elsewhere (one slope; per channel; over the last axis): element i
+ * takes slope (i / inner) % count, inner the product of X's dims from b. */
+typedef struct prelu_job {
+    const float *x, *s;
+    float *y;
+    int64_t inner, count;
+} prelu_job;
+
+/* v < 0 ? v * a : v, selected on the bits (a float select makes GCC
+ * branch, as in cpu_tanh_f32), so that the loops vectorize */
+static inline float prelu1(float v, float a) {
+    float m = v * a;
+    uint32_t bv, bm, mask = -(uint32_t)(v < 0);
+    memcpy(&bv, &v, 4);
+    memcpy(&bm, &m, 4);
+    bv = (bm & mask) | (bv & ~mask);
+    memcpy(&m, &bv, 4);
+    return m;
+}
+
+CPU_HOT static void prelu_range(void *arg, int64_t begin, int64_t end) {
+    const prelu_job *j = arg;
+    const float *restrict x = j->x, *restrict s = j->s;
+    float *restrict y = j->y;
+    for (int64_t i = begin; i < end;) {
+        int64_t q = (i / j->inner) % j->count, run;
+        if (j->inner == 1) { /* a slope per element of the row */
+            run = end - i < j->count - q ? end - i : j->count - q;
+            const float *a = s + q;
+            for (int64_t t = 0; t < run; t++) y[i + t] = prelu1(x[i + t], a[t]);
+        } else {
+            int64_t e = i % j->inner;
+            run = end - i < j->inner - e ? end - i : j->inner - e;
+            float a = s[q];
+            for (int64_t t = 0; t < run; t++) y[i + t] = prelu1(x[i + t], a);
+        }
+        i += run;
+    }
+}
+
+/* Whether slope s, right-aligned to X's rank, is X's dims on one run of
+ * axes and 1 elsewhere; sets the job's inner and count. */
+static bool prelu_pattern(const seam_tensor *x, const seam_tensor *s, prelu_job *j) {
+    if (s->rank > x->rank) return false;
+    int32_t shift = x->rank - s->rank, last = -1;
+    for (int32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d] == 1) continue;
+        if (s->dims[d] != x->dims[d + shift]) return false;
+        if (last >= 0 && last != d + shift - 1) return false; /* a 1 between two runs */
+        last = d + shift;
+    }
+    j->count = s->numel;
+    j->inner = last < 0 ? x->numel : cpu_span(x->dims, last + 1, x->rank); /* one slope: one block */
+    return j->count >= 1 && j->inner >= 1;
+}
+
 /* PRelu: y = x < 0 ? slope * x : x, slope broadcast to x. */
 static seam_status run_prelu(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1);
@@ -280,6 +337,12 @@ static seam_status run_prelu(seam_kernel *k) {
     if (!cpu_broadcast(ins, 2, &rank, dims)) return kernel_fail(k, "slope does not broadcast to X");
     seam_tensor *y = kernel_out(k, 0, x->dtype, rank, dims);
     if (!y) return kernel_oom(k);
+    prelu_job j = {x->data, s->data, y->data, 1, 1};
+    if (x->dtype == SEAM_DTYPE_FLOAT32 && s->dtype == SEAM_DTYPE_FLOAT32 && y->numel == x->numel && y->numel &&
+        prelu_pattern(x, s, &j)) {
+        seam_parallel_for(k->pool, y->numel, 16384, prelu_range, &j);
+        return SEAM_STATUS_OK;
+    }
     cpu_iter it;
     cpu_iter_init(&it, rank, dims, ins, 2);
     for (int64_t i = 0; i < y->numel; i++, cpu_iter_next(&it)) {

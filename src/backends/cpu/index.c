@@ -95,6 +95,68 @@ static void select_best(topk_item *v, int64_t n, int64_t k, topk_cmp cmp) {
     qsort(v, (size_t)k, sizeof(topk_item), cmp);
 }
 
+/* float32 rows, the common case, sort 64-bit keys instead of calling
+ * qsort's comparator: the high half is the value mapped to an unsigned
+ * integer in the requested order (-0 as +0; NaN, made positive, above
+ * +inf, as cmp_largest and cmp_smallest rank it), the low half the index,
+ * so that ascending keys are the result's order, ties by lower index. */
+static uint64_t topk_key(float f, bool largest, uint32_t q) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (f != f) u = 0x7fc00000u;
+    else if (u == 0x80000000u) u = 0;
+    u = u & 0x80000000u ? ~u : u | 0x80000000u; /* ascending with the value */
+    if (largest) u = ~u;
+    return (uint64_t)u << 32 | q;
+}
+
+/* Sorts keys ascending, stably, from bit `from` up (32: by value alone,
+ * for a row whose low halves, the indices, are still ascending; 0: the
+ * whole key): passes of 8 bits through tmp, a pass skipped where every
+ * key has the same byte. Returns the array holding the result (keys or
+ * tmp). */
+static uint64_t *radix_sort(uint64_t *keys, uint64_t *tmp, int64_t n, int32_t from) {
+    for (int32_t shift = from; shift < 64; shift += 8) {
+        int64_t count[256] = {0};
+        for (int64_t i = 0; i < n; i++) count[(keys[i] >> shift) & 255]++;
+        if (count[(keys[0] >> shift) & 255] == n) continue;
+        int64_t at = 0;
+        for (int32_t d = 0; d < 256; d++) {
+            int64_t c = count[d];
+            count[d] = at, at += c;
+        }
+        for (int64_t i = 0; i < n; i++) tmp[count[(keys[i] >> shift) & 255]++] = keys[i];
+        uint64_t *t = keys;
+        keys = tmp, tmp = t;
+    }
+    return keys;
+}
+
+/* The k smallest of keys[0..n) in keys[0..k), in any order: a max-heap of
+ * the k best so far, a row of n costing n compares plus log k per key
+ * that enters. */
+static void heap_smallest(uint64_t *keys, int64_t n, int64_t k) {
+    for (int64_t i = 1; i < k; i++) { /* grow: sift up */
+        uint64_t t = keys[i];
+        int64_t at = i;
+        while (at > 0 && keys[(at - 1) / 2] < t) keys[at] = keys[(at - 1) / 2], at = (at - 1) / 2;
+        keys[at] = t;
+    }
+    for (int64_t i = k; i < n; i++) {
+        uint64_t t = keys[i];
+        if (t >= keys[0]) continue;
+        int64_t at = 0;
+        for (;;) { /* replace the top: sift down */
+            int64_t c = 2 * at + 1;
+            if (c >= k) break;
+            if (c + 1 < k && keys[c + 1] > keys[c]) c++;
+            if (keys[c] <= t) break;
+            keys[at] = keys[c], at = c;
+        }
+        keys[at] = t;
+    }
+}
+
 typedef struct topk_job {
     const seam_tensor *x;
     seam_tensor *y, *ind;
@@ -103,10 +165,43 @@ typedef struct topk_job {
     bool oom;
 } topk_job;
 
+CPU_HOT static void topk_rows_f32(topk_job *j, int64_t begin, int64_t end) {
+    const float *x = j->x->data;
+    float *y = j->y->data;
+    int64_t *ind = j->ind ? j->ind->data : NULL, len = j->len, inner = j->inner, kk = j->kk;
+    bool largest = j->cmp == cmp_largest;
+    uint64_t *keys = malloc(sizeof(uint64_t) * 2 * (size_t)len);
+    if (!keys) {
+        __atomic_store_n(&j->oom, true, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / inner, i = r % inner, base = o * len * inner + i;
+        for (int64_t q = 0; q < len; q++) keys[q] = topk_key(x[base + q * inner], largest, (uint32_t)q);
+        uint64_t *sorted;
+        if (kk * 4 >= len) {
+            sorted = radix_sort(keys, keys + len, len, 32);
+        } else { /* the heap leaves the indices out of order: sort whole keys */
+            heap_smallest(keys, len, kk);
+            sorted = radix_sort(keys, keys + len, kk, 0);
+        }
+        for (int64_t q = 0; q < kk; q++) {
+            int64_t at = o * kk * inner + q * inner + i, src = (int64_t)(uint32_t)sorted[q];
+            y[at] = x[base + src * inner];
+            if (ind) ind[at] = src;
+        }
+    }
+    free(keys);
+}
+
 static void topk_rows(void *arg, int64_t begin, int64_t end) {
     topk_job *j = arg;
     const seam_tensor *x = j->x;
     int32_t dt = x->dtype;
+    if (dt == SEAM_DTYPE_FLOAT32 && j->len <= UINT32_MAX) {
+        topk_rows_f32(j, begin, end);
+        return;
+    }
     bool fl = cpu_is_float(dt);
     size_t es = seam_dtype_size(dt);
     topk_item *items = malloc(sizeof(topk_item) * (size_t)j->len);
@@ -597,15 +692,94 @@ static void corners(const seam_tensor *b, int64_t at, bool center, double *c) {
     }
 }
 
-/* Whether boxes a and b overlap by more than t (intersection over union).
+/* The boxes a class has selected so far that have an area, in columns.
  * Boxes that do not intersect, or have no area, never suppress each other
- * (as in the spec's reference and ONNX Runtime). */
-static bool overlaps(const double *a, const double *b, double t) {
-    double ih = fmin(a[2], b[2]) - fmax(a[0], b[0]), iw = fmin(a[3], b[3]) - fmax(a[1], b[1]);
-    double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
-    if (!(ih > 0 && iw > 0 && area_a > 0 && area_b > 0)) return false;
-    double inter = ih * iw;
-    return inter / (area_a + area_b - inter) > t;
+ * (as in the spec's reference and ONNX Runtime), so a selected box without
+ * area is not kept here, and a box with an area holds no NaN (its corners
+ * compare). */
+typedef struct nms_kept {
+    double *y1, *x1, *y2, *x2, *area;
+    int64_t n;
+} nms_kept;
+
+/* Whether box c (area ca > 0) overlaps a kept box by more than t
+ * (intersection over union): blocks of 32 without a branch, so the loop
+ * vectorizes; min and max as selects, exact for boxes without NaN. */
+CPU_HOT static bool nms_suppressed(const nms_kept *k, const double *c, double ca, double t) {
+    const double *restrict y1 = k->y1, *restrict x1 = k->x1, *restrict y2 = k->y2, *restrict x2 = k->x2,
+                           *restrict ar = k->area;
+    for (int64_t s0 = 0; s0 < k->n; s0 += 32) {
+        int64_t e = k->n - s0 < 32 ? k->n : s0 + 32;
+        int hit = 0;
+        for (int64_t s = s0; s < e; s++) {
+            double lo_y = c[0] > y1[s] ? c[0] : y1[s], hi_y = c[2] < y2[s] ? c[2] : y2[s];
+            double lo_x = c[1] > x1[s] ? c[1] : x1[s], hi_x = c[3] < x2[s] ? c[3] : x2[s];
+            double ih = hi_y - lo_y, iw = hi_x - lo_x, inter = ih * iw, iou = inter / (ca + ar[s] - inter);
+            hit |= (ih > 0) & (iw > 0) & (iou > t);
+        }
+        if (hit) return true;
+    }
+    return false;
+}
+
+typedef struct nms_job {
+    const seam_tensor *scores;
+    const double *box; /* [B, N, 4] corners */
+    int64_t C, N, max_out;
+    double iou_t, sc_t;
+    bool has_st, oom;
+    int64_t *out, *count; /* per (b, c): max_out (b, c, i) rows, and how many */
+} nms_job;
+
+/* Classes [begin, end) of all B x C, each on its own: candidates above the
+ * score threshold by score (float32 scores: sorted as 64-bit keys, see
+ * topk_key), then kept greedily. */
+static void nms_classes(void *arg, int64_t begin, int64_t end) {
+    nms_job *j = arg;
+    int64_t N = j->N;
+    uint64_t *keys = malloc(sizeof(uint64_t) * 2 * (size_t)N);
+    nms_box *cand = malloc(sizeof(nms_box) * (size_t)N);
+    double *cols = malloc(sizeof(double) * 5 * (size_t)(j->max_out ? j->max_out : 1));
+    if (!keys || !cand || !cols) {
+        free(keys), free(cand), free(cols);
+        __atomic_store_n(&j->oom, true, __ATOMIC_RELAXED);
+        return;
+    }
+    const seam_tensor *sc = j->scores;
+    for (int64_t bc = begin; bc < end; bc++) {
+        int64_t b = bc / j->C, c = bc % j->C, n = 0;
+        const double *box = j->box + b * N * 4;
+        if (sc->dtype == SEAM_DTYPE_FLOAT32) {
+            const float *sv = (const float *)sc->data + bc * N;
+            for (int64_t i = 0; i < N; i++) {
+                double v = sv[i];
+                if (v == v && (!j->has_st || v > j->sc_t)) keys[n++] = topk_key(sv[i], true, (uint32_t)i);
+            }
+            uint64_t *sorted = radix_sort(keys, keys + N, n, 32);
+            for (int64_t q = 0; q < n; q++) cand[q].i = (int64_t)(uint32_t)sorted[q];
+        } else {
+            for (int64_t i = 0; i < N; i++) {
+                double v = cpu_get(sc->data, sc->dtype, bc * N + i);
+                if (v == v && (!j->has_st || v > j->sc_t)) cand[n++] = (nms_box){v, i};
+            }
+            qsort(cand, (size_t)n, sizeof(nms_box), cmp_score);
+        }
+        int64_t mo = j->max_out, n_sel = 0, *out = j->out + bc * mo * 3;
+        nms_kept kept = {cols, cols + mo, cols + 2 * mo, cols + 3 * mo, cols + 4 * mo, 0};
+        for (int64_t q = 0; q < n && n_sel < mo; q++) {
+            const double *bq = box + 4 * cand[q].i;
+            double area = (bq[2] - bq[0]) * (bq[3] - bq[1]);
+            if (area > 0) {
+                if (nms_suppressed(&kept, bq, area, j->iou_t)) continue;
+                int64_t at = kept.n++;
+                kept.y1[at] = bq[0], kept.x1[at] = bq[1], kept.y2[at] = bq[2], kept.x2[at] = bq[3], kept.area[at] = area;
+            }
+            out[3 * n_sel] = b, out[3 * n_sel + 1] = c, out[3 * n_sel + 2] = cand[q].i;
+            n_sel++;
+        }
+        j->count[bc] = n_sel;
+    }
+    free(keys), free(cand), free(cols);
 }
 
 static seam_status run_nms(seam_kernel *k) {
@@ -621,51 +795,41 @@ static seam_status run_nms(seam_kernel *k) {
     if ((tmax && !cpu_is_real(tmax->dtype)) || (tiou && !cpu_is_real(tiou->dtype)) || (tsc && !cpu_is_real(tsc->dtype)))
         return kernel_fail(k, "the thresholds must be numbers");
     int64_t max_out = tmax && tmax->numel ? cpu_get_i64(tmax->data, tmax->dtype, 0) : 0;
-    double iou_t = tiou && tiou->numel ? cpu_get(tiou->data, tiou->dtype, 0) : 0;
-    bool has_st = tsc && tsc->numel;
-    double sc_t = has_st ? cpu_get(tsc->data, tsc->dtype, 0) : 0;
+    nms_job j = {scores, NULL, scores->dims[1], boxes->dims[1], 0, 0, 0, false, false, NULL, NULL};
+    j.iou_t = tiou && tiou->numel ? cpu_get(tiou->data, tiou->dtype, 0) : 0;
+    j.has_st = tsc && tsc->numel;
+    j.sc_t = j.has_st ? cpu_get(tsc->data, tsc->dtype, 0) : 0;
     bool center = node_attr_int(k->n, "center_point_box", 0) != 0;
-    int64_t B = boxes->dims[0], C = scores->dims[1], N = boxes->dims[1];
+    int64_t B = boxes->dims[0], N = boxes->dims[1];
     if (max_out < 0) max_out = 0;
     if (max_out > N) max_out = N;
     if (scores->numel == 0 || max_out == 0) { /* nothing to select (and B, C may be anything) */
         int64_t dims[2] = {0, 3};
         return kernel_out(k, 0, SEAM_DTYPE_INT64, 2, dims) ? SEAM_STATUS_OK : kernel_oom(k);
     }
-    /* B * C * max_out <= B * C * N, the scores' element count */
-    nms_box *cand = malloc(sizeof(nms_box) * (size_t)N);
-    int64_t *sel = malloc(sizeof(int64_t) * (size_t)max_out);
-    double *box = malloc(sizeof(double) * 4 * (size_t)N);
-    int64_t *out = malloc(sizeof(int64_t) * 3 * (size_t)(B * C * max_out));
-    if (!cand || !sel || !box || !out) {
-        free(cand), free(sel), free(box), free(out);
+    if (N > UINT32_MAX) return kernel_fail(k, "more than 2^32 boxes");
+    j.max_out = max_out;
+    /* B * C * max_out <= B * C * N, the scores' element count; B * N * 4
+     * is the boxes' */
+    double *box = malloc(sizeof(double) * 4 * (size_t)(B * N));
+    int64_t *out = malloc(sizeof(int64_t) * 3 * (size_t)(B * j.C * max_out));
+    int64_t *count = malloc(sizeof(int64_t) * (size_t)(B * j.C));
+    if (!box || !out || !count) {
+        free(box), free(out), free(count);
         return kernel_oom(k);
     }
+    for (int64_t i = 0; i < B * N; i++) corners(boxes, i * 4, center, box + 4 * i);
+    j.box = box, j.out = out, j.count = count;
+    seam_parallel_for(k->pool, B * j.C, 1, nms_classes, &j);
     int64_t n_out = 0;
-    for (int64_t b = 0; b < B; b++) {
-        for (int64_t i = 0; i < N; i++) corners(boxes, (b * N + i) * 4, center, box + 4 * i);
-        for (int64_t c = 0; c < C; c++) {
-            int64_t n = 0, n_sel = 0;
-            for (int64_t i = 0; i < N; i++) {
-                double s = cpu_get(scores->data, scores->dtype, (b * C + c) * N + i);
-                if (s == s && (!has_st || s > sc_t)) cand[n++] = (nms_box){s, i};
-            }
-            qsort(cand, (size_t)n, sizeof(nms_box), cmp_score);
-            for (int64_t q = 0; q < n && n_sel < max_out; q++) {
-                const double *bq = box + 4 * cand[q].i;
-                bool keep = true;
-                for (int64_t s = 0; s < n_sel && keep; s++) keep = !overlaps(bq, box + 4 * sel[s], iou_t);
-                if (!keep) continue;
-                sel[n_sel++] = cand[q].i;
-                out[3 * n_out] = b, out[3 * n_out + 1] = c, out[3 * n_out + 2] = cand[q].i;
-                n_out++;
-            }
-        }
+    for (int64_t bc = 0; bc < B * j.C && !j.oom; bc++) { /* (b, c) in order, each in selection order */
+        memmove(out + 3 * n_out, out + 3 * bc * max_out, sizeof(int64_t) * 3 * (size_t)count[bc]);
+        n_out += count[bc];
     }
     int64_t dims[2] = {n_out, 3};
-    seam_tensor *y = kernel_out(k, 0, SEAM_DTYPE_INT64, 2, dims);
+    seam_tensor *y = j.oom ? NULL : kernel_out(k, 0, SEAM_DTYPE_INT64, 2, dims);
     if (y && n_out) memcpy(y->data, out, sizeof(int64_t) * 3 * (size_t)n_out);
-    free(cand), free(sel), free(box), free(out);
+    free(box), free(out), free(count);
     return y ? SEAM_STATUS_OK : kernel_oom(k);
 }
 

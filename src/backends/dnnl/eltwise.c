@@ -275,6 +275,9 @@ static bool supports_prelu(const seam_node_view *n, char *why, size_t wn) {
 static bool compile_prelu(builder *b, bool *fused, const dx_io *io) {
     const seam_node_view *n = b->n;
     program *p = b->p;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    if (dx_eltwise_of(n, b->sg, &alg, &alpha, &beta)) return compile_eltwise(b, fused, io); /* one slope */
     int32_t s1 = dx_input_slot(b, &n->inputs[1]);
     if (s1 >= 0) s1 = dx_as_plain(b, s1);
     if (s1 < 0) return dx_fail(b, "the slope is not available"), false;

@@ -39,7 +39,11 @@ bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_a
         return true;
     default: break;
     }
-    if (is_op(n, "Exp")) *alg = dnnl_eltwise_exp;
+    if (is_op(n, "PRelu")) { /* one constant slope: a leaky relu (oneDNN's prelu is its reference kernel there) */
+        if (n->n_inputs < 2 || !dx_const_scalar(sg, &n->inputs[1], alpha) || n->inputs[1].rank > n->inputs[0].rank)
+            return false;
+        *alg = dnnl_eltwise_relu;
+    } else if (is_op(n, "Exp")) *alg = dnnl_eltwise_exp;
     else if (is_op(n, "Log")) *alg = dnnl_eltwise_log;
     else if (is_op(n, "Sqrt")) *alg = dnnl_eltwise_sqrt;
     else if (is_op(n, "Abs")) *alg = dnnl_eltwise_abs;

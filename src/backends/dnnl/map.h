@@ -14,7 +14,8 @@
 /* The op families, shared by supports(), the fusion and the compilers
  * (each file that reads one has its own copy: a few pointers). */
 static const char *const eltwise_ops[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "Exp", "Log",
-                                          "Sqrt", "Abs", "HardSigmoid", "Softplus", "HardSwish", "Pow"};
+                                          "Sqrt", "Abs", "HardSigmoid", "Softplus", "HardSwish", "Pow",
+                                          "PRelu" /* (with one constant slope only: dx_eltwise_of) */};
 static const char *const binary_ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
 static const char *const view_ops[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
 static const char *const reduce_ops[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"};

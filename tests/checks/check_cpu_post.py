@@ -1,0 +1,338 @@
+"""The CPU kernels of detectors' and rankers' post-processing and of the
+1-D audio nets, on their fast paths and next to the general ones:
+TopK, PRelu and NonMaxSuppression (issue 31's cliffs).
+
+usage: /usr/bin/python3 check_cpu_post.py SEAM WORKDIR [-k PATTERN]
+
+1. TopK (index.c): float32 rows sort 64-bit keys (the value's bits in
+   order, then the index); other types go through the comparator. Against
+   numpy's lexsort written from the spec: largest or smallest, NaN ranked
+   as the largest value, -0 equal to +0, ties to the lower index; the whole
+   row (k = the axis), a small k (the heap), an inner axis, NaN, +-0,
+   +-inf and ties, k = 0; and the same data as float64 (the comparator
+   path), which must give the same indices.
+2. PRelu (activation.c): float32 with a slope that is one value, one per
+   channel ([C,1,1], and the [C] of old exporters), one per element of the
+   last axis, or X's whole shape runs as one vectorized loop; other slopes
+   (a 1 between two runs, a slope that widens X) and float64 go the general
+   way. Against numpy.where(x < 0, x * slope, x), bitwise, with NaN, +-0
+   and +-inf in X. On dnnl, one constant slope is a relu with alpha (read
+   from the compile log: an eltwise, or a convolution's post-op when a Conv
+   comes before it), a per-channel slope oneDNN's prelu.
+3. NonMaxSuppression (index.c): classes in parallel, kept boxes in columns
+   checked in branch-free blocks. Against a brute-force numpy
+   implementation of the spec and against ONNX Runtime (bench/ort's
+   onnxruntime-node, when installed): the same rows in the same order;
+   corner and center boxes, flipped corners, boxes without area, NaN
+   scores with a score threshold, max_output_boxes_per_class above N, float64.
+Every model runs with --threads 1 and 2: the outputs must be bitwise equal.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import seamtest  # noqa: E402
+from seamtest import vi  # noqa: E402
+
+args, seam, work, check = seamtest.checker_setup(__doc__, "cpu_post")
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+ORT_DIR = os.environ.get("SEAM_ORT_DIR") or os.path.join(ROOT, "bench", "ort")
+rng = np.random.RandomState(31)
+TT = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64}
+
+
+def write(name, nodes, feeds, outputs, inits=(), opset=14):
+    ins = [vi(n, a.shape, TT[a.dtype.type]) for n, a in feeds.items()]
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, ins,
+                               [vi(n, None, dt) for n, dt in outputs], inits, name=name, opset=opset)
+    files = {}
+    for n, a in feeds.items():
+        files[n] = os.path.join(work, f"{name}.{n}.npy")
+        np.save(files[n], a)
+    return path, files
+
+
+def in_args(files):
+    out = []
+    for n, f in files.items():
+        out += ["--input", f"{n}={f}"]
+    return out
+
+
+def run_model(name, nodes, feeds, outputs, inits=(), extra=()):
+    """Runs on 1 and 2 threads: (list of arrays, None) or (None, why)."""
+    path, files = write(name, nodes, feeds, outputs, inits)
+    got = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        shutil.rmtree(d, ignore_errors=True)
+        r = seam("run", path, *in_args(files), "--threads", threads, "--output-dir", d, "--quiet", *extra)
+        if r.returncode:
+            return None, f"seam run --threads {threads} {' '.join(extra)} failed: {r.stderr.strip()[-300:]}"
+        got.append([np.load(seamtest.output_file(d, n)) for n, _ in outputs])
+    if any(a.tobytes() != b.tobytes() for a, b in zip(*got)):
+        return None, "--threads 1 and --threads 2 differ"
+    return got[0], None
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True) and \
+        np.array_equal(np.signbit(a), np.signbit(b))
+
+
+# ---- TopK ----
+
+def topk_reference(x, k, axis, largest):
+    """Values and indices as the spec orders them, from numpy's lexsort."""
+    xm = np.moveaxis(x, axis, -1)
+    rows = xm.reshape(-1, xm.shape[-1]).astype(np.float64)
+    idx = np.arange(rows.shape[1])
+    order = np.empty((rows.shape[0], k), np.int64)
+    for r, v in enumerate(rows):
+        nan = np.isnan(v)
+        val = np.where(nan, 0.0, v)
+        if largest:  # NaN first, then larger values; ties by index
+            o = np.lexsort((idx, -val, ~nan))
+        else:        # smaller values, NaN last
+            o = np.lexsort((idx, val, nan))
+        order[r] = o[:k]
+    ind = order.reshape(xm.shape[:-1] + (k,))
+    val = np.take_along_axis(xm, ind, axis=-1)
+    return np.moveaxis(val, -1, axis), np.moveaxis(ind, -1, axis)
+
+
+def topk_case(name, x, k, axis=-1, largest=1):
+    if not check.selected(name):
+        return
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)]
+    inits = [numpy_helper.from_array(np.array([k], np.int64), "k")]
+    want_v, want_i = topk_reference(x, k, axis, largest)
+    got, why = run_model(name, nodes, {"x": x}, [("v", TT[x.dtype.type]), ("i", TensorProto.INT64)], inits)
+    if why:
+        return check.fail(f"{name}: {why}")
+    ok = same_bits(got[0], want_v) and np.array_equal(got[1], want_i)
+    check.expect(ok, f"{name}: {x.dtype}{list(x.shape)} k={k} axis={axis} largest={largest}: "
+                     "values and indices equal to the spec's order", detail=None if ok else
+                 f"first index difference at {np.argwhere(got[1] != want_i)[:3].tolist() if got[1].shape == want_i.shape else got[1].shape}")
+    if x.dtype == np.float32:  # the comparator path on the same numbers
+        got64, why = run_model(name + "_f64", nodes, {"x": x.astype(np.float64)},
+                               [("v", TensorProto.DOUBLE), ("i", TensorProto.INT64)], inits)
+        check.expect(not why and np.array_equal(got64[1], got[1]),
+                     f"{name}: float64 (the comparator path) gives the same indices", detail=why)
+
+
+def special_values(shape):
+    """Ties, NaN, +-0 and +-inf among small integers."""
+    x = rng.randint(-4, 5, size=shape).astype(np.float32)
+    flat = x.reshape(-1)
+    for v, frac in ((np.nan, 0.05), (-0.0, 0.1), (np.inf, 0.02), (-np.inf, 0.02)):
+        at = rng.rand(flat.size) < frac
+        flat[at] = v
+    return x
+
+
+topk_case("topk_mlp_row_sort", rng.randn(32, 4096).astype(np.float32), 4096)
+topk_case("topk_small_k_largest", rng.randn(16, 5000).astype(np.float32), 7)
+topk_case("topk_small_k_smallest", rng.randn(16, 5000).astype(np.float32), 7, largest=0)
+topk_case("topk_inner_axis", rng.randn(300, 5, 3).astype(np.float32), 20, axis=0)
+topk_case("topk_special_all", special_values((8, 257)), 257)
+topk_case("topk_special_all_smallest", special_values((8, 257)), 257, largest=0)
+topk_case("topk_special_heap", special_values((6, 900)), 13)
+topk_case("topk_special_heap_smallest", special_values((6, 900)), 13, largest=0)
+topk_case("topk_k0", rng.randn(4, 50).astype(np.float32), 0)
+
+
+# ---- PRelu ----
+
+def prelu_x(shape):
+    x = rng.randn(*shape).astype(np.float32)
+    flat = x.reshape(-1)
+    for v in (np.nan, -0.0, 0.0, np.inf, -np.inf):
+        flat[rng.randint(flat.size)] = v
+    return x
+
+
+def prelu_case(name, x, slope, dnnl=None):
+    """dnnl: None (CPU only), 'eltwise' or 'prelu': also on dnnl, and the
+    primitive its compile log must name."""
+    if not check.selected(name):
+        return
+    # (the [C] slope of old exporters is per channel: numpy's view is [C, 1, ...])
+    per_channel = slope.ndim == 1 and x.ndim > 2 and slope.shape[0] == x.shape[1] and slope.shape[0] != x.shape[-1]
+    ref = slope.reshape((-1,) + (1,) * (x.ndim - 2)) if per_channel else slope
+    want = np.where(x < 0, x * ref, x).astype(x.dtype)
+    nodes = [helper.make_node("PRelu", ["x", "s"], ["y"])]
+    inits = [numpy_helper.from_array(slope, "s")]
+    got, why = run_model(name, nodes, {"x": x}, [("y", TT[x.dtype.type])], inits)
+    if why:
+        return check.fail(f"{name}: {why}")
+    check.expect(same_bits(got[0], want), f"{name}: X {x.dtype}{list(x.shape)}, slope {list(slope.shape)}: "
+                 "equal to numpy.where(x < 0, x * slope, x), bitwise")
+    if dnnl:
+        path, files = write(name, nodes, {"x": x}, [("y", TT[x.dtype.type])], inits)
+        d = os.path.join(work, name + ".dnnl")
+        shutil.rmtree(d, ignore_errors=True)
+        r = seam("run", path, *in_args(files), "--target", "dnnl", "--placement", "capability", "--compile-log",
+                 "--output-dir", d)
+        if r.returncode:
+            return check.fail(f"{name}: dnnl: {r.stderr.strip()[-300:]}")
+        y = np.load(seamtest.output_file(d, "y"))
+        with np.errstate(invalid="ignore"):
+            e = np.nanmax(np.abs(np.where(np.isinf(want), 0, y - want))) if y.shape == want.shape else np.inf
+        check.expect(e <= 1e-6 and np.array_equal(np.isnan(y), np.isnan(want)), f"{name}: dnnl within 1e-6 ({e:.1e})")
+        prims = re.findall(r"\(PRelu\): (\w+) ", r.stderr)
+        check.expect(prims == [dnnl], f"{name}: dnnl runs it as oneDNN's {dnnl}", detail=f"compile log: {prims}")
+
+
+prelu_case("prelu_one_slope", prelu_x((2, 64, 3000)), np.array([0.25], np.float32), dnnl="eltwise")
+prelu_case("prelu_one_slope_rank0", prelu_x((3, 1000)), np.array(-0.5, np.float32))
+prelu_case("prelu_per_channel", prelu_x((2, 48, 20, 33)), rng.rand(48, 1, 1).astype(np.float32), dnnl="prelu")
+prelu_case("prelu_per_channel_old_exporter", prelu_x((2, 16, 9, 9)), rng.rand(16).astype(np.float32))
+prelu_case("prelu_per_channel_1d", prelu_x((1, 64, 4000)), rng.rand(1, 64, 1).astype(np.float32))
+prelu_case("prelu_last_axis", prelu_x((7, 5, 300)), rng.randn(300).astype(np.float32))
+prelu_case("prelu_full_shape", prelu_x((4, 50)), rng.randn(4, 50).astype(np.float32))
+prelu_case("prelu_two_runs_general", prelu_x((2, 8, 3, 40)), rng.randn(8, 1, 40).astype(np.float32))
+prelu_case("prelu_float64_general", prelu_x((2, 16, 30)).astype(np.float64), rng.rand(16, 1).astype(np.float64))
+
+
+def prelu_conv_case(name):
+    """Conv1d then one-slope PRelu: on dnnl, the PRelu is the convolution's
+    post-op (relu with alpha); against torch."""
+    if not check.selected(name):
+        return
+    x = rng.randn(1, 32, 500).astype(np.float32)
+    w = (rng.randn(32, 32, 3) / np.sqrt(96)).astype(np.float32)
+    slope = np.array([0.2], np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1]), helper.make_node("PRelu", ["c", "s"], ["y"])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(slope, "s")]
+    with torch.no_grad():
+        want = torch.nn.functional.prelu(torch.nn.functional.conv1d(torch.from_numpy(x), torch.from_numpy(w), padding=1),
+                                         torch.from_numpy(slope)).numpy()
+    path, files = write(name, nodes, {"x": x}, [("y", TensorProto.FLOAT)], inits)
+    d = os.path.join(work, name + ".dnnl")
+    shutil.rmtree(d, ignore_errors=True)
+    r = seam("run", path, *in_args(files), "--target", "dnnl", "--placement", "capability", "--compile-log",
+             "--output-dir", d)
+    if r.returncode:
+        return check.fail(f"{name}: {r.stderr.strip()[-300:]}")
+    e = seamtest.rel_err(np.load(seamtest.output_file(d, "y")), want)
+    check.expect(e <= 1e-5, f"{name}: dnnl against torch: {e:.1e}")
+    check.expect(re.search(r"post-ops eltwise_relu; fuses '[^']*' \(PRelu\)", r.stderr) is not None,
+                 f"{name}: the PRelu is the convolution's relu post-op", detail=r.stderr[-500:])
+
+
+prelu_conv_case("prelu_after_conv_dnnl")
+
+
+# ---- NonMaxSuppression ----
+
+def nms_reference(boxes, scores, max_out, iou_t, score_t, center):
+    """The spec's NonMaxSuppression, brute force: rows (b, c, i)."""
+    B, C, N = scores.shape
+    rows = []
+    for b in range(B):
+        bx = boxes[b].astype(np.float64)
+        if center:
+            xc, yc, w, h = bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3]
+            y1, x1, y2, x2 = yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2
+        else:
+            y1, x1, y2, x2 = bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3]
+        ya, yb = np.fmin(y1, y2), np.fmax(y1, y2)
+        xa, xb = np.fmin(x1, x2), np.fmax(x1, x2)
+        area = (yb - ya) * (xb - xa)
+        for c in range(C):
+            s = scores[b, c].astype(np.float64)
+            cand = [i for i in range(N) if not np.isnan(s[i]) and (score_t is None or s[i] > score_t)]
+            cand.sort(key=lambda i: (-s[i], i))
+            kept = []
+            for i in cand:
+                if len(kept) >= max_out:
+                    break
+                if kept:
+                    k = np.array(kept)
+                    ih = np.fmin(yb[i], yb[k]) - np.fmax(ya[i], ya[k])
+                    iw = np.fmin(xb[i], xb[k]) - np.fmax(xa[i], xa[k])
+                    inter = ih * iw
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        iou = inter / (area[i] + area[k] - inter)
+                    hit = (ih > 0) & (iw > 0) & (area[i] > 0) & (area[k] > 0) & (iou > iou_t)
+                    if hit.any():
+                        continue
+                kept.append(i)
+                rows.append((b, c, i))
+    return np.array(rows, np.int64).reshape(-1, 3)
+
+
+def ort_outputs(path, files, out_dir):
+    if not shutil.which("node") or not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
+        return None, "ONNX Runtime is not installed (scripts/setup.sh installs it in bench/ort)"
+    cmd = ["node", os.path.join(HERE, "ort_outputs.js"), ORT_DIR, path, out_dir, "--threads", "2"]
+    for n, f in files.items():
+        cmd += ["--input", f"{n}={f}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        return None, f"ONNX Runtime failed: {r.stderr.strip()[-300:]}"
+    return np.load(os.path.join(out_dir, "sel.npy")), None
+
+
+def nms_boxes(B, N, center, dtype):
+    """Boxes in clusters (so that many overlap), some flipped, some without area."""
+    ctr = rng.rand(B, N // 20 + 1, 2) * 100
+    pick = rng.randint(ctr.shape[1], size=(B, N))
+    c = np.take_along_axis(ctr, pick[..., None].repeat(2, -1), axis=1) + rng.randn(B, N, 2) * 3
+    wh = rng.rand(B, N, 2) * 20 + 1
+    wh[rng.rand(B, N) < 0.03] = 0  # no area
+    if center:
+        bx = np.concatenate([c[..., ::-1], wh[..., ::-1]], axis=-1)  # [xc, yc, w, h]
+    else:
+        bx = np.concatenate([c - wh / 2, c + wh / 2], axis=-1)  # [y1, x1, y2, x2]
+        flip = rng.rand(B, N) < 0.2
+        bx[flip] = bx[flip][:, [2, 3, 0, 1]]
+    return bx.astype(dtype)
+
+
+def nms_case(name, B, C, N, max_out, iou_t=0.5, score_t=0.05, center=0, dtype=np.float32):
+    if not check.selected(name):
+        return
+    boxes = nms_boxes(B, N, center, dtype)
+    scores = rng.rand(B, C, N).astype(dtype)
+    if score_t is not None:  # (without a threshold ONNX Runtime keeps NaN scores, which the spec leaves open)
+        scores[rng.rand(B, C, N) < 0.01] = np.nan
+    scores[rng.rand(B, C, N) < 0.2] = 0.5  # ties
+    inits = [numpy_helper.from_array(np.array([max_out], np.int64), "max"),
+             numpy_helper.from_array(np.array([iou_t], np.float32), "iou")]
+    ins = ["boxes", "scores", "max", "iou"]
+    if score_t is not None:
+        inits.append(numpy_helper.from_array(np.array([score_t], np.float32), "st"))
+        ins.append("st")
+    nodes = [helper.make_node("NonMaxSuppression", ins, ["sel"], center_point_box=center)]
+    want = nms_reference(boxes, scores, min(max_out, N), iou_t, score_t, center)
+    got, why = run_model(name, nodes, {"boxes": boxes, "scores": scores}, [("sel", TensorProto.INT64)], inits)
+    if why:
+        return check.fail(f"{name}: {why}")
+    check.expect(np.array_equal(got[0], want), f"{name}: B={B} C={C} N={N}: {len(want)} rows equal to the "
+                 "spec's brute force, in order", detail=f"got {got[0].shape}, want {want.shape}")
+    if dtype == np.float32:
+        path, files = write(name, nodes, {"boxes": boxes, "scores": scores}, [("sel", TensorProto.INT64)], inits)
+        ort, why = ort_outputs(path, files, os.path.join(work, name + ".ort"))
+        if why:
+            print(f"  note: {name}: not compared with ONNX Runtime: {why}")
+        else:
+            check.expect(np.array_equal(got[0], ort), f"{name}: equal to ONNX Runtime's rows",
+                         detail=f"ORT {ort.shape}")
+
+
+nms_case("nms_corners_classes", 2, 3, 2000, 10000)
+nms_case("nms_center", 1, 2, 1500, 300, center=1)
+nms_case("nms_one_class_many", 1, 1, 6000, 2 ** 62, iou_t=0.45, score_t=None)
+nms_case("nms_float64", 2, 2, 700, 50, dtype=np.float64)
+
+check.finish()
