@@ -259,8 +259,13 @@ SEAM_API seam_status seam_plan_analysis_json(const seam_plan *plan, const char *
 
 /* Replaces every node whose output depends only on initializers and on
  * statically known shapes (Shape -> Gather -> Concat chains,
- * ConstantOfShape, Range with constant inputs, ...) with a Constant node
- * holding the value, in place: indices, names and outputs stay. Run it
+ * ConstantOfShape, Range, Mod, Expand, Where, ScatterND, ... on them) with
+ * a Constant node holding the value, in place: indices, names and outputs
+ * stay. What inference does not compute itself, the CPU backend's kernels
+ * compute once, here, and inference runs again on the result, until
+ * nothing changes (outputs up to 4 MiB; not QuantizeLinear and
+ * DequantizeLinear, which seam_model_fuse_qdq reads, random generators,
+ * control flow or graph outputs). Run it
  * before seam_partition: the plan then lists those nodes with target
  * "constant", in no subgraph, and they no longer tie device subgraphs to
  * the CPU. The readers of an Identity of an initializer (one per shared

@@ -1,8 +1,10 @@
 /*
- * Folding before partitioning. Inference already computes the content of
- * every small value that depends only on initializers and statically known
- * shapes (Shape -> Gather -> Unsqueeze -> Concat chains, ConstantOfShape,
- * Range with constant inputs, casts and arithmetic on them). Each node all
+ * Folding before partitioning. Inference computes the content of the small
+ * values that depend only on initializers and statically known shapes
+ * (Shape -> Gather -> Unsqueeze -> Concat chains, ConstantOfShape, casts
+ * and integer arithmetic on them), and seam_model_fold
+ * (runtime/fold_eval.c) computes every other node whose inputs are known
+ * with the CPU backend's kernels before it calls this. Each node all
  * of whose outputs are known that way becomes a Constant node holding the
  * value: it keeps its index, name and outputs, loses its inputs, and so no
  * longer ties a device subgraph's output (say, the input of a Shape) to a
@@ -19,6 +21,7 @@
 #include "core/context.h"
 #include "ir/ir.h"
 #include "ops/ops.h"
+#include "partition/fold.h"
 #include "seam_backend.h"
 
 static bool foldable(const ir_graph *g, const ir_node *n) {
@@ -33,7 +36,7 @@ static bool foldable(const ir_graph *g, const ir_node *n) {
     return strncmp(n->op_type, "Random", 6) != 0 && strcmp(n->op_type, "Bernoulli") != 0;
 }
 
-seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
+seam_status partition_fold_known(seam_model *m, int32_t *folded_out) {
     if (folded_out) *folded_out = 0;
     if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
     ir_graph *g = m->graph;

@@ -389,6 +389,16 @@ static variant *new_variant(seam_exec *e, subgraph_state *s, const seam_tensor *
     char err[512] = "";
     double t0 = now_ms();
     seam_status st = specialize_body(xs, s, v, err, sizeof(err));
+    /* a shape where some value has no elements (a detector's boxes after a
+     * score filter kept none) runs on the CPU, where it costs nothing:
+     * backends need not take empty tensors (oneDNN divides by zero on
+     * them) */
+    bool empty = false;
+    for (int32_t i = 0; !st && i < v->g->n_values && !empty; i++) {
+        const ir_type *t = &v->g->values[i].type;
+        for (int32_t d = 0; t->kind == IR_TYPE_TENSOR && d < t->rank && !empty; d++) empty = t->dims[d].v == 0;
+    }
+    if (!st && empty) st = SEAM_STATUS_UNSUPPORTED;
     if (!st) st = compile_body(s->be, s->node, v->g, &v->compiled, &v->view_impl, err, sizeof(err));
     if (st == SEAM_STATUS_OUT_OF_MEMORY) {
         free_variant(s->be, v);
@@ -403,7 +413,7 @@ static variant *new_variant(seam_exec *e, subgraph_state *s, const seam_tensor *
         return v;
     }
     s->counts.cpu_shapes++;
-    if (!s->told_slow) {
+    if (!s->told_slow && !empty) {
         char shapes[256], line[1024], prefix[256];
         format_shapes(xs, s->body->n_inputs, shapes, sizeof(shapes));
         snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", s->node->name ? s->node->name : "", s->be->name);

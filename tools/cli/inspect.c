@@ -1,4 +1,4 @@
-/* seam inspect MODEL [--json] [--values] */
+/* seam inspect MODEL [--json] [--values] [--fold] */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +8,16 @@
 #include "ir/ir.h"
 
 static const char *INSPECT_HELP =
-    "usage: seam inspect MODEL [--json] [--values] [--shape NAME=AxBxC]...\n"
+    "usage: seam inspect MODEL [--json] [--values] [--fold] [--shape NAME=AxBxC]...\n"
     "\n"
     "Loads MODEL, checks it, infers types and shapes, and prints the node\n"
     "count, a histogram of op types, the inputs and outputs with dtype and\n"
     "shape, the initializers' count and bytes, and the opsets.\n"
     "\n"
+    "  --fold    fold first, as partition and run do: every node whose\n"
+    "            outputs depend only on constants and known shapes becomes a\n"
+    "            Constant (counted so in the histogram), and the shapes that\n"
+    "            makes known are inferred\n"
     "  --json    print one JSON object instead of text\n"
     "  --shape NAME=AxBxC\n"
     "            fix the shape of an input with symbolic dims before inference\n"
@@ -120,7 +124,7 @@ static bool is_feed(const ir_value *v) { return !(v->flags & IR_VALUE_INIT); }
 
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
-    bool as_json = false, values = false;
+    bool as_json = false, values = false, fold = false;
     const char *shapes[64];
     int n_shapes = 0;
     for (int k = 1; k < argc; k++) {
@@ -131,6 +135,8 @@ int cmd_inspect(int argc, char **argv) {
             as_json = true;
         } else if (strcmp(argv[k], "--values") == 0) {
             values = true;
+        } else if (strcmp(argv[k], "--fold") == 0) {
+            fold = true;
         } else if (strcmp(argv[k], "--shape") == 0) {
             if (k + 1 >= argc) return cli_usage("inspect", "--shape needs NAME=AxBxC");
             if (n_shapes >= 64) return cli_usage("inspect", "too many --shape options");
@@ -161,6 +167,12 @@ int cmd_inspect(int argc, char **argv) {
             seam_context_free(ctx);
             return rc;
         }
+    }
+    if (fold && (st = seam_model_fold(m, NULL))) {
+        int rc = cli_fail("inspect", ctx, st);
+        seam_model_free(m);
+        seam_context_free(ctx);
+        return rc == CLI_USAGE ? CLI_BAD_INPUT : rc;
     }
     const ir_graph *g = m->graph;
     int32_t n_ops = 0;
