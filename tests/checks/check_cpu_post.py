@@ -25,6 +25,11 @@ usage: /usr/bin/python3 check_cpu_post.py SEAM WORKDIR [-k PATTERN]
    onnxruntime-node, when installed): the same rows in the same order;
    corner and center boxes, flipped corners, boxes without area, NaN
    scores with a score threshold, max_output_boxes_per_class above N, float64.
+4. Detections that may be none (Greater -> NonZero -> Gather, then Div
+   Clip, MatMul and a broadcast Sub on dnnl at shapes known at run time,
+   which oneDNN's MatMul and binary die on when empty): no box, one, many;
+   against numpy on the CPU and on dnnl (an empty shape runs on the CPU);
+   and an input declared empty, which dnnl refuses.
 Every model runs with --threads 1 and 2: the outputs must be bitwise equal.
 """
 import os
@@ -334,5 +339,69 @@ nms_case("nms_corners_classes", 2, 3, 2000, 10000)
 nms_case("nms_center", 1, 2, 1500, 300, center=1)
 nms_case("nms_one_class_many", 1, 1, 6000, 2 ** 62, iou_t=0.45, score_t=None)
 nms_case("nms_float64", 2, 2, 700, 50, dtype=np.float64)
+
+
+
+def empty_detections_case(name):
+    """Boxes whose score passes a threshold (Greater -> NonZero -> Gather),
+    scaled and clipped (Div, Clip: dnnl takes them, at shapes known only at
+    run time): with none passing, the values are empty; a dynamic dnnl
+    subgraph then runs that shape on the CPU (oneDNN's kernels divide by
+    zero on empty tensors: SIGFPE). Against numpy, on the CPU and on dnnl,
+    with no box, one and many passing."""
+    if not check.selected(name):
+        return
+    nodes = [helper.make_node("Greater", ["scores", "thr"], ["keep"]),
+             helper.make_node("NonZero", ["keep"], ["nz"]),
+             helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+             helper.make_node("Gather", ["boxes", "idx"], ["sel"], axis=0),
+             helper.make_node("Div", ["sel", "size"], ["scaled"]),
+             helper.make_node("Clip", ["scaled", "lo", "hi"], ["clipped"]),
+             helper.make_node("Mul", ["clipped", "size"], ["y"]),
+             helper.make_node("MatMul", ["sel", "w"], ["y2"]),
+             helper.make_node("Slice", ["sel", "c0", "c1", "c1"], ["col0"]),
+             helper.make_node("Sub", ["sel", "col0"], ["y3"])]
+    w = (rng.randn(4, 8) / 2).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "thr"),
+             numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+             numpy_helper.from_array(np.array([320, 320, 320, 320], np.float32), "size"),
+             numpy_helper.from_array(np.array(0, np.float32), "lo"),
+             numpy_helper.from_array(np.array(1, np.float32), "hi"), numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.array([0], np.int64), "c0"), numpy_helper.from_array(np.array([1], np.int64), "c1")]
+    N = 500
+    boxes = (rng.rand(N, 4) * 400 - 40).astype(np.float32)
+    for label, scores in (("none", np.zeros(N, np.float32)), ("one", np.eye(1, N, 7, dtype=np.float32).reshape(-1)),
+                          ("many", rng.rand(N).astype(np.float32))):
+        sel = boxes[scores > 0.5]
+        want = [(np.clip(sel / 320, 0, 1) * 320).astype(np.float32), sel @ w, sel - sel[:, :1]]
+        for extra in ((), ("--target", "dnnl", "--placement", "capability")):
+            got, why = run_model(f"{name}_{label}", nodes, {"boxes": boxes, "scores": scores},
+                                 [(y, TensorProto.FLOAT) for y in ("y", "y2", "y3")], inits, extra=extra)
+            where = "dnnl" if extra else "cpu"
+            if why:
+                check.fail(f"{name}: {label} passing, {where}: {why}")
+                continue
+            ok = all(g.shape == r.shape and np.allclose(g, r, rtol=1e-5, atol=1e-4) for g, r in zip(got, want))
+            check.expect(ok, f"{name}: {label} passing ({len(sel)} boxes), {where}: Div, Clip, MatMul and a "
+                         "broadcast Sub equal to numpy", detail=f"shapes {[g.shape for g in got]}")
+
+
+def empty_static_case(name):
+    """An input declared [0, 4]: dnnl refuses the empty MatMul and Sub
+    (placement keeps them on the CPU) instead of compiling them."""
+    if not check.selected(name):
+        return
+    w = rng.randn(4, 8).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Sub", ["x", "c"], ["y2"])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.ones((1, 4), np.float32), "c")]
+    got, why = run_model(name, nodes, {"x": np.zeros((0, 4), np.float32)},
+                         [("y", TensorProto.FLOAT), ("y2", TensorProto.FLOAT)], inits,
+                         extra=("--target", "dnnl", "--placement", "capability"))
+    check.expect(not why and got[0].shape == (0, 8) and got[1].shape == (0, 4),
+                 f"{name}: an empty MatMul and Sub with --target dnnl give [0, 8] and [0, 4]", detail=why)
+
+
+empty_detections_case("empty_detections")
+empty_static_case("empty_static")
 
 check.finish()

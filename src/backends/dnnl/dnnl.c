@@ -116,6 +116,15 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
     for (int32_t k = 0; k < n->n_outputs; k++)
         if (n->outputs[k].name && !known_rank(&n->outputs[k]))
             return dx_refuse(why, wn, "%s: output '%s' has no known rank <= 6", n->op_type, n->outputs[k].name);
+    /* oneDNN's kernels divide by zero on some empty tensors (matmul, a
+     * broadcast binary: SIGFPE); an empty value costs nothing on the CPU */
+    for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
+        for (int32_t d = 0; v->name && d < v->rank; d++)
+            if (v->dims[d] == 0)
+                return dx_refuse(why, wn, "%s: '%s' has no elements (a dim of 0), which oneDNN does not take",
+                                 n->op_type, v->name);
+    }
     conv_auto_pad ap;
     if (!conv_auto_pad_of(dx_ir(n), &ap))
         return dx_refuse(why, wn, "auto_pad=%s is not supported", node_attr_string(dx_ir(n), "auto_pad", "?"));
