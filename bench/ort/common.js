@@ -17,10 +17,28 @@ function readNpy(file) {
   throw new Error("unsupported npy dtype " + descr);
 }
 
+// An ONNX Runtime tensor as an .npy file (version 1 header, C order).
+const NPY_DESCR = { float32: "<f4", float64: "<f8", int64: "<i8", int32: "<i4", int8: "|i1", uint8: "|u1", bool: "|b1" };
+function writeNpy(file, t) {
+  const descr = NPY_DESCR[t.type];
+  if (!descr) throw new Error("cannot write a " + t.type + " tensor as .npy");
+  const shape = t.dims.length === 1 ? `(${t.dims[0]},)` : `(${t.dims.join(", ")})`;
+  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
+  header += " ".repeat(63 - ((10 + header.length) % 64)) + "\n";
+  const pre = Buffer.alloc(10);
+  pre.write("\x93NUMPY", 0, "latin1");
+  pre[6] = 1;
+  pre[7] = 0;
+  pre.writeUInt16LE(header.length, 8);
+  const data = t.type === "bool" ? Buffer.from(Uint8Array.from(t.data, (v) => (v ? 1 : 0)))
+    : Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, "latin1"), data]));
+}
+
 function sessionOptions(threads, extra) {
   return Object.assign({
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all",
   }, extra || {});
 }
 
-module.exports = { ort, readNpy, sessionOptions };
+module.exports = { ort, readNpy, writeNpy, sessionOptions };
