@@ -395,6 +395,9 @@ static variant *new_variant(seam_exec *e, subgraph_state *s, const seam_tensor *
      * them) */
     bool empty = false;
     for (int32_t i = 0; !st && i < v->g->n_values && !empty; i++) {
+        /* values the body makes (an empty parameter, Resize's roi [0], is
+         * no empty value; an empty input makes empty values) */
+        if (v->g->values[i].producer < 0) continue;
         const ir_type *t = &v->g->values[i].type;
         for (int32_t d = 0; t->kind == IR_TYPE_TENSOR && d < t->rank && !empty; d++) empty = t->dims[d].v == 0;
     }

@@ -20,12 +20,18 @@ usage: /usr/bin/python3 check_cpu_post.py SEAM WORKDIR [-k PATTERN]
    from the compile log: an eltwise, or a convolution's post-op when a Conv
    comes before it), a per-channel slope oneDNN's prelu.
 3. NonMaxSuppression (index.c): classes in parallel, kept boxes in columns
-   checked in branch-free blocks. Against a brute-force numpy
+   checked in branch-free blocks, or in a grid of cells when the boxes are
+   spread out (torchvision's batched_nms moves each class's boxes apart:
+   the offsets cases). Against a brute-force numpy
    implementation of the spec and against ONNX Runtime (bench/ort's
    onnxruntime-node, when installed): the same rows in the same order;
    corner and center boxes, flipped corners, boxes without area, NaN
    scores with a score threshold, max_output_boxes_per_class above N, float64.
-4. Detections that may be none (Greater -> NonZero -> Gather, then Div
+4. Conv with 1 or 3 spatial axes (audio, video) on the packed GEMM and the
+   blocked im2col (conv.c, gemm.c: the 2-D paths' im2col rows over the
+   last axis): padded, strided, dilated, asymmetric, grouped, 1x1, a fused
+   Relu, a weight given at run time, against torch.
+5. Detections that may be none (Greater -> NonZero -> Gather, then Div
    Clip, MatMul and a broadcast Sub on dnnl at shapes known at run time,
    which oneDNN's MatMul and binary die on when empty): no box, one, many;
    against numpy on the CPU and on dnnl (an empty shape runs on the CPU);
@@ -304,10 +310,14 @@ def nms_boxes(B, N, center, dtype):
     return bx.astype(dtype)
 
 
-def nms_case(name, B, C, N, max_out, iou_t=0.5, score_t=0.05, center=0, dtype=np.float32):
+def nms_case(name, B, C, N, max_out, iou_t=0.5, score_t=0.05, center=0, dtype=np.float32, offsets=0):
+    """offsets: boxes in that many groups moved 1000 apart, as
+    torchvision's batched_nms moves each class's boxes (the grid path)."""
     if not check.selected(name):
         return
     boxes = nms_boxes(B, N, center, dtype)
+    if offsets:
+        boxes = (boxes + (rng.randint(offsets, size=(B, N, 1)) * 1000).astype(dtype)).astype(dtype)
     scores = rng.rand(B, C, N).astype(dtype)
     if score_t is not None:  # (without a threshold ONNX Runtime keeps NaN scores, which the spec leaves open)
         scores[rng.rand(B, C, N) < 0.01] = np.nan
@@ -339,6 +349,8 @@ nms_case("nms_corners_classes", 2, 3, 2000, 10000)
 nms_case("nms_center", 1, 2, 1500, 300, center=1)
 nms_case("nms_one_class_many", 1, 1, 6000, 2 ** 62, iou_t=0.45, score_t=None)
 nms_case("nms_float64", 2, 2, 700, 50, dtype=np.float64)
+nms_case("nms_batched_offsets", 1, 2, 8000, 2 ** 40, iou_t=0.5, score_t=0.01, offsets=40)
+nms_case("nms_batched_offsets_center", 1, 1, 3000, 2000, iou_t=0.3, score_t=None, offsets=25, center=1)
 
 
 
@@ -400,6 +412,59 @@ def empty_static_case(name):
     check.expect(not why and got[0].shape == (0, 8) and got[1].shape == (0, 4),
                  f"{name}: an empty MatMul and Sub with --target dnnl give [0, 8] and [0, 4]", detail=why)
 
+
+# ---- 1-D and 3-D convolutions (conv.c, gemm.c) ----
+
+def conv_nd_case(name, x_shape, w_shape, stride=None, pads=None, dil=None, group=1, relu=False, w_input=False):
+    """A Conv of 1 or 3 spatial axes on the packed GEMM (a constant weight)
+    or the blocked im2col (a weight given at run time), against torch."""
+    if not check.selected(name):
+        return
+    n = len(x_shape) - 2
+    x = rng.randn(*x_shape).astype(np.float32)
+    w = (rng.randn(*w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)
+    b = rng.randn(w_shape[0]).astype(np.float32) * 0.1
+    stride, dil = stride or [1] * n, dil or [1] * n
+    pads = pads or [0] * (2 * n)
+    attrs = dict(strides=stride, dilations=dil, pads=pads, group=group)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y"], **attrs)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    feeds, inits = {"x": x}, [numpy_helper.from_array(b, "b")]
+    if w_input:
+        feeds["w"] = w
+    else:
+        inits.append(numpy_helper.from_array(w, "w"))
+    got, why = run_model(name, nodes, feeds, [("y", TensorProto.FLOAT)], inits)
+    if why:
+        return check.fail(f"{name}: {why}")
+    tx = torch.from_numpy(x)
+    lo, hi = pads[:n], pads[n:]
+    pad_arg = []
+    for d in reversed(range(n)):
+        pad_arg += [lo[d], hi[d]]
+    tx = torch.nn.functional.pad(tx, pad_arg)
+    f = {1: torch.nn.functional.conv1d, 3: torch.nn.functional.conv3d}[n]
+    with torch.no_grad():
+        want = f(tx, torch.from_numpy(w), torch.from_numpy(b), stride=stride, dilation=dil, groups=group)
+        if relu:
+            want = torch.relu(want)
+    e = seamtest.rel_err(got[0], want.numpy())
+    check.expect(got[0].shape == tuple(want.shape) and e <= 1e-5,
+                 f"{name}: X {list(x_shape)} W {list(w_shape)} against torch: {e:.1e}",
+                 detail=f"shape {got[0].shape}, want {tuple(want.shape)}")
+
+
+conv_nd_case("conv3d_video_block", (1, 64, 8, 28, 28), (64, 64, 3, 3, 3), pads=[1, 1, 1, 1, 1, 1], relu=True)
+conv_nd_case("conv3d_stem_strided", (1, 3, 8, 56, 56), (32, 3, 3, 7, 7), stride=[1, 2, 2], pads=[1, 3, 3, 1, 3, 3])
+conv_nd_case("conv3d_asym_dilated", (2, 16, 6, 17, 19), (24, 16, 3, 2, 3), dil=[1, 2, 1], pads=[0, 1, 2, 2, 0, 1])
+conv_nd_case("conv3d_grouped", (1, 32, 4, 20, 20), (48, 8, 1, 3, 3), group=4, pads=[0, 1, 1, 0, 1, 1])
+conv_nd_case("conv3d_temporal_1x1", (1, 64, 8, 14, 14), (128, 64, 3, 1, 1), stride=[2, 1, 1], pads=[1, 0, 0, 1, 0, 0])
+conv_nd_case("conv3d_runtime_weight", (1, 16, 6, 24, 24), (32, 16, 3, 3, 3), pads=[1, 1, 1, 1, 1, 1], w_input=True)
+conv_nd_case("conv1d_audio", (1, 128, 4000), (128, 128, 3), dil=[4], pads=[4, 4], relu=True)
+conv_nd_case("conv1d_encoder_strided", (2, 1, 16000), (256, 1, 16), stride=[8], pads=[0, 0])
+conv_nd_case("conv1d_pointwise", (1, 256, 3000), (512, 256, 1))
+conv_nd_case("conv1d_runtime_weight", (1, 64, 2500), (96, 64, 5), pads=[2, 3], w_input=True)
 
 empty_detections_case("empty_detections")
 empty_static_case("empty_static")

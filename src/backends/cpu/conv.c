@@ -150,8 +150,8 @@ static void conv_state_free(void *p) {
 typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dwconv.c */
     CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
-    CONV_PACKED,    /* float32 2-D with a packed constant weight: cpu_gemm_run */
-    CONV_BLOCKED,   /* float32 2-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
+    CONV_PACKED,    /* float32 1-D to 3-D with a packed constant weight: cpu_gemm_run */
+    CONV_BLOCKED,   /* float32 1-D to 3-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
     CONV_DIRECT,    /* 1x1, stride 1, unpadded: the input is the column matrix, sgemm */
     CONV_IM2COL,    /* the rest: the whole column matrix, then sgemm */
 } conv_kind;
@@ -289,13 +289,13 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
         r->kind = CONV_DEPTHWISE;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 && cpu_wino_fits(w, Cg, Mg))
         r->kind = CONV_WINOGRAD;
-    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 && Kg > 0 &&
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n <= 3 && Kg > 0 &&
              packed_pays(Mg, Kg, out_prod, r->direct) && cpu_gemm_available())
         r->kind = CONV_PACKED;
     else if (r->direct)
         r->kind = CONV_DIRECT;
-    else if (!r->f64 && w->n == 2 && Kg > 0 && cb->blocks > 1 && cb->blocks * group >= 4)
-        r->kind = CONV_BLOCKED; /* float32 2-D with many output pixels per column block */
+    else if (!r->f64 && w->n <= 3 && Kg > 0 && cb->blocks > 1 && cb->blocks * group >= 4)
+        r->kind = CONV_BLOCKED; /* float32 1-D to 3-D with many output pixels per column block */
     const conv_state *cs = r->cs;
     r->prepacked = r->kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
                    cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
@@ -441,24 +441,26 @@ seam_status cpu_conv_run(seam_kernel *k) {
 }
 
 
-/* A float32 2-D Conv with a constant weight, on a CPU with AVX-512: the
- * weight packed for the packed GEMM, a matrix [M / group, C / group * kh *
- * kw] per group. Nothing when the conv is depthwise (dwconv.c runs it), or
+/* A float32 1-D, 2-D or 3-D Conv with a constant weight, on a CPU with
+ * AVX-512: the weight packed for the packed GEMM, a matrix [M / group, C /
+ * group * the kernel's size] per group. Nothing when the conv is depthwise (dwconv.c runs it), or
  * out of memory (the OpenBLAS path then runs it). */
 static void conv_pack(seam_check *c) {
     const ir_tensor *wt = cpu_constant_input(c, 1);
-    if (!wt || wt->dtype != SEAM_DTYPE_FLOAT32 || wt->rank != 4 || !wt->data || check_in_dtype(c, 0) != SEAM_DTYPE_FLOAT32)
+    if (!wt || wt->dtype != SEAM_DTYPE_FLOAT32 || wt->rank < 3 || wt->rank > 5 || !wt->data ||
+        check_in_dtype(c, 0) != SEAM_DTYPE_FLOAT32)
         return;
     int64_t group = node_attr_int(c->n, "group", 1), M = wt->dims[0], Cg = wt->dims[1];
-    if (group < 1 || M % group || (Cg == 1 && group > 1)) return;
-    int64_t Mg = M / group, Kg = Cg * wt->dims[2] * wt->dims[3];
+    if (group < 1 || M % group || (Cg == 1 && group > 1 && wt->rank == 4)) return;
+    int64_t Mg = M / group, Kg = Cg;
+    for (int32_t d = 2; d < wt->rank; d++) Kg = wt->dims[d] > 0 && Kg <= CPU_BLAS_MAX / wt->dims[d] ? Kg * wt->dims[d] : -1;
     if (Mg < 1 || Kg < 1 || Kg > CPU_BLAS_MAX || Mg > CPU_BLAS_MAX || (size_t)wt->numel * sizeof(float) != wt->nbytes)
         return;
     /* Winograd when the sizes fit it: the input's H and W if inference
      * knows them, else 56 x 56 (conv_pick decides with the real sizes, and
      * transforms the weights then if they were not here) */
     const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
-    if (wt->dims[2] == 3 && wt->dims[3] == 3 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4) {
+    if (wt->rank == 4 && wt->dims[2] == 3 && wt->dims[3] == 3 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4) {
         int64_t in[2], ks[2] = {3, 3};
         for (int32_t d = 0; d < 2; d++) in[d] = xt->dims[2 + d].v >= 1 ? xt->dims[2 + d].v : 56;
         conv_geom g;
@@ -478,8 +480,8 @@ static void conv_pack(seam_check *c) {
     if (!cpu_gemm_available()) return;
     /* the output's pixels when inference knows them */
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
-    int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == 4 ? 1 : -1;
-    for (int32_t d = 2; out_prod >= 0 && d < 4; d++) out_prod = yt->dims[d].v >= 0 ? out_prod * yt->dims[d].v : -1;
+    int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == wt->rank ? 1 : -1;
+    for (int32_t d = 2; out_prod >= 0 && d < wt->rank; d++) out_prod = yt->dims[d].v >= 0 ? out_prod * yt->dims[d].v : -1;
     if (!packed_pays(Mg, Kg, out_prod, conv_attrs_direct(c->n, wt))) return;
     conv_state *s = calloc(1, sizeof(*s));
     if (!s) return;

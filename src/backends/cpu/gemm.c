@@ -110,7 +110,53 @@ void cpu_gemm_packed_free(cpu_gemm_packed *p) {
 
 /* ---- packing B ---- */
 
+/* cpu_im2col_row of a conv with 1 or 3 (any but 2) spatial axes: the
+ * last axis as the 2-D path's W, the others as its H, their input index
+ * found per run of output pixels along the last axis. */
+static void im2col_row_nd(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst) {
+    int32_t n = w->n, last = n - 1;
+    int64_t kidx[CONV_MAX_SPATIAL], kprod = 1, in_prod = 1;
+    for (int32_t d = 0; d < n; d++) kprod *= w->kernel[d], in_prod *= w->in[d];
+    int64_t c = row / kprod, r = row % kprod;
+    for (int32_t d = last; d >= 0; d--) kidx[d] = r % w->kernel[d], r /= w->kernel[d];
+    const float *src = x + c * in_prod;
+    int64_t W = w->in[last], OW = w->out[last], sw = w->stride[last];
+    int64_t base = -w->pad_lo[last] + kidx[last] * w->dil[last];
+    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t p = p0, end = p0 + nc; p < end;) {
+        int64_t outer = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
+        float *d = dst + (p - p0);
+        /* the input row of this run: inside, or a row of zeros */
+        int64_t off = 0, scale = 1;
+        bool inside = true;
+        for (int32_t a = last - 1; a >= 0; a--) {
+            int64_t o = outer % w->out[a], i = o * w->stride[a] - w->pad_lo[a] + kidx[a] * w->dil[a];
+            outer /= w->out[a];
+            inside &= i >= 0 && i < w->in[a];
+            off += i * scale, scale *= w->in[a];
+        }
+        if (!inside) {
+            memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
+        } else {
+            const float *srow = src + off * W;
+            int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
+            for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
+            if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
+            else
+                for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
+            for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
+        }
+        p += ow1 - ow;
+    }
+}
+
 void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0, int64_t nc, float *dst) {
+    if (w->n != 2) {
+        im2col_row_nd(w, x, row, p0, nc, dst);
+        return;
+    }
     int64_t H = w->in[0], W = w->in[1], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t kprod = KH * KW, c = row / kprod, ka = row % kprod / KW, kb = row % KW;
     int64_t sh = w->stride[0], sw = w->stride[1];

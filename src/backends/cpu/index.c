@@ -722,6 +722,95 @@ CPU_HOT static bool nms_suppressed(const nms_kept *k, const double *c, double ca
     return false;
 }
 
+/* Kept boxes in a grid of square cells at least as big as any box, so
+ * that boxes that intersect lie in the same or neighbouring cells: a
+ * candidate is checked against the kept boxes of 9 cells, not all. It pays
+ * where boxes are spread over an area many boxes wide, as with the class
+ * offsets of torchvision's batched_nms (one class, each class's boxes
+ * moved far from the others'). The cells are a hash table of lists
+ * (head per cell, next per kept box). Which kept box is checked first
+ * does not change the result: a candidate goes if any overlaps. */
+typedef struct nms_grid {
+    double y0, x0, cell;
+    int64_t cols, mask;
+    int64_t *keys, *head, *next; /* table of mask + 1 cells; next per kept box */
+} nms_grid;
+
+/* Sets up the grid for candidate boxes cand[0..n) of box[] when it pays:
+ * false (use the columns) when boxes are not spread out or not finite. */
+static bool nms_grid_init(nms_grid *gr, const double *box, const nms_box *cand, int64_t n, int64_t max_out) {
+    double y0 = INFINITY, x0 = INFINITY, y1 = -INFINITY, x1 = -INFINITY, big = 0;
+    int64_t with_area = 0;
+    for (int64_t q = 0; q < n; q++) {
+        const double *b = box + 4 * cand[q].i;
+        double h = b[2] - b[0], w = b[3] - b[1];
+        if (!(h > 0 && w > 0)) continue; /* never kept in the grid */
+        with_area++;
+        y0 = fmin(y0, b[0]), x0 = fmin(x0, b[1]), y1 = fmax(y1, b[2]), x1 = fmax(x1, b[3]);
+        big = fmax(big, fmax(h, w));
+    }
+    if (with_area < 256 || !isfinite(y0) || !isfinite(x0) || !isfinite(y1) || !isfinite(x1) || !isfinite(big))
+        return false;
+    /* cells at least `big` wide, at most 2^20 a side */
+    double cell = fmax(big, fmax(y1 - y0, x1 - x0) / (double)(1 << 20));
+    double rows = floor((y1 - y0) / cell) + 1, cols = floor((x1 - x0) / cell) + 1;
+    if (rows * cols < 64) return false; /* all in a few cells: the columns are faster */
+    int64_t cap = 64;
+    int64_t keep = max_out < with_area ? max_out : with_area;
+    while (cap < 2 * keep) cap *= 2;
+    gr->y0 = y0, gr->x0 = x0, gr->cell = cell, gr->cols = (int64_t)cols + 2, gr->mask = cap - 1;
+    gr->keys = malloc(sizeof(int64_t) * (size_t)cap);
+    gr->head = malloc(sizeof(int64_t) * (size_t)cap);
+    gr->next = malloc(sizeof(int64_t) * (size_t)(keep + 1));
+    if (!gr->keys || !gr->head || !gr->next) {
+        free(gr->keys), free(gr->head), free(gr->next);
+        return false;
+    }
+    for (int64_t k = 0; k < cap; k++) gr->keys[k] = -1;
+    return true;
+}
+
+static void nms_grid_free(nms_grid *gr) { free(gr->keys), free(gr->head), free(gr->next); }
+
+/* The cell key of a point, 1-based so that the neighbours of row and
+ * column 0 have keys too. */
+static int64_t nms_cell(const nms_grid *gr, double y, double x) {
+    int64_t r = (int64_t)floor((y - gr->y0) / gr->cell) + 1, c = (int64_t)floor((x - gr->x0) / gr->cell) + 1;
+    return r * gr->cols + c;
+}
+
+/* The slot of key in the table: where it is, or the empty one to take. */
+static int64_t nms_slot(const nms_grid *gr, int64_t key) {
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    int64_t at = (int64_t)(h >> 20) & gr->mask;
+    while (gr->keys[at] != key && gr->keys[at] != -1) at = (at + 1) & gr->mask;
+    return at;
+}
+
+static bool nms_grid_suppressed(const nms_grid *gr, const nms_kept *k, const double *c, double ca, double t) {
+    int64_t key = nms_cell(gr, c[0], c[1]);
+    for (int64_t dr = -1; dr <= 1; dr++)
+        for (int64_t dc = -1; dc <= 1; dc++) {
+            int64_t at = nms_slot(gr, key + dr * gr->cols + dc);
+            if (gr->keys[at] == -1) continue;
+            for (int64_t s = gr->head[at]; s >= 0; s = gr->next[s]) {
+                /* (selects, as in nms_suppressed: fmin and fmax are calls) */
+                double lo_y = c[0] > k->y1[s] ? c[0] : k->y1[s], hi_y = c[2] < k->y2[s] ? c[2] : k->y2[s];
+                double lo_x = c[1] > k->x1[s] ? c[1] : k->x1[s], hi_x = c[3] < k->x2[s] ? c[3] : k->x2[s];
+                double ih = hi_y - lo_y, iw = hi_x - lo_x;
+                if (ih > 0 && iw > 0 && ih * iw / (ca + k->area[s] - ih * iw) > t) return true;
+            }
+        }
+    return false;
+}
+
+static void nms_grid_add(nms_grid *gr, int64_t s, const double *c) {
+    int64_t key = nms_cell(gr, c[0], c[1]), at = nms_slot(gr, key);
+    if (gr->keys[at] == -1) gr->keys[at] = key, gr->head[at] = -1;
+    gr->next[s] = gr->head[at];
+    gr->head[at] = s;
+}
+
 typedef struct nms_job {
     const seam_tensor *scores;
     const double *box; /* [B, N, 4] corners */
@@ -766,17 +855,23 @@ static void nms_classes(void *arg, int64_t begin, int64_t end) {
         }
         int64_t mo = j->max_out, n_sel = 0, *out = j->out + bc * mo * 3;
         nms_kept kept = {cols, cols + mo, cols + 2 * mo, cols + 3 * mo, cols + 4 * mo, 0};
+        nms_grid grid = {0};
+        bool gridded = nms_grid_init(&grid, box, cand, n, mo);
         for (int64_t q = 0; q < n && n_sel < mo; q++) {
             const double *bq = box + 4 * cand[q].i;
             double area = (bq[2] - bq[0]) * (bq[3] - bq[1]);
             if (area > 0) {
-                if (nms_suppressed(&kept, bq, area, j->iou_t)) continue;
+                if (gridded ? nms_grid_suppressed(&grid, &kept, bq, area, j->iou_t)
+                            : nms_suppressed(&kept, bq, area, j->iou_t))
+                    continue;
                 int64_t at = kept.n++;
                 kept.y1[at] = bq[0], kept.x1[at] = bq[1], kept.y2[at] = bq[2], kept.x2[at] = bq[3], kept.area[at] = area;
+                if (gridded) nms_grid_add(&grid, at, bq);
             }
             out[3 * n_sel] = b, out[3 * n_sel + 1] = c, out[3 * n_sel + 2] = cand[q].i;
             n_sel++;
         }
+        if (gridded) nms_grid_free(&grid);
         j->count[bc] = n_sel;
     }
     free(keys), free(cand), free(cols);

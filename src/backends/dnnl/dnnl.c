@@ -117,8 +117,10 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
         if (n->outputs[k].name && !known_rank(&n->outputs[k]))
             return dx_refuse(why, wn, "%s: output '%s' has no known rank <= 6", n->op_type, n->outputs[k].name);
     /* oneDNN's kernels divide by zero on some empty tensors (matmul, a
-     * broadcast binary: SIGFPE); an empty value costs nothing on the CPU */
+     * broadcast binary: SIGFPE); an empty value costs nothing on the CPU.
+     * (An empty constant is a parameter: Resize's roi [0].) */
     for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        if (k < n->n_inputs && dx_const_input(n, k)) continue;
         const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
         for (int32_t d = 0; v->name && d < v->rank; d++)
             if (v->dims[d] == 0)
