@@ -110,6 +110,26 @@ void cpu_gemm_packed_free(cpu_gemm_packed *p) {
 
 /* ---- packing B ---- */
 
+/* The output columns [lo, hi) of a row whose input column (q * sw +
+ * base) is inside [0, W). */
+static void im2col_bounds(int64_t W, int64_t OW, int64_t sw, int64_t base, int64_t *lo, int64_t *hi) {
+    *lo = base >= 0 ? 0 : (-base + sw - 1) / sw, *hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
+    if (*hi > OW) *hi = OW;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* Output pixels [ow, ow1) of one row into d: input row srow where the
+ * column is inside ([lo, hi)), zeros elsewhere. */
+static inline void im2col_run(float *d, const float *srow, int64_t ow, int64_t ow1, int64_t lo, int64_t hi, int64_t sw,
+                              int64_t base) {
+    int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
+    for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
+    if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
+    else
+        for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
+    for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
+}
+
 /* cpu_im2col_row of a conv with 1 or 3 (any but 2) spatial axes: the
  * last axis as the 2-D path's W, the others as its H, their input index
  * found per run of output pixels along the last axis. */
@@ -122,9 +142,8 @@ static void im2col_row_nd(const conv_geom *w, const float *x, int64_t row, int64
     const float *src = x + c * in_prod;
     int64_t W = w->in[last], OW = w->out[last], sw = w->stride[last];
     int64_t base = -w->pad_lo[last] + kidx[last] * w->dil[last];
-    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
-    if (hi > OW) hi = OW;
-    if (lo > hi) lo = hi;
+    int64_t lo, hi;
+    im2col_bounds(W, OW, sw, base, &lo, &hi);
     for (int64_t p = p0, end = p0 + nc; p < end;) {
         int64_t outer = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
         float *d = dst + (p - p0);
@@ -141,12 +160,7 @@ static void im2col_row_nd(const conv_geom *w, const float *x, int64_t row, int64
             memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
         } else {
             const float *srow = src + off * W;
-            int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
-            for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
-            if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
-            else
-                for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
-            for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
+            im2col_run(d, srow, ow, ow1, lo, hi, sw, base);
         }
         p += ow1 - ow;
     }
@@ -163,9 +177,8 @@ void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0,
     const float *src = x + c * H * W;
     int64_t base = -w->pad_lo[1] + kb * w->dil[1];
     /* the output columns whose input column is inside: [lo, hi) */
-    int64_t lo = base >= 0 ? 0 : (-base + sw - 1) / sw, hi = W - base > 0 ? (W - base + sw - 1) / sw : 0;
-    if (hi > OW) hi = OW;
-    if (lo > hi) lo = hi;
+    int64_t lo, hi;
+    im2col_bounds(W, OW, sw, base, &lo, &hi);
     for (int64_t p = p0, end = p0 + nc; p < end;) {
         int64_t oh = p / OW, ow = p % OW, ow1 = OW - ow < end - p ? OW : ow + (end - p);
         float *d = dst + (p - p0); /* d[0] is pixel (oh, ow) */
@@ -174,12 +187,7 @@ void cpu_im2col_row(const conv_geom *w, const float *x, int64_t row, int64_t p0,
             memset(d, 0, sizeof(float) * (size_t)(ow1 - ow));
         } else {
             const float *srow = src + ih * W;
-            int64_t a = lo < ow ? ow : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
-            for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
-            if (sw == 1 && b > a) memcpy(d + (a - ow), srow + a + base, sizeof(float) * (size_t)(b - a));
-            else
-                for (int64_t q = a; q < b; q++) d[q - ow] = srow[q * sw + base];
-            for (int64_t q = b; q < ow1; q++) d[q - ow] = 0.0f;
+            im2col_run(d, srow, ow, ow1, lo, hi, sw, base);
         }
         p += ow1 - ow;
     }
