@@ -146,9 +146,13 @@ static bool compute(seam_model *m, ir_graph *g, int32_t idx, seam_pool *pool, se
         ir_tensor *t = seam_arena_calloc(&m->arena, 1, sizeof(*t));
         if (!t) goto done;
         *t = (ir_tensor){g->values[n->outputs[k]].name, NULL, y->dtype, y->rank, NULL, y->numel, NULL, y->nbytes, NULL};
-        t->dims = seam_arena_memdup(&m->arena, y->dims, sizeof(int64_t) * ((size_t)y->rank + 1));
-        t->data = seam_arena_memdup(&m->arena, y->data, y->nbytes + 1);
+        /* (one byte or dim more than needed: an empty or scalar value gets
+         * memory of its own too) */
+        t->dims = seam_arena_calloc(&m->arena, (size_t)y->rank + 1, sizeof(int64_t));
+        t->data = seam_arena_alloc(&m->arena, y->nbytes + 1);
         if (!t->dims || !t->data) goto done;
+        memcpy(t->dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
+        if (y->nbytes) memcpy(t->data, y->data, y->nbytes);
         res[k] = t;
     }
     for (int32_t k = 0; k < n->n_outputs; k++) {
