@@ -139,8 +139,43 @@ def attr_value(a):
     return v
 
 
-def collect_model(path, seam, stats):
-    """Yields (key, case) for every timed node of one model."""
+def simple_body(node):
+    """The branches of an If with at most 40 nodes and no control flow inside, else None."""
+    if node.op_type != "If":
+        return None
+    gs = [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+    if any(len(b.node) > 40 or any(n.op_type in CONTROL for n in b.node) for b in gs):
+        return None
+    return gs
+
+
+def outer_names(b):
+    made = {o for n in b.node for o in n.output} | {i.name for i in b.initializer} | {i.name for i in b.input}
+    return sorted({x for n in b.node for x in n.input if x and x not in made})
+
+
+def body_model(m, b, outer, consts, got, types, path, k):
+    """A branch as a model of its own: outer values it reads become inputs (NAME.input*.npy next to it,
+    from the run of the parent) or initializers (the parent's constants)."""
+    feeds = [x for x in outer if x not in consts]
+    if any(x not in got for x in feeds):
+        return None
+    inits = [numpy_helper.from_array(np.asarray(consts[x]), x) for x in outer if x in consts]
+    ins = [helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(got[x].dtype)
+                                         if hasattr(helper, "np_dtype_to_tensor_dtype") else
+                                         onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[got[x].dtype], list(got[x].shape))
+           for x in feeds]
+    g = helper.make_graph(list(b.node), b.name or "body", ins, list(b.output), list(b.initializer) + inits)
+    bm = helper.make_model(g, opset_imports=list(m.opset_import), ir_version=m.ir_version)
+    base = path + f"-if{k}"
+    onnx.save(bm, base + ".onnx")
+    for j, x in enumerate(feeds):
+        np.save(base + (".input.npy" if j == 0 else f".input_{j}.npy"), got[x])
+    return base + ".onnx"
+
+
+def collect_model(path, seam, stats, label=None):
+    """Yields (key, case) for every timed node of one model (and of its simple If branches)."""
     m = onnx.load(path)
     g = m.graph
     inits = {i.name: i for i in g.initializer}
@@ -173,11 +208,17 @@ def collect_model(path, seam, stats):
                                      list(consts[node.output[0]].shape))
             static.add(node.output[0])
     timed = []
+    bodies = []
     for node in g.node:
         if node.op_type == "Constant":
             continue
         if node.op_type in CONTROL:
-            stats["control flow (skipped)"] += 1
+            gs = simple_body(node)
+            if gs:
+                bodies += gs
+                stats["If branches timed"] += len(gs)
+            else:
+                stats["control flow (skipped)"] += 1
             continue
         ins = [x for x in node.input if x]
         if node.op_type in ("Shape", "Size") and ins and types.get(ins[0], (0, None))[1] is not None \
@@ -199,8 +240,17 @@ def collect_model(path, seam, stats):
             et, shape = types.get(x, (None, None))
             if shape is None or None in shape or x in static or (np.prod(shape) <= 64 and et != TensorProto.FLOAT):
                 want.add(x)
+    for b in bodies:
+        want.update(x for x in outer_names(b) if x not in consts)
     with tempfile.TemporaryDirectory() as work:
         got = materialize(seam, path, m, sorted(want), types, feeds, work)
+        mname = label or os.path.basename(path)
+        for k, b in enumerate(bodies):
+            bp = body_model(m, b, outer_names(b), consts, got, types, os.path.join(work, "body"), k)
+            if bp is None:
+                stats["If branch without its inputs (skipped)"] += 1
+                continue
+            yield from collect_model(bp, seam, stats, f"{mname} (If branch)")
     for n, arr in got.items():
         et = helper.np_dtype_to_tensor_dtype(arr.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype") else \
             onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[arr.dtype]
@@ -208,7 +258,6 @@ def collect_model(path, seam, stats):
         if n in static or arr.size <= 64 and arr.dtype != np.float32:
             consts.setdefault(n, arr) if n in static else None
     small_runtime = {n: a for n, a in got.items() if a.size <= 64 and a.dtype != np.float32}
-    mname = os.path.basename(path)
     for node in timed:
         inputs = []
         ok = True
@@ -236,19 +285,43 @@ def collect_model(path, seam, stats):
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
             stats["control flow (skipped)"] += 1
             continue
-        key_inputs = []
-        for i in inputs:
-            if i is None:
-                key_inputs.append(None)
-            else:
-                v = i["value"]
-                key_inputs.append([i["shape"], i["dtype"], i["const"],
-                                   v.tolist() if v is not None and v.size <= KEY_VALUE and i["const"] else None])
-        key = json.dumps([node.domain or "", node.op_type, attrs, key_inputs, len(node.output)], sort_keys=True)
-        yield key, {"op": node.op_type, "domain": node.domain or "", "attrs": attrs, "inputs": inputs, "outputs": outs,
+        c = {"op": node.op_type, "domain": node.domain or "", "attrs": attrs, "inputs": inputs, "outputs": outs,
                     "opset": {o.domain: o.version for o in m.opset_import}, "ir_version": m.ir_version,
                     "node": node.name, "model": mname,
                     "attr_protos": [a.SerializeToString() for a in node.attribute]}
+        yield case_key(c), c
+
+
+def case_key(c):
+    key_inputs = []
+    for i in c["inputs"]:
+        if i is None:
+            key_inputs.append(None)
+        else:
+            v = i["value"]
+            key_inputs.append([i["shape"], i["dtype"], i["const"],
+                               v.tolist() if v is not None and v.size <= KEY_VALUE and i["const"] else None])
+    return json.dumps([c["domain"], c["op"], c["attrs"], key_inputs, len(c["outputs"])], sort_keys=True)
+
+
+POST = {"NonMaxSuppression", "TopK", "GatherND", "ScatterND", "RoiAlign", "NonZero"}
+SYNTH_ROWS = 1000
+
+
+def synthetic(c):
+    """A post-processing case whose data-dependent rows were 0 in the run (random weights detect nothing):
+    the same case with every 0 dim of a non-constant input made SYNTH_ROWS."""
+    if c["op"] not in POST or not any(i and not i["const"] and 0 in i["shape"] for i in c["inputs"]):
+        return None
+    s = dict(c)
+    s["inputs"] = [None if i is None else dict(i, shape=[SYNTH_ROWS if d == 0 else d for d in i["shape"]])
+                   if not i["const"] else i for i in c["inputs"]]
+    for i in s["inputs"]:  # run-time values (TopK's k) came from the empty run: drawn again
+        if i is not None and i.get("runtime_value"):
+            i["value"] = None
+    s["outputs"] = [dict(o, shape=None) for o in c["outputs"]]
+    s["model"] = c["model"] + f" (0 rows -> {SYNTH_ROWS}, synthetic)"
+    return s
 
 
 def collect(dirs, seam, ops=None):
@@ -260,16 +333,18 @@ def collect(dirs, seam, ops=None):
             if os.path.basename(path) == "peak_matmul.onnx":
                 continue
             try:
-                for key, c in collect_model(path, seam, stats):
+                for key, c0 in collect_model(path, seam, stats):
                     stats["nodes"] += 1
-                    if ops and c["op"] not in ops:
-                        continue
-                    if key in cases:
-                        cases[key]["count"] += 1
-                        cases[key]["models"].add(c["model"])
-                    else:
-                        c["count"], c["models"] = 1, {c["model"]}
-                        cases[key] = c
+                    syn = synthetic(c0)
+                    for k, c in [(key, c0)] + ([(case_key(syn), syn)] if syn else []):
+                        if ops and c["op"] not in ops:
+                            continue
+                        if k in cases:
+                            cases[k]["count"] += 1
+                            cases[k]["models"].add(c["model"])
+                        else:
+                            c["count"], c["models"] = 1, {c["model"]}
+                            cases[k] = c
             except Exception as e:  # noqa: BLE001
                 print(f"op_corpus: {path}: {type(e).__name__}: {e}", file=sys.stderr)
                 stats["models failed"] += 1
@@ -367,8 +442,8 @@ def gen_data(c, k, rng, shape, dtype):
         return np.stack([x1, y1, np.minimum(x2, w - 1), np.minimum(y2, h - 1)], -1).astype(npd)
     if op == "RoiAlign" and k == 2:
         return rng.integers(0, dim_of(0, 0), size=shape).astype(npd)
-    if op == "TopK" and k == 1:
-        return np.array([min(10, dim_of(0, a.get("axis", -1)))], npd)
+    if op == "TopK" and k == 1:  # torchvision's detectors: topk_candidates 1000
+        return np.array([min(1000, dim_of(0, a.get("axis", -1)))], npd)
     if npd == np.bool_:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     if np.issubdtype(npd, np.integer):
