@@ -198,6 +198,31 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def stext(c):
+    return c.get("shape_text") or op_corpus.shape_class(c)
+
+
+def from_json(a, files):
+    """cases, results, stats, floors of saved --json runs, merged (a case in several: counts added)."""
+    cases, results, stats, floors = collections.OrderedDict(), {}, collections.Counter(), {}
+    for f in files:
+        d = json.load(open(f))
+        stats.update(d["stats"])
+        floors = floors or d.get("floors", {})
+        for c in d["cases"]:
+            r = c.get("result")
+            if not r:
+                continue
+            k = r["id"]
+            if k in cases:
+                cases[k]["count"] += c["count"]
+                cases[k]["models"] |= set(c["models"])
+                continue
+            cases[k] = dict(c, shape_text=c["shape"], models=set(c["models"]))
+            results[k] = r
+    return cases, results, stats, floors
+
+
 def report(a, cases, results, stats, out, floors):
     rows = []
     ort_floor = floors.get("ort_us") or 0.0
@@ -206,7 +231,7 @@ def report(a, cases, results, stats, out, floors):
         if not r:
             continue
         cpu, dn, ort = r.get("cpu_us"), r.get("dnnl_us"), r.get("ort_us")
-        rows.append({"key": key, "op": c["op"], "shape": op_corpus.shape_class(c), "count": c["count"],
+        rows.append({"key": key, "op": c["op"], "shape": stext(c), "count": c["count"],
                      "models": len(c["models"]), "cpu": cpu, "dnnl": dn, "ort": ort, "cpu_r": ratio(cpu, ort),
                      "dnnl_r": ratio(dn, ort), "impl": impl_of(r.get("probe")), "refs": refs_of(r.get("probe")),
                      "overhead": bool(ort is not None and (min(x for x in (cpu, ort) if x is not None) < OVERHEAD_US
@@ -285,9 +310,9 @@ def report(a, cases, results, stats, out, floors):
             e = r.get(side + "_error")
             if e:
                 bad += 1
-                p.append(f"- {side}: {c['op']} {op_corpus.shape_class(c)[:90]}: {e}\n  `{r[side + '_cmd']}`")
+                p.append(f"- {side}: {c['op']} {stext(c)[:90]}: {e}\n  `{r[side + '_cmd']}`")
         if r.get("ort_error"):
-            p.append(f"- ORT: {c['op']} {op_corpus.shape_class(c)[:90]}: {r['ort_error'][:200]}")
+            p.append(f"- ORT: {c['op']} {stext(c)[:90]}: {r['ort_error'][:200]}")
     if not bad:
         p.append("none")
     nt = collections.Counter()
@@ -367,11 +392,16 @@ def main():
     ap.add_argument("--spincount", type=int, default=100000,
                     help="GOMP_SPINCOUNT for seam's runs (-1: the CLI's default, OMP_WAIT_POLICY=ACTIVE, whose "
                          "endless spinning cost 4-40 ms per run while other jobs shared the 2 cores)")
+    ap.add_argument("--from-json", nargs="+", help="print the report of saved --json runs (merged) and exit")
     ap.add_argument("--time-limit", type=float, default=0, help="stop starting rounds/cases after S seconds")
     a = ap.parse_args()
     a.seam = os.path.abspath(a.seam)
     if a.spincount >= 0 and "OMP_WAIT_POLICY" not in os.environ:
         SPIN["GOMP_SPINCOUNT"] = str(a.spincount)
+    if a.from_json:
+        cases, results, stats, floors = from_json(a, a.from_json)
+        print(report(a, cases, results, stats, a.md, floors)[0])
+        return
     dirs = list(a.dirs)
     if not dirs:
         if not os.path.exists("/work/bench-models/resnet18.onnx"):
