@@ -167,7 +167,7 @@ def generic_of(probe):
     """oneDNN's generic reorder (simple:any), the slow path of a reorder/copy."""
     out = []
     for p in (probe or {}).get("prims", []):
-        if "simple:any" in p and p not in out:
+        if ("simple:any" in p or "simple_nchw" in p) and p not in out:
             out.append(p)
     return out
 
@@ -231,30 +231,43 @@ def report(a, cases, results, stats, out, floors):
         if not r:
             continue
         cpu, dn, ort = r.get("cpu_us"), r.get("dnnl_us"), r.get("ort_us")
+        cpum, dnm, ortm = (r.get(x + "_min_us") if r.get(x + "_us") is not None else None for x in ("cpu", "dnnl", "ort"))
+        lo = [x for x in (cpum, ortm - ort_floor if ortm is not None else None) if x is not None]
         rows.append({"key": key, "op": c["op"], "shape": stext(c), "count": c["count"],
                      "models": len(c["models"]), "cpu": cpu, "dnnl": dn, "ort": ort, "cpu_r": ratio(cpu, ort),
-                     "dnnl_r": ratio(dn, ort), "impl": impl_of(r.get("probe")), "refs": refs_of(r.get("probe")),
-                     "overhead": bool(ort is not None and (min(x for x in (cpu, ort) if x is not None) < OVERHEAD_US
-                                                           or ort - ort_floor < OVERHEAD_US)),
+                     "dnnl_r": ratio(dn, ort), "cpu_min": cpum, "dnnl_min": dnm, "ort_min": ortm,
+                     "cpu_rm": ratio(cpum, ortm), "dnnl_rm": ratio(dnm, ortm),
+                     "disturbed": any(m is not None and x is not None and x > 3 * max(m, 0.5)
+                                      for x, m in ((cpu, cpum), (dn, dnm), (ort, ortm))),
+                     "impl": impl_of(r.get("probe")), "refs": refs_of(r.get("probe")),
+                     "overhead": bool(ort is not None and lo and min(lo) < OVERHEAD_US),
                      "generic": generic_of(r.get("probe")), "kernel_us": (r.get("probe") or {}).get("kernel_us"),
                      "dnnl_note": "" if (r.get("probe") or {}).get("taken") else
                      ((r.get("probe") or {}).get("reason") or (r.get("probe") or {}).get("error") or ""),
                      "id": r["id"]})
 
-    def worst(rw):
-        return max(rw["cpu_r"] or 0, rw["dnnl_r"] or 0)
+    def worst(rw):  # on the minima: the medians of a 2-thread run on a loaded 2-core machine are scheduler ticks
+        return max(rw["cpu_rm"] or rw["cpu_r"] or 0, rw["dnnl_rm"] or rw["dnnl_r"] or 0)
 
     def line(rw):
         mark = " (overhead)" if rw["overhead"] else ""
         impl = rw["impl"] or ("not taken" if not rw["dnnl"] else "")
         if rw["refs"]:
             impl = "**REF** " + impl
-        cr = f"{rw['cpu_r']:.2f}" if rw["cpu_r"] else "-"
-        dr = f"{rw['dnnl_r']:.2f}" if rw["dnnl_r"] else "-"
-        return (f"| {rw['op']} | {rw['shape'][:90]}{mark} | {rw['count']} ({rw['models']}m) | {fmt(rw['cpu'])} | "
-                f"{fmt(rw['dnnl'])} | {fmt(rw['ort'])} | {cr} | {dr} | {impl[:80]} |")
+        if rw["disturbed"]:
+            mark += " (disturbed)"
 
-    head = ("| op | shape class | nodes (models) | seam cpu us | seam dnnl us | ORT us | cpu/ORT | dnnl/ORT | "
+        def rr(x, y):
+            return f"{y:.2f} ({x:.2f})" if x and y else (f"{x:.2f}" if x else "-")
+
+        def tt(x, y):
+            return f"{fmt(x)} / {fmt(y)}" if x is not None else "-"
+        return (f"| {rw['op']} | {rw['shape'][:90]}{mark} | {rw['count']} ({rw['models']}m) | "
+                f"{tt(rw['cpu'], rw['cpu_min'])} | {tt(rw['dnnl'], rw['dnnl_min'])} | {tt(rw['ort'], rw['ort_min'])} | "
+                f"{rr(rw['cpu_r'], rw['cpu_rm'])} | {rr(rw['dnnl_r'], rw['dnnl_rm'])} | {impl[:80]} |")
+
+    head = ("| op | shape class | nodes (models) | seam cpu us (median / min) | seam dnnl us | ORT us | "
+            "cpu/ORT on min (on median) | dnnl/ORT on min (on median) | "
             "dnnl impl |\n|---|---|---:|---:|---:|---:|---:|---:|---|")
     p = []
     p.append("## Summary\n")
@@ -270,14 +283,17 @@ def report(a, cases, results, stats, out, floors):
              f"{len(rows)} cases timed")
     both = [rw for rw in rows if rw["ort"] is not None]
     big = [rw for rw in both if not rw["overhead"]]
-    for label, sel in (("all cases", both), ("cases above 20 us", big)):
-        gc = geomean([rw["cpu_r"] for rw in sel])
-        gd = geomean([rw["dnnl_r"] for rw in sel])
-        nd = sum(1 for rw in sel if rw["dnnl_r"])
-        p.append(f"- geometric mean over {label}: seam cpu / ORT "
-                 f"{gc:.2f} ({sum(1 for rw in sel if rw['cpu_r'])} cases), seam dnnl / ORT "
-                 f"{(gd or 0):.2f} ({nd} cases dnnl took)" if gc else f"- {label}: none")
-    p.append("\n### Worst 15 rows (max of cpu/ORT and dnnl/ORT; overhead-class rows excluded)\n")
+    for label, sel in (("all cases", both), ("cases above the overhead class", big)):
+        for on, suf in (("minima", "m"), ("medians", "")):
+            gc = geomean([rw["cpu_r" + suf] for rw in sel])
+            gd = geomean([rw["dnnl_r" + suf] for rw in sel])
+            nd = sum(1 for rw in sel if rw["dnnl_r" + suf])
+            p.append(f"- geometric mean over {label}, on the {on}: seam cpu / ORT "
+                     f"{gc:.2f} ({sum(1 for rw in sel if rw['cpu_r' + suf])} cases), seam dnnl / ORT "
+                     f"{(gd or 0):.2f} ({nd} cases dnnl took)" if gc else f"- {label}: none")
+    p.append(f"- disturbed (a side's median above 3x its min over all its runs): "
+             f"{sum(1 for rw in rows if rw['disturbed'])} of {len(rows)} cases")
+    p.append("\n### Worst 15 rows (max of cpu/ORT and dnnl/ORT on the minima; overhead-class rows excluded)\n")
     p.append(head)
     for rw in sorted(big, key=worst, reverse=True)[:15]:
         p.append(line(rw))
@@ -291,8 +307,8 @@ def report(a, cases, results, stats, out, floors):
         p.append("none")
     for rw in refs:
         p.append(f"- {rw['op']} {rw['shape'][:90]}: {', '.join(rw['refs'])} (case {rw['id']}; dnnl "
-                 f"{fmt(rw['dnnl'])} us, ORT {fmt(rw['ort'])} us)")
-    p.append("\n### oneDNN generic reorders (simple:any) doing an op's work\n")
+                 f"{fmt(rw['dnnl'])} / min {fmt(rw['dnnl_min'])} us, ORT {fmt(rw['ort'])} / min {fmt(rw['ort_min'])} us)")
+    p.append("\n### oneDNN generic kernels (simple:any reorders, simple_nchw pools): not ref, not jit\n")
     gen = collections.defaultdict(list)
     for rw in rows:
         if rw["generic"]:
@@ -300,8 +316,9 @@ def report(a, cases, results, stats, out, floors):
     if not gen:
         p.append("none")
     for op, sel in sorted(gen.items()):
-        w = max(sel, key=lambda rw: rw["dnnl_r"] or 0)
-        p.append(f"- {op}: {len(sel)} cases, worst {w['shape'][:70]}: dnnl {fmt(w['dnnl'])} us, ORT {fmt(w['ort'])} us")
+        w = max(sel, key=lambda rw: rw["dnnl_rm"] or 0)
+        p.append(f"- {op}: {len(sel)} cases ({', '.join(sorted(set(g for rw in sel for g in rw['generic'])))}), "
+                 f"worst {w['shape'][:70]}: dnnl min {fmt(w['dnnl_min'])} us, ORT min {fmt(w['ort_min'])} us")
     p.append("\n### seam refused or crashed\n")
     bad = 0
     for key, r in results.items():
@@ -328,9 +345,9 @@ def report(a, cases, results, stats, out, floors):
         byop[rw["op"]].append(rw)
     for op in sorted(byop, key=lambda o: -max(worst(rw) for rw in byop[o])):
         sel = byop[op]
-        gc = geomean([rw["cpu_r"] for rw in sel])
-        gd = geomean([rw["dnnl_r"] for rw in sel])
-        p.append(f"\n### {op} ({len(sel)} cases; geomean cpu/ORT {gc or 0:.2f}, dnnl/ORT {gd or 0:.2f})\n")
+        gc = geomean([rw["cpu_rm"] for rw in sel])
+        gd = geomean([rw["dnnl_rm"] for rw in sel])
+        p.append(f"\n### {op} ({len(sel)} cases; geomean on the minima: cpu/ORT {gc or 0:.2f}, dnnl/ORT {gd or 0:.2f})\n")
         p.append(head)
         for rw in sorted(sel, key=worst, reverse=True):
             p.append(line(rw))
@@ -373,6 +390,45 @@ def measure_floors(a, ort):
     return floors
 
 
+def retime_dnnl(a):
+    import glob
+    d = json.load(open(a.retime_dnnl))
+    start = time.time()
+    todo = [c for c in d["cases"] if c.get("result") and (c["result"].get("probe") or {}).get("taken")]
+    for c in todo:
+        for k in ("dnnl_us", "dnnl_min_us", "dnnl_medians", "dnnl_error", "dnnl_cmd"):
+            c["result"].pop(k, None)
+    floors = d.get("floors", {})
+    for rnd in range(a.rounds):
+        order = todo if not rnd else [c for c in todo if not is_tiny(c["result"], floors) and (
+            c["result"].get("dnnl_us", 0) > 1.5 * max(c["result"].get("dnnl_min_us", 0), 0.5)
+            or not 0.7 < ratio(c["result"].get("dnnl_us", 0), c["result"].get("ort_us") or 1e-9) < 1.3)]
+        random.Random(rnd).shuffle(order)
+        print(f"op_bench: retime dnnl round {rnd + 1}: {len(order)} cases", file=sys.stderr)
+        for n, c in enumerate(order):
+            if rnd and a.time_limit and time.time() - start > a.time_limit:
+                break
+            r = c["result"]
+            cdir = os.path.join(a.work, r["id"])
+            feeds = {os.path.basename(f)[:-4]: f for f in sorted(glob.glob(os.path.join(cdir, "in*.npy")))}
+            model = os.path.join(cdir, "model.onnx")
+            rc, out, err = run(seam_cmd(a, model, feeds, True, r["repeat"], ["--quiet"]))
+            m = MEDIAN_RE.search(out + err)
+            if rc or not m:
+                r["dnnl_error"] = failure(rc, err) if rc else "no median printed"
+                r["dnnl_cmd"] = " ".join(shlex.quote(x) for x in seam_cmd(a, model, feeds, True, r["repeat"]))
+                continue
+            r["dnnl_us"] = min(r.get("dnnl_us", 1e18), float(m.group(1)) * 1000)
+            r["dnnl_min_us"] = min(r.get("dnnl_min_us", 1e18), float(m.group(2)) * 1000)
+            r.setdefault("dnnl_medians", []).append(float(m.group(1)) * 1000)
+            if n % 200 == 0:
+                print(f"op_bench: {n}/{len(order)} ({time.time() - start:.0f} s)", file=sys.stderr)
+    d["args"]["retime_dnnl"] = vars(a)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(d, f, indent=1, default=str)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dirs", nargs="*")
@@ -389,15 +445,21 @@ def main():
     ap.add_argument("--recheck", type=int, default=2,
                     help="extra rounds for the cases above the overhead class whose ratio is outside 0.7-1.3 "
                          "or where a side looks disturbed (its median above 1.5x its min)")
-    ap.add_argument("--spincount", type=int, default=100000,
-                    help="GOMP_SPINCOUNT for seam's runs (-1: the CLI's default, OMP_WAIT_POLICY=ACTIVE, whose "
-                         "endless spinning cost 4-40 ms per run while other jobs shared the 2 cores)")
+    ap.add_argument("--spincount", type=int, default=-1,
+                    help="GOMP_SPINCOUNT for seam's runs (default -1: the CLI's own OMP_WAIT_POLICY=ACTIVE). "
+                         "Do not: on the shared 2-core machine GOMP_SPINCOUNT=100000 made oneDNN's primitives "
+                         "take 3-12 ms each (a 25 us eltwise ran in 4 ms)")
+    ap.add_argument("--retime-dnnl", metavar="JSON",
+                    help="time only the dnnl side again for the cases of a saved --json run (same --work), "
+                         "keep its cpu and ORT figures; --json writes the result")
     ap.add_argument("--from-json", nargs="+", help="print the report of saved --json runs (merged) and exit")
     ap.add_argument("--time-limit", type=float, default=0, help="stop starting rounds/cases after S seconds")
     a = ap.parse_args()
     a.seam = os.path.abspath(a.seam)
     if a.spincount >= 0 and "OMP_WAIT_POLICY" not in os.environ:
         SPIN["GOMP_SPINCOUNT"] = str(a.spincount)
+    if a.retime_dnnl:
+        return retime_dnnl(a)
     if a.from_json:
         cases, results, stats, floors = from_json(a, a.from_json)
         print(report(a, cases, results, stats, a.md, floors)[0])
