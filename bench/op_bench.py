@@ -228,7 +228,7 @@ def report(a, cases, results, stats, out, floors):
     ort_floor = floors.get("ort_us") or 0.0
     for key, c in cases.items():
         r = results.get(key)
-        if not r:
+        if not r or "repeat" not in r:  # written, never probed (--time-limit)
             continue
         cpu, dn, ort = r.get("cpu_us"), r.get("dnnl_us"), r.get("ort_us")
         cpum, dnm, ortm = (r.get(x + "_min_us") if r.get(x + "_us") is not None else None for x in ("cpu", "dnnl", "ort"))
