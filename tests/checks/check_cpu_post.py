@@ -31,7 +31,9 @@ usage: /usr/bin/python3 check_cpu_post.py SEAM WORKDIR [-k PATTERN]
    blocked im2col (conv.c, gemm.c: the 2-D paths' im2col rows over the
    last axis): padded, strided, dilated, asymmetric, grouped, 1x1, a fused
    Relu, a weight given at run time, against torch.
-5. Detections that may be none (Greater -> NonZero -> Gather, then Div
+5. Reductions over axes of size 1 only on dnnl (nothing to reduce, which
+   oneDNN refuses: a copy), against numpy.
+6. Detections that may be none (Greater -> NonZero -> Gather, then Div
    Clip, MatMul and a broadcast Sub on dnnl at shapes known at run time,
    which oneDNN's MatMul and binary die on when empty): no box, one, many;
    against numpy on the CPU and on dnnl (an empty shape runs on the CPU);
@@ -78,9 +80,9 @@ def in_args(files):
     return out
 
 
-def run_model(name, nodes, feeds, outputs, inits=(), extra=()):
+def run_model(name, nodes, feeds, outputs, inits=(), extra=(), opset=14):
     """Runs on 1 and 2 threads: (list of arrays, None) or (None, why)."""
-    path, files = write(name, nodes, feeds, outputs, inits)
+    path, files = write(name, nodes, feeds, outputs, inits, opset=opset)
     got = []
     for threads in (1, 2):
         d = os.path.join(work, f"{name}.t{threads}")
@@ -466,6 +468,28 @@ conv_nd_case("conv1d_encoder_strided", (2, 1, 16000), (256, 1, 16), stride=[8], 
 conv_nd_case("conv1d_pointwise", (1, 256, 3000), (512, 256, 1))
 conv_nd_case("conv1d_runtime_weight", (1, 64, 2500), (96, 64, 5), pads=[2, 3], w_input=True)
 
+def reduce_nothing_case(name):
+    """ReduceMax/Min/Sum/Mean over axes of size 1 only (a detector's max
+    over one score, keepdims=0 to a scalar): oneDNN refuses a reduction
+    that reduces nothing, so dnnl copies the input; against numpy."""
+    if not check.selected(name):
+        return
+    for op, f in (("ReduceMax", np.max), ("ReduceMin", np.min), ("ReduceSum", np.sum), ("ReduceMean", np.mean)):
+        for shape, axes, keep in (((1,), None, 0), ((3, 1, 4), [1], 1), ((3, 1, 4), [1], 0)):
+            x = rng.randn(*shape).astype(np.float32)
+            kw = {"keepdims": keep}
+            if axes:
+                kw["axes"] = axes
+            want = f(x, axis=tuple(axes) if axes else None, keepdims=bool(keep)).astype(np.float32)
+            got, why = run_model(f"{name}_{op}_{len(shape)}_{keep}", [helper.make_node(op, ["x"], ["y"], **kw)],
+                                 {"x": x}, [("y", TensorProto.FLOAT)], opset=11,
+                                 extra=("--target", "dnnl", "--placement", "capability"))
+            check.expect(not why and got[0].shape == want.shape and np.allclose(got[0], want, rtol=1e-6),
+                         f"{name}: {op} of {list(shape)} axes {axes} keepdims {keep} on dnnl equals numpy",
+                         detail=why or f"shape {got[0].shape}, want {want.shape}")
+
+
+reduce_nothing_case("reduce_nothing_dnnl")
 empty_detections_case("empty_detections")
 empty_static_case("empty_static")
 

@@ -31,6 +31,11 @@ static bool compile_reduce(builder *b, bool *fused, const dx_io *io) {
     if (sd < 0) return dx_fail(b, "out of memory"), false;
     int32_t dv = dx_view_slot(p, sd, &kept, NULL);
     if (dv < 0) return dx_fail(b, "out of memory"), false;
+    /* axes of size 1 only (a detector's max over one score): nothing to
+     * reduce, which oneDNN refuses; the value is the input's, copied */
+    bool reduces = false;
+    for (int32_t d = 0; d < r; d++) reduces |= mask[d] && p->slots[io->sin].dims[d] != 1;
+    if (!reduces) return dx_add_reorder(b, io->sin, dv);
     dnnl_memory_desc_t dst;
     dx_md_of(&p->slots[dv], &dst);
     dnnl_alg_kind_t alg = is_op(n, "ReduceMean") ? dnnl_reduction_mean : is_op(n, "ReduceSum") ? dnnl_reduction_sum
