@@ -31,7 +31,9 @@ usage: /usr/bin/python3 check_cpu_post.py SEAM WORKDIR [-k PATTERN]
    blocked im2col (conv.c, gemm.c: the 2-D paths' im2col rows over the
    last axis): padded, strided, dilated, asymmetric, grouped, 1x1, a fused
    Relu, a weight given at run time, against torch.
-5. Reductions over axes of size 1 only on dnnl (nothing to reduce, which
+5. Broadcast Add/Sub/Mul/Div that oneDNN has only its reference kernel
+   for, on dnnl: seam's host loop (the compile log names it), against
+   numpy exactly. Reductions over axes of size 1 only on dnnl (nothing to reduce, which
    oneDNN refuses: a copy), against numpy.
 6. Detections that may be none (Greater -> NonZero -> Gather, then Div
    Clip, MatMul and a broadcast Sub on dnnl at shapes known at run time,
@@ -489,6 +491,38 @@ def reduce_nothing_case(name):
                          detail=why or f"shape {got[0].shape}, want {want.shape}")
 
 
+def bcast_binary_case(name):
+    """Add, Sub, Mul, Div whose second operand broadcasts where oneDNN has
+    only its reference kernel (a per-row value over the last axis, a
+    per-channel constant without a batch axis, a mask over some heads of a
+    5-D tensor, two axes at once): dnnl runs seam's host loop (the compile
+    log says `host bcast_binary`); against numpy, exactly."""
+    if not check.selected(name):
+        return
+    for label, op, f, a, bshape in (("last_axis", "Sub", np.subtract, (1, 56, 56, 96), (1, 56, 56, 1)),
+                                    ("per_channel", "Div", np.divide, (3, 320, 320), (3, 1, 1)),
+                                    ("mask_5d", "Add", np.add, (1, 16, 3, 49, 49), (1, 16, 1, 49, 49)),
+                                    ("two_axes", "Mul", np.multiply, (2, 5, 7, 9), (2, 1, 7, 1))):
+        x = rng.randn(*a).astype(np.float32)
+        y = (rng.rand(*bshape) + 0.5).astype(np.float32)
+        want = f(x, y).astype(np.float32)
+        nodes = [helper.make_node(op, ["x", "y"], ["z"])]
+        path, files = write(f"{name}_{label}", nodes, {"x": x, "y": y}, [("z", TensorProto.FLOAT)])
+        d = os.path.join(work, f"{name}_{label}.dnnl")
+        shutil.rmtree(d, ignore_errors=True)
+        r = seam("run", path, *in_args(files), "--target", "dnnl", "--placement", "capability", "--compile-log",
+                 "--output-dir", d)
+        if r.returncode:
+            check.fail(f"{name}: {label}: {r.stderr.strip()[-300:]}")
+            continue
+        z = np.load(seamtest.output_file(d, "z"))
+        check.expect(z.shape == want.shape and np.array_equal(z, want),
+                     f"{name}: {label}: {op} {list(a)} by {list(bshape)} on dnnl equals numpy, exactly")
+        check.expect("host bcast_binary" in r.stderr and "ref:any" not in r.stderr,
+                     f"{name}: {label}: seam's loop, not oneDNN's reference kernel", detail=r.stderr[-400:])
+
+
+bcast_binary_case("bcast_binary_dnnl")
 reduce_nothing_case("reduce_nothing_dnnl")
 empty_detections_case("empty_detections")
 empty_static_case("empty_static")

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "eltwise.h"
+#include "host.h"
 
 /* That clip, in place on slot s: an eltwise of its own (oneDNN has only
  * its reference kernel for an eltwise with an eltwise post-op). */
@@ -231,6 +232,22 @@ static bool compile_binary(builder *b, bool *fused, const dx_io *io) {
     dnnl_binary_desc_t bd;
     if (dnnl_binary_desc_init(&bd, alg, &src, &m1, &io->dst) != dnnl_success)
         return dx_fail(b, "oneDNN refuses this broadcast"), false;
+    /* a broadcast oneDNN has only its reference kernel for (ref:any, 30x
+     * slower than a loop: bench/results/history-ops.md) is seam's loop,
+     * when the operands and the output are plain */
+    dnnl_primitive_desc_t pd = NULL;
+    bool slow = dnnl_primitive_desc_create(&pd, &bd, dx_ctx.user_scratch, dx_ctx.engine, NULL) == dnnl_success &&
+                dx_is_slow_ref(pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (slow && !p->slots[sin].has_md && !p->slots[sin].lazy && !p->slots[s1].has_md && !p->slots[s1].lazy &&
+        !p->slots[io->sd].has_md && p->slots[sin].rank == p->slots[io->sd].rank &&
+        !memcmp(p->slots[sin].dims, p->slots[io->sd].dims, sizeof(int64_t) * (size_t)p->slots[sin].rank) &&
+        dx_host_bcast_binary(b, alg, sin, s1, io->sd)) {
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        dx_log(p, "node %d '%s' (%s): host bcast_binary; seam's loop, as oneDNN has only its reference kernel for "
+                  "this broadcast", n->index, n->name ? n->name : "", n->op_type);
+        return true;
+    }
     int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {sin, s1, io->sd};
     return dx_add_step(b, &bd, NULL, 3, kinds, slots);
 }

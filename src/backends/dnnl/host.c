@@ -390,3 +390,69 @@ int32_t dx_compile_global_pool(builder *b, int32_t sin) {
     if (final_slot >= 0 && !dx_add_reorder(b, sd, final_slot)) return -1;
     return 1;
 }
+
+/* ---- Add, Sub, Mul, Div with a broadcast second operand, plain ---- */
+
+typedef struct bcast_binary {
+    int32_t op, rank; /* op: 0 Add, 1 Sub, 2 Mul, 3 Div */
+    int64_t dims[MAXR], s1[MAXR]; /* the output's dims; the second operand's strides, 0 where it broadcasts */
+} bcast_binary;
+
+/* y = a op b over n elements, b one value (b_step 0) or n (b_step 1). */
+static void bcast_row(int32_t op, const float *restrict a, const float *restrict b, int64_t b_step, float *restrict y,
+                      int64_t n) {
+    if (b_step == 0) {
+        float v = b[0];
+        switch (op) {
+        case 0: for (int64_t i = 0; i < n; i++) y[i] = a[i] + v; return;
+        case 1: for (int64_t i = 0; i < n; i++) y[i] = a[i] - v; return;
+        case 2: for (int64_t i = 0; i < n; i++) y[i] = a[i] * v; return;
+        default: for (int64_t i = 0; i < n; i++) y[i] = a[i] / v; return;
+        }
+    }
+    switch (op) {
+    case 0: for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i]; return;
+    case 1: for (int64_t i = 0; i < n; i++) y[i] = a[i] - b[i]; return;
+    case 2: for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i]; return;
+    default: for (int64_t i = 0; i < n; i++) y[i] = a[i] / b[i]; return;
+    }
+}
+
+/* The step: SRC_0 (the output's shape), SRC_1, DST, all plain. */
+static bool run_bcast_binary(const program *p, const step *st) {
+    const bcast_binary *k = st->host_data;
+    const float *a = data_of(p, st->arg_slot[0]), *b = data_of(p, st->arg_slot[1]);
+    float *y = data_of(p, st->arg_slot[2]);
+    int32_t last = k->rank - 1;
+    int64_t inner = k->dims[last], rows = 1;
+    for (int32_t d = 0; d < last; d++) rows *= k->dims[d];
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (rows * inner >= 16384)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rem = r, off = 0;
+        for (int32_t d = last - 1; d >= 0; d--) off += rem % k->dims[d] * k->s1[d], rem /= k->dims[d];
+        bcast_row(k->op, a + r * inner, b + off, k->s1[last], y + r * inner, inner);
+    }
+    return true;
+}
+
+bool dx_host_bcast_binary(builder *b, dnnl_alg_kind_t alg, int32_t s0, int32_t s1, int32_t sd) {
+    program *p = b->p;
+    const slot *x = &p->slots[s0], *w = &p->slots[s1];
+    int32_t op = alg == dnnl_binary_add ? 0 : alg == dnnl_binary_sub ? 1 : alg == dnnl_binary_mul ? 2
+               : alg == dnnl_binary_div ? 3 : -1;
+    if (op < 0 || x->rank != w->rank || x->rank < 1 || x->rank > MAXR) return false;
+    bcast_binary *k = calloc(1, sizeof(*k));
+    if (!k) return false;
+    k->op = op, k->rank = x->rank;
+    int64_t stride = 1;
+    for (int32_t d = x->rank - 1; d >= 0; d--) {
+        if (w->dims[d] != x->dims[d] && w->dims[d] != 1) return free(k), false;
+        k->dims[d] = x->dims[d];
+        k->s1[d] = w->dims[d] == 1 ? 0 : stride;
+        stride *= w->dims[d];
+    }
+    int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {s0, s1, sd};
+    return dx_add_host(b, "bcast_binary", run_bcast_binary, k, 3, kinds, slots);
+}
