@@ -30,6 +30,9 @@
 
 /* The largest output a node may have to be computed here. */
 #define EVAL_MAX_BYTES ((size_t)4 << 20)
+/* The most outputs a node may have to be computed here (ONNX ops have a
+ * handful; more is no op this folds). */
+#define EVAL_MAX_OUTPUTS 16
 /* Rounds of computing and inferring again (each folds at least one more
  * link of a chain; real models need 2 to 4). */
 #define EVAL_MAX_ROUNDS 16
@@ -136,8 +139,8 @@ static bool compute(seam_model *m, ir_graph *g, int32_t idx, seam_pool *pool, se
     }
     if (seam_exec_create_with(m->ctx, tg, NULL, pool, cpu_host_kernels(), NULL, 0, NULL, NULL, &e)) goto done;
     if (seam_exec_run(e)) goto done;
-    ir_tensor *res[SEAM_MAX_RANK + 8];
-    if (n->n_outputs > (int32_t)(sizeof(res) / sizeof(res[0]))) goto done;
+    ir_tensor *res[EVAL_MAX_OUTPUTS];
+    if (n->n_outputs > EVAL_MAX_OUTPUTS) goto done;
     for (int32_t k = 0; k < n->n_outputs; k++) {
         const seam_tensor *y = seam_exec_output(e, k);
         if (!y || seam_is_value(y->dtype) || y->dtype == SEAM_DTYPE_STRING || y->nbytes > EVAL_MAX_BYTES ||
@@ -155,12 +158,22 @@ static bool compute(seam_model *m, ir_graph *g, int32_t idx, seam_pool *pool, se
         if (y->nbytes) memcpy(t->data, y->data, y->nbytes);
         res[k] = t;
     }
+    /* a value the file declares otherwise (another rank or dtype) is not
+     * folded: the run meets the contradiction and names it */
+    for (int32_t k = 0; k < n->n_outputs; k++) {
+        const ir_type *ty = &g->values[n->outputs[k]].type;
+        if (ty->kind == IR_TYPE_TENSOR && ((ty->rank >= 0 && ty->rank != res[k]->rank) ||
+                                           (ty->elem != SEAM_DTYPE_UNDEFINED && ty->elem != res[k]->dtype)))
+            goto done;
+        for (int32_t d = 0; ty->kind == IR_TYPE_TENSOR && ty->rank == res[k]->rank && d < ty->rank; d++)
+            if (ty->dims[d].v >= 0 && ty->dims[d].v != res[k]->dims[d]) goto done;
+    }
     for (int32_t k = 0; k < n->n_outputs; k++) {
         ir_value *val = &g->values[n->outputs[k]];
         const ir_tensor *t = res[k];
         if (val->type.kind == IR_TYPE_NONE || val->type.rank < 0) { /* what inference did not know */
             ir_dim *dims = seam_arena_calloc(&m->arena, (size_t)t->rank + 1, sizeof(ir_dim));
-            if (!dims) return false;
+            if (!dims) goto done; /* (the exec freed and the scratch arena kept there) */
             for (int32_t d = 0; d < t->rank; d++) dims[d] = (ir_dim){t->dims[d], NULL};
             val->type = (ir_type){IR_TYPE_TENSOR, t->dtype, t->rank, dims, NULL, val->type.denotation};
         } else if (val->type.kind == IR_TYPE_TENSOR && val->type.rank == t->rank) {
