@@ -278,6 +278,7 @@ def prepare_tree(repo, tree, rev):
         git(tree, "clean", "--quiet", "-fd")  # untracked files, not ignored ones (the build)
     else:
         os.makedirs(os.path.dirname(os.path.abspath(tree)), exist_ok=True)
+        git(repo, "worktree", "prune")  # a scratch tree deleted by hand is still registered
         git(repo, "worktree", "add", "--quiet", "--detach", tree, sha)
         gd = git(tree, "rev-parse", "--absolute-git-dir")
         with open(os.path.join(gd, MARKER), "w") as f:
