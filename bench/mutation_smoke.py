@@ -38,7 +38,8 @@ How it works:
 
 Exit status: 0 when every mutation run is caught, 1 otherwise, 2 for a
 usage or setup error (a mutation's text not found, the unmutated tree does
-not build, a named test does not exist).
+not build, a named test does not exist) or a run stopped by SIGINT, SIGTERM
+or SIGHUP (the planted file is restored; --markdown holds the rows done).
 
 How long: on the 2-core development machine (shared, loaded) the scratch
 build takes about 3 minutes, the baseline about 10, and each mutation
@@ -338,6 +339,22 @@ def fmt_table(rows, markdown):
     return "\n".join(lines) + "\n"
 
 
+def write_markdown(path, rows, n_total, sha):
+    n_caught = sum(r[4] == "caught" for r in rows)
+    with open(path, "w") as f:
+        f.write(fmt_table(rows, True))
+        f.write(f"\n{n_caught} of {len(rows)} mutations caught (commit {sha[:12]})"
+                + (f"; stopped after {len(rows)} of {n_total}" if len(rows) < n_total else "") + ".\n")
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP: raised so that the planted file is restored."""
+
+
+def on_signal(signum, frame):
+    raise Stopped(f"stopped by signal {signum}")
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -488,6 +505,8 @@ def main():
             secs = time.time() - t0
             log_say(f"[{idx}/{len(muts)}] {m.name}: {result} {first} ({secs:.0f} s)")
             rows.append([m.name, m.layer, m.breaks, ", ".join(m.tests), result, first, f"{secs:.0f}"])
+            if args.markdown:  # after each mutation: a run stopped half way leaves what it found
+                write_markdown(args.markdown, rows, len(muts), sha)
     finally:
         if restore:
             with open(restore[0], "w") as f:
@@ -502,16 +521,17 @@ def main():
     print(fmt_table(rows, False), end="")
     n_caught = sum(r[4] == "caught" for r in rows)
     print(f"{n_caught} of {len(rows)} mutations caught")
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(fmt_table(rows, True))
-            f.write(f"\n{n_caught} of {len(rows)} mutations caught (commit {sha[:12]}).\n")
     return 0 if n_caught == len(rows) else 1
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
     try:
         sys.exit(main())
     except SetupError as e:
         log_say(f"mutation_smoke: {e}")
+        sys.exit(2)
+    except (Stopped, KeyboardInterrupt) as e:
+        log_say(f"mutation_smoke: {e or 'interrupted'}; the planted file was restored")
         sys.exit(2)
