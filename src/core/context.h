@@ -24,6 +24,11 @@ struct seam_context {
      * each phase's CPU time and memory to stderr. */
     bool trace_phases;
     double phase_cpu;
+    /* SEAM_CHECK_SHAPES set (and not "0") when the context was made: after
+     * every node the executor runs, each output's dtype and shape are
+     * compared with what inference said, and a disagreement fails the run
+     * naming the node (src/runtime/exec.c). On in the test command. */
+    bool check_shapes;
 };
 
 /* With tracing on (SEAM_TRACE_PHASES), prints "seam phase <what>: CPU
