@@ -26,9 +26,9 @@ seam_status seam_context_create(seam_context **ctx_out) {
     if (!ctx_out) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_context *ctx = calloc(1, sizeof(*ctx));
     if (ctx) {
-        const char *check = getenv("SEAM_CHECK_SHAPES");
+        const char *check = getenv("SEAM_SELF_CHECK");
         ctx->trace_phases = getenv("SEAM_TRACE_PHASES") != NULL;
-        ctx->check_shapes = check && check[0] && strcmp(check, "0") != 0;
+        ctx->self_check = check && check[0] && strcmp(check, "0") != 0;
     }
     *ctx_out = ctx;
     return ctx ? SEAM_STATUS_OK : SEAM_STATUS_OUT_OF_MEMORY;

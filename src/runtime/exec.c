@@ -207,7 +207,7 @@ void seam_exec_set_input(seam_exec *e, int32_t k, const seam_tensor *t) {
 
 const seam_tensor *seam_exec_output(const seam_exec *e, int32_t k) { return &e->vals[e->g->outputs[k]].t; }
 
-/* ---- the shape self-check (SEAM_CHECK_SHAPES; see core/context.h) ---- */
+/* ---- the shape self-check (SEAM_SELF_CHECK; see core/context.h) ---- */
 
 /* "float32 [1,12,?,80]": a type as inference left it. */
 static void format_type(const ir_type *t, char *buf, size_t n) {
@@ -261,7 +261,7 @@ static seam_status check_outputs(seam_exec *e, int32_t i) {
         else if (t->dtype == SEAM_VALUE_NONE) snprintf(got, sizeof(got), "an empty optional");
         else format_tensor(t, got, sizeof(got));
         return seam_error(e->ctx, SEAM_STATUS_INTERNAL,
-                          "%s: output %d '%s' is %s where %s %s (the shape self-check, SEAM_CHECK_SHAPES)",
+                          "%s: output %d '%s' is %s where %s %s (the shape self-check, SEAM_SELF_CHECK)",
                           ir_node_label(g, i, lab, sizeof(lab)), k, val->name, got,
                           (val->flags & IR_VALUE_DECLARED) ? "the file declares" : "shape inference said", said);
     }
@@ -284,7 +284,7 @@ seam_status seam_exec_run(seam_exec *e) {
             /* an alias takes its source's tensor as it is now (its shape may
              * be known only at run time) */
             if (e->how[i] >= 0) e->vals[n->outputs[0]].t = e->vals[e->how[i]].t;
-            if (e->how[i] >= 0 && e->ctx->check_shapes) {
+            if (e->how[i] >= 0 && e->ctx->self_check) {
                 seam_status st = check_outputs(e, i);
                 if (st) return st;
             }
@@ -310,7 +310,7 @@ seam_status seam_exec_run(seam_exec *e) {
         e->kernels[i].bytes_in = e->kernels[i].bytes_out = 0;
         e->kernels[i].copy_ms = 0;
         seam_status st = e->defs[i]->run(&e->kernels[i]);
-        if (!st && e->ctx->check_shapes) st = check_outputs(e, i);
+        if (!st && e->ctx->self_check) st = check_outputs(e, i);
         if (st) return st;
         if (e->profile) {
             clock_gettime(CLOCK_MONOTONIC, &t1);

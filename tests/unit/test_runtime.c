@@ -20,7 +20,7 @@
 
 enum { N_IN = 5 };
 
-static int64_t param_data[3] = {2, -1, 7};
+static int64_t param_data[16] = {2, -1, 7}; /* room for a changed dim */
 static float data[64];
 
 static void inputs(seam_tensor *xs) {
@@ -82,7 +82,7 @@ int main(void) {
     CHECK(changed == 4 + 1 + 0 + 3 + 2);
     for (int32_t e = 0; e < 3; e++) { /* each value of the parameter */
         inputs(x);
-        int64_t other[3] = {param_data[0], param_data[1], param_data[2]};
+        int64_t other[16] = {param_data[0], param_data[1], param_data[2]};
         other[e] += 5;
         x[1].data = other;
         CHECK(!same(base, x, param));

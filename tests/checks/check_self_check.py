@@ -1,8 +1,8 @@
-"""The runtime's shape self-check (SEAM_CHECK_SHAPES=1, on for every test).
+"""The runtime's shape self-check (SEAM_SELF_CHECK=1, on for every test).
 
 usage: /usr/bin/python3 check_shape_check.py SEAM WORKDIR [--expect-env] [-k PATTERN]
 
-With SEAM_CHECK_SHAPES set, the executor compares every output a kernel or a
+With SEAM_SELF_CHECK set, the executor compares every output a kernel or a
 device subgraph makes with the dtype and shape inference gave it (or the
 file declared), and fails the run naming the node when they disagree. A
 wrong inferred shape cannot be planted from a file, so the disagreements
@@ -10,11 +10,11 @@ here are declarations that contradict what runs; the mutation smoke
 (bench/mutation_smoke.py, conv_pads) plants one in inference itself.
 
 Cases:
-  env       with --expect-env (as ctest runs it): SEAM_CHECK_SHAPES is 1 in
+  env       with --expect-env (as ctest runs it): SEAM_SELF_CHECK is 1 in
             the test's environment, so every test runs with the self-check
   cpu       Relu -> Sigmoid with the Relu's output declared [2,4] where it
             is [2,3]: exit 1 naming node 0 'r' (Relu), its output and both
-            shapes; with SEAM_CHECK_SHAPES=0 the run goes on and its output
+            shapes; with SEAM_SELF_CHECK=0 the run goes on and its output
             matches numpy (the self-check, not the kernel, refused it)
   device    Conv -> Relu on dnnl and Softmax on the CPU, partitioned and
             saved, then the Subgraph's output declared one column wider in
@@ -38,13 +38,13 @@ import seamtest  # noqa: E402
 p = seamtest.arg_parser(__doc__)
 p.add_argument("seam", metavar="SEAM")
 p.add_argument("work", metavar="WORKDIR")
-p.add_argument("--expect-env", action="store_true", help="fail unless SEAM_CHECK_SHAPES=1 is in the environment")
+p.add_argument("--expect-env", action="store_true", help="fail unless SEAM_SELF_CHECK=1 is in the environment")
 args = p.parse_args()
 os.makedirs(args.work, exist_ok=True)
 seam, work = seamtest.Program(args.seam, 120), args.work
 check = seamtest.Checker("shape_check", args.k)
-ON = dict(os.environ, SEAM_CHECK_SHAPES="1")
-OFF = dict(os.environ, SEAM_CHECK_SHAPES="0")
+ON = dict(os.environ, SEAM_SELF_CHECK="1")
+OFF = dict(os.environ, SEAM_SELF_CHECK="0")
 rng = np.random.RandomState(0)
 
 
@@ -64,8 +64,8 @@ def ok_against(what, r, y, want):
 
 
 if check.selected("env") and args.expect_env:
-    check.expect(os.environ.get("SEAM_CHECK_SHAPES") == "1",
-                 f"env: SEAM_CHECK_SHAPES={os.environ.get('SEAM_CHECK_SHAPES')!r} in the test's environment")
+    check.expect(os.environ.get("SEAM_SELF_CHECK") == "1",
+                 f"env: SEAM_SELF_CHECK={os.environ.get('SEAM_SELF_CHECK')!r} in the test's environment")
 
 if check.selected("cpu"):
     path = seamtest.save_model(os.path.join(work, "cpu.onnx"),
@@ -76,11 +76,11 @@ if check.selected("cpu"):
     x = rng.randn(2, 3).astype(np.float32)
     r, _ = run(path, x, ON)
     check.expect(r.returncode == 1 and "node 0 'r' (Relu)" in r.stderr and "'h'" in r.stderr and
-                 "[2,3]" in r.stderr and "[2,4]" in r.stderr and "SEAM_CHECK_SHAPES" in r.stderr,
+                 "[2,3]" in r.stderr and "[2,4]" in r.stderr and "SEAM_SELF_CHECK" in r.stderr,
                  f"cpu: a declared shape that contradicts the kernel fails the run (exit {r.returncode})",
                  r.stderr.strip())
     r, y = run(path, x, OFF)
-    ok_against("cpu: with SEAM_CHECK_SHAPES=0 the same file runs", r, y, 1 / (1 + np.exp(-np.maximum(x, 0))))
+    ok_against("cpu: with SEAM_SELF_CHECK=0 the same file runs", r, y, 1 / (1 + np.exp(-np.maximum(x, 0))))
 
 if check.selected("device"):
     w = (rng.randn(4, 3, 3, 3) / 3).astype(np.float32)
@@ -115,7 +115,7 @@ if check.selected("device"):
                      f"device: a device subgraph's output that contradicts its type fails the run (exit {r.returncode})",
                      r.stderr.strip())
         r, y = run(bad, x, OFF)
-        ok_against("device: with SEAM_CHECK_SHAPES=0 it runs (the self-check refused it)", r, y, want)
+        ok_against("device: with SEAM_SELF_CHECK=0 it runs (the self-check refused it)", r, y, want)
 
 if check.selected("dtype"):
     path = seamtest.save_model(os.path.join(work, "dtype.onnx"),
