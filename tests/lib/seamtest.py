@@ -1,6 +1,13 @@
 """What seam's Python checkers (tests/checks/*.py) share: running a program,
-collecting failures, selecting cases with -k, loading outputs, the relative
-error, and writing small ONNX models.
+collecting failures, selecting cases with -k, loading outputs, the
+comparisons of outputs with their references, and writing small ONNX models.
+
+Every comparison of an output goes through the functions here (abs_err,
+rel_err, worst, max_rel_err, out_err, ulp_err, same_bits, quanta, steps):
+a NaN or an infinity in one tensor and not the other, or another shape, is
+a failure (an infinite error), never a NaN that a `max()` skips or an
+`err <= tol` answers by accident. check_escapes.py plants such faults in a
+real pair and checks that each of them fails.
 
 A checker finds this module from its own path, so that it runs the same from
 ctest, from another folder or by hand:
