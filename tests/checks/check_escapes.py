@@ -32,7 +32,12 @@ usage: /usr/bin/python3 check_escapes.py SEAM WORKDIR [-k PATTERN]
      output_padding added as zeros at the end, then the pads cropped as
      ONNX defines. torch's output shape must be ONNX's inferred one. The
      ok line says which ops the saved file put on dnnl; a case marked so
-     must have its op there (dnnl's paths are what it checks).
+     must have its op there (dnnl's paths are what it checks). Three cases
+     dnnl must refuse instead, with the reason, so that the node runs on
+     the CPU: ConvTranspose whose output_padding reaches past its end pad
+     (supports() once said yes and the compile failed), and AveragePool
+     count_include_pad=1 whose ceil_mode window passes the end pad (oneDNN
+     divided it by the whole kernel: wrong outputs).
 3. Case softmax NAME: Softmax and LogSoftmax with logits of magnitude
    1e3..1e4 (a large offset per batch item plus a spread of a few units, so
    that a kernel without the max subtraction overflows to inf or NaN while
@@ -78,17 +83,11 @@ PATHS = {"cpu": [], "dnnl": DNNL, "dnnl fusion=off": DNNL + ["--target-option", 
 # reported as `known`, not failed, while it fails; once it passes, the
 # entry must go (a failure says so). Delete an entry to see its failure.
 KNOWN = {
-    ("pads convtranspose2d_output_padding", "dnnl"):
-        "dnnl's supports() takes a ConvTranspose whose output_padding is beyond its end pad, its compile "
-        "refuses it ('output padding beyond the right pad is not supported by dnnl'): the run exits 1 "
-        "instead of leaving the node to the CPU",
-    ("pads avgpool2d_cip1_ceil", "dnnl"):
-        "AveragePool count_include_pad=1 ceil_mode=1 on dnnl: a last window that overhangs the end pad "
-        "is divided by the whole kernel (the overhang counted as padding), ONNX Runtime and torch divide by "
-        "the part inside input + pads (here 1 row of 2: half the value)",
-    ("pads avgpool2d_cip1_ceil_symmetric", "dnnl"):
-        "the same with pads 1 on every side, kernel 3, stride 2, 6x6 input: the last row and column of "
-        "windows divided by 9 instead of 6, the corner by 9 instead of 4 (ONNX Runtime and the CPU kernels agree with torch)",
+    # (case, path): why. Fixed: ConvTranspose output_padding past the end
+    # pad (dnnl's supports() now refuses it), AveragePool
+    # count_include_pad=1 with a ceil_mode window past the end pad (dnnl
+    # refuses it: oneDNN divided that window by the whole kernel). Those
+    # cases now check that the node goes to the CPU with that reason.
 }
 KNOWN.update({(c, "saved"): why for (c, p), why in list(KNOWN.items())})
 known_seen = []
@@ -335,7 +334,16 @@ def pool_ref(op, x, ks, pads, strides, ceil, cip=0, dil=None):
     return (s / n).numpy()
 
 
-def pads_case(name, node, x, inits, ref, dnnl_op=None):
+def dnnl_reason(path, op):
+    """(target, reason) seam's capability plan for dnnl gives the node of op."""
+    r = seam("partition", path, "--target", "dnnl", "--placement", "capability", "--json")
+    if r.returncode:
+        return None, r.stderr.strip()
+    n = [n for n in json.loads(r.stdout)["nodes"] if n["op"] == op]
+    return (n[0]["target"], n[0]["reason"]) if n else (None, "no such node")
+
+
+def pads_case(name, node, x, inits, ref, dnnl_op=None, refused=None):
     name = f"pads {name}"
     if not check.selected(name):
         return
@@ -348,7 +356,12 @@ def pads_case(name, node, x, inits, ref, dnnl_op=None):
     res, ops = run_paths(name, path, feeds, ["y"], ["cpu", "dnnl", "saved"])
     compare(name, res, [ref], ["y"])
     on = sorted({f"{op}:{t}" for op, t in ops})
-    if dnnl_op:
+    if refused:
+        target, reason = dnnl_reason(path, node.op_type)
+        check.expect(target == "cpu" and refused in reason,
+                     f"{name}: dnnl refuses the {node.op_type} (a seam bug once: it ran wrong or failed to compile), "
+                     f"it runs on the CPU", f"{target}: {reason}")
+    elif dnnl_op:
         check.expect((dnnl_op, "dnnl") in ops, f"{name}: the saved file has the {dnnl_op} on dnnl", f"device ops {on}")
     else:
         check.ok(f"{name}: device ops in the saved file: {on or 'none'}")
@@ -382,7 +395,7 @@ def conv_cases():
 
 
 def conv_transpose_cases():
-    def convt(name, xs, ws, pads, strides, out_pad=None, dil=None, group=1):
+    def convt(name, xs, ws, pads, strides, out_pad=None, dil=None, group=1, refused=None):
         x = rng.randn(*xs).astype(np.float32)
         w = (rng.randn(*ws) / np.sqrt(ws[0] * ws[2] * ws[3] / np.prod(strides))).astype(np.float32)
         b = (rng.randn(ws[1] * group) * 0.1).astype(np.float32)
@@ -392,17 +405,17 @@ def conv_transpose_cases():
         node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **kw)
         pads_case(name, node, x, {"w": w, "b": b},
                   conv_transpose_ref(x, w, b, pads, strides, dil or [1, 1], group, out_pad or [0, 0]),
-                  dnnl_op="ConvTranspose")
+                  dnnl_op="ConvTranspose", refused=refused)
 
     convt("convtranspose2d", [1, 3, 5, 6], [3, 4, 3, 3], pads=[0, 1, 2, 0], strides=[2, 2])
     convt("convtranspose2d_output_padding", [1, 4, 4, 5], [4, 3, 3, 4], pads=[1, 0, 0, 2], strides=[2, 3],
-          out_pad=[1, 2])
+          out_pad=[1, 2], refused="reaches past its end pad")
     convt("convtranspose2d_group_dilated", [1, 4, 5, 5], [4, 2, 3, 2], pads=[2, 0, 0, 1], strides=[1, 2],
           out_pad=[0, 1], dil=[2, 1], group=2)
 
 
 def pool_cases():
-    def pool(name, op, xs, ks, pads=None, strides=None, ceil=0, cip=None, auto_pad=None, dil=None):
+    def pool(name, op, xs, ks, pads=None, strides=None, ceil=0, cip=None, auto_pad=None, dil=None, refused=None):
         nd = len(xs) - 2
         strides = strides or [1] * nd
         x = rng.randn(*xs).astype(np.float32)
@@ -421,7 +434,7 @@ def pool_cases():
             kw["pads"] = pads
         node = helper.make_node(op, ["x"], ["y"], **kw)
         ref = pool_ref(op, x, ks, pads, strides, ceil, cip or 0, dil)
-        pads_case(name, node, x, {}, ref, dnnl_op=op)
+        pads_case(name, node, x, {}, ref, dnnl_op=op, refused=refused)
 
     # (with ceil_mode, the last window starts inside the input: 6 + 1 - 2
     # is 5, a window every 2 from 0 gives 4 windows where floor gives 3)
@@ -430,11 +443,11 @@ def pool_cases():
         pool("maxpool2d" + sfx, "MaxPool", [1, 3, 6, 7], [2, 3], pads=[1, 0, 0, 2], strides=[2, 2], ceil=ceil)
         for cip in (0, 1):
             pool(f"avgpool2d_cip{cip}{sfx}", "AveragePool", [1, 3, 6, 7], [2, 3], pads=[1, 0, 0, 2], strides=[2, 2],
-                 ceil=ceil, cip=cip)
+                 ceil=ceil, cip=cip, refused="passes the end pad" if cip and ceil else None)
     # (symmetric pads: the same overhang past the end pad, as torch's
     # AvgPool2d(3, 2, 1, ceil_mode=True) exports)
     pool("avgpool2d_cip1_ceil_symmetric", "AveragePool", [1, 3, 6, 6], [3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
-         ceil=1, cip=1)
+         ceil=1, cip=1, refused="passes the end pad")
     pool("maxpool1d_ceil", "MaxPool", [2, 3, 10], [3], pads=[0, 2], strides=[3], ceil=1)
     pool("avgpool1d_cip0_ceil", "AveragePool", [2, 3, 10], [3], pads=[2, 0], strides=[3], ceil=1, cip=0)
     pool("maxpool2d_same_upper", "MaxPool", [1, 2, 7, 8], [4, 3], strides=[1, 2], auto_pad="SAME_UPPER")
