@@ -13,9 +13,9 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    and without align_corners). Forms the fast path leaves to the general
    kernel (cubic, tf_crop_and_resize, float64, a resized channel axis)
    must still be right.
-2. Sigmoid, Erf, Gelu, HardSigmoid (alpha, beta) and HardSwish over
+2. Sigmoid, Tanh, Erf, Gelu, HardSigmoid (alpha, beta) and HardSwish over
    [-100, 100] with 0, +-inf and NaN, against torch in float64, NaN in NaN
-   out: Sigmoid and Erf within 4 ulp of the value (or 1e-37 absolute below
+   out: Sigmoid, Tanh and Erf within 4 ulp of the value (or 1e-37 absolute below
    float's normal range), the others within 4 ulp or 1e-6 absolute (their
    float32 arithmetic cancels or rounds once more than the reference).
 3. Conv (2-D, float32) large enough for the blocked im2col: 3x3, 7x7
@@ -267,6 +267,7 @@ act_case("sigmoid", helper.make_node("Sigmoid", ["x"], ["y"]), torch.sigmoid)
 act_case("hard_sigmoid", helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.45),
          lambda v: torch.where(torch.isnan(v), v, (0.3 * v + 0.45).clamp(0, 1)), abs_tol=1e-6)
 act_case("erf", helper.make_node("Erf", ["x"], ["y"]), torch.erf)
+act_case("tanh", helper.make_node("Tanh", ["x"], ["y"]), torch.tanh)
 # 0.5 x (1 + erf(x / sqrt 2)) cancels for x << 0 in any float32 order: absolute
 act_case("gelu", helper.make_node("Gelu", ["x"], ["y"]), F.gelu, opset=20, abs_tol=1e-6)
 act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),

@@ -123,8 +123,8 @@ CPU_HOT void cpu_sigmoid_f32(const float *x, float *y, int64_t n) {
 /* tanh over n floats, vectorizing: (1 - e) / (1 + e) with e = e^-2|x| and
  * the sign put back; below |x| = 0.1, where 1 - e cancels, its odd Taylor
  * series to x^7 (relative error below 1e-9 there). Within a few ulp
- * elsewhere; NaN stays NaN. For the recurrent kernels' gates (the Tanh op
- * keeps tanhf). */
+ * elsewhere; NaN stays NaN. The Tanh op and the recurrent kernels' gates
+ * use it (tanhf, a call per element, made Tanh 9x ONNX Runtime). */
 CPU_HOT void cpu_tanh_f32(const float *x, float *y, int64_t n) {
     int nan = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -188,9 +188,7 @@ CPU_HOT static void act_range(void *arg, int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
             return;
         case ACT_SIGMOID: cpu_sigmoid_f32(x + begin, y + begin, end - begin); return;
-        case ACT_TANH:
-            for (int64_t i = begin; i < end; i++) y[i] = tanhf(x[i]);
-            return;
+        case ACT_TANH: cpu_tanh_f32(x + begin, y + begin, end - begin); return;
         case ACT_HARD_SIGMOID: hard_act_f32(x + begin, y + begin, end - begin, a, b, 0, false, false); return;
         case ACT_HARD_SWISH: hard_act_f32(x + begin, y + begin, end - begin, 0, 0, 0, false, true); return;
         case ACT_GELU: {
