@@ -18,6 +18,9 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    out: Sigmoid, Tanh and Erf within 4 ulp of the value (or 1e-37 absolute below
    float's normal range), the others within 4 ulp or 1e-6 absolute (their
    float32 arithmetic cancels or rounds once more than the reference).
+2b. Softmax and LogSoftmax rows of 1 to 1000 logits (masked with -inf,
+   offset by 1e4, holding NaN, all -inf, with +inf) within 4 ulp of the
+   formula in float64, masked positions exactly 0.
 3. Conv (2-D, float32) large enough for the blocked im2col: 3x3, 7x7
    stride 2, grouped, dilated with asymmetric pads, a non-square kernel
    with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
@@ -272,6 +275,46 @@ act_case("tanh", helper.make_node("Tanh", ["x"], ["y"]), torch.tanh)
 act_case("gelu", helper.make_node("Gelu", ["x"], ["y"]), F.gelu, opset=20, abs_tol=1e-6)
 act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
          lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
+
+
+# ---- Softmax and LogSoftmax rows (activation.c soft_row_f32) ----
+
+def softmax_rows_case(name, op):
+    """Rows of 1 to 1000 logits along the last axis: plain, masked with
+    -inf (those weigh exactly 0), logits of 1e4, a row holding NaN, a row
+    of -inf only, a row with +inf (the last three the spec's way: NaN
+    where numpy's formula gives NaN); within 4 ulp (or 1e-37 absolute) of
+    that formula in float64 from x - max in float32, bitwise equal on 1 and
+    2 threads."""
+    if not check.selected(name):
+        return
+    for n in (1, 7, 8, 9, 1000):
+        x = (rng.randn(9, n) * 3).astype(np.float32)
+        x[1, ::3] = -np.inf
+        x[2] += 1e4
+        x[3, n // 2] = np.nan
+        x[4] = -np.inf
+        x[5, n // 2] = np.inf
+        x[6] = -90.0 * np.arange(n)  # below e^-87 past the first: exactly 0 on every path
+        y, err = run_model(f"{name}_{n}", [helper.make_node(op, ["x"], ["y"], axis=-1)], x)
+        if err:
+            check.fail(f"{name} n={n}: {err}")
+            continue
+        with np.errstate(all="ignore"):
+            # x - max rounded to float32 as any float32 kernel has it (at
+            # |x - max| = 8 that rounding alone moves e^(x - max) 8 ulp)
+            v = (x - x.max(axis=-1, keepdims=True)).astype(np.float64)
+            s = np.exp(v).sum(axis=-1, keepdims=True)
+            ref = np.exp(v) / s if op == "Softmax" else v - np.log(s)
+        n_bad, worst, i = seamtest.ulp_err(y, ref, 1e-37)
+        masked = op != "Softmax" or n < 3 or bool(np.all(y[1, ::3] == 0))
+        check.expect(not n_bad and masked, f"{name} n={n}: within {worst:.1f} ulp of the float64 formula, "
+                     f"masked logits exactly 0", None if i is None else
+                     f"row {i // n}: {y.ravel()[i]!r}, want {ref.ravel()[i]!r}")
+
+
+softmax_rows_case("softmax_rows", "Softmax")
+softmax_rows_case("log_softmax_rows", "LogSoftmax")
 
 
 # ---- Conv: blocked im2col (outputs of more than one ~512 KB column block) ----
