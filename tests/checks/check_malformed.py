@@ -79,6 +79,14 @@ cyc = model([helper.make_node("Add", ["x", "c"], ["a"], name="add"),
              helper.make_node("Identity", ["c"], ["y"], name="out")],
             [vi("x", [1])], [vi("y", [1])])
 expect(write("cycle.onnx", cyc), 1, "cycle", "node 0 'add' (Add)", "node 2 'neg' (Neg)")
+# a node that reads its own output: a cycle of one node, in a graph that
+# is otherwise in order (and in one whose other nodes come after it)
+loop1 = model([helper.make_node("Add", ["x", "y"], ["y"], name="selfloop")], [vi("x", [1])], [vi("y", [1])])
+expect(write("self_loop.onnx", loop1), 1, "cycle", "node 0 'selfloop' (Add) -> node 0 'selfloop' (Add)")
+loop2 = model([helper.make_node("Relu", ["x"], ["a"], name="first"),
+               helper.make_node("Mul", ["a", "b"], ["b"], name="selfmul"),
+               helper.make_node("Neg", ["b"], ["y"], name="last")], [vi("x", [1])], [vi("y", [1])])
+expect(write("self_loop_mid.onnx", loop2), 1, "cycle", "node 1 'selfmul' (Mul) -> node 1 'selfmul' (Mul)")
 dang = model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [vi("x", [1])], [vi("y", [1])])
 expect(write("dangling.onnx", dang), 1, "'ghost'", "node 0 'add' (Add)", "never defined")
 twice = model([helper.make_node("Relu", ["x"], ["y"], name="r1"), helper.make_node("Neg", ["x"], ["y"], name="r2")],
