@@ -227,6 +227,17 @@ for target in ((), ("--target", "dnnl", "--placement", "capability")):
                     [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))
 
+# The axis bounds at their edges, refused by `inspect` (the op layer, before
+# any kernel): the last axis and -rank are fine, rank and -rank - 1 are not
+# (Flatten's axis may be rank itself; rank + 1 is not).
+idx = numpy_helper.from_array(np.array([0, 1], np.int64), "idx")
+for op, ins, inits, extra in (("Softmax", ["x"], [], 0), ("Concat", ["x", "x"], [], 0), ("ArgMax", ["x"], [], 0),
+                              ("Gather", ["x", "idx"], [idx], 0), ("Flatten", ["x"], [], 1)):
+    for axis, code in ((2 - 1 + extra, 0), (-2, 0), (2 + extra, 1), (-3, 1)):
+        m = model([helper.make_node(op, ins, ["y"], name="ax", axis=axis)], [vi("x", [2, 3])], [vi("y", None)], inits)
+        needles = ("node 0 'ax'", f"axis is out of range for rank 2 (axis = {axis})") if code else ()
+        expect(write(f"axis_edge_{op}_{axis}.onnx".replace("-", "m"), m), code, *needles)
+
 # a shape known only at run time that asks for more than one tensor may
 # hold (SEAM_MAX_TENSOR_BYTES) fails at once, naming the node
 big = model([helper.make_node("ConstantOfShape", ["s"], ["y"], name="big")], [vi("s", [2], TensorProto.INT64)],
