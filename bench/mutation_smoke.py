@@ -250,28 +250,31 @@ def text_problems(muts, read):
 
 
 def run_logged(cmd, log, timeout=None, cwd=None):
-    """Runs cmd in its own process group with its output appended to log.
-    Returns (returncode or None on timeout, output text)."""
+    """Runs cmd in its own process group, its output going to log as it
+    comes (tail the log to watch). Returns (returncode, or None when it ran
+    past timeout and was killed; the output text)."""
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+    start = log.tell()
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        out, _ = p.communicate(timeout=timeout)
-        rc = p.returncode
+        rc = p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGTERM)
         try:
-            out, _ = p.communicate(timeout=30)
+            p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
-            out, _ = p.communicate()
+            p.wait()
         rc = None
     except BaseException:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         raise
-    log.write(out)
+    log.seek(0, os.SEEK_END)
+    with open(log.name, errors="replace") as f:
+        f.seek(start)
+        out = f.read()
     log.write(f"[exit {rc}]\n")
     log.flush()
     return rc, out
@@ -289,6 +292,7 @@ def prepare_tree(repo, tree, rev):
         git(tree, "clean", "--quiet", "-fd")  # untracked files, not ignored ones (the build)
     else:
         os.makedirs(os.path.dirname(os.path.abspath(tree)), exist_ok=True)
+        git(repo, "worktree", "prune")  # a scratch tree deleted by hand is still registered
         git(repo, "worktree", "add", "--quiet", "--detach", tree, sha)
         gd = git(tree, "rev-parse", "--absolute-git-dir")
         with open(os.path.join(gd, MARKER), "w") as f:
