@@ -245,7 +245,8 @@ static bool agrees(const ir_type *ty, const seam_tensor *t) {
 
 /* After node i ran: each output of a tensor type agrees with inference, or
  * the run fails naming the node, the value, both shapes and whether the
- * file declared the type (then the file contradicts what ran). */
+ * file declared the type (then the file, or inference where the file
+ * left dims out, contradicts what ran). */
 static seam_status check_outputs(seam_exec *e, int32_t i) {
     const ir_graph *g = e->g;
     const ir_node *n = &g->nodes[i];
@@ -263,7 +264,9 @@ static seam_status check_outputs(seam_exec *e, int32_t i) {
         return seam_error(e->ctx, SEAM_STATUS_INTERNAL,
                           "%s: output %d '%s' is %s where %s %s (the shape self-check, SEAM_SELF_CHECK)",
                           ir_node_label(g, i, lab, sizeof(lab)), k, val->name, got,
-                          (val->flags & IR_VALUE_DECLARED) ? "the file declares" : "shape inference said", said);
+                          (val->flags & IR_VALUE_DECLARED) ? "the file's declaration, completed by inference, says"
+                                                           : "shape inference said",
+                          said);
     }
     return SEAM_STATUS_OK;
 }

@@ -42,7 +42,7 @@ p.add_argument("--expect-env", action="store_true", help="fail unless SEAM_SELF_
 args = p.parse_args()
 os.makedirs(args.work, exist_ok=True)
 seam, work = seamtest.Program(args.seam, 120), args.work
-check = seamtest.Checker("shape_check", args.k)
+check = seamtest.Checker("self_check", args.k)
 ON = dict(os.environ, SEAM_SELF_CHECK="1")
 OFF = dict(os.environ, SEAM_SELF_CHECK="0")
 rng = np.random.RandomState(0)
