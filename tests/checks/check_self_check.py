@@ -1,6 +1,6 @@
 """The runtime's shape self-check (SEAM_SELF_CHECK=1, on for every test).
 
-usage: /usr/bin/python3 check_shape_check.py SEAM WORKDIR [--expect-env] [-k PATTERN]
+usage: /usr/bin/python3 check_self_check.py SEAM WORKDIR [--expect-env] [-k PATTERN]
 
 With SEAM_SELF_CHECK set, the executor compares every output a kernel or a
 device subgraph makes with the dtype and shape inference gave it (or the
