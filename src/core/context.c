@@ -25,7 +25,11 @@ const char *seam_status_string(seam_status status) {
 seam_status seam_context_create(seam_context **ctx_out) {
     if (!ctx_out) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_context *ctx = calloc(1, sizeof(*ctx));
-    if (ctx) ctx->trace_phases = getenv("SEAM_TRACE_PHASES") != NULL;
+    if (ctx) {
+        const char *check = getenv("SEAM_SELF_CHECK");
+        ctx->trace_phases = getenv("SEAM_TRACE_PHASES") != NULL;
+        ctx->self_check = check && check[0] && strcmp(check, "0") != 0;
+    }
     *ctx_out = ctx;
     return ctx ? SEAM_STATUS_OK : SEAM_STATUS_OUT_OF_MEMORY;
 }

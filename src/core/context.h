@@ -24,6 +24,14 @@ struct seam_context {
      * each phase's CPU time and memory to stderr. */
     bool trace_phases;
     double phase_cpu;
+    /* SEAM_SELF_CHECK set (and not "0") when the context was made: seam
+     * checks itself as it goes, on in the test command. After every node
+     * the executor runs, each output's dtype and shape are compared with
+     * what inference said (src/runtime/exec.c); every plan the partitioner
+     * makes is validated before it is returned (src/partition/validate.c).
+     * A disagreement fails the call with SEAM_STATUS_INTERNAL, naming the
+     * node. */
+    bool self_check;
 };
 
 /* With tracing on (SEAM_TRACE_PHASES), prints "seam phase <what>: CPU

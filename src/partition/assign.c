@@ -259,6 +259,7 @@ seam_status seam_partition_by_callback(seam_model *m, seam_assign_fn assign, voi
     }
     if ((st = order_partitions(ctx, m->graph, pid, ids, np, porder))) goto done;
     st = make_runs(ctx, plan, pid, ids, porder, np);
+    if (!st && ctx->self_check) st = plan_self_check(plan);
 done:
     free(pid);
     free(ids);

@@ -61,7 +61,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
 /* Placement by cost searches without the size and count constraints, which
  * enforce() applies after it and may undo; with constraints, the capability
  * plan under the same constraints is also made, and the cheaper kept. */
-seam_status seam_partition(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
+static seam_status partition_best(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
     seam_status st = partition_once(m, opts, out);
     if (st || !opts || opts->placement != SEAM_PLACEMENT_COST || opts->n_targets == 0 ||
         (opts->min_subgraph_size <= 1 && opts->max_subgraph_count <= 0))
@@ -80,6 +80,15 @@ seam_status seam_partition(seam_model *m, const seam_partition_options *opts, se
     }
     seam_plan_free(cap);
     return SEAM_STATUS_OK;
+}
+
+seam_status seam_partition(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
+    seam_status st = partition_best(m, opts, out);
+    if (!st && m->ctx->self_check && (st = plan_self_check(*out))) {
+        seam_plan_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static seam_status partition_once(seam_model *m, const seam_partition_options *opts, seam_plan **out) {

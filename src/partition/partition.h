@@ -77,6 +77,10 @@ typedef struct waves {
 
 /* Sets plan->subgraphs (and node_subgraph) from runs, with boundaries. */
 seam_status plan_set_subgraphs(seam_context *ctx, seam_plan *plan, const waves *w);
+/* The plan self-check (validate.c): the plan against its model, by rules
+ * of its own; SEAM_STATUS_INTERNAL naming what is wrong. Run on every plan
+ * returned when the context's self_check is on (SEAM_SELF_CHECK). */
+seam_status plan_self_check(seam_plan *p);
 
 /* Groups nodes by node_target into subgraphs (ready waves), fills
  * plan->subgraphs with boundaries. Constants (target -1) go nowhere. */

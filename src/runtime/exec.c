@@ -1,4 +1,5 @@
 /* The executor (see exec.h): create, run, reset, free. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -206,6 +207,70 @@ void seam_exec_set_input(seam_exec *e, int32_t k, const seam_tensor *t) {
 
 const seam_tensor *seam_exec_output(const seam_exec *e, int32_t k) { return &e->vals[e->g->outputs[k]].t; }
 
+/* ---- the shape self-check (SEAM_SELF_CHECK; see core/context.h) ---- */
+
+/* "float32 [1,12,?,80]": a type as inference left it. */
+static void format_type(const ir_type *t, char *buf, size_t n) {
+    size_t off = (size_t)snprintf(buf, n, "%s", t->elem ? seam_dtype_name((seam_dtype)t->elem) : "?");
+    if (t->rank < 0) {
+        if (off < n) snprintf(buf + off, n - off, " of unknown rank");
+        return;
+    }
+    for (int32_t d = 0; d < t->rank && off < n; d++) {
+        const ir_dim *x = &t->dims[d];
+        if (x->v >= 0) off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? "," : " [", (long long)x->v);
+        else off += (size_t)snprintf(buf + off, n - off, "%s%s", d ? "," : " [", x->sym ? x->sym : "?");
+    }
+    if (off < n) snprintf(buf + off, n - off, t->rank ? "]" : " []");
+}
+
+static void format_tensor(const seam_tensor *t, char *buf, size_t n) {
+    size_t off = (size_t)snprintf(buf, n, "%s [", seam_dtype_name((seam_dtype)t->dtype));
+    for (int32_t d = 0; d < t->rank && off < n; d++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+    if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+/* Whether tensor t agrees with type ty in what ty knows: its dtype, rank
+ * and every known dim (a symbolic or unknown dim agrees with any size). */
+static bool agrees(const ir_type *ty, const seam_tensor *t) {
+    if (seam_is_value(t->dtype)) return false;
+    if (ty->elem != SEAM_DTYPE_UNDEFINED && t->dtype != ty->elem) return false;
+    if (ty->rank < 0) return true;
+    if (t->rank != ty->rank) return false;
+    for (int32_t d = 0; d < t->rank; d++)
+        if (ty->dims[d].v >= 0 && ty->dims[d].v != t->dims[d]) return false;
+    return true;
+}
+
+/* After node i ran: each output of a tensor type agrees with inference, or
+ * the run fails naming the node, the value, both shapes and whether the
+ * file declared the type (then the file, or inference where the file
+ * left dims out, contradicts what ran). */
+static seam_status check_outputs(seam_exec *e, int32_t i) {
+    const ir_graph *g = e->g;
+    const ir_node *n = &g->nodes[i];
+    for (int32_t k = 0; k < n->n_outputs; k++) {
+        int32_t v = n->outputs[k];
+        if (v < 0) continue;
+        const ir_value *val = &g->values[v];
+        const seam_tensor *t = &e->vals[v].t;
+        if (val->type.kind != IR_TYPE_TENSOR || agrees(&val->type, t)) continue;
+        char lab[300], said[256], got[256];
+        format_type(&val->type, said, sizeof(said));
+        if (t->dtype == SEAM_VALUE_SEQUENCE) snprintf(got, sizeof(got), "a sequence");
+        else if (t->dtype == SEAM_VALUE_NONE) snprintf(got, sizeof(got), "an empty optional");
+        else format_tensor(t, got, sizeof(got));
+        return seam_error(e->ctx, SEAM_STATUS_INTERNAL,
+                          "%s: output %d '%s' is %s where %s %s (the shape self-check, SEAM_SELF_CHECK)",
+                          ir_node_label(g, i, lab, sizeof(lab)), k, val->name, got,
+                          (val->flags & IR_VALUE_DECLARED) ? "the file's declaration, completed by inference, says"
+                                                           : "shape inference said",
+                          said);
+    }
+    return SEAM_STATUS_OK;
+}
+
 seam_status seam_exec_run(seam_exec *e) {
     const ir_graph *g = e->g;
     seam_exec_reset(e);
@@ -222,6 +287,10 @@ seam_status seam_exec_run(seam_exec *e) {
             /* an alias takes its source's tensor as it is now (its shape may
              * be known only at run time) */
             if (e->how[i] >= 0) e->vals[n->outputs[0]].t = e->vals[e->how[i]].t;
+            if (e->how[i] >= 0 && e->ctx->self_check) {
+                seam_status st = check_outputs(e, i);
+                if (st) return st;
+            }
             continue;
         }
         for (int32_t k = 0; k < n->n_inputs; k++) {
@@ -244,6 +313,7 @@ seam_status seam_exec_run(seam_exec *e) {
         e->kernels[i].bytes_in = e->kernels[i].bytes_out = 0;
         e->kernels[i].copy_ms = 0;
         seam_status st = e->defs[i]->run(&e->kernels[i]);
+        if (!st && e->ctx->self_check) st = check_outputs(e, i);
         if (st) return st;
         if (e->profile) {
             clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -263,10 +263,8 @@ static bool param_input(const ir_graph *body, int32_t k) {
 
 /* ---- specialization at run time ---- */
 
-/* The shape signature of inputs xs (n of them) into sig (*len entries):
- * per input its dtype, rank and dims, and a parameter input's values.
- * False when out of memory. */
-static bool signature_of(const seam_tensor *const *xs, int32_t n_in, const bool *param, int64_t **sig, int32_t *len) {
+/* (subgraph.h) */
+bool subgraph_signature(const seam_tensor *const *xs, int32_t n_in, const bool *param, int64_t **sig, int32_t *len) {
     int32_t n = 0;
     for (int32_t i = 0; i < n_in; i++)
         n += 2 + xs[i]->rank + (param[i] && xs[i]->numel <= PARAM_MAX_NUMEL ? (int32_t)xs[i]->numel : 0);
@@ -445,7 +443,7 @@ static variant *find_variant(seam_kernel *k, subgraph_state *s, seam_status *st)
     int64_t *sig = NULL;
     int32_t len = 0;
     variant *v = NULL;
-    if (!signature_of(xs, n_in, s->param, &sig, &len)) {
+    if (!subgraph_signature(xs, n_in, s->param, &sig, &len)) {
         free(xs);
         return kernel_oom(k), NULL;
     }
@@ -560,7 +558,7 @@ static seam_status check_buckets(seam_check *c, subgraph_state *s) {
             xs[i] = (seam_tensor){.dtype = t->elem, .rank = t->rank};
             for (int32_t d = 0; d < t->rank; d++) xs[i].dims[d] = t->dims[d].v;
         }
-        if (!signature_of(px, body->n_inputs, s->param, &mine, &mine_len)) {
+        if (!subgraph_signature(px, body->n_inputs, s->param, &mine, &mine_len)) {
             st = refuse_oom(c);
             goto done;
         }
@@ -576,7 +574,7 @@ static seam_status check_buckets(seam_check *c, subgraph_state *s) {
         if (!usable) continue;
         int64_t *sig;
         int32_t len;
-        if (!signature_of(px, body->n_inputs, s->param, &sig, &len)) {
+        if (!subgraph_signature(px, body->n_inputs, s->param, &sig, &len)) {
             st = refuse_oom(c);
             break;
         }

@@ -26,4 +26,12 @@ bool subgraph_add_counts(const struct seam_exec *e, int32_t node, subgraph_count
  * (n >= 1); nothing for any other node. */
 void subgraph_set_cache_size(struct seam_exec *e, int32_t node, int32_t n);
 
+/* The shape signature of inputs xs (n_in of them) into *sig (malloc'd,
+ * *len entries): per input its dtype, rank and every dim, and the values
+ * of a parameter input (param[i]; up to 64 elements). Two runs share a
+ * compiled variant exactly when their signatures are equal, so every
+ * position must count (tests/unit/test_runtime.c changes each in turn).
+ * False when out of memory. */
+bool subgraph_signature(const seam_tensor *const *xs, int32_t n_in, const bool *param, int64_t **sig, int32_t *len);
+
 #endif

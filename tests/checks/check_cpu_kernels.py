@@ -13,11 +13,14 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    and without align_corners). Forms the fast path leaves to the general
    kernel (cubic, tf_crop_and_resize, float64, a resized channel axis)
    must still be right.
-2. Sigmoid, Erf, Gelu, HardSigmoid (alpha, beta) and HardSwish over
+2. Sigmoid, Tanh, Erf, Gelu, HardSigmoid (alpha, beta) and HardSwish over
    [-100, 100] with 0, +-inf and NaN, against torch in float64, NaN in NaN
-   out: Sigmoid and Erf within 4 ulp of the value (or 1e-37 absolute below
+   out: Sigmoid, Tanh and Erf within 4 ulp of the value (or 1e-37 absolute below
    float's normal range), the others within 4 ulp or 1e-6 absolute (their
    float32 arithmetic cancels or rounds once more than the reference).
+2b. Softmax and LogSoftmax rows of 1 to 1000 logits (masked with -inf,
+   offset by 1e4, holding NaN, all -inf, with +inf) within 4 ulp of the
+   formula in float64, masked positions exactly 0.
 3. Conv (2-D, float32) large enough for the blocked im2col: 3x3, 7x7
    stride 2, grouped, dilated with asymmetric pads, a non-square kernel
    with unequal strides, 1x1 stride 2, blocks that end mid-row, with bias
@@ -253,22 +256,13 @@ def act_case(name, node, ref_fn, opset=13, abs_tol=1e-37):
         return
     with np.errstate(all="ignore"):
         ref = ref_fn(torch.from_numpy(x.astype(np.float64))).numpy()
-    nan = np.isnan(ref)
-    if not np.array_equal(np.isnan(y), nan):
-        check.fail(f"{name}: NaN where the reference has none, or the other way round")
-        return
-    y, ref = y[~nan].astype(np.float64), ref[~nan]
-    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
-    with np.errstate(invalid="ignore"):  # inf - inf where both are inf
-        err = np.where(y == ref, 0.0, np.abs(y - ref))
-    bad = (err > 4 * ulp) & (err > abs_tol)
-    if bad.any():
-        i = np.argmax(bad)
-        check.fail(f"{name}: {bad.sum()} values off by more than 4 ulp, e.g. x={x[~nan][i]!r}: {y[i]!r}, "
-                   f"want {ref[i]!r}")
+    # NaN only where the reference has NaN, infinities equal, else 4 ulp
+    n_bad, worst, i = seamtest.ulp_err(y, ref, abs_tol)
+    if n_bad:
+        at = "" if i is None else f", e.g. x={x.ravel()[i]!r}: {y.ravel()[i]!r}, want {ref.ravel()[i]!r}"
+        check.fail(f"{name}: {n_bad} values off by more than 4 ulp or NaN/inf where the reference differs{at}"
+                   + ("" if i is not None else f" (shape {y.shape}, want {ref.shape})"))
     else:
-        above = np.isfinite(ref) & (err > abs_tol)
-        worst = np.max(err[above] / ulp[above]) if above.any() else 0.0
         check.ok(f"{name}: within {worst:.1f} ulp where the error is above {abs_tol:.0e}")
 
 
@@ -276,10 +270,51 @@ act_case("sigmoid", helper.make_node("Sigmoid", ["x"], ["y"]), torch.sigmoid)
 act_case("hard_sigmoid", helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.45),
          lambda v: torch.where(torch.isnan(v), v, (0.3 * v + 0.45).clamp(0, 1)), abs_tol=1e-6)
 act_case("erf", helper.make_node("Erf", ["x"], ["y"]), torch.erf)
+act_case("tanh", helper.make_node("Tanh", ["x"], ["y"]), torch.tanh)
 # 0.5 x (1 + erf(x / sqrt 2)) cancels for x << 0 in any float32 order: absolute
 act_case("gelu", helper.make_node("Gelu", ["x"], ["y"]), F.gelu, opset=20, abs_tol=1e-6)
 act_case("hard_swish", helper.make_node("HardSwish", ["x"], ["y"]),
          lambda v: torch.where(torch.isnan(v), v, v * (v / 6 + 0.5).clamp(0, 1)), opset=14, abs_tol=1e-6)
+
+
+# ---- Softmax and LogSoftmax rows (activation.c soft_row_f32) ----
+
+def softmax_rows_case(name, op):
+    """Rows of 1 to 1000 logits along the last axis: plain, masked with
+    -inf (those weigh exactly 0), logits of 1e4, a row holding NaN, a row
+    of -inf only, a row with +inf (the last three the spec's way: NaN
+    where numpy's formula gives NaN); within 4 ulp (or 1e-37 absolute) of
+    that formula in float64 from x - max in float32, bitwise equal on 1 and
+    2 threads."""
+    if not check.selected(name):
+        return
+    for n in (1, 7, 8, 9, 1000):
+        x = (rng.randn(9, n) * 3).astype(np.float32)
+        x[1, ::3] = -np.inf
+        x[2] += 1e4
+        x[3, n // 2] = np.nan
+        x[4] = -np.inf
+        x[5, n // 2] = np.inf
+        x[6] = -90.0 * np.arange(n)  # below e^-87 past the first: exactly 0 on every path
+        y, err = run_model(f"{name}_{n}", [helper.make_node(op, ["x"], ["y"], axis=-1)], x)
+        if err:
+            check.fail(f"{name} n={n}: {err}")
+            continue
+        with np.errstate(all="ignore"):
+            # x - max rounded to float32 as any float32 kernel has it (at
+            # |x - max| = 8 that rounding alone moves e^(x - max) 8 ulp)
+            v = (x - x.max(axis=-1, keepdims=True)).astype(np.float64)
+            s = np.exp(v).sum(axis=-1, keepdims=True)
+            ref = np.exp(v) / s if op == "Softmax" else v - np.log(s)
+        n_bad, worst, i = seamtest.ulp_err(y, ref, 1e-37)
+        masked = op != "Softmax" or n < 3 or bool(np.all(y[1, ::3] == 0))
+        check.expect(not n_bad and masked, f"{name} n={n}: within {worst:.1f} ulp of the float64 formula, "
+                     f"masked logits exactly 0", None if i is None else
+                     f"row {i // n}: {y.ravel()[i]!r}, want {ref.ravel()[i]!r}")
+
+
+softmax_rows_case("softmax_rows", "Softmax")
+softmax_rows_case("log_softmax_rows", "LogSoftmax")
 
 
 # ---- Conv: blocked im2col (outputs of more than one ~512 KB column block) ----

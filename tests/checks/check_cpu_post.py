@@ -40,6 +40,9 @@ usage: /usr/bin/python3 check_cpu_post.py SEAM WORKDIR [-k PATTERN]
    which oneDNN's MatMul and binary die on when empty): no box, one, many;
    against numpy on the CPU and on dnnl (an empty shape runs on the CPU);
    and an input declared empty, which dnnl refuses.
+7. Comparisons (elementwise.c): float32 rows into bool bytes, each
+   broadcast form, and float64 the general way, with ties, NaN, +-0 and
+   +-inf, against numpy exactly.
 Every model runs with --threads 1 and 2: the outputs must be bitwise equal.
 """
 import os
@@ -98,9 +101,7 @@ def run_model(name, nodes, feeds, outputs, inits=(), extra=(), opset=14):
     return got[0], None
 
 
-def same_bits(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True) and \
-        np.array_equal(np.signbit(a), np.signbit(b))
+same_bits = seamtest.same_bits  # shape, dtype, values, NaN positions and signs
 
 
 # ---- TopK ----
@@ -200,9 +201,8 @@ def prelu_case(name, x, slope, dnnl=None):
         if r.returncode:
             return check.fail(f"{name}: dnnl: {r.stderr.strip()[-300:]}")
         y = np.load(seamtest.output_file(d, "y"))
-        with np.errstate(invalid="ignore"):
-            e = np.nanmax(np.abs(np.where(np.isinf(want), 0, y - want))) if y.shape == want.shape else np.inf
-        check.expect(e <= 1e-6 and np.array_equal(np.isnan(y), np.isnan(want)), f"{name}: dnnl within 1e-6 ({e:.1e})")
+        e = seamtest.abs_err(y, want)  # inf for a NaN or infinity not where numpy has it
+        check.expect(e <= 1e-6, f"{name}: dnnl within 1e-6 ({e:.1e})")
         prims = re.findall(r"\(PRelu\): (\w+) ", r.stderr)
         check.expect(prims == [dnnl], f"{name}: dnnl runs it as oneDNN's {dnnl}", detail=f"compile log: {prims}")
 
@@ -522,6 +522,38 @@ def bcast_binary_case(name):
                      f"{name}: {label}: seam's loop, not oneDNN's reference kernel", detail=r.stderr[-400:])
 
 
+# ---- comparisons ----
+
+def compare_case(name):
+    """Equal, Less, Greater, LessOrEqual, GreaterOrEqual on float32 (the
+    elementwise.c fast rows into bool bytes: both operands full, one a
+    scalar, one a row, one broadcast over the rows) and float64 (the
+    general path), with ties, NaN, +-0 and +-inf, against numpy exactly,
+    on 1 and 2 threads."""
+    if not check.selected(name):
+        return
+    ops = (("Equal", np.equal), ("Less", np.less), ("Greater", np.greater), ("LessOrEqual", np.less_equal),
+           ("GreaterOrEqual", np.greater_equal))
+    for label, a_shape, b_shape in (("full", (7, 300), (7, 300)), ("scalar", (3, 1000), ()),
+                                    ("scalar_first", (), (5, 333)), ("row", (6, 257), (257,)),
+                                    ("column", (6, 257), (6, 1))):
+        for dt in (np.float32, np.float64):
+            a = special_values(a_shape or (1,)).reshape(a_shape).astype(dt)
+            b = special_values(b_shape or (1,)).reshape(b_shape).astype(dt)
+            if label == "scalar":
+                b = np.array(1.0, dt)  # ties with a's 1s
+            nodes = [helper.make_node(op, ["a", "b"], [f"y_{op}"]) for op, _ in ops]
+            got, why = run_model(f"{name}_{label}_{np.dtype(dt).name}", nodes, {"a": a, "b": b},
+                                 [(f"y_{op}", TensorProto.BOOL) for op, _ in ops])
+            if why:
+                check.fail(f"{name}: {label} {np.dtype(dt).name}: {why}")
+                continue
+            bad = [op for (op, f), y in zip(ops, got) if not same_bits(y, f(a, b))]
+            check.expect(not bad, f"{name}: {label} {list(a_shape)} vs {list(b_shape)} {np.dtype(dt).name}: "
+                         f"the five comparisons equal numpy's", f"differ: {bad}")
+
+
+compare_case("compare")
 bcast_binary_case("bcast_binary_dnnl")
 reduce_nothing_case("reduce_nothing_dnnl")
 empty_detections_case("empty_detections")

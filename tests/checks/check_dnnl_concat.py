@@ -391,7 +391,7 @@ for case in CASES:
     if cpu is None:
         check.fail(f"{name} (cpu): {r.stderr.strip()[-400:]}")
         continue
-    e = max(rel_err(c, ref[o]) for c, o in zip(cpu, outs))
+    e = seamtest.worst(rel_err(c, ref[o]) for c, o in zip(cpu, outs))
     check.expect(e <= TOL, f"{name} (cpu) against torch: error {e:.2e}", f"the CPU kernels differ from torch by {e:.3g}")
     for fusion in ("on", "off"):
         label = f"{name} (dnnl, fusion={fusion})"
@@ -400,8 +400,8 @@ for case in CASES:
         if got is None:
             check.fail(f"{label}: {r.stderr.strip()[-400:]}")
             continue
-        e_ref = max(rel_err(x, ref[o]) for x, o in zip(got, outs))
-        e_cpu = max(rel_err(x, c.astype(np.float64)) for x, c in zip(got, cpu))
+        e_ref = seamtest.worst(rel_err(x, ref[o]) for x, o in zip(got, outs))
+        e_cpu = seamtest.worst(rel_err(x, c.astype(np.float64)) for x, c in zip(got, cpu))
         check.expect(e_ref <= TOL and e_cpu <= TOL, f"{label}: error {e_ref:.2e} against torch, {e_cpu:.2e} against the CPU",
                      f"dnnl differs from torch by {e_ref:.3g}, from the CPU by {e_cpu:.3g}")
         became = what_became(r.stderr, g.concats)
@@ -417,7 +417,7 @@ for case in CASES:
         if got is None:
             check.fail(f"{label}: {r.stderr.strip()[-400:]}")
             continue
-        e_ref = max(rel_err(x, ref[o]) for x, o in zip(got, outs))
+        e_ref = seamtest.worst(rel_err(x, ref[o]) for x, o in zip(got, outs))
         check.expect(e_ref <= TOL, f"{label}: error {e_ref:.2e} against torch", f"dnnl differs from torch by {e_ref:.3g}")
 
 check.finish()

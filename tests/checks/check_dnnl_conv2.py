@@ -144,7 +144,7 @@ for name, shape, perm, kn, chain, const_w, flat in CASES:
     cpu, _ = run_model(name, path, feed_args, os.path.join(work, name + ".cpu"))
     if cpu is None:
         continue
-    e = max(rel_err(g, w) for g, w in zip(cpu, refs))
+    e = seamtest.worst(rel_err(g, w) for g, w in zip(cpu, refs))
     check.expect(e <= TOL, f"{name} (cpu) against torch: error {e:.2e}", f"the CPU kernels differ from torch by {e:.3g}")
     for fusion in ("on", "off"):
         label = f"dnnl, fusion={fusion}"
@@ -152,8 +152,8 @@ for name, shape, perm, kn, chain, const_w, flat in CASES:
                            "--placement", "capability", "--compile-log", "--target-option", f"fusion={fusion}")
         if got is None:
             continue
-        e_cpu = max(rel_err(g, c.astype(np.float64)) for g, c in zip(got, cpu))
-        e_ref = max(rel_err(g, w) for g, w in zip(got, refs))
+        e_cpu = seamtest.worst(rel_err(g, c.astype(np.float64)) for g, c in zip(got, cpu))
+        e_ref = seamtest.worst(rel_err(g, w) for g, w in zip(got, refs))
         check.expect(e_cpu <= TOL and e_ref <= TOL, f"{name} ({label}): error {e_cpu:.2e} against the CPU, "
                      f"{e_ref:.2e} against torch", f"beyond {TOL}")
         bad = unexpected_refs(r.stderr)
@@ -194,7 +194,7 @@ if args.models and check.selected("transformer_encoder"):
                                "dnnl", "--compile-log", "--target-option", f"fusion={fusion}")
             if got is None or cpu is None:
                 continue
-            e = max(rel_err(g, c.astype(np.float64)) for g, c in zip(got, cpu))
+            e = seamtest.worst(rel_err(g, c.astype(np.float64)) for g, c in zip(got, cpu))
             check.expect(e <= TOL, f"transformer_encoder ({label}): error {e:.2e} against the CPU", f"beyond {TOL}")
             bad = unexpected_refs(r.stderr)
             check.expect(not bad, f"transformer_encoder ({label}): no reference kernel, no slow: line", "; ".join(bad))

@@ -128,7 +128,7 @@ for name, batch, c, hw, cout, (act, sq_act, gate), scale_first, tap, k, scaler i
     cpu, _ = run_model(path, f"{name} (cpu)", os.path.join(work, name + ".cpu"))
     if cpu is None:
         continue
-    e = max(rel_err(g, w) for g, w in zip(cpu, refs))
+    e = seamtest.worst(rel_err(g, w) for g, w in zip(cpu, refs))
     check.expect(e <= TOL, f"{name} (cpu) against torch: error {e:.2e}", f"beyond {TOL}")
     for fusion in ("on", "off"):
         label = f"{name} (dnnl, fusion={fusion})"
@@ -136,8 +136,8 @@ for name, batch, c, hw, cout, (act, sq_act, gate), scale_first, tap, k, scaler i
                            "--placement", "capability", "--compile-log", "--target-option", f"fusion={fusion}")
         if got is None:
             continue
-        e_cpu = max(rel_err(g, w.astype(np.float64)) for g, w in zip(got, cpu))
-        e_ref = max(rel_err(g, w) for g, w in zip(got, refs))
+        e_cpu = seamtest.worst(rel_err(g, w.astype(np.float64)) for g, w in zip(got, cpu))
+        e_ref = seamtest.worst(rel_err(g, w) for g, w in zip(got, refs))
         check.expect(e_cpu <= TOL and e_ref <= TOL,
                      f"{label}: error {e_cpu:.2e} against the CPU, {e_ref:.2e} against torch", f"beyond {TOL}")
         log = log_of(r.stderr)

@@ -200,7 +200,7 @@ for name, module, shape, opset, reductions, n_fused in CASES:
     if cpu is None:
         check.fail(f"{name} (cpu): {r.stderr.strip()[-400:]}")
         continue
-    e = max(rel_err(c, w) for c, w in zip(cpu, refs))
+    e = seamtest.worst(rel_err(c, w) for c, w in zip(cpu, refs))
     check.expect(e <= TOL, f"{name} (cpu) against torch: error {e:.2e}", f"the CPU kernels differ by {e:.3g}")
     for fusion in ("on", "off"):
         label = f"{name} (dnnl, fusion={fusion})"
@@ -210,8 +210,8 @@ for name, module, shape, opset, reductions, n_fused in CASES:
         if got is None:
             check.fail(f"{label}: {r.stderr.strip()[-400:]}")
             continue
-        e_ref = max(rel_err(g, w) for g, w in zip(got, refs))
-        e_cpu = max(rel_err(g, c.astype(np.float64)) for g, c in zip(got, cpu))
+        e_ref = seamtest.worst(rel_err(g, w) for g, w in zip(got, refs))
+        e_cpu = seamtest.worst(rel_err(g, c.astype(np.float64)) for g, c in zip(got, cpu))
         check.expect(e_ref <= TOL and e_cpu <= TOL,
                      f"{label}: error {e_ref:.2e} against torch, {e_cpu:.2e} against the CPU",
                      f"dnnl differs from torch by {e_ref:.3g}, from the CPU by {e_cpu:.3g}")

@@ -79,6 +79,14 @@ cyc = model([helper.make_node("Add", ["x", "c"], ["a"], name="add"),
              helper.make_node("Identity", ["c"], ["y"], name="out")],
             [vi("x", [1])], [vi("y", [1])])
 expect(write("cycle.onnx", cyc), 1, "cycle", "node 0 'add' (Add)", "node 2 'neg' (Neg)")
+# a node that reads its own output: a cycle of one node, in a graph that
+# is otherwise in order (and in one whose other nodes come after it)
+loop1 = model([helper.make_node("Add", ["x", "y"], ["y"], name="selfloop")], [vi("x", [1])], [vi("y", [1])])
+expect(write("self_loop.onnx", loop1), 1, "cycle", "node 0 'selfloop' (Add) -> node 0 'selfloop' (Add)")
+loop2 = model([helper.make_node("Relu", ["x"], ["a"], name="first"),
+               helper.make_node("Mul", ["a", "b"], ["b"], name="selfmul"),
+               helper.make_node("Neg", ["b"], ["y"], name="last")], [vi("x", [1])], [vi("y", [1])])
+expect(write("self_loop_mid.onnx", loop2), 1, "cycle", "node 1 'selfmul' (Mul) -> node 1 'selfmul' (Mul)")
 dang = model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [vi("x", [1])], [vi("y", [1])])
 expect(write("dangling.onnx", dang), 1, "'ghost'", "node 0 'add' (Add)", "never defined")
 twice = model([helper.make_node("Relu", ["x"], ["y"], name="r1"), helper.make_node("Neg", ["x"], ["y"], name="r2")],
@@ -218,6 +226,17 @@ for target in ((), ("--target", "dnnl", "--placement", "capability")):
     cat_max = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=2**31 - 1)],
                     [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))
+
+# The axis bounds at their edges, refused by `inspect` (the op layer, before
+# any kernel): the last axis and -rank are fine, rank and -rank - 1 are not
+# (Flatten's axis may be rank itself; rank + 1 is not).
+idx = numpy_helper.from_array(np.array([0, 1], np.int64), "idx")
+for op, ins, inits, extra in (("Softmax", ["x"], [], 0), ("Concat", ["x", "x"], [], 0), ("ArgMax", ["x"], [], 0),
+                              ("Gather", ["x", "idx"], [idx], 0), ("Flatten", ["x"], [], 1)):
+    for axis, code in ((2 - 1 + extra, 0), (-2, 0), (2 + extra, 1), (-3, 1)):
+        m = model([helper.make_node(op, ins, ["y"], name="ax", axis=axis)], [vi("x", [2, 3])], [vi("y", None)], inits)
+        needles = ("node 0 'ax'", f"axis is out of range for rank 2 (axis = {axis})") if code else ()
+        expect(write(f"axis_edge_{op}_{axis}.onnx".replace("-", "m"), m), code, *needles)
 
 # a shape known only at run time that asks for more than one tensor may
 # hold (SEAM_MAX_TENSOR_BYTES) fails at once, naming the node

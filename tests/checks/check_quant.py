@@ -129,10 +129,9 @@ def last(stderr):
     return lines[-1][:300] if lines else "(no message)"
 
 
-def quanta(got, want, scale):
-    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    eps = 1e-6 * max(1.0, float(np.abs(want).max()))
-    return float(d.max()) / scale, int((d >= 0.5 * scale).sum()), float(d.max()) <= scale * (1 + 1e-4) + eps
+# (max difference in quanta, elements off by half a quantum, ok); a NaN,
+# an infinity or a shape ONNX Runtime's output lacks is never ok
+quanta = seamtest.quanta
 
 
 # ---- the quantized tensors, end to end and unit by unit ----------------------------------
@@ -225,17 +224,10 @@ class Tensors:
 
     def compare(self, seam_dir, ort_dir, qs=None):
         """[(q, elements that differ, largest step)] for every Q output
-        (or those in qs) seam wrote to seam_dir."""
-        out = []
-        for q in qs or self.qs:
-            a = np.load(seamtest.output_file(seam_dir, q)).astype(np.int64)
-            b = np.load(seamtest.output_file(ort_dir, q)).astype(np.int64)
-            if a.shape != b.shape:
-                out.append((q, -1, -1))
-                continue
-            d = np.abs(a - b)
-            out.append((q, int((d > 0).sum()), int(d.max()) if d.size else 0))
-        return out
+        (or those in qs) seam wrote to seam_dir; another shape is (q, -1,
+        inf), over any step limit."""
+        return [(q, *seamtest.steps(np.load(seamtest.output_file(seam_dir, q)),
+                                    np.load(seamtest.output_file(ort_dir, q)))) for q in qs or self.qs]
 
     def first_difference(self, extra):
         """Text: the first Q output (in graph order) where seam end to end
@@ -280,8 +272,8 @@ class Tensors:
         r2, _ = ort_run(path, self.feeds, oo)
         if r.returncode or r2.returncode:
             return None
-        a, b = (np.load(seamtest.output_file(d, q)).astype(np.int64) for d in (so, oo))
-        return int(np.abs(a - b).max()) if a.shape == b.shape else 256
+        a, b = (np.load(seamtest.output_file(d, q)) for d in (so, oo))
+        return seamtest.steps(a, b)[1]
 
     def prefix_search(self, extra):
         """Bisects the Q outputs (in graph order) for the first whose

@@ -8,7 +8,9 @@ the files themselves (seam partition/run --html, --profile, --workdir).
             after a click (the page's #click=ID clicks it at load), edges
             crossing a device boundary labelled with their bytes; a hostile
             node name (<script>alert(1)</script>) stays text; nothing is
-            fetched. A screenshot of each page is kept in the work folder.
+            fetched; the counts line (nodes, subgraphs, on devices) equal to
+            the plan's JSON. A screenshot of each page is kept in the work
+            folder.
   trace     the Chrome trace of a run: every span has ph, ts, dur, pid, tid,
             name; spans nest per track; a span per node of the run, a
             compile span per device subgraph, copy spans for a backend with
@@ -112,6 +114,14 @@ def check_page(name, html_path, model, targets, plan, click, want_reason, boxes=
     check.expect(os.path.exists(png) and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n",
                  f"{name}: screenshot kept ({png})")
     n_sub = len(plan["subgraphs"])
+    # the counts line against the plan's JSON: nodes that are not
+    # constants, subgraphs, and those on a target other than the CPU
+    m = re.search(r'<p id="counts">(\d+) nodes; (\d+) subgraphs \((\d+) on devices\)', dom)
+    counts = (sum(n["target"] != "constant" for n in plan["nodes"]), n_sub,
+              sum(s["target"] != "cpu" for s in plan["subgraphs"]))
+    check.expect(m and tuple(map(int, m.groups())) == counts,
+                 f"{name}: the counts line says {counts[0]} nodes, {counts[1]} subgraphs, {counts[2]} on devices",
+                 m and m.group(0))
     if boxes:
         got = len(re.findall(r'<g id="s\d+" class="node"', dom))
         check.expect(got == n_sub, f"{name}: one box per subgraph ({n_sub})", f"{got} boxes")
@@ -314,9 +324,9 @@ def check_workdir(name, model, targets, inputs=()):
         for o in m.graph.output:
             got = np.load(seamtest.output_file(os.path.join(wd, "out-" + base), o.name))
             want = np.load(seamtest.output_file(os.path.join(wd, "values"), o.name))
-            e = seamtest.rel_err(got, want) if got.shape == want.shape else float("inf")
-            worst = max(worst, e)
-            if e > 1e-4:
+            e = seamtest.rel_err(got, want)  # inf for another shape, or a NaN the full run lacks
+            worst = seamtest.worst([worst, e])
+            if not e <= 1e-4:
                 check.fail(f"{name}: {base} output {o.name}: rel err {e:.2e} against the full run's value")
     check.ok(f"{name}: {len(subs)} subgraphs alone equal the full run's boundary values (worst rel err {worst:.1e})")
 

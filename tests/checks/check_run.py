@@ -4,8 +4,9 @@ with torch's own (NAME.expected.<k>.npy, written by gen_models.py).
 usage: /usr/bin/python3 check_run.py SEAM WORKDIR MODEL.onnx... [-k PATTERN]
 
 Float outputs must agree within 1e-4 relative to the output's scale:
-max|seam - torch| <= 1e-4 * max(max|torch|, 1e-6). Integer outputs (TopK
-indices) must be equal. A model with symbolic input dims is run with
+max|seam - torch| <= 1e-4 * max(max|torch|, 1e-6), where a NaN or an
+infinity that torch does not have at that place is an infinite error
+(seamtest.rel_err). Integer outputs (TopK indices) must be equal. A model with symbolic input dims is run with
 --shape taken from its input file. Each model runs twice: the outputs of
 the two runs must be bitwise equal (determinism), once with --threads 1
 and once with the default pool. A case is a model, named by its file name
@@ -56,7 +57,7 @@ for path in models:
     if results is None:
         continue
     problems = []
-    worst = 0.0
+    errs = []
     for k, o in enumerate(m.graph.output):
         f = f"{base}.expected.{k}.npy"
         if not os.path.exists(f):
@@ -64,16 +65,18 @@ for path in models:
         want, got = np.load(f), results[0][k]
         if got.shape != want.shape:
             problems.append(f"output '{o.name}': shape {got.shape}, torch {want.shape}")
+            errs.append(float("inf"))
             continue
         if not np.array_equal(results[0][k], results[1][k], equal_nan=True):
             problems.append(f"output '{o.name}': --threads 1 and the default pool differ")
-        if np.issubdtype(want.dtype, np.floating):
-            err = seamtest.rel_err(got, want)
-            worst = max(worst, err)
-            if not err <= RTOL:
-                problems.append(f"output '{o.name}': max error {err:.3g} of the output's scale (limit {RTOL})")
-        elif not np.array_equal(got, want):
-            problems.append(f"output '{o.name}': {int((got != want).sum())} of {want.size} values differ")
+        # (a NaN or an infinity where torch has none is an infinite error)
+        err = seamtest.out_err(got, want)
+        errs.append(err)
+        if not err <= RTOL:
+            problems.append(f"output '{o.name}': max error {err:.3g} of the output's scale (limit {RTOL})"
+                            if np.issubdtype(want.dtype, np.floating) else
+                            f"output '{o.name}': {int((got != want).sum())} of {want.size} values differ")
+    worst = seamtest.worst(errs)
     if check.expect(not problems, f"{name}: {len(m.graph.output)} outputs, worst relative error {worst:.2e}"):
         continue
     for p in problems:

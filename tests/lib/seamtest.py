@@ -1,6 +1,13 @@
 """What seam's Python checkers (tests/checks/*.py) share: running a program,
-collecting failures, selecting cases with -k, loading outputs, the relative
-error, and writing small ONNX models.
+collecting failures, selecting cases with -k, loading outputs, the
+comparisons of outputs with their references, and writing small ONNX models.
+
+Every comparison of an output goes through the functions here (abs_err,
+rel_err, worst, max_rel_err, out_err, ulp_err, same_bits, quanta, steps):
+a NaN or an infinity in one tensor and not the other, or another shape, is
+a failure (an infinite error), never a NaN that a `max()` skips or an
+`err <= tol` answers by accident. check_escapes.py plants such faults in a
+real pair and checks that each of them fails.
 
 A checker finds this module from its own path, so that it runs the same from
 ctest, from another folder or by hand:
@@ -135,12 +142,130 @@ class Program:
                               timeout=timeout if timeout is not None else self.timeout)
 
 
-def rel_err(got, want):
-    """max|got - want| / max(max|want|, TINY), in float64; 0 for empty tensors."""
+def abs_err(got, want):
+    """max|got - want| in float64, where a NaN or an infinity counts: inf
+    when the shapes differ, where one holds a NaN and the other not, or an
+    infinity the other lacks (a NaN in both at one position, or the same
+    infinity in both, is equal: references of NaN propagation have them).
+    0.0 for empty tensors of one shape. Never NaN, so `e <= tol` fails
+    whenever the outputs differ in any of those ways."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return float("inf")
     if not want.size:
         return 0.0
-    scale = max(float(np.abs(want).max()), TINY)
-    return float(np.abs(got.astype(np.float64) - want).max()) / scale
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    gn, wn = np.isnan(g), np.isnan(w)
+    if not np.array_equal(gn, wn):
+        return float("inf")
+    odd = np.isinf(g) | np.isinf(w)
+    if odd.any() and not np.array_equal(g[odd], w[odd]):
+        return float("inf")
+    fin = ~(wn | odd)
+    return float(np.abs(g[fin] - w[fin]).max()) if fin.any() else 0.0
+
+
+def rel_err(got, want):
+    """abs_err(got, want) / max(max|want|, TINY) (the largest finite |want|):
+    the error relative to the output's scale, in float64; inf for a shape
+    mismatch or a NaN or infinity in one but not the other (see abs_err);
+    0.0 for empty tensors. Never NaN."""
+    e = abs_err(got, want)
+    if e == 0.0 or e == float("inf"):
+        return e
+    w = np.asarray(want, np.float64)
+    fin = np.isfinite(w)
+    return e / max(float(np.abs(w[fin]).max()) if fin.any() else 0.0, TINY)
+
+
+def worst(errs):
+    """The largest of errs (0.0 when there are none), where a NaN counts as
+    inf: Python's max() skips a NaN that is not first, numpy's nanmax any."""
+    out = 0.0
+    for e in errs:
+        e = float(e)
+        if e != e:
+            return float("inf")
+        out = max(out, e)
+    return out
+
+
+def max_rel_err(gots, wants):
+    """worst(rel_err(g, w)) over two lists of outputs, in order; inf when
+    the lists differ in length (zip() would drop the extra ones)."""
+    gots, wants = list(gots), list(wants)
+    if len(gots) != len(wants):
+        return float("inf")
+    return worst(rel_err(g, w) for g, w in zip(gots, wants))
+
+
+def out_err(got, want):
+    """The error of one output against its reference: rel_err for a
+    floating-point reference; for any other type 0.0 when equal (the same
+    shape and values) and inf otherwise."""
+    want = np.asarray(want)
+    if np.issubdtype(want.dtype, np.floating):
+        return rel_err(got, want)
+    got = np.asarray(got)
+    return 0.0 if got.shape == want.shape and np.array_equal(got, want) else float("inf")
+
+
+def same_bits(a, b):
+    """Equal shape, dtype and values, NaN at the same positions and the
+    same sign bits (-0.0 is not 0.0)."""
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True) and \
+        np.array_equal(np.signbit(a), np.signbit(b))
+
+
+def ulp_err(got, want, abs_tol):
+    """(bad, worst_ulp, first) for an elementwise op's output against a
+    float64 reference: bad counts the elements off by more than 4 ulp of
+    the reference (in float32) and by more than abs_tol; worst_ulp is the
+    largest error in ulp where it is above abs_tol; first is the index of
+    the first bad element (or None). NaN must be where the reference has
+    NaN and nowhere else, an infinity must equal the reference's: every
+    other element is bad, and a shape mismatch makes all of them bad
+    (first None)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return max(want.size, 1), float("inf"), None
+    nan = np.isnan(want)
+    g, w = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+    ulp = np.spacing(np.abs(w).astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are inf
+        err = np.where((g == w) | (np.isnan(g) & nan.ravel()), 0.0, np.abs(g - w))
+    err = np.where(np.isnan(err), np.inf, err)  # a NaN in got alone
+    bad = (err > abs_tol) & ~(err <= 4 * ulp)  # (an infinite reference has a NaN ulp)
+    above = np.isfinite(w) & (err > abs_tol) & ~bad
+    w_ulp = float(np.max(err[above] / ulp[above])) if above.any() else 0.0
+    if bad.any():
+        return int(bad.sum()), float("inf"), int(np.argmax(bad))
+    return 0, w_ulp, None
+
+
+def quanta(got, want, scale):
+    """(max difference in quanta, elements off by half a quantum or more,
+    ok): ok when every element is within one quantum (scale) of want, plus
+    1e-6 of want's largest magnitude. A shape mismatch, or a NaN or an
+    infinity not in want at the same place, is an infinite difference."""
+    want = np.asarray(want, np.float64)
+    e = abs_err(got, want)
+    if e == float("inf"):
+        return float("inf"), max(want.size, 1), False
+    fin = np.isfinite(want)
+    d = np.where(fin, np.abs(np.asarray(got, np.float64) - np.where(fin, want, 0)), 0.0)
+    eps = 1e-6 * max(1.0, float(np.abs(want[fin]).max()) if fin.any() else 0.0)
+    return e / scale, int((d >= 0.5 * scale).sum()), e <= scale * (1 + 1e-4) + eps
+
+
+def steps(got, want):
+    """(elements that differ, largest difference) between two integer
+    tensors (quantized values); a shape mismatch is (-1, inf)."""
+    a, b = np.asarray(got).astype(np.int64), np.asarray(want).astype(np.int64)
+    if a.shape != b.shape:
+        return -1, float("inf")
+    d = np.abs(a - b)
+    return int((d > 0).sum()), int(d.max()) if d.size else 0
 
 
 def output_file(out_dir, name):

@@ -2,11 +2,17 @@
 (src/backends/cpu/gemm.c, cpu_gemm_wpack); an initializer that is also a
 graph input may be fed, and the run must use what was fed, not the packed
 copy. Checked against numpy in float64."""
+import os
+import sys
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import seam
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402  (rel_err: a NaN or a shape mismatch is an infinite error)
 
 
 def _model(tmp_path, name, node, x, w):
@@ -32,4 +38,4 @@ def test_fed_weight_overrides_packed_matmul_gemm(tmp_path):
             got = m.run({"x": x, "w": fed} if fed is not None else {"x": x})["y"]
             used = (w2 if fed is not None else w).astype(np.float64)
             ref = scale * (x.astype(np.float64) @ (used.T if attrs.get("transB") else used))
-            assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max(), (op, attrs, fed is not None)
+            assert seamtest.rel_err(got, ref) <= 1e-5, (op, attrs, fed is not None)

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -18,6 +19,9 @@ import torch
 import torch.nn as nn
 
 import seam
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402  (abs_err, rel_err: a NaN or a shape mismatch is an infinite error)
 
 if "dnnl" not in seam.builtin_targets():
     pytest.skip("this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF): the examples partition onto dnnl",
@@ -54,8 +58,8 @@ def close(a, b):
     a = a.detach().numpy() if isinstance(a, torch.Tensor) else a
     b = b.detach().numpy() if isinstance(b, torch.Tensor) else b
     assert a.shape == b.shape, (a.shape, b.shape)
-    err = float(np.max(np.abs(a - b))) if a.size else 0.0
-    assert err <= TOL * max(1.0, float(np.max(np.abs(b)))), f"max error {err}"
+    err = seamtest.abs_err(a, b)
+    assert err <= TOL * max(1.0, float(np.max(np.abs(b))) if b.size else 0.0), f"max error {err}"
 
 
 @pytest.fixture(scope="module")
@@ -404,7 +408,7 @@ def test_symbolic_dims_session(work):
         y = s.run({"x": x})["y"]
         with torch.no_grad():
             want = net(torch.from_numpy(x)).numpy()
-        assert y.shape == want.shape and np.abs(y - want).max() <= TOL * np.abs(want).max()
+        assert seamtest.rel_err(y, want) <= TOL, (y.shape, want.shape)
         seen.append(s.stats())
     assert seen[0]["run_compiles"] >= 1 and seen[2]["run_compiles"] == 3 * seen[0]["run_compiles"]
     assert seen[3]["run_compiles"] == seen[2]["run_compiles"] and seen[3]["cache_hits"] > seen[2]["cache_hits"]
@@ -473,7 +477,7 @@ def test_fed_initializers_override_prepared_weights(tmp_path):
     got = m.run({"x": x, "sc": sc2})["y"]
     ref = torch.nn.functional.batch_norm(torch.from_numpy(x), torch.from_numpy(mu), torch.from_numpy(var),
                                          torch.from_numpy(sc2), torch.from_numpy(b), eps=1e-5).numpy()
-    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    assert seamtest.rel_err(got, ref) <= 1e-5
 
     # Conv 3x3 with 64 channels each side (Winograd's sizes) and LSTM's R
     w = (rng.randn(C, C, 3, 3) * 0.05).astype(np.float32)
@@ -482,7 +486,7 @@ def test_fed_initializers_override_prepared_weights(tmp_path):
     w2 = (rng.randn(C, C, 3, 3) * 0.05).astype(np.float32)
     got = seam.load(path, targets=[]).run({"x": x, "w": w2})["y"]
     ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w2), padding=1).numpy()
-    assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+    assert seamtest.rel_err(got, ref) <= 1e-4
 
     H, In, T = 16, 8, 5
     xs = rng.randn(T, 1, In).astype(np.float32)
@@ -500,4 +504,4 @@ def test_fed_initializers_override_prepared_weights(tmp_path):
         lstm.bias_ih_l0.zero_()
         lstm.bias_hh_l0.zero_()
         ref = lstm(torch.from_numpy(xs))[0].numpy()
-    assert np.abs(got[:, 0] - ref).max() <= 1e-5
+    assert seamtest.abs_err(got[:, 0], ref) <= 1e-5

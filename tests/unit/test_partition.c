@@ -11,6 +11,11 @@
  *     graphs, no size/count constraints): exactly, with one device target;
  *     with two device targets the wave order is a heuristic, so at least
  *     99% must be exact and none more than one above the minimum.
+ * The same checks run on callback plans (seam_partition_by_callback) over
+ * random DAGs stored out of topological order, with random ids refused
+ * exactly when our own search finds a cycle among them. The cost property
+ * tests recompute every plan's estimate from the cost model's definition
+ * and the random inputs (oracle_plan_us), never from seam's estimator.
  * Also: the callback assignment, with and without a cycle; the plan's JSON
  * text against jansson's own compact dump of it (names with quotes,
  * control characters and multibyte UTF-8).
@@ -40,10 +45,14 @@ static uint32_t rnd(rng *r, uint32_t n) {
 
 static const char *OPS[] = {"Conv", "Relu", "Add", "TopK", "MatMul", "Concat"};
 
-/* A random DAG: node i reads 1-3 values made by earlier nodes (or the
- * input), so that index order is topological; the file order is then
- * shuffled a little to exercise the IR's own topological order. */
-static struct seam_model *random_model(seam_context *ctx, rng *r, int32_t n, int32_t *op_of) {
+/* A random DAG: logical node i reads 1-3 values made by earlier nodes (or
+ * the input). With shuffle, the nodes are stored in the file in a random
+ * order (logical node i named "n<i>" at file index perm[i], logical_of
+ * mapping back), so that file order is not topological and only the IR's
+ * own topological order is; otherwise file order is logical order. op_of
+ * is per file index. */
+static struct seam_model *random_model_ex(seam_context *ctx, rng *r, int32_t n, int32_t *op_of, bool shuffle,
+                                          int32_t *logical_of) {
     struct seam_model *m = calloc(1, sizeof(*m));
     m->ctx = ctx;
     seam_arena_init(&m->arena, 1 << 16);
@@ -56,40 +65,59 @@ static struct seam_model *random_model(seam_context *ctx, rng *r, int32_t n, int
     g->inputs[g->n_inputs++] = x;
     int32_t w = ir_graph_add_value(g, "w");
     g->values[w].flags |= IR_VALUE_INIT;
-    int32_t *out = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *out = malloc(sizeof(int32_t) * (size_t)n), *perm = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t(*ins)[4] = malloc(sizeof(*ins) * (size_t)n);
+    int32_t *n_in = malloc(sizeof(int32_t) * (size_t)n), *op = malloc(sizeof(int32_t) * (size_t)n);
     for (int32_t i = 0; i < n; i++) {
         snprintf(name, sizeof(name), "t%d", i);
         out[i] = ir_graph_add_value(g, seam_arena_strdup(&m->arena, name));
     }
     for (int32_t i = 0; i < n; i++) {
-        int32_t idx = ir_graph_add_node(g);
-        ir_node *nd = &g->nodes[idx];
-        snprintf(name, sizeof(name), "n%d", i);
-        nd->name = seam_arena_strdup(&m->arena, name);
-        op_of[i] = (int32_t)rnd(r, 6);
-        nd->op_type = OPS[op_of[i]];
-        nd->domain = "";
+        op[i] = (int32_t)rnd(r, 6);
         int32_t k = 1 + (int32_t)rnd(r, 3);
-        nd->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t) * 4);
+        n_in[i] = 0;
         for (int32_t j = 0; j < k; j++) {
             int32_t src = i == 0 ? -1 : (int32_t)rnd(r, (uint32_t)i + 1) - 1;
             /* mostly recent producers: long chains with some skips */
             if (src >= 0 && rnd(r, 3)) src = i - 1 - (int32_t)rnd(r, (uint32_t)(i < 3 ? i : 3));
-            nd->inputs[nd->n_inputs++] = src < 0 ? x : out[src];
+            ins[i][n_in[i]++] = src < 0 ? x : out[src];
         }
-        if (rnd(r, 5) == 0) nd->inputs[nd->n_inputs++] = w;
+        if (rnd(r, 5) == 0) ins[i][n_in[i]++] = w;
+    }
+    for (int32_t i = 0; i < n; i++) perm[i] = i;
+    for (int32_t i = n - 1; shuffle && i > 0; i--) { /* Fisher-Yates */
+        int32_t j = (int32_t)rnd(r, (uint32_t)i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    int32_t *at = malloc(sizeof(int32_t) * (size_t)n); /* file index -> logical node */
+    for (int32_t i = 0; i < n; i++) at[perm[i]] = i;
+    for (int32_t f = 0; f < n; f++) {
+        int32_t i = at[f], idx = ir_graph_add_node(g);
+        ir_node *nd = &g->nodes[idx];
+        snprintf(name, sizeof(name), "n%d", i);
+        nd->name = seam_arena_strdup(&m->arena, name);
+        op_of[idx] = op[i];
+        if (logical_of) logical_of[idx] = i;
+        nd->op_type = OPS[op[i]];
+        nd->domain = "";
+        nd->inputs = seam_arena_alloc(&m->arena, sizeof(int32_t) * 4);
+        for (int32_t j = 0; j < n_in[i]; j++) nd->inputs[nd->n_inputs++] = ins[i][j];
         nd->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
         nd->outputs[nd->n_outputs++] = out[i];
     }
     g->outputs = seam_arena_alloc(&m->arena, sizeof(int32_t));
     g->outputs[g->n_outputs++] = out[n - 1];
     g->values[out[n - 1]].flags |= IR_VALUE_OUTPUT;
-    free(out);
+    free(out), free(perm), free(ins), free(n_in), free(op), free(at);
     if (ir_graph_link(ctx, g) != SEAM_STATUS_OK) {
         fprintf(stderr, "link failed: %s\n", seam_context_last_error(ctx));
         exit(2);
     }
     return m;
+}
+
+static struct seam_model *random_model(seam_context *ctx, rng *r, int32_t n, int32_t *op_of) {
+    return random_model_ex(ctx, r, n, op_of, false, NULL);
 }
 
 static void free_model(struct seam_model *m) {
@@ -329,19 +357,66 @@ static void random_shapes(struct seam_model *m, rng *r) {
     }
 }
 
-static double plan_total(struct seam_model *m, const seam_partition_options *o) {
+/* The estimate of a plan recomputed here from the cost model's definition
+ * (partition/cost.c's header) and the random inputs alone, so that the
+ * property tests below do not take the code under test as their oracle: a
+ * node's CPU time is 0.5 us plus its output's elements at 1000 per us (20000
+ * multiply-adds per us for Conv and MatMul, whose random weights have rank 1:
+ * one multiply-add per element); on the target that times its factor; a
+ * device subgraph adds one launch and its boundary values' bytes (the plan's
+ * own boundary lists, which check_plan verifies independently) at gbps. */
+static double oracle_value_bytes(const ir_graph *g, const char *name) {
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (strcmp(g->values[v].name, name) == 0) return 4.0 * (double)g->values[v].type.dims[0].v;
+    CHECK(!"a boundary value the model does not have");
+    return 0;
+}
+
+static double oracle_cpu_us(const ir_graph *g, int32_t i) {
+    const ir_node *n = &g->nodes[i];
+    double elems = (double)g->values[n->outputs[0]].type.dims[0].v;
+    bool product = strcmp(n->op_type, "Conv") == 0 || strcmp(n->op_type, "MatMul") == 0;
+    return 0.5 + elems / (product ? 20000.0 : 1000.0);
+}
+
+static double oracle_plan_us(const struct seam_model *m, const seam_plan *plan, const costed *c) {
+    const ir_graph *g = m->graph;
+    double total = 0;
+    for (int32_t s = 0; s < seam_plan_subgraph_count(plan); s++) {
+        seam_plan_subgraph_info sg;
+        seam_plan_subgraph(plan, s, &sg);
+        bool dev = strcmp(sg.target, "cpu") != 0;
+        for (int32_t k = 0; k < sg.n_nodes; k++)
+            total += oracle_cpu_us(g, sg.nodes[k]) * (dev ? c->factor[sg.nodes[k]] : 1);
+        if (!dev) continue;
+        double bytes = 0;
+        for (int32_t k = 0; k < sg.n_inputs; k++) bytes += oracle_value_bytes(g, sg.inputs[k]);
+        for (int32_t k = 0; k < sg.n_outputs; k++) bytes += oracle_value_bytes(g, sg.outputs[k]);
+        total += c->launch_us + bytes / (c->gbps * 1e3);
+    }
+    return total;
+}
+
+/* The plan for o, its estimate recomputed by the oracle (checked against
+ * seam's own); -1 when partitioning fails. */
+static double plan_total(struct seam_model *m, const seam_partition_options *o, const costed *c) {
     seam_plan *plan = NULL;
     if (seam_partition(m, o, &plan)) return -1;
     seam_plan_estimate e;
     seam_plan_estimate_get(plan, &e);
+    double mine = oracle_plan_us(m, plan, c);
+    if (fabs(mine - e.total_us) > 1e-6 * mine + 1e-9)
+        fprintf(stderr, "cost: seam estimates %.4f us, the oracle %.4f us\n", e.total_us, mine);
+    CHECK(fabs(mine - e.total_us) <= 1e-6 * mine + 1e-9);
     seam_plan_free(plan);
-    return e.total_us;
+    return mine;
 }
 
 /* Random DAGs with random costs: the cost plan's estimate is never above
  * the capability plan's nor the all-CPU plan's, and is within 5% of the
  * best over every way of keeping supported nodes on the CPU (brute force
- * through pins, each plan estimated by the same model). Run with the
+ * through pins, each plan estimated by the oracle above, which also checks
+ * seam's own estimate of every plan it sees). Run with the
  * exhaustive search off, so the local search is what is measured. */
 static void cost_property_tests(void) {
     seam_context *ctx;
@@ -370,7 +445,7 @@ static void cost_property_tests(void) {
         seam_partition_options o = seam_partition_defaults();
         o.targets = list;
         o.n_targets = 1;
-        double chosen = plan_total(m, &o);
+        double chosen = plan_total(m, &o, &c);
         seam_plan *plan = NULL;
         CHECK(seam_partition(m, &o, &plan) == SEAM_STATUS_OK);
         seam_plan_estimate e = {0};
@@ -382,10 +457,13 @@ static void cost_property_tests(void) {
         }
         seam_plan_free(plan);
         o.placement = SEAM_PLACEMENT_CAPABILITY;
-        double capability = plan_total(m, &o);
+        double capability = plan_total(m, &o, &c);
         CHECK(chosen >= 0 && capability >= 0);
         CHECK(chosen <= capability * (1 + 1e-9) + 1e-9);
-        CHECK(chosen <= e.all_cpu_us * (1 + 1e-9) + 1e-9);
+        double all_cpu = 0;
+        for (int32_t i = 0; i < n; i++) all_cpu += oracle_cpu_us(m->graph, i);
+        CHECK(fabs(e.all_cpu_us - all_cpu) <= 1e-6 * all_cpu);
+        CHECK(chosen <= all_cpu * (1 + 1e-9) + 1e-9);
         CHECK(fabs(e.capability_us - capability) <= 1e-6 * capability + 1e-9);
         /* brute force: every subset of the supported nodes pinned to the CPU */
         seam_pin pins[32];
@@ -401,7 +479,7 @@ static void cost_property_tests(void) {
                 }
             o.pins = pins;
             o.n_pins = np;
-            double t = plan_total(m, &o);
+            double t = plan_total(m, &o, &c);
             if (t >= 0 && t < best) best = t;
         }
         o.pins = NULL;
@@ -410,9 +488,9 @@ static void cost_property_tests(void) {
         o.min_subgraph_size = 1 + (int32_t)rnd(&r, 3);
         o.max_subgraph_count = (int32_t)rnd(&r, 4);
         o.placement = SEAM_PLACEMENT_CAPABILITY;
-        double cap_c = plan_total(m, &o);
+        double cap_c = plan_total(m, &o, &c);
         o.placement = SEAM_PLACEMENT_COST;
-        double cost_c = plan_total(m, &o);
+        double cost_c = plan_total(m, &o, &c);
         CHECK(cap_c >= 0 && cost_c >= 0 && cost_c <= cap_c * (1 + 1e-9) + 1e-9);
         o.min_subgraph_size = 1;
         o.max_subgraph_count = 0;
@@ -556,6 +634,112 @@ static void callback_tests(void) {
     seam_context_free(ctx);
 }
 
+/* Callback plans on random DAGs stored out of topological order: ids by
+ * contiguous ranges of a topological order (never a cycle) or at random
+ * (often one). Whether the ids' quotient graph has a cycle is decided here
+ * by a search of our own; seam must refuse exactly those, and every plan it
+ * makes passes check_plan (every node once, subgraphs and their nodes in an
+ * order that runs, exact boundaries) and has one subgraph per id. */
+static const int32_t *callback_ids;
+static int32_t by_table(void *user, const seam_node_view *n) { return callback_ids[n->index]; }
+
+/* Whether the graph of ids (an edge a -> b when a node of b reads a value
+ * a node of a makes) has a cycle: a depth-first search with colours. */
+static bool id_visit(const bool *edge, int32_t k, int32_t a, uint8_t *colour) {
+    colour[a] = 1;
+    for (int32_t b = 0; b < k; b++) {
+        if (!edge[a * k + b] || a == b) continue;
+        if (colour[b] == 1 || (colour[b] == 0 && id_visit(edge, k, b, colour))) return true;
+    }
+    colour[a] = 2;
+    return false;
+}
+
+static bool ids_cycle(const ir_graph *g, const int32_t *ids, int32_t k) {
+    bool *edge = calloc((size_t)k * (size_t)k, sizeof(bool));
+    uint8_t *colour = calloc((size_t)k, 1);
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        for (int32_t j = 0; j < g->nodes[i].n_inputs; j++) {
+            int32_t v = g->nodes[i].inputs[j], pr = v >= 0 ? g->values[v].producer : -1;
+            if (pr >= 0) edge[ids[pr] * k + ids[i]] = true;
+        }
+    bool cyc = false;
+    for (int32_t a = 0; a < k && !cyc; a++)
+        if (!colour[a]) cyc = id_visit(edge, k, a, colour);
+    free(edge);
+    free(colour);
+    return cyc;
+}
+
+static void callback_property_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    rng r = {0x51ed270b27ull};
+    int made = 0, refused = 0, unsorted = 0;
+    for (int round = 0; round < 600; round++) {
+        int32_t n = 2 + (int32_t)rnd(&r, 40), op_of[64], logical[64], ids[64];
+        struct seam_model *m = random_model_ex(ctx, &r, n, op_of, true, logical);
+        const ir_graph *g = m->graph;
+        for (int32_t i = 0; i + 1 < n; i++) /* a file index that reads a later one */
+            for (int32_t j = 0; j < g->nodes[i].n_inputs; j++) {
+                int32_t v = g->nodes[i].inputs[j];
+                if (v >= 0 && g->values[v].producer > i) {
+                    unsorted++;
+                    i = n;
+                    break;
+                }
+            }
+        int32_t k = 1 + (int32_t)rnd(&r, 5);
+        if (round % 2) { /* contiguous ranges of the logical (topological) order: k ids, in order */
+            int32_t cut[6] = {0};
+            for (int32_t c = 1; c < k; c++) cut[c] = (int32_t)rnd(&r, (uint32_t)n + 1);
+            cut[k] = n;
+            for (int32_t a = 1; a < k; a++) /* sort the cuts */
+                for (int32_t b = a; b > 0 && cut[b] < cut[b - 1]; b--) {
+                    int32_t t = cut[b];
+                    cut[b] = cut[b - 1], cut[b - 1] = t;
+                }
+            for (int32_t i = 0; i < n; i++) {
+                int32_t c = 0;
+                while (c + 1 < k && logical[i] >= cut[c + 1]) c++;
+                ids[i] = c;
+            }
+        } else {
+            for (int32_t i = 0; i < n; i++) ids[i] = (int32_t)rnd(&r, (uint32_t)k);
+        }
+        callback_ids = ids;
+        bool cycle = ids_cycle(g, ids, k);
+        seam_plan *plan = NULL;
+        seam_status st = seam_partition_by_callback(m, by_table, NULL, &plan);
+        if (cycle) {
+            CHECK(st == SEAM_STATUS_INVALID_ARGUMENT && plan == NULL);
+            refused++;
+        } else {
+            CHECK(st == SEAM_STATUS_OK && plan != NULL);
+            if (plan) {
+                seam_partition_options o = seam_partition_defaults();
+                int dummy = 0;
+                check_plan(m, plan, &o, NULL, false, &dummy);
+                int32_t used = 0, seen_id[8] = {0};
+                for (int32_t i = 0; i < n; i++) used += !seen_id[ids[i]]++;
+                CHECK(seam_plan_subgraph_count(plan) == used);
+                for (int32_t s2 = 0; s2 < seam_plan_subgraph_count(plan); s2++) { /* one id per subgraph */
+                    seam_plan_subgraph_info sg;
+                    seam_plan_subgraph(plan, s2, &sg);
+                    for (int32_t q = 1; q < sg.n_nodes; q++) CHECK(ids[sg.nodes[q]] == ids[sg.nodes[0]]);
+                }
+                made++;
+            }
+        }
+        seam_plan_free(plan);
+        free_model(m);
+    }
+    printf("callback property tests: %d plans checked, %d cycles refused (%d files out of topological order)\n", made,
+           refused, unsorted);
+    CHECK(made > 300 && refused > 50 && unsorted > 300);
+    seam_context_free(ctx);
+}
+
 /* seam_plan_json writes its text itself; jansson, parsing it and dumping
  * it again compactly, must give back the same bytes. */
 static void json_text_tests(void) {
@@ -669,6 +853,7 @@ int main(void) {
     cost_property_tests();
     rules_cost_tests();
     callback_tests();
+    callback_property_tests();
     json_text_tests();
     rules_tests();
     CHECK_DONE();

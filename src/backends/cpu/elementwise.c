@@ -138,6 +138,33 @@ static bool row_f32(binop op, float *o, const float *a, int64_t sa, const float 
     }
 }
 
+/* One float32 comparison row into bool bytes (C's comparisons are
+ * ONNX's: false against NaN, -0 equal to 0), each form its own loop so
+ * each vectorizes; false for other ops. */
+#define CMP_F32(expr)                                                                             \
+    do {                                                                                          \
+        if (sa && sb)                                                                             \
+            for (int64_t i = 0; i < n; i++) { float x = a[i], z = b[i]; o[i] = (uint8_t)(expr); } \
+        else if (sb)                                                                              \
+            for (int64_t i = 0; i < n; i++) { float x = a[0], z = b[i]; o[i] = (uint8_t)(expr); } \
+        else if (sa)                                                                              \
+            for (int64_t i = 0; i < n; i++) { float x = a[i], z = b[0]; o[i] = (uint8_t)(expr); } \
+        else                                                                                      \
+            for (int64_t i = 0; i < n; i++) { float x = a[0], z = b[0]; o[i] = (uint8_t)(expr); } \
+        return true;                                                                              \
+    } while (0)
+
+static bool cmp_row_f32(binop op, uint8_t *o, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
+    switch (op) {
+    case OP_EQ: CMP_F32(x == z);
+    case OP_LT: CMP_F32(x < z);
+    case OP_GT: CMP_F32(x > z);
+    case OP_LE: CMP_F32(x <= z);
+    case OP_GE: CMP_F32(x >= z);
+    default: return false;
+    }
+}
+
 typedef struct binary_job {
     binop op;
     const seam_tensor *a, *b;
@@ -172,6 +199,10 @@ CPU_HOT static void binary_rows(void *arg, int64_t begin, int64_t end) {
             if (j->post) cpu_post_apply(j->post, (float *)j->y->data + oo, inner, 0);
             continue;
         }
+        if (dt == SEAM_DTYPE_FLOAT32 && odt == SEAM_DTYPE_BOOL &&
+            cmp_row_f32(j->op, (uint8_t *)j->y->data + oo, (const float *)j->a->data + oa, isa,
+                        (const float *)j->b->data + ob, isb, inner))
+            continue;
         if (wide_int(dt)) {
             for (int64_t i = 0; i < inner; i++) {
                 int64_t v = apply_i(j->op, cpu_get_i64(j->a->data, dt, oa + i * isa),

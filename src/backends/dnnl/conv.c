@@ -330,6 +330,26 @@ static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
     return dx_weighted_step(b, pd, n_args, kinds, slots, xs, wt, sd, sb, final_slot);
 }
 
+/* Whether a ConvTranspose's output (output_padding, output_shape) ends
+ * past its last window in some axis: oneDNN's deconvolution has no
+ * negative end pad for it. False while a size is unknown (its compile
+ * checks the shape it is given). */
+static bool deconv_past_end(const seam_node_view *n) {
+    const ir_node *ir = dx_ir(n);
+    int32_t nsp = n->inputs[0].rank - 2;
+    const int64_t *str, *dil, *pads = NULL;
+    bool has_s = node_attr_ints(ir, "strides", &str) == nsp, has_d = node_attr_ints(ir, "dilations", &dil) == nsp;
+    int32_t np = strcmp(node_attr_string(ir, "auto_pad", "NOTSET"), "NOTSET") ? 0 : node_attr_ints(ir, "pads", &pads);
+    if (n->inputs[1].rank != nsp + 2 || n->outputs[0].rank != nsp + 2) return false;
+    for (int32_t d = 0; d < nsp; d++) {
+        int64_t in = n->inputs[0].dims[2 + d], k = n->inputs[1].dims[2 + d], out = n->outputs[0].dims[2 + d];
+        if (in < 0 || k < 0 || out < 0) return false;
+        int64_t pl = np == 2 * nsp ? pads[d] : 0;
+        if ((in - 1) * (has_s ? str[d] : 1) + (k - 1) * (has_d ? dil[d] : 1) + 1 - pl - out < 0) return true;
+    }
+    return false;
+}
+
 static bool supports_convtranspose(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "ConvTranspose of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
@@ -338,6 +358,9 @@ static bool supports_convtranspose(const seam_node_view *n, char *why, size_t wn
     const char *ap = node_attr_string(dx_ir(n), "auto_pad", "NOTSET");
     if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
         return dx_refuse(why, wn, "ConvTranspose auto_pad=%s is not supported", ap);
+    if (deconv_past_end(n))
+        return dx_refuse(why, wn, "ConvTranspose whose output_padding or output_shape reaches past its end pad is not "
+                                  "supported by oneDNN");
     return true;
 }
 

@@ -9,6 +9,26 @@
 #include "pool_norm.h"
 #include "ops/attr.h"
 
+/* An AveragePool with count_include_pad=1 whose last window (ceil_mode)
+ * runs past its end pad: ONNX divides that window by what lies inside
+ * the input and the pads, oneDNN's avg_include_padding by the whole kernel
+ * (it counts the overhang as padding), which halved such outputs. The
+ * sizes must be known (a symbolic shape is checked at its compile). */
+static bool include_pad_overhang(const seam_node_view *n, const int64_t *ks) {
+    conv_geom g;
+    char why[64];
+    if (strcmp(n->op_type, "AveragePool") || !node_attr_int(dx_ir(n), "count_include_pad", 0) ||
+        !node_attr_int(dx_ir(n), "ceil_mode", 0) || !dx_window_geom(n, ks, true, &g, why, sizeof(why)))
+        return false;
+    for (int32_t d = 0; d < g.n; d++)
+        if (conv_geom_pad_end(&g, d) > g.pad_hi[d]) return true;
+    return false;
+}
+
+#define OVERHANG_WHY                                                                                   \
+    "AveragePool count_include_pad=1 whose last ceil_mode window passes the end pad is not supported " \
+    "(oneDNN would divide that window by the whole kernel)"
+
 /* MaxPool and AveragePool: no Indices output. */
 static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_outputs > 1 && n->outputs[1].name)
@@ -17,6 +37,7 @@ static bool supports_pool(const seam_node_view *n, char *why, size_t wn) {
     conv_geom g;
     if (node_attr_ints(dx_ir(n), "kernel_shape", &ks) != n->inputs[0].rank - 2)
         return dx_refuse(why, wn, "bad kernel_shape");
+    if (include_pad_overhang(n, ks)) return dx_refuse(why, wn, OVERHANG_WHY);
     return dx_window_geom(n, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, &g, why, wn);
 }
 
@@ -40,6 +61,7 @@ static bool compile_pool(builder *b, bool *fused, const dx_io *io) {
         const int64_t *ks;
         if (nsp < 1 || node_attr_ints(dx_ir(n), "kernel_shape", &ks) != nsp)
             return dx_fail(b, "bad kernel_shape"), false;
+        if (include_pad_overhang(n, ks)) return dx_fail(b, OVERHANG_WHY), false;
         if (!dx_window(b, nsp, ks, node_attr_int(dx_ir(n), "ceil_mode", 0) != 0, strides, dilation, pl, pr))
             return false;
         for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
