@@ -668,6 +668,94 @@ def bad_case(name, spec):
     return results
 
 
+# ---- MatMulInteger -> Cast -> Mul [-> Add] as one pass on dnnl ----------------------
+
+def epilogue_cases():
+    """The dequantization after MatMulInteger (backends/dnnl/quant_dyn.c):
+    dnnl makes Cast, Mul and the bias Add one host pass after the int32
+    matmul. Each variant (B's zero point per tensor or per column, A uint8
+    or int8, a scale of one value or one per column, a bias of one value,
+    one per column, from a graph input, or none; a Mul whose operand is
+    not along the last axis, which must stay unfused) against numpy's
+    exact integer product followed by the same float32 operations, bit for
+    bit, on the CPU and on dnnl with fusion on and off; the compile log
+    must say which ones became one pass."""
+    rng = np.random.RandomState(11)
+    K, N = 40, 24
+    variants = [
+        # name, A type, A shape, B zp per column, scale per column, bias kind, fused
+        ("epi_percol_bias", np.uint8, (6, K), True, True, "const_col", True),
+        ("epi_tensor_zp_scalar", np.uint8, (2, 5, K), False, False, None, True),
+        ("epi_int8_a_bias_input", np.int8, (7, K), True, False, "input_col", True),
+        ("epi_bias_scalar", np.uint8, (3, K), True, True, "const_one", True),
+        ("epi_full_scale", np.uint8, (6, K), True, "full", "const_col", False),
+    ]
+    for name, adt, ashape, zp_col, scale_kind, bias_kind, fused in variants:
+        if not check.selected(name):
+            continue
+        rows = int(np.prod(ashape[:-1]))
+        lo, hi = (0, 256) if adt == np.uint8 else (-128, 128)
+        a = rng.randint(lo, hi, ashape).astype(adt)
+        az = np.array(rng.randint(lo, hi), adt)
+        b = rng.randint(-127, 128, (K, N)).astype(np.int8)
+        bz = (rng.randint(-3, 4, N) if zp_col else np.array(2)).astype(np.int8)
+        a_scale = f32(0.02)
+        b_scale = (rng.rand(N).astype(np.float32) * 0.01 + 0.001) if scale_kind is True else f32(0.004)
+        inputs = {"a": a, "a_scale": a_scale}
+        inits = {"b": b, "az": az, "bz": bz, "b_scale": b_scale}
+        nodes = [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["acc"], name="mmi"),
+                 helper.make_node("Mul", ["a_scale", "b_scale"], ["scale"], name="scale_product"),
+                 helper.make_node("Cast", ["acc"], ["accf"], to=T.FLOAT, name="cast")]
+        if scale_kind == "full":  # a scale per element: not along the last axis alone
+            inits["full"] = (rng.rand(*ashape[:-1], N).astype(np.float32) + 0.5)
+            nodes.append(helper.make_node("Mul", ["scale", "full"], ["scale_full"], name="widen"))
+            nodes.append(helper.make_node("Mul", ["accf", "scale_full"], ["y0"], name="dq"))
+        else:
+            nodes.append(helper.make_node("Mul", ["scale", "accf"], ["y0"], name="dq"))
+        out = "y0"
+        if bias_kind:
+            bias = {"const_col": rng.randn(N), "input_col": rng.randn(N), "const_one": rng.randn(1)}[bias_kind]
+            bias = bias.astype(np.float32)
+            (inputs if bias_kind == "input_col" else inits)["bias"] = bias
+            nodes.append(helper.make_node("Add", ["y0", "bias"], ["y"], name="bias_add"))
+            out = "y"
+        # numpy: the exact product, then the nodes' float32 operations in order
+        acc = ((a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - bz.astype(np.int64))).astype(np.int32)
+        scale = (a_scale * b_scale).astype(np.float32)
+        if scale_kind == "full":
+            scale = (scale * inits["full"]).astype(np.float32)
+        want = (acc.astype(np.float32) * scale).astype(np.float32)
+        if bias_kind:
+            want = (want + bias).astype(np.float32)
+        path = os.path.join(work, f"{name}.onnx")
+        g = helper.make_graph(nodes, name,
+                              [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape) for k, v in inputs.items()],
+                              [helper.make_tensor_value_info(out, T.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        files = {}
+        for k, v in inputs.items():
+            files[k] = os.path.join(work, f"{name}.{k}.npy")
+            np.save(files[k], v)
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
+                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
+                                                  "--target-option", "fusion=off", "--compile-log"])):
+            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
+            r, _ = seam_run(path, files, od, extra)
+            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+                continue
+            got = np.load(os.path.join(od, f"{out}.npy"))
+            check.expect(got.shape == want.shape and seamtest.same_bits(got, want),
+                         f"{name} ({label}): bit for bit numpy's", f"max difference {seamtest.abs_err(got, want)}")
+            if label != "cpu":
+                one = "one pass from the int32 product" in r.stderr
+                on_dnnl = "mmi" in r.stderr or "MatMulInteger" in r.stderr
+                expect_one = fused and label == "dnnl"
+                check.expect(one == expect_one and on_dnnl, f"{name} ({label}): "
+                             + ("one pass" if expect_one else "not one pass") + " in the compile log",
+                             r.stderr.strip()[-600:])
+
+
 def main():
     names = [n for n in subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
                                        check=True).stdout.split()]
@@ -686,6 +774,7 @@ def main():
             model_case(name, info)
         if check.matches(f"{name} plan") and info["kind"] == "qdq":
             plan_cases(name, os.path.join(MODELS, info["model"]))
+    epilogue_cases()
     bad = bad_models()
     failing = []
     for name, spec in bad.items():

@@ -28,6 +28,7 @@ check.selected(NAME), and the script ends with check.finish(summary).
 import argparse
 import fnmatch
 import os
+import zlib
 import subprocess
 import sys
 
@@ -63,8 +64,27 @@ def checker_setup(doc, title, timeout=None, models=False):
     return args, Program(args.seam, timeout=timeout), args.work, Checker(title, args.k)
 
 
+def sample_setting():
+    """(K, SEED) from $SEAM_TEST_SAMPLE and $SEAM_TEST_SEED, or (1, "") when
+    every case runs. The sanitizer build sets SEAM_TEST_SAMPLE on its slow
+    checkers (tests/CMakeLists.txt), scripts/test.sh sets the seed to the
+    commit, so that each commit runs another share and a run can be repeated
+    exactly."""
+    raw = os.environ.get("SEAM_TEST_SAMPLE", "").strip()
+    if not raw:
+        return 1, ""
+    try:
+        k = int(raw)
+    except ValueError:
+        sys.exit(f"SEAM_TEST_SAMPLE={raw!r}: expected a whole number K (run 1 case in K)")
+    if k < 1:
+        sys.exit(f"SEAM_TEST_SAMPLE={raw!r}: K must be at least 1")
+    return k, os.environ.get("SEAM_TEST_SEED", "0")
+
+
 class Checker:
-    """Selects cases (-k) and collects failures for one checker script."""
+    """Selects cases (-k, or one case in K under SEAM_TEST_SAMPLE) and
+    collects failures for one checker script."""
 
     def __init__(self, title, patterns=()):
         self.title = title
@@ -72,11 +92,22 @@ class Checker:
         self.failures = []
         self.seen = []   # every case name offered to selected(), in order
         self.ran = 0     # how many of them were selected
+        # -k wins over sampling: a case asked for by name always runs
+        self.sample, self.seed = sample_setting() if not self.patterns else (1, "")
 
     @property
     def everything(self):
-        """True without -k: checks over the whole run (coverage counts) apply."""
-        return not self.patterns
+        """True without -k and without sampling: checks over the whole run
+        (coverage counts) apply."""
+        return not self.patterns and self.sample == 1
+
+    def sampled(self, name):
+        """Whether SEAM_TEST_SAMPLE keeps the case NAME: a hash of the seed
+        and the name, so the share is the same for a name in every checker
+        run with that seed, whatever else is offered."""
+        if self.sample == 1:
+            return True
+        return zlib.crc32(f"{self.seed}:{name}".encode()) % self.sample == 0
 
     def matches(self, name):
         """Whether -k selects the case NAME (always, without -k)."""
@@ -89,6 +120,11 @@ class Checker:
         """Whether to run the case NAME: -k selects it, or one of the cases
         in needed_by, which use what this one leaves in the work folder."""
         self.seen.append(name)
+        if self.sample > 1:
+            take = self.sampled(name) or any(self.sampled(n) for n in needed_by)
+            if take:
+                self.ran += 1
+            return take
         if self.matches(name) or any(self.matches(n) for n in needed_by):
             self.ran += 1
             return True
@@ -124,7 +160,10 @@ class Checker:
                 print("  FAIL", f)
         if summary:
             print(f"{self.title}: {summary}")
-        if not self.everything:
+        if self.sample > 1:
+            print(f"{self.title}: {self.ran} of {len(self.seen)} cases run (SEAM_TEST_SAMPLE={self.sample}, "
+                  f"SEAM_TEST_SEED={self.seed}; unset SEAM_TEST_SAMPLE to run them all)")
+        elif not self.everything:
             print(f"{self.title}: {self.ran} of {len(self.seen)} cases selected by -k")
         print(f"{self.title}: {'FAILED' if self.failures else 'passed'}")
         sys.exit(1 if self.failures else 0)

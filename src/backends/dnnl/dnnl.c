@@ -168,6 +168,7 @@ static void release_program(program *p) {
         free(p->slots[k].owned);
     }
     if (p->stream) dnnl_stream_destroy(p->stream);
+    dx_qmm_release(p);
     free(p->slots), free(p->steps), free(p->in_slot), free(p->out_slot), free(p->log), free(p);
 }
 
@@ -282,6 +283,14 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     const seam_node_view *n = b->n;
     program *p = b->p;
     if (fused[i]) return true;
+    /* the Mul that ends a MatMulInteger -> Cast -> Mul chain (quant_dyn.c);
+     * before input 0's slot is asked for: the absorbed Cast made none */
+    if (p->n_qmm && is_op(n, "Mul")) {
+        int32_t r = dx_compile_qmm_epilogue(b, fused);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    }
     const dx_op *c = dx_op_of(n);
     int32_t sin = c && c->stage == STAGE_VIEW && !is_op(n, "Reshape") ? -1 : dx_input_slot(b, &n->inputs[0]);
     /* a channel shuffle (a Concat or a Reshape, then Transpose and
@@ -491,6 +500,11 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
             goto bad;
         }
     }
+    if (dx_qmm_unfinished(p)) {
+        snprintf(err, err_size, "%s", dx_qmm_unfinished(p));
+        goto bad;
+    }
+    dx_qmm_release(p);
     if (!plan_arena(p) || !fix_views(p) || !make_exec_args(p)) {
         snprintf(err, err_size, "out of memory (the subgraph's intermediates)");
         goto bad;

@@ -131,6 +131,10 @@ typedef struct program {
     char *log;            /* the compile log (log.c), NUL-terminated, or NULL */
     size_t log_len, log_cap;
     bool log_oom;         /* the log stopped growing (no memory) */
+    /* compile time only: MatMulInteger products whose Cast and Mul (and
+     * bias Add) become one host pass at the Mul (quant_dyn.c) */
+    struct dx_qmm_pending *qmm;
+    int32_t n_qmm;
 } program;
 
 /* Target option conv=auto|direct|winograd (see conv.c): which of

@@ -32,6 +32,15 @@ static void *slot_data(const program *p, int32_t s) {
 
 static inline uint8_t sat_u8(float v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
 
+/* The host steps' loops: a second copy built for AVX2 (and one for
+ * AVX-512), picked at load time, as the CPU backend's CPU_HOT does; the
+ * baseline build targets plain x86-64, where they stay scalar. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DX_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DX_HOT
+#endif
+
 /* Round to nearest even, as nearbyintf does in the default mode, for
  * |v| <= 2^22 (what x / scale is here, at most 255 plus the zero point's
  * 255 in size): adding and taking away 1.5 * 2^23 rounds in the FPU's
@@ -40,6 +49,30 @@ static inline float round_even(float v, float big) { return (v + big) - big; }
 /* 1.5 * 2^23, read through a volatile so that (v + big) - big is not
  * folded to v (the build does not let the compiler reassociate anyway) */
 static volatile float round_big = 12582912.0f;
+
+/* The range of x[0, n) (holding 0), and whether it has a NaN. */
+DX_HOT static void range_span(const float *x, int64_t n, float *lo_io, float *hi_io, int *nan_io) {
+    float lo = *lo_io, hi = *hi_io;
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        nan |= v != v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    *lo_io = lo, *hi_io = hi, *nan_io |= nan;
+}
+
+/* y = saturate(round(x / scale) + zp) for |x / scale| <= 2^22 */
+DX_HOT static void quantize_span(const float *x, uint8_t *y, int64_t n, float scale, float zp, float big) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = round_even(x[i] / scale, big) + zp;
+        v = v < 0 ? 0 : v;
+        y[i] = (uint8_t)(int32_t)(v > 255 ? 255 : v);
+    }
+}
+
+#define DQ_CHUNK 16384
 
 static bool run_dyn_quant(const program *p, const step *st) {
     const dyn_quant *k = st->host_data;
@@ -50,33 +83,28 @@ static bool run_dyn_quant(const program *p, const step *st) {
     int32_t *yz32 = slot_data(p, st->arg_slot[4]);
     float lo = 0, hi = 0; /* the range always holds 0 */
     int nan = 0;
+    int64_t n_chunks = (k->count + DQ_CHUNK - 1) / DQ_CHUNK;
 #ifdef _OPENMP
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(| : nan) schedule(static)
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(| : nan) schedule(static) if (n_chunks > 1)
 #endif
-    for (int64_t i = 0; i < k->count; i++) {
-        float v = x[i];
-        nan |= v != v;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
+    for (int64_t c = 0; c < n_chunks; c++) {
+        int64_t at = c * DQ_CHUNK, n = k->count - at < DQ_CHUNK ? k->count - at : DQ_CHUNK;
+        range_span(x + at, n, &lo, &hi, &nan);
     }
     if (nan) lo = NAN; /* (as the CPU kernel's fmin/fmax would not: see below) */
     /* as the CPU kernel computes them (backends/cpu/quant.c) */
     float scale = (float)((double)hi - (double)lo) / 255.0f;
     float zp = scale != 0 ? (float)sat_u8(nearbyintf(-lo / scale)) : 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
     if (scale == 0 || !(fabsf(lo) / scale <= 4194304.0f && fabsf(hi) / scale <= 4194304.0f)) {
         for (int64_t i = 0; i < k->count; i++) y[i] = scale != 0 ? sat_u8(nearbyintf(x[i] / scale) + zp) : (uint8_t)zp;
     } else {
         float big = round_big;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_chunks > 1)
 #endif
-        for (int64_t i = 0; i < k->count; i++) {
-            float v = round_even(x[i] / scale, big) + zp;
-            v = v < 0 ? 0 : v;
-            y[i] = (uint8_t)(v > 255 ? 255 : v);
+        for (int64_t c = 0; c < n_chunks; c++) {
+            int64_t at = c * DQ_CHUNK, n = k->count - at < DQ_CHUNK ? k->count - at : DQ_CHUNK;
+            quantize_span(x + at, y + at, n, scale, zp, big);
         }
     }
     ys[0] = scale, yz[0] = (uint8_t)zp, yz32[0] = (int32_t)zp;
@@ -180,6 +208,238 @@ static bool run_zp_fix(const program *p, const step *st) {
     return true;
 }
 
+/* ---- the dequantization after MatMulInteger, in one pass ----
+ * ONNX Runtime's dynamic quantization follows each MatMulInteger with
+ *     Cast(to float) -> Mul(x_scale * w_scale) [-> Add(bias)]
+ * which would be four passes over the product here (B's zero points, the
+ * Cast's reorder, the Mul, the Add). MatMulInteger leaves its int32
+ * product and what B's zero points need in a pending entry, the Cast is
+ * absorbed, and the Mul makes one host step computing, per element,
+ *     y = (float)(acc - bz[c] * rowsum) * scale[c or 0] + bias[c or 0]
+ * in the nodes' own order and float32 arithmetic: the same bits as the
+ * nodes one by one (C11 contracts no a * b + c into a fused multiply-add
+ * here: the build is -std=c11, -ffp-contract=off). */
+
+typedef struct dx_qmm_pending {
+    int32_t matmul, cast, mul;  /* subgraph node indices */
+    int32_t product;            /* the int32 product's slot, [rows, n] */
+    int32_t a, az;              /* A [rows, k] and its zero point as s32, when fix */
+    zp_fix *fix;                /* B's zero points per column, or NULL (owned until consumed) */
+    int64_t rows, n;
+    int32_t scale_at;           /* the Mul's input holding the scale (0 or 1) */
+    bool done;
+} dx_qmm_pending;
+
+typedef struct qmm_epi {
+    int64_t rows, n, k;
+    bool per_col_scale, has_bias, per_col_bias, has_fix, a_signed;
+    int32_t bz[]; /* B's zero points, n of them, when has_fix */
+} qmm_epi;
+
+/* One row: the correction for B's zero points (su = sum_k (a[k] - az),
+ * as uint32, wrapping as the int32 product does), then the scale, then
+ * the bias. */
+DX_HOT static void epi_row(const int32_t *in, float *out, int64_t n, const int32_t *bz, uint32_t su, const float *scale,
+                           int64_t s_step, const float *bias, int64_t b_step) {
+    if (bz && bias) {
+        for (int64_t c = 0; c < n; c++)
+            out[c] = (float)(int32_t)((uint32_t)in[c] - (uint32_t)bz[c] * su) * scale[c * s_step] + bias[c * b_step];
+    } else if (bz) {
+        for (int64_t c = 0; c < n; c++) out[c] = (float)(int32_t)((uint32_t)in[c] - (uint32_t)bz[c] * su) * scale[c * s_step];
+    } else if (bias) {
+        for (int64_t c = 0; c < n; c++) out[c] = (float)in[c] * scale[c * s_step] + bias[c * b_step];
+    } else {
+        for (int64_t c = 0; c < n; c++) out[c] = (float)in[c] * scale[c * s_step];
+    }
+}
+
+DX_HOT static int32_t row_sum8(const void *a, int64_t k, bool is_signed) {
+    int32_t sum = 0; /* (K * 255 fits: K is a tensor dim below 2^23 here) */
+    if (is_signed)
+        for (int64_t q = 0; q < k; q++) sum += ((const int8_t *)a)[q];
+    else
+        for (int64_t q = 0; q < k; q++) sum += ((const uint8_t *)a)[q];
+    return sum;
+}
+
+/* args: the product, the scale, [the bias,] [A, A's zero point,] y */
+static bool run_qmm_epi(const program *p, const step *st) {
+    const qmm_epi *e = st->host_data;
+    int32_t at = 0;
+    const int32_t *in = slot_data(p, st->arg_slot[at++]);
+    const float *scale = slot_data(p, st->arg_slot[at++]);
+    const float *bias = e->has_bias ? slot_data(p, st->arg_slot[at++]) : NULL;
+    const void *a = e->has_fix ? slot_data(p, st->arg_slot[at++]) : NULL;
+    const int32_t *az = e->has_fix ? slot_data(p, st->arg_slot[at++]) : NULL;
+    float *y = slot_data(p, st->arg_slot[at]);
+    int64_t s_step = e->per_col_scale ? 1 : 0, b_step = e->per_col_bias ? 1 : 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (e->rows * e->n >= 16384)
+#endif
+    for (int64_t r = 0; r < e->rows; r++) {
+        uint32_t su = 0;
+        if (e->has_fix) {
+            int64_t k = e->k;
+            su = (uint32_t)((int64_t)row_sum8((const uint8_t *)a + r * k, k, e->a_signed) - k * (int64_t)az[0]);
+        }
+        epi_row(in + r * e->n, y + r * e->n, e->n, e->has_fix ? e->bz : NULL, su, scale, s_step, bias, b_step);
+    }
+    return true;
+}
+
+static dx_qmm_pending *pending_for_mul(program *p, int32_t mul) {
+    for (int32_t k = 0; k < p->n_qmm; k++)
+        if (p->qmm[k].mul == mul && !p->qmm[k].done) return &p->qmm[k];
+    return NULL;
+}
+
+const char *dx_qmm_unfinished(program *p) {
+    for (int32_t k = 0; k < p->n_qmm; k++)
+        if (!p->qmm[k].done) return "a MatMulInteger's dequantization was deferred to a Mul that something else absorbed";
+    return NULL;
+}
+
+void dx_qmm_release(program *p) {
+    for (int32_t k = 0; k < p->n_qmm; k++) free(p->qmm[k].fix);
+    free(p->qmm);
+    p->qmm = NULL, p->n_qmm = 0;
+}
+
+/* Whether value v (float32) broadcasts along the last axis of an output
+ * with n columns: one element, or n in its last dim and ones elsewhere;
+ * *per_col says which. */
+static bool last_axis_operand(const seam_value_info *v, int64_t n, bool *per_col) {
+    if (v->dtype != SEAM_DTYPE_FLOAT32 || v->rank < 0) return false;
+    int64_t numel = dx_value_numel(v);
+    if (numel == 1) return *per_col = false, true;
+    if (numel != n || v->rank < 1 || v->dims[v->rank - 1] != n) return false;
+    return *per_col = true, true;
+}
+
+static bool same_value_dims(const seam_value_info *a, const seam_value_info *b) {
+    if (a->rank != b->rank || a->rank < 0) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] < 0 || a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+/* MatMulInteger b->index's Cast -> Mul chain (see above): the Cast and the
+ * Mul, and which of the Mul's inputs is the scale; false when the chain is
+ * not there (fusion off, another reader, a scale that is not one value or
+ * one per column). Fetches other nodes: b->n is fetched again after. */
+static bool qmm_chain(builder *b, const bool *fused, int64_t n_cols, int32_t *cast, int32_t *mul, int32_t *scale_at) {
+    if (!b->fuse) return false;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, b->index, &st);
+    const char *y = m->outputs[0].name;
+    bool ok = false;
+    int32_t c = y ? dx_sole_reader(b, y) : -1;
+    if (c >= 0 && !fused[c]) {
+        m = seam_subgraph_node(b->sg, c, &st);
+        const char *cy = m->outputs[0].name;
+        ok = is_op(m, "Cast") && m->n_outputs == 1 && m->outputs[0].dtype == SEAM_DTYPE_FLOAT32 && cy;
+        int32_t u = ok ? dx_sole_reader(b, cy) : -1;
+        ok = ok && u >= 0 && !fused[u];
+        if (ok) {
+            m = seam_subgraph_node(b->sg, u, &st);
+            int32_t at = m->n_inputs == 2 && m->inputs[0].name && !strcmp(m->inputs[0].name, cy) ? 1 : 0;
+            bool per_col;
+            ok = is_op(m, "Mul") && m->n_inputs == 2 && m->inputs[at].name && m->inputs[1 - at].name &&
+                 !strcmp(m->inputs[1 - at].name, cy) && strcmp(m->inputs[at].name, cy) &&
+                 m->outputs[0].dtype == SEAM_DTYPE_FLOAT32 && last_axis_operand(&m->inputs[at], n_cols, &per_col);
+            /* the Mul's output has the product's shape (no broadcast widens it) */
+            if (ok) {
+                int64_t od[MAXR];
+                seam_value_info mo = m->outputs[0];
+                int32_t r = mo.rank;
+                for (int32_t d = 0; d < r && d < MAXR; d++) od[d] = mo.dims[d];
+                mo.dims = od;
+                m = seam_subgraph_node(b->sg, b->index, &st);
+                ok = r <= MAXR && same_value_dims(&mo, &m->outputs[0]);
+            }
+            *cast = c, *mul = u, *scale_at = at;
+        }
+    }
+    b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    return ok;
+}
+
+static bool add_pending(program *p, const dx_qmm_pending *e) {
+    dx_qmm_pending *q = realloc(p->qmm, sizeof(*q) * (size_t)(p->n_qmm + 1));
+    if (!q) return false;
+    p->qmm = q;
+    p->qmm[p->n_qmm++] = *e;
+    return true;
+}
+
+int32_t dx_compile_qmm_epilogue(builder *b, bool *fused) {
+    program *p = b->p;
+    dx_qmm_pending *q = pending_for_mul(p, b->index);
+    if (!q) return 0;
+    const int32_t self = b->index;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, self, &st);
+    int32_t ss = dx_input_slot(b, &m->inputs[q->scale_at]);
+    ss = ss < 0 ? -1 : dx_as_plain(b, ss);
+    if (ss < 0 || p->slots[ss].lazy) return dx_fail(b, "the dequantization's scale is neither made earlier nor a constant"), -1;
+    /* a bias Add after it: the Mul's sole reader, adding one value or one
+     * per column that is ready now, with the same output shape */
+    m = seam_subgraph_node(b->sg, self, &st);
+    const char *mul_out = m->outputs[0].name;
+    int32_t add = mul_out ? dx_sole_reader(b, mul_out) : -1, sb = -1;
+    bool per_col_bias = false;
+    if (add >= 0 && !fused[add]) {
+        int64_t od[MAXR];
+        seam_value_info mo = m->outputs[0];
+        for (int32_t d = 0; d < mo.rank && d < MAXR; d++) od[d] = mo.dims[d];
+        mo.dims = od;
+        m = seam_subgraph_node(b->sg, add, &st);
+        int32_t at = m->n_inputs == 2 && m->inputs[0].name && !strcmp(m->inputs[0].name, mul_out) ? 1 : 0;
+        if (mo.rank <= MAXR && is_op(m, "Add") && m->n_inputs == 2 && m->inputs[at].name && m->inputs[1 - at].name &&
+            !strcmp(m->inputs[1 - at].name, mul_out) && strcmp(m->inputs[at].name, mul_out) &&
+            m->outputs[0].dtype == SEAM_DTYPE_FLOAT32 && same_value_dims(&mo, &m->outputs[0]) &&
+            last_axis_operand(&m->inputs[at], q->n, &per_col_bias) &&
+            (dx_slot_of(p, m->inputs[at].name) >= 0 || dx_const_input(m, at))) {
+            sb = dx_input_slot(b, &m->inputs[at]);
+            sb = sb < 0 ? -1 : dx_as_plain(b, sb);
+            if (sb >= 0 && p->slots[sb].lazy) sb = -1;
+        }
+        if (sb < 0) add = -1;
+    } else add = -1;
+    m = seam_subgraph_node(b->sg, add >= 0 ? add : self, &st);
+    int32_t sy = dx_output_slot(b, &m->outputs[0]);
+    if (sy < 0) return dx_fail(b, "out of memory"), -1;
+    sy = p->slots[sy].has_md ? -1 : sy; /* (a boundary output made up front is plain) */
+    if (sy < 0) return dx_fail(b, "the dequantized product's slot is not plain"), -1;
+    qmm_epi *e = malloc(sizeof(*e) + (q->fix ? sizeof(int32_t) * (size_t)q->n : 0));
+    if (!e) return dx_fail(b, "out of memory"), -1;
+    m = seam_subgraph_node(b->sg, self, &st);
+    bool per_col_scale = false;
+    last_axis_operand(&m->inputs[q->scale_at], q->n, &per_col_scale);
+    *e = (qmm_epi){q->rows, q->n, q->fix ? q->fix->k : 0, per_col_scale, sb >= 0, per_col_bias, q->fix != NULL,
+                   q->fix && q->fix->a_signed};
+    if (q->fix) memcpy(e->bz, q->fix->bz, sizeof(int32_t) * (size_t)q->n);
+    /* (inputs as a concat's: the kinds only say read or written) */
+    int32_t kinds[6], slots[6] = {q->product, ss}, n_args = 2;
+    if (sb >= 0) slots[n_args++] = sb;
+    if (q->fix) slots[n_args++] = q->a, slots[n_args++] = q->az;
+    for (int32_t k = 0; k < n_args; k++) kinds[k] = DNNL_ARG_MULTIPLE_SRC + k;
+    kinds[n_args] = DNNL_ARG_DST, slots[n_args++] = sy;
+    free(q->fix);
+    q->fix = NULL, q->done = true;
+    b->n = seam_subgraph_node(b->sg, self, b->storage);
+    if (!dx_add_host(b, "matmul_integer_dequantize", run_qmm_epi, e, n_args, kinds, slots)) return -1;
+    fused[self] = true;
+    if (add >= 0) fused[add] = true;
+    if (add >= 0)
+        dx_log(p, "node %d (MatMulInteger): with node %d (Cast), %d (Mul) and %d (Add): one pass from the int32 product",
+               q->matmul, q->cast, self, add);
+    else
+        dx_log(p, "node %d (MatMulInteger): with node %d (Cast) and %d (Mul): one pass from the int32 product", q->matmul,
+               q->cast, self);
+    return 1;
+}
+
 static bool supports_matmul_integer(const seam_node_view *n, char *why, size_t wn) {
     if (!dx_q_is_8bit(n->inputs[0].dtype) || n->n_inputs < 2 || n->inputs[1].dtype != SEAM_DTYPE_INT8)
         return dx_refuse(why, wn, "MatMulInteger of %s by %s: dnnl takes uint8 or int8 by int8", seam_dtype_name(n->inputs[0].dtype),
@@ -197,7 +457,8 @@ static bool supports_matmul_integer(const seam_node_view *n, char *why, size_t w
 }
 
 static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
-    (void)fused;
+    int32_t cast = -1, mul = -1, scale_at = 0;
+    bool deferred = qmm_chain(b, fused, b->n->inputs[1].dims[1], &cast, &mul, &scale_at);
     const seam_node_view *n = b->n;
     program *p = b->p;
     int32_t ra = n->inputs[0].rank;
@@ -285,14 +546,24 @@ static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
         free(fix);
         return dx_fail(b, "its output's shape is not A's rows by B's columns (inconsistent shapes in the file)"), false;
     }
-    int32_t s1 = !fix ? sy : dx_temp_slot(b, &yflat, &y);
-    int32_t vy = s1 < 0 ? -1 : fix ? s1 : dx_view_slot(p, sy, &yflat, &y);
+    /* with the host step after it, the product goes to a temporary; with
+     * the dequantization deferred to the Mul (which corrects for B's zero
+     * points too), to the output */
+    bool to_temp = fix && !(deferred && final_slot < 0);
+    int32_t s1 = !to_temp ? sy : dx_temp_slot(b, &yflat, &y);
+    int32_t vy = s1 < 0 ? -1 : to_temp ? s1 : dx_view_slot(p, sy, &yflat, &y);
     if (vy < 0) {
         dnnl_primitive_desc_destroy(pd);
         free(fix);
         return dx_fail(b, "could not lay out the matmul's tensors"), false;
     }
     bool done = dx_weighted_step(b, pd, n_args, kinds, slots, va, wt, vy, -1, -1);
+    if (done && deferred && final_slot < 0) {
+        dx_qmm_pending e = {b->index, cast, mul, sy, va, az_s32, fix, rows, nn, scale_at, false};
+        if (!add_pending(p, &e)) return free(fix), dx_fail(b, "out of memory"), false;
+        fused[cast] = true;
+        return true;
+    }
     if (done && fix) {
         int32_t hk[4] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2, DNNL_ARG_DST}, hs[4] = {va, s1, az_s32, sy};
         done = dx_add_host(b, "matmul_integer_zero_points", run_zp_fix, fix, 4, hk, hs); /* (fix is its now) */
@@ -328,7 +599,7 @@ typedef struct qadd {
         y[i] = (uint8_t)(int32_t)v;                                                                        \
     }
 
-static void qadd_span(const qadd *k, const void *a, const void *bb, uint8_t *y, int64_t n, float big) {
+DX_HOT static void qadd_span(const qadd *k, const void *a, const void *bb, uint8_t *y, int64_t n, float big) {
     float lo = k->y8s ? -128.0f : 0.0f, hi = k->y8s ? 127.0f : 255.0f;
     if (!k->a8s && !k->b8s) QADD_LOOP(uint8_t, uint8_t)
     else if (k->a8s && k->b8s) QADD_LOOP(int8_t, int8_t)

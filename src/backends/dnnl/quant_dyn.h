@@ -15,6 +15,18 @@
  * (nothing changed), -1 on an error. */
 int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin);
 
+/* Mul b->n, when it ends a MatMulInteger -> Cast(float) -> Mul(scale)
+ * chain whose MatMulInteger deferred its dequantization to it: one host
+ * pass from the int32 product to float32 (B's zero points per column,
+ * the Cast, the scale, and a bias Add after it when there is one). 1 when
+ * made, 0 when b->n is no such Mul, -1 on an error. */
+int32_t dx_compile_qmm_epilogue(builder *b, bool *fused);
+/* An error message when a deferred dequantization was never made (its Mul
+ * was absorbed by something else), else NULL; and what the pending list
+ * holds, freed. */
+const char *dx_qmm_unfinished(program *p);
+void dx_qmm_release(program *p);
+
 /* The family's rows (see dx_op), ended by a row whose op is NULL. */
 extern const dx_op dx_qdyn_rows[];
 
