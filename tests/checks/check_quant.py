@@ -756,6 +756,69 @@ def epilogue_cases():
                              r.stderr.strip()[-600:])
 
 
+# ---- DQ -> MaxPool -> Q as one int8 pooling on dnnl ---------------------------------
+
+def qpool_cases():
+    """A DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale
+    and zero point on both sides is one max pooling on the 8-bit values on
+    dnnl (backends/dnnl/quant_dyn.c). Each variant (uint8 and int8, pads,
+    strides, ceil_mode, a 1-D pool, a Q whose zero point or scale differs,
+    which must stay three nodes) bit for bit against the CPU, which runs
+    the three nodes in float32; the compile log must say which were made
+    one pooling."""
+    rng = np.random.RandomState(12)
+    variants = [
+        # name, type, shape, kernel, strides, pads, ceil, Q's (scale, zp) differs, fused
+        ("qpool_u8_3x3s2", np.uint8, (1, 8, 13, 11), [3, 3], [2, 2], [1, 1, 1, 1], 0, None, True),
+        ("qpool_s8_ceil", np.int8, (2, 5, 9, 9), [2, 2], [2, 2], [0, 0, 0, 0], 1, None, True),
+        ("qpool_u8_1d", np.uint8, (1, 6, 17), [3], [1], [1, 1], 0, None, True),
+        ("qpool_u8_other_zp", np.uint8, (1, 8, 13, 11), [3, 3], [2, 2], [1, 1, 1, 1], 0, "zp", False),
+        ("qpool_s8_other_scale", np.int8, (1, 8, 12, 12), [2, 2], [2, 2], [0, 0, 0, 0], 0, "scale", False),
+    ]
+    for name, dt, shape, kernel, strides, pads, ceil, differs, fused in variants:
+        if not check.selected(name):
+            continue
+        lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
+        x = rng.randint(lo, hi, shape).astype(dt)
+        zp = np.array(7 if dt == np.uint8 else -3, dt)
+        qzp = np.array(int(zp) + (2 if differs == "zp" else 0), dt)
+        qs = f32(0.05 * (1.5 if differs == "scale" else 1.0))
+        inits = {"s": f32(0.05), "z": zp, "qs": qs, "qz": qzp}
+        nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
+                 helper.make_node("MaxPool", ["xf"], ["pf"], name="pool", kernel_shape=kernel, strides=strides,
+                                  pads=pads, ceil_mode=ceil),
+                 helper.make_node("QuantizeLinear", ["pf", "qs", "qz"], ["y"], name="q")]
+        path = os.path.join(work, f"{name}.onnx")
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", NP2T[dt], shape)],
+                              [helper.make_tensor_value_info("y", NP2T[dt], None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        files = {"x": os.path.join(work, f"{name}.x.npy")}
+        np.save(files["x"], x)
+        outs = {}
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
+                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
+                                                  "--target-option", "fusion=off", "--compile-log"])):
+            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
+            r, _ = seam_run(path, files, od, extra)
+            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+                continue
+            outs[label] = np.load(os.path.join(od, "y.npy"))
+            if label != "cpu":
+                one = "one max pooling on the 8-bit values" in r.stderr
+                expect_one = fused and label == "dnnl"
+                check.expect(one == expect_one, f"{name} ({label}): "
+                             + ("one pooling" if expect_one else "three nodes") + " in the compile log",
+                             r.stderr.strip()[-600:])
+        for label in ("dnnl", "dnnl fusion=off"):
+            if "cpu" in outs and label in outs:
+                a, b = outs[label], outs["cpu"]
+                check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
+                             f"{name} ({label}): bit for bit the CPU's three nodes",
+                             f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}, "
+                             f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
+
+
 def main():
     names = [n for n in subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
                                        check=True).stdout.split()]
@@ -775,6 +838,7 @@ def main():
         if check.matches(f"{name} plan") and info["kind"] == "qdq":
             plan_cases(name, os.path.join(MODELS, info["model"]))
     epilogue_cases()
+    qpool_cases()
     bad = bad_models()
     failing = []
     for name, spec in bad.items():

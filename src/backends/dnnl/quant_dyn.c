@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "map.h"
+#include "ops/attr.h"
 #include "quant_dyn.h"
 
 /* ---- dynamic quantization: DynamicQuantizeLinear, MatMulInteger ----
@@ -721,6 +722,63 @@ int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
     dx_log(p, "node %d (DequantizeLinear): with node %d (DequantizeLinear), %d (Add) and %d (QuantizeLinear): one pass, "
               "in the QDQ form's float32 arithmetic",
            b->n->index, dq2, add, q);
+    return 1;
+}
+
+/* ---- a quantized MaxPool: DQ -> MaxPool -> Q as one int8 pooling ----
+ * With the same scale and zero point on both sides (ONNX Runtime's
+ * quantizer gives a MaxPool's output its input's), Q(max(DQ(x))) is
+ * max(x): DQ is increasing (the scale is positive) and Q(DQ(x)) is x
+ * exactly ((x - z) * s / s rounds back to the integer x - z). oneDNN's
+ * max pooling on the 8-bit values, in their layout, replaces a
+ * dequantizing reorder, a float32 pooling and two quantizing reorders. */
+int32_t dx_compile_qpool_pattern(builder *b, bool *fused, int32_t sin) {
+    program *p = b->p;
+    const int32_t self = b->index;
+    seam_node_view st;
+    const seam_node_view *m = seam_subgraph_node(b->sg, self, &st);
+    seam_dtype xdt = m->inputs[0].dtype;
+    double s1, z1, s2, z2;
+    if (!dx_q_is_8bit(xdt) || !m->outputs[0].name || !qdq_params(b, m, &s1, &z1)) return 0;
+    int32_t pool = dx_sole_reader(b, m->outputs[0].name);
+    if (pool < 0 || fused[pool]) return 0;
+    m = seam_subgraph_node(b->sg, pool, &st);
+    if (!is_op(m, "MaxPool") || m->n_inputs != 1 || (m->n_outputs > 1 && m->outputs[1].name) || !m->outputs[0].name ||
+        m->inputs[0].rank < 3 || p->slots[sin].pad_pending || p->slots[sin].lazy)
+        return 0;
+    int32_t q = dx_sole_reader(b, m->outputs[0].name);
+    if (q < 0 || fused[q]) return 0;
+    m = seam_subgraph_node(b->sg, q, &st);
+    if (!is_op(m, "QuantizeLinear") || m->outputs[0].dtype != xdt || !qdq_params(b, m, &s2, &z2) || s1 != s2 || z1 != z2)
+        return 0;
+    /* the window, read from the MaxPool's attributes */
+    m = b->n = seam_subgraph_node(b->sg, pool, b->storage);
+    int32_t nsp = m->inputs[0].rank - 2;
+    const int64_t *ks;
+    dnnl_dims_t pl, pr, strides, kernel, dilation, od;
+    bool ok = node_attr_ints(dx_ir(m), "kernel_shape", &ks) == nsp &&
+              dx_window(b, nsp, ks, node_attr_int(dx_ir(m), "ceil_mode", 0) != 0, strides, dilation, pl, pr);
+    b->n = seam_subgraph_node(b->sg, self, b->storage);
+    if (!ok) return b->err[0] = 0, 0;
+    for (int32_t d = 0; d < nsp; d++) kernel[d] = ks[d];
+    m = seam_subgraph_node(b->sg, pool, &st);
+    for (int32_t d = 0; d < m->outputs[0].rank; d++) od[d] = m->outputs[0].dims[d];
+    dnnl_memory_desc_t src, any_dst;
+    dx_md_of(&p->slots[sin], &src);
+    if (src.data_type != dx_q_dt(xdt) || src.ndims != nsp + 2) return 0;
+    dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, od, src.data_type, dnnl_format_tag_any);
+    dnnl_pooling_v2_desc_t pld;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_pooling_v2_forward_desc_init(&pld, dnnl_forward_inference, dnnl_pooling_max, &src, &any_dst, strides, kernel,
+                                          dilation, pl, pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &pld, dx_ctx.user_scratch, dx_ctx.engine, NULL) != dnnl_success)
+        return 0; /* (the float32 path then) */
+    m = seam_subgraph_node(b->sg, q, &st);
+    if (!dx_layout_step(b, pd, sin, &m->outputs[0])) return -1;
+    fused[self] = fused[pool] = fused[q] = true;
+    dx_log(p, "node %d (DequantizeLinear): with node %d (MaxPool) and %d (QuantizeLinear) of the same scale and zero "
+              "point: one max pooling on the 8-bit values",
+           b->n->index, pool, q);
     return 1;
 }
 

@@ -15,6 +15,12 @@
  * (nothing changed), -1 on an error. */
 int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin);
 
+/* DequantizeLinear b->n (input 0 in slot sin) as the first of DQ ->
+ * MaxPool -> QuantizeLinear with the same scale and zero point: one max
+ * pooling on the 8-bit values (the nodes fused). 1 when made, 0 when the
+ * pattern does not apply (nothing changed), -1 on an error. */
+int32_t dx_compile_qpool_pattern(builder *b, bool *fused, int32_t sin);
+
 /* Mul b->n, when it ends a MatMulInteger -> Cast(float) -> Mul(scale)
  * chain whose MatMulInteger deferred its dequantization to it: one host
  * pass from the int32 product to float32 (B's zero points per column,
