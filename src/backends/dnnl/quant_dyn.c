@@ -765,7 +765,20 @@ int32_t dx_compile_qpool_pattern(builder *b, bool *fused, int32_t sin) {
     for (int32_t d = 0; d < m->outputs[0].rank; d++) od[d] = m->outputs[0].dims[d];
     dnnl_memory_desc_t src, any_dst;
     dx_md_of(&p->slots[sin], &src);
-    if (src.data_type != dx_q_dt(xdt) || src.ndims != nsp + 2) return 0;
+    if (src.data_type != dx_q_dt(xdt) || src.ndims != nsp + 2 || src.ndims > 5) return 0;
+    /* oneDNN 2.6's int8 pooling is jit in channels-last (nwc, nhwc, ndhwc)
+     * and a reference loop in the plain layout: an 8-bit value in another
+     * layout (a graph input) is reordered to channels-last first */
+    static const dnnl_format_tag_t cl[6] = {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb};
+    dnnl_memory_desc_t want;
+    dnnl_dims_t xd;
+    for (int32_t d = 0; d < src.ndims; d++) xd[d] = src.dims[d];
+    dnnl_memory_desc_init_by_tag(&want, src.ndims, xd, src.data_type, cl[src.ndims]);
+    if (!dnnl_memory_desc_equal(&src, &want)) {
+        sin = dx_in_layout(b, sin, &want);
+        if (sin < 0) return dx_fail(b, "could not reorder a quantized MaxPool's input to channels-last"), -1;
+        src = want;
+    }
     dnnl_memory_desc_init_by_tag(&any_dst, src.ndims, od, src.data_type, dnnl_format_tag_any);
     dnnl_pooling_v2_desc_t pld;
     dnnl_primitive_desc_t pd;
