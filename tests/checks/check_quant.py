@@ -822,6 +822,60 @@ def qpool_cases():
                              f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
 
 
+# ---- DQ(a) * DQ(b) -> Q as one pass on dnnl ---------------------------------------
+
+def qmul_cases():
+    """A Mul of two dequantized values, quantized again (ONNX Runtime's
+    QLinearMul in the QDQ form), is one host pass on dnnl in the three
+    nodes' float32 arithmetic (backends/dnnl/quant_dyn.c, with the
+    quantized Add): bit for bit the CPU's nodes, for uint8 and int8
+    operands, zero points far from 0 and products that saturate."""
+    rng = np.random.RandomState(13)
+    variants = [
+        # name, a type, b type, y type, shape, (sa, za), (sb, zb), (ys, yz)
+        ("qmul_u8_u8", np.uint8, np.uint8, np.uint8, (1, 16, 9, 7), (0.02, 3), (0.004, 119), (0.0004, 131)),
+        ("qmul_s8_u8_to_s8", np.int8, np.uint8, np.int8, (2, 6, 5), (0.05, -7), (0.01, 200), (0.003, 4)),
+        ("qmul_saturating", np.uint8, np.int8, np.uint8, (3, 40), (0.5, 0), (0.5, 0), (0.01, 128)),
+    ]
+    for name, at, bt, yt, shape, (sa, za), (sb, zb), (ys, yz) in variants:
+        if not check.selected(name):
+            continue
+        def rnd(dt):
+            lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
+            return rng.randint(lo, hi, shape).astype(dt)
+        feeds = {"a": rnd(at), "b": rnd(bt)}
+        inits = {"sa": f32(sa), "za": np.array(za, at), "sb": f32(sb), "zb": np.array(zb, bt),
+                 "ys": f32(ys), "yz": np.array(yz, yt)}
+        nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["af"], name="dqa"),
+                 helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bf"], name="dqb"),
+                 helper.make_node("Mul", ["af", "bf"], ["pf"], name="mul"),
+                 helper.make_node("QuantizeLinear", ["pf", "ys", "yz"], ["y"], name="q")]
+        path = os.path.join(work, f"{name}.onnx")
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape)
+                                            for k, v in feeds.items()],
+                              [helper.make_tensor_value_info("y", NP2T[yt], None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        files = {}
+        for k, v in feeds.items():
+            files[k] = os.path.join(work, f"{name}.{k}.npy")
+            np.save(files[k], v)
+        outs = {}
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"])):
+            od = os.path.join(work, f"{name}.{label}")
+            r, _ = seam_run(path, files, od, extra)
+            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+                continue
+            outs[label] = np.load(os.path.join(od, "y.npy"))
+            if label == "dnnl":
+                check.expect("(Mul) and" in r.stderr and "one pass" in r.stderr, f"{name} (dnnl): one pass in the log",
+                             r.stderr.strip()[-400:])
+        if len(outs) == 2:
+            a, b = outs["dnnl"], outs["cpu"]
+            check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
+                         f"{name}: dnnl bit for bit the CPU's nodes", f"{int(np.sum(a != b))} of {a.size} differ")
+
+
 def main():
     names = [n for n in subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
                                        check=True).stdout.split()]
@@ -842,6 +896,7 @@ def main():
             plan_cases(name, os.path.join(MODELS, info["model"]))
     epilogue_cases()
     qpool_cases()
+    qmul_cases()
     bad = bad_models()
     failing = []
     for name, spec in bad.items():

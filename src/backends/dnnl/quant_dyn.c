@@ -572,8 +572,9 @@ static bool compile_matmul_integer(builder *b, bool *fused, const dx_io *io) {
     return done && (final_slot < 0 || dx_add_reorder(b, sy, final_slot));
 }
 
-/* ---- a quantized Add: DQ(a) + DQ(b) -> Q as one pass ----
- * The residual Add of a QDQ network (ONNX Runtime's QLinearAdd) would be
+/* ---- a quantized Add or Mul: DQ(a) + DQ(b) -> Q as one pass ----
+ * The residual Add of a QDQ network (ONNX Runtime's QLinearAdd; and the
+ * same for a Mul of two quantized values, its QLinearMul) would be
  * five passes over memory here (two DQ reorders, the binary, the Q's two
  * reorders); one host step computes the same float32 arithmetic as the
  * QDQ form, element by element:
@@ -584,13 +585,14 @@ typedef struct qadd {
     float sa, sb, ys;
     float fza, fzb, fyz; /* the zero points (exact in float32) */
     bool a8s, b8s, y8s;  /* int8 (else uint8) */
+    bool mul;            /* a Mul (ONNX Runtime's QLinearMul), else an Add */
 } qadd;
 
 /* Elements [0, n) of one quantized Add, a and b read as uint8 (u8) or
  * int8: a loop the compiler vectorizes (a, b, y of one type each). */
-#define QADD_LOOP(TA, TB)                                                                                  \
+#define QADD_LOOP(TA, TB, OP)                                                                              \
     for (int64_t i = 0; i < n; i++) {                                                                      \
-        float v = (((float)((const TA *)a)[i] - k->fza) * k->sa + ((float)((const TB *)bb)[i] - k->fzb) * k->sb) / \
+        float v = (((float)((const TA *)a)[i] - k->fza) * k->sa OP((float)((const TB *)bb)[i] - k->fzb) * k->sb) / \
                   k->ys;                                                                                   \
         v = v > -1024.0f ? v : -1024.0f; /* (saturated either way; NaN to the low end) */                  \
         v = v < 1024.0f ? v : 1024.0f;                                                                     \
@@ -602,10 +604,17 @@ typedef struct qadd {
 
 DX_HOT static void qadd_span(const qadd *k, const void *a, const void *bb, uint8_t *y, int64_t n, float big) {
     float lo = k->y8s ? -128.0f : 0.0f, hi = k->y8s ? 127.0f : 255.0f;
-    if (!k->a8s && !k->b8s) QADD_LOOP(uint8_t, uint8_t)
-    else if (k->a8s && k->b8s) QADD_LOOP(int8_t, int8_t)
-    else if (k->a8s) QADD_LOOP(int8_t, uint8_t)
-    else QADD_LOOP(uint8_t, int8_t)
+    if (k->mul) {
+        if (!k->a8s && !k->b8s) QADD_LOOP(uint8_t, uint8_t, *)
+        else if (k->a8s && k->b8s) QADD_LOOP(int8_t, int8_t, *)
+        else if (k->a8s) QADD_LOOP(int8_t, uint8_t, *)
+        else QADD_LOOP(uint8_t, int8_t, *)
+    } else {
+        if (!k->a8s && !k->b8s) QADD_LOOP(uint8_t, uint8_t, +)
+        else if (k->a8s && k->b8s) QADD_LOOP(int8_t, int8_t, +)
+        else if (k->a8s) QADD_LOOP(int8_t, uint8_t, +)
+        else QADD_LOOP(uint8_t, int8_t, +)
+    }
 }
 
 static bool run_qadd(const program *p, const step *st) {
@@ -671,7 +680,8 @@ int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
     int32_t add = dx_sole_reader(b, dq1_out);
     if (add < 0 || fused[add] || !dx_q_is_8bit(ta_dt)) return 0;
     m = seam_subgraph_node(b->sg, add, &st);
-    if (!is_op(m, "Add") || m->n_inputs != 2 || !m->outputs[0].name || !m->inputs[0].name || !m->inputs[1].name) return 0;
+    bool is_mul = is_op(m, "Mul");
+    if (!(is_op(m, "Add") || is_mul) || m->n_inputs != 2 || !m->outputs[0].name || !m->inputs[0].name || !m->inputs[1].name) return 0;
     const char *other = strcmp(m->inputs[0].name, dq1_out) ? m->inputs[0].name : m->inputs[1].name;
     const char *add_out = m->outputs[0].name;
     /* the same static shape on both sides (no broadcast) */
@@ -713,15 +723,15 @@ int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
     qadd *k = malloc(sizeof(*k));
     if (sy < 0 || !k) return free(k), dx_fail(b, "out of memory"), -1;
     *k = (qadd){(int64_t)dnnl_memory_desc_get_size(&amd), (float)sa, (float)sbv, (float)ys, (float)za, (float)zb, (float)yz,
-                ta == dnnl_s8, tb == dnnl_s8, ty_dt == SEAM_DTYPE_INT8};
+                ta == dnnl_s8, tb == dnnl_s8, ty_dt == SEAM_DTYPE_INT8, is_mul};
     int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {a8, b8, sy};
     b->n = seam_subgraph_node(b->sg, self, b->storage);
-    if (!dx_add_host(b, "quantized_add", run_qadd, k, 3, kinds, slots)) return -1;
+    if (!dx_add_host(b, is_mul ? "quantized_mul" : "quantized_add", run_qadd, k, 3, kinds, slots)) return -1;
     if (final_slot >= 0 && !dx_add_reorder(b, sy, final_slot)) return -1;
     fused[self] = fused[add] = fused[dq2] = fused[q] = true;
-    dx_log(p, "node %d (DequantizeLinear): with node %d (DequantizeLinear), %d (Add) and %d (QuantizeLinear): one pass, "
+    dx_log(p, "node %d (DequantizeLinear): with node %d (DequantizeLinear), %d (%s) and %d (QuantizeLinear): one pass, "
               "in the QDQ form's float32 arithmetic",
-           b->n->index, dq2, add, q);
+           b->n->index, dq2, add, is_mul ? "Mul" : "Add", q);
     return 1;
 }
 

@@ -10,7 +10,7 @@
 #include "quant.h"
 
 /* DequantizeLinear b->n (input 0 in slot sin) as the first of DQ(a),
- * DQ(b) -> Add -> QuantizeLinear, per tensor, same shapes: one host step
+ * DQ(b) -> Add (or Mul) -> QuantizeLinear, per tensor, same shapes: one host step
  * (the nodes fused). 1 when made, 0 when the pattern does not apply
  * (nothing changed), -1 on an error. */
 int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin);
