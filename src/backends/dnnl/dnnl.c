@@ -301,13 +301,18 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     if (c && c->stage == STAGE_VIEW) return compile_row(b, c, fused, -1, -1);
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
     /* a quantized Add or Mul (DQ, DQ -> Add -> Q) in one pass, a quantized MaxPool
-     * (DQ -> MaxPool -> Q) as one int8 pooling (quant_dyn.c) */
+     * (DQ -> MaxPool -> Q) as one int8 pooling, a quantized Concat (quant_dyn.c,
+     * quant_concat.c) */
     if (is_op(n, "DequantizeLinear") && b->fuse) {
         int32_t r = dx_compile_qadd_pattern(b, fused, sin);
         if (r < 0) return false;
         if (r > 0) return true;
         n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
         r = dx_compile_qpool_pattern(b, fused, sin);
+        if (r < 0) return false;
+        if (r > 0) return true;
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+        r = dx_compile_qconcat_pattern(b, fused, sin);
         if (r < 0) return false;
         if (r > 0) return true;
         n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);

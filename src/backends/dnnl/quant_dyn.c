@@ -634,7 +634,7 @@ static bool run_qadd(const program *p, const step *st) {
 }
 
 /* The subgraph node writing value `name`, or -1. */
-static int32_t producer_of(builder *b, const char *name) {
+int32_t dx_producer_of(builder *b, const char *name) {
     for (int32_t i = 0; i < b->sg->n_nodes; i++) {
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, i, &st);
@@ -644,7 +644,7 @@ static int32_t producer_of(builder *b, const char *name) {
 }
 
 /* Scale and zero point of a per-tensor (De)QuantizeLinear node m. */
-static bool qdq_params(builder *b, const seam_node_view *m, double *s, double *z) {
+bool dx_qdq_params(builder *b, const seam_node_view *m, double *s, double *z) {
     int64_t c1, c2 = 0;
     *z = 0;
     if (m->n_inputs < 2 || !m->inputs[1].name || !dx_const_input(m, 1) || !dx_const_input(m, 2)) return false;
@@ -655,7 +655,7 @@ static bool qdq_params(builder *b, const seam_node_view *m, double *s, double *z
 
 /* Slot s as an 8-bit value of type dt, in layout `like` when given (else
  * s's own layout, plain if s holds it in float32: exact, an integer). */
-static int32_t as_8bit(builder *b, int32_t s, dnnl_data_type_t dt, const dnnl_memory_desc_t *like) {
+int32_t dx_as_8bit(builder *b, int32_t s, dnnl_data_type_t dt, const dnnl_memory_desc_t *like) {
     dnnl_memory_desc_t md;
     dx_md_of(&b->p->slots[s], &md);
     if (like) md = *like;
@@ -689,18 +689,18 @@ int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
     if (va->rank != vb->rank || dx_value_numel(va) < 0 || dx_value_numel(vb) < 0) return 0;
     for (int32_t d = 0; d < va->rank; d++)
         if (va->dims[d] != vb->dims[d]) return 0;
-    int32_t dq2 = producer_of(b, other), q = dx_sole_reader(b, add_out);
+    int32_t dq2 = dx_producer_of(b, other), q = dx_sole_reader(b, add_out);
     if (dq2 < 0 || q < 0 || dq2 == self || fused[q] || dx_sole_reader(b, other) != add || dx_slot_of(p, other) >= 0) return 0;
     double sa, za, sbv, zb, ys, yz;
     m = seam_subgraph_node(b->sg, dq2, &st);
-    if (!is_op(m, "DequantizeLinear") || !dx_q_is_8bit(m->inputs[0].dtype) || !qdq_params(b, m, &sbv, &zb)) return 0;
+    if (!is_op(m, "DequantizeLinear") || !dx_q_is_8bit(m->inputs[0].dtype) || !dx_qdq_params(b, m, &sbv, &zb)) return 0;
     const char *dq2_in = m->inputs[0].name;
     seam_dtype tb_dt = m->inputs[0].dtype;
     m = seam_subgraph_node(b->sg, q, &st);
-    if (!is_op(m, "QuantizeLinear") || !dx_q_is_8bit(m->outputs[0].dtype) || !qdq_params(b, m, &ys, &yz)) return 0;
+    if (!is_op(m, "QuantizeLinear") || !dx_q_is_8bit(m->outputs[0].dtype) || !dx_qdq_params(b, m, &ys, &yz)) return 0;
     seam_dtype ty_dt = m->outputs[0].dtype;
     m = seam_subgraph_node(b->sg, self, &st);
-    if (!qdq_params(b, m, &sa, &za)) return 0;
+    if (!dx_qdq_params(b, m, &sa, &za)) return 0;
     /* the other DQ's input is made later: this DQ waits for it, and the
      * other one makes the step (the pattern matches from there too) */
     int32_t sb = dx_slot_of(p, dq2_in);
@@ -710,11 +710,11 @@ int32_t dx_compile_qadd_pattern(builder *b, bool *fused, int32_t sin) {
         return 1;
     }
     dnnl_data_type_t ta = dx_q_dt(ta_dt), tb = dx_q_dt(tb_dt);
-    int32_t a8 = as_8bit(b, sin, ta, NULL);
+    int32_t a8 = dx_as_8bit(b, sin, ta, NULL);
     dnnl_memory_desc_t amd;
     if (a8 < 0) return dx_fail(b, "could not lay out a quantized Add's input"), -1;
     dx_md_of(&p->slots[a8], &amd);
-    int32_t b8 = as_8bit(b, sb, tb, &amd);
+    int32_t b8 = dx_as_8bit(b, sb, tb, &amd);
     dnnl_memory_desc_t ymd = amd;
     ymd.data_type = dx_q_dt(ty_dt);
     int32_t final_slot = -1;
@@ -749,7 +749,7 @@ int32_t dx_compile_qpool_pattern(builder *b, bool *fused, int32_t sin) {
     const seam_node_view *m = seam_subgraph_node(b->sg, self, &st);
     seam_dtype xdt = m->inputs[0].dtype;
     double s1, z1, s2, z2;
-    if (!dx_q_is_8bit(xdt) || !m->outputs[0].name || !qdq_params(b, m, &s1, &z1)) return 0;
+    if (!dx_q_is_8bit(xdt) || !m->outputs[0].name || !dx_qdq_params(b, m, &s1, &z1)) return 0;
     int32_t pool = dx_sole_reader(b, m->outputs[0].name);
     if (pool < 0 || fused[pool]) return 0;
     m = seam_subgraph_node(b->sg, pool, &st);
@@ -759,7 +759,7 @@ int32_t dx_compile_qpool_pattern(builder *b, bool *fused, int32_t sin) {
     int32_t q = dx_sole_reader(b, m->outputs[0].name);
     if (q < 0 || fused[q]) return 0;
     m = seam_subgraph_node(b->sg, q, &st);
-    if (!is_op(m, "QuantizeLinear") || m->outputs[0].dtype != xdt || !qdq_params(b, m, &s2, &z2) || s1 != s2 || z1 != z2)
+    if (!is_op(m, "QuantizeLinear") || m->outputs[0].dtype != xdt || !dx_qdq_params(b, m, &s2, &z2) || s1 != s2 || z1 != z2)
         return 0;
     /* the window, read from the MaxPool's attributes */
     m = b->n = seam_subgraph_node(b->sg, pool, b->storage);
