@@ -423,9 +423,8 @@ static bool compile_qmatmul(builder *b, bool *fused, const dx_io *io) {
 }
 
 /* ---- QuantizeLinear and DequantizeLinear ----
- * Per tensor, as reorders, each step exact where ONNX's is:
- *   Q:  float32 -> s32 scaled by 1/scale (rounded to nearest even), then
- *       s32 -> u8/s8 plus the zero point (an integer sum), saturated;
+ * Per tensor, each step exact where ONNX's is:
+ *   Q:  one host pass dividing by the scale (run_quantize);
  *   DQ: u8/s8 -> float32 minus the zero point (an integer difference),
  *       times the scale (one rounding), in one reorder; an 8-bit value
  *       held in float32 (after a view op) by two eltwise steps. */
@@ -483,6 +482,51 @@ static bool scaled_reorder(builder *b, int32_t from, int32_t to, float scale, in
     return ok;
 }
 
+/* QuantizeLinear as ONNX writes it, y = saturate(round(x / scale) + zp):
+ * a division (a reorder's output scale multiplies by 1 / scale, which
+ * rounds some halfway points the other way), rounded half to even, a NaN
+ * to 0, in the CPU kernel's float32 arithmetic (backends/cpu/quant.c) */
+typedef struct qstep {
+    int64_t count;
+    float scale, zp;
+    bool is_signed;
+} qstep;
+
+DX_HOT static void quantize_span(const float *x, uint8_t *y, int64_t n, float scale, float zp, bool is_signed) {
+    float lo = is_signed ? -128.0f : 0.0f, hi = is_signed ? 127.0f : 255.0f;
+    if (is_signed) {
+        int8_t *o = (int8_t *)y;
+        for (int64_t i = 0; i < n; i++) {
+            float v = nearbyintf(x[i] / scale);
+            v = v == v ? v + zp : 0.0f;
+            v = v < lo ? lo : v;
+            o[i] = (int8_t)(int32_t)(v > hi ? hi : v);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            float v = nearbyintf(x[i] / scale);
+            v = v == v ? v + zp : 0.0f;
+            v = v < lo ? lo : v;
+            y[i] = (uint8_t)(int32_t)(v > hi ? hi : v);
+        }
+    }
+}
+
+static bool run_quantize(const program *p, const step *st) {
+    const qstep *k = st->host_data;
+    const float *x = dx_q_data(p, st->arg_slot[0]);
+    uint8_t *y = dx_q_data(p, st->arg_slot[1]);
+    int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n_chunks > 1)
+#endif
+    for (int64_t c = 0; c < n_chunks; c++) {
+        int64_t at = c * chunk, n = k->count - at < chunk ? k->count - at : chunk;
+        quantize_span(x + at, y + at, n, k->scale, k->zp, k->is_signed);
+    }
+    return true;
+}
+
 static bool compile_qdq(builder *b, bool *fused, const dx_io *io) {
     (void)fused;
     const seam_node_view *n = b->n;
@@ -518,18 +562,18 @@ static bool compile_qdq(builder *b, bool *fused, const dx_io *io) {
         p->slots[t].has_md = false;
         return eltwise_linear(b, sin, t, 1.0f, (float)-z) && eltwise_linear(b, t, sd, (float)s, 0.0f);
     }
-    /* x / scale rounded, as s32 in x's layout; then plus the zero point */
-    dnnl_memory_desc_t i32 = in, o;
-    i32.data_type = dnnl_s32;
-    int32_t t = dx_temp_slot(b, &p->slots[sin], &i32);
-    if (t < 0 || !scaled_reorder(b, sin, t, (float)(1.0 / s), 0, 0)) return t < 0 ? dx_fail(b, "out of memory"), false : false;
-    /* the 8-bit value in x's layout too */
-    o = in;
+    /* one host pass in x's layout (the 8-bit value in it too: a blocked
+     * layout pads both alike, so element i of one is element i of the
+     * other) */
+    dnnl_memory_desc_t o = in;
     o.data_type = dx_q_dt(n->outputs[0].dtype);
     int32_t final_slot = -1;
     int32_t sd = dx_result_slot(b, &n->outputs[0], &o, &final_slot);
-    if (sd < 0) return dx_fail(b, "out of memory"), false;
-    return scaled_reorder(b, t, sd, 1.0f, DNNL_ARG_TO, (int32_t)z) && (final_slot < 0 || dx_add_reorder(b, sd, final_slot));
+    qstep *k = sd < 0 ? NULL : malloc(sizeof(*k));
+    if (!k) return dx_fail(b, "out of memory"), false;
+    *k = (qstep){(int64_t)dnnl_memory_desc_get_size(&o), (float)s, (float)z, o.data_type == dnnl_s8};
+    int32_t kinds[2] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[2] = {sin, sd};
+    return dx_add_host(b, "quantize", run_quantize, k, 2, kinds, slots) && (final_slot < 0 || dx_add_reorder(b, sd, final_slot));
 }
 
 const dx_op dx_quant_rows[] = {

@@ -19,6 +19,22 @@
 /* Whether node n's op is one of quant.c's (its row checks every dtype). */
 bool dx_is_quant_op(const seam_node_view *n);
 
+/* The host steps' loops (quant.c, quant_dyn.c, quant_concat.c): copies
+ * built for AVX-512 and AVX2 besides the baseline x86-64 one, picked at
+ * load time, as the CPU backend's CPU_HOT does. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DX_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DX_HOT
+#endif
+
+/* A host step's view of slot s's bytes (the caller's at a boundary). */
+static inline void *dx_q_data(const program *p, int32_t s) {
+    void *h = NULL;
+    dnnl_memory_get_data_handle(p->slots[s].mem, &h);
+    return h;
+}
+
 /* Helpers quant_dyn.c shares: */
 bool dx_q_is_8bit(seam_dtype dt);
 /* The oneDNN type of an 8-bit or int32 dtype. */

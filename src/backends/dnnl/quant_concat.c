@@ -21,12 +21,6 @@
 #include "ops/attr.h"
 #include "quant_dyn.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QC_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define QC_HOT
-#endif
-
 /* 1.5 * 2^23 through a volatile: (v + big) - big rounds v (|v| <= 2^22)
  * to nearest even in the FPU's mode, and vectorizes where nearbyintf is a
  * call (as quant_dyn.c does) */
@@ -48,23 +42,17 @@ typedef struct requant {
         ((TY *)y)[i] = (TY)(int32_t)(v > HI ? HI : v);                         \
     }
 
-QC_HOT static void requant_span(const requant *k, const void *x, void *y, int64_t n, float big) {
+DX_HOT static void requant_span(const requant *k, const void *x, void *y, int64_t n, float big) {
     if (!k->x8s && !k->y8s) REQUANT_LOOP(uint8_t, uint8_t, 0.0f, 255.0f)
     else if (!k->x8s) REQUANT_LOOP(uint8_t, int8_t, -128.0f, 127.0f)
     else if (!k->y8s) REQUANT_LOOP(int8_t, uint8_t, 0.0f, 255.0f)
     else REQUANT_LOOP(int8_t, int8_t, -128.0f, 127.0f)
 }
 
-static void *qc_data(const program *p, int32_t s) {
-    void *h = NULL;
-    dnnl_memory_get_data_handle(p->slots[s].mem, &h);
-    return h;
-}
-
 static bool run_requant(const program *p, const step *st) {
     const requant *k = st->host_data;
-    const uint8_t *x = qc_data(p, st->arg_slot[0]);
-    uint8_t *y = qc_data(p, st->arg_slot[1]);
+    const uint8_t *x = dx_q_data(p, st->arg_slot[0]);
+    uint8_t *y = dx_q_data(p, st->arg_slot[1]);
     float big = qc_round_big;
     int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
 #ifdef _OPENMP

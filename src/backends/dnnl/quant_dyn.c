@@ -33,14 +33,6 @@ static void *slot_data(const program *p, int32_t s) {
 
 static inline uint8_t sat_u8(float v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
 
-/* The host steps' loops: a second copy built for AVX2 (and one for
- * AVX-512), picked at load time, as the CPU backend's CPU_HOT does; the
- * baseline build targets plain x86-64, where they stay scalar. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DX_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DX_HOT
-#endif
 
 /* Round to nearest even, as nearbyintf does in the default mode, for
  * |v| <= 2^22 (what x / scale is here, at most 255 plus the zero point's
