@@ -957,6 +957,74 @@ def qconcat_cases():
                              f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
 
 
+# ---- an int8 convolution whose input has a zero point -----------------------------
+
+def qconv_zp_cases():
+    """A QLinearConv whose input has a zero point runs on dnnl without it
+    where oneDNN would otherwise pick its slower jit_int8 kernel: the
+    input padded with its zero point, the bias shifted by zero point x the
+    weights' sums (backends/dnnl/quant_conv.c). The integers are the same,
+    so the output must be that of the same node with fusion off (oneDNN's
+    own zero point) bit for bit, and within one step of the CPU's kernel
+    (which requantizes in double precision). Variants: symmetric and
+    asymmetric pads, none, stride 2, dilation, an int8 input with a
+    negative zero point, no bias; the log must say which were rewritten
+    (not one oneDNN gives brgconv anyway, nor one with 3 input channels,
+    where brgconv is no faster)."""
+    rng = np.random.RandomState(15)
+    variants = [
+        # name, x type, x shape, out ch, kernel, pads, strides, dilations, xz, bias, rewritten
+        ("qconv_zp_pad1", np.uint8, (1, 16, 14, 12), 32, 3, [1, 1, 1, 1], [1, 1], [1, 1], 117, True, True),
+        ("qconv_zp_asym_stride2", np.uint8, (2, 16, 15, 15), 24, 3, [0, 1, 2, 0], [2, 2], [1, 1], 200, True, True),
+        # (unpadded, oneDNN's brgconv takes the zero point itself: left as it is)
+        ("qconv_zp_nopad_dilated", np.uint8, (1, 32, 12, 12), 16, 3, [0, 0, 0, 0], [1, 1], [2, 2], 3, False, False),
+        ("qconv_zp_int8", np.int8, (1, 16, 10, 10), 16, 5, [2, 2, 2, 2], [1, 1], [1, 1], -37, True, True),
+        ("qconv_zp_3ch", np.uint8, (1, 3, 20, 20), 16, 3, [1, 1, 1, 1], [2, 2], [1, 1], 90, True, False),
+    ]
+    for name, dt, shape, oc, ks, pads, strides, dil, xz, with_bias, rewritten in variants:
+        if not check.selected(name):
+            continue
+        lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
+        x = rng.randint(lo, hi, shape).astype(dt)
+        ic = shape[1]
+        w = rng.randint(-127, 128, (oc, ic, ks, ks)).astype(np.int8)
+        inits = {"xs": f32(0.02), "xz": np.array(xz, dt), "w": w, "ws": (rng.rand(oc) * 0.01 + 0.002).astype(np.float32),
+                 "wz": np.zeros(oc, np.int8), "ys": f32(0.6), "yz": np.array(128, np.uint8)}
+        ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+        if with_bias:
+            inits["b"] = rng.randint(-5000, 5000, oc).astype(np.int32)
+            ins.append("b")
+        nodes = [helper.make_node("QLinearConv", ins, ["y"], name="qconv", pads=pads, strides=strides, dilations=dil)]
+        path = os.path.join(work, f"{name}.onnx")
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", NP2T[dt], shape)],
+                              [helper.make_tensor_value_info("y", T.UINT8, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        files = {"x": os.path.join(work, f"{name}.x.npy")}
+        np.save(files["x"], x)
+        outs = {}
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
+                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
+                                                  "--target-option", "fusion=off", "--compile-log"])):
+            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
+            r, _ = seam_run(path, files, od, extra)
+            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+                continue
+            outs[label] = np.load(os.path.join(od, "y.npy")).astype(np.int32)
+            if label != "cpu":
+                said = "taken out" in r.stderr
+                want = rewritten and label == "dnnl"
+                check.expect(said == want, f"{name} ({label}): " + ("rewritten" if want else "not rewritten")
+                             + " in the log", r.stderr.strip()[-400:])
+        if len(outs) == 3:
+            a, b, c = outs["dnnl"], outs["dnnl fusion=off"], outs["cpu"]
+            check.expect(a.shape == b.shape and np.array_equal(a, b), f"{name}: dnnl bit for bit its own zero point's",
+                         f"{int(np.sum(a != b)) if a.shape == b.shape else a.shape} differ")
+            step = int(np.abs(a - c).max()) if a.shape == c.shape else None
+            check.expect(step is not None and step <= 1, f"{name}: within one step of the CPU's kernel", f"{step} steps")
+            check.expect(len(np.unique(c)) > 20, f"{name}: the output is not degenerate", f"{len(np.unique(c))} values")
+
+
 def main():
     names = [n for n in subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
                                        check=True).stdout.split()]
@@ -979,6 +1047,7 @@ def main():
     qpool_cases()
     qmul_cases()
     qconcat_cases()
+    qconv_zp_cases()
     bad = bad_models()
     failing = []
     for name, spec in bad.items():

@@ -115,8 +115,8 @@ int32_t dx_q_zp_slot(builder *b, int32_t value) {
 /* The attribute every int8 primitive here gets: output scales (count of
  * them along dim `axis`, or one), the zero points of src and dst as
  * runtime arguments when not 0 (their slots appended to kinds/slots). */
-static dnnl_primitive_attr_t q_attr(builder *b, const float *oscales, int64_t count, int32_t axis, int32_t xz, int32_t wz,
-                                    int32_t yz, int32_t *kinds, int32_t *slots, int32_t *n_args) {
+dnnl_primitive_attr_t dx_q_attr(builder *b, const float *oscales, int64_t count, int32_t axis, int32_t xz, int32_t wz,
+                                int32_t yz, int32_t *kinds, int32_t *slots, int32_t *n_args) {
     dnnl_primitive_attr_t attr = NULL;
     const int32_t runtime = DNNL_RUNTIME_S32_VAL;
     bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
@@ -269,7 +269,7 @@ static bool compile_qconv_matmul(builder *b, const dx_io *io, const qlin *q) {
     if (sb >= 0) bias = p->slots[sb].md;
     int32_t kinds[8] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[8];
     int32_t n_args = sb >= 0 ? 4 : 3;
-    dnnl_primitive_attr_t attr = q_attr(b, q->oscale, q->n_scales, 1, q->xz, 0, q->yz, kinds, slots, &n_args);
+    dnnl_primitive_attr_t attr = dx_q_attr(b, q->oscale, q->n_scales, 1, q->xz, 0, q->yz, kinds, slots, &n_args);
     if (!attr) return false;
     dnnl_matmul_desc_t md;
     dnnl_primitive_desc_t pd = NULL;
@@ -336,16 +336,26 @@ static bool compile_qconv(builder *b, bool *fused, const dx_io *io) {
     if (sb >= 0) bias = p->slots[sb].md;
     int32_t kinds[8] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS}, slots[8];
     int32_t n_args = sb >= 0 ? 4 : 3;
-    dnnl_primitive_attr_t attr = q_attr(b, q.oscale, q.n_scales, 1, q.xz, 0, q.yz, kinds, slots, &n_args);
-    free(q.oscale);
-    if (!attr) return false;
+    dnnl_primitive_attr_t attr = dx_q_attr(b, q.oscale, q.n_scales, 1, q.xz, 0, q.yz, kinds, slots, &n_args);
+    if (!attr) return free(q.oscale), false;
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
     bool ok = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &w,
                                                          sb >= 0 ? &bias : NULL, &dst, strides, dilates, pl, pr) == dnnl_success &&
               dnnl_primitive_desc_create(&pd, &cd, attr, dx_ctx.engine, NULL) == dnnl_success;
     dnnl_primitive_attr_destroy(attr);
-    if (!ok) return dx_fail(b, "oneDNN has no int8 convolution for these shapes and zero points"), false;
+    if (!ok) return free(q.oscale), dx_fail(b, "oneDNN has no int8 convolution for these shapes and zero points"), false;
+    if (q.xz) { /* x's zero point taken out where that gives brgconv (quant_conv.c) */
+        qconv_plan c = {m, group, nsp, wr, q.xz, q.yz, dx_q_dt(n->inputs[0].dtype), dx_q_dt(n->outputs[0].dtype),
+                        {0}, {0}, {0}, {0}, {0}, {0}, {0}, q.oscale, q.n_scales, sw};
+        memcpy(c.id, id, sizeof(id)), memcpy(c.od, od, sizeof(od)), memcpy(c.wd, wdd, sizeof(wdd));
+        memcpy(c.strides, strides, sizeof(strides)), memcpy(c.dilates, dilates, sizeof(dilates));
+        memcpy(c.pl, pl, sizeof(pl)), memcpy(c.pr, pr, sizeof(pr));
+        int32_t r = dx_qconv_without_src_zp(b, io, &c, pd);
+        if (r != 0) return free(q.oscale), dnnl_primitive_desc_destroy(pd), r > 0;
+        n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
+    }
+    free(q.oscale);
     const dnnl_memory_desc_t *csrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *cw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *cdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -393,7 +403,7 @@ static bool compile_qmatmul(builder *b, bool *fused, const dx_io *io) {
     if (sw < 0) return free(q.oscale), false;
     int32_t kinds[8] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, slots[8];
     int32_t n_args = 3;
-    dnnl_primitive_attr_t attr = q_attr(b, q.oscale, q.n_scales, 1, q.xz, q.wz, q.yz, kinds, slots, &n_args);
+    dnnl_primitive_attr_t attr = dx_q_attr(b, q.oscale, q.n_scales, 1, q.xz, q.wz, q.yz, kinds, slots, &n_args);
     free(q.oscale);
     if (!attr) return false;
     dnnl_memory_desc_t a, w, y;

@@ -35,6 +35,31 @@ static inline void *dx_q_data(const program *p, int32_t s) {
     return h;
 }
 
+/* What an int8 convolution is made of (compile_qconv, quant.c), for
+ * quant_conv.c. */
+typedef struct qconv_plan {
+    int64_t m, group;          /* output channels, groups */
+    int32_t nsp, wr;           /* spatial dims; the weights' rank (grouped: one more) */
+    int32_t xz, yz;            /* zero points of x and y */
+    dnnl_data_type_t xdt, ydt; /* u8 or s8 */
+    dnnl_dims_t id, od, wd;    /* x's, y's and the weights' dims */
+    dnnl_dims_t strides, dilates, pl, pr;
+    const float *oscale;       /* x_scale * w_scale[c] / y_scale */
+    int64_t n_scales;
+    int32_t sw;                /* the weights' slot */
+} qconv_plan;
+
+/* The convolution of plan c made without x's zero point when oneDNN gave
+ * the one with it (with_zp) a slower kernel than brgconv: x padded with its
+ * zero point by a host step, the bias shifted (quant_conv.c). 1 when made,
+ * 0 when not (nothing added), -1 on an error. */
+int32_t dx_qconv_without_src_zp(builder *b, const dx_io *io, const qconv_plan *c, const_dnnl_primitive_desc_t with_zp);
+/* The attribute of an int8 primitive (quant.c): output scales (count of
+ * them along dim axis, or one), zero points as runtime arguments when not
+ * 0 (their slots appended to kinds/slots), a round post-op before y's. */
+dnnl_primitive_attr_t dx_q_attr(builder *b, const float *oscales, int64_t count, int32_t axis, int32_t xz, int32_t wz,
+                                int32_t yz, int32_t *kinds, int32_t *slots, int32_t *n_args);
+
 /* Helpers quant_dyn.c shares: */
 bool dx_q_is_8bit(seam_dtype dt);
 /* The oneDNN type of an 8-bit or int32 dtype. */
