@@ -1025,6 +1025,53 @@ def qconv_zp_cases():
             check.expect(len(np.unique(c)) > 20, f"{name}: the output is not degenerate", f"{len(np.unique(c))} values")
 
 
+# ---- DynamicQuantizeLinear on dnnl against the CPU ----------------------------------
+
+def dyn_quant_cases():
+    """DynamicQuantizeLinear is a host step on dnnl (backends/dnnl/
+    quant_dyn.c: its range in 8 lanes, then the quantization); its three
+    outputs must be the CPU kernel's bit for bit on inputs that test the
+    range and the rounding: lengths that are not a multiple of the lanes,
+    all zeros, all negative, a NaN, a huge range, one element."""
+    rng = np.random.RandomState(16)
+    base = rng.randn(1001).astype(np.float32)
+    variants = {
+        "dynq_random_1001": base,
+        "dynq_zeros": np.zeros((4, 9), np.float32),
+        "dynq_negative": -np.abs(rng.randn(3, 37)).astype(np.float32) - 0.5,
+        "dynq_nan": np.where(np.arange(77) == 50, np.nan, rng.randn(77)).astype(np.float32),
+        "dynq_huge": (rng.randn(2, 40) * 1e30).astype(np.float32),
+        "dynq_one": np.array([3.7], np.float32),
+        "dynq_halfway": (np.arange(-64, 200, dtype=np.float32) * 0.5),
+    }
+    for name, x in variants.items():
+        if not check.selected(name):
+            continue
+        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"], name="dql")]
+        path = os.path.join(work, f"{name}.onnx")
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", T.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", T.UINT8, None),
+                               helper.make_tensor_value_info("ys", T.FLOAT, None),
+                               helper.make_tensor_value_info("yz", T.UINT8, None)])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        files = {"x": os.path.join(work, f"{name}.x.npy")}
+        np.save(files["x"], x)
+        outs = {}
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--report"])):
+            od = os.path.join(work, f"{name}.{label}")
+            r, _ = seam_run(path, files, od, extra)
+            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+                continue
+            outs[label] = [np.load(os.path.join(od, f"{v}.npy")) for v in ("y", "ys", "yz")]
+            if label == "dnnl":
+                check.expect(re.search(r"subgraph_\d+_dnnl\s+dnnl\s+1\b", r.stdout) is not None,
+                             f"{name} (dnnl): on dnnl", r.stdout.strip()[-300:])
+        if len(outs) == 2:
+            same = all(a.shape == b.shape and a.tobytes() == b.tobytes() for a, b in zip(outs["dnnl"], outs["cpu"]))
+            check.expect(same, f"{name}: dnnl's y, scale and zero point bit for bit the CPU's",
+                         f"scale {outs['dnnl'][1]} vs {outs['cpu'][1]}, zp {outs['dnnl'][2]} vs {outs['cpu'][2]}")
+
+
 def main():
     names = [n for n in subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
                                        check=True).stdout.split()]
@@ -1048,6 +1095,7 @@ def main():
     qmul_cases()
     qconcat_cases()
     qconv_zp_cases()
+    dyn_quant_cases()
     bad = bad_models()
     failing = []
     for name, spec in bad.items():

@@ -31,7 +31,7 @@ static void *slot_data(const program *p, int32_t s) {
     return h;
 }
 
-static inline uint8_t sat_u8(float v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
+static inline uint8_t sat_u8(float v) { return v < 0 || v != v ? 0 : v > 255 ? 255 : (uint8_t)v; }
 
 
 /* Round to nearest even, as nearbyintf does in the default mode, for
@@ -43,23 +43,42 @@ static inline float round_even(float v, float big) { return (v + big) - big; }
  * folded to v (the build does not let the compiler reassociate anyway) */
 static volatile float round_big = 12582912.0f;
 
-/* The range of x[0, n) (holding 0), and whether it has a NaN. */
+/* The range of x[0, n) (holding 0), and whether it has a NaN: 8 lanes in
+ * GCC's vector types (a min/max reduction of floats stays scalar without
+ * -ffinite-math-only; lane by lane it is a compare and a select) */
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef int32_t i32x8 __attribute__((vector_size(32)));
+
 DX_HOT static void range_span(const float *x, int64_t n, float *lo_io, float *hi_io, int *nan_io) {
-    float lo = *lo_io, hi = *hi_io;
-    int nan = 0;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
+    f32x8 lo = {0}, hi = {0};
+    i32x8 nan = {0};
+    for (int32_t j = 0; j < 8; j++) lo[j] = *lo_io, hi[j] = *hi_io;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        f32x8 v;
+        memcpy(&v, x + i, sizeof(v));
         nan |= v != v;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
+        i32x8 below = v < lo, above = v > hi;
+        lo = (f32x8)((below & (i32x8)v) | (~below & (i32x8)lo));
+        hi = (f32x8)((above & (i32x8)v) | (~above & (i32x8)hi));
     }
-    *lo_io = lo, *hi_io = hi, *nan_io |= nan;
+    float l = lo[0], h = hi[0];
+    int any = nan[0] != 0;
+    for (int32_t j = 1; j < 8; j++) l = lo[j] < l ? lo[j] : l, h = hi[j] > h ? hi[j] : h, any |= nan[j] != 0;
+    for (; i < n; i++) {
+        float v = x[i];
+        any |= v != v;
+        l = v < l ? v : l;
+        h = v > h ? v : h;
+    }
+    *lo_io = l, *hi_io = h, *nan_io |= any;
 }
 
 /* y = saturate(round(x / scale) + zp) for |x / scale| <= 2^22 */
 DX_HOT static void quantize_span(const float *x, uint8_t *y, int64_t n, float scale, float zp, float big) {
     for (int64_t i = 0; i < n; i++) {
         float v = round_even(x[i] / scale, big) + zp;
+        v = v == v ? v : 0.0f;
         v = v < 0 ? 0 : v;
         y[i] = (uint8_t)(int32_t)(v > 255 ? 255 : v);
     }
@@ -84,8 +103,9 @@ static bool run_dyn_quant(const program *p, const step *st) {
         int64_t at = c * DQ_CHUNK, n = k->count - at < DQ_CHUNK ? k->count - at : DQ_CHUNK;
         range_span(x + at, n, &lo, &hi, &nan);
     }
-    if (nan) lo = NAN; /* (as the CPU kernel's fmin/fmax would not: see below) */
-    /* as the CPU kernel computes them (backends/cpu/quant.c) */
+    /* as the CPU kernel computes them (backends/cpu/quant.c): its range
+     * skips a NaN (fmin, fmax), and a NaN quantizes to 0 */
+    (void)nan;
     float scale = (float)((double)hi - (double)lo) / 255.0f;
     float zp = scale != 0 ? (float)sat_u8(nearbyintf(-lo / scale)) : 0;
     if (scale == 0 || !(fabsf(lo) / scale <= 4194304.0f && fabsf(hi) / scale <= 4194304.0f)) {
