@@ -638,17 +638,36 @@ def bad_models():
 NP2T = {np.float32: T.FLOAT, np.uint8: T.UINT8, np.int8: T.INT8, np.int32: T.INT32}
 
 
-def bad_case(name, spec):
-    nodes, feeds, outs, inits, node = spec
-    path = os.path.join(work, f"bad_{name}.onnx")
+def write_case(name, nodes, feeds, inits, outs):
+    """WORK/NAME.onnx (opset 13) with graph inputs `feeds` {name: array},
+    initializers `inits` and outputs [(name, type)], and each feed saved as
+    WORK/NAME.INPUT.npy; returns (the model's path, {input: file})."""
+    path = os.path.join(work, f"{name}.onnx")
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape) for k, v in feeds.items()],
                           [helper.make_tensor_value_info(k, t, None) for k, t in outs],
                           [numpy_helper.from_array(v, k) for k, v in inits.items()])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     files = {}
     for k, v in feeds.items():
-        files[k] = os.path.join(work, f"bad_{name}.{k}.npy")
+        files[k] = os.path.join(work, f"{name}.{k}.npy")
         np.save(files[k], v)
+    return path, files
+
+
+def run_case(name, label, path, files, extra, out_names):
+    """seam run of a write_case model on one path (label, with the extra
+    options) into WORK/NAME.LABEL: (the run, [the outputs out_names as
+    arrays]), or (the run, None) after a failure is recorded."""
+    od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
+    r, _ = seam_run(path, files, od, extra)
+    if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+        return r, None
+    return r, [np.load(os.path.join(od, f"{o}.npy")) for o in out_names]
+
+
+def bad_case(name, spec):
+    nodes, feeds, outs, inits, node = spec
+    path, files = write_case(f"bad_{name}", nodes, feeds, inits, outs)
     results = []
     for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability"])):
         r, _ = seam_run(path, files, os.path.join(work, f"bad_{name}.{label}"), extra)
@@ -693,7 +712,6 @@ def epilogue_cases():
     for name, adt, ashape, zp_col, scale_kind, bias_kind, fused in variants:
         if not check.selected(name):
             continue
-        rows = int(np.prod(ashape[:-1]))
         lo, hi = (0, 256) if adt == np.uint8 else (-128, 128)
         a = rng.randint(lo, hi, ashape).astype(adt)
         az = np.array(rng.randint(lo, hi), adt)
@@ -727,24 +745,14 @@ def epilogue_cases():
         want = (acc.astype(np.float32) * scale).astype(np.float32)
         if bias_kind:
             want = (want + bias).astype(np.float32)
-        path = os.path.join(work, f"{name}.onnx")
-        g = helper.make_graph(nodes, name,
-                              [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape) for k, v in inputs.items()],
-                              [helper.make_tensor_value_info(out, T.FLOAT, None)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        files = {}
-        for k, v in inputs.items():
-            files[k] = os.path.join(work, f"{name}.{k}.npy")
-            np.save(files[k], v)
+        path, files = write_case(name, nodes, inputs, inits, [(out, T.FLOAT)])
         for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
                              ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
                                                   "--target-option", "fusion=off", "--compile-log"])):
-            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
-            r, _ = seam_run(path, files, od, extra)
-            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+            r, got = run_case(name, label, path, files, extra, [out])
+            if got is None:
                 continue
-            got = np.load(os.path.join(od, f"{out}.npy"))
+            got = got[0]
             check.expect(got.shape == want.shape and seamtest.same_bits(got, want),
                          f"{name} ({label}): bit for bit numpy's", f"max difference {seamtest.abs_err(got, want)}")
             if label != "cpu":
@@ -788,22 +796,15 @@ def qpool_cases():
                  helper.make_node("MaxPool", ["xf"], ["pf"], name="pool", kernel_shape=kernel, strides=strides,
                                   pads=pads, ceil_mode=ceil),
                  helper.make_node("QuantizeLinear", ["pf", "qs", "qz"], ["y"], name="q")]
-        path = os.path.join(work, f"{name}.onnx")
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", NP2T[dt], shape)],
-                              [helper.make_tensor_value_info("y", NP2T[dt], None)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        files = {"x": os.path.join(work, f"{name}.x.npy")}
-        np.save(files["x"], x)
+        path, files = write_case(name, nodes, {"x": x}, inits, [("y", NP2T[dt])])
         outs = {}
         for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
                              ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
                                                   "--target-option", "fusion=off", "--compile-log"])):
-            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
-            r, _ = seam_run(path, files, od, extra)
-            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+            r, got = run_case(name, label, path, files, extra, ["y"])
+            if got is None:
                 continue
-            outs[label] = np.load(os.path.join(od, "y.npy"))
+            outs[label] = got[0]
             if label != "cpu":
                 one = "one max pooling on the 8-bit values" in r.stderr
                 expect_one = fused and label == "dnnl"
@@ -850,23 +851,13 @@ def qmul_cases():
                  helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bf"], name="dqb"),
                  helper.make_node("Mul", ["af", "bf"], ["pf"], name="mul"),
                  helper.make_node("QuantizeLinear", ["pf", "ys", "yz"], ["y"], name="q")]
-        path = os.path.join(work, f"{name}.onnx")
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape)
-                                            for k, v in feeds.items()],
-                              [helper.make_tensor_value_info("y", NP2T[yt], None)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        files = {}
-        for k, v in feeds.items():
-            files[k] = os.path.join(work, f"{name}.{k}.npy")
-            np.save(files[k], v)
+        path, files = write_case(name, nodes, feeds, inits, [("y", NP2T[yt])])
         outs = {}
         for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"])):
-            od = os.path.join(work, f"{name}.{label}")
-            r, _ = seam_run(path, files, od, extra)
-            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+            r, got = run_case(name, label, path, files, extra, ["y"])
+            if got is None:
                 continue
-            outs[label] = np.load(os.path.join(od, "y.npy"))
+            outs[label] = got[0]
             if label == "dnnl":
                 check.expect("(Mul) and" in r.stderr and "one pass" in r.stderr, f"{name} (dnnl): one pass in the log",
                              r.stderr.strip()[-400:])
@@ -922,25 +913,15 @@ def qconcat_cases():
             cat_in.append(f"f{k}")
         nodes.append(helper.make_node("Concat", cat_in, ["cf"], name="cat", axis=axis))
         nodes.append(helper.make_node("QuantizeLinear", ["cf", "ys", "yz"], ["y"], name="q"))
-        path = os.path.join(work, f"{name}.onnx")
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape)
-                                            for k, v in feeds.items()],
-                              [helper.make_tensor_value_info("y", NP2T[yt], None)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        files = {}
-        for k, v in feeds.items():
-            files[k] = os.path.join(work, f"{name}.{k}.npy")
-            np.save(files[k], v)
+        path, files = write_case(name, nodes, feeds, inits, [("y", NP2T[yt])])
         outs = {}
         for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
                              ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
                                                   "--target-option", "fusion=off"])):
-            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
-            r, _ = seam_run(path, files, od, extra)
-            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+            r, got = run_case(name, label, path, files, extra, ["y"])
+            if got is None:
                 continue
-            outs[label] = np.load(os.path.join(od, "y.npy"))
+            outs[label] = got[0]
             if label == "dnnl":
                 said = f"the 8-bit values concatenated, {requantized} of them requantized" in r.stderr
                 check.expect(said, f"{name} (dnnl): one concat, {requantized} requantized, in the log",
@@ -995,22 +976,15 @@ def qconv_zp_cases():
             inits["b"] = rng.randint(-5000, 5000, oc).astype(np.int32)
             ins.append("b")
         nodes = [helper.make_node("QLinearConv", ins, ["y"], name="qconv", pads=pads, strides=strides, dilations=dil)]
-        path = os.path.join(work, f"{name}.onnx")
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", NP2T[dt], shape)],
-                              [helper.make_tensor_value_info("y", T.UINT8, None)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        files = {"x": os.path.join(work, f"{name}.x.npy")}
-        np.save(files["x"], x)
+        path, files = write_case(name, nodes, {"x": x}, inits, [("y", T.UINT8)])
         outs = {}
         for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
                              ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
                                                   "--target-option", "fusion=off", "--compile-log"])):
-            od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
-            r, _ = seam_run(path, files, od, extra)
-            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+            r, got = run_case(name, label, path, files, extra, ["y"])
+            if got is None:
                 continue
-            outs[label] = np.load(os.path.join(od, "y.npy")).astype(np.int32)
+            outs[label] = got[0].astype(np.int32)
             if label != "cpu":
                 said = "taken out" in r.stderr
                 want = rewritten and label == "dnnl"
@@ -1048,21 +1022,13 @@ def dyn_quant_cases():
         if not check.selected(name):
             continue
         nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"], name="dql")]
-        path = os.path.join(work, f"{name}.onnx")
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", T.FLOAT, x.shape)],
-                              [helper.make_tensor_value_info("y", T.UINT8, None),
-                               helper.make_tensor_value_info("ys", T.FLOAT, None),
-                               helper.make_tensor_value_info("yz", T.UINT8, None)])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        files = {"x": os.path.join(work, f"{name}.x.npy")}
-        np.save(files["x"], x)
+        path, files = write_case(name, nodes, {"x": x}, {}, [("y", T.UINT8), ("ys", T.FLOAT), ("yz", T.UINT8)])
         outs = {}
         for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--report"])):
-            od = os.path.join(work, f"{name}.{label}")
-            r, _ = seam_run(path, files, od, extra)
-            if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
+            r, got = run_case(name, label, path, files, extra, ["y", "ys", "yz"])
+            if got is None:
                 continue
-            outs[label] = [np.load(os.path.join(od, f"{v}.npy")) for v in ("y", "ys", "yz")]
+            outs[label] = got
             if label == "dnnl":
                 check.expect(re.search(r"subgraph_\d+_dnnl\s+dnnl\s+1\b", r.stdout) is not None,
                              f"{name} (dnnl): on dnnl", r.stdout.strip()[-300:])

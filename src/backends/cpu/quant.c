@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/linalg.h"
+#include "ops/quant_math.h"
 
 static int64_t sat(int32_t dt, double v) {
     double lo = dt == SEAM_DTYPE_INT8 ? -128 : dt == SEAM_DTYPE_UINT8 ? 0 : dt == SEAM_DTYPE_INT16 ? -32768
@@ -80,28 +81,9 @@ static seam_status check_scales(seam_kernel *k, const seam_tensor *s, const char
     return SEAM_STATUS_OK;
 }
 
-/* float32 to 8 bits as sat(round(x / scale) + zp) does, in one pass the
- * compiler vectorizes: divided in float32 (the reference's halfway cases
- * depend on it), rounded half to even, a NaN to 0 as sat() makes it, then
- * clamped to the type. y is int8 when is_signed, else uint8. */
+/* float32 to 8 bits (ops/quant_math.h, the arithmetic dnnl shares) */
 CPU_HOT static void f32_quantize_8(const float *x, uint8_t *y, int64_t n, float scale, float zp, bool is_signed) {
-    float lo = is_signed ? -128.0f : 0.0f, hi = is_signed ? 127.0f : 255.0f;
-    if (is_signed) {
-        int8_t *o = (int8_t *)y;
-        for (int64_t i = 0; i < n; i++) {
-            float v = nearbyintf(x[i] / scale);
-            v = v == v ? v + zp : 0.0f;
-            v = v < lo ? lo : v;
-            o[i] = (int8_t)(int32_t)(v > hi ? hi : v);
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            float v = nearbyintf(x[i] / scale);
-            v = v == v ? v + zp : 0.0f;
-            v = v < lo ? lo : v;
-            y[i] = (uint8_t)(int32_t)(v > hi ? hi : v);
-        }
-    }
+    quant_f32_to_8bit(x, y, n, scale, zp, is_signed);
 }
 
 static seam_status run_quantize(seam_kernel *k) {

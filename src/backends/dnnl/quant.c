@@ -22,8 +22,9 @@
 #include <string.h>
 
 #include "map.h"
-#include "quant.h"
 #include "ops/attr.h"
+#include "ops/quant_math.h"
+#include "quant.h"
 
 bool dx_q_is_8bit(seam_dtype dt) { return dt == SEAM_DTYPE_UINT8 || dt == SEAM_DTYPE_INT8; }
 
@@ -503,23 +504,7 @@ typedef struct qstep {
 } qstep;
 
 DX_HOT static void quantize_span(const float *x, uint8_t *y, int64_t n, float scale, float zp, bool is_signed) {
-    float lo = is_signed ? -128.0f : 0.0f, hi = is_signed ? 127.0f : 255.0f;
-    if (is_signed) {
-        int8_t *o = (int8_t *)y;
-        for (int64_t i = 0; i < n; i++) {
-            float v = nearbyintf(x[i] / scale);
-            v = v == v ? v + zp : 0.0f;
-            v = v < lo ? lo : v;
-            o[i] = (int8_t)(int32_t)(v > hi ? hi : v);
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            float v = nearbyintf(x[i] / scale);
-            v = v == v ? v + zp : 0.0f;
-            v = v < lo ? lo : v;
-            y[i] = (uint8_t)(int32_t)(v > hi ? hi : v);
-        }
-    }
+    quant_f32_to_8bit(x, y, n, scale, zp, is_signed); /* (ops/quant_math.h: the CPU kernel's bits) */
 }
 
 static bool run_quantize(const program *p, const step *st) {
