@@ -1038,6 +1038,67 @@ def dyn_quant_cases():
                          f"scale {outs['dnnl'][1]} vs {outs['cpu'][1]}, zp {outs['dnnl'][2]} vs {outs['cpu'][2]}")
 
 
+# ---- a rules target that takes int8 only -------------------------------------------
+
+INT8_OPS = {"QLinearConv", "QLinearMatMul", "MaxPool", "Reshape", "Flatten"}
+
+
+def int8_target_case(name, model_path, feeds):
+    """tests/targets/int8_npu.json (docs/rules.md): the QDQ units go to the
+    NPU whole, nothing in float does (every node placed there is one of
+    the target's int8 ops and reads an 8-bit value), the unit check holds,
+    and the simulated run is the CPU run's to the bit. Both placements."""
+    target = os.path.join(ROOT, "tests", "targets", "int8_npu.json")
+    m = onnx.load(model_path)
+    for placement in ("capability", "cost"):
+        label = f"{name} int8 target ({placement})"
+        r = run("partition", model_path, "--target", target, "--json", "--placement", placement)
+        if not check.expect(r.returncode == 0, f"{label}: partitions", last(r.stderr)):
+            continue
+        plan = json.loads(r.stdout)
+        npu = {sg["id"] for sg in plan["subgraphs"] if sg["target"] == "int8npu"}
+        on_npu = [n for sg in plan["subgraphs"] if sg["id"] in npu for n in sg["nodes"]]
+        ops = {n["index"]: n["op"] for n in plan["nodes"]}
+        wrong = sorted({ops[i] for i in on_npu if ops[i] not in INT8_OPS})
+        units = sum(1 for i in on_npu if ops[i] in ("QLinearConv", "QLinearMatMul"))
+        check.expect(not wrong and units > 0, f"{label}: {units} units and only int8 ops on the NPU",
+                     f"float ops there: {wrong}" if wrong else "no unit on the NPU")
+        # (the units seam does not make one node, the residual Adds, stay
+        # on the CPU here, where the CPU subgraphs before and after an NPU
+        # subgraph may hold different members of one: not a split that
+        # matters, since every member runs on the CPU)
+        bad, _ = unit_problems(m, plan)
+        bad = [b for b in bad if set(re.findall(r"subgraph \d+ \(?(\w+)\)?", b)) - {"cpu"}]
+        check.expect(not bad, f"{label}: no unit split across targets", "; ".join(bad[:4]))
+    outs = {}
+    for label, extra in (("cpu", []), ("int8npu", ["--target", target, "--placement", "capability"])):
+        od = os.path.join(work, f"{name}.int8target.{label}")
+        r, _ = seam_run(model_path, feeds, od, extra)
+        if check.expect(r.returncode == 0, f"{name} int8 target: runs on {label}", last(r.stderr)):
+            outs[label] = {f: np.load(os.path.join(od, f)) for f in sorted(os.listdir(od))}
+    if len(outs) == 2:
+        same = outs["cpu"].keys() == outs["int8npu"].keys() and all(
+            np.array_equal(outs["cpu"][k], outs["int8npu"][k]) for k in outs["cpu"])
+        check.expect(same, f"{name} int8 target: the simulated run is the CPU's to the bit")
+
+
+def int8_target_float_case():
+    """A float model gets nothing on the int8 target."""
+    if not check.selected("int8 target float"):
+        return
+    path, _ = write_case("int8_float", [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+                                        helper.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[2, 2])],
+                         {"x": np.zeros((1, 3, 8, 8), np.float32)}, {"w": np.ones((4, 3, 3, 3), np.float32)},
+                         [("y", T.FLOAT)])
+    target = os.path.join(ROOT, "tests", "targets", "int8_npu.json")
+    r = run("partition", path, "--target", target, "--json", "--placement", "capability")
+    if check.expect(r.returncode == 0, "int8 target float: partitions", last(r.stderr)):
+        plan = json.loads(r.stdout)
+        check.expect(all(sg["target"] == "cpu" for sg in plan["subgraphs"]),
+                     "int8 target float: a float model gets nothing on the int8 target",
+                     [sg["target"] for sg in plan["subgraphs"]])
+
+
 def main():
     names = [n for n in subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
                                        check=True).stdout.split()]
@@ -1056,6 +1117,10 @@ def main():
             model_case(name, info)
         if check.matches(f"{name} plan") and info["kind"] == "qdq":
             plan_cases(name, os.path.join(MODELS, info["model"]))
+        if check.matches(f"{name} plan") and name in ("qdq_resnet18", "qop_convnet"):
+            int8_target_case(name, os.path.join(MODELS, info["model"]),
+                             {info["input_name"]: os.path.join(MODELS, info["input"])})
+    int8_target_float_case()
     epilogue_cases()
     qpool_cases()
     qmul_cases()
