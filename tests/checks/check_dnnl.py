@@ -250,6 +250,15 @@ case("pow_sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Pow",
      {"e": np.array(0.5)}, [4, 6, 8])
 case("layernorm_op", [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)], X3,
      {"g": W(8) + 1, "b": W(8)}, [4, 6, 8], opset=17)
+# InstanceNormalization: a layer normalization of [N * C, S], then the
+# scale and bias per channel as one binary step (left out for ones and
+# zeros, a GroupNorm of one group as exporters write it)
+case("instnorm_affine", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-5)], X4,
+     {"g": W(4) + 1, "b": W(4)}, [2, 4, 9, 9])
+case("instnorm_identity_rank3", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)], X3,
+     {"g": np.ones(6), "b": np.zeros(6)}, [4, 6, 8])
+case("instnorm_5d", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"])], [("x", [1, 3, 4, 5, 6])],
+     {"g": W(3) + 1, "b": W(3)}, [1, 3, 4, 5, 6])
 ln = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]), helper.make_node("Sub", ["x", "mu"], ["d"]),
       helper.make_node("Pow", ["d", "two"], ["sq"]), helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
       helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["sd"]),

@@ -2,6 +2,7 @@
  * dnnl: windows and normalizations (one op family, see program.h): the
  * pools (a channels-last GlobalAveragePool is a host step, host.c),
  * BatchNormalization (with the Relu that alone reads it), LayerNormalization,
+ * InstanceNormalization (a layer normalization of [N * C, S]),
  * LRN, Softmax and LogSoftmax, Resize.
  */
 #include <string.h>
@@ -176,6 +177,86 @@ static bool compile_layernorm(builder *b, bool *fused, const dx_io *io) {
     return dx_layernorm_step(b, io->sin, scale, shift, eps, &out);
 }
 
+/* InstanceNormalization: x [N, C, S...] seen as [N * C, S] is a layer
+ * normalization of each row (a mean and a variance per image and
+ * channel, over the spatial elements); the scale and bias, one per
+ * channel, then apply as one binary step (a Mul with an Add post-op) over
+ * [N, C, S], left out when they are ones and zeros (a GroupNorm of one
+ * group as exporters write it). */
+static bool supports_instnorm(const seam_node_view *n, char *why, size_t wn) {
+    if (n->inputs[0].rank < 3) return dx_refuse(why, wn, "InstanceNormalization of rank %d: needs 3 or more", n->inputs[0].rank);
+    if (n->n_inputs < 3 || !dx_const_input(n, 1) || !dx_const_input(n, 2) || n->inputs[1].rank != 1 ||
+        n->inputs[2].rank != 1)
+        return dx_refuse(why, wn, "InstanceNormalization whose scale or B is not a constant vector is not supported");
+    return true;
+}
+
+/* Whether constant value v holds only `want` (float32). */
+static bool all_equal(builder *b, const char *name, float want) {
+    seam_tensor_view t;
+    if (!seam_subgraph_constant(b->sg, name, &t) || t.dtype != SEAM_DTYPE_FLOAT32) return false;
+    for (size_t i = 0; i < t.nbytes / sizeof(float); i++)
+        if (((const float *)t.data)[i] != want) return false;
+    return true;
+}
+
+static bool compile_instnorm(builder *b, bool *fused, const dx_io *io) {
+    const seam_node_view *n = b->n;
+    program *p = b->p;
+    float eps = 1e-5f;
+    seam_node_attr_float(n, "epsilon", &eps);
+    const slot *x = &p->slots[io->sin];
+    int64_t N = x->dims[0], C = x->dims[1], S = 1;
+    for (int32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    const char *scale = n->inputs[1].name, *bias = n->inputs[2].name;
+    bool affine = !all_equal(b, scale, 1.0f) || !all_equal(b, bias, 0.0f);
+    int32_t sc = dx_named_slot(b, scale), sh = dx_named_slot(b, bias);
+    if (sc < 0 || sh < 0 || dx_slot_numel(&p->slots[sc]) != C || dx_slot_numel(&p->slots[sh]) != C)
+        return dx_fail(b, "scale and B must be float32 constants with one value per channel"), false;
+    slot rows = *x; /* [N * C, S] */
+    rows.rank = 2, rows.dims[0] = N * C, rows.dims[1] = S, rows.has_md = false;
+    int32_t vin = dx_view_slot(p, io->sin, &rows, NULL);
+    /* the normalized rows: the output itself, or a temporary the affine
+     * step reads */
+    dnnl_memory_desc_t xmd;
+    dx_md_of(&p->slots[io->sin], &xmd);
+    int32_t out = io->sd, norm = affine ? dx_temp_slot(b, &p->slots[io->sin], &xmd) : out;
+    if (norm >= 0 && affine) p->slots[norm].has_md = false;
+    int32_t vnorm = norm < 0 ? -1 : dx_view_slot(p, norm, &rows, NULL);
+    if (vin < 0 || vnorm < 0) return dx_fail(b, "out of memory"), false;
+    dnnl_memory_desc_t md;
+    dx_md_of(&p->slots[vin], &md);
+    dnnl_layer_normalization_desc_t ld;
+    if (dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md, NULL, eps, 0) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses this normalization"), false;
+    int32_t kinds[5] = {DNNL_ARG_SRC, DNNL_ARG_DST}, slots[5] = {vin, vnorm};
+    if (!dx_add_step(b, &ld, NULL, 2, kinds, slots)) return false;
+    if (!affine) return true;
+    /* y = norm * scale[c] + bias[c] over [N, C, S] */
+    slot three = rows, per_c = rows;
+    three.rank = 3, three.dims[0] = N, three.dims[1] = C, three.dims[2] = S;
+    per_c.rank = 3, per_c.dims[0] = 1, per_c.dims[1] = C, per_c.dims[2] = 1;
+    int32_t a = dx_view_slot(p, norm, &three, NULL), y = dx_view_slot(p, out, &three, NULL);
+    int32_t vs = dx_view_slot(p, sc, &per_c, NULL), vb = dx_view_slot(p, sh, &per_c, NULL);
+    if (a < 0 || y < 0 || vs < 0 || vb < 0) return dx_fail(b, "out of memory"), false;
+    dnnl_memory_desc_t amd, smd, bmd;
+    dx_md_of(&p->slots[a], &amd), dx_md_of(&p->slots[vs], &smd), dx_md_of(&p->slots[vb], &bmd);
+    dnnl_binary_desc_t bd;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    bool ok = dnnl_binary_desc_init(&bd, dnnl_binary_mul, &amd, &smd, &amd) == dnnl_success &&
+              dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_post_ops_create(&po) == dnnl_success &&
+              dnnl_post_ops_append_binary(po, dnnl_binary_add, &bmd) == dnnl_success &&
+              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success &&
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    if (po) dnnl_post_ops_destroy(po);
+    int32_t bk[4] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1};
+    int32_t bs[4] = {a, vs, y, vb};
+    ok = ok && dx_add_step(b, &bd, attr, 4, bk, bs);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok || (b->err[0] ? false : (dx_fail(b, "oneDNN refuses the scale and bias step"), false));
+}
+
 static bool supports_lrn(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "LRN of rank %d is not supported", n->inputs[0].rank);
@@ -293,6 +374,7 @@ const dx_op dx_pool_norm_rows[] = {
     {"GlobalMaxPool", STAGE_ANY_LAYOUT, NULL, compile_pool},
     {"BatchNormalization", STAGE_ANY_LAYOUT, supports_batchnorm, compile_batchnorm},
     {"LayerNormalization", STAGE_PLAIN, supports_layernorm, compile_layernorm},
+    {"InstanceNormalization", STAGE_PLAIN_OUT, supports_instnorm, compile_instnorm},
     {"LRN", STAGE_PLAIN_OUT, supports_lrn, compile_lrn},
     {"Softmax", STAGE_PLAIN_OUT, supports_softmax, compile_softmax},
     {"LogSoftmax", STAGE_PLAIN_OUT, supports_softmax, compile_softmax},
