@@ -259,6 +259,8 @@ case("instnorm_identity_rank3", [helper.make_node("InstanceNormalization", ["x",
      {"g": np.ones(6), "b": np.zeros(6)}, [4, 6, 8])
 case("instnorm_5d", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"])], [("x", [1, 3, 4, 5, 6])],
      {"g": W(3) + 1, "b": W(3)}, [1, 3, 4, 5, 6])
+case("instnorm_one_pixel", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"])], [("x", [2, 4, 1, 1])],
+     {"g": W(4) + 1, "b": W(4)}, [2, 4, 1, 1])
 ln = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]), helper.make_node("Sub", ["x", "mu"], ["d"]),
       helper.make_node("Pow", ["d", "two"], ["sq"]), helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
       helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["sd"]),
