@@ -180,9 +180,9 @@ static bool compile_layernorm(builder *b, bool *fused, const dx_io *io) {
 /* InstanceNormalization: x [N, C, S...] seen as [N * C, S] is a layer
  * normalization of each row (a mean and a variance per image and
  * channel, over the spatial elements); the scale and bias, one per
- * channel, then apply as one binary step (a Mul with an Add post-op) over
- * [N, C, S], left out when they are ones and zeros (a GroupNorm of one
- * group as exporters write it). */
+ * channel, then apply as two binary steps over [N, C, S], left out when
+ * they are ones and zeros (a GroupNorm of one group as exporters write
+ * it). */
 static bool supports_instnorm(const seam_node_view *n, char *why, size_t wn) {
     if (n->inputs[0].rank < 3) return dx_refuse(why, wn, "InstanceNormalization of rank %d: needs 3 or more", n->inputs[0].rank);
     if (n->n_inputs < 3 || !dx_const_input(n, 1) || !dx_const_input(n, 2) || n->inputs[1].rank != 1 ||
@@ -241,20 +241,14 @@ static bool compile_instnorm(builder *b, bool *fused, const dx_io *io) {
     if (a < 0 || y < 0 || vs < 0 || vb < 0) return dx_fail(b, "out of memory"), false;
     dnnl_memory_desc_t amd, smd, bmd;
     dx_md_of(&p->slots[a], &amd), dx_md_of(&p->slots[vs], &smd), dx_md_of(&p->slots[vb], &bmd);
-    dnnl_binary_desc_t bd;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    bool ok = dnnl_binary_desc_init(&bd, dnnl_binary_mul, &amd, &smd, &amd) == dnnl_success &&
-              dnnl_primitive_attr_create(&attr) == dnnl_success && dnnl_post_ops_create(&po) == dnnl_success &&
-              dnnl_post_ops_append_binary(po, dnnl_binary_add, &bmd) == dnnl_success &&
-              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
-    if (po) dnnl_post_ops_destroy(po);
-    int32_t bk[4] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1};
-    int32_t bs[4] = {a, vs, y, vb};
-    ok = ok && dx_add_step(b, &bd, attr, 4, bk, bs);
-    if (attr) dnnl_primitive_attr_destroy(attr);
-    return ok || (b->err[0] ? false : (dx_fail(b, "oneDNN refuses the scale and bias step"), false));
+    /* two binary steps (the Add as a post-op of the Mul broadcast a
+     * [1, C, 1] bias as one value when S is 1: every output was bias[0]) */
+    dnnl_binary_desc_t bm, ba;
+    if (dnnl_binary_desc_init(&bm, dnnl_binary_mul, &amd, &smd, &amd) != dnnl_success ||
+        dnnl_binary_desc_init(&ba, dnnl_binary_add, &amd, &bmd, &amd) != dnnl_success)
+        return dx_fail(b, "oneDNN refuses the scale and bias steps"), false;
+    int32_t bk[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, s1[3] = {a, vs, y}, s2[3] = {y, vb, y};
+    return dx_add_step(b, &bm, NULL, 3, bk, s1) && dx_add_step(b, &ba, NULL, 3, bk, s2);
 }
 
 static bool supports_lrn(const seam_node_view *n, char *why, size_t wn) {
