@@ -259,6 +259,20 @@ case("instnorm_identity_rank3", [helper.make_node("InstanceNormalization", ["x",
      {"g": np.ones(6), "b": np.zeros(6)}, [4, 6, 8])
 case("instnorm_5d", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"])], [("x", [1, 3, 4, 5, 6])],
      {"g": W(3) + 1, "b": W(3)}, [1, 3, 4, 5, 6])
+# a grouped convolution of 8 channels a group (resnext50's second stage),
+# then a 1x1 one: oneDNN writes the first blocked by 8, and a 1x1 kernel
+# reading that layout as it is was an AVX2 one on an AVX-512 machine, and
+# so were all the stage's after it (backends/dnnl/conv.c)
+case("conv_grouped_narrow_then_1x1",
+     [helper.make_node("Conv", ["x", "w"], ["c"], group=8, pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+      helper.make_node("Conv", ["r", "w2"], ["y"])], [("x", [2, 64, 12, 12])],
+     {"w": W(64, 8, 3, 3), "w2": W(48, 64, 1, 1)}, [2, 48, 12, 12])
+if check.selected("conv_grouped_narrow_isa") and "avx512f" in open("/proc/cpuinfo").read():
+    r = run("run", os.path.join(work, "conv_grouped_narrow_then_1x1.onnx"), "--target", "dnnl", "--placement",
+            "capability", "--compile-log")
+    narrow = [ln for ln in r.stderr.splitlines() if "convolution" in ln and ":avx2" in ln]
+    check.expect(r.returncode == 0 and not narrow, "conv_grouped_narrow_isa: full-width kernels on an AVX-512 CPU",
+                 narrow or r.stderr.strip()[-300:])
 case("instnorm_one_pixel", [helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"])], [("x", [2, 4, 1, 1])],
      {"g": W(4) + 1, "b": W(4)}, [2, 4, 1, 1])
 ln = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]), helper.make_node("Sub", ["x", "mu"], ["d"]),

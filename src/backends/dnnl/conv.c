@@ -224,6 +224,7 @@ static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
     program *p = b->p;
     chain c;
     dx_collect_chain(b, &b->n->outputs[0], false, &c); /* (dst is blocked: no views) */
+    const chain all_chain = c;
     const seam_node_view *n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     int32_t sin = io->sin; /* as compile_node readied it (a strided view already copied dense) */
     if (sin < 0) return dx_fail(b, "input 0 is neither made earlier nor a constant"), false;
@@ -307,6 +308,33 @@ static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
         k.any_src = p->slots[sin].md;
         pd = conv_prim(b, &k, dnnl_convolution_direct, false, true, &c, kinds, slots, &n_args, &sum_from, &failed);
         if (failed) return false;
+        /* not an AVX2 kernel on an AVX-512 machine for a layout blocked by
+         * 8 (a grouped convolution's, 4 channels a group): resnext50's
+         * 1x1 convolutions all ran at half width after the first one */
+        if (pd && dx_below_best_isa(pd)) {
+            dnnl_primitive_desc_destroy(pd), pd = NULL;
+            c = all_chain, n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+        }
+    }
+    /* a grouped convolution (not depthwise) in channels-last when oneDNN
+     * has a full-width kernel there: left open, it picks an AVX2 kernel
+     * for a few channels a group, and its layout for the next ones */
+    if (!pd && group > 1 && n->inputs[1].dims[1] > 1 && src.ndims >= 3 && src.ndims <= 5) {
+        static const dnnl_format_tag_t cl[6] = {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb};
+        conv_desc k = g;
+        dnnl_memory_desc_init_by_tag(&k.any_src, src.ndims, src.dims, dnnl_f32, cl[src.ndims]);
+        dnnl_memory_desc_init_by_tag(&k.any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, cl[src.ndims]);
+        dnnl_primitive_desc_t probe = conv_create(&g, dnnl_convolution_direct, &g.any_dst, NULL);
+        bool narrow = probe && dx_below_best_isa(probe);
+        if (probe) dnnl_primitive_desc_destroy(probe);
+        if (narrow) {
+            pd = conv_prim(b, &k, dnnl_convolution_direct, false, true, &c, kinds, slots, &n_args, &sum_from, &failed);
+            if (failed) return false;
+            if (pd && dx_below_best_isa(pd)) {
+                dnnl_primitive_desc_destroy(pd), pd = NULL;
+                c = all_chain, n_args = sb >= 0 ? 4 : 3, sum_from = -1;
+            }
+        }
     }
     if (!pd) pd = conv_prim(b, &g, dnnl_convolution_direct, false, false, &c, kinds, slots, &n_args, &sum_from, &failed);
     if (failed) return false;

@@ -273,6 +273,10 @@ bool dx_is_ref(const_dnnl_primitive_desc_t pd);
 /* A reference kernel that is slow: not oneDNN's concat or sum, which are
  * made of fast reorders whatever their name. */
 bool dx_is_slow_ref(const_dnnl_primitive_desc_t pd);
+/* Whether pd's kernel is for a lesser ISA than the CPU runs (an AVX2
+ * kernel on an AVX-512 machine): oneDNN picks one where a layout forces it
+ * (channels blocked by 8), at half the vector width. */
+bool dx_below_best_isa(const_dnnl_primitive_desc_t pd);
 void dx_log_prim(builder *b, const_dnnl_primitive_desc_t pd);
 
 #endif
