@@ -1,5 +1,6 @@
 """What seam's Python checkers (tests/checks/*.py) share: running a program,
-collecting failures, selecting cases with -k, loading outputs, the
+collecting failures, selecting cases with -k (or one in K under
+$SEAM_TEST_SAMPLE, as the sanitizer build does), loading outputs, the
 comparisons of outputs with their references, and writing small ONNX models.
 
 Every comparison of an output goes through the functions here (abs_err,
