@@ -493,6 +493,8 @@ static bool scaled_reorder(builder *b, int32_t from, int32_t to, float scale, in
     return ok;
 }
 
+volatile float dx_round_big = 12582912.0f;
+
 /* QuantizeLinear as ONNX writes it, y = saturate(round(x / scale) + zp):
  * a division (a reorder's output scale multiplies by 1 / scale, which
  * rounds some halfway points the other way), rounded half to even, a NaN
@@ -511,12 +513,12 @@ static bool run_quantize(const program *p, const step *st) {
     const qstep *k = st->host_data;
     const float *x = dx_q_data(p, st->arg_slot[0]);
     uint8_t *y = dx_q_data(p, st->arg_slot[1]);
-    int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
+    int64_t n_chunks = (k->count + DX_Q_CHUNK - 1) / DX_Q_CHUNK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (n_chunks > 1)
 #endif
     for (int64_t c = 0; c < n_chunks; c++) {
-        int64_t at = c * chunk, n = k->count - at < chunk ? k->count - at : chunk;
+        int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
         quantize_span(x + at, y + at, n, k->scale, k->zp, k->is_signed);
     }
     return true;

@@ -28,6 +28,15 @@ bool dx_is_quant_op(const seam_node_view *n);
 #define DX_HOT
 #endif
 
+/* The host steps' work in chunks of this many elements, on oneDNN's
+ * OpenMP threads when there is more than one. */
+#define DX_Q_CHUNK 16384
+
+/* 1.5 * 2^23, read through a volatile (quant.c) so that (v + big) - big is
+ * not folded to v: that rounds v, |v| <= 2^22, to nearest even in the
+ * FPU's mode, in a loop the compiler vectorizes; NaN stays NaN. */
+extern volatile float dx_round_big;
+
 /* A host step's view of slot s's bytes (the caller's at a boundary). */
 static inline void *dx_q_data(const program *p, int32_t s) {
     void *h = NULL;

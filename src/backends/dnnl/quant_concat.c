@@ -21,11 +21,6 @@
 #include "ops/attr.h"
 #include "quant_dyn.h"
 
-/* 1.5 * 2^23 through a volatile: (v + big) - big rounds v (|v| <= 2^22)
- * to nearest even in the FPU's mode, and vectorizes where nearbyintf is a
- * call (as quant_dyn.c does) */
-static volatile float qc_round_big = 12582912.0f;
-
 typedef struct requant {
     int64_t count;
     float sx, zx, sy, zy;
@@ -53,13 +48,13 @@ static bool run_requant(const program *p, const step *st) {
     const requant *k = st->host_data;
     const uint8_t *x = dx_q_data(p, st->arg_slot[0]);
     uint8_t *y = dx_q_data(p, st->arg_slot[1]);
-    float big = qc_round_big;
-    int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
+    float big = dx_round_big; /* (see quant.h) */
+    int64_t n_chunks = (k->count + DX_Q_CHUNK - 1) / DX_Q_CHUNK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (n_chunks > 1)
 #endif
     for (int64_t c = 0; c < n_chunks; c++) {
-        int64_t at = c * chunk, n = k->count - at < chunk ? k->count - at : chunk;
+        int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
         requant_span(k, x + at, y + at, n, big);
     }
     return true;
@@ -182,12 +177,11 @@ int32_t dx_compile_qconcat_pattern(builder *b, bool *fused, int32_t sin) {
         seam_node_view st;
         const seam_node_view *m = seam_subgraph_node(b->sg, f.dq[k], &st);
         srcs[k] = f.dq[k] == self ? sin : dx_slot_of(p, m->inputs[0].name);
-        if (srcs[k] < 0 && !dx_const_input(m, 0)) {
+        if (srcs[k] < 0) { /* (not a constant: find_chain refuses those) */
             b->n = seam_subgraph_node(b->sg, self, b->storage);
             fused[self] = true;
             return 1;
         }
-        if (srcs[k] < 0) return b->n = seam_subgraph_node(b->sg, self, b->storage), 0; /* (an 8-bit constant: not here) */
         if (p->slots[srcs[k]].lazy) srcs[k] = dx_as_plain(b, srcs[k]);
         if (srcs[k] < 0) return dx_fail(b, "could not copy a quantized Concat's input"), -1;
     }

@@ -10,6 +10,7 @@
 
 #include "map.h"
 #include "ops/attr.h"
+#include "ops/quant_math.h"
 #include "quant_dyn.h"
 
 /* ---- dynamic quantization: DynamicQuantizeLinear, MatMulInteger ----
@@ -25,99 +26,67 @@ typedef struct dyn_quant {
     int64_t count;
 } dyn_quant;
 
-static void *slot_data(const program *p, int32_t s) {
-    void *h = NULL;
-    dnnl_memory_get_data_handle(p->slots[s].mem, &h);
-    return h;
-}
-
 static inline uint8_t sat_u8(float v) { return v < 0 || v != v ? 0 : v > 255 ? 255 : (uint8_t)v; }
 
 
-/* Round to nearest even, as nearbyintf does in the default mode, for
- * |v| <= 2^22 (what x / scale is here, at most 255 plus the zero point's
- * 255 in size): adding and taking away 1.5 * 2^23 rounds in the FPU's
- * mode, and it vectorizes where nearbyintf is a call. NaN stays NaN. */
-static inline float round_even(float v, float big) { return (v + big) - big; }
-/* 1.5 * 2^23, read through a volatile so that (v + big) - big is not
- * folded to v (the build does not let the compiler reassociate anyway) */
-static volatile float round_big = 12582912.0f;
-
-/* The range of x[0, n) (holding 0), and whether it has a NaN: 8 lanes in
- * GCC's vector types (a min/max reduction of floats stays scalar without
- * -ffinite-math-only; lane by lane it is a compare and a select) */
+/* The range of x[0, n) (holding 0), a NaN skipped as the CPU kernel's
+ * fmin and fmax skip it: 8 lanes in GCC's vector types (a min/max
+ * reduction of floats stays scalar without -ffinite-math-only; lane by
+ * lane it is a compare and a select, false for a NaN) */
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef int32_t i32x8 __attribute__((vector_size(32)));
 
-DX_HOT static void range_span(const float *x, int64_t n, float *lo_io, float *hi_io, int *nan_io) {
+DX_HOT static void range_span(const float *x, int64_t n, float *lo_io, float *hi_io) {
     f32x8 lo = {0}, hi = {0};
-    i32x8 nan = {0};
     for (int32_t j = 0; j < 8; j++) lo[j] = *lo_io, hi[j] = *hi_io;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         f32x8 v;
         memcpy(&v, x + i, sizeof(v));
-        nan |= v != v;
         i32x8 below = v < lo, above = v > hi;
         lo = (f32x8)((below & (i32x8)v) | (~below & (i32x8)lo));
         hi = (f32x8)((above & (i32x8)v) | (~above & (i32x8)hi));
     }
     float l = lo[0], h = hi[0];
-    int any = nan[0] != 0;
-    for (int32_t j = 1; j < 8; j++) l = lo[j] < l ? lo[j] : l, h = hi[j] > h ? hi[j] : h, any |= nan[j] != 0;
-    for (; i < n; i++) {
-        float v = x[i];
-        any |= v != v;
-        l = v < l ? v : l;
-        h = v > h ? v : h;
-    }
-    *lo_io = l, *hi_io = h, *nan_io |= any;
+    for (int32_t j = 1; j < 8; j++) l = lo[j] < l ? lo[j] : l, h = hi[j] > h ? hi[j] : h;
+    for (; i < n; i++) l = x[i] < l ? x[i] : l, h = x[i] > h ? x[i] : h;
+    *lo_io = l, *hi_io = h;
 }
 
-/* y = saturate(round(x / scale) + zp) for |x / scale| <= 2^22 */
-DX_HOT static void quantize_span(const float *x, uint8_t *y, int64_t n, float scale, float zp, float big) {
-    for (int64_t i = 0; i < n; i++) {
-        float v = round_even(x[i] / scale, big) + zp;
-        v = v == v ? v : 0.0f;
-        v = v < 0 ? 0 : v;
-        y[i] = (uint8_t)(int32_t)(v > 255 ? 255 : v);
-    }
+/* y = saturate(round(x / scale) + zp) as QuantizeLinear to uint8 (a NaN
+ * to 0): the CPU kernel's arithmetic (ops/quant_math.h) */
+DX_HOT static void quantize_span(const float *x, uint8_t *y, int64_t n, float scale, float zp) {
+    quant_f32_to_8bit(x, y, n, scale, zp, false);
 }
-
-#define DQ_CHUNK 16384
 
 static bool run_dyn_quant(const program *p, const step *st) {
     const dyn_quant *k = st->host_data;
-    const float *x = slot_data(p, st->arg_slot[0]);
-    uint8_t *y = slot_data(p, st->arg_slot[1]);
-    float *ys = slot_data(p, st->arg_slot[2]);
-    uint8_t *yz = slot_data(p, st->arg_slot[3]);
-    int32_t *yz32 = slot_data(p, st->arg_slot[4]);
+    const float *x = dx_q_data(p, st->arg_slot[0]);
+    uint8_t *y = dx_q_data(p, st->arg_slot[1]);
+    float *ys = dx_q_data(p, st->arg_slot[2]);
+    uint8_t *yz = dx_q_data(p, st->arg_slot[3]);
+    int32_t *yz32 = dx_q_data(p, st->arg_slot[4]);
     float lo = 0, hi = 0; /* the range always holds 0 */
-    int nan = 0;
-    int64_t n_chunks = (k->count + DQ_CHUNK - 1) / DQ_CHUNK;
+    int64_t n_chunks = (k->count + DX_Q_CHUNK - 1) / DX_Q_CHUNK;
 #ifdef _OPENMP
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(| : nan) schedule(static) if (n_chunks > 1)
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static) if (n_chunks > 1)
 #endif
     for (int64_t c = 0; c < n_chunks; c++) {
-        int64_t at = c * DQ_CHUNK, n = k->count - at < DQ_CHUNK ? k->count - at : DQ_CHUNK;
-        range_span(x + at, n, &lo, &hi, &nan);
+        int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
+        range_span(x + at, n, &lo, &hi);
     }
-    /* as the CPU kernel computes them (backends/cpu/quant.c): its range
-     * skips a NaN (fmin, fmax), and a NaN quantizes to 0 */
-    (void)nan;
+    /* as the CPU kernel computes them (backends/cpu/quant.c) */
     float scale = (float)((double)hi - (double)lo) / 255.0f;
     float zp = scale != 0 ? (float)sat_u8(nearbyintf(-lo / scale)) : 0;
-    if (scale == 0 || !(fabsf(lo) / scale <= 4194304.0f && fabsf(hi) / scale <= 4194304.0f)) {
-        for (int64_t i = 0; i < k->count; i++) y[i] = scale != 0 ? sat_u8(nearbyintf(x[i] / scale) + zp) : (uint8_t)zp;
+    if (scale == 0) { /* (all zeros: zp is 0 too) */
+        memset(y, 0, (size_t)k->count);
     } else {
-        float big = round_big;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (n_chunks > 1)
 #endif
         for (int64_t c = 0; c < n_chunks; c++) {
-            int64_t at = c * DQ_CHUNK, n = k->count - at < DQ_CHUNK ? k->count - at : DQ_CHUNK;
-            quantize_span(x + at, y + at, n, scale, zp, big);
+            int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
+            quantize_span(x + at, y + at, n, scale, zp);
         }
     }
     ys[0] = scale, yz[0] = (uint8_t)zp, yz32[0] = (int32_t)zp;
@@ -194,10 +163,10 @@ typedef struct zp_fix {
 
 static bool run_zp_fix(const program *p, const step *st) {
     const zp_fix *f = st->host_data;
-    const void *a = slot_data(p, st->arg_slot[0]);
-    const int32_t *s1 = slot_data(p, st->arg_slot[1]);
-    const int32_t *az = slot_data(p, st->arg_slot[2]);
-    int32_t *y = slot_data(p, st->arg_slot[3]);
+    const void *a = dx_q_data(p, st->arg_slot[0]);
+    const int32_t *s1 = dx_q_data(p, st->arg_slot[1]);
+    const int32_t *az = dx_q_data(p, st->arg_slot[2]);
+    int32_t *y = dx_q_data(p, st->arg_slot[3]);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
@@ -279,12 +248,12 @@ DX_HOT static int32_t row_sum8(const void *a, int64_t k, bool is_signed) {
 static bool run_qmm_epi(const program *p, const step *st) {
     const qmm_epi *e = st->host_data;
     int32_t at = 0;
-    const int32_t *in = slot_data(p, st->arg_slot[at++]);
-    const float *scale = slot_data(p, st->arg_slot[at++]);
-    const float *bias = e->has_bias ? slot_data(p, st->arg_slot[at++]) : NULL;
-    const void *a = e->has_fix ? slot_data(p, st->arg_slot[at++]) : NULL;
-    const int32_t *az = e->has_fix ? slot_data(p, st->arg_slot[at++]) : NULL;
-    float *y = slot_data(p, st->arg_slot[at]);
+    const int32_t *in = dx_q_data(p, st->arg_slot[at++]);
+    const float *scale = dx_q_data(p, st->arg_slot[at++]);
+    const float *bias = e->has_bias ? dx_q_data(p, st->arg_slot[at++]) : NULL;
+    const void *a = e->has_fix ? dx_q_data(p, st->arg_slot[at++]) : NULL;
+    const int32_t *az = e->has_fix ? dx_q_data(p, st->arg_slot[at++]) : NULL;
+    float *y = dx_q_data(p, st->arg_slot[at]);
     int64_t s_step = e->per_col_scale ? 1 : 0, b_step = e->per_col_bias ? 1 : 0;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (e->rows * e->n >= 16384)
@@ -631,15 +600,15 @@ DX_HOT static void qadd_span(const qadd *k, const void *a, const void *bb, uint8
 
 static bool run_qadd(const program *p, const step *st) {
     const qadd *k = st->host_data;
-    const uint8_t *a = slot_data(p, st->arg_slot[0]), *bb = slot_data(p, st->arg_slot[1]);
-    uint8_t *y = slot_data(p, st->arg_slot[2]);
-    float big = round_big;
-    int64_t chunk = 16384, n_chunks = (k->count + chunk - 1) / chunk;
+    const uint8_t *a = dx_q_data(p, st->arg_slot[0]), *bb = dx_q_data(p, st->arg_slot[1]);
+    uint8_t *y = dx_q_data(p, st->arg_slot[2]);
+    float big = dx_round_big;
+    int64_t n_chunks = (k->count + DX_Q_CHUNK - 1) / DX_Q_CHUNK;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_chunks > 1)
 #endif
     for (int64_t c = 0; c < n_chunks; c++) {
-        int64_t at = c * chunk, n = k->count - at < chunk ? k->count - at : chunk;
+        int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
         qadd_span(k, a + at, bb + at, y + at, n, big);
     }
     return true;
