@@ -29,8 +29,23 @@ bool dx_is_quant_op(const seam_node_view *n);
 #endif
 
 /* The host steps' work in chunks of this many elements, on oneDNN's
- * OpenMP threads when there is more than one. */
+ * OpenMP threads when there is more than one: DX_Q_CHUNKS(count, at, n,
+ * body) runs body for each chunk [at, at + n) of [0, count). */
 #define DX_Q_CHUNK 16384
+#ifdef _OPENMP
+#define DX_Q_OMP_FOR _Pragma("omp parallel for schedule(static) if (dx_chunks_ > 1)")
+#else
+#define DX_Q_OMP_FOR
+#endif
+#define DX_Q_CHUNKS(count, at, n, body)                                                                \
+    do {                                                                                                \
+        int64_t dx_count_ = (count), dx_chunks_ = (dx_count_ + DX_Q_CHUNK - 1) / DX_Q_CHUNK;            \
+        DX_Q_OMP_FOR                                                                                    \
+        for (int64_t dx_c_ = 0; dx_c_ < dx_chunks_; dx_c_++) {                                          \
+            int64_t at = dx_c_ * DX_Q_CHUNK, n = dx_count_ - at < DX_Q_CHUNK ? dx_count_ - at : DX_Q_CHUNK; \
+            body;                                                                                       \
+        }                                                                                               \
+    } while (0)
 
 /* 1.5 * 2^23, read through a volatile (quant.c) so that (v + big) - big is
  * not folded to v: that rounds v, |v| <= 2^22, to nearest even in the

@@ -49,14 +49,7 @@ static bool run_requant(const program *p, const step *st) {
     const uint8_t *x = dx_q_data(p, st->arg_slot[0]);
     uint8_t *y = dx_q_data(p, st->arg_slot[1]);
     float big = dx_round_big; /* (see quant.h) */
-    int64_t n_chunks = (k->count + DX_Q_CHUNK - 1) / DX_Q_CHUNK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-#endif
-    for (int64_t c = 0; c < n_chunks; c++) {
-        int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
-        requant_span(k, x + at, y + at, n, big);
-    }
+    DX_Q_CHUNKS(k->count, at, n, requant_span(k, x + at, y + at, n, big));
     return true;
 }
 

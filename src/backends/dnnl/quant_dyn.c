@@ -81,13 +81,7 @@ static bool run_dyn_quant(const program *p, const step *st) {
     if (scale == 0) { /* (all zeros: zp is 0 too) */
         memset(y, 0, (size_t)k->count);
     } else {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-#endif
-        for (int64_t c = 0; c < n_chunks; c++) {
-            int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
-            quantize_span(x + at, y + at, n, scale, zp);
-        }
+        DX_Q_CHUNKS(k->count, at, n, quantize_span(x + at, y + at, n, scale, zp));
     }
     ys[0] = scale, yz[0] = (uint8_t)zp, yz32[0] = (int32_t)zp;
     return true;
@@ -603,14 +597,7 @@ static bool run_qadd(const program *p, const step *st) {
     const uint8_t *a = dx_q_data(p, st->arg_slot[0]), *bb = dx_q_data(p, st->arg_slot[1]);
     uint8_t *y = dx_q_data(p, st->arg_slot[2]);
     float big = dx_round_big;
-    int64_t n_chunks = (k->count + DX_Q_CHUNK - 1) / DX_Q_CHUNK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n_chunks > 1)
-#endif
-    for (int64_t c = 0; c < n_chunks; c++) {
-        int64_t at = c * DX_Q_CHUNK, n = k->count - at < DX_Q_CHUNK ? k->count - at : DX_Q_CHUNK;
-        qadd_span(k, a + at, bb + at, y + at, n, big);
-    }
+    DX_Q_CHUNKS(k->count, at, n, qadd_span(k, a + at, bb + at, y + at, n, big));
     return true;
 }
 
