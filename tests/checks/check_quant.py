@@ -665,6 +665,17 @@ def run_case(name, label, path, files, extra, out_names):
     return r, [np.load(os.path.join(od, f"{o}.npy")) for o in out_names]
 
 
+def expect_cpu_bits(name, outs, what):
+    """outs {label: array}: the dnnl paths' outputs bit for bit the CPU's."""
+    for label in ("dnnl", "dnnl fusion=off"):
+        if "cpu" in outs and label in outs:
+            a, b = outs[label], outs["cpu"]
+            check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
+                         f"{name} ({label}): bit for bit {what}",
+                         f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}, "
+                         f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
+
+
 def bad_case(name, spec):
     nodes, feeds, outs, inits, node = spec
     path, files = write_case(f"bad_{name}", nodes, feeds, inits, outs)
@@ -814,13 +825,7 @@ def qpool_cases():
                 check.expect(one == expect_one, f"{name} ({label}): "
                              + ("one pooling" if expect_one else "three nodes") + " in the compile log",
                              r.stderr.strip()[-600:])
-        for label in ("dnnl", "dnnl fusion=off"):
-            if "cpu" in outs and label in outs:
-                a, b = outs[label], outs["cpu"]
-                check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
-                             f"{name} ({label}): bit for bit the CPU's three nodes",
-                             f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}, "
-                             f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
+        expect_cpu_bits(name, outs, "the CPU's three nodes")
 
 
 # ---- DQ(a) * DQ(b) -> Q as one pass on dnnl ---------------------------------------
@@ -929,13 +934,7 @@ def qconcat_cases():
         # (qconcat_mixed_types's requantization lands on halfway points:
         # a QuantizeLinear that multiplied by 1 / scale where ONNX divides
         # rounded 3 of its 72 values the other way on dnnl with fusion off)
-        for label in ("dnnl", "dnnl fusion=off"):
-            if "cpu" in outs and label in outs:
-                a, b = outs[label], outs["cpu"]
-                check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
-                             f"{name} ({label}): bit for bit the CPU's nodes",
-                             f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}, "
-                             f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
+        expect_cpu_bits(name, outs, "the CPU's nodes")
 
 
 # ---- an int8 convolution whose input has a zero point -----------------------------
