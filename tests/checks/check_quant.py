@@ -638,6 +638,12 @@ def bad_models():
 NP2T = {np.float32: T.FLOAT, np.uint8: T.UINT8, np.int8: T.INT8, np.int32: T.INT32}
 
 
+# the paths the fusion cases run: the CPU's nodes, dnnl, dnnl with fusion off
+CPU_DNNL_PATHS = (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
+                  ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability", "--target-option", "fusion=off",
+                                       "--compile-log"]))
+
+
 def write_case(name, nodes, feeds, inits, outs):
     """WORK/NAME.onnx (opset 13) with graph inputs `feeds` {name: array},
     initializers `inits` and outputs [(name, type)], and each feed saved as
@@ -757,9 +763,7 @@ def epilogue_cases():
         if bias_kind:
             want = (want + bias).astype(np.float32)
         path, files = write_case(name, nodes, inputs, inits, [(out, T.FLOAT)])
-        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
-                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
-                                                  "--target-option", "fusion=off", "--compile-log"])):
+        for label, extra in CPU_DNNL_PATHS:
             r, got = run_case(name, label, path, files, extra, [out])
             if got is None:
                 continue
@@ -809,9 +813,7 @@ def qpool_cases():
                  helper.make_node("QuantizeLinear", ["pf", "qs", "qz"], ["y"], name="q")]
         path, files = write_case(name, nodes, {"x": x}, inits, [("y", NP2T[dt])])
         outs = {}
-        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
-                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
-                                                  "--target-option", "fusion=off", "--compile-log"])):
+        for label, extra in CPU_DNNL_PATHS:
             r, got = run_case(name, label, path, files, extra, ["y"])
             if got is None:
                 continue
@@ -977,9 +979,7 @@ def qconv_zp_cases():
         nodes = [helper.make_node("QLinearConv", ins, ["y"], name="qconv", pads=pads, strides=strides, dilations=dil)]
         path, files = write_case(name, nodes, {"x": x}, inits, [("y", T.UINT8)])
         outs = {}
-        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
-                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
-                                                  "--target-option", "fusion=off", "--compile-log"])):
+        for label, extra in CPU_DNNL_PATHS:
             r, got = run_case(name, label, path, files, extra, ["y"])
             if got is None:
                 continue
