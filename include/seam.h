@@ -22,7 +22,7 @@
  * Building against an installed seam: `cc app.c $(pkg-config --cflags --libs
  * seam)`, or in CMake `find_package(seam)` and `target_link_libraries(app
  * PRIVATE seam::seam)`. libseam.so exports the SEAM_API functions of this
- * header, seam_partition.h and seam_backend.h, nothing else.
+ * header, seam_partition.h, seam_quantize.h and seam_backend.h, nothing else.
  *
  * Threading: a context, and every handle made from it (model, plan,
  * session), is used by one thread at a time. Two contexts never share
@@ -324,5 +324,7 @@ SEAM_API seam_status seam_session_output(seam_session *session, int32_t index, s
 /* Partitioning between backends; the backend table itself is in
  * seam_backend.h. */
 #include "seam_partition.h"
+/* Quantizing a float model (seam quantize). */
+#include "seam_quantize.h"
 
 #endif /* SEAM_H */

@@ -89,7 +89,7 @@ from ._seam import UnsupportedError  # noqa: E402
 if _openblas_early:
     _check_openblas()
 
-__all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load",
+__all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load", "quantize",
            "replace_weights", "trace", "version", "builtin_targets"]
 __version__ = _seam.version()
 
@@ -426,6 +426,59 @@ def dynamic_batch(model):
         raise TypeError("dynamic_batch: expected a seam.Model")
     return Model(model._graph, model._targets, model.plan, dynamic_batch=True, threads=model.threads,
                  inline_weights=model.inline_weights)
+
+
+def _calibration_sets(calibration, names):
+    """Each calibration set as a dict {input name: numpy array}: from dicts,
+    or from tuples/lists (or single arrays) in the order of the inputs."""
+    for k, item in enumerate(calibration):
+        if isinstance(item, dict):
+            yield {str(n): _to_numpy(v, f"calibration set {k}, input '{n}'") for n, v in item.items()}
+            continue
+        items = item if isinstance(item, (tuple, list)) else (item,)
+        if len(items) != len(names):
+            raise ValueError(f"calibration set {k} has {len(items)} arrays; the model takes {len(names)} inputs "
+                             f"({', '.join(names)})")
+        yield {n: _to_numpy(v, f"calibration set {k}, input '{n}'") for n, v in zip(names, items)}
+
+
+def quantize(model, output, calibration=None, *, dynamic=False, method="minmax", percentile=99.999,
+             per_channel=None, exclude=(), threads=0):
+    """Quantizes a float model to int8 as `seam quantize` does and writes it
+    to `output` (an ONNX file that seam's int8 targets and ONNX Runtime run).
+
+    model: a path, an onnx.ModelProto, bytes, or a torch nn.Module (exported
+    with the first calibration set as its example inputs). Static (QDQ)
+    quantization needs calibration: an iterable of sets, each a dict
+    {input name: array} or a tuple of arrays in the order of the inputs (a
+    single array for a model of one input), numpy or CPU torch. dynamic=True
+    quantizes MatMul/Gemm weights with run-time activation ranges and takes
+    no calibration. method: "minmax" or "percentile" (the range holding
+    `percentile` percent of the values). per_channel: None for the default
+    (per channel static, per tensor dynamic). exclude: node names left in
+    float. Returns a dict of counts, with "notes": what stayed float and why.
+    """
+    sets = None
+    if calibration is not None:
+        sets = list(calibration)
+    if hasattr(model, "forward") and hasattr(model, "parameters"):  # a torch nn.Module
+        if not sets:
+            raise ValueError("quantize: a torch module needs calibration sets (the first is its example input)")
+        first = sets[0]
+        example = tuple(first.values()) if isinstance(first, dict) else first
+        import torch
+        example = tuple(torch.as_tensor(_to_numpy(x, "example input")) for x in _example_tuple(example))
+        graph, _ = _graph(model, example)
+    else:
+        graph, _ = _graph(model)
+    names = [n for n, _, _ in graph.inputs()]
+    stats = graph.quantize(None if sets is None else _calibration_sets(sets, names), dynamic=dynamic, method=method,
+                           percentile=percentile, per_channel=per_channel, exclude=list(exclude), threads=threads)
+    graph.save(os.fspath(output))
+    stats["notes"] = [line for line in stats["notes"].split("\n") if line]
+    for line in stats["notes"]:
+        log.info("quantize: %s", line)
+    return stats
 
 
 def builtin_targets():

@@ -427,6 +427,90 @@ static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw
     return r;
 }
 
+/* One calibration set (a dict of arrays) bound and observed. */
+static int quantize_observe(GraphObject *g, seam_quantizer *q, PyObject *feeds) {
+    if (!PyDict_Check(feeds)) return PyErr_SetString(PyExc_TypeError, "quantize: each calibration set must be a dict "
+                                                                      "of input name -> array"), -1;
+    Py_ssize_t n = PyDict_Size(feeds), pos = 0, k = 0;
+    PyObject **arrays = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *)), *key, *value;
+    int rc = arrays ? 0 : (PyErr_NoMemory(), -1);
+    while (!rc && PyDict_Next(feeds, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        PyArrayObject *a = (PyArrayObject *)(arrays[k++] = PyArray_FROM_OF(value, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED));
+        if (!name || !a) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "quantize: input names must be str");
+            rc = -1;
+            break;
+        }
+        int64_t dims[NPY_MAXDIMS];
+        for (int d = 0; d < PyArray_NDIM(a); d++) dims[d] = PyArray_DIM(a, d);
+        seam_status st = seam_quantizer_set_input(q, name, seam_of_npy(PyArray_TYPE(a)), PyArray_NDIM(a), dims, PyArray_DATA(a));
+        if (st) rc = (graph_fail(g, st), -1);
+    }
+    if (!rc) {
+        seam_status st;
+        Py_BEGIN_ALLOW_THREADS
+        st = seam_quantizer_observe(q);
+        Py_END_ALLOW_THREADS
+        if (st) rc = (graph_fail(g, st), -1);
+    }
+    for (Py_ssize_t j = 0; arrays && j < n; j++) Py_XDECREF(arrays[j]);
+    PyMem_Free(arrays);
+    return rc;
+}
+
+static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"calibration", "dynamic", "method", "percentile", "per_channel", "exclude", "threads", NULL};
+    PyObject *calib = Py_None, *per_channel = Py_None, *exclude = NULL;
+    int dynamic = 0, threads = 0;
+    const char *method = "minmax";
+    double percentile = 99.999;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpsdOOi", kwlist, &calib, &dynamic, &method, &percentile, &per_channel,
+                                     &exclude, &threads))
+        return NULL;
+    seam_quantize_options o = seam_quantize_defaults();
+    o.mode = dynamic ? SEAM_QUANT_DYNAMIC : SEAM_QUANT_STATIC;
+    if (!strcmp(method, "percentile")) o.method = SEAM_CALIB_PERCENTILE;
+    else if (strcmp(method, "minmax")) return PyErr_Format(PyExc_ValueError, "quantize: method must be 'minmax' or 'percentile', got '%s'", method);
+    o.percentile = percentile;
+    o.weights = per_channel == Py_None ? SEAM_QUANT_AUTO : PyObject_IsTrue(per_channel) ? SEAM_QUANT_PER_CHANNEL : SEAM_QUANT_PER_TENSOR;
+    o.n_threads = threads;
+    PyObject *ex = exclude ? PySequence_Fast(exclude, "quantize: exclude must be a sequence of node names") : NULL;
+    if (exclude && !ex) return NULL;
+    Py_ssize_t n_ex = ex ? PySequence_Fast_GET_SIZE(ex) : 0;
+    const char **names = PyMem_Calloc((size_t)n_ex + 1, sizeof(char *));
+    PyObject *it = NULL, *r = NULL;
+    seam_quantizer *q = NULL;
+    if (!names) goto out;
+    for (Py_ssize_t k = 0; k < n_ex; k++)
+        if (!(names[k] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(ex, k)))) goto out;
+    o.exclude = names, o.n_exclude = (int32_t)n_ex;
+    if (calib != Py_None && !(it = PyObject_GetIter(calib))) goto out;
+    graph_lock(self);
+    seam_status st = seam_quantizer_create(self->model, &o, &q);
+    PyObject *set;
+    int rc = st ? (graph_fail(self, st), -1) : 0;
+    while (!rc && it && (set = PyIter_Next(it))) {
+        rc = quantize_observe(self, q, set);
+        Py_DECREF(set);
+    }
+    if (!rc && PyErr_Occurred()) rc = -1;
+    seam_quantize_stats qs;
+    if (!rc && (st = seam_quantizer_finish(q, &qs))) rc = (graph_fail(self, st), -1);
+    if (!rc)
+        r = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "quantized_ops", qs.quantized_ops, "activations",
+                          qs.activations, "weights", qs.weights, "removed_activations", qs.removed_activations,
+                          "dynamic_matmuls", qs.dynamic_matmuls, "left_float", qs.left_float, "calibration_runs",
+                          qs.calibration_runs, "notes", seam_quantizer_notes(q));
+    seam_quantizer_free(q);
+    graph_unlock(self);
+out:
+    Py_XDECREF(it);
+    Py_XDECREF(ex);
+    PyMem_Free(names);
+    return r;
+}
+
 static PyMethodDef Graph_methods[] = {
     {"inputs", (PyCFunction)Graph_inputs, METH_NOARGS, "[(name, dtype, shape)] of the graph inputs"},
     {"outputs", (PyCFunction)Graph_outputs, METH_NOARGS, "[(name, dtype, shape)] of the graph outputs"},
@@ -434,6 +518,9 @@ static PyMethodDef Graph_methods[] = {
     {"fold", (PyCFunction)Graph_fold, METH_NOARGS, "fold constant nodes; returns how many"},
     {"set_input_shape", (PyCFunction)Graph_set_input_shape, METH_VARARGS, "fix an input's shape"},
     {"save", (PyCFunction)Graph_save, METH_VARARGS, "save(path, weights_file=None)"},
+    {"quantize", (PyCFunction)(void (*)(void))Graph_quantize, METH_VARARGS | METH_KEYWORDS,
+     "quantize(calibration=None, dynamic=False, method='minmax', percentile=99.999, per_channel=None, exclude=(), "
+     "threads=0) -> stats dict; the graph becomes its quantized form"},
     {"replace_weights", (PyCFunction)Graph_replace_weights, METH_VARARGS, "replace_weights(donor) -> count"},
     {"partition", (PyCFunction)(void (*)(void))Graph_partition, METH_VARARGS | METH_KEYWORDS,
      "partition(targets, ...) -> JSON text of the plan (or analysis)"},

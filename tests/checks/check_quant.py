@@ -72,7 +72,6 @@ The cases: the model names (qdq_resnet18, ...), "NAME plan", and
 import json
 import re
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -88,30 +87,13 @@ import seamtest  # noqa: E402
 
 args, run, work, check = seamtest.checker_setup(__doc__, "quant_models", timeout=600)
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-ORT_DIR = os.environ.get("SEAM_ORT_DIR") or os.path.join(ROOT, "bench", "ort")
 GEN = os.path.join(ROOT, "tests", "models", "gen_quant.py")
 MODELS = os.path.join(work, "models")
 PATHS = ["cpu", "dnnl", "dnnl fusion=off", "saved"]
 summary = {}  # model -> {path: (quanta, seconds)}
 
 
-def ort_problem():
-    """None when ONNX Runtime can run, else why not."""
-    if not shutil.which("node"):
-        return "node is not installed (Debian: nodejs npm)"
-    if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
-        return (f"ONNX Runtime is not installed: no {ORT_DIR}/node_modules/onnxruntime-node "
-                f"(run `npm install --ignore-scripts` in bench/ort, as scripts/setup.sh does, or set SEAM_ORT_DIR)")
-    return None
-
-
-def ort_run(model, feeds, out_dir, opt="all"):
-    cmd = ["node", os.path.join(HERE, "ort_outputs.js"), ORT_DIR, model, out_dir, "--opt", opt, "--threads", "2"]
-    for k, f in feeds.items():
-        cmd += ["--input", f"{k}={f}"]
-    t0 = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    return r, time.time() - t0
+ort_problem, ort_run = seamtest.ort_problem, seamtest.ort_run
 
 
 def seam_run(model, feeds, out_dir, extra=()):

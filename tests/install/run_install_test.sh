@@ -15,12 +15,12 @@ prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 lib=$prefix/lib
 [ -d "$prefix/lib64" ] && lib=$prefix/lib64
-for f in "$prefix/include/seam.h" "$prefix/include/seam_backend.h" "$prefix/include/seam_partition.h" "$prefix/include/seam_report.h" "$prefix/bin/seam" "$lib/pkgconfig/seam.pc" \
+for f in "$prefix/include/seam.h" "$prefix/include/seam_backend.h" "$prefix/include/seam_partition.h" "$prefix/include/seam_quantize.h" "$prefix/include/seam_report.h" "$prefix/bin/seam" "$lib/pkgconfig/seam.pc" \
          "$lib/cmake/seam/seamConfig.cmake" "$lib/libseam.so.0"; do
     [ -e "$f" ] || { echo "install: $f is missing"; exit 1; }
 done
 # internal headers stay out of the public include path
-[ -z "$(ls "$prefix/include" | grep -v '^seam\(_backend\|_partition\|_report\)\?\.h$')" ] || { echo "install: extra headers"; ls "$prefix/include"; exit 1; }
+[ -z "$(ls "$prefix/include" | grep -v '^seam\(_backend\|_partition\|_quantize\|_report\)\?\.h$')" ] || { echo "install: extra headers"; ls "$prefix/include"; exit 1; }
 # the SONAME carries the major version
 readelf -d "$lib/libseam.so" | grep -q 'SONAME.*libseam\.so\.0' || { echo "install: no SONAME libseam.so.0"; exit 1; }
 # only the public API is exported

@@ -29,6 +29,8 @@ check.selected(NAME), and the script ends with check.finish(summary).
 import argparse
 import fnmatch
 import os
+import shutil
+import time
 import zlib
 import subprocess
 import sys
@@ -363,3 +365,32 @@ def save_model(path, *args, **kw):
     """make_model(*args, **kw) saved at path; returns path."""
     onnx.save(make_model(*args, **kw), path)
     return path
+
+
+# ---- ONNX Runtime (npm's onnxruntime-node), the peer ---------------------------
+
+LIB = os.path.dirname(os.path.abspath(__file__))
+ORT_DIR = os.environ.get("SEAM_ORT_DIR") or os.path.normpath(os.path.join(LIB, "..", "..", "bench", "ort"))
+
+
+def ort_problem():
+    """None when ONNX Runtime can run, else why not."""
+    if not shutil.which("node"):
+        return "node is not installed (Debian: nodejs npm)"
+    if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
+        return (f"ONNX Runtime is not installed: no {ORT_DIR}/node_modules/onnxruntime-node "
+                f"(run `npm install --ignore-scripts` in bench/ort, as scripts/setup.sh does, or set SEAM_ORT_DIR)")
+    return None
+
+
+def ort_run(model, feeds, out_dir, opt="all"):
+    """Runs model on ONNX Runtime (2 threads, graph optimizations opt) with
+    feeds {input name: file}; the outputs land in out_dir as seam run
+    writes them. Returns (CompletedProcess, seconds)."""
+    cmd = ["node", os.path.join(LIB, "..", "checks", "ort_outputs.js"), ORT_DIR, model, out_dir, "--opt", opt,
+           "--threads", "2"]
+    for k, f in feeds.items():
+        cmd += ["--input", f"{k}={f}"]
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return r, time.time() - t0

@@ -89,6 +89,7 @@ static const struct {
     {"analyze", cmd_analyze, "report which operations the targets support"},
     {"partition", cmd_partition, "place every node on a target and group nodes into subgraphs"},
     {"replace-weights", cmd_replace_weights, "swap a (partitioned) model's weights by name"},
+    {"quantize", cmd_quantize, "quantize a float model to int8 (QDQ from calibration sets, or dynamic)"},
 };
 
 static void usage(FILE *f) {
