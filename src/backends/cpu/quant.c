@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/iconv.h"
 #include "backends/cpu/linalg.h"
 #include "ops/quant_math.h"
 
@@ -517,6 +518,52 @@ static void iconv_items(void *arg, int64_t begin, int64_t end) {
     free(col);
 }
 
+/* The kernel offsets along each spatial axis of win, [kprod][win->n]. */
+static void kernel_offsets(const conv_geom *win, int64_t kprod, int64_t *koff) {
+    for (int64_t kk = 0; kk < kprod; kk++) {
+        int64_t rem = kk;
+        for (int32_t d = win->n - 1; d >= 0; d--) {
+            koff[kk * win->n + d] = (rem % win->kernel[d]) * win->dil[d];
+            rem /= win->kernel[d];
+        }
+    }
+}
+
+/* The int16 GEMM path (iconv.c): the weight packed at session creation
+ * (state) when it was constant, else now; the requantization's scale per
+ * output channel computed as the plain loop computes it. */
+static seam_status iconv_fast(seam_kernel *k, const iconv_job *j, const seam_tensor *w, const seam_tensor *wz) {
+    int64_t K = j->Cg * j->kprod, N = j->x->dims[0];
+    const cpu_iconv_w *pw = k->state;
+    cpu_iconv_w *now = NULL;
+    if (!pw || pw->src != w->data || pw->zsrc != (wz ? wz->data : NULL) || pw->M != j->M || pw->K != K ||
+        pw->group != j->group)
+        pw = now = cpu_iconv_pack(w->data, w->dtype, wz ? wz->data : NULL, wz ? wz->dtype : 0, wz ? wz->numel : 1, j->M,
+                                  j->group, K);
+    double *scale = j->ys ? malloc(sizeof(double) * (size_t)j->M) : NULL;
+    int64_t *bias = j->bias ? malloc(sizeof(int64_t) * (size_t)j->M) : NULL;
+    int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j->kprod * j->win.n + 1));
+    bool ok = pw && koff && (!j->ys || scale) && (!j->bias || bias);
+    for (int64_t m = 0; ok && m < j->M; m++) {
+        if (bias) bias[m] = cpu_get_i64(j->bias->data, j->bias->dtype, m);
+        if (scale) {
+            double wsc = cpu_get(j->ws->data, j->ws->dtype, j->ws->numel == 1 ? 0 : m);
+            scale[m] = cpu_get(j->xs->data, j->xs->dtype, 0) * wsc / cpu_get(j->ys->data, j->ys->dtype, 0);
+        }
+    }
+    if (ok) {
+        kernel_offsets(&j->win, j->kprod, koff);
+        cpu_iconv_args a = {.x = j->x->data, .xdt = j->x->dtype, .xzp = j->xzp, .win = &j->win, .koff = koff, .N = N,
+                            .C = j->C, .Cg = j->Cg, .kprod = j->kprod, .in_prod = j->in_prod, .out_prod = j->out_prod,
+                            .w = pw, .bias = bias, .scale = scale, .odt = j->odt, .y = j->y->data,
+                            .zp = j->ys && j->yz ? (double)cpu_get_i64(j->yz->data, j->yz->dtype, 0) : 0};
+        ok = cpu_iconv_run(k->pool, &a);
+    }
+    cpu_iconv_free(now);
+    free(scale), free(bias), free(koff);
+    return ok ? SEAM_STATUS_OK : kernel_oom(k);
+}
+
 /* ConvInteger (ys NULL: the int32 sums) and QLinearConv. */
 static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_tensor *w, const seam_tensor *xz,
                             const seam_tensor *wz, int32_t odt, const seam_tensor *xs, const seam_tensor *ws,
@@ -554,6 +601,7 @@ static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_ten
     j.xzp = xz ? get8(xz->data, xz->dtype, 0) : 0;
     j.tiles = (j.out_prod + CONV_TILE - 1) / CONV_TILE;
     int64_t K = j.Cg * j.kprod;
+    if (cpu_iconv_available() && cpu_iconv_fits(K) && (!ys || is_8bit(odt))) return iconv_fast(k, &j, w, wz);
     int16_t *w16 = malloc(sizeof(int16_t) * (size_t)(j.M * K + 1));
     int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j.kprod * j.win.n + 1));
     if (!w16 || !koff) {
@@ -564,13 +612,7 @@ static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_ten
         int32_t zp = wz ? get8(wz->data, wz->dtype, wz->numel == 1 ? 0 : m) : 0;
         for (int64_t q = 0; q < K; q++) w16[m * K + q] = (int16_t)(get8(w->data, w->dtype, m * K + q) - zp);
     }
-    for (int64_t kk = 0; kk < j.kprod; kk++) {
-        int64_t rem = kk;
-        for (int32_t d = j.win.n - 1; d >= 0; d--) {
-            koff[kk * j.win.n + d] = (rem % j.win.kernel[d]) * j.win.dil[d];
-            rem /= j.win.kernel[d];
-        }
-    }
+    kernel_offsets(&j.win, j.kprod, koff);
     j.w = w16, j.koff = koff;
     atomic_init(&j.failed, false);
     seam_parallel_for(k->pool, N * j.group * j.tiles, 1, iconv_items, &j);
@@ -607,15 +649,40 @@ static seam_status check_8bit_inputs(seam_check *c, int32_t i0, int32_t i1) {
 static seam_status check_matmul_integer(seam_check *c) { return check_8bit_inputs(c, 0, 1); }
 static seam_status check_qlinear(seam_check *c) { return check_8bit_inputs(c, 0, 3); }
 
+static void iconv_state_free(void *p) { cpu_iconv_free(p); }
+
+/* A constant weight (input wi, its zero point zi) packed for iconv.c's
+ * path once, at session creation; nothing when it does not apply (the run
+ * packs then, or takes the plain loop). */
+static void iconv_prepare(seam_check *c, int32_t wi, int32_t zi) {
+    const ir_tensor *w = cpu_constant_input(c, wi);
+    const ir_tensor *z = zi < c->n->n_inputs && c->n->inputs[zi] >= 0 ? cpu_constant_input(c, zi) : NULL;
+    bool has_z = zi < c->n->n_inputs && c->n->inputs[zi] >= 0;
+    if (!cpu_iconv_available() || !w || !w->data || !is_8bit(w->dtype) || w->rank < 3 || (has_z && !z) ||
+        (z && (z->dtype != w->dtype || (z->numel != 1 && z->numel != w->dims[0]))))
+        return;
+    int64_t group = node_attr_int(c->n, "group", 1), M = w->dims[0], K = cpu_span(w->dims, 1, w->rank);
+    if (group < 1 || M < 1 || M % group || !cpu_iconv_fits(K) || (size_t)w->numel != w->nbytes) return;
+    cpu_iconv_w *p = cpu_iconv_pack(w->data, w->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, M, group, K);
+    if (!p) return;
+    p->src = w->data, p->zsrc = z ? z->data : NULL;
+    *c->state = p;
+    *c->free_state = iconv_state_free;
+}
+
 /* The convolutions also refuse an auto_pad ONNX does not define, as Conv does. */
 static seam_status check_conv_integer(seam_check *c) {
     seam_status st = check_8bit_inputs(c, 0, 1);
-    return st ? st : check_auto_pad(c);
+    if (!st) st = check_auto_pad(c);
+    if (!st) iconv_prepare(c, 1, 3);
+    return st;
 }
 
 static seam_status check_qlinear_conv(seam_check *c) {
     seam_status st = check_8bit_inputs(c, 0, 3);
-    return st ? st : check_auto_pad(c);
+    if (!st) st = check_auto_pad(c);
+    if (!st) iconv_prepare(c, 3, 5);
+    return st;
 }
 
 static seam_status check_quantize(seam_check *c) {

@@ -1,0 +1,331 @@
+/* The int8 convolution as an int16 GEMM on AVX-512BW (iconv.h):
+ *
+ *     for each work item (image, group, block of ICONV_NB output positions):
+ *       im2col: x - x_zp as int16 pairs along K, [NB / 32][K / 2][32][2]
+ *       for each panel of ICONV_MR output channels (w packed once):
+ *         for each 32 positions: the micro-kernel, the whole K in registers
+ *         requantize the MR x 32 sums into y
+ *
+ * The micro-kernel multiplies pairs of int16 (x - x_zp and w - w_zp, each
+ * in [-255, 255]) and adds both products to an int32 lane: vpdpwssd with
+ * AVX512-VNNI, vpmaddwd + vpaddd without. Every sum is exact while K <=
+ * 32768 (cpu_iconv_fits: 32768 * 255 * 255 < 2^31), so the result is
+ * quant.c's plain loop's, bit for bit, at GEMM speed. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/iconv.h"
+#include "core/tensor.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__)
+#pragma GCC optimize("O2") /* (the Debug and sanitizer builds: see gemm.c) */
+#endif
+
+#define ICONV_MR 8   /* output channels of a register block */
+#define ICONV_NR 32  /* output positions of a register block: two vectors */
+#define ICONV_NB 64  /* output positions of a work item */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ICONV_X86 1
+#else
+#define ICONV_X86 0
+#endif
+
+typedef void (*iconv_kernel_fn)(const int16_t *w, const int16_t *x, int64_t k2, int32_t *out);
+
+#if ICONV_X86
+/* The sums of ICONV_MR rows of w by 32 columns of x, over k2 pairs, into
+ * out[ICONV_MR][32]. */
+#define ICONV_KERNEL(name, tgt, step)                                                                             \
+    __attribute__((target(tgt))) static void name(const int16_t *w, const int16_t *x, int64_t k2, int32_t *out) { \
+        __m512i c[ICONV_MR][2];                                                                                      \
+        for (int r = 0; r < ICONV_MR; r++) c[r][0] = c[r][1] = _mm512_setzero_si512();                              \
+        for (int64_t q = 0; q < k2; q++) {                                                                           \
+            __m512i x0 = _mm512_loadu_si512(x + q * 64), x1 = _mm512_loadu_si512(x + q * 64 + 32);                  \
+            const int32_t *wq = (const int32_t *)(const void *)(w + q * 2 * ICONV_MR);                               \
+            _Pragma("GCC unroll 8") for (int r = 0; r < ICONV_MR; r++) {                                             \
+                __m512i b = _mm512_set1_epi32(wq[r]);                                                                \
+                c[r][0] = step(c[r][0], x0, b);                                                                      \
+                c[r][1] = step(c[r][1], x1, b);                                                                      \
+            }                                                                                                        \
+        }                                                                                                            \
+        for (int r = 0; r < ICONV_MR; r++) {                                                                         \
+            _mm512_storeu_si512(out + r * 32, c[r][0]);                                                              \
+            _mm512_storeu_si512(out + r * 32 + 16, c[r][1]);                                                         \
+        }                                                                                                            \
+    }
+
+#define ICONV_MADD(c, x, b) _mm512_add_epi32((c), _mm512_madd_epi16((x), (b)))
+#define ICONV_DPWSSD(c, x, b) _mm512_dpwssd_epi32((c), (x), (b))
+ICONV_KERNEL(iconv_kernel_bw, "avx512f,avx512bw", ICONV_MADD)
+ICONV_KERNEL(iconv_kernel_vnni, "avx512f,avx512bw,avx512vnni", ICONV_DPWSSD)
+#endif
+
+static pthread_once_t iconv_once = PTHREAD_ONCE_INIT;
+static iconv_kernel_fn iconv_kernel;
+
+static void iconv_init(void) {
+    const char *e = getenv("SEAM_CPU_ICONV");
+    if (e && strcmp(e, "0") == 0) return;
+#if ICONV_X86
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return;
+    iconv_kernel = __builtin_cpu_supports("avx512vnni") ? iconv_kernel_vnni : iconv_kernel_bw;
+#endif
+}
+
+bool cpu_iconv_available(void) {
+    pthread_once(&iconv_once, iconv_init);
+    return iconv_kernel != NULL;
+}
+
+static inline int32_t get8(const void *p, int32_t dt, int64_t i) {
+    return dt == SEAM_DTYPE_UINT8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
+                            int64_t group, int64_t K) {
+    cpu_iconv_w *p = calloc(1, sizeof(*p));
+    if (!p) return NULL;
+    int64_t Mg = M / group;
+    p->M = M, p->group = group, p->K = K, p->K2 = (K + 1) / 2, p->panels = (Mg + ICONV_MR - 1) / ICONV_MR;
+    size_t n = (size_t)(group * p->panels * p->K2 * 2 * ICONV_MR);
+    p->w = aligned_alloc(64, (n * sizeof(int16_t) + 63) & ~(size_t)63);
+    if (!p->w) {
+        free(p);
+        return NULL;
+    }
+    int16_t *d = p->w;
+    for (int64_t g = 0; g < group; g++)
+        for (int64_t pn = 0; pn < p->panels; pn++)
+            for (int64_t q = 0; q < p->K2; q++)
+                for (int64_t r = 0; r < ICONV_MR; r++)
+                    for (int64_t h = 0; h < 2; h++) {
+                        int64_t ml = pn * ICONV_MR + r, m = g * Mg + ml, kk = 2 * q + h;
+                        int32_t z = wz ? get8(wz, zdt, zn == 1 ? 0 : m) : 0;
+                        *d++ = (int16_t)(ml < Mg && kk < K ? get8(w, wdt, m * K + kk) - z : 0);
+                    }
+    return p;
+}
+
+void cpu_iconv_free(cpu_iconv_w *w) {
+    if (!w) return;
+    free(w->w);
+    free(w);
+}
+
+typedef struct iconv_job {
+    const cpu_iconv_args *a;
+    int64_t blocks, Mg;
+    bool failed;
+    bool vector_requant; /* requant_avx512 (AVX-512VL and BW) */
+} iconv_job;
+
+/* x - x_zp for positions [o0, o0 + ICONV_NB) of image n, group g, as
+ * int16 pairs: col[panel][q][lane][h] holds K index 2q + h (c * kprod +
+ * kk) of position o0 + panel * 32 + lane; padding, positions past the end
+ * and the odd K's last half are 0. Per kernel element, each position's
+ * offset in x is found once (off, -1 in the padding), then every channel
+ * reads its row of x at those offsets: positions next to each other read
+ * x next to each other (stride-1 convs) and write col 4 bytes apart. */
+/* One channel's values at the positions' offsets (off < 0: padding, left
+ * 0), minus the zero point, into every other int16 of dst's panels. */
+#define ICONV_GATHER(name, type)                                                                               \
+    static void name(const type *restrict xr, const int64_t *restrict off, int64_t np, int32_t zp,            \
+                     int16_t *restrict dst, int64_t K2) {                                                     \
+        for (int64_t l0 = 0; l0 < np; l0 += ICONV_NR) {                                                       \
+            int16_t *d = dst + (l0 / ICONV_NR) * K2 * 64;                                                     \
+            int64_t ln = np - l0 < ICONV_NR ? np - l0 : ICONV_NR;                                             \
+            for (int64_t l = 0; l < ln; l++)                                                                   \
+                if (off[l0 + l] >= 0) d[l * 2] = (int16_t)(xr[off[l0 + l]] - zp);                             \
+        }                                                                                                      \
+    }
+ICONV_GATHER(gather_u8, uint8_t)
+ICONV_GATHER(gather_s8, int8_t)
+
+static void iconv_im2col(const cpu_iconv_args *a, int64_t n, int64_t g, int64_t o0, int16_t *col, int64_t K2) {
+    const conv_geom *win = a->win;
+    memset(col, 0, sizeof(int16_t) * (size_t)(ICONV_NB / ICONV_NR * K2 * 64));
+    int64_t np = a->out_prod - o0 < ICONV_NB ? a->out_prod - o0 : ICONV_NB;
+    int64_t start[ICONV_NB][CONV_MAX_SPATIAL], off[ICONV_NB];
+    for (int64_t l = 0; l < np; l++) {
+        int64_t rem = o0 + l;
+        for (int32_t d = win->n - 1; d >= 0; d--) {
+            start[l][d] = (rem % win->out[d]) * win->stride[d] - win->pad_lo[d];
+            rem /= win->out[d];
+        }
+    }
+    const int64_t base = (n * a->C + g * a->Cg) * a->in_prod;
+    const int32_t zp = a->xzp;
+    for (int64_t kk = 0; kk < a->kprod; kk++) {
+        for (int64_t l = 0; l < np; l++) {
+            int64_t o = 0;
+            for (int32_t d = 0; d < win->n; d++) {
+                int64_t at = start[l][d] + a->koff[kk * win->n + d];
+                if (at < 0 || at >= win->in[d]) {
+                    o = -1;
+                    break;
+                }
+                o = o * win->in[d] + at;
+            }
+            off[l] = o;
+        }
+        for (int64_t c = 0; c < a->Cg; c++) {
+            int64_t kidx = c * a->kprod + kk;
+            int16_t *dst = col + (kidx >> 1) * 64 + (kidx & 1);
+            if (a->xdt == SEAM_DTYPE_UINT8) gather_u8((const uint8_t *)a->x + base + c * a->in_prod, off, np, zp, dst, K2);
+            else gather_s8((const int8_t *)a->x + base + c * a->in_prod, off, np, zp, dst, K2);
+        }
+    }
+}
+
+static inline void put(void *y, int32_t odt, int64_t i, double v) {
+    double lo = odt == SEAM_DTYPE_INT8 ? -128 : 0, hi = odt == SEAM_DTYPE_INT8 ? 127 : 255;
+    v = v == v ? (v < lo ? lo : v > hi ? hi : v) : 0;
+    if (odt == SEAM_DTYPE_INT8) ((int8_t *)y)[i] = (int8_t)v;
+    else ((uint8_t *)y)[i] = (uint8_t)v;
+}
+
+#if ICONV_X86
+/* put() over n sums (n <= 32) of one output row: the same double
+ * arithmetic, eight lanes at a time (roundscale to nearest even is
+ * nearbyint). */
+__attribute__((target("avx512f,avx512vl,avx512bw"))) static void requant_avx512(const int32_t *s, int64_t n, int64_t bias,
+                                                                               double sc, double zp, int32_t odt,
+                                                                               void *y) {
+    double lo = odt == SEAM_DTYPE_INT8 ? -128 : 0, hi = odt == SEAM_DTYPE_INT8 ? 127 : 255;
+    __m512d b = _mm512_set1_pd((double)bias), vs = _mm512_set1_pd(sc), vz = _mm512_set1_pd(zp);
+    __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
+    for (int64_t l = 0; l < n; l += 8) {
+        __mmask8 m = n - l >= 8 ? 0xff : (__mmask8)((1u << (n - l)) - 1);
+        __m512d v = _mm512_add_pd(_mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32(m, s + l)), b);
+        v = _mm512_roundscale_pd(_mm512_mul_pd(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm512_min_pd(_mm512_max_pd(_mm512_add_pd(v, vz), vlo), vhi);
+        __m256i q = _mm512_cvtpd_epi32(v);
+        _mm_mask_storeu_epi8((char *)y + l, m, _mm256_cvtepi32_epi8(q));
+    }
+}
+#endif
+
+static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t m, int64_t at);
+
+static void iconv_items(void *arg, int64_t begin, int64_t end) {
+    iconv_job *j = arg;
+    const cpu_iconv_args *a = j->a;
+    const cpu_iconv_w *w = a->w;
+    int64_t K2 = w->K2, M = w->M;
+    int16_t *col = aligned_alloc(64, sizeof(int16_t) * (size_t)(ICONV_NB / ICONV_NR * K2 * 64));
+    if (!col) {
+        __atomic_store_n(&j->failed, true, __ATOMIC_RELAXED);
+        return;
+    }
+    int32_t sums[ICONV_MR * ICONV_NR];
+    for (int64_t item = begin; item < end; item++) {
+        int64_t blk = item % j->blocks, ng = item / j->blocks, n = ng / w->group, g = ng % w->group;
+        int64_t o0 = blk * ICONV_NB;
+        iconv_im2col(a, n, g, o0, col, K2);
+        for (int64_t pn = 0; pn < w->panels; pn++) {
+            const int16_t *wp = w->w + (g * w->panels + pn) * K2 * 2 * ICONV_MR;
+            for (int64_t sub = 0; sub < ICONV_NB / ICONV_NR; sub++) {
+                int64_t p0 = o0 + sub * ICONV_NR;
+                if (p0 >= a->out_prod) break;
+                iconv_kernel(wp, col + sub * K2 * 64, K2, sums);
+                int64_t np = a->out_prod - p0 < ICONV_NR ? a->out_prod - p0 : ICONV_NR;
+                for (int64_t r = 0; r < ICONV_MR; r++) {
+                    int64_t ml = pn * ICONV_MR + r, m = g * j->Mg + ml;
+                    if (ml >= j->Mg) break;
+                    iconv_store(j, sums + r * ICONV_NR, np, m, (n * M + m) * a->out_prod + p0);
+                }
+            }
+        }
+    }
+    free(col);
+}
+
+/* ---- depthwise (one input and one output channel per group), 2-D ----
+ * A GEMM of one row would waste 7 of the kernel's 8 rows: instead, per
+ * plane, each kernel element adds its weight times the input row to the
+ * int32 sums of an output row, over the columns whose window element is
+ * inside the input (a loop the compiler vectorizes for stride 1). */
+
+static int16_t packed_w(const cpu_iconv_w *w, int64_t g, int64_t kidx) {
+    return w->w[(g * w->panels * w->K2 + kidx / 2) * 2 * ICONV_MR + (kidx & 1)];
+}
+
+/* Requantizes (or copies, for int32) n sums into y at element at. */
+static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t m, int64_t at) {
+    const cpu_iconv_args *a = j->a;
+    if (!a->scale) {
+        memcpy((int32_t *)a->y + at, s, sizeof(int32_t) * (size_t)n);
+        return;
+    }
+    int64_t bias = a->bias ? a->bias[m] : 0;
+    double sc = a->scale[m];
+#if ICONV_X86
+    if (j->vector_requant) {
+        requant_avx512(s, n, bias, sc, a->zp, a->odt, (char *)a->y + at);
+        return;
+    }
+#endif
+    for (int64_t l = 0; l < n; l++) put(a->y, a->odt, at + l, nearbyint((double)(s[l] + bias) * sc) + a->zp);
+}
+
+#define ICONV_DW_ROW(name, type)                                                                               \
+    static void name(const type *restrict xr, int32_t *restrict acc, int64_t lo, int64_t hi, int64_t sw,     \
+                     int64_t iw0, int32_t zp, int32_t wv) {                                                   \
+        if (sw == 1)                                                                                           \
+            for (int64_t ow = lo; ow < hi; ow++) acc[ow] += ((int32_t)xr[iw0 + ow] - zp) * wv;                \
+        else                                                                                                   \
+            for (int64_t ow = lo; ow < hi; ow++) acc[ow] += ((int32_t)xr[iw0 + ow * sw] - zp) * wv;           \
+    }
+ICONV_DW_ROW(dw_row_u8, uint8_t)
+ICONV_DW_ROW(dw_row_s8, int8_t)
+
+static void iconv_dw_planes(void *arg, int64_t begin, int64_t end) {
+    iconv_job *j = arg;
+    const cpu_iconv_args *a = j->a;
+    const conv_geom *win = a->win;
+    int64_t OH = win->out[0], OW = win->out[1], IH = win->in[0], IW = win->in[1];
+    int32_t *acc = malloc(sizeof(int32_t) * (size_t)(OH * OW));
+    if (!acc) {
+        __atomic_store_n(&j->failed, true, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t plane = begin; plane < end; plane++) {
+        int64_t c = plane % a->C;
+        memset(acc, 0, sizeof(int32_t) * (size_t)(OH * OW));
+        for (int64_t kk = 0; kk < a->kprod; kk++) {
+            int32_t wv = packed_w(a->w, c, kk);
+            int64_t kh = a->koff[kk * 2], kw = a->koff[kk * 2 + 1];
+            /* the columns ow whose input column ow * sw + kw - pad_w is inside */
+            int64_t iw0 = kw - win->pad_lo[1], sw = win->stride[1];
+            int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw, hi = IW - 1 - iw0 >= 0 ? (IW - 1 - iw0) / sw + 1 : 0;
+            hi = hi < OW ? hi : OW;
+            if (!wv || lo >= hi) continue;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                int64_t ih = oh * win->stride[0] + kh - win->pad_lo[0];
+                if (ih < 0 || ih >= IH) continue;
+                int64_t row = plane * a->in_prod + ih * IW;
+                if (a->xdt == SEAM_DTYPE_UINT8) dw_row_u8((const uint8_t *)a->x + row, acc + oh * OW, lo, hi, sw, iw0, a->xzp, wv);
+                else dw_row_s8((const int8_t *)a->x + row, acc + oh * OW, lo, hi, sw, iw0, a->xzp, wv);
+            }
+        }
+        iconv_store(j, acc, OH * OW, c, plane * a->out_prod);
+    }
+    free(acc);
+}
+
+bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
+    iconv_job j = {a, (a->out_prod + ICONV_NB - 1) / ICONV_NB, a->w->M / a->w->group, false, false};
+#if ICONV_X86
+    j.vector_requant = __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#endif
+    if (a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C)
+        seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);
+    else
+        seam_parallel_for(pool, a->N * a->w->group * j.blocks, 1, iconv_items, &j);
+    return !__atomic_load_n(&j.failed, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,53 @@
+/* The int8 convolution's fast path (iconv.c): QLinearConv and ConvInteger
+ * as an int16 GEMM on AVX-512BW, exact. quant.c's int_conv calls it when
+ * cpu_iconv_available() and the reduction fits (cpu_iconv_fits). */
+#ifndef SEAM_CPU_ICONV_H
+#define SEAM_CPU_ICONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/pool.h"
+#include "ops/conv_geom.h"
+
+/* The weight minus its zero point, as int16 pairs in the micro-kernel's
+ * order: per group, panels of ICONV_MR output channels, K / 2 pairs each. */
+typedef struct cpu_iconv_w {
+    int64_t M, group, K, K2, panels; /* panels per group */
+    int16_t *w;
+    const void *src, *zsrc;          /* what it was packed from (packed at session creation) */
+} cpu_iconv_w;
+
+/* Whether this CPU runs the fast path (AVX-512BW); SEAM_CPU_ICONV=0 in the
+ * environment turns it off (for the tests of the plain loop). */
+bool cpu_iconv_available(void);
+
+/* Whether a reduction of K products fits the path's int32 sums exactly. */
+static inline bool cpu_iconv_fits(int64_t K) { return K > 0 && K <= 32768; }
+
+/* w: [M, K] 8-bit (wdt), zero points wz (scalar or one per output channel,
+ * zdt; NULL: 0). NULL when out of memory. */
+cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
+                            int64_t group, int64_t K);
+void cpu_iconv_free(cpu_iconv_w *w);
+
+typedef struct cpu_iconv_args {
+    const void *x;           /* [N, C, in...], 8-bit */
+    int32_t xdt, xzp;
+    const conv_geom *win;
+    const int64_t *koff;     /* [kprod][win->n]: each kernel element's offset per axis */
+    int64_t N, C, Cg, kprod, in_prod, out_prod;
+    const cpu_iconv_w *w;
+    /* y[n, m, o] = saturate(round((sum + bias[m]) * scale[m]) + zp) in odt;
+     * scale NULL: the int32 sum itself */
+    const int64_t *bias;
+    const double *scale;
+    double zp;
+    int32_t odt;
+    void *y;
+} cpu_iconv_args;
+
+/* Runs the convolution; false when out of memory. */
+bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a);
+
+#endif

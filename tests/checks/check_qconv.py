@@ -1,0 +1,194 @@
+"""The CPU backend's int8 convolutions (QLinearConv, ConvInteger) on every
+path, against numpy written from the ONNX spec (issue 27, item 3).
+
+usage: /usr/bin/python3 check_qconv.py SEAM WORKDIR [-k PATTERN]
+
+Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
+(vpdpwssd with VNNI), its depthwise 2-D planes (one input and one output
+channel per group), and the plain loop (SEAM_CPU_ICONV=0, and any K above
+32768, where an int32 sum could overflow).
+
+Each case is a one-node model written with onnx.helper: 1-D, 2-D and 3-D;
+strides, dilations, asymmetric pads, auto_pad SAME_UPPER; groups, depthwise
+with and without a channel multiplier; output positions and channels that
+are not multiples of the kernel's blocks (32 and 8), an odd K; uint8 and
+int8 inputs and weights; zero points other than 0, per output channel for
+the weight; a bias; a batch of 2; the weight given at run time as well as
+constant. The reference is numpy: x - x_zp and w - w_zp padded with 0
+(the input's zero point), the sums in int64; ConvInteger must equal it,
+QLinearConv must equal saturate(round_half_even(sum * x_scale * w_scale /
+y_scale) + y_zp) computed in float64, and the plain loop's output bit for
+bit. Random data seeded per case.
+"""
+import os
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import seamtest  # noqa: E402
+
+args, run, work, check = seamtest.checker_setup(__doc__, "qconv")
+
+NP = {T.UINT8: np.uint8, T.INT8: np.int8}
+
+
+def conv_ref(x, w, xz, wz, strides, pads, dil, group):
+    """int64 sums of a convolution of x - xz (padded with 0) by w - wz."""
+    n_sp = x.ndim - 2
+    xi = x.astype(np.int64) - int(xz)
+    wz = np.asarray(wz, np.int64).reshape(-1, *([1] * (w.ndim - 1)))
+    wi = w.astype(np.int64) - wz
+    xp = np.pad(xi, [(0, 0), (0, 0)] + [(pads[d], pads[d + n_sp]) for d in range(n_sp)])
+    N, C = x.shape[:2]
+    M, Cg = w.shape[:2]
+    ks = w.shape[2:]
+    out = [(xp.shape[2 + d] - dil[d] * (ks[d] - 1) - 1) // strides[d] + 1 for d in range(n_sp)]
+    y = np.zeros((N, M, *out), np.int64)
+    Mg = M // group
+    for kidx in np.ndindex(*ks):
+        sl = tuple(slice(kidx[d] * dil[d], kidx[d] * dil[d] + (out[d] - 1) * strides[d] + 1, strides[d])
+                   for d in range(n_sp))
+        patch = xp[(slice(None), slice(None)) + sl]  # [N, C, out...]
+        for g in range(group):
+            xs = patch[:, g * Cg:(g + 1) * Cg]
+            ws = wi[(slice(g * Mg, (g + 1) * Mg), slice(None)) + tuple(kidx)]  # [Mg, Cg]
+            y[:, g * Mg:(g + 1) * Mg] += np.einsum("nc...,mc->nm...", xs, ws)
+    return y
+
+
+def same_upper_pads(in_sp, ks, strides, dil):
+    pads_lo, pads_hi = [], []
+    for i, k, s, d in zip(in_sp, ks, strides, dil):
+        out = -(-i // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - i, 0)
+        pads_lo.append(total // 2)
+        pads_hi.append(total - total // 2)
+    return pads_lo + pads_hi
+
+
+# name: (x shape, M, kernel, strides, pads (None: SAME_UPPER), dilations, group, x type, w type,
+#        per-channel w zp, bias)
+CASES = {
+    "2d_3x3_pad": ((1, 16, 14, 14), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.INT8, False, True),
+    "2d_3x3_stride2_odd": ((2, 17, 15, 13), 19, (3, 3), (2, 2), (1, 0, 0, 1), (1, 1), 1, T.UINT8, T.INT8, True, True),
+    "2d_1x1": ((1, 64, 9, 9), 40, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
+    "2d_7x7_s2_int8x": ((1, 3, 33, 33), 16, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1, T.INT8, T.INT8, False, True),
+    "2d_uint8_w": ((1, 8, 10, 10), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.UINT8, True, False),
+    "2d_dilated": ((1, 12, 16, 16), 10, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1, T.UINT8, T.INT8, False, True),
+    "2d_same_upper": ((1, 8, 11, 9), 8, (4, 3), (2, 2), None, (1, 1), 1, T.UINT8, T.INT8, False, True),
+    "2d_grouped": ((1, 32, 12, 12), 48, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, T.UINT8, T.INT8, True, True),
+    "2d_depthwise": ((2, 24, 19, 17), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 24, T.UINT8, T.INT8, True, True),
+    "2d_depthwise_s2": ((1, 32, 16, 15), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 32, T.UINT8, T.INT8, False, True),
+    "2d_depthwise_5x5_dil": ((1, 8, 20, 20), 8, (5, 5), (1, 2), (4, 3, 2, 4), (2, 1), 8, T.INT8, T.INT8, True, False),
+    "2d_channel_multiplier": ((1, 8, 10, 10), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8, T.UINT8, T.INT8, False, True),
+    "1d": ((2, 12, 50), 20, (5,), (2,), (2, 1), (1,), 1, T.UINT8, T.INT8, True, True),
+    "3d": ((1, 6, 5, 8, 8), 10, (3, 3, 3), (1, 2, 2), (1, 1, 1, 1, 1, 1), (1, 1, 1), 2, T.UINT8, T.INT8, False, True),
+    "k_over_32768": ((1, 4100, 3, 3), 3, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
+}
+
+
+def write_case(name, spec, op, runtime_w):
+    xs, M, ks, strides, pads, dil, group, xt, wt, pc, has_b = spec
+    rng = np.random.RandomState(zlib.crc32(name.encode()))
+    C = xs[1]
+    x = rng.randint(np.iinfo(NP[xt]).min, np.iinfo(NP[xt]).max + 1, size=xs).astype(NP[xt])
+    w = rng.randint(np.iinfo(NP[wt]).min, np.iinfo(NP[wt]).max + 1, size=(M, C // group, *ks)).astype(NP[wt])
+    xz = np.array(rng.randint(0, 40) if xt == T.UINT8 else rng.randint(-20, 20), NP[xt])
+    wz = (rng.randint(-5, 6, size=M) if wt == T.INT8 else rng.randint(100, 150, size=M)).astype(NP[wt])
+    if not pc:
+        wz = wz[:1].reshape(())
+    attrs = {"kernel_shape": list(ks), "strides": list(strides), "dilations": list(dil), "group": group}
+    if pads is None:
+        attrs["auto_pad"] = "SAME_UPPER"
+        pads = same_upper_pads(xs[2:], ks, strides, dil)
+    else:
+        attrs["pads"] = list(pads)
+    sums = conv_ref(x, w, xz, wz, strides, pads, dil, group)
+    inits = {"x_zero_point": xz, "w_zero_point": wz}
+    ins = [seamtest.vi("x", list(xs), xt)]
+    if runtime_w:
+        ins.append(seamtest.vi("w", list(w.shape), wt))
+    else:
+        inits["w"] = w
+    if op == "ConvInteger":
+        node = helper.make_node("ConvInteger", ["x", "w", "x_zero_point", "w_zero_point"], ["y"], **attrs)
+        want = sums.astype(np.int32)
+        out_t = T.INT32
+    else:
+        xsc = np.array(0.02, np.float32)
+        wsc = (rng.uniform(0.002, 0.01, size=M) if pc else np.array(0.005)).astype(np.float32)
+        b = rng.randint(-3000, 3000, size=M).astype(np.int32) if has_b else None
+        acc = sums + (b.astype(np.int64).reshape(1, M, *([1] * len(ks))) if has_b else 0)
+        # y_scale: the sums' spread maps onto ~200 steps, so outputs are not all saturated
+        s = np.float64(xsc) * np.asarray(wsc, np.float64).reshape(1, -1, *([1] * len(ks)))
+        ysc = np.array(max(float(np.std(acc * s)) * 6 / 200, 1e-6), np.float32)
+        yz = np.array(128, np.uint8)
+        real = acc * (s / np.float64(ysc))
+        want = np.clip(np.round(real) + 128, 0, 255).astype(np.uint8)  # np.round: half to even
+        inits.update({"x_scale": xsc, "w_scale": wsc, "y_scale": ysc, "y_zero_point": yz})
+        names = ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"]
+        if has_b:
+            inits["B"] = b
+            names.append("B")
+        node = helper.make_node("QLinearConv", names, ["y"], **attrs)
+        out_t = T.UINT8
+    path = os.path.join(work, f"{name}.{op}{'.rw' if runtime_w else ''}.onnx")
+    seamtest.save_model(path, [node], ins, [seamtest.vi("y", list(want.shape), out_t)],
+                        seamtest.initializers(inits), opset=13)
+    feeds = {"x": x}
+    if runtime_w:
+        feeds["w"] = w
+    files = {}
+    for k, v in feeds.items():
+        files[k] = os.path.join(work, f"{name}.{k}.npy")
+        np.save(files[k], v)
+    return path, files, want
+
+
+def run_seam(path, files, tag, env=None):
+    d = os.path.join(work, tag)
+    a = [x for k, f in files.items() for x in ("--input", f"{k}={f}")]
+    r = subprocess.run([args.seam, "run", path, *a, "--output-dir", d, "--threads", "2"], capture_output=True,
+                       text=True, env=dict(os.environ, **(env or {})), timeout=300)
+    if r.returncode:
+        return None, r.stderr.strip().splitlines()[-1][:300] if r.stderr.strip() else "(no message)"
+    return np.load(seamtest.output_file(d, "y")), None
+
+
+def main():
+    for name, spec in CASES.items():
+        for op in ("QLinearConv", "ConvInteger"):
+            for runtime_w in (False, True):
+                if name == "k_over_32768" and runtime_w:
+                    continue
+                case = f"{name} {op}{' runtime weight' if runtime_w else ''}"
+                if not check.selected(case):
+                    continue
+                path, files, want = write_case(name, spec, op, runtime_w)
+                tag = case.replace(" ", "_")
+                fast, err = run_seam(path, files, tag + ".fast")
+                plain, err2 = run_seam(path, files, tag + ".plain", {"SEAM_CPU_ICONV": "0"})
+                if err or err2:
+                    check.fail(f"{case}: seam run failed: {err or err2}")
+                    continue
+                if op == "ConvInteger":
+                    check.expect(fast.shape == want.shape and np.array_equal(fast, want),
+                                 f"{case}: equals numpy's int64 sums", seamtest.steps(fast, want))
+                else:
+                    n, d = seamtest.steps(fast, want)
+                    check.expect(d <= 1 and n <= max(2, want.size // 1000),
+                                 f"{case}: within 1 step of numpy (float64 requantization; {n} of {want.size} differ)",
+                                 f"{n} differ, largest {d}")
+                check.expect(np.array_equal(fast, plain), f"{case}: the fast path equals the plain loop bit for bit",
+                             seamtest.steps(fast, plain))
+    check.finish()
+
+
+if __name__ == "__main__":
+    main()
