@@ -101,6 +101,20 @@ typedef struct seam_quantize_stats {
  * (seam_model_save writes it; ONNX Runtime runs the file). */
 SEAM_API seam_status seam_quantizer_finish(seam_quantizer *q, seam_quantize_stats *stats_out);
 
+/* After the calibration runs (static) or at once (dynamic): a new model,
+ * the quantized form with the nodes named in exclude (names of the float
+ * model's nodes; others are ignored) left in float as well, from the same
+ * calibrated ranges; q's own model stays as it is. Any number of times
+ * before seam_quantizer_finish: --max-error tries variants. The new model
+ * is the caller's to free; stats_out (may be NULL) gets its counts. */
+SEAM_API seam_status seam_quantizer_variant(seam_quantizer *q, const char *const *exclude, int32_t n_exclude,
+                                            seam_model **model_out, seam_quantize_stats *stats_out);
+
+/* Adds nodes (by name; names the model lacks are ignored) to leave in
+ * float at seam_quantizer_finish and in later variants; the calibrated
+ * ranges stay. why (may be NULL) is the reason the notes give for them. */
+SEAM_API seam_status seam_quantizer_exclude(seam_quantizer *q, const char *const *names, int32_t n, const char *why);
+
 /* What the quantizer left in float and why, one line per reason with the
  * nodes it concerns (at most a few named): "" when nothing. Valid until
  * seam_quantizer_free. */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "onnx/onnx.h"
 #include "runtime/quantize.h"
 
 seam_quantize_options seam_quantize_defaults(void) {
@@ -154,7 +155,7 @@ seam_status seam_quantizer_create(seam_model *m, const seam_quantize_options *op
     if ((st = seam_model_fold(m, NULL))) return st;
     seam_quantizer *q = calloc(1, sizeof(*q));
     if (!q) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    q->ctx = m->ctx, q->m = m, q->o = o;
+    q->ctx = m->ctx, q->m = m, q->o = o, q->n_exclude_user = o.n_exclude;
     if ((st = quant_plan(q))) goto fail;
     if (o.mode == SEAM_QUANT_STATIC) {
         if ((st = add_outputs(q))) goto fail;
@@ -315,6 +316,117 @@ static void uint8_params(double lo, double hi, float *scale, uint8_t *zp) {
     *zp = (uint8_t)(z < 0 ? 0 : z > 255 ? 255 : z);
 }
 
+/* The parameters q chose for its act a (by its root's range). */
+static void act_params(const seam_quantizer *q, const quant_act *a, float *scale, uint8_t *zp) {
+    const quant_act *r = &q->acts[a->root];
+    double lo = 0, hi = 0;
+    if (r->seen) chosen_range(q, r, &lo, &hi);
+    uint8_params(lo, hi, scale, zp);
+}
+
+/* q's act of the value named name, or NULL. */
+static const quant_act *act_named(const seam_quantizer *q, const char *name) {
+    for (int32_t k = 0; k < q->n_acts; k++)
+        if (!strcmp(q->m->graph->values[q->acts[k].v].name, name)) return &q->acts[k];
+    return NULL;
+}
+
+seam_status seam_quantizer_variant(seam_quantizer *q, const char *const *exclude, int32_t n_exclude,
+                                   seam_model **model_out, seam_quantize_stats *stats_out) {
+    if (model_out) *model_out = NULL;
+    if (!q || !model_out || n_exclude < 0 || (n_exclude && !exclude)) return SEAM_STATUS_INVALID_ARGUMENT;
+    if (q->finished) return seam_error(q->ctx, SEAM_STATUS_INVALID_ARGUMENT, "quantize: finished already");
+    if (q->o.mode == SEAM_QUANT_STATIC && !q->st.calibration_runs)
+        return seam_error(q->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                          "quantize: a variant of static quantization needs at least one calibration run");
+    /* a copy of the (folded) float model, without the calibration outputs */
+    ir_graph *g = q->m->graph;
+    int32_t n_out = g->n_outputs, *outs = g->outputs;
+    if (q->outputs0) g->outputs = q->outputs0, g->n_outputs = q->n_outputs0;
+    for (int32_t o = g->n_outputs; o < n_out; o++) g->values[outs[o]].flags &= ~(uint32_t)IR_VALUE_OUTPUT;
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    seam_status st = onnx_model_pack(q->m, &buf, &n);
+    for (int32_t o = g->n_outputs; o < n_out; o++) g->values[outs[o]].flags |= IR_VALUE_OUTPUT;
+    g->outputs = outs, g->n_outputs = n_out;
+    seam_model *c = NULL;
+    if (!st) st = seam_model_load_buffer(q->ctx, buf, n, NULL, &c);
+    free(buf);
+    if (st) return st;
+    /* planned again with the exclusions added, each value's parameters q's */
+    seam_quantizer *v = calloc(1, sizeof(*v));
+    const char **ex = malloc(sizeof(char *) * (size_t)(q->o.n_exclude + n_exclude + 1));
+    if (!v || !ex) {
+        free(v), free(ex), seam_model_free(c);
+        return seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int32_t k = 0; k < q->o.n_exclude; k++) ex[k] = q->o.exclude[k];
+    for (int32_t k = 0; k < n_exclude; k++) ex[q->o.n_exclude + k] = exclude[k];
+    v->ctx = q->ctx, v->m = c, v->o = q->o, v->n_exclude_user = q->n_exclude_user, v->exclude_why = q->exclude_why;
+    v->o.exclude = ex, v->o.n_exclude = q->o.n_exclude + n_exclude;
+    st = quant_plan(v);
+    for (int32_t k = 0; !st && k < v->n_acts; k++) {
+        const quant_act *qa = act_named(q, c->graph->values[v->acts[k].v].name);
+        if (!qa)
+            st = seam_error(q->ctx, SEAM_STATUS_INTERNAL, "quantize: no calibrated range for value '%s'",
+                            c->graph->values[v->acts[k].v].name);
+        else act_params(q, qa, &v->acts[k].scale, &v->acts[k].zero_point);
+    }
+    v->finished = true;
+    if (!st) st = quant_rewrite(v);
+    if (!st && stats_out) *stats_out = v->st, stats_out->calibration_runs = q->st.calibration_runs;
+    v->o.exclude = NULL, v->o.n_exclude = 0;
+    free(ex);
+    seam_quantizer_free(v);
+    if (st) seam_model_free(c);
+    else *model_out = c;
+    return st;
+}
+
+seam_status seam_quantizer_exclude(seam_quantizer *q, const char *const *names, int32_t n, const char *why) {
+    if (!q || n < 0 || (n && !names)) return SEAM_STATUS_INVALID_ARGUMENT;
+    if (q->finished) return seam_error(q->ctx, SEAM_STATUS_INVALID_ARGUMENT, "quantize: finished already");
+    if (why && !(q->exclude_why = seam_arena_strdup(&q->m->arena, why)))
+        return seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    const char **ex = realloc(q->exclude_own, sizeof(char *) * (size_t)(q->o.n_exclude + n + 1));
+    if (!ex) return seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!q->exclude_own && q->o.n_exclude) memcpy(ex, q->o.exclude, sizeof(char *) * (size_t)q->o.n_exclude);
+    q->exclude_own = ex;
+    for (int32_t k = 0; k < n; k++) {
+        char *c = names[k] ? seam_arena_strdup(&q->m->arena, names[k]) : NULL;
+        if (!c) return seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        ex[q->o.n_exclude++] = c;
+    }
+    q->o.exclude = ex;
+    q->replan = n > 0 || q->replan;
+    return SEAM_STATUS_OK;
+}
+
+/* Plans q again with its exclusions, each value keeping the parameters its
+ * first plan gave it (the model is the same: value indices are too). */
+static seam_status replan(seam_quantizer *q) {
+    quant_act *old = q->acts;
+    int32_t n_old = q->n_acts, n_values = q->m->graph->n_values;
+    int32_t *param_of = malloc(sizeof(int32_t) * ((size_t)n_values + 1));
+    if (!param_of) return seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int32_t v = 0; v < n_values; v++) param_of[v] = -1;
+    for (int32_t k = 0; k < n_old; k++) param_of[old[k].v] = k;
+    free(q->role), free(q->act_of);
+    q->role = NULL, q->act_of = NULL, q->acts = NULL, q->n_acts = 0, q->n_reasons = 0;
+    memset(&q->st, 0, sizeof(q->st));
+    seam_status st = quant_plan(q);
+    for (int32_t k = 0; !st && k < q->n_acts; k++) {
+        int32_t o = param_of[q->acts[k].v];
+        if (o < 0) st = seam_error(q->ctx, SEAM_STATUS_INTERNAL, "quantize: no calibrated range for value '%s'",
+                                   q->m->graph->values[q->acts[k].v].name);
+        else q->acts[k].scale = old[o].scale, q->acts[k].zero_point = old[o].zero_point;
+    }
+    for (int32_t k = 0; k < n_old; k++) free(old[k].bins);
+    free(old);
+    free(param_of);
+    return st;
+}
+
 seam_status seam_quantizer_finish(seam_quantizer *q, seam_quantize_stats *stats_out) {
     if (!q) return SEAM_STATUS_INVALID_ARGUMENT;
     if (q->finished) return seam_error(q->ctx, SEAM_STATUS_INVALID_ARGUMENT, "quantize: finished already");
@@ -324,19 +436,12 @@ seam_status seam_quantizer_finish(seam_quantizer *q, seam_quantize_stats *stats_
     seam_session_free(q->s);
     q->s = NULL;
     remove_outputs(q);
-    for (int32_t k = 0; k < q->n_acts; k++) {
-        quant_act *a = &q->acts[k];
-        if (a->root != k) continue;
-        double lo = 0, hi = 0;
-        if (a->seen) chosen_range(q, a, &lo, &hi);
-        uint8_params(lo, hi, &a->scale, &a->zero_point);
-    }
-    for (int32_t k = 0; k < q->n_acts; k++) {
-        q->acts[k].scale = q->acts[q->acts[k].root].scale;
-        q->acts[k].zero_point = q->acts[q->acts[k].root].zero_point;
-    }
+    for (int32_t k = 0; k < q->n_acts; k++) act_params(q, &q->acts[k], &q->acts[k].scale, &q->acts[k].zero_point);
+    int32_t runs = q->st.calibration_runs;
+    seam_status st = q->replan ? replan(q) : SEAM_STATUS_OK;
+    q->st.calibration_runs = runs;
     q->finished = true;
-    seam_status st = quant_rewrite(q);
+    if (!st) st = quant_rewrite(q);
     if (!st && stats_out) *stats_out = q->st;
     return st;
 }
@@ -351,5 +456,6 @@ void seam_quantizer_free(seam_quantizer *q) {
     free(q->role);
     free(q->bound);
     free(q->notes);
+    free(q->exclude_own);
     free(q);
 }

@@ -78,6 +78,10 @@ struct seam_quantizer {
     } reasons[16];
     int32_t n_reasons;
     char *notes;              /* made by seam_quantizer_notes */
+    const char **exclude_own; /* o.exclude once seam_quantizer_exclude added to it */
+    int32_t n_exclude_user;   /* o.exclude's first entries, the options' own */
+    const char *exclude_why;  /* the reason of the ones added (arena), or NULL */
+    bool replan;              /* exclusions were added: plan again at finish */
 };
 
 /* Marks every node's role and fills acts (quantize_graph.c). */

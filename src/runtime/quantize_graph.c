@@ -90,10 +90,13 @@ static float attr_f(const ir_node *n, const char *name, float dflt) {
     return a && a->kind == IR_ATTR_FLOAT ? a->f : dflt;
 }
 
-static bool excluded(const seam_quantizer *q, const ir_node *n) {
+/* Why n is excluded (the options' exclusions, then those added by
+ * seam_quantizer_exclude with their reason), or NULL. */
+static const char *excluded(const seam_quantizer *q, const ir_node *n) {
     for (int32_t k = 0; k < q->o.n_exclude; k++)
-        if (!strcmp(q->o.exclude[k], n->name)) return true;
-    return false;
+        if (!strcmp(q->o.exclude[k], n->name))
+            return k >= q->n_exclude_user && q->exclude_why ? q->exclude_why : "excluded by the caller";
+    return NULL;
 }
 
 /* Why a Gemm cannot be quantized as it is, or NULL. */
@@ -160,15 +163,15 @@ static void plan_static(seam_quantizer *q) {
         const ir_node *n = &g->nodes[i];
         int kind = op_kind(n);
         if (kind == K_NONE || kind == K_SHARED || !float_data(q, i, kind)) continue;
-        const char *no = excluded(q, n) ? "excluded by the caller" : kind == K_GEMM ? gemm_refusal(n) : NULL;
+        const char *no = excluded(q, n) ? excluded(q, n) : kind == K_GEMM ? gemm_refusal(n) : NULL;
         if (no) quant_left_float(q, i, no);
         else q->role[i] = QN_OP;
     }
     for (int32_t k = 0; k < g->n_nodes; k++) { /* removable activations */
         int32_t i = g->topo[k];
         const ir_node *n = &g->nodes[i];
-        if (!from_zero(g, n) || n->n_inputs < 1 || n->inputs[0] < 0 || excluded(q, n) || !is_f32(g, n->outputs[0]))
-            continue;
+        /* (whether it goes is its op's to say: an exclusion names the op) */
+        if (!from_zero(g, n) || n->n_inputs < 1 || n->inputs[0] < 0 || !is_f32(g, n->outputs[0])) continue;
         const ir_value *x = &g->values[n->inputs[0]];
         if (x->producer < 0 || q->role[x->producer] != QN_OP || x->n_consumers != 1 || (x->flags & IR_VALUE_OUTPUT) ||
             g->nodes[x->producer].outputs[0] != n->inputs[0])
@@ -225,7 +228,7 @@ static void plan_dynamic(seam_quantizer *q) {
         bool mm = is_std(n, "MatMul"), gemm = is_std(n, "Gemm");
         if ((!mm && !gemm) || n->n_inputs < 2 || !is_f32(g, n->inputs[0]) || !is_f32(g, n->outputs[0])) continue;
         const ir_tensor *w = const_of(g, n->inputs[1]);
-        const char *no = excluded(q, n) ? "excluded by the caller"
+        const char *no = excluded(q, n) ? excluded(q, n)
                          : !w ? "MatMul of two activations (dynamic quantization takes constant weights)"
                          : w->rank != 2 ? "weight not 2-D"
                          : gemm ? gemm_refusal(n) : NULL;

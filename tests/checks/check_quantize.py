@@ -32,6 +32,12 @@ Cases:
   (Gemms): MatMulInteger per quantized MatMul/Gemm, and seam (cpu, dnnl)
   within one step of the float output's uint8 range of ONNX Runtime, and
   MIN_SQNR against the float model.
+- precision: `seam run FLOAT --precision int8 --calibration DIR --target
+  dnnl` gives the output of seam quantize's file; --max-error 0.9 keeps it
+  all int8, 1e-9 all fp32 (the float model's output bit for bit); on the
+  int8 NPU rules target (several subgraphs) --max-error 0.2 and 0.05: the
+  error the command claims is the one measured here on the saved model
+  over the calibration sets, and within the bound.
 - python: seam.quantize writes the same graph as the CLI (static from
   numpy sets, dynamic), and quantizes a torch module from torch tensors.
 - bad: usage errors exit 2, bad models and calibration data exit 1 with a
@@ -305,6 +311,72 @@ def case_dynamic(name):
     accuracy(f"dynamic {name}", name, out, MIN_SQNR[name if name.startswith("dyn") else "dyn " + name])
 
 
+def rel_error(model, name, extra=()):
+    """max over the calibration sets of max |y - y_float| / max |y_float|
+    (seam run of model, and of the float model, on the CPU)."""
+    worst = 0.0
+    for k, x in enumerate(sorted(glob.glob(os.path.join(calib(name), "*.npy")))):
+        ys = []
+        for j, m in enumerate((path(name, ".float.onnx"), model)):
+            d = os.path.join(work, f"relerr.{os.path.basename(model)}.{k}.{j}")
+            r = run("run", m, "--input", f"{input_name(name)}={x}", "--output-dir", d, *(extra if j else ()))
+            if r.returncode:
+                return None
+            ys.append(seamtest.load_outputs(m, d)[0].astype(np.float64))
+        worst = max(worst, float(np.abs(ys[1] - ys[0]).max() / max(np.abs(ys[0]).max(), 1e-30)))
+    return worst
+
+
+def case_precision():
+    """--precision int8 runs what seam quantize writes; --max-error keeps
+    subgraphs in fp32 and the error it claims is the one measured here."""
+    name = "qdq_resblock"
+    q = os.path.join(work, f"{name}.q.onnx")
+    if not os.path.exists(q):
+        quantize(name, q, "--calibration", calib(name))
+    x = f"{input_name(name)}={path(name, '.input.npy')}"
+    outs = {}
+    for tag, model, extra in (("quantize", q, ()), ("precision", path(name, ".float.onnx"),
+                                                    ("--precision", "int8", "--calibration", calib(name))),
+                              ("loose", path(name, ".float.onnx"), ("--precision", "int8", "--calibration", calib(name),
+                                                                     "--max-error", "0.9")),
+                              ("tight", path(name, ".float.onnx"), ("--precision", "int8", "--calibration", calib(name),
+                                                                     "--max-error", "1e-9")),
+                              ("float", path(name, ".float.onnx"), ())):
+        d = os.path.join(work, f"precision.{tag}")
+        r = run("run", model, "--input", x, "--target", "dnnl", "--output-dir", d, *extra)
+        if r.returncode:
+            return check.fail(f"precision ({tag}): seam run failed: {last(r.stderr)}")
+        outs[tag] = (seamtest.load_outputs(model, d)[0], r.stderr)
+    check.expect(np.array_equal(outs["precision"][0], outs["quantize"][0]),
+                 "precision: run --precision int8 --target dnnl equals the run of seam quantize's file", "differs")
+    check.expect(np.array_equal(outs["loose"][0], outs["quantize"][0]) and "all of it in int8" in outs["loose"][1],
+                 "precision: --max-error 0.9 keeps all of it in int8", outs["loose"][1].strip()[-200:])
+    check.expect(np.array_equal(outs["tight"][0], outs["float"][0]) and "kept in fp32" in outs["tight"][1],
+                 "precision: --max-error 1e-9 keeps every subgraph in fp32: the float model's output bit for bit",
+                 outs["tight"][1].strip()[-200:])
+    # per subgraph, on an int8-only NPU target (several subgraphs), and the
+    # claimed error against one measured here on the saved model
+    name = "qdq_mobilenet_v2"
+    npu = os.path.join(ROOT, "tests", "targets", "int8_npu.json")
+    for e in ("0.2", "0.05"):
+        out = os.path.join(work, f"precision.npu.{e}.onnx")
+        r = run("partition", path(name, ".float.onnx"), "--target", npu, "--precision", "int8", "--calibration",
+                calib(name), "--max-error", e, "-o", out)
+        if r.returncode:
+            check.fail(f"precision npu {e}: seam partition failed: {last(r.stderr)}")
+            continue
+        kept = r.stderr.count("kept in fp32;")
+        int8 = r.stderr.count("): int8;")
+        claim = [float(l.split("off by ")[1].split("%")[0]) / 100 for l in r.stderr.splitlines()
+                 if "the model is off by" in l]
+        got = rel_error(out, name, ("--target", npu))
+        check.expect(claim and got is not None and got <= float(e) and abs(got - claim[0]) <= 6e-3 * max(got, 1e-9) + 1e-6,
+                     f"precision npu --max-error {e}: {int8} subgraphs int8, {kept} kept in fp32; off by "
+                     f"{100 * (got or 0):.3g}% measured here, {100 * claim[0] if claim else -1:.3g}% claimed",
+                     r.stderr.strip()[-300:])
+
+
 PY = r"""
 import glob, sys, numpy as np, onnx, torch, seam
 models, work = sys.argv[1], sys.argv[2]
@@ -399,6 +471,16 @@ def case_bad():
         (1, "quantized already", [qfile, "-o", never, "--dynamic"], "quantized already"),
         (1, "opset 9", [old, "-o", never, "--dynamic"], "opset"),
     ]
+    for code, what, argv, needle in (
+            (2, "--max-error without --precision", ["--max-error", "0.1", "--calibration", calib(name)], "--precision"),
+            (2, "--precision int8 without --calibration", ["--precision", "int8"], "--calibration"),
+            (2, "--precision bf16", ["--precision", "bf16"], "bf16"),
+            (2, "--max-error -1", ["--precision", "int8", "--calibration", calib(name), "--max-error", "-1"],
+             "--max-error"),
+            (1, "--precision int8 with NaN calibration", ["--precision", "int8", "--calibration", bad_dir], "NaN")):
+        r = run("run", fm, "--input", f"{input_name(name)}={path(name, '.input.npy')}", *argv)
+        check.expect(r.returncode == code and needle in r.stderr, f"bad: run {what}: exit {code}, said",
+                     f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
     for code, what, argv, needle in cases:
         r = run("quantize", *argv)
         check.expect(r.returncode == code and needle in r.stderr and not os.path.exists(never),
@@ -430,6 +512,8 @@ def main():
     for name in DYNAMIC:
         if check.selected(f"dynamic {name}", needed_by=("python",)):
             case_dynamic(name) if not problem else check.fail(f"dynamic {name}: {problem}")
+    if check.selected("precision"):
+        case_precision() if not problem else check.fail(f"precision: {problem}")
     if check.selected("python"):
         case_python()
     if check.selected("bad"):

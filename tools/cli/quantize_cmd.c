@@ -1,13 +1,10 @@
 /* seam quantize MODEL -o OUT.onnx [--calibration DIR | --dynamic] [options] */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "calib.h"
 #include "cli.h"
-#include "core/tensor.h"
-#include "run.h"
 
 static const char *HELP =
     "usage: seam quantize MODEL -o OUT.onnx --calibration DIR [options]\n"
@@ -121,147 +118,6 @@ static int parse(qopts *a, int argc, char **argv) {
     return CLI_OK;
 }
 
-/* ---- calibration sets ---------------------------------------------------- */
-
-static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
-
-/* The entries of dir (sorted, hidden ones left out) that are folders
- * (want_dirs) or regular files; *n of them, malloc'd. NULL on error. */
-static char **list_dir(const char *dir, bool want_dirs, int *n) {
-    DIR *d = opendir(dir);
-    *n = 0;
-    if (!d) return NULL;
-    int cap = 16;
-    char **v = malloc(sizeof(char *) * (size_t)cap);
-    struct dirent *e;
-    while (v && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char p[4096];
-        struct stat sb;
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        if (stat(p, &sb) || (want_dirs ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode))) continue;
-        if (*n == cap) {
-            char **w = realloc(v, sizeof(char *) * (size_t)(cap *= 2));
-            if (!w) break;
-            v = w;
-        }
-        v[(*n)++] = strdup(p);
-    }
-    closedir(d);
-    if (v) qsort(v, (size_t)*n, sizeof(char *), cmp_str);
-    return v;
-}
-
-static void free_list(char **v, int n) {
-    for (int k = 0; k < n; k++) free(v[k]);
-    free(v);
-}
-
-static bool has_ext(const char *p) {
-    size_t l = strlen(p);
-    return (l > 4 && (!strcmp(p + l - 4, ".npy") || !strcmp(p + l - 4, ".pb")));
-}
-
-/* Whether file (a path) is input k named name: NAME.npy/.pb (characters
- * outside [A-Za-z0-9._-] may be _), or input_K.npy/.pb. */
-static bool names_input(const char *file, int32_t k, const char *name) {
-    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    size_t bl = strlen(base), stem = bl > 4 && !strcmp(base + bl - 4, ".npy") ? bl - 4 : bl > 3 && !strcmp(base + bl - 3, ".pb") ? bl - 3 : 0;
-    if (!stem) return false;
-    char idx[32];
-    snprintf(idx, sizeof(idx), "input_%d", k);
-    if (stem == strlen(idx) && !strncmp(base, idx, stem)) return true;
-    if (stem != strlen(name)) return false;
-    for (size_t c = 0; c < stem; c++) {
-        char want = name[c];
-        bool plain = (want >= 'a' && want <= 'z') || (want >= 'A' && want <= 'Z') || (want >= '0' && want <= '9') ||
-                     want == '.' || want == '_' || want == '-';
-        if (base[c] != want && !(!plain && base[c] == '_')) return false;
-    }
-    return true;
-}
-
-/* Binds each model input to its file of the set (files[n_files]) and runs
- * one calibration. */
-static int observe_set(seam_context *ctx, seam_quantizer *q, const seam_model *m, const char *set, char **files, int n_files,
-                       bool single) {
-    int32_t ni = seam_model_input_count(m);
-    seam_tensor *t = calloc((size_t)ni + 1, sizeof(seam_tensor));
-    int rc = t ? CLI_OK : CLI_BAD_INPUT;
-    for (int f = 0; f < n_files && !rc; f++) {
-        bool used = single;
-        for (int32_t k = 0; k < ni && !used; k++) {
-            seam_value_info vi;
-            used = !seam_model_input(m, k, &vi) && names_input(files[f], k, vi.name);
-        }
-        if (!used && has_ext(files[f]))
-            rc = (fprintf(stderr, "seam quantize: calibration file '%s' names no input of the model\n", files[f]), CLI_BAD_INPUT);
-    }
-    for (int32_t k = 0; k < ni && !rc; k++) {
-        seam_value_info vi;
-        seam_model_input(m, k, &vi);
-        const char *file = single ? set : NULL;
-        for (int f = 0; f < n_files && !file; f++)
-            if (names_input(files[f], k, vi.name)) file = files[f];
-        if (!file) {
-            fprintf(stderr, "seam quantize: calibration set '%s' has no file for input '%s' (%s.npy, %s.pb or input_%d.pb)\n",
-                    set, vi.name, vi.name, vi.name, k);
-            rc = CLI_BAD_INPUT;
-            break;
-        }
-        char err[512];
-        if (!run_read_input(ctx, file, &t[k], err, sizeof(err))) {
-            fprintf(stderr, "seam quantize: %s\n", err);
-            rc = CLI_BAD_INPUT;
-            break;
-        }
-        seam_status st = seam_quantizer_set_input(q, vi.name, (seam_dtype)t[k].dtype, t[k].rank, t[k].dims, t[k].data);
-        if (st) {
-            cli_fail("quantize", ctx, st);
-            rc = CLI_BAD_INPUT;
-        }
-    }
-    if (!rc) {
-        seam_status st = seam_quantizer_observe(q);
-        if (st) {
-            fprintf(stderr, "seam quantize: calibration set '%s': ", set);
-            cli_fail("quantize", ctx, st);
-            rc = CLI_BAD_INPUT;
-        }
-    }
-    for (int32_t k = 0; t && k < ni; k++) free(t[k].data);
-    free(t);
-    return rc;
-}
-
-static int calibrate(seam_context *ctx, seam_quantizer *q, const seam_model *m, const char *dir) {
-    struct stat sb;
-    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
-        return fprintf(stderr, "seam quantize: --calibration %s is not a folder\n", dir), CLI_BAD_INPUT;
-    int nd = 0, nf = 0, rc = CLI_OK;
-    char **dirs = list_dir(dir, true, &nd), **files = list_dir(dir, false, &nf);
-    if (!dirs || !files) rc = (fprintf(stderr, "seam quantize: cannot read the folder %s\n", dir), CLI_BAD_INPUT);
-    else if (nd) {
-        for (int s = 0; s < nd && !rc; s++) {
-            int n = 0;
-            char **set = list_dir(dirs[s], false, &n);
-            rc = set ? observe_set(ctx, q, m, dirs[s], set, n, false) : CLI_BAD_INPUT;
-            free_list(set, n);
-        }
-    } else {
-        int sets = 0;
-        if (seam_model_input_count(m) != 1)
-            rc = (fprintf(stderr, "seam quantize: the model has %d inputs: put each calibration set in a folder of its own "
-                                 "under %s, one file per input\n", seam_model_input_count(m), dir), CLI_BAD_INPUT);
-        for (int f = 0; f < nf && !rc; f++)
-            if (has_ext(files[f])) rc = observe_set(ctx, q, m, files[f], NULL, 0, true), sets++;
-        if (!rc && !sets) rc = (fprintf(stderr, "seam quantize: %s holds no calibration set (.npy or .pb files, or folders)\n", dir), CLI_BAD_INPUT);
-    }
-    free_list(dirs, nd);
-    free_list(files, nf);
-    return rc;
-}
-
 int cmd_quantize(int argc, char **argv) {
     qopts a;
     memset(&a, 0, sizeof(a));
@@ -280,7 +136,13 @@ int cmd_quantize(int argc, char **argv) {
         rc = cli_fail("quantize", ctx, st);
         goto done;
     }
-    if (a.calib && (rc = calibrate(ctx, q, m, a.calib))) goto done;
+    if (a.calib) {
+        cli_calib sets;
+        rc = cli_calib_load("quantize", ctx, m, a.calib, &sets);
+        if (!rc) rc = cli_calib_observe("quantize", ctx, q, &sets);
+        cli_calib_free(&sets);
+        if (rc) goto done;
+    }
     seam_quantize_stats qs;
     st = seam_quantizer_finish(q, &qs);
     if (!st) st = seam_model_save(m, a.out, NULL);

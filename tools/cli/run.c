@@ -305,6 +305,7 @@ static int run_partition_targets(run_opts *o, run_state *r) {
     seam_plan *plan = NULL;
     seam_status st;
     int rc;
+    tg->threads = o->threads, tg->quiet = o->quiet;
     if ((rc = targets_apply_shapes(tg, "run", r->ctx, r->m))) return rc; /* shapes are applied; this folds */
     if ((rc = targets_load(tg, "run", r->ctx))) return rc;
     if ((st = targets_partition(tg, r->m, o->threads, &plan)) ||
@@ -336,6 +337,10 @@ static int run_partition(run_opts *o, run_state *r) {
      * too (its QLinear kernels: exact, and ~10x faster than the float
      * QDQ form, which dequantizes every weight at every run) */
     seam_qdq_stats q;
+    if (o->tg.n_paths == 0) {
+        o->tg.threads = o->threads, o->tg.quiet = o->quiet;
+        if ((rc = targets_precision(&o->tg, "run", r->ctx, r->m))) return rc;
+    }
     if (o->tg.n_paths == 0 && !o->tg.no_fold) {
         if ((st = seam_model_fuse_qdq(r->m, SEAM_QDQ_UNITS | SEAM_QDQ_FOLD, &q))) {
             cli_fail("run", r->ctx, st);

@@ -12,10 +12,12 @@ void targets_init(cli_targets *t) {
     t->opts = seam_partition_defaults();
 }
 
-#define TUSAGE (CLI_USAGE + 10)
+#define TUSAGE TARGETS_USAGE
 
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k) {
     const char *a = argv[*k];
+    int pr = precision_option(t, cmd, argc, argv, k);
+    if (pr) return pr;
     if (strcmp(a, "--no-fold") == 0) {
         t->no_fold = true;
         return 1;
@@ -155,6 +157,8 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
 }
 
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
+    if (t->targets_loaded) return CLI_OK; /* (--max-error loads them early) */
+    t->targets_loaded = true;
     const seam_backend *libs[MAX_TARGETS];
     int32_t n_libs = 0, n = 0;
     for (int32_t k = 0; k < t->n_libs; k++) {
@@ -320,6 +324,8 @@ int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, sea
         t->bucket_opts[k] = o;
         t->target_options[t->n_target_options++] = o;
     }
+    int rc = targets_precision(t, cmd, ctx, m);
+    if (rc) return rc;
     if (!t->no_fold) {
         seam_status st = seam_model_fold(m, NULL);
         if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;

@@ -33,8 +33,17 @@ typedef struct cli_targets {
     char *bucket_opts[129];     /* their "seam.bucket=...", "seam.pad=..." and "seam.jit=off" target options */
     const seam_backend *avail[2 * MAX_TARGETS]; /* every backend loaded, for sessions */
     int32_t n_avail;
+    bool targets_loaded;        /* targets_load ran */
+    const char *precision;      /* --precision (NULL: fp32) */
+    const char *calibration;    /* --calibration DIR */
+    double max_error;           /* --max-error (0: none) */
+    int32_t threads;            /* the command's --threads, for the calibration runs */
+    bool quiet;                 /* the command's --quiet */
     seam_partition_options opts;
 } cli_targets;
+
+/* targets_option's return for a usage error (printed). */
+#define TARGETS_USAGE (2 + 10)
 
 void targets_init(cli_targets *t);
 /* Consumes argv[*k] (and its value) if it is a target option. Returns 1 if
@@ -50,6 +59,13 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx);
 seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan);
 int targets_apply_shapes(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m);
 void targets_free(cli_targets *t);
+
+/* precision.c: --precision, --calibration, --max-error (1 consumed, 0 not
+ * one, TARGETS_USAGE after a usage error); and the quantization they ask
+ * for, applied to m in place before its units are made (called by
+ * targets_apply_shapes after folding). */
+int precision_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k);
+int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m);
 
 #define TARGET_HELP                                                                          \
     "  --target T            a target: a rules file (JSON) or cpu; repeat for more, in\n"    \
@@ -85,7 +101,14 @@ void targets_free(cli_targets *t);
     "  --pad NAME:AXIS[=V]   with --bucket: input NAME's symbolic dim AXIS is padded\n" \
     "                        with V (default 0) up to the smallest bucket that fits,\n" \
     "                        and the outputs' axes with the same dim sliced back\n"   \
-    "                        (safe for per-position ops only; see docs/dynamic.md)\n"
+    "                        (safe for per-position ops only; see docs/dynamic.md)\n" \
+    "  --precision P         fp32 (default); int8: quantize the float model first as\n" \
+    "                        seam quantize does (QDQ from --calibration); int8-dynamic:\n" \
+    "                        MatMul/Gemm weights, ranges at run time (docs/quantized.md)\n" \
+    "  --calibration DIR     the calibration sets (seam quantize --help says how)\n" \
+    "  --max-error E         with int8: subgraphs whose int8 error on the calibration\n" \
+    "                        sets would put the outputs off by more than E (0.02 or\n" \
+    "                        2%: of each output's largest magnitude) stay in fp32\n"
 
 /* Says once what became of a quantized model's QDQ units (made into
  * QLinear nodes for targets, or run in float on the CPU). */
