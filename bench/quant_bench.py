@@ -3,7 +3,7 @@ quantized files, and against seam's own fp32 run of the float models
 (issue 27).
 
 usage: /usr/bin/python3 bench/quant_bench.py [--seam build/seam] [--models build/quant-bench-models]
-           [--rounds 3] [--repeat 20] [--threads 2] [--pause 2] [--check] [NAME...]
+           [--target dnnl|cpu] [--rounds 3] [--repeat 20] [--threads 2] [--pause 2] [--check] [NAME...]
 
 The models are tests/models/gen_quant.py's at the benchmark's sizes
 (--bench): QDQ resnet18 and mobilenet_v2 at 1x3x224x224, the QDQ conv
@@ -81,6 +81,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pause", type=float, default=2)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--target", default="dnnl", help="seam's target: dnnl (default) or cpu (the CPU kernels, no --target)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     names = a.names or subprocess.run([sys.executable, GEN, "--list"], capture_output=True, text=True,
@@ -89,11 +90,12 @@ def main():
     if not os.path.isdir(os.path.join(ORT, "node_modules", "onnxruntime-node")):
         subprocess.run(["npm", "install", "--ignore-scripts"], cwd=ORT, check=True, capture_output=True)
     print(f"CPU: {cpu_features()}")
-    print(f"seam {a.seam}; ONNX Runtime {ORT} (CPU provider); {a.threads} threads, best of {a.rounds} rounds "
+    print(f"seam {a.seam} (target {a.target}); ONNX Runtime {ORT} (CPU provider); {a.threads} threads, best of {a.rounds} rounds "
           f"of the median of {a.repeat} runs\n")
 
     def seam_ms(model, inp, input_name):
-        rc, text = run([a.seam, "run", model, "--input", f"{input_name}={inp}", "--target", "dnnl",
+        tgt = [] if a.target == "cpu" else ["--target", a.target]
+        rc, text = run([a.seam, "run", model, "--input", f"{input_name}={inp}", *tgt,
                         "--repeat", str(a.repeat), "--threads", str(a.threads), "--quiet"])
         return (median_of(text) if rc == 0 else None), text
 
@@ -136,7 +138,8 @@ def main():
                 f"{best['o32']:.3f} | {sp:.2f}x | {osp:.2f}x |")
         if a.check:
             with tempfile.TemporaryDirectory() as d:
-                rc, text = run([a.seam, "run", q, "--input", f"{iname}={inp}", "--target", "dnnl", "--output-dir",
+                rc, text = run([a.seam, "run", q, "--input", f"{iname}={inp}",
+                                *([] if a.target == "cpu" else ["--target", a.target]), "--output-dir",
                                 os.path.join(d, "s"), "--quiet"])
                 rc2, text2 = run(["node", os.path.join(ORT, "ort_run.js"), q, inp, "--repeat", "1", "--threads",
                                   str(a.threads), "--out", os.path.join(d, "o.bin")])

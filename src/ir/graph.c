@@ -165,6 +165,18 @@ int32_t ir_graph_add_node(ir_graph *g) {
     return idx;
 }
 
+void ir_graph_remove_nodes(ir_graph *g, const bool *dead) {
+    int32_t o = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (dead[i]) continue;
+        g->nodes[o] = g->nodes[i];
+        if (g->node_docs) g->node_docs[o] = g->node_docs[i];
+        if (g->folded_ops) g->folded_ops[o] = g->folded_ops[i];
+        o++;
+    }
+    g->n_nodes = o;
+}
+
 bool ir_model_own(struct seam_model *m, void *p) {
     if (m->n_owned == m->cap_owned) {
         int32_t cap = m->cap_owned ? m->cap_owned * 2 : 16;

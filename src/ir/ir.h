@@ -282,6 +282,9 @@ const char *ir_node_folded_op(const ir_graph *g, int32_t node);
 bool ir_value_set_doc(ir_graph *g, int32_t v, const char *doc);
 bool ir_node_set_doc(ir_graph *g, int32_t node, const char *doc);
 bool ir_node_set_folded_op(ir_graph *g, int32_t node, const char *op);
+/* Removes the nodes with dead[i] set (and their side-array entries),
+ * keeping the others' order; link the graph again after. */
+void ir_graph_remove_nodes(ir_graph *g, const bool *dead);
 /* Registers a big malloc'd buffer to be freed with the model. */
 bool ir_model_own(struct seam_model *m, void *p);
 

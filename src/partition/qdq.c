@@ -485,19 +485,6 @@ static bool fold_dq(qdq_state *S, int32_t i) {
     return true;
 }
 
-/* Removes the dead nodes (and their side-array entries), keeping order. */
-static void compact(ir_graph *g, const bool *dead) {
-    int32_t o = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (dead[i]) continue;
-        g->nodes[o] = g->nodes[i];
-        if (g->node_docs) g->node_docs[o] = g->node_docs[i];
-        if (g->folded_ops) g->folded_ops[o] = g->folded_ops[i];
-        o++;
-    }
-    g->n_nodes = o;
-}
-
 static seam_status append_inits(qdq_state *S) {
     ir_graph *g = S->g;
     if (!S->n_new_inits) return SEAM_STATUS_OK;
@@ -602,7 +589,7 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     if (S.st.conv_units + S.st.matmul_units + S.st.gemm_units) {
         if ((st = append_inits(&S))) goto done;
         S.n_new_inits = 0;
-        compact(g, S.dead);
+        ir_graph_remove_nodes(g, S.dead);
         if ((st = ir_graph_link(m->ctx, g))) goto done;
         memset(S.dead, 0, sizeof(bool) * (size_t)g->n_nodes);
         bool removed = false;
@@ -612,7 +599,7 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
                 g->values[n->outputs[0]].n_consumers == 0 && !(g->values[n->outputs[0]].flags & IR_VALUE_OUTPUT))
                 S.dead[i] = true, removed = true;
         }
-        if (removed) compact(g, S.dead);
+        if (removed) ir_graph_remove_nodes(g, S.dead);
     }
     if (flags & SEAM_QDQ_FOLD)
         for (int32_t i = 0; i < g->n_nodes; i++) fold_dq(&S, i);

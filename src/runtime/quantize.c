@@ -118,7 +118,7 @@ static seam_status add_outputs(seam_quantizer *q) {
     q->outputs0 = g->outputs;
     int32_t *outs = seam_arena_alloc(&q->m->arena, sizeof(int32_t) * ((size_t)g->n_outputs + (size_t)q->n_acts + 1));
     if (!outs) return seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    memcpy(outs, g->outputs, sizeof(int32_t) * (size_t)g->n_outputs);
+    if (g->n_outputs) memcpy(outs, g->outputs, sizeof(int32_t) * (size_t)g->n_outputs);
     int32_t n = g->n_outputs;
     for (int32_t k = 0; k < q->n_acts; k++) {
         quant_act *a = &q->acts[k];

@@ -437,15 +437,7 @@ static seam_status drop_unread(rw *R, const bool *read_before) {
             !(g->values[y].flags & IR_VALUE_OUTPUT))
             dead[i] = true, removed++;
     }
-    o = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (dead[i]) continue;
-        g->nodes[o] = g->nodes[i];
-        if (g->node_docs) g->node_docs[o] = g->node_docs[i];
-        if (g->folded_ops) g->folded_ops[o] = g->folded_ops[i];
-        o++;
-    }
-    g->n_nodes = o;
+    ir_graph_remove_nodes(g, dead);
     free(dead);
     return removed ? ir_graph_link(R->q->ctx, g) : SEAM_STATUS_OK;
 }
@@ -461,8 +453,8 @@ static seam_status install(rw *R) {
     }
     int32_t *inits = seam_arena_alloc(&R->m->arena, sizeof(int32_t) * (size_t)(g->n_inits + R->n_inits + 1));
     if (!inits) return seam_error(R->q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    memcpy(inits, g->inits, sizeof(int32_t) * (size_t)g->n_inits);
-    memcpy(inits + g->n_inits, R->inits, sizeof(int32_t) * (size_t)R->n_inits);
+    if (g->n_inits) memcpy(inits, g->inits, sizeof(int32_t) * (size_t)g->n_inits);
+    if (R->n_inits) memcpy(inits + g->n_inits, R->inits, sizeof(int32_t) * (size_t)R->n_inits);
     g->inits = inits;
     g->n_inits += R->n_inits;
     return SEAM_STATUS_OK;
