@@ -11,7 +11,8 @@ channel per group), and the plain loop (SEAM_CPU_ICONV=0, and any K above
 Each case is a one-node model written with onnx.helper: 1-D, 2-D and 3-D;
 strides, dilations, asymmetric pads, auto_pad SAME_UPPER; groups, depthwise
 with and without a channel multiplier; output positions and channels that
-are not multiples of the kernel's blocks (32 and 8), an odd K; uint8 and
+are not multiples of the kernel's blocks (32 and 8), an odd K; batches
+whose blocks of positions span images (a Gemm unit's rows as 1x1 images); uint8 and
 int8 inputs and weights; zero points other than 0, per output channel for
 the weight; a bias; a batch of 2; the weight given at run time as well as
 constant. The reference is numpy: x - x_zp and w - w_zp padded with 0
@@ -89,6 +90,10 @@ CASES = {
     "2d_channel_multiplier": ((1, 8, 10, 10), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8, T.UINT8, T.INT8, False, True),
     "1d": ((2, 12, 50), 20, (5,), (2,), (2, 1), (1,), 1, T.UINT8, T.INT8, True, True),
     "3d": ((1, 6, 5, 8, 8), 10, (3, 3, 3), (1, 2, 2), (1, 1, 1, 1, 1, 1), (1, 1, 1), 2, T.UINT8, T.INT8, False, True),
+    "batch_1x1_spanning": ((5, 16, 3, 3), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True, True),
+    "gemm_like_batch70": ((70, 48, 1, 1), 24, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True, True),
+    "batch_3x3_small": ((3, 8, 5, 5), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.INT8, T.INT8, False, True),
+    "batch_grouped": ((3, 8, 9, 7), 12, (3, 3), (2, 1), (1, 1, 0, 0), (1, 1), 2, T.UINT8, T.INT8, True, True),
     "k_over_32768": ((1, 4100, 3, 3), 3, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
 }
 

@@ -119,7 +119,7 @@ void cpu_iconv_free(cpu_iconv_w *w) {
 
 typedef struct iconv_job {
     const cpu_iconv_args *a;
-    int64_t blocks, Mg;
+    int64_t blocks, Mg, chunks;
     bool failed;
     bool vector_requant; /* requant_avx512 (AVX-512VL and BW) */
 } iconv_job;
@@ -146,19 +146,19 @@ typedef struct iconv_job {
 ICONV_GATHER(gather_u8, uint8_t)
 ICONV_GATHER(gather_s8, int8_t)
 
-static void iconv_im2col(const cpu_iconv_args *a, int64_t n, int64_t g, int64_t o0, int16_t *col, int64_t K2) {
+static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t np, int16_t *col, int64_t K2) {
     const conv_geom *win = a->win;
     memset(col, 0, sizeof(int16_t) * (size_t)(ICONV_NB / ICONV_NR * K2 * 64));
-    int64_t np = a->out_prod - o0 < ICONV_NB ? a->out_prod - o0 : ICONV_NB;
-    int64_t start[ICONV_NB][CONV_MAX_SPATIAL], off[ICONV_NB];
+    int64_t start[ICONV_NB][CONV_MAX_SPATIAL], img[ICONV_NB], off[ICONV_NB];
     for (int64_t l = 0; l < np; l++) {
-        int64_t rem = o0 + l;
+        int64_t p = p0 + l, rem = p % a->out_prod;
+        img[l] = p / a->out_prod * a->C * a->in_prod; /* (positions of a block may span images: group 1) */
         for (int32_t d = win->n - 1; d >= 0; d--) {
             start[l][d] = (rem % win->out[d]) * win->stride[d] - win->pad_lo[d];
             rem /= win->out[d];
         }
     }
-    const int64_t base = (n * a->C + g * a->Cg) * a->in_prod;
+    const int64_t base = g * a->Cg * a->in_prod;
     const int32_t zp = a->xzp;
     for (int64_t kk = 0; kk < a->kprod; kk++) {
         for (int64_t l = 0; l < np; l++) {
@@ -171,7 +171,7 @@ static void iconv_im2col(const cpu_iconv_args *a, int64_t n, int64_t g, int64_t 
                 }
                 o = o * win->in[d] + at;
             }
-            off[l] = o;
+            off[l] = o < 0 ? -1 : img[l] + o;
         }
         for (int64_t c = 0; c < a->Cg; c++) {
             int64_t kidx = c * a->kprod + kk;
@@ -212,6 +212,12 @@ __attribute__((target("avx512f,avx512vl,avx512bw"))) static void requant_avx512(
 
 static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t m, int64_t at);
 
+/* Work item: (group, block of positions, chunk of output channel panels).
+ * With one group a block runs over the positions of all images (a batch
+ * of 1x1 outputs, a Gemm unit's rows, fills the kernel's 32 columns);
+ * with groups, a block stays in one image. When there are fewer blocks
+ * than threads, the panels are split too (each part doing the block's
+ * im2col itself). */
 static void iconv_items(void *arg, int64_t begin, int64_t end) {
     iconv_job *j = arg;
     const cpu_iconv_args *a = j->a;
@@ -223,21 +229,35 @@ static void iconv_items(void *arg, int64_t begin, int64_t end) {
         return;
     }
     int32_t sums[ICONV_MR * ICONV_NR];
+    int64_t per_image = (a->out_prod + ICONV_NB - 1) / ICONV_NB;
     for (int64_t item = begin; item < end; item++) {
-        int64_t blk = item % j->blocks, ng = item / j->blocks, n = ng / w->group, g = ng % w->group;
-        int64_t o0 = blk * ICONV_NB;
-        iconv_im2col(a, n, g, o0, col, K2);
-        for (int64_t pn = 0; pn < w->panels; pn++) {
+        int64_t chunk = item % j->chunks, rest = item / j->chunks, blk = rest % j->blocks, g = rest / j->blocks;
+        int64_t p0, np;
+        if (w->group == 1) {
+            p0 = blk * ICONV_NB;
+            np = a->N * a->out_prod - p0 < ICONV_NB ? a->N * a->out_prod - p0 : ICONV_NB;
+        } else {
+            int64_t n = blk / per_image, o0 = blk % per_image * ICONV_NB;
+            p0 = n * a->out_prod + o0;
+            np = a->out_prod - o0 < ICONV_NB ? a->out_prod - o0 : ICONV_NB;
+        }
+        iconv_im2col(a, g, p0, np, col, K2);
+        int64_t pc = (w->panels + j->chunks - 1) / j->chunks, pn0 = chunk * pc;
+        int64_t pn1 = pn0 + pc < w->panels ? pn0 + pc : w->panels;
+        for (int64_t pn = pn0; pn < pn1; pn++) {
             const int16_t *wp = w->w + (g * w->panels + pn) * K2 * 2 * ICONV_MR;
-            for (int64_t sub = 0; sub < ICONV_NB / ICONV_NR; sub++) {
-                int64_t p0 = o0 + sub * ICONV_NR;
-                if (p0 >= a->out_prod) break;
+            for (int64_t sub = 0; sub * ICONV_NR < np; sub++) {
                 iconv_kernel(wp, col + sub * K2 * 64, K2, sums);
-                int64_t np = a->out_prod - p0 < ICONV_NR ? a->out_prod - p0 : ICONV_NR;
-                for (int64_t r = 0; r < ICONV_MR; r++) {
-                    int64_t ml = pn * ICONV_MR + r, m = g * j->Mg + ml;
-                    if (ml >= j->Mg) break;
-                    iconv_store(j, sums + r * ICONV_NR, np, m, (n * M + m) * a->out_prod + p0);
+                int64_t q0 = sub * ICONV_NR, q1 = q0 + ICONV_NR < np ? q0 + ICONV_NR : np;
+                for (int64_t q = q0; q < q1;) { /* runs of one image */
+                    int64_t p = p0 + q, n = p / a->out_prod, o = p % a->out_prod;
+                    int64_t len = a->out_prod - o < q1 - q ? a->out_prod - o : q1 - q;
+                    for (int64_t r = 0; r < ICONV_MR; r++) {
+                        int64_t ml = pn * ICONV_MR + r, m = g * j->Mg + ml;
+                        if (ml >= j->Mg) break;
+                        iconv_store(j, sums + r * ICONV_NR + (q - q0), len, m, (n * M + m) * a->out_prod + o);
+                    }
+                    q += len;
                 }
             }
         }
@@ -319,13 +339,19 @@ static void iconv_dw_planes(void *arg, int64_t begin, int64_t end) {
 }
 
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
-    iconv_job j = {a, (a->out_prod + ICONV_NB - 1) / ICONV_NB, a->w->M / a->w->group, false, false};
+    const cpu_iconv_w *w = a->w;
+    int64_t blocks = w->group == 1 ? (a->N * a->out_prod + ICONV_NB - 1) / ICONV_NB
+                                   : a->N * ((a->out_prod + ICONV_NB - 1) / ICONV_NB);
+    int64_t want = 2 * (int64_t)(pool ? seam_pool_threads(pool) : 1), items = blocks * w->group;
+    int64_t chunks = items >= want ? 1 : (want + items - 1) / items;
+    chunks = chunks < w->panels ? chunks : w->panels;
+    iconv_job j = {a, blocks, w->M / w->group, chunks < 1 ? 1 : chunks, false, false};
 #if ICONV_X86
     j.vector_requant = __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
 #endif
     if (a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C)
         seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);
     else
-        seam_parallel_for(pool, a->N * a->w->group * j.blocks, 1, iconv_items, &j);
+        seam_parallel_for(pool, j.blocks * w->group * j.chunks, 1, iconv_items, &j);
     return !__atomic_load_n(&j.failed, __ATOMIC_RELAXED);
 }
