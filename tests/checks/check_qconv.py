@@ -3,6 +3,10 @@ path, against numpy written from the ONNX spec (issue 27, item 3).
 
 usage: /usr/bin/python3 check_qconv.py SEAM WORKDIR [-k PATTERN]
 
+MatMulInteger and QLinearMatMul by a 2-D B (constant or given at run
+time) take the same GEMM, A's rows as 1x1 images; their plain path is
+OpenBLAS's exact float sums (SEAM_CPU_ICONV=0), and numpy the reference.
+
 Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
 (vpdpwssd with VNNI), its depthwise 2-D planes (one input and one output
 channel per group), and the plain loop (SEAM_CPU_ICONV=0, and any K above
@@ -28,7 +32,7 @@ import zlib
 
 import numpy as np
 from onnx import TensorProto as T
-from onnx import helper, numpy_helper
+from onnx import helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -156,6 +160,56 @@ def write_case(name, spec, op, runtime_w):
     return path, files, want
 
 
+# MatMulInteger / QLinearMatMul by a 2-D B on the same GEMM (A's rows as
+# 1x1 images): name: (A shape, N, a type, b type, per-column b zp)
+MATMULS = {
+    "mm_2d": ((100, 257), 40, T.UINT8, T.INT8, True),
+    "mm_3d_batch": ((2, 37, 64), 19, T.UINT8, T.INT8, False),
+    "mm_int8_a_uint8_b": ((70, 129), 33, T.INT8, T.UINT8, True),
+}
+
+
+def write_matmul(name, spec, op, runtime_b):
+    ashape, N, at, bt, pc = spec
+    rng = np.random.RandomState(zlib.crc32(name.encode()))
+    K = ashape[-1]
+    a = rng.randint(np.iinfo(NP[at]).min, np.iinfo(NP[at]).max + 1, size=ashape).astype(NP[at])
+    b = rng.randint(np.iinfo(NP[bt]).min, np.iinfo(NP[bt]).max + 1, size=(K, N)).astype(NP[bt])
+    az = np.array(rng.randint(0, 30) if at == T.UINT8 else rng.randint(-10, 10), NP[at])
+    bz = (rng.randint(-5, 6, size=N) if bt == T.INT8 else rng.randint(100, 150, size=N)).astype(NP[bt])
+    if not pc:
+        bz = bz[:1].reshape(())
+    sums = (a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - bz.astype(np.int64))
+    inits = {"a_zero_point": az, "b_zero_point": bz}
+    ins = [seamtest.vi("a", list(ashape), at)]
+    if runtime_b:
+        ins.append(seamtest.vi("b", [K, N], bt))
+    else:
+        inits["b"] = b
+    if op == "MatMulInteger":
+        node = helper.make_node("MatMulInteger", ["a", "b", "a_zero_point", "b_zero_point"], ["y"])
+        want, out_t = sums.astype(np.int32), T.INT32
+    else:
+        asc = np.array(0.02, np.float32)
+        bsc = (rng.uniform(0.002, 0.01, size=N) if pc else np.array(0.005)).astype(np.float32)
+        s = np.float64(asc) * np.asarray(bsc, np.float64)
+        ysc = np.array(max(float(np.std(sums * s)) * 6 / 200, 1e-6), np.float32)
+        want = np.clip(np.round(sums * (s / np.float64(ysc))) + 128, 0, 255).astype(np.uint8)
+        inits.update({"a_scale": asc, "b_scale": bsc, "y_scale": ysc, "y_zero_point": np.array(128, np.uint8)})
+        node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
+                                                  "y_scale", "y_zero_point"], ["y"])
+        out_t = T.UINT8
+    path = os.path.join(work, f"{name}.{op}{'.rb' if runtime_b else ''}.onnx")
+    seamtest.save_model(path, [node], ins, [seamtest.vi("y", list(want.shape), out_t)], seamtest.initializers(inits),
+                        opset=13)
+    files = {"a": os.path.join(work, f"{name}.a.npy")}
+    np.save(files["a"], a)
+    if runtime_b:
+        files["b"] = os.path.join(work, f"{name}.b.npy")
+        np.save(files["b"], b)
+    return path, files, want
+
+
 def run_seam(path, files, tag, env=None):
     d = os.path.join(work, tag)
     a = [x for k, f in files.items() for x in ("--input", f"{k}={f}")]
@@ -166,7 +220,31 @@ def run_seam(path, files, tag, env=None):
     return np.load(seamtest.output_file(d, "y")), None
 
 
+def compare(case, op, path, files, want):
+    tag = case.replace(" ", "_")
+    fast, err = run_seam(path, files, tag + ".fast")
+    plain, err2 = run_seam(path, files, tag + ".plain", {"SEAM_CPU_ICONV": "0"})
+    if err or err2:
+        return check.fail(f"{case}: seam run failed: {err or err2}")
+    if op in ("ConvInteger", "MatMulInteger"):
+        check.expect(fast.shape == want.shape and np.array_equal(fast, want), f"{case}: equals numpy's int64 sums",
+                     seamtest.steps(fast, want))
+    else:
+        n, d = seamtest.steps(fast, want)
+        check.expect(d <= 1 and n <= max(2, want.size // 1000),
+                     f"{case}: within 1 step of numpy (float64 requantization; {n} of {want.size} differ)",
+                     f"{n} differ, largest {d}")
+    check.expect(np.array_equal(fast, plain), f"{case}: the fast path equals the plain loop bit for bit",
+                 seamtest.steps(fast, plain))
+
+
 def main():
+    for name, spec in MATMULS.items():
+        for op in ("QLinearMatMul", "MatMulInteger"):
+            for runtime_b in (False, True):
+                case = f"{name} {op}{' runtime weight' if runtime_b else ''}"
+                if check.selected(case):
+                    compare(case, op, *write_matmul(name, spec, op, runtime_b))
     for name, spec in CASES.items():
         for op in ("QLinearConv", "ConvInteger"):
             for runtime_w in (False, True):
@@ -175,23 +253,7 @@ def main():
                 case = f"{name} {op}{' runtime weight' if runtime_w else ''}"
                 if not check.selected(case):
                     continue
-                path, files, want = write_case(name, spec, op, runtime_w)
-                tag = case.replace(" ", "_")
-                fast, err = run_seam(path, files, tag + ".fast")
-                plain, err2 = run_seam(path, files, tag + ".plain", {"SEAM_CPU_ICONV": "0"})
-                if err or err2:
-                    check.fail(f"{case}: seam run failed: {err or err2}")
-                    continue
-                if op == "ConvInteger":
-                    check.expect(fast.shape == want.shape and np.array_equal(fast, want),
-                                 f"{case}: equals numpy's int64 sums", seamtest.steps(fast, want))
-                else:
-                    n, d = seamtest.steps(fast, want)
-                    check.expect(d <= 1 and n <= max(2, want.size // 1000),
-                                 f"{case}: within 1 step of numpy (float64 requantization; {n} of {want.size} differ)",
-                                 f"{n} differ, largest {d}")
-                check.expect(np.array_equal(fast, plain), f"{case}: the fast path equals the plain loop bit for bit",
-                             seamtest.steps(fast, plain))
+                compare(case, op, *write_case(name, spec, op, runtime_w))
     check.finish()
 
 

@@ -87,7 +87,7 @@ static inline int32_t get8(const void *p, int32_t dt, int64_t i) {
 }
 
 cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
-                            int64_t group, int64_t K) {
+                            int64_t group, int64_t K, bool kn) {
     cpu_iconv_w *p = calloc(1, sizeof(*p));
     if (!p) return NULL;
     int64_t Mg = M / group;
@@ -106,7 +106,7 @@ cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t 
                     for (int64_t h = 0; h < 2; h++) {
                         int64_t ml = pn * ICONV_MR + r, m = g * Mg + ml, kk = 2 * q + h;
                         int32_t z = wz ? get8(wz, zdt, zn == 1 ? 0 : m) : 0;
-                        *d++ = (int16_t)(ml < Mg && kk < K ? get8(w, wdt, m * K + kk) - z : 0);
+                        *d++ = (int16_t)(ml < Mg && kk < K ? get8(w, wdt, kn ? kk * M + m : m * K + kk) - z : 0);
                     }
     return p;
 }

@@ -25,10 +25,10 @@ bool cpu_iconv_available(void);
 /* Whether a reduction of K products fits the path's int32 sums exactly. */
 static inline bool cpu_iconv_fits(int64_t K) { return K > 0 && K <= 32768; }
 
-/* w: [M, K] 8-bit (wdt), zero points wz (scalar or one per output channel,
- * zdt; NULL: 0). NULL when out of memory. */
+/* w: [M, K] 8-bit (wdt; kn: [K, M], a MatMul's B), zero points wz (scalar
+ * or one per output channel, zdt; NULL: 0). NULL when out of memory. */
 cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
-                            int64_t group, int64_t K);
+                            int64_t group, int64_t K, bool kn);
 void cpu_iconv_free(cpu_iconv_w *w);
 
 typedef struct cpu_iconv_args {

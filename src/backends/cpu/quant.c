@@ -365,6 +365,38 @@ static bool blas_sums(seam_kernel *k, imm_job *j, int32_t br, const seam_tensor 
     return true;
 }
 
+/* A MatMul by a 2-D B on iconv.c's int16 GEMM: A's rows are the 1x1
+ * images of a convolution by B^T, [N, K, 1, 1], whose output [rows, N, 1,
+ * 1] is Y. B packed at session creation (state) when it was constant. */
+static seam_status imm_fast(seam_kernel *k, const imm_job *j, const seam_tensor *a, const seam_tensor *b,
+                            const seam_tensor *azp, const seam_tensor *bzp) {
+    const requant *rq = j->rq;
+    int64_t K = j->K, N = j->N;
+    const cpu_iconv_w *pw = k->state;
+    cpu_iconv_w *now = NULL;
+    if (!pw || pw->src != b->data || pw->zsrc != (bzp ? bzp->data : NULL) || pw->M != N || pw->K != K || pw->group != 1)
+        pw = now = cpu_iconv_pack(b->data, b->dtype, bzp ? bzp->data : NULL, bzp ? bzp->dtype : 0, bzp ? bzp->numel : 1, N,
+                                  1, K, true);
+    double *scale = rq->as ? malloc(sizeof(double) * (size_t)N) : NULL;
+    bool ok = pw && (!rq->as || scale);
+    for (int64_t c = 0; ok && scale && c < N; c++)
+        scale[c] = cpu_get(rq->as->data, rq->as->dtype, 0) * cpu_get(rq->bs->data, rq->bs->dtype, rq->bs->numel == 1 ? 0 : c) /
+                   cpu_get(rq->ys->data, rq->ys->dtype, 0);
+    conv_geom win;
+    memset(&win, 0, sizeof(win)); /* no spatial axes */
+    int64_t koff[1] = {0};
+    if (ok) {
+        cpu_iconv_args ar = {.x = a->data, .xdt = a->dtype, .xzp = azp ? get8(azp->data, azp->dtype, 0) : 0, .win = &win,
+                             .koff = koff, .N = a->numel / K, .C = K, .Cg = K, .kprod = 1, .in_prod = 1, .out_prod = 1,
+                             .w = pw, .scale = scale, .odt = rq->odt, .y = j->y->data,
+                             .zp = rq->as && rq->yz ? (double)cpu_get_i64(rq->yz->data, rq->yz->dtype, 0) : 0};
+        ok = cpu_iconv_run(k->pool, &ar);
+    }
+    cpu_iconv_free(now);
+    free(scale);
+    return ok ? SEAM_STATUS_OK : kernel_oom(k);
+}
+
 /* Batched integer MatMul of a and b (numpy rules), zero points subtracted,
  * requantized when rq->as is set. */
 static seam_status int_matmul(seam_kernel *k, const seam_tensor *a, const seam_tensor *b, const seam_tensor *azp,
@@ -400,6 +432,9 @@ static seam_status int_matmul(seam_kernel *k, const seam_tensor *a, const seam_t
         return kernel_fail(k, "y_scale and y_zero_point must be scalars");
     cpu_bcast_strides(&ba, br, j.bdims, j.sa);
     cpu_bcast_strides(&bb, br, j.bdims, j.sb);
+    if (b->rank == 2 && a->rank >= 2 && M * N * K >= (1 << 15) && cpu_iconv_available() && cpu_iconv_fits(K) &&
+        (!azp || azp->numel == 1) && (!rq->as || rq->as->numel == 1))
+        return imm_fast(k, &j, a, b, azp, bzp);
     if (M * N * K >= (1 << 15)) { /* large: OpenBLAS, exactly */
         void *cf = NULL;
         if (!blas_sums(k, &j, br, a, b, azp, bzp, &cf)) return kernel_oom(k);
@@ -539,7 +574,7 @@ static seam_status iconv_fast(seam_kernel *k, const iconv_job *j, const seam_ten
     if (!pw || pw->src != w->data || pw->zsrc != (wz ? wz->data : NULL) || pw->M != j->M || pw->K != K ||
         pw->group != j->group)
         pw = now = cpu_iconv_pack(w->data, w->dtype, wz ? wz->data : NULL, wz ? wz->dtype : 0, wz ? wz->numel : 1, j->M,
-                                  j->group, K);
+                                  j->group, K, false);
     double *scale = j->ys ? malloc(sizeof(double) * (size_t)j->M) : NULL;
     int64_t *bias = j->bias ? malloc(sizeof(int64_t) * (size_t)j->M) : NULL;
     int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j->kprod * j->win.n + 1));
@@ -646,10 +681,36 @@ static seam_status check_8bit_inputs(seam_check *c, int32_t i0, int32_t i1) {
     return SEAM_STATUS_OK;
 }
 
-static seam_status check_matmul_integer(seam_check *c) { return check_8bit_inputs(c, 0, 1); }
-static seam_status check_qlinear(seam_check *c) { return check_8bit_inputs(c, 0, 3); }
-
 static void iconv_state_free(void *p) { cpu_iconv_free(p); }
+
+/* A constant 2-D B (input bi, its zero point zi) packed for imm_fast. */
+static void imm_prepare(seam_check *c, int32_t bi, int32_t zi) {
+    const ir_tensor *b = cpu_constant_input(c, bi);
+    bool has_z = zi < c->n->n_inputs && c->n->inputs[zi] >= 0;
+    const ir_tensor *z = has_z ? cpu_constant_input(c, zi) : NULL;
+    if (!cpu_iconv_available() || !b || !b->data || !is_8bit(b->dtype) || b->rank != 2 || (has_z && !z) ||
+        (z && (z->dtype != b->dtype || (z->numel != 1 && z->numel != b->dims[1]))) || !cpu_iconv_fits(b->dims[0]) ||
+        b->dims[1] < 1 || (size_t)b->numel != b->nbytes)
+        return;
+    cpu_iconv_w *p = cpu_iconv_pack(b->data, b->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, b->dims[1], 1,
+                                    b->dims[0], true);
+    if (!p) return;
+    p->src = b->data, p->zsrc = z ? z->data : NULL;
+    *c->state = p;
+    *c->free_state = iconv_state_free;
+}
+
+static seam_status check_matmul_integer(seam_check *c) {
+    seam_status st = check_8bit_inputs(c, 0, 1);
+    if (!st) imm_prepare(c, 1, 3);
+    return st;
+}
+
+static seam_status check_qlinear(seam_check *c) {
+    seam_status st = check_8bit_inputs(c, 0, 3);
+    if (!st) imm_prepare(c, 3, 5);
+    return st;
+}
 
 /* A constant weight (input wi, its zero point zi) packed for iconv.c's
  * path once, at session creation; nothing when it does not apply (the run
@@ -663,7 +724,8 @@ static void iconv_prepare(seam_check *c, int32_t wi, int32_t zi) {
         return;
     int64_t group = node_attr_int(c->n, "group", 1), M = w->dims[0], K = cpu_span(w->dims, 1, w->rank);
     if (group < 1 || M < 1 || M % group || !cpu_iconv_fits(K) || (size_t)w->numel != w->nbytes) return;
-    cpu_iconv_w *p = cpu_iconv_pack(w->data, w->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, M, group, K);
+    cpu_iconv_w *p = cpu_iconv_pack(w->data, w->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, M, group, K,
+                                    false);
     if (!p) return;
     p->src = w->data, p->zsrc = z ? z->data : NULL;
     *c->state = p;
