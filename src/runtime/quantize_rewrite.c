@@ -37,10 +37,10 @@ typedef struct rw {
 
 /* A fresh value name base+suffix (made unique), kept by the model. */
 static const char *fresh_name(rw *R, const char *base, const char *suffix) {
-    char name[512];
-    snprintf(name, sizeof(name), "%s%s", base, suffix);
+    char name[512]; /* (a longer name is cut; a cut one is made unique like any other) */
+    snprintf(name, sizeof(name), "%.440s%.60s", base, suffix);
     for (int32_t k = 2; ir_graph_find(R->g, name) >= 0 && k < 100000; k++)
-        snprintf(name, sizeof(name), "%s%s_%d", base, suffix, k);
+        snprintf(name, sizeof(name), "%.440s%.60s_%d", base, suffix, k);
     const char *s = seam_arena_strdup(&R->m->arena, name);
     if (!s) R->oom = true;
     return s;

@@ -89,7 +89,7 @@ static int read_set(const char *cmd, seam_context *ctx, cli_calib *c, int32_t s,
             if (names_input(files[f], k, c->inputs[k])) file = files[f];
         if (!file) {
             fprintf(stderr, "seam %s: calibration set '%s' has no file for input '%s' (%s.npy, %s.pb or input_%d.pb)\n",
-                    cmd, set, c->inputs[k], c->inputs[k], c->inputs[k], k);
+                    cmd, set ? set : "", c->inputs[k], c->inputs[k], c->inputs[k], k);
             return CLI_BAD_INPUT;
         }
         char err[512];
