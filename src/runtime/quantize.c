@@ -325,10 +325,24 @@ static void act_params(const seam_quantizer *q, const quant_act *a, float *scale
 }
 
 /* q's act of the value named name, or NULL. */
-static const quant_act *act_named(const seam_quantizer *q, const char *name) {
-    for (int32_t k = 0; k < q->n_acts; k++)
-        if (!strcmp(q->m->graph->values[q->acts[k].v].name, name)) return &q->acts[k];
-    return NULL;
+static const quant_act *act_named(seam_quantizer *q, const char *name) {
+    int32_t v = ir_graph_find(q->m->graph, name);
+    return v >= 0 && q->act_of[v] >= 0 ? &q->acts[q->act_of[v]] : NULL;
+}
+
+/* The (folded) float model's bytes, without the calibration outputs: made
+ * once, each variant is loaded from them. */
+static seam_status float_bytes(seam_quantizer *q) {
+    if (q->packed) return SEAM_STATUS_OK;
+    ir_graph *g = q->m->graph;
+    int32_t n_out = g->n_outputs, *outs = g->outputs;
+    if (q->outputs0) g->outputs = q->outputs0, g->n_outputs = q->n_outputs0;
+    for (int32_t o = g->n_outputs; o < n_out; o++) g->values[outs[o]].flags &= ~(uint32_t)IR_VALUE_OUTPUT;
+    seam_status st = onnx_model_pack(q->m, &q->packed, &q->n_packed);
+    for (int32_t o = g->n_outputs; o < n_out; o++) g->values[outs[o]].flags |= IR_VALUE_OUTPUT;
+    g->outputs = outs, g->n_outputs = n_out;
+    if (!st && !ir_graph_index_names(g)) st = seam_error(q->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    return st;
 }
 
 seam_status seam_quantizer_variant(seam_quantizer *q, const char *const *exclude, int32_t n_exclude,
@@ -339,19 +353,9 @@ seam_status seam_quantizer_variant(seam_quantizer *q, const char *const *exclude
     if (q->o.mode == SEAM_QUANT_STATIC && !q->st.calibration_runs)
         return seam_error(q->ctx, SEAM_STATUS_INVALID_ARGUMENT,
                           "quantize: a variant of static quantization needs at least one calibration run");
-    /* a copy of the (folded) float model, without the calibration outputs */
-    ir_graph *g = q->m->graph;
-    int32_t n_out = g->n_outputs, *outs = g->outputs;
-    if (q->outputs0) g->outputs = q->outputs0, g->n_outputs = q->n_outputs0;
-    for (int32_t o = g->n_outputs; o < n_out; o++) g->values[outs[o]].flags &= ~(uint32_t)IR_VALUE_OUTPUT;
-    uint8_t *buf = NULL;
-    size_t n = 0;
-    seam_status st = onnx_model_pack(q->m, &buf, &n);
-    for (int32_t o = g->n_outputs; o < n_out; o++) g->values[outs[o]].flags |= IR_VALUE_OUTPUT;
-    g->outputs = outs, g->n_outputs = n_out;
     seam_model *c = NULL;
-    if (!st) st = seam_model_load_buffer(q->ctx, buf, n, NULL, &c);
-    free(buf);
+    seam_status st = float_bytes(q);
+    if (!st) st = seam_model_load_buffer(q->ctx, q->packed, q->n_packed, NULL, &c);
     if (st) return st;
     /* planned again with the exclusions added, each value's parameters q's */
     seam_quantizer *v = calloc(1, sizeof(*v));
@@ -457,5 +461,6 @@ void seam_quantizer_free(seam_quantizer *q) {
     free(q->bound);
     free(q->notes);
     free(q->exclude_own);
+    free(q->packed);
     free(q);
 }

@@ -82,6 +82,8 @@ struct seam_quantizer {
     int32_t n_exclude_user;   /* o.exclude's first entries, the options' own */
     const char *exclude_why;  /* the reason of the ones added (arena), or NULL */
     bool replan;              /* exclusions were added: plan again at finish */
+    uint8_t *packed;          /* the float model's bytes, for variants (malloc'd) */
+    size_t n_packed;
 };
 
 /* Marks every node's role and fills acts (quantize_graph.c). */

@@ -231,6 +231,7 @@ static void plan_dynamic(seam_quantizer *q) {
         const char *no = excluded(q, n) ? excluded(q, n)
                          : !w ? "MatMul of two activations (dynamic quantization takes constant weights)"
                          : w->rank != 2 ? "weight not 2-D"
+                         : w->dtype != SEAM_DTYPE_FLOAT32 ? "weight not float32"
                          : gemm ? gemm_refusal(n) : NULL;
         if (!no && gemm && n->n_inputs > 2 && n->inputs[2] >= 0 && !is_f32(g, n->inputs[2])) no = "Gemm bias not float32";
         if (no) quant_left_float(q, i, no);
