@@ -91,6 +91,52 @@ seam_status seam_partition(seam_model *m, const seam_partition_options *opts, se
     return st;
 }
 
+/* Never silent: a target the plan gives no node says so, once, with why
+ * (it supports none of the nodes: their commonest ops; or the nodes it
+ * supports stayed on the CPU). */
+static void note_idle_targets(partitioner *pr) {
+    const seam_plan *p = pr->p;
+    for (int32_t t = 0; t < pr->n_targets; t++) {
+        int32_t taken = 0, supported = 0, live = 0;
+        for (int32_t i = 0; i < p->n_nodes; i++) {
+            if (p->node_target[i] < 0) continue; /* a constant */
+            live++;
+            taken += p->node_target[i] == t;
+            supported += (int32_t)(pr->supported_by[i] >> t & 1);
+        }
+        if (taken || !live) continue;
+        if (supported) {
+            plan_note(pr->p, "target '%s' takes no node of this model: the %d node%s it supports stay on the CPU "
+                      "(each node's reason: `seam analyze`; placement by capability offloads every supported node)",
+                      p->target_names[t], supported, supported == 1 ? "" : "s");
+            continue;
+        }
+        enum { TOP = 5, KINDS = 64 };
+        const char *ops[KINDS];
+        int32_t counts[KINDS], n_ops = 0;
+        for (int32_t i = 0; i < p->n_nodes; i++) {
+            if (p->node_target[i] < 0) continue;
+            const char *op = pr->m->graph->nodes[i].op_type;
+            int32_t k = 0;
+            while (k < n_ops && strcmp(ops[k], op) != 0) k++;
+            if (k == n_ops && n_ops == KINDS) continue;
+            if (k == n_ops) ops[n_ops] = op, counts[n_ops++] = 0;
+            counts[k]++;
+        }
+        char list[256] = "";
+        size_t len = 0;
+        for (int32_t r = 0; r < TOP && r < n_ops && len < sizeof(list); r++) {
+            int32_t best = 0;
+            for (int32_t k = 1; k < n_ops; k++) best = counts[k] > counts[best] ? k : best;
+            int w = snprintf(list + len, sizeof(list) - len, "%s%s %d", r ? ", " : "", ops[best], counts[best]);
+            len += w > 0 ? (size_t)w : 0;
+            counts[best] = -1;
+        }
+        plan_note(pr->p, "target '%s' supports none of this model's %d nodes: every node runs on the CPU (the "
+                  "commonest ops: %s; each node's reason: `seam analyze`)", p->target_names[t], live, list);
+    }
+}
+
 static seam_status partition_once(seam_model *m, const seam_partition_options *opts, seam_plan **out) {
     if (!out) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = NULL;
@@ -124,6 +170,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_phase(m->ctx, "partition: cost");
     if ((st = partition_enforce(&pr))) goto done;
     partition_estimate_final(&pr);
+    note_idle_targets(&pr);
     seam_phase(m->ctx, "partition: constraints");
 done:
     free(pr.supported_by);
