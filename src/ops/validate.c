@@ -420,11 +420,36 @@ static bool check_reshape(const ir_graph *g, const ir_node *n, const op_checks *
     return true;
 }
 
+/* Integer attributes that size, multiply or divide what an op computes:
+ * bounded here, once for every backend, so that no kernel sees a product
+ * that wrapped (blocksize^2 of 2^62 is 0: a division by zero). A missing
+ * attribute is checked as `dflt`. */
+static const struct attr_bound {
+    const char *op_type, *attr;
+    int64_t dflt, lo, hi;
+} attr_bounds[] = {
+    {"LRN", "size", -1, 1, CONV_MAX_WINDOW},
+    {"DepthToSpace", "blocksize", -1, 1, CONV_MAX_WINDOW},
+    {"SpaceToDepth", "blocksize", -1, 1, CONV_MAX_WINDOW},
+};
+
+static bool check_bound(const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (c->bound_rule < 0) return true;
+    const struct attr_bound *b = &attr_bounds[c->bound_rule];
+    int64_t v = node_attr_int(n, b->attr, b->dflt);
+    if (v < b->lo || v > b->hi)
+        return FAIL("%s = %lld is out of range [%lld, %lld]", b->attr, (long long)v, (long long)b->lo, (long long)b->hi);
+    return true;
+}
+
 void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
     memset(c, 0, sizeof(*c));
     c->arity = find_arity(domain, op_type);
     c->axis_rule = -1;
+    c->bound_rule = -1;
     if (!seam_op_default_domain(domain)) return;
+    for (size_t k = 0; k < sizeof(attr_bounds) / sizeof(attr_bounds[0]); k++)
+        if (strcmp(op_type, attr_bounds[k].op_type) == 0) c->bound_rule = (int32_t)k;
     for (size_t k = 0; k < sizeof(axis_rules) / sizeof(axis_rules[0]); k++)
         if (strcmp(op_type, axis_rules[k].op_type) == 0) c->axis_rule = (int32_t)k;
     static const char *const window_ops[] = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose",
@@ -433,7 +458,6 @@ void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
         if (strcmp(op_type, window_ops[k]) == 0) c->window = true;
     c->perm = strcmp(op_type, "Transpose") == 0;
     c->reshape = strcmp(op_type, "Reshape") == 0;
-    c->lrn = strcmp(op_type, "LRN") == 0;
     c->leading_optional = strcmp(op_type, "Loop") == 0 || strcmp(op_type, "Scan") == 0;
 }
 
@@ -443,11 +467,7 @@ bool op_validate_with(const ir_graph *g, const ir_node *n, const op_checks *c, c
     if (!check_window(g, n, c, why, why_size)) return false;
     if (!check_perm(g, n, c, why, why_size)) return false;
     if (!check_reshape(g, n, c, why, why_size)) return false;
-    if (c->lrn) {
-        int64_t size = node_attr_int(n, "size", -1);
-        if (size < 1 || size > CONV_MAX_WINDOW) return FAIL("size must be positive, not %lld", (long long)size);
-    }
-    return true;
+    return check_bound(n, c, why, why_size);
 }
 
 bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {

@@ -3,6 +3,7 @@
 usage: /usr/bin/python3 check_mutate.py SEAM_BINARY WORKDIR MODEL_DIR... [-k CASE] [--mutations N]
                                        [--timeout S] [--jobs N] [--seed S]
                                        [--targets cpu,dnnl] [--backend-lib SO]
+                                       [--sweep N]
 
 Every model under each MODEL_DIR (a node test folder holding model.onnx
 and test_data_set_0/input_*.pb, or a plain .onnx file) gets N mutations
@@ -36,6 +37,15 @@ longer than the timeout, another exit code or an exit 1 without a message
 fails the case. The model and inputs of a failing case are kept in
 WORKDIR/artifacts/ with the seed in their names, and the line to run that
 one case again is printed.
+
+--sweep N adds a deterministic sweep of the attribute arithmetic: for
+each (op type, integer attribute) pair met in the models, the first N
+models holding it get that attribute set to each of 2^62, -2^62, 2^31+1
+and 0 (every entry of a list), one variant each (N 0: every model). The
+sizes, products and shifts ops compute from attributes (block sizes,
+windows, pads, groups) must be refused with a message, on every path,
+never wrap into a crash (issue 29). A sweep case is named
+MODEL/sNODE.ATTR=VALUE (test_depthtospace_example/s0.blocksize=0).
 
 A case is named MODEL/mN (test_conv_with_padding/m1); -k selects cases.
 tests/checks/mutate_known.txt lists the crashes that are known and whose
@@ -71,6 +81,9 @@ parser.add_argument("--targets", default="cpu,dnnl",
 parser.add_argument("--backend-lib", metavar="SO",
                     help="the plug-in library that runs the saved partitioned file of a plug-in target "
                          "(default: libseam_TARGET.so next to SEAM_BINARY, or in its bin/ or ../lib)")
+parser.add_argument("--sweep", type=int, default=-1, metavar="N",
+                    help="also sweep every integer attribute of the first N models holding each (op, attribute) "
+                         "pair through 2^62, -2^62, 2^31+1 and 0 (0: every model; default: no sweep)")
 parser.add_argument("--known", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutate_known.txt"))
 args = parser.parse_args()
 TARGETS = [t.strip() for t in args.targets.split(",") if t.strip()]
@@ -83,6 +96,7 @@ WORK = os.path.abspath(args.work)
 ARTIFACTS = os.path.join(WORK, "artifacts")
 
 INTS = [0, -1, -2**31, 2**31 - 1, 2**62]
+SWEEP_INTS = [2**62, -2**62, 2**31 + 1, 0]
 FLOATS = [0.0, -1.0, float("nan"), float("inf"), float("-inf")]
 # how a run of seam may end on hostile input: a result or a refusal with a message
 OK_CODES = (0, 1, 2)
@@ -285,14 +299,23 @@ def make_case(name, path, pbs, index):
     seed = zlib.crc32(f"{args.seed}:{name}:{index}".encode())
     rng = random.Random(seed)
     m = onnx.load(path, load_external_data=False)
-    d = os.path.join(WORK, "cases", name, f"m{index}")
+    d = os.path.join(WORK, "cases", name, case_label(index))
     os.makedirs(d, exist_ok=True)
     names = feed_names(m)
     feeds = {}
     for k, pb in enumerate(pbs[: len(names)]):
         feeds[names[k]] = pb
     desc = None
-    for _ in range(8):
+    if isinstance(index, tuple):  # the sweep: one attribute, one value
+        _, node_k, attr, value = index
+        node = list(all_nodes(m.graph))[node_k]
+        for a in node.attribute:
+            if a.name == attr and a.type == AttributeProto.INT:
+                a.i = value
+            elif a.name == attr and a.type == AttributeProto.INTS:
+                a.ints[:] = [value] * len(a.ints)
+        desc = f"sweep: {node.op_type} node {node_k}: {attr}={value}"
+    for _ in range(0 if desc else 8):
         kind = rng.choice(KINDS)
         if kind in ("rank", "dtype", "size"):
             cands = [n for n in names if n in feeds]
@@ -328,6 +351,33 @@ def make_case(name, path, pbs, index):
     for n, p in feeds.items():
         inputs += ["--input", f"{n}={p}"]
     return seed, d, mpath, inputs, desc
+
+
+def case_label(index):
+    """mN for a random mutation, sNODE.ATTR=VALUE for a sweep case."""
+    return f"s{index[1]}.{index[2]}={index[3]}" if isinstance(index, tuple) else f"m{index}"
+
+
+def sweep_cases(all_models):
+    """(name, path, pbs, ("s", node index, attribute, value)) for the sweep:
+    each (op type, integer attribute) pair in its first args.sweep models."""
+    seen = {}
+    out = []
+    for name, path, pbs in all_models:
+        try:
+            m = onnx.load(path, load_external_data=False)
+        except Exception:
+            continue
+        for k, node in enumerate(all_nodes(m.graph)):
+            for a in node.attribute:
+                if not (a.type == AttributeProto.INT or (a.type == AttributeProto.INTS and a.ints)):
+                    continue
+                key = (node.op_type, a.name)
+                if args.sweep and seen.get(key, 0) >= args.sweep:
+                    continue
+                seen[key] = seen.get(key, 0) + 1
+                out += [(name, path, pbs, ("s", k, a.name, v)) for v in SWEEP_INTS]
+    return out
 
 
 def run(cmd, env):
@@ -380,7 +430,7 @@ def run_case(case):
         where = [] if label == "cpu" else ["--target", label, "--placement", "capability"]
         code, err = run([seam, "run", "--threads", "1", *where, mpath, *inputs], env)
         results.append((label, code, verdict(code, err), err))
-    if index == 0 and PART:
+    if index == 0 and PART and not isinstance(index, tuple):
         saved = os.path.join(d, "partitioned.onnx")
         code, err = run([seam, "partition", "--target", PART, "--placement", "capability", "-o", saved, mpath], env)
         v = verdict(code, err)
@@ -394,7 +444,7 @@ def run_case(case):
 
 def keep_artifact(name, index, seed, d):
     """Copies the case's folder to WORK/artifacts/NAME_mINDEX_seedSEED."""
-    dst = os.path.join(ARTIFACTS, f"{name}_m{index}_seed{seed}")
+    dst = os.path.join(ARTIFACTS, f"{name}_{case_label(index)}_seed{seed}")
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(d, dst)
     return dst
@@ -408,6 +458,8 @@ def main():
         for i in range(args.mutations):
             if check.selected(f"{name}/m{i}"):
                 cases.append((name, path, pbs, i))
+    if args.sweep >= 0:
+        cases += [c for c in sweep_cases(all_models) if check.selected(f"{c[0]}/{case_label(c[3])}")]
     shutil.rmtree(os.path.join(WORK, "cases"), ignore_errors=True)
     os.makedirs(ARTIFACTS, exist_ok=True)
     t0 = time.monotonic()
@@ -418,6 +470,8 @@ def main():
         me += ["--targets", args.targets] + (["--backend-lib", PLUGIN] if PLUGIN else [])
     if args.seed != 17:
         me += ["--seed", str(args.seed)]
+    if args.sweep >= 0:
+        me += ["--sweep", str(args.sweep)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for case, seed, d, desc, results in pool.map(run_case, cases):
             name, _, _, index = case
@@ -432,7 +486,7 @@ def main():
                     continue
                 last = [ln for ln in err.strip().splitlines()][-3:]
                 bad.append(f"{label}: {v}" + (f" ({' | '.join(last)[:300]})" if last else ""))
-            case_name = f"{name}/m{index}"
+            case_name = f"{name}/{case_label(index)}"
             if bad:
                 art = keep_artifact(name, index, seed, d)
                 check.fail(f"{case_name} [{desc}] seed {seed}: {'; '.join(bad)}\n"
