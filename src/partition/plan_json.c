@@ -195,6 +195,22 @@ static void jt_names(jtext *j, const char *const *names, int32_t n) {
     JT_LIT(j, "]");
 }
 
+/* A subgraph's arithmetic: "int8" when its heavy ops (convolutions and
+ * matrix products) are all quantized (QLinear*, *Integer), "fp32" when none
+ * is, "mixed" when both kinds are there. */
+static const char *subgraph_precision(const seam_plan *p, const seam_plan_subgraph_info *sg) {
+    bool q = false, f = false;
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const char *op = p->model->graph->nodes[sg->nodes[k]].op_type;
+        if (strncmp(op, "QLinear", 7) == 0 || strcmp(op, "ConvInteger") == 0 || strcmp(op, "MatMulInteger") == 0)
+            q = true;
+        else if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0 || strcmp(op, "MatMul") == 0 ||
+                 strcmp(op, "Gemm") == 0)
+            f = true;
+    }
+    return q && f ? "mixed" : q ? "int8" : "fp32";
+}
+
 static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
     int32_t supported, counted;
     seam_plan_support(p, &supported, &counted);
@@ -228,6 +244,8 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
         jt_real_member(j, "estimated_us", sg.est_us);
         jt_key(j, "boundary_bytes", false);
         jt_int(j, sg.boundary_bytes);
+        jt_key(j, "precision", false);
+        jt_cstr(j, subgraph_precision(p, &sg));
         JT_LIT(j, "}");
     }
     JT_LIT(j, "]");

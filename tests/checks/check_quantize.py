@@ -44,6 +44,7 @@ Cases:
   message naming the problem, and no output file is left behind.
 """
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -375,6 +376,26 @@ def case_precision():
                      f"precision npu --max-error {e}: {int8} subgraphs int8, {kept} kept in fp32; off by "
                      f"{100 * (got or 0):.3g}% measured here, {100 * claim[0] if claim else -1:.3g}% claimed",
                      r.stderr.strip()[-300:])
+        # the plan's JSON says each subgraph's precision, as its nodes' ops do
+        r = run("partition", path(name, ".float.onnx"), "--target", npu, "--precision", "int8", "--calibration",
+                calib(name), "--max-error", e, "--json")
+        if r.returncode:
+            check.fail(f"precision npu {e} --json: seam partition failed: {last(r.stderr)}")
+            continue
+        plan = json.loads(r.stdout)
+        ops = {n["index"]: n["op"] for n in plan["nodes"]}
+        quant = lambda op: op.startswith("QLinear") or op in ("ConvInteger", "MatMulInteger")
+        heavy = lambda op: op in ("Conv", "ConvTranspose", "MatMul", "Gemm")
+        want = []
+        for sg in plan["subgraphs"]:
+            q, f = any(quant(ops[i]) for i in sg["nodes"]), any(heavy(ops[i]) for i in sg["nodes"])
+            want.append("mixed" if q and f else "int8" if q else "fp32")
+        got_p = [sg.get("precision") for sg in plan["subgraphs"]]
+        on_npu = [sg["precision"] for sg in plan["subgraphs"] if sg["target"] == "int8npu"]
+        check.expect(got_p == want and on_npu and set(on_npu) == {"int8"} and "fp32" in got_p,
+                     f"precision npu --max-error {e} --json: {got_p.count('int8')} subgraphs int8, "
+                     f"{got_p.count('fp32')} fp32, as their ops say; every int8npu subgraph int8",
+                     f"json {got_p} want {want}")
 
 
 PY = r"""
