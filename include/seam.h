@@ -188,6 +188,18 @@ SEAM_API int32_t seam_model_output_count(const seam_model *model);
 SEAM_API seam_status seam_model_input(const seam_model *model, int32_t index, seam_value_info *info_out);
 SEAM_API seam_status seam_model_output(const seam_model *model, int32_t index, seam_value_info *info_out);
 
+/* The model's metadata as the file gives it (ModelProto and GraphProto
+ * fields; "" where the file has none). Owned by the model. */
+typedef struct seam_model_meta {
+    const char *producer_name, *producer_version, *domain, *description; /* ModelProto.doc_string */
+    const char *graph_name, *graph_description;                          /* GraphProto.name, .doc_string */
+    int64_t version;                                                     /* ModelProto.model_version */
+    int64_t ir_version;
+    int32_t n_props;                 /* metadata_props: key/value pairs */
+    const char *const *prop_keys, *const *prop_values;
+} seam_model_meta;
+SEAM_API seam_status seam_model_metadata(const seam_model *model, seam_model_meta *meta_out);
+
 /* Fixes the shape of a graph input whose dimensions are symbolic or
  * unknown (e.g. a batch of 4 for "batch"), and infers shapes again, so a
  * session can plan all its memory ahead. Fails, naming the input, when the

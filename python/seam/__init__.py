@@ -23,6 +23,7 @@ import io
 import json
 import logging
 import os
+import sys
 
 log = logging.getLogger("seam")
 
@@ -83,14 +84,25 @@ def _check_openblas():
 
 _openblas_early = _tune_openblas()
 
-from . import _seam  # noqa: E402  (after OpenBLAS's kernels are chosen)
+# libseam's symbols global, so backend plug-ins loaded later (libseam_cuda.so
+# calls seam_subgraph_node and the other view accessors) resolve them: an
+# extension's libraries are otherwise loaded RTLD_LOCAL.
+_flags = sys.getdlopenflags()
+sys.setdlopenflags(_flags | os.RTLD_GLOBAL)
+try:
+    from . import _seam  # noqa: E402  (after OpenBLAS's kernels are chosen)
+finally:
+    sys.setdlopenflags(_flags)
 from ._seam import UnsupportedError  # noqa: E402
 
 if _openblas_early:
     _check_openblas()
 
 __all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load", "quantize",
-           "replace_weights", "trace", "version", "builtin_targets"]
+           "replace_weights", "trace", "version", "builtin_targets",
+           # onnxruntime's API (seam/ort.py)
+           "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "NodeArg",
+           "ModelMetadata", "IOBinding", "get_available_providers", "get_all_providers", "get_device"]
 __version__ = _seam.version()
 
 
@@ -265,6 +277,7 @@ def analyze(module_or_path, example_inputs=None, targets=("dnnl",)):
     the report is also logged (logger "seam", INFO)."""
     graph, name = _graph(module_or_path, example_inputs)
     graph.fold()
+    graph.fuse_qdq()
     a = _analysis(graph, name, _targets(targets))
     _log_analysis(a)
     return a
@@ -291,7 +304,9 @@ def _to_numpy(x, what):
         if x.device.type != "cpu":
             raise ValueError(f"{what}: seam runs on host memory; move the tensor to the CPU first "
                              f"(it is on {x.device})")
-        return x.detach().numpy()
+        return x.detach().numpy()  # shares the tensor's memory
+    if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)  # another framework's tensor, read in place
     return np.asarray(x)
 
 
@@ -301,8 +316,9 @@ class Model:
     same kind (one output, or a tuple). .plan is the plan as `seam partition
     --json` prints it (None for a model loaded from a file)."""
 
-    def __init__(self, graph, targets, plan=None, dynamic_batch=False, threads=0, inline_weights=True):
+    def __init__(self, graph, targets, plan=None, dynamic_batch=False, threads=0, inline_weights=True, profile=False):
         self._graph = graph
+        self._profile = bool(profile)
         self._targets = targets
         self.plan = plan
         self.dynamic_batch = bool(dynamic_batch)
@@ -312,7 +328,7 @@ class Model:
         self._session = self._make_session()
 
     def _make_session(self):
-        s = _seam.Session(self._graph, self._targets, self.threads, self.dynamic_batch)
+        s = _seam.Session(self._graph, self._targets, self.threads, self.dynamic_batch, self._profile)
         for line in s.log().splitlines():
             if ": slow: " in line:
                 log.warning("%s", line)
@@ -381,23 +397,9 @@ class Model:
         return n
 
 
-def trace(module_or_path, example_inputs, *, targets=("dnnl",), partitioner_config=None, target_options=None,
-          dynamic_batch=False, inline_weights=True):
-    """Partitions a model between targets (priority order; the CPU runs the
-    rest) and compiles it. module_or_path: a torch nn.Module (exported with
-    torch.onnx.export at example_inputs), a path, an onnx.ModelProto or
-    bytes. target_options: strings passed to every device subgraph's
-    compile (e.g. "fusion=off"). dynamic_batch: accept any batch size (the
-    inputs are cut into chunks of the traced batch). inline_weights=False:
-    save() writes the weights to a separate file by default. Returns a Model."""
-    cfg = partitioner_config if partitioner_config is not None else PartitionerConfig()
-    if not isinstance(cfg, PartitionerConfig):
-        raise TypeError("partitioner_config must be a seam.PartitionerConfig")
-    graph, name = _graph(module_or_path, example_inputs)
-    graph.fold()
-    tl = _targets(targets)
-    analysis = _analysis(graph, name, tl)
-    _log_analysis(analysis)
+def _place(graph, name, tl, cfg, target_options):
+    """Partitions graph for the targets tl under cfg (a PartitionerConfig)
+    and applies the plan; returns the plan as a dict."""
     pins = dict(cfg.pins)
     if callable(cfg.placement):
         plan0 = json.loads(graph.partition(tl, name=name))
@@ -415,7 +417,28 @@ def trace(module_or_path, example_inputs, *, targets=("dnnl",), partitioner_conf
                            on_violation_error=cfg.on_violation == "error", cpu_ops=list(cfg._cpu_ops),
                            pins=flat_pins, apply=True, target_options=topts, name=name,
                            capability=cfg.placement == "capability")
-    plan = json.loads(text)
+    return json.loads(text)
+
+
+def trace(module_or_path, example_inputs, *, targets=("dnnl",), partitioner_config=None, target_options=None,
+          dynamic_batch=False, inline_weights=True):
+    """Partitions a model between targets (priority order; the CPU runs the
+    rest) and compiles it. module_or_path: a torch nn.Module (exported with
+    torch.onnx.export at example_inputs), a path, an onnx.ModelProto or
+    bytes. target_options: strings passed to every device subgraph's
+    compile (e.g. "fusion=off"). dynamic_batch: accept any batch size (the
+    inputs are cut into chunks of the traced batch). inline_weights=False:
+    save() writes the weights to a separate file by default. Returns a Model."""
+    cfg = partitioner_config if partitioner_config is not None else PartitionerConfig()
+    if not isinstance(cfg, PartitionerConfig):
+        raise TypeError("partitioner_config must be a seam.PartitionerConfig")
+    graph, name = _graph(module_or_path, example_inputs)
+    graph.fold()
+    tl = _targets(targets)
+    _qdq_note(graph.fuse_qdq(), tl)
+    analysis = _analysis(graph, name, tl)
+    _log_analysis(analysis)
+    plan = _place(graph, name, tl, cfg, target_options)
     _log_plan(plan, plan["nodes"])
     return Model(graph, tl, plan, dynamic_batch=dynamic_batch, inline_weights=inline_weights)
 
@@ -537,13 +560,95 @@ def replace_weights(model_or_path, weights, out_path=None):
     return out
 
 
-class Session:
-    """A saved model ready to run from several threads: Session(path,
-    targets=..., threads=...).run({name: array}) -> {name: array}. Runs of
-    one session take turns; sessions run in parallel."""
+_SESSION_CONFIG = {"min_subgraph_size", "max_subgraph_count", "cpu_ops", "pins", "placement", "on_violation",
+                   "model_support_percentage_threshold", "ops_to_partition"}
 
-    def __init__(self, path, targets=None, threads=0, dynamic_batch=False):
-        self._model = load(path, targets=targets, threads=threads, dynamic_batch=dynamic_batch)
+
+def _is_partitioned(graph):
+    return any(domain == "ai.seam" and op == "Subgraph" for _, op, domain in graph.nodes())
+
+
+def _qdq_note(q, targets):
+    n = q["conv_units"] + q["matmul_units"] + q["gemm_units"]
+    if n:
+        where = "" if targets else " on the CPU's int8 kernels (exact, but slower than oneDNN's: give targets=('dnnl',))"
+        log.warning("seam: note: quantized model: %d QDQ units (DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear) "
+                    "became %d QLinearConv (%d of them Gemms, as 1x1 convolutions) and %d QLinearMatMul nodes, each "
+                    "placed whole and run in int8%s", n, q["conv_units"] + q["gemm_units"], q["gemm_units"],
+                    q["matmul_units"], where)
+
+
+def _fix_shapes(graph, shapes, free_dims):
+    """Input shapes fixed before folding: shapes {input: dims} whole,
+    free_dims {symbol: size} wherever an input has that symbolic dim."""
+    shapes = dict(shapes or {})
+    free_dims = dict(free_dims or {})
+    for name, _, shape in graph.inputs():
+        if name in shapes or not free_dims or shape is None:
+            continue
+        if any(isinstance(d, str) and d in free_dims for d in shape):
+            dims = [free_dims.get(d, d) if isinstance(d, str) else d for d in shape]
+            if all(isinstance(d, int) for d in dims):
+                shapes[name] = dims
+            else:
+                log.warning("seam: free_dims leave input '%s' with unknown dims %s: its shape stays symbolic", name,
+                            dims)
+    for name, dims in shapes.items():
+        graph.set_input_shape(str(name), [int(d) for d in dims])
+
+
+class Session:
+    """A model ready to run from several threads: Session(model, targets=...,
+    threads=...).run({name: array}) -> {name: array}. Runs of one session
+    take turns; sessions run in parallel.
+
+    model: a path, bytes or an onnx.ModelProto. A plain model given targets
+    is placed as `seam run MODEL --target T` places it (folded, quantized
+    units made whole, partitioned by cost, the plan in .plan, the plan's
+    notes logged once as warnings on logger "seam"); without targets it runs
+    on the CPU. A model saved partitioned (ai.seam Subgraph nodes) runs as
+    saved; targets then name backend libraries its subgraphs need.
+    The partitioner's options come as partitioner_config=PartitionerConfig(...)
+    or as keywords (min_subgraph_size=, max_subgraph_count=, cpu_ops=,
+    pins=, placement=, on_violation=); target_options are strings for the
+    targets' compile ("fusion=off"). shapes={input: dims} fixes inputs'
+    shapes, free_dims={symbol: size} symbolic dims by name (onnxruntime's
+    free dimension overrides), so shape computations fold before
+    placement, as `seam run --shape` does. Unlike trace, which follows
+    torch-neuronx, the defaults are the CLI's: no minimum support, and a
+    constraint the plan cannot meet moves subgraphs to the CPU."""
+
+    def __init__(self, model, targets=None, threads=0, dynamic_batch=False, *, partitioner_config=None,
+                 target_options=None, profile=False, shapes=None, free_dims=None, **options):
+        unknown = set(options) - _SESSION_CONFIG
+        if unknown:
+            raise TypeError(f"Session: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))} "
+                            f"(partitioner options: {', '.join(sorted(_SESSION_CONFIG))})")
+        if partitioner_config is not None and options:
+            raise TypeError("Session: give the partitioner's options as partitioner_config or as keywords, not both")
+        if partitioner_config is None:
+            options.setdefault("model_support_percentage_threshold", 0.0)
+            options.setdefault("on_violation", "fallback")
+            partitioner_config = PartitionerConfig(**options)
+        elif not isinstance(partitioner_config, PartitionerConfig):
+            raise TypeError("partitioner_config must be a seam.PartitionerConfig")
+        graph, name = _graph(model)
+        tl = _targets(targets)
+        self.plan = None
+        names = {t.name for t in tl}
+        backends = tl + [t for t in _builtin_targets() if t.name not in names]
+        if _is_partitioned(graph):
+            self._model = Model(graph, backends, None, dynamic_batch=dynamic_batch, threads=threads, profile=profile)
+            return
+        _fix_shapes(graph, shapes, free_dims)
+        graph.fold()
+        _qdq_note(graph.fuse_qdq(), tl)
+        if tl:
+            plan = _place(graph, name, tl, partitioner_config, target_options)
+            for note in plan["notes"]:
+                log.warning("seam: %s", note)
+            self.plan = plan
+        self._model = Model(graph, backends, self.plan, dynamic_batch=dynamic_batch, threads=threads, profile=profile)
 
     @property
     def inputs(self):
@@ -553,11 +658,18 @@ class Session:
     def outputs(self):
         return self._model.outputs
 
-    def run(self, feeds):
-        return self._model.run(feeds)
+    def run(self, feeds, outputs=None):
+        """feeds: {input name: array}; returns {output name: array}.
+        outputs: {output name: numpy array} the run writes into (no copy;
+        each comes back as the same array)."""
+        if not isinstance(feeds, dict):
+            raise TypeError("run: feeds must be a dict {input name: array}")
+        return self._model._session.run({k: _to_numpy(v, f"input '{k}'") for k, v in feeds.items()}, outputs)
 
     def stats(self):
-        """Compile counts: see Model.stats."""
+        """Compile counts: see Model.stats; also input_copies (feeds that
+        were not C-contiguous, aligned arrays of the model's dtype, copied
+        before the run) and output_copies."""
         return self._model.stats()
 
     def log(self):
@@ -565,3 +677,17 @@ class Session:
 
     def set_shape_cache(self, n):
         self._model.set_shape_cache(n)
+
+    def save(self, path, weights_file=None):
+        """Writes the model as placed (one ONNX file, device subgraphs as
+        ai.seam Subgraph nodes)."""
+        self._model.save(path, weights_file)
+
+    def node_stats(self):
+        """The last run's time per node: [(name, op_type, target, start_ms,
+        ms)] (a session made with profile=True)."""
+        return self._model._session.node_stats()
+
+
+from .ort import (ExecutionMode, GraphOptimizationLevel, InferenceSession, IOBinding, ModelMetadata,  # noqa: E402
+                  NodeArg, RunOptions, SessionOptions, get_all_providers, get_available_providers, get_device)

@@ -26,6 +26,7 @@
 #include <pythread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "seam.h"
 #include "seam_backend.h"
@@ -114,7 +115,9 @@ static int Target_init(TargetObject *self, PyObject *args, PyObject *kw) {
     seam_context *ctx;
     seam_status st = seam_context_create(&ctx);
     if (st) return raise_status(st, "out of memory"), -1;
+    bool bare = spec[0] && strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == strlen(spec);
     if (ends_with(spec, ".so")) st = seam_backend_load_library(ctx, spec, &self->backend);
+    else if (bare && access(spec, F_OK) != 0) st = seam_backend_find(ctx, spec, &self->backend); /* a plug-in: "cuda" */
     else if ((st = seam_rules_load(ctx, spec, &self->owned)) == SEAM_STATUS_OK) self->backend = self->owned;
     if (st) raise_status(st, seam_context_last_error(ctx));
     seam_context_free(ctx);
@@ -254,6 +257,57 @@ static PyObject *Graph_fold(GraphObject *self, PyObject *unused) {
     graph_lock(self);
     seam_status st = seam_model_fold(self->model, &folded);
     PyObject *r = st ? graph_fail(self, st) : PyLong_FromLong(folded);
+    graph_unlock(self);
+    return r;
+}
+
+/* fuse_qdq() -> dict: QDQ units made QLinear nodes (seam_model_fuse_qdq,
+ * units and constant folding), as `seam run` does before placement. */
+static PyObject *Graph_fuse_qdq(GraphObject *self, PyObject *unused) {
+    seam_qdq_stats q = {0};
+    graph_lock(self);
+    seam_status st = seam_model_fuse_qdq(self->model, SEAM_QDQ_UNITS | SEAM_QDQ_FOLD, &q);
+    PyObject *r = st ? graph_fail(self, st)
+                     : Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "conv_units", q.conv_units, "matmul_units",
+                                     q.matmul_units, "gemm_units", q.gemm_units, "relus", q.relus, "dq_folded",
+                                     q.dq_folded, "dq_left", q.dq_left, "q_left", q.q_left);
+    graph_unlock(self);
+    return r;
+}
+
+/* nodes() -> [(name, op_type, domain)] in the graph's order. */
+static PyObject *Graph_nodes(GraphObject *self, PyObject *unused) {
+    graph_lock(self);
+    int32_t n = seam_model_node_count(self->model);
+    PyObject *list = PyList_New(n);
+    for (int32_t k = 0; list && k < n; k++) {
+        seam_node_info ni;
+        seam_status st = seam_model_node(self->model, k, &ni);
+        PyObject *t = st ? graph_fail(self, st) : Py_BuildValue("(sss)", ni.name, ni.op_type, ni.domain);
+        if (!t) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, k, t);
+    }
+    graph_unlock(self);
+    return list;
+}
+
+/* metadata() -> dict of the ModelProto's and GraphProto's descriptive
+ * fields, "props" the metadata_props as a dict. */
+static PyObject *Graph_metadata(GraphObject *self, PyObject *unused) {
+    seam_model_meta mm;
+    graph_lock(self);
+    seam_status st = seam_model_metadata(self->model, &mm);
+    PyObject *props = st ? graph_fail(self, st) : PyDict_New(), *r = NULL;
+    for (int32_t k = 0; props && k < mm.n_props; k++) {
+        PyObject *v = PyUnicode_FromString(mm.prop_values[k]);
+        if (!v || PyDict_SetItemString(props, mm.prop_keys[k], v)) Py_CLEAR(props);
+        Py_XDECREF(v);
+    }
+    if (props)
+        r = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:L,s:L,s:N}", "producer_name", mm.producer_name,
+                          "producer_version", mm.producer_version, "domain", mm.domain, "description", mm.description,
+                          "graph_name", mm.graph_name, "graph_description", mm.graph_description, "version",
+                          (long long)mm.version, "ir_version", (long long)mm.ir_version, "props", props);
     graph_unlock(self);
     return r;
 }
@@ -516,6 +570,9 @@ static PyMethodDef Graph_methods[] = {
     {"outputs", (PyCFunction)Graph_outputs, METH_NOARGS, "[(name, dtype, shape)] of the graph outputs"},
     {"node_count", (PyCFunction)Graph_node_count, METH_NOARGS, "number of nodes"},
     {"fold", (PyCFunction)Graph_fold, METH_NOARGS, "fold constant nodes; returns how many"},
+    {"fuse_qdq", (PyCFunction)Graph_fuse_qdq, METH_NOARGS, "make QDQ units QLinear nodes; returns counts"},
+    {"nodes", (PyCFunction)Graph_nodes, METH_NOARGS, "[(name, op_type, domain)] of the nodes"},
+    {"metadata", (PyCFunction)Graph_metadata, METH_NOARGS, "the model's metadata fields as a dict"},
     {"set_input_shape", (PyCFunction)Graph_set_input_shape, METH_VARARGS, "fix an input's shape"},
     {"save", (PyCFunction)Graph_save, METH_VARARGS, "save(path, weights_file=None)"},
     {"quantize", (PyCFunction)(void (*)(void))Graph_quantize, METH_VARARGS | METH_KEYWORDS,
@@ -546,6 +603,8 @@ typedef struct {
     PyObject *targets; /* the Target objects: their tables must outlive the session */
     const seam_backend *tables[MAX_TARGETS];
     seam_session *session;
+    long long input_copies;  /* feeds run() had to copy (not C-contiguous, aligned, of a seam dtype) */
+    long long output_copies; /* outputs given as arrays that seam wrote elsewhere first */
 } SessionObject;
 
 static void Session_dealloc(SessionObject *self) {
@@ -560,12 +619,12 @@ static void Session_dealloc(SessionObject *self) {
 }
 
 static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"graph", "targets", "threads", "dynamic_batch", NULL};
+    static char *kwlist[] = {"graph", "targets", "threads", "dynamic_batch", "profile", NULL};
     GraphObject *graph;
     PyObject *targets_obj = NULL;
-    int threads = 0, dynamic_batch = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|Oip", kwlist, &GraphType, &graph, &targets_obj, &threads,
-                                     &dynamic_batch))
+    int threads = 0, dynamic_batch = 0, profile = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|Oipp", kwlist, &GraphType, &graph, &targets_obj, &threads,
+                                     &dynamic_batch, &profile))
         return -1;
     if (self->graph) {
         PyErr_SetString(PyExc_TypeError, "Session is already initialized");
@@ -582,6 +641,7 @@ static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
     seam_session_options o = {0};
     o.n_threads = threads;
     o.dynamic_batch = dynamic_batch;
+    o.profile = profile;
     o.targets = n_targets ? self->tables : NULL;
     o.n_targets = n_targets;
     seam_status st;
@@ -594,17 +654,64 @@ static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
     return st ? -1 : 0;
 }
 
-/* run(feeds: dict name -> array-like) -> dict name -> ndarray. Every input
- * must be given (seam keeps pointers to the data only during this call). */
+/* Binds each array of `outputs` ({output name: ndarray}) as that output's
+ * buffer; an array must be writeable, C-contiguous and of the output's
+ * dtype. *n counts those bound into bound[], also when one fails (-1), so
+ * the caller unbinds every one. */
+static int bind_outputs(SessionObject *self, PyObject *outputs, PyObject **names, PyArrayObject **bound, int max,
+                        int *n_bound) {
+    GraphObject *g = self->graph;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    int n = 0;
+    *n_bound = 0;
+    while (PyDict_Next(outputs, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!name) return PyErr_SetString(PyExc_TypeError, "outputs: output names must be str"), -1;
+        if (!PyArray_Check(value))
+            return PyErr_Format(PyExc_TypeError, "outputs: '%s' must be a numpy array (got %s)", name,
+                                Py_TYPE(value)->tp_name), -1;
+        PyArrayObject *a = (PyArrayObject *)value;
+        if (!PyArray_ISCARRAY(a))
+            return PyErr_Format(PyExc_ValueError, "outputs: the array for '%s' must be writeable, C-contiguous and "
+                                "aligned", name), -1;
+        int32_t n_out = seam_model_output_count(g->model), i = 0;
+        seam_value_info v = {0};
+        for (; i < n_out; i++)
+            if (!seam_model_output(g->model, i, &v) && strcmp(v.name, name) == 0) break;
+        if (i == n_out) return PyErr_Format(PyExc_ValueError, "outputs: the model has no output '%s'", name), -1;
+        if (v.dtype != SEAM_DTYPE_UNDEFINED && seam_of_npy(PyArray_TYPE(a)) != v.dtype)
+            return PyErr_Format(PyExc_ValueError, "outputs: output '%s' is %s; the array given is %s", name,
+                                seam_dtype_name(v.dtype), PyArray_DESCR(a)->typeobj->tp_name), -1;
+        if (n == max) return PyErr_SetString(PyExc_ValueError, "outputs: too many arrays"), -1;
+        seam_status st = seam_session_set_output_buffer(self->session, name, PyArray_DATA(a), (size_t)PyArray_NBYTES(a));
+        if (st) return graph_fail(g, st), -1;
+        names[n] = key;
+        bound[n++] = a;
+        *n_bound = n;
+    }
+    return 0;
+}
+
+/* run(feeds: dict name -> array-like, outputs=None) -> dict name -> ndarray.
+ * Every input must be given (seam keeps pointers to the data only during
+ * this call); a C-contiguous, aligned array of the right dtype is read in
+ * place, anything else is copied first (counted: stats()["input_copies"]).
+ * outputs: {name: ndarray} written in place; those come back as the same
+ * arrays (a view when the output's shape differs). */
 static PyObject *Session_run(SessionObject *self, PyObject *args) {
-    PyObject *feeds;
-    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &feeds)) return NULL;
+    PyObject *feeds, *outputs = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O", &PyDict_Type, &feeds, &outputs)) return NULL;
+    if (outputs != Py_None && !PyDict_Check(outputs))
+        return PyErr_Format(PyExc_TypeError, "outputs must be a dict {output name: numpy array} or None");
     if (!self->session) return PyErr_Format(PyExc_ValueError, "the session is not initialized");
     GraphObject *g = self->graph;
     int32_t n_in = seam_model_input_count(g->model);
     Py_ssize_t n_feeds = PyDict_Size(feeds);
     PyObject **arrays = PyMem_Calloc((size_t)n_feeds + 1, sizeof(PyObject *));
-    PyObject *result = NULL;
+    PyObject *result = NULL, *out_names[MAX_LIST];
+    PyArrayObject *bound[MAX_LIST];
+    int n_bound = 0;
     if (!arrays) return PyErr_NoMemory();
     /* Every feed as a C-contiguous, aligned array (a copy when it is not). */
     PyObject *key, *value;
@@ -616,6 +723,7 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         }
         arrays[k] = PyArray_FROM_OF(value, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
         if (!arrays[k]) goto done;
+        if (arrays[k] != value) self->input_copies++;
         k++;
     }
     graph_lock(g);
@@ -631,16 +739,14 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
             if (name)
                 PyErr_Format(PyExc_ValueError, "input '%s': numpy dtype %s has no seam dtype", name,
                              PyArray_DESCR(a)->typeobj->tp_name);
-            graph_unlock(g);
-            goto done;
+            goto unlock;
         }
         int64_t dims[NPY_MAXDIMS];
         for (int d = 0; d < PyArray_NDIM(a); d++) dims[d] = PyArray_DIM(a, d);
         st = seam_session_set_input(self->session, name, dt, PyArray_NDIM(a), dims, PyArray_DATA(a));
         if (st) {
             graph_fail(g, st);
-            graph_unlock(g);
-            goto done;
+            goto unlock;
         }
     }
     /* Every input given: an input left from an earlier run would point at freed data. */
@@ -652,17 +758,16 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         Py_XDECREF(name);
         if (has <= 0) {
             if (has == 0) PyErr_Format(PyExc_ValueError, "input '%s' was not given", v.name);
-            graph_unlock(g);
-            goto done;
+            goto unlock;
         }
     }
+    if (outputs != Py_None && bind_outputs(self, outputs, out_names, bound, MAX_LIST, &n_bound) < 0) goto unlock;
     Py_BEGIN_ALLOW_THREADS
     st = seam_session_run(self->session);
     Py_END_ALLOW_THREADS
     if (st) {
         graph_fail(g, st);
-        graph_unlock(g);
-        goto done;
+        goto unlock;
     }
     result = PyDict_New();
     int32_t n_out = seam_model_output_count(g->model);
@@ -679,15 +784,42 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
         }
         npy_intp dims[NPY_MAXDIMS];
         for (int32_t d = 0; d < v.rank && d < NPY_MAXDIMS; d++) dims[d] = (npy_intp)v.dims[d];
-        PyObject *arr = PyArray_SimpleNew(v.rank, dims, npy);
-        if (!arr) {
-            Py_CLEAR(result);
-            break;
+        PyArrayObject *given = NULL;
+        for (int b = 0; b < n_bound && !given; b++)
+            if (strcmp(PyUnicode_AsUTF8(out_names[b]), v.name) == 0) given = bound[b];
+        PyObject *arr = NULL;
+        if (given && v.data != PyArray_DATA(given) && v.nbytes) {
+            if (v.nbytes > (size_t)PyArray_NBYTES(given)) {
+                PyErr_Format(PyExc_ValueError, "output '%s' needs %zu bytes; the array given for it holds %zd",
+                             v.name, v.nbytes, (Py_ssize_t)PyArray_NBYTES(given));
+                given = NULL;
+            } else { /* seam wrote it elsewhere (an output that is another's alias): copied, and counted */
+                memcpy(PyArray_DATA(given), v.data, v.nbytes);
+                self->output_copies++;
+            }
         }
-        if (v.nbytes) memcpy(PyArray_DATA((PyArrayObject *)arr), v.data, v.nbytes);
-        if (PyDict_SetItemString(result, v.name, arr)) Py_CLEAR(result);
-        Py_DECREF(arr);
+        if (PyErr_Occurred()) {
+        } else if (given && PyArray_NDIM(given) == v.rank &&
+                   memcmp(PyArray_DIMS(given), dims, sizeof(npy_intp) * (size_t)v.rank) == 0) {
+            arr = (PyObject *)given; /* written in place, the shape the caller gave */
+            Py_INCREF(arr);
+        } else if (given) { /* written in place, another shape: a view of the caller's array */
+            Py_INCREF(PyArray_DESCR(given));
+            arr = PyArray_NewFromDescr(&PyArray_Type, PyArray_DESCR(given), v.rank, dims, NULL,
+                                       PyArray_DATA(given), NPY_ARRAY_CARRAY, NULL);
+            if (arr && PyArray_SetBaseObject((PyArrayObject *)arr, (PyObject *)given) == 0) Py_INCREF(given);
+            else Py_CLEAR(arr);
+        } else {
+            arr = PyArray_SimpleNew(v.rank, dims, npy);
+            if (arr && v.nbytes) memcpy(PyArray_DATA((PyArrayObject *)arr), v.data, v.nbytes);
+        }
+        if (!arr || PyDict_SetItemString(result, v.name, arr)) Py_CLEAR(result);
+        Py_XDECREF(arr);
     }
+unlock:
+    /* the caller's arrays are bound for this run only */
+    for (int b = 0; b < n_bound; b++)
+        seam_session_set_output_buffer(self->session, PyUnicode_AsUTF8(out_names[b]), NULL, 0);
     graph_unlock(g);
 done:
     for (Py_ssize_t j = 0; j < n_feeds; j++) Py_XDECREF(arrays[j]);
@@ -710,9 +842,10 @@ static PyObject *Session_stats(SessionObject *self, PyObject *unused) {
     graph_lock(self->graph);
     seam_session_stats_get(self->session, &st);
     graph_unlock(self->graph);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d}", "compiles", (long long)st.compiles, "run_compiles",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L}", "compiles", (long long)st.compiles, "run_compiles",
                          (long long)st.run_compiles, "cache_hits", (long long)st.cache_hits, "evictions",
-                         (long long)st.evictions, "cpu_shapes", (long long)st.cpu_shapes, "compile_ms", st.compile_ms);
+                         (long long)st.evictions, "cpu_shapes", (long long)st.cpu_shapes, "compile_ms", st.compile_ms,
+                         "input_copies", self->input_copies, "output_copies", self->output_copies);
 }
 
 static PyObject *Session_set_shape_cache(SessionObject *self, PyObject *args) {
@@ -726,9 +859,31 @@ static PyObject *Session_set_shape_cache(SessionObject *self, PyObject *args) {
     return r;
 }
 
+/* node_stats() -> [(name, op_type, target, start_ms, ms)] of the last run,
+ * one per node (a session made with profile=True; seam_session_node_stats). */
+static PyObject *Session_node_stats(SessionObject *self, PyObject *unused) {
+    if (!self->session) return PyErr_Format(PyExc_ValueError, "the session is not initialized");
+    graph_lock(self->graph);
+    int32_t n = seam_model_node_count(self->graph->model);
+    PyObject *list = PyList_New(n);
+    for (int32_t k = 0; list && k < n; k++) {
+        seam_node_stats ns;
+        seam_status st = seam_session_node_stats(self->session, k, &ns);
+        PyObject *t = st ? graph_fail(self->graph, st)
+                         : Py_BuildValue("(sssdd)", ns.name, ns.op_type, ns.target, ns.start_ms, ns.ms);
+        if (!t) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, k, t);
+    }
+    graph_unlock(self->graph);
+    return list;
+}
+
 static PyMethodDef Session_methods[] = {
-    {"run", (PyCFunction)Session_run, METH_VARARGS, "run(feeds: dict) -> dict of numpy arrays"},
+    {"run", (PyCFunction)Session_run, METH_VARARGS,
+     "run(feeds: dict, outputs=None) -> dict of numpy arrays; outputs: {name: array} written in place"},
     {"log", (PyCFunction)Session_log, METH_NOARGS, "the compile log of the device subgraphs"},
+    {"node_stats", (PyCFunction)Session_node_stats, METH_NOARGS,
+     "node_stats() -> [(name, op_type, target, start_ms, ms)] of the last run (profile=True)"},
     {"stats", (PyCFunction)Session_stats, METH_NOARGS,
      "compile counts: compiles, run_compiles, cache_hits, evictions, cpu_shapes, compile_ms"},
     {"set_shape_cache", (PyCFunction)Session_set_shape_cache, METH_VARARGS,
@@ -741,7 +896,7 @@ static PyTypeObject SessionType = {
     .tp_basicsize = sizeof(SessionObject),
     .tp_dealloc = (destructor)Session_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Session(graph, targets=None, threads=0, dynamic_batch=False)",
+    .tp_doc = "Session(graph, targets=None, threads=0, dynamic_batch=False, profile=False)",
     .tp_init = (initproc)Session_init,
     .tp_new = PyType_GenericNew,
     .tp_methods = Session_methods,

@@ -70,3 +70,24 @@ seam_status seam_model_output(const seam_model *m, int32_t index, seam_value_inf
         return seam_error(m->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range", index);
     return fill_info(m, &m->graph->values[m->graph->outputs[index]], info);
 }
+
+seam_status seam_model_metadata(const seam_model *mc, seam_model_meta *out) {
+    if (!mc || !out) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_model *m = (seam_model *)mc;
+    const char **keys = NULL, **vals = NULL;
+    if (m->n_metadata > 0) { /* the IR keeps pairs, the public view two flat arrays */
+        keys = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)m->n_metadata);
+        vals = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)m->n_metadata);
+        if (!keys || !vals) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (int32_t k = 0; k < m->n_metadata; k++) {
+            keys[k] = m->metadata[k].key ? m->metadata[k].key : "";
+            vals[k] = m->metadata[k].value ? m->metadata[k].value : "";
+        }
+    }
+#define OR_EMPTY(s) ((s) ? (s) : "")
+    *out = (seam_model_meta){OR_EMPTY(m->producer_name), OR_EMPTY(m->producer_version), OR_EMPTY(m->domain),
+                             OR_EMPTY(m->doc), OR_EMPTY(m->graph->name), OR_EMPTY(m->graph->doc), m->model_version,
+                             m->ir_version, m->n_metadata, keys, vals};
+#undef OR_EMPTY
+    return SEAM_STATUS_OK;
+}

@@ -3,7 +3,10 @@
 // the checkers that compare seam against ONNX Runtime (check_quant.py).
 //
 // usage: node ort_outputs.js ORT_DIR MODEL.onnx OUTDIR [--input NAME=FILE.npy]...
-//            [--opt all|basic|disabled] [--threads N]
+//            [--opt all|basic|disabled] [--threads N] [--meta FILE.json]
+//
+// --meta writes the session's inputs and outputs as ONNX Runtime sees them:
+// {"inputs": [{"name", "type", "shape"}], "outputs": [...]}.
 //
 // ORT_DIR is the folder whose node_modules holds onnxruntime-node
 // (bench/ort after `npm install --ignore-scripts` there). Inputs are
@@ -56,19 +59,24 @@ async function main() {
   const [ortDir, model, outDir] = args;
   const ort = require(path.resolve(ortDir, "node_modules", "onnxruntime-node"));
   const feeds = {};
-  let opt = "all", threads = 2;
+  let opt = "all", threads = 2, meta = null;
   for (let i = 3; i < args.length; i += 2) {
     if (args[i] === "--input") {
       const eq = args[i + 1].indexOf("=");
       feeds[args[i + 1].slice(0, eq)] = readNpy(ort, args[i + 1].slice(eq + 1));
     } else if (args[i] === "--opt") opt = args[i + 1];
     else if (args[i] === "--threads") threads = Number(args[i + 1]);
+    else if (args[i] === "--meta") meta = args[i + 1];
     else throw new Error("unknown argument " + args[i]);
   }
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: opt,
     logSeverityLevel: 3,
   });
+  if (meta) {
+    const list = (m) => m.map((v) => ({ name: v.name, type: v.isTensor ? v.type : "non-tensor", shape: v.shape || [] }));
+    fs.writeFileSync(meta, JSON.stringify({ inputs: list(session.inputMetadata), outputs: list(session.outputMetadata) }));
+  }
   const out = await session.run(feeds);
   fs.mkdirSync(outDir, { recursive: true });
   for (const name of session.outputNames) writeNpy(path.join(outDir, fileName(name)), out[name]);

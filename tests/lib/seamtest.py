@@ -383,12 +383,15 @@ def ort_problem():
     return None
 
 
-def ort_run(model, feeds, out_dir, opt="all"):
+def ort_run(model, feeds, out_dir, opt="all", meta=None):
     """Runs model on ONNX Runtime (2 threads, graph optimizations opt) with
     feeds {input name: file}; the outputs land in out_dir as seam run
-    writes them. Returns (CompletedProcess, seconds)."""
+    writes them; meta: a JSON file to receive ONNX Runtime's view of the
+    inputs and outputs (name, type, shape). Returns (CompletedProcess, seconds)."""
     cmd = ["node", os.path.join(LIB, "..", "checks", "ort_outputs.js"), ORT_DIR, model, out_dir, "--opt", opt,
            "--threads", "2"]
+    if meta:
+        cmd += ["--meta", meta]
     for k, f in feeds.items():
         cmd += ["--input", f"{k}={f}"]
     t0 = time.time()

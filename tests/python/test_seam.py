@@ -426,7 +426,7 @@ CORENAME = ("import ctypes; lib = ctypes.CDLL('libopenblas.so.0'); "
 def _python(code, **env):
     e = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
     e.update(env)
-    return subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, env=e, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
 
 
 def test_openblas_kernels():
