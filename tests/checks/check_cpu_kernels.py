@@ -39,6 +39,13 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    weight, a graph-input weight (packed on each run: bitwise equal to the
    same conv with the weight an initializer), and the sizes it leaves to
    OpenBLAS, against torch.
+3d. One weight at several sizes inference does not know (a detector's
+   FPN levels: symbolic H and W): check prepares the weight for the path
+   a 56 x 56 input would take, and each run's size picks its own (Winograd
+   on many tiles, the packed GEMM on few, OpenBLAS on a 3 x 3 output);
+   the path check did not prepare is prepared at the first run and kept
+   (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
+   against torch.
 4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
@@ -481,6 +488,65 @@ packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pa
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
 packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
 packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
+
+# ---- one weight at sizes inference does not know (conv_keep) ----
+
+def levels_case(name, C, M, sizes, k=3, act=None):
+    """x [1, C, H, W]; level i is x[:, :, :s_i, :s_i] (Slice with ends from
+    input e_i: sizes inference cannot know, as a detector's resize makes
+    them), each convolved with the same weight (k x k, pad k // 2): output
+    y_i."""
+    if not check.selected(name):
+        return
+    x = rng.randn(1, C, sizes[0], sizes[0]).astype(np.float32)
+    w = (rng.randn(M, C, k, k) / np.sqrt(C * k * k)).astype(np.float32)
+    b = rng.randn(M).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
+             helper.make_tensor("b", TensorProto.FLOAT, b.shape, b),
+             helper.make_tensor("ax", TensorProto.INT64, [2], [2, 3]),
+             helper.make_tensor("z", TensorProto.INT64, [2], [0, 0])]
+    nodes, outs = [], []
+    for i, sz in enumerate(sizes):
+        nodes += [helper.make_node("Slice", ["x", "z", f"e{i}", "ax"], [f"x{i}"]),
+                  helper.make_node("Conv", [f"x{i}", "w", "b"], [f"c{i}" if act else f"y{i}"], pads=[k // 2] * 4)]
+        if act:
+            nodes.append(helper.make_node("Relu", [f"c{i}"], [f"y{i}"]))
+        outs.append(f"y{i}")
+    ins = [vi("x", x.shape)] + [vi(f"e{i}", [2], TensorProto.INT64) for i in range(len(sizes))]
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, ins, [vi(o, None) for o in outs], inits,
+                               name=name, opset=13)
+    args_in = []
+    for nm, v in [("x", x)] + [(f"e{i}", np.array([sz, sz], np.int64)) for i, sz in enumerate(sizes)]:
+        f = os.path.join(work, f"{name}.{nm}.npy")
+        np.save(f, v)
+        args_in += ["--input", f"{nm}={f}"]
+    got = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        r = seam("run", path, *args_in, "--threads", threads, "--repeat", 3, "--output-dir", d, "--quiet")
+        if r.returncode:
+            check.fail(f"{name}: seam run --threads {threads} failed: {r.stderr.strip()}")
+            return
+        got.append([np.load(os.path.join(d, o + ".npy")) for o in outs])
+    if any(a.tobytes() != c.tobytes() for a, c in zip(*got)):
+        check.fail(f"{name}: --threads 1 and --threads 2 differ")
+        return
+    errs = []
+    for i, sz in enumerate(sizes):
+        ref = F.conv2d(torch.from_numpy(x[:, :, :sz, :sz].astype(np.float64)), torch.from_numpy(w.astype(np.float64)),
+                       torch.from_numpy(b.astype(np.float64)), 1, k // 2)
+        ref = (F.relu(ref) if act else ref).numpy()
+        errs.append(seamtest.rel_err(got[0][i], ref) if got[0][i].shape == ref.shape else float("inf"))
+    check.expect(max(errs) <= 1e-5, f"{name}: error {max(errs):.1e} against torch at sizes {sizes}",
+                 f"per level {['%.1e' % e for e in errs]}")
+
+
+# 64 -> 64 channels: Winograd at 40 x 40 and 28 x 28 (prepared in check),
+# the packed GEMM at 20 x 20, 10 x 10 and 5 x 5 (packed at the first run),
+# OpenBLAS at 3 x 3; 256 -> 96 with a Relu; a 1x1 weight (packed in check)
+levels_case("levels_3x3_64", 64, 64, [40, 28, 20, 10, 5, 3])
+levels_case("levels_3x3_256_relu", 256, 96, [24, 12, 6], act="relu")
+levels_case("levels_1x1", 128, 80, [30, 9, 2], k=1)
 
 # ---- depthwise Conv (group = C, linalg.c's dw_one and dw_lanes) ----
 

@@ -128,7 +128,11 @@ static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
 /* What cpu_conv_check prepares for one Conv node (no state at all when the
  * weight is not a float32 constant): its weight transformed for Winograd
  * (winograd.c) when the conv's sizes fit it, else packed for the packed
- * GEMM (AVX-512 only), one matrix per group. */
+ * GEMM (AVX-512 only), one matrix per group. When inference does not know
+ * the input's size, check prepares what a 56 x 56 input would take; a run
+ * whose size takes the other path prepares that one then, once, and keeps
+ * it (conv_keep): a detector's FPN runs one weight at five sizes, some on
+ * Winograd and some not. */
 typedef struct conv_state {
     const void *w;              /* the weight's data the packs were made from */
     int64_t w_numel, group;
@@ -174,6 +178,24 @@ static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod, bool direct) {
     if (Mg < 48 && Kg < 160 && (out_prod < 4096 || Kg > 32)) return false;
     if (out_prod < 0) return true;
     return out_prod >= 16 && (out_prod >= 128 || Mg >= 64);
+}
+
+/* Winograd's tiles a conv needs where the packed GEMM would take it
+ * instead. cpu_wino_fits' rule was measured against im2col + OpenBLAS;
+ * the packed GEMM beats Winograd (whose 36 GEMMs read 4x the weights,
+ * per tile) on few tiles: 256 -> 256 channels at 3 x 3 (1 tile) in 0.27x
+ * Winograd's time, 10 x 10 (9 tiles) 0.31x, 14 x 14 (16) 0.37-0.80x,
+ * 20 x 20 (25) 0.85-0.95x, 128 -> 128 at 14 x 14 0.83x; from 24 x 24 (36
+ * tiles) Winograd wins (256 channels 1.25x, 28 x 28 1.34x, 64 channels
+ * at 56 x 56 1.29x) (bench/results/history-unseen.md, 2026-11-28). */
+#define WINO_MIN_TILES_PACKED 32
+
+/* The one rule for Winograd, for conv_pick and for check's guess. */
+static bool wino_pays(const conv_geom *w, int64_t Cg, int64_t Mg, int64_t Kg, bool direct) {
+    if (!cpu_wino_fits(w, Cg, Mg)) return false;
+    int64_t tiles = ((w->out[0] + 3) / 4) * ((w->out[1] + 3) / 4);
+    return tiles >= WINO_MIN_TILES_PACKED || !cpu_gemm_available() ||
+           !packed_pays(Mg, Kg, w->out[0] * w->out[1], direct);
 }
 
 /* A Conv node's attributes say 1x1, stride 1 and no padding (its weight
@@ -264,6 +286,25 @@ static seam_status conv_views(seam_kernel *k, conv_run *r) {
     return SEAM_STATUS_OK;
 }
 
+/* Packs the state's constant weight for the path this run takes when
+ * check did not (a size inference did not know took it elsewhere), and
+ * keeps it for the next runs. Out of memory leaves it to each run, as
+ * for a weight that is not a constant. */
+static void conv_keep(seam_kernel *k, const conv_run *r) {
+    conv_state *s = k->state;
+    if (!s || s->w != r->wt->data || s->w_numel != r->wt->numel || s->group != r->group) return;
+    if (r->kind == CONV_WINOGRAD && !s->wino) s->wino = cpu_wino_prepare((const float *)s->w, r->M, r->Cg, r->group);
+    if (r->kind != CONV_PACKED || s->packed) return;
+    cpu_gemm_packed **p = calloc((size_t)r->group, sizeof(*p));
+    for (int64_t g = 0; p && g < r->group; g++)
+        if (!(p[g] = cpu_gemm_pack((const float *)s->w + g * r->Mg * r->Kg, r->Kg, r->Mg, r->Kg))) {
+            while (g-- > 0) cpu_gemm_packed_free(p[g]);
+            free(p);
+            return;
+        }
+    s->packed = p;
+}
+
 /* The one place that picks the path, by the sizes only (never the thread
  * count, nor whether the weight is a constant: a conv computes the same
  * bits in a plan's subgraph, where its weight is an input, as in the whole
@@ -287,7 +328,8 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     if (!r->f64 && Cg == 1 && group > 1 && w->n == 2 &&
         cpu_dw_plan_make(&r->dj, w, r->N, r->C, r->M, (int32_t)r->threads))
         r->kind = CONV_DEPTHWISE;
-    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 && cpu_wino_fits(w, Cg, Mg))
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 &&
+             wino_pays(w, Cg, Mg, Kg, r->direct))
         r->kind = CONV_WINOGRAD;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n <= 3 && Kg > 0 &&
              packed_pays(Mg, Kg, out_prod, r->direct) && cpu_gemm_available())
@@ -296,6 +338,7 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
         r->kind = CONV_DIRECT;
     else if (!r->f64 && w->n <= 3 && Kg > 0 && cb->blocks > 1 && cb->blocks * group >= 4)
         r->kind = CONV_BLOCKED; /* float32 1-D to 3-D with many output pixels per column block */
+    if (r->kind == CONV_PACKED) conv_keep(k, r);
     const conv_state *cs = r->cs;
     r->prepacked = r->kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
                    cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
@@ -310,6 +353,7 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
     const conv_state *cs = r->cs;
     int64_t group = r->group, Cg = r->Cg, Mg = r->Mg, Kg = r->Kg, threads = r->threads;
     if (r->kind == CONV_WINOGRAD) {
+        conv_keep(k, r);
         if (cs && cs->wino && cpu_wino_weights(cs->wino) == (const float *)r->wt->data && cs->w_numel == r->wt->numel &&
             cs->group == group)
             r->wino = cs->wino;
@@ -456,24 +500,23 @@ static void conv_pack(seam_check *c) {
     for (int32_t d = 2; d < wt->rank; d++) Kg = wt->dims[d] > 0 && Kg <= CPU_BLAS_MAX / wt->dims[d] ? Kg * wt->dims[d] : -1;
     if (Mg < 1 || Kg < 1 || Kg > CPU_BLAS_MAX || Mg > CPU_BLAS_MAX || (size_t)wt->numel * sizeof(float) != wt->nbytes)
         return;
+    conv_state *s = calloc(1, sizeof(*s));
+    if (!s) return;
+    s->w = wt->data, s->w_numel = wt->numel, s->group = group;
+    *c->state = s;
+    *c->free_state = conv_state_free;
+    bool direct = conv_attrs_direct(c->n, wt);
     /* Winograd when the sizes fit it: the input's H and W if inference
      * knows them, else 56 x 56 (conv_pick decides with the real sizes, and
-     * transforms the weights then if they were not here) */
+     * prepares the other path then if this guess was wrong: conv_keep) */
     const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
     if (wt->rank == 4 && wt->dims[2] == 3 && wt->dims[3] == 3 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4) {
         int64_t in[2], ks[2] = {3, 3};
         for (int32_t d = 0; d < 2; d++) in[d] = xt->dims[2 + d].v >= 1 ? xt->dims[2 + d].v : 56;
         conv_geom g;
         char why[160];
-        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && cpu_wino_fits(&g, Cg, Mg)) {
-            conv_state *s = calloc(1, sizeof(*s));
-            if (s && (s->wino = cpu_wino_prepare((const float *)wt->data, M, Cg, group))) {
-                s->w = wt->data, s->w_numel = wt->numel, s->group = group;
-                *c->state = s;
-                *c->free_state = conv_state_free;
-            } else {
-                free(s);
-            }
+        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && wino_pays(&g, Cg, Mg, Kg, direct)) {
+            s->wino = cpu_wino_prepare((const float *)wt->data, M, Cg, group);
             return;
         }
     }
@@ -482,22 +525,15 @@ static void conv_pack(seam_check *c) {
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
     int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == wt->rank ? 1 : -1;
     for (int32_t d = 2; out_prod >= 0 && d < wt->rank; d++) out_prod = yt->dims[d].v >= 0 ? out_prod * yt->dims[d].v : -1;
-    if (!packed_pays(Mg, Kg, out_prod, conv_attrs_direct(c->n, wt))) return;
-    conv_state *s = calloc(1, sizeof(*s));
-    if (!s) return;
+    if (!packed_pays(Mg, Kg, out_prod, direct)) return;
     s->packed = calloc((size_t)group, sizeof(*s->packed));
-    s->w = wt->data, s->w_numel = wt->numel, s->group = group;
     for (int64_t g = 0; s->packed && g < group; g++)
         if (!(s->packed[g] = cpu_gemm_pack((const float *)wt->data + g * Mg * Kg, Kg, Mg, Kg))) {
-            conv_state_free(s);
+            for (int64_t h = 0; h < g; h++) cpu_gemm_packed_free(s->packed[h]);
+            free(s->packed);
+            s->packed = NULL;
             return;
         }
-    if (!s->packed) {
-        free(s);
-        return;
-    }
-    *c->state = s;
-    *c->free_state = conv_state_free;
 }
 
 seam_status cpu_conv_check(seam_check *c) {
