@@ -541,9 +541,10 @@ def levels_case(name, C, M, sizes, k=3, act=None):
                  f"per level {['%.1e' % e for e in errs]}")
 
 
-# 64 -> 64 channels: Winograd at 40 x 40 and 28 x 28 (prepared in check),
-# the packed GEMM at 20 x 20, 10 x 10 and 5 x 5 (packed at the first run),
-# OpenBLAS at 3 x 3; 256 -> 96 with a Relu; a 1x1 weight (packed in check)
+# 64 -> 64 channels: Winograd at 40 x 40, 28 x 28 and 20 x 20 (prepared in
+# check), the packed GEMM at 10 x 10 and 5 x 5 (packed at the first run),
+# OpenBLAS at 3 x 3; 256 -> 96 with a Relu (Winograd at 24 x 24, packed at
+# 12 x 12 and 6 x 6); a 1x1 weight (packed in check)
 levels_case("levels_3x3_64", 64, 64, [40, 28, 20, 10, 5, 3])
 levels_case("levels_3x3_256_relu", 256, 96, [24, 12, 6], act="relu")
 levels_case("levels_1x1", 128, 80, [30, 9, 2], k=1)

@@ -182,13 +182,15 @@ static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod, bool direct) {
 
 /* Winograd's tiles a conv needs where the packed GEMM would take it
  * instead. cpu_wino_fits' rule was measured against im2col + OpenBLAS;
- * the packed GEMM beats Winograd (whose 36 GEMMs read 4x the weights,
- * per tile) on few tiles: 256 -> 256 channels at 3 x 3 (1 tile) in 0.27x
- * Winograd's time, 10 x 10 (9 tiles) 0.31x, 14 x 14 (16) 0.37-0.80x,
- * 20 x 20 (25) 0.85-0.95x, 128 -> 128 at 14 x 14 0.83x; from 24 x 24 (36
- * tiles) Winograd wins (256 channels 1.25x, 28 x 28 1.34x, 64 channels
- * at 56 x 56 1.29x) (bench/results/history-unseen.md, 2026-11-28). */
-#define WINO_MIN_TILES_PACKED 32
+ * the packed GEMM (a direct conv's weight read once, where Winograd's 36
+ * GEMMs read 4x the weights for few tiles each) wins on few tiles.
+ * Measured with Winograd's GEMMs on the packed GEMM too (2 threads, then
+ * 1; Winograd's time over the packed GEMM's): 448 -> 384 channels at 8 x
+ * 8 (4 tiles) 2.85 and 3.08, 256 -> 256 at 10 x 10 (9 tiles) 0.98 and
+ * 1.06, at 14 x 14 (16 tiles) 0.77 and 0.55, at 20 x 20 0.67 and 0.60,
+ * 128 -> 128 at 14 x 14 0.67 and 0.57, 64 -> 64 at 20 x 20 0.84 and 0.72
+ * (bench/results/history-unseen.md, 2026-11-28). */
+#define WINO_MIN_TILES_PACKED 12
 
 /* The one rule for Winograd, for conv_pick and for check's guess. */
 static bool wino_pays(const conv_geom *w, int64_t Cg, int64_t Mg, int64_t Kg, bool direct) {
