@@ -46,6 +46,10 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    the path check did not prepare is prepared at the first run and kept
    (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
    against torch.
+3e. Dilated convs whose kernel has taps that read padding only, for every
+   output (conv_trim runs the conv of the other taps): ASPP's centre-only
+   3x3 (a 1x1 conv), taps cut on one side only, on both sides with stride
+   2 and batch 2, groups, a Relu, against torch.
 4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
@@ -488,6 +492,14 @@ packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pa
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
 packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
 packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
+# taps that read padding only (conv_trim): ASPP's dilation past the input
+# (the centre tap alone: a 1x1 conv on the input as it is), the top row of
+# taps cut (pads 6 above, 0 below), 5x5 with stride 2 cut to 3x3 on both
+# sides (pads 7 left), groups, batch 2
+packed_case("trim_aspp_centre", (1, 64, 10, 10), (32, 64, 3, 3), pads=(12, 12, 12, 12), dil=(12, 12), act="relu")
+packed_case("trim_one_side", (1, 16, 9, 9), (24, 16, 3, 3), pads=(6, 1, 0, 1), dil=(6, 1))
+packed_case("trim_both_s2", (2, 8, 11, 13), (16, 8, 5, 5), strides=(2, 2), pads=(14, 14, 14, 14), dil=(7, 7))
+packed_case("trim_groups", (1, 32, 6, 6), (48, 8, 3, 3), group=4, pads=(8, 8, 8, 8), dil=(8, 8), bias=False)
 
 # ---- one weight at sizes inference does not know (conv_keep) ----
 

@@ -138,6 +138,12 @@ typedef struct conv_state {
     int64_t w_numel, group;
     cpu_gemm_packed **packed;   /* [group], or NULL */
     cpu_wino *wino;             /* or NULL */
+    /* the weight cut to the taps that read the input (conv_trim): the
+     * box [h0, h1) x [w0, w1) of the last run that cut it, the cut weight,
+     * and its own packs */
+    int64_t box[4];
+    float *cut;
+    struct conv_state *trim;
 } conv_state;
 
 static void conv_state_free(void *p) {
@@ -146,6 +152,8 @@ static void conv_state_free(void *p) {
     for (int64_t g = 0; s->packed && g < s->group; g++) cpu_gemm_packed_free(s->packed[g]);
     free(s->packed);
     cpu_wino_free(s->wino);
+    conv_state_free(s->trim);
+    free(s->cut);
     free(s);
 }
 
@@ -231,7 +239,8 @@ typedef struct conv_run {
     cpu_fview vx, vw, vy, vb;
     const act_params *post;
     conv_kind kind;
-    const conv_state *cs;
+    conv_state *cs;         /* the node's state, or its trimmed weight's (conv_trim) */
+    seam_tensor wt_cut;     /* conv_trim's weight, when it cut one */
     cpu_dw_plan dj;
     cblk_job cb;
     int64_t cb_tasks;
@@ -288,12 +297,84 @@ static seam_status conv_views(seam_kernel *k, conv_run *r) {
     return SEAM_STATUS_OK;
 }
 
+/* The taps [*k0, *k1) of spatial axis d that read the input for at least
+ * one output (the others read padding only, for every output: atrous
+ * convs whose dilation passes the input's size). */
+static void conv_taps(const conv_geom *w, int32_t d, int64_t *k0, int64_t *k1) {
+    int64_t s = w->stride[d], dl = w->dil[d], p = w->pad_lo[d], last = (w->out[d] - 1) * s - p;
+    *k0 = 0, *k1 = w->kernel[d];
+    while (*k0 < *k1 && last + *k0 * dl < 0) (*k0)++;           /* left of the input for every output */
+    while (*k1 > *k0 && -p + (*k1 - 1) * dl >= w->in[d]) (*k1)--; /* right of it for every output */
+}
+
+/* A float32 2-D conv with a constant weight whose kernel has taps that
+ * read padding only, for every output, runs as the conv of the taps that
+ * read the input: the same sums without their zero terms. DeepLabV3's
+ * ASPP on a 20 x 20 feature map has 3x3 convs of dilation 24 and 36
+ * whose only such tap is the centre: a 1x1 conv, 9x less work and no
+ * im2col. The cut weight is made once and kept, with its packs (a nested
+ * state: conv_keep), for the box of taps the sizes give. Nothing changes
+ * when no tap is cut, when every tap is (the output is the bias), or when
+ * the cut would leave a negative pad; and out of memory leaves the conv
+ * whole. (A weight holding inf or NaN gave NaN from 0 * inf in the
+ * padding; without the cut taps it does not, as oneDNN, which skips
+ * padding, does not.) */
+static void conv_trim(conv_run *r) {
+    conv_state *s = r->cs;
+    conv_geom *w = &r->w;
+    if (!s || w->n != 2 || r->x->dtype != SEAM_DTYPE_FLOAT32 || s->w != r->wt->data || s->w_numel != r->wt->numel ||
+        s->group != r->group)
+        return;
+    int64_t box[4], pl[2], ph[2], k[2];
+    for (int32_t d = 0; d < 2; d++) {
+        conv_taps(w, d, &box[2 * d], &box[2 * d + 1]);
+        k[d] = box[2 * d + 1] - box[2 * d];
+        pl[d] = w->pad_lo[d] - box[2 * d] * w->dil[d];
+        ph[d] = (w->out[d] - 1) * w->stride[d] + (k[d] - 1) * w->dil[d] + 1 - w->in[d] - pl[d];
+        if (k[d] < 1 || pl[d] < 0 || ph[d] < 0) return;
+    }
+    if (k[0] == w->kernel[0] && k[1] == w->kernel[1]) return;
+    if (!s->cut || memcmp(s->box, box, sizeof(box)) != 0) {
+        conv_state_free(s->trim);
+        free(s->cut);
+        s->trim = NULL;
+        s->cut = malloc(sizeof(float) * (size_t)(r->M * r->Cg * k[0] * k[1]));
+        conv_state *t = calloc(1, sizeof(*t));
+        if (!s->cut || !t) {
+            free(s->cut), free(t);
+            s->cut = NULL;
+            return;
+        }
+        const float *src = s->w;
+        int64_t KH = w->kernel[0], KW = w->kernel[1];
+        for (int64_t mc = 0; mc < r->M * r->Cg; mc++)
+            for (int64_t i = 0; i < k[0]; i++)
+                memcpy(s->cut + (mc * k[0] + i) * k[1], src + (mc * KH + box[0] + i) * KW + box[2],
+                       sizeof(float) * (size_t)k[1]);
+        memcpy(s->box, box, sizeof(box));
+        t->w = s->cut, t->w_numel = r->M * r->Cg * k[0] * k[1], t->group = r->group;
+        s->trim = t;
+    }
+    seam_tensor *c = &r->wt_cut;
+    *c = *r->wt;
+    c->dims[2] = k[0], c->dims[3] = k[1];
+    c->numel = s->trim->w_numel;
+    c->nbytes = sizeof(float) * (size_t)c->numel;
+    c->data = s->cut;
+    r->wt = c;
+    r->vw.p = s->cut;
+    r->cs = s->trim;
+    for (int32_t d = 0; d < 2; d++) w->kernel[d] = k[d], w->pad_lo[d] = pl[d], w->pad_hi[d] = ph[d];
+    r->kprod = k[0] * k[1];
+    r->Kg = r->Cg * r->kprod;
+}
+
 /* Packs the state's constant weight for the path this run takes when
  * check did not (a size inference did not know took it elsewhere), and
  * keeps it for the next runs. Out of memory leaves it to each run, as
  * for a weight that is not a constant. */
-static void conv_keep(seam_kernel *k, const conv_run *r) {
-    conv_state *s = k->state;
+static void conv_keep(const conv_run *r) {
+    conv_state *s = r->cs;
     if (!s || s->w != r->wt->data || s->w_numel != r->wt->numel || s->group != r->group) return;
     if (r->kind == CONV_WINOGRAD && !s->wino) s->wino = cpu_wino_prepare((const float *)s->w, r->M, r->Cg, r->group);
     if (r->kind != CONV_PACKED || s->packed) return;
@@ -321,7 +402,6 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     for (int32_t d = 0; d < w->n; d++)
         r->direct &= w->kernel[d] == 1 && w->stride[d] == 1 && w->pad_lo[d] == 0 && w->pad_hi[d] == 0;
     r->threads = seam_pool_threads(k->pool);
-    r->cs = k->state;
     cblk_job *cb = &r->cb;
     cb->nb = ((int64_t)1 << 17) / (Kg > 0 ? Kg : 1) / 64 * 64;
     if (cb->nb < 64) cb->nb = 64;
@@ -340,7 +420,7 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
         r->kind = CONV_DIRECT;
     else if (!r->f64 && w->n <= 3 && Kg > 0 && cb->blocks > 1 && cb->blocks * group >= 4)
         r->kind = CONV_BLOCKED; /* float32 1-D to 3-D with many output pixels per column block */
-    if (r->kind == CONV_PACKED) conv_keep(k, r);
+    if (r->kind == CONV_PACKED) conv_keep(r);
     const conv_state *cs = r->cs;
     r->prepacked = r->kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
                    cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
@@ -355,7 +435,7 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
     const conv_state *cs = r->cs;
     int64_t group = r->group, Cg = r->Cg, Mg = r->Mg, Kg = r->Kg, threads = r->threads;
     if (r->kind == CONV_WINOGRAD) {
-        conv_keep(k, r);
+        conv_keep(r);
         if (cs && cs->wino && cpu_wino_weights(cs->wino) == (const float *)r->wt->data && cs->w_numel == r->wt->numel &&
             cs->group == group)
             r->wino = cs->wino;
@@ -462,7 +542,11 @@ seam_status cpu_conv_run(seam_kernel *k) {
     conv_run r = {0};
     seam_status st = conv_shape(k, &r);
     if (st || r.y->numel == 0) return st;
-    if (!(st = conv_views(k, &r))) conv_pick(k, &r);
+    r.cs = k->state;
+    if (!(st = conv_views(k, &r))) {
+        conv_trim(&r);
+        conv_pick(k, &r);
+    }
     if (!st && !(st = conv_prepare(k, &r))) {
         switch (r.kind) {
         case CONV_WINOGRAD:
