@@ -46,6 +46,12 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    the path check did not prepare is prepared at the first run and kept
    (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
    against torch.
+3f. Grouped convs of few channels a group (gconv.c's direct loop):
+   ResNeXt's 32 groups of 4, 8, 16 and 32 channels, stride 2, output
+   channels a group that leave blocks of 8, 4, 2 and 1 (15), strides 3 and
+   (2, 1), dilation, asymmetric pads, 5x5 and 1x1 kernels, batch 2, every
+   fused activation, no bias, outputs of 1 x 1 and of one row, a weight
+   given at run time (bitwise equal to the initializer's), against torch.
 3e. Dilated convs whose kernel has taps that read padding only, for every
    output (conv_trim runs the conv of the other taps): ASPP's centre-only
    3x3 (a 1x1 conv), taps cut on one side only, on both sides with stride
@@ -492,6 +498,21 @@ packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pa
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
 packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
 packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
+# grouped convs of few channels a group (gconv.c)
+packed_case("gconv_resnext_g4", (1, 128, 28, 28), (128, 4, 3, 3), group=32, pads=(1, 1, 1, 1), act="relu")
+packed_case("gconv_resnext_g8_s2", (1, 256, 29, 28), (256, 8, 3, 3), group=32, strides=(2, 2), pads=(1, 1, 1, 1))
+packed_case("gconv_resnext_g16", (1, 512, 14, 14), (512, 16, 3, 3), group=32, pads=(1, 1, 1, 1), act="clip")
+packed_case("gconv_resnext_g32_7", (1, 1024, 7, 7), (1024, 32, 3, 3), group=32, pads=(1, 1, 1, 1), act="silu")
+packed_case("gconv_tails_15", (2, 12, 13, 11), (45, 4, 3, 3), group=3, pads=(0, 2, 1, 0), act="hardswish")
+packed_case("gconv_s3_d2", (1, 24, 23, 26), (36, 6, 3, 3), group=4, strides=(3, 3), pads=(2, 2, 2, 2), dil=(2, 2),
+            act="leaky")
+packed_case("gconv_s21_5x5", (1, 16, 17, 19), (20, 8, 5, 5), group=2, strides=(2, 1), pads=(2, 1, 0, 2), bias=False,
+            act="hardsigmoid")
+packed_case("gconv_1x1", (1, 64, 9, 9), (32, 8, 1, 1), group=8)
+packed_case("gconv_out_1x1", (1, 32, 3, 3), (64, 4, 3, 3), group=8)
+packed_case("gconv_one_row", (2, 16, 1, 40), (16, 2, 1, 3), group=8, pads=(0, 1, 0, 1))
+packed_case("gconv_weight_input", (1, 64, 12, 12), (64, 8, 3, 3), group=8, pads=(1, 1, 1, 1), weight="input",
+            act="relu")
 # taps that read padding only (conv_trim): ASPP's dilation past the input
 # (the centre tap alone: a 1x1 conv on the input as it is), the top row of
 # taps cut (pads 6 above, 0 below), 5x5 with stride 2 cut to 3x3 on both

@@ -7,7 +7,9 @@
  * fits Winograd (winograd.c). On CPUs with AVX-512, a float32 2-D Conv of
  * the sizes where it wins runs on the packed GEMM instead (gemm.c): a
  * constant weight packed once at session creation (another on each run),
- * the im2col columns written straight into the packed panels. Conv applies
+ * the im2col columns written straight into the packed panels; a grouped
+ * conv of few channels a group that the packed GEMM leaves runs gconv.c's
+ * direct loop (AVX-512 too). Conv applies
  * its bias and an activation the executor fused into it to each block of
  * the output as it is written.
  * ConvTranspose is the transposed product followed by col2im. */
@@ -16,6 +18,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/dwconv.h"
+#include "backends/cpu/gconv.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/winograd.h"
@@ -163,6 +166,7 @@ typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dwconv.c */
     CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
     CONV_PACKED,    /* float32 1-D to 3-D with a packed constant weight: cpu_gemm_run */
+    CONV_GROUPED,   /* float32 2-D, groups of few channels the packed GEMM leaves: gconv.c's direct loop */
     CONV_BLOCKED,   /* float32 1-D to 3-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
     CONV_DIRECT,    /* 1x1, stride 1, unpadded: the input is the column matrix, sgemm */
     CONV_IM2COL,    /* the rest: the whole column matrix, then sgemm */
@@ -416,6 +420,8 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n <= 3 && Kg > 0 &&
              packed_pays(Mg, Kg, out_prod, r->direct) && cpu_gemm_available())
         r->kind = CONV_PACKED;
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && cpu_gconv_fits(w, group, Cg, Mg))
+        r->kind = CONV_GROUPED;
     else if (r->direct)
         r->kind = CONV_DIRECT;
     else if (!r->f64 && w->n <= 3 && Kg > 0 && cb->blocks > 1 && cb->blocks * group >= 4)
@@ -454,6 +460,7 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
                      : kind == CONV_PACKED
                          ? sizeof(float) * (cpu_gemm_scratch(Mg, r->out_prod, threads) + r->pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(r->cb_tasks * (Kg * cb->nb + 16))
+                     : kind == CONV_GROUPED ? cpu_gconv_scratch(&r->w, Cg, Mg, (int32_t)threads)
                      : kind == CONV_DIRECT  ? 0
                                             : r->es * (size_t)(Cg * r->kprod * r->out_prod);
     r->col = scratch ? kernel_scratch(k, scratch) : NULL;
@@ -556,6 +563,10 @@ seam_status cpu_conv_run(seam_kernel *k) {
             cpu_dw_run(&r.dj, k->pool, r.vx.p, r.vw.p, r.b ? r.vb.p : NULL, r.post, r.vy.p, r.col);
             break;
         case CONV_PACKED: conv_exec_packed(k, &r); break;
+        case CONV_GROUPED:
+            cpu_gconv_run(k->pool, &r.w, r.N, r.group, r.Cg, r.Mg, r.vx.p, r.vw.p, r.b ? r.vb.p : NULL, r.post, r.vy.p,
+                          r.col);
+            break;
         case CONV_BLOCKED: conv_exec_blocked(k, &r); break;
         case CONV_DIRECT:
         case CONV_IM2COL: conv_exec_blas(k, &r); break;
