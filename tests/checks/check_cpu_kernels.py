@@ -497,6 +497,9 @@ packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pa
 # 32 rows of 7 x 7, a 16-row short stem
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
 packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
+# a large weight on 9 output pixels (a detector's smallest FPN level): packed
+packed_case("packed_small_out", (1, 256, 3, 3), (256, 256, 3, 3), pads=(1, 1, 1, 1), act="relu")
+packed_case("packed_small_out_2x4", (1, 128, 2, 4), (96, 128, 3, 3), pads=(1, 1, 1, 1))
 packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
 # grouped convs of few channels a group (gconv.c)
 packed_case("gconv_resnext_g4", (1, 128, 28, 28), (128, 4, 3, 3), group=32, pads=(1, 1, 1, 1), act="relu")

@@ -183,12 +183,17 @@ typedef enum conv_kind {
  * conv (1x1, stride 1, unpadded: the packed GEMM reads its input in place,
  * no packing pass, bench/results/cpugemm2.md) wins on short depths and few
  * rows too, but not on small products that OpenBLAS keeps in L1 (a few
- * dozen rows of 49 or 196 pixels, short depth). out_prod < 0: not known
+ * dozen rows of 49 or 196 pixels, short depth). A large weight on 8 to
+ * 15 output pixels (a detector's 3 x 3 FPN level) is the packed GEMM's
+ * too: OpenBLAS packs the weight again on each call (256 -> 256 channels,
+ * 3x3 kernel, at 3 x 3: 0.39x the time, 819 -> 256 0.71x, 512 -> 512
+ * 0.80x; at 2 x 2, 1.15x: left to OpenBLAS). out_prod < 0: not known
  * yet (at check time, with symbolic dims). */
 static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod, bool direct) {
     if (direct) return out_prod < 0 || (out_prod >= 16 && (out_prod >= 512 || Mg >= 64 || Kg >= 256));
     if (Mg < 48 && Kg < 160 && (out_prod < 4096 || Kg > 32)) return false;
     if (out_prod < 0) return true;
+    if (out_prod >= 8 && Mg >= 64 && Mg * Kg >= ((int64_t)1 << 17)) return true;
     return out_prod >= 16 && (out_prod >= 128 || Mg >= 64);
 }
 
