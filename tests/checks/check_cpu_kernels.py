@@ -67,6 +67,7 @@ equal. A case is one model, named as printed.
 """
 import os
 import sys
+import zlib
 
 import numpy as np
 import torch
@@ -531,12 +532,15 @@ def levels_case(name, C, M, sizes, k=3, act=None):
     """x [1, C, H, W]; level i is x[:, :, :s_i, :s_i] (Slice with ends from
     input e_i: sizes inference cannot know, as a detector's resize makes
     them), each convolved with the same weight (k x k, pad k // 2): output
-    y_i."""
+    y_i. Its own random data (the same whether -k selects it alone), and
+    Winograd's tolerance: F(4, 3) over 256 channels is 1.2e-5 of the
+    output's scale from torch on one draw, main's Winograd (on sgemm) too."""
     if not check.selected(name):
         return
-    x = rng.randn(1, C, sizes[0], sizes[0]).astype(np.float32)
-    w = (rng.randn(M, C, k, k) / np.sqrt(C * k * k)).astype(np.float32)
-    b = rng.randn(M).astype(np.float32)
+    r = np.random.RandomState(zlib.crc32(name.encode()))
+    x = r.randn(1, C, sizes[0], sizes[0]).astype(np.float32)
+    w = (r.randn(M, C, k, k) / np.sqrt(C * k * k)).astype(np.float32)
+    b = r.randn(M).astype(np.float32)
     inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
              helper.make_tensor("b", TensorProto.FLOAT, b.shape, b),
              helper.make_tensor("ax", TensorProto.INT64, [2], [2, 3]),
@@ -573,7 +577,7 @@ def levels_case(name, C, M, sizes, k=3, act=None):
                        torch.from_numpy(b.astype(np.float64)), 1, k // 2)
         ref = (F.relu(ref) if act else ref).numpy()
         errs.append(seamtest.rel_err(got[0][i], ref) if got[0][i].shape == ref.shape else float("inf"))
-    check.expect(max(errs) <= 1e-5, f"{name}: error {max(errs):.1e} against torch at sizes {sizes}",
+    check.expect(max(errs) <= 5e-5, f"{name}: error {max(errs):.1e} against torch at sizes {sizes}",
                  f"per level {['%.1e' % e for e in errs]}")
 
 
