@@ -77,7 +77,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
     for (int32_t v = 0; v < g->n_values; v++) {
         const ir_value *val = &g->values[v];
         exec_value *ev = &e->vals[v];
-        ev->offset = -1;
+        ev->offset = ev->dyn_offset = -1;
         ev->last_use = val->producer >= 0 ? e->pos[val->producer] : -1;
         for (int32_t c = 0; c < val->n_consumers; c++)
             if (e->pos[val->consumers[c]] > ev->last_use) ev->last_use = e->pos[val->consumers[c]];
@@ -167,6 +167,7 @@ void seam_exec_free(seam_exec *e) {
     free(e->post_ok);
     free(e->values_ok);
     free(e->slab);
+    free(e->dyn_slab);
     free(e->scratch);
     free(e->log);
     free(e);
@@ -274,6 +275,7 @@ static seam_status check_outputs(seam_exec *e, int32_t i) {
 seam_status seam_exec_run(seam_exec *e) {
     const ir_graph *g = e->g;
     seam_exec_reset(e);
+    if (e->dyn_missed) exec_plan_dynamic(e);
     struct timespec run_t0;
     if (e->profile) clock_gettime(CLOCK_MONOTONIC, &run_t0);
     /* outer values: the parent's current tensors */

@@ -17,7 +17,9 @@
  * one slab; two values share bytes only when their lifetimes (producer to
  * last consumer, in topological positions) do not overlap. Values whose
  * shape depends on data are allocated when produced and freed after their
- * last use.
+ * last use, the first time; their sizes are kept, and from the next run
+ * on they have places of their own in a second slab planned the same way
+ * (one that outgrows its place is allocated again, and planned anew).
  *
  * Kernels (kernel.h) see the executor through seam_kernel; exec_impl.h
  * holds what the executor's files share.
@@ -33,6 +35,9 @@ typedef struct exec_value {
     int32_t last_use;     /* topo position of the last reader; n_nodes for outputs */
     int64_t offset;       /* planned place in the slab, or -1 */
     size_t planned;       /* planned bytes */
+    int64_t dyn_offset;   /* place in the dynamic slab, or -1 */
+    size_t dyn_planned;   /* its bytes there */
+    size_t seen;          /* the most bytes a run allocated for it (0: none, or planned in the slab) */
     void *user;           /* a caller's output buffer of `capacity` bytes */
     size_t capacity;
     bool dynamic;         /* t.data was malloc'd during this run */
@@ -63,6 +68,11 @@ typedef struct seam_exec {
     bool *values_ok;            /* per node: its kernel takes sequences and optionals */
     uint8_t *slab;
     size_t slab_size;
+    /* values whose size depends on the run, placed from the sizes the
+     * runs so far gave them (exec_plan_dynamic) */
+    uint8_t *dyn_slab;
+    size_t dyn_slab_size;
+    bool dyn_missed;            /* the last run allocated a value: plan again */
     struct state_entry *states; /* per node, from check() */
     /* targets that ai.seam Subgraph nodes may name (the root exec's; a
      * body's exec asks its parent) */

@@ -29,6 +29,11 @@ void exec_fuse(seam_exec *e);
  * cannot be had. */
 seam_status exec_plan_memory(seam_exec *e);
 
+/* Places the values whose size only a run tells (exec_value.seen) in the
+ * dynamic slab, from the largest sizes the runs so far gave them; called
+ * before a run when the last one allocated some (seam_exec.dyn_missed). */
+void exec_plan_dynamic(seam_exec *e);
+
 /* Frees the string bytes kernel_bytes gave out (the root executor's). */
 void exec_free_bytes(seam_exec *e);
 

@@ -68,10 +68,16 @@ seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, 
         ev->t.data = ev->user;
     } else if (ev->offset >= 0 && nbytes <= ev->planned) {
         ev->t.data = k->exec->slab + ev->offset;
+    } else if (ev->dyn_offset >= 0 && nbytes <= ev->dyn_planned) {
+        ev->t.data = k->exec->dyn_slab + ev->dyn_offset;
     } else {
         ev->t.data = malloc(nbytes ? nbytes : 1);
         if (!ev->t.data) return NULL;
         ev->dynamic = true;
+        if (nbytes && ev->offset < 0) { /* the next run plans a place for it (exec_plan_dynamic) */
+            if (nbytes > ev->seen) ev->seen = nbytes;
+            k->exec->dyn_missed = true;
+        }
     }
     ev->t.dtype = dtype;
     ev->t.rank = rank;

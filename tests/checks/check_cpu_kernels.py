@@ -39,6 +39,23 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    weight, a graph-input weight (packed on each run: bitwise equal to the
    same conv with the weight an initializer), and the sizes it leaves to
    OpenBLAS, against torch.
+3d. One weight at several sizes inference does not know (a detector's
+   FPN levels: symbolic H and W): check prepares the weight for the path
+   a 56 x 56 input would take, and each run's size picks its own (Winograd
+   on many tiles, the packed GEMM on few, OpenBLAS on a 3 x 3 output);
+   the path check did not prepare is prepared at the first run and kept
+   (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
+   against torch.
+3f. Grouped convs of few channels a group (gconv.c's direct loop):
+   ResNeXt's 32 groups of 4, 8, 16 and 32 channels, stride 2, output
+   channels a group that leave blocks of 8, 4, 2 and 1 (15), strides 3 and
+   (2, 1), dilation, asymmetric pads, 5x5 and 1x1 kernels, batch 2, every
+   fused activation, no bias, outputs of 1 x 1 and of one row, a weight
+   given at run time (bitwise equal to the initializer's), against torch.
+3e. Dilated convs whose kernel has taps that read padding only, for every
+   output (conv_trim runs the conv of the other taps): ASPP's centre-only
+   3x3 (a 1x1 conv), taps cut on one side only, on both sides with stride
+   2 and batch 2, groups, a Relu, against torch.
 4. MaxPool and AveragePool (2-D, float32) with strides, pads, dilations,
    ceil_mode and count_include_pad, on rows wide enough to have windows
    all inside, against torch.
@@ -50,6 +67,7 @@ equal. A case is one model, named as printed.
 """
 import os
 import sys
+import zlib
 
 import numpy as np
 import torch
@@ -480,7 +498,96 @@ packed_case("packed_weight_input", (2, 32, 16, 16), (128, 16, 3, 3), group=2, pa
 # 32 rows of 7 x 7, a 16-row short stem
 packed_case("packed_skip_se", (2, 240, 1, 1), (960, 240, 1, 1), act="hardsigmoid")
 packed_case("packed_skip_small", (1, 128, 7, 7), (32, 128, 3, 3), pads=(1, 1, 1, 1))
+# a large weight on 9 output pixels (a detector's smallest FPN level): packed
+packed_case("packed_small_out", (1, 256, 3, 3), (256, 256, 3, 3), pads=(1, 1, 1, 1), act="relu")
+packed_case("packed_small_out_2x4", (1, 128, 2, 4), (96, 128, 3, 3), pads=(1, 1, 1, 1))
 packed_case("packed_skip_stem", (1, 3, 64, 64), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1), act="hardswish")
+# grouped convs of few channels a group (gconv.c)
+packed_case("gconv_resnext_g4", (1, 128, 28, 28), (128, 4, 3, 3), group=32, pads=(1, 1, 1, 1), act="relu")
+packed_case("gconv_resnext_g8_s2", (1, 256, 29, 28), (256, 8, 3, 3), group=32, strides=(2, 2), pads=(1, 1, 1, 1))
+packed_case("gconv_resnext_g16", (1, 512, 14, 14), (512, 16, 3, 3), group=32, pads=(1, 1, 1, 1), act="clip")
+packed_case("gconv_resnext_g32_7", (1, 1024, 7, 7), (1024, 32, 3, 3), group=32, pads=(1, 1, 1, 1), act="silu")
+packed_case("gconv_tails_15", (2, 12, 13, 11), (45, 4, 3, 3), group=3, pads=(0, 2, 1, 0), act="hardswish")
+packed_case("gconv_s3_d2", (1, 24, 23, 26), (36, 6, 3, 3), group=4, strides=(3, 3), pads=(2, 2, 2, 2), dil=(2, 2),
+            act="leaky")
+packed_case("gconv_s21_5x5", (1, 16, 17, 19), (20, 8, 5, 5), group=2, strides=(2, 1), pads=(2, 1, 0, 2), bias=False,
+            act="hardsigmoid")
+packed_case("gconv_1x1", (1, 64, 9, 9), (32, 8, 1, 1), group=8)
+packed_case("gconv_out_1x1", (1, 32, 3, 3), (64, 4, 3, 3), group=8)
+packed_case("gconv_one_row", (2, 16, 1, 40), (16, 2, 1, 3), group=8, pads=(0, 1, 0, 1))
+packed_case("gconv_weight_input", (1, 64, 12, 12), (64, 8, 3, 3), group=8, pads=(1, 1, 1, 1), weight="input",
+            act="relu")
+# taps that read padding only (conv_trim): ASPP's dilation past the input
+# (the centre tap alone: a 1x1 conv on the input as it is), the top row of
+# taps cut (pads 6 above, 0 below), 5x5 with stride 2 cut to 3x3 on both
+# sides (pads 7 left), groups, batch 2
+packed_case("trim_aspp_centre", (1, 64, 10, 10), (32, 64, 3, 3), pads=(12, 12, 12, 12), dil=(12, 12), act="relu")
+packed_case("trim_one_side", (1, 16, 9, 9), (24, 16, 3, 3), pads=(6, 1, 0, 1), dil=(6, 1))
+packed_case("trim_both_s2", (2, 8, 11, 13), (16, 8, 5, 5), strides=(2, 2), pads=(14, 14, 14, 14), dil=(7, 7))
+packed_case("trim_groups", (1, 32, 6, 6), (48, 8, 3, 3), group=4, pads=(8, 8, 8, 8), dil=(8, 8), bias=False)
+
+# ---- one weight at sizes inference does not know (conv_keep) ----
+
+def levels_case(name, C, M, sizes, k=3, act=None):
+    """x [1, C, H, W]; level i is x[:, :, :s_i, :s_i] (Slice with ends from
+    input e_i: sizes inference cannot know, as a detector's resize makes
+    them), each convolved with the same weight (k x k, pad k // 2): output
+    y_i. Its own random data (the same whether -k selects it alone), and
+    Winograd's tolerance: F(4, 3) over 256 channels is 1.2e-5 of the
+    output's scale from torch on one draw, main's Winograd (on sgemm) too."""
+    if not check.selected(name):
+        return
+    r = np.random.RandomState(zlib.crc32(name.encode()))
+    x = r.randn(1, C, sizes[0], sizes[0]).astype(np.float32)
+    w = (r.randn(M, C, k, k) / np.sqrt(C * k * k)).astype(np.float32)
+    b = r.randn(M).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
+             helper.make_tensor("b", TensorProto.FLOAT, b.shape, b),
+             helper.make_tensor("ax", TensorProto.INT64, [2], [2, 3]),
+             helper.make_tensor("z", TensorProto.INT64, [2], [0, 0])]
+    nodes, outs = [], []
+    for i, sz in enumerate(sizes):
+        nodes += [helper.make_node("Slice", ["x", "z", f"e{i}", "ax"], [f"x{i}"]),
+                  helper.make_node("Conv", [f"x{i}", "w", "b"], [f"c{i}" if act else f"y{i}"], pads=[k // 2] * 4)]
+        if act:
+            nodes.append(helper.make_node("Relu", [f"c{i}"], [f"y{i}"]))
+        outs.append(f"y{i}")
+    ins = [vi("x", x.shape)] + [vi(f"e{i}", [2], TensorProto.INT64) for i in range(len(sizes))]
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, ins, [vi(o, None) for o in outs], inits,
+                               name=name, opset=13)
+    args_in = []
+    for nm, v in [("x", x)] + [(f"e{i}", np.array([sz, sz], np.int64)) for i, sz in enumerate(sizes)]:
+        f = os.path.join(work, f"{name}.{nm}.npy")
+        np.save(f, v)
+        args_in += ["--input", f"{nm}={f}"]
+    got = []
+    for threads in (1, 2):
+        d = os.path.join(work, f"{name}.t{threads}")
+        r = seam("run", path, *args_in, "--threads", threads, "--repeat", 3, "--output-dir", d, "--quiet")
+        if r.returncode:
+            check.fail(f"{name}: seam run --threads {threads} failed: {r.stderr.strip()}")
+            return
+        got.append([np.load(os.path.join(d, o + ".npy")) for o in outs])
+    if any(a.tobytes() != c.tobytes() for a, c in zip(*got)):
+        check.fail(f"{name}: --threads 1 and --threads 2 differ")
+        return
+    errs = []
+    for i, sz in enumerate(sizes):
+        ref = F.conv2d(torch.from_numpy(x[:, :, :sz, :sz].astype(np.float64)), torch.from_numpy(w.astype(np.float64)),
+                       torch.from_numpy(b.astype(np.float64)), 1, k // 2)
+        ref = (F.relu(ref) if act else ref).numpy()
+        errs.append(seamtest.rel_err(got[0][i], ref) if got[0][i].shape == ref.shape else float("inf"))
+    check.expect(max(errs) <= 5e-5, f"{name}: error {max(errs):.1e} against torch at sizes {sizes}",
+                 f"per level {['%.1e' % e for e in errs]}")
+
+
+# 64 -> 64 channels: Winograd at 40 x 40, 28 x 28 and 20 x 20 (prepared in
+# check), the packed GEMM at 10 x 10 and 5 x 5 (packed at the first run),
+# OpenBLAS at 3 x 3; 256 -> 96 with a Relu (Winograd at 24 x 24, packed at
+# 12 x 12 and 6 x 6); a 1x1 weight (packed in check)
+levels_case("levels_3x3_64", 64, 64, [40, 28, 20, 10, 5, 3])
+levels_case("levels_3x3_256_relu", 256, 96, [24, 12, 6], act="relu")
+levels_case("levels_1x1", 128, 80, [30, 9, 2], k=1)
 
 # ---- depthwise Conv (group = C, linalg.c's dw_one and dw_lanes) ----
 

@@ -26,6 +26,16 @@ usage: /usr/bin/python3 check_cpu_misc.py SEAM WORKDIR [-k PATTERN]
    channels of batch-1 NCHW tensors (densenet's), batch 2, the first and
    the last axis, an empty input, an input given twice, int64, against
    numpy.concatenate.
+5. Values whose size only the run decides (runtime/plan_memory.c's
+   dynamic slab): the first run allocates them, the later runs of the
+   session place them in a slab planned from their sizes, and a value
+   that outgrows its place is allocated again and planned anew. A Loop
+   whose body slices, squares, adds and tiles a length that grows and
+   shrinks from one iteration to the next (6, 20, 11, 2, 16, 7, 21: the
+   body's executor runs 7 times a session run, several such values alive
+   at once), NonZero -> Gather -> Mul chains in the main graph, and a
+   dynamic value that is a graph output; each run 3 times in one session
+   (--repeat), against numpy.
 Every model also runs with --threads 1 and 2: the outputs must be bitwise
 equal. A case is one model, named as printed.
 """
@@ -47,10 +57,11 @@ rng = np.random.RandomState(11)
 NP_DTYPE = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.INT64: np.int64}
 
 
-def run_model(name, nodes, feeds, outputs, inits=(), opset=14):
+def run_model(name, nodes, feeds, outputs, inits=(), opset=14, repeat=None):
     """Runs a model whose inputs are feeds ({name: array}) and whose outputs
-    are outputs ([(name, dtype)]) on 1 and 2 threads; (list of arrays, None)
-    or (None, why)."""
+    are outputs ([(name, dtype)]) on 1 and 2 threads (repeat: that many
+    timed runs in one session, the outputs the last one's); (list of
+    arrays, None) or (None, why)."""
     ins = [vi(n, a.shape, {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
                            np.int64: TensorProto.INT64, np.int32: TensorProto.INT32}[a.dtype.type])
            for n, a in feeds.items()]
@@ -64,7 +75,8 @@ def run_model(name, nodes, feeds, outputs, inits=(), opset=14):
     got = []
     for threads in (1, 2):
         d = os.path.join(work, f"{name}.t{threads}")
-        r = seam("run", path, *args_in, "--threads", threads, "--output-dir", d, "--quiet")
+        r = seam("run", path, *args_in, "--threads", threads, "--output-dir", d, "--quiet",
+                 *(["--repeat", repeat] if repeat else []))
         if r.returncode:
             return None, f"seam run --threads {threads} failed: {r.stderr.strip()}"
         got.append([np.load(seamtest.output_file(d, n)) for n, _ in outputs])
@@ -437,5 +449,91 @@ concat_case("concat_empty_input", [(1, 8, 90, 90), (1, 0, 90, 90), (1, 9, 90, 90
 concat_case("concat_input_twice", [(1, 30, 40, 40), (1, 20, 40, 40), (1, 30, 40, 40)], 1, repeat=(0, 2))
 concat_case("concat_int64", [(2, 3000), (2, 7000)], 1, dtype=np.int64)
 concat_case("concat_small", [(1, 2), (1, 3)], 1)
+
+
+
+# ---- values whose size the run decides: the dynamic slab, numpy ----
+
+def loop_sizes_case(name, L=4000, K=173, trips=7):
+    """Loop over i: n = (37 i + 5) % 23 + 1, s = x[:n K], b = s * s + s,
+    big = tile(b, n); acc += sum(big), scan max(b); then y = scan * 2."""
+    if not check.selected(name):
+        return
+    x = rng.rand(L).astype(np.float32)
+    c = lambda nm, v: helper.make_node("Constant", [], [nm], value=numpy_helper.from_array(np.array(v, np.int64)))
+    body = helper.make_graph([
+        c("c37", 37), c("c5", 5), c("c23", 23), c("one", 1), c("cK", K), c("ax", [0]),
+        helper.make_node("Mul", ["i", "c37"], ["t1"]), helper.make_node("Add", ["t1", "c5"], ["t2"]),
+        helper.make_node("Mod", ["t2", "c23"], ["t3"]), helper.make_node("Add", ["t3", "one"], ["n"]),
+        helper.make_node("Mul", ["n", "cK"], ["nn"]), helper.make_node("Unsqueeze", ["nn", "ax"], ["end"]),
+        helper.make_node("Unsqueeze", ["n", "ax"], ["reps"]), helper.make_node("Unsqueeze", ["one", "ax"], ["one1"]),
+        helper.make_node("Sub", ["one1", "one1"], ["zero1"]),
+        helper.make_node("Slice", ["x", "zero1", "end"], ["s"]),
+        helper.make_node("Mul", ["s", "s"], ["a"]), helper.make_node("Add", ["a", "s"], ["b"]),
+        helper.make_node("Tile", ["b", "reps"], ["big"]),
+        helper.make_node("ReduceSum", ["big"], ["r"], keepdims=1),
+        helper.make_node("Add", ["acc", "r"], ["acc_out"]),
+        helper.make_node("ReduceMax", ["b"], ["m"], keepdims=1, axes=[0]),
+        helper.make_node("Identity", ["cond"], ["cond_out"]),
+    ], "body", [vi("i", [], TensorProto.INT64), vi("cond", [], TensorProto.BOOL), vi("acc", [1])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [1]), vi("m", [1])])
+    inits = [numpy_helper.from_array(np.array(trips, np.int64), "M"), numpy_helper.from_array(np.array(True), "c"),
+             numpy_helper.from_array(np.zeros(1, np.float32), "acc0"),
+             numpy_helper.from_array(np.array(2, np.float32), "two")]
+    nodes = [helper.make_node("Loop", ["M", "c", "acc0"], ["acc", "scan"], body=body),
+             helper.make_node("Mul", ["scan", "two"], ["y"])]
+    acc, ms = 0.0, []
+    for i in range(trips):
+        n = (37 * i + 5) % 23 + 1
+        b = x[:n * K].astype(np.float64) ** 2 + x[:n * K]
+        acc += n * b.sum()
+        ms.append([b.max()])
+    got, err = run_model(name, nodes, {"x": x}, [("acc", TensorProto.FLOAT), ("y", TensorProto.FLOAT)], inits,
+                         opset=13, repeat=3)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    want_y = 2 * np.array(ms)
+    ok = got[0].shape == (1,) and np.allclose(got[0], [acc], rtol=1e-5) and got[1].shape == want_y.shape and \
+        np.allclose(got[1], want_y, rtol=1e-6)
+    check.expect(ok, f"{name}: equal to numpy after 3 runs", f"acc {got[0]} want {acc}; y {got[1].ravel()} "
+                 f"want {want_y.ravel()}")
+
+
+def nonzero_case(name, shape, thresholds):
+    """For each threshold t: idx = NonZero(x > t) (flattened), g = Gather(x
+    flat, idx), y_t = g * g + g; every y_t and the last idx are outputs."""
+    if not check.selected(name):
+        return
+    x = rng.rand(*shape).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "flat")]
+    nodes = [helper.make_node("Reshape", ["x", "flat"], ["xf"])]
+    outs, want = [], []
+    for k, t in enumerate(thresholds):
+        inits.append(numpy_helper.from_array(np.array(t, np.float32), f"t{k}"))
+        nodes += [helper.make_node("Greater", ["xf", f"t{k}"], [f"m{k}"]),
+                  helper.make_node("NonZero", [f"m{k}"], [f"nz{k}"]),
+                  helper.make_node("Squeeze", [f"nz{k}", "zero"], [f"idx{k}"]),
+                  helper.make_node("Gather", ["xf", f"idx{k}"], [f"g{k}"]),
+                  helper.make_node("Mul", [f"g{k}", f"g{k}"], [f"q{k}"]),
+                  helper.make_node("Add", [f"q{k}", f"g{k}"], [f"y{k}"])]
+        outs.append((f"y{k}", TensorProto.FLOAT))
+        g = x.ravel()[x.ravel() > t]
+        want.append(g * g + g)
+    inits.append(numpy_helper.from_array(np.array([0], np.int64), "zero"))
+    outs.append((f"idx{len(thresholds) - 1}", TensorProto.INT64))
+    want.append(np.nonzero(x.ravel() > thresholds[-1])[0])
+    got, err = run_model(name, nodes, {"x": x}, outs, inits, opset=13, repeat=3)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    bad = [o for (o, _), a, w in zip(outs, got, want) if a.shape != w.shape or not np.array_equal(a, w)]
+    check.expect(not bad, f"{name}: equal to numpy after 3 runs", f"outputs {bad} differ")
+
+
+loop_sizes_case("dynamic_loop_sizes_grow_and_shrink")
+loop_sizes_case("dynamic_loop_sizes_small", L=200, K=7, trips=5)
+nonzero_case("dynamic_nonzero_gather", (1, 64, 80, 80), [0.2, 0.5, 0.9, 0.99])
+nonzero_case("dynamic_nonzero_none_kept", (3, 100), [0.5, 2.0])
 
 check.finish()

@@ -7,7 +7,9 @@
  * fits Winograd (winograd.c). On CPUs with AVX-512, a float32 2-D Conv of
  * the sizes where it wins runs on the packed GEMM instead (gemm.c): a
  * constant weight packed once at session creation (another on each run),
- * the im2col columns written straight into the packed panels. Conv applies
+ * the im2col columns written straight into the packed panels; a grouped
+ * conv of few channels a group that the packed GEMM leaves runs gconv.c's
+ * direct loop (AVX-512 too). Conv applies
  * its bias and an activation the executor fused into it to each block of
  * the output as it is written.
  * ConvTranspose is the transposed product followed by col2im. */
@@ -16,6 +18,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/dwconv.h"
+#include "backends/cpu/gconv.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/winograd.h"
@@ -128,12 +131,22 @@ static void cblk_tasks(void *arg, int64_t begin, int64_t end) {
 /* What cpu_conv_check prepares for one Conv node (no state at all when the
  * weight is not a float32 constant): its weight transformed for Winograd
  * (winograd.c) when the conv's sizes fit it, else packed for the packed
- * GEMM (AVX-512 only), one matrix per group. */
+ * GEMM (AVX-512 only), one matrix per group. When inference does not know
+ * the input's size, check prepares what a 56 x 56 input would take; a run
+ * whose size takes the other path prepares that one then, once, and keeps
+ * it (conv_keep): a detector's FPN runs one weight at five sizes, some on
+ * Winograd and some not. */
 typedef struct conv_state {
     const void *w;              /* the weight's data the packs were made from */
     int64_t w_numel, group;
     cpu_gemm_packed **packed;   /* [group], or NULL */
     cpu_wino *wino;             /* or NULL */
+    /* the weight cut to the taps that read the input (conv_trim): the
+     * box [h0, h1) x [w0, w1) of the last run that cut it, the cut weight,
+     * and its own packs */
+    int64_t box[4];
+    float *cut;
+    struct conv_state *trim;
 } conv_state;
 
 static void conv_state_free(void *p) {
@@ -142,6 +155,8 @@ static void conv_state_free(void *p) {
     for (int64_t g = 0; s->packed && g < s->group; g++) cpu_gemm_packed_free(s->packed[g]);
     free(s->packed);
     cpu_wino_free(s->wino);
+    conv_state_free(s->trim);
+    free(s->cut);
     free(s);
 }
 
@@ -151,6 +166,7 @@ typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dwconv.c */
     CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
     CONV_PACKED,    /* float32 1-D to 3-D with a packed constant weight: cpu_gemm_run */
+    CONV_GROUPED,   /* float32 2-D, groups of few channels the packed GEMM leaves: gconv.c's direct loop */
     CONV_BLOCKED,   /* float32 1-D to 3-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
     CONV_DIRECT,    /* 1x1, stride 1, unpadded: the input is the column matrix, sgemm */
     CONV_IM2COL,    /* the rest: the whole column matrix, then sgemm */
@@ -167,13 +183,38 @@ typedef enum conv_kind {
  * conv (1x1, stride 1, unpadded: the packed GEMM reads its input in place,
  * no packing pass, bench/results/cpugemm2.md) wins on short depths and few
  * rows too, but not on small products that OpenBLAS keeps in L1 (a few
- * dozen rows of 49 or 196 pixels, short depth). out_prod < 0: not known
+ * dozen rows of 49 or 196 pixels, short depth). A large weight on 8 to
+ * 15 output pixels (a detector's 3 x 3 FPN level) is the packed GEMM's
+ * too: OpenBLAS packs the weight again on each call (256 -> 256 channels,
+ * 3x3 kernel, at 3 x 3: 0.39x the time, 819 -> 256 0.71x, 512 -> 512
+ * 0.80x; at 2 x 2, 1.15x: left to OpenBLAS). out_prod < 0: not known
  * yet (at check time, with symbolic dims). */
 static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod, bool direct) {
     if (direct) return out_prod < 0 || (out_prod >= 16 && (out_prod >= 512 || Mg >= 64 || Kg >= 256));
     if (Mg < 48 && Kg < 160 && (out_prod < 4096 || Kg > 32)) return false;
     if (out_prod < 0) return true;
+    if (out_prod >= 8 && Mg >= 64 && Mg * Kg >= ((int64_t)1 << 17)) return true;
     return out_prod >= 16 && (out_prod >= 128 || Mg >= 64);
+}
+
+/* Winograd's tiles a conv needs where the packed GEMM would take it
+ * instead. cpu_wino_fits' rule was measured against im2col + OpenBLAS;
+ * the packed GEMM (a direct conv's weight read once, where Winograd's 36
+ * GEMMs read 4x the weights for few tiles each) wins on few tiles.
+ * Measured with Winograd's GEMMs on the packed GEMM too (2 threads, then
+ * 1; Winograd's time over the packed GEMM's): 448 -> 384 channels at 8 x
+ * 8 (4 tiles) 2.85 and 3.08, 256 -> 256 at 10 x 10 (9 tiles) 0.98 and
+ * 1.06, at 14 x 14 (16 tiles) 0.77 and 0.55, at 20 x 20 0.67 and 0.60,
+ * 128 -> 128 at 14 x 14 0.67 and 0.57, 64 -> 64 at 20 x 20 0.84 and 0.72
+ * (bench/results/history-unseen.md, 2026-11-28). */
+#define WINO_MIN_TILES_PACKED 12
+
+/* The one rule for Winograd, for conv_pick and for check's guess. */
+static bool wino_pays(const conv_geom *w, int64_t Cg, int64_t Mg, int64_t Kg, bool direct) {
+    if (!cpu_wino_fits(w, Cg, Mg)) return false;
+    int64_t tiles = ((w->out[0] + 3) / 4) * ((w->out[1] + 3) / 4);
+    return tiles >= WINO_MIN_TILES_PACKED || !cpu_gemm_available() ||
+           !packed_pays(Mg, Kg, w->out[0] * w->out[1], direct);
 }
 
 /* A Conv node's attributes say 1x1, stride 1 and no padding (its weight
@@ -207,7 +248,8 @@ typedef struct conv_run {
     cpu_fview vx, vw, vy, vb;
     const act_params *post;
     conv_kind kind;
-    const conv_state *cs;
+    conv_state *cs;         /* the node's state, or its trimmed weight's (conv_trim) */
+    seam_tensor wt_cut;     /* conv_trim's weight, when it cut one */
     cpu_dw_plan dj;
     cblk_job cb;
     int64_t cb_tasks;
@@ -264,6 +306,97 @@ static seam_status conv_views(seam_kernel *k, conv_run *r) {
     return SEAM_STATUS_OK;
 }
 
+/* The taps [*k0, *k1) of spatial axis d that read the input for at least
+ * one output (the others read padding only, for every output: atrous
+ * convs whose dilation passes the input's size). */
+static void conv_taps(const conv_geom *w, int32_t d, int64_t *k0, int64_t *k1) {
+    int64_t s = w->stride[d], dl = w->dil[d], p = w->pad_lo[d], last = (w->out[d] - 1) * s - p;
+    *k0 = 0, *k1 = w->kernel[d];
+    while (*k0 < *k1 && last + *k0 * dl < 0) (*k0)++;           /* left of the input for every output */
+    while (*k1 > *k0 && -p + (*k1 - 1) * dl >= w->in[d]) (*k1)--; /* right of it for every output */
+}
+
+/* A float32 2-D conv with a constant weight whose kernel has taps that
+ * read padding only, for every output, runs as the conv of the taps that
+ * read the input: the same sums without their zero terms. DeepLabV3's
+ * ASPP on a 20 x 20 feature map has 3x3 convs of dilation 24 and 36
+ * whose only such tap is the centre: a 1x1 conv, 9x less work and no
+ * im2col. The cut weight is made once and kept, with its packs (a nested
+ * state: conv_keep), for the box of taps the sizes give. Nothing changes
+ * when no tap is cut, when every tap is (the output is the bias), or when
+ * the cut would leave a negative pad; and out of memory leaves the conv
+ * whole. (A weight holding inf or NaN gave NaN from 0 * inf in the
+ * padding; without the cut taps it does not, as oneDNN, which skips
+ * padding, does not.) */
+static void conv_trim(conv_run *r) {
+    conv_state *s = r->cs;
+    conv_geom *w = &r->w;
+    if (!s || w->n != 2 || r->x->dtype != SEAM_DTYPE_FLOAT32 || s->w != r->wt->data || s->w_numel != r->wt->numel ||
+        s->group != r->group)
+        return;
+    int64_t box[4], pl[2], ph[2], k[2];
+    for (int32_t d = 0; d < 2; d++) {
+        conv_taps(w, d, &box[2 * d], &box[2 * d + 1]);
+        k[d] = box[2 * d + 1] - box[2 * d];
+        pl[d] = w->pad_lo[d] - box[2 * d] * w->dil[d];
+        ph[d] = (w->out[d] - 1) * w->stride[d] + (k[d] - 1) * w->dil[d] + 1 - w->in[d] - pl[d];
+        if (k[d] < 1 || pl[d] < 0 || ph[d] < 0) return;
+    }
+    if (k[0] == w->kernel[0] && k[1] == w->kernel[1]) return;
+    if (!s->cut || memcmp(s->box, box, sizeof(box)) != 0) {
+        conv_state_free(s->trim);
+        free(s->cut);
+        s->trim = NULL;
+        s->cut = malloc(sizeof(float) * (size_t)(r->M * r->Cg * k[0] * k[1]));
+        conv_state *t = calloc(1, sizeof(*t));
+        if (!s->cut || !t) {
+            free(s->cut), free(t);
+            s->cut = NULL;
+            return;
+        }
+        const float *src = s->w;
+        int64_t KH = w->kernel[0], KW = w->kernel[1];
+        for (int64_t mc = 0; mc < r->M * r->Cg; mc++)
+            for (int64_t i = 0; i < k[0]; i++)
+                memcpy(s->cut + (mc * k[0] + i) * k[1], src + (mc * KH + box[0] + i) * KW + box[2],
+                       sizeof(float) * (size_t)k[1]);
+        memcpy(s->box, box, sizeof(box));
+        t->w = s->cut, t->w_numel = r->M * r->Cg * k[0] * k[1], t->group = r->group;
+        s->trim = t;
+    }
+    seam_tensor *c = &r->wt_cut;
+    *c = *r->wt;
+    c->dims[2] = k[0], c->dims[3] = k[1];
+    c->numel = s->trim->w_numel;
+    c->nbytes = sizeof(float) * (size_t)c->numel;
+    c->data = s->cut;
+    r->wt = c;
+    r->vw.p = s->cut;
+    r->cs = s->trim;
+    for (int32_t d = 0; d < 2; d++) w->kernel[d] = k[d], w->pad_lo[d] = pl[d], w->pad_hi[d] = ph[d];
+    r->kprod = k[0] * k[1];
+    r->Kg = r->Cg * r->kprod;
+}
+
+/* Packs the state's constant weight for the path this run takes when
+ * check did not (a size inference did not know took it elsewhere), and
+ * keeps it for the next runs. Out of memory leaves it to each run, as
+ * for a weight that is not a constant. */
+static void conv_keep(const conv_run *r) {
+    conv_state *s = r->cs;
+    if (!s || s->w != r->wt->data || s->w_numel != r->wt->numel || s->group != r->group) return;
+    if (r->kind == CONV_WINOGRAD && !s->wino) s->wino = cpu_wino_prepare((const float *)s->w, r->M, r->Cg, r->group);
+    if (r->kind != CONV_PACKED || s->packed) return;
+    cpu_gemm_packed **p = calloc((size_t)r->group, sizeof(*p));
+    for (int64_t g = 0; p && g < r->group; g++)
+        if (!(p[g] = cpu_gemm_pack((const float *)s->w + g * r->Mg * r->Kg, r->Kg, r->Mg, r->Kg))) {
+            while (g-- > 0) cpu_gemm_packed_free(p[g]);
+            free(p);
+            return;
+        }
+    s->packed = p;
+}
+
 /* The one place that picks the path, by the sizes only (never the thread
  * count, nor whether the weight is a constant: a conv computes the same
  * bits in a plan's subgraph, where its weight is an input, as in the whole
@@ -278,7 +411,6 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     for (int32_t d = 0; d < w->n; d++)
         r->direct &= w->kernel[d] == 1 && w->stride[d] == 1 && w->pad_lo[d] == 0 && w->pad_hi[d] == 0;
     r->threads = seam_pool_threads(k->pool);
-    r->cs = k->state;
     cblk_job *cb = &r->cb;
     cb->nb = ((int64_t)1 << 17) / (Kg > 0 ? Kg : 1) / 64 * 64;
     if (cb->nb < 64) cb->nb = 64;
@@ -287,15 +419,19 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     if (!r->f64 && Cg == 1 && group > 1 && w->n == 2 &&
         cpu_dw_plan_make(&r->dj, w, r->N, r->C, r->M, (int32_t)r->threads))
         r->kind = CONV_DEPTHWISE;
-    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 && cpu_wino_fits(w, Cg, Mg))
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 &&
+             wino_pays(w, Cg, Mg, Kg, r->direct))
         r->kind = CONV_WINOGRAD;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n <= 3 && Kg > 0 &&
              packed_pays(Mg, Kg, out_prod, r->direct) && cpu_gemm_available())
         r->kind = CONV_PACKED;
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && cpu_gconv_fits(w, group, Cg, Mg))
+        r->kind = CONV_GROUPED;
     else if (r->direct)
         r->kind = CONV_DIRECT;
     else if (!r->f64 && w->n <= 3 && Kg > 0 && cb->blocks > 1 && cb->blocks * group >= 4)
         r->kind = CONV_BLOCKED; /* float32 1-D to 3-D with many output pixels per column block */
+    if (r->kind == CONV_PACKED) conv_keep(r);
     const conv_state *cs = r->cs;
     r->prepacked = r->kind == CONV_PACKED && cs && cs->packed && cs->w == wt->data && cs->w_numel == wt->numel &&
                    cs->group == group && cs->packed[0]->m == Mg && cs->packed[0]->k == Kg;
@@ -310,6 +446,7 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
     const conv_state *cs = r->cs;
     int64_t group = r->group, Cg = r->Cg, Mg = r->Mg, Kg = r->Kg, threads = r->threads;
     if (r->kind == CONV_WINOGRAD) {
+        conv_keep(r);
         if (cs && cs->wino && cpu_wino_weights(cs->wino) == (const float *)r->wt->data && cs->w_numel == r->wt->numel &&
             cs->group == group)
             r->wino = cs->wino;
@@ -328,6 +465,7 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
                      : kind == CONV_PACKED
                          ? sizeof(float) * (cpu_gemm_scratch(Mg, r->out_prod, threads) + r->pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(r->cb_tasks * (Kg * cb->nb + 16))
+                     : kind == CONV_GROUPED ? cpu_gconv_scratch(&r->w, Cg, Mg, (int32_t)threads)
                      : kind == CONV_DIRECT  ? 0
                                             : r->es * (size_t)(Cg * r->kprod * r->out_prod);
     r->col = scratch ? kernel_scratch(k, scratch) : NULL;
@@ -416,7 +554,11 @@ seam_status cpu_conv_run(seam_kernel *k) {
     conv_run r = {0};
     seam_status st = conv_shape(k, &r);
     if (st || r.y->numel == 0) return st;
-    if (!(st = conv_views(k, &r))) conv_pick(k, &r);
+    r.cs = k->state;
+    if (!(st = conv_views(k, &r))) {
+        conv_trim(&r);
+        conv_pick(k, &r);
+    }
     if (!st && !(st = conv_prepare(k, &r))) {
         switch (r.kind) {
         case CONV_WINOGRAD:
@@ -426,6 +568,10 @@ seam_status cpu_conv_run(seam_kernel *k) {
             cpu_dw_run(&r.dj, k->pool, r.vx.p, r.vw.p, r.b ? r.vb.p : NULL, r.post, r.vy.p, r.col);
             break;
         case CONV_PACKED: conv_exec_packed(k, &r); break;
+        case CONV_GROUPED:
+            cpu_gconv_run(k->pool, &r.w, r.N, r.group, r.Cg, r.Mg, r.vx.p, r.vw.p, r.b ? r.vb.p : NULL, r.post, r.vy.p,
+                          r.col);
+            break;
         case CONV_BLOCKED: conv_exec_blocked(k, &r); break;
         case CONV_DIRECT:
         case CONV_IM2COL: conv_exec_blas(k, &r); break;
@@ -456,24 +602,23 @@ static void conv_pack(seam_check *c) {
     for (int32_t d = 2; d < wt->rank; d++) Kg = wt->dims[d] > 0 && Kg <= CPU_BLAS_MAX / wt->dims[d] ? Kg * wt->dims[d] : -1;
     if (Mg < 1 || Kg < 1 || Kg > CPU_BLAS_MAX || Mg > CPU_BLAS_MAX || (size_t)wt->numel * sizeof(float) != wt->nbytes)
         return;
+    conv_state *s = calloc(1, sizeof(*s));
+    if (!s) return;
+    s->w = wt->data, s->w_numel = wt->numel, s->group = group;
+    *c->state = s;
+    *c->free_state = conv_state_free;
+    bool direct = conv_attrs_direct(c->n, wt);
     /* Winograd when the sizes fit it: the input's H and W if inference
      * knows them, else 56 x 56 (conv_pick decides with the real sizes, and
-     * transforms the weights then if they were not here) */
+     * prepares the other path then if this guess was wrong: conv_keep) */
     const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
     if (wt->rank == 4 && wt->dims[2] == 3 && wt->dims[3] == 3 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4) {
         int64_t in[2], ks[2] = {3, 3};
         for (int32_t d = 0; d < 2; d++) in[d] = xt->dims[2 + d].v >= 1 ? xt->dims[2 + d].v : 56;
         conv_geom g;
         char why[160];
-        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && cpu_wino_fits(&g, Cg, Mg)) {
-            conv_state *s = calloc(1, sizeof(*s));
-            if (s && (s->wino = cpu_wino_prepare((const float *)wt->data, M, Cg, group))) {
-                s->w = wt->data, s->w_numel = wt->numel, s->group = group;
-                *c->state = s;
-                *c->free_state = conv_state_free;
-            } else {
-                free(s);
-            }
+        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && wino_pays(&g, Cg, Mg, Kg, direct)) {
+            s->wino = cpu_wino_prepare((const float *)wt->data, M, Cg, group);
             return;
         }
     }
@@ -482,22 +627,15 @@ static void conv_pack(seam_check *c) {
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
     int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == wt->rank ? 1 : -1;
     for (int32_t d = 2; out_prod >= 0 && d < wt->rank; d++) out_prod = yt->dims[d].v >= 0 ? out_prod * yt->dims[d].v : -1;
-    if (!packed_pays(Mg, Kg, out_prod, conv_attrs_direct(c->n, wt))) return;
-    conv_state *s = calloc(1, sizeof(*s));
-    if (!s) return;
+    if (!packed_pays(Mg, Kg, out_prod, direct)) return;
     s->packed = calloc((size_t)group, sizeof(*s->packed));
-    s->w = wt->data, s->w_numel = wt->numel, s->group = group;
     for (int64_t g = 0; s->packed && g < group; g++)
         if (!(s->packed[g] = cpu_gemm_pack((const float *)wt->data + g * Mg * Kg, Kg, Mg, Kg))) {
-            conv_state_free(s);
+            for (int64_t h = 0; h < g; h++) cpu_gemm_packed_free(s->packed[h]);
+            free(s->packed);
+            s->packed = NULL;
             return;
         }
-    if (!s->packed) {
-        free(s);
-        return;
-    }
-    *c->state = s;
-    *c->free_state = conv_state_free;
 }
 
 seam_status cpu_conv_check(seam_check *c) {

@@ -21,8 +21,10 @@
  * of tile rows ("bands") whose transformed input V [36, Cg, tiles] and
  * products P [36, Mg, tiles] take at most WINO_BLOCK_BYTES. Each block
  * is three parallel passes: the input transform (by input channel), the
- * 36 GEMMs P[xi] = U[xi] V[xi] (by xi, sgemm single-threaded), and the
- * output transform with the bias and activation (by output channel). Every
+ * 36 GEMMs P[xi] = U[xi] V[xi] (by xi, each on one thread: the packed
+ * GEMM of gemm.c with U[xi] packed at prepare where the CPU has AVX-512,
+ * else sgemm), and the output transform with the bias and activation (by
+ * output channel). Every
  * value is computed the same way whichever thread computes it, so the
  * result does not depend on the thread count.
  *
@@ -38,12 +40,20 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/gemm.h"
 #include "backends/kernel.h"
+#include "core/arena.h"
 #include "core/pool.h"
 
 struct cpu_wino {
     int64_t M, Cg, Mg, group;
     float *u; /* [group][36][Mg][Cg]: per group and position xi, the GEMM's A, row-major */
+    /* the same packed for gemm.c (then u is freed): [group * 36], their
+     * panels in one buffer. sgemm packed U[xi] again on every call, which
+     * cost as much as its products on few tiles (OpenBLAS's oncopy: 35%
+     * of a 256-channel 14 x 14 conv's time, 10% at 40 x 40) */
+    cpu_gemm_packed *pk;
+    float *pk_data;
     const float *from; /* the weights given to prepare (not read after it) */
 };
 
@@ -129,6 +139,21 @@ cpu_wino *cpu_wino_prepare(const float *w, int64_t M, int64_t Cg, int64_t group)
                 for (int j = 0; j < 6; j++) /* (G k G^T)[i][j] */
                     dst[(i * 6 + j) * Mg * Cg] = (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
         }
+    if (cpu_gemm_available()) { /* (out of memory: sgemm on u, as without AVX-512) */
+        size_t per = cpu_gemm_packed_floats(Mg, Cg);
+        p->pk = calloc((size_t)(36 * group), sizeof(*p->pk));
+        p->pk_data = seam_alloc_resident(sizeof(float) * per * (size_t)(36 * group));
+        if (p->pk && p->pk_data) {
+            for (int64_t a = 0; a < 36 * group; a++)
+                cpu_gemm_pack_into(&p->pk[a], p->pk_data + (size_t)a * per, p->u + a * Mg * Cg, Cg, Mg, Cg);
+            free(p->u);
+            p->u = NULL;
+        } else {
+            free(p->pk);
+            free(p->pk_data);
+            p->pk = NULL, p->pk_data = NULL;
+        }
+    }
     return p;
 }
 
@@ -137,6 +162,8 @@ const float *cpu_wino_weights(const cpu_wino *p) { return p->from; }
 void cpu_wino_free(cpu_wino *p) {
     if (!p) return;
     free(p->u);
+    free(p->pk);
+    free(p->pk_data);
     free(p);
 }
 
@@ -151,6 +178,7 @@ typedef struct wino_plan {
     int64_t per_task;   /* floats of one task's transform buffer */
     int64_t tasks;      /* buffers for the channel passes */
     int64_t v_floats, p_floats;
+    int64_t g_tasks, g_floats; /* the GEMM pass on the packed GEMM: tasks, scratch floats per task */
 } wino_plan;
 
 #define VL 8 /* floats per vector */
@@ -176,12 +204,14 @@ static void plan_of(const cpu_wino *p, const conv_geom *g, int32_t threads, wino
     q->tasks = 2 * (int64_t)(threads > 0 ? threads : 1);
     q->v_floats = 36 * p->Cg * q->ld;
     q->p_floats = 36 * p->Mg * q->ld;
+    q->g_tasks = threads > 1 ? (threads < 36 ? threads : 36) : 1;
+    q->g_floats = p->pk ? round_up((int64_t)cpu_gemm_scratch(p->Mg, q->nt_max, 1), WINO_ALIGN) : 0;
 }
 
 size_t cpu_wino_scratch_size(const cpu_wino *p, const conv_geom *g, int32_t threads) {
     wino_plan q;
     plan_of(p, g, threads, &q);
-    return sizeof(float) * (size_t)(q.v_floats + q.p_floats + q.tasks * q.per_task + WINO_ALIGN);
+    return sizeof(float) * (size_t)(q.v_floats + q.p_floats + q.tasks * q.per_task + q.g_tasks * q.g_floats + WINO_ALIGN);
 }
 
 /* One block of one image and group. */
@@ -194,6 +224,8 @@ typedef struct wino_job {
     const act_params *post;
     float *y;           /* the group's output channels [Mg, OH, OW] */
     float *v, *prod, *buf; /* V [36][Cg][ld], P [36][Mg][ld], the tasks' buffers */
+    float *gbuf;          /* the GEMM tasks' scratch (the packed GEMM) */
+    const cpu_gemm_packed *pk; /* the group's packed U [36], or NULL */
     int64_t ty0, ty1, nt; /* the block's tile rows and tile count */
     int64_t per_task;     /* channels per task */
     int64_t n_chan;       /* Cg or Mg, for the pass */
@@ -317,6 +349,19 @@ static void output_tasks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* The packed GEMM's tasks: task t computes positions [36 t / tasks, 36
+ * (t + 1) / tasks) on one thread, with its own scratch. */
+static void packed_gemm_tasks(void *arg, int64_t begin, int64_t end) {
+    const wino_job *j = arg;
+    int64_t Mg = j->p->Mg, Cg = j->p->Cg, ld = j->q->ld, tasks = j->q->g_tasks;
+    for (int64_t t = begin; t < end; t++)
+        for (int64_t xi = 36 * t / tasks; xi < 36 * (t + 1) / tasks; xi++) {
+            cpu_gemm_b b = {j->v + xi * Cg * ld, ld, NULL};
+            cpu_gemm_run(NULL, &j->pk[xi], &b, j->nt, j->prod + xi * Mg * ld, ld, NULL, NULL,
+                         j->gbuf + t * j->q->g_floats);
+        }
+}
+
 static void gemm_tasks(void *arg, int64_t begin, int64_t end) {
     const wino_job *j = arg;
     int64_t Mg = j->p->Mg, Cg = j->p->Cg, ld = j->q->ld;
@@ -342,11 +387,13 @@ void cpu_wino_run(const cpu_wino *p, seam_pool *pool, const conv_geom *g, int64_
     wino_job j = {0};
     j.p = p, j.q = &q, j.post = post;
     j.v = base, j.prod = base + q.v_floats, j.buf = base + q.v_floats + q.p_floats;
+    j.gbuf = j.buf + q.tasks * q.per_task;
     for (int64_t n = 0; n < N; n++)
         for (int64_t gi = 0; gi < p->group; gi++) {
             j.x = x + (n * C + gi * Cg) * q.H * q.W;
             j.y = y + (n * M + gi * Mg) * q.OH * q.OW;
-            j.u = p->u + gi * 36 * Mg * Cg;
+            j.u = p->u ? p->u + gi * 36 * Mg * Cg : NULL;
+            j.pk = p->pk ? p->pk + gi * 36 : NULL;
             j.bias = bias ? bias + gi * Mg : NULL;
             for (j.ty0 = 0; j.ty0 < q.nty; j.ty0 = j.ty1) {
                 j.ty1 = j.ty0 + q.bands < q.nty ? j.ty0 + q.bands : q.nty;
@@ -354,7 +401,8 @@ void cpu_wino_run(const cpu_wino *p, seam_pool *pool, const conv_geom *g, int64_
                 j.n_chan = Cg;
                 int64_t tasks = split(Cg, q.tasks, &j.per_task);
                 seam_parallel_for(pool, tasks, 1, input_tasks, &j);
-                seam_parallel_for(pool, 36, 1, gemm_tasks, &j);
+                if (j.pk) seam_parallel_for(pool, q.g_tasks, 1, packed_gemm_tasks, &j);
+                else seam_parallel_for(pool, 36, 1, gemm_tasks, &j);
                 j.n_chan = Mg;
                 tasks = split(Mg, q.tasks, &j.per_task);
                 seam_parallel_for(pool, tasks, 1, output_tasks, &j);
