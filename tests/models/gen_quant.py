@@ -626,7 +626,12 @@ def main():
         if n not in MODELS:
             sys.exit(f"gen_quant: unknown model '{n}' (see --list)")
     os.makedirs(a.out, exist_ok=True)
-    stamp_text = f"{VERSION} {'bench' if a.bench else 'test'}"
+    # the ranges come from seam's CPU kernels: a rebuilt seam (another float
+    # rounding) writes the models again, or the bit-for-bit checks compare
+    # against an older seam's ranges
+    st = os.stat(a.seam) if os.path.exists(a.seam) else None
+    seam_id = f"{st.st_size}:{st.st_mtime_ns}" if st else "-"
+    stamp_text = f"{VERSION} {'bench' if a.bench else 'test'} seam {seam_id}"
     t_all = time.time()
     for name in names:
         stamp = os.path.join(a.out, name + ".stamp")
