@@ -252,6 +252,13 @@ struct seam_model {
     /* big buffers owned by the model (tensor data), freed with it */
     void **owned;
     int32_t n_owned, cap_owned;
+    /* what the introspection calls (query.c) handed out, in the arena, so
+     * that asking again does not grow it: per value its dims and symbols,
+     * and the metadata's keys and values */
+    struct ir_info_cache *info_cache;
+    int32_t n_info_cache;
+    const char **meta_keys, **meta_values;
+    int32_t n_meta_cached; /* n_metadata when they were made (a plan's apply adds entries) */
 };
 
 /* ---- element types ---- */

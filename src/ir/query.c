@@ -36,7 +36,26 @@ int32_t seam_model_input_count(const seam_model *m) {
 int32_t seam_model_output_count(const seam_model *m) { return m ? m->graph->n_outputs : 0; }
 
 /* dims and symbols are copied into the model's arena: the IR keeps them
- * as ir_dim pairs, the public view as two flat arrays. */
+ * as ir_dim pairs, the public view as two flat arrays. The arrays handed
+ * out for a value are kept (model->info_cache) and handed out again while
+ * its shape is the same, so a caller asking at every run (a serving loop
+ * reading the inputs' names) does not grow the arena. */
+struct ir_info_cache {
+    int32_t rank;
+    int64_t *dims;
+    const char **syms;
+};
+
+static bool cache_matches(const struct ir_info_cache *c, const ir_value *v) {
+    if (!c->dims || c->rank != v->type.rank) return false;
+    for (int32_t k = 0; k < c->rank; k++) {
+        int64_t d = v->type.dims[k].v >= 0 ? v->type.dims[k].v : -1;
+        const char *s = v->type.dims[k].sym;
+        if (c->dims[k] != d || c->syms[k] != s) return false;
+    }
+    return true;
+}
+
 static seam_status fill_info(const seam_model *mc, const ir_value *v, seam_value_info *info) {
     seam_model *m = (seam_model *)mc;
     info->name = v->name;
@@ -45,15 +64,28 @@ static seam_status fill_info(const seam_model *mc, const ir_value *v, seam_value
     info->dims = NULL;
     info->dim_params = NULL;
     if (info->rank <= 0) return SEAM_STATUS_OK;
-    int64_t *dims = seam_arena_alloc(&m->arena, sizeof(int64_t) * (size_t)info->rank);
-    const char **syms = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)info->rank);
-    if (!dims || !syms) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (int32_t k = 0; k < info->rank; k++) {
-        dims[k] = v->type.dims[k].v >= 0 ? v->type.dims[k].v : -1;
-        syms[k] = v->type.dims[k].sym;
+    int32_t n = m->graph->n_values, idx = (int32_t)(v - m->graph->values);
+    if (m->n_info_cache < n) { /* the graph grew (or first use): a larger table, the old one left in the arena */
+        struct ir_info_cache *t = seam_arena_alloc(&m->arena, sizeof(*t) * (size_t)n);
+        if (!t) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        memset(t, 0, sizeof(*t) * (size_t)n);
+        if (m->info_cache) memcpy(t, m->info_cache, sizeof(*t) * (size_t)m->n_info_cache);
+        m->info_cache = t;
+        m->n_info_cache = n;
     }
-    info->dims = dims;
-    info->dim_params = syms;
+    struct ir_info_cache *c = &m->info_cache[idx];
+    if (!cache_matches(c, v)) {
+        int64_t *dims = seam_arena_alloc(&m->arena, sizeof(int64_t) * (size_t)info->rank);
+        const char **syms = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)info->rank);
+        if (!dims || !syms) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (int32_t k = 0; k < info->rank; k++) {
+            dims[k] = v->type.dims[k].v >= 0 ? v->type.dims[k].v : -1;
+            syms[k] = v->type.dims[k].sym;
+        }
+        *c = (struct ir_info_cache){info->rank, dims, syms};
+    }
+    info->dims = c->dims;
+    info->dim_params = c->syms;
     return SEAM_STATUS_OK;
 }
 
@@ -74,20 +106,20 @@ seam_status seam_model_output(const seam_model *m, int32_t index, seam_value_inf
 seam_status seam_model_metadata(const seam_model *mc, seam_model_meta *out) {
     if (!mc || !out) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_model *m = (seam_model *)mc;
-    const char **keys = NULL, **vals = NULL;
-    if (m->n_metadata > 0) { /* the IR keeps pairs, the public view two flat arrays */
-        keys = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)m->n_metadata);
-        vals = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)m->n_metadata);
+    if (m->n_metadata > 0 && m->n_meta_cached != m->n_metadata) { /* the IR keeps pairs, the public view two flat arrays, made once */
+        const char **keys = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)m->n_metadata);
+        const char **vals = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)m->n_metadata);
         if (!keys || !vals) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         for (int32_t k = 0; k < m->n_metadata; k++) {
             keys[k] = m->metadata[k].key ? m->metadata[k].key : "";
             vals[k] = m->metadata[k].value ? m->metadata[k].value : "";
         }
+        m->meta_keys = keys, m->meta_values = vals, m->n_meta_cached = m->n_metadata;
     }
 #define OR_EMPTY(s) ((s) ? (s) : "")
     *out = (seam_model_meta){OR_EMPTY(m->producer_name), OR_EMPTY(m->producer_version), OR_EMPTY(m->domain),
                              OR_EMPTY(m->doc), OR_EMPTY(m->graph->name), OR_EMPTY(m->graph->doc), m->model_version,
-                             m->ir_version, m->n_metadata, keys, vals};
+                             m->ir_version, m->n_metadata, m->meta_keys, m->meta_values};
 #undef OR_EMPTY
     return SEAM_STATUS_OK;
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "tiny_model.h"
 #include "core/context.h"
 #include "ir/ir.h"
 #include "ir/names.h"
@@ -456,6 +457,32 @@ static int stream_check(int argc, char **argv) {
     CHECK_DONE();
 }
 
+/* Introspection hands out the same arrays while a value's shape stays
+ * the same: asking at every run (a serving loop) does not grow the model. */
+static void test_introspection_reuses(void) {
+    seam_context *ctx = NULL;
+    seam_model *m = NULL;
+    size_t n = 0;
+    uint8_t *bytes = tiny_model_bytes(&n);
+    CHECK(seam_context_create(&ctx) == SEAM_STATUS_OK);
+    CHECK(bytes && seam_model_load_buffer(ctx, bytes, n, NULL, &m) == SEAM_STATUS_OK);
+    free(bytes);
+    if (m) {
+        seam_value_info a, b, o1, o2;
+        CHECK(seam_model_input(m, 0, &a) == SEAM_STATUS_OK && seam_model_input(m, 0, &b) == SEAM_STATUS_OK);
+        CHECK(a.rank == 4 && a.dims == b.dims && a.dim_params == b.dim_params);
+        CHECK(a.dims[0] == 1 && a.dims[1] == TINY_C && a.dims[2] == TINY_HW && a.dims[3] == TINY_HW);
+        CHECK(seam_model_output(m, 0, &o1) == SEAM_STATUS_OK && seam_model_output(m, 0, &o2) == SEAM_STATUS_OK);
+        CHECK(o1.rank == 2 && o1.dims == o2.dims && o1.dims[1] == 5 && o1.dims != a.dims);
+        seam_model_meta x, y;
+        CHECK(seam_model_metadata(m, &x) == SEAM_STATUS_OK && seam_model_metadata(m, &y) == SEAM_STATUS_OK);
+        CHECK(x.n_props == y.n_props && x.prop_keys == y.prop_keys);
+        CHECK(seam_model_metadata(m, NULL) == SEAM_STATUS_INVALID_ARGUMENT);
+    }
+    seam_model_free(m);
+    seam_context_free(ctx);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--stream-check") == 0) return stream_check(argc, argv);
     test_arena();
@@ -467,5 +494,6 @@ int main(int argc, char **argv) {
     test_link_errors();
     test_load_buffer_garbage();
     test_strings();
+    test_introspection_reuses();
     CHECK_DONE();
 }
