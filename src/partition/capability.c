@@ -55,6 +55,12 @@ static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
               n_refused == 1 ? "reads or writes" : "read or write");
 }
 
+/* The int8 products of a quantized model (QDQ units become these). */
+static bool is_int8_product(const ir_node *n) {
+    return !n->domain[0] && (!strcmp(n->op_type, "QLinearConv") || !strcmp(n->op_type, "QLinearMatMul") ||
+                             !strcmp(n->op_type, "MatMulInteger") || !strcmp(n->op_type, "ConvInteger"));
+}
+
 /* Step 1: who supports what, with the reasons of the refusals. */
 seam_status partition_support(partitioner *pr) {
     const ir_graph *g = pr->m->graph;
@@ -69,6 +75,10 @@ seam_status partition_support(partitioner *pr) {
     for (int32_t k = 0; k < g->n_inputs && pr->n_targets > 0 && !symbolic; k++)
         symbolic = input_symbolic(&g->values[g->inputs[k]]);
     int32_t n_unknown = 0; /* refused by every target, with a rank unknown or computing a shape */
+    /* per target, int8 products it refused: how many, and the first one's reason */
+    enum { NOTE_TARGETS = 8 };
+    int32_t int8_refused[NOTE_TARGETS] = {0};
+    const char *int8_why[NOTE_TARGETS] = {0};
     /* values computed from a Shape or Size by int64 arithmetic: with symbolic
      * input dims they are not folded, so the nodes computing them run on the
      * CPU between device subgraphs */
@@ -114,9 +124,11 @@ seam_status partition_support(partitioner *pr) {
         for (int32_t t = 0; t < pr->n_targets && !host_only; t++) {
             if (backend_supports(pr->targets[t], &view, why, sizeof(why))) {
                 pr->supported_by[i] |= (uint64_t)1 << t;
-            } else if (off < sizeof(detail)) {
-                off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
-                                        pr->targets[t]->name, why);
+            } else {
+                if (t < NOTE_TARGETS && is_int8_product(n) && int8_refused[t]++ == 0) int8_why[t] = plan_strdup(p, why);
+                if (off < sizeof(detail))
+                    off += (size_t)snprintf(detail + off, sizeof(detail) - off, "%s%s: %s", off ? "; " : "",
+                                            pr->targets[t]->name, why);
             }
         }
         if (pr->supported_by[i]) {
@@ -132,5 +144,12 @@ seam_status partition_support(partitioner *pr) {
     view_free(&vb);
     free(shape_val);
     if (!st && n_unknown > 0) note_symbolic(p, g, n_unknown);
+    /* a quantized model's int8 work kept off a target is a slower path than
+     * asked for: said once per target, with the first node's reason */
+    for (int32_t t = 0; t < pr->n_targets && t < NOTE_TARGETS && !st; t++)
+        if (int8_refused[t] && int8_why[t])
+            plan_note(p, "target '%s' refuses %d int8 product node%s (QLinearConv, QLinearMatMul, MatMulInteger, "
+                      "ConvInteger) of this model; the first one's reason: %s", pr->targets[t]->name, int8_refused[t],
+                      int8_refused[t] == 1 ? "" : "s", int8_why[t]);
     return st;
 }

@@ -61,6 +61,8 @@ typedef struct csr {
     int32_t *succ;
 } csr;
 
+static bool dq_follow_readers(const ir_graph *g, int32_t cpu, waves *w);
+
 static bool run_waves(const ir_graph *g, const csr *adj, const int32_t *target, int32_t n_with_cpu, int32_t cpu,
                       int32_t start, int32_t policy, const int32_t *indeg0, waves *w) {
     int32_t nn = g->n_nodes;
@@ -203,9 +205,66 @@ seam_status plan_group(seam_context *ctx, seam_plan *plan) {
                           have ? "grouping did not reach every node" : "out of memory while grouping");
     }
 
+    if (!dq_follow_readers(g, cpu, &best)) {
+        waves_free(&best);
+        return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
+    }
     seam_status st = plan_set_subgraphs(ctx, plan, &best);
     waves_free(&best);
     return st;
+}
+
+/* A DequantizeLinear of a computed value whose readers all sit in one later
+ * run of its own target moves into that run (in front of them): it is a
+ * member of their QDQ unit (DQ -> Add/MaxPool/Concat... -> Q), which a
+ * wave would otherwise leave behind with the Q that made its input
+ * (issue 27: a unit is never split). Its input is made at or before its
+ * old run, and nothing between the two runs reads it, so the order stays
+ * valid. Runs left empty are dropped. */
+static bool dq_follow_readers(const ir_graph *g, int32_t cpu, waves *w) {
+    int32_t nn = g->n_nodes;
+    int32_t *seg = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *dest = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    if (!seg || !dest) return free(seg), free(dest), false;
+    for (int32_t i = 0; i < nn; i++) seg[i] = dest[i] = -1;
+    for (int32_t s = 0; s < w->n_segs; s++)
+        for (int32_t k = w->seg_start[s]; k < w->seg_start[s + 1]; k++) seg[w->order[k]] = s;
+    int32_t moved = 0;
+    for (int32_t i = 0; i < nn; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (seg[i] < 0 || n->domain[0] || strcmp(n->op_type, "DequantizeLinear") || n->n_inputs < 1 || n->n_outputs != 1 ||
+            n->inputs[0] < 0 || g->values[n->inputs[0]].producer < 0 || n->outputs[0] < 0)
+            continue;
+        const ir_value *y = &g->values[n->outputs[0]];
+        if ((y->flags & IR_VALUE_OUTPUT) || y->n_consumers < 1) continue;
+        int32_t t = -1;
+        for (int32_t c = 0; c < y->n_consumers && t != -2; c++) {
+            int32_t r = seg[y->consumers[c]];
+            t = r < 0 || (t >= 0 && r != t) ? -2 : r;
+        }
+        if (t > seg[i] && w->seg_target[t] == w->seg_target[seg[i]]) dest[i] = t, moved++;
+    }
+    if (!moved) return free(seg), free(dest), true;
+    int32_t *order = malloc(sizeof(int32_t) * ((size_t)w->n_order + 1));
+    int32_t *start = malloc(sizeof(int32_t) * ((size_t)w->n_segs + 2)), *tgt = malloc(sizeof(int32_t) * ((size_t)w->n_segs + 1));
+    if (!order || !start || !tgt) return free(seg), free(dest), free(order), free(start), free(tgt), false;
+    int32_t at = 0, ns = 0, ndev = 0;
+    for (int32_t s = 0; s < w->n_segs; s++) {
+        int32_t begin = at;
+        for (int32_t k = 0; k < w->n_order; k++) /* the DQs moving here, in their old order */
+            if (dest[w->order[k]] == s) order[at++] = w->order[k];
+        for (int32_t k = w->seg_start[s]; k < w->seg_start[s + 1]; k++)
+            if (dest[w->order[k]] < 0) order[at++] = w->order[k];
+        if (at == begin) continue;
+        if (ns > 0 && tgt[ns - 1] == w->seg_target[s]) continue; /* joins the run before (one left empty between) */
+        start[ns] = begin, tgt[ns] = w->seg_target[s];
+        ndev += w->seg_target[s] != cpu;
+        ns++;
+    }
+    start[ns] = at;
+    free(w->order), free(w->seg_start), free(w->seg_target);
+    w->order = order, w->seg_start = start, w->seg_target = tgt, w->n_segs = ns, w->n_device = ndev;
+    free(seg), free(dest);
+    return true;
 }
 
 /* Fills plan->subgraphs from an order cut into runs, with each run's

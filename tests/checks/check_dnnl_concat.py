@@ -26,7 +26,8 @@ Concat became, as the case expects: "place" (no step: every source written
 in place), "reorders N/K" (N reorders into the output, K sources in place)
 or "concat" (oneDNN's concat primitive). The layouts are those oneDNN 2.6
 picks on an AVX-512 machine (aBcd16b after a Winograd convolution, acdb
-for small 1x1 convolutions).
+for small 1x1 convolutions); on a CPU without AVX-512 (aBcd8b) what the
+Concats became is printed, not checked (seamtest.dnnl_avx512_layouts).
 """
 import os
 import re
@@ -347,6 +348,9 @@ CASES = [case_inception_b1, case_inception_b2, case_odd_channels, case_last_part
          case_global_pool_batch2, case_global_pool_blocked, case_densenet_blocked, case_axis0, case_axis2]
 
 
+AVX512 = seamtest.dnnl_avx512_layouts()
+
+
 def what_became(stderr, names):
     """Per Concat (in names' order): place, reorders N/K, concat, or ? (no
     line)."""
@@ -406,8 +410,11 @@ for case in CASES:
                      f"dnnl differs from torch by {e_ref:.3g}, from the CPU by {e_cpu:.3g}")
         became = what_became(r.stderr, g.concats)
         want = expect[fusion] if isinstance(expect, dict) else expect
-        check.expect(became == want, f"{label}: the Concats became {became}",
-                     f"expected {want}; the log:\n" + r.stderr.strip()[-2000:])
+        if not AVX512:
+            check.ok(f"{label}: what the Concats became ({became}) not checked: the expectations are oneDNN's AVX-512 layouts")
+        else:
+            check.expect(became == want, f"{label}: the Concats became {became}",
+                         f"expected {want}; the log:\n" + r.stderr.strip()[-2000:])
         check.expect("slow:" not in r.stderr, f"{label}: no slow: line", r.stderr.strip()[-600:])
     if "norm" in str(expect) or "host" in str(expect):
         # the host steps' rows without AVX-512, as on a CPU that lacks it

@@ -153,7 +153,12 @@ for name, batch, c, hw, cout, (act, sq_act, gate), scale_first, tap, k, scaler i
         mul = [p[2] for p in prims if p[0] == mul_name and not p[2].startswith("reorder ")]
         conv = scaling[:1] + [p[2] for p in prims if p[0] == conv_name and not p[2].startswith("reorder ")]
         said = any(node == mul_name and what.startswith(FOLDED) for _, node, _, what in log)
-        if scaler and fusion == "on":
+        if not seamtest.dnnl_avx512_layouts():
+            # (the fold needs x channels-last or plain, pattern.c se_fold_of:
+            # oneDNN's AVX2 convolutions leave it in aBcd8b)
+            check.ok(f"{label}: where the Mul went (Mul {mul}, Conv {conv}) not checked: the expectation is "
+                     "oneDNN's AVX-512 layouts (seamtest.dnnl_avx512_layouts)")
+        elif scaler and fusion == "on":
             check.expect(said and not mul and len(conv) == 2 and conv[0].startswith(scaler) and
                          conv[1].startswith("convolution "),
                          f"{label}: the Mul folded into the projection's weights ({conv})",

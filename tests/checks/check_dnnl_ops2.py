@@ -222,8 +222,12 @@ for name, module, shape, opset, reductions, n_fused in CASES:
         got_red = [kind.split("_v")[0] for op, kind, _, _ in prims if op.startswith("Reduce")]
         if "pooling" not in reductions:
             got_red = [k for k in got_red if k != "reorder"]
-        check.expect(got_red == reductions, f"{label}: the reductions became {reductions}",
-                     f"they became {got_red}:\n{log_tail}")
+        if seamtest.dnnl_avx512_layouts():
+            check.expect(got_red == reductions, f"{label}: the reductions became {reductions}",
+                         f"they became {got_red}:\n{log_tail}")
+        else:
+            check.ok(f"{label}: the reductions became {got_red}, not checked against {reductions}: the expectation "
+                     "is oneDNN's AVX-512 layouts (seamtest.dnnl_avx512_layouts)")
         bns = [rest for op, kind, _, rest in prims if op == "BatchNormalization" and kind == "batch_normalization"]
         n_bn = sum(1 for ln in r.stderr.splitlines() if "(BatchNormalization):" in ln and "node " in ln)
         fused = sum("(Relu)" in rest and "fuses" in rest for rest in bns)

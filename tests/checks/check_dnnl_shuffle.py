@@ -317,7 +317,10 @@ for case in CASES:
         check.expect(shuffles == n_shuffles, f"{label}: {n_shuffles} shuffle(s) compiled as one",
                      f"{shuffles} in the compile log:\n" + r.stderr.strip()[-1500:])
         check.expect("slow:" not in r.stderr, f"{label}: no slow: line", r.stderr.strip()[-600:])
-    if max_reorders is not None:
+    if max_reorders is not None and not seamtest.dnnl_avx512_layouts():
+        check.ok(f"{name}: reorders per run not counted: the bound ({max_reorders}) is for oneDNN's AVX-512 layouts "
+                 "(seamtest.dnnl_avx512_layouts)")
+    elif max_reorders is not None:
         cnt, err = reorders_per_run(path, feed_args)
         if cnt is None:
             check.fail(f"{name}: counting reorders: {err}")

@@ -8,7 +8,8 @@ time) take the same GEMM, A's rows as 1x1 images; their plain path is
 OpenBLAS's exact float sums (SEAM_CPU_ICONV=0), and numpy the reference.
 
 Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
-(vpdpwssd with VNNI), its depthwise 2-D planes (one input and one output
+(vpdpwssd with VNNI) or AVX2 (forced with SEAM_CPU_ICONV=avx2 on a CPU
+that has both; each case runs it too), its depthwise 2-D planes (one input and one output
 channel per group), and the plain loop (SEAM_CPU_ICONV=0, and any K above
 32768, where an int32 sum could overflow).
 
@@ -210,6 +211,17 @@ def write_matmul(name, spec, op, runtime_b):
     return path, files, want
 
 
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return []
+
+
+HAS_AVX2 = "avx2" in cpu_flags()
+
+
 def run_seam(path, files, tag, env=None):
     d = os.path.join(work, tag)
     a = [x for k, f in files.items() for x in ("--input", f"{k}={f}")]
@@ -224,8 +236,9 @@ def compare(case, op, path, files, want):
     tag = case.replace(" ", "_")
     fast, err = run_seam(path, files, tag + ".fast")
     plain, err2 = run_seam(path, files, tag + ".plain", {"SEAM_CPU_ICONV": "0"})
-    if err or err2:
-        return check.fail(f"{case}: seam run failed: {err or err2}")
+    avx2, err3 = run_seam(path, files, tag + ".avx2", {"SEAM_CPU_ICONV": "avx2"}) if HAS_AVX2 else (None, None)
+    if err or err2 or err3:
+        return check.fail(f"{case}: seam run failed: {err or err2 or err3}")
     if op in ("ConvInteger", "MatMulInteger"):
         check.expect(fast.shape == want.shape and np.array_equal(fast, want), f"{case}: equals numpy's int64 sums",
                      seamtest.steps(fast, want))
@@ -236,6 +249,9 @@ def compare(case, op, path, files, want):
                      f"{n} differ, largest {d}")
     check.expect(np.array_equal(fast, plain), f"{case}: the fast path equals the plain loop bit for bit",
                  seamtest.steps(fast, plain))
+    if HAS_AVX2:
+        check.expect(np.array_equal(avx2, plain), f"{case}: the AVX2 kernel (SEAM_CPU_ICONV=avx2) equals the plain loop "
+                     "bit for bit", seamtest.steps(avx2, plain))
 
 
 def main():

@@ -383,11 +383,113 @@ def ort_problem():
     return None
 
 
+def cpu_flags():
+    """This CPU's flags from /proc/cpuinfo (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), []))
+    except OSError:
+        return set()
+
+
+def cpu_has_vnni():
+    """AVX512-VNNI or AVX-VNNI: without either, int8 kernels built on
+    vpmaddubsw (ONNX Runtime's u8 x s8 GEMMs, oneDNN's) add pairs of
+    products in 16 bits and saturate."""
+    f = cpu_flags()
+    return "avx512_vnni" in f or "avx_vnni" in f
+
+
+def dnnl_avx512_layouts():
+    """Whether oneDNN runs its AVX-512 kernels here (avx512_core: F, BW,
+    VL, DQ; ONEDNN_MAX_CPU_ISA not capping it). The dnnl checks that expect
+    a layout (aBcd16b, channels-last acdb after brgconv) or what seam made
+    of it (a host step, a Concat in place, a count of reorders) were
+    written from oneDNN 2.6 on such a CPU; elsewhere oneDNN picks other
+    layouts (aBcd8b on AVX2) and those checks say they were not run, while
+    the outputs are still checked."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "ALL")).upper()
+    if cap not in ("ALL", "") and not cap.startswith("AVX512_CORE"):
+        return False
+    return {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags()
+
+
+# (op, index of its int8 weight, index of that weight's zero point)
+_INT8_WEIGHTS = {"DequantizeLinear": (0, 2), "QLinearConv": (3, 5), "QLinearMatMul": (3, 5),
+                 "MatMulInteger": (1, 3), "ConvInteger": (1, 3)}
+
+
+def u8_weights_copy(model, out_path):
+    """A copy of model whose constant int8 weights (those of the ops in
+    _INT8_WEIGHTS) are uint8 with 128 added to the values and to their zero
+    points: every dequantized weight and every integer product (w - w_zp)
+    is the same, and ONNX Runtime computes it with its u8 x u8 kernels,
+    which are exact on every CPU. Returns out_path, or None when the model
+    has no such weight."""
+    m = onnx.load(model)
+    inits = {i.name: i for i in m.graph.initializer}
+    users = {}
+    for n in m.graph.node:
+        for i in n.input:
+            users.setdefault(i, set()).add(n.op_type)
+    changed, done = False, set()
+    for n in m.graph.node:
+        if n.domain not in ("", "ai.onnx") or n.op_type not in _INT8_WEIGHTS:
+            continue
+        wi, zi = _INT8_WEIGHTS[n.op_type]
+        if len(n.input) <= wi or n.input[wi] not in inits:
+            continue
+        wname = n.input[wi]
+        w = numpy_helper.to_array(inits[wname])
+        if w.dtype != np.int8 or users.get(wname, set()) - {n.op_type}:
+            continue
+        zname = n.input[zi] if len(n.input) > zi and n.input[zi] else None
+        if zname and zname not in inits:
+            continue
+        z = numpy_helper.to_array(inits[zname]) if zname else np.zeros((), np.int8)
+        if wname not in done:
+            inits[wname].CopyFrom(numpy_helper.from_array((w.astype(np.int16) + 128).astype(np.uint8), wname))
+            done.add(wname)
+        zu = (z.astype(np.int16) + 128).astype(np.uint8)
+        if zname and zname not in done:
+            inits[zname].CopyFrom(numpy_helper.from_array(zu, zname))
+            done.add(zname)
+        elif not zname:
+            zname = wname + "_u8_zero_point"
+            if zname not in done:
+                m.graph.initializer.append(numpy_helper.from_array(zu, zname))
+                done.add(zname)
+            while len(n.input) <= zi:
+                n.input.append("")
+            n.input[zi] = zname
+        changed = True
+    if not changed:
+        return None
+    onnx.save(m, out_path)
+    return out_path
+
+
+_ORT_U8_SAID = []
+
+
 def ort_run(model, feeds, out_dir, opt="all", meta=None):
     """Runs model on ONNX Runtime (2 threads, graph optimizations opt) with
     feeds {input name: file}; the outputs land in out_dir as seam run
     writes them; meta: a JSON file to receive ONNX Runtime's view of the
-    inputs and outputs (name, type, shape). Returns (CompletedProcess, seconds)."""
+    inputs and outputs (name, type, shape). Returns (CompletedProcess, seconds).
+
+    On a CPU without VNNI, ONNX Runtime's u8 x s8 kernels saturate (its
+    quantization docs: "reduce_range"), so there it runs u8_weights_copy of
+    a model with int8 weights: the same function, computed exactly."""
+    if not cpu_has_vnni() and model.endswith(".onnx"):
+        os.makedirs(out_dir, exist_ok=True)
+        copy = u8_weights_copy(model, os.path.join(out_dir, "ort_u8_weights.onnx"))
+        if copy:
+            if not _ORT_U8_SAID:
+                _ORT_U8_SAID.append(1)
+                print("note: this CPU has no VNNI: ONNX Runtime runs the int8 models with their weights as uint8 "
+                      "(+128, the same values) so that its kernels do not saturate (seamtest.u8_weights_copy)")
+            model = copy
     cmd = ["node", os.path.join(LIB, "..", "checks", "ort_outputs.js"), ORT_DIR, model, out_dir, "--opt", opt,
            "--threads", "2"]
     if meta:

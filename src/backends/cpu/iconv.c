@@ -1,4 +1,4 @@
-/* The int8 convolution as an int16 GEMM on AVX-512BW (iconv.h):
+/* The int8 convolution as an int16 GEMM on AVX-512BW or AVX2 (iconv.h):
  *
  *     for each work item (image, group, block of ICONV_NB output positions):
  *       im2col: x - x_zp as int16 pairs along K, [NB / 32][K / 2][32][2]
@@ -8,7 +8,7 @@
  *
  * The micro-kernel multiplies pairs of int16 (x - x_zp and w - w_zp, each
  * in [-255, 255]) and adds both products to an int32 lane: vpdpwssd with
- * AVX512-VNNI, vpmaddwd + vpaddd without. Every sum is exact while K <=
+ * AVX512-VNNI, vpmaddwd + vpaddd without (and on AVX2). Every sum is exact while K <=
  * 32768 (cpu_iconv_fits: 32768 * 255 * 255 < 2^31), so the result is
  * quant.c's plain loop's, bit for bit, at GEMM speed. */
 #include <math.h>
@@ -62,6 +62,31 @@ typedef void (*iconv_kernel_fn)(const int16_t *w, const int16_t *x, int64_t k2, 
 #define ICONV_DPWSSD(c, x, b) _mm512_dpwssd_epi32((c), (x), (b))
 ICONV_KERNEL(iconv_kernel_bw, "avx512f,avx512bw", ICONV_MADD)
 ICONV_KERNEL(iconv_kernel_vnni, "avx512f,avx512bw,avx512vnni", ICONV_DPWSSD)
+
+/* AVX2 (16 vector registers): the same sums in quarters, 4 rows by 16
+ * columns (8 accumulators, two vectors of x, a broadcast of w) each, over
+ * the whole K: the panels are read twice, the work is the same. */
+__attribute__((target("avx2"))) static void iconv_kernel_avx2(const int16_t *w, const int16_t *x, int64_t k2, int32_t *out) {
+    for (int r0 = 0; r0 < ICONV_MR; r0 += 4)
+        for (int c0 = 0; c0 < ICONV_NR; c0 += 16) {
+            __m256i c[4][2];
+            for (int r = 0; r < 4; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
+            const int16_t *xq = x + 2 * c0;
+            const int32_t *wq = (const int32_t *)(const void *)w + r0;
+            for (int64_t q = 0; q < k2; q++, xq += 2 * ICONV_NR, wq += ICONV_MR) {
+                __m256i x0 = _mm256_loadu_si256((const __m256i *)xq), x1 = _mm256_loadu_si256((const __m256i *)(xq + 16));
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+                    __m256i b = _mm256_set1_epi32(wq[r]);
+                    c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(x0, b));
+                    c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(x1, b));
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                _mm256_storeu_si256((__m256i *)(out + (r0 + r) * ICONV_NR + c0), c[r][0]);
+                _mm256_storeu_si256((__m256i *)(out + (r0 + r) * ICONV_NR + c0 + 8), c[r][1]);
+            }
+        }
+}
 #endif
 
 static pthread_once_t iconv_once = PTHREAD_ONCE_INIT;
@@ -72,8 +97,11 @@ static void iconv_init(void) {
     if (e && strcmp(e, "0") == 0) return;
 #if ICONV_X86
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return;
-    iconv_kernel = __builtin_cpu_supports("avx512vnni") ? iconv_kernel_vnni : iconv_kernel_bw;
+    bool avx2_only = e && strcmp(e, "avx2") == 0; /* the AVX2 kernel on any CPU (for its tests) */
+    if (!avx2_only && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+        iconv_kernel = __builtin_cpu_supports("avx512vnni") ? iconv_kernel_vnni : iconv_kernel_bw;
+    else if (__builtin_cpu_supports("avx2"))
+        iconv_kernel = iconv_kernel_avx2;
 #endif
 }
 
@@ -121,7 +149,7 @@ typedef struct iconv_job {
     const cpu_iconv_args *a;
     int64_t blocks, Mg, chunks;
     bool failed;
-    bool vector_requant; /* requant_avx512 (AVX-512VL and BW) */
+    int vector_requant; /* 2: requant_avx512 (AVX-512VL and BW), 1: requant_avx2, 0: put() */
 } iconv_job;
 
 /* x - x_zp for positions [o0, o0 + ICONV_NB) of image n, group g, as
@@ -208,6 +236,30 @@ __attribute__((target("avx512f,avx512vl,avx512bw"))) static void requant_avx512(
         _mm_mask_storeu_epi8((char *)y + l, m, _mm256_cvtepi32_epi8(q));
     }
 }
+
+/* The same four lanes at a time on AVX2; the last n % 4 as put() does. */
+__attribute__((target("avx2"))) static void requant_avx2(const int32_t *s, int64_t n, int64_t bias, double sc, double zp,
+                                                        int32_t odt, void *y) {
+    bool s8 = odt == SEAM_DTYPE_INT8;
+    __m256d b = _mm256_set1_pd((double)bias), vs = _mm256_set1_pd(sc), vz = _mm256_set1_pd(zp);
+    __m256d vlo = _mm256_set1_pd(s8 ? -128 : 0), vhi = _mm256_set1_pd(s8 ? 127 : 255);
+    int64_t l = 0;
+    for (; l + 4 <= n; l += 4) {
+        __m256d v = _mm256_add_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(s + l))), b);
+        v = _mm256_round_pd(_mm256_mul_pd(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm256_min_pd(_mm256_max_pd(_mm256_add_pd(v, vz), vlo), vhi);
+        __m128i q = _mm256_cvtpd_epi32(v), h = _mm_packs_epi32(q, q);
+        int32_t four = _mm_cvtsi128_si32(s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
+        memcpy((char *)y + l, &four, 4);
+    }
+    for (; l < n; l++) {
+        double v = (double)((int64_t)s[l] + bias) * sc;
+        v = _mm_cvtsd_f64(_mm_round_sd(_mm_setzero_pd(), _mm_set_sd(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)) + zp;
+        v = v < (s8 ? -128 : 0) ? (s8 ? -128 : 0) : v > (s8 ? 127 : 255) ? (s8 ? 127 : 255) : v;
+        if (s8) ((int8_t *)y)[l] = (int8_t)v;
+        else ((uint8_t *)y)[l] = (uint8_t)v;
+    }
+}
 #endif
 
 static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t m, int64_t at);
@@ -286,7 +338,7 @@ static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t
     double sc = a->scale[m];
 #if ICONV_X86
     if (j->vector_requant) {
-        requant_avx512(s, n, bias, sc, a->zp, a->odt, (char *)a->y + at);
+        (j->vector_requant == 2 ? requant_avx512 : requant_avx2)(s, n, bias, sc, a->zp, a->odt, (char *)a->y + at);
         return;
     }
 #endif
@@ -345,9 +397,10 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     int64_t want = 2 * (int64_t)(pool ? seam_pool_threads(pool) : 1), items = blocks * w->group;
     int64_t chunks = items >= want ? 1 : (want + items - 1) / items;
     chunks = chunks < w->panels ? chunks : w->panels;
-    iconv_job j = {a, blocks, w->M / w->group, chunks < 1 ? 1 : chunks, false, false};
+    iconv_job j = {a, blocks, w->M / w->group, chunks < 1 ? 1 : chunks, false, 0};
 #if ICONV_X86
-    j.vector_requant = __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+    if (iconv_kernel == iconv_kernel_avx2) j.vector_requant = 1; /* (also where SEAM_CPU_ICONV=avx2 asks for it) */
+    else if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) j.vector_requant = 2;
 #endif
     if (a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C)
         seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);

@@ -18,8 +18,10 @@ typedef struct cpu_iconv_w {
     const void *src, *zsrc;          /* what it was packed from (packed at session creation) */
 } cpu_iconv_w;
 
-/* Whether this CPU runs the fast path (AVX-512BW); SEAM_CPU_ICONV=0 in the
- * environment turns it off (for the tests of the plain loop). */
+/* Whether this CPU runs the fast path (AVX-512BW, or AVX2 at about half
+ * its width); SEAM_CPU_ICONV=0 in the environment turns it off (for the
+ * tests of the plain loop), SEAM_CPU_ICONV=avx2 picks the AVX2 kernel on
+ * any CPU that has it (for its tests). */
 bool cpu_iconv_available(void);
 
 /* Whether a reduction of K products fits the path's int32 sums exactly. */

@@ -17,6 +17,7 @@
  * a matmul), with the node named.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,37 @@ dnnl_data_type_t dx_q_dt(seam_dtype dt) { return dt == SEAM_DTYPE_UINT8 ? dnnl_u
 bool dx_is_quant_op(const seam_node_view *n) {
     return is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "QuantizeLinear") || is_op(n, "DequantizeLinear") ||
            is_op(n, "DynamicQuantizeLinear") || is_op(n, "MatMulInteger");
+}
+
+/* oneDNN's int8 kernels on a CPU without VNNI (AVX512-VNNI or AVX-VNNI)
+ * add each pair of u8 x s8 products in 16 bits (vpmaddubsw), which
+ * saturates once a pair passes 32767 (255 * (|w0| + |w1|) for weights of
+ * one sign past 128 together): the results then differ from ONNX's exact
+ * integers, silently (oneDNN's "Nuances of int8 computations"; ONNX
+ * Runtime's u8 x s8 kernels do the same there). Weights quantized to the
+ * full int8 range meet it at the first layer. So without VNNI dnnl takes
+ * no int8 product and the CPU backend's exact kernels run them; a user
+ * whose weights cannot saturate (7-bit, "reduce_range") may set
+ * SEAM_DNNL_INT8_WITHOUT_VNNI=1. Read once; oneDNN's ONEDNN_MAX_CPU_ISA
+ * (below VNNI) makes such a CPU of any. */
+static int int8_exact_state; /* 0 unknown, 1 exact, 2 not */
+static pthread_once_t int8_once = PTHREAD_ONCE_INIT;
+static void int8_probe(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    bool vnni = (isa & 0x40) || (isa & 0x400); /* avx512_core_vnni and above; avx2_vnni */
+    const char *e = getenv("SEAM_DNNL_INT8_WITHOUT_VNNI");
+    int8_exact_state = vnni || (e && !strcmp(e, "1")) ? 1 : 2;
+}
+
+bool dx_int8_products_exact(const char *op, char *why, size_t wn) {
+    pthread_once(&int8_once, int8_probe);
+    if (int8_exact_state == 1) return true;
+    return dx_refuse(why, wn,
+                     "%s in int8 on a CPU without VNNI (AVX512-VNNI or AVX-VNNI): oneDNN's int8 kernels add pairs of "
+                     "u8 x s8 products in 16 bits there, which saturate and differ from ONNX's integers; it runs on "
+                     "the CPU backend's exact int8 kernels (weights of 7 bits cannot saturate: "
+                     "SEAM_DNNL_INT8_WITHOUT_VNNI=1 lets dnnl take them)",
+                     op);
 }
 
 /* Inputs first..last (those present) are constants. */
@@ -225,6 +257,7 @@ bool dx_q_matmul_out(builder *b, const dnnl_memory_desc_t *out_md, const dnnl_me
 
 static bool supports_qconv(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_inputs < 8) return dx_refuse(why, wn, "QLinearConv with fewer than 8 inputs");
+    if (!dx_int8_products_exact("QLinearConv", why, wn)) return false;
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "QLinearConv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if (!dx_q_is_8bit(n->inputs[0].dtype) || !dx_q_is_8bit(n->outputs[0].dtype))
@@ -375,6 +408,7 @@ static bool compile_qconv(builder *b, bool *fused, const dx_io *io) {
 
 static bool supports_qmatmul(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_inputs < 8) return dx_refuse(why, wn, "QLinearMatMul with fewer than 8 inputs");
+    if (!dx_int8_products_exact("QLinearMatMul", why, wn)) return false;
     if (!dx_q_is_8bit(n->inputs[0].dtype) || !dx_q_is_8bit(n->outputs[0].dtype))
         return dx_refuse(why, wn, "QLinearMatMul on %s: int8 or uint8 only", seam_dtype_name(n->inputs[0].dtype));
     if (n->inputs[3].dtype != SEAM_DTYPE_INT8)
