@@ -385,7 +385,8 @@ def unit_problems(m, plan):
 
 
 def check_plan(name, model_path, placement, extra=(), known=None):
-    label = f"{name} plan ({placement}{''.join(' ' + e for e in extra)})"
+    label = f"{name} plan ({placement}{''.join(' ' + e for e in extra)}" + \
+        (", ONEDNN_MAX_CPU_ISA=AVX2)" if os.environ.get("ONEDNN_MAX_CPU_ISA") else ")")
     r = run("partition", model_path, "--target", "dnnl", "--json", "--placement", placement, *extra)
     if r.returncode:
         check.fail(f"{label}: seam partition failed: {last(r.stderr)}")
@@ -416,6 +417,15 @@ def plan_cases(name, model_path):
     must find them)."""
     plan = check_plan(name, model_path, "cost")
     check_plan(name, model_path, "capability")
+    if seamtest.cpu_has_vnni():
+        # as on a CPU without VNNI (no_vnni_case): the convolutions on the
+        # CPU, the Add and pool units on dnnl between them, where a DQ of
+        # a unit was once left behind with the Q that made its input
+        os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+        try:
+            check_plan(name, model_path, "capability")
+        finally:
+            del os.environ["ONEDNN_MAX_CPU_ISA"]
     m = onnx.load(model_path)
     units = units_of(m)
     if not units or plan is None:
