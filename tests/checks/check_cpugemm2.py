@@ -23,7 +23,9 @@ usage: /usr/bin/python3 check_cpugemm2.py SEAM WORKDIR [-k PATTERN]
 (A fed initializer overriding the packed weight: the CLI feeds no
 initializer, so tests/python/test_cpugemm2.py checks that.)
 4. Everything of 1-3 again with SEAM_CPU_PACKED_GEMM=0 (the OpenBLAS path
-   of CPUs without AVX-512): still right.
+   of CPUs without AVX2): still right; on a CPU with AVX-512, again with
+   SEAM_CPU_PACKED_GEMM=avx2 (the kernels of CPUs with AVX2 alone): right,
+   and bit for bit the AVX-512 kernels' output.
 Every model runs with --threads 1 and 2 and must give the same bits.
 Error bound: max |seam - ref| <= 2e-6 * sqrt(K) * max |ref| (float32 sums of
 K terms).
@@ -42,6 +44,8 @@ from seamtest import vi  # noqa: E402
 args, seam, work, check = seamtest.checker_setup(__doc__, "cpugemm2")
 rng = np.random.RandomState(11)
 NO_PACKED = dict(os.environ, SEAM_CPU_PACKED_GEMM="0")
+AVX2_PACKED = dict(os.environ, SEAM_CPU_PACKED_GEMM="avx2")
+AVX512 = {"avx512f", "avx512bw", "avx512vl", "avx2", "fma"} <= seamtest.cpu_flags()
 
 ACTS = {
     None: (None, lambda v: v),
@@ -98,10 +102,19 @@ def compare(name, y, err, ref, k):
 
 
 def both(name, fn):
-    """fn(env) -> (y, err, ref, k): with the packed GEMM and without it."""
-    for suffix, env in (("", None), (".openblas", NO_PACKED)):
+    """fn(env) -> (y, err, ref, k): with the packed GEMM and without it;
+    on a CPU with AVX-512 also with its AVX2 kernels, which must give the
+    AVX-512 kernels' bits (the same FMA chains)."""
+    got = {}
+    for suffix, env in (("", None), (".openblas", NO_PACKED)) + ((".avx2", AVX2_PACKED),) * AVX512:
         if check.selected(name + suffix):
-            compare(name + suffix, *fn(name + suffix, env))
+            res = fn(name + suffix, env)
+            compare(name + suffix, *res)
+            got[suffix] = res[0]
+    if AVX512 and got.get("") is not None and got.get(".avx2") is not None:
+        a, b = got[""], got[".avx2"]
+        check.expect(a.shape == b.shape and np.array_equal(a, b), f"{name}.avx2: the AVX-512 kernels' bits",
+                     f"{int(np.sum(a != b)) if a.shape == b.shape else 'shape'} elements differ")
 
 
 # ---- 1. 1x1 convs ----

@@ -67,7 +67,7 @@ static bool plan_of(const conv_geom *g, int64_t Cg, int64_t Mg, gc_plan *q) {
 
 bool cpu_gconv_fits(const conv_geom *g, int64_t group, int64_t Cg, int64_t Mg) {
     gc_plan q;
-    return GC_X86 && group > 1 && Cg > 1 && Mg >= 1 && Mg <= 64 && cpu_gemm_available() && plan_of(g, Cg, Mg, &q);
+    return GC_X86 && group > 1 && Cg > 1 && Mg >= 1 && Mg <= 64 && cpu_gemm_avx512() && plan_of(g, Cg, Mg, &q);
 }
 
 static int64_t task_count(int64_t group, int32_t threads) {

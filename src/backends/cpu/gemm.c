@@ -49,25 +49,44 @@
 
 /* SEAM_CPU_PACKED_GEMM=0 in the environment turns the packed GEMM off, as
  * on a CPU without AVX-512 (for the tests of that path). Read once. */
-static bool gemm_probe(void) {
+#if GEMM_X86
+static bool gemm_use_avx2; /* the AVX2 kernels (set once by gemm_init) */
+#endif
+
+/* 2: AVX-512, 1: AVX2 (and FMA), 0: none. SEAM_CPU_PACKED_GEMM=avx2
+ * takes the AVX2 kernels on a CPU with both (for their tests). */
+static int gemm_probe(void) {
     const char *e = getenv("SEAM_CPU_PACKED_GEMM");
-    if (e && strcmp(e, "0") == 0) return false;
+    if (e && strcmp(e, "0") == 0) return 0;
 #if GEMM_X86
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+    bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx512 && !(e && strcmp(e, "avx2") == 0)) return 2;
+    return avx2 ? 1 : 0;
 #else
-    return false;
+    return 0;
 #endif
 }
 
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
-static bool gemm_ok;
-static void gemm_init(void) { gemm_ok = gemm_probe(); }
+static int gemm_isa;
+static void gemm_init(void) {
+    gemm_isa = gemm_probe();
+#if GEMM_X86
+    gemm_use_avx2 = gemm_isa == 1;
+#endif
+}
 
 bool cpu_gemm_available(void) {
     pthread_once(&gemm_once, gemm_init);
-    return gemm_ok;
+    return gemm_isa > 0;
+}
+
+bool cpu_gemm_avx512(void) {
+    pthread_once(&gemm_once, gemm_init);
+    return gemm_isa == 2;
 }
 
 size_t cpu_gemm_packed_floats(int64_t m, int64_t k) {
@@ -281,9 +300,98 @@ typedef void (*ukernel_fn)(int64_t, const float *, const float *, int64_t, float
 static const ukernel_fn ukernels[MR][2][2] = {UKP(1), UKP(2),  UKP(3),  UKP(4),  UKP(5),  UKP(6),  UKP(7),
                                               UKP(8), UKP(9), UKP(10), UKP(11), UKP(12), UKP(13), UKP(14)};
 
+/* ---- the same on AVX2 (16 ymm registers) ----
+ * The packed layouts stay (panels of MR rows, NR columns): the tile is
+ * done in column groups of 16 (two ymm) by row chunks of at most 6 (12
+ * accumulators, two vectors of B and a broadcast: 8 loads a step for 12
+ * FMAs), each element the same FMA chain over k from zero as on AVX-512,
+ * so the results are the same bits. */
+#define GEMM_AVX2_TARGET __attribute__((target("avx2,fma")))
+#define AVX2_ROWS 6
+
+static const int32_t avx2_lane_ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+GEMM_AVX2_TARGET static inline __attribute__((always_inline)) void
+ukernel16_body(int64_t kc, const float *a, const float *b, int64_t bstep, float *c, int64_t ldc, const int R,
+               const bool MASKED, int64_t nr, const float *bias, bool first) {
+    __m256 acc[AVX2_ROWS][2];
+    __m256i left = _mm256_set1_epi32((int32_t)(nr < 16 ? nr : 16));
+    __m256i m0 = _mm256_cmpgt_epi32(left, _mm256_loadu_si256((const __m256i *)avx2_lane_ids));
+    __m256i m1 = _mm256_cmpgt_epi32(left, _mm256_loadu_si256((const __m256i *)(avx2_lane_ids + 8)));
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int64_t kk = 0; kk < kc; kk++) {
+        __m256 b0 = MASKED ? _mm256_maskload_ps(b, m0) : _mm256_loadu_ps(b);
+        __m256 b1 = MASKED ? _mm256_maskload_ps(b + 8, m1) : _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < R; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + i);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += MR;
+        b += bstep;
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++) {
+        float *ci = c + i * ldc;
+        __m256 v0 = acc[i][0], v1 = acc[i][1];
+        if (first) {
+            if (bias) {
+                __m256 bv = _mm256_broadcast_ss(bias + i);
+                v0 = _mm256_add_ps(v0, bv), v1 = _mm256_add_ps(v1, bv);
+            }
+        } else {
+            v0 = _mm256_add_ps(v0, MASKED ? _mm256_maskload_ps(ci, m0) : _mm256_loadu_ps(ci));
+            v1 = _mm256_add_ps(v1, MASKED ? _mm256_maskload_ps(ci + 8, m1) : _mm256_loadu_ps(ci + 8));
+        }
+        if (MASKED) {
+            _mm256_maskstore_ps(ci, m0, v0);
+            _mm256_maskstore_ps(ci + 8, m1, v1);
+        } else {
+            _mm256_storeu_ps(ci, v0);
+            _mm256_storeu_ps(ci + 8, v1);
+        }
+    }
+}
+
+#define UK16(R, M)                                                                                                  \
+    GEMM_AVX2_TARGET static void uk16_##R##_##M(int64_t kc, const float *a, const float *b, int64_t bstep, float *c, \
+                                                int64_t ldc, int64_t nr, const float *bias, bool first) {            \
+        ukernel16_body(kc, a, b, bstep, c, ldc, R, M, nr, bias, first);                                              \
+    }
+#define UK16P(R) UK16(R, 0) UK16(R, 1)
+UK16P(1) UK16P(2) UK16P(3) UK16P(4) UK16P(5) UK16P(6)
+typedef void (*ukernel16_fn)(int64_t, const float *, const float *, int64_t, float *, int64_t, int64_t, const float *,
+                             bool);
+#define UK16Q(R) {uk16_##R##_0, uk16_##R##_1}
+static const ukernel16_fn ukernels16[AVX2_ROWS][2] = {UK16Q(1), UK16Q(2), UK16Q(3), UK16Q(4), UK16Q(5), UK16Q(6)};
+
+static void ukernel_avx2(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc, int64_t mr,
+                         int64_t nr, const float *bias, bool first) {
+    int64_t bstep = ldb > 0 ? ldb : NR;
+    /* rows in chunks of at most 6, as even as can be (14: 4 + 5 + 5) */
+    /* (column groups outside: a group of B, 16 KB at kc = 256, stays in L1
+     * for the row chunks) */
+    int64_t chunks = (mr + AVX2_ROWS - 1) / AVX2_ROWS;
+    for (int64_t j = 0; j < nr; j += 16) {
+        int64_t left = nr - j;
+        for (int64_t q = 0, r0 = 0; q < chunks; q++) {
+            int64_t rows = (mr - r0) / (chunks - q);
+            ukernels16[rows - 1][left < 16](kc, a + r0, b + j, bstep, c + r0 * ldc + j, ldc, left,
+                                             bias ? bias + r0 : NULL, first);
+            r0 += rows;
+        }
+    }
+}
+
 /* ldb > 0: B is the plain matrix (rows of ldb floats), else a packed panel */
 static void ukernel(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc, int64_t mr,
                     int64_t nr, const float *bias, bool first) {
+    if (gemm_use_avx2) {
+        ukernel_avx2(kc, a, b, ldb, c, ldc, mr, nr, bias, first);
+        return;
+    }
     ukernels[mr - 1][ldb > 0][nr > 16](kc, a, b, ldb, c, ldc, nr, bias, first);
 }
 
@@ -337,6 +445,11 @@ GEMM_TARGET static void wk_2(int64_t kc, const float *a, const float *b, int64_t
 #define HAVE_WKERNEL 1
 static void wkernel(int64_t kc, const float *a, const float *b, int64_t pstride, float *c, int64_t ldc, int64_t mr,
                     int64_t nr, bool first) {
+    if (gemm_use_avx2) { /* panel by panel: the same chains */
+        for (int64_t p = 0; p < WP && p * NR < nr; p++)
+            ukernel_avx2(kc, a, b + p * pstride, 0, c + p * NR, ldc, mr, nr - p * NR < NR ? nr - p * NR : NR, NULL, first);
+        return;
+    }
     (mr == 1 ? wk_1 : wk_2)(kc, a, b, pstride, c, ldc, nr, first);
 }
 #else

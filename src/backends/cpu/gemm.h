@@ -8,9 +8,10 @@
  * The same GEMM with the right operand constant instead (X W: MatMul and
  * Gemm with a constant weight) is at the end of this file.
  *
- * An AVX-512 micro-kernel (14 rows x 32 columns of accumulators), chosen
- * at run time: cpu_gemm_available() is false on CPUs without AVX-512, and
- * the callers keep their OpenBLAS path for those (and for float64).
+ * An AVX-512 micro-kernel (14 rows x 32 columns of accumulators), or on
+ * AVX2 the same tile in groups of 8 columns, chosen at run time:
+ * cpu_gemm_available() is false on CPUs without either, and the callers
+ * keep their OpenBLAS path for those (and for float64).
  *
  * Each element of C is summed in the same order (over K in blocks of
  * CPU_GEMM_KC, each block in order) whatever block, tile or thread
@@ -39,9 +40,14 @@ typedef struct cpu_gemm_packed {
     float *data; /* 64-byte aligned */
 } cpu_gemm_packed;
 
-/* True when the CPU has AVX-512 (F, BW, VL) and FMA, and the environment
- * does not say SEAM_CPU_PACKED_GEMM=0 (the path of CPUs without it). */
+/* True when the CPU has AVX-512 (F, BW, VL) and FMA, or AVX2 and FMA (the
+ * same layouts, the tile in 8-column groups: the same bits), and the
+ * environment does not say SEAM_CPU_PACKED_GEMM=0 (the path of CPUs
+ * without either); SEAM_CPU_PACKED_GEMM=avx2 takes the AVX2 kernels on a
+ * CPU with both. cpu_gemm_avx512: the AVX-512 kernels are the ones in use
+ * (for callers with AVX-512 code of their own, gconv.c). */
 bool cpu_gemm_available(void);
+bool cpu_gemm_avx512(void);
 
 /* Packs A (row-major, rows of lda floats); NULL when out of memory. */
 cpu_gemm_packed *cpu_gemm_pack(const float *a, int64_t lda, int64_t m, int64_t k);
