@@ -9,8 +9,9 @@ OpenBLAS's exact float sums (SEAM_CPU_ICONV=0), and numpy the reference.
 
 Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
 (vpdpwssd with VNNI) or AVX2 (forced with SEAM_CPU_ICONV=avx2 on a CPU
-that has both; each case runs it too), its depthwise 2-D planes (one input and one output
-channel per group), and the plain loop (SEAM_CPU_ICONV=0, and any K above
+that has both; each case runs it too), its depthwise 2-D paths (one
+input and one output channel per group: planes, or for at most 64 output
+pixels channels side by side as exact float sums), and the plain loop (SEAM_CPU_ICONV=0, and any K above
 32768, where an int32 sum could overflow).
 
 Each case is a one-node model written with onnx.helper: 1-D, 2-D and 3-D;
@@ -92,6 +93,9 @@ CASES = {
     "2d_depthwise": ((2, 24, 19, 17), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 24, T.UINT8, T.INT8, True, True),
     "2d_depthwise_s2": ((1, 32, 16, 15), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 32, T.UINT8, T.INT8, False, True),
     "2d_depthwise_5x5_dil": ((1, 8, 20, 20), 8, (5, 5), (1, 2), (4, 3, 2, 4), (2, 1), 8, T.INT8, T.INT8, True, False),
+    # small planes (at most 64 output pixels: channels side by side), channels not a multiple of 8
+    "2d_depthwise_small": ((2, 20, 5, 6), 20, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 20, T.UINT8, T.INT8, True, True),
+    "2d_depthwise_small_7x7_s2_dil": ((1, 13, 9, 10), 13, (3, 5), (2, 1), (2, 3, 1, 2), (2, 1), 13, T.INT8, T.INT8, False, False),
     "2d_channel_multiplier": ((1, 8, 10, 10), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8, T.UINT8, T.INT8, False, True),
     "1d": ((2, 12, 50), 20, (5,), (2,), (2, 1), (1,), 1, T.UINT8, T.INT8, True, True),
     "3d": ((1, 6, 5, 8, 8), 10, (3, 3, 3), (1, 2, 2), (1, 1, 1, 1, 1, 1), (1, 1, 1), 2, T.UINT8, T.INT8, False, True),

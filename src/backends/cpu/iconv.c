@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/cpu/iconv.h"
 #include "core/tensor.h"
 
@@ -323,6 +324,11 @@ static void iconv_items(void *arg, int64_t begin, int64_t end) {
  * int32 sums of an output row, over the columns whose window element is
  * inside the input (a loop the compiler vectorizes for stride 1). */
 
+static bool getenv_is(const char *name, const char *value) {
+    const char *e = getenv(name);
+    return e && strcmp(e, value) == 0;
+}
+
 static int16_t packed_w(const cpu_iconv_w *w, int64_t g, int64_t kidx) {
     return w->w[(g * w->panels * w->K2 + kidx / 2) * 2 * ICONV_MR + (kidx & 1)];
 }
@@ -390,6 +396,73 @@ static void iconv_dw_planes(void *arg, int64_t begin, int64_t end) {
     free(acc);
 }
 
+/* ---- depthwise, 2-D, small planes: channels side by side ----
+ * With a few output pixels per plane (mobilenet's 7 x 7 and smaller at
+ * 224, everything past the first blocks at 64 x 64) the planes above
+ * spend their time on loop control: 960 planes of 2 x 2 took 74 us. Here
+ * a block of DW_CH channels of one image is gathered pixel-major as
+ * floats (x - x_zp; w - w_zp likewise), so each kernel element is one
+ * vector operation over the channels. Float sums are exact: each product
+ * is at most 255 * 255 and a window holds at most DW_MAX_TAPS of them,
+ * below 2^24. The sums then go through iconv_store, the planes' own
+ * requantization: the same bits. */
+#define DW_CH 8
+#define DW_MAX_TAPS 256
+#define DW_SMALL_OUT 64 /* output pixels per plane up to which this path is taken */
+
+static bool dw_small_fits(const cpu_iconv_args *a) {
+    const conv_geom *win = a->win;
+    return a->kprod <= DW_MAX_TAPS && win->out[0] * win->out[1] <= DW_SMALL_OUT && a->in_prod <= 65536;
+}
+
+CPU_HOT static void dw_small_block(const iconv_job *j, int64_t n, int64_t c0, int64_t cnt, float *xt, float *wt,
+                                   int32_t *sums) {
+    const cpu_iconv_args *a = j->a;
+    const conv_geom *win = a->win;
+    int64_t OH = win->out[0], OW = win->out[1], IH = win->in[0], IW = win->in[1], P = a->in_prod, Q = OH * OW;
+    for (int64_t l = 0; l < DW_CH; l++) {
+        const int64_t base = (n * a->C + c0 + (l < cnt ? l : 0)) * P;
+        for (int64_t p = 0; p < P; p++) {
+            int32_t v = l >= cnt ? 0
+                        : a->xdt == SEAM_DTYPE_UINT8 ? (int32_t)((const uint8_t *)a->x)[base + p]
+                                                     : (int32_t)((const int8_t *)a->x)[base + p];
+            xt[p * DW_CH + l] = l < cnt ? (float)(v - a->xzp) : 0.0f;
+        }
+        for (int64_t kk = 0; kk < a->kprod; kk++) wt[kk * DW_CH + l] = l < cnt ? (float)packed_w(a->w, c0 + l, kk) : 0.0f;
+    }
+    for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float acc[DW_CH] = {0};
+            for (int64_t kk = 0; kk < a->kprod; kk++) {
+                int64_t ih = oh * win->stride[0] + a->koff[kk * 2] - win->pad_lo[0];
+                int64_t iw = ow * win->stride[1] + a->koff[kk * 2 + 1] - win->pad_lo[1];
+                if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) continue;
+                const float *xv = xt + (ih * IW + iw) * DW_CH, *wv = wt + kk * DW_CH;
+                for (int l = 0; l < DW_CH; l++) acc[l] += xv[l] * wv[l];
+            }
+            for (int l = 0; l < DW_CH; l++) sums[l * Q + oh * OW + ow] = (int32_t)acc[l];
+        }
+    for (int64_t l = 0; l < cnt; l++) iconv_store(j, sums + l * Q, Q, c0 + l, (n * a->C + c0 + l) * a->out_prod);
+}
+
+static void iconv_dw_small(void *arg, int64_t begin, int64_t end) {
+    iconv_job *j = arg;
+    const cpu_iconv_args *a = j->a;
+    int64_t blocks = (a->C + DW_CH - 1) / DW_CH, Q = a->win->out[0] * a->win->out[1];
+    float *xt = malloc(sizeof(float) * (size_t)(a->in_prod * DW_CH + a->kprod * DW_CH));
+    int32_t *sums = malloc(sizeof(int32_t) * (size_t)(Q * DW_CH));
+    if (!xt || !sums) {
+        free(xt), free(sums);
+        __atomic_store_n(&j->failed, true, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t item = begin; item < end; item++) {
+        int64_t n = item / blocks, c0 = item % blocks * DW_CH;
+        dw_small_block(j, n, c0, a->C - c0 < DW_CH ? a->C - c0 : DW_CH, xt, xt + a->in_prod * DW_CH, sums);
+    }
+    free(xt), free(sums);
+}
+
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     const cpu_iconv_w *w = a->w;
     int64_t blocks = w->group == 1 ? (a->N * a->out_prod + ICONV_NB - 1) / ICONV_NB
@@ -402,7 +475,10 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     if (iconv_kernel == iconv_kernel_avx2) j.vector_requant = 1; /* (also where SEAM_CPU_ICONV=avx2 asks for it) */
     else if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) j.vector_requant = 2;
 #endif
-    if (a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C)
+    bool dw = a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C;
+    if (dw && dw_small_fits(a) && !getenv_is("SEAM_CPU_IDW_SMALL", "0"))
+        seam_parallel_for(pool, a->N * ((a->C + DW_CH - 1) / DW_CH), 1, iconv_dw_small, &j);
+    else if (dw)
         seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);
     else
         seam_parallel_for(pool, j.blocks * w->group * j.chunks, 1, iconv_items, &j);
