@@ -523,6 +523,27 @@ if check.selected("boundary_one_reorder"):
                      f"boundary_one_reorder: the second conv reads the blocked copy ({len(reorders)} reorders in all), "
                      f"error {e:.2e}", "\n".join(reorders))
 
+# placement by cost without AVX-512 (oneDNN capped at AVX2: its matmul is
+# gemm:jit on plain weights, packed at every run): a MatMul by a constant
+# weight of 1M elements with 64 rows stays on the CPU's packed GEMM; with
+# 1024 rows, or a 256 x 256 weight, or with AVX-512 allowed (where the CPU
+# has it: brgemm), it goes to dnnl (dnnl.c, dnnl_cost)
+if check.selected("matmul_cost_avx2"):
+    def mm_model(rows, k, n):
+        w = numpy_helper.from_array((rng.rand(k, n).astype(np.float32) - 0.5) / 30, "w")
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [vi("x", [rows, k])],
+                              [vi("y", [rows, n])], [w])
+        path = os.path.join(work, f"mm_cost_{rows}_{k}_{n}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        return path
+    avx512 = seamtest.dnnl_avx512_layouts()
+    for (rows, k, n), env, want in (((64, 1024, 1024), AVX2, "cpu"), ((1024, 1024, 1024), AVX2, "dnnl"),
+                                    ((64, 256, 256), AVX2, "dnnl"), ((64, 1024, 1024), None, "dnnl" if avx512 else "cpu")):
+        r = run("partition", mm_model(rows, k, n), "--target", "dnnl", "--json", env=env)
+        got = json.loads(r.stdout)["nodes"][0]["target"] if r.returncode == 0 else f"exit {r.returncode}"
+        label = f"matmul_cost_avx2: {rows}x{k}x{n}{' (oneDNN capped at AVX2)' if env else ''} on {want}"
+        check.expect(got == want, label, f"on {got}: {r.stderr[-300:]}")
+
 # SiLU fuses into the convolution as oneDNN's swish post-op
 if check.selected("conv_silu_fused"):
     for name, want in (("conv_silu", 1), ("conv_silu_swapped", 1), ("conv_silu_third_reader", 0)):
