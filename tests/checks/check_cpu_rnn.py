@@ -28,7 +28,9 @@ float64 from the operator's documentation.
 
 Every model also runs with --threads 2, 3 and 5 (5 threads on fewer
 cores: threads are late and others take their parts), each bitwise equal
-to --threads 1. A few seconds.
+to --threads 1; with SEAM_CPU_RNN=avx2 (the AVX2 step; on a CPU with
+AVX-512 it must give the AVX-512 step's bits) and SEAM_CPU_RNN=plain (the
+plain loop: within 1e-5 of the default). A few seconds.
 """
 import os
 import sys
@@ -50,6 +52,7 @@ ORDER = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN": (0,)}
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 # float32 against float64 over up to 64 steps of up to 256-term sums
 TOL = 1e-5
+HAS_AVX2 = {"avx2", "fma"} <= seamtest.cpu_flags()
 
 
 def run_model(name, node, feeds, inits, outs):
@@ -73,6 +76,20 @@ def run_model(name, node, feeds, inits, outs):
     for t in THREADS[1:]:
         if any(a.tobytes() != b.tobytes() for a, b in zip(got[1], got[t])):
             return None, f"--threads {t} differs from --threads 1"
+    # the step's other paths: SEAM_CPU_RNN=avx2 (on a CPU with AVX-512: the
+    # same FMA chains, so the same bits) and plain (products and sums
+    # rounded apart: close)
+    for path_name in (["avx2"] if HAS_AVX2 else []) + ["plain"]:
+        d = os.path.join(work, f"{name}.{path_name}")
+        r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet",
+                 env=dict(os.environ, SEAM_CPU_RNN=path_name))
+        if r.returncode:
+            return None, f"seam run with SEAM_CPU_RNN={path_name} failed: {r.stderr.strip()[-400:]}"
+        other = [np.load(seamtest.output_file(d, o)) for o in outs]
+        if path_name == "avx2" and any(a.tobytes() != b.tobytes() for a, b in zip(got[1], other)):
+            return None, "SEAM_CPU_RNN=avx2 differs from the default path's bits"
+        if path_name == "plain" and seamtest.worst(seamtest.rel_err(b, a) for a, b in zip(got[1], other)) > TOL:
+            return None, "SEAM_CPU_RNN=plain is not within 1e-5 of the default path"
     return got[1], None
 
 
