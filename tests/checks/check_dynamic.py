@@ -186,8 +186,15 @@ for name, (ctor, shape0, axes, yaxes, shapes) in MODELS.items():
         r = seam("partition", path, "--target", "dnnl", "--json")
         dev = [n for n in json.loads(r.stdout)["nodes"] if n["target"] == "dnnl"] if r.returncode == 0 else []
         convs = [n for n in json.loads(r.stdout)["nodes"] if n["op"] in ("Conv", "LSTM")] if r.returncode == 0 else []
-        check.expect((len(dev) > 0 or name == "inner") and all(n["target"] == "dnnl" for n in convs),
-                     f"{name} placement by cost: {len(dev)} nodes on dnnl with symbolic dims", r.stderr.strip()[-300:])
+        if name == "lstm" and not seamtest.dnnl_avx512_layouts():
+            # (without AVX-512 oneDNN's RNN is its reference cell: the cost
+            # model leaves the LSTM to the CPU's step, dnnl.c dnnl_cost)
+            check.expect(r.returncode == 0 and convs and all(n["target"] == "cpu" for n in convs),
+                         f"{name} placement by cost: the LSTM on the CPU (oneDNN without AVX-512)",
+                         f"{convs} {r.stderr.strip()[-300:]}")
+        else:
+            check.expect((len(dev) > 0 or name == "inner") and all(n["target"] == "dnnl" for n in convs),
+                         f"{name} placement by cost: {len(dev)} nodes on dnnl with symbolic dims", r.stderr.strip()[-300:])
 
     part = os.path.join(work, name + ".part.onnx")
     r = seam("partition", path, "--target", "dnnl", "--placement", "capability", "--json", "-o", part)
