@@ -215,15 +215,7 @@ def write_matmul(name, spec, op, runtime_b):
     return path, files, want
 
 
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
-    except OSError:
-        return []
-
-
-HAS_AVX2 = "avx2" in cpu_flags()
+HAS_AVX2 = "avx2" in seamtest.cpu_flags()
 
 
 def run_seam(path, files, tag, env=None):
