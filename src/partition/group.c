@@ -247,11 +247,20 @@ static bool dq_follow_readers(const ir_graph *g, int32_t cpu, waves *w) {
     int32_t *order = malloc(sizeof(int32_t) * ((size_t)w->n_order + 1));
     int32_t *start = malloc(sizeof(int32_t) * ((size_t)w->n_segs + 2)), *tgt = malloc(sizeof(int32_t) * ((size_t)w->n_segs + 1));
     if (!order || !start || !tgt) return free(seg), free(dest), free(order), free(start), free(tgt), false;
+    /* the moving DQs by destination run, in their old order (a counting
+     * sort: mv[s] .. mv[s + 1] are run s's) */
+    int32_t *moving = malloc(sizeof(int32_t) * ((size_t)moved + 1));
+    int32_t *mv = calloc((size_t)w->n_segs + 2, sizeof(int32_t));
+    if (!moving || !mv) return free(seg), free(dest), free(order), free(start), free(tgt), free(moving), free(mv), false;
+    for (int32_t k = 0; k < w->n_order; k++)
+        if (dest[w->order[k]] >= 0) mv[dest[w->order[k]] + 2]++;
+    for (int32_t s = 0; s < w->n_segs; s++) mv[s + 2] += mv[s + 1];
+    for (int32_t k = 0; k < w->n_order; k++) /* (mv[s + 1] counts run s's placed so far) */
+        if (dest[w->order[k]] >= 0) moving[mv[dest[w->order[k]] + 1]++] = w->order[k];
     int32_t at = 0, ns = 0, ndev = 0;
     for (int32_t s = 0; s < w->n_segs; s++) {
         int32_t begin = at;
-        for (int32_t k = 0; k < w->n_order; k++) /* the DQs moving here, in their old order */
-            if (dest[w->order[k]] == s) order[at++] = w->order[k];
+        for (int32_t q = mv[s]; q < mv[s + 1]; q++) order[at++] = moving[q];
         for (int32_t k = w->seg_start[s]; k < w->seg_start[s + 1]; k++)
             if (dest[w->order[k]] < 0) order[at++] = w->order[k];
         if (at == begin) continue;
@@ -261,6 +270,7 @@ static bool dq_follow_readers(const ir_graph *g, int32_t cpu, waves *w) {
         ns++;
     }
     start[ns] = at;
+    free(moving), free(mv);
     free(w->order), free(w->seg_start), free(w->seg_target);
     w->order = order, w->seg_start = start, w->seg_target = tgt, w->n_segs = ns, w->n_device = ndev;
     free(seg), free(dest);

@@ -324,11 +324,6 @@ static void iconv_items(void *arg, int64_t begin, int64_t end) {
  * int32 sums of an output row, over the columns whose window element is
  * inside the input (a loop the compiler vectorizes for stride 1). */
 
-static bool getenv_is(const char *name, const char *value) {
-    const char *e = getenv(name);
-    return e && strcmp(e, value) == 0;
-}
-
 static int16_t packed_w(const cpu_iconv_w *w, int64_t g, int64_t kidx) {
     return w->w[(g * w->panels * w->K2 + kidx / 2) * 2 * ICONV_MR + (kidx & 1)];
 }
@@ -476,7 +471,7 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     else if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) j.vector_requant = 2;
 #endif
     bool dw = a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C;
-    if (dw && dw_small_fits(a) && !getenv_is("SEAM_CPU_IDW_SMALL", "0"))
+    if (dw && dw_small_fits(a))
         seam_parallel_for(pool, a->N * ((a->C + DW_CH - 1) / DW_CH), 1, iconv_dw_small, &j);
     else if (dw)
         seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);

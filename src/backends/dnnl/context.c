@@ -31,3 +31,11 @@ static void dx_init(void) {
 }
 
 void dx_context_init(void) { pthread_once(&dx_once, dx_init); }
+
+bool dx_isa_avx512(void) { return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core; }
+
+bool dx_isa_vnni(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||
+           (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
+}

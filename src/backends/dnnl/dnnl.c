@@ -143,7 +143,7 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
     /* oneDNN's packed GEMMs per step; without AVX-512 its RNN is its
      * reference cell (an AVX2 EPYC: the benchmark's LSTM 8.7 ms on dnnl,
      * 1.5 ms on the CPU's step, 2.0 in ONNX Runtime) */
-    if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return dnnl_get_effective_cpu_isa() & 0x20 ? 0.3 : 5.0;
+    if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return dx_isa_avx512() ? 0.3 : 5.0;
     /* int8 (VNNI) against seam's CPU int8 loops */
     if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "MatMulInteger")) return 0.1;
     /* Without AVX-512 oneDNN 2.6 has no brgemm matmul: MatMul and Gemm run
@@ -152,7 +152,7 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
      * 1.3-1.9x the CPU's packed GEMM (one MatMul on an AVX2 EPYC; fewer
      * rows or smaller weights favour oneDNN, a thousand rows are even;
      * mlp_large: 41.7 ms on dnnl, 24.5 on the CPU, 20.8 in ONNX Runtime) */
-    if ((is_op(n, "Gemm") || is_op(n, "MatMul")) && !(dnnl_get_effective_cpu_isa() & 0x20) && n->n_inputs > 1 &&
+    if ((is_op(n, "Gemm") || is_op(n, "MatMul")) && !dx_isa_avx512() && n->n_inputs > 1 &&
         n->n_outputs > 0 && dx_const_input(n, 1)) {
         double a = (double)dx_value_numel(&n->inputs[0]), w = (double)dx_value_numel(&n->inputs[1]);
         double y = (double)dx_value_numel(&n->outputs[0]), rows = a > 0 && w > 0 && y > 0 ? sqrt(a * y / w) : 0;

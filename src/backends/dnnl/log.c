@@ -74,7 +74,7 @@ static bool composite_ref(const_dnnl_primitive_desc_t pd) {
 bool dx_is_slow_ref(const_dnnl_primitive_desc_t pd) { return dx_is_ref(pd) && !composite_ref(pd); }
 
 bool dx_below_best_isa(const_dnnl_primitive_desc_t pd) {
-    if (dnnl_get_effective_cpu_isa() < dnnl_cpu_isa_avx512_core) return false;
+    if (!dx_isa_avx512()) return false;
     const char *s = dx_impl_name(pd);
     return strstr(s, ":avx2") || strstr(s, ":sse41") || (strstr(s, ":avx") && !strstr(s, ":avx512"));
 }

@@ -160,6 +160,13 @@ extern dx_context dx_ctx; /* context.c */
  * whether oneDNN gave an engine. */
 void dx_context_init(void);
 
+/* What oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA counts) has, by the
+ * enum's bits, not its order (avx2_vnni, 0x407, is above avx512_core,
+ * 0x27): AVX-512 core (its brgemm kernels, brgconv layouts), and VNNI
+ * (AVX512-VNNI or AVX-VNNI: int8 products that do not saturate). */
+bool dx_isa_avx512(void);
+bool dx_isa_vnni(void);
+
 /* Who reads each value of a subgraph: (name, node) pairs sorted by name,
  * node -1 for a value that leaves the subgraph. Built once per compile
  * (dx_readers_build), so the fusion code's look-aheads do not rescan the

@@ -50,8 +50,7 @@ bool dx_is_quant_op(const seam_node_view *n) {
 static int int8_exact_state; /* 0 unknown, 1 exact, 2 not */
 static pthread_once_t int8_once = PTHREAD_ONCE_INIT;
 static void int8_probe(void) {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    bool vnni = (isa & 0x40) || (isa & 0x400); /* avx512_core_vnni and above; avx2_vnni */
+    bool vnni = dx_isa_vnni();
     const char *e = getenv("SEAM_DNNL_INT8_WITHOUT_VNNI");
     int8_exact_state = vnni || (e && !strcmp(e, "1")) ? 1 : 2;
 }
