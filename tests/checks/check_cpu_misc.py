@@ -45,7 +45,7 @@ import sys
 
 import numpy as np
 import torch
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, mapping, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import seamtest  # noqa: E402
@@ -53,6 +53,10 @@ from seamtest import vi  # noqa: E402
 
 args, seam, work, check = seamtest.checker_setup(__doc__, "cpu_misc")
 rng = np.random.RandomState(11)
+
+def onnx_dtype(dt):
+    return mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dt)]
+
 
 NP_DTYPE = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.INT64: np.int64}
 
@@ -62,9 +66,7 @@ def run_model(name, nodes, feeds, outputs, inits=(), opset=14, repeat=None):
     are outputs ([(name, dtype)]) on 1 and 2 threads (repeat: that many
     timed runs in one session, the outputs the last one's); (list of
     arrays, None) or (None, why)."""
-    ins = [vi(n, a.shape, {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-                           np.int64: TensorProto.INT64, np.int32: TensorProto.INT32}[a.dtype.type])
-           for n, a in feeds.items()]
+    ins = [vi(n, a.shape, onnx_dtype(a.dtype)) for n, a in feeds.items()]
     path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, ins,
                                [vi(n, None, dt) for n, dt in outputs], inits, name=name, opset=opset)
     args_in = []
@@ -450,6 +452,68 @@ concat_case("concat_input_twice", [(1, 30, 40, 40), (1, 20, 40, 40), (1, 30, 40,
 concat_case("concat_int64", [(2, 3000), (2, 7000)], 1, dtype=np.int64)
 concat_case("concat_small", [(1, 2), (1, 3)], 1)
 
+
+
+# ---- Cast (cast.c): the typed loops and the general one, against numpy ----
+
+CAST_FROM = [np.uint8, np.int8, np.uint16, np.int16, np.int32, np.uint32, np.int64, np.bool_, np.float32, np.float64]
+CAST_TO = [np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8]
+
+
+def cast_values(dt, n):
+    """n values of dt with its extremes, values that round in float32
+    (2^24 + 1), and a bool byte of 7 (true, not 1)."""
+    if dt == np.bool_:
+        return np.frombuffer(np.array(([0, 1, 7] * n)[:n], np.uint8).tobytes(), np.bool_).copy()
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        edge = [info.min, info.max, 0, 1, -1 if info.min < 0 else 2, min(info.max, 2**24 + 1), min(info.max, 300)]
+        return np.concatenate([np.array(edge, dt), rng.randint(info.min, int(info.max) + 1, n - len(edge),
+                                                               dtype=np.int64 if dt != np.uint64 else np.uint64).astype(dt)])
+    return np.concatenate([np.array([0.0, -0.0, 1.5, -2.5, 16777217.0, 1e6 + 0.1], dt),
+                           (rng.randn(n - 6) * 1000).astype(dt)])
+
+
+def cast_want(x, to):
+    """ONNX's Cast: integers to integers wrap; floats to integers truncate
+    (only values that fit are used here); bool is x != 0."""
+    if x.dtype == np.bool_:
+        return (x.view(np.uint8) != 0).astype(to)
+    if np.issubdtype(x.dtype, np.floating) and np.issubdtype(to, np.integer):
+        return np.trunc(x).astype(np.int64).astype(to)
+    return x.astype(to)
+
+
+def cast_case(name, n=1000):
+    """One model casting every source type to every target type; each
+    output exactly numpy's (the typed loops of cast.c and the general
+    loop must agree, bit for bit)."""
+    if not check.selected(name):
+        return
+    feeds, nodes, outs, want = {}, [], [], []
+    for f in CAST_FROM:
+        x = cast_values(f, n)
+        if np.issubdtype(f, np.floating):  # in range of every target (C leaves the rest undefined)
+            x = np.clip(x, -100, 100)
+        fn = f"x_{np.dtype(f).name}"
+        feeds[fn] = x
+        for t in CAST_TO:
+            if f == t:
+                continue
+            yn = f"y_{np.dtype(f).name}_{np.dtype(t).name}"
+            nodes.append(helper.make_node("Cast", [fn], [yn], to=onnx_dtype(np.dtype(t))))
+            outs.append((yn, onnx_dtype(np.dtype(t))))
+            want.append(cast_want(x, t))
+    got, err = run_model(name, nodes, feeds, outs, opset=13)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    bad = [o for (o, _), a, w in zip(outs, got, want) if a.dtype != w.dtype or a.tobytes() != w.tobytes()]
+    check.expect(not bad, f"{name}: {len(outs)} casts equal to numpy's, bit for bit", f"{bad[:6]} differ")
+
+
+cast_case("cast_every_pair")
+cast_case("cast_short", n=9)
 
 
 # ---- values whose size the run decides: the dynamic slab, numpy ----
