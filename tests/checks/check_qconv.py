@@ -11,8 +11,11 @@ Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
 (vpdpwssd with VNNI) or AVX2 (forced with SEAM_CPU_ICONV=avx2 on a CPU
 that has both; each case runs it too), its depthwise 2-D paths (one
 input and one output channel per group: planes, or for at most 64 output
-pixels channels side by side as exact float sums), and the plain loop (SEAM_CPU_ICONV=0, and any K above
-32768, where an int32 sum could overflow).
+pixels channels side by side as exact float sums), its rows path (at
+most 8 rows of A or 1x1 images: each weight panel read once for all of
+them, int32 sums moved into int64 in time, so any K), and the plain loop
+(SEAM_CPU_ICONV=0, and any other K above 32768, where an int32 sum could
+overflow).
 
 Each case is a one-node model written with onnx.helper: 1-D, 2-D and 3-D;
 strides, dilations, asymmetric pads, auto_pad SAME_UPPER; groups, depthwise
@@ -104,6 +107,9 @@ CASES = {
     "batch_3x3_small": ((3, 8, 5, 5), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.INT8, T.INT8, False, True),
     "batch_grouped": ((3, 8, 9, 7), 12, (3, 3), (2, 1), (1, 1, 0, 0), (1, 1), 2, T.UINT8, T.INT8, True, True),
     "k_over_32768": ((1, 4100, 3, 3), 3, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
+    # a Gemm unit of batch 3 with K over 32768: 1x1 images, the rows path
+    "gemm_like_rows_k_over_32768": ((3, 33001, 1, 1), 11, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True,
+                                    True),
 }
 
 
@@ -171,17 +177,28 @@ MATMULS = {
     "mm_2d": ((100, 257), 40, T.UINT8, T.INT8, True),
     "mm_3d_batch": ((2, 37, 64), 19, T.UINT8, T.INT8, False),
     "mm_int8_a_uint8_b": ((70, 129), 33, T.INT8, T.UINT8, True),
+    # a few rows (iconv.c's rows path: up to 8 rows, any K): one, three, eight (a 3-D A)
+    "mm_1_row_k_over_32768": ((1, 40001), 10, T.UINT8, T.INT8, True),
+    "mm_3_rows": ((3, 1031), 21, T.INT8, T.INT8, False),
+    "mm_8_rows_3d": ((2, 4, 777), 17, T.UINT8, T.UINT8, True),
+    # every product -255 * 255: an int32 lane overflows unless moved to int64 in time (33 columns:
+    # 5 panels, enough for 2 threads without slicing K)
+    # (MatMulInteger's int32 output wraps, as numpy's astype does)
+    "mm_2_rows_extreme": ((2, 40000), 33, T.UINT8, T.UINT8, False, "extreme"),
 }
 
 
 def write_matmul(name, spec, op, runtime_b):
-    ashape, N, at, bt, pc = spec
+    ashape, N, at, bt, pc = spec[:5]
+    extreme = spec[5:] == ("extreme",)
     rng = np.random.RandomState(zlib.crc32(name.encode()))
     K = ashape[-1]
     a = rng.randint(np.iinfo(NP[at]).min, np.iinfo(NP[at]).max + 1, size=ashape).astype(NP[at])
     b = rng.randint(np.iinfo(NP[bt]).min, np.iinfo(NP[bt]).max + 1, size=(K, N)).astype(NP[bt])
     az = np.array(rng.randint(0, 30) if at == T.UINT8 else rng.randint(-10, 10), NP[at])
     bz = (rng.randint(-5, 6, size=N) if bt == T.INT8 else rng.randint(100, 150, size=N)).astype(NP[bt])
+    if extreme:  # (uint8 a and b) a - 0 = 255, b - 255 = -255
+        a[:], b[:], az, bz = 255, 0, np.array(0, np.uint8), np.full(N, 255, np.uint8)
     if not pc:
         bz = bz[:1].reshape(())
     sums = (a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - bz.astype(np.int64))

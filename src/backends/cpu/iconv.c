@@ -458,6 +458,133 @@ static void iconv_dw_small(void *arg, int64_t begin, int64_t end) {
     free(xt), free(sums);
 }
 
+/* ---- a few rows (a MatMul or Gemm of batch 1..ICONV_ROWS_MAX) ----
+ * The GEMM above fills 32 columns of positions: with one row, 31 of 32
+ * products are padding, and its int32 sums limit K to 32768 (a classifier
+ * over a flattened feature map has K = 100352). Here each panel of the
+ * packed weight is read once for every row: per pair q, the panel's 16
+ * int16 (8 output channels x 2 K indices) times the row's pair,
+ * broadcast, is one vpmaddwd giving the 8 channels' partial sums. The
+ * int32 sums are moved into int64 every ICONV_FLUSH pairs, so any K is
+ * exact. Work items are (panel, slice of K); the slices' sums are added
+ * in a fixed order, so the result does not depend on the thread count. */
+#define ICONV_FLUSH 16384 /* pairs: 16384 * 2 * 255 * 255 < 2^31 */
+#define ICONV_KSLICE 8192 /* pairs of K per work item, when the panels are too few to share out */
+
+typedef void (*iconv_rows_fn)(const int16_t *w, const int16_t *x, int64_t rows, int64_t K2x, int64_t q0, int64_t q1,
+                              int64_t *out);
+
+/* out[r][8] += the sums of pairs [q0, q1) of panel w by rows r of x (each
+ * K2x pairs, as int32 pairs). */
+static void iconv_rows_plain(const int16_t *w, const int16_t *x, int64_t rows, int64_t K2x, int64_t q0, int64_t q1,
+                             int64_t *out) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t m = 0; m < ICONV_MR; m++) {
+            int64_t t = 0;
+            for (int64_t q = q0; q < q1; q++)
+                t += (int32_t)w[(q * ICONV_MR + m) * 2] * x[r * 2 * K2x + 2 * q] +
+                     (int32_t)w[(q * ICONV_MR + m) * 2 + 1] * x[r * 2 * K2x + 2 * q + 1];
+            out[r * ICONV_MR + m] += t;
+        }
+}
+
+#if ICONV_X86
+__attribute__((target("avx2"))) static void iconv_rows_avx2(const int16_t *w, const int16_t *x, int64_t rows, int64_t K2x,
+                                                            int64_t q0, int64_t q1, int64_t *out) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        int64_t nr = rows - r0 < 4 ? rows - r0 : 4;
+        /* (rows past the last repeat it: their sums are not kept) */
+        const int16_t *x0 = x + r0 * 2 * K2x, *x1 = x0 + (nr > 1 ? 2 * K2x : 0), *x2 = x0 + (nr > 2 ? 4 * K2x : 0),
+                      *x3 = x0 + (nr > 3 ? 6 * K2x : 0);
+        for (int64_t f0 = q0; f0 < q1; f0 += ICONV_FLUSH) {
+            int64_t f1 = f0 + ICONV_FLUSH < q1 ? f0 + ICONV_FLUSH : q1;
+            __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+            for (int64_t q = f0; q < f1; q++) {
+                __m256i wv = _mm256_load_si256((const __m256i *)(w + q * 2 * ICONV_MR));
+                int32_t p0, p1, p2, p3; /* (the row's pair q, as one int32 to broadcast) */
+                memcpy(&p0, x0 + 2 * q, 4), memcpy(&p1, x1 + 2 * q, 4), memcpy(&p2, x2 + 2 * q, 4), memcpy(&p3, x3 + 2 * q, 4);
+                c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(wv, _mm256_set1_epi32(p0)));
+                c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(wv, _mm256_set1_epi32(p1)));
+                c2 = _mm256_add_epi32(c2, _mm256_madd_epi16(wv, _mm256_set1_epi32(p2)));
+                c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(wv, _mm256_set1_epi32(p3)));
+            }
+            int32_t s[4][ICONV_MR];
+            _mm256_storeu_si256((__m256i *)s[0], c0);
+            _mm256_storeu_si256((__m256i *)s[1], c1);
+            _mm256_storeu_si256((__m256i *)s[2], c2);
+            _mm256_storeu_si256((__m256i *)s[3], c3);
+            for (int64_t r = 0; r < nr; r++)
+                for (int m = 0; m < ICONV_MR; m++) out[(r0 + r) * ICONV_MR + m] += s[r][m];
+        }
+    }
+}
+#endif
+
+typedef struct iconv_rows_job {
+    const cpu_iconv_args *a;
+    const int16_t *x;   /* the rows, x - x_zp, K2 pairs each */
+    int64_t rows, slices, per_slice;
+    int64_t *part;      /* [panel][slice][rows][ICONV_MR] */
+    iconv_rows_fn fn;
+} iconv_rows_job;
+
+static void iconv_rows_items(void *arg, int64_t begin, int64_t end) {
+    iconv_rows_job *j = arg;
+    const cpu_iconv_w *w = j->a->w;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t pn = item / j->slices, sl = item % j->slices;
+        int64_t q0 = sl * j->per_slice, q1 = q0 + j->per_slice < w->K2 ? q0 + j->per_slice : w->K2;
+        int64_t *out = j->part + item * j->rows * ICONV_MR;
+        memset(out, 0, sizeof(int64_t) * (size_t)(j->rows * ICONV_MR));
+        j->fn(w->w + pn * w->K2 * 2 * ICONV_MR, j->x, j->rows, w->K2, q0, q1, out);
+    }
+}
+
+bool cpu_iconv_rows_fits(const cpu_iconv_args *a) {
+    return a->w->group == 1 && a->kprod == 1 && a->out_prod == 1 && a->N * a->out_prod <= ICONV_ROWS_MAX;
+}
+
+static bool iconv_rows_run(seam_pool *pool, const cpu_iconv_args *a) {
+    const cpu_iconv_w *w = a->w;
+    int64_t rows = a->N, K = a->C, K2 = w->K2, M = w->M;
+    iconv_rows_job j = {.a = a, .rows = rows, .fn = iconv_rows_plain};
+#if ICONV_X86
+    if (iconv_kernel) j.fn = iconv_rows_avx2; /* (iconv_kernel is set only where AVX2 is) */
+#endif
+    int64_t want = 2 * (int64_t)(pool ? seam_pool_threads(pool) : 1);
+    j.slices = w->panels >= want ? 1 : (want + w->panels - 1) / w->panels;
+    int64_t most = (K2 + ICONV_KSLICE - 1) / ICONV_KSLICE; /* slices of at least ICONV_KSLICE pairs */
+    j.slices = j.slices < most ? j.slices : most < 1 ? 1 : most;
+    j.per_slice = (K2 + j.slices - 1) / j.slices;
+    int16_t *x16 = malloc(sizeof(int16_t) * (size_t)(rows * K2 * 2));
+    j.part = malloc(sizeof(int64_t) * (size_t)(w->panels * j.slices * rows * ICONV_MR));
+    if (!x16 || !j.part) return free(x16), free(j.part), false;
+    for (int64_t r = 0; r < rows; r++) {
+        int16_t *d = x16 + r * K2 * 2;
+        if (a->xdt == SEAM_DTYPE_UINT8)
+            for (int64_t p = 0; p < K; p++) d[p] = (int16_t)(((const uint8_t *)a->x)[r * K + p] - a->xzp);
+        else
+            for (int64_t p = 0; p < K; p++) d[p] = (int16_t)(((const int8_t *)a->x)[r * K + p] - a->xzp);
+        if (K & 1) d[K] = 0;
+    }
+    j.x = x16;
+    seam_parallel_for(pool, w->panels * j.slices, 1, iconv_rows_items, &j);
+    /* the slices in order, then y[r, m] as iconv_store would write it */
+    for (int64_t pn = 0; pn < w->panels; pn++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t l = 0; l < ICONV_MR && pn * ICONV_MR + l < M; l++) {
+                int64_t m = pn * ICONV_MR + l, t = 0;
+                for (int64_t sl = 0; sl < j.slices; sl++) t += j.part[((pn * j.slices + sl) * rows + r) * ICONV_MR + l];
+                if (!a->scale) {
+                    ((int32_t *)a->y)[r * M + m] = (int32_t)(uint32_t)(uint64_t)t; /* (wraps, as int32 output does) */
+                    continue;
+                }
+                put(a->y, a->odt, r * M + m, nearbyint((double)(t + (a->bias ? a->bias[m] : 0)) * a->scale[m]) + a->zp);
+            }
+    free(x16), free(j.part);
+    return true;
+}
+
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     const cpu_iconv_w *w = a->w;
     int64_t blocks = w->group == 1 ? (a->N * a->out_prod + ICONV_NB - 1) / ICONV_NB
@@ -470,6 +597,7 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     if (iconv_kernel == iconv_kernel_avx2) j.vector_requant = 1; /* (also where SEAM_CPU_ICONV=avx2 asks for it) */
     else if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) j.vector_requant = 2;
 #endif
+    if (cpu_iconv_rows_fits(a)) return iconv_rows_run(pool, a);
     bool dw = a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C;
     if (dw && dw_small_fits(a))
         seam_parallel_for(pool, a->N * ((a->C + DW_CH - 1) / DW_CH), 1, iconv_dw_small, &j);

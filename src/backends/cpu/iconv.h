@@ -49,6 +49,12 @@ typedef struct cpu_iconv_args {
     void *y;
 } cpu_iconv_args;
 
+/* Whether cpu_iconv_run takes the path for a few rows (a MatMul or a 1x1
+ * conv of 1x1 images, at most ICONV_ROWS_MAX of them): any K is exact
+ * there; everywhere else K must fit (cpu_iconv_fits). */
+#define ICONV_ROWS_MAX 8
+bool cpu_iconv_rows_fits(const cpu_iconv_args *a);
+
 /* Runs the convolution; false when out of memory. */
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a);
 

@@ -432,7 +432,8 @@ static seam_status int_matmul(seam_kernel *k, const seam_tensor *a, const seam_t
         return kernel_fail(k, "y_scale and y_zero_point must be scalars");
     cpu_bcast_strides(&ba, br, j.bdims, j.sa);
     cpu_bcast_strides(&bb, br, j.bdims, j.sb);
-    if (b->rank == 2 && a->rank >= 2 && M * N * K >= (1 << 15) && cpu_iconv_available() && cpu_iconv_fits(K) &&
+    if (b->rank == 2 && a->rank >= 2 && M * N * K >= (1 << 15) && cpu_iconv_available() &&
+        (cpu_iconv_fits(K) || a->numel / K <= ICONV_ROWS_MAX) &&
         (!azp || azp->numel == 1) && (!rq->as || rq->as->numel == 1))
         return imm_fast(k, &j, a, b, azp, bzp);
     if (M * N * K >= (1 << 15)) { /* large: OpenBLAS, exactly */
@@ -636,7 +637,8 @@ static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_ten
     j.xzp = xz ? get8(xz->data, xz->dtype, 0) : 0;
     j.tiles = (j.out_prod + CONV_TILE - 1) / CONV_TILE;
     int64_t K = j.Cg * j.kprod;
-    if (cpu_iconv_available() && cpu_iconv_fits(K) && (!ys || is_8bit(odt))) return iconv_fast(k, &j, w, wz);
+    bool rows = j.group == 1 && j.kprod == 1 && j.out_prod == 1 && N <= ICONV_ROWS_MAX; /* cpu_iconv_rows_fits */
+    if (cpu_iconv_available() && (cpu_iconv_fits(K) || rows) && (!ys || is_8bit(odt))) return iconv_fast(k, &j, w, wz);
     int16_t *w16 = malloc(sizeof(int16_t) * (size_t)(j.M * K + 1));
     int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j.kprod * j.win.n + 1));
     if (!w16 || !koff) {
@@ -689,8 +691,8 @@ static void imm_prepare(seam_check *c, int32_t bi, int32_t zi) {
     bool has_z = zi < c->n->n_inputs && c->n->inputs[zi] >= 0;
     const ir_tensor *z = has_z ? cpu_constant_input(c, zi) : NULL;
     if (!cpu_iconv_available() || !b || !b->data || !is_8bit(b->dtype) || b->rank != 2 || (has_z && !z) ||
-        (z && (z->dtype != b->dtype || (z->numel != 1 && z->numel != b->dims[1]))) || !cpu_iconv_fits(b->dims[0]) ||
-        b->dims[1] < 1 || (size_t)b->numel != b->nbytes)
+        (z && (z->dtype != b->dtype || (z->numel != 1 && z->numel != b->dims[1]))) || b->dims[0] < 1 ||
+        b->dims[1] < 1 || (size_t)b->numel != b->nbytes) /* (any K: a few rows of A take it whatever K is) */
         return;
     cpu_iconv_w *p = cpu_iconv_pack(b->data, b->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, b->dims[1], 1,
                                     b->dims[0], true);
@@ -723,7 +725,8 @@ static void iconv_prepare(seam_check *c, int32_t wi, int32_t zi) {
         (z && (z->dtype != w->dtype || (z->numel != 1 && z->numel != w->dims[0]))))
         return;
     int64_t group = node_attr_int(c->n, "group", 1), M = w->dims[0], K = cpu_span(w->dims, 1, w->rank);
-    if (group < 1 || M < 1 || M % group || !cpu_iconv_fits(K) || (size_t)w->numel != w->nbytes) return;
+    bool k1 = cpu_span(w->dims, 2, w->rank) == 1; /* (1x1: a few 1x1 images take it whatever K is) */
+    if (group < 1 || M < 1 || M % group || K < 1 || (!cpu_iconv_fits(K) && !k1) || (size_t)w->numel != w->nbytes) return;
     cpu_iconv_w *p = cpu_iconv_pack(w->data, w->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, M, group, K,
                                     false);
     if (!p) return;
