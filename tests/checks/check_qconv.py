@@ -10,8 +10,11 @@ OpenBLAS's exact float sums (SEAM_CPU_ICONV=0), and numpy the reference.
 Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
 (vpdpwssd with VNNI) or AVX2 (forced with SEAM_CPU_ICONV=avx2 on a CPU
 that has both; each case runs it too), its depthwise 2-D paths (one
-input and one output channel per group: planes, or for at most 64 output
-pixels channels side by side as exact float sums), its rows path (at
+input and one output channel per group: blocks of 16 channels through the
+float depthwise kernel, or the int32 planes (SEAM_CPU_IDW=planes), or for
+at most 64 output pixels channels side by side; the float sums are
+exact), its im2col for pointwise convs (AVX2 vectors; the scalar gather
+with SEAM_CPU_ICONV_IM2COL=plain), its rows path (at
 most 8 rows of A or 1x1 images: each weight panel read once for all of
 them, int32 sums moved into int64 in time, so any K), and the plain loop
 (SEAM_CPU_ICONV=0, and any other K above 32768, where an int32 sum could
@@ -88,6 +91,11 @@ CASES = {
     "2d_3x3_pad": ((1, 16, 14, 14), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.INT8, False, True),
     "2d_3x3_stride2_odd": ((2, 17, 15, 13), 19, (3, 3), (2, 2), (1, 0, 0, 1), (1, 1), 1, T.UINT8, T.INT8, True, True),
     "2d_1x1": ((1, 64, 9, 9), 40, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
+    # pointwise, int8 x, an odd channel count, blocks in one image and blocks across two
+    "2d_1x1_int8_odd_c": ((2, 33, 10, 7), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.INT8, T.INT8, True, True),
+    "2d_1x1_grouped": ((1, 12, 12, 12), 18, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, T.UINT8, T.INT8, False, True),
+    # depthwise planes over 256 output pixels (the float kernel's phase planes), 19 channels: a block of 16 and one of 3
+    "2d_depthwise_large_s2": ((1, 19, 41, 38), 19, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 19, T.UINT8, T.INT8, True, True),
     "2d_7x7_s2_int8x": ((1, 3, 33, 33), 16, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1, T.INT8, T.INT8, False, True),
     "2d_uint8_w": ((1, 8, 10, 10), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.UINT8, True, False),
     "2d_dilated": ((1, 12, 16, 16), 10, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1, T.UINT8, T.INT8, False, True),
@@ -107,6 +115,9 @@ CASES = {
     "batch_3x3_small": ((3, 8, 5, 5), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.INT8, T.INT8, False, True),
     "batch_grouped": ((3, 8, 9, 7), 12, (3, 3), (2, 1), (1, 1, 0, 0), (1, 1), 2, T.UINT8, T.INT8, True, True),
     "k_over_32768": ((1, 4100, 3, 3), 3, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
+    # outputs far past int8's range both ways (int16 would wrap if not clamped first)
+    "2d_3x3_saturating_int8_y": ((1, 16, 12, 12), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.INT8, True, True,
+                                 "saturate_int8"),
     # a Gemm unit of batch 3 with K over 32768: 1x1 images, the rows path
     "gemm_like_rows_k_over_32768": ((3, 33001, 1, 1), 11, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True,
                                     True),
@@ -114,7 +125,8 @@ CASES = {
 
 
 def write_case(name, spec, op, runtime_w):
-    xs, M, ks, strides, pads, dil, group, xt, wt, pc, has_b = spec
+    xs, M, ks, strides, pads, dil, group, xt, wt, pc, has_b = spec[:11]
+    saturate = spec[11:] == ("saturate_int8",)  # int8 y, zero point 9, y_scale 1/1000 of the usual: most outputs clamp
     rng = np.random.RandomState(zlib.crc32(name.encode()))
     C = xs[1]
     x = rng.randint(np.iinfo(NP[xt]).min, np.iinfo(NP[xt]).max + 1, size=xs).astype(NP[xt])
@@ -147,17 +159,18 @@ def write_case(name, spec, op, runtime_w):
         acc = sums + (b.astype(np.int64).reshape(1, M, *([1] * len(ks))) if has_b else 0)
         # y_scale: the sums' spread maps onto ~200 steps, so outputs are not all saturated
         s = np.float64(xsc) * np.asarray(wsc, np.float64).reshape(1, -1, *([1] * len(ks)))
-        ysc = np.array(max(float(np.std(acc * s)) * 6 / 200, 1e-6), np.float32)
-        yz = np.array(128, np.uint8)
+        ysc = np.array(max(float(np.std(acc * s)) * 6 / 200 / (1000 if saturate else 1), 1e-9), np.float32)
+        yz = np.array(9, np.int8) if saturate else np.array(128, np.uint8)
         real = acc * (s / np.float64(ysc))
-        want = np.clip(np.round(real) + 128, 0, 255).astype(np.uint8)  # np.round: half to even
+        lo, hi = (-128, 127) if saturate else (0, 255)
+        want = np.clip(np.round(real) + int(yz), lo, hi).astype(yz.dtype)  # np.round: half to even
         inits.update({"x_scale": xsc, "w_scale": wsc, "y_scale": ysc, "y_zero_point": yz})
         names = ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"]
         if has_b:
             inits["B"] = b
             names.append("B")
         node = helper.make_node("QLinearConv", names, ["y"], **attrs)
-        out_t = T.UINT8
+        out_t = T.INT8 if saturate else T.UINT8
     path = os.path.join(work, f"{name}.{op}{'.rw' if runtime_w else ''}.onnx")
     seamtest.save_model(path, [node], ins, [seamtest.vi("y", list(want.shape), out_t)],
                         seamtest.initializers(inits), opset=13)
@@ -250,8 +263,12 @@ def compare(case, op, path, files, want):
     fast, err = run_seam(path, files, tag + ".fast")
     plain, err2 = run_seam(path, files, tag + ".plain", {"SEAM_CPU_ICONV": "0"})
     avx2, err3 = run_seam(path, files, tag + ".avx2", {"SEAM_CPU_ICONV": "avx2"}) if HAS_AVX2 else (None, None)
-    if err or err2 or err3:
-        return check.fail(f"{case}: seam run failed: {err or err2 or err3}")
+    other, err4 = run_seam(path, files, tag + ".other", {"SEAM_CPU_IDW": "planes", "SEAM_CPU_ICONV_IM2COL": "plain"})
+    if err or err2 or err3 or err4:
+        return check.fail(f"{case}: seam run failed: {err or err2 or err3 or err4}")
+    check.expect(np.array_equal(other, plain), f"{case}: the fast path with its other im2col and depthwise paths "
+                 "(SEAM_CPU_ICONV_IM2COL=plain, SEAM_CPU_IDW=planes) equals the plain loop bit for bit",
+                 seamtest.steps(other, plain))
     if op in ("ConvInteger", "MatMulInteger"):
         check.expect(fast.shape == want.shape and np.array_equal(fast, want), f"{case}: equals numpy's int64 sums",
                      seamtest.steps(fast, want))

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/dwconv.h"
 #include "backends/cpu/iconv.h"
 #include "core/tensor.h"
 
@@ -92,6 +93,7 @@ __attribute__((target("avx2"))) static void iconv_kernel_avx2(const int16_t *w, 
 
 static pthread_once_t iconv_once = PTHREAD_ONCE_INIT;
 static iconv_kernel_fn iconv_kernel;
+static bool iconv_vector_im2col; /* AVX2 (SEAM_CPU_ICONV_IM2COL=plain: the scalar gather, for the tests) */
 
 static void iconv_init(void) {
     const char *e = getenv("SEAM_CPU_ICONV");
@@ -103,6 +105,8 @@ static void iconv_init(void) {
         iconv_kernel = __builtin_cpu_supports("avx512vnni") ? iconv_kernel_vnni : iconv_kernel_bw;
     else if (__builtin_cpu_supports("avx2"))
         iconv_kernel = iconv_kernel_avx2;
+    const char *ic = getenv("SEAM_CPU_ICONV_IM2COL");
+    iconv_vector_im2col = iconv_kernel && __builtin_cpu_supports("avx2") && !(ic && strcmp(ic, "plain") == 0);
 #endif
 }
 
@@ -175,9 +179,69 @@ typedef struct iconv_job {
 ICONV_GATHER(gather_u8, uint8_t)
 ICONV_GATHER(gather_s8, int8_t)
 
+#if ICONV_X86
+/* A pointwise conv's (1x1, stride 1, no padding) columns are rows of x:
+ * K indices 2q and 2q + 1 are channels 2q and 2q + 1 at the same
+ * positions, next to each other in x. Per pair of channels, 32 bytes of
+ * each are widened to int16, less the zero point, and interleaved: 128
+ * bytes of col at once instead of 64 scalar gathers. xc: channel 0 of
+ * the group at the block's first position; a position past np, or the
+ * odd K's last half, is 0 (the caller's memset). */
+__attribute__((target("avx2"))) static void im2col_pointwise_avx2(const void *xc, bool s8, int64_t cstride, int64_t Cg,
+                                                                 int64_t np, int32_t zp, int16_t *col, int64_t K2) {
+    const __m256i vz = _mm256_set1_epi16((int16_t)zp);
+    for (int64_t q = 0; q < K2; q++) {
+        const uint8_t *r0 = (const uint8_t *)xc + 2 * q * cstride;
+        const uint8_t *r1 = 2 * q + 1 < Cg ? r0 + cstride : NULL;
+        for (int64_t l0 = 0; l0 < np; l0 += ICONV_NR) {
+            int16_t *d = col + (l0 / ICONV_NR) * K2 * 64 + q * 64;
+            if (np - l0 < ICONV_NR) { /* the block's last, partial panel */
+                for (int64_t l = 0; l < np - l0; l++) {
+                    d[2 * l] = (int16_t)((s8 ? (int32_t)(int8_t)r0[l0 + l] : (int32_t)r0[l0 + l]) - zp);
+                    if (r1) d[2 * l + 1] = (int16_t)((s8 ? (int32_t)(int8_t)r1[l0 + l] : (int32_t)r1[l0 + l]) - zp);
+                }
+                continue;
+            }
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)(r0 + l0));
+            __m256i b1 = r1 ? _mm256_loadu_si256((const __m256i *)(r1 + l0)) : _mm256_setzero_si256();
+            for (int h = 0; h < 2; h++) { /* positions 16h .. 16h + 15 */
+                __m128i c0 = h ? _mm256_extracti128_si256(b0, 1) : _mm256_castsi256_si128(b0);
+                __m128i c1 = h ? _mm256_extracti128_si256(b1, 1) : _mm256_castsi256_si128(b1);
+                __m256i w0 = s8 ? _mm256_cvtepi8_epi16(c0) : _mm256_cvtepu8_epi16(c0);
+                __m256i w1 = s8 ? _mm256_cvtepi8_epi16(c1) : _mm256_cvtepu8_epi16(c1);
+                w0 = _mm256_sub_epi16(w0, vz);
+                w1 = r1 ? _mm256_sub_epi16(w1, vz) : _mm256_setzero_si256();
+                /* (unpack works within 128-bit halves: lo holds positions 0-3 and 8-11, hi 4-7 and 12-15) */
+                __m256i lo = _mm256_unpacklo_epi16(w0, w1), hi = _mm256_unpackhi_epi16(w0, w1);
+                _mm256_storeu_si256((__m256i *)(d + 32 * h), _mm256_permute2x128_si256(lo, hi, 0x20));
+                _mm256_storeu_si256((__m256i *)(d + 32 * h + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+            }
+        }
+    }
+}
+#endif
+
+/* Whether the block's columns are rows of x (a pointwise conv, every
+ * position of the block in one image): im2col_pointwise_avx2. */
+static bool iconv_pointwise(const cpu_iconv_args *a, int64_t p0, int64_t np) {
+    const conv_geom *win = a->win;
+    if (a->kprod != 1 || a->in_prod != a->out_prod || p0 % a->out_prod + np > a->out_prod) return false;
+    for (int32_t d = 0; d < win->n; d++)
+        if (win->stride[d] != 1 || win->pad_lo[d] != 0 || win->in[d] != win->out[d]) return false;
+    return true;
+}
+
 static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t np, int16_t *col, int64_t K2) {
     const conv_geom *win = a->win;
     memset(col, 0, sizeof(int16_t) * (size_t)(ICONV_NB / ICONV_NR * K2 * 64));
+#if ICONV_X86
+    if (iconv_vector_im2col && iconv_pointwise(a, p0, np)) {
+        int64_t n = p0 / a->out_prod, o = p0 % a->out_prod;
+        const char *xc = (const char *)a->x + (n * a->C + g * a->Cg) * a->in_prod + o; /* (8-bit x) */
+        im2col_pointwise_avx2(xc, a->xdt == SEAM_DTYPE_INT8, a->in_prod, a->Cg, np, a->xzp, col, K2);
+        return;
+    }
+#endif
     int64_t start[ICONV_NB][CONV_MAX_SPATIAL], img[ICONV_NB], off[ICONV_NB];
     for (int64_t l = 0; l < np; l++) {
         int64_t p = p0 + l, rem = p % a->out_prod;
@@ -238,13 +302,29 @@ __attribute__((target("avx512f,avx512vl,avx512bw"))) static void requant_avx512(
     }
 }
 
-/* The same four lanes at a time on AVX2; the last n % 4 as put() does. */
+/* The same on AVX2, eight lanes at a time, then four; the last n % 4 as put() does. */
 __attribute__((target("avx2"))) static void requant_avx2(const int32_t *s, int64_t n, int64_t bias, double sc, double zp,
                                                         int32_t odt, void *y) {
     bool s8 = odt == SEAM_DTYPE_INT8;
     __m256d b = _mm256_set1_pd((double)bias), vs = _mm256_set1_pd(sc), vz = _mm256_set1_pd(zp);
     __m256d vlo = _mm256_set1_pd(s8 ? -128 : 0), vhi = _mm256_set1_pd(s8 ? 127 : 255);
     int64_t l = 0;
+    /* eight at a time: round, then clamp to [lo - zp, hi - zp] (all
+     * integers, so the same as clamping round + zp; NaN goes to lo as
+     * below), then zp added and narrowed in int16 */
+    __m256d vlz = _mm256_sub_pd(vlo, vz), vhz = _mm256_sub_pd(vhi, vz);
+    __m128i zi = _mm_set1_epi16((int16_t)zp);
+    for (; l + 8 <= n; l += 8) {
+        __m256i si = _mm256_loadu_si256((const __m256i *)(s + l));
+        __m256d v0 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(si)), b);
+        __m256d v1 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(si, 1)), b);
+        v0 = _mm256_round_pd(_mm256_mul_pd(v0, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v1 = _mm256_round_pd(_mm256_mul_pd(v1, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v0 = _mm256_min_pd(_mm256_max_pd(v0, vlz), vhz);
+        v1 = _mm256_min_pd(_mm256_max_pd(v1, vlz), vhz);
+        __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_cvtpd_epi32(v0), _mm256_cvtpd_epi32(v1)), zi);
+        _mm_storel_epi64((__m128i *)((char *)y + l), s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
+    }
     for (; l + 4 <= n; l += 4) {
         __m256d v = _mm256_add_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(s + l))), b);
         v = _mm256_round_pd(_mm256_mul_pd(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -405,6 +485,17 @@ static void iconv_dw_planes(void *arg, int64_t begin, int64_t end) {
 #define DW_MAX_TAPS 256
 #define DW_SMALL_OUT 64 /* output pixels per plane up to which this path is taken */
 
+/* SEAM_CPU_IDW=planes keeps larger planes on the int32 planes (for the
+ * tests: both paths must give the same bits). */
+static bool dw_float_on(void) {
+    static int on = -1;
+    if (__atomic_load_n(&on, __ATOMIC_RELAXED) < 0) {
+        const char *e = getenv("SEAM_CPU_IDW");
+        __atomic_store_n(&on, !(e && strcmp(e, "planes") == 0), __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&on, __ATOMIC_RELAXED) != 0;
+}
+
 static bool dw_small_fits(const cpu_iconv_args *a) {
     const conv_geom *win = a->win;
     return a->kprod <= DW_MAX_TAPS && win->out[0] * win->out[1] <= DW_SMALL_OUT && a->in_prod <= 65536;
@@ -456,6 +547,72 @@ static void iconv_dw_small(void *arg, int64_t begin, int64_t end) {
         dw_small_block(j, n, c0, a->C - c0 < DW_CH ? a->C - c0 : DW_CH, xt, xt + a->in_prod * DW_CH, sums);
     }
     free(xt), free(sums);
+}
+
+/* ---- depthwise, 2-D, larger planes: the float kernel, exactly ----
+ * The planes above add int32 rows with a loop the compiler vectorizes
+ * poorly (a multiply of int32 lanes, strided reads for stride 2): 4x the
+ * float depthwise kernel's time (dwconv.c) on mobilenet's planes. Here a
+ * block of DW_FLOAT_CH channels of one image is converted to float (x -
+ * x_zp; the weights w - w_zp) and goes through that kernel: every product
+ * is an integer of at most 255 * 255 and a window holds at most
+ * DW_MAX_TAPS of them, so every partial sum is an integer below 2^24 and
+ * exact in float whatever the order; the sums then go through iconv_store
+ * as the planes' do: the same bits. */
+#define DW_FLOAT_CH 16
+
+typedef struct dw_float_job {
+    iconv_job *j;
+    cpu_dw_plan full, last; /* blocks of DW_FLOAT_CH channels; the last block, if smaller */
+    int64_t blocks, last_cnt;
+    const float *wf;        /* [C][kprod]: w - w_zp */
+} dw_float_job;
+
+static bool dw_float_plans(dw_float_job *d, const cpu_iconv_args *a) {
+    int64_t C = a->C;
+    d->blocks = (C + DW_FLOAT_CH - 1) / DW_FLOAT_CH;
+    d->last_cnt = C - (d->blocks - 1) * DW_FLOAT_CH;
+    int64_t full = C < DW_FLOAT_CH ? C : DW_FLOAT_CH;
+    return a->kprod <= DW_MAX_TAPS && cpu_dw_plan_make(&d->full, a->win, 1, full, full, 1) &&
+           cpu_dw_plan_make(&d->last, a->win, 1, d->last_cnt, d->last_cnt, 1);
+}
+
+CPU_HOT static void dw_to_float(const void *x, int32_t xdt, int32_t zp, int64_t n, float *out) {
+    if (xdt == SEAM_DTYPE_UINT8)
+        for (int64_t i = 0; i < n; i++) out[i] = (float)(((const uint8_t *)x)[i] - zp);
+    else
+        for (int64_t i = 0; i < n; i++) out[i] = (float)(((const int8_t *)x)[i] - zp);
+}
+
+CPU_HOT static void dw_to_int(const float *s, int64_t n, int32_t *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = (int32_t)s[i];
+}
+
+static void iconv_dw_float(void *arg, int64_t begin, int64_t end) {
+    dw_float_job *d = arg;
+    const cpu_iconv_args *a = d->j->a;
+    int64_t P = a->in_prod, Q = a->out_prod, full = d->full.C;
+    size_t scratch = cpu_dw_scratch(&d->full) > cpu_dw_scratch(&d->last) ? cpu_dw_scratch(&d->full) : cpu_dw_scratch(&d->last);
+    float *xf = malloc(sizeof(float) * (size_t)(full * (P + Q))), *yf = xf ? xf + full * P : NULL;
+    int32_t *sums = malloc(sizeof(int32_t) * (size_t)Q);
+    void *sc = malloc(scratch);
+    if (!xf || !sums || !sc) {
+        free(xf), free(sums), free(sc);
+        __atomic_store_n(&d->j->failed, true, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t item = begin; item < end; item++) {
+        int64_t n = item / d->blocks, b = item % d->blocks, c0 = b * DW_FLOAT_CH;
+        bool last = b == d->blocks - 1;
+        int64_t cnt = last ? d->last_cnt : full;
+        dw_to_float((const char *)a->x + (n * a->C + c0) * P /* (8-bit x) */, a->xdt, a->xzp, cnt * P, xf);
+        cpu_dw_run(last ? &d->last : &d->full, NULL, xf, d->wf + c0 * a->kprod, NULL, NULL, yf, sc);
+        for (int64_t l = 0; l < cnt; l++) {
+            dw_to_int(yf + l * Q, Q, sums);
+            iconv_store(d->j, sums, Q, c0 + l, (n * a->C + c0 + l) * a->out_prod);
+        }
+    }
+    free(xf), free(sums), free(sc);
 }
 
 /* ---- a few rows (a MatMul or Gemm of batch 1..ICONV_ROWS_MAX) ----
@@ -598,10 +755,19 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     else if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) j.vector_requant = 2;
 #endif
     if (cpu_iconv_rows_fits(a)) return iconv_rows_run(pool, a);
+    dw_float_job df = {.j = &j};
     bool dw = a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C;
     if (dw && dw_small_fits(a))
         seam_parallel_for(pool, a->N * ((a->C + DW_CH - 1) / DW_CH), 1, iconv_dw_small, &j);
-    else if (dw)
+    else if (dw && dw_float_on() && dw_float_plans(&df, a)) {
+        float *wf = malloc(sizeof(float) * (size_t)(a->C * a->kprod));
+        if (!wf) return false;
+        for (int64_t c = 0; c < a->C; c++)
+            for (int64_t kk = 0; kk < a->kprod; kk++) wf[c * a->kprod + kk] = (float)packed_w(a->w, c, kk);
+        df.wf = wf;
+        seam_parallel_for(pool, a->N * df.blocks, 1, iconv_dw_float, &df);
+        free(wf);
+    } else if (dw)
         seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);
     else
         seam_parallel_for(pool, j.blocks * w->group * j.chunks, 1, iconv_items, &j);
