@@ -118,6 +118,9 @@ CASES = {
     # outputs far past int8's range both ways (int16 would wrap if not clamped first)
     "2d_3x3_saturating_int8_y": ((1, 16, 12, 12), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.INT8, True, True,
                                  "saturate_int8"),
+    # a Gemm unit's 1x1 images (each position's channels stored together), int8 y clamped both ways, a partial panel
+    "gemm_like_int8_y": ((40, 20, 1, 1), 13, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True, True,
+                         "saturate_int8"),
     # a Gemm unit of batch 3 with K over 32768: 1x1 images, the rows path
     "gemm_like_rows_k_over_32768": ((3, 33001, 1, 1), 11, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True,
                                     True),

@@ -344,6 +344,7 @@ __attribute__((target("avx2"))) static void requant_avx2(const int32_t *s, int64
 #endif
 
 static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t m, int64_t at);
+static void iconv_store_rows(const iconv_job *j, const int32_t *s, int64_t npos, int64_t p, int64_t m0, int64_t nm);
 
 /* Work item: (group, block of positions, chunk of output channel panels).
  * With one group a block runs over the positions of all images (a batch
@@ -382,6 +383,11 @@ static void iconv_items(void *arg, int64_t begin, int64_t end) {
             for (int64_t sub = 0; sub * ICONV_NR < np; sub++) {
                 iconv_kernel(wp, col + sub * K2 * 64, K2, sums);
                 int64_t q0 = sub * ICONV_NR, q1 = q0 + ICONV_NR < np ? q0 + ICONV_NR : np;
+                if (a->out_prod == 1) { /* 1x1 images (a MatMul's rows): the panel's channels are next to each other in y */
+                    int64_t m0 = g * j->Mg + pn * ICONV_MR, nm = j->Mg - pn * ICONV_MR;
+                    iconv_store_rows(j, sums, q1 - q0, p0 + q0, m0, nm < ICONV_MR ? nm : ICONV_MR);
+                    continue;
+                }
                 for (int64_t q = q0; q < q1;) { /* runs of one image */
                     int64_t p = p0 + q, n = p / a->out_prod, o = p % a->out_prod;
                     int64_t len = a->out_prod - o < q1 - q ? a->out_prod - o : q1 - q;
@@ -424,6 +430,59 @@ static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t
     }
 #endif
     for (int64_t l = 0; l < n; l++) put(a->y, a->odt, at + l, nearbyint((double)(s[l] + bias) * sc) + a->zp);
+}
+
+#if ICONV_X86
+/* requant_avx2 across eight output channels (each its own bias and
+ * scale) of one position: the same arithmetic, lane by lane. */
+__attribute__((target("avx2"))) static void requant8_avx2(const int32_t *v8, const int64_t *bias, const double *sc,
+                                                         double zp, int32_t odt, void *y) {
+    bool s8 = odt == SEAM_DTYPE_INT8;
+    __m256d vz = _mm256_set1_pd(zp), vlz = _mm256_sub_pd(_mm256_set1_pd(s8 ? -128 : 0), vz);
+    __m256d vhz = _mm256_sub_pd(_mm256_set1_pd(s8 ? 127 : 255), vz);
+    __m256i si = _mm256_loadu_si256((const __m256i *)v8);
+    __m256d b0 = _mm256_set_pd((double)bias[3], (double)bias[2], (double)bias[1], (double)bias[0]);
+    __m256d b1 = _mm256_set_pd((double)bias[7], (double)bias[6], (double)bias[5], (double)bias[4]);
+    __m256d v0 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(si)), b0);
+    __m256d v1 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(si, 1)), b1);
+    v0 = _mm256_round_pd(_mm256_mul_pd(v0, _mm256_loadu_pd(sc)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v1 = _mm256_round_pd(_mm256_mul_pd(v1, _mm256_loadu_pd(sc + 4)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v0 = _mm256_min_pd(_mm256_max_pd(v0, vlz), vhz);
+    v1 = _mm256_min_pd(_mm256_max_pd(v1, vlz), vhz);
+    __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_cvtpd_epi32(v0), _mm256_cvtpd_epi32(v1)), _mm_set1_epi16((int16_t)zp));
+    _mm_storel_epi64((__m128i *)y, s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
+}
+#endif
+
+/* The sums of a panel (nm <= ICONV_MR channels from m0) at npos 1x1
+ * images from p: output (p + q, m) is y[(p + q) * M + m], so each
+ * position's channels are stored together (iconv_store would take one
+ * call per element). */
+static void iconv_store_rows(const iconv_job *j, const int32_t *s, int64_t npos, int64_t p, int64_t m0, int64_t nm) {
+    const cpu_iconv_args *a = j->a;
+    int64_t M = a->w->M;
+    int64_t bias[ICONV_MR] = {0};
+    double sc[ICONV_MR] = {0};
+    for (int64_t r = 0; r < nm; r++) {
+        bias[r] = a->bias ? a->bias[m0 + r] : 0;
+        sc[r] = a->scale ? a->scale[m0 + r] : 0;
+    }
+    for (int64_t q = 0; q < npos; q++) {
+        int64_t at = (p + q) * M + m0;
+        int32_t v[ICONV_MR];
+        for (int64_t r = 0; r < ICONV_MR; r++) v[r] = s[r * ICONV_NR + q];
+        if (!a->scale) {
+            memcpy((int32_t *)a->y + at, v, sizeof(int32_t) * (size_t)nm);
+            continue;
+        }
+#if ICONV_X86
+        if (j->vector_requant && nm == ICONV_MR) {
+            requant8_avx2(v, bias, sc, a->zp, a->odt, (char *)a->y + at);
+            continue;
+        }
+#endif
+        for (int64_t r = 0; r < nm; r++) put(a->y, a->odt, at + r, nearbyint((double)(v[r] + bias[r]) * sc[r]) + a->zp);
+    }
 }
 
 #define ICONV_DW_ROW(name, type)                                                                               \
