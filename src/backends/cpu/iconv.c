@@ -221,6 +221,60 @@ __attribute__((target("avx2"))) static void im2col_pointwise_avx2(const void *xc
 }
 #endif
 
+#if ICONV_X86
+/* 1x1 images (a MatMul's rows): position l's K values are row l of x, so
+ * its pairs are next to each other and the panels want them transposed.
+ * Per 8 rows by 16 K values: each row's 16 bytes widened to int16 less
+ * the zero point (8 pairs, as int32), an 8 x 8 transpose of the int32
+ * pairs, and one 32-byte store per pair index for the 8 positions. K
+ * values past the end (and rows past np) are 0. */
+__attribute__((target("avx2"))) static void im2col_rows_avx2(const void *x, bool s8, int64_t K, int64_t np, int32_t zp,
+                                                            int16_t *col, int64_t K2) {
+    const __m256i vz = _mm256_set1_epi16((int16_t)zp);
+    const __m256i idx = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int64_t l0 = 0; l0 < np; l0 += 8) {
+        int64_t nl = np - l0 < 8 ? np - l0 : 8;
+        int16_t *dbase = col + (l0 / ICONV_NR) * K2 * 64 + (l0 % ICONV_NR) * 2;
+        for (int64_t q0 = 0; q0 < K2; q0 += 8) {
+            int64_t kk = 2 * q0, nk = K - kk < 16 ? K - kk : 16;
+            __m256i keep = _mm256_cmpgt_epi16(_mm256_set1_epi16((int16_t)nk), idx);
+            __m256i r[8];
+            for (int64_t l = 0; l < 8; l++) {
+                if (l >= nl) {
+                    r[l] = _mm256_setzero_si256();
+                    continue;
+                }
+                const uint8_t *src = (const uint8_t *)x + (l0 + l) * K + kk;
+                __m128i b;
+                if (nk == 16) {
+                    b = _mm_loadu_si128((const __m128i *)src);
+                } else {
+                    uint8_t tmp[16] = {0};
+                    memcpy(tmp, src, (size_t)nk);
+                    b = _mm_loadu_si128((const __m128i *)tmp);
+                }
+                __m256i w = _mm256_sub_epi16(s8 ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b), vz);
+                r[l] = _mm256_and_si256(w, keep);
+            }
+            /* the 8 x 8 transpose of int32: r[q] becomes pair q0 + q of rows l0 .. l0 + 7 */
+            __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+            __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+            __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+            __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+            __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+            __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+            __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+            __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+            __m256i o[8] = {_mm256_permute2x128_si256(u0, u4, 0x20), _mm256_permute2x128_si256(u1, u5, 0x20),
+                            _mm256_permute2x128_si256(u2, u6, 0x20), _mm256_permute2x128_si256(u3, u7, 0x20),
+                            _mm256_permute2x128_si256(u0, u4, 0x31), _mm256_permute2x128_si256(u1, u5, 0x31),
+                            _mm256_permute2x128_si256(u2, u6, 0x31), _mm256_permute2x128_si256(u3, u7, 0x31)};
+            for (int64_t q = 0; q < 8 && q0 + q < K2; q++) _mm256_storeu_si256((__m256i *)(dbase + (q0 + q) * 64), o[q]);
+        }
+    }
+}
+#endif
+
 /* Whether the block's columns are rows of x (a pointwise conv, every
  * position of the block in one image): im2col_pointwise_avx2. */
 static bool iconv_pointwise(const cpu_iconv_args *a, int64_t p0, int64_t np) {
@@ -235,6 +289,10 @@ static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t
     const conv_geom *win = a->win;
     memset(col, 0, sizeof(int16_t) * (size_t)(ICONV_NB / ICONV_NR * K2 * 64));
 #if ICONV_X86
+    if (iconv_vector_im2col && a->out_prod == 1 && a->in_prod == 1 && a->kprod == 1 && a->Cg == a->C) {
+        im2col_rows_avx2((const char *)a->x + p0 * a->C, a->xdt == SEAM_DTYPE_INT8, a->C, np, a->xzp, col, K2);
+        return;
+    }
     if (iconv_vector_im2col && iconv_pointwise(a, p0, np)) {
         int64_t n = p0 / a->out_prod, o = p0 % a->out_prod;
         const char *xc = (const char *)a->x + (n * a->C + g * a->Cg) * a->in_prod + o; /* (8-bit x) */
