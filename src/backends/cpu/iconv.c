@@ -120,11 +120,12 @@ static inline int32_t get8(const void *p, int32_t dt, int64_t i) {
 }
 
 cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
-                            int64_t group, int64_t K, bool kn) {
+                            int64_t group, int64_t K, int64_t kprod, bool kn) {
     cpu_iconv_w *p = calloc(1, sizeof(*p));
     if (!p) return NULL;
-    int64_t Mg = M / group;
+    int64_t Mg = M / group, Cg = kprod > 0 ? K / kprod : K;
     p->M = M, p->group = group, p->K = K, p->K2 = (K + 1) / 2, p->panels = (Mg + ICONV_MR - 1) / ICONV_MR;
+    p->kprod = kprod;
     size_t n = (size_t)(group * p->panels * p->K2 * 2 * ICONV_MR);
     p->w = aligned_alloc(64, (n * sizeof(int16_t) + 63) & ~(size_t)63);
     if (!p->w) {
@@ -139,7 +140,9 @@ cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t 
                     for (int64_t h = 0; h < 2; h++) {
                         int64_t ml = pn * ICONV_MR + r, m = g * Mg + ml, kk = 2 * q + h;
                         int32_t z = wz ? get8(wz, zdt, zn == 1 ? 0 : m) : 0;
-                        *d++ = (int16_t)(ml < Mg && kk < K ? get8(w, wdt, kn ? kk * M + m : m * K + kk) - z : 0);
+                        /* K index kk is kernel element kk / Cg of channel kk % Cg (w's order: channel major) */
+                        int64_t src = kn ? kk * M + m : m * K + kk % Cg * kprod + kk / Cg;
+                        *d++ = (int16_t)(ml < Mg && kk < K ? get8(w, wdt, src) - z : 0);
                     }
     return p;
 }
@@ -275,6 +278,50 @@ __attribute__((target("avx2"))) static void im2col_rows_avx2(const void *x, bool
 }
 #endif
 
+/* Which aligned chunks of 16 positions read 16 consecutive bytes of x
+ * (none in the padding): ok16[l / 16]. Offsets of one kernel element
+ * rise with the position, so 15 steps of exactly 1 are the test. */
+static void pair_chunks(const int64_t *off, int64_t np, bool *ok16) {
+    for (int64_t l = 0; l < ICONV_NB; l += 16) {
+        bool ok = l + 16 <= np;
+        for (int64_t i = l; ok && i < l + 16; i++) ok = off[i] >= 0 && (i == l || off[i] == off[i - 1] + 1);
+        ok16[l / 16] = ok;
+    }
+}
+
+#if ICONV_X86
+/* Channels c and c + 1 (x0, x0 + cstride) at the positions' offsets, less
+ * the zero point, into pair dst of every panel: chunks of 16 positions
+ * that read consecutive bytes as vectors (widen, interleave), the rest
+ * one by one; padding stays 0. */
+__attribute__((target("avx2"))) static void gather_pair_avx2(const uint8_t *x0, int64_t cstride, bool s8,
+                                                            const int64_t *off, const bool *ok16, int64_t np, int32_t zp,
+                                                            int16_t *dst, int64_t K2) {
+    const uint8_t *x1 = x0 + cstride;
+    const __m256i vz = _mm256_set1_epi16((int16_t)zp);
+    for (int64_t l0 = 0; l0 < np; l0 += 16) {
+        int16_t *d = dst + (l0 / ICONV_NR) * K2 * 64 + (l0 % ICONV_NR) * 2;
+        if (ok16[l0 / 16]) {
+            __m128i c0 = _mm_loadu_si128((const __m128i *)(x0 + off[l0])), c1 = _mm_loadu_si128((const __m128i *)(x1 + off[l0]));
+            __m256i w0 = _mm256_sub_epi16(s8 ? _mm256_cvtepi8_epi16(c0) : _mm256_cvtepu8_epi16(c0), vz);
+            __m256i w1 = _mm256_sub_epi16(s8 ? _mm256_cvtepi8_epi16(c1) : _mm256_cvtepu8_epi16(c1), vz);
+            __m256i lo = _mm256_unpacklo_epi16(w0, w1), hi = _mm256_unpackhi_epi16(w0, w1);
+            _mm256_storeu_si256((__m256i *)d, _mm256_permute2x128_si256(lo, hi, 0x20));
+            _mm256_storeu_si256((__m256i *)(d + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+            continue;
+        }
+        int64_t l1 = l0 + 16 < np ? l0 + 16 : np;
+        for (int64_t l = l0; l < l1; l++) {
+            int64_t o = off[l];
+            if (o < 0) continue;
+            int16_t *e = d + (l - l0) * 2;
+            e[0] = (int16_t)((s8 ? (int32_t)(int8_t)x0[o] : (int32_t)x0[o]) - zp);
+            e[1] = (int16_t)((s8 ? (int32_t)(int8_t)x1[o] : (int32_t)x1[o]) - zp);
+        }
+    }
+}
+#endif
+
 /* Whether the block's columns are rows of x (a pointwise conv, every
  * position of the block in one image): im2col_pointwise_avx2. */
 static bool iconv_pointwise(const cpu_iconv_args *a, int64_t p0, int64_t np) {
@@ -311,6 +358,7 @@ static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t
     }
     const int64_t base = g * a->Cg * a->in_prod;
     const int32_t zp = a->xzp;
+    bool ok16[ICONV_NB / 16];
     for (int64_t kk = 0; kk < a->kprod; kk++) {
         for (int64_t l = 0; l < np; l++) {
             int64_t o = 0;
@@ -324,8 +372,17 @@ static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t
             }
             off[l] = o < 0 ? -1 : img[l] + o;
         }
+#if ICONV_X86
+        if (iconv_vector_im2col && a->Cg % 2 == 0) { /* every pair is two channels at this kernel element */
+            pair_chunks(off, np, ok16);
+            for (int64_t c = 0; c < a->Cg; c += 2)
+                gather_pair_avx2((const uint8_t *)a->x + base + c * a->in_prod, a->in_prod, a->xdt == SEAM_DTYPE_INT8, off,
+                                 ok16, np, zp, col + ((kk * a->Cg + c) >> 1) * 64, K2);
+            continue;
+        }
+#endif
         for (int64_t c = 0; c < a->Cg; c++) {
-            int64_t kidx = c * a->kprod + kk;
+            int64_t kidx = kk * a->Cg + c; /* (kernel element major: cpu_iconv_w) */
             int16_t *dst = col + (kidx >> 1) * 64 + (kidx & 1);
             if (a->xdt == SEAM_DTYPE_UINT8) gather_u8((const uint8_t *)a->x + base + c * a->in_prod, off, np, zp, dst, K2);
             else gather_s8((const int8_t *)a->x + base + c * a->in_prod, off, np, zp, dst, K2);

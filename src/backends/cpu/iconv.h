@@ -11,9 +11,13 @@
 #include "ops/conv_geom.h"
 
 /* The weight minus its zero point, as int16 pairs in the micro-kernel's
- * order: per group, panels of ICONV_MR output channels, K / 2 pairs each. */
+ * order: per group, panels of ICONV_MR output channels, K / 2 pairs each.
+ * K is ordered kernel element major (index e * Cg + c for channel c at
+ * kernel element e), so a pair is two channels at one kernel element,
+ * next to each other in x wherever Cg is even. */
 typedef struct cpu_iconv_w {
     int64_t M, group, K, K2, panels; /* panels per group */
+    int64_t kprod;                   /* kernel elements (1: a MatMul's B) */
     int16_t *w;
     const void *src, *zsrc;          /* what it was packed from (packed at session creation) */
 } cpu_iconv_w;
@@ -27,10 +31,11 @@ bool cpu_iconv_available(void);
 /* Whether a reduction of K products fits the path's int32 sums exactly. */
 static inline bool cpu_iconv_fits(int64_t K) { return K > 0 && K <= 32768; }
 
-/* w: [M, K] 8-bit (wdt; kn: [K, M], a MatMul's B), zero points wz (scalar
- * or one per output channel, zdt; NULL: 0). NULL when out of memory. */
+/* w: [M, K] 8-bit (wdt; kn: [K, M], a MatMul's B, with kprod 1), K =
+ * channels per group x kprod kernel elements, zero points wz (scalar or
+ * one per output channel, zdt; NULL: 0). NULL when out of memory. */
 cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
-                            int64_t group, int64_t K, bool kn);
+                            int64_t group, int64_t K, int64_t kprod, bool kn);
 void cpu_iconv_free(cpu_iconv_w *w);
 
 typedef struct cpu_iconv_args {

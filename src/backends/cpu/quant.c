@@ -374,9 +374,10 @@ static seam_status imm_fast(seam_kernel *k, const imm_job *j, const seam_tensor 
     int64_t K = j->K, N = j->N;
     const cpu_iconv_w *pw = k->state;
     cpu_iconv_w *now = NULL;
-    if (!pw || pw->src != b->data || pw->zsrc != (bzp ? bzp->data : NULL) || pw->M != N || pw->K != K || pw->group != 1)
+    if (!pw || pw->src != b->data || pw->zsrc != (bzp ? bzp->data : NULL) || pw->M != N || pw->K != K || pw->group != 1 ||
+        pw->kprod != 1)
         pw = now = cpu_iconv_pack(b->data, b->dtype, bzp ? bzp->data : NULL, bzp ? bzp->dtype : 0, bzp ? bzp->numel : 1, N,
-                                  1, K, true);
+                                  1, K, 1, true);
     double *scale = rq->as ? malloc(sizeof(double) * (size_t)N) : NULL;
     bool ok = pw && (!rq->as || scale);
     for (int64_t c = 0; ok && scale && c < N; c++)
@@ -573,9 +574,9 @@ static seam_status iconv_fast(seam_kernel *k, const iconv_job *j, const seam_ten
     const cpu_iconv_w *pw = k->state;
     cpu_iconv_w *now = NULL;
     if (!pw || pw->src != w->data || pw->zsrc != (wz ? wz->data : NULL) || pw->M != j->M || pw->K != K ||
-        pw->group != j->group)
+        pw->group != j->group || pw->kprod != j->kprod)
         pw = now = cpu_iconv_pack(w->data, w->dtype, wz ? wz->data : NULL, wz ? wz->dtype : 0, wz ? wz->numel : 1, j->M,
-                                  j->group, K, false);
+                                  j->group, K, j->kprod, false);
     double *scale = j->ys ? malloc(sizeof(double) * (size_t)j->M) : NULL;
     int64_t *bias = j->bias ? malloc(sizeof(int64_t) * (size_t)j->M) : NULL;
     int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j->kprod * j->win.n + 1));
@@ -695,7 +696,7 @@ static void imm_prepare(seam_check *c, int32_t bi, int32_t zi) {
         b->dims[1] < 1 || (size_t)b->numel != b->nbytes) /* (any K: a few rows of A take it whatever K is) */
         return;
     cpu_iconv_w *p = cpu_iconv_pack(b->data, b->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, b->dims[1], 1,
-                                    b->dims[0], true);
+                                    b->dims[0], 1, true);
     if (!p) return;
     p->src = b->data, p->zsrc = z ? z->data : NULL;
     *c->state = p;
@@ -728,7 +729,7 @@ static void iconv_prepare(seam_check *c, int32_t wi, int32_t zi) {
     bool k1 = cpu_span(w->dims, 2, w->rank) == 1; /* (1x1: a few 1x1 images take it whatever K is) */
     if (group < 1 || M < 1 || M % group || K < 1 || (!cpu_iconv_fits(K) && !k1) || (size_t)w->numel != w->nbytes) return;
     cpu_iconv_w *p = cpu_iconv_pack(w->data, w->dtype, z ? z->data : NULL, z ? z->dtype : 0, z ? z->numel : 1, M, group, K,
-                                    false);
+                                    cpu_span(w->dims, 2, w->rank), false);
     if (!p) return;
     p->src = w->data, p->zsrc = z ? z->data : NULL;
     *c->state = p;
