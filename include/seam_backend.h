@@ -154,7 +154,19 @@ typedef struct seam_backend {
      * transfer_gbps (GB/s; 0: free, as when the target reads host memory
      * as it is). Defaults 0 and 0. Placement by cost reads them. */
     void (*cost_traits)(void *ctx, double *launch_us, double *transfer_gbps);
-    void *reserved[2];  /* NULL */
+    /* (optional) Lends the threads of the backend's own runtime to seam's
+     * CPU kernels. A backend whose kernels run on a thread runtime of its
+     * own (oneDNN on OpenMP) usually keeps those threads busy-waiting
+     * between its calls, for speed; seam's CPU parts of the same session
+     * then compete with them for the cores (a plan that alternates the
+     * two ran 1.8x slower on 2 cores). When set, the CPU parts' parallel
+     * loops of a session with subgraphs on this backend run as body(arg,
+     * i, n) on n of the runtime's threads (i from 0; the calling thread,
+     * the one that runs the session, among them; n may be fewer than
+     * n_threads), and run_team returns when every body has returned. */
+    void (*run_team)(void *ctx, int32_t n_threads, void (*body)(void *arg, int32_t thread, int32_t n_threads),
+                     void *arg);
+    void *reserved[1];  /* NULL */
 } seam_backend;
 
 #ifdef __cplusplus

@@ -38,6 +38,10 @@ bool backend_supports(const seam_backend *b, const seam_node_view *node, char *w
     return false;
 }
 
+void (*backend_run_team(const seam_backend *b))(void *, int32_t, void (*)(void *, int32_t, int32_t), void *) {
+    return b && b->abi_version >= 2 ? b->run_team : NULL;
+}
+
 void backend_cost_traits(const seam_backend *b, double *launch_us, double *transfer_gbps) {
     *launch_us = 0;
     *transfer_gbps = 0;

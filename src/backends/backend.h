@@ -36,6 +36,8 @@ double backend_node_cost(const seam_backend *b, const seam_node_view *node);
 /* cost_traits() (a version-2 slot); default 0 and 0. The values are the
  * backend's as given: the caller keeps what is finite and positive. */
 void backend_cost_traits(const seam_backend *b, double *launch_us, double *transfer_gbps);
+/* run_team (a version-2 slot), or NULL. */
+void (*backend_run_team(const seam_backend *b))(void *, int32_t, void (*)(void *, int32_t, int32_t), void *);
 /* Whether the backend compiles its subgraphs (compile and run present). */
 bool backend_compiles(const seam_backend *b);
 /* compile(); NULL with err set on failure, or when the backend does not

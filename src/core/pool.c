@@ -67,6 +67,9 @@ struct seam_pool {
     int32_t sleepers;   /* workers asleep, or about to be, on work_cv */
     int32_t waiting;    /* the caller sleeps, or is about to, on done_cv */
     bool in_job;        /* a loop is running: a nested one runs inline */
+    seam_team_run team; /* another runtime's threads run the loops (seam_pool_set_team), or NULL */
+    void *team_ctx;
+    uint32_t team_gen;  /* the job those threads claim chunks of */
     bool stop;
     pthread_mutex_t mu; /* only for sleeping and waking */
     pthread_cond_t work_cv, done_cv, step_cv;
@@ -268,6 +271,19 @@ void seam_pool_free(seam_pool *p) {
 
 int32_t seam_pool_threads(const seam_pool *p) { return p ? p->n_threads : 1; }
 
+void seam_pool_set_team(seam_pool *p, seam_team_run run, void *ctx) {
+    if (!p) return;
+    p->team = run;
+    p->team_ctx = ctx;
+}
+
+/* A team thread: claims chunks of the job as a worker does. */
+static void team_body(void *arg, int32_t thread, int32_t n_threads) {
+    (void)thread, (void)n_threads;
+    seam_pool *p = arg;
+    run_chunks(p, p->team_gen);
+}
+
 /* Publishes the job whose fields the caller has set, takes part in it,
  * and waits until every chunk is done. */
 static void run_job(seam_pool *p, uint32_t n_chunks) {
@@ -275,7 +291,13 @@ static void run_job(seam_pool *p, uint32_t n_chunks) {
     __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
     uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_RELAXED) >> 32) + 1;
     __atomic_store_n(&p->word, (uint64_t)gen << 32 | (uint64_t)n_chunks, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
+    if (p->team) {
+        /* the other runtime's threads (this one among them) claim the
+         * chunks; a worker of ours still spinning may take some too, and
+         * is waited for below like any; the sleeping ones are left asleep */
+        p->team_gen = gen;
+        p->team(p->team_ctx, p->n_threads, team_body, p);
+    } else if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->work_cv);
         pthread_mutex_unlock(&p->mu);

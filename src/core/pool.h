@@ -12,6 +12,19 @@ seam_pool *seam_pool_create(int32_t n_threads);
 void seam_pool_free(seam_pool *pool);
 int32_t seam_pool_threads(const seam_pool *pool);
 
+/* Another thread runtime's threads for the pool's loops: run(ctx,
+ * n_threads, body, arg) calls body(arg, i, n) on n threads of that
+ * runtime (i from 0, the calling thread among them; n may be fewer than
+ * asked) and returns when all have returned. When set, a parallel loop is
+ * run by those threads (each claims chunks as a worker would) instead of
+ * by waking the pool's own workers, which then sleep: a backend whose
+ * threads busy-wait between its runs (oneDNN's OpenMP) and the pool no
+ * longer compete for the cores. Set from the thread that runs the pool's
+ * loops, before any; NULL run goes back to the pool's workers. */
+typedef void (*seam_team_body)(void *arg, int32_t thread, int32_t n_threads);
+typedef void (*seam_team_run)(void *ctx, int32_t n_threads, seam_team_body body, void *arg);
+void seam_pool_set_team(seam_pool *pool, seam_team_run run, void *ctx);
+
 /* Parallel for: calls fn(arg, begin, end) over [0, n) in chunks, on the
  * pool's threads (or inline when the pool has one thread). */
 void seam_parallel_for(seam_pool *pool, int64_t n, int64_t grain, void (*fn)(void *arg, int64_t begin, int64_t end),

@@ -32,6 +32,7 @@
 
 #include "backends/backend.h"
 #include "core/context.h"
+#include "core/pool.h"
 #include "backends/view.h"
 #include "runtime/exec_impl.h"
 #include "runtime/subgraph.h"
@@ -148,6 +149,14 @@ static bool boundary_infos(const ir_graph *body, const int32_t *vals, int32_t n,
         out[k] = (seam_value_info){v->name, (seam_dtype)t->elem, t->rank, d, NULL};
     }
     return true;
+}
+
+/* SEAM_CPU_TEAM=0: the session's CPU loops stay on the pool's own
+ * workers even beside a backend that lends its threads (run_team), to
+ * compare the two. */
+static bool team_on(void) {
+    const char *e = getenv("SEAM_CPU_TEAM");
+    return !(e && strcmp(e, "0") == 0);
 }
 
 static double now_ms(void) {
@@ -634,6 +643,8 @@ static seam_status check_subgraph(seam_check *c) {
         s->be = be;
         s->body = body;
         s->node = c->n;
+        /* the backend's threads run the session's CPU loops too (run_team) */
+        if (backend_run_team(be) && team_on()) seam_pool_set_team(c->pool, backend_run_team(be), be->ctx);
         if (!(s->param = calloc((size_t)body->n_inputs + 1, sizeof(bool)))) return refuse_oom(c);
         bool params = false;
         for (int32_t k = 0; k < body->n_inputs; k++) params |= s->param[k] = param_input(body, k);

@@ -14,7 +14,10 @@
  * inside a parallel loop (they run inline), and a region whose part 0
  * sleeps now and then, so that the others sleep at the barrier and are
  * woken, and a part is taken by a thread that does not own it (counted:
- * at least one must happen). Built with -DSEAM_TSAN=ON, ThreadSanitizer
+ * at least one must happen). The same regions and parallel loops run by
+ * another runtime's threads (seam_pool_set_team, as oneDNN's OpenMP
+ * threads run them beside dnnl subgraphs), teams of fewer threads than
+ * the pool asks for among them. Built with -DSEAM_TSAN=ON, ThreadSanitizer
  * checks every access (label tsan).
  */
 #include <pthread.h>
@@ -120,7 +123,81 @@ static void nested_chunk(void *arg, int64_t b, int64_t e) {
     for (int64_t c = b; c < e; c++) run_case(ns->pool, 13 + c, 50, 0, "inside a parallel loop");
 }
 
+/* ---- a team of another runtime's threads (seam_pool_set_team) ----
+ * Stands in for OpenMP: each call starts want - 1 threads (at most
+ * `give` in all, the caller as thread 0) and joins them. */
+typedef struct fake_team {
+    int32_t give;   /* threads it gives at most (fewer than asked: the pool must cope) */
+    int64_t calls;  /* atomic: run calls */
+} fake_team;
+
+typedef struct team_arg {
+    seam_team_body body;
+    void *arg;
+    int32_t i, n;
+} team_arg;
+
+static void *team_thread(void *p) {
+    team_arg *t = p;
+    t->body(t->arg, t->i, t->n);
+    return NULL;
+}
+
+static void fake_run(void *ctx, int32_t n_threads, seam_team_body body, void *arg) {
+    fake_team *ft = ctx;
+    __atomic_add_fetch(&ft->calls, 1, __ATOMIC_RELAXED);
+    int32_t n = n_threads < ft->give ? n_threads : ft->give;
+    pthread_t th[8];
+    team_arg ta[8];
+    int32_t started = 0;
+    for (int32_t i = 1; i < n && i < 8; i++) {
+        ta[i] = (team_arg){body, arg, i, n};
+        if (pthread_create(&th[i], NULL, team_thread, &ta[i]) == 0) started = i;
+    }
+    body(arg, 0, n);
+    for (int32_t i = 1; i <= started; i++) pthread_join(th[i], NULL);
+}
+
+typedef struct visit {
+    int64_t *seen;  /* atomic counts per index */
+} visit;
+
+static void visit_chunk(void *arg, int64_t b, int64_t e) {
+    visit *v = arg;
+    for (int64_t i = b; i < e; i++) __atomic_add_fetch(&v->seen[i], 1, __ATOMIC_RELAXED);
+}
+
+static void team_cases(void) {
+    for (int32_t t = 2; t <= 4; t++)
+        for (int32_t give = 1; give <= t; give += t - 1 > 1 ? t - 2 : 1) {
+            fake_team ft = {give, 0};
+            seam_pool *pool = seam_pool_create(t);
+            if (!pool) {
+                failures++;
+                return;
+            }
+            seam_pool_set_team(pool, fake_run, &ft);
+            char what[80];
+            snprintf(what, sizeof(what), "%d threads, a team giving %d", t, give);
+            run_case(pool, 37, 60, 0, what);
+            run_case(pool, 300, 5, 0, what);
+            int64_t seen[1000] = {0};
+            visit v = {seen};
+            for (int rep = 0; rep < 20; rep++) seam_parallel_for(pool, 1000, 1, visit_chunk, &v);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < 1000; i++) bad += seen[i] != 20;
+            EXPECT(bad == 0, "%s: %lld indices of a parallel loop not visited exactly once a loop", what, (long long)bad);
+            EXPECT(__atomic_load_n(&ft.calls, __ATOMIC_RELAXED) > 0, "%s: the team never ran the loops", what);
+            seam_pool_set_team(pool, NULL, NULL); /* back to the pool's workers */
+            int64_t before = __atomic_load_n(&ft.calls, __ATOMIC_RELAXED);
+            run_case(pool, 37, 20, 0, what);
+            EXPECT(__atomic_load_n(&ft.calls, __ATOMIC_RELAXED) == before, "%s: the team ran after it was unset", what);
+            seam_pool_free(pool);
+        }
+}
+
 int main(void) {
+    team_cases();
     static const int64_t sizes[] = {1, 2, 3, 5, 37, 300};
     for (int32_t t = 1; t <= 6; t++) {
         seam_pool *pool = seam_pool_create(t);

@@ -30,6 +30,7 @@ static const seam_backend cpu_backend = {
     /* .memory = */ SEAM_MEMORY_HOST,
     /* .compile_log = */ NULL,
     /* .cost_traits = */ NULL,
+    /* .run_team = */ NULL,
     /* .reserved = */ {NULL},
 };
 

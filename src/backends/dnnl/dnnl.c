@@ -643,6 +643,7 @@ static seam_backend dnnl_backend = {
     .memory = SEAM_MEMORY_HOST,
     .compile_log = dnnl_compile_log,
     .cost_traits = dnnl_cost_traits,
+    .run_team = dx_run_team,
 };
 
 const seam_backend *seam_backend_dnnl(void) {

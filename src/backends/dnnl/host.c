@@ -456,3 +456,16 @@ bool dx_host_bcast_binary(builder *b, dnnl_alg_kind_t alg, int32_t s0, int32_t s
     int32_t kinds[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST}, slots[3] = {s0, s1, sd};
     return dx_add_host(b, "bcast_binary", run_bcast_binary, k, 3, kinds, slots);
 }
+
+/* run_team (seam_backend.h): oneDNN's OpenMP threads run the session's CPU
+ * loops, so they are busy there instead of spinning beside seam's pool. */
+void dx_run_team(void *ctx, int32_t n_threads, void (*body)(void *arg, int32_t thread, int32_t n_threads), void *arg) {
+    (void)ctx;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(n_threads)
+    body(arg, omp_get_thread_num(), omp_get_num_threads());
+#else
+    (void)n_threads;
+    body(arg, 0, 1);
+#endif
+}

@@ -164,6 +164,8 @@ void dx_context_init(void);
  * enum's bits, not its order (avx2_vnni, 0x407, is above avx512_core,
  * 0x27): AVX-512 core (its brgemm kernels, brgconv layouts), and VNNI
  * (AVX512-VNNI or AVX-VNNI: int8 products that do not saturate). */
+/* run_team of the backend table (host.c): the OpenMP threads run body. */
+void dx_run_team(void *ctx, int32_t n_threads, void (*body)(void *arg, int32_t thread, int32_t n_threads), void *arg);
 bool dx_isa_avx512(void);
 bool dx_isa_vnni(void);
 
