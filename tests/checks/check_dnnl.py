@@ -544,6 +544,64 @@ if check.selected("matmul_cost_avx2"):
         label = f"matmul_cost_avx2: {rows}x{k}x{n}{' (oneDNN capped at AVX2)' if env else ''} on {want}"
         check.expect(got == want, label, f"on {got}: {r.stderr[-300:]}")
 
+# placement by cost without AVX-512, convolutions (dnnl.c, conv_cost_avx2):
+# a 3x3 stride-1 conv of 64 channels stays on the CPU (its Winograd beats
+# oneDNN's jit:avx2 direct conv), a dilated one too (oneDNN's gemm:jit);
+# a 3x3 conv of 16 channels and a 1x1 conv go to dnnl; with AVX-512
+# allowed (where the CPU has it) all go to dnnl
+if check.selected("conv_cost_avx2"):
+    def conv_model(name, c, m, k, hw, **kw):
+        w = numpy_helper.from_array((rng.rand(m, c // kw.get("group", 1), k, k).astype(np.float32) - 0.5) / 10, "w")
+        pad = kw.pop("pad", k // 2)
+        g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[pad] * 4, **kw)], "g",
+                              [vi("x", [1, c, hw, hw])], [vi("y", [1, m, hw, hw])], [w])
+        path = os.path.join(work, f"conv_cost_{name}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        return path
+    avx512 = seamtest.dnnl_avx512_layouts()
+    models = {"3x3_64": (conv_model("3x3_64", 64, 64, 3, 32), "cpu"),
+              "dilated": (conv_model("dilated", 64, 32, 3, 20, dilations=[4, 4], pad=4), "cpu"),
+              "3x3_16": (conv_model("3x3_16", 16, 16, 3, 32), "dnnl"),
+              "1x1_64": (conv_model("1x1_64", 64, 64, 1, 32), "dnnl")}
+    for name, (path, want) in models.items():
+        for env in (AVX2, None):
+            w = want if env is AVX2 or not avx512 else "dnnl"
+            r = run("partition", path, "--target", "dnnl", "--json", env=env)
+            got = json.loads(r.stdout)["nodes"][0]["target"] if r.returncode == 0 else f"exit {r.returncode}"
+            check.expect(got == w, f"conv_cost_avx2: {name}{' (oneDNN capped at AVX2)' if env else ''} on {w}",
+                         f"on {got}: {r.stderr[-300:]}")
+
+# a pool whose input comes plain (a graph input, a CPU part's output) runs
+# on channel blocks: oneDNN's pooling on plain layouts is simple_nchw, a
+# scalar loop (googlenet's pools after CPU parts: 4-13 ms each on an AVX2
+# EPYC); the output equals the CPU's
+if check.selected("pool_plain_input_jit"):
+    x = rng.randn(1, 40, 28, 28).astype(np.float32)
+    np.save(os.path.join(work, "pool_plain.x.npy"), x)
+    for op, kw in (("MaxPool", {}), ("AveragePool", {"count_include_pad": 1})):
+        g = helper.make_graph([helper.make_node(op, ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], **kw)], "g",
+                              [vi("x", [1, 40, 28, 28])], [vi("y", [1, 40, 28, 28])])
+        path = os.path.join(work, f"pool_plain_{op}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        outs = {}
+        for label, extra, env in (("cpu", [], None), ("dnnl", ["--target", "dnnl", "--placement", "capability",
+                                                               "--compile-log"], None),
+                                  ("dnnl avx2", ["--target", "dnnl", "--placement", "capability", "--compile-log"], AVX2)):
+            d = os.path.join(work, f"pool_plain_{op}.{label.replace(' ', '_')}")
+            r = run("run", path, "--input", f"x={work}/pool_plain.x.npy", *extra, "--output-dir", d, env=env)
+            if r.returncode:
+                check.fail(f"pool_plain_input_jit: {op} ({label}): {r.stderr.strip()[-300:]}")
+                continue
+            outs[label] = np.load(os.path.join(d, "y.npy"))
+            if label != "cpu":
+                impls = [m.group(5) for m in map(LOG_LINE.search, r.stderr.splitlines()) if m and m.group(4).startswith("pooling")]
+                check.expect(impls and all(i.startswith("jit") for i in impls),
+                             f"pool_plain_input_jit: {op} ({label}): oneDNN's pooling is {impls}", r.stderr[-400:])
+        for label in outs:
+            if label != "cpu" and "cpu" in outs:
+                e = rel_err(outs[label], outs["cpu"])
+                check.expect(e <= TOL, f"pool_plain_input_jit: {op} ({label}): error {e:.2e} against the CPU", f"{e:.3g}")
+
 # SiLU fuses into the convolution as oneDNN's swish post-op
 if check.selected("conv_silu_fused"):
     for name, want in (("conv_silu", 1), ("conv_silu_swapped", 1), ("conv_silu_third_reader", 0)):

@@ -138,6 +138,39 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
  * oneDNN's JIT convolutions and matrix products beat the CPU kernels'
  * im2col + OpenBLAS by about 2x on this class of machine (bench/RESULTS.md),
  * and its other primitives are about as fast as the CPU's loops. */
+/* Without AVX-512, two kinds of 2-D Conv run slower on oneDNN 2.6 than on
+ * seam's CPU kernels (an AVX2 EPYC, 2 threads, ONEDNN_VERBOSE against
+ * --profile, per node):
+ * - 3x3, stride 1, no dilation, one group, at least 48 input and 16 output
+ *   channels and 8 x 8 outputs: oneDNN's jit:avx2 direct conv against the
+ *   CPU's Winograd (winograd.c takes about these sizes): vgg16's 64 -> 64
+ *   at 224 21.5 ms against 12.6, 512 -> 512 at 28 21.5 against 10.8, at
+ *   14 5.4 against 3.7;
+ * - any dilation above 1 (not depthwise): oneDNN's x64:gemm:jit, im2col
+ *   and a GEMM, with the weights reordered at every run, against the
+ *   CPU's direct loop that skips the taps reading only padding:
+ *   deeplabv3's ASPP 960 -> 256 at 20 x 20, dilations 12, 24 and 36: 23,
+ *   17 and 19 ms against 13.4, 1.5 and 1.4.
+ * Returns the cost for those (relative to the CPU's estimate), else 0. */
+static double conv_cost_avx2(const seam_node_view *n) {
+    if (n->n_inputs < 2 || n->n_outputs < 1 || n->inputs[0].rank != 4 || n->inputs[1].rank != 4 ||
+        n->outputs[0].rank != 4)
+        return 0;
+    const int64_t *x = n->inputs[0].dims, *w = n->inputs[1].dims, *y = n->outputs[0].dims;
+    int64_t group = 1, one[2] = {1, 1};
+    seam_node_attr_int(n, "group", &group);
+    const int64_t *st = one, *dil = one;
+    int32_t n_st = 2, n_dil = 2;
+    if (!seam_node_attr_ints(n, "strides", &st, &n_st) || n_st != 2) st = one, n_st = 2;
+    if (!seam_node_attr_ints(n, "dilations", &dil, &n_dil) || n_dil != 2) dil = one, n_dil = 2;
+    bool depthwise = group > 1 && w[1] == 1;
+    if ((dil[0] > 1 || dil[1] > 1) && !depthwise) return 2.0;
+    if (group == 1 && w[2] == 3 && w[3] == 3 && st[0] == 1 && st[1] == 1 && dil[0] == 1 && dil[1] == 1 && x[1] >= 48 &&
+        w[0] >= 16 && y[2] >= 8 && y[3] >= 8)
+        return 1.7;
+    return 0;
+}
+
 static double dnnl_cost(void *ctx, const seam_node_view *n) {
     (void)ctx;
     /* oneDNN's packed GEMMs per step; without AVX-512 its RNN is its
@@ -157,6 +190,10 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
         double a = (double)dx_value_numel(&n->inputs[0]), w = (double)dx_value_numel(&n->inputs[1]);
         double y = (double)dx_value_numel(&n->outputs[0]), rows = a > 0 && w > 0 && y > 0 ? sqrt(a * y / w) : 0;
         if (w >= 1048576 && rows >= 48 && rows <= 512) return 1.7;
+    }
+    if (is_op(n, "Conv") && !dx_isa_avx512()) {
+        double r = conv_cost_avx2(n);
+        if (r > 0) return r;
     }
     return is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 0.5 : 0.9;
 }
