@@ -141,9 +141,8 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
 /* Without AVX-512, two kinds of 2-D Conv run slower on oneDNN 2.6 than on
  * seam's CPU kernels (an AVX2 EPYC, 2 threads, ONEDNN_VERBOSE against
  * --profile, per node):
- * - 3x3, stride 1, no dilation, one group, at least 48 input and 16 output
- *   channels and 8 x 8 outputs: oneDNN's jit:avx2 direct conv against the
- *   CPU's Winograd (winograd.c takes about these sizes): vgg16's 64 -> 64
+ * - 3x3, stride 1, no dilation, one group, the sizes the CPU's Winograd
+ *   takes: oneDNN's jit:avx2 direct conv against it: vgg16's 64 -> 64
  *   at 224 21.5 ms against 12.6, 512 -> 512 at 28 21.5 against 10.8, at
  *   14 5.4 against 3.7;
  * - any dilation above 1 (not depthwise): oneDNN's x64:gemm:jit, im2col
@@ -151,6 +150,7 @@ static bool dnnl_supports(void *ctx, const seam_node_view *n, char *why, size_t 
  *   CPU's direct loop that skips the taps reading only padding:
  *   deeplabv3's ASPP 960 -> 256 at 20 x 20, dilations 12, 24 and 36: 23,
  *   17 and 19 ms against 13.4, 1.5 and 1.4.
+ * And a conv of fewer than 8 output channels (below).
  * Returns the cost for those (relative to the CPU's estimate), else 0. */
 static double conv_cost_avx2(const seam_node_view *n) {
     if (n->n_inputs < 2 || n->n_outputs < 1 || n->inputs[0].rank != 4 || n->inputs[1].rank != 4 ||
@@ -165,8 +165,17 @@ static double conv_cost_avx2(const seam_node_view *n) {
     if (!seam_node_attr_ints(n, "dilations", &dil, &n_dil) || n_dil != 2) dil = one, n_dil = 2;
     bool depthwise = group > 1 && w[1] == 1;
     if ((dil[0] > 1 || dil[1] > 1) && !depthwise) return 2.0;
-    if (group == 1 && w[2] == 3 && w[3] == 3 && st[0] == 1 && st[1] == 1 && dil[0] == 1 && dil[1] == 1 && x[1] >= 48 &&
-        w[0] >= 16 && y[2] >= 8 && y[3] >= 8)
+    /* fewer than 8 output channels pad a channel block of 8: the text
+     * detector's last 1x1 conv, 16 -> 1 at 640 x 640, took 5.7 ms against
+     * the CPU's 0.67 */
+    if (group == 1 && w[0] < 8 && y[2] * y[3] >= 4096) return 4.0;
+    /* (winograd.c's cpu_wino_fits: at least 48 input and 16 output
+     * channels, C M >= 16 (C + M), 16 tiles of 4 x 4; a 3x3 conv it does
+     * not take, 64 -> 16 at 160 x 160, ran 6.2-7.0 ms on the CPU's GEMM
+     * and 3.4-3.6 on oneDNN's jit:avx2) */
+    int64_t C = x[1], M = w[0], tiles = ((y[2] + 3) / 4) * ((y[3] + 3) / 4);
+    if (group == 1 && w[2] == 3 && w[3] == 3 && st[0] == 1 && st[1] == 1 && dil[0] == 1 && dil[1] == 1 && C >= 48 &&
+        M >= 16 && C * M >= 16 * (C + M) && tiles >= 16)
         return 1.7;
     return 0;
 }
@@ -191,6 +200,11 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
         double y = (double)dx_value_numel(&n->outputs[0]), rows = a > 0 && w > 0 && y > 0 ? sqrt(a * y / w) : 0;
         if (w >= 1048576 && rows >= 48 && rows <= 512) return 1.7;
     }
+    /* Resize without AVX-512: oneDNN's resampling on channel blocks, then
+     * a reorder of its large output: the text detector's 4x upsampling of
+     * 16 channels to 640 x 640 took 9.9 ms (and 2.2 to reorder) against the
+     * CPU's 1.5 */
+    if (is_op(n, "Resize") && !dx_isa_avx512()) return 4.0;
     if (is_op(n, "Conv") && !dx_isa_avx512()) {
         double r = conv_cost_avx2(n);
         if (r > 0) return r;
