@@ -384,6 +384,60 @@ conv_case("dw5x5_d2_asym", (1, 8, 30, 27), (8, 1, 5, 5), group=8, pads=(4, 3, 2,
 conv_case("dw5x3_s12", (1, 8, 30, 27), (8, 1, 5, 3), group=8, strides=(1, 2), pads=(2, 1, 2, 1))
 conv_case("dw_mult2_5x5", (1, 6, 20, 22), (12, 1, 5, 5), group=6, pads=(2, 2, 2, 2))
 
+# 1-D depthwise (an audio separator's dilated Conv1d): the 2-D depthwise
+# kernel on one row
+def conv1d_case(name, xshape, wshape, group, stride=1, pads=(0, 0), dil=1):
+    if not check.selected(name):
+        return
+    x = rng.randn(*xshape).astype(np.float32)
+    w = (rng.randn(*wshape) / np.sqrt(np.prod(wshape[1:]))).astype(np.float32)
+    b = rng.randn(wshape[0]).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()), helper.make_tensor("b", TensorProto.FLOAT, b.shape, b)]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], group=group, strides=[stride], pads=list(pads), dilations=[dil])]
+    y, err = run_model(name, nodes, x, inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    tp = F.pad(torch.from_numpy(x.astype(np.float64)), (pads[0], pads[1]))
+    ref = F.conv1d(tp, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)), stride, 0, dil,
+                   group).numpy()
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-5, f"{name}: error {e:.1e} against torch")
+
+
+conv1d_case("dw1d_tasnet_d4", (1, 128, 1999), (128, 1, 3), group=128, pads=(4, 4), dil=4)
+conv1d_case("dw1d_s2_asym", (2, 24, 301), (24, 1, 5), group=24, stride=2, pads=(1, 3))
+conv1d_case("dw1d_mult2_d3", (1, 10, 77), (20, 1, 3), group=10, pads=(3, 3), dil=3)
+
+
+# InstanceNormalization (norm.c): float32 by eight running sums, float64 by the general loop
+def instnorm_case(name, shape, dtype=np.float32):
+    if not check.selected(name):
+        return
+    x = (rng.randn(*shape) * 3 + 1.5).astype(dtype)
+    C = shape[1]
+    sc, bb = rng.randn(C).astype(dtype), rng.randn(C).astype(dtype)
+    tt = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    inits = [helper.make_tensor("s", tt, [C], sc), helper.make_tensor("b", tt, [C], bb)]
+    y, err = run_model(name, [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-5)], x, inits,
+                       dtype=tt)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = F.instance_norm(torch.from_numpy(x.astype(np.float64)), weight=torch.from_numpy(sc.astype(np.float64)),
+                          bias=torch.from_numpy(bb.astype(np.float64)), eps=1e-5).numpy()
+    e = seamtest.rel_err(y, ref)
+    check.expect(y.shape == ref.shape and e <= (1e-6 if dtype == np.float32 else 1e-12),
+                 f"{name}: error {e:.1e} against torch in float64")
+
+
+instnorm_case("instnorm_tasnet", (1, 128, 1999))
+instnorm_case("instnorm_4d_odd", (2, 3, 5, 7))
+instnorm_case("instnorm_f64", (2, 4, 33), np.float64)
+
 # ---- Conv on the packed GEMM (AVX-512 CPUs): weight packed at session creation ----
 
 # The fused activations (runtime/fuse.c moves them into the Conv), as the
