@@ -516,6 +516,36 @@ cast_case("cast_every_pair")
 cast_case("cast_short", n=9)
 
 
+# ---- QuantizeLinear and DequantizeLinear per tensor (quant.c): chunks of
+# 16384 over the pool and a tail, against numpy in float32 ----
+
+def qdq_case(name, n, signed):
+    if not check.selected(name):
+        return
+    x = (rng.randn(n) * 3).astype(np.float32)
+    x[:5] = [0.5 * 0.02, 1.5 * 0.02, -2.5 * 0.02, 1e9, -1e9]  # ties (to even), saturation both ways
+    qt, npq = (TensorProto.INT8, np.int8) if signed else (TensorProto.UINT8, np.uint8)
+    scale, zp = np.float32(0.02), (-3 if signed else 131)
+    inits = [numpy_helper.from_array(np.array(scale, np.float32), "s"), numpy_helper.from_array(np.array(zp, npq), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    lo, hi = (-128, 127) if signed else (0, 255)
+    want_q = np.clip(np.round(x / scale).astype(np.float32) + zp, lo, hi).astype(npq)
+    want_y = ((want_q.astype(np.int32) - zp).astype(np.float32) * scale).astype(np.float32)
+    got, err = run_model(name, nodes, {"x": x}, [("q", qt), ("y", TensorProto.FLOAT)], inits)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    check.expect(np.array_equal(got[0], want_q) and got[1].tobytes() == want_y.tobytes(),
+                 f"{name}: QuantizeLinear and DequantizeLinear of {n} values equal numpy's in float32",
+                 f"{int(np.sum(got[0] != want_q))} quantized and {int(np.sum(got[1] != want_y))} dequantized values differ")
+
+
+qdq_case("qdq_per_tensor_uint8", 70001, False)
+qdq_case("qdq_per_tensor_int8", 3 * 16384, True)
+qdq_case("qdq_per_tensor_small", 100, False)
+
+
 # ---- values whose size the run decides: the dynamic slab, numpy ----
 
 def loop_sizes_case(name, L=4000, K=173, trips=7):

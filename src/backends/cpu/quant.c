@@ -87,6 +87,47 @@ CPU_HOT static void f32_quantize_8(const float *x, uint8_t *y, int64_t n, float 
     quant_f32_to_8bit(x, y, n, scale, zp, is_signed);
 }
 
+/* A per-tensor float32 <-> 8-bit conversion of n elements over the pool,
+ * in chunks of 16384 (each element computed alone: the same bytes on any
+ * thread count). */
+typedef struct q8_job {
+    const void *x;
+    void *y;
+    float scale, zp;
+    int32_t zi;
+    bool is_signed, dequant;
+} q8_job;
+
+enum { Q8_CHUNK = 16384 };
+
+static void q8_chunks(void *arg, int64_t begin, int64_t end) {
+    const q8_job *j = arg;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t at = c * Q8_CHUNK;
+        if (!j->dequant) {
+            f32_quantize_8((const float *)j->x + at, (uint8_t *)j->y + at, Q8_CHUNK, j->scale, j->zp, j->is_signed);
+            continue;
+        }
+        float *yp = (float *)j->y + at, fs = j->scale;
+        if (j->is_signed) {
+            const int8_t *xp = (const int8_t *)j->x + at;
+            for (int64_t i = 0; i < Q8_CHUNK; i++) yp[i] = (float)(xp[i] - j->zi) * fs;
+        } else {
+            const uint8_t *xp = (const uint8_t *)j->x + at;
+            for (int64_t i = 0; i < Q8_CHUNK; i++) yp[i] = (float)(xp[i] - j->zi) * fs;
+        }
+    }
+}
+
+/* Runs the whole chunks of j over the pool; returns how many elements
+ * they covered (the caller does the rest). */
+static int64_t q8_parallel(seam_kernel *k, const q8_job *j, int64_t n) {
+    int64_t chunks = n / Q8_CHUNK;
+    if (chunks < 2) return 0;
+    seam_parallel_for(k->pool, chunks, 1, q8_chunks, (void *)j);
+    return chunks * Q8_CHUNK;
+}
+
 static seam_status run_quantize(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1), *z = kernel_in(k, 2);
     if (!x || !s) return kernel_fail(k, "needs x and y_scale");
@@ -106,8 +147,13 @@ static seam_status run_quantize(seam_kernel *k) {
             double zp = z ? (double)cpu_get_i64(z->data, z->dtype, z->numel == 1 ? 0 : a) : 0;
             int64_t base = (o * q.len + a) * q.inner;
             if (x->dtype == SEAM_DTYPE_FLOAT32 && is_8bit(odt)) {
-                f32_quantize_8((const float *)x->data + base, (uint8_t *)y->data + base, q.inner, (float)sc,
-                               (float)zp, odt == SEAM_DTYPE_INT8);
+                int64_t done = 0;
+                if (q.outer == 1 && q.len == 1) { /* per tensor: over the pool */
+                    q8_job j = {x->data, y->data, (float)sc, (float)zp, 0, odt == SEAM_DTYPE_INT8, false};
+                    done = q8_parallel(k, &j, q.inner);
+                }
+                f32_quantize_8((const float *)x->data + base + done, (uint8_t *)y->data + base + done, q.inner - done,
+                               (float)sc, (float)zp, odt == SEAM_DTYPE_INT8);
             } else if (x->dtype == SEAM_DTYPE_FLOAT32) {
                 /* divide in float32, as the reference does: the halfway
                  * cases of the rounding depend on it */
@@ -145,6 +191,12 @@ static seam_status run_dequantize(seam_kernel *k) {
                 /* (x - zp) has at most 9 bits: the float product rounds once */
                 float *yp = (float *)y->data + base, fs = (float)sc;
                 int32_t zi = (int32_t)zp;
+                if (q.outer == 1 && q.len == 1) { /* per tensor: the whole chunks over the pool */
+                    q8_job j = {x->data, y->data, fs, 0, zi, x->dtype == SEAM_DTYPE_INT8, true};
+                    int64_t done = q8_parallel(k, &j, q.inner);
+                    base += done, yp += done;
+                    q.inner -= done;
+                }
                 if (x->dtype == SEAM_DTYPE_UINT8) {
                     const uint8_t *xp = (const uint8_t *)x->data + base;
                     for (int64_t i = 0; i < q.inner; i++) yp[i] = (float)(xp[i] - zi) * fs;
