@@ -418,28 +418,32 @@ __attribute__((target("avx512f,avx512vl,avx512bw"))) static void requant_avx512(
 }
 
 /* The same on AVX2, eight lanes at a time, then four; the last n % 4 as put() does. */
+/* Eight sums s8v into eight 8-bit outputs at y, each lane with its own
+ * bias and scale (b0/b1, s0/s1: lanes 0-3 and 4-7): round, then clamp to
+ * [lo - zp, hi - zp] (all integers, so the same as clamping round + zp;
+ * NaN goes to lo), then zp added and narrowed in int16. */
+__attribute__((target("avx2"))) static inline void requant8_core(__m256i s8v, __m256d b0, __m256d b1, __m256d s0, __m256d s1,
+                                                                double zp, bool s8, void *y) {
+    __m256d vz = _mm256_set1_pd(zp);
+    __m256d vlz = _mm256_sub_pd(_mm256_set1_pd(s8 ? -128 : 0), vz), vhz = _mm256_sub_pd(_mm256_set1_pd(s8 ? 127 : 255), vz);
+    __m256d v0 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(s8v)), b0);
+    __m256d v1 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(s8v, 1)), b1);
+    v0 = _mm256_round_pd(_mm256_mul_pd(v0, s0), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v1 = _mm256_round_pd(_mm256_mul_pd(v1, s1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v0 = _mm256_min_pd(_mm256_max_pd(v0, vlz), vhz);
+    v1 = _mm256_min_pd(_mm256_max_pd(v1, vlz), vhz);
+    __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_cvtpd_epi32(v0), _mm256_cvtpd_epi32(v1)), _mm_set1_epi16((int16_t)zp));
+    _mm_storel_epi64((__m128i *)y, s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
+}
+
 __attribute__((target("avx2"))) static void requant_avx2(const int32_t *s, int64_t n, int64_t bias, double sc, double zp,
                                                         int32_t odt, void *y) {
     bool s8 = odt == SEAM_DTYPE_INT8;
     __m256d b = _mm256_set1_pd((double)bias), vs = _mm256_set1_pd(sc), vz = _mm256_set1_pd(zp);
     __m256d vlo = _mm256_set1_pd(s8 ? -128 : 0), vhi = _mm256_set1_pd(s8 ? 127 : 255);
     int64_t l = 0;
-    /* eight at a time: round, then clamp to [lo - zp, hi - zp] (all
-     * integers, so the same as clamping round + zp; NaN goes to lo as
-     * below), then zp added and narrowed in int16 */
-    __m256d vlz = _mm256_sub_pd(vlo, vz), vhz = _mm256_sub_pd(vhi, vz);
-    __m128i zi = _mm_set1_epi16((int16_t)zp);
-    for (; l + 8 <= n; l += 8) {
-        __m256i si = _mm256_loadu_si256((const __m256i *)(s + l));
-        __m256d v0 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(si)), b);
-        __m256d v1 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(si, 1)), b);
-        v0 = _mm256_round_pd(_mm256_mul_pd(v0, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        v1 = _mm256_round_pd(_mm256_mul_pd(v1, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        v0 = _mm256_min_pd(_mm256_max_pd(v0, vlz), vhz);
-        v1 = _mm256_min_pd(_mm256_max_pd(v1, vlz), vhz);
-        __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_cvtpd_epi32(v0), _mm256_cvtpd_epi32(v1)), zi);
-        _mm_storel_epi64((__m128i *)((char *)y + l), s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
-    }
+    for (; l + 8 <= n; l += 8)
+        requant8_core(_mm256_loadu_si256((const __m256i *)(s + l)), b, b, vs, vs, zp, s8, (char *)y + l);
     for (; l + 4 <= n; l += 4) {
         __m256d v = _mm256_add_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(s + l))), b);
         v = _mm256_round_pd(_mm256_mul_pd(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -552,20 +556,10 @@ static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t
  * scale) of one position: the same arithmetic, lane by lane. */
 __attribute__((target("avx2"))) static void requant8_avx2(const int32_t *v8, const int64_t *bias, const double *sc,
                                                          double zp, int32_t odt, void *y) {
-    bool s8 = odt == SEAM_DTYPE_INT8;
-    __m256d vz = _mm256_set1_pd(zp), vlz = _mm256_sub_pd(_mm256_set1_pd(s8 ? -128 : 0), vz);
-    __m256d vhz = _mm256_sub_pd(_mm256_set1_pd(s8 ? 127 : 255), vz);
-    __m256i si = _mm256_loadu_si256((const __m256i *)v8);
     __m256d b0 = _mm256_set_pd((double)bias[3], (double)bias[2], (double)bias[1], (double)bias[0]);
     __m256d b1 = _mm256_set_pd((double)bias[7], (double)bias[6], (double)bias[5], (double)bias[4]);
-    __m256d v0 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(si)), b0);
-    __m256d v1 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(si, 1)), b1);
-    v0 = _mm256_round_pd(_mm256_mul_pd(v0, _mm256_loadu_pd(sc)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v1 = _mm256_round_pd(_mm256_mul_pd(v1, _mm256_loadu_pd(sc + 4)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v0 = _mm256_min_pd(_mm256_max_pd(v0, vlz), vhz);
-    v1 = _mm256_min_pd(_mm256_max_pd(v1, vlz), vhz);
-    __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_cvtpd_epi32(v0), _mm256_cvtpd_epi32(v1)), _mm_set1_epi16((int16_t)zp));
-    _mm_storel_epi64((__m128i *)y, s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
+    requant8_core(_mm256_loadu_si256((const __m256i *)v8), b0, b1, _mm256_loadu_pd(sc), _mm256_loadu_pd(sc + 4), zp,
+                  odt == SEAM_DTYPE_INT8, y);
 }
 #endif
 
@@ -802,23 +796,6 @@ static void iconv_dw_float(void *arg, int64_t begin, int64_t end) {
 #define ICONV_FLUSH 16384 /* pairs: 16384 * 2 * 255 * 255 < 2^31 */
 #define ICONV_KSLICE 8192 /* pairs of K per work item, when the panels are too few to share out */
 
-typedef void (*iconv_rows_fn)(const int16_t *w, const int16_t *x, int64_t rows, int64_t K2x, int64_t q0, int64_t q1,
-                              int64_t *out);
-
-/* out[r][8] += the sums of pairs [q0, q1) of panel w by rows r of x (each
- * K2x pairs, as int32 pairs). */
-static void iconv_rows_plain(const int16_t *w, const int16_t *x, int64_t rows, int64_t K2x, int64_t q0, int64_t q1,
-                             int64_t *out) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t m = 0; m < ICONV_MR; m++) {
-            int64_t t = 0;
-            for (int64_t q = q0; q < q1; q++)
-                t += (int32_t)w[(q * ICONV_MR + m) * 2] * x[r * 2 * K2x + 2 * q] +
-                     (int32_t)w[(q * ICONV_MR + m) * 2 + 1] * x[r * 2 * K2x + 2 * q + 1];
-            out[r * ICONV_MR + m] += t;
-        }
-}
-
 #if ICONV_X86
 __attribute__((target("avx2"))) static void iconv_rows_avx2(const int16_t *w, const int16_t *x, int64_t rows, int64_t K2x,
                                                             int64_t q0, int64_t q1, int64_t *out) {
@@ -856,7 +833,6 @@ typedef struct iconv_rows_job {
     const int16_t *x;   /* the rows, x - x_zp, K2 pairs each */
     int64_t rows, slices, per_slice;
     int64_t *part;      /* [panel][slice][rows][ICONV_MR] */
-    iconv_rows_fn fn;
 } iconv_rows_job;
 
 static void iconv_rows_items(void *arg, int64_t begin, int64_t end) {
@@ -867,7 +843,11 @@ static void iconv_rows_items(void *arg, int64_t begin, int64_t end) {
         int64_t q0 = sl * j->per_slice, q1 = q0 + j->per_slice < w->K2 ? q0 + j->per_slice : w->K2;
         int64_t *out = j->part + item * j->rows * ICONV_MR;
         memset(out, 0, sizeof(int64_t) * (size_t)(j->rows * ICONV_MR));
-        j->fn(w->w + pn * w->K2 * 2 * ICONV_MR, j->x, j->rows, w->K2, q0, q1, out);
+#if ICONV_X86 /* (the path exists only where AVX2 does: cpu_iconv_available) */
+        iconv_rows_avx2(w->w + pn * w->K2 * 2 * ICONV_MR, j->x, j->rows, w->K2, q0, q1, out);
+#else
+        (void)pn, (void)q1, (void)out;
+#endif
     }
 }
 
@@ -878,10 +858,7 @@ bool cpu_iconv_rows_fits(const cpu_iconv_args *a) {
 static bool iconv_rows_run(seam_pool *pool, const cpu_iconv_args *a) {
     const cpu_iconv_w *w = a->w;
     int64_t rows = a->N, K = a->C, K2 = w->K2, M = w->M;
-    iconv_rows_job j = {.a = a, .rows = rows, .fn = iconv_rows_plain};
-#if ICONV_X86
-    if (iconv_kernel) j.fn = iconv_rows_avx2; /* (iconv_kernel is set only where AVX2 is) */
-#endif
+    iconv_rows_job j = {.a = a, .rows = rows};
     int64_t want = 2 * (int64_t)(pool ? seam_pool_threads(pool) : 1);
     j.slices = w->panels >= want ? 1 : (want + w->panels - 1) / w->panels;
     int64_t most = (K2 + ICONV_KSLICE - 1) / ICONV_KSLICE; /* slices of at least ICONV_KSLICE pairs */

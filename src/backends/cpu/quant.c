@@ -100,6 +100,15 @@ typedef struct q8_job {
 
 enum { Q8_CHUNK = 16384 };
 
+/* 8-bit x (signed or not) to float32: (x - zp) has at most 9 bits, so the
+ * float product rounds once. */
+static void dq8_f32(const void *x, bool is_signed, int32_t zp, float scale, float *y, int64_t n) {
+    if (is_signed)
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const int8_t *)x)[i] - zp) * scale;
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const uint8_t *)x)[i] - zp) * scale;
+}
+
 static void q8_chunks(void *arg, int64_t begin, int64_t end) {
     const q8_job *j = arg;
     for (int64_t c = begin; c < end; c++) {
@@ -108,14 +117,7 @@ static void q8_chunks(void *arg, int64_t begin, int64_t end) {
             f32_quantize_8((const float *)j->x + at, (uint8_t *)j->y + at, Q8_CHUNK, j->scale, j->zp, j->is_signed);
             continue;
         }
-        float *yp = (float *)j->y + at, fs = j->scale;
-        if (j->is_signed) {
-            const int8_t *xp = (const int8_t *)j->x + at;
-            for (int64_t i = 0; i < Q8_CHUNK; i++) yp[i] = (float)(xp[i] - j->zi) * fs;
-        } else {
-            const uint8_t *xp = (const uint8_t *)j->x + at;
-            for (int64_t i = 0; i < Q8_CHUNK; i++) yp[i] = (float)(xp[i] - j->zi) * fs;
-        }
+        dq8_f32((const char *)j->x + at, j->is_signed, j->zi, j->scale, (float *)j->y + at, Q8_CHUNK);
     }
 }
 
@@ -188,7 +190,6 @@ static seam_status run_dequantize(seam_kernel *k) {
             int64_t zp = z ? cpu_get_i64(z->data, z->dtype, z->numel == 1 ? 0 : a) : 0;
             int64_t base = (o * q.len + a) * q.inner;
             if (y->dtype == SEAM_DTYPE_FLOAT32 && is_8bit(x->dtype)) {
-                /* (x - zp) has at most 9 bits: the float product rounds once */
                 float *yp = (float *)y->data + base, fs = (float)sc;
                 int32_t zi = (int32_t)zp;
                 if (q.outer == 1 && q.len == 1) { /* per tensor: the whole chunks over the pool */
@@ -197,13 +198,7 @@ static seam_status run_dequantize(seam_kernel *k) {
                     base += done, yp += done;
                     q.inner -= done;
                 }
-                if (x->dtype == SEAM_DTYPE_UINT8) {
-                    const uint8_t *xp = (const uint8_t *)x->data + base;
-                    for (int64_t i = 0; i < q.inner; i++) yp[i] = (float)(xp[i] - zi) * fs;
-                } else {
-                    const int8_t *xp = (const int8_t *)x->data + base;
-                    for (int64_t i = 0; i < q.inner; i++) yp[i] = (float)(xp[i] - zi) * fs;
-                }
+                dq8_f32((const char *)x->data + base, x->dtype == SEAM_DTYPE_INT8, zi, fs, yp, q.inner);
             } else {
                 for (int64_t i = 0; i < q.inner; i++)
                     cpu_set(y->data, y->dtype, base + i, (double)(cpu_get_i64(x->data, x->dtype, base + i) - zp) * sc);
