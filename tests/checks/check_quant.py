@@ -79,10 +79,11 @@ import time
 import numpy as np
 import onnx
 from onnx import TensorProto as T
-from onnx import helper, numpy_helper
+from onnx import helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import quantcase  # noqa: E402
 import seamtest  # noqa: E402
 
 args, run, work, check = seamtest.checker_setup(__doc__, "quant_models", timeout=600)
@@ -94,21 +95,8 @@ summary = {}  # model -> {path: (quanta, seconds)}
 
 
 ort_problem, ort_run = seamtest.ort_problem, seamtest.ort_run
-
-
-def seam_run(model, feeds, out_dir, extra=()):
-    a = []
-    for k, f in feeds.items():
-        a += ["--input", f"{k}={f}"]
-    t0 = time.time()
-    r = run("run", model, *a, "--output-dir", out_dir, *extra)
-    return r, time.time() - t0
-
-
-def last(stderr):
-    """The last line of stderr (seam's error; the notes come before it)."""
-    lines = stderr.strip().splitlines()
-    return lines[-1][:300] if lines else "(no message)"
+qc = quantcase.Cases(run, work, check)
+seam_run, last, write_case, run_case, f32 = qc.seam_run, qc.last, qc.write_case, qc.run_case, quantcase.f32
 
 
 # (max difference in quanta, elements off by half a quantum, ok); a NaN,
@@ -522,10 +510,6 @@ def model_case(name, info):
 
 # ---- bad input ----------------------------------------------------------------------
 
-def f32(*v):
-    return np.array(v, np.float32)
-
-
 def bad_models():
     """{case: (nodes, inputs {name: array}, outputs [(name, type)], inits, node the error must name)}"""
     rng = np.random.RandomState(3)
@@ -627,53 +611,9 @@ def bad_models():
     return cases
 
 
-NP2T = {np.float32: T.FLOAT, np.uint8: T.UINT8, np.int8: T.INT8, np.int32: T.INT32}
 
 
 # the paths the fusion cases run: the CPU's nodes, dnnl, dnnl with fusion off
-CPU_DNNL_PATHS = (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
-                  ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability", "--target-option", "fusion=off",
-                                       "--compile-log"]))
-
-
-def write_case(name, nodes, feeds, inits, outs):
-    """WORK/NAME.onnx (opset 13) with graph inputs `feeds` {name: array},
-    initializers `inits` and outputs [(name, type)], and each feed saved as
-    WORK/NAME.INPUT.npy; returns (the model's path, {input: file})."""
-    path = os.path.join(work, f"{name}.onnx")
-    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(k, NP2T[v.dtype.type], v.shape) for k, v in feeds.items()],
-                          [helper.make_tensor_value_info(k, t, None) for k, t in outs],
-                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-    files = {}
-    for k, v in feeds.items():
-        files[k] = os.path.join(work, f"{name}.{k}.npy")
-        np.save(files[k], v)
-    return path, files
-
-
-def run_case(name, label, path, files, extra, out_names):
-    """seam run of a write_case model on one path (label, with the extra
-    options) into WORK/NAME.LABEL: (the run, [the outputs out_names as
-    arrays]), or (the run, None) after a failure is recorded."""
-    od = os.path.join(work, f"{name}.{label.replace(' ', '_')}")
-    r, _ = seam_run(path, files, od, extra)
-    if not check.expect(r.returncode == 0, f"{name} ({label}): runs", last(r.stderr)):
-        return r, None
-    return r, [np.load(os.path.join(od, f"{o}.npy")) for o in out_names]
-
-
-def expect_cpu_bits(name, outs, what):
-    """outs {label: array}: the dnnl paths' outputs bit for bit the CPU's."""
-    for label in ("dnnl", "dnnl fusion=off"):
-        if "cpu" in outs and label in outs:
-            a, b = outs[label], outs["cpu"]
-            check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
-                         f"{name} ({label}): bit for bit {what}",
-                         f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}, "
-                         f"{int(np.sum(a != b)) if a.shape == b.shape else '-'} differ")
-
-
 def bad_case(name, spec):
     nodes, feeds, outs, inits, node = spec
     path, files = write_case(f"bad_{name}", nodes, feeds, inits, outs)
@@ -694,339 +634,6 @@ def bad_case(name, spec):
             check.expect(ok, f"bad {name} ({label}): exit 1 naming '{node}'", got)
         results.append(ok)
     return results
-
-
-# ---- MatMulInteger -> Cast -> Mul [-> Add] as one pass on dnnl ----------------------
-
-def epilogue_cases():
-    """The dequantization after MatMulInteger (backends/dnnl/quant_dyn.c):
-    dnnl makes Cast, Mul and the bias Add one host pass after the int32
-    matmul. Each variant (B's zero point per tensor or per column, A uint8
-    or int8, a scale of one value or one per column, a bias of one value,
-    one per column, from a graph input, or none; a Mul whose operand is
-    not along the last axis, which must stay unfused) against numpy's
-    exact integer product followed by the same float32 operations, bit for
-    bit, on the CPU and on dnnl with fusion on and off; the compile log
-    must say which ones became one pass."""
-    rng = np.random.RandomState(11)
-    K, N = 40, 24
-    variants = [
-        # name, A type, A shape, B zp per column, scale per column, bias kind, fused
-        ("epi_percol_bias", np.uint8, (6, K), True, True, "const_col", True),
-        ("epi_tensor_zp_scalar", np.uint8, (2, 5, K), False, False, None, True),
-        ("epi_int8_a_bias_input", np.int8, (7, K), True, False, "input_col", True),
-        ("epi_bias_scalar", np.uint8, (3, K), True, True, "const_one", True),
-        ("epi_full_scale", np.uint8, (6, K), True, "full", "const_col", False),
-    ]
-    for name, adt, ashape, zp_col, scale_kind, bias_kind, fused in variants:
-        if not check.selected(name):
-            continue
-        lo, hi = (0, 256) if adt == np.uint8 else (-128, 128)
-        a = rng.randint(lo, hi, ashape).astype(adt)
-        az = np.array(rng.randint(lo, hi), adt)
-        b = rng.randint(-127, 128, (K, N)).astype(np.int8)
-        bz = (rng.randint(-3, 4, N) if zp_col else np.array(2)).astype(np.int8)
-        a_scale = f32(0.02)
-        b_scale = (rng.rand(N).astype(np.float32) * 0.01 + 0.001) if scale_kind is True else f32(0.004)
-        inputs = {"a": a, "a_scale": a_scale}
-        inits = {"b": b, "az": az, "bz": bz, "b_scale": b_scale}
-        nodes = [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["acc"], name="mmi"),
-                 helper.make_node("Mul", ["a_scale", "b_scale"], ["scale"], name="scale_product"),
-                 helper.make_node("Cast", ["acc"], ["accf"], to=T.FLOAT, name="cast")]
-        if scale_kind == "full":  # a scale per element: not along the last axis alone
-            inits["full"] = (rng.rand(*ashape[:-1], N).astype(np.float32) + 0.5)
-            nodes.append(helper.make_node("Mul", ["scale", "full"], ["scale_full"], name="widen"))
-            nodes.append(helper.make_node("Mul", ["accf", "scale_full"], ["y0"], name="dq"))
-        else:
-            nodes.append(helper.make_node("Mul", ["scale", "accf"], ["y0"], name="dq"))
-        out = "y0"
-        if bias_kind:
-            bias = {"const_col": rng.randn(N), "input_col": rng.randn(N), "const_one": rng.randn(1)}[bias_kind]
-            bias = bias.astype(np.float32)
-            (inputs if bias_kind == "input_col" else inits)["bias"] = bias
-            nodes.append(helper.make_node("Add", ["y0", "bias"], ["y"], name="bias_add"))
-            out = "y"
-        # numpy: the exact product, then the nodes' float32 operations in order
-        acc = ((a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - bz.astype(np.int64))).astype(np.int32)
-        scale = (a_scale * b_scale).astype(np.float32)
-        if scale_kind == "full":
-            scale = (scale * inits["full"]).astype(np.float32)
-        want = (acc.astype(np.float32) * scale).astype(np.float32)
-        if bias_kind:
-            want = (want + bias).astype(np.float32)
-        path, files = write_case(name, nodes, inputs, inits, [(out, T.FLOAT)])
-        for label, extra in CPU_DNNL_PATHS:
-            r, got = run_case(name, label, path, files, extra, [out])
-            if got is None:
-                continue
-            got = got[0]
-            check.expect(got.shape == want.shape and seamtest.same_bits(got, want),
-                         f"{name} ({label}): bit for bit numpy's", f"max difference {seamtest.abs_err(got, want)}")
-            if label != "cpu":
-                one = "one pass from the int32 product" in r.stderr
-                on_dnnl = "mmi" in r.stderr or "MatMulInteger" in r.stderr
-                expect_one = fused and label == "dnnl"
-                check.expect(one == expect_one and on_dnnl, f"{name} ({label}): "
-                             + ("one pass" if expect_one else "not one pass") + " in the compile log",
-                             r.stderr.strip()[-600:])
-
-
-# ---- DQ -> MaxPool -> Q as one int8 pooling on dnnl ---------------------------------
-
-def qpool_cases():
-    """A DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale
-    and zero point on both sides is one max pooling on the 8-bit values on
-    dnnl (backends/dnnl/quant_dyn.c). Each variant (uint8 and int8, pads,
-    strides, ceil_mode, a 1-D pool, a Q whose zero point or scale differs,
-    which must stay three nodes) bit for bit against the CPU, which runs
-    the three nodes in float32; the compile log must say which were made
-    one pooling."""
-    rng = np.random.RandomState(12)
-    variants = [
-        # name, type, shape, kernel, strides, pads, ceil, Q's (scale, zp) differs, fused
-        ("qpool_u8_3x3s2", np.uint8, (1, 8, 13, 11), [3, 3], [2, 2], [1, 1, 1, 1], 0, None, True),
-        ("qpool_s8_ceil", np.int8, (2, 5, 9, 9), [2, 2], [2, 2], [0, 0, 0, 0], 1, None, True),
-        ("qpool_u8_1d", np.uint8, (1, 6, 17), [3], [1], [1, 1], 0, None, True),
-        ("qpool_u8_other_zp", np.uint8, (1, 8, 13, 11), [3, 3], [2, 2], [1, 1, 1, 1], 0, "zp", False),
-        ("qpool_s8_other_scale", np.int8, (1, 8, 12, 12), [2, 2], [2, 2], [0, 0, 0, 0], 0, "scale", False),
-    ]
-    for name, dt, shape, kernel, strides, pads, ceil, differs, fused in variants:
-        if not check.selected(name):
-            continue
-        lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
-        x = rng.randint(lo, hi, shape).astype(dt)
-        zp = np.array(7 if dt == np.uint8 else -3, dt)
-        qzp = np.array(int(zp) + (2 if differs == "zp" else 0), dt)
-        qs = f32(0.05 * (1.5 if differs == "scale" else 1.0))
-        inits = {"s": f32(0.05), "z": zp, "qs": qs, "qz": qzp}
-        nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
-                 helper.make_node("MaxPool", ["xf"], ["pf"], name="pool", kernel_shape=kernel, strides=strides,
-                                  pads=pads, ceil_mode=ceil),
-                 helper.make_node("QuantizeLinear", ["pf", "qs", "qz"], ["y"], name="q")]
-        path, files = write_case(name, nodes, {"x": x}, inits, [("y", NP2T[dt])])
-        outs = {}
-        for label, extra in CPU_DNNL_PATHS:
-            r, got = run_case(name, label, path, files, extra, ["y"])
-            if got is None:
-                continue
-            outs[label] = got[0]
-            if label != "cpu":
-                one = "one max pooling on the 8-bit values" in r.stderr
-                expect_one = fused and label == "dnnl"
-                if expect_one:  # oneDNN's own kernel, not its reference loop
-                    ref = [ln for ln in r.stderr.splitlines() if "pooling" in ln and "ref:" in ln]
-                    check.expect(not ref, f"{name} ({label}): a jit pooling, not a reference one", ref)
-                check.expect(one == expect_one, f"{name} ({label}): "
-                             + ("one pooling" if expect_one else "three nodes") + " in the compile log",
-                             r.stderr.strip()[-600:])
-        expect_cpu_bits(name, outs, "the CPU's three nodes")
-
-
-# ---- DQ(a) * DQ(b) -> Q as one pass on dnnl ---------------------------------------
-
-def qmul_cases():
-    """A Mul of two dequantized values, quantized again (ONNX Runtime's
-    QLinearMul in the QDQ form), is one host pass on dnnl in the three
-    nodes' float32 arithmetic (backends/dnnl/quant_dyn.c, with the
-    quantized Add): bit for bit the CPU's nodes, for uint8 and int8
-    operands, zero points far from 0 and products that saturate."""
-    rng = np.random.RandomState(13)
-    variants = [
-        # name, a type, b type, y type, shape, (sa, za), (sb, zb), (ys, yz)
-        ("qmul_u8_u8", np.uint8, np.uint8, np.uint8, (1, 16, 9, 7), (0.02, 3), (0.004, 119), (0.0004, 131)),
-        ("qmul_s8_u8_to_s8", np.int8, np.uint8, np.int8, (2, 6, 5), (0.05, -7), (0.01, 200), (0.003, 4)),
-        ("qmul_saturating", np.uint8, np.int8, np.uint8, (3, 40), (0.5, 0), (0.5, 0), (0.01, 128)),
-    ]
-    for name, at, bt, yt, shape, (sa, za), (sb, zb), (ys, yz) in variants:
-        if not check.selected(name):
-            continue
-        def rnd(dt):
-            lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
-            return rng.randint(lo, hi, shape).astype(dt)
-        feeds = {"a": rnd(at), "b": rnd(bt)}
-        inits = {"sa": f32(sa), "za": np.array(za, at), "sb": f32(sb), "zb": np.array(zb, bt),
-                 "ys": f32(ys), "yz": np.array(yz, yt)}
-        nodes = [helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["af"], name="dqa"),
-                 helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bf"], name="dqb"),
-                 helper.make_node("Mul", ["af", "bf"], ["pf"], name="mul"),
-                 helper.make_node("QuantizeLinear", ["pf", "ys", "yz"], ["y"], name="q")]
-        path, files = write_case(name, nodes, feeds, inits, [("y", NP2T[yt])])
-        outs = {}
-        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"])):
-            r, got = run_case(name, label, path, files, extra, ["y"])
-            if got is None:
-                continue
-            outs[label] = got[0]
-            if label == "dnnl":
-                check.expect("(Mul) and" in r.stderr and "one pass" in r.stderr, f"{name} (dnnl): one pass in the log",
-                             r.stderr.strip()[-400:])
-        if len(outs) == 2:
-            a, b = outs["dnnl"], outs["cpu"]
-            check.expect(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b),
-                         f"{name}: dnnl bit for bit the CPU's nodes", f"{int(np.sum(a != b))} of {a.size} differ")
-
-
-# ---- DQ, DQ, ... -> Concat -> Q on the 8-bit values on dnnl ---------------------------
-
-def qconcat_cases():
-    """A Concat between DequantizeLinear nodes and a QuantizeLinear is a
-    concat of the 8-bit values on dnnl (backends/dnnl/quant_concat.c), each
-    input whose scale, zero point or type is not the output's requantized
-    first in the nodes' float32 arithmetic: bit for bit the CPU's nodes,
-    with the log saying how many were requantized. Variants: all
-    parameters equal (none requantized), one scale differing, three inputs
-    of mixed int8/uint8 into a uint8 output, the last axis, a negative
-    axis; inputs straight from the graph (plain layout) and from an int8
-    convolution (channels-last)."""
-    rng = np.random.RandomState(14)
-    variants = [
-        # name, axis, [(type, shape, scale, zp)], (y type, y scale, y zp), conv first, requantized
-        ("qconcat_same", 1, [(np.uint8, (1, 4, 6, 5), 0.02, 3), (np.uint8, (1, 3, 6, 5), 0.02, 3)],
-         (np.uint8, 0.02, 3), False, 0),
-        ("qconcat_one_scale", 1, [(np.uint8, (1, 4, 6, 5), 0.015, 0), (np.uint8, (1, 5, 6, 5), 0.02, 0)],
-         (np.uint8, 0.02, 0), True, 1),
-        ("qconcat_mixed_types", 2, [(np.int8, (2, 3, 4), 0.05, -4), (np.uint8, (2, 3, 7), 0.01, 128),
-                                    (np.uint8, (2, 3, 1), 0.03, 9)], (np.uint8, 0.04, 100), False, 3),
-        ("qconcat_negative_axis", -1, [(np.int8, (3, 5), 0.1, 0), (np.int8, (3, 2), 0.1, 1)],
-         (np.int8, 0.1, 0), False, 1),
-    ]
-    for name, axis, ins, (yt, ys, yz), conv_first, requantized in variants:
-        if not check.selected(name):
-            continue
-        feeds, inits, nodes, cat_in = {}, {"ys": f32(ys), "yz": np.array(yz, yt)}, [], []
-        for k, (dt, shape, sc, zp) in enumerate(ins):
-            lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
-            src = f"x{k}"
-            if conv_first and k == 0:  # an int8 convolution's output: channels-last on dnnl
-                c = shape[1]
-                feeds["x0in"] = rng.randint(0, 256, shape).astype(np.uint8)
-                inits.update({"cs": f32(0.02), "cz": np.array(3, np.uint8),
-                              "w": rng.randint(-127, 128, (c, c, 3, 3)).astype(np.int8), "ws": f32(0.01),
-                              "wz": np.array(0, np.int8), "os": f32(sc), "oz": np.array(zp, dt)})
-                nodes.append(helper.make_node("QLinearConv", ["x0in", "cs", "cz", "w", "ws", "wz", "os", "oz"], [src],
-                                              name="conv", pads=[1, 1, 1, 1]))
-            else:
-                feeds[src] = rng.randint(lo, hi, shape).astype(dt)
-            inits[f"s{k}"], inits[f"z{k}"] = f32(sc), np.array(zp, dt)
-            nodes.append(helper.make_node("DequantizeLinear", [src, f"s{k}", f"z{k}"], [f"f{k}"], name=f"dq{k}"))
-            cat_in.append(f"f{k}")
-        nodes.append(helper.make_node("Concat", cat_in, ["cf"], name="cat", axis=axis))
-        nodes.append(helper.make_node("QuantizeLinear", ["cf", "ys", "yz"], ["y"], name="q"))
-        path, files = write_case(name, nodes, feeds, inits, [("y", NP2T[yt])])
-        outs = {}
-        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"]),
-                             ("dnnl fusion=off", ["--target", "dnnl", "--placement", "capability",
-                                                  "--target-option", "fusion=off"])):
-            r, got = run_case(name, label, path, files, extra, ["y"])
-            if got is None:
-                continue
-            outs[label] = got[0]
-            if label == "dnnl":
-                said = f"the 8-bit values concatenated, {requantized} of them requantized" in r.stderr
-                check.expect(said, f"{name} (dnnl): one concat, {requantized} requantized, in the log",
-                             r.stderr.strip()[-500:])
-        # (qconcat_mixed_types's requantization lands on halfway points:
-        # a QuantizeLinear that multiplied by 1 / scale where ONNX divides
-        # rounded 3 of its 72 values the other way on dnnl with fusion off)
-        expect_cpu_bits(name, outs, "the CPU's nodes")
-
-
-# ---- an int8 convolution whose input has a zero point -----------------------------
-
-def qconv_zp_cases():
-    """A QLinearConv whose input has a zero point runs on dnnl without it
-    where oneDNN would otherwise pick its slower jit_int8 kernel: the
-    input padded with its zero point, the bias shifted by zero point x the
-    weights' sums (backends/dnnl/quant_conv.c). The integers are the same,
-    so the output must be that of the same node with fusion off (oneDNN's
-    own zero point) bit for bit, and within one step of the CPU's kernel
-    (which requantizes in double precision). Variants: symmetric and
-    asymmetric pads, none, stride 2, dilation, an int8 input with a
-    negative zero point, no bias; the log must say which were rewritten
-    (not one oneDNN gives brgconv anyway, nor one with 3 input channels,
-    where brgconv is no faster)."""
-    rng = np.random.RandomState(15)
-    variants = [
-        # name, x type, x shape, out ch, kernel, pads, strides, dilations, xz, bias, rewritten
-        ("qconv_zp_pad1", np.uint8, (1, 16, 14, 12), 32, 3, [1, 1, 1, 1], [1, 1], [1, 1], 117, True, True),
-        ("qconv_zp_asym_stride2", np.uint8, (2, 16, 15, 15), 24, 3, [0, 1, 2, 0], [2, 2], [1, 1], 200, True, True),
-        # (unpadded, oneDNN's brgconv takes the zero point itself: left as it is)
-        ("qconv_zp_nopad_dilated", np.uint8, (1, 32, 12, 12), 16, 3, [0, 0, 0, 0], [1, 1], [2, 2], 3, False, False),
-        ("qconv_zp_int8", np.int8, (1, 16, 10, 10), 16, 5, [2, 2, 2, 2], [1, 1], [1, 1], -37, True, True),
-        ("qconv_zp_3ch", np.uint8, (1, 3, 20, 20), 16, 3, [1, 1, 1, 1], [2, 2], [1, 1], 90, True, False),
-    ]
-    for name, dt, shape, oc, ks, pads, strides, dil, xz, with_bias, rewritten in variants:
-        if not check.selected(name):
-            continue
-        lo, hi = (0, 256) if dt == np.uint8 else (-128, 128)
-        x = rng.randint(lo, hi, shape).astype(dt)
-        ic = shape[1]
-        w = rng.randint(-127, 128, (oc, ic, ks, ks)).astype(np.int8)
-        inits = {"xs": f32(0.02), "xz": np.array(xz, dt), "w": w, "ws": (rng.rand(oc) * 0.01 + 0.002).astype(np.float32),
-                 "wz": np.zeros(oc, np.int8), "ys": f32(0.6), "yz": np.array(128, np.uint8)}
-        ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
-        if with_bias:
-            inits["b"] = rng.randint(-5000, 5000, oc).astype(np.int32)
-            ins.append("b")
-        nodes = [helper.make_node("QLinearConv", ins, ["y"], name="qconv", pads=pads, strides=strides, dilations=dil)]
-        path, files = write_case(name, nodes, {"x": x}, inits, [("y", T.UINT8)])
-        outs = {}
-        for label, extra in CPU_DNNL_PATHS:
-            r, got = run_case(name, label, path, files, extra, ["y"])
-            if got is None:
-                continue
-            outs[label] = got[0].astype(np.int32)
-            if label != "cpu":
-                said = "taken out" in r.stderr
-                want = rewritten and label == "dnnl"
-                check.expect(said == want, f"{name} ({label}): " + ("rewritten" if want else "not rewritten")
-                             + " in the log", r.stderr.strip()[-400:])
-        if len(outs) == 3:
-            a, b, c = outs["dnnl"], outs["dnnl fusion=off"], outs["cpu"]
-            check.expect(a.shape == b.shape and np.array_equal(a, b), f"{name}: dnnl bit for bit its own zero point's",
-                         f"{int(np.sum(a != b)) if a.shape == b.shape else a.shape} differ")
-            step = int(np.abs(a - c).max()) if a.shape == c.shape else None
-            check.expect(step is not None and step <= 1, f"{name}: within one step of the CPU's kernel", f"{step} steps")
-            check.expect(len(np.unique(c)) > 20, f"{name}: the output is not degenerate", f"{len(np.unique(c))} values")
-
-
-# ---- DynamicQuantizeLinear on dnnl against the CPU ----------------------------------
-
-def dyn_quant_cases():
-    """DynamicQuantizeLinear is a host step on dnnl (backends/dnnl/
-    quant_dyn.c: its range in 8 lanes, then the quantization); its three
-    outputs must be the CPU kernel's bit for bit on inputs that test the
-    range and the rounding: lengths that are not a multiple of the lanes,
-    all zeros, all negative, a NaN, a huge range, one element."""
-    rng = np.random.RandomState(16)
-    base = rng.randn(1001).astype(np.float32)
-    variants = {
-        "dynq_random_1001": base,
-        "dynq_zeros": np.zeros((4, 9), np.float32),
-        "dynq_negative": -np.abs(rng.randn(3, 37)).astype(np.float32) - 0.5,
-        "dynq_nan": np.where(np.arange(77) == 50, np.nan, rng.randn(77)).astype(np.float32),
-        "dynq_huge": (rng.randn(2, 40) * 1e30).astype(np.float32),
-        "dynq_one": np.array([3.7], np.float32),
-        "dynq_halfway": (np.arange(-64, 200, dtype=np.float32) * 0.5),
-    }
-    for name, x in variants.items():
-        if not check.selected(name):
-            continue
-        nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"], name="dql")]
-        path, files = write_case(name, nodes, {"x": x}, {}, [("y", T.UINT8), ("ys", T.FLOAT), ("yz", T.UINT8)])
-        outs = {}
-        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--report"])):
-            r, got = run_case(name, label, path, files, extra, ["y", "ys", "yz"])
-            if got is None:
-                continue
-            outs[label] = got
-            if label == "dnnl":
-                check.expect(re.search(r"subgraph_\d+_dnnl\s+dnnl\s+1\b", r.stdout) is not None,
-                             f"{name} (dnnl): on dnnl", r.stdout.strip()[-300:])
-        if len(outs) == 2:
-            same = all(a.shape == b.shape and a.tobytes() == b.tobytes() for a, b in zip(outs["dnnl"], outs["cpu"]))
-            check.expect(same, f"{name}: dnnl's y, scale and zero point bit for bit the CPU's",
-                         f"scale {outs['dnnl'][1]} vs {outs['cpu'][1]}, zp {outs['dnnl'][2]} vs {outs['cpu'][2]}")
 
 
 # ---- a rules target that takes int8 only -------------------------------------------
@@ -1148,16 +755,6 @@ def main():
                              {info["input_name"]: os.path.join(MODELS, info["input"])})
     int8_target_float_case()
     no_vnni_case()
-    if seamtest.cpu_has_vnni():
-        epilogue_cases()
-    else:  # (dnnl refuses MatMulInteger and QLinearConv there, and oneDNN's results would saturate)
-        check.ok("epi_*, qconv_zp_*: dnnl's int8 products, not checked: this CPU has no VNNI (no_vnni_case instead)")
-    qpool_cases()
-    qmul_cases()
-    qconcat_cases()
-    if seamtest.cpu_has_vnni():
-        qconv_zp_cases()
-    dyn_quant_cases()
     bad = bad_models()
     failing = []
     for name, spec in bad.items():
