@@ -34,6 +34,15 @@ With a device:
   split    a model with a TopK between two convolutions runs in three
            subgraphs (cuda, cpu, cuda), matches the CPU, and --report
            counts the bytes each cuda subgraph moved.
+Symbolic dims (dynamic):
+  a conv net of input [N, 3, H, W] and a transformer block of input
+  [B, S, 32], saved partitioned for cuda with their dims symbolic: every
+  node on cuda (supports() decides from ranks; compile sees one run's
+  shapes, the runtime specializing the subgraph per shape signature).
+  With a GPU each saved file runs at two shapes and matches the CPU
+  kernels; without one (SEAM_CUDA_PRETEND=1) the run at one shape reaches
+  the dry compile of the specialized subgraph and then runs on the CPU,
+  saying so once.
 """
 import json
 import os
@@ -354,5 +363,64 @@ if gpu_case("split"):
         check.expect(moved == [(1 * 4 * 8 * 8 * 4, 1 * 4 * 8 * 8 * 4), (1 * 4 * 8 * 4 * 4, 1 * 4 * 8 * 4 * 4)],
                      f"split: --report bytes of the cuda subgraphs {moved}")
         print("\n".join(ln for ln in text.splitlines() if "cuda" in ln or "report" in ln))
+
+# ---- symbolic dims --------------------------------------------------------
+
+def dynamic_models():
+    """(name, path, [{input: shape}, ...]): models with symbolic dims, and
+    the shapes they run at."""
+    mk = helper.make_node
+    conv = save("dyn_convnet", [
+        mk("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        mk("BatchNormalization", ["c1", "g", "bb", "mu", "var"], ["n1"]), mk("Relu", ["n1"], ["r1"]),
+        mk("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        mk("Conv", ["p1", "w2"], ["c2"], strides=[2, 2], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        mk("Relu", ["c2"], ["r2"]), mk("GlobalAveragePool", ["r2"], ["gp"]), mk("Flatten", ["gp"], ["f"]),
+        mk("Gemm", ["f", "wf", "bf"], ["z"], transB=1), mk("Softmax", ["z"], ["y"], axis=-1)],
+        [vi("x", ["N", 3, "H", "W"])], [vi("y", ["N", 5])],
+        [init("w1", 8, 3, 3, 3), init("b1", 8), init("g", 8, positive=True), init("bb", 8), init("mu", 8),
+         init("var", 8, positive=True), init("w2", 12, 8, 3, 3), init("wf", 5, 12, scale=1.0), init("bf", 5)])
+    block = save("dyn_block", [
+        mk("LayerNormalization", ["x", "lg", "lb"], ["n"], axis=-1),
+        mk("MatMul", ["n", "wq"], ["q"]), mk("MatMul", ["n", "wk"], ["k"]),
+        mk("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), mk("MatMul", ["q", "kt"], ["s"]),
+        mk("Mul", ["s", "scale"], ["ss"]), mk("Softmax", ["ss"], ["a"], axis=-1), mk("MatMul", ["a", "n"], ["o"]),
+        mk("MatMul", ["o", "w1"], ["h"]), mk("Add", ["h", "b1"], ["hb"]), mk("Gelu", ["hb"], ["gl"]),
+        mk("MatMul", ["gl", "w2"], ["m"]), mk("Add", ["m", "x"], ["y"])],
+        [vi("x", ["B", "S", 32])], [vi("y", ["B", "S", 32])],
+        [init("lg", 32, positive=True), init("lb", 32), init("wq", 32, 32), init("wk", 32, 32),
+         ("scale", np.array(0.18, np.float32)), init("w1", 32, 64), init("b1", 64), init("w2", 64, 32)], opset=20)
+    return [("dyn_convnet", conv, [{"x": (1, 3, 16, 16)}, {"x": (3, 3, 20, 12)}]),
+            ("dyn_block", block, [{"x": (1, 7, 32)}, {"x": (4, 16, 32)}])]
+
+
+if check.selected("dynamic"):
+    env = dict(os.environ, SEAM_CUDA_PRETEND="1") if not gpu else None
+    for name, path, shapes in dynamic_models():
+        part = os.path.join(W, name + ".cuda.onnx")
+        r = run("partition", path, "--target", "cuda", "--placement", "capability", "--json", "-o", part, env=env)
+        if not check.expect(r.returncode == 0, f"dynamic {name}: partition with symbolic dims", r.stderr.strip()[-400:]):
+            continue
+        off = [(n["op"], n.get("reason", "")) for n in json.loads(r.stdout)["nodes"] if n["target"] != "cuda"]
+        check.expect(not off, f"dynamic {name}: every node on cuda with its dims symbolic", off)
+        for k, shp in enumerate(shapes):
+            label = f"{name}_{k}"
+            feed = input_files(os.path.join(W, label + ".onnx"), shp)
+            if gpu:
+                dc, dg = os.path.join(W, label + ".cpu"), os.path.join(W, label + ".cuda")
+                r0 = run("run", path, *feed, "--output-dir", dc)
+                r = run("run", part, *feed, "--backend-lib", args.so, "--output-dir", dg, "--report")
+                if check.expect(r0.returncode == 0 and r.returncode == 0, f"dynamic {label} {shp}: runs",
+                                (r0.stderr + r.stderr).strip()[-600:]):
+                    compare(f"dynamic {label} {shp} (specialized at run time)", seamtest.load_outputs(path, dc),
+                            seamtest.load_outputs(part, dg))
+                    check.expect(re.search(r"\s\S+\s+cuda\s", r.stdout) is not None and "not compiled" not in r.stderr,
+                                 f"dynamic {label}: ran on cuda (--report), no CPU fallback", (r.stdout + r.stderr)[-400:])
+            elif k == 0:
+                r = run("run", part, *feed, "--backend-lib", args.so, env=env)
+                m = re.search(r"not compiled: .*dry compile \(SEAM_CUDA_PRETEND=1\): (\d+) nodes lowered", r.stderr)
+                check.expect(r.returncode == 0 and m is not None and r.stderr.count("not compiled") == 1,
+                             f"dynamic {label} {shp}: specialized at run time, lowered (dry), then on the CPU, said once",
+                             r.stderr.strip()[-500:])
 
 check.finish(f"cuda: {'GPU' if gpu else 'no GPU (' + str(device_reason) + ')'}")

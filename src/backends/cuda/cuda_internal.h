@@ -32,6 +32,10 @@ typedef enum cu_kind {
 
 typedef struct cu_params {
     cu_kind kind;
+    /* supports() on a node with symbolic dims: the checks that need dims
+     * wait for compile, which sees the shapes of one run (the runtime
+     * specializes a subgraph per shape signature) */
+    bool dyn;
     sc_unary_op uop;
     sc_binary_op bop;
     float a, b;                 /* unary parameters; Clip bounds; LeakyRelu alpha */

@@ -108,7 +108,7 @@ static bool spatial_pads(const seam_node_view *n, int nsp, const int64_t *k, con
         int64_t in = n->inputs[0].dims[2 + i], out = n->outputs[0].dims[2 + i];
         if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
             int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
-            if (total < 0) total = 0;
+            if (total < 0 || in < 0 || out < 0) total = 0; /* symbolic: decided at compile */
             p0[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
             p1[i] = total - p0[i];
         } else if (!strcmp(ap, "VALID")) {
@@ -157,7 +157,7 @@ static bool parse_conv(const seam_node_view *n, const seam_subgraph_view *sg, cu
         if (p->pads[i] != p1[i])
             return NO("Conv: asymmetric padding (%lld before, %lld after): cuDNN pads both sides alike",
                       (long long)p->pads[i], (long long)p1[i]);
-    if (p->group < 1 || x->dims[1] % p->group) return NO("Conv: group %lld does not divide the channels", (long long)p->group);
+    if (p->group < 1 || (x->dims[1] >= 0 && x->dims[1] % p->group)) return NO("Conv: group %lld does not divide the channels", (long long)p->group);
     return true;
 }
 
@@ -176,7 +176,8 @@ static bool parse_gemm(const seam_node_view *n, const seam_subgraph_view *sg, cu
         if (!n->input_constant[2]) return NO("Gemm: C is computed at run time (cuda takes a constant bias)");
         if (c->dtype != SEAM_DTYPE_FLOAT32) return NO("Gemm: C must be float32");
         int64_t e = numel(c);
-        bool row = e == 1 || (e == cols && (c->rank == 1 || (c->rank == 2 && c->dims[0] == 1)));
+        bool one_row = c->rank == 1 || (c->rank == 2 && c->dims[0] == 1);
+        bool row = e == 1 || (one_row && (e == cols || (p->dyn && cols < 0)));
         if (!row) return NO("Gemm: C of this shape (cuda takes a bias of one value or one row)");
     }
     return true;
@@ -189,6 +190,11 @@ static bool parse_matmul(const seam_node_view *n, const seam_subgraph_view *sg, 
     if (x->rank < 1 || b->rank < 1) return NO("MatMul of scalars");
     p->kind = K_MATMUL;
     if (b->rank <= 2) return true; /* A's batch folds into its rows */
+    if (p->dyn) { /* equal batches are checked at compile */
+        if (x->rank != b->rank || y->rank != b->rank)
+            return NO("MatMul: broadcast batch dims (cuda takes equal batches, or a 2-D right operand)");
+        return true;
+    }
     int64_t ba = 1, bb = 1, by = 1;
     for (int32_t d = 0; d < x->rank - 2; d++) ba *= x->dims[d];
     for (int32_t d = 0; d < b->rank - 2; d++) bb *= b->dims[d];
@@ -203,7 +209,7 @@ static bool parse_bn(const seam_node_view *n, const seam_subgraph_view *sg, cu_p
     if (n->n_inputs != 5 || x->rank < 2) return NO("BatchNormalization: five inputs and rank >= 2");
     for (int k = 1; k < 5; k++)
         if (!n->input_constant || !n->input_constant[k] || n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 ||
-            numel(&n->inputs[k]) != x->dims[1])
+            (x->dims[1] >= 0 && numel(&n->inputs[k]) != x->dims[1]))
             return NO("BatchNormalization: cuda takes constant float32 statistics of one value a channel");
     if (attr_i(n, "training_mode", 0)) return NO("BatchNormalization in training mode");
     p->kind = K_BN;
@@ -256,7 +262,7 @@ static bool parse_softmax(const seam_node_view *n, const seam_subgraph_view *sg,
     if (p->axis < 0 || p->axis >= (x->rank ? x->rank : 1)) return NO("%s: axis out of range", op);
     if (!old)
         for (int32_t d = (int32_t)p->axis + 1; d < x->rank; d++)
-            if (x->dims[d] != 1) return NO("%s over axis %lld, not the last one", op, (long long)p->axis);
+            if (x->dims[d] != 1 && !(p->dyn && x->dims[d] < 0)) return NO("%s over axis %lld, not the last one", op, (long long)p->axis);
     return true;
 }
 
@@ -268,9 +274,9 @@ static bool parse_ln(const seam_node_view *n, const seam_subgraph_view *sg, cu_p
     if (p->axis < 0 || p->axis >= x->rank) return NO("LayerNormalization: axis out of range");
     p->eps = attr_f(n, "epsilon", 1e-5f);
     int64_t cols = 1;
-    for (int32_t d = (int32_t)p->axis; d < x->rank; d++) cols *= x->dims[d];
+    for (int32_t d = (int32_t)p->axis; d < x->rank; d++) cols = x->dims[d] < 0 || cols < 0 ? -1 : cols * x->dims[d];
     for (int k = 1; k < 3; k++)
-        if (present(n, k) && (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 || numel(&n->inputs[k]) != cols))
+        if (present(n, k) && (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32 || (cols >= 0 && numel(&n->inputs[k]) != cols)))
             return NO("LayerNormalization: scale and bias of the normalized shape (no broadcasting)");
     if (!present(n, 1)) return NO("LayerNormalization without its scale");
     return true;
@@ -419,6 +425,7 @@ static bool parse_slice(const seam_node_view *n, const seam_subgraph_view *sg, c
         ns = attr_is(n, "starts", st, SC_MAX_RANK), ne = attr_is(n, "ends", en, SC_MAX_RANK);
         na = attr_is(n, "axes", ax, SC_MAX_RANK);
         if (ns < 0 || ne < 0 || na == -2) return NO("Slice (opset %lld): starts and ends of at most %d values expected", (long long)n->opset, SC_MAX_RANK);
+        if (p->dyn) return true; /* the counts are checked at compile */
     } else {
         if (!present(n, 1) || !present(n, 2)) return NO("Slice without its starts and ends inputs");
         if (!const_ints(n, sg, 1, st, &ns, SC_MAX_RANK, why, why_size) || !const_ints(n, sg, 2, en, &ne, SC_MAX_RANK, why, why_size))
@@ -461,6 +468,7 @@ static bool parse_pad(const seam_node_view *n, const seam_subgraph_view *sg, cu_
     if (n->opset >= 0 && n->opset < 11) {
         if ((np = attr_is(n, "pads", pads, 2 * SC_MAX_RANK)) < 0) return NO("Pad (opset %lld): no pads attribute of at most %d values", (long long)n->opset, 2 * SC_MAX_RANK);
         p->pad_value = attr_f(n, "value", 0.0f);
+        if (p->dyn) return true; /* the dims are checked at compile */
     } else {
         if (!present(n, 1)) return NO("Pad without its pads input");
         if (!const_ints(n, sg, 1, pads, &np, 2 * SC_MAX_RANK, why, why_size)) return false;
@@ -515,10 +523,16 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
     for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
         const seam_value_info *v = k < n->n_inputs ? &n->inputs[k] : &n->outputs[k - n->n_inputs];
         if (!v->name || !v->name[0]) continue;
-        if (v->rank < 0) return NO("%s: the rank of '%s' is not known (cuda compiles static shapes)", op, v->name);
+        if (v->rank < 0) return NO("%s: the rank of '%s' is not known (cuda needs ranks)", op, v->name);
         if (v->rank > SC_MAX_RANK) return NO("%s: '%s' has rank %d; cuda takes at most %d", op, v->name, v->rank, SC_MAX_RANK);
         for (int32_t d = 0; d < v->rank; d++)
-            if (v->dims[d] < 0) return NO("%s: '%s' has a dynamic shape (cuda compiles static shapes)", op, v->name);
+            if (v->dims[d] < 0) {
+                /* compile sees one run's shapes (runtime/subgraph.c
+                 * specializes the subgraph); a symbolic dim there is a
+                 * shape inference could not resolve */
+                if (sg) return NO("%s: '%s' has a dimension shape inference left unknown (cuda compiles static shapes)", op, v->name);
+                p->dyn = true;
+            }
     }
     for (int32_t k = 1; k < n->n_outputs; k++)
         if (n->outputs[k].name && n->outputs[k].name[0]) return NO("%s: cuda computes only the first output", op);
