@@ -23,6 +23,7 @@ Next to each NAME.onnx: NAME.input.npy. A NAME.stamp makes reruns quick.
 Also writes peak_matmul.onnx (one 2048x2048x2048 MatMul), the machine's
 peak for the GFLOP/s column.
 """
+import inspect
 import os
 import sys
 import warnings
@@ -162,8 +163,11 @@ def export(name, out):
     # grad stays enabled: under no_grad nn.TransformerEncoderLayer takes a
     # fused fast path that torch.onnx cannot export
     axes = {"input": {2: "height", 3: "width"}} if dyn else None
+    # the TorchScript exporter, as Debian's torch has it: torch 2.9 and
+    # newer default to the dynamo exporter, whose graphs differ
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, (x,), path, opset_version=opset, do_constant_folding=True, input_names=["input"],
-                      output_names=["output"], dynamic_axes=axes)
+                      output_names=["output"], dynamic_axes=axes, **legacy)
     np.save(os.path.join(out, name + ".input.npy"), x.numpy())
     return path
 

@@ -10,7 +10,11 @@
 #   2. scripts/gpu_bench.py: seam cuda against PyTorch eager (fp32, TF32
 #      off) and the placement check (default placement no slower than
 #      all-CPU and all-GPU), tables in $OUT/gpu_bench.md;
-#   3. mutate_cuda: tests/checks/check_mutate.py over the packed ONNX node
+#   3. bench_set: scripts/gpu_bench_set.py: the benchmark set
+#      (bench/bench_models.py, exported here by this machine's torch: 1.1 GB
+#      does not travel) against the CPU kernels, saved and reloaded, and
+#      seam cuda against PyTorch eager with TFLOP/s, in $OUT/gpu_bench_set.md;
+#   4. mutate_cuda: tests/checks/check_mutate.py over the packed ONNX node
 #      tests (node/): hostile variants of each run on the CPU and with
 #      --target cuda, partitioned for cuda, saved and reloaded; a crash, a
 #      sanitizer report or a hang fails (tests/checks/mutate_known.txt
@@ -18,6 +22,8 @@
 #      MUTATE_JOBS (default: cores) at once; about 90 s on 16 cores.
 # After a check_cuda failure it reruns the first failing op model and model
 # with SEAM_CUDA_SYNC=2 and under compute-sanitizer (when installed).
+# GPU_CHECK_STEPS (default: check_cuda gpu_bench bench_set mutate_cuda)
+# names the steps to run.
 # It runs everything, then prints a summary and exits 1 if anything failed
 # (2 when there is no GPU: the no-device path is still checked, and the
 # fuzzer's cases run on the CPU and through the no-device cuda path). Output
@@ -30,9 +36,11 @@ if [ -n "${OUT:-}" ]; then
 fi
 T0=$(date +%s)
 FAILED=()
+STEPS=" ${GPU_CHECK_STEPS:-check_cuda gpu_bench bench_set mutate_cuda} "
 step() { # step NAME COMMAND...: runs it, records a failure, goes on
   local name=$1
   shift
+  if [[ "$STEPS" != *" $name "* ]]; then echo "=== $name: not in GPU_CHECK_STEPS"; return 0; fi
   echo "=== $name: $*"
   "$@"
   local rc=$?
@@ -118,8 +126,16 @@ if [ $GPU = 1 ] && [ -f "$WORK/check_cuda.out" ]; then
 fi
 if [ $GPU = 1 ]; then
   step "gpu_bench" "$PY" scripts/gpu_bench.py "$SEAM" "$SO" "$WORK/bench" "$G/models" --md "${OUT:-$WORK}/gpu_bench.md"
+  step "bench_set" bash -c 'set -o pipefail; "$@" 2>&1 | tee "'"$WORK"'/bench_set.out"' _ \
+    "$PY" scripts/gpu_bench_set.py "$SEAM" "$SO" "$WORK/set" --md "${OUT:-$WORK}/gpu_bench_set.md" \
+    --jobs "${BENCH_SET_JOBS:-4}" --repeat "${BENCH_SET_REPEAT:-20}"
+  # the first model that failed on cuda, again, naming the failing launch
+  bm=$(grep -m1 -oE '^FAIL [A-Za-z0-9_]+: cuda' "$WORK/bench_set.out" 2>/dev/null | sed -E 's/^FAIL ([A-Za-z0-9_]+): cuda/\1/')
+  if [ -n "$bm" ] && [ -f "$WORK/set/models/$bm.onnx" ]; then
+    rerun "bench_$bm" "$WORK/set/models/$bm.onnx" --input "input=$WORK/set/models/$bm.input.npy"
+  fi
 else
-  echo "skipped: gpu_bench: no GPU"
+  echo "skipped: gpu_bench, bench_set: no GPU"
 fi
 
 # the mutation fuzzer's cases through --target cuda (on the CPU without a
