@@ -285,7 +285,7 @@ def op_models():
         {"x": (1, 2, 10, 9)}, {"y": (1, 2, 6, 6)}, [("s0", f32([1, 1, 0.6, 0.7])), ("s1", f32([1, 1, 0.6, 0.7]))], opset=13)
     add("resize_3d_1d", [mk("Resize", ["x", "", "s0"], ["a"], mode="linear", coordinate_transformation_mode="asymmetric"),
                          mk("Reshape", ["a", "shape"], ["r"]),
-                         mk("Resize", ["r", "", "s1"], ["y"], mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nearest",
+                         mk("Resize", ["r", "", "s1"], ["y"], mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nn",
                             axes=[2])],
         {"x": (1, 2, 3, 4, 5)}, {"y": (2, 6, 5)},
         [("s0", f32([1, 1, 2, 1.5, 0.5])), ("shape", i64([2, 6, 12])), ("s1", f32([0.45]))], opset=18)

@@ -343,7 +343,7 @@ static bool lower_resize(prog *P, cnode *n, const cval *x, const cval *y, char *
     for (int k = 0; k < p->nsp; k++) d->in[k] = x->dims[2 + k], d->out[k] = y->dims[2 + k], d->scale[k] = p->rz_scale[k];
     s->n = vnumel(y);
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                         "tf_half_pixel_for_nearest", "half_pixel_symmetric"};
+                                         "tf_half_pixel_for_nn", "half_pixel_symmetric"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     snprintf(s->info, sizeof(s->info), "seam resize kernel (%s, %s%s%s)", d->linear ? "linear" : "nearest", coords[d->coord],
              d->linear ? "" : ", ", d->linear ? "" : nearests[d->nearest]);

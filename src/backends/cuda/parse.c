@@ -617,7 +617,7 @@ static bool parse_deconv(const seam_node_view *n, const seam_subgraph_view *sg, 
  * linear; its scales or sizes constant, read at compile. */
 static bool parse_resize(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                         "tf_half_pixel_for_nearest", "half_pixel_symmetric"}; /* sc_resize_coord's order */
+                                         "tf_half_pixel_for_nn", "half_pixel_symmetric"}; /* sc_resize_coord's order */
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
     p->kind = K_RESIZE;
