@@ -545,7 +545,6 @@ static bool parse_expand(const seam_node_view *n, const seam_subgraph_view *sg, 
  * checked against the output's where known (all at compile). */
 static bool parse_deconv(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
     const seam_value_info *x = &n->inputs[0], *w = &n->inputs[1], *y = &n->outputs[0];
-    (void)sg;
     if (n->n_inputs < 2 || x->rank < 3 || x->rank > 5) return NO("ConvTranspose: cuda takes 1-D, 2-D and 3-D ones");
     if (!n->input_constant || !n->input_constant[1]) return NO("ConvTranspose: the weights are computed at run time (cuda takes constant weights)");
     if (present(n, 2) && !n->input_constant[2]) return NO("ConvTranspose: the bias is computed at run time");
