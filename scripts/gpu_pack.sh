@@ -35,6 +35,7 @@ NODE_OPS+='|hardsigmoid|hardswish|softplus|floor|ceil|sin|cos|add|sub|mul|div|po
 NODE_OPS+='|globalaveragepool|globalmaxpool|reduce_mean|reduce_sum|reduce_max|reduce_min|softmax|logsoftmax'
 NODE_OPS+='|layer_normalization|transpose|concat|gather|reshape|flatten|squeeze|unsqueeze|identity|dropout'
 NODE_OPS+='|slice|constant_pad|edge_pad|reflect_pad|expand|where|cast|equal|less|greater'
+NODE_OPS+='|convtranspose|resize'
 
 echo "gpu_pack: building seam and libseam_cuda.so (Release) in $B/"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSEAM_PYTHON=OFF -DSEAM_WITH_DNNL=OFF -DSEAM_WITH_CUDA=ON >/dev/null

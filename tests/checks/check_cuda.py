@@ -264,6 +264,33 @@ def op_models():
         {"x": (2, 3, 4), "ids": (3, 4)}, {"y": (2, 3, 4)},
         [("zero", f32(0.0)), ("eight", i64(8)), ("five", i64(5)), ("half", f32(0.5)), ("mhalf", f32(-0.5)),
          ("fill", f32(-1.0))], dtypes={"ids": "int64"})
+    add("convtranspose", [mk("ConvTranspose", ["x", "w", "cb"], ["y"], group=2, strides=[2, 2], pads=[1, 1, 1, 1],
+                             output_padding=[1, 1])],
+        {"x": (1, 4, 5, 5)}, {"y": (1, 6, 10, 10)}, [init("w", 4, 3, 3, 3), init("cb", 6)])
+    add("convtranspose_1d", [mk("ConvTranspose", ["x", "w"], ["y"], strides=[3], dilations=[2], pads=[2, 2])],
+        {"x": (2, 3, 7)}, {"y": (2, 5, 21)}, [init("w", 3, 5, 4)])
+    add("convtranspose_3d_output_shape", [mk("ConvTranspose", ["x", "w", "cb"], ["y"], strides=[1, 2, 2],
+                                             output_padding=[0, 1, 1], output_shape=[5, 8, 8])],
+        {"x": (1, 2, 3, 4, 4)}, {"y": (1, 4, 5, 8, 8)}, [init("w", 2, 4, 3, 3, 3), init("cb", 4)])
+    # as torch exports nn.Upsample(size=..., mode="nearest"): sizes, asymmetric, floor
+    add("resize_nearest", [mk("Resize", ["x", "", "", "sz"], ["y"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                              nearest_mode="floor")],
+        {"x": (1, 3, 5, 6)}, {"y": (1, 3, 10, 12)}, [("sz", i64([1, 3, 10, 12]))], opset=13)
+    add("resize_linear", [mk("Resize", ["x", "", "s0"], ["a"], mode="linear"),
+                          mk("Resize", ["a", "", "", "sz"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
+        {"x": (2, 3, 4, 5)}, {"y": (2, 3, 11, 6)}, [("s0", f32([1, 1, 2, 1.5])), ("sz", i64([2, 3, 11, 6]))], opset=13)
+    add("resize_down", [mk("Resize", ["x", "", "s0"], ["a"], mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+                        mk("Resize", ["x", "", "s1"], ["b"], mode="nearest", nearest_mode="round_prefer_ceil"),
+                        mk("Add", ["a", "b"], ["y"])],
+        {"x": (1, 2, 10, 9)}, {"y": (1, 2, 6, 6)}, [("s0", f32([1, 1, 0.6, 0.7])), ("s1", f32([1, 1, 0.6, 0.7]))], opset=13)
+    add("resize_3d_1d", [mk("Resize", ["x", "", "s0"], ["a"], mode="linear", coordinate_transformation_mode="asymmetric"),
+                         mk("Reshape", ["a", "shape"], ["r"]),
+                         mk("Resize", ["r", "", "s1"], ["y"], mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nn",
+                            axes=[2])],
+        {"x": (1, 2, 3, 4, 5)}, {"y": (2, 6, 5)},
+        [("s0", f32([1, 1, 2, 1.5, 0.5])), ("shape", i64([2, 6, 12])), ("s1", f32([0.45]))], opset=18)
+    add("resize_opset10", [mk("Resize", ["x", "s"], ["y"], mode="nearest")],
+        {"x": (1, 2, 3, 4)}, {"y": (1, 2, 6, 12)}, [("s", f32([1, 1, 2, 3]))], opset=10)
     return out
 
 

@@ -152,12 +152,13 @@ static bool compile_steps(prog *P, char *err, size_t es) {
     size_t ws = 0;
     for (int i = 0; i < P->n_steps; i++) {
         step *s = &P->steps[i];
-        if (s->kind != S_CONV && s->kind != S_GEMM) continue;
+        if (s->kind != S_CONV && s->kind != S_DECONV && s->kind != S_GEMM) continue;
         if (P->trace) fprintf(stderr, "seam cuda: subgraph '%s': choosing the algorithm of %s\n", P->name, s->what);
         if (s->kind == S_CONV && !choose_conv(P, s, err, es)) return false;
+        if (s->kind == S_DECONV && !choose_deconv(P, s, err, es)) return false;
         if (s->kind == S_GEMM && !choose_gemm(P, s, err, es)) return false;
         if (P->sync_steps && !CUDA(cudaStreamSynchronize(P->stream), s->what)) return false;
-        size_t need = s->kind == S_CONV ? s->ws : LT_WORKSPACE;
+        size_t need = s->kind == S_GEMM ? LT_WORKSPACE : s->ws;
         if (need > ws) ws = need;
     }
     P->ws_bytes = ws;

@@ -27,7 +27,7 @@ const cu_device *cu_device_get(void);
 /* What a node is to the backend, parsed once from its view. */
 typedef enum cu_kind {
     K_UNARY, K_BINARY, K_CONV, K_GEMM, K_MATMUL, K_BN, K_POOL, K_GPOOL, K_SOFTMAX, K_LN, K_REDUCE, K_TRANSPOSE,
-    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST, K_MASK, K_WHERE
+    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST, K_MASK, K_WHERE, K_DECONV, K_RESIZE
 } cu_kind;
 
 typedef struct cu_params {
@@ -40,10 +40,10 @@ typedef struct cu_params {
     sc_binary_op bop;
     float a, b;                 /* unary parameters; Clip bounds; LeakyRelu alpha */
     int clip_min_input, clip_max_input; /* Clip's bounds as inputs (index, or -1) */
-    /* Conv */
+    /* Conv, ConvTranspose (its pads symmetric, output_padding in opad) */
     int64_t group;
     int32_t nsp;                /* spatial dims */
-    int64_t pads[3], strides[3], dil[3];
+    int64_t pads[3], strides[3], dil[3], opad[3];
     /* Gemm */
     int64_t trans_a, trans_b;
     float alpha, beta;
@@ -67,6 +67,9 @@ typedef struct cu_params {
     float pad_value;
     /* comparisons, Not/And/Or/Xor */
     sc_mask_op mop;
+    /* Resize: the modes; the spatial dims' scales (read at compile) */
+    int32_t rz_linear, rz_coord, rz_nearest;
+    double rz_scale[3];
 } cu_params;
 
 /* Parses a node: true if the backend runs it (p filled), false with the

@@ -320,6 +320,75 @@ __global__ void where_kernel(const uint8_t *__restrict__ c, const T *__restrict_
     }
 }
 
+// The input coordinate of output index o along resize dim k, in double and
+// in the CPU kernels' order of operations (nearest picks flip on a last bit)
+__device__ __forceinline__ double resize_coord(const sc_resize_desc &d, int k, int64_t o) {
+    double xo = (double)o, scale = d.scale[k];
+    int64_t in = d.in[k], out_int = d.out[k];
+    if (out_int == in && scale == 1.0) return xo;
+    double out = (double)in * scale;
+    switch (d.coord) {
+    case SC_RZ_TF_NN: return (xo + 0.5) / scale;
+    case SC_RZ_PYTORCH_HALF: return out_int > 1 ? (xo + 0.5) / scale - 0.5 : 0.0;
+    case SC_RZ_ALIGN: return out == 1.0 ? 0.0 : xo * (double)(in - 1) / (out - 1.0);
+    case SC_RZ_ASYM: return xo / scale;
+    case SC_RZ_HALF_SYM: {
+        double adj = (double)out_int / out, center = (double)in / 2.0;
+        return __dmul_rn(center, 1.0 - adj) + (xo + 0.5) / scale - 0.5; // __dmul_rn: no fused multiply-add
+    }
+    default: return (xo + 0.5) / scale - 0.5;
+    }
+}
+
+// One thread per output element: per resize dim, the input index (nearest)
+// or the two around the coordinate and the upper one's weight (linear).
+__global__ void resize_kernel(const float *__restrict__ x, float *__restrict__ y, sc_resize_desc d, int64_t n) {
+    int64_t plane = 1;
+    for (int k = 0; k < d.nsp; k++) plane *= d.in[k];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+        float t[3] = {0.f, 0.f, 0.f};
+        for (int k = d.nsp - 1; k >= 0; k--) {
+            int64_t o = r % d.out[k], len = d.in[k];
+            r /= d.out[k];
+            double xi = resize_coord(d, k, o);
+            if (d.linear) {
+                double c = xi < 0.0 ? 0.0 : xi > (double)(len - 1) ? (double)(len - 1) : xi;
+                lo[k] = (int64_t)floor(c);
+                hi[k] = lo[k] + 1 < len ? lo[k] + 1 : lo[k];
+                t[k] = (float)(c - (double)lo[k]);
+            } else {
+                double f = floor(xi);
+                int64_t v;
+                if (d.nearest == SC_RZ_FLOOR) v = (int64_t)f;
+                else if (d.nearest == SC_RZ_CEIL) v = (int64_t)ceil(xi);
+                else if (xi - f == 0.5) v = d.nearest == SC_RZ_ROUND_CEIL ? (int64_t)f + 1 : (int64_t)f;
+                else v = (int64_t)round(xi);
+                lo[k] = v < 0 ? 0 : v >= len ? len - 1 : v;
+            }
+        }
+        const float *p = x + r * plane; // r: the plane (the outer dims) of element i
+        if (!d.linear) {
+            int64_t off = 0;
+            for (int k = 0; k < d.nsp; k++) off = off * d.in[k] + lo[k];
+            y[i] = p[off];
+            continue;
+        }
+        float acc = 0.f;
+        for (int c = 0; c < (1 << d.nsp); c++) { // bit k of c: the upper input index along dim k
+            int64_t off = 0;
+            float w = 1.f;
+            for (int k = 0; k < d.nsp; k++) {
+                bool up = (c >> k) & 1;
+                off = off * d.in[k] + (up ? hi[k] : lo[k]);
+                w *= up ? t[k] : 1.f - t[k];
+            }
+            if (w != 0.f) acc += w * p[off];
+        }
+        y[i] = acc;
+    }
+}
+
 __global__ void empty_kernel() {}
 
 }  // namespace
@@ -436,6 +505,12 @@ cudaError_t sc_where(const uint8_t *c, const void *a, const void *b, void *y, in
         where_kernel<<<blocks_for(n), THREADS, 0, s>>>(c, (const uint64_t *)a, (const uint64_t *)b, (uint64_t *)y, *bc, n);
     else
         where_kernel<<<blocks_for(n), THREADS, 0, s>>>(c, (const uint32_t *)a, (const uint32_t *)b, (uint32_t *)y, *bc, n);
+    return cudaGetLastError();
+}
+
+cudaError_t sc_resize(const float *x, float *y, const sc_resize_desc *d, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    resize_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, y, *d, n);
     return cudaGetLastError();
 }
 

@@ -119,6 +119,24 @@ cudaError_t sc_cast(const void *x, sc_num_type from, void *y, sc_num_type to, in
 cudaError_t sc_gather(const float *x, const void *idx, int idx64, float *y, int64_t outer, int64_t n_idx,
                       int64_t axis_len, int64_t inner, cudaStream_t s);
 
+/* Resize of the last nsp (1 to 3) dims of [outer..., in...] into
+ * [outer..., out...], one thread per output element. The input coordinate
+ * of output index o along a dim is computed in double as the CPU kernels
+ * (and ONNX's reference) compute it, from that dim's scale; nearest picks
+ * one element (nearest_mode), linear weighs the 2^nsp around it (the
+ * coordinate clamped to [0, in - 1]). A dim with out == in and scale 1 is
+ * the identity. */
+typedef enum sc_resize_coord {
+    SC_RZ_HALF_PIXEL, SC_RZ_PYTORCH_HALF, SC_RZ_ALIGN, SC_RZ_ASYM, SC_RZ_TF_NN, SC_RZ_HALF_SYM
+} sc_resize_coord;
+typedef enum sc_resize_nearest { SC_RZ_ROUND_FLOOR, SC_RZ_ROUND_CEIL, SC_RZ_FLOOR, SC_RZ_CEIL } sc_resize_nearest;
+typedef struct sc_resize_desc {
+    int32_t nsp, linear, coord, nearest;
+    int64_t in[3], out[3];
+    double scale[3];
+} sc_resize_desc;
+cudaError_t sc_resize(const float *x, float *y, const sc_resize_desc *d, int64_t n, cudaStream_t s);
+
 /* An empty kernel: launch latency measurements. */
 cudaError_t sc_empty(cudaStream_t s);
 

@@ -15,6 +15,11 @@ const char *algo_name(cudnnConvolutionFwdAlgo_t a) {
     return (unsigned)a < sizeof(names) / sizeof(names[0]) ? names[a] : "?";
 }
 
+static const char *bwd_algo_name(cudnnConvolutionBwdDataAlgo_t a) {
+    static const char *const names[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+    return (unsigned)a < sizeof(names) / sizeof(names[0]) ? names[a] : "?";
+}
+
 /* ---- launches --------------------------------------------------------------- */
 
 static bool conv_epilogue(prog *P, step *s, bool relu, char *err, size_t es) {
@@ -45,6 +50,13 @@ bool launch(prog *P, step *s, char *err, size_t es) {
                                            s->ws, &zero, s->yd, y), s->what) &&
                conv_epilogue(P, s, s->relu, err, es);
     }
+    case S_DECONV: {
+        float one = 1.f, zero = 0.f;
+        return DNN(cudnnConvolutionBackwardData(P->dnn, &one, s->wd, dptr(P, s->w), s->xd, dptr(P, s->x0), s->cd, s->balgo,
+                                                s->ws ? P->ws : NULL, s->ws, &zero, s->yd, y), s->what) &&
+               conv_epilogue(P, s, false, err, es);
+    }
+    case S_RESIZE: return CUDA(sc_resize(dptr(P, s->x0), y, &s->rz, s->n, st), s->what);
     case S_GEMM: {
         float zero = 0.f;
         return LT(cublasLtMatmul(P->lt, s->md, &s->alpha, dptr(P, s->op_a), s->la, dptr(P, s->op_b), s->lb, &zero, y, s->ld, y,
@@ -147,6 +159,51 @@ bool choose_conv(prog *P, step *s, char *err, size_t es) {
     snprintf(s->info, sizeof(s->info), "cuDNN %s (algo %d, %s, %s math, workspace %zu B)%s", algo_name(s->algo), (int)s->algo, how,
              s->math == CUDNN_FMA_MATH ? "FMA" : s->math == CUDNN_DEFAULT_MATH ? "default" : "tensor-op", s->ws,
              s->fused ? ", bias+relu fused (cudnnConvolutionBiasActivationForward)" : s->bias >= 0 || s->z >= 0 ? ", + epilogue kernel" : "");
+    return true;
+}
+
+/* ConvTranspose's backward-data algorithm, as choose_conv picks the forward's:
+ * measured on the real buffers (the output is written), else the heuristic. */
+bool choose_deconv(prog *P, step *s, char *err, size_t es) {
+    size_t free_b = 0, total_b = 0;
+    if (!CUDA(cudaMemGetInfo(&free_b, &total_b), s->what)) return false;
+    size_t limit = free_b / 4 < CONV_WORKSPACE_MAX ? free_b / 4 : CONV_WORKSPACE_MAX;
+    void *ws = NULL;
+    if (cudaMalloc(&ws, limit) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ws = NULL, limit = 0;
+    }
+    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+    int got = 0;
+    cudnnStatus_t fs = cudnnFindConvolutionBackwardDataAlgorithmEx(P->dnn, s->wd, dptr(P, s->w), s->xd, dptr(P, s->x0), s->cd, s->yd,
+                                                                   dptr(P, s->out), 8, &got, perf, ws, limit);
+    if (ws) cudaFree(ws);
+    int pick = -1;
+    for (int i = 0; fs == CUDNN_STATUS_SUCCESS && i < got && pick < 0; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit &&
+            (P->tf32 || (perf[i].mathType != CUDNN_TENSOR_OP_MATH && perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
+            pick = i;
+    const char *how = "measured by cudnnFindConvolutionBackwardDataAlgorithmEx";
+    if (pick < 0) { /* the heuristic instead */
+        if (!DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(P->dnn, s->wd, s->xd, s->cd, s->yd, 8, &got, perf), s->what)) return false;
+        for (int i = 0; i < got && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+                (P->tf32 || (perf[i].mathType != CUDNN_TENSOR_OP_MATH && perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
+                pick = i;
+        if (pick < 0) return FAIL("subgraph '%s': %s: cuDNN offers no backward-data algorithm for this ConvTranspose", P->name, s->what);
+        how = fs == CUDNN_STATUS_SUCCESS ? "heuristic (no measured algorithm fit)" : "heuristic (the measurement failed)";
+        size_t need = 0;
+        if (!DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(P->dnn, s->wd, s->xd, s->cd, s->yd, perf[pick].algo, &need), s->what))
+            return false;
+        perf[pick].memory = need;
+    }
+    s->balgo = perf[pick].algo;
+    s->math = perf[pick].mathType;
+    s->ws = perf[pick].memory;
+    if (!DNN(cudnnSetConvolutionMathType(s->cd, s->math), s->what)) return false;
+    snprintf(s->info, sizeof(s->info), "cuDNN backward data %s (algo %d, %s, %s math, workspace %zu B)%s", bwd_algo_name(s->balgo),
+             (int)s->balgo, how, s->math == CUDNN_FMA_MATH ? "FMA" : s->math == CUDNN_DEFAULT_MATH ? "default" : "tensor-op", s->ws,
+             s->bias >= 0 ? ", + bias epilogue kernel" : "");
     return true;
 }
 

@@ -333,6 +333,23 @@ static bool lower_gather(prog *P, cnode *n, const cval *x, const cval *y, char *
     return reads(P, s, n->in[0], err, es) && reads(P, s, n->in[1], err, es);
 }
 
+/* Resize: the spatial dims (the last nsp), N and C kept (parse checked). */
+static bool lower_resize(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    step *s;
+    if (!(s = new_step(P, S_RESIZE, n, NULL, n->out, err, es))) return false;
+    sc_resize_desc *d = &s->rz;
+    d->nsp = p->nsp, d->linear = p->rz_linear, d->coord = p->rz_coord, d->nearest = p->rz_nearest;
+    for (int k = 0; k < p->nsp; k++) d->in[k] = x->dims[2 + k], d->out[k] = y->dims[2 + k], d->scale[k] = p->rz_scale[k];
+    s->n = vnumel(y);
+    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                         "tf_half_pixel_for_nn", "half_pixel_symmetric"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    snprintf(s->info, sizeof(s->info), "seam resize kernel (%s, %s%s%s)", d->linear ? "linear" : "nearest", coords[d->coord],
+             d->linear ? "" : ", ", d->linear ? "" : nearests[d->nearest]);
+    return reads(P, s, n->in[0], err, es);
+}
+
 bool lower_node(prog *P, cnode *n, char *err, size_t es) {
     const cval xv = P->v[n->in[0]], yv = P->v[n->out]; /* copies: new_const may move P->v */
     const cval *x = &xv, *y = &yv;
@@ -343,6 +360,10 @@ bool lower_node(prog *P, cnode *n, char *err, size_t es) {
         return true;
     case K_CONV:
         return lower_conv(P, n, err, es);
+    case K_DECONV:
+        return lower_deconv(P, n, err, es);
+    case K_RESIZE:
+        return lower_resize(P, n, x, y, err, es);
     case K_GEMM:
     case K_MATMUL:
         return lower_matmul(P, n, err, es);

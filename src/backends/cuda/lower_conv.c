@@ -170,6 +170,66 @@ bool lower_conv(prog *P, cnode *n, char *err, size_t es) {
     return true;
 }
 
+/* ConvTranspose [+ bias]: cuDNN's backward data of the convolution whose
+ * input is ConvTranspose's output (dx) and whose output is its input (dy).
+ * ONNX's weights [C_in, C_out/group, k...] are that convolution's filter
+ * (K = C_in, C = C_out/group) as they are; the bias is the epilogue
+ * kernel's. */
+bool lower_deconv(prog *P, cnode *n, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    const cval xv = P->v[n->in[0]], wv = P->v[n->in[1]], yv = P->v[n->out]; /* copies, as lower_conv's */
+    const cval *x = &xv, *w = &wv, *y = &yv;
+    if (!w->host) return FAIL("subgraph '%s': node %d '%s': ConvTranspose's weights are not a constant", P->name, n->index, n->name);
+    int bias = n->n_in > 2 ? n->in[2] : -1;
+    if (bias >= 0 && (!P->v[bias].host || vnumel(&P->v[bias]) != y->dims[1]))
+        return FAIL("subgraph '%s': node %d '%s': ConvTranspose's bias is not a constant of %lld values", P->name, n->index, n->name,
+                    (long long)y->dims[1]);
+    step *s = new_step(P, S_DECONV, n, NULL, n->out, err, es);
+    if (!s) return false;
+    s->w = n->in[1], s->bias = bias;
+    if (!upload(P, s->w, err, es) || !reads(P, s, bias, err, es) || !reads(P, s, n->in[0], err, es)) return false;
+    /* descriptors: a 1-D one is a 2-D one of height 1 */
+    int nd = x->rank == 3 ? 4 : x->rank, xdims[5], wdims[5], ydims[5], xst[5], yst[5], pads[3], str[3], dil[3], odims[5];
+    int off = x->rank == 3 ? 1 : 0;
+    for (int d = 0, i = 0; d < nd; d++) {
+        if (off && d == 2) {
+            xdims[d] = wdims[d] = ydims[d] = 1;
+            continue;
+        }
+        if (!to_int(x->dims[i], &xdims[d]) || !to_int(w->dims[i], &wdims[d]) || !to_int(y->dims[i], &ydims[d]))
+            return FAIL("subgraph '%s': %s: a dim over 2^31 (cuDNN takes int)", P->name, s->what);
+        i++;
+    }
+    for (int d = 0; d < nd - 2; d++) {
+        int src = d - off;
+        if (src < 0) {
+            pads[d] = 0, str[d] = 1, dil[d] = 1;
+            continue;
+        }
+        if (!to_int(p->pads[src], &pads[d]) || !to_int(p->strides[src], &str[d]) || !to_int(p->dil[src], &dil[d]))
+            return FAIL("subgraph '%s': %s: pads, strides or dilations over 2^31", P->name, s->what);
+    }
+    xst[nd - 1] = yst[nd - 1] = 1;
+    for (int d = nd - 2; d >= 0; d--) xst[d] = xst[d + 1] * xdims[d + 1], yst[d] = yst[d + 1] * ydims[d + 1];
+    if (!DNN(cudnnCreateTensorDescriptor(&s->xd), s->what) || !DNN(cudnnCreateTensorDescriptor(&s->yd), s->what) ||
+        !DNN(cudnnCreateFilterDescriptor(&s->wd), s->what) || !DNN(cudnnCreateConvolutionDescriptor(&s->cd), s->what))
+        return false;
+    if (!DNN(cudnnSetTensorNdDescriptor(s->xd, CUDNN_DATA_FLOAT, nd, xdims, xst), s->what) ||
+        !DNN(cudnnSetTensorNdDescriptor(s->yd, CUDNN_DATA_FLOAT, nd, ydims, yst), s->what) ||
+        !DNN(cudnnSetFilterNdDescriptor(s->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nd, wdims), s->what) ||
+        !DNN(cudnnSetConvolutionNdDescriptor(s->cd, nd - 2, pads, str, dil, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), s->what) ||
+        !DNN(cudnnSetConvolutionGroupCount(s->cd, (int)p->group), s->what) ||
+        !DNN(cudnnSetConvolutionMathType(s->cd, P->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH), s->what) ||
+        !DNN(cudnnGetConvolutionNdForwardOutputDim(s->cd, s->yd, s->wd, nd, odims), s->what))
+        return false;
+    /* the transposed convolution's forward, of the output's dims, must give the input's */
+    for (int d = 0; d < nd; d++)
+        if (odims[d] != xdims[d])
+            return FAIL("subgraph '%s': %s: the forward convolution of the output's dims gives dim %d = %d, the input has %d", P->name,
+                        s->what, d, odims[d], xdims[d]);
+    return true;
+}
+
 /* Gemm / MatMul [+ bias Add] [+ Relu | tanh Gelu] through cuBLASLt. */
 bool lower_matmul(prog *P, cnode *n, char *err, size_t es) {
     const cu_params *p = &n->p;

@@ -79,6 +79,30 @@ static bool const_float(const seam_node_view *n, const seam_subgraph_view *sg, i
     return true;
 }
 
+/* A constant float32 vector input (Resize's scales) of at most max values:
+ * into out (at supports(), only that it is constant: count 0). */
+static bool const_floats(const seam_node_view *n, const seam_subgraph_view *sg, int k, double *out, int *count, int max,
+                         char *why, size_t why_size) {
+    if (!n->input_constant || !n->input_constant[k])
+        return NO("%s's input %d (%s) is computed at run time; cuda needs it constant", n->op_type, k, n->inputs[k].name);
+    if (n->inputs[k].dtype != SEAM_DTYPE_FLOAT32) return NO("%s's input %s must be float32", n->op_type, n->inputs[k].name);
+    if (!sg) {
+        *count = 0;
+        return true;
+    }
+    seam_tensor_view c;
+    if (!seam_subgraph_constant(sg, n->inputs[k].name, &c)) return NO("%s's input %s is not a constant", n->op_type, n->inputs[k].name);
+    if (c.dtype != SEAM_DTYPE_FLOAT32 || c.nbytes / 4 > (size_t)max)
+        return NO("%s's input %s: float32 of at most %d values expected", n->op_type, n->inputs[k].name, max);
+    *count = (int)(c.nbytes / 4);
+    for (int i = 0; i < *count; i++) {
+        float f;
+        memcpy(&f, (const char *)c.data + 4 * (size_t)i, 4);
+        out[i] = f;
+    }
+    return true;
+}
+
 typedef struct unary_name {
     const char *op;
     sc_unary_op uop;
@@ -514,6 +538,161 @@ static bool parse_expand(const seam_node_view *n, const seam_subgraph_view *sg, 
     return true;
 }
 
+/* ConvTranspose as cuDNN's backward data of the convolution it transposes:
+ * its pads (from pads, auto_pad or output_shape, as the CPU kernels place
+ * them) symmetric, output_padding below the stride (the forward of the
+ * output's size then gives the input's). Dims the attributes give are
+ * checked against the output's where known (all at compile). */
+static bool parse_deconv(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const seam_value_info *x = &n->inputs[0], *w = &n->inputs[1], *y = &n->outputs[0];
+    if (n->n_inputs < 2 || x->rank < 3 || x->rank > 5) return NO("ConvTranspose: cuda takes 1-D, 2-D and 3-D ones");
+    if (!n->input_constant || !n->input_constant[1]) return NO("ConvTranspose: the weights are computed at run time (cuda takes constant weights)");
+    if (present(n, 2) && !n->input_constant[2]) return NO("ConvTranspose: the bias is computed at run time");
+    if (w->dtype != SEAM_DTYPE_FLOAT32 || w->rank != x->rank || y->rank != x->rank) return NO("ConvTranspose: float32 weights of the input's rank");
+    if (present(n, 2) && n->inputs[2].dtype != SEAM_DTYPE_FLOAT32) return NO("ConvTranspose: the bias must be float32");
+    p->kind = K_DECONV;
+    p->nsp = x->rank - 2;
+    p->group = attr_i(n, "group", 1);
+    if (p->group < 1 || (x->dims[1] >= 0 && x->dims[1] % p->group)) return NO("ConvTranspose: group %lld does not divide the channels", (long long)p->group);
+    if (x->dims[1] >= 0 && w->dims[0] != x->dims[1])
+        return NO("ConvTranspose: weights of %lld input channels for an input of %lld", (long long)w->dims[0], (long long)x->dims[1]);
+    int64_t c_out = w->dims[1] * p->group;
+    if (y->dims[1] >= 0 && y->dims[1] != c_out)
+        return NO("ConvTranspose: the output has %lld channels, the weights and group give %lld", (long long)y->dims[1], (long long)c_out);
+    if (present(n, 2) && numel(&n->inputs[2]) != c_out)
+        return NO("ConvTranspose: a bias of %lld values for %lld output channels", (long long)numel(&n->inputs[2]), (long long)c_out);
+    int64_t k[3], ks[3], os[SC_MAX_RANK], pads[6];
+    for (int i = 0; i < p->nsp; i++) k[i] = w->dims[2 + i], p->strides[i] = 1, p->dil[i] = 1, p->opad[i] = 0;
+    int c = attr_is(n, "strides", p->strides, 3);
+    if (c >= 0 && c != p->nsp) return NO("ConvTranspose: strides must have %d values", p->nsp);
+    c = attr_is(n, "dilations", p->dil, 3);
+    if (c >= 0 && c != p->nsp) return NO("ConvTranspose: dilations must have %d values", p->nsp);
+    c = attr_is(n, "output_padding", p->opad, 3);
+    if (c >= 0 && c != p->nsp) return NO("ConvTranspose: output_padding must have %d values", p->nsp);
+    c = attr_is(n, "kernel_shape", ks, 3);
+    if (c >= 0 && (c != p->nsp || memcmp(ks, k, (size_t)c * sizeof(int64_t)))) return NO("ConvTranspose: kernel_shape disagrees with the weights");
+    int nos = attr_is(n, "output_shape", os, SC_MAX_RANK);
+    if (nos == -2 || (nos >= 0 && nos != p->nsp && nos != x->rank)) return NO("ConvTranspose: output_shape must have %d values", p->nsp);
+    int np = attr_is(n, "pads", pads, 6);
+    if (np == -2 || (np >= 0 && np != 2 * p->nsp)) return NO("ConvTranspose: pads must have %d values", 2 * p->nsp);
+    const char *ap = "NOTSET";
+    seam_node_attr_string(n, "auto_pad", &ap);
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    if (!same && strcmp(ap, "VALID") && strcmp(ap, "NOTSET")) return NO("ConvTranspose: auto_pad '%s' unknown", ap);
+    for (int i = 0; i < p->nsp; i++) {
+        int64_t s = p->strides[i], d = p->dil[i], op = p->opad[i], in = x->dims[2 + i], p0, p1;
+        if (k[i] < 1 || s < 1 || d < 1) return NO("ConvTranspose: kernel, strides and dilations must be >= 1");
+        if (op < 0 || op >= s)
+            return NO("ConvTranspose: output_padding %lld on spatial dim %d is not below its stride %lld (cuDNN's backward data has no such output)",
+                      (long long)op, i, (long long)s);
+        int64_t full = in < 0 ? -1 : s * (in - 1) + op + (k[i] - 1) * d + 1; /* the output before pads */
+        if (nos >= 0 || same) {
+            if (full < 0) continue; /* symbolic: decided at compile */
+            int64_t out = nos >= 0 ? os[nos == x->rank ? 2 + i : i] : in * s, total = full - out;
+            if (total < 0)
+                return NO("ConvTranspose: %s %lld on spatial dim %d is over the full output %lld (cuDNN pads no negative amounts)",
+                          nos >= 0 ? "output_shape" : "auto_pad's output", (long long)out, i, (long long)full);
+            p0 = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            p1 = total - p0;
+        } else if (!strcmp(ap, "VALID")) {
+            p0 = p1 = 0;
+        } else {
+            p0 = np > 0 ? pads[i] : 0;
+            p1 = np > 0 ? pads[p->nsp + i] : 0;
+        }
+        if (p0 < 0 || p1 < 0) return NO("ConvTranspose: negative pads");
+        if (p0 != p1)
+            return NO("ConvTranspose: asymmetric padding (%lld before, %lld after) on spatial dim %d: cuDNN pads both sides alike",
+                      (long long)p0, (long long)p1, i);
+        p->pads[i] = p0;
+        if (full >= 0 && y->dims[2 + i] >= 0 && full - p0 - p1 != y->dims[2 + i])
+            return NO("ConvTranspose: spatial dim %d is %lld by its attributes, the output has %lld", i, (long long)(full - p0 - p1),
+                      (long long)y->dims[2 + i]);
+    }
+    return true;
+}
+
+/* Resize of the spatial dims (N and C kept) of rank 3 to 5, nearest or
+ * linear; its scales or sizes constant, read at compile. */
+static bool parse_resize(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                         "tf_half_pixel_for_nn", "half_pixel_symmetric"}; /* sc_resize_coord's order */
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    p->kind = K_RESIZE;
+    if (x->rank < 3 || x->rank > 5 || y->rank != x->rank)
+        return NO("Resize of rank %d: cuda resizes the spatial dims of rank 3 to 5 tensors", x->rank);
+    p->nsp = x->rank - 2;
+    /* opset 10 has no coordinate or nearest modes: asymmetric, floor (as the CPU kernels read it) */
+    bool old = n->opset >= 0 && n->opset < 11;
+    const char *mode = "nearest", *cm = old ? "asymmetric" : "half_pixel", *nm = "round_prefer_floor", *pol = "stretch";
+    seam_node_attr_string(n, "mode", &mode);
+    seam_node_attr_string(n, "coordinate_transformation_mode", &cm);
+    if (old) nm = "floor";
+    else seam_node_attr_string(n, "nearest_mode", &nm);
+    seam_node_attr_string(n, "keep_aspect_ratio_policy", &pol);
+    if (!strcmp(mode, "linear")) p->rz_linear = 1;
+    else if (strcmp(mode, "nearest")) return NO("Resize mode '%s': cuda resizes nearest and linear", mode);
+    p->rz_coord = p->rz_nearest = -1;
+    for (int i = 0; i < (int)(sizeof(coords) / sizeof(coords[0])); i++)
+        if (!strcmp(cm, coords[i])) p->rz_coord = i;
+    for (int i = 0; i < (int)(sizeof(nearests) / sizeof(nearests[0])); i++)
+        if (!strcmp(nm, nearests[i])) p->rz_nearest = i;
+    if (!strcmp(cm, "tf_crop_and_resize")) return NO("Resize coordinate_transformation_mode 'tf_crop_and_resize': cuda takes no roi");
+    if (p->rz_coord < 0) return NO("Resize coordinate_transformation_mode '%s' unknown", cm);
+    if (p->rz_nearest < 0) return NO("Resize nearest_mode '%s' unknown", nm);
+    if (attr_i(n, "antialias", 0)) return NO("Resize with antialias=1: cuda does not filter");
+    if (attr_i(n, "exclude_outside", 0)) return NO("Resize with exclude_outside=1: cuda resizes nearest and linear");
+    if (strcmp(pol, "stretch")) return NO("Resize keep_aspect_ratio_policy '%s': cuda takes stretch", pol);
+    int64_t axes[SC_MAX_RANK];
+    int na = attr_is(n, "axes", axes, SC_MAX_RANK), first = 0; /* the dim the first scale or size is of */
+    if (na == -2) return NO("Resize: too many axes");
+    if (na >= 0) {
+        bool all = na == x->rank, spatial = na == p->nsp;
+        for (int i = 0; i < na; i++) {
+            int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+            all = all && a == i;
+            spatial = spatial && a == i + 2;
+        }
+        if (!all && !spatial) return NO("Resize over axes other than all or the spatial ones in order");
+        first = all ? 0 : 2;
+    } else {
+        na = x->rank;
+    }
+    int ks = old ? 1 : 2, kz = old ? -1 : 3, c = 0;
+    bool has_s = present(n, ks) && numel(&n->inputs[ks]) != 0, has_z = kz > 0 && present(n, kz) && numel(&n->inputs[kz]) != 0;
+    if (has_s && has_z) return NO("Resize with both scales and sizes");
+    if (!has_s && !has_z) return NO("Resize without scales or sizes");
+    double sc[SC_MAX_RANK];
+    int64_t sz[SC_MAX_RANK];
+    if (has_s && !const_floats(n, sg, ks, sc, &c, SC_MAX_RANK, why, why_size)) return false;
+    if (has_z && !const_ints(n, sg, kz, sz, &c, SC_MAX_RANK, why, why_size)) return false;
+    for (int d = 0; d < 2; d++)
+        if (x->dims[d] >= 0 && y->dims[d] >= 0 && x->dims[d] != y->dims[d])
+            return NO("Resize of dim %d (%lld to %lld): cuda resizes the spatial dims only", d, (long long)x->dims[d], (long long)y->dims[d]);
+    if (!sg) return true; /* the values are read at compile */
+    if (c != na) return NO("Resize: %d %s for %d axes", c, has_s ? "scales" : "sizes", na);
+    for (int d = 0; d < x->rank; d++) {
+        int i = d - first; /* its scale or size, if in [0, na) */
+        double s = 1;
+        int64_t out = x->dims[d];
+        if (i >= 0 && i < na && has_s) {
+            s = sc[i];
+            if (!(s > 0)) return NO("Resize: scale %g on dim %d is not positive", s, d);
+            out = (int64_t)floor((double)x->dims[d] * s);
+        } else if (i >= 0 && i < na) {
+            out = sz[i];
+            s = x->dims[d] ? (double)out / (double)x->dims[d] : 1;
+        }
+        if (d < 2 && (out != x->dims[d] || s != 1))
+            return NO("Resize of dim %d (scale %g): cuda resizes the spatial dims only", d, s);
+        if (out != y->dims[d]) return NO("Resize: dim %d gives %lld, the output has %lld", d, (long long)out, (long long)y->dims[d]);
+        if (d >= 2 && x->dims[d] == 0 && out > 0) return NO("Resize of the empty dim %d", d);
+        if (d >= 2) p->rz_scale[d - 2] = s;
+    }
+    return true;
+}
+
 bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
     memset(p, 0, sizeof(*p));
     p->clip_min_input = p->clip_max_input = -1;
@@ -613,6 +792,8 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
         return parse_reduce(n, sg, p, why, why_size);
     if (!strcmp(op, "Transpose")) return parse_transpose(n, sg, p, why, why_size);
     if (!strcmp(op, "Concat")) return parse_concat(n, sg, p, why, why_size);
+    if (!strcmp(op, "ConvTranspose")) return parse_deconv(n, sg, p, why, why_size);
+    if (!strcmp(op, "Resize")) return parse_resize(n, sg, p, why, why_size);
     return NO("cuda has no %s", op);
 }
 

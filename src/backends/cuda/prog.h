@@ -53,7 +53,8 @@ typedef struct cnode {
 } cnode;
 
 typedef enum step_kind {
-    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD, S_CAST, S_MASK, S_WHERE
+    S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD, S_CAST, S_MASK, S_WHERE,
+    S_DECONV, S_RESIZE
 } step_kind;
 
 typedef struct step {
@@ -75,6 +76,7 @@ typedef struct step {
     cudnnConvolutionDescriptor_t cd;
     cudnnActivationDescriptor_t ad;
     cudnnConvolutionFwdAlgo_t algo;
+    cudnnConvolutionBwdDataAlgo_t balgo; /* ConvTranspose: cuDNN's backward data */
     cudnnMathType_t math;
     size_t ws;
     bool fused;
@@ -97,6 +99,7 @@ typedef struct step {
     sc_reduce_desc rd;
     sc_strided sd;
     sc_pad pad;
+    sc_resize_desc rz;
     sc_num_type from, to; /* Cast */
     sc_mask_op mop;     /* mask ops: the op, the compared type (4 float32, 5 int32, 8 int64) */
     int elem, x2;       /* Where: the element's bytes, its third input */
@@ -169,6 +172,8 @@ bool bn_factors(prog *P, const cnode *bn, float **scale, float **shift, int64_t 
 bool to_int(int64_t v, int *out);
 /* Conv [+ BatchNormalization] [+ Add] [+ Relu]. */
 bool lower_conv(prog *P, cnode *n, char *err, size_t es);
+/* ConvTranspose [+ bias] as cuDNN's backward data and the epilogue kernel. */
+bool lower_deconv(prog *P, cnode *n, char *err, size_t es);
 /* Gemm / MatMul [+ bias Add] [+ Relu | tanh Gelu] through cuBLASLt. */
 bool lower_matmul(prog *P, cnode *n, char *err, size_t es);
 bool lower_node(prog *P, cnode *n, char *err, size_t es);
@@ -179,6 +184,7 @@ bool plan_arena(prog *P, char *err, size_t es);
 /* algorithms and launches (launch.c) */
 const char *algo_name(cudnnConvolutionFwdAlgo_t a);
 bool choose_conv(prog *P, step *s, char *err, size_t es);
+bool choose_deconv(prog *P, step *s, char *err, size_t es);
 bool choose_gemm(prog *P, step *s, char *err, size_t es);
 bool launch(prog *P, step *s, char *err, size_t es);
 /* The boundary copies and every step, on the stream (captured or not). */
