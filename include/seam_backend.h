@@ -69,6 +69,12 @@ SEAM_API bool seam_node_attr_float(const seam_node_view *node, const char *name,
 /* The string is NUL-terminated and valid during the call. */
 SEAM_API bool seam_node_attr_string(const seam_node_view *node, const char *name, const char **value_out);
 SEAM_API bool seam_node_attr_ints(const seam_node_view *node, const char *name, const int64_t **values_out, int32_t *n_out);
+SEAM_API bool seam_node_attr_floats(const seam_node_view *node, const char *name, const float **values_out, int32_t *n_out);
+/* String k of a STRINGS attribute (an LSTM's activations), NUL-terminated
+ * and valid during the call, and their count; false if the attribute is
+ * absent, of another kind, or has no string k. */
+SEAM_API bool seam_node_attr_string_at(const seam_node_view *node, const char *name, int32_t k, const char **value_out,
+                                       int32_t *n_out);
 
 /* Where a backend keeps tensors. HOST: it reads and writes seam's buffers
  * (zero-copy at the boundary). DEVICE: it has memory of its own; seam

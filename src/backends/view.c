@@ -132,6 +132,22 @@ bool seam_node_attr_ints(const seam_node_view *v, const char *name, const int64_
     return true;
 }
 
+bool seam_node_attr_floats(const seam_node_view *v, const char *name, const float **out, int32_t *n) {
+    int32_t count = node_attr_floats(view_ir_node(v), name, out);
+    if (count < 0) return false;
+    *n = count;
+    return true;
+}
+
+bool seam_node_attr_string_at(const seam_node_view *v, const char *name, int32_t k, const char **out, int32_t *n) {
+    const ir_attr *a = node_attr(view_ir_node(v), name);
+    if (!a || a->kind != IR_ATTR_STRINGS) return false;
+    *n = a->n;
+    if (k < 0 || k >= a->n) return false;
+    *out = a->strings[k].data ? (const char *)a->strings[k].data : "";
+    return true;
+}
+
 /* ---- subgraph views, for backends' compile ---- */
 
 typedef struct subgraph_impl {

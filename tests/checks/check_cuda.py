@@ -264,6 +264,21 @@ def op_models():
         {"x": (2, 3, 4), "ids": (3, 4)}, {"y": (2, 3, 4)},
         [("zero", f32(0.0)), ("eight", i64(8)), ("five", i64(5)), ("half", f32(0.5)), ("mhalf", f32(-0.5)),
          ("fill", f32(-1.0))], dtypes={"ids": "int64"})
+    # LSTM and GRU: every output, initial states as inputs and constants,
+    # two directions, backwards
+    add("lstm", [mk("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"], hidden_size=6)],
+        {"x": (7, 2, 5), "h0": (1, 2, 6)}, {"y": (7, 1, 2, 6), "yh": (1, 2, 6), "yc": (1, 2, 6)},
+        [init("w", 1, 24, 5, scale=0.5), init("r", 1, 24, 6, scale=0.5), init("b", 1, 48), init("c0", 1, 2, 6)])
+    add("lstm_bidirectional", [mk("LSTM", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=4, direction="bidirectional",
+                                  activations=["Sigmoid", "Tanh", "Tanh", "Sigmoid", "Tanh", "Tanh"])],
+        {"x": (5, 3, 4)}, {"y": (5, 2, 3, 4), "yh": (2, 3, 4)},
+        [init("w", 2, 16, 4, scale=0.5), init("r", 2, 16, 4, scale=0.5), init("b", 2, 32)])
+    add("gru", [mk("GRU", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=6, linear_before_reset=1)],
+        {"x": (6, 2, 5), "h0": (1, 2, 6)}, {"y": (6, 1, 2, 6), "yh": (1, 2, 6)},
+        [init("w", 1, 18, 5, scale=0.5), init("r", 1, 18, 6, scale=0.5), init("b", 1, 36)])
+    add("gru_reverse", [mk("GRU", ["x", "w", "r"], ["y"], hidden_size=3, linear_before_reset=1, direction="reverse"),
+                        mk("Relu", ["y"], ["z"])],
+        {"x": (9, 1, 2)}, {"z": (9, 1, 1, 3)}, [init("w", 1, 9, 2, scale=0.7), init("r", 1, 9, 3, scale=0.7)])
     add("convtranspose", [mk("ConvTranspose", ["x", "w", "cb"], ["y"], group=2, strides=[2, 2], pads=[1, 1, 1, 1],
                              output_padding=[1, 1])],
         {"x": (1, 4, 5, 5)}, {"y": (1, 6, 10, 10)}, [init("w", 4, 3, 3, 3), init("cb", 6)])
@@ -302,6 +317,24 @@ if check.selected("coverage"):  # supports() as with a device (SEAM_CUDA_PRETEND
             nodes = json.loads(r.stdout)["nodes"]
             off = [(n["op"], n.get("reason", "")) for n in nodes if n["target"] != "cuda"]
             check.expect(not off, f"coverage {name}: every node on cuda", off)
+    # what cuda refuses of an LSTM/GRU, by reason (the activations are read
+    # through seam_node_attr_string_at)
+    mk = helper.make_node
+    for label, attrs, want in (
+            ("relu_activation", dict(activations=["Sigmoid", "Relu", "Tanh"]), "activation 'Relu'"),
+            ("clip", dict(clip=3.0), "with clip"),
+            ("layout", dict(layout=1), "layout 1"),
+            ("alpha", dict(activation_alpha=[0.5]), "activation_alpha")):
+        path = save("refused_lstm_" + label, [mk("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, **attrs)],
+                    [vi("x", [3, 1, 2])], [vi("y", [3, 1, 1, 2])], [init("w", 1, 8, 2), init("r", 1, 8, 2)], opset=14)
+        r = run("partition", path, "--target", "cuda", "--json", env=env)
+        reasons = [n.get("reason", "") for n in json.loads(r.stdout)["nodes"]] if r.returncode == 0 else [r.stderr]
+        check.expect(any(want in x for x in reasons), f"coverage: an LSTM with {label} is refused naming it", reasons)
+    path = save("refused_gru_lbr0", [mk("GRU", ["x", "w", "r"], ["y"], hidden_size=2)], [vi("x", [3, 1, 2])],
+                [vi("y", [3, 1, 1, 2])], [init("w", 1, 6, 2), init("r", 1, 6, 2)])
+    r = run("partition", path, "--target", "cuda", "--json", env=env)
+    reasons = [n.get("reason", "") for n in json.loads(r.stdout)["nodes"]] if r.returncode == 0 else [r.stderr]
+    check.expect(any("linear_before_reset = 0" in x for x in reasons), "coverage: a GRU with linear_before_reset 0 is refused", reasons)
     for m in args.models:
         r = run("analyze", m, "--target", "cuda", "--json", env=env)
         if check.expect(r.returncode == 0, f"coverage {os.path.basename(m)}: analyze", r.stderr.strip()[-300:]):

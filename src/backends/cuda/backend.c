@@ -169,7 +169,9 @@ static void cu_cost_traits(void *ctx, double *launch_us, double *transfer_gbps) 
 static double cu_node_cost(void *ctx, const seam_node_view *n) {
     (void)ctx;
     const char *op = n->op_type;
-    if (!strcmp(op, "Conv") || !strcmp(op, "Gemm") || !strcmp(op, "MatMul")) return 0.05;
+    if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "Gemm") || !strcmp(op, "MatMul")) return 0.05;
+    /* a launch per time step: latency-bound at the batches RNNs run at */
+    if (!strcmp(op, "LSTM") || !strcmp(op, "GRU")) return 0.5;
     if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
         !strcmp(op, "Identity") || !strcmp(op, "Dropout"))
         return 0.01;

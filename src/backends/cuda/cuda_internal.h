@@ -27,7 +27,7 @@ const cu_device *cu_device_get(void);
 /* What a node is to the backend, parsed once from its view. */
 typedef enum cu_kind {
     K_UNARY, K_BINARY, K_CONV, K_GEMM, K_MATMUL, K_BN, K_POOL, K_GPOOL, K_SOFTMAX, K_LN, K_REDUCE, K_TRANSPOSE,
-    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST, K_MASK, K_WHERE, K_DECONV, K_RESIZE
+    K_CONCAT, K_VIEW, K_GATHER, K_SLICE, K_PAD, K_EXPAND, K_CAST, K_MASK, K_WHERE, K_DECONV, K_RESIZE, K_RNN
 } cu_kind;
 
 typedef struct cu_params {
@@ -70,6 +70,8 @@ typedef struct cu_params {
     /* Resize: the modes; the spatial dims' scales (read at compile) */
     int32_t rz_linear, rz_coord, rz_nearest;
     double rz_scale[3];
+    /* LSTM, GRU: which, the directions, one direction backwards */
+    int32_t rnn_gru, rnn_dirs, rnn_reverse;
 } cu_params;
 
 /* Parses a node: true if the backend runs it (p filled), false with the

@@ -57,6 +57,14 @@ bool launch(prog *P, step *s, char *err, size_t es) {
                conv_epilogue(P, s, false, err, es);
     }
     case S_RESIZE: return CUDA(sc_resize(dptr(P, s->x0), y, &s->rz, s->n, st), s->what);
+    case S_RNN: {
+        const int *v = s->rv;
+        for (int64_t t = 0; t < s->rnn.seq; t++)
+            if (!CUDA(sc_rnn_step(&s->rnn, t, dptr(P, v[0]), dptr(P, v[1]), dptr(P, v[2]), dptr(P, v[3]), dptr(P, v[4]),
+                                  dptr(P, v[5]), y, dptr(P, v[6]), dptr(P, v[7]), dptr(P, v[8]), st), s->what))
+                return false;
+        return true;
+    }
     case S_GEMM: {
         float zero = 0.f;
         return LT(cublasLtMatmul(P->lt, s->md, &s->alpha, dptr(P, s->op_a), s->la, dptr(P, s->op_b), s->lb, &zero, y, s->ld, y,

@@ -350,6 +350,51 @@ static bool lower_resize(prog *P, cnode *n, const cval *x, const cval *y, char *
     return reads(P, s, n->in[0], err, es);
 }
 
+/* LSTM/GRU: one step launching a kernel per time step (rnn.cu); Y holds
+ * every step's hidden state (the next step reads it back), an LSTM's cell
+ * state lives in a value of its own. */
+static bool lower_rnn(prog *P, cnode *n, const cval *x, const cval *y, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    const cval *w = &P->v[n->in[1]];
+    int64_t seq = x->dims[0], batch = x->dims[1], input = x->dims[2], dirs = p->rnn_dirs, G = p->rnn_gru ? 3 : 4;
+    int64_t hidden = w->dims[1] / G;
+    int64_t yd[4] = {seq, dirs, batch, hidden}, hd[3] = {dirs, batch, hidden};
+    if (y->rank != 4 || memcmp(y->dims, yd, sizeof(yd)))
+        return FAIL("subgraph '%s': node %d '%s': Y is not [%lld, %lld, %lld, %lld]", P->name, n->index, n->name,
+                    (long long)seq, (long long)dirs, (long long)batch, (long long)hidden);
+    if (w->dims[2] != input) return FAIL("subgraph '%s': node %d '%s': W's %lld features, X's %lld", P->name, n->index, n->name, (long long)w->dims[2], (long long)input);
+    /* initial_h, initial_c (inputs 5, 6) and Y_h, Y_c are [dirs, batch, hidden] */
+    int state[4] = {n->n_in > 5 ? n->in[5] : -1, !p->rnn_gru && n->n_in > 6 ? n->in[6] : -1, n->xout[0], n->xout[1]};
+    for (int k = 0; k < 4; k++) {
+        const cval *v = state[k] >= 0 ? &P->v[state[k]] : NULL;
+        if (v && (v->rank != 3 || memcmp(v->dims, hd, sizeof(hd))))
+            return FAIL("subgraph '%s': node %d '%s': '%s' is not [%lld, %lld, %lld]", P->name, n->index, n->name, v->name,
+                        (long long)dirs, (long long)batch, (long long)hidden);
+    }
+    int cell = -1;
+    if (!p->rnn_gru) {
+        char nm[512];
+        snprintf(nm, sizeof(nm), "%s:cuda_cell_state", n->name);
+        if ((cell = value_of(P, nm, SEAM_DTYPE_FLOAT32, 3, hd)) < 0) return FAIL("subgraph '%s': out of memory", P->name);
+    }
+    step *s;
+    if (!(s = new_step(P, S_RNN, n, NULL, n->out, err, es))) return false;
+    s->rnn = (sc_rnn_desc){.gru = p->rnn_gru, .dirs = (int32_t)dirs, .reverse = p->rnn_reverse, .seq = seq, .batch = batch,
+                           .input = input, .hidden = hidden};
+    int rv[9] = {n->in[0], n->in[1], n->in[2], n->n_in > 3 ? n->in[3] : -1, state[0], state[1], cell, state[2], state[3]};
+    memcpy(s->rv, rv, sizeof(rv));
+    for (int k = 6; k < 9; k++)
+        if (rv[k] >= 0) {
+            s->xout[s->n_xout++] = rv[k];
+            P->v[P->v[rv[k]].root].ready = true;
+        }
+    for (int k = 0; k < 6; k++)
+        if (!reads(P, s, rv[k], err, es)) return false;
+    snprintf(s->info, sizeof(s->info), "seam %s step kernel, %lld launches (a warp per unit: %lld directions x %lld x %lld)",
+             p->rnn_gru ? "GRU" : "LSTM", (long long)seq, (long long)dirs, (long long)batch, (long long)hidden);
+    return true;
+}
+
 bool lower_node(prog *P, cnode *n, char *err, size_t es) {
     const cval xv = P->v[n->in[0]], yv = P->v[n->out]; /* copies: new_const may move P->v */
     const cval *x = &xv, *y = &yv;
@@ -364,6 +409,8 @@ bool lower_node(prog *P, cnode *n, char *err, size_t es) {
         return lower_deconv(P, n, err, es);
     case K_RESIZE:
         return lower_resize(P, n, x, y, err, es);
+    case K_RNN:
+        return lower_rnn(P, n, x, y, err, es);
     case K_GEMM:
     case K_MATMUL:
         return lower_matmul(P, n, err, es);

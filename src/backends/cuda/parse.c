@@ -693,6 +693,65 @@ static bool parse_resize(const seam_node_view *n, const seam_subgraph_view *sg, 
     return true;
 }
 
+/* LSTM and GRU as PyTorch exports them: float32, layout 0, the default
+ * activations, no clip, peepholes, input_forget or sequence_lens; a GRU
+ * with linear_before_reset = 1. */
+static bool parse_rnn(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
+    const char *op = n->op_type;
+    bool gru = op[0] == 'G';
+    const seam_value_info *x = &n->inputs[0];
+    p->kind = K_RNN;
+    p->rnn_gru = gru;
+    if (n->n_inputs < 3 || !present(n, 0) || !present(n, 1) || !present(n, 2)) return NO("%s without X, W and R", op);
+    if (!n->outputs[0].name || !n->outputs[0].name[0]) return NO("%s without its output Y (cuda keeps every step's state there)", op);
+    if (present(n, 4)) return NO("%s with sequence_lens (cuda runs every sequence to its full length)", op);
+    if (!gru && present(n, 7)) return NO("LSTM with peepholes (its input P)");
+    for (int32_t k = 0; k < n->n_inputs; k++)
+        if (present(n, k) && n->inputs[k].dtype != SEAM_DTYPE_FLOAT32) return NO("%s: input %d is %s; cuda computes float32", op, k, dt_name(n->inputs[k].dtype));
+    for (int32_t k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k].name && n->outputs[k].name[0] && n->outputs[k].dtype != SEAM_DTYPE_FLOAT32)
+            return NO("%s: output %d is not float32", op, k);
+    if (attr_i(n, "layout", 0)) return NO("%s with layout 1 (batch first); cuda takes layout 0", op);
+    float clip;
+    if (seam_node_attr_float(n, "clip", &clip)) return NO("%s with clip", op);
+    if (!gru && attr_i(n, "input_forget", 0)) return NO("LSTM with input_forget");
+    if (gru && !attr_i(n, "linear_before_reset", 0))
+        return NO("GRU with linear_before_reset = 0 (cuda takes 1, as PyTorch exports it)");
+    const char *dir = "forward";
+    seam_node_attr_string(n, "direction", &dir);
+    p->rnn_dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+    p->rnn_reverse = !strcmp(dir, "reverse");
+    if (p->rnn_dirs == 1 && !p->rnn_reverse && strcmp(dir, "forward")) return NO("%s: direction '%s' unknown", op, dir);
+    static const char *const lstm_acts[] = {"Sigmoid", "Tanh", "Tanh"}, *const gru_acts[] = {"Sigmoid", "Tanh"};
+    const char *const *want = gru ? gru_acts : lstm_acts;
+    int32_t per = gru ? 2 : 3, count = 0;
+    const char *a;
+    if (seam_node_attr_string_at(n, "activations", 0, &a, &count) || count) {
+        if (count != per * p->rnn_dirs) return NO("%s: %d activations for %d directions", op, count, p->rnn_dirs);
+        for (int32_t k = 0; k < count; k++)
+            if (!seam_node_attr_string_at(n, "activations", k, &a, &count) || strcmp(a, want[k % per]))
+                return NO("%s with the activation '%s' (cuda computes the defaults: %s)", op, a, gru ? "Sigmoid, Tanh" : "Sigmoid, Tanh, Tanh");
+    }
+    const float *fv;
+    int32_t nf;
+    if (seam_node_attr_floats(n, "activation_alpha", &fv, &nf) || seam_node_attr_floats(n, "activation_beta", &fv, &nf))
+        return NO("%s with activation_alpha or activation_beta", op);
+    int64_t G = gru ? 3 : 4, hs = attr_i(n, "hidden_size", -1);
+    const seam_value_info *w = &n->inputs[1], *r = &n->inputs[2];
+    if (x->rank != 3 || w->rank != 3 || r->rank != 3) return NO("%s: X, W and R of rank 3 expected", op);
+    /* W and R are weights: their dims are known even where X's are not */
+    if (w->dims[0] != p->rnn_dirs || r->dims[0] != p->rnn_dirs || w->dims[1] < 1 || w->dims[1] % G ||
+        r->dims[1] != w->dims[1] || r->dims[2] * G != w->dims[1] || (hs >= 0 && hs * G != w->dims[1]))
+        return NO("%s: W %lldx%lldx%lld and R %lldx%lldx%lld do not fit %lld directions of hidden size %lld", op,
+                  (long long)w->dims[0], (long long)w->dims[1], (long long)w->dims[2], (long long)r->dims[0],
+                  (long long)r->dims[1], (long long)r->dims[2], (long long)p->rnn_dirs, (long long)hs);
+    if (x->dims[2] >= 0 && w->dims[2] != x->dims[2]) return NO("%s: X's %lld features, W's %lld", op, (long long)x->dims[2], (long long)w->dims[2]);
+    if (present(n, 3) && (n->inputs[3].rank != 2 || n->inputs[3].dims[1] != 2 * w->dims[1]))
+        return NO("%s: B is not [directions, %lld]", op, (long long)(2 * w->dims[1]));
+    if (sg && x->dims[0] < 1) return NO("%s of an empty sequence", op);
+    return true;
+}
+
 bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *p, char *why, size_t why_size) {
     memset(p, 0, sizeof(*p));
     p->clip_min_input = p->clip_max_input = -1;
@@ -713,8 +772,10 @@ bool cu_parse(const seam_node_view *n, const seam_subgraph_view *sg, cu_params *
                 p->dyn = true;
             }
     }
-    for (int32_t k = 1; k < n->n_outputs; k++)
+    bool rnn = !strcmp(op, "LSTM") || !strcmp(op, "GRU");
+    for (int32_t k = 1; k < n->n_outputs && !rnn; k++)
         if (n->outputs[k].name && n->outputs[k].name[0]) return NO("%s: cuda computes only the first output", op);
+    if (rnn) return parse_rnn(n, sg, p, why, why_size);
     const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
     bool view = !strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
                 !strcmp(op, "Identity") || !strcmp(op, "Dropout");

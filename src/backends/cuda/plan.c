@@ -33,9 +33,11 @@ bool plan_arena(prog *P, char *err, size_t es) {
             cval *r = &P->v[P->v[s->in[k]].root];
             if (r->last < i) r->last = i;
         }
-        cval *o = &P->v[P->v[s->out].root];
-        if (o->def == -2) o->def = i;
-        if (o->last < i) o->last = i;
+        for (int k = -1; k < s->n_xout; k++) {
+            cval *o = &P->v[P->v[k < 0 ? s->out : s->xout[k]].root];
+            if (o->def == -2) o->def = i;
+            if (o->last < i) o->last = i;
+        }
     }
     for (int k = 0; k < P->n_out; k++) {
         cval *r = &P->v[P->v[P->out_vals[k]].root];

@@ -16,6 +16,7 @@
 #include <cudnn.h>
 
 #include "cuda_internal.h"
+#include "rnn.h"
 
 #define ALIGN 256
 #define LT_WORKSPACE (32u << 20)
@@ -49,12 +50,13 @@ typedef struct cnode {
     int n_in;
     int *in;            /* value ids, -1 absent */
     int out;
+    int xout[2];        /* LSTM/GRU: Y_h, Y_c (value ids, -1 absent) */
     bool done;
 } cnode;
 
 typedef enum step_kind {
     S_UNARY, S_BINARY, S_AFFINE, S_CONV, S_GEMM, S_POOL, S_REDUCE, S_SOFTMAX, S_LN, S_STRIDED, S_CONCAT, S_GATHER, S_PAD, S_CAST, S_MASK, S_WHERE,
-    S_DECONV, S_RESIZE
+    S_DECONV, S_RESIZE, S_RNN
 } step_kind;
 
 typedef struct step {
@@ -100,6 +102,11 @@ typedef struct step {
     sc_strided sd;
     sc_pad pad;
     sc_resize_desc rz;
+    /* LSTM/GRU: the descriptor; X, W, R, B, initial_h, initial_c, the cell
+     * state, Y_h, Y_c (value ids, -1 absent); out is Y */
+    sc_rnn_desc rnn;
+    int rv[9];
+    int xout[3], n_xout; /* values the step writes besides out (for lifetimes) */
     sc_num_type from, to; /* Cast */
     sc_mask_op mop;     /* mask ops: the op, the compared type (4 float32, 5 int32, 8 int64) */
     int elem, x2;       /* Where: the element's bytes, its third input */

@@ -196,6 +196,12 @@ bool read_nodes(prog *P, const seam_subgraph_view *sg, char *err, size_t es) {
         }
         const seam_value_info *yo = &nv->outputs[0];
         if ((n->out = value_of(P, yo->name, yo->dtype, yo->rank, yo->dims)) < 0) return FAIL("subgraph '%s': out of memory", P->name);
+        n->xout[0] = n->xout[1] = -1;
+        for (int32_t k = 1; k < nv->n_outputs && k < 3 && n->p.kind == K_RNN; k++) { /* Y_h, Y_c */
+            const seam_value_info *vo = &nv->outputs[k];
+            if (vo->name && vo->name[0] && (n->xout[k - 1] = value_of(P, vo->name, vo->dtype, vo->rank, vo->dims)) < 0)
+                return FAIL("subgraph '%s': out of memory", P->name);
+        }
     }
     for (int32_t k = 0; k < sg->n_outputs; k++) {
         const seam_value_info *vi = &sg->outputs[k];
