@@ -193,6 +193,16 @@ def op_models():
         {"x": (1, 8, 10, 10)}, {"y": (1, 8, 5, 5)}, [init("w", 8, 2, 3, 3), init("cb", 8)])
     add("conv1d", [mk("Conv", ["x", "w"], ["y"], pads=[2, 2], dilations=[2])],
         {"x": (2, 3, 16)}, {"y": (2, 5, 16)}, [init("w", 5, 3, 3)])
+    # unequal pads (a Pad step, then cuDNN's symmetric ones): SAME_UPPER of
+    # an odd total, as TensorFlow exports, fused with a Relu; explicit pads
+    # with more before than after; SAME_LOWER in 1-D
+    add("conv_same_upper", [mk("Conv", ["x", "w", "cb"], ["c"], auto_pad="SAME_UPPER", strides=[2, 2], kernel_shape=[3, 3]),
+                            mk("Relu", ["c"], ["y"])],
+        {"x": (1, 3, 10, 8)}, {"y": (1, 6, 5, 4)}, [init("w", 6, 3, 3, 3), init("cb", 6)])
+    add("conv_pads_uneven", [mk("Conv", ["x", "w"], ["y"], pads=[2, 0, 1, 1], group=2)],
+        {"x": (2, 4, 6, 7)}, {"y": (2, 4, 7, 7)}, [init("w", 4, 2, 3, 2)])
+    add("conv1d_same_lower", [mk("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER", kernel_shape=[4])],
+        {"x": (1, 2, 9)}, {"y": (1, 3, 9)}, [init("w", 3, 2, 4)])
     add("gemm_relu", [mk("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=0.5, beta=2.0), mk("Relu", ["g"], ["y"])],
         {"x": (4, 16)}, {"y": (4, 8)}, [init("w", 8, 16), init("c", 8)])
     add("gemm_transa", [mk("Gemm", ["x", "w"], ["y"], transA=1)], {"x": (16, 4)}, {"y": (4, 8)}, [init("w", 16, 8)])
@@ -434,7 +444,7 @@ def dynamic_models():
         mk("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         mk("BatchNormalization", ["c1", "g", "bb", "mu", "var"], ["n1"]), mk("Relu", ["n1"], ["r1"]),
         mk("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
-        mk("Conv", ["p1", "w2"], ["c2"], strides=[2, 2], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        mk("Conv", ["p1", "w2"], ["c2"], strides=[2, 2], auto_pad="SAME_UPPER", kernel_shape=[3, 3], dilations=[2, 2]),
         mk("Relu", ["c2"], ["r2"]), mk("GlobalAveragePool", ["r2"], ["gp"]), mk("Flatten", ["gp"], ["f"]),
         mk("Gemm", ["f", "wf", "bf"], ["z"], transB=1), mk("Softmax", ["z"], ["y"], axis=-1)],
         [vi("x", ["N", 3, "H", "W"])], [vi("y", ["N", 5])],

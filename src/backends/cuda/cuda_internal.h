@@ -44,6 +44,7 @@ typedef struct cu_params {
     int64_t group;
     int32_t nsp;                /* spatial dims */
     int64_t pads[3], strides[3], dil[3], opad[3];
+    int64_t pads_end[3];        /* Conv: the end pads (unequal ones: a Pad step first) */
     /* Gemm */
     int64_t trans_a, trans_b;
     float alpha, beta;

@@ -66,7 +66,8 @@ bool lower_conv(prog *P, cnode *n, char *err, size_t es) {
         cur = P->nodes[relu].out;
         strcat(ops, "+Relu");
     }
-    const cval xv = P->v[n->in[0]], wv = P->v[n->in[1]], yv = P->v[cur]; /* copies: new_const may move P->v */
+    cval xv = P->v[n->in[0]];
+    const cval wv = P->v[n->in[1]], yv = P->v[cur]; /* copies: new_const may move P->v */
     const cval *x = &xv, *w = &wv, *y = &yv;
     if (!w->host) return FAIL("subgraph '%s': node %d '%s': Conv's weights are not a constant", P->name, n->index, n->name);
     int64_t k_out = w->dims[0], wn = vnumel(w), per = k_out ? wn / k_out : 0;
@@ -118,11 +119,37 @@ bool lower_conv(prog *P, cnode *n, char *err, size_t es) {
     free(wf);
     free(bf);
     if (wid < 0 || ((has_bias || relu >= 0) && bid < 0)) return false;
+    /* unequal pads: a Pad step by the difference (zeros on the side with
+     * more), then cuDNN's convolution with the smaller pads on both sides */
+    int64_t sym[3];
+    int xin = n->in[0];
+    bool uneven = false;
+    for (int i = 0; i < p->nsp; i++) {
+        sym[i] = p->pads[i] < p->pads_end[i] ? p->pads[i] : p->pads_end[i];
+        uneven |= p->pads[i] != p->pads_end[i];
+    }
+    if (uneven) {
+        int64_t pd[SC_MAX_RANK];
+        memcpy(pd, x->dims, sizeof(pd));
+        for (int i = 0; i < p->nsp; i++) pd[2 + i] += p->pads[i] + p->pads_end[i] - 2 * sym[i];
+        snprintf(nm, sizeof(nm), "%s:cuda_padded", n->name);
+        if ((xin = value_of(P, nm, SEAM_DTYPE_FLOAT32, x->rank, pd)) < 0) return FAIL("subgraph '%s': out of memory", P->name);
+        step *ps = new_step(P, S_PAD, n, "Pad (Conv's unequal pads)", xin, err, es);
+        if (!ps) return false;
+        ps->pad.rank = x->rank, ps->pad.mode = SC_PAD_CONSTANT, ps->pad.value = 0.0f;
+        for (int32_t d = 0; d < x->rank; d++) ps->pad.odims[d] = pd[d], ps->pad.idims[d] = x->dims[d], ps->pad.p0[d] = 0;
+        for (int i = 0; i < p->nsp; i++) ps->pad.p0[2 + i] = p->pads[i] - sym[i];
+        ps->n = vnumel(&P->v[xin]);
+        snprintf(ps->info, sizeof(ps->info), "seam pad kernel (cuDNN pads both sides alike)");
+        if (!reads(P, ps, n->in[0], err, es)) return false;
+        xv = P->v[xin];
+    }
     int out = value_of(P, P->v[cur].name, SEAM_DTYPE_FLOAT32, y->rank, y->dims);
     step *s = new_step(P, S_CONV, n, ops, out, err, es);
     if (!s) return false;
     s->w = wid, s->bias = bid, s->z = z, s->relu = relu >= 0;
-    if (!reads(P, s, n->in[0], err, es) || !reads(P, s, z, err, es)) return false;
+    s->x0 = xin;
+    if (!reads(P, s, xin, err, es) || !reads(P, s, z, err, es)) return false;
     /* descriptors: a 1-D convolution is a 2-D one of height 1 */
     int nd = x->rank == 3 ? 4 : x->rank, xdims[5], wdims[5], ydims[5], xst[5], yst[5], pads[3], str[3], dil[3];
     int off = x->rank == 3 ? 1 : 0;
@@ -142,7 +169,7 @@ bool lower_conv(prog *P, cnode *n, char *err, size_t es) {
             pads[d] = 0, str[d] = 1, dil[d] = 1;
             continue;
         }
-        if (!to_int(p->pads[src], &pads[d]) || !to_int(p->strides[src], &str[d]) || !to_int(p->dil[src], &dil[d]))
+        if (!to_int(sym[src], &pads[d]) || !to_int(p->strides[src], &str[d]) || !to_int(p->dil[src], &dil[d]))
             return FAIL("subgraph '%s': %s: pads, strides or dilations over 2^31", P->name, s->what);
     }
     xst[nd - 1] = yst[nd - 1] = 1;

@@ -175,12 +175,10 @@ static bool parse_conv(const seam_node_view *n, const seam_subgraph_view *sg, cu
     if (c >= 0 && c != p->nsp) return NO("Conv: strides must have %d values", p->nsp);
     c = attr_is(n, "dilations", p->dil, 3);
     if (c >= 0 && c != p->nsp) return NO("Conv: dilations must have %d values", p->nsp);
-    int64_t p1[3];
-    if (!spatial_pads(n, p->nsp, k, p->strides, p->dil, p->pads, p1, why, why_size)) return false;
-    for (int i = 0; i < p->nsp; i++)
-        if (p->pads[i] != p1[i])
-            return NO("Conv: asymmetric padding (%lld before, %lld after): cuDNN pads both sides alike",
-                      (long long)p->pads[i], (long long)p1[i]);
+    /* unequal pads (SAME of an odd total, TensorFlow's exports): the
+     * lowering pads the input by the difference first, as cuDNN pads both
+     * sides alike */
+    if (!spatial_pads(n, p->nsp, k, p->strides, p->dil, p->pads, p->pads_end, why, why_size)) return false;
     if (p->group < 1 || (x->dims[1] >= 0 && x->dims[1] % p->group)) return NO("Conv: group %lld does not divide the channels", (long long)p->group);
     return true;
 }
