@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 B=build-gpu
-MODELS=${GPU_MODELS:-mobilenet_v2 squeezenet1_0 shufflenet_v2_x1_0 vit_small transformer_encoder seed_mlp seed_mlp_sort_mid topk_cumsum lstm_classifier}
+MODELS=${GPU_MODELS:-mobilenet_v2 squeezenet1_0 shufflenet_v2_x1_0 vit_small transformer_encoder transformer_encoder_dyn seed_mlp seed_mlp_sort_mid topk_cumsum lstm_classifier}
 LIMIT_MB=60
 NODE_TESTS=${NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
 # node tests by op: test_OP or test_OP_*. The ops of docs/cuda.md's "What
@@ -35,7 +35,7 @@ NODE_OPS+='|hardsigmoid|hardswish|softplus|floor|ceil|sin|cos|add|sub|mul|div|po
 NODE_OPS+='|globalaveragepool|globalmaxpool|reduce_mean|reduce_sum|reduce_max|reduce_min|softmax|logsoftmax'
 NODE_OPS+='|layer_normalization|transpose|concat|gather|reshape|flatten|squeeze|unsqueeze|identity|dropout'
 NODE_OPS+='|slice|constant_pad|edge_pad|reflect_pad|expand|where|cast|equal|less|greater'
-NODE_OPS+='|convtranspose|resize'
+NODE_OPS+='|convtranspose|resize|lstm|gru'
 
 echo "gpu_pack: building seam and libseam_cuda.so (Release) in $B/"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSEAM_PYTHON=OFF -DSEAM_WITH_DNNL=OFF -DSEAM_WITH_CUDA=ON >/dev/null
