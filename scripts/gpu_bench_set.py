@@ -127,19 +127,21 @@ def correct(n):
     want = outputs(base + ".cpu")
     # saved as exported: a model of symbolic dims keeps them, and its
     # cuda subgraphs are specialized at run time
-    r = seam("partition", path, "--target", "cuda", "--placement", "capability", "--json", "-o", base + ".cuda.onnx")
-    share, unsup = None, []
+    r = seam("partition", path, "--target", "cuda", "--placement", "capability", "-o", base + ".cuda.onnx")
     if r.returncode:
         notes.append(f"partition -o failed: {r.stderr.strip()[-300:]}")
-    else:
-        plan = json.loads(r.stdout)
-        share = plan.get("supported_fraction")
-        unsup = sorted({f"{x['op']}" for x in plan["nodes"]
-                        if x["target"] != "cuda" and not x.get("reason", "").startswith("constant")})
-    # the cost model's estimate at the run's shape, to set beside the times
+    # the plan at the run's shape (as seam run makes it): what cuda takes,
+    # and the cost model's estimate to set beside the times
     shape = "x".join(map(str, np.load(os.path.join(MD, n + ".input.npy"), mmap_mode="r").shape))
     r = seam("partition", path, "--target", "cuda", "--shape", "input=" + shape, "--json")
-    est = json.loads(r.stdout).get("estimate", {}) if not r.returncode else {}
+    share, unsup, est = None, [], {}
+    if r.returncode:
+        notes.append(f"partition --json failed: {r.stderr.strip()[-300:]}")
+    else:
+        plan = json.loads(r.stdout)
+        share, est = plan.get("supported_fraction"), plan.get("estimate", {})
+        unsup = sorted({f"{x['op']}" for x in plan["nodes"]
+                        if x["target"] != "cuda" and not x.get("reason", "").startswith("constant")})
     r = seam("run", path, *feed(n), "--target", "cuda", "--placement", "capability", "--output-dir", base + ".gpu")
     err = rel_err(outputs(base + ".gpu"), want) if not r.returncode else None
     if r.returncode:

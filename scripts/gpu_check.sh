@@ -125,7 +125,8 @@ if [ $GPU = 1 ] && [ -f "$WORK/check_cuda.out" ]; then
   fi
 fi
 if [ $GPU = 1 ]; then
-  step "gpu_bench" "$PY" scripts/gpu_bench.py "$SEAM" "$SO" "$WORK/bench" "$G/models" --md "${OUT:-$WORK}/gpu_bench.md"
+  step "gpu_bench" "$PY" scripts/gpu_bench.py "$SEAM" "$SO" "$WORK/bench" "$G/models" --md "${OUT:-$WORK}/gpu_bench.md" \
+    --repeat "${GPU_BENCH_REPEAT:-20}"
   step "bench_set" bash -c 'set -o pipefail; "$@" 2>&1 | tee "'"$WORK"'/bench_set.out"' _ \
     "$PY" scripts/gpu_bench_set.py "$SEAM" "$SO" "$WORK/set" --md "${OUT:-$WORK}/gpu_bench_set.md" \
     --jobs "${BENCH_SET_JOBS:-4}" --repeat "${BENCH_SET_REPEAT:-20}"
