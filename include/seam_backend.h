@@ -114,6 +114,9 @@ typedef struct seam_buffer {
  * runs a session from one thread at a time). A backend keeps per-call
  * state in its compiled handle, and sets up any process-wide state once
  * (pthread_once). */
+/* The start of compile's message when the device ran out of memory. */
+#define SEAM_COMPILE_OUT_OF_MEMORY "out of device memory: "
+
 typedef struct seam_backend {
     uint32_t abi_version;  /* SEAM_BACKEND_ABI_VERSION (1 is still accepted) */
     const char *name;      /* shown in plans; "cpu" is reserved */
@@ -134,7 +137,11 @@ typedef struct seam_backend {
     /* (optional) Compiles one device subgraph, once, at session creation;
      * options are the target options (compiler flags), passed through.
      * Returns a handle, or NULL with a message in err naming the node that
-     * could not be compiled. A backend without compile runs its subgraphs
+     * could not be compiled. A compile that failed for want of the device's
+     * memory begins err with SEAM_COMPILE_OUT_OF_MEMORY: seam then runs
+     * that subgraph on its CPU kernels and says so once; any other failure
+     * fails the session (a subgraph whose shapes are known only at run time
+     * runs on the CPU either way). A backend without compile runs its subgraphs
      * on seam's CPU kernels (in its own memory when memory is DEVICE). */
     void *(*compile)(void *ctx, const seam_subgraph_view *subgraph, const char *const *options, int32_t n_options,
                      char *err, size_t err_size);

@@ -7,7 +7,9 @@
  *
  *   a backend that compiles   compiled once at session creation when the
  *                             body's boundary shapes are static; each run
- *                             hands it the boundary values. Otherwise
+ *                             hands it the boundary values (out of device
+ *                             memory at compile: the body on the CPU, said
+ *                             once in the session's log). Otherwise
  *                             specialized at run time: the first run with a
  *                             new shape signature (its inputs' dtypes and
  *                             shapes, and the values of small integer inputs
@@ -229,6 +231,22 @@ static seam_status compile_subgraph(seam_check *c, const seam_backend *be, const
     double t0 = now_ms();
     seam_status st = compile_body(be, c->n, body, &s->compiled, &s->view_impl, err, sizeof(err));
     if (st == SEAM_STATUS_OUT_OF_MEMORY) return refuse_oom(c);
+    size_t oom = strlen(SEAM_COMPILE_OUT_OF_MEMORY);
+    if (st && !strncmp(err, SEAM_COMPILE_OUT_OF_MEMORY, oom)) {
+        /* the device's memory is short: the body on the CPU, said once */
+        seam_status est = seam_exec_create(c->ctx, body, c->exec, c->pool, &s->exec);
+        if (est) {
+            snprintf(c->reason, c->reason_size, "ai.seam Subgraph: %s could not compile it (%s), nor can the CPU run it: %s",
+                     be->name, err, seam_context_last_error(c->ctx));
+            return est;
+        }
+        s->counts.cpu_shapes++;
+        char line[1024], prefix[256];
+        snprintf(prefix, sizeof(prefix), "subgraph '%s' (%s): ", c->n->name ? c->n->name : "", be->name);
+        snprintf(line, sizeof(line), "slow: not compiled, %s; it runs on the CPU; fix: free device memory, or split the "
+                 "model smaller (--max-subgraph-count, --cpu-ops)", err);
+        return exec_log(c->exec, prefix, line) ? SEAM_STATUS_OK : refuse_oom(c);
+    }
     if (st) return check_refuse(c, "ai.seam Subgraph: %s could not compile it: %s", be->name, err);
     s->counts.compiles++;
     s->counts.compile_ms += now_ms() - t0;

@@ -14,11 +14,13 @@ its subgraphs in its own memory. Checked:
   - a Sigmoid (which toy claims but cannot compile) fails at session
     creation with the subgraph and the node named;
   - --target-option values reach toy's compile (fail=1 makes it refuse);
+  - a compile that reports SEAM_COMPILE_OUT_OF_MEMORY (toy's fail=oom):
+    each such subgraph runs on the CPU, said once, the outputs the CPU's;
   - toy's compile log: its "slow:" line is printed once per subgraph on
     stderr, --quiet silences it, --compile-log prints all of it;
   - a library without the registration function is refused, naming it.
 The cases, in that order: plan, run, saved, compile_failure, target_option,
-compile_log, bad_library.
+compile_oom, compile_log, bad_library.
 """
 import json
 import os
@@ -123,6 +125,19 @@ if check.selected("target_option"):
     r = run("run", src, "--backend-lib", so, "--target", "toy", "--target-option", "fail=1", "--input", f"x={xin}")
     check.expect(r.returncode == 1 and "fail=1" in r.stderr,
                  f"target_option: fail=1 reaches toy's compile: exit {r.returncode}, {r.stderr.strip()!r}")
+
+if check.selected("compile_oom"):  # a compile short of device memory: that subgraph on the CPU, said once
+    d0, d1 = os.path.join(work, "oom.plain"), os.path.join(work, "oom.toy")
+    r0 = run("run", src, "--input", f"x={xin}", "--output-dir", d0)
+    r = run("run", src, "--backend-lib", so, "--target", "toy", "--target-option", "fail=oom", "--input", f"x={xin}",
+            "--output-dir", d1, "--report")
+    notes = [ln for ln in r.stderr.splitlines() if "slow: not compiled, out of device memory: " in ln]
+    check.expect(r.returncode == 0 and len(notes) == 2 and all("toy was told so by fail=oom" in x for x in notes),
+                 f"compile_oom: each subgraph's out-of-memory compile said once, the run goes on: exit {r.returncode}",
+                 r.stderr.strip())
+    if r.returncode == 0 and r0.returncode == 0:
+        same = all(np.array_equal(a, b) for a, b in zip(seamtest.load_outputs(src, d0), seamtest.load_outputs(src, d1)))
+        check.expect(same, "compile_oom: its outputs equal the CPU run's")
 
 if check.selected("compile_log"):
     base = ["run", src, "--backend-lib", so, "--target", "toy", "--input", f"x={xin}"]

@@ -34,6 +34,9 @@ With a device:
   split    a model with a TopK between two convolutions runs in three
            subgraphs (cuda, cpu, cuda), matches the CPU, and --report
            counts the bytes each cuda subgraph moved.
+Out of device memory (oom): with SEAM_CUDA_FAKE_OOM=1 compile fails after
+  lowering as a cudaMalloc would; seam runs each such subgraph on the CPU,
+  says so once, and the outputs are the CPU's.
 Symbolic dims (dynamic):
   a conv net of input [N, 3, H, W] and a transformer block of input
   [B, S, 32], saved partitioned for cuda with their dims symbolic: every
@@ -387,7 +390,8 @@ if check.selected("dry") and not gpu:  # compile's host half (lowering, arena pl
     for name, path, feed in cases:
         r = run("run", path, *feed, "--target", "cuda", "--placement", "capability", env=env)
         m = re.search(r"dry compile \(SEAM_CUDA_PRETEND=1\): (\d+) nodes lowered to (\d+) steps, arena (\d+) B, weights (\d+) B", r.stderr)
-        check.expect(m is not None, f"dry {name}: lowered and planned without a device", r.stderr.strip()[-400:])
+        check.expect(m is not None and r.returncode == 1, f"dry {name}: lowered and planned without a device",
+                     r.stderr.strip()[-400:])
         if m and os.path.basename(path).startswith(("resnet", "mobilenet", "squeezenet")):
             check.expect(int(m.group(3)) + int(m.group(4)) < 1 << 30, f"dry {name}: arena + weights under 1 GB: {m.group(0)}")
 
@@ -433,6 +437,21 @@ if gpu_case("split"):
         check.expect(moved == [(1 * 4 * 8 * 8 * 4, 1 * 4 * 8 * 8 * 4), (1 * 4 * 8 * 4 * 4, 1 * 4 * 8 * 4 * 4)],
                      f"split: --report bytes of the cuda subgraphs {moved}")
         print("\n".join(ln for ln in text.splitlines() if "cuda" in ln or "report" in ln))
+
+# ---- out of device memory at compile --------------------------------------
+
+if check.selected("oom"):  # SEAM_CUDA_FAKE_OOM=1: compile fails as cudaMalloc would, after lowering
+    env = dict(os.environ, SEAM_CUDA_FAKE_OOM="1", **({} if gpu else {"SEAM_CUDA_PRETEND": "1"}))
+    for name, path, ins, dtypes in op_models()[:3] + [m for m in op_models() if m[0] == "lstm"]:
+        feed = input_files(path, ins, dtypes)
+        dc, dg = os.path.join(W, name + ".oom.cpu"), os.path.join(W, name + ".oom.cuda")
+        r0 = run("run", path, *feed, "--output-dir", dc)
+        r = run("run", path, *feed, "--target", "cuda", "--placement", "capability", "--output-dir", dg, env=env)
+        said = r.stderr.count("slow: not compiled, out of device memory: ")
+        if check.expect(r.returncode == 0 and r0.returncode == 0 and said == 1,
+                        f"oom {name}: its subgraph ran on the CPU, said once (exit {r.returncode})", r.stderr.strip()[-400:]):
+            compare(f"oom {name}: outputs of that CPU fallback", seamtest.load_outputs(path, dc),
+                    seamtest.load_outputs(path, dg), tol=1e-6)
 
 # ---- symbolic dims --------------------------------------------------------
 

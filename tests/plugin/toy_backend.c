@@ -69,6 +69,9 @@ static void *toy_compile(void *ctx, const seam_subgraph_view *sg, const char *co
         if (!strcmp(options[k], "fail=1")) {
             snprintf(err, err_size, "toy was told to fail by the target option fail=1");
             return NULL;
+        } else if (!strcmp(options[k], "fail=oom")) { /* as a device whose memory is short */
+            snprintf(err, err_size, SEAM_COMPILE_OUT_OF_MEMORY "subgraph '%s': toy was told so by fail=oom", sg->name);
+            return NULL;
         }
     program *p = calloc(1, sizeof(*p));
     int cap = 2 * sg->n_nodes + sg->n_inputs + 4;

@@ -236,6 +236,19 @@ static bool pretending(void) {
     return e && !strcmp(e, "1");
 }
 
+/* A failure for want of device memory (cudaMalloc, cuDNN's or cuBLASLt's
+ * allocations): err gets SEAM_COMPILE_OUT_OF_MEMORY in front, and seam runs
+ * the subgraph on the CPU. SEAM_CUDA_FAKE_OOM=1 (tests) fails so after the
+ * host half, on machines with or without a GPU. */
+static void mark_oom(char *err, size_t es) {
+    size_t p = strlen(SEAM_COMPILE_OUT_OF_MEMORY), n = strlen(err);
+    if (!strstr(err, "cudaErrorMemoryAllocation") && !strstr(err, "ALLOC_FAILED")) return;
+    if (n + p + 1 > es) n = es - p - 1;
+    memmove(err + p, err, n);
+    err[p + n] = 0;
+    memcpy(err, SEAM_COMPILE_OUT_OF_MEMORY, p);
+}
+
 void *cu_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err, size_t es) {
     (void)ctx;
     const cu_device *dev = cu_device_get();
@@ -251,7 +264,12 @@ void *cu_compile(void *ctx, const seam_subgraph_view *sg, const char *const *opt
     snprintf(P->name, sizeof(P->name), "%s", sg->name ? sg->name : "");
     err[0] = 0;
     bool ok = read_options(P, options, n_options, err, es) && compile_host(P, sg, err, es);
-    if (ok && !dev->ok) {
+    const char *fake = getenv("SEAM_CUDA_FAKE_OOM");
+    if (ok && fake && !strcmp(fake, "1")) {
+        snprintf(err, es, "subgraph '%s': cudaMalloc(the arena, %zu B): out of memory (cudaErrorMemoryAllocation; "
+                 "SEAM_CUDA_FAKE_OOM=1)", P->name, P->arena_bytes);
+        ok = false;
+    } else if (ok && !dev->ok) {
         snprintf(err, es, "subgraph '%s': no CUDA device (%s); dry compile (SEAM_CUDA_PRETEND=1): %d nodes lowered to %d steps, "
                  "arena %zu B, weights %zu B, staging %zu B in and %zu B out", P->name, dev->reason, P->n_nodes, P->n_steps,
                  P->arena_bytes, P->wbytes, P->pin_in_bytes, P->pin_out_bytes);
@@ -262,6 +280,7 @@ void *cu_compile(void *ctx, const seam_subgraph_view *sg, const char *const *opt
     if (ok && P->use_graph) capture_graph(P, graph_note, sizeof(graph_note));
     if (!ok) {
         if (!err[0]) snprintf(err, es, "subgraph '%s': out of memory", P->name);
+        mark_oom(err, es);
         cu_release_compiled(NULL, P);
         return NULL;
     }

@@ -34,6 +34,35 @@ bool to_int(int64_t v, int *out) {
 }
 
 /* Conv [+ BatchNormalization] [+ Add] [+ Relu]. */
+/* A Conv's unequal pads: a Pad step by the difference (zeros on the side
+ * with more), then cuDNN's convolution with the smaller pads on both sides
+ * (into sym). The value the convolution reads (the input itself when the
+ * pads are equal), or -1 with err set. */
+static int pad_unequal(prog *P, const cnode *n, const cval *x, int64_t *sym, char *err, size_t es) {
+    const cu_params *p = &n->p;
+    bool uneven = false;
+    for (int i = 0; i < p->nsp; i++) {
+        sym[i] = p->pads[i] < p->pads_end[i] ? p->pads[i] : p->pads_end[i];
+        uneven |= p->pads[i] != p->pads_end[i];
+    }
+    if (!uneven) return n->in[0];
+    int64_t pd[SC_MAX_RANK];
+    char nm[512];
+    memcpy(pd, x->dims, sizeof(pd));
+    for (int i = 0; i < p->nsp; i++) pd[2 + i] += p->pads[i] + p->pads_end[i] - 2 * sym[i];
+    snprintf(nm, sizeof(nm), "%s:cuda_padded", n->name);
+    int xin = value_of(P, nm, SEAM_DTYPE_FLOAT32, x->rank, pd);
+    if (xin < 0) return snprintf(err, es, "subgraph '%s': out of memory", P->name), -1;
+    step *ps = new_step(P, S_PAD, n, "Pad (Conv's unequal pads)", xin, err, es);
+    if (!ps) return -1;
+    ps->pad.rank = x->rank, ps->pad.mode = SC_PAD_CONSTANT, ps->pad.value = 0.0f;
+    for (int32_t d = 0; d < x->rank; d++) ps->pad.odims[d] = pd[d], ps->pad.idims[d] = x->dims[d], ps->pad.p0[d] = 0;
+    for (int i = 0; i < p->nsp; i++) ps->pad.p0[2 + i] = p->pads[i] - sym[i];
+    ps->n = vnumel(&P->v[xin]);
+    snprintf(ps->info, sizeof(ps->info), "seam pad kernel (cuDNN pads both sides alike)");
+    return reads(P, ps, n->in[0], err, es) ? xin : -1;
+}
+
 bool lower_conv(prog *P, cnode *n, char *err, size_t es) {
     const cu_params *p = &n->p;
     int cur = n->out, bn = -1, add = -1, relu = -1, z = -1;
@@ -119,31 +148,10 @@ bool lower_conv(prog *P, cnode *n, char *err, size_t es) {
     free(wf);
     free(bf);
     if (wid < 0 || ((has_bias || relu >= 0) && bid < 0)) return false;
-    /* unequal pads: a Pad step by the difference (zeros on the side with
-     * more), then cuDNN's convolution with the smaller pads on both sides */
     int64_t sym[3];
-    int xin = n->in[0];
-    bool uneven = false;
-    for (int i = 0; i < p->nsp; i++) {
-        sym[i] = p->pads[i] < p->pads_end[i] ? p->pads[i] : p->pads_end[i];
-        uneven |= p->pads[i] != p->pads_end[i];
-    }
-    if (uneven) {
-        int64_t pd[SC_MAX_RANK];
-        memcpy(pd, x->dims, sizeof(pd));
-        for (int i = 0; i < p->nsp; i++) pd[2 + i] += p->pads[i] + p->pads_end[i] - 2 * sym[i];
-        snprintf(nm, sizeof(nm), "%s:cuda_padded", n->name);
-        if ((xin = value_of(P, nm, SEAM_DTYPE_FLOAT32, x->rank, pd)) < 0) return FAIL("subgraph '%s': out of memory", P->name);
-        step *ps = new_step(P, S_PAD, n, "Pad (Conv's unequal pads)", xin, err, es);
-        if (!ps) return false;
-        ps->pad.rank = x->rank, ps->pad.mode = SC_PAD_CONSTANT, ps->pad.value = 0.0f;
-        for (int32_t d = 0; d < x->rank; d++) ps->pad.odims[d] = pd[d], ps->pad.idims[d] = x->dims[d], ps->pad.p0[d] = 0;
-        for (int i = 0; i < p->nsp; i++) ps->pad.p0[2 + i] = p->pads[i] - sym[i];
-        ps->n = vnumel(&P->v[xin]);
-        snprintf(ps->info, sizeof(ps->info), "seam pad kernel (cuDNN pads both sides alike)");
-        if (!reads(P, ps, n->in[0], err, es)) return false;
-        xv = P->v[xin];
-    }
+    int xin = pad_unequal(P, n, x, sym, err, es);
+    if (xin < 0) return false;
+    xv = P->v[xin];
     int out = value_of(P, P->v[cur].name, SEAM_DTYPE_FLOAT32, y->rank, y->dims);
     step *s = new_step(P, S_CONV, n, ops, out, err, es);
     if (!s) return false;
