@@ -33,7 +33,8 @@ With a device:
            reloaded with --backend-lib;
   split    a model with a TopK between two convolutions runs in three
            subgraphs (cuda, cpu, cuda), matches the CPU, and --report
-           counts the bytes each cuda subgraph moved.
+           counts the bytes each cuda subgraph moved; with --placement
+           measured it matches the CPU too.
 Out of device memory (oom): with SEAM_CUDA_FAKE_OOM=1 compile fails after
   lowering as a cudaMalloc would; seam runs each such subgraph on the CPU,
   says so once, and the outputs are the CPU's.
@@ -437,6 +438,13 @@ if gpu_case("split"):
         check.expect(moved == [(1 * 4 * 8 * 8 * 4, 1 * 4 * 8 * 8 * 4), (1 * 4 * 8 * 4 * 4, 1 * 4 * 8 * 4 * 4)],
                      f"split: --report bytes of the cuda subgraphs {moved}")
         print("\n".join(ln for ln in text.splitlines() if "cuda" in ln or "report" in ln))
+    # --placement measured: each device subgraph timed against the CPU on
+    # the GPU, and the outputs still the CPU's
+    res = run_both("split_measured", path, feed, ["--placement", "measured"], report=True)
+    if res:
+        want, got, text = res
+        compare("split, --placement measured", want, got)
+        print("\n".join(ln for ln in text.splitlines() if "seam_subgraph" in ln or "measured" in ln))
 
 # ---- out of device memory at compile --------------------------------------
 
