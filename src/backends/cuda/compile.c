@@ -91,9 +91,13 @@ static bool read_options(prog *P, const char *const *options, int32_t n_options,
         else if (!strcmp(o, "tf32=off")) P->tf32 = false;
         else if (!strcmp(o, "graph=off")) P->use_graph = false;
         else if (!strcmp(o, "graph=on")) P->use_graph = true;
-        else if (!strncmp(o, "tf32=", 5) || !strncmp(o, "graph=", 6))
-            return FAIL("subgraph '%s': target option '%s': cuda takes tf32=on|off and graph=on|off", P->name, o);
+        else if (!strcmp(o, "conv_algos=all")) P->all_algos = true;
+        else if (!strcmp(o, "conv_algos=exact")) P->all_algos = false;
+        else if (!strncmp(o, "tf32=", 5) || !strncmp(o, "graph=", 6) || !strncmp(o, "conv_algos=", 11))
+            return FAIL("subgraph '%s': target option '%s': cuda takes tf32=on|off, graph=on|off and conv_algos=exact|all",
+                        P->name, o);
     }
+    if (P->tf32) P->all_algos = true;
     if (P->sync_steps) P->use_graph = false;
     return true;
 }

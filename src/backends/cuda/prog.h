@@ -137,6 +137,7 @@ typedef struct prog {
     cudaGraph_t graph;
     cudaGraphExec_t gexec;
     bool tf32, use_graph, sync_steps, trace;
+    bool all_algos;     /* conv_algos=all (or tf32=on): FFT and non-fused Winograd too */
     char *log;
     size_t log_len, log_cap;
 } prog;
