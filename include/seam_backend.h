@@ -70,6 +70,12 @@ SEAM_API bool seam_node_attr_float(const seam_node_view *node, const char *name,
 SEAM_API bool seam_node_attr_string(const seam_node_view *node, const char *name, const char **value_out);
 SEAM_API bool seam_node_attr_ints(const seam_node_view *node, const char *name, const int64_t **values_out, int32_t *n_out);
 SEAM_API bool seam_node_attr_floats(const seam_node_view *node, const char *name, const float **values_out, int32_t *n_out);
+/* The data of input k where it is known before any run (input_constant[k]
+ * is 1: an initializer, a Constant's value, a folded value), valid during
+ * the call; false otherwise (known only at run time, a string tensor, or a
+ * view seam did not make). supports() can read a Resize's scales, a Pad's
+ * pads or a Slice's bounds with it. */
+SEAM_API bool seam_node_input_data(const seam_node_view *node, int32_t k, seam_tensor_view *data_out);
 /* String k of a STRINGS attribute (an LSTM's activations), NUL-terminated
  * and valid during the call, and their count; false if the attribute is
  * absent, of another kind, or has no string k. */

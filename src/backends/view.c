@@ -6,6 +6,14 @@
 #include "ops/ops.h"
 #include "backends/view.h"
 
+/* In front of every view's input_constant flags: the builder, so that
+ * seam_node_input_data can reach the graph from a view alone. */
+typedef struct view_header {
+    uint64_t magic;
+    const view_builder *vb;
+} view_header;
+#define VIEW_MAGIC 0x7365616d76696577ull /* "seamview" */
+
 void view_init(view_builder *vb, const struct seam_model *m) {
     memset(vb, 0, sizeof(*vb));
     vb->m = m;
@@ -15,7 +23,7 @@ void view_init(view_builder *vb, const struct seam_model *m) {
 void view_free(view_builder *vb) {
     free(vb->infos);
     free(vb->producers);
-    free(vb->constant);
+    if (vb->constant) free(vb->constant - sizeof(view_header));
     free(vb->dims);
     free(vb->syms);
     memset(vb, 0, sizeof(*vb));
@@ -49,8 +57,12 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
         if (infos) vb->infos = infos;
         const char **prods = realloc(vb->producers, sizeof(char *) * (size_t)cap);
         if (prods) vb->producers = prods;
-        uint8_t *konst = realloc(vb->constant, (size_t)cap);
-        if (konst) vb->constant = konst;
+        uint8_t *base = realloc(vb->constant ? vb->constant - sizeof(view_header) : NULL, sizeof(view_header) + (size_t)cap);
+        uint8_t *konst = base ? base + sizeof(view_header) : NULL;
+        if (konst) {
+            vb->constant = konst;
+            *(view_header *)(void *)base = (view_header){VIEW_MAGIC, vb};
+        }
         if (!infos || !prods || !konst) return NULL;
         vb->cap_infos = cap;
     }
@@ -129,6 +141,29 @@ bool seam_node_attr_ints(const seam_node_view *v, const char *name, const int64_
     int32_t count = node_attr_ints(view_ir_node(v), name, out);
     if (count < 0) return false;
     *n = count;
+    return true;
+}
+
+bool seam_node_input_data(const seam_node_view *v, int32_t k, seam_tensor_view *out) {
+    if (!v || !v->impl || !v->input_constant || k < 0 || k >= v->n_inputs || !v->input_constant[k]) return false;
+    const view_header *h = (const view_header *)(const void *)(v->input_constant - sizeof(view_header));
+    if (h->magic != VIEW_MAGIC || !h->vb || !h->vb->g) return false;
+    const ir_graph *g = h->vb->g;
+    const ir_node *n = view_ir_node(v);
+    int32_t vi = k < n->n_inputs ? n->inputs[k] : -1;
+    if (vi < 0) return false;
+    const ir_value *val = &g->values[vi];
+    for (int32_t depth = 0; (val->flags & IR_VALUE_OUTER) && g->parent && val->outer >= 0 && depth < 64; depth++) {
+        g = g->parent;
+        val = &g->values[val->outer];
+    }
+    const ir_tensor *t = val->init ? val->init : val->konst;
+    if (!t && val->producer >= 0) { /* a Constant's value attribute */
+        const ir_attr *a = node_attr(&g->nodes[val->producer], "value");
+        if (a && a->kind == IR_ATTR_TENSOR) t = a->t;
+    }
+    if (!t || t->dtype == SEAM_DTYPE_STRING || !t->data) return false;
+    *out = (seam_tensor_view){val->name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
     return true;
 }
 

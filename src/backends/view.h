@@ -16,7 +16,7 @@ typedef struct view_builder {
     const struct seam_model *m;
     seam_value_info *infos;  /* inputs then outputs */
     const char **producers;
-    uint8_t *constant;
+    uint8_t *constant;       /* after a view_header (seam_node_input_data finds the graph so) */
     int64_t *dims;
     const char **syms;
     int32_t cap_infos, cap_dims;

@@ -113,7 +113,15 @@ seam_status partition_support(partitioner *pr) {
             if (v >= 0 && g->values[v].type.kind != IR_TYPE_TENSOR && g->values[v].type.kind != IR_TYPE_NONE)
                 host_only = &g->values[v];
         }
-        if (host_only) {
+        /* a node with a body: plan_apply cannot put one in a device
+         * subgraph yet (seam backend-check found a rules target given Scan,
+         * and the session then refused) */
+        bool body = false;
+        for (int32_t k = 0; k < n->n_attrs && !host_only && !body; k++)
+            body = n->attrs[k].kind == IR_ATTR_GRAPH || n->attrs[k].kind == IR_ATTR_GRAPHS;
+        if (body) {
+            off += (size_t)snprintf(detail, sizeof(detail), "a node with a body (If/Loop/Scan); only the CPU runs those");
+        } else if (host_only) {
             int kind = host_only->type.kind;
             off += (size_t)snprintf(detail, sizeof(detail), "'%s' is a%s value; only the CPU runs those", host_only->name,
                                     kind == IR_TYPE_SEQUENCE ? " sequence"
@@ -121,7 +129,7 @@ seam_status partition_support(partitioner *pr) {
                                     : kind == IR_TYPE_MAP      ? " map"
                                                                : " sparse tensor");
         }
-        for (int32_t t = 0; t < pr->n_targets && !host_only; t++) {
+        for (int32_t t = 0; t < pr->n_targets && !host_only && !body; t++) {
             if (backend_supports(pr->targets[t], &view, why, sizeof(why))) {
                 pr->supported_by[i] |= (uint64_t)1 << t;
             } else {

@@ -212,8 +212,16 @@ case("global_max", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], X4, {}, [2
 for op, kw in (("Relu", {}), ("LeakyRelu", {"alpha": 0.2}), ("Sigmoid", {}), ("Tanh", {}), ("Elu", {"alpha": 0.7}),
                ("Exp", {}), ("Abs", {}), ("Softplus", {}), ("HardSwish", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4})):
     case(f"eltwise_{op}", [helper.make_node(op, ["x"], ["y"], **kw)], [("x", [2, 3, 5])], {}, [2, 3, 5], opset=14)
-case("eltwise_Log", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Log", ["a"], ["y"])], [("x", [2, 3, 5])],
-     {}, [2, 3, 5])
+# Log stays on the CPU: oneDNN's log is 1.4e-6 off at 1 (seam backend-check
+# found test_log_example wrong)
+if check.selected("eltwise_Log"):
+    lp = seamtest.save_model(os.path.join(work, "eltwise_Log.onnx"), [helper.make_node("Abs", ["x"], ["a"]),
+                                                                       helper.make_node("Log", ["a"], ["y"])],
+                             [vi("x", [2, 3, 5])], [vi("y", [2, 3, 5])], name="eltwise_Log")
+    r = run("partition", lp, "--target", "dnnl", "--placement", "capability", "--json")
+    placed = {n["op"]: (n["target"], n.get("reason", "")) for n in json.loads(r.stdout)["nodes"]} if not r.returncode else {}
+    check.expect(placed.get("Log", ("", ""))[0] == "cpu" and "oneDNN's log" in placed["Log"][1],
+                 f"eltwise_Log: Log refused by dnnl, naming why: {placed}")
 case("eltwise_Sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Sqrt", ["a"], ["y"])], [("x", [2, 3, 5])],
      {}, [2, 3, 5])
 for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):

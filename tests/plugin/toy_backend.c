@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "seam_backend.h"
 
@@ -28,6 +29,7 @@ typedef struct program {
     step *steps;
     int *in_buf, *out_buf;
     float **mem;      /* the device's memory, one buffer per value */
+    int defect;       /* planted for seam backend-check's tests: 'w' Relu computed wrong, 'c' a crash, 'h' a hang */
     char log[160];    /* the compile log */
 } program;
 
@@ -65,8 +67,11 @@ static void toy_release_compiled(void *ctx, void *compiled);
 static void *toy_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options,
                          char *err, size_t err_size) {
     (void)ctx;
+    int defect = 0;
     for (int32_t k = 0; k < n_options; k++) /* target options arrive untouched */
-        if (!strcmp(options[k], "fail=1")) {
+        if (!strcmp(options[k], "defect=wrong_relu") || !strcmp(options[k], "defect=crash") || !strcmp(options[k], "defect=hang"))
+            defect = options[k][7] == 'w' ? 'w' : options[k][7] == 'c' ? 'c' : 'h';
+        else if (!strcmp(options[k], "fail=1")) {
             snprintf(err, err_size, "toy was told to fail by the target option fail=1");
             return NULL;
         } else if (!strcmp(options[k], "fail=oom")) { /* as a device whose memory is short */
@@ -82,6 +87,7 @@ static void *toy_compile(void *ctx, const seam_subgraph_view *sg, const char *co
         toy_release_compiled(NULL, p);
         return NULL;
     }
+    p->defect = defect;
     for (int32_t k = 0; k < sg->n_inputs; k++) p->in_buf[p->n_in++] = buf_of(p, sg->inputs[k].name, numel(&sg->inputs[k]));
     for (int32_t i = 0; i < sg->n_nodes; i++) {
         seam_node_view nv;
@@ -135,6 +141,8 @@ static seam_status toy_run(void *ctx, void *compiled, const seam_tensor_view *in
         snprintf(err, err_size, "toy: %d inputs and %d outputs given, %d and %d compiled", n_inputs, n_outputs, p->n_in, p->n_out);
         return SEAM_STATUS_INVALID_ARGUMENT;
     }
+    if (p->defect == 'c') abort();
+    while (p->defect == 'h') sleep(1);
     for (int k = 0; k < n_inputs; k++) memcpy(p->mem[p->in_buf[k]], inputs[k].data, inputs[k].nbytes);
     for (int i = 0; i < p->n_steps; i++) {
         const step *s = &p->steps[i];
@@ -142,7 +150,7 @@ static seam_status toy_run(void *ctx, void *compiled, const seam_tensor_view *in
         float *y = p->mem[s->out];
         for (size_t e = 0; e < p->sizes[s->out]; e++) {
             float u = a[e], v = b ? b[e] : s->scalar;
-            y[e] = s->op == 'r' ? (u < 0 ? 0 : u) : s->op == 'a' ? u + v : u * v;
+            y[e] = s->op == 'r' ? (u < 0 && p->defect != 'w' ? 0 : u) : s->op == 'a' ? u + v : u * v;
         }
     }
     for (int k = 0; k < n_outputs; k++) memcpy(outputs[k].data, p->mem[p->out_buf[k]], outputs[k].nbytes);

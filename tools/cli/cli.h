@@ -34,5 +34,6 @@ int cmd_analyze(int argc, char **argv);
 int cmd_partition(int argc, char **argv);
 int cmd_replace_weights(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_backend_check(int argc, char **argv);
 
 #endif

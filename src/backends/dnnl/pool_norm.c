@@ -5,6 +5,7 @@
  * InstanceNormalization (a layer normalization of [N * C, S]),
  * LRN, Softmax and LogSoftmax, Resize.
  */
+#include <math.h>
 #include <string.h>
 
 #include "pool_norm.h"
@@ -369,10 +370,35 @@ static bool supports_resize(const seam_node_view *n, char *why, size_t wn) {
         if (!strcmp(ctm, "pytorch_half_pixel") && n->outputs[0].dims[d] == 1)
             return dx_refuse(why, wn, "Resize pytorch_half_pixel to a size of 1 not supported");
     if (node_attr_int(ir, "antialias", 0)) return dx_refuse(why, wn, "Resize antialias=1 not supported");
+    /* ONNX maps the coordinates by the scales, oneDNN by out/in: they agree
+     * only where the scale is out/in exactly (a 0.6 downscale of 5 to 3
+     * samples at 0.33, oneDNN at 0.33 of 5/3; seam backend-check found it);
+     * and oneDNN's nearest (half-pixel, rounded) is asymmetric-floor only
+     * for a whole-number upscale */
+    const seam_value_info *x = &n->inputs[0], *y = &n->outputs[0];
+    int32_t si = n->opset >= 11 ? 2 : 1;
+    bool has_scales = si < n->n_inputs && n->inputs[si].name && n->inputs[si].name[0] && dx_value_numel(&n->inputs[si]) != 0;
+    seam_tensor_view sc;
+    if (has_scales && !seam_node_input_data(n, si, &sc))
+        return dx_refuse(why, wn, "Resize with scales computed at run time (dnnl maps the coordinates by out/in)");
+    for (int32_t d = 2; d < x->rank; d++) {
+        int64_t in = x->dims[d], out = y->dims[d];
+        if (in < 1 || out < 1) continue; /* symbolic: compile sees the shapes, and the scales were checked above */
+        if (!strcmp(mode, "nearest") && (out % in || out < in))
+            return dx_refuse(why, wn, "Resize nearest of dim %d from %lld to %lld: dnnl's nearest is ONNX's only for a "
+                             "whole-number upscale", d, (long long)in, (long long)out);
+        if (has_scales && sc.dtype == SEAM_DTYPE_FLOAT32 && sc.nbytes == sizeof(float) * (size_t)x->rank) {
+            double s = ((const float *)sc.data)[d];
+            if (fabs(s * (double)in - (double)out) > 1e-6 * (double)out)
+                return dx_refuse(why, wn, "Resize of dim %d by %g from %lld to %lld: dnnl maps by out/in, ONNX by the scale",
+                                 d, s, (long long)in, (long long)out);
+        }
+    }
     return true;
 }
 
-/* Resize: the factors from the static shapes. */
+/* Resize: the factors from the static shapes (supports_resize took only
+ * scales that out/in gives exactly). */
 static bool compile_resize(builder *b, bool *fused, const dx_io *io) {
     const seam_node_view *n = b->n;
     const char *mode = "nearest";

@@ -417,6 +417,17 @@ static bool compile_pad(builder *b, bool *fused, const dx_io *io) {
     return dx_add_reorder(b, iv, ov);
 }
 
+/* Dropout at inference is its input: dnnl passes it through, and makes
+ * neither the mask nor a training run's random zeros (seam backend-check
+ * found both returned wrong). */
+static bool supports_dropout(const seam_node_view *n, char *why, size_t wn) {
+    if (n->n_outputs > 1 && n->outputs[1].name && n->outputs[1].name[0])
+        return dx_refuse(why, wn, "Dropout's mask output: dnnl passes the data through and makes no mask");
+    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].name[0])
+        return dx_refuse(why, wn, "Dropout with a training_mode input: dnnl runs inference only");
+    return true;
+}
+
 const dx_op dx_tensor_rows[] = {
     /* (the names of view_ops) */
     {"Flatten", STAGE_VIEW, NULL, compile_view},
@@ -424,7 +435,7 @@ const dx_op dx_tensor_rows[] = {
     {"Squeeze", STAGE_VIEW, NULL, compile_view},
     {"Unsqueeze", STAGE_VIEW, NULL, compile_view},
     {"Identity", STAGE_VIEW, NULL, compile_view},
-    {"Dropout", STAGE_VIEW, NULL, compile_view},
+    {"Dropout", STAGE_VIEW, supports_dropout, compile_view},
     {"Pad", STAGE_ANY_LAYOUT, supports_pad, compile_pad},
     {"Transpose", STAGE_PLAIN, NULL, compile_transpose},
     {"Slice", STAGE_PLAIN, dx_supports_param_inputs, compile_slice},

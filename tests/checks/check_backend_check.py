@@ -1,0 +1,159 @@
+"""seam backend-check (tools/cli/backend_check.c) against planted defects.
+
+usage: python3 check_backend_check.py SEAM TOY_SO WORKDIR [--dnnl] [-k PATTERN]
+
+The toy plug-in (tests/plugin/toy_backend.c) claims Relu, Add, Mul and
+Sigmoid; it cannot compile Sigmoid or a broadcasting Add, and its target
+option defect=wrong_relu|crash|hang plants a wrong Relu, an abort and a
+hang in its run. Against Debian's ONNX node tests:
+  clean    Relu and Mul tests: every claimed test correct, exit 0, the
+           table's Relu row '1 1 1 1', the JSON a record per test;
+  compile  Sigmoid and the broadcasting Add: 'compile failed' naming the
+           node and op, exit 1;
+  wrong    defect=wrong_relu: test_relu 'wrong' at the first negative
+           element, exit 1;
+  crash    defect=crash: 'crashed' (signal 6) with the op named, and
+           backend-check itself goes on to the next test, exit 1;
+  hang     defect=hang with --timeout 1: 'timed out', exit 1;
+  usage    no --target, a bad --repeat, a -k that selects nothing: exit 2;
+           a missing --node-tests folder: exit 1;
+  dnnl     (--dnnl) oneDNN on Relu, Add, Conv with constant weights and
+           Max/Min of two inputs: correct, exit 0; and every node test
+           with no claimed test failing (the defects it found first are
+           fixed: Max/Min of other than two inputs, Dropout's mask, Log
+           near 1, Resize's linear downscale); Resize by constant scales
+           against torch's interpolate: 2x linear and 3x nearest taken and
+           right, a 0.6 linear and a 2.5 nearest (which out/in does not give)
+           left to the CPU.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import seamtest  # noqa: E402
+
+p = seamtest.arg_parser(__doc__)
+p.add_argument("seam")
+p.add_argument("toy")
+p.add_argument("work")
+p.add_argument("--dnnl", action="store_true")
+args = p.parse_args()
+os.makedirs(args.work, exist_ok=True)
+run = seamtest.Program(args.seam, timeout=900)
+check = seamtest.Checker("backend-check", args.k)
+NODE = "/usr/share/libonnx-testdata/data/node"
+if not os.path.isdir(NODE):
+    print(f"skipped: no ONNX node tests at {NODE} (Debian's libonnx-testdata)")
+    check.finish()
+    sys.exit(0)
+toy = ["backend-check", "--backend-lib", args.toy, "--target", "toy", "--repeat", "2"]
+
+
+def row(out, op):
+    """The table's numbers for op: tests, claimed, compiled, correct."""
+    for ln in out.splitlines():
+        f = ln.split()
+        if f and f[0] == op:
+            return [int(x) for x in f[1:5]]
+    return None
+
+
+if check.selected("clean"):
+    js = os.path.join(args.work, "clean.json")
+    r = run(*toy, "-k", "test_relu", "-k", "test_mul_example", "--json", js)
+    check.expect(r.returncode == 0, f"clean: Relu and Mul correct, exit {r.returncode}", r.stdout[-800:] + r.stderr)
+    check.expect(row(r.stdout, "Relu") == [1, 1, 1, 1], f"clean: the Relu row {row(r.stdout, 'Relu')}")
+    if os.path.exists(js):
+        rec = {t["test"]: t for t in json.load(open(js))["tests"]}
+        check.expect(rec.get("test_relu", {}).get("verdict") == "correct" and rec["test_relu"]["time_vs_cpu"],
+                     "clean: the JSON says test_relu is correct and timed", rec.get("test_relu"))
+    else:
+        check.fail("clean: no JSON written")
+
+if check.selected("compile"):
+    r = run(*toy, "-k", "test_sigmoid", "-k", "test_add_bcast")
+    bad = [ln for ln in r.stdout.splitlines() if ": compile failed: " in ln]
+    check.expect(r.returncode == 1 and any("test_sigmoid (Sigmoid): compile failed" in x and "cannot lower Sigmoid" in x for x in bad)
+                 and any("test_add_bcast (Add): compile failed" in x and "does not broadcast" in x for x in bad),
+                 f"compile: claimed and not compiled, each named, exit {r.returncode}", r.stdout[-1200:])
+
+if check.selected("wrong"):
+    r = run(*toy, "-k", "test_relu", "--target-option", "defect=wrong_relu")
+    check.expect(r.returncode == 1 and "test_relu (Relu): wrong: output 'y'[" in r.stdout and "expected 0" in r.stdout,
+                 f"wrong: a Relu computed wrong is caught, exit {r.returncode}", r.stdout[-600:])
+    check.expect(row(r.stdout, "Relu") == [1, 1, 1, 0], f"wrong: the Relu row {row(r.stdout, 'Relu')}")
+
+if check.selected("crash"):
+    r = run(*toy, "-k", "test_relu", "-k", "test_mul_example", "--target-option", "defect=crash")
+    check.expect(r.returncode == 1 and "test_relu (Relu): crashed: killed by signal 6" in r.stdout
+                 and "test_mul_example (Mul): crashed" in r.stdout,
+                 f"crash: each crash a verdict with its op, the check goes on, exit {r.returncode}", r.stdout[-800:] + r.stderr)
+
+if check.selected("hang"):
+    r = run(*toy, "-k", "test_relu", "--target-option", "defect=hang", "--timeout", "1")
+    check.expect(r.returncode == 1 and "test_relu (Relu): timed out: over 1 s" in r.stdout,
+                 f"hang: a hang is a timeout, exit {r.returncode}", r.stdout[-600:])
+
+if check.selected("usage"):
+    for label, a, want in (("no target", ["backend-check"], 2),
+                           ("bad repeat", [*toy, "--repeat", "x"], 2),
+                           ("selects nothing", [*toy, "-k", "no_such_test_anywhere"], 2),
+                           ("missing folder", [*toy, "--node-tests", os.path.join(args.work, "none")], 1)):
+        r = run(*a)
+        check.expect(r.returncode == want and "seam backend-check" in r.stderr,
+                     f"usage: {label}: exit {r.returncode} (want {want})", r.stderr.strip()[-300:])
+
+def own_tests():
+    """Node tests of this check's own in WORKDIR/own (as Debian's lay them
+    out), expected outputs from torch's interpolate (the scale given, not
+    recomputed: ONNX's half_pixel linear and asymmetric floor nearest): Resize by
+    constant scales that out/in does not give (a 0.6 linear downscale, a 2.5
+    nearest upscale), which dnnl once mapped by out/in."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    import torch
+    root = os.path.join(args.work, "own")
+    rng = np.random.default_rng(0)
+    asym = dict(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    cases = (("test_own_resize_linear_scales", "linear", {}, [1, 1, 0.6, 0.6], (1, 2, 5, 7)),
+             ("test_own_resize_nearest_scales", "nearest", asym, [1, 1, 2.5, 2.5], (1, 3, 4, 3)),
+             ("test_own_resize_linear_2x", "linear", {}, [1, 1, 2.0, 2.0], (1, 2, 5, 7)),
+             ("test_own_resize_nearest_3x", "nearest", asym, [1, 1, 3.0, 3.0], (1, 3, 4, 3)))
+    for name, mode, attrs, scales, shape in cases:
+        d = os.path.join(root, name, "test_data_set_0")
+        os.makedirs(d, exist_ok=True)
+        x = rng.standard_normal(shape).astype(np.float32)
+        node = helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode=mode, **attrs)
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        y = torch.nn.functional.interpolate(torch.from_numpy(x), scale_factor=scales[2], mode="bilinear" if mode == "linear"
+                                            else "nearest", recompute_scale_factor=False,
+                                            **({"align_corners": False} if mode == "linear" else {})).numpy()
+        with open(os.path.join(root, name, "model.onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+        for fn, a in (("input_0.pb", x), ("output_0.pb", y)):
+            with open(os.path.join(d, fn), "wb") as f:
+                f.write(numpy_helper.from_array(a).SerializeToString())
+    return root
+
+
+if args.dnnl and check.selected("dnnl"):
+    r = run("backend-check", "--target", "dnnl", "--repeat", "0", "--node-tests", own_tests())
+    # the 0.6 and 2.5 ones dnnl now leaves to the CPU (it maps by out/in,
+    # and its nearest is ONNX's for whole-number upscales only)
+    check.expect(r.returncode == 0 and row(r.stdout, "Resize") == [4, 2, 2, 2],
+                 f"dnnl: Resize by constant scales, two taken and right, two out/in does not give left alone, against torch: "
+                 f"{row(r.stdout, 'Resize')}, exit {r.returncode}", r.stdout[-800:])
+    r = run("backend-check", "--target", "dnnl", "--repeat", "2", "-k", "test_relu", "-k", "test_add", "-k", "test_conv_with_strides",
+            "-k", "test_max_two_inputs", "-k", "test_min_two_inputs")
+    check.expect(r.returncode == 0 and (row(r.stdout, "Relu") or [0])[3] >= 1, f"dnnl: a selection correct, exit {r.returncode}",
+                 r.stdout[-1200:])
+    js = os.path.join(args.work, "dnnl.json")
+    r = run("backend-check", "--target", "dnnl", "--repeat", "0", "--json", js)
+    print("\n".join(r.stdout.splitlines()[:1] + [ln for ln in r.stdout.splitlines() if ": " in ln and "(" in ln][:20]))
+    check.expect(r.returncode == 0, f"dnnl: every claimed node test passes, exit {r.returncode}", r.stdout[-1500:])
+
+check.finish()

@@ -1,0 +1,535 @@
+/*
+ * seam backend-check: does a backend do what it claims? Every ONNX backend
+ * node test (model.onnx, test_data_set_0/input_K.pb and output_K.pb) runs
+ * through the target, each in a child process of its own (a crash is a
+ * verdict, not the end of the check):
+ *
+ *   1. the model, its inputs' shapes fixed from the test's files, folded,
+ *      is partitioned with every supported node on the target (placement
+ *      by capability): a test of which the target claims no node is
+ *      "unclaimed";
+ *   2. a session is made (the target compiles its subgraphs): a failure is
+ *      "compile failed", a claimed node the backend could not build;
+ *   3. it runs (a test seam's CPU kernels cannot run either is "skipped",
+ *      not the backend's fault); its outputs must match the test's expected outputs (floats
+ *      within rtol 1e-3, atol 1e-7, the ONNX backend tests' tolerance;
+ *      the rest exactly), or, where seam's CPU kernels miss those too, the
+ *      CPU kernels' outputs: else "wrong";
+ *   4. the target's time against the CPU kernels' (medians of --repeat).
+ *
+ * Prints a table per op (tests, claimed, compiled, correct, the time
+ * ratio's geometric mean), then every claimed test that failed, and with
+ * --json a record per test. Exits 1 when a claimed test failed to compile,
+ * to run, was wrong, crashed or ran over --timeout; 2 for bad usage.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ir/ir.h"
+#include "onnx/onnx.h"
+#include "run.h"
+#include "seam_partition.h"
+#include "targets.h"
+
+#define NODE_TESTS "/usr/share/libonnx-testdata/data/node"
+#define MAX_IO 32
+#define MAX_K 64
+
+typedef enum verdict { V_UNCLAIMED, V_CORRECT, V_SKIPPED, V_COMPILE, V_RUN, V_WRONG, V_CRASH, V_TIMEOUT } verdict;
+static const char *const verdict_name[] = {"unclaimed", "correct", "skipped", "compile failed",
+                                           "run failed", "wrong",   "crashed", "timed out"};
+
+typedef struct result {
+    char test[256], op[64];
+    verdict v;
+    int claimed, nodes;
+    double ratio; /* target / CPU time; 0 when not timed */
+    char msg[600];
+} result;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* One test's data: the inputs and expected outputs of test_data_set_0. */
+typedef struct test_data {
+    seam_tensor in[MAX_IO], want[MAX_IO];
+    int n_in, n_want;
+} test_data;
+
+static void free_data(test_data *d) {
+    for (int k = 0; k < d->n_in; k++) free(d->in[k].data);
+    for (int k = 0; k < d->n_want; k++) free(d->want[k].data);
+}
+
+static bool read_data(seam_context *ctx, const char *dir, test_data *d, char *err, size_t en) {
+    char path[1200];
+    for (int k = 0; k < MAX_IO; k++) {
+        snprintf(path, sizeof(path), "%s/test_data_set_0/input_%d.pb", dir, k);
+        if (!exists(path)) break;
+        if (!run_read_input(ctx, path, &d->in[d->n_in], err, en)) return false;
+        d->n_in++;
+    }
+    for (int k = 0; k < MAX_IO; k++) {
+        snprintf(path, sizeof(path), "%s/test_data_set_0/output_%d.pb", dir, k);
+        if (!exists(path)) break;
+        if (!run_read_input(ctx, path, &d->want[d->n_want], err, en)) return false;
+        d->n_want++;
+    }
+    if (!d->n_want) return snprintf(err, en, "no test_data_set_0/output_0.pb"), false;
+    return true;
+}
+
+/* The model, its inputs' shapes from the data, folded. */
+static seam_model *load(seam_context *ctx, const char *dir, const test_data *d, char *err, size_t en) {
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.onnx", dir);
+    seam_model *m = NULL;
+    if (seam_model_load(ctx, path, &m)) {
+        snprintf(err, en, "%s", seam_context_last_error(ctx));
+        return NULL;
+    }
+    const ir_graph *g = m->graph;
+    int k = 0;
+    for (int32_t i = 0; i < g->n_inputs && k < d->n_in; i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (v->flags & IR_VALUE_INIT) continue;
+        char arg[1024];
+        if (run_shape_from_input(v, &d->in[k], arg, sizeof(arg)) && cli_set_shape("backend-check", ctx, m, arg)) {
+            snprintf(err, en, "input %d's shape: %s", k, seam_context_last_error(ctx));
+            seam_model_free(m);
+            return NULL;
+        }
+        k++;
+    }
+    if (seam_model_fold(m, NULL)) {
+        snprintf(err, en, "folding: %s", seam_context_last_error(ctx));
+        seam_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static bool feed(seam_session *s, const seam_model *m, const test_data *d) {
+    const ir_graph *g = m->graph;
+    int k = 0;
+    for (int32_t i = 0; i < g->n_inputs && k < d->n_in; i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (v->flags & IR_VALUE_INIT) continue;
+        const seam_tensor *t = &d->in[k++];
+        if (seam_session_set_input(s, v->name, (seam_dtype)t->dtype, t->rank, t->dims, t->data)) return false;
+    }
+    return true;
+}
+
+/* Element i of a tensor as a double (NaN for types not compared so). */
+static double elem(seam_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case SEAM_DTYPE_FLOAT32: return ((const float *)p)[i];
+    case SEAM_DTYPE_FLOAT64: return ((const double *)p)[i];
+    default: return NAN;
+    }
+}
+
+/* Whether got matches want: floats within rtol 1e-3 / atol 1e-7 (NaN where
+ * NaN), other types byte for byte. why says where it differs. */
+static bool same(const seam_tensor_view *got, const void *want, seam_dtype wt, int32_t wrank, const int64_t *wdims,
+                 size_t wbytes, char *why, size_t wn) {
+    if (got->dtype != wt || got->rank != wrank || got->nbytes != wbytes || memcmp(got->dims, wdims, sizeof(int64_t) * (size_t)wrank))
+        return snprintf(why, wn, "output '%s': type or shape differs", got->name), false;
+    if (wt != SEAM_DTYPE_FLOAT32 && wt != SEAM_DTYPE_FLOAT64) {
+        if (memcmp(got->data, want, wbytes)) return snprintf(why, wn, "output '%s': values differ", got->name), false;
+        return true;
+    }
+    int64_t n = (int64_t)(wbytes / (wt == SEAM_DTYPE_FLOAT32 ? 4 : 8));
+    for (int64_t i = 0; i < n; i++) {
+        double a = elem(wt, got->data, i), b = elem(wt, want, i);
+        if (isnan(a) && isnan(b)) continue;
+        if (!(fabs(a - b) <= 1e-7 + 1e-3 * fabs(b)) && !(a == b))
+            return snprintf(why, wn, "output '%s'[%lld]: %.9g, expected %.9g", got->name, (long long)i, a, b), false;
+    }
+    return true;
+}
+
+static double median_ms(seam_session *s, int repeat) {
+    double t[64];
+    if (repeat > 64) repeat = 64;
+    for (int k = 0; k < repeat; k++) {
+        double t0 = now_ms();
+        if (seam_session_run(s)) return -1;
+        t[k] = now_ms() - t0;
+    }
+    qsort(t, (size_t)repeat, sizeof(double), cmp_double);
+    return t[repeat / 2];
+}
+
+/* The CPU kernels' session for the same test (NULL when they cannot). */
+static seam_session *cpu_session(seam_context *ctx, const char *dir, const test_data *d, seam_model **m_out) {
+    char err[512];
+    seam_model *m = load(ctx, dir, d, err, sizeof(err));
+    seam_session *s = NULL;
+    seam_session_options o = {1, false, false, NULL, 0, NULL, NULL};
+    if (!m || seam_session_create(m, &o, &s) || !feed(s, m, d) || seam_session_run(s)) {
+        seam_session_free(s);
+        seam_model_free(m);
+        return NULL;
+    }
+    *m_out = m;
+    return s;
+}
+
+/* One test, in the child: its verdict and numbers into r; what it knows
+ * after partitioning also goes to fd at once (the op and the claim, for a
+ * crash or hang that follows). */
+static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int repeat, result *r, int fd) {
+    char err[600] = "";
+    test_data d;
+    memset(&d, 0, sizeof(d));
+    r->v = V_SKIPPED;
+    if (!read_data(ctx, dir, &d, err, sizeof(err))) {
+        snprintf(r->msg, sizeof(r->msg), "its data: %s", err);
+        return free_data(&d);
+    }
+    seam_model *m = load(ctx, dir, &d, err, sizeof(err));
+    if (!m) {
+        snprintf(r->msg, sizeof(r->msg), "%s", err);
+        return free_data(&d);
+    }
+    seam_partition_options po = tg->opts;
+    po.placement = SEAM_PLACEMENT_CAPABILITY;
+    seam_plan *plan = NULL;
+    if (seam_partition(m, &po, &plan)) {
+        snprintf(r->msg, sizeof(r->msg), "partition: %s", seam_context_last_error(ctx));
+        seam_model_free(m);
+        return free_data(&d);
+    }
+    r->nodes = seam_plan_node_count(plan);
+    const char *tname = tg->list[0]->name;
+    for (int32_t i = 0; i < r->nodes; i++) {
+        seam_plan_node_info ni;
+        if (seam_plan_node(plan, i, &ni)) continue;
+        if (!strcmp(ni.target, tname)) r->claimed++;
+        if (strcmp(ni.op_type, "Constant")) snprintf(r->op, sizeof(r->op), "%s", ni.op_type);
+    }
+    r->v = V_CRASH;
+    if (write(fd, r, sizeof(*r)) != (ssize_t)sizeof(*r)) _exit(3);
+    r->v = V_UNCLAIMED;
+    seam_session *s = NULL;
+    seam_session_options so = {1, false, false, tg->avail, tg->n_avail, NULL, NULL};
+    if (r->claimed && seam_plan_apply(m, plan, tg->opts.targets, tg->opts.n_targets, tg->target_options, tg->n_target_options)) {
+        r->v = V_COMPILE;
+        snprintf(r->msg, sizeof(r->msg), "applying the plan: %s", seam_context_last_error(ctx));
+    } else if (r->claimed && seam_session_create(m, &so, &s)) {
+        r->v = V_COMPILE;
+        snprintf(r->msg, sizeof(r->msg), "%s", seam_context_last_error(ctx));
+    } else if (r->claimed && (!feed(s, m, &d) || seam_session_run(s))) {
+        r->v = V_RUN;
+        snprintf(r->msg, sizeof(r->msg), "%s", seam_context_last_error(ctx));
+        /* not the backend's fault when seam cannot run the test at all (its
+         * data in a type seam's interface does not read yet) */
+        seam_model *cm = NULL;
+        seam_session *cs = cpu_session(ctx, dir, &d, &cm);
+        if (!cs) {
+            r->v = V_SKIPPED;
+            char m2[sizeof(r->msg)];
+            memcpy(m2, r->msg, sizeof(m2));
+            m2[sizeof(m2) - 64] = 0; /* room for the words in front */
+            snprintf(r->msg, sizeof(r->msg), "the CPU kernels cannot run it either: %.500s", m2);
+        }
+        seam_session_free(cs);
+        seam_model_free(cm);
+    } else if (r->claimed) {
+        r->v = V_CORRECT;
+        seam_model *cm = NULL;
+        seam_session *cs = NULL;
+        int32_t n_out = seam_model_output_count(m);
+        for (int32_t k = 0; k < n_out && k < d.n_want && r->v == V_CORRECT; k++) {
+            seam_tensor_view got;
+            if (seam_session_output(s, k, &got)) {
+                r->v = V_RUN;
+                snprintf(r->msg, sizeof(r->msg), "output %d: %s", k, seam_context_last_error(ctx));
+                break;
+            }
+            const seam_tensor *w = &d.want[k];
+            if (same(&got, w->data, (seam_dtype)w->dtype, w->rank, w->dims, w->nbytes, err, sizeof(err))) continue;
+            /* the expected data, or where the CPU kernels miss it too, theirs */
+            seam_tensor_view cpu;
+            if (!cs) cs = cpu_session(ctx, dir, &d, &cm);
+            char cpu_err[300];
+            if (cs && !seam_session_output(cs, k, &cpu) &&
+                !same(&cpu, w->data, (seam_dtype)w->dtype, w->rank, w->dims, w->nbytes, cpu_err, sizeof(cpu_err)) &&
+                same(&got, cpu.data, cpu.dtype, cpu.rank, cpu.dims, cpu.nbytes, cpu_err, sizeof(cpu_err)))
+                continue;
+            r->v = V_WRONG;
+            snprintf(r->msg, sizeof(r->msg), "%s", err);
+        }
+        if (r->v == V_CORRECT && repeat > 0) {
+            if (!cs) cs = cpu_session(ctx, dir, &d, &cm);
+            double tt = median_ms(s, repeat), tc = cs ? median_ms(cs, repeat) : -1;
+            if (tt > 0 && tc > 0) r->ratio = tt / tc;
+        }
+        seam_session_free(cs);
+        seam_model_free(cm);
+    }
+    seam_session_free(s);
+    seam_plan_free(plan);
+    seam_model_free(m);
+    free_data(&d);
+}
+
+/* The test in a child: its result through a pipe; a crash or a timeout
+ * is the parent's verdict. */
+static void run_child(seam_context *ctx, cli_targets *tg, const char *dir, int repeat, int timeout, result *r) {
+    int fd[2];
+    if (pipe(fd)) {
+        r->v = V_CRASH;
+        snprintf(r->msg, sizeof(r->msg), "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        alarm((unsigned)timeout);
+        result mine = *r;
+        check_one(ctx, tg, dir, repeat, &mine, fd[1]);
+        ssize_t w = write(fd[1], &mine, sizeof(mine));
+        _exit(w == (ssize_t)sizeof(mine) ? 0 : 3);
+    }
+    close(fd[1]);
+    /* up to two records: after partitioning, then the verdict */
+    result got;
+    bool done = false;
+    for (int k = 0; pid > 0 && k < 2; k++) {
+        size_t have = 0;
+        while (have < sizeof(got)) {
+            ssize_t n = read(fd[0], (char *)&got + have, sizeof(got) - have);
+            if (n <= 0) break;
+            have += (size_t)n;
+        }
+        if (have != sizeof(got)) break;
+        *r = got;
+        done = got.v != V_CRASH;
+    }
+    close(fd[0]);
+    int status = 0;
+    if (pid > 0) waitpid(pid, &status, 0);
+    if (done) return;
+    if (pid > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+        r->v = V_TIMEOUT;
+        snprintf(r->msg, sizeof(r->msg), "over %d s", timeout);
+    } else {
+        r->v = V_CRASH;
+        snprintf(r->msg, sizeof(r->msg), pid < 0 ? "fork failed" : WIFSIGNALED(status) ? "killed by signal %d" : "exit %d",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+}
+
+static bool selected(const char *name, char **pats, int n_pats) {
+    if (!n_pats) return true;
+    for (int k = 0; k < n_pats; k++)
+        if (strpbrk(pats[k], "*?[") ? !fnmatch(pats[k], name, 0) : strstr(name, pats[k]) != NULL) return true;
+    return false;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static bool failed(verdict v) { return v >= V_COMPILE; }
+
+static int write_json(const char *path, const char *target, const result *rs, int n) {
+    json_t *root = json_object(), *tests = json_array();
+    json_object_set_new(root, "target", json_string(target));
+    for (int k = 0; k < n; k++) {
+        json_t *t = json_object();
+        json_object_set_new(t, "test", json_string(rs[k].test));
+        json_object_set_new(t, "op", json_string(rs[k].op));
+        json_object_set_new(t, "verdict", json_string(verdict_name[rs[k].v]));
+        json_object_set_new(t, "claimed_nodes", json_integer(rs[k].claimed));
+        json_object_set_new(t, "nodes", json_integer(rs[k].nodes));
+        json_object_set_new(t, "time_vs_cpu", rs[k].ratio > 0 ? json_real(rs[k].ratio) : json_null());
+        json_object_set_new(t, "message", json_string(rs[k].msg));
+        json_array_append_new(tests, t);
+    }
+    json_object_set_new(root, "tests", tests);
+    char tmp[1100];
+    snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+    int rc = json_dump_file(root, tmp, JSON_INDENT(1)) == 0 && rename(tmp, path) == 0 ? CLI_OK : CLI_BAD_INPUT;
+    if (rc) {
+        unlink(tmp);
+        fprintf(stderr, "seam backend-check: cannot write %s\n", path);
+    }
+    json_decref(root);
+    return rc;
+}
+
+static void print_table(const result *rs, int n) {
+    printf("%-28s %6s %8s %9s %8s %12s\n", "op", "tests", "claimed", "compiled", "correct", "time vs cpu");
+    for (int k = 0; k < n;) {
+        int j = k, tests = 0, claimed = 0, compiled = 0, correct = 0, timed = 0;
+        double logsum = 0;
+        for (; j < n && !strcmp(rs[j].op, rs[k].op); j++) {
+            tests++;
+            if (rs[j].v == V_UNCLAIMED || rs[j].v == V_SKIPPED) continue;
+            claimed++;
+            compiled += rs[j].v != V_COMPILE && rs[j].v != V_CRASH && rs[j].v != V_TIMEOUT;
+            correct += rs[j].v == V_CORRECT;
+            if (rs[j].ratio > 0) logsum += log(rs[j].ratio), timed++;
+        }
+        char ratio[32] = "-";
+        if (timed) snprintf(ratio, sizeof(ratio), "%.2fx", exp(logsum / timed));
+        printf("%-28s %6d %8d %9d %8d %12s\n", rs[k].op[0] ? rs[k].op : "?", tests, claimed, compiled, correct, ratio);
+        k = j;
+    }
+}
+
+static int cmp_result(const void *a, const void *b) {
+    const result *x = a, *y = b;
+    int c = strcmp(x->op, y->op);
+    return c ? c : strcmp(x->test, y->test);
+}
+
+static const char *const help =
+    "usage: seam backend-check --target T [options]\n\n"
+    "Runs every ONNX backend node test through target T (a rules file, a built-in\n"
+    "target, or a plug-in: --backend-lib X.so --target NAME): each test's nodes\n"
+    "that T supports are placed on it; the session must compile, run and match the\n"
+    "test's expected outputs (or, where seam's CPU kernels miss them too, the CPU\n"
+    "kernels' outputs). Prints a table per op and every claimed test that failed;\n"
+    "exits 1 when one did (compile failed, run failed, wrong, crashed, timed out).\n\n"
+    "  --node-tests DIR      the node tests (default " NODE_TESTS ")\n"
+    "  -k PATTERN            only tests whose name contains PATTERN (or matches it,\n"
+    "                        with * ? [); repeatable\n"
+    "  --repeat N            time N runs of each correct test on T and on the CPU\n"
+    "                        kernels (default 5; 0: no timing)\n"
+    "  --timeout S           a test running over S seconds fails (default 60)\n"
+    "  --json FILE           a record per test\n"
+    "  --target-option OPT   an option for T's compiler (repeatable)\n"
+    "  --backend-lib PATH    load a backend from a shared library\n";
+
+int cmd_backend_check(int argc, char **argv) {
+    cli_targets tg;
+    targets_init(&tg);
+    const char *dir = NODE_TESTS, *json = NULL;
+    char *pats[MAX_K];
+    int n_pats = 0, repeat = 5, timeout = 60, rc = CLI_OK;
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        int tr = targets_option(&tg, "backend-check", argc, argv, &k);
+        if (tr == 1) continue;
+        if (tr) return targets_free(&tg), CLI_USAGE;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return targets_free(&tg), CLI_OK;
+        }
+        bool has = k + 1 < argc;
+        if (!strcmp(a, "--node-tests") && has) dir = argv[++k];
+        else if (!strcmp(a, "--json") && has) json = argv[++k];
+        else if (!strcmp(a, "-k") && has && n_pats < MAX_K) pats[n_pats++] = argv[++k];
+        else if ((!strcmp(a, "--repeat") || !strcmp(a, "--timeout")) && has) {
+            char *end;
+            long v = strtol(argv[++k], &end, 10);
+            if (*end || v < 0 || v > 3600 || (v == 0 && a[2] == 't'))
+                return targets_free(&tg), cli_usage("backend-check", "%s %s: a whole number (0 to 3600; --timeout at least 1)", a, argv[k]);
+            *(a[2] == 'r' ? &repeat : &timeout) = (int)v;
+        } else {
+            targets_free(&tg);
+            return cli_usage("backend-check", "unknown option or missing value '%s' (see --help)", a);
+        }
+    }
+    if (tg.n_paths != 1) return targets_free(&tg), cli_usage("backend-check", "give one --target to check (see --help)");
+    seam_context *ctx = NULL;
+    if (seam_context_create(&ctx)) return targets_free(&tg), CLI_BAD_INPUT;
+    if ((rc = targets_load(&tg, "backend-check", ctx))) goto done;
+    if (tg.opts.n_targets != 1 || !tg.list[0]) {
+        rc = cli_usage("backend-check", "--target %s: a target other than cpu to check", tg.paths[0]);
+        goto done;
+    }
+    bool listed = false; /* the session's backends: the target (a built-in one is in no list yet) */
+    for (int32_t k = 0; k < tg.n_avail; k++) listed |= tg.avail[k] == tg.list[0];
+    if (!listed) tg.avail[tg.n_avail++] = tg.list[0];
+    DIR *dd = opendir(dir);
+    if (!dd) {
+        fprintf(stderr, "seam backend-check: --node-tests %s: %s\n", dir, strerror(errno));
+        rc = CLI_BAD_INPUT;
+        goto done;
+    }
+    char **names = NULL;
+    int n_names = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(dd));) {
+        char p[1100];
+        snprintf(p, sizeof(p), "%s/%s/model.onnx", dir, e->d_name);
+        if (e->d_name[0] == '.' || !selected(e->d_name, pats, n_pats) || !exists(p)) continue;
+        if (n_names == cap) {
+            char **grown = realloc(names, sizeof(char *) * (size_t)(cap = cap ? 2 * cap : 256));
+            if (!grown) break;
+            names = grown;
+        }
+        if (!(names[n_names] = strdup(e->d_name))) break;
+        n_names++;
+    }
+    closedir(dd);
+    if (!n_names) {
+        fprintf(stderr, "seam backend-check: no node test in %s%s\n", dir, n_pats ? " matches -k" : "");
+        rc = n_pats ? CLI_USAGE : CLI_BAD_INPUT;
+        free(names);
+        goto done;
+    }
+    qsort(names, (size_t)n_names, sizeof(char *), cmp_str);
+    result *rs = calloc((size_t)n_names, sizeof(result));
+    int bad = 0;
+    double t0 = now_ms();
+    for (int k = 0; rs && k < n_names; k++) {
+        char p[1100];
+        snprintf(p, sizeof(p), "%s/%s", dir, names[k]);
+        snprintf(rs[k].test, sizeof(rs[k].test), "%s", names[k]);
+        run_child(ctx, &tg, p, repeat, timeout, &rs[k]);
+        if (!rs[k].op[0]) snprintf(rs[k].op, sizeof(rs[k].op), "(%s)", verdict_name[rs[k].v]);
+        bad += failed(rs[k].v);
+    }
+    if (rs) {
+        qsort(rs, (size_t)n_names, sizeof(result), cmp_result);
+        int claimed = 0, correct = 0;
+        for (int k = 0; k < n_names; k++) claimed += rs[k].v != V_UNCLAIMED && rs[k].v != V_SKIPPED, correct += rs[k].v == V_CORRECT;
+        printf("backend-check: target '%s', %d node tests from %s in %.1f s: %d claimed, %d correct, %d failed\n\n",
+               tg.list[0]->name, n_names, dir, (now_ms() - t0) / 1e3, claimed, correct, bad);
+        print_table(rs, n_names);
+        if (bad) printf("\nclaimed and failed:\n");
+        for (int k = 0; k < n_names; k++)
+            if (failed(rs[k].v)) printf("  %s (%s): %s: %s\n", rs[k].test, rs[k].op, verdict_name[rs[k].v], rs[k].msg);
+        if (json && write_json(json, tg.list[0]->name, rs, n_names)) rc = CLI_BAD_INPUT;
+        if (!rc && bad) rc = CLI_BAD_INPUT;
+    } else {
+        rc = CLI_BAD_INPUT;
+    }
+    for (int k = 0; k < n_names; k++) free(names[k]);
+    free(names);
+    free(rs);
+done:
+    targets_free(&tg);
+    seam_context_free(ctx);
+    return rc;
+}
