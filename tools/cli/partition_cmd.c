@@ -8,6 +8,7 @@
 #include "ir/ir.h"
 #include "seam_report.h"
 #include "targets.h"
+#include "what_if.h"
 
 /* Prints the plan (or its analysis) as `--json` shows it: one line. */
 static int print_json(const char *cmd, seam_context *ctx, const seam_plan *plan, const char *path, bool analysis) {
@@ -74,17 +75,29 @@ static int parse_common(const char *cmd, const char *help, int argc, char **argv
 }
 
 static const char *ANALYZE_HELP =
-    "usage: seam analyze MODEL --target T [--target T2 ...] [--json]\n"
+    "usage: seam analyze MODEL --target T [--target T2 ...] [--json] [--what-if]\n"
     "\n"
     "Reports which operations the targets support: supported and unsupported\n"
     "op types with counts, each unsupported node with the reason, and the\n"
-    "fraction supported.\n\n" TARGET_HELP;
+    "fraction supported.\n"
+    "\n"
+    "  --what-if             for each form of node the first target refuses (its op\n"
+    "                        and reason), the model partitioned again with that form\n"
+    "                        supported: device subgraphs, nodes on the target,\n"
+    "                        boundary bytes and estimated time, ranked by the time\n"
+    "\n" TARGET_HELP;
 
 int cmd_analyze(int argc, char **argv) {
     cli_targets t;
     targets_init(&t);
     const char *path = NULL;
-    bool as_json = false;
+    bool as_json = false, what_if = false;
+    for (int k = 1; k < argc; k++) /* analyze's own option, out of the shared ones' way */
+        if (!strcmp(argv[k], "--what-if")) {
+            what_if = true;
+            memmove(&argv[k], &argv[k + 1], sizeof(char *) * (size_t)(argc - k - 1));
+            argc--, k--;
+        }
     int rc = parse_common("analyze", ANALYZE_HELP, argc, argv, &t, &path, &as_json, NULL);
     if (rc) {
         targets_free(&t);
@@ -114,6 +127,10 @@ int cmd_analyze(int argc, char **argv) {
     o.placement = t.opts.placement;
     if ((st = seam_partition(m, &o, &plan))) {
         rc = cli_fail("analyze", ctx, st);
+        goto done;
+    }
+    if (what_if) {
+        rc = analyze_what_if(ctx, m, plan, &o, as_json);
         goto done;
     }
     int32_t nn = seam_plan_node_count(plan), supported, counted, ns = 0, nu = 0;
