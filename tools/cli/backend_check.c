@@ -211,7 +211,7 @@ static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int r
     memset(&d, 0, sizeof(d));
     r->v = V_SKIPPED;
     if (!read_data(ctx, dir, &d, err, sizeof(err))) {
-        snprintf(r->msg, sizeof(r->msg), "its data: %s", err);
+        snprintf(r->msg, sizeof(r->msg), "its data: %.580s", err);
         return free_data(&d);
     }
     seam_model *m = load(ctx, dir, &d, err, sizeof(err));
@@ -223,7 +223,7 @@ static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int r
     po.placement = SEAM_PLACEMENT_CAPABILITY;
     seam_plan *plan = NULL;
     if (seam_partition(m, &po, &plan)) {
-        snprintf(r->msg, sizeof(r->msg), "partition: %s", seam_context_last_error(ctx));
+        snprintf(r->msg, sizeof(r->msg), "partition: %.580s", seam_context_last_error(ctx));
         seam_model_free(m);
         return free_data(&d);
     }
@@ -242,7 +242,7 @@ static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int r
     seam_session_options so = {1, false, false, tg->avail, tg->n_avail, NULL, NULL};
     if (r->claimed && seam_plan_apply(m, plan, tg->opts.targets, tg->opts.n_targets, tg->target_options, tg->n_target_options)) {
         r->v = V_COMPILE;
-        snprintf(r->msg, sizeof(r->msg), "applying the plan: %s", seam_context_last_error(ctx));
+        snprintf(r->msg, sizeof(r->msg), "applying the plan: %.570s", seam_context_last_error(ctx));
     } else if (r->claimed && seam_session_create(m, &so, &s)) {
         r->v = V_COMPILE;
         snprintf(r->msg, sizeof(r->msg), "%s", seam_context_last_error(ctx));
@@ -271,7 +271,7 @@ static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int r
             seam_tensor_view got;
             if (seam_session_output(s, k, &got)) {
                 r->v = V_RUN;
-                snprintf(r->msg, sizeof(r->msg), "output %d: %s", k, seam_context_last_error(ctx));
+                snprintf(r->msg, sizeof(r->msg), "output %d: %.580s", k, seam_context_last_error(ctx));
                 break;
             }
             const seam_tensor *w = &d.want[k];
