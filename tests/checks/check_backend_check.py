@@ -4,8 +4,8 @@ usage: python3 check_backend_check.py SEAM TOY_SO WORKDIR [--dnnl] [-k PATTERN]
 
 The toy plug-in (tests/plugin/toy_backend.c) claims Relu, Add, Mul and
 Sigmoid; it cannot compile Sigmoid or a broadcasting Add, and its target
-option defect=wrong_relu|crash|hang plants a wrong Relu, an abort and a
-hang in its run. Against Debian's ONNX node tests:
+option defect=wrong_relu|crash|hang|racy plants a wrong Relu, an abort, a
+hang and a run through a buffer all its programs share in its run. Against Debian's ONNX node tests:
   clean    Relu and Mul tests: every claimed test correct, exit 0, the
            table's Relu row '1 1 1 1', the JSON a record per test;
   compile  Sigmoid and the broadcasting Add: 'compile failed' naming the
@@ -15,6 +15,9 @@ hang in its run. Against Debian's ONNX node tests:
   crash    defect=crash: 'crashed' (signal 6) with the op named, and
            backend-check itself goes on to the next test, exit 1;
   hang     defect=hang with --timeout 1: 'timed out', exit 1;
+  threads  defect=racy: two sessions run at once on two threads give an
+           output the single run did not: 'wrong', exit 1 (and --no-threads
+           skips that run);
   usage    no --target, a bad --repeat, a -k that selects nothing: exit 2;
            a missing --node-tests folder: exit 1;
   dnnl     (--dnnl) oneDNN on Relu, Add, Conv with constant weights and
@@ -89,6 +92,13 @@ if check.selected("crash"):
     check.expect(r.returncode == 1 and "test_relu (Relu): crashed: killed by signal 6" in r.stdout
                  and "test_mul_example (Mul): crashed" in r.stdout,
                  f"crash: each crash a verdict with its op, the check goes on, exit {r.returncode}", r.stdout[-800:] + r.stderr)
+
+if check.selected("threads"):  # a run that is not safe on two compiled handles at once
+    r = run(*toy, "-k", "test_relu", "--target-option", "defect=racy")
+    check.expect(r.returncode == 1 and "test_relu (Relu): wrong: two sessions run at once on two threads" in r.stdout,
+                 f"threads: a racy run is caught, exit {r.returncode}", r.stdout[-600:])
+    r = run(*toy, "-k", "test_relu", "--target-option", "defect=racy", "--no-threads")
+    check.expect(r.returncode == 0, f"threads: --no-threads skips that run, exit {r.returncode}", r.stdout[-400:])
 
 if check.selected("hang"):
     r = run(*toy, "-k", "test_relu", "--target-option", "defect=hang", "--timeout", "1")

@@ -9,9 +9,11 @@
  * turns the subgraph into a list of steps over numbered buffers; run()
  * interprets it.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "seam_backend.h"
@@ -29,7 +31,8 @@ typedef struct program {
     step *steps;
     int *in_buf, *out_buf;
     float **mem;      /* the device's memory, one buffer per value */
-    int defect;       /* planted for seam backend-check's tests: 'w' Relu computed wrong, 'c' a crash, 'h' a hang */
+    int defect;       /* planted for seam backend-check's tests: 'w' Relu computed wrong, 'c' a crash, 'h' a hang,
+                         'r' a run through one buffer shared by every program (racy on two threads) */
     char log[160];    /* the compile log */
 } program;
 
@@ -69,8 +72,9 @@ static void *toy_compile(void *ctx, const seam_subgraph_view *sg, const char *co
     (void)ctx;
     int defect = 0;
     for (int32_t k = 0; k < n_options; k++) /* target options arrive untouched */
-        if (!strcmp(options[k], "defect=wrong_relu") || !strcmp(options[k], "defect=crash") || !strcmp(options[k], "defect=hang"))
-            defect = options[k][7] == 'w' ? 'w' : options[k][7] == 'c' ? 'c' : 'h';
+        if (!strcmp(options[k], "defect=wrong_relu") || !strcmp(options[k], "defect=crash") || !strcmp(options[k], "defect=hang") ||
+            !strcmp(options[k], "defect=racy"))
+            defect = options[k][7] == 'w' ? 'w' : options[k][7] == 'c' ? 'c' : options[k][7] == 'h' ? 'h' : 'r';
         else if (!strcmp(options[k], "fail=1")) {
             snprintf(err, err_size, "toy was told to fail by the target option fail=1");
             return NULL;
@@ -153,7 +157,22 @@ static seam_status toy_run(void *ctx, void *compiled, const seam_tensor_view *in
             y[e] = s->op == 'r' ? (u < 0 && p->defect != 'w' ? 0 : u) : s->op == 'a' ? u + v : u * v;
         }
     }
-    for (int k = 0; k < n_outputs; k++) memcpy(outputs[k].data, p->mem[p->out_buf[k]], outputs[k].nbytes);
+    for (int k = 0; k < n_outputs; k++) {
+        if (p->defect == 'r') { /* through a scratch buffer every program shares, slowly: a mark added and taken
+                                  * off again, which another thread's copy in between doubles */
+            static float shared[1 << 16];
+            struct timespec pause = {0, 200000};
+            size_t n = outputs[k].nbytes < sizeof(shared) ? outputs[k].nbytes : sizeof(shared);
+            memcpy(shared, p->mem[p->out_buf[k]], n);
+            shared[0] += 1000.0f;
+            nanosleep(&pause, NULL);
+            shared[0] -= 1000.0f;
+            nanosleep(&pause, NULL);
+            memcpy(outputs[k].data, shared, n);
+            continue;
+        }
+        memcpy(outputs[k].data, p->mem[p->out_buf[k]], outputs[k].nbytes);
+    }
     return SEAM_STATUS_OK;
 }
 

@@ -15,7 +15,10 @@
  *      within rtol 1e-3, atol 1e-7, the ONNX backend tests' tolerance;
  *      the rest exactly), or, where seam's CPU kernels miss those too, the
  *      CPU kernels' outputs: else "wrong";
- *   4. the target's time against the CPU kernels' (medians of --repeat).
+ *   4. two sessions of it (two contexts) run at once on two threads, 40
+ *      runs each, every output equal to the single run's: a backend's run
+ *      must be safe on two compiled handles at once (else "wrong");
+ *   5. the target's time against the CPU kernels' (medians of --repeat).
  *
  * Prints a table per op (tests, claimed, compiled, correct, the time
  * ratio's geometric mean), then every claimed test that failed, and with
@@ -27,6 +30,7 @@
 #include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +50,8 @@
 #define NODE_TESTS "/usr/share/libonnx-testdata/data/node"
 #define MAX_IO 32
 #define MAX_K 64
+
+static bool g_threads = true; /* --no-threads turns the two-thread run off */
 
 typedef enum verdict { V_UNCLAIMED, V_CORRECT, V_SKIPPED, V_COMPILE, V_RUN, V_WRONG, V_CRASH, V_TIMEOUT } verdict;
 static const char *const verdict_name[] = {"unclaimed", "correct", "skipped", "compile failed",
@@ -202,6 +208,80 @@ static seam_session *cpu_session(seam_context *ctx, const char *dir, const test_
     return s;
 }
 
+/* A second session of the test on a context of its own (seam's rule: a
+ * context, its models and sessions per thread), placed as the first. */
+static seam_session *target_session(cli_targets *tg, const char *dir, const test_data *d, seam_context **ctx_out,
+                                    seam_model **m_out) {
+    char err[512];
+    seam_context *ctx = NULL;
+    seam_model *m = NULL;
+    seam_plan *plan = NULL;
+    seam_session *s = NULL;
+    seam_partition_options po = tg->opts;
+    po.placement = SEAM_PLACEMENT_CAPABILITY;
+    seam_session_options so = {1, false, false, tg->avail, tg->n_avail, NULL, NULL};
+    bool ok = !seam_context_create(&ctx) && (m = load(ctx, dir, d, err, sizeof(err))) && !seam_partition(m, &po, &plan) &&
+              !seam_plan_apply(m, plan, tg->opts.targets, tg->opts.n_targets, tg->target_options, tg->n_target_options) &&
+              !seam_session_create(m, &so, &s) && feed(s, m, d);
+    seam_plan_free(plan);
+    if (!ok) {
+        seam_session_free(s), seam_model_free(m), seam_context_free(ctx);
+        return NULL;
+    }
+    *ctx_out = ctx, *m_out = m;
+    return s;
+}
+
+/* Two sessions of one backend run at once on two threads (the ABI lets
+ * run be called concurrently on different compiled handles): each run's
+ * first output must equal the one the test's single run gave. */
+typedef struct racer {
+    seam_session *s;
+    const void *want;
+    size_t nbytes;
+    int runs, bad; /* bad: the run (from 1) that differed, -1 one that failed */
+} racer;
+
+static void *race(void *p) {
+    racer *r = p;
+    for (int k = 0; k < r->runs && !r->bad; k++) {
+        seam_tensor_view v;
+        if (seam_session_run(r->s) || seam_session_output(r->s, 0, &v)) r->bad = -1;
+        else if (v.nbytes != r->nbytes || memcmp(v.data, r->want, r->nbytes)) r->bad = k + 1;
+    }
+    return NULL;
+}
+
+static void check_threads(cli_targets *tg, const char *dir, const test_data *d, seam_session *s, result *r) {
+    seam_tensor_view first;
+    if (seam_session_output(s, 0, &first)) return;
+    void *want = malloc(first.nbytes + 1);
+    seam_context *c2 = NULL;
+    seam_model *m2 = NULL;
+    seam_session *s2 = want ? target_session(tg, dir, d, &c2, &m2) : NULL;
+    if (!s2) {
+        free(want);
+        return; /* (the single session ran: nothing to race) */
+    }
+    memcpy(want, first.data, first.nbytes);
+    racer a = {s, want, first.nbytes, 40, 0}, b = {s2, want, first.nbytes, 40, 0};
+    pthread_t th;
+    if (pthread_create(&th, NULL, race, &b) == 0) {
+        race(&a);
+        pthread_join(th, NULL);
+        int bad = a.bad ? a.bad : b.bad;
+        if (bad) {
+            r->v = bad < 0 ? V_RUN : V_WRONG;
+            snprintf(r->msg, sizeof(r->msg), bad < 0 ? "two sessions run at once on two threads: a run failed"
+                                                     : "two sessions run at once on two threads: run %d's output differs from "
+                                                       "the single run's (a backend's run must be safe on two compiled "
+                                                       "handles at once)", bad);
+        }
+    }
+    seam_session_free(s2), seam_model_free(m2), seam_context_free(c2);
+    free(want);
+}
+
 /* One test, in the child: its verdict and numbers into r; what it knows
  * after partitioning also goes to fd at once (the op and the claim, for a
  * crash or hang that follows). */
@@ -287,6 +367,7 @@ static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int r
             r->v = V_WRONG;
             snprintf(r->msg, sizeof(r->msg), "%s", err);
         }
+        if (r->v == V_CORRECT && g_threads) check_threads(tg, dir, &d, s, r);
         if (r->v == V_CORRECT && repeat > 0) {
             if (!cs) cs = cpu_session(ctx, dir, &d, &cm);
             double tt = median_ms(s, repeat), tc = cs ? median_ms(cs, repeat) : -1;
@@ -427,6 +508,8 @@ static const char *const help =
     "                        kernels (default 5; 0: no timing)\n"
     "  --timeout S           a test running over S seconds fails (default 60)\n"
     "  --json FILE           a record per test\n"
+    "  --no-threads          skip the run of two sessions at once on two threads\n"
+    "                        (each correct test's, 40 runs each, outputs compared)\n"
     "  --target-option OPT   an option for T's compiler (repeatable)\n"
     "  --backend-lib PATH    load a backend from a shared library\n";
 
@@ -448,6 +531,7 @@ int cmd_backend_check(int argc, char **argv) {
         bool has = k + 1 < argc;
         if (!strcmp(a, "--node-tests") && has) dir = argv[++k];
         else if (!strcmp(a, "--json") && has) json = argv[++k];
+        else if (!strcmp(a, "--no-threads")) g_threads = false;
         else if (!strcmp(a, "-k") && has && n_pats < MAX_K) pats[n_pats++] = argv[++k];
         else if ((!strcmp(a, "--repeat") || !strcmp(a, "--timeout")) && has) {
             char *end;
