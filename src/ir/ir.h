@@ -184,6 +184,13 @@ typedef struct ir_node {
     bool name_generated;     /* the file had no name; `name` is seam's */
 } ir_node;
 
+/* Whether the node has a body (a graph attribute: If, Loop, Scan). */
+static inline bool ir_node_has_body(const ir_node *n) {
+    for (int32_t a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return true;
+    return false;
+}
+
 /* The node's implicit inputs (n_implicit of them): inputs[n_inputs ...],
  * so inputs[k] for k < n_inputs + n_implicit walks both. */
 static inline const int32_t *ir_node_implicit(const ir_node *n) { return n->inputs + n->n_inputs; }

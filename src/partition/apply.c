@@ -31,12 +31,6 @@ const char *seam_rules_source(const seam_backend *b);
 
 static seam_status oom(seam_context *ctx) { return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory"); }
 
-static bool has_body(const ir_node *n) {
-    for (int32_t a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return true;
-    return false;
-}
-
 /* Sets body graphs of a copied node to point at their new parent. */
 static void reparent(ir_node *n, ir_graph *parent) {
     for (int32_t a = 0; a < n->n_attrs; a++) {
@@ -291,7 +285,7 @@ static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const
     if (!ins || !outs) return oom(ctx);
     for (int32_t k = 0; k < sg->n_nodes; k++) {
         const ir_node *n = &g->nodes[sg->nodes[k]];
-        if (has_body(n))
+        if (ir_node_has_body(n))
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED,
                               "%s: a node with a body (If/Loop/Scan) cannot go into a device subgraph yet; pin it to cpu",
                               ir_node_label(g, sg->nodes[k], lab, sizeof(lab)));
@@ -421,7 +415,7 @@ seam_status seam_plan_apply(seam_model *m, const seam_plan *plan, const seam_bac
     const char **rest = calloc((size_t)n_options + 1, sizeof(char *));
     if (!rest) return oom(ctx);
     for (int32_t i = 0; i < g->n_nodes && n_options > 0; i++)
-        if (has_body(&g->nodes[i])) { /* inference at a bucket's shapes would write into the shared bodies */
+        if (ir_node_has_body(&g->nodes[i])) { /* inference at a bucket's shapes would write into the shared bodies */
             for (int32_t k = 0; k < n_options; k++)
                 if (!strncmp(options[k], "seam.bucket=", 12)) {
                     free(rest);

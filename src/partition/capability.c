@@ -116,9 +116,7 @@ seam_status partition_support(partitioner *pr) {
         /* a node with a body: plan_apply cannot put one in a device
          * subgraph yet (seam backend-check found a rules target given Scan,
          * and the session then refused) */
-        bool body = false;
-        for (int32_t k = 0; k < n->n_attrs && !host_only && !body; k++)
-            body = n->attrs[k].kind == IR_ATTR_GRAPH || n->attrs[k].kind == IR_ATTR_GRAPHS;
+        bool body = !host_only && ir_node_has_body(n);
         if (body) {
             off += (size_t)snprintf(detail, sizeof(detail), "a node with a body (If/Loop/Scan); only the CPU runs those");
         } else if (host_only) {

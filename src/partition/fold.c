@@ -30,8 +30,7 @@ static bool foldable(const ir_graph *g, const ir_node *n) {
     const ir_value *v = &g->values[n->outputs[0]];
     if (!v->konst || (v->flags & IR_VALUE_OUTPUT) || v->konst->dtype == SEAM_DTYPE_STRING) return false;
     if (strcmp(n->op_type, "Constant") == 0 && !n->domain[0]) return false;
-    for (int32_t a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return false;
+    if (ir_node_has_body(n)) return false;
     /* random generators are not constants, whatever inference says */
     return strncmp(n->op_type, "Random", 6) != 0 && strcmp(n->op_type, "Bernoulli") != 0;
 }

@@ -44,9 +44,7 @@ static bool never_computed(const ir_node *n) {
     if (n->domain[0] || !strncmp(n->op_type, "Random", 6)) return true;
     for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
         if (!strcmp(n->op_type, ops[k])) return true;
-    for (int32_t a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].kind == IR_ATTR_GRAPH || n->attrs[a].kind == IR_ATTR_GRAPHS) return true;
-    return false;
+    return ir_node_has_body(n);
 }
 
 /* Whether node n is to be computed: its inputs all have content, some

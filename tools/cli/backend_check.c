@@ -42,7 +42,6 @@
 
 #include "cli.h"
 #include "ir/ir.h"
-#include "onnx/onnx.h"
 #include "run.h"
 #include "seam_partition.h"
 #include "targets.h"
@@ -64,17 +63,6 @@ typedef struct result {
     double ratio; /* target / CPU time; 0 when not timed */
     char msg[600];
 } result;
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static bool exists(const char *p) {
     struct stat sb;
@@ -185,11 +173,11 @@ static double median_ms(seam_session *s, int repeat) {
     double t[64];
     if (repeat > 64) repeat = 64;
     for (int k = 0; k < repeat; k++) {
-        double t0 = now_ms();
+        double t0 = cli_now_ms();
         if (seam_session_run(s)) return -1;
-        t[k] = now_ms() - t0;
+        t[k] = cli_now_ms() - t0;
     }
-    qsort(t, (size_t)repeat, sizeof(double), cmp_double);
+    qsort(t, (size_t)repeat, sizeof(double), cli_cmp_double);
     return t[repeat / 2];
 }
 
@@ -585,7 +573,7 @@ int cmd_backend_check(int argc, char **argv) {
     qsort(names, (size_t)n_names, sizeof(char *), cmp_str);
     result *rs = calloc((size_t)n_names, sizeof(result));
     int bad = 0;
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     for (int k = 0; rs && k < n_names; k++) {
         char p[1100];
         snprintf(p, sizeof(p), "%s/%s", dir, names[k]);
@@ -599,7 +587,7 @@ int cmd_backend_check(int argc, char **argv) {
         int claimed = 0, correct = 0;
         for (int k = 0; k < n_names; k++) claimed += rs[k].v != V_UNCLAIMED && rs[k].v != V_SKIPPED, correct += rs[k].v == V_CORRECT;
         printf("backend-check: target '%s', %d node tests from %s in %.1f s: %d claimed, %d correct, %d failed\n\n",
-               tg.list[0]->name, n_names, dir, (now_ms() - t0) / 1e3, claimed, correct, bad);
+               tg.list[0]->name, n_names, dir, (cli_now_ms() - t0) / 1e3, claimed, correct, bad);
         print_table(rs, n_names);
         if (bad) printf("\nclaimed and failed:\n");
         for (int k = 0; k < n_names; k++)

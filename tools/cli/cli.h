@@ -28,6 +28,10 @@ int cli_set_shape(const char *cmd, seam_context *ctx, seam_model *m, const char 
  * overwrite the input model). */
 bool cli_same_file(const char *a, const char *b);
 
+/* A monotonic clock in milliseconds, and qsort's order of doubles. */
+double cli_now_ms(void);
+int cli_cmp_double(const void *a, const void *b);
+
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

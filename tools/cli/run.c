@@ -73,12 +73,6 @@ typedef struct named {
 
 #define MAX_NAMED 64
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* The session's log: all of it with --compile-log; otherwise its "slow:"
  * lines (a backend took a slower path than asked), unless --quiet. */
 static void print_session_log(const char *log, bool all, bool quiet) {
@@ -89,11 +83,6 @@ static void print_session_log(const char *log, bool all, bool quiet) {
         if (all || (slow && !quiet)) fprintf(stderr, "seam: %.*s\n", len, p);
         p += len + (nl ? 1 : 0);
     }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static bool split_named(const char *arg, named *out) {
@@ -246,9 +235,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
 /* Loads the model, applies --shape, and checks that every --input names
  * one of its inputs. */
 static int run_load(const run_opts *o, run_state *r) {
-    r->t_load = now_ms();
+    r->t_load = cli_now_ms();
     seam_status st = seam_model_load(r->ctx, o->path, &r->m);
-    r->t_load = now_ms() - r->t_load;
+    r->t_load = cli_now_ms() - r->t_load;
     if (st) return cli_fail("run", r->ctx, st);
     const ir_graph *g = r->g = r->m->graph;
     int rc;
@@ -381,7 +370,7 @@ static int run_session(run_opts *o, run_state *r) {
     bool profile = o->report || o->html || o->trace || o->workdir;
     seam_session_options opts = {o->threads, profile, o->dynamic_batch, tg->avail, tg->n_avail, NULL, NULL};
     if (isatty(2)) opts.progress = show_progress; /* only on a terminal */
-    r->t_session = now_ms();
+    r->t_session = cli_now_ms();
     r->t_partition = r->t_session - r->t_partition;
     /* the options were checked above: a session or a run that fails is the
      * model's or the data's fault, bad input (exit 1) */
@@ -390,7 +379,7 @@ static int run_session(run_opts *o, run_state *r) {
         cli_fail("run", r->ctx, st);
         return CLI_BAD_INPUT;
     }
-    r->t_session = now_ms() - r->t_session;
+    r->t_session = cli_now_ms() - r->t_session;
     print_session_log(seam_session_log(r->s), o->compile_log, o->quiet);
     r->log_seen = strlen(seam_session_log(r->s)); /* runs may add lines (a shape compiled, or not) */
     return CLI_OK;
@@ -461,12 +450,12 @@ static int run_timed(const run_opts *o, run_state *r) {
     double *times = malloc(sizeof(double) * (size_t)repeat);
     if (!times) return RUN_STOP;
     for (int k = 0; k < repeat && !st; k++) {
-        double t0 = now_ms();
+        double t0 = cli_now_ms();
         st = seam_session_run(r->s);
-        times[k] = now_ms() - t0;
+        times[k] = cli_now_ms() - t0;
     }
     if (!st) {
-        qsort(times, (size_t)repeat, sizeof(double), cmp_double);
+        qsort(times, (size_t)repeat, sizeof(double), cli_cmp_double);
         printf("%s: median %.3f ms, min %.3f ms over %d runs\n", o->path, times[repeat / 2], times[0], repeat);
         printf("%s: ready in %.1f ms: loading %.1f ms, partitioning %.1f ms, session (backend compiles, memory plan) %.1f ms\n",
                o->path, r->t_load + r->t_partition + r->t_session, r->t_load, r->t_partition, r->t_session);
@@ -537,7 +526,7 @@ static int run_steps(run_opts *o, run_state *r) {
     int rc;
     if (seam_context_create(&r->ctx)) return CLI_BAD_INPUT;
     if ((rc = run_load(o, r)) || (rc = run_read_inputs(o, r))) return rc;
-    r->t_partition = now_ms();
+    r->t_partition = cli_now_ms();
     if ((rc = run_partition(o, r)) || (rc = run_session(o, r)) || (rc = run_feed(o, r)) || (rc = run_timed(o, r)) ||
         (rc = run_results(o, r)))
         return rc;
