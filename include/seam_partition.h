@@ -172,6 +172,7 @@ typedef enum seam_reason {
     SEAM_REASON_CONSTANT,          /* a constant: computed once, in no subgraph */
     SEAM_REASON_USER,              /* the caller's assignment */
     SEAM_REASON_COST,              /* supported, but cheaper on the CPU (the cost model's numbers in detail) */
+    SEAM_REASON_UNIT,              /* a member of a QDQ unit, placed with the unit (detail: which and why) */
 } seam_reason;
 
 /* The word plans use for a reason in their JSON ("supported", "cpu_ops",

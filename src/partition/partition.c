@@ -146,7 +146,8 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_status st = check_options(m->ctx, opts);
     if (st) return st;
     const ir_graph *g = m->graph;
-    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}, false};
+    partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}, false,
+                      0, NULL, NULL};
     pr.supported_by = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
     pr.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
     if (!pr.p || !pr.supported_by || !pr.pinned) {
@@ -159,6 +160,8 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_phase(m->ctx, "partition: support");
     if ((st = partition_check_min_support(&pr))) goto done;
     if ((st = partition_assign(&pr))) goto done;
+    if ((st = partition_units_find(&pr))) goto done;
+    partition_units_assign(&pr);
     seam_phase(m->ctx, "partition: assign");
     if ((st = plan_group(m->ctx, pr.p))) goto done;
     seam_phase(m->ctx, "partition: group");
@@ -175,6 +178,8 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
 done:
     free(pr.supported_by);
     free(pr.pinned);
+    free(pr.unit_start);
+    free(pr.unit_member);
     cost_model_free(&pr.cm);
     if (st) {
         seam_plan_free(pr.p);

@@ -94,4 +94,13 @@ void plan_set_constant(seam_plan *plan, int32_t i);
 void plan_note(seam_plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 seam_plan *plan_new(const struct seam_model *m, int32_t n_targets);
 
+/* The most members a QDQ unit left as nodes may have. */
+#define QDQ_UNIT_MAX 16
+/* Whether node i is the op of a QDQ unit left as nodes (units.c): its
+ * float inputs all DequantizeLinear outputs, its output read only by
+ * QuantizeLinear nodes (through one Relu or Clip at most). Fills out (cap
+ * entries at least 4) with the op, its DQs, the Relu and the Qs; returns
+ * how many (0: not a unit, or more than cap members). */
+int32_t qdq_unit_members(const ir_graph *g, int32_t i, int32_t *out, int32_t cap);
+
 #endif

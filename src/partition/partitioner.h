@@ -17,6 +17,10 @@ typedef struct partitioner {
     bool *pinned;
     cost_model cm;        /* made once support is known (cost.c) */
     bool estimated;       /* p->est and the subgraphs' estimates describe the plan as it is */
+    /* QDQ units left as nodes (units.c): unit u's members are
+     * unit_member[unit_start[u] .. unit_start[u + 1]), its op first */
+    int32_t n_units;
+    int32_t *unit_start, *unit_member;
 } partitioner;
 
 /* A copy of s in the plan's arena (NULL when out of memory). */
@@ -35,6 +39,15 @@ seam_status partition_smooth(partitioner *pr);
 seam_status partition_place_by_cost(partitioner *pr);
 /* The cost model's estimate of the final plan (after the constraints). */
 void partition_estimate_final(partitioner *pr);
+
+/* QDQ units kept whole (units.c). find: after support, lists them;
+ * assign: after the pins, each unit to its op's target (or a pinned
+ * member's, or the CPU where that target refuses a member), members
+ * moved saying why; close: the same on a search's target array, returning
+ * how many entries changed. */
+seam_status partition_units_find(partitioner *pr);
+void partition_units_assign(partitioner *pr);
+int32_t partition_units_close(const partitioner *pr, int32_t *t);
 
 /* Step 1b (constraints.c): an error when fewer nodes than min_support are
  * supported. */

@@ -112,6 +112,7 @@ static bool smooth(partitioner *pr) {
             }
         }
     }
+    if (changed) partition_units_close(pr, p->node_target); /* a unit goes whole */
     return changed;
 }
 
@@ -157,10 +158,12 @@ static void set_cpu_by_cost(partitioner *pr, int32_t i, const char *detail) {
     pr->p->detail[i] = detail;
 }
 
-/* Applies targets (capability target or CPU per movable node) and regroups;
- * returns the plan's cost, or -1 when out of memory. */
-static double try_targets(partitioner *pr, const cost_model *cm, const int32_t *targets) {
+/* Applies targets (capability target or CPU per movable node), each QDQ
+ * unit made whole in them first, and regroups; returns the plan's cost,
+ * or -1 when out of memory. */
+static double try_targets(partitioner *pr, const cost_model *cm, int32_t *targets) {
     seam_plan *p = pr->p;
+    partition_units_close(pr, targets);
     memcpy(p->node_target, targets, sizeof(int32_t) * (size_t)p->n_nodes);
     if (plan_group(pr->ctx, p)) return -1;
     return cost_plan(cm, p, false);

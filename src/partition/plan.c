@@ -120,6 +120,7 @@ const char *seam_reason_name(seam_reason r) {
     case SEAM_REASON_CONSTANT: return "constant";
     case SEAM_REASON_USER: return "user";
     case SEAM_REASON_COST: return "cost";
+    case SEAM_REASON_UNIT: return "qdq_unit";
     }
     return "?";
 }

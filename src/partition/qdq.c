@@ -40,6 +40,7 @@
 #include "ir/ir.h"
 #include "ops/attr.h"
 #include "ops/ops.h"
+#include "partition/partition.h"
 #include "seam_backend.h"
 
 static bool is_std(const ir_node *n, const char *op) { return !n->domain[0] && !strcmp(n->op_type, op); }
@@ -530,6 +531,64 @@ static bool scalar_zero_point(qdq_state *S, int32_t i) {
     return true;
 }
 
+/* A DequantizeLinear of a computed value read by a QDQ unit left as nodes
+ * (partition/units.c) and by other nodes too gets a copy for each such
+ * unit (named after it, "<dq>_copy<k>"), so that every unit owns its DQs
+ * and placement can put the unit whole wherever it goes, with the 8-bit
+ * value crossing between subgraphs instead of the float one (issue 27). A
+ * non-unit reader, or the first reader when all are units, keeps the
+ * original. Returns the copies made, or -1 when out of memory. */
+static int32_t split_shared_dqs(qdq_state *S) {
+    ir_graph *g = S->g;
+    seam_arena *a = &S->m->arena;
+    int32_t n0 = g->n_nodes, made = 0, mem[QDQ_UNIT_MAX];
+    for (int32_t i = 0; i < n0; i++) {
+        const ir_node *d = &g->nodes[i];
+        if (!is_std(d, "DequantizeLinear") || d->n_inputs < 1 || d->inputs[0] < 0 || d->n_outputs != 1 ||
+            d->outputs[0] < 0 || (g->values[d->inputs[0]].flags & IR_VALUE_INIT))
+            continue;
+        int32_t y = d->outputs[0], nc = g->values[y].n_consumers;
+        if (nc < 2) continue;
+        int32_t keep = -1, units = 0;
+        for (int32_t c = 0; c < nc; c++) {
+            int32_t r = g->values[y].consumers[c];
+            bool unit = qdq_unit_members(g, r, mem, QDQ_UNIT_MAX) > 0;
+            units += unit;
+            if (!unit && keep < 0) keep = r;
+        }
+        if (!units || (units == 1 && keep < 0)) continue;
+        if (keep < 0) keep = g->values[y].consumers[0];
+        for (int32_t c = 0; c < g->values[y].n_consumers; c++) {
+            int32_t r = g->values[y].consumers[c];
+            bool done = r == keep;
+            for (int32_t e = 0; e < c && !done; e++) done = g->values[y].consumers[e] == r; /* (one node, two inputs) */
+            if (done || !qdq_unit_members(g, r, mem, QDQ_UNIT_MAX)) continue;
+            const ir_value *yv = &g->values[y];
+            int32_t nv = new_value(S, yv->name, "_copy", yv->type.elem, yv->type.rank, yv->type.dims);
+            if (nv < 0) return -1;
+            g->values[nv].type.kind = g->values[y].type.kind;
+            int32_t j = ir_graph_add_node(g);
+            if (j < 0) return -1;
+            d = &g->nodes[i]; /* (the node array may have moved) */
+            char name[300];
+            snprintf(name, sizeof(name), "%s_copy%d", d->name ? d->name : "DequantizeLinear", ++made);
+            int32_t *ins = seam_arena_memdup(a, d->inputs, sizeof(int32_t) * (size_t)(d->n_inputs + d->n_implicit));
+            int32_t *outs = seam_arena_alloc(a, sizeof(int32_t) * 2);
+            char *nm = seam_arena_strdup(a, name);
+            ir_node *r_node = &g->nodes[r];
+            int32_t *rin = seam_arena_memdup(a, r_node->inputs, sizeof(int32_t) * (size_t)(r_node->n_inputs + r_node->n_implicit));
+            if (!ins || !outs || !nm || !rin) return -1;
+            g->nodes[j] = *d;
+            g->nodes[j].name = nm, g->nodes[j].inputs = ins, g->nodes[j].outputs = outs;
+            outs[0] = nv;
+            for (int32_t k = 0; k < r_node->n_inputs; k++)
+                if (rin[k] == y) rin[k] = nv;
+            r_node->inputs = rin;
+        }
+    }
+    return made;
+}
+
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* The members that left the graph, for pins that name them. */
@@ -606,7 +665,14 @@ seam_status seam_model_fuse_qdq(seam_model *m, uint32_t flags, seam_qdq_stats *s
     int32_t scalars = 0;
     for (int32_t i = 0; (flags & SEAM_QDQ_UNITS) && i < g->n_nodes; i++) scalars += scalar_zero_point(&S, i);
     if ((st = append_inits(&S))) goto done;
-    if (S.st.conv_units + S.st.matmul_units + S.st.gemm_units + S.st.dq_folded + scalars) st = ir_graph_link(m->ctx, g);
+    if (S.st.conv_units + S.st.matmul_units + S.st.gemm_units + S.st.dq_folded + scalars && (st = ir_graph_link(m->ctx, g)))
+        goto done;
+    if (flags & SEAM_QDQ_UNITS) {
+        int32_t copies = split_shared_dqs(&S);
+        if (copies < 0) st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        else if (copies) st = ir_graph_link(m->ctx, g);
+        if (st) goto done;
+    }
     if ((st = keep_members(&S))) goto done;
 done:
     free(S.dead);

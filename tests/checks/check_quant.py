@@ -372,7 +372,7 @@ def unit_problems(m, plan):
     return bad, stats
 
 
-def check_plan(name, model_path, placement, extra=(), known=None):
+def check_plan(name, model_path, placement, extra=()):
     label = f"{name} plan ({placement}{''.join(' ' + e for e in extra)}" + \
         (", ONEDNN_MAX_CPU_ISA=AVX2)" if os.environ.get("ONEDNN_MAX_CPU_ISA") else ")")
     r = run("partition", model_path, "--target", "dnnl", "--json", "--placement", placement, *extra)
@@ -385,12 +385,6 @@ def check_plan(name, model_path, placement, extra=(), known=None):
             f"absorbed because the plan no longer lists them), {st['offloaded']} on dnnl")
     if not st["rewritten"] and not st["offloaded"]:
         check.ok(f"{label}: skipped: no unit rewritten or placed off the CPU ({what})")
-        return plan
-    # a gap the issue's note names, said and not failed: the split units
-    # are all ones seam does not make into one node (Add, Mul, pools, Gemm)
-    split_ops = [re.search(r"^unit .*? \((\w+), ", b) for b in bad]
-    if bad and known and all(m_ and m_.group(1) not in ("Conv", "MatMul") for m_ in split_ops):
-        check.ok(f"{label}: KNOWN GAP ({known}): " + "; ".join(bad[:2]))
         return plan
     check.expect(not bad, f"{label}: every unit whole: {what}", "; ".join(bad[:6]) +
                  (f"; and {len(bad) - 6} more" if len(bad) > 6 else ""))
@@ -427,10 +421,10 @@ def plan_cases(name, model_path):
         if some:
             members = some[len(some) // 2][1]
             q = next(mem.name for mem in members if mem.op_type == "QuantizeLinear")
-            # (seam makes nodes of Conv and MatMul units only: a pin on
-            # the Q of an Add, Mul or Gemm unit still splits it, issue 27)
-            check_plan(name, model_path, "cost", ("--pin", f"{q}=cpu"),
-                       known="units not made into one node can be split by a pin")
+            # (a unit seam keeps as nodes, an Add, Mul or pool, follows
+            # the pin whole; under capability its op is on dnnl first)
+            for placement in ("cost", "capability"):
+                check_plan(name, model_path, placement, ("--pin", f"{q}=cpu"))
     # planted: a kept member moved to another subgraph, and a unit's node dropped
     kept = [(u, mem) for u, ms in units if u in by_name for mem in ms[1:] if mem.name in by_name]
     planted = []

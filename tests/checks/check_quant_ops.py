@@ -16,6 +16,7 @@ Each function's docstring says what it compares; the outputs are bit for
 bit the CPU's or numpy's where the arithmetic is exact, and the compile
 log must say which nodes became one pass.
 """
+import json
 import os
 import re
 import sys
@@ -370,6 +371,65 @@ def dyn_quant_cases():
             check.expect(same, f"{name}: dnnl's y, scale and zero point bit for bit the CPU's",
                          f"scale {outs['dnnl'][1]} vs {outs['cpu'][1]}, zp {outs['dnnl'][2]} vs {outs['cpu'][2]}")
 
+# ---- a DequantizeLinear two units read, the units on two targets -------------------
+
+def shared_dq_cases():
+    """x_q -> DQ feeds two QDQ units seam keeps as nodes: DQ(x), DQ(b) ->
+    Add -> Q, and DQ(x) -> MaxPool -> Q. With the pool's Q pinned to the
+    CPU (capability placement, dnnl), the pool unit goes whole to the CPU
+    and the Add unit stays on dnnl: the shared DQ must be copied into each
+    unit's subgraph (issue 27), so that only 8-bit values cross between
+    subgraphs, never the float one. Outputs bit for bit the CPU's, also
+    saved and reloaded."""
+    name = "shared_dq"
+    if not check.selected(name):
+        return
+    rng = np.random.RandomState(5)
+    x = rng.randint(0, 256, (1, 4, 8, 8)).astype(np.uint8)
+    b = rng.randint(0, 256, (1, 4, 8, 8)).astype(np.uint8)
+    inits = {"s": f32(0.05), "z": np.array(9, np.uint8), "qs": f32(0.1), "qz": np.array(3, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq_x"),
+             helper.make_node("DequantizeLinear", ["b", "s", "z"], ["bf"], name="dq_b"),
+             helper.make_node("Add", ["xf", "bf"], ["af"], name="add"),
+             helper.make_node("QuantizeLinear", ["af", "qs", "qz"], ["y1"], name="q_add"),
+             helper.make_node("MaxPool", ["xf"], ["pf"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["pf", "s", "z"], ["y2"], name="q_pool")]
+    path, files = write_case(name, nodes, {"x": x, "b": b}, inits, [("y1", T.UINT8), ("y2", T.UINT8)])
+    pin = ["--target", "dnnl", "--placement", "capability", "--pin", "q_pool=cpu"]
+    r = run("partition", path, *pin, "--json")
+    if not check.expect(r.returncode == 0, f"{name}: partitions", quantcase.last(r.stderr)):
+        return
+    plan = json.loads(r.stdout)
+    where = {}
+    for sg in plan["subgraphs"]:
+        for i in sg["nodes"]:
+            where[i] = (sg["id"], sg["target"])
+    node_at = {n["name"]: where.get(n["index"]) for n in plan["nodes"]}
+    dqs = [n["name"] for n in plan["nodes"] if n["op"] == "DequantizeLinear" and n["name"].startswith("dq_x")]
+    home = {u: node_at.get(u) for u in ("add", "pool")}
+    check.expect(home["add"] and home["pool"] and home["add"][1] == "dnnl" and home["pool"][1] == "cpu",
+                 f"{name}: the Add unit on dnnl, the pinned pool unit on the CPU", str(home))
+    check.expect(len(dqs) == 2 and {node_at[d] for d in dqs} == {home["add"], home["pool"]},
+                 f"{name}: the shared DequantizeLinear copied into both units' subgraphs",
+                 f"DQs of x {[(d, node_at[d]) for d in dqs]}, units at {home}")
+    whole = all(node_at.get(q) == home[u] for q, u in (("q_add", "add"), ("q_pool", "pool"), ("dq_b", "add")))
+    check.expect(whole, f"{name}: every member with its unit", str(node_at))
+    crossing = sorted({v for sg in plan["subgraphs"] for v in sg.get("inputs", [])} - {"x", "b"})
+    check.expect(not crossing, f"{name}: only the 8-bit inputs enter subgraphs (no float crosses)", str(crossing))
+    saved = os.path.join(work, f"{name}.saved.onnx")
+    r = run("partition", path, *pin, "-o", saved)
+    check.expect(r.returncode == 0, f"{name}: saves", quantcase.last(r.stderr))
+    outs = {}
+    for label, p_, extra in (("cpu", path, []), ("dnnl", path, pin), ("dnnl saved", saved, [])):
+        r, got = run_case(name, label, p_, files, extra, ["y1", "y2"])
+        if got is not None:
+            outs[label] = got
+    for label in ("dnnl", "dnnl saved"):
+        if "cpu" in outs and label in outs:
+            same = all(a.dtype == c.dtype and np.array_equal(a, c) for a, c in zip(outs[label], outs["cpu"]))
+            check.expect(same, f"{name} ({label}): both outputs bit for bit the CPU's", "differ")
+
+
 def main():
     if seamtest.cpu_has_vnni():
         epilogue_cases()
@@ -381,6 +441,7 @@ def main():
     qmul_cases()
     qconcat_cases()
     dyn_quant_cases()
+    shared_dq_cases()
     check.finish()
 
 
