@@ -227,6 +227,11 @@ SEAM_API int32_t seam_plan_node_count(const seam_plan *plan);
 SEAM_API int32_t seam_plan_subgraph_count(const seam_plan *plan);
 SEAM_API int32_t seam_plan_device_subgraph_count(const seam_plan *plan);
 SEAM_API seam_status seam_plan_node(const seam_plan *plan, int32_t index, seam_plan_node_info *out);
+/* The QDQ unit node `index` belongs to, among those seam keeps as nodes
+ * (DequantizeLinear -> Add/Mul/pool/Concat/... -> QuantizeLinear, placed
+ * whole; docs/quantized.md): the index of the unit's op node, or -1 (not
+ * a member, or a plan made without units). */
+SEAM_API int32_t seam_plan_node_unit(const seam_plan *plan, int32_t index);
 SEAM_API seam_status seam_plan_subgraph(const seam_plan *plan, int32_t id, seam_plan_subgraph_info *out);
 /* Nodes supported by some target, and nodes counted (constants excluded). */
 SEAM_API void seam_plan_support(const seam_plan *plan, int32_t *supported_out, int32_t *counted_out);

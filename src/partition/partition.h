@@ -25,6 +25,7 @@ struct seam_plan {
     int32_t *node_subgraph;
     uint8_t *reason;
     const char **detail;
+    int32_t *node_unit;      /* per node its QDQ unit's op node (units.c), -1 none; NULL: no unit */
     int32_t n_subgraphs, n_device_subgraphs;
     plan_subgraph *subgraphs;
     int32_t supported, counted;

@@ -307,6 +307,10 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
             }
             jt_str(j, why, at);
         }
+        if (p->node_unit && p->node_unit[i] >= 0) { /* a member of a QDQ unit kept as nodes: its op's index */
+            jt_key(j, "unit", false);
+            jt_int(j, p->node_unit[i]);
+        }
         JT_LIT(j, "}");
     }
     JT_LIT(j, "]");

@@ -94,6 +94,13 @@ seam_status partition_units_find(partitioner *pr) {
         at += m;
     }
     pr->unit_start[pr->n_units] = at;
+    seam_plan *p = pr->p;
+    p->node_unit = seam_arena_alloc(&p->arena, sizeof(int32_t) * ((size_t)nn + 1));
+    if (!p->node_unit) return seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    for (int32_t i = 0; i < nn; i++) p->node_unit[i] = -1;
+    for (int32_t u = 0; u < pr->n_units; u++)
+        for (int32_t k = pr->unit_start[u]; k < pr->unit_start[u + 1]; k++)
+            p->node_unit[pr->unit_member[k]] = pr->unit_member[pr->unit_start[u]];
     return SEAM_STATUS_OK;
 }
 
@@ -167,4 +174,9 @@ void partition_units_assign(partitioner *pr) {
             p->detail[i] = d;
         }
     }
+}
+
+int32_t seam_plan_node_unit(const seam_plan *plan, int32_t node) {
+    if (!plan || !plan->node_unit || node < 0 || node >= plan->n_nodes) return -1;
+    return plan->node_unit[node];
 }

@@ -416,6 +416,25 @@ def shared_dq_cases():
     check.expect(whole, f"{name}: every member with its unit", str(node_at))
     crossing = sorted({v for sg in plan["subgraphs"] for v in sg.get("inputs", [])} - {"x", "b"})
     check.expect(not crossing, f"{name}: only the 8-bit inputs enter subgraphs (no float crosses)", str(crossing))
+    # the plan names each member's unit (its op's index)
+    idx = {n["name"]: n["index"] for n in plan["nodes"]}
+    unit = {n["name"]: n.get("unit") for n in plan["nodes"]}
+    want = {"dq_b": "add", "q_add": "add", "add": "add", "pool": "pool", "q_pool": "pool"}
+    want.update({d: ("add" if node_at[d] == home["add"] else "pool") for d in dqs})
+    check.expect(all(unit.get(k) == idx[v] for k, v in want.items()), f"{name}: the plan names each member's unit",
+                 str(unit))
+    # analyze counts units as their ops, and says why a unit runs on the
+    # CPU: a target taking Add, DQ and Q but not MaxPool
+    rules = os.path.join(work, f"{name}.npu.json")
+    with open(rules, "w") as f:
+        json.dump({"name": "addnpu", "default": False,
+                   "ops": {"Add": True, "DequantizeLinear": True, "QuantizeLinear": True}}, f)
+    r = run("analyze", path, "--target", rules, "--placement", "capability")
+    out = r.stdout
+    check.expect(r.returncode == 0 and "  Add, as QDQ units: 1" in out and "  MaxPool, as QDQ units: 1" in out
+                 and "DequantizeLinear:" not in out and "QuantizeLinear:" not in out
+                 and re.search(r"QDQ units on the CPU:\n  the unit of node \d+ 'pool' \(MaxPool\): ", out),
+                 f"{name}: analyze counts the units as their ops and says why the pool's runs on the CPU", out[-900:])
     saved = os.path.join(work, f"{name}.saved.onnx")
     r = run("partition", path, *pin, "-o", saved)
     check.expect(r.returncode == 0, f"{name}: saves", quantcase.last(r.stderr))

@@ -74,6 +74,46 @@ static int parse_common(const char *cmd, const char *help, int argc, char **argv
     return CLI_OK;
 }
 
+/* Each unsupported node with its reason; nodes of the same op refused for
+ * the same reason are one entry, the first in full and the rest by name
+ * (eight at most). */
+static void print_refusals(const seam_plan *plan, int32_t nn) {
+    bool *done = calloc((size_t)nn + 1, sizeof(bool));
+    if (!done) return;
+    for (int32_t i = 0; i < nn; i++) {
+        seam_plan_node_info n;
+        seam_plan_node(plan, i, &n);
+        if (done[i] || n.reason != SEAM_REASON_UNSUPPORTED) continue;
+        printf("  node %d '%s' (%s): %s\n", i, n.name, n.op_type, n.detail);
+        int32_t same = 0;
+        for (int32_t j = i + 1; j < nn; j++) {
+            seam_plan_node_info o;
+            seam_plan_node(plan, j, &o);
+            if (o.reason != SEAM_REASON_UNSUPPORTED || strcmp(o.op_type, n.op_type) || strcmp(o.detail, n.detail)) continue;
+            done[j] = true;
+            if (same < 8) printf("%s node %d '%s'", same ? "," : "    the same for", j, o.name);
+            same++;
+        }
+        if (same > 8) printf(" and %d more", same - 8);
+        if (same) printf(" (%d %s node%s)\n", same, n.op_type, same == 1 ? "" : "s");
+    }
+    free(done);
+}
+
+/* Each QDQ unit kept as nodes that runs on the CPU, with why: its op's
+ * reason (unsupported, cost, or a member that took the unit there). */
+static void print_units_on_cpu(const seam_plan *plan, int32_t nn) {
+    int32_t shown = 0;
+    for (int32_t i = 0; i < nn; i++) {
+        seam_plan_node_info n;
+        seam_plan_node(plan, i, &n);
+        if (seam_plan_node_unit(plan, i) != i || strcmp(n.target, "cpu")) continue;
+        if (!shown++) printf("QDQ units on the CPU:\n");
+        printf("  the unit of node %d '%s' (%s): %s%s%s\n", i, n.name, n.op_type, seam_reason_name(n.reason),
+               n.detail[0] ? ": " : "", n.detail);
+    }
+}
+
 static const char *ANALYZE_HELP =
     "usage: seam analyze MODEL --target T [--target T2 ...] [--json] [--what-if]\n"
     "\n"
@@ -133,30 +173,50 @@ int cmd_analyze(int argc, char **argv) {
         rc = analyze_what_if(ctx, m, plan, &o, as_json);
         goto done;
     }
-    int32_t nn = seam_plan_node_count(plan), supported, counted, ns = 0, nu = 0;
+    int32_t nn = seam_plan_node_count(plan), supported, counted, ns = 0, nu = 0, nsu = 0, nuu = 0;
     seam_plan_support(plan, &supported, &counted);
     count *sup = calloc((size_t)nn + 1, sizeof(count)), *uns = calloc((size_t)nn + 1, sizeof(count));
+    count *sup_u = calloc((size_t)nn + 1, sizeof(count)), *uns_u = calloc((size_t)nn + 1, sizeof(count));
+    if (!sup || !uns || !sup_u || !uns_u) {
+        free(sup), free(uns), free(sup_u), free(uns_u);
+        rc = CLI_BAD_INPUT;
+        fprintf(stderr, "seam analyze: out of memory\n");
+        goto done;
+    }
+    /* a QDQ unit kept as nodes counts once, as its op (its DQs and Qs not
+     * apart); it is unsupported when a member is */
+    bool *unit_refused = calloc((size_t)nn + 1, sizeof(bool));
+    for (int32_t i = 0; i < nn && unit_refused; i++) {
+        seam_plan_node_info n;
+        seam_plan_node(plan, i, &n);
+        int32_t u = seam_plan_node_unit(plan, i);
+        if (u >= 0 && n.reason == SEAM_REASON_UNSUPPORTED) unit_refused[u] = true;
+    }
     for (int32_t i = 0; i < nn; i++) {
         seam_plan_node_info n;
         seam_plan_node(plan, i, &n);
         if (n.reason == SEAM_REASON_CONSTANT) continue;
-        if (n.reason == SEAM_REASON_UNSUPPORTED) hist_add(uns, &nu, n.op_type);
+        int32_t u = seam_plan_node_unit(plan, i);
+        if (u == i) hist_add(unit_refused && unit_refused[i] ? uns_u : sup_u, unit_refused && unit_refused[i] ? &nuu : &nsu,
+                             n.op_type);
+        else if (u >= 0) continue;
+        else if (n.reason == SEAM_REASON_UNSUPPORTED) hist_add(uns, &nu, n.op_type);
         else hist_add(sup, &ns, n.op_type);
     }
+    free(unit_refused);
     double frac = counted ? (double)supported / counted : 1.0;
     if (as_json) {
         rc = print_json("analyze", ctx, plan, path, true);
     } else {
         printf("The following operations are supported:\n");
         for (int32_t k = 0; k < ns; k++) printf("  %s: %d\n", sup[k].op, sup[k].n);
+        for (int32_t k = 0; k < nsu; k++) printf("  %s, as QDQ units: %d\n", sup_u[k].op, sup_u[k].n);
         printf("The following operations are not supported:\n");
         for (int32_t k = 0; k < nu; k++) printf("  %s: %d\n", uns[k].op, uns[k].n);
-        if (nu) printf("Unsupported nodes:\n");
-        for (int32_t i = 0; i < nn; i++) {
-            seam_plan_node_info n;
-            seam_plan_node(plan, i, &n);
-            if (n.reason == SEAM_REASON_UNSUPPORTED) printf("  node %d '%s' (%s): %s\n", i, n.name, n.op_type, n.detail);
-        }
+        for (int32_t k = 0; k < nuu; k++) printf("  %s, as QDQ units: %d\n", uns_u[k].op, uns_u[k].n);
+        if (nu || nuu) printf("Unsupported nodes:\n");
+        print_refusals(plan, nn);
+        print_units_on_cpu(plan, nn);
         printf("%.2f%% of operations (%d of %d) are supported\n", 100.0 * frac, supported, counted);
         if (t.opts.n_targets > 0) {
             seam_plan_estimate est;
@@ -167,6 +227,8 @@ int cmd_analyze(int argc, char **argv) {
     }
     free(sup);
     free(uns);
+    free(sup_u);
+    free(uns_u);
 done:
     seam_plan_free(plan);
     seam_model_free(m);
