@@ -161,6 +161,35 @@ SEAM_API seam_status seam_partition_by_callback(seam_model *model, seam_assign_f
 
 SEAM_API void seam_plan_free(seam_plan *plan);
 
+/* The cost model's CPU rates, per op class (dense products, grouped
+ * convolutions, int8 products, recurrent layers, elementwise and data
+ * movement, reductions and pools) and per node: guesses built in, or this
+ * machine's, measured once by `seam calibrate` and kept in a cache file
+ * ($SEAM_CACHE_DIR/cost-rates.json, else $XDG_CACHE_HOME/seam/, else
+ * ~/.cache/seam/; SEAM_COST_RATES=off ignores it). Plans' estimates
+ * (seam_plan_estimate) come from them. Where they come from, in words: */
+SEAM_API const char *seam_cost_rates_source(void);
+
+/* Fitting the rates: after profiled runs of a model on the CPU (sessions
+ * made with options.profile), add each node's time (ms; a median of a few
+ * runs is best) with its model; finish fits a rate per class from all the
+ * nodes added, uses it in this process from then on, saves it as this
+ * machine's entry when save is set (written to a temporary name and
+ * renamed), and writes a report (rates, and per model the estimate
+ * against the measured time before and after) into report. Nodes of
+ * device subgraphs (ai.seam Subgraph) are skipped. */
+typedef struct seam_cost_fit seam_cost_fit;
+SEAM_API seam_status seam_cost_fit_create(seam_cost_fit **fit_out);
+SEAM_API seam_status seam_cost_fit_add_node(seam_cost_fit *fit, const seam_model *model, int32_t node, double ms);
+/* A device target's measured time on a model (ms, its subgraphs' sum,
+ * boundary copies included) against the plan's estimate for those
+ * subgraphs (us, seam_plan_subgraph_info.est_us) made with the rates a
+ * first finish fitted: finish then keeps their ratio as the target's
+ * scale, which multiplies its nodes' estimates. */
+SEAM_API seam_status seam_cost_fit_add_target(seam_cost_fit *fit, const char *target, double ms, double estimated_us);
+SEAM_API seam_status seam_cost_fit_finish(seam_cost_fit *fit, bool save, char *report, size_t report_len);
+SEAM_API void seam_cost_fit_free(seam_cost_fit *fit);
+
 /* Why a node went where it went. */
 typedef enum seam_reason {
     SEAM_REASON_SUPPORTED = 0,     /* the target supports it (first by priority) */

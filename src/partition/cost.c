@@ -7,11 +7,16 @@
  *   + for a device subgraph: the bytes of its boundary values (inputs and
  *     outputs of known shape) at the target's transfer_gbps.
  * A node's CPU time is seam's estimate from its shapes: Conv, ConvTranspose,
- * MatMul and Gemm by their multiply-adds, everything else by the elements
- * it writes, plus a fixed cost per node. Its time on a target is that times
- * the target's node_cost (a fraction: 0.1 = ten times faster).
+ * MatMul and Gemm by their multiply-adds, reductions and pools (a first
+ * input over 4x the output) by the elements they read, everything else by
+ * the elements it writes, each class at its rate, plus a fixed cost per
+ * node (rates.c: guesses, or this machine's as `seam calibrate` measured
+ * them). Its time on a target is that times the target's node_cost (a
+ * fraction: 0.1 = ten times faster), times the target's measured scale
+ * where the calibration ran it.
  *
- * The numbers are rough on purpose: they only have to rank plans. A target
+ * The estimates rank plans; calibrated, they also tell the user what a
+ * plan will take (within 2x on most unseen models: bench/RESULTS.md). A target
  * that declares nothing (node_cost 1, no launch, free transfers) can never
  * make offloading look worse, so it gets the capability plan unchanged.
  */
@@ -23,15 +28,6 @@
 #include "core/context.h"
 #include "ops/attr.h"
 #include "partition/partition.h"
-
-/* CPU rates behind the estimate: a 2-core machine's GEMM (multiply-adds per
- * microsecond), elements written per microsecond, and a per-node cost. */
-#define CPU_MACS_PER_US 20000.0
-#define CPU_ELEMS_PER_US 1000.0
-#define CPU_NODE_US 0.5
-/* a recurrent layer's multiply-adds run as one small matrix-vector product
- * per step, far below the GEMM rate */
-#define CPU_RNN_MACS_PER_US 5000.0
 
 /* A dim not known before the run (symbolic) counts as this many: estimates
  * of a model with symbolic dims then weigh work and boundaries as for a
@@ -53,23 +49,64 @@ static int32_t product_weights(const char *op) {
     return -1;
 }
 
-static bool is_product(const char *op) { return product_weights(op) >= 0; }
+static double elems_of(const ir_graph *g, int32_t v) {
+    if (v < 0) return 0;
+    const ir_type *t = &g->values[v].type;
+    if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return 0;
+    double e = 1;
+    for (int32_t d = 0; d < t->rank; d++) e *= t->dims[d].v ? dim_size(&t->dims[d]) : 1;
+    return e;
+}
 
-static double node_work(const ir_graph *g, const ir_node *n) {
-    double out = 1;
-    if (n->n_outputs > 0 && n->outputs[0] >= 0) {
-        const ir_type *t = &g->values[n->outputs[0]].type;
-        if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
-            for (int32_t d = 0; d < t->rank; d++) out *= t->dims[d].v ? dim_size(&t->dims[d]) : 1;
+static bool is_int8_product(const char *op) {
+    return op[0] == 'Q' ? !strcmp(op, "QLinearConv") || !strcmp(op, "QLinearMatMul")
+                        : !strcmp(op, "ConvInteger") || !strcmp(op, "MatMulInteger");
+}
+
+static double rnn_macs(const ir_graph *g, const ir_node *n);
+
+/* An ints attribute absent (the default) or all ones. */
+static bool all_ones(const ir_attr *a) {
+    if (!a) return true;
+    if (a->kind != IR_ATTR_INTS) return false;
+    for (int32_t k = 0; k < a->n; k++)
+        if (a->ints[k] != 1) return false;
+    return true;
+}
+static bool is_rnn(const char *op);
+
+cost_class cost_node_work(const ir_graph *g, const ir_node *n, double *work) {
+    const char *op = n->op_type;
+    if (is_rnn(op)) {
+        *work = rnn_macs(g, n);
+        return COST_RNN;
+    }
+    double out = n->n_outputs > 0 ? elems_of(g, n->outputs[0]) : 0;
+    if (n->n_outputs > 0 && n->outputs[0] >= 0 && out == 0 && g->values[n->outputs[0]].type.kind != IR_TYPE_TENSOR) out = 1;
+    if (n->n_outputs == 0 || n->outputs[0] < 0) out = 1;
+    int32_t wi = product_weights(op);
+    if (wi < 0) {
+        /* a reduction or pool reads more than it writes: its input counts */
+        double in = n->n_inputs > 0 ? elems_of(g, n->inputs[0]) : 0;
+        if (in > 4 * out) {
+            *work = in;
+            return COST_REDUCE;
+        }
+        *work = out;
+        return COST_ELEM;
     }
     double k = 1;
-    const char *op = n->op_type;
-    int32_t wi = product_weights(op);
-    if (wi >= 0 && n->n_inputs > wi && n->inputs[wi] >= 0) {
+    cost_class c = is_int8_product(op) ? COST_INT8 : COST_GEMM;
+    if (n->n_inputs > wi && n->inputs[wi] >= 0) {
         const ir_type *w = &g->values[n->inputs[wi]].type;
         if (w->kind == IR_TYPE_TENSOR && w->rank >= 2) {
             if (strstr(op, "Conv")) {
                 for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v ? dim_size(&w->dims[d]) : 1;
+                const ir_attr *grp = node_attr(n, "group");
+                if (c == COST_GEMM && grp && grp->kind == IR_ATTR_INT && grp->i > 1) c = COST_GROUPED;
+                else if (c == COST_GEMM && w->rank == 4 && w->dims[2].v == 3 && w->dims[3].v == 3 && !strcmp(op, "Conv") &&
+                         all_ones(node_attr(n, "strides")) && all_ones(node_attr(n, "dilations")))
+                    c = COST_CONV3;
             } else {
                 int32_t kd = w->rank - 2;
                 const ir_attr *tb = node_attr(n, "transB");
@@ -78,7 +115,8 @@ static double node_work(const ir_graph *g, const ir_node *n) {
             }
         }
     }
-    return out * k;
+    *work = out * k;
+    return c;
 }
 
 static bool is_rnn(const char *op) {
@@ -101,9 +139,10 @@ static double rnn_macs(const ir_graph *g, const ir_node *n) {
 }
 
 double cpu_estimate_us(const ir_graph *g, const ir_node *n) {
-    if (is_rnn(n->op_type)) return CPU_NODE_US + rnn_macs(g, n) / CPU_RNN_MACS_PER_US;
-    double w = node_work(g, n);
-    return CPU_NODE_US + (is_product(n->op_type) ? w / CPU_MACS_PER_US : w / CPU_ELEMS_PER_US);
+    const cost_rates *r = cost_rates_get();
+    double w;
+    cost_class c = cost_node_work(g, n, &w);
+    return r->node_us + w / r->per_us[c];
 }
 
 static double value_bytes(const ir_value *v) {
@@ -137,6 +176,8 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
         cm->trivial &= cm->launch_us[t] == 0 && cm->us_per_byte[t] == 0;
     }
     for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
+    double scale[64];
+    for (int32_t t = 0; t < n_targets && t < 64; t++) scale[t] = cost_rates_target_scale(targets[t]->name);
     view_builder vb;
     view_init(&vb, m);
     seam_status st = SEAM_STATUS_OK;
@@ -152,7 +193,7 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
             if (!(supported_by[i] >> t & 1)) continue;
             double f = backend_node_cost(targets[t], &view);
             if (!isfinite(f) || f <= 0) f = 1;
-            cm->dev_us[(size_t)i * (size_t)n_targets + (size_t)t] = cm->cpu_us[i] * f;
+            cm->dev_us[(size_t)i * (size_t)n_targets + (size_t)t] = cm->cpu_us[i] * f * scale[t];
             cm->trivial &= f <= 1;
         }
     }

@@ -65,8 +65,52 @@ double cost_plan(const cost_model *cm, seam_plan *p, bool store);
 /* Placement by cost searches graphs with at most this many movable nodes
  * exhaustively (default 12). */
 extern int32_t partition_exhaustive_limit;
-/* The cost model's estimate of a node's time on the CPU (microseconds). */
+/* The cost model's estimate of a node's time on the CPU (microseconds):
+ * the per-node cost plus its work (cost_node_work) at its class's rate. */
 double cpu_estimate_us(const ir_graph *g, const ir_node *n);
+
+/* Op classes of the CPU estimate, each with a rate (rates.c): dense
+ * convolutions and products (multiply-adds), 3x3 convolutions of stride
+ * and dilation 1 (which the CPU runs by Winograd), grouped and depthwise
+ * convolutions, int8 products, recurrent layers (multiply-adds), other
+ * ops by the elements they write, and reductions and pools (whose first
+ * input is larger than their output) by the elements they read. */
+typedef enum cost_class {
+    COST_GEMM, COST_CONV3, COST_GROUPED, COST_INT8, COST_RNN, COST_ELEM, COST_REDUCE, COST_N_CLASSES
+} cost_class;
+/* Node n's class and work (multiply-adds or elements). */
+cost_class cost_node_work(const ir_graph *g, const ir_node *n, double *work);
+
+typedef struct cost_rates {
+    double per_us[COST_N_CLASSES]; /* work per microsecond */
+    double node_us;                /* fixed cost per node */
+    bool calibrated;               /* measured on this machine */
+    char source[1800];             /* where the rates come from, for the user */
+    bool measured[COST_N_CLASSES]; /* (saving) which classes the calibration saw */
+    /* device targets measured: each one's measured time over the estimate
+     * (its backend's node costs times the CPU's), which multiplies its
+     * nodes' estimates */
+    int32_t n_scales;
+    char scale_name[8][64];
+    double scale[8];
+} cost_rates;
+/* Target name's measured scale (1 when not measured). */
+double cost_rates_target_scale(const char *name);
+/* The rates in use: this machine's from the cache file, read once, or the
+ * guesses. */
+const cost_rates *cost_rates_get(void);
+const cost_rates *cost_rates_defaults(void);
+/* Replaces the rates in use for this process (NULL: the guesses); not to
+ * be called while another thread partitions. */
+void cost_rates_set(const cost_rates *r);
+/* Saves r as this machine's entry of the cache file (others kept; written
+ * to a temporary name and renamed). false with why set on failure; on
+ * success why holds the file's path. */
+bool cost_rates_save(const cost_rates *r, const char *date, char *why, size_t why_len);
+const char *cost_class_key(cost_class c);
+/* "MODEL NAME, N cores": the machine a cache entry belongs to. */
+void cost_machine_id(char *buf, size_t n);
+bool cost_cache_path(char *buf, size_t n);
 
 /* Nodes in execution order, cut into runs of one target. */
 typedef struct waves {

@@ -39,5 +39,6 @@ int cmd_partition(int argc, char **argv);
 int cmd_replace_weights(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_backend_check(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

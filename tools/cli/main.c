@@ -102,6 +102,7 @@ static const struct {
     {"partition", cmd_partition, "place every node on a target and group nodes into subgraphs"},
     {"replace-weights", cmd_replace_weights, "swap a (partitioned) model's weights by name"},
     {"quantize", cmd_quantize, "quantize a float model to int8 (QDQ from calibration sets, or dynamic)"},
+    {"calibrate", cmd_calibrate, "measure this machine's speed per op class for the cost model's estimates"},
     {"backend-check", cmd_backend_check, "run the ONNX node tests through a backend: does it do what it claims?"},
 };
 

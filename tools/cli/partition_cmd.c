@@ -223,6 +223,7 @@ int cmd_analyze(int argc, char **argv) {
             seam_plan_estimate_get(plan, &est);
             printf("Estimated time (cost model): this plan %.1f us; all on the CPU %.1f us; every supported node offloaded "
                    "%.1f us\n", est.total_us, est.all_cpu_us, est.capability_us);
+            printf("The cost model's CPU rates: %s\n", seam_cost_rates_source());
         }
     }
     free(sup);

@@ -385,26 +385,24 @@ static int run_session(run_opts *o, run_state *r) {
     return CLI_OK;
 }
 
-/* Random data for graph input i (v), which has no --input file: its type
- * and shape must be known. */
-static int random_input(const ir_value *v, int32_t i, seam_tensor *t) {
+int run_random_input(const char *cmd, const ir_value *v, int32_t i, seam_tensor *t) {
     if (v->type.kind != IR_TYPE_TENSOR || v->type.rank < 0 || !v->type.elem) {
-        fprintf(stderr, "seam run: input '%s' has no known type or shape; give it with --input\n", v->name);
+        fprintf(stderr, "seam %s: input '%s' has no known type or shape; give it with --input\n", cmd, v->name);
         return CLI_BAD_INPUT;
     }
     t->dtype = v->type.elem;
     t->rank = v->type.rank;
     for (int32_t d = 0; d < t->rank; d++) {
         if (v->type.dims[d].v < 0) {
-            fprintf(stderr, "seam run: input '%s' has symbolic dimension '%s' (axis %d); give it with --shape %s=...\n",
-                    v->name, v->type.dims[d].sym ? v->type.dims[d].sym : "?", d, v->name);
+            fprintf(stderr, "seam %s: input '%s' has symbolic dimension '%s' (axis %d); give it with --shape %s=...\n",
+                    cmd, v->name, v->type.dims[d].sym ? v->type.dims[d].sym : "?", d, v->name);
             return CLI_USAGE;
         }
         t->dims[d] = v->type.dims[d].v;
     }
     t->numel = seam_shape_numel(t->dims, t->rank);
     if (t->numel < 0 || !run_fill_random(t, (uint64_t)i + 1)) {
-        fprintf(stderr, "seam run: input '%s': cannot make random data\n", v->name);
+        fprintf(stderr, "seam %s: input '%s': cannot make random data\n", cmd, v->name);
         return CLI_BAD_INPUT;
     }
     return CLI_OK;
@@ -426,7 +424,7 @@ static int run_feed(const run_opts *o, run_state *r) {
             *t = r->loaded[file];
             r->loaded[file].data = NULL; /* feeds own it now */
         } else {
-            int rc = random_input(v, i, t);
+            int rc = run_random_input("run", v, i, t);
             if (rc) return rc;
         }
         seam_status st = seam_session_set_input(r->s, v->name, (seam_dtype)t->dtype, t->rank, t->dims, t->data);

@@ -28,6 +28,9 @@ bool run_shape_from_input(const ir_value *v, const seam_tensor *t, char *arg, si
  * token ids). t->data is malloc'd, the caller's to free. False: out of
  * memory. */
 bool run_fill_random(seam_tensor *t, uint64_t seed);
+/* Random data for graph input i (v), which has no file: its type and shape
+ * must be known; a CLI exit code (messages name the command cmd). */
+int run_random_input(const char *cmd, const ir_value *v, int32_t i, seam_tensor *t);
 
 /* One line per device subgraph and per run of CPU nodes between them, in
  * execution order, from the last run's profile (--report). */
