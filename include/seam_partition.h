@@ -250,6 +250,10 @@ typedef struct seam_plan_estimate {
     double capability_us;     /* every supported node on its first target (with pins and cpu_ops) */
 } seam_plan_estimate;
 SEAM_API seam_status seam_plan_estimate_get(const seam_plan *plan, seam_plan_estimate *out);
+/* How many nodes' estimates guess their sizes: a dim of theirs is known
+ * only at run time (symbolic, or set by the data, as a detector's boxes),
+ * counted as 32. The estimate is a guess for them. */
+SEAM_API int32_t seam_plan_estimate_guessed(const seam_plan *plan);
 
 /* Owned by the plan, valid until seam_plan_free. */
 SEAM_API int32_t seam_plan_node_count(const seam_plan *plan);

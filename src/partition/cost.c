@@ -145,6 +145,21 @@ double cpu_estimate_us(const ir_graph *g, const ir_node *n) {
     return r->node_us + w / r->per_us[c];
 }
 
+/* Whether an output of n (or its first input) has a dim not known before
+ * the run: a symbolic one, or one that depends on the data. */
+static bool has_unknown_dim(const ir_graph *g, const ir_node *n) {
+    for (int32_t k = -1; k < n->n_outputs; k++) {
+        int32_t v = k < 0 ? (n->n_inputs > 0 ? n->inputs[0] : -1) : n->outputs[k];
+        if (v < 0) continue;
+        const ir_type *t = &g->values[v].type;
+        if (t->kind != IR_TYPE_TENSOR) continue;
+        if (t->rank < 0) return true;
+        for (int32_t d = 0; d < t->rank; d++)
+            if (t->dims[d].v < 0) return true;
+    }
+    return false;
+}
+
 static double value_bytes(const ir_value *v) {
     const ir_type *t = &v->type;
     if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return 0;
@@ -183,6 +198,7 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
     seam_status st = SEAM_STATUS_OK;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         cm->cpu_us[i] = cpu_estimate_us(g, &g->nodes[i]);
+        cm->n_guessed += has_unknown_dim(g, &g->nodes[i]);
         if (!supported_by || !supported_by[i]) continue;
         seam_node_view view;
         if (!view_node(&vb, i, &view)) {

@@ -168,6 +168,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     if (pr.n_targets > 1 && (st = partition_smooth(&pr))) goto done;
     /* made after grouping, in the memory grouping's scratch gave back */
     if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
+    pr.p->est_guessed = pr.cm.n_guessed;
     seam_phase(m->ctx, "partition: cost model");
     if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = partition_place_by_cost(&pr))) goto done;
     seam_phase(m->ctx, "partition: cost");

@@ -32,6 +32,7 @@ struct seam_plan {
     char *notes;
     size_t notes_len, notes_cap;
     seam_plan_estimate est;  /* the cost model's estimates */
+    int32_t est_guessed;     /* nodes whose sizes are known only at run time (their times guessed) */
     /* seam_plan_json's text between the size query and the fill */
     char *json, *json_model;
     size_t json_len;
@@ -52,6 +53,7 @@ typedef struct cost_model {
     double *us_per_byte;  /* per target */
     int32_t *stamp;       /* per value: scratch for counting a boundary once */
     bool trivial;         /* no target makes offloading cost more than the CPU */
+    int32_t n_guessed;    /* nodes with a dim known only at run time (each counted as COST_UNKNOWN_DIM) */
 } cost_model;
 
 seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m,

@@ -103,6 +103,8 @@ seam_status seam_plan_subgraph(const seam_plan *p, int32_t id, seam_plan_subgrap
     return SEAM_STATUS_OK;
 }
 
+int32_t seam_plan_estimate_guessed(const seam_plan *p) { return p ? p->est_guessed : 0; }
+
 seam_status seam_plan_estimate_get(const seam_plan *p, seam_plan_estimate *out) {
     if (!p || !out) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = p->est;

@@ -261,6 +261,9 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
         jt_real(j, ev[k]);
         first = false;
     }
+    jt_key(j, "guessed_nodes", first); /* nodes whose sizes are known only at run time */
+    jt_int(j, p->est_guessed);
+    first = false;
     jt_key(j, "rates", first); /* where the cost model's CPU rates come from */
     jt_cstr(j, seam_cost_rates_source());
     JT_LIT(j, "}");

@@ -22,6 +22,9 @@ the user's cache is never touched.
   (capability placement) within 3x of `seam run --target dnnl`'s (a loose bound for a shared machine;
   bench/estimate_bench.py measures the fit on 19 unseen models).
 - --no-save leaves the file as it was.
+- analyze (and partition --json's guessed_nodes) says when the estimate
+  guesses sizes known only at run time: for a model with symbolic dims,
+  not for one with static shapes.
 """
 import json
 import os
@@ -140,6 +143,22 @@ def believable():
                      f"measured (within 3x)", f"ratio {est / meas:.2f}")
 
 
+def guessed():
+    """analyze says when an estimate guesses sizes: a model with symbolic
+    dims, and not one with static shapes."""
+    if not check.selected("guessed"):
+        return
+    for name, want in (("transformer_encoder_dyn", True), ("resnet18", False)):
+        r = run("analyze", M[name], "--target", "dnnl", env=ENV)
+        m = re.search(r"^The estimate guesses the sizes of (\d+) nodes?", r.stdout, re.M)
+        got = bool(m and int(m.group(1)) > 0)
+        j = run("partition", M[name], "--target", "dnnl", "--json", env=ENV)
+        n = json.loads(j.stdout)["estimate"].get("guessed_nodes") if j.returncode == 0 else None
+        check.expect(r.returncode == 0 and got == want and (n > 0) == want,
+                     f"guessed: {name}: " + ("the estimate says it guesses sizes" if want else "no guess said"),
+                     f"analyze: {m.group(0) if m else 'no line'}; json guessed_nodes {n}")
+
+
 def bad_files():
     if not check.selected("bad files"):
         return
@@ -167,6 +186,7 @@ def bad_files():
 
 shutil.rmtree(CACHE, ignore_errors=True)
 usage()
+guessed()
 if calibrate():
     believable()
     bad_files()

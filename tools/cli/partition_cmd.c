@@ -223,6 +223,11 @@ int cmd_analyze(int argc, char **argv) {
             seam_plan_estimate_get(plan, &est);
             printf("Estimated time (cost model): this plan %.1f us; all on the CPU %.1f us; every supported node offloaded "
                    "%.1f us\n", est.total_us, est.all_cpu_us, est.capability_us);
+            int32_t guessed = seam_plan_estimate_guessed(plan);
+            if (guessed)
+                printf("The estimate guesses the sizes of %d node%s: %s known only at run time (symbolic, or set by "
+                       "the data), counted as 32 each; seam run --report measures them\n", guessed,
+                       guessed == 1 ? "" : "s", guessed == 1 ? "a dim of it is" : "dims of theirs are");
             printf("The cost model's CPU rates: %s\n", seam_cost_rates_source());
         }
     }
