@@ -162,14 +162,17 @@ static void check_fits(void) {
     if (cpu_wino_fits(&h, 64, 64)) failures++, fprintf(stderr, "FAIL: fits takes a 5x3 kernel\n");
     h = g, h.n = 3, h.kernel[2] = 3, h.stride[2] = h.dil[2] = 1, h.in[2] = h.out[2] = 8;
     if (cpu_wino_fits(&h, 64, 64)) failures++, fprintf(stderr, "FAIL: fits takes a 3-D conv\n");
-    /* the size rule (winograd.c): few channels, few tiles with many weights, flat outputs */
+    /* the size rule (winograd.c): few input channels, few tiles with many
+     * weights, flat outputs; any number of output channels (a head's 64 ->
+     * 1 too) */
     static const struct {
         shape s;
         bool fits;
     } rule[] = {
         {{1, 16, 14, 14, 48, 1, 1, 1, 1, 1}, false},  {{1, 32, 147, 147, 64, 1, 1, 1, 1, 1}, false},
         {{1, 48, 14, 14, 64, 1, 1, 1, 1, 1}, true},   {{1, 47, 14, 14, 64, 1, 1, 1, 1, 1}, false},
-        {{1, 48, 14, 14, 24, 1, 1, 1, 1, 1}, true},   {{1, 48, 14, 14, 23, 1, 1, 1, 1, 1}, false},
+        {{1, 48, 14, 14, 24, 1, 1, 1, 1, 1}, true},   {{1, 48, 14, 14, 23, 1, 1, 1, 1, 1}, true},
+        {{1, 64, 160, 160, 1, 1, 1, 1, 1, 1}, true},  {{1, 128, 80, 80, 16, 1, 1, 1, 1, 1}, true},
         {{1, 512, 7, 7, 512, 1, 1, 1, 1, 1}, false},  {{1, 448, 8, 8, 384, 1, 1, 1, 1, 1}, true},
         {{1, 32, 7, 7, 128, 1, 1, 1, 1, 1}, false},   {{1, 48, 7, 7, 128, 1, 1, 1, 1, 1}, true},
         {{1, 64, 3, 400, 64, 1, 0, 1, 0, 1}, false},  {{1, 64, 6, 400, 64, 1, 0, 1, 0, 1}, true},
@@ -253,6 +256,8 @@ int main(int argc, char **argv) {
             {1, 96, 30, 30, 160, 1, 1, 1, 1, 1},
             {1, 16, 181, 179, 16, 1, 1, 0, 2, 1}, /* two blocks of tile rows (over 8 MB of V and P) */
             {2, 64, 17, 33, 32, 2, 1, 2, 1, 0},
+            {1, 48, 37, 41, 1, 1, 1, 1, 1, 1},  /* one output channel (a head's last conv) */
+            {1, 64, 21, 18, 5, 1, 1, 1, 1, 1},  /* a few */
         };
         for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {
             check_shape(&ss[i], pools, 3, acts, n_acts, true);

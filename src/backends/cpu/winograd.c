@@ -70,8 +70,16 @@ static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
  * (bench/results/wino.md), one thread:
  * - few channels: the transforms, per tile Cg + Mg of them, cost more than
  *   the 4x fewer multiplies save in the Cg Mg of the GEMM: 16 -> 48 at
- *   14x14 took 1.17x im2col's time, 32 -> 64 0.87x; so Mg >= 16 and
- *   1/Cg + 1/Mg <= 1/16 (and Cg >= 48, below);
+ *   14x14 took 1.17x im2col's time, 32 -> 64 0.87x; so Cg >= 48 (below).
+ *   Few output channels were left out too (Mg >= 16, 1/Cg + 1/Mg <=
+ *   1/16), which made a cliff of the convs that end a detector's or a
+ *   segmenter's head (issue 31: 64 -> 16 at 160x160 7.0 ms on the packed
+ *   GEMM, oneDNN 3.5): their im2col is as large as for many outputs and
+ *   feeds a GEMM of a few rows. Measured again on the packed GEMM (2
+ *   threads, single-conv models, Winograd's time over the path taken):
+ *   48 -> 1, 4, 8, 16 at 96x96 0.35-0.46; 64 -> 4 and 16 at 160x160 0.69
+ *   and 0.56, 64 -> 1 0.95; 128 -> 16 at 80x80 0.59. So any Mg now, with
+ *   Cg >= 48 (SEAM_CPU_WINO=strict: the old rule);
  * - few tiles (a 7x7 or 8x8 output is 4 tiles): the 36 Cg Mg transformed
  *   weights are read for 4 tiles each; with many channels that read
  *   dominates (512 -> 512 at 7x7: 1.54x), with few the GEMMs are too
@@ -97,8 +105,14 @@ bool cpu_wino_fits(const conv_geom *g, int64_t Cg, int64_t Mg) {
     for (int32_t d = 0; d < 2; d++)
         if (g->kernel[d] != 3 || g->stride[d] != 1 || g->dil[d] != 1 || g->out[d] < 1 || g->in[d] < 1) return false;
     /* (the bounds keep every GEMM size and leading dimension in an int) */
-    if (Mg < 16 || Cg > ((int64_t)1 << 20) || Mg > ((int64_t)1 << 20) || g->out[1] > ((int64_t)1 << 24) ||
-        Cg < 48 || Cg * Mg < 16 * (Cg + Mg) || Cg * Mg > ((int64_t)1 << 31) / 36)
+    static int strict_env = -1;
+    if (__atomic_load_n(&strict_env, __ATOMIC_RELAXED) < 0) {
+        const char *e = getenv("SEAM_CPU_WINO");
+        __atomic_store_n(&strict_env, e && !strcmp(e, "strict"), __ATOMIC_RELAXED);
+    }
+    bool strict = __atomic_load_n(&strict_env, __ATOMIC_RELAXED) != 0;
+    if (Mg < 1 || Cg > ((int64_t)1 << 20) || Mg > ((int64_t)1 << 20) || g->out[1] > ((int64_t)1 << 24) || Cg < 48 ||
+        (strict && (Mg < 16 || Cg * Mg < 16 * (Cg + Mg))) || Cg * Mg > ((int64_t)1 << 31) / 36)
         return false;
     int64_t tiles = ((g->out[0] + 3) / 4) * ((g->out[1] + 3) / 4);
     if (g->out[0] * g->out[1] * 2 < 16 * tiles) return false;
