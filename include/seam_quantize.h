@@ -61,6 +61,10 @@ typedef struct seam_quantize_options {
     const char *const *exclude;
     int32_t n_exclude;
     int32_t n_threads;                 /* the calibration runs; 0: one per core */
+    /* weights of 7 bits, in [-64, 64] (ONNX Runtime's reduce_range): int8
+     * products on a CPU without VNNI then cannot saturate, so oneDNN's
+     * int8 kernels (dnnl) take them there; a little coarser weights */
+    bool reduce_range;
 } seam_quantize_options;
 
 SEAM_API seam_quantize_options seam_quantize_defaults(void);

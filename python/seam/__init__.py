@@ -466,7 +466,7 @@ def _calibration_sets(calibration, names):
 
 
 def quantize(model, output, calibration=None, *, dynamic=False, method="minmax", percentile=99.999,
-             per_channel=None, exclude=(), threads=0):
+             per_channel=None, exclude=(), threads=0, reduce_range=False):
     """Quantizes a float model to int8 as `seam quantize` does and writes it
     to `output` (an ONNX file that seam's int8 targets and ONNX Runtime run).
 
@@ -479,7 +479,9 @@ def quantize(model, output, calibration=None, *, dynamic=False, method="minmax",
     no calibration. method: "minmax" or "percentile" (the range holding
     `percentile` percent of the values). per_channel: None for the default
     (per channel static, per tensor dynamic). exclude: node names left in
-    float. Returns a dict of counts, with "notes": what stayed float and why.
+    float. reduce_range: 7-bit weights in [-64, 64] (ONNX Runtime's
+    reduce_range), which dnnl runs in int8 on a CPU without VNNI. Returns a
+    dict of counts, with "notes": what stayed float and why.
     """
     sets = None
     if calibration is not None:
@@ -496,7 +498,8 @@ def quantize(model, output, calibration=None, *, dynamic=False, method="minmax",
         graph, _ = _graph(model)
     names = [n for n, _, _ in graph.inputs()]
     stats = graph.quantize(None if sets is None else _calibration_sets(sets, names), dynamic=dynamic, method=method,
-                           percentile=percentile, per_channel=per_channel, exclude=list(exclude), threads=threads)
+                           percentile=percentile, per_channel=per_channel, exclude=list(exclude), threads=threads,
+                           reduce_range=reduce_range)
     graph.save(os.fspath(output))
     stats["notes"] = [line for line in stats["notes"].split("\n") if line]
     for line in stats["notes"]:

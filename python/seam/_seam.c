@@ -514,13 +514,14 @@ static int quantize_observe(GraphObject *g, seam_quantizer *q, PyObject *feeds) 
 }
 
 static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"calibration", "dynamic", "method", "percentile", "per_channel", "exclude", "threads", NULL};
+    static char *kwlist[] = {"calibration", "dynamic", "method", "percentile", "per_channel", "exclude", "threads",
+                             "reduce_range", NULL};
     PyObject *calib = Py_None, *per_channel = Py_None, *exclude = NULL;
-    int dynamic = 0, threads = 0;
+    int dynamic = 0, threads = 0, reduce_range = 0;
     const char *method = "minmax";
     double percentile = 99.999;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpsdOOi", kwlist, &calib, &dynamic, &method, &percentile, &per_channel,
-                                     &exclude, &threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpsdOOip", kwlist, &calib, &dynamic, &method, &percentile, &per_channel,
+                                     &exclude, &threads, &reduce_range))
         return NULL;
     seam_quantize_options o = seam_quantize_defaults();
     o.mode = dynamic ? SEAM_QUANT_DYNAMIC : SEAM_QUANT_STATIC;
@@ -529,6 +530,7 @@ static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw)
     o.percentile = percentile;
     o.weights = per_channel == Py_None ? SEAM_QUANT_AUTO : PyObject_IsTrue(per_channel) ? SEAM_QUANT_PER_CHANNEL : SEAM_QUANT_PER_TENSOR;
     o.n_threads = threads;
+    o.reduce_range = reduce_range != 0;
     PyObject *ex = exclude ? PySequence_Fast(exclude, "quantize: exclude must be a sequence of node names") : NULL;
     if (exclude && !ex) return NULL;
     Py_ssize_t n_ex = ex ? PySequence_Fast_GET_SIZE(ex) : 0;
@@ -577,7 +579,7 @@ static PyMethodDef Graph_methods[] = {
     {"save", (PyCFunction)Graph_save, METH_VARARGS, "save(path, weights_file=None)"},
     {"quantize", (PyCFunction)(void (*)(void))Graph_quantize, METH_VARARGS | METH_KEYWORDS,
      "quantize(calibration=None, dynamic=False, method='minmax', percentile=99.999, per_channel=None, exclude=(), "
-     "threads=0) -> stats dict; the graph becomes its quantized form"},
+     "threads=0, reduce_range=False) -> stats dict; the graph becomes its quantized form"},
     {"replace_weights", (PyCFunction)Graph_replace_weights, METH_VARARGS, "replace_weights(donor) -> count"},
     {"partition", (PyCFunction)(void (*)(void))Graph_partition, METH_VARARGS | METH_KEYWORDS,
      "partition(targets, ...) -> JSON text of the plan (or analysis)"},

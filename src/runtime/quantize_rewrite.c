@@ -177,9 +177,10 @@ static int64_t channel_of(int64_t e, const int64_t *dims, int32_t rank, int32_t 
     return (e / inner) % dims[axis];
 }
 
-/* w (float32) as int8 symmetric in [-127, 127] with its scales: one per
- * index of `axis` (or one, axis -1). scales has room for dims[axis]. */
-static void int8_symmetric(const ir_tensor *w, int32_t axis, int8_t *q, float *scales) {
+/* w (float32) as int8 symmetric in [-qmax, qmax] (127, or 64 for 7-bit
+ * weights) with its scales: one per index of `axis` (or one, axis -1).
+ * scales has room for dims[axis]. */
+static void int8_symmetric(const ir_tensor *w, int32_t axis, int8_t *q, float *scales, int32_t qmax) {
     const float *x = w->data;
     int64_t nc = axis >= 0 ? w->dims[axis] : 1;
     for (int64_t c = 0; c < nc; c++) scales[c] = 0;
@@ -187,10 +188,11 @@ static void int8_symmetric(const ir_tensor *w, int32_t axis, int8_t *q, float *s
         int64_t c = axis >= 0 ? channel_of(e, w->dims, w->rank, axis) : 0;
         scales[c] = fmaxf(scales[c], fabsf(x[e]));
     }
-    for (int64_t c = 0; c < nc; c++) scales[c] = scales[c] > 0 ? scales[c] / 127.0f : 1.0f;
+    float m = (float)qmax;
+    for (int64_t c = 0; c < nc; c++) scales[c] = scales[c] > 0 ? scales[c] / m : 1.0f;
     for (int64_t e = 0; e < w->numel; e++) {
         float r = nearbyintf(x[e] / scales[axis >= 0 ? channel_of(e, w->dims, w->rank, axis) : 0]);
-        q[e] = (int8_t)(r < -127 ? -127 : r > 127 ? 127 : r);
+        q[e] = (int8_t)(r < -m ? -m : r > m ? m : r);
     }
 }
 
@@ -235,7 +237,7 @@ static int32_t quantize_weight(rw *R, const ir_node *n, const ir_tensor *w, floa
     snprintf(base, sizeof(base), "%s.w", n->name);
     qweight qw;
     if (!new_qweight(R, base, SEAM_DTYPE_INT8, w, *n_scales, pc, &qw)) return -1;
-    int8_symmetric(w, pc ? axis : -1, qw.qdata, qw.sdata);
+    int8_symmetric(w, pc ? axis : -1, qw.qdata, qw.sdata, R->q->o.reduce_range ? 64 : 127);
     *scales = malloc(sizeof(float) * (size_t)*n_scales);
     if (!*scales) {
         R->oom = true;
@@ -267,7 +269,7 @@ static int32_t quantize_const(rw *R, const ir_node *n, int32_t k, const ir_tenso
     snprintf(base, sizeof(base), "%s.in%d", n->name, k);
     qweight qc;
     if (!new_qweight(R, base, SEAM_DTYPE_INT8, c, 1, false, &qc)) return -1;
-    int8_symmetric(c, -1, qc.qdata, qc.sdata);
+    int8_symmetric(c, -1, qc.qdata, qc.sdata, R->q->o.reduce_range ? 64 : 127);
     return emit_weight_dq(R, base, &qc, false, 0);
 }
 
@@ -353,7 +355,7 @@ static void rewrite_dynamic(rw *R, int32_t i) {
     snprintf(p, sizeof(p), "%s", n->name);
     qweight qw;
     bool ok = new_qweight(R, p, SEAM_DTYPE_INT8, &kn, pc ? cols : 1, pc, &qw);
-    if (ok) int8_symmetric(&kn, pc ? 1 : -1, qw.qdata, qw.sdata);
+    if (ok) int8_symmetric(&kn, pc ? 1 : -1, qw.qdata, qw.sdata, R->q->o.reduce_range ? 64 : 127);
     free(wt);
     if (!ok) return;
     R->q->st.weights++;

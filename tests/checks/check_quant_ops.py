@@ -449,6 +449,69 @@ def shared_dq_cases():
             check.expect(same, f"{name} ({label}): both outputs bit for bit the CPU's", "differ")
 
 
+# ---- 7-bit weights: dnnl's int8 products on a CPU without VNNI -------------------
+
+def seven_bit_cases():
+    """On a CPU without VNNI (oneDNN capped at AVX2 here, as such a CPU is,
+    on any machine) oneDNN's int8 products add pairs of u8 x s8 products in
+    16 bits, which saturate past 32767; with weights within [-64, 64] a pair
+    is at most 255 * 128 = 32640, so dnnl takes those QLinearConvs
+    (backends/dnnl/quant.c) and must give the CPU's exact outputs (within
+    one step: oneDNN requantizes in float). Cases: every x 255 against
+    weights all 64 or all -64 per channel (the bound itself), random 7-bit
+    weights, and a weight of 65 (two such at x = 255 pass 32767), which
+    dnnl must refuse, saying why."""
+    rng = np.random.RandomState(7)
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    C, M = 16, 8
+    for name, kind in (("w7_bound", "bound"), ("w7_random", "random"), ("w8_65", "65")):
+        if not check.selected(name):
+            continue
+        if kind == "bound":
+            x = np.full((1, C, 9, 9), 255, np.uint8)
+            w = np.where((np.arange(M) % 2 == 0)[:, None, None, None], 64, -64).astype(np.int8) * np.ones((M, C, 3, 3), np.int8)
+        else:
+            x = rng.randint(0, 256, (1, C, 9, 9)).astype(np.uint8)
+            w = rng.randint(-64, 65, (M, C, 3, 3)).astype(np.int8)
+            if kind == "65":
+                w[3, :, :, :] = 65
+        acc = np.abs(w.astype(np.int64)).sum(axis=(1, 2, 3)).max() * 255
+        inits = {"xs": f32(0.02), "xz": np.array(3, np.uint8), "w": w, "ws": f32(0.01), "wz": np.array(0, np.int8),
+                 "ys": f32(float(acc) * 0.02 * 0.01 / 100), "yz": np.array(128, np.uint8)}
+        nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
+                                  pads=[1, 1, 1, 1])]
+        path, files = write_case(name, nodes, {"x": x}, inits, [("y", T.UINT8)])
+        r = run("partition", path, "--target", "dnnl", "--placement", "capability", "--json", env=env)
+        if not check.expect(r.returncode == 0, f"{name}: partitions (oneDNN capped at AVX2)", quantcase.last(r.stderr)):
+            continue
+        plan = json.loads(r.stdout)
+        on = next(n for n in plan["nodes"] if n["name"] == "qconv")["target"]
+        if kind == "65":
+            said = any("past 7 bits" in t and "--reduce-range" in t for t in plan["notes"])
+            check.expect(on == "cpu" and said, f"{name}: a weight of 65 keeps the conv off dnnl, saying why",
+                         f"on {on}, notes {plan['notes']}")
+            continue
+        check.expect(on == "dnnl", f"{name}: dnnl takes the 7-bit conv without VNNI", f"on {on}, notes {plan['notes']}")
+        outs = {}
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability", "--compile-log"])):
+            od = os.path.join(work, f"{name}.{label}")
+            a = []
+            for k, f in files.items():
+                a += ["--input", f"{k}={f}"]
+            rr = run("run", path, *a, "--output-dir", od, *extra, env=env)
+            if check.expect(rr.returncode == 0, f"{name} ({label}): runs", quantcase.last(rr.stderr)):
+                outs[label] = np.load(os.path.join(od, "y.npy")).astype(np.int32)
+                if label == "dnnl":
+                    kern = [ln for ln in rr.stderr.splitlines() if "convolution" in ln]
+                    check.expect(kern and not any("ref:" in ln for ln in kern), f"{name}: a jit int8 kernel, not ref",
+                                 kern)
+        if len(outs) == 2:
+            d = int(np.abs(outs["dnnl"] - outs["cpu"]).max())
+            spread = int(outs["cpu"].max()) - int(outs["cpu"].min())
+            check.expect(d <= 1 and spread > 2, f"{name}: dnnl within one step of the CPU's exact int8 "
+                         f"(largest {d}; outputs span {spread} steps)", f"largest difference {d} steps")
+
+
 def main():
     if seamtest.cpu_has_vnni():
         epilogue_cases()
@@ -461,6 +524,7 @@ def main():
     qconcat_cases()
     dyn_quant_cases()
     shared_dq_cases()
+    seven_bit_cases()
     check.finish()
 
 

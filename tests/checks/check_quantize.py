@@ -24,7 +24,9 @@ Cases:
   signal to quantization noise ratio must be at least MIN_SQNR's.
 - percentile, per-tensor, exclude: `--method percentile` gives every
   activation a scale no larger than minmax's (and some smaller);
-  `--per-tensor` gives every weight one scale; `--exclude NODE` leaves that
+  `--per-tensor` gives every weight one scale; `--reduce-range` gives 7-bit
+  weights (each within [-64, 64]) that dnnl takes without VNNI, within one
+  quantum of ONNX Runtime; `--exclude NODE` leaves that
   node a float Conv with float weights (its input may still be the
   DequantizeLinear of a quantized producer, as in ONNX Runtime), and the
   note says so; each runs within one quantum of ONNX Runtime.
@@ -273,6 +275,27 @@ def case_options(name):
         check.expect(ws and all(w.ndim == 0 for w in ws), f"per-tensor {name}: all {len(ws)} weight scales scalar",
                      [w.shape for w in ws if w.ndim][:3])
         against_ort(f"per-tensor {name}", out, feeds, output_quantum(m), paths=("cpu", "dnnl"))
+    # 7-bit weights (--reduce-range): every int8 weight within [-64, 64],
+    # the largest of each at the bound; ONNX Runtime agrees, and dnnl takes
+    # the products even without VNNI (no saturation: backends/dnnl/quant.c)
+    out = os.path.join(work, f"{name}.rr.onnx")
+    r = quantize(name, out, "--calibration", calib(name), "--reduce-range")
+    if r.returncode:
+        check.fail(f"reduce-range {name}: seam quantize failed: {last(r.stderr)}")
+    else:
+        m = onnx.load(out)
+        inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+        ws = [inits[n.input[0]] for n in m.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in inits
+              and inits[n.input[0]].dtype == np.int8]
+        check.expect(ws and all(int(np.abs(w.astype(np.int32)).max()) == 64 for w in ws),
+                     f"reduce-range {name}: all {len(ws)} int8 weights within [-64, 64], each reaching 64",
+                     [int(np.abs(w.astype(np.int32)).max()) for w in ws][:6])
+        against_ort(f"reduce-range {name}", out, feeds, output_quantum(m), paths=("cpu", "dnnl"))
+        r = run("partition", out, "--target", "dnnl", "--placement", "capability", "--json",
+                env=dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2"))
+        convs = [n["target"] for n in json.loads(r.stdout)["nodes"] if n["op"] == "QLinearConv"] if not r.returncode else []
+        check.expect(convs and all(t == "dnnl" for t in convs),
+                     f"reduce-range {name}: dnnl takes all {len(convs)} QLinearConvs without VNNI", convs)
     # exclude the first Conv
     fm = onnx.load(path(name, ".float.onnx"))
     first = next(n.name for n in fm.graph.node if n.op_type == "Conv")

@@ -35,6 +35,9 @@ static const char *HELP =
     "  --per-tensor         one scale per weight (default: per output channel;\n"
     "                       per tensor for --dynamic)\n"
     "  --per-channel        one scale per output channel or column\n"
+    "  --reduce-range       weights of 7 bits, in [-64, 64] (ONNX Runtime's\n"
+    "                       reduce_range): on a CPU without VNNI oneDNN's int8\n"
+    "                       kernels then cannot saturate, so dnnl runs them there\n"
     "  --exclude NODE,...   nodes left in float (may repeat)\n"
     "  --threads N          calibration threads (default: one per core)\n"
     "  --quiet              print nothing but errors\n"
@@ -93,6 +96,8 @@ static int parse(qopts *a, int argc, char **argv) {
             }
         } else if (!strcmp(s, "--dynamic")) {
             a->o.mode = SEAM_QUANT_DYNAMIC;
+        } else if (!strcmp(s, "--reduce-range")) {
+            a->o.reduce_range = true;
         } else if (!strcmp(s, "--per-tensor") || !strcmp(s, "--per-channel")) {
             a->o.weights = s[6] == 't' ? SEAM_QUANT_PER_TENSOR : SEAM_QUANT_PER_CHANNEL;
         } else if (!strcmp(s, "--quiet")) {

@@ -43,10 +43,13 @@ bool dx_is_quant_op(const seam_node_view *n) {
  * integers, silently (oneDNN's "Nuances of int8 computations"; ONNX
  * Runtime's u8 x s8 kernels do the same there). Weights quantized to the
  * full int8 range meet it at the first layer. So without VNNI dnnl takes
- * no int8 product and the CPU backend's exact kernels run them; a user
- * whose weights cannot saturate (7-bit, "reduce_range") may set
- * SEAM_DNNL_INT8_WITHOUT_VNNI=1. Read once; oneDNN's ONEDNN_MAX_CPU_ISA
- * (below VNNI) makes such a CPU of any. */
+ * an int8 product only when its constant int8 weights are all within
+ * [-64, 64] (7-bit weights, ONNX Runtime's and seam's "reduce range"):
+ * then a pair is at most 255 * 128 = 32640 and cannot saturate; the
+ * others run on the CPU backend's exact int8 kernels.
+ * SEAM_DNNL_INT8_WITHOUT_VNNI=1 takes them all anyway (inexact where a
+ * pair saturates). Read once; oneDNN's ONEDNN_MAX_CPU_ISA (below VNNI)
+ * makes such a CPU of any. */
 static int int8_exact_state; /* 0 unknown, 1 exact, 2 not */
 static pthread_once_t int8_once = PTHREAD_ONCE_INIT;
 static void int8_probe(void) {
@@ -55,15 +58,28 @@ static void int8_probe(void) {
     int8_exact_state = vnni || (e && !strcmp(e, "1")) ? 1 : 2;
 }
 
-bool dx_int8_products_exact(const char *op, char *why, size_t wn) {
+/* Input k of n: constant int8 data all within [-64, 64]. */
+static bool seven_bit_weights(const seam_node_view *n, int32_t k) {
+    seam_tensor_view w;
+    if (k >= n->n_inputs || n->inputs[k].dtype != SEAM_DTYPE_INT8 || !seam_node_input_data(n, k, &w) ||
+        w.dtype != SEAM_DTYPE_INT8)
+        return false;
+    const int8_t *d = w.data;
+    for (size_t i = 0; i < w.nbytes; i++)
+        if (d[i] < -64 || d[i] > 64) return false;
+    return true;
+}
+
+bool dx_int8_products_exact(const seam_node_view *n, int32_t wk, char *why, size_t wn) {
     pthread_once(&int8_once, int8_probe);
-    if (int8_exact_state == 1) return true;
+    if (int8_exact_state == 1 || seven_bit_weights(n, wk)) return true;
     return dx_refuse(why, wn,
-                     "%s in int8 on a CPU without VNNI (AVX512-VNNI or AVX-VNNI): oneDNN's int8 kernels add pairs of "
-                     "u8 x s8 products in 16 bits there, which saturate and differ from ONNX's integers; it runs on "
-                     "the CPU backend's exact int8 kernels (weights of 7 bits cannot saturate: "
-                     "SEAM_DNNL_INT8_WITHOUT_VNNI=1 lets dnnl take them)",
-                     op);
+                     "%s in int8 on a CPU without VNNI (AVX512-VNNI or AVX-VNNI), with weights past 7 bits: oneDNN's "
+                     "int8 kernels add pairs of u8 x s8 products in 16 bits there, which saturate and differ from ONNX's "
+                     "integers; it runs on the CPU backend's exact int8 kernels (weights within [-64, 64] cannot "
+                     "saturate: quantize with `seam quantize --reduce-range`, or ONNX Runtime's reduce_range, and dnnl "
+                     "takes them)",
+                     n->op_type);
 }
 
 /* Inputs first..last (those present) are constants. */
@@ -256,7 +272,7 @@ bool dx_q_matmul_out(builder *b, const dnnl_memory_desc_t *out_md, const dnnl_me
 
 static bool supports_qconv(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_inputs < 8) return dx_refuse(why, wn, "QLinearConv with fewer than 8 inputs");
-    if (!dx_int8_products_exact("QLinearConv", why, wn)) return false;
+    if (!dx_int8_products_exact(n, 3, why, wn)) return false;
     if (n->inputs[0].rank < 3 || n->inputs[0].rank > 5)
         return dx_refuse(why, wn, "QLinearConv of rank %d: dnnl does 1-D, 2-D and 3-D", n->inputs[0].rank);
     if (!dx_q_is_8bit(n->inputs[0].dtype) || !dx_q_is_8bit(n->outputs[0].dtype))
@@ -407,7 +423,7 @@ static bool compile_qconv(builder *b, bool *fused, const dx_io *io) {
 
 static bool supports_qmatmul(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_inputs < 8) return dx_refuse(why, wn, "QLinearMatMul with fewer than 8 inputs");
-    if (!dx_int8_products_exact("QLinearMatMul", why, wn)) return false;
+    if (!dx_int8_products_exact(n, 3, why, wn)) return false;
     if (!dx_q_is_8bit(n->inputs[0].dtype) || !dx_q_is_8bit(n->outputs[0].dtype))
         return dx_refuse(why, wn, "QLinearMatMul on %s: int8 or uint8 only", seam_dtype_name(n->inputs[0].dtype));
     if (n->inputs[3].dtype != SEAM_DTYPE_INT8)

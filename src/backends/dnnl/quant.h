@@ -16,10 +16,11 @@
 
 #include "fuse.h"
 
-/* True when oneDNN's int8 products are exact on this CPU (it has VNNI,
- * or SEAM_DNNL_INT8_WITHOUT_VNNI=1); otherwise writes why op stays off
- * dnnl and returns false (quant.c). */
-bool dx_int8_products_exact(const char *op, char *why, size_t wn);
+/* True when oneDNN's int8 products of node n are exact on this CPU (it
+ * has VNNI, or n's constant int8 weights, input `weights`, are within
+ * [-64, 64], or SEAM_DNNL_INT8_WITHOUT_VNNI=1); otherwise writes why n
+ * stays off dnnl and returns false (quant.c). */
+bool dx_int8_products_exact(const seam_node_view *n, int32_t weights, char *why, size_t wn);
 
 /* Whether node n's op is one of quant.c's (its row checks every dtype). */
 bool dx_is_quant_op(const seam_node_view *n);

@@ -417,7 +417,7 @@ int32_t dx_compile_qmm_epilogue(builder *b, bool *fused) {
 }
 
 static bool supports_matmul_integer(const seam_node_view *n, char *why, size_t wn) {
-    if (!dx_int8_products_exact("MatMulInteger", why, wn)) return false;
+    if (!dx_int8_products_exact(n, 1, why, wn)) return false;
     if (!dx_q_is_8bit(n->inputs[0].dtype) || n->n_inputs < 2 || n->inputs[1].dtype != SEAM_DTYPE_INT8)
         return dx_refuse(why, wn, "MatMulInteger of %s by %s: dnnl takes uint8 or int8 by int8", seam_dtype_name(n->inputs[0].dtype),
                          n->n_inputs > 1 ? seam_dtype_name(n->inputs[1].dtype) : "nothing");
