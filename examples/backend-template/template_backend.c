@@ -221,6 +221,23 @@ static int32_t add_buffer(tpl_program *p, const seam_value_info *v, bool constan
     return p->n_bufs++;
 }
 
+/* Whether buffer b holds exactly value v's elements: every dim known, the
+ * product compared without overflowing. */
+static bool holds(const tpl_buffer *b, const seam_value_info *v) {
+    bool empty = false;
+    for (int32_t d = 0; d < v->rank; d++) {
+        if (v->dims[d] < 0) return false;
+        empty |= v->dims[d] == 0;
+    }
+    if (empty) return b->numel == 0;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < v->rank; d++) {
+        if (numel > b->numel / v->dims[d]) return false;
+        numel *= v->dims[d];
+    }
+    return numel == b->numel;
+}
+
 /* The buffer a node reads for input v: a boundary input or an earlier
  * node's output, else a constant of the model (a weight) given its own. */
 static int32_t input_buffer(tpl_program *p, const seam_subgraph_view *sg, const seam_value_info *v, char *err,
@@ -261,7 +278,7 @@ static bool place_buffers(tpl_program *p, const seam_subgraph_view *sg, const tp
             snprintf(err, err_size, "constant '%s' is not float32 of its value's shape", b->name);
             return false;
         }
-        memcpy(b->data, c.data, c.nbytes);
+        if (c.nbytes) memcpy(b->data, c.data, c.nbytes);
     }
     return true;
 }
@@ -305,11 +322,14 @@ static void *tpl_compile(void *ctx, const seam_subgraph_view *sg, const char *co
             goto fail;
         if (s->op == TPL_MATMUL) s->m = n->inputs[0].dims[0], s->k = n->inputs[0].dims[1], s->n = n->inputs[1].dims[1];
         else s->m = p->bufs[s->y].numel;
-        /* the sizes the loops will use against the buffers' (a file's shapes may disagree) */
+        /* the sizes the loops will use, against the buffers' (a file's shapes may disagree) */
         const tpl_buffer *bufs = p->bufs;
-        bool fits = s->op == TPL_MATMUL ? bufs[s->a].numel == s->m * s->k && bufs[s->b].numel == s->k * s->n &&
-                                              bufs[s->y].numel == s->m * s->n
-                                        : bufs[s->a].numel == s->m && (s->op == TPL_RELU || bufs[s->b].numel == s->m);
+        const seam_value_info *out = &n->outputs[0];
+        bool fits = holds(&bufs[s->a], &n->inputs[0]) && (s->op == TPL_RELU || holds(&bufs[s->b], &n->inputs[1])) &&
+                    holds(&bufs[s->y], out) &&
+                    (s->op == TPL_MATMUL ? out->rank == 2 && out->dims[0] == s->m && out->dims[1] == s->n &&
+                                               n->inputs[1].dims[0] == s->k
+                                         : bufs[s->a].numel == s->m && (s->op == TPL_RELU || bufs[s->b].numel == s->m));
         if (!fits) {
             snprintf(err, err_size, "node %d '%s' (%s): its inputs' and output's shapes disagree", n->index, n->name,
                      n->op_type);
@@ -383,7 +403,8 @@ static seam_status tpl_run(void *ctx, void *compiled, const seam_tensor_view *in
             return SEAM_STATUS_INVALID_ARGUMENT;
         }
     }
-    for (int32_t k = 0; k < n_inputs; k++) memcpy(p->bufs[p->in_buf[k]].data, inputs[k].data, inputs[k].nbytes);
+    for (int32_t k = 0; k < n_inputs; k++) /* (an empty tensor's data may be NULL) */
+        if (inputs[k].nbytes) memcpy(p->bufs[p->in_buf[k]].data, inputs[k].data, inputs[k].nbytes);
     for (int32_t i = 0; i < p->n_steps; i++) {
         const tpl_step *s = &p->steps[i];
         const float *a = p->bufs[s->a].data, *b = s->op == TPL_RELU ? NULL : p->bufs[s->b].data;
@@ -394,7 +415,8 @@ static seam_status tpl_run(void *ctx, void *compiled, const seam_tensor_view *in
         case TPL_MATMUL: matmul(a, b, y, s->m, s->k, s->n); break;
         }
     }
-    for (int32_t k = 0; k < n_outputs; k++) memcpy(outputs[k].data, p->bufs[p->out_buf[k]].data, outputs[k].nbytes);
+    for (int32_t k = 0; k < n_outputs; k++)
+        if (outputs[k].nbytes) memcpy(outputs[k].data, p->bufs[p->out_buf[k]].data, outputs[k].nbytes);
     return SEAM_STATUS_OK;
 }
 
