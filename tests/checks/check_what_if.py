@@ -9,12 +9,15 @@ not listed"), `seam analyze --what-if --json` predicts, per refused form,
 the device subgraphs, the nodes on the target and the boundary bytes if
 that form were supported. The check writes ccrm with that op added
 ("X": true) and partitions the model with it: the plan must have exactly
-the predicted numbers, for every form (not a sample). A small model
+the predicted numbers, for every form (not a sample). Over a folder of
+the models (`seam analyze FOLDER --what-if --json`), each form's numbers
+must be the sums of the single-model answers. A small model
 (Conv, Relu, Sigmoid, Conv, Relu) checks the arithmetic by hand: Sigmoid's
 form merges three device subgraphs into one.
 """
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -86,9 +89,59 @@ if check.selected("small"):
                      and sig[0]["offloaded"] == 5 and sig[0]["nodes"] == 1,
                      f"small: now 2 device subgraphs; with Sigmoid 1 of all 5 nodes: {w}")
 
+per_model = {}
 for m in args.models:
     name = os.path.basename(m)[:-5]
     if check.selected(name):
-        check_model(name, m)
+        per_model[name] = check_model(name, m)
+
+
+def folder_case():
+    """analyze FOLDER --what-if: each form's numbers are the sums of the
+    single-model answers above (which were each checked against the plan
+    made with the form supported), and a file that is not a model is
+    named, left out, and makes the exit status 1."""
+    names = [n for n, w in per_model.items() if w][:4]
+    if len(names) < 2:
+        return check.ok("folder: skipped (fewer than two models selected)")
+    folder = os.path.join(args.work, "folder")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for n in names:
+        os.symlink(next(m for m in args.models if os.path.basename(m) == n + ".onnx"), os.path.join(folder, n + ".onnx"))
+    r = run("analyze", folder, "--target", ccrm_path, "--what-if", "--json")
+    if not check.expect(r.returncode == 0, f"folder: analyze FOLDER --what-if --json over {names}", r.stderr[-300:]):
+        return
+    got = json.loads(r.stdout)
+    want = {}
+    for n in names:
+        w = per_model[n]
+        for f in w["forms"]:
+            a = want.setdefault((f["op"], f["reason"]), [0, 0, 0, 0, 0])
+            a[0] += 1
+            a[1] += f["nodes"]
+            a[2] += f["device_subgraphs"] - w["now"]["device_subgraphs"]
+            a[3] += f["offloaded"] - w["now"]["offloaded"]
+            a[4] += f["boundary_bytes"] - w["now"]["boundary_bytes"]
+    have = {(f["op"], f["reason"]): [f["models"], f["nodes"], f["device_subgraphs_delta"], f["offloaded_delta"],
+                                     f["boundary_bytes_delta"]] for f in got["forms"]}
+    check.expect(got["models"] == len(names) and have == want,
+                 f"folder: {len(have)} forms, each the sum of its models' answers",
+                 f"models {got['models']}; differ: {[(k, have.get(k), want.get(k)) for k in set(have) | set(want) if have.get(k) != want.get(k)][:3]}")
+    subs = [f["device_subgraphs_delta"] for f in got["forms"]]
+    check.expect(subs == sorted(subs), "folder: ranked by the device subgraphs each form removes", str(subs))
+    now = sum(per_model[n]["now"]["device_subgraphs"] for n in names)
+    check.expect(got["now"]["device_subgraphs"] == now, f"folder: now {now} device subgraphs in all",
+                 str(got["now"]))
+    with open(os.path.join(folder, "broken.onnx"), "wb") as f:
+        f.write(b"not a model")
+    r = run("analyze", folder, "--target", ccrm_path, "--what-if", "--json")
+    check.expect(r.returncode == 1 and "broken.onnx" in r.stderr and r.stdout and
+                 json.loads(r.stdout)["models"] == len(names) and json.loads(r.stdout)["left_out"] == 1,
+                 "folder: a broken file is named and left out, exit 1", f"exit {r.returncode}: {r.stderr[-200:]}")
+
+
+if check.selected("folder"):
+    folder_case()
 
 check.finish()
