@@ -42,7 +42,8 @@ extern "C" {
 /* A node as a backend sees it when asked whether it can run it. Everything
  * is owned by seam and valid only during the call. */
 typedef struct seam_node_view {
-    int32_t index;                 /* position in the model's node list */
+    int32_t index;                 /* position in the model's node list (in supports() and node_cost();
+                                      from seam_subgraph_node, the position in the subgraph) */
     const char *name;
     const char *op_type;
     const char *domain;            /* "" for ai.onnx */

@@ -678,7 +678,8 @@ static seam_status check_subgraph(seam_check *c) {
     }
     if (!is_cpu && !rules && !be)
         return check_refuse(c, "ai.seam Subgraph: unknown target '%.*s' (not cpu, no rules to stand in for it, and "
-                         "no such backend given: load it with --backend-lib)", (int)tlen, target);
+                         "no such backend given or found: load it with --backend-lib PATH, or put NAME.so or "
+                         "libseam_NAME.so on $SEAM_BACKEND_PATH)", (int)tlen, target);
     if (rules) { /* the rules must still parse: they are the target's description */
         char *text = malloc(rlen + 1);
         if (!text) return refuse_oom(c);

@@ -8,7 +8,8 @@ its subgraphs in its own memory. Checked:
   - the plan puts Relu/Add/Mul on toy and Abs on the CPU;
   - `seam run --target toy` gives outputs bitwise equal to the plain run
     and to numpy's;
-  - the saved file runs with --backend-lib, and with SEAM_BACKEND_PATH;
+  - the saved file runs with --backend-lib, and with SEAM_BACKEND_PATH
+    alone (the plug-in found by the target its Subgraph nodes name);
     without the library it fails naming the Subgraph node;
   - --report counts the bytes toy's memory received and returned;
   - a Sigmoid (which toy claims but cannot compile) fails at session
@@ -110,6 +111,11 @@ if check.selected("saved"):
         env = dict(os.environ, SEAM_BACKEND_PATH=os.path.dirname(so))
         r = run("run", src, "--target", "toy", "--input", f"x={xin}", env=env)
         check.expect(not r.returncode, "saved: --target toy through SEAM_BACKEND_PATH", r.stderr.strip())
+        d2 = os.path.join(work, "saved_by_name")
+        r = run("run", part, "--input", f"x={xin}", "--output-dir", d2, env=env)
+        check.expect(not r.returncode and np.array_equal(np.load(os.path.join(d2, "y.npy")), want),
+                     "saved: the saved file finds toy by the name in its Subgraph nodes on SEAM_BACKEND_PATH",
+                     r.stderr.strip())
         r = run("run", part, "--input", f"x={xin}")
         check.expect(r.returncode == 1 and "seam_subgraph_0_toy" in r.stderr and "--backend-lib" in r.stderr,
                      f"saved: the saved file without its backend: exit {r.returncode}, {r.stderr.strip()!r}")

@@ -221,9 +221,11 @@ int cmd_analyze(int argc, char **argv) {
         printf("The following operations are supported:\n");
         for (int32_t k = 0; k < ns; k++) printf("  %s: %d\n", sup[k].op, sup[k].n);
         for (int32_t k = 0; k < nsu; k++) printf("  %s, as QDQ units: %d\n", sup_u[k].op, sup_u[k].n);
+        if (!ns && !nsu) printf("  (none)\n");
         printf("The following operations are not supported:\n");
         for (int32_t k = 0; k < nu; k++) printf("  %s: %d\n", uns[k].op, uns[k].n);
         for (int32_t k = 0; k < nuu; k++) printf("  %s, as QDQ units: %d\n", uns_u[k].op, uns_u[k].n);
+        if (!nu && !nuu) printf("  (none)\n");
         if (nu || nuu) printf("Unsupported nodes:\n");
         print_refusals(plan, nn);
         print_units_on_cpu(plan, nn);

@@ -316,6 +316,29 @@ static int run_partition_targets(run_opts *o, run_state *r) {
     return CLI_OK;
 }
 
+/* A saved model's device subgraphs name their targets: a plug-in not
+ * given with --backend-lib is looked for by name, as --target NAME does
+ * (NAME.so or libseam_NAME.so on $SEAM_BACKEND_PATH, then next to seam).
+ * One not found is left to the session, which names it and the fix. */
+static void find_saved_targets(cli_targets *tg, run_state *r) {
+    const ir_graph *g = r->m->graph;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (strcmp(n->domain, "ai.seam") || strcmp(n->op_type, "Subgraph") || ir_node_attr(n, "rules")) continue;
+        const ir_attr *a = ir_node_attr(n, "target");
+        char name[64];
+        if (!a || a->kind != IR_ATTR_STRING || !a->s.len || a->s.len >= sizeof(name)) continue;
+        memcpy(name, a->s.data, a->s.len);
+        name[a->s.len] = 0;
+        if (!strcmp(name, "cpu") || !strcmp(name, "dnnl") || strchr(name, '/')) continue;
+        bool have = false;
+        for (int32_t k = 0; k < tg->n_avail && !have; k++) have = !strcmp(tg->avail[k]->name, name);
+        const seam_backend *found = NULL;
+        if (have || tg->n_avail >= (int32_t)(sizeof(tg->avail) / sizeof(tg->avail[0]))) continue;
+        if (seam_backend_find(r->ctx, name, &found) == SEAM_STATUS_OK && found) tg->avail[tg->n_avail++] = found;
+    }
+}
+
 /* The model's placement: partitioned for --target, the backends a saved
  * model needs loaded, and for --html and --workdir the plan reported. */
 static int run_partition(run_opts *o, run_state *r) {
@@ -339,6 +362,7 @@ static int run_partition(run_opts *o, run_state *r) {
     }
     if (o->tg.n_paths == 0 && o->tg.n_libs > 0 && (rc = targets_load(&o->tg, "run", r->ctx)))
         return rc; /* backends for a saved model */
+    if (o->tg.n_paths == 0) find_saved_targets(&o->tg, r);
     if ((o->html || o->workdir) && !r->rep) { /* no --target: the plan of the model as it is (every node on the CPU) */
         seam_partition_options po = seam_partition_defaults();
         seam_plan *plan = NULL;

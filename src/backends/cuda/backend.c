@@ -212,8 +212,12 @@ static bool cu_supports(void *ctx, const seam_node_view *n, char *why, size_t wh
     /* SEAM_CUDA_PRETEND=1 (tests): answer as if there was a device, so
      * that the lowering's coverage is checked on machines without one;
      * compile still fails there */
-    static int pretend = -1;
-    if (pretend < 0) pretend = getenv("SEAM_CUDA_PRETEND") && !strcmp(getenv("SEAM_CUDA_PRETEND"), "1");
+    static int pretend_env = -1; /* (atomics: supports() runs on the threads that partition) */
+    if (__atomic_load_n(&pretend_env, __ATOMIC_RELAXED) < 0) {
+        const char *e = getenv("SEAM_CUDA_PRETEND");
+        __atomic_store_n(&pretend_env, e && !strcmp(e, "1"), __ATOMIC_RELAXED);
+    }
+    bool pretend = __atomic_load_n(&pretend_env, __ATOMIC_RELAXED) != 0;
     const cu_device *d = pretend ? cu_device_get() : device_or_say();
     if (!d->ok && !pretend) return NO("no CUDA device (%s)", d->reason);
     cu_params p;
