@@ -256,6 +256,11 @@ for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"):
 case("pow_square", [helper.make_node("Pow", ["x", "e"], ["y"])], X3, {"e": np.array(2.0)}, [4, 6, 8])
 case("pow_sqrt", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Pow", ["a", "e"], ["y"])], X3,
      {"e": np.array(0.5)}, [4, 6, 8])
+# x^3 as a square and a multiply (GPT-2's GELU; negative inputs too), and
+# an exponent with no such form (eltwise_pow)
+case("pow_cube", [helper.make_node("Pow", ["x", "e"], ["y"])], X3, {"e": np.array(3.0)}, [4, 6, 8])
+case("pow_general", [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Pow", ["a", "e"], ["y"])], X3,
+     {"e": np.array(2.5)}, [4, 6, 8])
 case("layernorm_op", [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], epsilon=1e-3)], X3,
      {"g": W(8) + 1, "b": W(8)}, [4, 6, 8], opset=17)
 # InstanceNormalization: a layer normalization of [N * C, S], then the

@@ -379,6 +379,23 @@ static bool compile_erf(builder *b, bool *fused, const dx_io *io) {
     return ok;
 }
 
+/* Pow by a constant exponent: oneDNN's eltwise_pow goes through exp and
+ * log, 0.55 ms on 64x1024 floats on an AVX2 CPU (GPT-2's GELU cubes its
+ * input: a quarter of the model's time there), where a square and a
+ * multiply take two light passes. So x^3 is square then multiply (x^2 is
+ * square: map.c); any other exponent is eltwise_pow. */
+static bool compile_pow(builder *b, bool *fused, const dx_io *io) {
+    float e;
+    if (b->n->n_inputs > 1 && dx_const_scalar(b->sg, &b->n->inputs[1], &e) && e == 3.0f) {
+        slot like = b->p->slots[io->sd]; /* (a copy: new slots move the array) */
+        like.name = "(x^2)";
+        int32_t t = dx_temp_slot(b, &like, &io->dst);
+        if (t < 0) return dx_fail(b, "out of memory"), false;
+        return eltwise_step(b, dnnl_eltwise_square, 0, 0, io->sin, t) && binary_step(b, dnnl_binary_mul, t, io->sin, io->sd);
+    }
+    return compile_eltwise(b, fused, io);
+}
+
 const dx_op dx_eltwise_rows[] = {
     /* (the names of eltwise_ops and binary_ops) */
     {"Relu", STAGE_PLAIN_OUT, NULL, compile_eltwise},
@@ -394,7 +411,7 @@ const dx_op dx_eltwise_rows[] = {
     {"HardSigmoid", STAGE_PLAIN_OUT, NULL, compile_eltwise},
     {"Softplus", STAGE_PLAIN_OUT, NULL, compile_eltwise},
     {"HardSwish", STAGE_PLAIN_OUT, NULL, compile_eltwise},
-    {"Pow", STAGE_PLAIN_OUT, supports_pow, compile_eltwise},
+    {"Pow", STAGE_PLAIN_OUT, supports_pow, compile_pow},
     {"Add", STAGE_PLAIN_OUT, supports_binary, compile_binary},
     {"Sub", STAGE_PLAIN_OUT, supports_binary, compile_binary},
     {"Mul", STAGE_PLAIN_OUT, supports_binary, compile_binary},

@@ -50,6 +50,9 @@ bool dx_eltwise_of(const seam_node_view *n, const seam_subgraph_view *sg, dnnl_a
     else if (is_op(n, "Pow")) { /* alpha * x^beta, with a constant exponent */
         if (n->n_inputs < 2 || !dx_const_scalar(sg, &n->inputs[1], beta)) return false;
         *alg = dnnl_eltwise_pow, *alpha = 1.0f;
+        /* eltwise_pow goes through exp and log (slow); a square is exact and light
+         * (x^3: eltwise.c's compile_pow; not sqrt for 0.5: pow(-inf, 0.5) is +inf) */
+        if (*beta == 2.0f) *alg = dnnl_eltwise_square, *alpha = 0, *beta = 0;
     } else {
         return false;
     }
