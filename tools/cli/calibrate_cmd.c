@@ -37,6 +37,22 @@ static const char *HELP =
     "  --repeat R    timed runs per model (default 10, after one warm-up)\n"
     "  --no-save     fit and print, but leave the cache file as it is\n";
 
+/* Random data (seam run's, from a fixed seed) for every graph input of g
+ * into session s; feeds (one per input) keeps it for the caller to free.
+ * 0, or a CLI exit code after saying why. */
+static int feed_random(seam_context *ctx, const ir_graph *g, seam_session *s, seam_tensor *feeds) {
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        const ir_value *v = &g->values[g->inputs[i]];
+        if (v->flags & IR_VALUE_INIT) continue;
+        int rc = run_random_input("calibrate", v, i, &feeds[i]);
+        if (rc) return rc;
+        seam_status st = seam_session_set_input(s, v->name, (seam_dtype)feeds[i].dtype, feeds[i].rank, feeds[i].dims,
+                                                feeds[i].data);
+        if (st) return cli_fail("calibrate", ctx, st);
+    }
+    return CLI_OK;
+}
+
 /* Runs model path R times, adding each node's median time to fit. Returns
  * 0, or a CLI exit code after saying why. */
 static int measure(int index, const char *path, int32_t threads, int32_t repeat, seam_cost_fit *fit, seam_model **keep) {
@@ -81,16 +97,7 @@ static int measure(int index, const char *path, int32_t threads, int32_t repeat,
         fprintf(stderr, "seam calibrate: out of memory\n");
         goto done;
     }
-    for (int32_t i = 0; i < g->n_inputs; i++) {
-        const ir_value *v = &g->values[g->inputs[i]];
-        if (v->flags & IR_VALUE_INIT) continue;
-        if ((rc = run_random_input("calibrate", v, i, &feeds[i]))) goto done;
-        if ((st = seam_session_set_input(s, v->name, (seam_dtype)feeds[i].dtype, feeds[i].rank, feeds[i].dims,
-                                         feeds[i].data))) {
-            rc = cli_fail("calibrate", ctx, st);
-            goto done;
-        }
-    }
+    if ((rc = feed_random(ctx, g, s, feeds))) goto done;
     for (int32_t r = -1; r < repeat; r++) { /* one warm-up run */
         if ((st = seam_session_run(s))) {
             rc = cli_fail("calibrate", ctx, st);
@@ -192,16 +199,7 @@ static int measure_targets(const char *path, cli_targets *tg, int32_t threads, i
         fprintf(stderr, "seam calibrate: out of memory\n");
         goto done;
     }
-    for (int32_t i = 0; i < g->n_inputs; i++) {
-        const ir_value *v = &g->values[g->inputs[i]];
-        if (v->flags & IR_VALUE_INIT) continue;
-        if ((rc = run_random_input("calibrate", v, i, &feeds[i]))) goto done;
-        if ((st = seam_session_set_input(s, v->name, (seam_dtype)feeds[i].dtype, feeds[i].rank, feeds[i].dims,
-                                         feeds[i].data))) {
-            rc = cli_fail("calibrate", ctx, st);
-            goto done;
-        }
-    }
+    if ((rc = feed_random(ctx, g, s, feeds))) goto done;
     for (int32_t r = -1; r < repeat; r++) {
         if ((st = seam_session_run(s))) {
             rc = cli_fail("calibrate", ctx, st);
