@@ -327,7 +327,80 @@ typedef struct seam_tensor_view {
     size_t nbytes;
 } seam_tensor_view;
 
+/* Output `index` when it is a tensor (an optional output holding one
+ * included); a sequence or an empty optional is refused, naming
+ * seam_session_output_value, which gives every kind. */
 SEAM_API seam_status seam_session_output(seam_session *session, int32_t index, seam_tensor_view *view_out);
+
+/* ---- values of every ONNX type: strings, sequences, optionals ----------- */
+/*
+ * A string tensor (SEAM_DTYPE_STRING) is passed and returned like any other
+ * tensor, its data an array of numel seam_bytes: ONNX strings are bytes (UTF-8
+ * by convention), counted, not NUL-terminated. bfloat16, float16 and the
+ * complex types are their bits (uint16, uint16, pairs of float/double).
+ *
+ * Sequences and optionals go through seam_value_view:
+ *
+ *     seam_tensor_view boxes[2] = {{.dtype = SEAM_DTYPE_FLOAT32, .rank = 2, .dims = d0, .data = b0},
+ *                                  {.dtype = SEAM_DTYPE_FLOAT32, .rank = 2, .dims = d1, .data = b1}};
+ *     seam_value_view seq = {.kind = SEAM_KIND_SEQUENCE, .elem_dtype = SEAM_DTYPE_FLOAT32,
+ *                            .count = 2, .elements = boxes};
+ *     seam_session_set_input_value(s, "boxes", &seq);
+ *     seam_value_view none = {.kind = SEAM_KIND_NONE};        // an optional input left empty
+ *     seam_session_set_input_value(s, "mask", &none);
+ *     seam_session_run(s);
+ *     seam_value_view out;
+ *     seam_session_output_value(s, 0, &out);                  // out.count, out.elements[i]
+ *
+ * An optional input or output holding a value is that value (a tensor or a
+ * sequence); SEAM_KIND_NONE is an optional without one. Maps (ai.onnx.ml) are
+ * named by seam_model_value_type but no op seam runs takes or makes one. */
+typedef struct seam_bytes {
+    const char *data; /* len bytes; may hold NULs; NULL when len is 0 */
+    size_t len;
+} seam_bytes;
+
+typedef enum seam_kind {
+    SEAM_KIND_TENSOR = 0,
+    SEAM_KIND_SEQUENCE = 1, /* of tensors */
+    SEAM_KIND_NONE = 2,     /* an optional without a value */
+    SEAM_KIND_MAP = 3,      /* seam_model_value_type only */
+} seam_kind;
+
+typedef struct seam_value_view {
+    seam_kind kind;
+    seam_tensor_view tensor;          /* SEAM_KIND_TENSOR */
+    seam_dtype elem_dtype;            /* SEAM_KIND_SEQUENCE: its elements' dtype (UNDEFINED when not known) */
+    int32_t count;                    /* SEAM_KIND_SEQUENCE: number of elements */
+    const seam_tensor_view *elements; /* SEAM_KIND_SEQUENCE: count tensors (name unused) */
+} seam_value_view;
+
+/* What a graph input or output (by name) holds as the model declares it:
+ * kind TENSOR, SEQUENCE or MAP (NONE is never declared: an optional is
+ * optional = true with the kind it may hold), the tensors' element dtype
+ * (of a sequence: its elements'; UNDEFINED when not known), and, for a
+ * map, the key dtype. */
+typedef struct seam_type_info {
+    seam_kind kind;
+    bool optional;
+    seam_dtype elem_dtype;
+    seam_dtype key_dtype;
+} seam_type_info;
+SEAM_API seam_status seam_model_value_type(const seam_model *model, const char *name, seam_type_info *info_out);
+
+/* Binds graph input `name` to a value of any kind, checked against the
+ * model's type: a tensor (as seam_session_set_input), a sequence of tensors
+ * (for an input declared a sequence, or an optional of one), or NONE (an
+ * optional input only). As with seam_session_set_input, the tensors' data
+ * is not copied and must stay valid until the run returns; the view and its
+ * elements array need not outlive the call. */
+SEAM_API seam_status seam_session_set_input_value(seam_session *session, const char *name,
+                                                  const seam_value_view *value);
+
+/* Output `index` as a value of any kind. For a sequence, elements points
+ * at count views owned by the session; they and the data they point at are
+ * valid until the next run or seam_session_free. */
+SEAM_API seam_status seam_session_output_value(seam_session *session, int32_t index, seam_value_view *value_out);
 
 #ifdef __cplusplus
 }

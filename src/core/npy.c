@@ -28,6 +28,93 @@ static const char *find_key(const char *h, const char *key) {
     return p;
 }
 
+/* UTF-8 of code point c into out (4 bytes at most); 0 when c is not a
+ * Unicode scalar value. */
+static size_t utf8_put(uint32_t c, uint8_t *out) {
+    if (c < 0x80) return out[0] = (uint8_t)c, 1;
+    if (c < 0x800) return out[0] = (uint8_t)(0xC0 | c >> 6), out[1] = (uint8_t)(0x80 | (c & 63)), 2;
+    if (c >= 0xD800 && c < 0xE000) return 0;
+    if (c < 0x10000) {
+        out[0] = (uint8_t)(0xE0 | c >> 12), out[1] = (uint8_t)(0x80 | (c >> 6 & 63)), out[2] = (uint8_t)(0x80 | (c & 63));
+        return 3;
+    }
+    if (c < 0x110000) {
+        out[0] = (uint8_t)(0xF0 | c >> 18), out[1] = (uint8_t)(0x80 | (c >> 12 & 63));
+        out[2] = (uint8_t)(0x80 | (c >> 6 & 63)), out[3] = (uint8_t)(0x80 | (c & 63));
+        return 4;
+    }
+    return 0;
+}
+
+/* The next code point of UTF-8 at *p (below end); false when the bytes
+ * are not UTF-8. */
+static bool utf8_get(const uint8_t **p, const uint8_t *end, uint32_t *c) {
+    const uint8_t *q = *p;
+    uint8_t b = *q++;
+    int more = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : (b & 0xF8) == 0xF0 ? 3 : -1;
+    if (more < 0 || end - q < more) return false;
+    uint32_t v = more == 0 ? b : more == 1 ? b & 31u : more == 2 ? b & 15u : b & 7u;
+    for (int k = 0; k < more; k++) {
+        if ((q[k] & 0xC0) != 0x80) return false;
+        v = v << 6 | (q[k] & 63u);
+    }
+    static const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+    if (v < least[more] || v > 0x10FFFF || (v >= 0xD800 && v < 0xE000)) return false;
+    *c = v;
+    *p = q + more;
+    return true;
+}
+
+/* A string tensor from numel fixed-width items of `width` bytes at data:
+ * t->data is numel seam_bytes, then their UTF-8 (or raw) bytes, one block.
+ * numpy drops trailing NULs of each item, and so does this. */
+static bool parse_strings(const unsigned char *data, size_t avail, size_t width, bool ucs4, seam_tensor *t, char *err,
+                          size_t errn) {
+    if (t->numel < 0 || (width && (uint64_t)t->numel > avail / width)) {
+        snprintf(err, errn, ".npy data is shorter than its shape needs");
+        return false;
+    }
+    size_t n = (size_t)t->numel;
+    size_t text = n * width; /* UTF-8 takes at most 4 bytes a code point, as UCS-4 does */
+    t->nbytes = n * sizeof(seam_bytes);
+    t->data = malloc(t->nbytes + text + 1);
+    if (!t->data) {
+        snprintf(err, errn, "out of memory");
+        return false;
+    }
+    seam_bytes *b = t->data;
+    uint8_t *at = (uint8_t *)t->data + t->nbytes;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *item = data + i * width;
+        size_t len = width;
+        if (ucs4) {
+            while (len >= 4 && !(item[len - 4] | item[len - 3] | item[len - 2] | item[len - 1])) len -= 4;
+        } else {
+            while (len && !item[len - 1]) len--;
+        }
+        b[i].data = (const char *)at;
+        if (!ucs4) {
+            memcpy(at, item, len);
+            at += len;
+        } else {
+            for (size_t k = 0; k < len; k += 4) {
+                uint32_t c = (uint32_t)item[k] | (uint32_t)item[k + 1] << 8 | (uint32_t)item[k + 2] << 16 |
+                             (uint32_t)item[k + 3] << 24;
+                size_t w = utf8_put(c, at);
+                if (!w) {
+                    free(t->data);
+                    t->data = NULL;
+                    snprintf(err, errn, ".npy string %zu holds U+%X, not a Unicode character", i, (unsigned)c);
+                    return false;
+                }
+                at += w;
+            }
+        }
+        b[i].len = (size_t)(at - (const uint8_t *)b[i].data);
+    }
+    return true;
+}
+
 bool npy_parse(const unsigned char *buf, size_t n, seam_tensor *t, char *err, size_t errn) {
     memset(t, 0, sizeof(*t));
     if (n < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
@@ -74,7 +161,25 @@ bool npy_parse(const unsigned char *buf, size_t n, seam_tensor *t, char *err, si
         return false;
     }
     const char *code = (descr[0] == '<' || descr[0] == '|' || descr[0] == '=' || descr[0] == '>') ? descr + 1 : descr;
-    t->dtype = 0;
+    if (strcmp(code, "O") == 0) {
+        snprintf(err, errn, ".npy of Python objects ('%s') is refused (it would need a pickle): save strings as numpy "
+                 "unicode, e.g. np.save(f, a.astype(str))", descr);
+        return false;
+    }
+    /* strings: unicode (U, UCS-4 code points) or bytes (S), fixed width,
+     * NUL-padded */
+    size_t width = 0;
+    bool ucs4 = code[0] == 'U', bytes = code[0] == 'S';
+    if ((ucs4 || bytes) && descr[0] != '>') {
+        char *end;
+        long w = strtol(code + 1, &end, 10);
+        if (end == code + 1 || *end || w < 0 || w > (1 << 24)) {
+            snprintf(err, errn, ".npy descr '%s' is not understood", descr);
+            return false;
+        }
+        width = (size_t)w * (ucs4 ? 4 : 1);
+    }
+    t->dtype = width || ucs4 || bytes ? SEAM_DTYPE_STRING : 0;
     for (size_t k = 0; k < sizeof(npy_types) / sizeof(npy_types[0]); k++)
         if (strcmp(code, npy_types[k].descr) == 0) t->dtype = npy_types[k].dtype;
     if (!t->dtype) {
@@ -106,6 +211,7 @@ bool npy_parse(const unsigned char *buf, size_t n, seam_tensor *t, char *err, si
         s = end;
     }
     t->numel = seam_shape_numel(t->dims, t->rank);
+    if (t->dtype == SEAM_DTYPE_STRING) return parse_strings(buf + off + hl, n - off - hl, width, ucs4, t, err, errn);
     size_t es = seam_dtype_size((seam_dtype)t->dtype);
     if (t->numel < 0 || (uint64_t)t->numel > (n - off - hl) / es) {
         snprintf(err, errn, ".npy data is shorter than its shape needs");
@@ -128,8 +234,50 @@ static const char *npy_code(seam_dtype dtype) {
     return NULL;
 }
 
+/* A string tensor as numpy unicode: each item's code points, NUL-padded
+ * to the longest (malloc'd into *out, *width code points). False when a
+ * string is not UTF-8 or holds a NUL (numpy would drop a trailing one):
+ * .npy cannot hold it as it is. */
+static bool strings_ucs4(const seam_bytes *s, int64_t numel, uint32_t **out, size_t *width) {
+    size_t w = 0;
+    for (int64_t i = 0; i < numel; i++) {
+        size_t cps = 0;
+        uint32_t c;
+        for (const uint8_t *p = (const uint8_t *)s[i].data, *end = p + s[i].len; p < end; cps++)
+            if (!utf8_get(&p, end, &c) || c == 0) return false;
+        if (cps > w) w = cps;
+    }
+    uint32_t *u = calloc((size_t)numel * w + 1, sizeof(uint32_t));
+    if (!u) return false;
+    for (int64_t i = 0; i < numel; i++) {
+        uint32_t *to = u + (size_t)i * w;
+        for (const uint8_t *p = (const uint8_t *)s[i].data, *end = p + s[i].len; p < end;) utf8_get(&p, end, to++);
+    }
+    *out = u;
+    *width = w;
+    return true;
+}
+
 int npy_write_file(FILE *f, seam_dtype dtype, int32_t rank, const int64_t *dims, const void *data, size_t nbytes) {
     const char *code = npy_code(dtype);
+    char ucode[32];
+    uint32_t *ucs = NULL;
+    if (dtype == SEAM_DTYPE_STRING) {
+        int64_t numel = seam_shape_numel(dims, rank);
+        size_t w;
+        if (numel < 0 || !strings_ucs4(data, numel, &ucs, &w)) return 1;
+        snprintf(ucode, sizeof(ucode), "U%zu", w ? w : 1);
+        code = ucode;
+        data = ucs;
+        nbytes = (size_t)numel * w * 4;
+        if (!w && numel) { /* numpy's '<U1' of empty strings */
+            free(ucs);
+            ucs = calloc((size_t)numel, 4);
+            if (!ucs) return 2;
+            data = ucs;
+            nbytes = (size_t)numel * 4;
+        }
+    }
     if (!code) return 1;
     char h[512];
     int len = snprintf(h, sizeof(h), "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
@@ -145,11 +293,23 @@ int npy_write_file(FILE *f, seam_dtype dtype, int32_t rank, const int64_t *dims,
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h, 1, (size_t)len, f) == (size_t)len;
     for (int k = 0; k < pad && ok; k++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
+    free(ucs);
     return ok ? 0 : 2;
 }
 
+bool npy_holds(const seam_tensor *t) {
+    if (t->dtype == SEAM_DTYPE_STRING) {
+        uint32_t *u;
+        size_t w;
+        if (!strings_ucs4(t->data, t->numel, &u, &w)) return false;
+        free(u);
+        return true;
+    }
+    return npy_code((seam_dtype)t->dtype) != NULL;
+}
+
 bool npy_write(const char *path, const seam_tensor *t, char *err, size_t errn) {
-    if (!npy_code((seam_dtype)t->dtype)) {
+    if (!npy_holds(t)) {
         snprintf(err, errn, "dtype %s cannot be written as .npy", seam_dtype_name((seam_dtype)t->dtype));
         return false;
     }

@@ -9,10 +9,16 @@
 #include "core/tensor.h"
 
 /* Parses .npy bytes into t (t->data malloc'd: the caller frees it). On
- * error returns false and writes why into err. */
+ * error returns false and writes why into err. numpy strings (unicode
+ * '<Un', bytes '|Sn') become a string tensor: numel seam_bytes, then their
+ * bytes (UTF-8 for unicode), one block; object arrays (pickles) are
+ * refused. */
 bool npy_parse(const unsigned char *buf, size_t n, seam_tensor *t, char *err, size_t errn);
-/* Writes t to path as a .npy file; false on I/O error or a dtype .npy
- * cannot hold (bfloat16, string). */
+/* Whether .npy holds t as it is: not bfloat16, and strings only when
+ * each is UTF-8 without NULs (written as numpy unicode). */
+bool npy_holds(const seam_tensor *t);
+/* Writes t to path as a .npy file; false on I/O error or what .npy
+ * cannot hold (npy_holds). */
 bool npy_write(const char *path, const seam_tensor *t, char *err, size_t errn);
 /* Writes a .npy of the given dtype, dims and bytes to f (the caller opens
  * and closes it). Returns 0, 1 for a dtype .npy cannot hold, or 2 for a

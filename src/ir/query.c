@@ -103,6 +103,35 @@ seam_status seam_model_output(const seam_model *m, int32_t index, seam_value_inf
     return fill_info(m, &m->graph->values[m->graph->outputs[index]], info);
 }
 
+seam_status seam_model_value_type(const seam_model *m, const char *name, seam_type_info *info) {
+    if (!m || !name || !info) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = m->graph;
+    const ir_value *v = NULL;
+    for (int32_t k = 0; k < g->n_inputs && !v; k++)
+        if (strcmp(g->values[g->inputs[k]].name, name) == 0) v = &g->values[g->inputs[k]];
+    for (int32_t k = 0; k < g->n_outputs && !v; k++)
+        if (strcmp(g->values[g->outputs[k]].name, name) == 0) v = &g->values[g->outputs[k]];
+    if (!v) return seam_error(m->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no input or output '%s'", name);
+    const ir_type *t = &v->type;
+    *info = (seam_type_info){SEAM_KIND_TENSOR, false, SEAM_DTYPE_UNDEFINED, SEAM_DTYPE_UNDEFINED};
+    if (t->kind == IR_TYPE_OPTIONAL) {
+        info->optional = true;
+        t = t->inner;
+        if (!t) return SEAM_STATUS_OK;
+    }
+    if (t->kind == IR_TYPE_SEQUENCE) {
+        info->kind = SEAM_KIND_SEQUENCE;
+        if (t->inner && t->inner->kind == IR_TYPE_TENSOR) info->elem_dtype = (seam_dtype)t->inner->elem;
+    } else if (t->kind == IR_TYPE_MAP) {
+        info->kind = SEAM_KIND_MAP;
+        info->key_dtype = (seam_dtype)t->elem;
+        if (t->inner && t->inner->kind == IR_TYPE_TENSOR) info->elem_dtype = (seam_dtype)t->inner->elem;
+    } else {
+        info->elem_dtype = (seam_dtype)t->elem;
+    }
+    return SEAM_STATUS_OK;
+}
+
 seam_status seam_model_metadata(const seam_model *mc, seam_model_meta *out) {
     if (!mc || !out) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_model *m = (seam_model *)mc;

@@ -35,4 +35,24 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
 /* Writes t as a TensorProto file named path (through a temporary file). */
 seam_status seam_onnx_tensor_write(seam_context *ctx, const char *path, const char *name, const seam_tensor *t);
 
+/* A value of the type the model declares, from the bytes of a file
+ * (value.c): a TensorProto of any dtype (strings: data is numel ir_bytes
+ * and then their bytes, one block) for a tensor or an unknown type (NULL);
+ * a SequenceProto of tensors for a sequence; an OptionalProto for an
+ * optional (SEAM_VALUE_NONE when it holds nothing). uint16 data where the
+ * type says bfloat16 is taken as bfloat16 (the same bits: ONNX's older
+ * test data and numpy write it so). On success *t owns its data
+ * (seam_value_free); errors name `what`. A declared map is refused. */
+seam_status seam_onnx_value_read(seam_context *ctx, const void *bytes, size_t size, const char *what,
+                                 const ir_type *type, seam_tensor *t);
+/* The same from the file at path. */
+seam_status seam_onnx_value_read_file(seam_context *ctx, const char *path, const ir_type *type, seam_tensor *t);
+/* Writes t as the message its declared type calls for (TensorProto,
+ * SequenceProto, or OptionalProto when type is an optional; type NULL:
+ * by t's kind), through a temporary file renamed to path. */
+seam_status seam_onnx_value_write(seam_context *ctx, const char *path, const char *name, const ir_type *type,
+                                  const seam_tensor *t);
+/* Writes n bytes to path through a temporary file in its folder (save.c). */
+seam_status onnx_write_atomic(seam_context *ctx, const char *path, const uint8_t *buf, size_t n);
+
 #endif

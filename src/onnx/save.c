@@ -413,7 +413,7 @@ static Onnx__ModelProto *save_model(saver *S, const struct seam_model *m) {
 }
 
 /* Writes buf to path through a temporary file in the same folder. */
-static seam_status write_atomic(seam_context *ctx, const char *path, const uint8_t *buf, size_t n) {
+seam_status onnx_write_atomic(seam_context *ctx, const char *path, const uint8_t *buf, size_t n) {
     size_t len = strlen(path);
     char *tmp = malloc(len + 32);
     if (!tmp) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -440,27 +440,6 @@ static seam_status write_atomic(seam_context *ctx, const char *path, const uint8
     }
     free(tmp);
     return SEAM_STATUS_OK;
-}
-
-seam_status seam_onnx_tensor_write(seam_context *ctx, const char *path, const char *name, const seam_tensor *t) {
-    if (t->dtype == SEAM_DTYPE_STRING)
-        return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors cannot be written", path);
-    Onnx__TensorProto tp;
-    onnx__tensor_proto__init(&tp);
-    tp.name = (char *)name;
-    tp.has_data_type = 1;
-    tp.data_type = t->dtype;
-    tp.n_dims = (size_t)t->rank;
-    tp.dims = (int64_t *)t->dims;
-    tp.has_raw_data = 1;
-    tp.raw_data = (ProtobufCBinaryData){t->nbytes, t->data};
-    size_t n = onnx__tensor_proto__get_packed_size(&tp);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
-    onnx__tensor_proto__pack(&tp, buf);
-    seam_status st = write_atomic(ctx, path, buf, n);
-    free(buf);
-    return st;
 }
 
 seam_status seam_model_save(seam_model *model, const char *path, const seam_save_options *opts) {
@@ -517,7 +496,7 @@ seam_status seam_model_save(seam_model *model, const char *path, const seam_save
                 st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while saving '%s'", path);
             } else {
                 onnx__model_proto__pack(mp, buf);
-                st = write_atomic(ctx, path, buf, n);
+                st = onnx_write_atomic(ctx, path, buf, n);
                 free(buf);
             }
         }

@@ -206,13 +206,16 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
         loader L = {ctx, m, &m->arena, &sc, NULL, NULL, NULL, 0, 0, 0, {0}, {0}};
         seam_arena_init(&L.tmp, (size_t)1 << 12);
         st = onnx_convert_tensor(&L, tp, "tensor", &x);
-        if (!st && x->dtype == SEAM_DTYPE_STRING)
-            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: string tensors are not supported as inputs", what);
         if (!st && x->rank > SEAM_MAX_RANK)
             st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: rank %d is above %d", what, x->rank, SEAM_MAX_RANK);
     }
+    size_t text = 0; /* a string tensor: its ir_bytes, then their bytes, in one block */
+    if (!st && x->dtype == SEAM_DTYPE_STRING) {
+        x->nbytes = (size_t)x->numel * sizeof(ir_bytes);
+        for (int64_t i = 0; i < x->numel; i++) text += ((const ir_bytes *)x->data)[i].len;
+    }
     if (!st) {
-        t->data = malloc(x->nbytes ? x->nbytes : 1);
+        t->data = malloc(x->nbytes + text + 1);
         *name_out = strdup(x->name);
         if (!t->data || !*name_out) {
             free(t->data);
@@ -222,6 +225,15 @@ seam_status seam_onnx_tensor_read(seam_context *ctx, const void *bytes, size_t s
             st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         } else {
             if (x->nbytes) memcpy(t->data, x->data, x->nbytes);
+            if (x->dtype == SEAM_DTYPE_STRING) {
+                ir_bytes *b = t->data;
+                uint8_t *at = (uint8_t *)t->data + x->nbytes;
+                for (int64_t i = 0; i < x->numel; i++) {
+                    if (b[i].len) memcpy(at, b[i].data, b[i].len);
+                    b[i].data = at;
+                    at += b[i].len;
+                }
+            }
             t->dtype = x->dtype;
             t->rank = x->rank;
             for (int32_t d = 0; d < x->rank; d++) t->dims[d] = x->dims[d];

@@ -29,6 +29,11 @@ struct seam_session {
     int32_t n_pads;
     struct bucket_in *bucket_ins;
     int32_t n_bucket_ins, n_buckets;
+    /* sequences: the element tables of bound sequence inputs (by graph
+     * input; the data stays the caller's), and the views of sequence
+     * outputs handed out since the last run (by graph output) */
+    seam_tensor **seq_in;
+    seam_tensor_view **seq_out;
 };
 
 typedef struct pad_axis {
@@ -208,6 +213,10 @@ void seam_session_free(seam_session *s) {
     free(s->joined);
     free(s->pads);
     free(s->bucket_ins);
+    for (int32_t k = 0; s->seq_in && k < s->model->graph->n_inputs; k++) free(s->seq_in[k]);
+    for (int32_t k = 0; s->seq_out && k < s->model->graph->n_outputs; k++) free(s->seq_out[k]);
+    free(s->seq_in);
+    free(s->seq_out);
     seam_exec_free(s->exec);
     seam_pool_free(s->pool);
     free(s);
@@ -225,69 +234,176 @@ static void format_shape(char *buf, size_t n, seam_dtype dtype, int32_t rank, co
     if (off < n) snprintf(buf + off, n - off, "]");
 }
 
-static int32_t find_input(const ir_graph *g, const char *name) {
+static const char *kind_name(const ir_type *t) {
+    switch (t ? t->kind : IR_TYPE_NONE) {
+    case IR_TYPE_TENSOR: return "a tensor";
+    case IR_TYPE_SEQUENCE: return "a sequence";
+    case IR_TYPE_OPTIONAL: return "an optional";
+    case IR_TYPE_MAP: return "a map";
+    case IR_TYPE_SPARSE_TENSOR: return "a sparse tensor";
+    default: return "a value of unknown type";
+    }
+}
+
+/* Graph input `name`: its value index and input position; -1 with the
+ * error set when the model has none. */
+static int32_t lookup_input(seam_session *s, const char *name, int32_t *pos) {
+    const ir_graph *g = s->model->graph;
     for (int32_t k = 0; k < g->n_inputs; k++)
-        if (strcmp(g->values[g->inputs[k]].name, name) == 0) return g->inputs[k];
+        if (strcmp(g->values[g->inputs[k]].name, name) == 0) {
+            *pos = k;
+            return g->inputs[k];
+        }
+    char list[512] = "";
+    size_t off = 0;
+    for (int32_t k = 0; k < g->n_inputs && off < sizeof(list); k++)
+        if (!(g->values[g->inputs[k]].flags & IR_VALUE_INIT))
+            off += (size_t)snprintf(list + off, sizeof(list) - off, "%s'%s'", off ? ", " : "", g->values[g->inputs[k]].name);
+    seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no input '%s' (its inputs: %s)", name, list);
     return -1;
+}
+
+/* Checks a tensor against type t (a tensor type, or NONE: anything) and
+ * fills out; `what` names it in errors ("input 'x'", "input 'x' element
+ * 2"). dims_ok allows dim 0 to differ (dynamic batch). */
+static seam_status check_tensor(seam_session *s, const char *what, const ir_type *t, seam_dtype dtype, int32_t rank,
+                                const int64_t *dims, const void *data, bool batch_free, seam_tensor *out) {
+    char want[256], got[256];
+    bool ok = rank >= 0 && rank <= SEAM_MAX_RANK && (dims || rank == 0) && dtype > SEAM_DTYPE_UNDEFINED &&
+              dtype < SEAM_DTYPE_COUNT_;
+    if (ok && t && t->kind == IR_TYPE_TENSOR) {
+        if (t->elem && t->elem != (int32_t)dtype) ok = false;
+        if (t->rank >= 0 && t->rank != rank) ok = false;
+        for (int32_t k = 0; ok && t->rank >= 0 && k < rank; k++)
+            if (t->dims[k].v >= 0 && t->dims[k].v != dims[k] && !(k == 0 && batch_free && dims[0] >= 1)) ok = false;
+    }
+    int64_t numel = ok ? seam_shape_numel(dims, rank) : -1;
+    if (!ok || numel < 0) {
+        if (t && t->kind == IR_TYPE_TENSOR && t->rank >= 0)
+            format_shape(want, sizeof(want), (seam_dtype)t->elem, t->rank, NULL, t->dims);
+        else
+            snprintf(want, sizeof(want), "%s of any shape",
+                     seam_dtype_name(t && t->kind == IR_TYPE_TENSOR ? (seam_dtype)t->elem : SEAM_DTYPE_UNDEFINED));
+        format_shape(got, sizeof(got), dtype, rank > SEAM_MAX_RANK || rank < 0 || !dims ? 0 : rank, dims, NULL);
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: expected %s, got %s", what, want, got);
+    }
+    if (!data && numel > 0) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: data is NULL", what);
+    size_t per = dtype == SEAM_DTYPE_STRING ? sizeof(ir_bytes) : seam_dtype_size(dtype);
+    if (per && (uint64_t)numel > SIZE_MAX / per)
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "%s: %lld elements do not fit in memory", what,
+                          (long long)numel);
+    *out = (seam_tensor){.dtype = (int32_t)dtype, .rank = rank, .numel = numel, .nbytes = (size_t)numel * per,
+                         .data = (void *)data};
+    for (int32_t k = 0; k < rank; k++) out->dims[k] = dims[k];
+    if (dtype == SEAM_DTYPE_STRING)
+        for (int64_t i = 0; i < numel; i++) {
+            const ir_bytes *b = &((const ir_bytes *)data)[i];
+            if (!b->data && b->len)
+                return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                                  "%s: string element %lld has %zu bytes at NULL", what, (long long)i, b->len);
+        }
+    return SEAM_STATUS_OK;
+}
+
+/* The public seam_bytes is ir_bytes, element for element. */
+_Static_assert(sizeof(seam_bytes) == sizeof(ir_bytes) && offsetof(seam_bytes, len) == offsetof(ir_bytes, len),
+               "seam_bytes and ir_bytes differ");
+
+/* Binds a checked value to input k (value v). */
+static void bind(seam_session *s, int32_t k, int32_t v, const seam_tensor *t) {
+    if (s->seq_in && s->seq_in[k] && (t->dtype != SEAM_VALUE_SEQUENCE || t->data != s->seq_in[k])) {
+        free(s->seq_in[k]);
+        s->seq_in[k] = NULL;
+    }
+    if (s->dynamic_batch) { /* kept whole; run() cuts it into chunks */
+        s->whole[k] = *t;
+        s->has_whole[k] = t->dtype != SEAM_VALUE_SEQUENCE && t->dtype != SEAM_VALUE_NONE;
+    }
+    exec_value *ev = &s->exec->vals[v];
+    ev->t = *t;
+    ev->bound = true;
 }
 
 seam_status seam_session_set_input(seam_session *s, const char *name, seam_dtype dtype, int32_t rank,
                                    const int64_t *dims, const void *data) {
     if (!s || !name) return SEAM_STATUS_INVALID_ARGUMENT;
+    seam_tensor_view tv = {.name = name, .dtype = dtype, .rank = rank, .dims = dims, .data = data};
+    seam_value_view vv = {.kind = SEAM_KIND_TENSOR, .tensor = tv};
+    return seam_session_set_input_value(s, name, &vv);
+}
+
+seam_status seam_session_set_input_value(seam_session *s, const char *name, const seam_value_view *val) {
+    if (!s || !name || !val) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;
-    int32_t v = find_input(g, name);
-    if (v < 0) {
-        char list[512] = "";
-        size_t off = 0;
-        for (int32_t k = 0; k < g->n_inputs && off < sizeof(list); k++)
-            if (!(g->values[g->inputs[k]].flags & IR_VALUE_INIT))
-                off += (size_t)snprintf(list + off, sizeof(list) - off, "%s'%s'", off ? ", " : "",
-                                        g->values[g->inputs[k]].name);
-        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "the model has no input '%s' (its inputs: %s)", name, list);
-    }
+    int32_t k = -1, v = lookup_input(s, name, &k);
+    if (v < 0) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_type *t = &g->values[v].type;
-    if (t->kind != IR_TYPE_TENSOR && t->kind != IR_TYPE_NONE)
-        return seam_error(s->ctx, SEAM_STATUS_UNSUPPORTED, "input '%s' is a %s; the API takes tensors only", name,
-                          t->kind == IR_TYPE_SEQUENCE ? "sequence" : t->kind == IR_TYPE_OPTIONAL ? "optional" : "map");
-    char want[256], got[256];
-    bool ok = rank >= 0 && rank <= SEAM_MAX_RANK && (data || rank >= 0);
-    if (ok && t->kind == IR_TYPE_TENSOR) {
-        if (t->elem && t->elem != (int32_t)dtype) ok = false;
-        if (t->rank >= 0 && t->rank != rank) ok = false;
-        for (int32_t k = 0; ok && t->rank >= 0 && k < rank; k++)
-            if (t->dims[k].v >= 0 && t->dims[k].v != dims[k] && !(k == 0 && s->dynamic_batch && dims[0] >= 1)) ok = false;
-    }
-    int64_t numel = ok ? seam_shape_numel(dims, rank) : -1;
-    if (!ok || numel < 0) {
-        if (t->kind == IR_TYPE_TENSOR && t->rank >= 0)
-            format_shape(want, sizeof(want), (seam_dtype)t->elem, t->rank, NULL, t->dims);
-        else
-            snprintf(want, sizeof(want), "%s of any shape", seam_dtype_name((seam_dtype)t->elem));
-        format_shape(got, sizeof(got), dtype, rank > SEAM_MAX_RANK ? 0 : rank, dims, NULL);
-        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': expected %s, got %s", name, want, got);
-    }
-    if (!data && numel > 0) return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': data is NULL", name);
-    if (s->dynamic_batch) { /* kept whole; run() cuts it into chunks */
-        for (int32_t k = 0; k < g->n_inputs; k++)
-            if (g->inputs[k] == v) {
-                seam_tensor *w = &s->whole[k];
-                w->dtype = (int32_t)dtype;
-                w->rank = rank;
-                for (int32_t d = 0; d < rank; d++) w->dims[d] = dims[d];
-                w->numel = numel;
-                w->nbytes = (size_t)numel * seam_dtype_size(dtype);
-                w->data = (void *)data;
-                s->has_whole[k] = true;
+    bool optional = t->kind == IR_TYPE_OPTIONAL;
+    const ir_type *held = optional ? t->inner : t; /* NULL: an optional of unknown type */
+    char what[300];
+    snprintf(what, sizeof(what), "input '%s'", name);
+    seam_tensor x = {0};
+    seam_status st;
+    switch (val->kind) {
+    case SEAM_KIND_TENSOR:
+        if (held && held->kind != IR_TYPE_TENSOR && held->kind != IR_TYPE_NONE)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' is %s%s; a tensor was given", name,
+                              optional ? "an optional of " : "", kind_name(held));
+        if ((st = check_tensor(s, what, held, val->tensor.dtype, val->tensor.rank, val->tensor.dims,
+                               val->tensor.data, s->dynamic_batch, &x)))
+            return st;
+        break;
+    case SEAM_KIND_SEQUENCE: {
+        if (!held || held->kind != IR_TYPE_SEQUENCE)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' is %s%s; a sequence was given", name,
+                              optional ? "an optional of " : "", kind_name(held));
+        if (s->dynamic_batch)
+            return seam_error(s->ctx, SEAM_STATUS_UNSUPPORTED,
+                              "input '%s' is a sequence; dynamic batch cuts tensors only", name);
+        if (val->count < 0 || (val->count > 0 && !val->elements))
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': a sequence of %d elements at %p", name,
+                              val->count, (const void *)val->elements);
+        const ir_type *et = held->inner && held->inner->kind == IR_TYPE_TENSOR ? held->inner : NULL;
+        int32_t elem = et && et->elem ? et->elem : (int32_t)val->elem_dtype;
+        if (et && et->elem && val->elem_dtype && (int32_t)val->elem_dtype != et->elem)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': expected a sequence of %s, got one of %s",
+                              name, seam_dtype_name((seam_dtype)et->elem), seam_dtype_name(val->elem_dtype));
+        seam_tensor *els = calloc((size_t)val->count + 1, sizeof(seam_tensor));
+        if (!els) return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (int32_t i = 0; i < val->count; i++) {
+            const seam_tensor_view *e = &val->elements[i];
+            char ew[340];
+            snprintf(ew, sizeof(ew), "input '%s' element %d", name, i);
+            /* elements of one sequence share a dtype; their shapes may differ */
+            ir_type any = {.kind = IR_TYPE_TENSOR, .elem = elem, .rank = -1};
+            if ((st = check_tensor(s, ew, &any, e->dtype, e->rank, e->dims, e->data, false, &els[i]))) {
+                free(els);
+                return st;
             }
+            if (!elem) elem = (int32_t)e->dtype;
+        }
+        x = (seam_tensor){.dtype = SEAM_VALUE_SEQUENCE, .numel = val->count,
+                          .nbytes = (size_t)val->count * sizeof(seam_tensor), .data = els, .elem = elem};
+        if (!s->seq_in && !(s->seq_in = calloc((size_t)g->n_inputs + 1, sizeof(seam_tensor *)))) {
+            free(els);
+            return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+        free(s->seq_in[k]);
+        s->seq_in[k] = els;
+        break;
     }
-    exec_value *ev = &s->exec->vals[v];
-    ev->t.dtype = (int32_t)dtype;
-    ev->t.rank = rank;
-    for (int32_t k = 0; k < rank; k++) ev->t.dims[k] = dims[k];
-    ev->t.numel = numel;
-    ev->t.nbytes = (size_t)numel * (dtype == SEAM_DTYPE_STRING ? sizeof(ir_bytes) : seam_dtype_size(dtype));
-    ev->t.data = (void *)data;
-    ev->bound = true;
+    case SEAM_KIND_NONE:
+        if (!optional)
+            return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                              "input '%s' is %s, not an optional: it cannot be left without a value", name,
+                              kind_name(t));
+        x = (seam_tensor){.dtype = SEAM_VALUE_NONE};
+        break;
+    default:
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s': kind %d is not a value kind seam takes",
+                          name, (int)val->kind);
+    }
+    bind(s, k, v, &x);
     return SEAM_STATUS_OK;
 }
 
@@ -529,9 +645,43 @@ seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view
     int32_t v = g->outputs[index];
     const seam_tensor *t = s->joined_valid ? &s->joined[index] : &s->exec->vals[v].t;
     if (t->dtype == SEAM_VALUE_SEQUENCE || t->dtype == SEAM_VALUE_NONE)
-        return seam_error(s->ctx, SEAM_STATUS_UNSUPPORTED, "output '%s' is %s; the API gives tensors only",
-                          g->values[v].name, t->dtype == SEAM_VALUE_SEQUENCE ? "a sequence" : "an empty optional");
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                          "output '%s' is %s, not a tensor: read it with seam_session_output_value", g->values[v].name,
+                          t->dtype == SEAM_VALUE_SEQUENCE ? "a sequence" : "an empty optional");
     *view = (seam_tensor_view){g->values[v].name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes};
+    return SEAM_STATUS_OK;
+}
+
+seam_status seam_session_output_value(seam_session *s, int32_t index, seam_value_view *out) {
+    if (!s || !out) return SEAM_STATUS_INVALID_ARGUMENT;
+    const ir_graph *g = s->model->graph;
+    if (index < 0 || index >= g->n_outputs)
+        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range (%d outputs)", index,
+                          g->n_outputs);
+    int32_t v = g->outputs[index];
+    const seam_tensor *t = s->joined_valid ? &s->joined[index] : &s->exec->vals[v].t;
+    *out = (seam_value_view){.kind = SEAM_KIND_TENSOR};
+    if (t->dtype == SEAM_VALUE_NONE) {
+        out->kind = SEAM_KIND_NONE;
+        return SEAM_STATUS_OK;
+    }
+    if (t->dtype != SEAM_VALUE_SEQUENCE) return seam_session_output(s, index, &out->tensor);
+    if (t->numel < 0 || t->numel > INT32_MAX || (t->numel > 0 && !t->data))
+        return seam_error(s->ctx, SEAM_STATUS_INTERNAL, "output '%s': a sequence of %lld elements at %p",
+                          g->values[v].name, (long long)t->numel, t->data);
+    if (!s->seq_out && !(s->seq_out = calloc((size_t)g->n_outputs + 1, sizeof(seam_tensor_view *))))
+        return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    seam_tensor_view *views = realloc(s->seq_out[index], ((size_t)t->numel + 1) * sizeof(seam_tensor_view));
+    if (!views) return seam_error(s->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+    s->seq_out[index] = views;
+    const seam_tensor *els = t->data;
+    for (int64_t i = 0; i < t->numel; i++)
+        views[i] = (seam_tensor_view){g->values[v].name, (seam_dtype)els[i].dtype, els[i].rank, els[i].dims,
+                                      els[i].data, els[i].nbytes};
+    out->kind = SEAM_KIND_SEQUENCE;
+    out->elem_dtype = (seam_dtype)(t->elem ? t->elem : t->numel ? els[0].dtype : 0);
+    out->count = (int32_t)t->numel;
+    out->elements = views;
     return SEAM_STATUS_OK;
 }
 

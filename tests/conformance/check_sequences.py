@@ -4,9 +4,10 @@ usage: /usr/bin/python3 check_sequences.py SEAM_BINARY WORKDIR [-k CASE]
 
 ONNX's node tests do not cover SplitToSequence, ConcatFromSequence,
 SequenceErase or SequenceLength, nor casts of unusual floats to strings.
-Each case here is a small model whose inputs and outputs are tensors (what
-`seam run` takes and gives) with sequences inside, checked against numpy
-(np.split, np.concatenate, np.stack, list operations). The hostile cases
+Most cases here are small models whose inputs and outputs are tensors,
+with sequences inside, checked against numpy (np.split, np.concatenate,
+np.stack, list operations); the last ones pass sequences, optionals,
+strings and bfloat16 through seam run's files, read back by onnx and numpy. The hostile cases
 are models a buggy exporter or an attacker makes: each must fail with exit
 1 and a message that names the node (never a crash, never a wrong answer).
 """
@@ -15,6 +16,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper, save
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -179,32 +181,152 @@ body = helper.make_graph([N("Identity", ["c_in"], ["c_out"], name="keep"),
 hostile("loop_scan_output_sequence", [N("Loop", ["two", ""], ["y"], name="loop_bad", body=body)], "loop_bad",
         inits=[i64("two", 2)])
 
-# The API takes and gives tensors only: a sequence output (or input) is
-# refused with its name, and no output file is written.
+# Values other than tensors through seam run's files (issue 29): a sequence
+# output is written as a SequenceProto .pb (said), read back by onnx; a
+# sequence input is read from a SequenceProto (a .npy is refused naming
+# the input); optional inputs take an OptionalProto, empty or not; strings
+# round-trip as numpy unicode; a bfloat16 input takes numpy's uint16 bits.
+def run_files(name, path, inputs, fmt=None):
+    out = os.path.join(args.work, name + ".out")
+    cmd = [args.seam, "run", path, "--output-dir", out]
+    for k, v in inputs.items():
+        cmd += ["--input", f"{k}={v}"]
+    if fmt:
+        cmd += ["--output-format", fmt]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60), out
+
+
+def save_model(name, g, opset=17):
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    path = os.path.join(args.work, name + ".onnx")
+    save(m, path)
+    return path
+
+
+def pb(name, proto):
+    path = os.path.join(args.work, name)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+    return path
+
+
 if check.selected("sequence_output"):
-    g = helper.make_graph([N("SequenceConstruct", ["x", "x"], ["y"])], "seq_out",
+    g = helper.make_graph([N("SequenceConstruct", ["x", "x2"], ["y"]), N("Neg", ["x"], ["x2"])], "seq_out",
                           [helper.make_tensor_value_info("x", F, list(X.shape))],
                           [helper.make_tensor_sequence_value_info("y", F, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    path = os.path.join(args.work, "sequence_output.onnx")
-    save(m, path)
-    r, y = run("sequence_output", path)
-    out = os.path.join(args.work, "sequence_output.out")
-    check.expect(r.returncode == 1 and "output 'y' is a sequence" in r.stderr and not os.listdir(out) if
-                 os.path.isdir(out) else r.returncode == 1 and "output 'y' is a sequence" in r.stderr,
-                 "sequence_output: refused naming the output, nothing written", r.stderr.strip()[-300:])
+    path = save_model("sequence_output", g)
+    xp = os.path.join(args.work, "sequence_output.x.npy")
+    np.save(xp, X)
+    r, out = run_files("sequence_output", path, {"x": xp})
+    got = None
+    if r.returncode == 0 and os.path.exists(os.path.join(out, "y.pb")):
+        sp = onnx.SequenceProto()
+        sp.ParseFromString(open(os.path.join(out, "y.pb"), "rb").read())
+        got = numpy_helper.to_list(sp)
+    check.expect(got is not None and len(got) == 2 and np.array_equal(got[0], X) and np.array_equal(got[1], -X) and
+                 "written as" in r.stderr and "SequenceProto" in r.stderr and not os.path.exists(os.path.join(out, "y.npy")),
+                 "sequence_output: written as a SequenceProto .pb (said), onnx reads [x, -x]", r.stderr.strip()[-300:])
 if check.selected("sequence_input"):
     g = helper.make_graph([N("ConcatFromSequence", ["s"], ["y"], axis=0)], "seq_in",
                           [helper.make_tensor_sequence_value_info("s", F, None)],
                           [helper.make_tensor_value_info("y", F, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    path = os.path.join(args.work, "sequence_input.onnx")
-    save(m, path)
+    path = save_model("sequence_input", g)
     xp = os.path.join(args.work, "sequence_input.s.npy")
     np.save(xp, X)
     r = subprocess.run([args.seam, "run", path, "--input", "s=" + xp], capture_output=True, text=True, timeout=60)
-    check.expect(r.returncode == 1 and "input 's' is a sequence" in r.stderr, "sequence_input: refused naming the input",
+    check.expect(r.returncode == 1 and "input 's'" in r.stderr and "SequenceProto" in r.stderr,
+                 "sequence_input: a .npy for a sequence input is refused naming the input and the file it needs",
+                 r.stderr.strip()[-300:])
+    parts = [X[0], X[1] * 2, X[0][:2]]
+    sp = pb("sequence_input.s.pb", numpy_helper.from_list(parts, "s"))
+    r, out = run_files("sequence_input_pb", path, {"s": sp})
+    y = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else None
+    check.expect(y is not None and np.array_equal(y, np.concatenate(parts, axis=0)),
+                 "sequence_input: a SequenceProto .pb of three tensors, concatenated as numpy does",
+                 r.stderr.strip()[-300:])
+    tp = pb("sequence_input.tensor.pb", numpy_helper.from_array(X, "s"))
+    r, _ = run_files("sequence_input_tensor", path, {"s": tp})
+    check.expect(r.returncode == 1 and "not a SequenceProto" in r.stderr and "sequence_input.tensor.pb" in r.stderr,
+                 "sequence_input: a TensorProto where the model takes a sequence is refused", r.stderr.strip()[-300:])
+if check.selected("optional_input"):
+    opt_f = helper.make_optional_type_proto(helper.make_tensor_type_proto(F, None))
+    g = helper.make_graph([N("OptionalHasElement", ["o"], ["has"]), N("Identity", ["o"], ["same"])], "opt_in",
+                          [helper.make_value_info("o", opt_f)],
+                          [helper.make_tensor_value_info("has", TensorProto.BOOL, []), helper.make_value_info("same", opt_f)])
+    path = save_model("optional_input", g, opset=18)
+    for label, proto in (("empty", onnx.OptionalProto(name="o", elem_type=onnx.OptionalProto.TENSOR)),
+                         ("full", numpy_helper.from_optional(X, "o"))):
+        op = pb(f"optional_input.{label}.pb", proto)
+        r, out = run_files(f"optional_input_{label}", path, {"o": op})
+        has = np.load(os.path.join(out, "has.npy")) if r.returncode == 0 else None
+        same = None
+        if r.returncode == 0:
+            for ext in ("npy", "pb"):
+                f = os.path.join(out, "same." + ext)
+                if os.path.exists(f) and ext == "npy":
+                    same = ("tensor", np.load(f))
+                elif os.path.exists(f):
+                    o = onnx.OptionalProto()
+                    o.ParseFromString(open(f, "rb").read())
+                    same = ("tensor", numpy_helper.to_array(o.tensor_value)) if o.HasField("tensor_value") else ("none",)
+        want_same = ("none",) if label == "empty" else ("tensor", X)
+        check.expect(has is not None and bool(has) == (label == "full") and same is not None and same[0] == want_same[0]
+                     and (label == "empty" or np.array_equal(same[1], X)),
+                     f"optional_input_{label}: an OptionalProto in, OptionalHasElement {label == 'full'}, the value back",
+                     r.stderr.strip()[-300:])
+    np.save(os.path.join(args.work, "o.npy"), X)
+    r, _ = run_files("optional_input_npy", path, {"o": os.path.join(args.work, "o.npy")})
+    check.expect(r.returncode == 0, "optional_input: a .npy tensor for an optional of a tensor", r.stderr.strip()[-300:])
+if check.selected("strings_npy"):
+    S = TensorProto.STRING
+    g = helper.make_graph([N("Identity", ["s"], ["y"])], "str_id", [helper.make_tensor_value_info("s", S, [2, 3])],
+                          [helper.make_tensor_value_info("y", S, [2, 3])])
+    path = save_model("strings_npy", g)
+    words = np.array([["seam", "", "grüße"], ["日本語", "a b", "x" * 40]])
+    sp = os.path.join(args.work, "strings.s.npy")
+    np.save(sp, words)
+    r, out = run_files("strings_npy", path, {"s": sp})
+    y = np.load(os.path.join(out, "y.npy"), allow_pickle=False) if r.returncode == 0 else None
+    check.expect(y is not None and y.dtype.kind == "U" and np.array_equal(y, words),
+                 "strings_npy: numpy unicode in, the same numpy unicode out", r.stderr.strip()[-300:])
+    r, out = run_files("strings_pb", path, {"s": sp}, fmt="pb")
+    t = TensorProto()
+    if r.returncode == 0:
+        t.ParseFromString(open(os.path.join(out, "y.pb"), "rb").read())
+    check.expect(r.returncode == 0 and [x.decode() for x in t.string_data] == list(words.ravel()),
+                 "strings_npy: --output-format pb writes string_data onnx reads", r.stderr.strip()[-300:])
+    bp = os.path.join(args.work, "strings.b.npy")
+    np.save(bp, np.array([b"raw", b"\xff\xfe", b"ok", b"", b"z", b"q"]).reshape(2, 3))
+    r, out = run_files("strings_bytes", path, {"s": bp})
+    t = TensorProto()
+    if r.returncode == 0 and os.path.exists(os.path.join(out, "y.pb")):
+        t.ParseFromString(open(os.path.join(out, "y.pb"), "rb").read())
+    check.expect(r.returncode == 0 and list(t.string_data) == [b"raw", b"\xff\xfe", b"ok", b"", b"z", b"q"] and
+                 "not UTF-8" in r.stderr, "strings_npy: bytes that are not UTF-8 come back as a .pb (said)",
+                 r.stderr.strip()[-300:])
+    op = os.path.join(args.work, "strings.obj.npy")
+    np.save(op, np.array([["a", 1, None]] * 2, dtype=object), allow_pickle=True)
+    r, _ = run_files("strings_object", path, {"s": op})
+    check.expect(r.returncode == 1 and "pickle" in r.stderr, "strings_npy: an object .npy (a pickle) is refused",
+                 r.stderr.strip()[-300:])
+if check.selected("bfloat16_npy"):
+    g = helper.make_graph([N("Cast", ["b"], ["f"], to=F), N("Identity", ["b"], ["same"])], "bf16",
+                          [helper.make_tensor_value_info("b", TensorProto.BFLOAT16, [4])],
+                          [helper.make_tensor_value_info("f", F, [4]),
+                           helper.make_tensor_value_info("same", TensorProto.BFLOAT16, [4])])
+    path = save_model("bfloat16_npy", g)
+    vals = np.array([1.0, -2.5, 0.1, 3e38], dtype=np.float32)
+    bits = (vals.view(np.uint32) >> 16).astype(np.uint16)
+    bp = os.path.join(args.work, "bf16.npy")
+    np.save(bp, bits)
+    r, out = run_files("bfloat16_npy", path, {"b": bp})
+    f = np.load(os.path.join(out, "f.npy")) if r.returncode == 0 else None
+    t = TensorProto()
+    if r.returncode == 0 and os.path.exists(os.path.join(out, "same.pb")):
+        t.ParseFromString(open(os.path.join(out, "same.pb"), "rb").read())
+    check.expect(f is not None and np.array_equal(f, (bits.astype(np.uint32) << 16).view(np.float32)) and
+                 t.data_type == TensorProto.BFLOAT16 and np.frombuffer(t.raw_data, "<u2").tolist() == bits.tolist() and
+                 "bfloat16" in r.stderr, "bfloat16_npy: uint16 bits in, float32 and a bfloat16 TensorProto out (said)",
                  r.stderr.strip()[-300:])
 check.finish()

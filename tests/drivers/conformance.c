@@ -35,168 +35,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cpu/kernels.h"
 #include "ir/ir.h"
 #include "onnx/onnx.h"
-#include "runtime/exec.h"
 #include "seam.h"
 
 enum { PASS = 0, FAIL = 1, UNSUPPORTED = 2, ERROR = 3, CRASH = 4 };
 static const char *verdict_name[] = {"pass", "fail", "unsupported", "error", "crash"};
 
-static bool read_all(const char *path, unsigned char **buf, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    struct stat sb;
-    fstat(fileno(f), &sb);
-    *n = (size_t)sb.st_size;
-    *buf = malloc(*n + 1);
-    bool ok = *buf && fread(*buf, 1, *n, f) == *n;
-    fclose(f);
-    return ok;
-}
-
-/* Protocol buffers, as much as the test data's SequenceProto, OptionalProto
- * and string TensorProto need (seam's reader takes numeric tensors only). */
-typedef struct pb {
-    const uint8_t *p, *end;
-} pb;
-
-static bool pb_varint(pb *b, uint64_t *v) {
-    *v = 0;
-    for (int shift = 0; b->p < b->end && shift < 64; shift += 7) {
-        uint8_t c = *b->p++;
-        *v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) return true;
-    }
-    return false;
-}
-
-/* The next field: its number and wire type; a varint in *v, or a length-
- * delimited payload in *data and *len. False at the end or on bad bytes. */
-static bool pb_next(pb *b, uint32_t *field, uint32_t *wire, uint64_t *v, const uint8_t **data, size_t *len) {
-    uint64_t key;
-    if (b->p >= b->end || !pb_varint(b, &key)) return false;
-    *field = (uint32_t)(key >> 3);
-    *wire = (uint32_t)(key & 7);
-    switch (*wire) {
-    case 0: return pb_varint(b, v);
-    case 1: if (b->end - b->p < 8) return false; b->p += 8; return true;
-    case 5: if (b->end - b->p < 4) return false; b->p += 4; return true;
-    case 2:
-        if (!pb_varint(b, v) || *v > (uint64_t)(b->end - b->p)) return false;
-        *data = b->p;
-        *len = (size_t)*v;
-        b->p += *len;
-        return true;
-    default: return false;
-    }
-}
-
-/* A string TensorProto (dims 1, data_type 2, string_data 6): t->data is one
- * block, numel ir_bytes and then their bytes. */
-static bool read_string_tensor(const uint8_t *buf, size_t n, seam_tensor *t) {
-    *t = (seam_tensor){.dtype = SEAM_DTYPE_STRING};
-    size_t total = 0;
-    int64_t count = 0;
-    uint32_t f, w;
-    uint64_t v;
-    const uint8_t *d;
-    size_t len;
-    for (pb b = {buf, buf + n}; pb_next(&b, &f, &w, &v, &d, &len);) {
-        if (f == 1 && w == 0 && t->rank < SEAM_MAX_RANK) t->dims[t->rank++] = (int64_t)v;
-        if (f == 1 && w == 2)
-            for (pb q = {d, d + len}; q.p < q.end && t->rank < SEAM_MAX_RANK;)
-                if (pb_varint(&q, &v)) t->dims[t->rank++] = (int64_t)v;
-        if (f == 6 && w == 2) total += len, count++;
-    }
-    t->numel = seam_shape_numel(t->dims, t->rank);
-    if (t->numel != count) return false;
-    t->nbytes = (size_t)count * sizeof(ir_bytes);
-    t->data = malloc(t->nbytes + total + 1);
-    if (!t->data) return false;
-    ir_bytes *s = t->data;
-    uint8_t *at = (uint8_t *)t->data + t->nbytes;
-    int64_t i = 0;
-    for (pb b = {buf, buf + n}; pb_next(&b, &f, &w, &v, &d, &len);)
-        if (f == 6 && w == 2) {
-            if (len) memcpy(at, d, len);
-            s[i++] = (ir_bytes){at, len};
-            at += len;
-        }
-    return true;
-}
-
-static bool read_tensor(seam_context *ctx, const uint8_t *buf, size_t n, const char *what, seam_tensor *t) {
-    uint32_t f, w;
-    uint64_t v;
-    const uint8_t *d;
-    size_t len;
-    for (pb b = {buf, buf + n}; pb_next(&b, &f, &w, &v, &d, &len);)
-        if (f == 2 && w == 0 && v == SEAM_DTYPE_STRING) return read_string_tensor(buf, n, t);
-    char *name = NULL;
-    seam_status st = seam_onnx_tensor_read(ctx, buf, n, what, t, &name);
-    free(name);
-    t->elem = 0;
-    return st == SEAM_STATUS_OK;
-}
-
-/* A SequenceProto of tensors (tensor_values 3). */
-static bool read_sequence(seam_context *ctx, const uint8_t *buf, size_t n, const char *what, const ir_type *type,
-                          seam_tensor *t) {
-    int64_t count = 0;
-    uint32_t f, w;
-    uint64_t v;
-    const uint8_t *d;
-    size_t len;
-    for (pb b = {buf, buf + n}; pb_next(&b, &f, &w, &v, &d, &len);) {
-        if (f == 3 && w == 2) count++;
-        if (f == 5 || f == 6 || f == 7) return false; /* sequences of other than tensors */
-    }
-    *t = (seam_tensor){.dtype = SEAM_VALUE_SEQUENCE, .numel = count, .nbytes = (size_t)count * sizeof(seam_tensor)};
-    t->elem = type && type->kind == IR_TYPE_SEQUENCE && type->inner ? type->inner->elem : 0;
-    t->data = calloc((size_t)count + 1, sizeof(seam_tensor));
-    if (!t->data) return false;
-    int64_t i = 0;
-    for (pb b = {buf, buf + n}; pb_next(&b, &f, &w, &v, &d, &len);)
-        if (f == 3 && w == 2) {
-            seam_tensor *e = &((seam_tensor *)t->data)[i];
-            if (!read_tensor(ctx, d, len, what, e)) {
-                t->numel = i;
-                seam_value_free(t);
-                return false;
-            }
-            if (!t->elem) t->elem = e->dtype;
-            i++;
-        }
-    return true;
-}
-
-/* A value of the model's type: TensorProto, SequenceProto, or an
- * OptionalProto (tensor_value 3, sequence_value 5; neither: no value). */
-static bool read_value(seam_context *ctx, const uint8_t *buf, size_t n, const char *what, const ir_type *type,
-                       seam_tensor *t) {
-    if (type && type->kind == IR_TYPE_SEQUENCE) return read_sequence(ctx, buf, n, what, type, t);
-    if (!type || type->kind != IR_TYPE_OPTIONAL) return read_tensor(ctx, buf, n, what, t);
-    uint32_t f, w;
-    uint64_t v;
-    const uint8_t *d;
-    size_t len;
-    for (pb b = {buf, buf + n}; pb_next(&b, &f, &w, &v, &d, &len);) {
-        if (f == 3 && w == 2) return read_tensor(ctx, d, len, what, t);
-        if (f == 5 && w == 2) return read_sequence(ctx, d, len, what, type->inner, t);
-    }
-    *t = (seam_tensor){.dtype = SEAM_VALUE_NONE};
-    return true;
-}
-
+/* A value file of the test data (TensorProto, SequenceProto or
+ * OptionalProto, by the model's type), read as seam run reads it. */
 static bool load_pb(seam_context *ctx, const char *path, const ir_type *type, seam_tensor *t) {
-    unsigned char *buf;
-    size_t n;
-    if (!read_all(path, &buf, &n)) return false;
-    bool ok = read_value(ctx, buf, n, path, type, t);
-    free(buf);
-    return ok;
+    return seam_onnx_value_read_file(ctx, path, type, t) == SEAM_STATUS_OK;
 }
 
 static double as_double(const void *p, int32_t dtype, int64_t i) {
@@ -270,82 +119,41 @@ static bool compare(const seam_tensor_view *got, const seam_tensor *want, char *
     return true;
 }
 
-/* compare() for any value: sequences element by element. */
-static bool compare_value(const char *name, const seam_tensor *got, const seam_tensor *want, char *why, size_t n) {
-    if (seam_is_value(got->dtype) || seam_is_value(want->dtype)) {
-        if (got->dtype != want->dtype || got->numel != want->numel) {
-            snprintf(why, n, "output '%s' is %s of %lld, expected %s of %lld", name,
-                     got->dtype == SEAM_VALUE_SEQUENCE ? "a sequence" : got->dtype == SEAM_VALUE_NONE ? "no value" : "a tensor",
-                     (long long)got->numel,
-                     want->dtype == SEAM_VALUE_SEQUENCE ? "a sequence" : want->dtype == SEAM_VALUE_NONE ? "no value" : "a tensor",
-                     (long long)want->numel);
-            return false;
-        }
-        for (int64_t i = 0; want->dtype == SEAM_VALUE_SEQUENCE && i < want->numel; i++)
-            if (!compare_value(name, &((const seam_tensor *)got->data)[i], &((const seam_tensor *)want->data)[i], why, n))
-                return false;
-        return true;
+/* compare() for any value the API gives: sequences element by element. */
+static bool compare_value(const char *name, const seam_value_view *got, const seam_tensor *want, char *why, size_t n) {
+    int32_t wkind = want->dtype == SEAM_VALUE_SEQUENCE ? SEAM_KIND_SEQUENCE
+                    : want->dtype == SEAM_VALUE_NONE   ? SEAM_KIND_NONE
+                                                       : SEAM_KIND_TENSOR;
+    static const char *kinds[] = {"a tensor", "a sequence", "no value", "a map"};
+    if ((int32_t)got->kind != wkind || (wkind == SEAM_KIND_SEQUENCE && got->count != want->numel)) {
+        snprintf(why, n, "output '%s' is %s of %d, expected %s of %lld", name, kinds[got->kind & 3], got->count,
+                 kinds[wkind], (long long)want->numel);
+        return false;
     }
-    seam_tensor_view v = {name, (seam_dtype)got->dtype, got->rank, got->dims, got->data, got->nbytes};
-    return compare(&v, want, why, n);
+    if (wkind == SEAM_KIND_TENSOR) return compare(&got->tensor, want, why, n);
+    for (int32_t i = 0; wkind == SEAM_KIND_SEQUENCE && i < got->count; i++) {
+        seam_tensor_view e = got->elements[i];
+        e.name = name;
+        if (!compare(&e, &((const seam_tensor *)want->data)[i], why, n)) return false;
+    }
+    return true;
 }
 
-static bool is_tensor_type(const ir_type *t) { return t->kind == IR_TYPE_TENSOR || t->kind == IR_TYPE_NONE; }
-
-/* A model with sequence or optional inputs or outputs runs on the
- * executor itself: the public API (seam_session_*) takes and gives
- * tensors only. */
-static int run_test_exec(seam_context *ctx, seam_model *m, const char *dir, char *why, size_t n) {
-    const ir_graph *g = m->graph;
-    seam_pool *pool = seam_pool_create(1);
-    seam_exec *e = NULL;
-    seam_status st = pool ? seam_exec_create_with(ctx, g, NULL, pool, cpu_host_kernels(), NULL, 0, NULL, NULL, &e) : SEAM_STATUS_OUT_OF_MEMORY;
-    if (st) {
-        snprintf(why, n, "%s", seam_context_last_error(ctx));
-        seam_pool_free(pool);
-        return st == SEAM_STATUS_UNSUPPORTED ? UNSUPPORTED : ERROR;
-    }
-    int verdict = PASS;
-    for (int set = 0; verdict == PASS; set++) {
-        char sd[4200], path[4400];
-        snprintf(sd, sizeof(sd), "%s/test_data_set_%d", dir, set);
-        struct stat sb;
-        if (stat(sd, &sb) != 0) break;
-        seam_tensor ins[64];
-        int n_in = 0;
-        for (int32_t k = 0; k < g->n_inputs && n_in < 64; k++) {
-            const ir_value *v = &g->values[g->inputs[k]];
-            if (v->flags & IR_VALUE_INIT) continue;
-            snprintf(path, sizeof(path), "%s/input_%d.pb", sd, n_in);
-            if (stat(path, &sb) != 0) break;
-            if (!load_pb(ctx, path, &v->type, &ins[n_in])) {
-                snprintf(why, n, "cannot read %s: %s", path, seam_context_last_error(ctx));
-                verdict = ERROR;
-                break;
-            }
-            seam_exec_set_input(e, k, &ins[n_in++]);
-        }
-        if (verdict == PASS && (st = seam_exec_run(e))) {
-            snprintf(why, n, "%s", seam_context_last_error(ctx));
-            verdict = st == SEAM_STATUS_UNSUPPORTED ? UNSUPPORTED : FAIL;
-        }
-        for (int32_t o = 0; verdict == PASS && o < g->n_outputs; o++) {
-            const ir_value *v = &g->values[g->outputs[o]];
-            seam_tensor want;
-            snprintf(path, sizeof(path), "%s/output_%d.pb", sd, o);
-            if (!load_pb(ctx, path, &v->type, &want)) {
-                snprintf(why, n, "cannot read %s", path);
-                verdict = UNSUPPORTED;
-                break;
-            }
-            if (!compare_value(v->name, seam_exec_output(e, o), &want, why, n)) verdict = FAIL;
-            seam_value_free(&want);
-        }
-        for (int k = 0; k < n_in; k++) seam_value_free(&ins[k]);
-    }
-    seam_exec_free(e);
-    seam_pool_free(pool);
-    return verdict;
+/* The API's view of a value read from a file; elems holds a sequence's
+ * element views (freed by the caller). */
+static seam_value_view value_view(const char *name, const seam_tensor *t, seam_tensor_view **elems) {
+    *elems = NULL;
+    if (t->dtype == SEAM_VALUE_NONE) return (seam_value_view){.kind = SEAM_KIND_NONE};
+    if (t->dtype != SEAM_VALUE_SEQUENCE)
+        return (seam_value_view){.kind = SEAM_KIND_TENSOR,
+                                 .tensor = {name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes}};
+    const seam_tensor *els = t->data;
+    *elems = calloc((size_t)t->numel + 1, sizeof(seam_tensor_view));
+    for (int64_t i = 0; *elems && i < t->numel; i++)
+        (*elems)[i] = (seam_tensor_view){name, (seam_dtype)els[i].dtype, els[i].rank, els[i].dims, els[i].data,
+                                         els[i].nbytes};
+    return (seam_value_view){.kind = SEAM_KIND_SEQUENCE, .elem_dtype = (seam_dtype)t->elem,
+                             .count = (int32_t)t->numel, .elements = *elems};
 }
 
 /* Runs one test directory; returns a verdict, with a reason in why. */
@@ -358,17 +166,7 @@ static int run_test(const char *dir, char *why, size_t n) {
     seam_session *s = NULL;
     int verdict = PASS;
     seam_status st = seam_model_load(ctx, path, &m);
-    if (!st) {
-        bool tensors = true;
-        for (int32_t k = 0; k < m->graph->n_inputs; k++) tensors &= is_tensor_type(&m->graph->values[m->graph->inputs[k]].type);
-        for (int32_t k = 0; k < m->graph->n_outputs; k++)
-            tensors &= is_tensor_type(&m->graph->values[m->graph->outputs[k]].type);
-        if (!tensors) {
-            verdict = run_test_exec(ctx, m, dir, why, n);
-            goto done;
-        }
-        st = seam_session_create(m, NULL, &s);
-    }
+    if (!st) st = seam_session_create(m, NULL, &s);
     if (st) {
         snprintf(why, n, "%s", seam_context_last_error(ctx));
         verdict = st == SEAM_STATUS_UNSUPPORTED ? UNSUPPORTED : ERROR;
@@ -392,12 +190,10 @@ static int run_test(const char *dir, char *why, size_t n) {
                 verdict = ERROR;
                 break;
             }
-            /* the older test data stores bfloat16 tensors with data_type
-             * UINT16 (the same bits): read them as what the model declares */
-            if (ins[n_in].dtype == SEAM_DTYPE_UINT16 && v->type.elem == SEAM_DTYPE_BFLOAT16)
-                ins[n_in].dtype = SEAM_DTYPE_BFLOAT16;
-            st = seam_session_set_input(s, v->name, (seam_dtype)ins[n_in].dtype, ins[n_in].rank, ins[n_in].dims,
-                                        ins[n_in].data);
+            seam_tensor_view *elems;
+            seam_value_view vv = value_view(v->name, &ins[n_in], &elems);
+            st = seam_session_set_input_value(s, v->name, &vv);
+            free(elems);
             n_in++;
             if (st) {
                 snprintf(why, n, "%s", seam_context_last_error(ctx));
@@ -410,19 +206,24 @@ static int run_test(const char *dir, char *why, size_t n) {
             verdict = st == SEAM_STATUS_UNSUPPORTED ? UNSUPPORTED : FAIL;
         }
         for (int32_t o = 0; verdict == PASS && o < g->n_outputs; o++) {
+            const ir_value *v = &g->values[g->outputs[o]];
             seam_tensor want;
             snprintf(path, sizeof(path), "%s/output_%d.pb", sd, o);
-            if (!load_pb(ctx, path, NULL, &want)) {
-                snprintf(why, n, "cannot read %s (not a plain tensor?)", path);
+            if (!load_pb(ctx, path, &v->type, &want)) {
+                snprintf(why, n, "cannot read %s: %s", path, seam_context_last_error(ctx));
                 verdict = UNSUPPORTED;
                 break;
             }
-            seam_tensor_view got;
-            seam_session_output(s, o, &got);
-            if (!compare(&got, &want, why, n)) verdict = FAIL;
-            free(want.data);
+            seam_value_view got;
+            if (seam_session_output_value(s, o, &got)) {
+                snprintf(why, n, "%s", seam_context_last_error(ctx));
+                verdict = FAIL;
+            } else if (!compare_value(v->name, &got, &want, why, n)) {
+                verdict = FAIL;
+            }
+            seam_value_free(&want);
         }
-        for (int k = 0; k < n_in; k++) free(ins[k].data);
+        for (int k = 0; k < n_in; k++) seam_value_free(&ins[k]);
     }
 done:
     seam_session_free(s);

@@ -85,13 +85,13 @@ static bool read_data(seam_context *ctx, const char *dir, test_data *d, char *er
     for (int k = 0; k < MAX_IO; k++) {
         snprintf(path, sizeof(path), "%s/test_data_set_0/input_%d.pb", dir, k);
         if (!exists(path)) break;
-        if (!run_read_input(ctx, path, &d->in[d->n_in], err, en)) return false;
+        if (!run_read_input(ctx, path, NULL, &d->in[d->n_in], err, en)) return false;
         d->n_in++;
     }
     for (int k = 0; k < MAX_IO; k++) {
         snprintf(path, sizeof(path), "%s/test_data_set_0/output_%d.pb", dir, k);
         if (!exists(path)) break;
-        if (!run_read_input(ctx, path, &d->want[d->n_want], err, en)) return false;
+        if (!run_read_input(ctx, path, NULL, &d->want[d->n_want], err, en)) return false;
         d->n_want++;
     }
     if (!d->n_want) return snprintf(err, en, "no test_data_set_0/output_0.pb"), false;

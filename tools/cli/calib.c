@@ -93,7 +93,7 @@ static int read_set(const char *cmd, seam_context *ctx, cli_calib *c, int32_t s,
             return CLI_BAD_INPUT;
         }
         char err[512];
-        if (!run_read_input(ctx, file, &c->t[s * c->n_inputs + k], err, sizeof(err))) {
+        if (!run_read_input(ctx, file, NULL, &c->t[s * c->n_inputs + k], err, sizeof(err))) {
             fprintf(stderr, "seam %s: %s\n", cmd, err);
             return CLI_BAD_INPUT;
         }

@@ -270,7 +270,10 @@ static int run_read_inputs(const run_opts *o, run_state *r) {
     char err[1024];
     int rc;
     for (int k = 0; k < o->n_inputs; k++) {
-        if (!run_read_input(r->ctx, o->inputs[k].value, &r->loaded[k], err, sizeof(err))) {
+        const ir_type *type = NULL;
+        for (int32_t i = 0; i < g->n_inputs && !type; i++)
+            if (strcmp(g->values[g->inputs[i]].name, o->inputs[k].name) == 0) type = &g->values[g->inputs[i]].type;
+        if (!run_read_input(r->ctx, o->inputs[k].value, type, &r->loaded[k], err, sizeof(err))) {
             fprintf(stderr, "seam run: input '%s': %s\n", o->inputs[k].name, err);
             return CLI_BAD_INPUT;
         }
@@ -451,7 +454,10 @@ static int run_feed(const run_opts *o, run_state *r) {
             int rc = run_random_input("run", v, i, t);
             if (rc) return rc;
         }
-        seam_status st = seam_session_set_input(r->s, v->name, (seam_dtype)t->dtype, t->rank, t->dims, t->data);
+        seam_tensor_view *elems;
+        seam_value_view vv = run_value_view(v->name, t, &elems);
+        seam_status st = vv.count < 0 ? SEAM_STATUS_OUT_OF_MEMORY : seam_session_set_input_value(r->s, v->name, &vv);
+        free(elems);
         if (st) {
             cli_fail("run", r->ctx, st);
             return CLI_BAD_INPUT;
@@ -504,10 +510,12 @@ static int run_results(const run_opts *o, run_state *r) {
     }
     if (o->workdir) {
         seam_tensor_view views[MAX_NAMED];
+        int n_views = 0; /* the tensors among the inputs (a workdir's values are .npy files) */
         for (int k = 0; k < r->n_feeds; k++)
-            views[k] = (seam_tensor_view){r->feed_names[k], (seam_dtype)r->feeds[k].dtype, r->feeds[k].rank,
-                                          r->feeds[k].dims, r->feeds[k].data, r->feeds[k].nbytes};
-        if ((st = seam_report_write_workdir(r->rep, r->s, views, o->dump_values ? r->n_feeds : 0, o->workdir))) {
+            if (!seam_is_value(r->feeds[k].dtype))
+                views[n_views++] = (seam_tensor_view){r->feed_names[k], (seam_dtype)r->feeds[k].dtype, r->feeds[k].rank,
+                                                      r->feeds[k].dims, r->feeds[k].data, r->feeds[k].nbytes};
+        if ((st = seam_report_write_workdir(r->rep, r->s, views, o->dump_values ? n_views : 0, o->workdir))) {
             cli_fail("run", r->ctx, st);
             return CLI_BAD_INPUT;
         }
@@ -515,18 +523,38 @@ static int run_results(const run_opts *o, run_state *r) {
     return CLI_OK;
 }
 
-/* Without --output-dir: each output's name, dtype and shape. */
+static void print_shape(const seam_tensor_view *t) {
+    printf("%s [", seam_dtype_name(t->dtype));
+    for (int32_t d = 0; d < t->rank; d++) printf("%s%lld", d ? "," : "", (long long)t->dims[d]);
+    printf("]");
+}
+
+/* Without --output-dir: each output's name, dtype and shape (of a
+ * sequence, its length and its first elements'). */
 static int run_print_outputs(run_state *r) {
     for (int32_t o = 0; o < r->n_outputs; o++) {
-        seam_tensor_view view;
-        seam_status st = seam_session_output(r->s, o, &view);
+        seam_value_view view;
+        seam_status st = seam_session_output_value(r->s, o, &view);
         if (st) {
             cli_fail("run", r->ctx, st);
             return CLI_BAD_INPUT;
         }
-        printf("output '%s': %s [", view.name, seam_dtype_name(view.dtype));
-        for (int32_t d = 0; d < view.rank; d++) printf("%s%lld", d ? "," : "", (long long)view.dims[d]);
-        printf("]\n");
+        printf("output '%s': ", r->m->graph->values[r->m->graph->outputs[o]].name);
+        if (view.kind == SEAM_KIND_NONE) {
+            printf("no value (an empty optional)\n");
+            continue;
+        }
+        if (view.kind == SEAM_KIND_TENSOR) {
+            print_shape(&view.tensor);
+            printf("\n");
+            continue;
+        }
+        printf("a sequence of %d %s tensors%s", view.count, seam_dtype_name(view.elem_dtype), view.count ? ": " : "");
+        for (int32_t i = 0; i < view.count && i < 4; i++) {
+            printf("%s", i ? ", " : "");
+            print_shape(&view.elements[i]);
+        }
+        printf("%s\n", view.count > 4 ? ", ..." : "");
     }
     return CLI_OK;
 }
@@ -534,8 +562,8 @@ static int run_print_outputs(run_state *r) {
 static void run_free(run_opts *o, run_state *r) {
     seam_report_free(r->rep);
     targets_free(&o->tg);
-    for (int k = 0; k < r->n_feeds; k++) free(r->feeds[k].data);
-    for (int k = 0; k < o->n_inputs; k++) free(r->loaded[k].data);
+    for (int k = 0; k < r->n_feeds; k++) seam_value_free(&r->feeds[k]);
+    for (int k = 0; k < o->n_inputs; k++) seam_value_free(&r->loaded[k]);
     for (int k = 0; k < o->n_inputs; k++) free((char *)o->inputs[k].name);
     for (int k = 0; k < o->n_shapes; k++) free((char *)o->shapes[k].name);
     seam_session_free(r->s);
@@ -552,7 +580,7 @@ static int run_steps(run_opts *o, run_state *r) {
     if ((rc = run_partition(o, r)) || (rc = run_session(o, r)) || (rc = run_feed(o, r)) || (rc = run_timed(o, r)) ||
         (rc = run_results(o, r)))
         return rc;
-    if (o->out_dir) return run_write_outputs(r->ctx, r->s, r->n_outputs, o->out_dir, o->format);
+    if (o->out_dir) return run_write_outputs(r->ctx, r->s, r->m->graph, r->n_outputs, o->out_dir, o->format);
     return run_print_outputs(r);
 }
 

@@ -12,9 +12,17 @@
 #include "core/tensor.h"
 #include "seam.h"
 
-/* Reads an input file, .npy or else an ONNX TensorProto, into t (t->data
- * malloc'd, the caller's to free). False with a message in err. */
-bool run_read_input(seam_context *ctx, const char *file, seam_tensor *t, char *err, size_t errn);
+/* Reads an input file into t as the model's type for it declares (NULL:
+ * a tensor): a .npy (a tensor; numpy strings; uint16 for a bfloat16
+ * input), or else an ONNX TensorProto, SequenceProto or OptionalProto
+ * .pb. t owns its data (seam_value_free). False with a message in err. */
+bool run_read_input(seam_context *ctx, const char *file, const ir_type *type, seam_tensor *t, char *err,
+                    size_t errn);
+
+/* The API's view of a value read from a file (for
+ * seam_session_set_input_value); a sequence's element views in *elems,
+ * which the caller frees (count -1 when out of memory). */
+seam_value_view run_value_view(const char *name, const seam_tensor *t, seam_tensor_view **elems);
 
 /* The shape of an input file fixes the model's symbolic dims of that input
  * when it agrees with the model's rank and fixed dims: backends that
@@ -36,8 +44,12 @@ int run_random_input(const char *cmd, const ir_value *v, int32_t i, seam_tensor 
  * execution order, from the last run's profile (--report). */
 void run_print_report(seam_session *s, const ir_graph *g);
 
-/* Writes every output to DIR/<name>.<format> (npy or pb), all or nothing:
- * a failure leaves DIR as it was. Returns the exit code. */
-int run_write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, const char *out_dir, const char *format);
+/* Writes every output to DIR/<name>.npy, or .pb for what .npy cannot hold
+ * (a sequence, an empty optional, bfloat16, strings that are not UTF-8;
+ * said on stderr) or for every output with format "pb"; all or nothing: a
+ * failure leaves DIR as it was. g: the session's graph (the outputs'
+ * declared types). Returns the exit code. */
+int run_write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, int32_t n_outputs, const char *out_dir,
+                      const char *format);
 
 #endif

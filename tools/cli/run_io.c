@@ -37,25 +37,46 @@ static bool read_file(const char *path, unsigned char **buf, size_t *n, char *er
     return ok;
 }
 
-/* Reads an input file, .npy or else an ONNX TensorProto, into t (t->data
- * malloc'd). */
-bool run_read_input(seam_context *ctx, const char *file, seam_tensor *t, char *err, size_t errn) {
+bool run_read_input(seam_context *ctx, const char *file, const ir_type *type, seam_tensor *t, char *err,
+                    size_t errn) {
+    memset(t, 0, sizeof(*t));
+    size_t fl = strlen(file);
+    if (!(fl > 4 && strcmp(file + fl - 4, ".npy") == 0)) {
+        if (seam_onnx_value_read_file(ctx, file, type, t) == SEAM_STATUS_OK) return true;
+        snprintf(err, errn, "%s", seam_context_last_error(ctx));
+        return false;
+    }
+    if (type && type->kind != IR_TYPE_TENSOR && type->kind != IR_TYPE_NONE &&
+        !(type->kind == IR_TYPE_OPTIONAL && type->inner && type->inner->kind == IR_TYPE_TENSOR)) {
+        snprintf(err, errn, "'%s': .npy holds a tensor; this input is a %s: give an ONNX %s .pb file", file,
+                 type->kind == IR_TYPE_SEQUENCE ? "sequence" : type->kind == IR_TYPE_OPTIONAL ? "optional sequence" : "map",
+                 type->kind == IR_TYPE_SEQUENCE ? "SequenceProto" : "OptionalProto");
+        return false;
+    }
     unsigned char *buf;
     size_t n;
-    memset(t, 0, sizeof(*t));
     if (!read_file(file, &buf, &n, err, errn)) return false;
-    bool ok;
-    size_t fl = strlen(file);
-    if (fl > 4 && strcmp(file + fl - 4, ".npy") == 0) {
-        ok = npy_parse(buf, n, t, err, errn);
-    } else {
-        char *pbname = NULL;
-        ok = seam_onnx_tensor_read(ctx, buf, n, file, t, &pbname) == SEAM_STATUS_OK;
-        free(pbname);
-        if (!ok) snprintf(err, errn, "%s", seam_context_last_error(ctx));
-    }
+    bool ok = npy_parse(buf, n, t, err, errn);
     free(buf);
+    const ir_type *tt = type && type->kind == IR_TYPE_OPTIONAL ? type->inner : type;
+    /* numpy has no bfloat16: its bits come as uint16 (ml_dtypes' view) */
+    if (ok && tt && tt->elem == SEAM_DTYPE_BFLOAT16 && t->dtype == SEAM_DTYPE_UINT16) t->dtype = SEAM_DTYPE_BFLOAT16;
     return ok;
+}
+
+seam_value_view run_value_view(const char *name, const seam_tensor *t, seam_tensor_view **elems) {
+    *elems = NULL;
+    if (t->dtype == SEAM_VALUE_NONE) return (seam_value_view){.kind = SEAM_KIND_NONE};
+    if (t->dtype != SEAM_VALUE_SEQUENCE)
+        return (seam_value_view){.kind = SEAM_KIND_TENSOR,
+                                 .tensor = {name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes}};
+    const seam_tensor *els = t->data;
+    *elems = calloc((size_t)t->numel + 1, sizeof(seam_tensor_view));
+    for (int64_t i = 0; *elems && i < t->numel; i++)
+        (*elems)[i] = (seam_tensor_view){name, (seam_dtype)els[i].dtype, els[i].rank, els[i].dims, els[i].data,
+                                         els[i].nbytes};
+    return (seam_value_view){.kind = SEAM_KIND_SEQUENCE, .elem_dtype = (seam_dtype)t->elem,
+                             .count = *elems ? (int32_t)t->numel : -1, .elements = *elems};
 }
 
 /* The shape of an input file fixes the model's symbolic dims of that input
@@ -146,11 +167,50 @@ void run_print_report(seam_session *s, const ir_graph *g) {
                (long long)ss.evictions, (long long)ss.cpu_shapes);
 }
 
-/* Writes every output to DIR/<name>.<format>, all or nothing: each goes
- * to a temporary name in DIR first, and only when all are written are they
- * renamed into place. On a failure the temporary files are removed, and
- * DIR too when this run made it, so DIR is left as it was. */
-int run_write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, const char *out_dir, const char *format) {
+/* The value of an output view as seam's tensor struct; a sequence's
+ * elements in *els (the caller frees the array, not the data). */
+static bool value_of(const seam_value_view *v, seam_tensor *t, seam_tensor **els) {
+    *els = NULL;
+    memset(t, 0, sizeof(*t));
+    if (v->kind == SEAM_KIND_NONE) {
+        t->dtype = SEAM_VALUE_NONE;
+        return true;
+    }
+    const seam_tensor_view *src = v->kind == SEAM_KIND_TENSOR ? &v->tensor : v->elements;
+    int32_t n = v->kind == SEAM_KIND_TENSOR ? 1 : v->count;
+    seam_tensor *out = v->kind == SEAM_KIND_TENSOR ? t : (*els = calloc((size_t)n + 1, sizeof(seam_tensor)));
+    if (!out) return false;
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = (seam_tensor){.dtype = src[i].dtype, .rank = src[i].rank, .data = (void *)src[i].data,
+                               .nbytes = src[i].nbytes};
+        for (int32_t d = 0; d < src[i].rank; d++) out[i].dims[d] = src[i].dims[d];
+        out[i].numel = seam_shape_numel(out[i].dims, out[i].rank);
+    }
+    if (v->kind == SEAM_KIND_SEQUENCE)
+        *t = (seam_tensor){.dtype = SEAM_VALUE_SEQUENCE, .numel = n, .data = *els, .elem = (int32_t)v->elem_dtype,
+                           .nbytes = (size_t)n * sizeof(seam_tensor)};
+    return true;
+}
+
+/* Why .npy cannot hold a value as it is, or NULL when it can. */
+static const char *npy_cannot(const seam_tensor *t) {
+    if (t->dtype == SEAM_VALUE_NONE) return "it is an optional without a value";
+    if (t->dtype == SEAM_VALUE_SEQUENCE) return "it is a sequence";
+    if (t->dtype == SEAM_DTYPE_BFLOAT16) return "numpy has no bfloat16";
+    if (t->dtype == SEAM_DTYPE_STRING && !npy_holds(t)) return "a string is not UTF-8 or holds a NUL";
+    if (!npy_holds(t)) return "numpy has no such dtype";
+    return NULL;
+}
+
+/* Writes every output to DIR/<name>.<format>: npy where .npy holds the
+ * value (numeric tensors, UTF-8 strings as numpy unicode), else pb (a
+ * TensorProto, SequenceProto or OptionalProto, as the model declares the
+ * output), said once per output; with format pb, all as pb. Each file goes
+ * to a temporary name in DIR first, and only when all are written are
+ * they renamed into place. On a failure the temporary files are removed,
+ * and DIR too when this run made it, so DIR is left as it was. */
+int run_write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, int32_t n_outputs, const char *out_dir,
+                      const char *format) {
     bool made_dir = mkdir(out_dir, 0755) == 0;
     if (!made_dir && errno != EEXIST) {
         fprintf(stderr, "seam run: cannot create '%s': %s\n", out_dir, strerror(errno));
@@ -158,52 +218,55 @@ int run_write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, con
     }
     char(*tmp)[4096] = calloc((size_t)n_outputs + 1, sizeof(*tmp));
     char(*dst)[4096] = calloc((size_t)n_outputs + 1, sizeof(*dst));
+    seam_tensor *vals = calloc((size_t)n_outputs + 1, sizeof(seam_tensor));
+    seam_tensor **els = calloc((size_t)n_outputs + 1, sizeof(seam_tensor *));
+    const char **why = calloc((size_t)n_outputs + 1, sizeof(char *));
     int rc = CLI_OK;
     int32_t written = 0;
-    if (!tmp || !dst) {
+    if (!tmp || !dst || !vals || !els || !why) {
         fprintf(stderr, "seam run: out of memory\n");
         rc = CLI_BAD_INPUT;
     }
-    /* two outputs whose names map to one file (a:0 and a_0) would overwrite
-     * each other: refused before anything is written */
+    /* each output's value and file; two outputs whose names map to one
+     * file (a:0 and a_0) would overwrite each other: refused before
+     * anything is written */
     for (int32_t o = 0; o < n_outputs && rc == CLI_OK; o++) {
-        seam_tensor_view view;
-        seam_status st = seam_session_output(s, o, &view);
+        seam_value_view view;
+        seam_status st = seam_session_output_value(s, o, &view);
+        if (!st && !value_of(&view, &vals[o], &els[o])) st = SEAM_STATUS_OUT_OF_MEMORY;
         if (st) {
             rc = cli_fail("run", ctx, st) == CLI_USAGE ? CLI_USAGE : CLI_BAD_INPUT;
             break;
         }
+        const char *name = g->values[g->outputs[o]].name;
+        why[o] = format[0] == 'n' ? npy_cannot(&vals[o]) : NULL;
         char fname[512];
-        npy_file_name(view.name, fname, sizeof(fname), "output");
-        snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format);
+        npy_file_name(name, fname, sizeof(fname), "output");
+        snprintf(dst[o], sizeof(dst[o]), "%s/%s.%s", out_dir, fname, format[0] == 'n' && !why[o] ? "npy" : "pb");
         for (int32_t q = 0; q < o && rc == CLI_OK; q++)
             if (strcmp(dst[q], dst[o]) == 0) {
-                seam_tensor_view other;
-                seam_session_output(s, q, &other);
                 fprintf(stderr, "seam run: outputs '%s' and '%s' would both be written to '%s'; nothing was written\n",
-                        other.name, view.name, dst[o]);
+                        g->values[g->outputs[q]].name, name, dst[o]);
                 rc = CLI_BAD_INPUT;
             }
     }
     for (int32_t o = 0; o < n_outputs && rc == CLI_OK; o++) {
-        seam_tensor_view view;
-        seam_session_output(s, o, &view);
+        const ir_value *v = &g->values[g->outputs[o]];
         char fname[512], err[1024];
-        npy_file_name(view.name, fname, sizeof(fname), "output");
-        snprintf(tmp[o], sizeof(tmp[o]), "%s/.%s.%s.%d.tmp%ld", out_dir, fname, format, (int)o, (long)getpid());
-        seam_tensor t = {.dtype = view.dtype, .rank = view.rank, .data = (void *)view.data, .nbytes = view.nbytes};
-        for (int32_t d = 0; d < view.rank; d++) t.dims[d] = view.dims[d];
-        t.numel = seam_shape_numel(t.dims, t.rank);
+        bool npy = format[0] == 'n' && !why[o];
+        npy_file_name(v->name, fname, sizeof(fname), "output");
+        snprintf(tmp[o], sizeof(tmp[o]), "%s/.%s.%s.%d.tmp%ld", out_dir, fname, npy ? "npy" : "pb", (int)o,
+                 (long)getpid());
         bool ok;
-        if (format[0] == 'p') {
-            ok = seam_onnx_tensor_write(ctx, tmp[o], view.name, &t) == SEAM_STATUS_OK;
+        if (!npy) {
+            ok = seam_onnx_value_write(ctx, tmp[o], v->name, &v->type, &vals[o]) == SEAM_STATUS_OK;
             if (!ok) snprintf(err, sizeof(err), "%s", seam_context_last_error(ctx));
         } else {
-            ok = npy_write(tmp[o], &t, err, sizeof(err));
+            ok = npy_write(tmp[o], &vals[o], err, sizeof(err));
         }
         written = o + 1;
         if (!ok) {
-            fprintf(stderr, "seam run: output '%s': %s\n", view.name, err);
+            fprintf(stderr, "seam run: output '%s': %s\n", v->name, err);
             rc = CLI_BAD_INPUT;
         }
     }
@@ -217,6 +280,18 @@ int run_write_outputs(seam_context *ctx, seam_session *s, int32_t n_outputs, con
         for (int32_t o = 0; o < written; o++) unlink(tmp[o]);
         if (made_dir) rmdir(out_dir);
     }
+    for (int32_t o = 0; rc == CLI_OK && o < n_outputs; o++)
+        if (why[o])
+            fprintf(stderr, "seam run: output '%s' written as %s (an ONNX %s), not .npy: %s\n",
+                    g->values[g->outputs[o]].name, dst[o],
+                    g->values[g->outputs[o]].type.kind == IR_TYPE_OPTIONAL ? "OptionalProto"
+                    : vals[o].dtype == SEAM_VALUE_SEQUENCE                 ? "SequenceProto"
+                                                                           : "TensorProto",
+                    why[o]);
+    for (int32_t o = 0; els && o < n_outputs; o++) free(els[o]);
+    free(els);
+    free(vals);
+    free(why);
     free(tmp);
     free(dst);
     return rc;
