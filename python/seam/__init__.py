@@ -304,10 +304,39 @@ def _to_numpy(x, what):
         if x.device.type != "cpu":
             raise ValueError(f"{what}: seam runs on host memory; move the tensor to the CPU first "
                              f"(it is on {x.device})")
+        import torch
+        if x.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits, as uint16
+            return x.detach().contiguous().view(torch.int16).numpy().view(np.uint16)
         return x.detach().numpy()  # shares the tensor's memory
     if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
         return np.from_dlpack(x)  # another framework's tensor, read in place
     return np.asarray(x)
+
+
+def _feed(x, declared, what):
+    """A feed as the C layer takes it: None, a list of arrays for a
+    declared sequence, else an array."""
+    if x is None:
+        return None
+    if isinstance(x, (list, tuple)) and "sequence(" in declared:
+        return [_to_numpy(e, f"{what} element {i}") for i, e in enumerate(x)]
+    return _to_numpy(x, what)
+
+
+def _as_torch(r, declared):
+    """A result as torch, for a call made with torch tensors: lists element
+    by element, None as is, strings stay numpy (torch has none), bfloat16
+    bits back as torch.bfloat16."""
+    import torch
+    if r is None:
+        return None
+    if isinstance(r, list):
+        return [_as_torch(e, declared) for e in r]
+    if r.dtype.kind in "UOS":
+        return r
+    if "bfloat16" in declared and r.dtype.itemsize == 2:  # torch has no uint16: the bits through int16
+        return torch.from_numpy(r.view("int16")).view(torch.bfloat16)
+    return torch.from_numpy(r)
 
 
 class Model:
@@ -343,22 +372,32 @@ class Model:
         return [{"name": n, "dtype": d, "shape": s} for n, d, s in self._graph.outputs()]
 
     def run(self, feeds):
-        """feeds: {input name: array}; returns {output name: numpy array}."""
+        """feeds: {input name: value}; returns {output name: value}.
+
+        A value is what the model declares (see .inputs and .outputs): a
+        numpy array or CPU torch tensor for a tensor; a list of them for a
+        sequence ("sequence(float32)"); None for an optional left empty
+        ("optional(...)"). Strings are numpy str (or bytes) arrays, and come
+        back as numpy str arrays (an object array of bytes when a string is
+        not UTF-8). bfloat16, which numpy lacks, is its bits as uint16
+        (ml_dtypes' bfloat16 arrays are taken too; .view(ml_dtypes.bfloat16)
+        reads a result); the dtype in .inputs/.outputs says "bfloat16"."""
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds must be a dict {input name: array}")
-        return self._session.run({k: _to_numpy(v, f"input '{k}'") for k, v in feeds.items()})
+        kinds = {n: d for n, d, _ in self._graph.inputs()}
+        return self._session.run({k: _feed(v, kinds.get(k, ""), f"input '{k}'") for k, v in feeds.items()})
 
     def __call__(self, *inputs):
         names = [i[0] for i in self._graph.inputs()]
         if len(inputs) != len(names):
             raise ValueError(f"the model takes {len(names)} input{'s' if len(names) != 1 else ''} "
                              f"({', '.join(names)}), got {len(inputs)}")
-        as_torch = any(_is_torch(x) for x in inputs)
+        as_torch = any(_is_torch(x) or (isinstance(x, (list, tuple)) and any(_is_torch(e) for e in x))
+                       for x in inputs)
         out = self.run(dict(zip(names, inputs)))
         res = [out[o[0]] for o in self._graph.outputs()]
         if as_torch:
-            import torch
-            res = [torch.from_numpy(r) for r in res]
+            res = [_as_torch(r, d) for r, (_, d, _) in zip(res, self._graph.outputs())]
         return res[0] if len(res) == 1 else tuple(res)
 
     def stats(self):

@@ -56,6 +56,9 @@ static const struct {
     {SEAM_DTYPE_INT8, NPY_INT8},       {SEAM_DTYPE_INT16, NPY_INT16},     {SEAM_DTYPE_INT32, NPY_INT32},
     {SEAM_DTYPE_INT64, NPY_INT64},     {SEAM_DTYPE_UINT8, NPY_UINT8},     {SEAM_DTYPE_UINT16, NPY_UINT16},
     {SEAM_DTYPE_UINT32, NPY_UINT32},   {SEAM_DTYPE_UINT64, NPY_UINT64},   {SEAM_DTYPE_BOOL, NPY_BOOL},
+    {SEAM_DTYPE_COMPLEX64, NPY_COMPLEX64}, {SEAM_DTYPE_COMPLEX128, NPY_COMPLEX128},
+    /* bfloat16 has no numpy dtype: its bits, as uint16 (ml_dtypes' bfloat16 views them) */
+    {SEAM_DTYPE_BFLOAT16, NPY_UINT16},
 };
 #define N_DTYPES ((int)(sizeof(dtype_map) / sizeof(dtype_map[0])))
 
@@ -226,6 +229,18 @@ static PyObject *value_tuple(const seam_value_info *v) {
     return Py_BuildValue("(ssN)", v->name, seam_dtype_name(v->dtype), shape);
 }
 
+/* "float32", or for other kinds "sequence(float32)", "optional(float32)",
+ * "optional(sequence(float32))", "map(int64,float32)". */
+static void type_name(const seam_type_info *t, char *buf, size_t n) {
+    const char *e = seam_dtype_name(t->elem_dtype);
+    char inner[96];
+    if (t->kind == SEAM_KIND_SEQUENCE) snprintf(inner, sizeof(inner), "sequence(%s)", e);
+    else if (t->kind == SEAM_KIND_MAP) snprintf(inner, sizeof(inner), "map(%s,%s)", seam_dtype_name(t->key_dtype), e);
+    else snprintf(inner, sizeof(inner), "%s", e);
+    if (t->optional) snprintf(buf, n, "optional(%s)", inner);
+    else snprintf(buf, n, "%s", inner);
+}
+
 /* [(name, dtype name, shape)], shape a tuple of ints, symbol names or None. */
 static PyObject *graph_values(GraphObject *self, bool outputs) {
     graph_lock(self);
@@ -235,6 +250,13 @@ static PyObject *graph_values(GraphObject *self, bool outputs) {
         seam_value_info v;
         seam_status st = outputs ? seam_model_output(self->model, k, &v) : seam_model_input(self->model, k, &v);
         PyObject *t = st ? graph_fail(self, st) : value_tuple(&v);
+        seam_type_info ti;
+        if (t && !seam_model_value_type(self->model, v.name, &ti) && (ti.kind != SEAM_KIND_TENSOR || ti.optional)) {
+            char name[160];
+            type_name(&ti, name, sizeof(name));
+            PyObject *d = PyUnicode_FromString(name);
+            if (!d || PyTuple_SetItem(t, 1, d)) Py_CLEAR(t);
+        }
         if (!t) Py_CLEAR(list);
         else PyList_SET_ITEM(list, k, t);
     }
@@ -656,6 +678,13 @@ static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
     return st ? -1 : 0;
 }
 
+/* Whether a is ml_dtypes' bfloat16 (a numpy user dtype of 2 bytes). */
+static bool is_ml_bfloat16(PyArrayObject *a) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    return PyArray_TYPE(a) >= NPY_USERDEF && PyArray_ITEMSIZE(a) == 2 && d->typeobj &&
+           strstr(d->typeobj->tp_name, "bfloat16") != NULL;
+}
+
 /* Binds each array of `outputs` ({output name: ndarray}) as that output's
  * buffer; an array must be writeable, C-contiguous and of the output's
  * dtype. *n counts those bound into bound[], also when one fails (-1), so
@@ -682,7 +711,8 @@ static int bind_outputs(SessionObject *self, PyObject *outputs, PyObject **names
         for (; i < n_out; i++)
             if (!seam_model_output(g->model, i, &v) && strcmp(v.name, name) == 0) break;
         if (i == n_out) return PyErr_Format(PyExc_ValueError, "outputs: the model has no output '%s'", name), -1;
-        if (v.dtype != SEAM_DTYPE_UNDEFINED && seam_of_npy(PyArray_TYPE(a)) != v.dtype)
+        if (v.dtype != SEAM_DTYPE_UNDEFINED && seam_of_npy(PyArray_TYPE(a)) != v.dtype &&
+            !(v.dtype == SEAM_DTYPE_BFLOAT16 && (PyArray_TYPE(a) == NPY_UINT16 || is_ml_bfloat16(a))))
             return PyErr_Format(PyExc_ValueError, "outputs: output '%s' is %s; the array given is %s", name,
                                 seam_dtype_name(v.dtype), PyArray_DESCR(a)->typeobj->tp_name), -1;
         if (n == max) return PyErr_SetString(PyExc_ValueError, "outputs: too many arrays"), -1;
@@ -693,6 +723,176 @@ static int bind_outputs(SessionObject *self, PyObject *outputs, PyObject **names
         *n_bound = n;
     }
     return 0;
+}
+
+/* ---- feeds and results of every kind ---- */
+
+
+/* A numpy array of str or bytes (dtype U, S, or object holding str/bytes)
+ * as seam's string data: numel seam_bytes and then their bytes, in one
+ * bytes object appended to keep (alive until the run returns). */
+static int string_feed(const char *name, PyArrayObject *a, PyObject *keep, const void **data) {
+    npy_intp n = PyArray_SIZE(a);
+    PyObject *items = PyList_New(n); /* each element as a bytes object (UTF-8 for str) */
+    if (!items) return -1;
+    size_t text = 0;
+    PyObject *flat = PyArray_Ravel(a, NPY_CORDER);
+    if (!flat) return Py_DECREF(items), -1;
+    for (npy_intp i = 0; i < n; i++) {
+        PyObject *e = PySequence_GetItem(flat, i), *b = NULL;
+        if (e && PyUnicode_Check(e)) b = PyUnicode_AsUTF8String(e);
+        else if (e && PyBytes_Check(e)) b = (Py_INCREF(e), e);
+        else if (e) PyErr_Format(PyExc_ValueError, "input '%s': element %zd is %s; strings are str or bytes", name,
+                                 (Py_ssize_t)i, Py_TYPE(e)->tp_name);
+        Py_XDECREF(e);
+        if (!b) return Py_DECREF(flat), Py_DECREF(items), -1;
+        text += (size_t)PyBytes_GET_SIZE(b);
+        PyList_SET_ITEM(items, i, b);
+    }
+    Py_DECREF(flat);
+    PyObject *block = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((size_t)n * sizeof(seam_bytes) + text + 1));
+    if (!block || PyList_Append(keep, block)) return Py_XDECREF(block), Py_DECREF(items), -1;
+    Py_DECREF(block); /* keep holds it */
+    seam_bytes *sb = (seam_bytes *)PyBytes_AS_STRING(block);
+    char *at = (char *)(sb + n);
+    for (npy_intp i = 0; i < n; i++) {
+        PyObject *b = PyList_GET_ITEM(items, i);
+        size_t len = (size_t)PyBytes_GET_SIZE(b);
+        memcpy(at, PyBytes_AS_STRING(b), len);
+        sb[i] = (seam_bytes){at, len};
+        at += len;
+    }
+    Py_DECREF(items);
+    *data = sb;
+    return 0;
+}
+
+/* One tensor feed as a view (dims into dims[], data kept alive by keep).
+ * declared: the dtype the model declares (UNDEFINED: any); uint16 for a
+ * bfloat16 input is its bits. Counts copies in self->input_copies. */
+static int tensor_feed(SessionObject *self, const char *name, PyObject *value, seam_dtype declared, PyObject *keep,
+                       seam_tensor_view *tv, int64_t *dims) {
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROM_OF(value, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (!a) return -1;
+    if ((PyObject *)a != value) self->input_copies++;
+    int r = PyList_Append(keep, (PyObject *)a);
+    Py_DECREF(a);
+    if (r) return -1;
+    if (PyArray_NDIM(a) > 16) return PyErr_Format(PyExc_ValueError, "input '%s': rank %d is above 16", name,
+                                                  PyArray_NDIM(a)), -1;
+    for (int d = 0; d < PyArray_NDIM(a); d++) dims[d] = PyArray_DIM(a, d);
+    *tv = (seam_tensor_view){.name = name, .rank = PyArray_NDIM(a), .dims = dims, .data = PyArray_DATA(a),
+                             .nbytes = (size_t)PyArray_NBYTES(a)};
+    char kind = PyArray_DESCR(a)->kind;
+    if (kind == 'U' || kind == 'S' || kind == 'O') {
+        tv->dtype = SEAM_DTYPE_STRING;
+        return string_feed(name, a, keep, &tv->data);
+    }
+    if (is_ml_bfloat16(a) || (PyArray_TYPE(a) == NPY_UINT16 && declared == SEAM_DTYPE_BFLOAT16)) {
+        tv->dtype = SEAM_DTYPE_BFLOAT16;
+        return 0;
+    }
+    tv->dtype = seam_of_npy(PyArray_TYPE(a));
+    if (tv->dtype == SEAM_DTYPE_UNDEFINED)
+        return PyErr_Format(PyExc_ValueError, "input '%s': numpy dtype %s has no seam dtype", name,
+                            PyArray_DESCR(a)->typeobj->tp_name), -1;
+    return 0;
+}
+
+/* Binds one feed of any kind: None (an empty optional), a list or tuple
+ * (a sequence of tensors), or an array. */
+static int bind_feed(SessionObject *self, const char *name, PyObject *value, PyObject *keep) {
+    seam_type_info ti = {0};
+    GraphObject *g = self->graph;
+    if (seam_model_value_type(g->model, name, &ti)) ti.elem_dtype = SEAM_DTYPE_UNDEFINED;
+    seam_value_view vv = {.kind = SEAM_KIND_TENSOR};
+    int64_t dims[16];
+    seam_tensor_view *els = NULL;
+    int64_t (*edims)[16] = NULL;
+    int r = 0;
+    if (value == Py_None) {
+        vv.kind = SEAM_KIND_NONE;
+    } else if (PyList_Check(value) || PyTuple_Check(value)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+        if (n > INT32_MAX) return PyErr_Format(PyExc_ValueError, "input '%s': a sequence too long", name), -1;
+        els = PyMem_Calloc((size_t)n + 1, sizeof(seam_tensor_view));
+        edims = PyMem_Calloc((size_t)n + 1, sizeof(*edims));
+        if (!els || !edims) r = (PyErr_NoMemory(), -1);
+        for (Py_ssize_t i = 0; !r && i < n; i++)
+            r = tensor_feed(self, name, PySequence_Fast_GET_ITEM(value, i), ti.elem_dtype, keep, &els[i], edims[i]);
+        vv = (seam_value_view){.kind = SEAM_KIND_SEQUENCE, .elem_dtype = n ? els[0].dtype : ti.elem_dtype,
+                               .count = (int32_t)n, .elements = els};
+    } else {
+        r = tensor_feed(self, name, value, ti.elem_dtype, keep, &vv.tensor, dims);
+    }
+    seam_status st = r ? SEAM_STATUS_OK : seam_session_set_input_value(self->session, name, &vv);
+    PyMem_Free(els);
+    PyMem_Free(edims);
+    if (st) graph_fail(g, st);
+    return r || st ? -1 : 0;
+}
+
+/* A tensor view as a new numpy array (a copy): strings as numpy unicode
+ * (bytes that are not UTF-8: an object array of bytes), bfloat16 as its
+ * uint16 bits. */
+static PyObject *tensor_result(const seam_tensor_view *v) {
+    npy_intp dims[NPY_MAXDIMS];
+    for (int32_t d = 0; d < v->rank && d < NPY_MAXDIMS; d++) dims[d] = (npy_intp)v->dims[d];
+    if (v->dtype == SEAM_DTYPE_STRING) {
+        npy_intp n = 1;
+        for (int32_t d = 0; d < v->rank; d++) n *= dims[d];
+        PyObject *list = PyList_New(n);
+        bool utf8 = true;
+        const seam_bytes *sb = v->data;
+        for (npy_intp i = 0; list && i < n; i++) {
+            PyObject *e = utf8 ? PyUnicode_DecodeUTF8(sb[i].data, (Py_ssize_t)sb[i].len, "strict") : NULL;
+            if (!e && utf8) { /* not UTF-8: every element as bytes, from the first */
+                PyErr_Clear();
+                utf8 = false;
+                i = -1;
+                continue;
+            }
+            if (!e) e = PyBytes_FromStringAndSize(sb[i].data, (Py_ssize_t)sb[i].len);
+            if (!e) Py_CLEAR(list);
+            else PyList_SetItem(list, i, e); /* drops a str put there before */
+        }
+        if (!list) return NULL;
+        PyObject *flat = utf8 ? PyArray_FROM_O(list) : PyArray_FROMANY(list, NPY_OBJECT, 1, 1, 0);
+        if (utf8 && flat && n == 0) { /* an empty list gives float64: make it a string array */
+            Py_DECREF(flat);
+            flat = PyArray_SimpleNew(1, &n, NPY_UNICODE);
+        }
+        if (flat && utf8 && n > 0 && PyArray_DESCR((PyArrayObject *)flat)->kind != 'U') { /* all empty strings */
+            PyObject *u = PyObject_CallMethod(flat, "astype", "s", "U1");
+            Py_DECREF(flat);
+            flat = u;
+        }
+        Py_DECREF(list);
+        if (!flat) return NULL;
+        PyArray_Dims shape = {dims, v->rank};
+        PyObject *arr = PyArray_Newshape((PyArrayObject *)flat, &shape, NPY_CORDER);
+        Py_DECREF(flat);
+        return arr;
+    }
+    int npy = npy_of_seam(v->dtype);
+    if (npy < 0)
+        return PyErr_Format(UnsupportedError, "output '%s': seam dtype %s has no numpy dtype", v->name,
+                            seam_dtype_name(v->dtype));
+    PyObject *arr = PyArray_SimpleNew(v->rank, dims, npy);
+    if (arr && v->nbytes) memcpy(PyArray_DATA((PyArrayObject *)arr), v->data, v->nbytes);
+    return arr;
+}
+
+/* A sequence or an empty optional as a list of arrays or None. */
+static PyObject *value_result(const seam_value_view *v) {
+    if (v->kind == SEAM_KIND_NONE) Py_RETURN_NONE;
+    PyObject *list = PyList_New(v->count);
+    for (int32_t i = 0; list && i < v->count; i++) {
+        PyObject *e = tensor_result(&v->elements[i]);
+        if (!e) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, e);
+    }
+    return list;
 }
 
 /* run(feeds: dict name -> array-like, outputs=None) -> dict name -> ndarray.
@@ -709,47 +909,23 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
     if (!self->session) return PyErr_Format(PyExc_ValueError, "the session is not initialized");
     GraphObject *g = self->graph;
     int32_t n_in = seam_model_input_count(g->model);
-    Py_ssize_t n_feeds = PyDict_Size(feeds);
-    PyObject **arrays = PyMem_Calloc((size_t)n_feeds + 1, sizeof(PyObject *));
+    PyObject *keep = PyList_New(0); /* what the feeds' data lives in, until the run returns */
     PyObject *result = NULL, *out_names[MAX_LIST];
     PyArrayObject *bound[MAX_LIST];
     int n_bound = 0;
-    if (!arrays) return PyErr_NoMemory();
-    /* Every feed as a C-contiguous, aligned array (a copy when it is not). */
+    if (!keep) return NULL;
     PyObject *key, *value;
-    Py_ssize_t pos = 0, k = 0;
-    while (PyDict_Next(feeds, &pos, &key, &value)) {
-        if (!PyUnicode_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "feeds: input names must be str");
-            goto done;
-        }
-        arrays[k] = PyArray_FROM_OF(value, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-        if (!arrays[k]) goto done;
-        if (arrays[k] != value) self->input_copies++;
-        k++;
-    }
+    Py_ssize_t pos = 0;
     graph_lock(g);
-    pos = 0;
-    k = 0;
     seam_status st = SEAM_STATUS_OK;
-    /* seam checks each name, dtype and shape */
+    /* seam checks each name, kind, dtype and shape */
     while (PyDict_Next(feeds, &pos, &key, &value)) {
-        PyArrayObject *a = (PyArrayObject *)arrays[k++];
-        const char *name = PyUnicode_AsUTF8(key);
-        seam_dtype dt = seam_of_npy(PyArray_TYPE(a));
-        if (!name || dt == SEAM_DTYPE_UNDEFINED) {
-            if (name)
-                PyErr_Format(PyExc_ValueError, "input '%s': numpy dtype %s has no seam dtype", name,
-                             PyArray_DESCR(a)->typeobj->tp_name);
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!name) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "feeds: input names must be str");
             goto unlock;
         }
-        int64_t dims[NPY_MAXDIMS];
-        for (int d = 0; d < PyArray_NDIM(a); d++) dims[d] = PyArray_DIM(a, d);
-        st = seam_session_set_input(self->session, name, dt, PyArray_NDIM(a), dims, PyArray_DATA(a));
-        if (st) {
-            graph_fail(g, st);
-            goto unlock;
-        }
+        if (bind_feed(self, name, value, keep)) goto unlock;
     }
     /* Every input given: an input left from an earlier run would point at freed data. */
     for (int32_t i = 0; i < n_in; i++) {
@@ -774,13 +950,26 @@ static PyObject *Session_run(SessionObject *self, PyObject *args) {
     result = PyDict_New();
     int32_t n_out = seam_model_output_count(g->model);
     for (int32_t i = 0; result && i < n_out; i++) {
-        seam_tensor_view v;
-        st = seam_session_output(self->session, i, &v);
-        int npy = st ? -1 : npy_of_seam(v.dtype);
-        if (st || npy < 0) {
-            if (st) graph_fail(g, st);
-            else PyErr_Format(UnsupportedError, "output '%s': seam dtype %s has no numpy dtype", v.name,
-                              seam_dtype_name(v.dtype));
+        seam_value_view vv;
+        st = seam_session_output_value(self->session, i, &vv);
+        if (st) {
+            graph_fail(g, st);
+            Py_CLEAR(result);
+            break;
+        }
+        if (vv.kind != SEAM_KIND_TENSOR || vv.tensor.dtype == SEAM_DTYPE_STRING) { /* lists, None, strings: new objects */
+            seam_value_info oi;
+            PyObject *arr = vv.kind == SEAM_KIND_TENSOR ? tensor_result(&vv.tensor) : value_result(&vv);
+            if (!arr || seam_model_output(g->model, i, &oi) || PyDict_SetItemString(result, oi.name, arr))
+                Py_CLEAR(result);
+            Py_XDECREF(arr);
+            continue;
+        }
+        seam_tensor_view v = vv.tensor;
+        int npy = npy_of_seam(v.dtype);
+        if (npy < 0) {
+            PyErr_Format(UnsupportedError, "output '%s': seam dtype %s has no numpy dtype", v.name,
+                         seam_dtype_name(v.dtype));
             Py_CLEAR(result);
             break;
         }
@@ -823,9 +1012,7 @@ unlock:
     for (int b = 0; b < n_bound; b++)
         seam_session_set_output_buffer(self->session, PyUnicode_AsUTF8(out_names[b]), NULL, 0);
     graph_unlock(g);
-done:
-    for (Py_ssize_t j = 0; j < n_feeds; j++) Py_XDECREF(arrays[j]);
-    PyMem_Free(arrays);
+    Py_DECREF(keep);
     return result;
 }
 

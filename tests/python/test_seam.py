@@ -505,3 +505,92 @@ def test_fed_initializers_override_prepared_weights(tmp_path):
         lstm.bias_hh_l0.zero_()
         ref = lstm(torch.from_numpy(xs))[0].numpy()
     assert seamtest.abs_err(got[:, 0], ref) <= 1e-5
+
+
+# ---- values of every type (issue 29) ----------------------------------------
+
+def _save(g, path, opset=18):
+    m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def test_sequences_and_optionals_round_trip(work):
+    """A model taking a sequence and an optional and returning a sequence,
+    an optional and a tensor: lists in and out, None for an empty optional,
+    against numpy; the model's types named in .inputs/.outputs."""
+    h, T = onnx.helper, onnx.TensorProto
+    seq_f = h.make_sequence_type_proto(h.make_tensor_type_proto(T.FLOAT, None))
+    opt_f = h.make_optional_type_proto(h.make_tensor_type_proto(T.FLOAT, None))
+    g = h.make_graph(
+        [h.make_node("SequenceInsert", ["s", "x"], ["s2"]),          # s + [x]
+         h.make_node("ConcatFromSequence", ["s2"], ["cat"], axis=0),
+         h.make_node("OptionalHasElement", ["o"], ["has"]),
+         h.make_node("Identity", ["o"], ["o_out"])],
+        "values",
+        [h.make_value_info("s", seq_f), h.make_tensor_value_info("x", T.FLOAT, [None, 3]), h.make_value_info("o", opt_f)],
+        [h.make_value_info("s2", seq_f), h.make_tensor_value_info("cat", T.FLOAT, [None, 3]),
+         h.make_tensor_value_info("has", T.BOOL, []), h.make_value_info("o_out", opt_f)])
+    m = seam.load(_save(g, os.path.join(work, "values.onnx")))
+    assert [i["dtype"] for i in m.inputs] == ["sequence(float32)", "float32", "optional(float32)"]
+    assert [o["dtype"] for o in m.outputs] == ["sequence(float32)", "float32", "bool", "optional(float32)"]
+    rng = np.random.default_rng(3)
+    parts = [rng.standard_normal((k, 3)).astype(np.float32) for k in (2, 1, 4)]
+    x = rng.standard_normal((3, 3)).astype(np.float32)
+    out = m.run({"s": parts, "x": x, "o": None})
+    assert isinstance(out["s2"], list) and len(out["s2"]) == 4
+    for got, want in zip(out["s2"], parts + [x]):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(out["cat"], np.concatenate(parts + [x]))
+    assert not out["has"] and out["o_out"] is None
+    out = m.run({"s": [], "x": x, "o": x * 2})  # an empty sequence; an optional holding a tensor
+    assert len(out["s2"]) == 1 and bool(out["has"])
+    np.testing.assert_array_equal(out["o_out"], x * 2)
+    # torch in, torch out, lists included
+    res = m(list(map(torch.from_numpy, parts)), torch.from_numpy(x), None)
+    assert isinstance(res[0], list) and isinstance(res[0][0], torch.Tensor) and res[3] is None
+    np.testing.assert_array_equal(res[1].numpy(), np.concatenate(parts + [x]))
+    with pytest.raises(ValueError, match="input 'x'"):
+        m.run({"s": parts, "x": [x], "o": None})
+    with pytest.raises(ValueError, match="'s'"):
+        m.run({"s": [parts[0], parts[1].astype(np.int64)], "x": x, "o": None})
+
+
+def test_strings_round_trip(work):
+    """A string model: numpy str arrays in and out (non-ASCII, empty
+    strings), bytes in, bytes that are not UTF-8 back as bytes."""
+    h, T = onnx.helper, onnx.TensorProto
+    g = h.make_graph([h.make_node("Identity", ["s"], ["y"]),
+                      h.make_node("StringNormalizer", ["w"], ["up"], case_change_action="UPPER")], "strings",
+                     [h.make_tensor_value_info("s", T.STRING, [2, 2]), h.make_tensor_value_info("w", T.STRING, [3])],
+                     [h.make_tensor_value_info("y", T.STRING, [2, 2]), h.make_tensor_value_info("up", T.STRING, [3])])
+    m = seam.load(_save(g, os.path.join(work, "strings.onnx")))
+    s = np.array([["grüße", ""], ["日本語", "x" * 50]])
+    w = np.array(["monday", "Tuesday", "x1"])
+    out = m.run({"s": s, "w": w})
+    assert out["y"].dtype.kind == "U" and out["up"].dtype.kind == "U"
+    np.testing.assert_array_equal(out["y"], s)
+    np.testing.assert_array_equal(out["up"], np.char.upper(w))
+    raw = np.array([[b"\xff\x00z", b"ok"], [b"", b"q"]], dtype=object)
+    out = m.run({"s": raw, "w": w})
+    assert out["y"].dtype == object and list(out["y"].ravel()) == list(raw.ravel())
+    out = m.run({"s": np.array([[b"a", b"bc"], [b"", b"d"]]), "w": w})  # numpy bytes (S) arrays
+    np.testing.assert_array_equal(out["y"], np.array([["a", "bc"], ["", "d"]]))
+
+
+def test_bfloat16_bits(work):
+    """bfloat16 in and out as its uint16 bits (torch.bfloat16 with torch)."""
+    h, T = onnx.helper, onnx.TensorProto
+    g = h.make_graph([h.make_node("Cast", ["b"], ["f"], to=T.FLOAT), h.make_node("Identity", ["b"], ["same"])], "bf16",
+                     [h.make_tensor_value_info("b", T.BFLOAT16, [3])],
+                     [h.make_tensor_value_info("f", T.FLOAT, [3]), h.make_tensor_value_info("same", T.BFLOAT16, [3])])
+    m = seam.load(_save(g, os.path.join(work, "bf16.onnx")))
+    assert m.outputs[1]["dtype"] == "bfloat16"
+    tb = torch.tensor([1.5, -2.0, 3e38], dtype=torch.bfloat16)
+    f, same = m(tb)
+    assert same.dtype == torch.bfloat16 and torch.equal(same, tb)
+    np.testing.assert_array_equal(f.numpy(), tb.float().numpy())
+    bits = tb.view(torch.int16).numpy().view(np.uint16)
+    out = m.run({"b": bits})
+    assert out["same"].dtype == np.uint16 and out["same"].tolist() == bits.tolist()
