@@ -305,6 +305,9 @@ if check.selected("strings_npy"):
     check.expect(r.returncode == 0 and list(t.string_data) == [b"raw", b"\xff\xfe", b"ok", b"", b"z", b"q"] and
                  "not UTF-8" in r.stderr, "strings_npy: bytes that are not UTF-8 come back as a .pb (said)",
                  r.stderr.strip()[-300:])
+    r = subprocess.run([args.seam, "run", path], capture_output=True, text=True, timeout=60)
+    check.expect(r.returncode == 0 and "output 'y': string [2,3]" in r.stdout,
+                 "strings_npy: a string input without a file gets random words", (r.stdout + r.stderr).strip()[-300:])
     op = os.path.join(args.work, "strings.obj.npy")
     np.save(op, np.array([["a", 1, None]] * 2, dtype=object), allow_pickle=True)
     r, _ = run_files("strings_object", path, {"s": op})

@@ -33,8 +33,8 @@ bool run_shape_from_input(const ir_value *v, const seam_tensor *t, char *arg, si
 
 /* Random data from a fixed seed for t's dtype and dims (t->numel set):
  * floats in [-1, 1), small non-negative integers (safe as indices and
- * token ids). t->data is malloc'd, the caller's to free. False: out of
- * memory. */
+ * token ids), words "w0".."w9" for strings. t->data is malloc'd (one
+ * block), the caller's to free. False: out of memory. */
 bool run_fill_random(seam_tensor *t, uint64_t seed);
 /* Random data for graph input i (v), which has no file: its type and shape
  * must be known; a CLI exit code (messages name the command cmd). */

@@ -108,10 +108,23 @@ static uint64_t rng_next(uint64_t *s) {
 
 bool run_fill_random(seam_tensor *t, uint64_t seed) {
     size_t es = seam_dtype_size((seam_dtype)t->dtype);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    if (t->dtype == SEAM_DTYPE_STRING) { /* words "w0".."w9": numel seam_bytes, then their bytes */
+        t->nbytes = (size_t)t->numel * sizeof(seam_bytes);
+        t->data = malloc(t->nbytes + (size_t)t->numel * 2 + 1);
+        if (!t->data) return false;
+        seam_bytes *b = t->data;
+        char *at = (char *)(b + t->numel);
+        for (int64_t i = 0; i < t->numel; i++, at += 2) {
+            at[0] = 'w';
+            at[1] = (char)('0' + rng_next(&s) % 10);
+            b[i] = (seam_bytes){at, 2};
+        }
+        return true;
+    }
     t->nbytes = (size_t)t->numel * es;
     t->data = malloc(t->nbytes ? t->nbytes : 1);
     if (!t->data) return false;
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     for (int64_t i = 0; i < t->numel; i++) {
         uint64_t r = rng_next(&s);
         double u = (double)(r >> 11) / 9007199254740992.0; /* [0,1) */
