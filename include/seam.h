@@ -100,6 +100,12 @@ typedef enum seam_dtype {
     SEAM_DTYPE_COMPLEX64 = 14,
     SEAM_DTYPE_COMPLEX128 = 15,
     SEAM_DTYPE_BFLOAT16 = 16,
+    /* 8-bit floats (ONNX opset 19): sign, exponent and mantissa bits;
+     * FN: no infinities, FNUZ: no infinities and no negative zero */
+    SEAM_DTYPE_FLOAT8E4M3FN = 17,
+    SEAM_DTYPE_FLOAT8E4M3FNUZ = 18,
+    SEAM_DTYPE_FLOAT8E5M2 = 19,
+    SEAM_DTYPE_FLOAT8E5M2FNUZ = 20,
     SEAM_DTYPE_COUNT_
 } seam_dtype;
 

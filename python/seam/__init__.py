@@ -379,9 +379,10 @@ class Model:
         sequence ("sequence(float32)"); None for an optional left empty
         ("optional(...)"). Strings are numpy str (or bytes) arrays, and come
         back as numpy str arrays (an object array of bytes when a string is
-        not UTF-8). bfloat16, which numpy lacks, is its bits as uint16
-        (ml_dtypes' bfloat16 arrays are taken too; .view(ml_dtypes.bfloat16)
-        reads a result); the dtype in .inputs/.outputs says "bfloat16"."""
+        not UTF-8). bfloat16 and the float8 types, which numpy lacks, are
+        their bits as uint16 / uint8 (ml_dtypes' arrays are taken too;
+        .view(ml_dtypes.bfloat16) reads a result); the dtype in
+        .inputs/.outputs names the type ("bfloat16", "float8e4m3fn")."""
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds must be a dict {input name: array}")
         kinds = {n: d for n, d, _ in self._graph.inputs()}

@@ -57,9 +57,14 @@ static const struct {
     {SEAM_DTYPE_INT64, NPY_INT64},     {SEAM_DTYPE_UINT8, NPY_UINT8},     {SEAM_DTYPE_UINT16, NPY_UINT16},
     {SEAM_DTYPE_UINT32, NPY_UINT32},   {SEAM_DTYPE_UINT64, NPY_UINT64},   {SEAM_DTYPE_BOOL, NPY_BOOL},
     {SEAM_DTYPE_COMPLEX64, NPY_COMPLEX64}, {SEAM_DTYPE_COMPLEX128, NPY_COMPLEX128},
-    /* bfloat16 has no numpy dtype: its bits, as uint16 (ml_dtypes' bfloat16 views them) */
+    /* bfloat16 and the float8 types have no numpy dtype: their bits, as
+     * uint16 / uint8 (ml_dtypes' types view them) */
     {SEAM_DTYPE_BFLOAT16, NPY_UINT16},
+    {SEAM_DTYPE_FLOAT8E4M3FN, NPY_UINT8}, {SEAM_DTYPE_FLOAT8E4M3FNUZ, NPY_UINT8},
+    {SEAM_DTYPE_FLOAT8E5M2, NPY_UINT8}, {SEAM_DTYPE_FLOAT8E5M2FNUZ, NPY_UINT8},
 };
+
+static bool is_float8(seam_dtype d) { return d >= SEAM_DTYPE_FLOAT8E4M3FN && d <= SEAM_DTYPE_FLOAT8E5M2FNUZ; }
 #define N_DTYPES ((int)(sizeof(dtype_map) / sizeof(dtype_map[0])))
 
 static seam_dtype seam_of_npy(int npy) {
@@ -678,11 +683,30 @@ static int Session_init(SessionObject *self, PyObject *args, PyObject *kw) {
     return st ? -1 : 0;
 }
 
-/* Whether a is ml_dtypes' bfloat16 (a numpy user dtype of 2 bytes). */
-static bool is_ml_bfloat16(PyArrayObject *a) {
+/* The seam dtype of an ml_dtypes array (a numpy user dtype: bfloat16,
+ * float8_e4m3fn, ...), or UNDEFINED. */
+static seam_dtype ml_dtype(PyArrayObject *a) {
     PyArray_Descr *d = PyArray_DESCR(a);
-    return PyArray_TYPE(a) >= NPY_USERDEF && PyArray_ITEMSIZE(a) == 2 && d->typeobj &&
-           strstr(d->typeobj->tp_name, "bfloat16") != NULL;
+    if (PyArray_TYPE(a) < NPY_USERDEF || !d->typeobj) return SEAM_DTYPE_UNDEFINED;
+    const char *n = strrchr(d->typeobj->tp_name, '.');
+    n = n ? n + 1 : d->typeobj->tp_name;
+    static const struct {
+        const char *name;
+        seam_dtype dtype;
+        int size;
+    } ml[] = {{"bfloat16", SEAM_DTYPE_BFLOAT16, 2},           {"float8_e4m3fn", SEAM_DTYPE_FLOAT8E4M3FN, 1},
+              {"float8_e4m3fnuz", SEAM_DTYPE_FLOAT8E4M3FNUZ, 1}, {"float8_e5m2", SEAM_DTYPE_FLOAT8E5M2, 1},
+              {"float8_e5m2fnuz", SEAM_DTYPE_FLOAT8E5M2FNUZ, 1}};
+    for (size_t k = 0; k < sizeof(ml) / sizeof(ml[0]); k++)
+        if (strcmp(n, ml[k].name) == 0 && PyArray_ITEMSIZE(a) == ml[k].size) return ml[k].dtype;
+    return SEAM_DTYPE_UNDEFINED;
+}
+
+/* Whether array a holds the bits of dtype d, which numpy lacks: uint16 for
+ * bfloat16, uint8 for the float8 types, or ml_dtypes' own type. */
+static bool bits_of(PyArrayObject *a, seam_dtype d) {
+    if (ml_dtype(a) == d && d != SEAM_DTYPE_UNDEFINED) return true;
+    return (d == SEAM_DTYPE_BFLOAT16 && PyArray_TYPE(a) == NPY_UINT16) || (is_float8(d) && PyArray_TYPE(a) == NPY_UINT8);
 }
 
 /* Binds each array of `outputs` ({output name: ndarray}) as that output's
@@ -712,7 +736,7 @@ static int bind_outputs(SessionObject *self, PyObject *outputs, PyObject **names
             if (!seam_model_output(g->model, i, &v) && strcmp(v.name, name) == 0) break;
         if (i == n_out) return PyErr_Format(PyExc_ValueError, "outputs: the model has no output '%s'", name), -1;
         if (v.dtype != SEAM_DTYPE_UNDEFINED && seam_of_npy(PyArray_TYPE(a)) != v.dtype &&
-            !(v.dtype == SEAM_DTYPE_BFLOAT16 && (PyArray_TYPE(a) == NPY_UINT16 || is_ml_bfloat16(a))))
+            !bits_of(a, v.dtype))
             return PyErr_Format(PyExc_ValueError, "outputs: output '%s' is %s; the array given is %s", name,
                                 seam_dtype_name(v.dtype), PyArray_DESCR(a)->typeobj->tp_name), -1;
         if (n == max) return PyErr_SetString(PyExc_ValueError, "outputs: too many arrays"), -1;
@@ -788,8 +812,8 @@ static int tensor_feed(SessionObject *self, const char *name, PyObject *value, s
         tv->dtype = SEAM_DTYPE_STRING;
         return string_feed(name, a, keep, &tv->data);
     }
-    if (is_ml_bfloat16(a) || (PyArray_TYPE(a) == NPY_UINT16 && declared == SEAM_DTYPE_BFLOAT16)) {
-        tv->dtype = SEAM_DTYPE_BFLOAT16;
+    if (ml_dtype(a) != SEAM_DTYPE_UNDEFINED || bits_of(a, declared)) {
+        tv->dtype = ml_dtype(a) != SEAM_DTYPE_UNDEFINED ? ml_dtype(a) : declared;
         return 0;
     }
     tv->dtype = seam_of_npy(PyArray_TYPE(a));

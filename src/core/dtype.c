@@ -15,6 +15,8 @@ static const struct {
     [SEAM_DTYPE_UINT32] = {"uint32", 4},       [SEAM_DTYPE_UINT64] = {"uint64", 8},
     [SEAM_DTYPE_COMPLEX64] = {"complex64", 8}, [SEAM_DTYPE_COMPLEX128] = {"complex128", 16},
     [SEAM_DTYPE_BFLOAT16] = {"bfloat16", 2},
+    [SEAM_DTYPE_FLOAT8E4M3FN] = {"float8e4m3fn", 1}, [SEAM_DTYPE_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1},
+    [SEAM_DTYPE_FLOAT8E5M2] = {"float8e5m2", 1},     [SEAM_DTYPE_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1},
 };
 
 const char *seam_dtype_name(seam_dtype dtype) {

@@ -18,3 +18,10 @@ add_test(NAME cli_node_tests
   COMMAND ${PY} ${CMAKE_CURRENT_SOURCE_DIR}/checks/check_cli_node_tests.py $<TARGET_FILE:seam>
           $<TARGET_FILE:conformance> ${TEST_WORK}/cli-node-tests ${TESTDATA}/node)
 set_tests_properties(cli_node_tests PROPERTIES TIMEOUT 900 LABELS "conformance;python")
+
+# The 8-bit floats: Cast in and out over every value of each type, the
+# ties and the range's ends, against a reference written from the ONNX
+# spec and against ONNX Runtime; float8 through .pb and uint8 .npy files.
+add_test(NAME float8_values
+  COMMAND ${PY} ${CMAKE_CURRENT_SOURCE_DIR}/checks/check_float8.py $<TARGET_FILE:seam> ${TEST_WORK}/float8)
+set_tests_properties(float8_values PROPERTIES TIMEOUT 600 LABELS "standalone;python;dnnl")

@@ -596,3 +596,24 @@ def test_bfloat16_bits(work):
     bits = tb.view(torch.int16).numpy().view(np.uint16)
     out = m.run({"b": bits})
     assert out["same"].dtype == np.uint16 and out["same"].tolist() == bits.tolist()
+
+
+def test_float8_bits(work):
+    """float8 in and out as its uint8 bits: a float32 through E4M3FN (448 the
+    largest, ties to even) and a float8 input read as bits."""
+    h, T = onnx.helper, onnx.TensorProto
+    g = h.make_graph([h.make_node("Cast", ["x"], ["y8"], to=17), h.make_node("Cast", ["b8"], ["bf"], to=T.FLOAT)],
+                     "f8", [h.make_tensor_value_info("x", T.FLOAT, [5]), h.make_tensor_value_info("b8", 17, [3])],
+                     [h.make_tensor_value_info("y8", 17, [5]), h.make_tensor_value_info("bf", T.FLOAT, [3])])
+    m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    path = os.path.join(work, "f8.onnx")
+    onnx.save(m, path)
+    model = seam.load(path)
+    assert model.outputs[0]["dtype"] == "float8e4m3fn"
+    out = model.run({"x": np.array([1.0, -1.0625, 1e9, 0.0, 1.1875], np.float32),
+                     "b8": np.array([0x38, 0x7E, 0x01], np.uint8)})
+    # 1.0 = 0x38; -1.0625 ties between 1.0 and 1.125: even 1.0 (0xB8); 1e9 saturates to 448 (0x7E);
+    # 1.1875 ties between 1.125 (0x39) and 1.25 (0x3A): even 0x3A
+    assert out["y8"].dtype == np.uint8 and out["y8"].tolist() == [0x38, 0xB8, 0x7E, 0x00, 0x3A]
+    assert out["bf"].tolist() == [1.0, 448.0, 2.0 ** -9]

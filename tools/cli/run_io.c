@@ -59,8 +59,12 @@ bool run_read_input(seam_context *ctx, const char *file, const ir_type *type, se
     bool ok = npy_parse(buf, n, t, err, errn);
     free(buf);
     const ir_type *tt = type && type->kind == IR_TYPE_OPTIONAL ? type->inner : type;
-    /* numpy has no bfloat16: its bits come as uint16 (ml_dtypes' view) */
+    /* numpy has no bfloat16 or float8: their bits come as uint16 / uint8
+     * (what ml_dtypes' types view) */
     if (ok && tt && tt->elem == SEAM_DTYPE_BFLOAT16 && t->dtype == SEAM_DTYPE_UINT16) t->dtype = SEAM_DTYPE_BFLOAT16;
+    if (ok && tt && tt->elem >= SEAM_DTYPE_FLOAT8E4M3FN && tt->elem <= SEAM_DTYPE_FLOAT8E5M2FNUZ &&
+        t->dtype == SEAM_DTYPE_UINT8)
+        t->dtype = tt->elem;
     return ok;
 }
 
@@ -210,6 +214,7 @@ static const char *npy_cannot(const seam_tensor *t) {
     if (t->dtype == SEAM_VALUE_NONE) return "it is an optional without a value";
     if (t->dtype == SEAM_VALUE_SEQUENCE) return "it is a sequence";
     if (t->dtype == SEAM_DTYPE_BFLOAT16) return "numpy has no bfloat16";
+    if (t->dtype >= SEAM_DTYPE_FLOAT8E4M3FN && t->dtype <= SEAM_DTYPE_FLOAT8E5M2FNUZ) return "numpy has no float8";
     if (t->dtype == SEAM_DTYPE_STRING && !npy_holds(t)) return "a string is not UTF-8 or holds a NUL";
     if (!npy_holds(t)) return "numpy has no such dtype";
     return NULL;

@@ -206,7 +206,29 @@ static seam_status cast_strings(seam_kernel *k, const seam_tensor *x, int32_t to
     return SEAM_STATUS_OK;
 }
 
-static bool castable(int32_t dt) { return cpu_is_real(dt) || dt == SEAM_DTYPE_STRING; }
+static bool castable(int32_t dt) { return cpu_is_real(dt) || dt == SEAM_DTYPE_STRING || cpu_is_float8(dt); }
+
+/* Casts into or out of the 8-bit floats (Cast-19): through double, which
+ * holds every value of the other real types that a float8 can tell apart;
+ * into float8 rounded to nearest even, saturating unless saturate = 0. */
+static void convert_f8(const seam_tensor *x, seam_tensor *y, bool saturate) {
+    int32_t from = x->dtype, to = y->dtype;
+    for (int64_t i = 0; i < x->numel; i++) {
+        double v = cpu_is_float8(from) ? cpu_f8_to_double(((const uint8_t *)x->data)[i], from) : cpu_get(x->data, from, i);
+        if (cpu_is_float8(to)) {
+            ((uint8_t *)y->data)[i] = cpu_double_to_f8(v, to, saturate);
+        } else if (cpu_is_int(to)) { /* NaN and out-of-range values as the float path does */
+            float fv = (float)v;
+            seam_tensor fx = {.dtype = SEAM_DTYPE_FLOAT32, .numel = 1, .nbytes = 4, .data = &fv};
+            seam_tensor ty = *y;
+            ty.numel = 1;
+            ty.data = (uint8_t *)y->data + (size_t)i * seam_dtype_size((seam_dtype)to);
+            convert(&fx, &ty);
+        } else {
+            cpu_set(y->data, to, i, v);
+        }
+    }
+}
 
 static seam_status run_cast(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
@@ -221,17 +243,22 @@ static seam_status run_cast(seam_kernel *k) {
     }
     if (!castable(x->dtype) || !castable(to))
         return kernel_fail(k, "cast from %s to %s is not supported", seam_dtype_name(x->dtype), seam_dtype_name(to));
+    bool f8 = cpu_is_float8(x->dtype) || cpu_is_float8(to);
+    if (f8 && (x->dtype == SEAM_DTYPE_STRING || to == SEAM_DTYPE_STRING))
+        return kernel_fail(k, "cast from %s to %s is not supported", seam_dtype_name(x->dtype), seam_dtype_name(to));
     if (x->dtype == SEAM_DTYPE_STRING || to == SEAM_DTYPE_STRING) return cast_strings(k, x, to);
     seam_tensor *y = kernel_out(k, 0, to, x->rank, x->dims);
     if (!y) return kernel_oom(k);
-    convert(x, y);
+    if (f8 && x->dtype != to) convert_f8(x, y, node_attr_int(k->n, "saturate", 1) != 0);
+    else convert(x, y);
     return SEAM_STATUS_OK;
 }
 
 static seam_status check_cast(seam_check *c) {
     int32_t from = check_in_dtype(c, 0);
     int32_t to = strcmp(c->n->op_type, "CastLike") == 0 ? check_in_dtype(c, 1) : (int32_t)node_attr_int(c->n, "to", 0);
-    if ((from != SEAM_DTYPE_UNDEFINED && !castable(from)) || (to != SEAM_DTYPE_UNDEFINED && !castable(to)))
+    if ((from != SEAM_DTYPE_UNDEFINED && !castable(from)) || (to != SEAM_DTYPE_UNDEFINED && !castable(to)) ||
+        ((cpu_is_float8(from) || cpu_is_float8(to)) && (from == SEAM_DTYPE_STRING || to == SEAM_DTYPE_STRING)))
         return check_refuse(c, "cast from %s to %s is not supported", seam_dtype_name(from), seam_dtype_name(to));
     return SEAM_STATUS_OK;
 }

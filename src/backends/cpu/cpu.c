@@ -19,6 +19,68 @@ bool cpu_is_int(int32_t dt) {
 
 bool cpu_is_real(int32_t dt) { return cpu_is_float(dt) || cpu_is_int(dt) || dt == SEAM_DTYPE_BOOL; }
 
+bool cpu_is_float8(int32_t dt) { return dt >= SEAM_DTYPE_FLOAT8E4M3FN && dt <= SEAM_DTYPE_FLOAT8E5M2FNUZ; }
+
+/* A float8 type's layout: mantissa bits, exponent bias, and its kind. */
+typedef struct f8_format {
+    int man, bias;
+    bool uz;   /* FNUZ: 0x80 is the one NaN, no -0, every exponent finite */
+    bool inf;  /* E5M2: IEEE-like, exponent all ones is Inf or NaN */
+    double max;
+} f8_format;
+
+static f8_format f8_of(int32_t dt) {
+    switch (dt) {
+    case SEAM_DTYPE_FLOAT8E4M3FN: return (f8_format){3, 7, false, false, 448.0};
+    case SEAM_DTYPE_FLOAT8E4M3FNUZ: return (f8_format){3, 8, true, false, 240.0};
+    case SEAM_DTYPE_FLOAT8E5M2: return (f8_format){2, 15, false, true, 57344.0};
+    default: return (f8_format){2, 16, true, false, 57344.0};
+    }
+}
+
+double cpu_f8_to_double(uint8_t c, int32_t dt) {
+    f8_format f = f8_of(dt);
+    int ebits = 7 - f.man, exp = (c >> f.man) & ((1 << ebits) - 1), man = c & ((1 << f.man) - 1);
+    bool neg = c & 0x80;
+    if (f.uz && c == 0x80) return NAN;
+    if (!f.uz && !f.inf && (c & 0x7F) == 0x7F) return NAN;  /* E4M3FN: S.1111.111 */
+    if (f.inf && exp == (1 << ebits) - 1) return man ? NAN : neg ? -INFINITY : INFINITY;
+    double v = exp ? ldexp(1.0 + ldexp(man, -f.man), exp - f.bias) : ldexp(man, 1 - f.bias - f.man);
+    return neg ? -v : v;
+}
+
+uint8_t cpu_double_to_f8(double x, int32_t dt, bool saturate) {
+    f8_format f = f8_of(dt);
+    uint8_t nan = f.uz ? 0x80 : 0x7F, sign = signbit(x) ? 0x80 : 0;
+    if (isnan(x)) return f.uz ? 0x80 : (uint8_t)(nan | sign);
+    uint8_t max_code = f.uz ? 0x7F : f.inf ? 0x7B : 0x7E;
+    if (isinf(x)) { /* saturate: the largest value, as ONNX's reference and ONNX Runtime do (Cast-19's table
+                       says NaN for the FNUZ types); else Inf where there is one, NaN elsewhere */
+        if (saturate) return (uint8_t)(sign | max_code);
+        if (f.uz) return nan;
+        return f.inf ? (uint8_t)(sign | 0x7C) : (uint8_t)(nan | sign);
+    }
+    double a = fabs(x);
+    int emin = 1 - f.bias, e;
+    frexp(a, &e);
+    e -= 1; /* a = 1.m * 2^e */
+    if (e < emin) e = emin;
+    double q = ldexp(1.0, e - f.man), r = nearbyint(a / q) * q; /* the default rounding: to nearest even */
+    if (r == 0) return f.uz ? 0 : sign;
+    if (r > f.max) {
+        if (saturate) return (uint8_t)(sign | max_code);
+        return f.inf ? (uint8_t)(sign | 0x7C) : f.uz ? nan : (uint8_t)(nan | sign);
+    }
+    frexp(r, &e);
+    e -= 1;
+    uint8_t code;
+    if (e < emin) /* subnormal */
+        code = (uint8_t)(r / ldexp(1.0, emin - f.man));
+    else
+        code = (uint8_t)((e + f.bias) << f.man | (int)((r / ldexp(1.0, e) - 1.0) * (1 << f.man)));
+    return (uint8_t)(sign | code);
+}
+
 float cpu_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {

@@ -34,6 +34,13 @@ bool cpu_is_real(int32_t dtype);
 float cpu_half_to_float(uint16_t h);
 uint16_t cpu_float_to_half(float f);
 float cpu_bf16_to_float(uint16_t h);
+/* ONNX's 8-bit floats (SEAM_DTYPE_FLOAT8*): whether dt is one; a code's
+ * value (NaN for the NaN codes); a value rounded to nearest even into dt,
+ * what rounds past the largest finite value (and Inf) saturating to it
+ * (saturate), or else NaN (Inf for E5M2), as Cast-19 says. */
+bool cpu_is_float8(int32_t dt);
+double cpu_f8_to_double(uint8_t code, int32_t dt);
+uint8_t cpu_double_to_f8(double v, int32_t dt, bool saturate);
 uint16_t cpu_float_to_bf16(float f);
 
 /* Element i of a buffer of dtype, as double / as int64 (floats truncate). */
