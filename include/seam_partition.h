@@ -13,8 +13,12 @@
  *     if (seam_partition(model, &opts, &plan) == SEAM_STATUS_OK) { ... seam_plan_free(plan); }
  *
  * How the partitioner works, on a small example. Each node first gets a
- * target: the first target (in priority order) that supports it, unless a
+ * target: the first target (in the order given) that supports it, unless a
  * pin, --cpu-ops or a constraint says otherwise; `cpu` runs the rest.
+ * Placement by cost (the default) then searches every place the targets
+ * allow for the least estimated time (and, between plans estimated alike,
+ * the fewest device subgraphs): with several targets the order only
+ * breaks ties.
  *
  *     x -> Conv(npu) -> Relu(npu) -> TopK(cpu) -> Gemm(npu) -> y
  *
@@ -126,7 +130,7 @@ typedef enum seam_placement {
 } seam_placement;
 
 typedef struct seam_partition_options {
-    const seam_backend *const *targets; /* priority order; cpu is always last */
+    const seam_backend *const *targets; /* first-fit order (a tie-break under cost placement); cpu is always last */
     int32_t n_targets;
     double min_support;          /* 0..1: fraction of nodes the targets must support; default 0 */
     int32_t min_subgraph_size;   /* device subgraphs smaller than this go to the CPU; default 1 */
@@ -192,7 +196,7 @@ SEAM_API void seam_cost_fit_free(seam_cost_fit *fit);
 
 /* Why a node went where it went. */
 typedef enum seam_reason {
-    SEAM_REASON_SUPPORTED = 0,     /* the target supports it (first by priority) */
+    SEAM_REASON_SUPPORTED = 0,     /* the target supports it (the first by order, or the cost search's choice: detail) */
     SEAM_REASON_UNSUPPORTED,       /* no target supports it: runs on the CPU */
     SEAM_REASON_CPU_OPS,           /* its op type is in cpu_ops */
     SEAM_REASON_PINNED,            /* a pin put it here */

@@ -147,7 +147,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     if (st) return st;
     const ir_graph *g = m->graph;
     partitioner pr = {m->ctx, m, opts, plan_new(m, opts->n_targets), opts->targets, opts->n_targets, NULL, NULL, {0}, false,
-                      0, NULL, NULL};
+                      0, NULL, NULL, false, 0};
     pr.supported_by = calloc((size_t)g->n_nodes + 1, sizeof(uint64_t));
     pr.pinned = calloc((size_t)g->n_nodes + 1, sizeof(bool));
     if (!pr.p || !pr.supported_by || !pr.pinned) {

@@ -21,6 +21,10 @@ typedef struct partitioner {
      * unit_member[unit_start[u] .. unit_start[u + 1]), its op first */
     int32_t n_units;
     int32_t *unit_start, *unit_member;
+    /* the cost search chooses between targets only, never the CPU (targets
+     * that declare no costs: every plan is estimated alike) */
+    bool devices_only;
+    int64_t evals_left;   /* plans the cost search may still regroup and estimate */
 } partitioner;
 
 /* A copy of s in the plan's arena (NULL when out of memory). */

@@ -3,6 +3,7 @@
  * by its neighbours); then, under SEAM_PLACEMENT_COST, the search that
  * keeps on the CPU the supported nodes whose offload costs more than it
  * saves (the cost model is cost.c's). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,101 +159,180 @@ static void set_cpu_by_cost(partitioner *pr, int32_t i, const char *detail) {
     pr->p->detail[i] = detail;
 }
 
-/* Applies targets (capability target or CPU per movable node), each QDQ
- * unit made whole in them first, and regroups; returns the plan's cost,
- * or -1 when out of memory. */
-static double try_targets(partitioner *pr, const cost_model *cm, int32_t *targets) {
+/* A plan as the search weighs it: its estimate, then (between plans
+ * estimated alike, such as every plan of targets that declare no costs)
+ * fewer device subgraphs, then fewer subgraphs. us < 0: out of memory. */
+typedef struct score {
+    double us;
+    int32_t dev, all;
+} score;
+
+static bool better(score a, score b) {
+    if (a.us < b.us - 1e-9) return true;
+    if (a.us > b.us + 1e-9) return false;
+    return a.dev < b.dev || (a.dev == b.dev && a.all < b.all);
+}
+
+/* Applies targets (a place per movable node), each QDQ unit made whole in
+ * them first, and regroups; returns the plan's score (us -1 when out of
+ * memory or when the search spent its evaluations). */
+static score try_targets(partitioner *pr, const cost_model *cm, int32_t *targets) {
     seam_plan *p = pr->p;
+    if (pr->evals_left-- <= 0) return (score){-1, 0, 0};
     partition_units_close(pr, targets);
     memcpy(p->node_target, targets, sizeof(int32_t) * (size_t)p->n_nodes);
-    if (plan_group(pr->ctx, p)) return -1;
-    return cost_plan(cm, p, false);
+    if (plan_group(pr->ctx, p)) return (score){-1, 0, 0};
+    return (score){cost_plan(cm, p, false), p->n_device_subgraphs, p->n_subgraphs};
 }
 
-/* Graphs with at most this many movable nodes are searched exhaustively;
- * the unit tests set it to 0 to measure the local search against brute
- * force. */
+/* The places the search may give node i: a bit per device target that
+ * supports it, and bit n_targets for the CPU (63 targets at most, so the
+ * CPU's bit fits). */
+static uint64_t options_of(const partitioner *pr, int32_t i) {
+    return movable(pr, i) ? pr->supported_by[i] | (pr->devices_only ? 0 : 1ull << pr->n_targets) : 0;
+}
+
+/* Graphs with at most this many movable nodes are searched exhaustively
+ * (with one target; with several, as long as the node's choices
+ * multiplied stay under 2^this); the unit tests set it to 0 to measure
+ * the local search against brute force. */
 int32_t partition_exhaustive_limit = 12;
 
-/* Exhaustive search over the movable nodes of a small graph; the best
- * assignment is left in best. */
-static void exhaustive(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
-                       const int32_t *mov, int32_t n_mov) {
+/* Every assignment of the movable nodes to their options (a mixed-radix
+ * count); the best is left in best. */
+static void exhaustive(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, score *best_cost,
+                       const int32_t *mov, int32_t n_mov, double combos) {
     int32_t nn = pr->p->n_nodes;
-    int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-    if (!t) return;
-    for (uint32_t mask = 0; mask < (1u << n_mov); mask++) {
+    int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *digit = calloc((size_t)n_mov + 1, sizeof(int32_t));
+    int32_t(*opt)[64] = malloc(sizeof(*opt) * ((size_t)n_mov + 1));
+    int32_t *n_opt = malloc(sizeof(int32_t) * ((size_t)n_mov + 1));
+    if (!t || !digit || !opt || !n_opt) goto done;
+    for (int32_t k = 0; k < n_mov; k++) { /* the CPU first, then the targets in their order */
+        uint64_t o = options_of(pr, mov[k]);
+        n_opt[k] = 0;
+        if (o >> pr->n_targets & 1) opt[k][n_opt[k]++] = pr->n_targets;
+        for (int32_t x = 0; x < pr->n_targets; x++)
+            if (o >> x & 1) opt[k][n_opt[k]++] = x;
+    }
+    for (double c = 0; c < combos; c++) {
         memcpy(t, cap, sizeof(int32_t) * (size_t)nn);
-        for (int32_t k = 0; k < n_mov; k++)
-            if (mask >> k & 1) t[mov[k]] = pr->n_targets;
-        double c = try_targets(pr, cm, t);
-        if (c >= 0 && c < *best_cost - 1e-9) {
-            *best_cost = c;
+        for (int32_t k = 0; k < n_mov; k++) t[mov[k]] = opt[k][digit[k]];
+        score cost = try_targets(pr, cm, t);
+        if (cost.us >= 0 && better(cost, *best_cost)) {
+            *best_cost = cost;
             memcpy(best, t, sizeof(int32_t) * (size_t)nn);
         }
+        for (int32_t k = 0; k < n_mov && ++digit[k] == n_opt[k]; k++) digit[k] = 0;
     }
+done:
     free(t);
+    free(digit);
+    free(opt);
+    free(n_opt);
 }
 
-/* Flips node i, and j too when j >= 0 is a movable node on the same side,
- * between the CPU and its capability target; keeps the flip in best when it
- * lowers the cost. */
-static bool try_flip(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost, int32_t *t,
-                     int32_t i, int32_t j, int32_t *budget) {
-    int32_t nn = pr->p->n_nodes, cpu = pr->n_targets;
-    if (j >= 0 && (j == i || !movable(pr, j) || (best[j] == cpu) != (best[i] == cpu))) return false;
+/* Moves node i, and j too when j >= 0 is a movable node where i is, to
+ * place T (a target or the CPU) when both may go there; keeps the move in
+ * best when it lowers the cost. */
+static bool try_move(partitioner *pr, const cost_model *cm, int32_t *best, score *best_cost, int32_t *t, int32_t i,
+                     int32_t j, int32_t T, int32_t *budget) {
+    int32_t nn = pr->p->n_nodes;
+    if (best[i] == T || !(options_of(pr, i) >> T & 1)) return false;
+    if (j >= 0 && (j == i || best[j] != best[i] || !(options_of(pr, j) >> T & 1))) return false;
     if (*budget <= 0) return false;
     --*budget;
     memcpy(t, best, sizeof(int32_t) * (size_t)nn);
-    t[i] = best[i] == cpu ? cap[i] : cpu;
-    if (j >= 0) t[j] = best[j] == cpu ? cap[j] : cpu;
-    double c = try_targets(pr, cm, t);
-    if (c < 0 || c >= *best_cost - 1e-9) return false;
+    t[i] = T;
+    if (j >= 0) t[j] = T;
+    score c = try_targets(pr, cm, t);
+    if (c.us < 0 || !better(c, *best_cost)) return false;
     *best_cost = c;
     memcpy(best, t, sizeof(int32_t) * (size_t)nn);
     return true;
 }
 
-/* Flips node i with every movable neighbour on its side (its producers and
- * its outputs' readers) at once: a star of nodes that only pays off
+/* Moves node i with every movable neighbour where it is (its producers and
+ * its outputs' readers) to T at once: a star of nodes that only pays off
  * together. */
-static bool try_flip_star(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
-                          int32_t *t, int32_t i, int32_t *budget) {
+static bool try_move_star(partitioner *pr, const cost_model *cm, int32_t *best, score *best_cost, int32_t *t, int32_t i,
+                          int32_t T, int32_t *budget) {
     const ir_graph *g = pr->m->graph;
-    int32_t nn = pr->p->n_nodes, cpu = pr->n_targets;
-    if (*budget <= 0) return false;
+    int32_t nn = pr->p->n_nodes;
+    if (*budget <= 0 || best[i] == T || !(options_of(pr, i) >> T & 1)) return false;
     --*budget;
     memcpy(t, best, sizeof(int32_t) * (size_t)nn);
-    bool side = best[i] == cpu;
     const ir_node *n = &g->nodes[i];
-    int32_t flipped = 0;
+    int32_t moved = 0;
     for (int32_t k = 0; k < n->n_inputs + n->n_outputs; k++) {
         int32_t v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (v < 0) continue;
         if (k < n->n_inputs) {
             int32_t j = g->values[v].producer;
-            if (j >= 0 && movable(pr, j) && (best[j] == cpu) == side) t[j] = side ? cap[j] : cpu, flipped++;
+            if (j >= 0 && best[j] == best[i] && options_of(pr, j) >> T & 1) t[j] = T, moved++;
         } else {
             for (int32_t q = 0; q < g->values[v].n_consumers; q++) {
                 int32_t j = g->values[v].consumers[q];
-                if (movable(pr, j) && (best[j] == cpu) == side) t[j] = side ? cap[j] : cpu, flipped++;
+                if (best[j] == best[i] && options_of(pr, j) >> T & 1) t[j] = T, moved++;
             }
         }
     }
-    if (flipped < 2) return false; /* a single neighbour is a pair, tried already */
-    t[i] = side ? cap[i] : cpu;
-    double c = try_targets(pr, cm, t);
-    if (c < 0 || c >= *best_cost - 1e-9) return false;
+    if (moved < 2) return false; /* a single neighbour is a pair, tried already */
+    t[i] = T;
+    score c = try_targets(pr, cm, t);
+    if (c.us < 0 || !better(c, *best_cost)) return false;
     *best_cost = c;
     memcpy(best, t, sizeof(int32_t) * (size_t)nn);
     return true;
 }
 
+/* Each device subgraph moved whole to another target that takes every
+ * node of it; the first move that lowers the cost is kept. */
+static bool try_retarget(partitioner *pr, const cost_model *cm, int32_t *best, score *best_cost, int32_t *t,
+                         int32_t *budget) {
+    seam_plan *p = pr->p;
+    int32_t nn = p->n_nodes;
+    if (pr->n_targets < 2 || try_targets(pr, cm, best).us < 0) return false;
+    /* the subgraphs as best groups them, copied: each try regroups */
+    int32_t n_sg = p->n_subgraphs, *first = malloc(sizeof(int32_t) * ((size_t)n_sg + 2));
+    int32_t *nodes = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *tgt = malloc(sizeof(int32_t) * ((size_t)n_sg + 1));
+    bool done = false;
+    if (!first || !nodes || !tgt) goto out;
+    first[0] = 0;
+    for (int32_t s = 0; s < n_sg; s++) {
+        const plan_subgraph *sg = &p->subgraphs[s];
+        memcpy(nodes + first[s], sg->nodes, sizeof(int32_t) * (size_t)sg->n_nodes);
+        first[s + 1] = first[s] + sg->n_nodes;
+        tgt[s] = sg->target;
+    }
+    for (int32_t s = 0; s < n_sg && !done; s++) {
+        if (tgt[s] == pr->n_targets) continue;
+        uint64_t all = ~0ull;
+        for (int32_t k = first[s]; k < first[s + 1]; k++) all &= options_of(pr, nodes[k]);
+        for (int32_t T = 0; T < pr->n_targets && !done && *budget > 0; T++) {
+            if (T == tgt[s] || !(all >> T & 1)) continue;
+            --*budget;
+            memcpy(t, best, sizeof(int32_t) * (size_t)nn);
+            for (int32_t k = first[s]; k < first[s + 1]; k++) t[nodes[k]] = T;
+            score c = try_targets(pr, cm, t);
+            if (c.us >= 0 && better(c, *best_cost)) {
+                *best_cost = c;
+                memcpy(best, t, sizeof(int32_t) * (size_t)nn);
+                done = true;
+            }
+        }
+    }
+out:
+    free(first);
+    free(nodes);
+    free(tgt);
+    return done;
+}
+
 /* Local search: moves whole device subgraphs to the CPU where that saves
- * time, then single nodes at subgraph borders either way, while the plan's
- * cost falls. */
-static void local_search(partitioner *pr, const cost_model *cm, const int32_t *cap, int32_t *best, double *best_cost,
-                         bool subgraph_moves) {
+ * time, or to another target; then single nodes at subgraph borders, with
+ * a neighbour, or with all their neighbours, to each place they may take,
+ * while the plan's cost falls. */
+static void local_search(partitioner *pr, const cost_model *cm, int32_t *best, score *best_cost, bool subgraph_moves) {
     seam_plan *p = pr->p;
     int32_t nn = p->n_nodes;
     int32_t *t = malloc(sizeof(int32_t) * ((size_t)nn + 1));
@@ -262,11 +342,11 @@ static void local_search(partitioner *pr, const cost_model *cm, const int32_t *c
         free(border);
         return;
     }
-    /* flips regroup the whole graph: a bounded number of them (all of them
+    /* moves regroup the whole graph: a bounded number of them (all of them
      * for small graphs, which are searched well) */
     int32_t budget = nn <= 200 ? INT32_MAX : 400;
     for (int32_t round = 0; round < 64; round++) {
-        if (try_targets(pr, cm, best) < 0) break;
+        if (try_targets(pr, cm, best).us < 0) break;
         cost_plan(cm, p, true);
         memcpy(t, best, sizeof(int32_t) * (size_t)nn);
         bool moved = false;
@@ -283,21 +363,22 @@ static void local_search(partitioner *pr, const cost_model *cm, const int32_t *c
             for (int32_t k = 0; k < sg->n_nodes; k++) t[sg->nodes[k]] = pr->n_targets;
             moved = true;
         }
-        if (!subgraph_moves) moved = false;
-        double c = moved ? try_targets(pr, cm, t) : -1;
-        if (c >= 0 && c < *best_cost - 1e-9) {
+        if (!subgraph_moves || pr->devices_only) moved = false;
+        score c = moved ? try_targets(pr, cm, t) : (score){-1, 0, 0};
+        if (c.us >= 0 && better(c, *best_cost)) {
             *best_cost = c;
             memcpy(best, t, sizeof(int32_t) * (size_t)nn);
             continue;
         }
+        if (try_retarget(pr, cm, best, best_cost, t, &budget)) continue;
         /* single nodes, and a node with a neighbour (a producer, or another
-         * reader of one of its inputs), flipped between the CPU and their
-         * target: a lone node pays a launch, so pairs get past that */
+         * reader of one of its inputs), moved: a lone node pays a launch,
+         * so pairs get past that */
         if (nn > 20000) break;
         bool improved = false;
         const ir_graph *g = pr->m->graph;
         /* only nodes at a subgraph's border (a neighbour in another one) */
-        if (try_targets(pr, cm, best) < 0) break;
+        if (try_targets(pr, cm, best).us < 0) break;
         for (int32_t i = 0; i < nn; i++) {
             const ir_node *n = &g->nodes[i];
             border[i] = false;
@@ -315,17 +396,23 @@ static void local_search(partitioner *pr, const cost_model *cm, const int32_t *c
         }
         for (int32_t i = 0; i < nn && !improved; i++) {
             if ((nn > 200 && !border[i]) || !movable(pr, i)) continue;
-            improved = try_flip(pr, cm, cap, best, best_cost, t, i, -1, &budget);
-            const ir_node *n = &g->nodes[i];
-            for (int32_t k = 0; k < n->n_inputs && !improved; k++) {
-                int32_t v = n->inputs[k];
-                if (v < 0) continue;
-                if (g->values[v].producer >= 0)
-                    improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].producer, &budget);
-                for (int32_t q = 0; q < g->values[v].n_consumers && !improved; q++)
-                    improved = try_flip(pr, cm, cap, best, best_cost, t, i, g->values[v].consumers[q], &budget);
+            uint64_t opts = options_of(pr, i);
+            /* the places i may go: the CPU first, then the targets in their order */
+            for (int32_t x = 0; x <= pr->n_targets && !improved; x++) {
+                int32_t T = x == 0 ? pr->n_targets : x - 1;
+                if (!(opts >> T & 1) || T == best[i]) continue;
+                improved = try_move(pr, cm, best, best_cost, t, i, -1, T, &budget);
+                const ir_node *n = &g->nodes[i];
+                for (int32_t k = 0; k < n->n_inputs && !improved; k++) {
+                    int32_t v = n->inputs[k];
+                    if (v < 0) continue;
+                    if (g->values[v].producer >= 0)
+                        improved = try_move(pr, cm, best, best_cost, t, i, g->values[v].producer, T, &budget);
+                    for (int32_t q = 0; q < g->values[v].n_consumers && !improved; q++)
+                        improved = try_move(pr, cm, best, best_cost, t, i, g->values[v].consumers[q], T, &budget);
+                }
+                if (!improved) improved = try_move_star(pr, cm, best, best_cost, t, i, T, &budget);
             }
-            if (!improved) improved = try_flip_star(pr, cm, cap, best, best_cost, t, i, &budget);
         }
         if (!improved) break;
     }
@@ -376,6 +463,38 @@ static void explain_moves(partitioner *pr, const int32_t *cap, const int32_t *be
     }
 }
 
+/* Each node the search put on another target than the targets' order
+ * gave it, with the plan's numbers; and one note counting them. */
+static void explain_retargets(partitioner *pr, const int32_t *cap, const int32_t *best, double best_cost, double cap_cost,
+                              int32_t cap_dev) {
+    seam_plan *p = pr->p;
+    int32_t moved = 0;
+    bool alike = best_cost > cap_cost - 1e-9; /* as fast: chosen for fewer subgraphs */
+    for (int32_t i = 0; i < p->n_nodes; i++) {
+        if (best[i] == cap[i] || best[i] >= pr->n_targets || cap[i] >= pr->n_targets || p->reason[i] != SEAM_REASON_SUPPORTED)
+            continue;
+        char buf[400];
+        if (alike)
+            snprintf(buf, sizeof(buf), "on %s, not %s (the first by --target order that takes it): %d device subgraph%s "
+                     "this way, %d with every node on its first target", p->target_names[best[i]], p->target_names[cap[i]],
+                     p->n_device_subgraphs, p->n_device_subgraphs == 1 ? "" : "s", cap_dev);
+        else
+            snprintf(buf, sizeof(buf), "on %s, not %s (the first by --target order that takes it): the plan is estimated "
+                     "%.1f us this way, %.1f us with every node on its first target", p->target_names[best[i]],
+                     p->target_names[cap[i]], best_cost, cap_cost);
+        p->detail[i] = plan_strdup(p, buf);
+        moved++;
+    }
+    if (moved && alike)
+        plan_note(p, "placement across targets: %d node%s on another target than the --target order gives, for %d device "
+                  "subgraph%s instead of %d; the order only breaks ties", moved, moved == 1 ? "" : "s",
+                  p->n_device_subgraphs, p->n_device_subgraphs == 1 ? "" : "s", cap_dev);
+    else if (moved)
+        plan_note(p, "placement by cost across targets: %d node%s on another target than the --target order gives "
+                  "(estimated %.1f us against %.1f us); the order only breaks ties", moved, moved == 1 ? "" : "s",
+                  best_cost, cap_cost);
+}
+
 seam_status partition_place_by_cost(partitioner *pr) {
     seam_plan *p = pr->p;
     const ir_graph *g = pr->m->graph;
@@ -392,7 +511,10 @@ seam_status partition_place_by_cost(partitioner *pr) {
     pr->estimated = true;
     /* offloading never costs more: the capability plan, whose estimates
      * cost_plan stored */
-    if (cm->trivial) return SEAM_STATUS_OK;
+    if (cm->trivial && pr->n_targets < 2) return SEAM_STATUS_OK;
+    /* targets that declare no costs estimate every plan alike: the search
+     * then chooses between them for the fewest subgraphs, the CPU aside */
+    pr->devices_only = cm->trivial;
     int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *cap_of = NULL;
     cap_subgraph *cap_sg = NULL;
@@ -420,29 +542,56 @@ seam_status partition_place_by_cost(partitioner *pr) {
         }
         cap_sg[s] = (cap_subgraph){sg->n_nodes, nodes, sg->est_us - nodes, cpu, sg->boundary_bytes, 0};
     }
+    /* each evaluation regroups the whole graph: about 4e7 node visits in
+     * all (every plan of a graph of a few hundred nodes; 40 of a 1M-node one) */
+    pr->evals_left = nn > 0 ? (int64_t)fmax(40.0, 4e7 / nn) : 0;
     int32_t n_mov = 0;
+    double combos = 1;
     for (int32_t i = 0; i < nn; i++)
-        if (movable(pr, i) && p->node_target[i] < pr->n_targets) mov[n_mov++] = i;
+        if (movable(pr, i) && p->node_target[i] < pr->n_targets) {
+            mov[n_mov++] = i;
+            combos *= __builtin_popcountll(options_of(pr, i));
+        }
     if (n_mov == 0) goto done;
     memcpy(best, cap, sizeof(int32_t) * (size_t)nn);
-    double best_cost = cap_cost;
-    /* exhaustive when the masks times the graph stay small: each regroups all of it */
-    if (n_mov <= partition_exhaustive_limit && (double)nn * (double)(1u << n_mov) <= 4e6)
-        exhaustive(pr, cm, cap, best, &best_cost, mov, n_mov);
+    score best_cost = {cap_cost, p->n_device_subgraphs, p->n_subgraphs};
+    int32_t cap_dev = p->n_device_subgraphs;
+    /* exhaustive when the choices times the graph stay small: each regroups all of it */
+    if (combos <= (double)(1u << partition_exhaustive_limit) && (double)nn * combos <= 4e6 &&
+        n_mov <= 2 * partition_exhaustive_limit)
+        exhaustive(pr, cm, cap, best, &best_cost, mov, n_mov, combos);
     else {
-        /* three starts: every supported node offloaded (whole subgraphs
-         * moved first, or single nodes only), and every movable node on the
-         * CPU; the best local optimum wins */
+        /* starts: every supported node offloaded as the target order and
+         * its smoothing gave (whole subgraphs moved first, or single nodes
+         * only), every movable node on the CPU, and with several targets
+         * each target alone (the nodes it supports on it, the rest on the
+         * CPU); the best local optimum wins, so the order of the targets
+         * only breaks ties */
         int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-        local_search(pr, cm, cap, best, &best_cost, true);
-        for (int32_t start = 0; alt && start < 2; start++) {
+        local_search(pr, cm, best, &best_cost, true);
+        int32_t starts = 2 + (pr->n_targets > 1 ? pr->n_targets + 1 : 0);
+        for (int32_t start = 0; alt && start < starts; start++) {
             memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+            if (start == 1 && pr->devices_only) continue;
             if (start == 1)
                 for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
-            double alt_cost = try_targets(pr, cm, alt);
-            if (alt_cost < 0) continue;
-            local_search(pr, cm, cap, alt, &alt_cost, start == 1);
-            if (alt_cost < best_cost - 1e-9) {
+            for (int32_t k = 0; start >= 2 && start < 2 + pr->n_targets && k < n_mov; k++)
+                alt[mov[k]] = pr->supported_by[mov[k]] >> (start - 2) & 1 ? start - 2
+                              : pr->devices_only                       ? cap[mov[k]]
+                                                                       : pr->n_targets;
+            /* and each node where it alone runs fastest (launches and transfers aside) */
+            for (int32_t k = 0; start == 2 + pr->n_targets && k < n_mov; k++) {
+                int32_t i = mov[k], T = pr->devices_only ? cap[i] : pr->n_targets;
+                for (int32_t x = 0; x < pr->n_targets; x++)
+                    if (pr->supported_by[i] >> x & 1 && cost_node_us(cm, i, x) < (T == pr->n_targets ? cm->cpu_us[i]
+                                                                                  : cost_node_us(cm, i, T)))
+                        T = x;
+                alt[i] = T;
+            }
+            score alt_cost = try_targets(pr, cm, alt);
+            if (alt_cost.us < 0) continue;
+            local_search(pr, cm, alt, &alt_cost, start != 0);
+            if (better(alt_cost, best_cost)) {
                 best_cost = alt_cost;
                 memcpy(best, alt, sizeof(int32_t) * (size_t)nn);
             }
@@ -450,29 +599,30 @@ seam_status partition_place_by_cost(partitioner *pr) {
         free(alt);
     }
     /* never worse than one backend alone */
-    bool to_cpu = cpu_allowed && all_cpu < best_cost - 1e-9;
+    bool to_cpu = cpu_allowed && all_cpu < best_cost.us - 1e-9;
     if (to_cpu) {
         for (int32_t i = 0; i < n_mov; i++) best[mov[i]] = pr->n_targets;
         /* nodes that are not movable (pins to cpu, cpu_ops) stay as they are */
-        best_cost = all_cpu;
     }
-    if (try_targets(pr, cm, best) < 0) {
+    pr->evals_left = 1; /* the plan chosen, applied whatever the search spent */
+    if (try_targets(pr, cm, best).us < 0) {
         st = seam_error(pr->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory while grouping");
         goto done;
     }
-    best_cost = cost_plan(cm, p, true);
+    double final_us = cost_plan(cm, p, true);
     if (to_cpu) {
         plan_note(p, "placement by cost: the CPU alone (estimated %.1f us) beats offloading (%.1f us with every supported "
                   "node on its target): everything runs on the CPU", all_cpu, cap_cost);
-    } else if (best_cost < cap_cost - 1e-9) {
+    } else if (final_us < cap_cost - 1e-9) {
         int32_t n_back = 0;
         for (int32_t i = 0; i < nn; i++) n_back += best[i] == pr->n_targets && cap[i] != pr->n_targets;
         plan_note(p, "placement by cost: %d supported node%s kept on the CPU, where %s less (estimated %.1f us, "
                   "against %.1f us with every supported node on its target)", n_back, n_back == 1 ? "" : "s",
-                  n_back == 1 ? "it costs" : "they cost", best_cost, cap_cost);
+                  n_back == 1 ? "it costs" : "they cost", final_us, cap_cost);
     }
     explain_moves(pr, cap, best, cap_of, cap_sg, to_cpu, all_cpu, cap_cost);
-    p->est.total_us = best_cost; /* (the estimates of the plan as it is: no regrouping since) */
+    explain_retargets(pr, cap, best, final_us, cap_cost, cap_dev);
+    p->est.total_us = final_us; /* (the estimates of the plan as it is: no regrouping since) */
 done:
     free(cap);
     free(best);

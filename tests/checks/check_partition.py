@@ -19,7 +19,8 @@ target is supported per an independent evaluation of the rules file.
 
 The cases: seed_mlp, seed_mlp_sort_mid, seed_mlp cpu_ops, seed_mlp analyze, validator, measured,
 and MODEL x TARGET [--no-fold] (resnet18 x neuron; the targets are neuron,
-ccrm, dense_npu, half and dnnl).
+ccrm, dense_npu, half and dnnl); MODEL x conv_only+npu_a, both orders (the
+targets chosen jointly: the same plan in either --target order).
 """
 import glob
 import json
@@ -188,4 +189,22 @@ for path in reals:
                 check_real(path, t, fold)
             except Exception as e:
                 check.fail(f"{case}: {e}")
+
+# Several targets chosen jointly (issue 34): a conv-only target and a broad
+# one that takes every op, in either order, give the same plan, one npu_a
+# subgraph (first-fit by order once cut googlenet into 18).
+conv_only, npu_a = os.path.join(TARGETS, "conv_only.json"), os.path.join(TARGETS, "npu_a.json")
+for path in reals:
+    case = f"{os.path.basename(path)[:-5]} x conv_only+npu_a, both orders"
+    if not check.selected(case):
+        continue
+    try:
+        plans = [plan(path, "--target", a, "--target", b) for a, b in ((conv_only, npu_a), (npu_a, conv_only))]
+        maps = [{n["name"]: n["target"] for n in p["nodes"]} for p in plans]
+        devs = [sum(1 for sg in p["subgraphs"] if sg["target"] != "cpu") for p in plans]
+        check.expect(maps[0] == maps[1] and devs == [1, 1] and all(
+            sg["target"] == "npu_a" for p in plans for sg in p["subgraphs"]), case,
+            f"device subgraphs {devs}, {sum(maps[0][k] != maps[1][k] for k in maps[0])} nodes differ")
+    except Exception as e:
+        check.fail(f"{case}: {e}")
 check.finish()
