@@ -120,9 +120,10 @@ static void infer_loop(seam_infer *ic) {
 static void infer_scan(seam_infer *ic) {
     ir_graph *b = body_attr(ic, "body");
     if (!b || ic->n->opset < 9) return;
-    int32_t m = (int32_t)node_attr_int(ic->n, "num_scan_inputs", 0);
-    int32_t n_in = infer_n_inputs(ic), n_states = n_in - m;
-    if (m < 0 || n_states < 0) return;
+    int64_t m64 = node_attr_int(ic->n, "num_scan_inputs", 0);
+    int32_t n_in = infer_n_inputs(ic);
+    if (m64 < 0 || m64 > n_in) return; /* (validation names the attribute) */
+    int32_t m = (int32_t)m64, n_states = n_in - m;
     const int64_t *in_axes = NULL, *out_axes = NULL;
     int32_t n_in_axes = node_attr_ints(ic->n, "scan_input_axes", &in_axes);
     int32_t n_out_axes = node_attr_ints(ic->n, "scan_output_axes", &out_axes);

@@ -434,6 +434,12 @@ static const struct attr_bound {
 };
 
 static bool check_bound(const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+    if (c->scan) { /* the scan inputs are the last num_scan_inputs inputs (opset 8: after sequence_lens) */
+        int64_t m = node_attr_int(n, "num_scan_inputs", -1), most = n->opset < 9 ? n->n_inputs - 1 : n->n_inputs;
+        if (m < 1 || m > most)
+            return FAIL("num_scan_inputs = %lld is out of range [1, %lld] (its %s)", (long long)m, (long long)most,
+                        n->opset < 9 ? "inputs after sequence_lens" : "inputs");
+    }
     if (c->bound_rule < 0) return true;
     const struct attr_bound *b = &attr_bounds[c->bound_rule];
     int64_t v = node_attr_int(n, b->attr, b->dflt);
@@ -459,6 +465,7 @@ void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
     c->perm = strcmp(op_type, "Transpose") == 0;
     c->reshape = strcmp(op_type, "Reshape") == 0;
     c->leading_optional = strcmp(op_type, "Loop") == 0 || strcmp(op_type, "Scan") == 0;
+    c->scan = strcmp(op_type, "Scan") == 0;
 }
 
 bool op_validate_with(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {

@@ -223,6 +223,22 @@ for target in ((), ("--target", "dnnl", "--placement", "capability")):
     sum_mid = model([helper.make_node("Sum", ["x", "", "x"], ["y"], name="sum")], [vi("x", [2, 3])], [vi("y", [2, 3])])
     expect(write(f"sum_empty_middle_input{tag}.onnx", sum_mid), 1, "'sum' (Sum)", "input 1 is required",
            args=("run", *target))
+    # attribute arithmetic (issue 29): blocksize^2 of 2^62 wrapped to 0 (SIGFPE on both paths once); a
+    # num_scan_inputs of 2^31 wrapped through int32 (found by check_mutate's sweep under UBSan)
+    d2s = model([helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=2**62)],
+                [vi("x", [1, 4, 2, 2])], [vi("y", None)])
+    expect(write(f"depthtospace_huge_blocksize{tag}.onnx", d2s), 1, "'d2s' (DepthToSpace)", "blocksize",
+           "out of range", args=("run", *target))
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "x_in"], ["s_out"]),
+                              helper.make_node("Identity", ["s_out"], ["y_out"])], "body",
+                             [vi("s_in", [2]), vi("x_in", [2])], [vi("s_out", [2]), vi("y_out", [2])])
+    for m_bad in (2**31, 0):
+        scan = model([helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", body=body,
+                                       num_scan_inputs=m_bad)],
+                     [vi("s0", [2]), vi("xs", [3, 2])], [vi("s", None), vi("ys", None)])
+        scan.opset_import[0].version = 11
+        expect(write(f"scan_num_scan_inputs_{m_bad}{tag}.onnx", scan), 1, "'scan' (Scan)",
+               f"num_scan_inputs = {m_bad} is out of range [1, 2]", args=("run", *target))
     cat_max = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=2**31 - 1)],
                     [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))

@@ -39,13 +39,16 @@ WORKDIR/artifacts/ with the seed in their names, and the line to run that
 one case again is printed.
 
 --sweep N adds a deterministic sweep of the attribute arithmetic: for
-each (op type, integer attribute) pair met in the models, the first N
-models holding it get that attribute set to each of 2^62, -2^62, 2^31+1
-and 0 (every entry of a list), one variant each (N 0: every model). The
-sizes, products and shifts ops compute from attributes (block sizes,
-windows, pads, groups) must be refused with a message, on every path,
-never wrap into a crash (issue 29). A sweep case is named
-MODEL/sNODE.ATTR=VALUE (test_depthtospace_example/s0.blocksize=0).
+each (op type, attribute) pair met in the models, the first N models
+holding it get an integer attribute set to each of 0, -1, -2^31, 2^31,
+2^31+1, 2^62 and -2^62, a float attribute to NaN, inf, -inf, 0, -1 and
+3.4e38 (every entry of a list), and a list attribute grown to 2^18 copies
+of its first entry, one variant each (N 0: every model), each run on every
+target and partitioned, saved and reloaded. The sizes, products and
+shifts ops compute from attributes (block sizes, windows, pads, groups)
+must be refused with a message, on every path, never wrap into a crash
+(issue 29). A sweep case is named MODEL/sNODE.ATTR=VALUE
+(test_depthtospace_example/s0.blocksize=0, .../s0.pads=huge).
 
 A case is named MODEL/mN (test_conv_with_padding/m1); -k selects cases.
 tests/checks/mutate_known.txt lists the crashes that are known and whose
@@ -82,8 +85,9 @@ parser.add_argument("--backend-lib", metavar="SO",
                     help="the plug-in library that runs the saved partitioned file of a plug-in target "
                          "(default: libseam_TARGET.so next to SEAM_BINARY, or in its bin/ or ../lib)")
 parser.add_argument("--sweep", type=int, default=-1, metavar="N",
-                    help="also sweep every integer attribute of the first N models holding each (op, attribute) "
-                         "pair through 2^62, -2^62, 2^31+1 and 0 (0: every model; default: no sweep)")
+                    help="also sweep every integer and float attribute of the first N models holding each (op, "
+                         "attribute) pair through extreme values, and lists through a huge length (0: every model; "
+                         "default: no sweep)")
 parser.add_argument("--known", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutate_known.txt"))
 args = parser.parse_args()
 TARGETS = [t.strip() for t in args.targets.split(",") if t.strip()]
@@ -96,7 +100,9 @@ WORK = os.path.abspath(args.work)
 ARTIFACTS = os.path.join(WORK, "artifacts")
 
 INTS = [0, -1, -2**31, 2**31 - 1, 2**62]
-SWEEP_INTS = [2**62, -2**62, 2**31 + 1, 0]
+SWEEP_INTS = [0, -1, -2**31, 2**31, 2**31 + 1, 2**62, -2**62]
+SWEEP_FLOATS = [float("nan"), float("inf"), float("-inf"), 0.0, -1.0, 3.4e38]
+HUGE = 1 << 18  # "huge": a list attribute grown to this many copies of its first entry
 FLOATS = [0.0, -1.0, float("nan"), float("inf"), float("-inf")]
 # how a run of seam may end on hostile input: a result or a refusal with a message
 OK_CODES = (0, 1, 2)
@@ -310,11 +316,22 @@ def make_case(name, path, pbs, index):
         _, node_k, attr, value = index
         node = list(all_nodes(m.graph))[node_k]
         for a in node.attribute:
-            if a.name == attr and a.type == AttributeProto.INT:
+            if a.name != attr:
+                continue
+            if value == "huge":
+                for field in ("ints", "floats", "strings"):
+                    lst = getattr(a, field)
+                    if len(lst):
+                        lst.extend([lst[0]] * (HUGE - len(lst)))
+            elif a.type == AttributeProto.INT:
                 a.i = value
-            elif a.name == attr and a.type == AttributeProto.INTS:
+            elif a.type == AttributeProto.INTS:
                 a.ints[:] = [value] * len(a.ints)
-        desc = f"sweep: {node.op_type} node {node_k}: {attr}={value}"
+            elif a.type == AttributeProto.FLOAT:
+                a.f = value
+            elif a.type == AttributeProto.FLOATS:
+                a.floats[:] = [value] * len(a.floats)
+        desc = f"sweep: {node.op_type} node {node_k}: {attr}={value if value != 'huge' else f'{HUGE} entries'}"
     for _ in range(0 if desc else 8):
         kind = rng.choice(KINDS)
         if kind in ("rank", "dtype", "size"):
@@ -360,9 +377,12 @@ def case_label(index):
 
 def sweep_cases(all_models):
     """(name, path, pbs, ("s", node index, attribute, value)) for the sweep:
-    each (op type, integer attribute) pair in its first args.sweep models."""
+    each (op type, integer or float attribute) pair in its first args.sweep
+    models, through SWEEP_INTS or SWEEP_FLOATS, and each list attribute
+    grown to HUGE entries."""
     seen = {}
     out = []
+    A = AttributeProto
     for name, path, pbs in all_models:
         try:
             m = onnx.load(path, load_external_data=False)
@@ -370,13 +390,18 @@ def sweep_cases(all_models):
             continue
         for k, node in enumerate(all_nodes(m.graph)):
             for a in node.attribute:
-                if not (a.type == AttributeProto.INT or (a.type == AttributeProto.INTS and a.ints)):
+                ints = a.type == A.INT or (a.type == A.INTS and a.ints)
+                floats = a.type == A.FLOAT or (a.type == A.FLOATS and a.floats)
+                listed = (a.type == A.INTS and a.ints) or (a.type == A.FLOATS and a.floats) or \
+                         (a.type == A.STRINGS and a.strings)
+                if not (ints or floats or listed):
                     continue
                 key = (node.op_type, a.name)
                 if args.sweep and seen.get(key, 0) >= args.sweep:
                     continue
                 seen[key] = seen.get(key, 0) + 1
-                out += [(name, path, pbs, ("s", k, a.name, v)) for v in SWEEP_INTS]
+                values = SWEEP_INTS if ints else SWEEP_FLOATS if floats else []
+                out += [(name, path, pbs, ("s", k, a.name, v)) for v in values + (["huge"] if listed else [])]
     return out
 
 
@@ -430,7 +455,7 @@ def run_case(case):
         where = [] if label == "cpu" else ["--target", label, "--placement", "capability"]
         code, err = run([seam, "run", "--threads", "1", *where, mpath, *inputs], env)
         results.append((label, code, verdict(code, err), err))
-    if index == 0 and PART and not isinstance(index, tuple):
+    if PART and (isinstance(index, tuple) or index == 0):
         saved = os.path.join(d, "partitioned.onnx")
         code, err = run([seam, "partition", "--target", PART, "--placement", "capability", "-o", saved, mpath], env)
         v = verdict(code, err)

@@ -225,8 +225,9 @@ static seam_status run_scan8(seam_kernel *k) {
     bodies *b = k->state;
     seam_body *e = b->e[0];
     const ir_graph *g = b->g[0];
-    int32_t m = (int32_t)node_attr_int(k->n, "num_scan_inputs", 0);
-    int32_t n_in = kernel_n_in(k), n_states = n_in - 1 - m, n_scan_out = g->n_outputs - n_states;
+    int64_t m64 = node_attr_int(k->n, "num_scan_inputs", 0);
+    int32_t n_in = kernel_n_in(k);
+    int32_t m = m64 > 0 && m64 < n_in ? (int32_t)m64 : 0, n_states = n_in - 1 - m, n_scan_out = g->n_outputs - n_states;
     if (m <= 0 || m > 64 || n_states < 0 || n_scan_out < 0 || g->n_inputs != n_states + m || kernel_n_out(k) != g->n_outputs)
         return kernel_fail(k, "the body's inputs and outputs do not match the node's");
     const int64_t *dirs = NULL;
@@ -329,8 +330,9 @@ static seam_status run_scan(seam_kernel *k) {
     bodies *b = k->state;
     seam_body *e = b->e[0];
     const ir_graph *g = b->g[0];
-    int32_t m = (int32_t)node_attr_int(k->n, "num_scan_inputs", 0);
-    int32_t n_in = kernel_n_in(k), n_states = n_in - m, n_scan_out = g->n_outputs - n_states;
+    int64_t m64 = node_attr_int(k->n, "num_scan_inputs", 0);
+    int32_t n_in = kernel_n_in(k);
+    int32_t m = m64 > 0 && m64 <= n_in ? (int32_t)m64 : 0, n_states = n_in - m, n_scan_out = g->n_outputs - n_states;
     if (m <= 0 || n_states < 0 || n_scan_out < 0 || g->n_inputs != n_in || kernel_n_out(k) != g->n_outputs)
         return kernel_fail(k, "the body's inputs and outputs do not match the node's");
     const int64_t *in_axes = NULL, *in_dirs = NULL, *out_axes = NULL, *out_dirs = NULL;
