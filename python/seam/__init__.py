@@ -702,12 +702,15 @@ class Session:
         return self._model.outputs
 
     def run(self, feeds, outputs=None):
-        """feeds: {input name: array}; returns {output name: array}.
-        outputs: {output name: numpy array} the run writes into (no copy;
-        each comes back as the same array)."""
+        """feeds: {input name: value}; returns {output name: value} (values
+        of every kind as Model.run says). outputs: {output name: numpy
+        array} the run writes into (no copy; each comes back as the same
+        array)."""
         if not isinstance(feeds, dict):
             raise TypeError("run: feeds must be a dict {input name: array}")
-        return self._model._session.run({k: _to_numpy(v, f"input '{k}'") for k, v in feeds.items()}, outputs)
+        kinds = {n: d for n, d, _ in self._model._graph.inputs()}
+        return self._model._session.run({k: _feed(v, kinds.get(k, ""), f"input '{k}'") for k, v in feeds.items()},
+                                        outputs)
 
     def stats(self):
         """Compile counts: see Model.stats; also input_copies (feeds that

@@ -128,6 +128,19 @@ class RunOptions:
         return self._config[key]
 
 
+def _ort_type(dtype):
+    """seam's type name as onnxruntime writes it: "float32" -> "tensor(float)",
+    "sequence(float32)" -> "seq(tensor(float))", "optional(float32)" ->
+    "optional(tensor(float))"."""
+    for outer, ort in (("optional(", "optional"), ("sequence(", "seq")):
+        if dtype.startswith(outer) and dtype.endswith(")"):
+            return f"{ort}({_ort_type(dtype[len(outer):-1])})"
+    if dtype.startswith("map(") and "," in dtype:
+        key, val = dtype[4:-1].split(",", 1)
+        return f"map({_ORT_TYPES.get(key, 'tensor(undefined)')[7:-1]},{_ort_type(val)})"
+    return _ORT_TYPES.get(dtype, f"tensor({dtype})" if dtype.startswith("float8") else "tensor(undefined)")
+
+
 class NodeArg:
     """A graph input or output as onnxruntime describes it: .name, .shape
     (ints, symbolic dim names as str, None where unknown), .type
@@ -136,7 +149,7 @@ class NodeArg:
 
     def __init__(self, name, dtype, shape):
         self.name = name
-        self.type = _ORT_TYPES.get(dtype, "tensor(undefined)")
+        self.type = _ort_type(dtype)
         self.shape = list(shape) if shape is not None else []
 
     def __repr__(self):

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 import pytest
 import torch
 import torch.nn as nn
@@ -425,3 +426,31 @@ def test_dlpack_round_trip_with_torch(net_path):
     buf = torch.empty(2, 10)
     s.run({"x": xt}, outputs={"y": buf.numpy()})  # a torch tensor's memory as the output buffer
     assert torch.allclose(buf, net(xt).detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_values_of_every_kind(tmp_path):
+    """Sequences, optionals and strings through the onnxruntime API: lists,
+    None and string arrays in and out; NodeArg types as onnxruntime names
+    them (seq(tensor(float)), optional(tensor(float)))."""
+    h, T = onnx.helper, onnx.TensorProto
+    seq_f = h.make_sequence_type_proto(h.make_tensor_type_proto(T.FLOAT, None))
+    opt_f = h.make_optional_type_proto(h.make_tensor_type_proto(T.FLOAT, None))
+    g = h.make_graph([h.make_node("ConcatFromSequence", ["s"], ["cat"], axis=0),
+                      h.make_node("SplitToSequence", ["cat"], ["parts"], axis=0, keepdims=1),
+                      h.make_node("OptionalHasElement", ["o"], ["has"]),
+                      h.make_node("Identity", ["w"], ["w_out"])], "kinds",
+                     [h.make_value_info("s", seq_f), h.make_value_info("o", opt_f),
+                      h.make_tensor_value_info("w", T.STRING, [2])],
+                     [h.make_tensor_value_info("cat", T.FLOAT, None), h.make_value_info("parts", seq_f),
+                      h.make_tensor_value_info("has", T.BOOL, []), h.make_tensor_value_info("w_out", T.STRING, [2])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    path = str(tmp_path / "kinds.onnx")
+    onnx.save(m, path)
+    sess = seam.InferenceSession(path)
+    assert [a.type for a in sess.get_inputs()] == ["seq(tensor(float))", "optional(tensor(float))", "tensor(string)"]
+    assert sess.get_outputs()[1].type == "seq(tensor(float))"
+    a, b = np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32)[None]
+    cat, parts, has, w = sess.run(None, {"s": [a, b], "o": None, "w": np.array(["x", "yz"])})
+    np.testing.assert_array_equal(cat, np.concatenate([a, b]))
+    assert isinstance(parts, list) and len(parts) == 3 and not has and list(w) == ["x", "yz"]
