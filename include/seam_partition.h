@@ -316,6 +316,16 @@ SEAM_API seam_status seam_plan_analysis_json(const seam_plan *plan, const char *
  * constant. *folded_out (may be NULL) gets how many nodes were folded. */
 SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 
+/* Rewrites that heal partitions: each node the targets of opts take none
+ * of, whose op can be written exactly as ops they may take (a reflect or
+ * edge Pad as Slices and a Concat, a Split as Slices, a Sum as Adds), is
+ * written so when, and only when, seam_partition then finds a plan
+ * estimated faster, or as fast with fewer device subgraphs (each kind is
+ * tried on a copy of the model first). What was rewritten, and the
+ * numbers, become notes of every later plan of the model ("rewrite: ...").
+ * *applied_out (may be NULL): the nodes rewritten. */
+SEAM_API seam_status seam_model_rewrite(seam_model *model, const seam_partition_options *opts, int32_t *applied_out);
+
 /* ---- quantized models: QDQ node units ---- */
 
 /* What seam_model_fuse_qdq did (or, with SEAM_QDQ_COUNT, would do). */

@@ -266,6 +266,10 @@ struct seam_model {
     int32_t n_info_cache;
     const char **meta_keys, **meta_values;
     int32_t n_meta_cached; /* n_metadata when they were made (a plan's apply adds entries) */
+    /* what seam_model_rewrite did, a line each; every plan of the model
+     * repeats them in its notes */
+    const char **rewrites;
+    int32_t n_rewrites;
 };
 
 /* ---- element types ---- */

@@ -66,4 +66,22 @@ int seam_op_key_cmp(const char *domain_a, const char *op_a, const char *domain_b
  * an input's shape and applying a plan all refuse a node it refuses. */
 bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size);
 
+/* ---- building new nodes (build.c) ---- */
+
+/* base+suffix made unique among g's value names, in m's arena (NULL when
+ * out of memory). */
+const char *ir_fresh_name(struct seam_model *m, const ir_graph *g, const char *base, const char *suffix);
+/* A new value of unknown type named after base+suffix; -1 when out of
+ * memory. */
+int32_t ir_new_value(struct seam_model *m, ir_graph *g, const char *base, const char *suffix);
+/* A new initializer of dtype and dims holding a copy of data, added to
+ * g's initializers; -1 when out of memory. */
+int32_t ir_new_init(struct seam_model *m, ir_graph *g, const char *base, const char *suffix, int32_t dtype, int32_t rank,
+                    const int64_t *dims, const void *data);
+/* A new node of the standard domain (the model's opset) named after name:
+ * op(ins) -> outs with a copy of attrs; -1 when out of memory, when a value
+ * is missing (< -1; -1 is an absent optional input) or the op is unknown. */
+int32_t ir_new_node(struct seam_model *m, ir_graph *g, const char *name, const char *op, const int32_t *ins,
+                    int32_t n_ins, const int32_t *outs, int32_t n_outs, const ir_attr *attrs, int32_t n_attrs);
+
 #endif

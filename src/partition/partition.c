@@ -155,6 +155,7 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
         goto done;
     }
     for (int32_t t = 0; t < pr.n_targets; t++) pr.p->target_names[t] = plan_strdup(pr.p, pr.targets[t]->name);
+    for (int32_t k = 0; k < m->n_rewrites; k++) plan_note(pr.p, "%s", m->rewrites[k]);
     seam_phase(m->ctx, "partition: setup");
     if ((st = partition_support(&pr))) goto done;
     seam_phase(m->ctx, "partition: support");

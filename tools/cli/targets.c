@@ -22,6 +22,10 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
         t->no_fold = true;
         return 1;
     }
+    if (strcmp(a, "--no-rewrite") == 0) {
+        t->no_rewrite = true;
+        return 1;
+    }
     if (strcmp(a, "--no-jit") == 0) {
         t->no_jit = true;
         return 1;
@@ -206,6 +210,8 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
 }
 
 seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan) {
+    seam_status st = t->no_rewrite ? SEAM_STATUS_OK : seam_model_rewrite(m, &t->opts, NULL);
+    if (st) return st;
     if (!t->measured) return seam_partition(m, &t->opts, plan);
     return seam_partition_measured(m, &t->opts, t->target_options, t->n_target_options, n_threads, 0, plan);
 }

@@ -20,6 +20,7 @@ typedef struct cli_targets {
     const char *shapes[64];     /* --shape NAME=AxBxC, applied after load */
     int32_t n_shapes;
     bool no_fold;               /* --no-fold */
+    bool no_rewrite;            /* --no-rewrite */
     bool measured;              /* --placement measured */
     const char *target_options[64]; /* --target-option, passed through */
     int32_t n_target_options;
@@ -92,6 +93,11 @@ int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_m
     "                        stored with each device subgraph, passed untouched\n"    \
     "  --no-fold             keep nodes computed from constants and static shapes as\n"  \
     "                        they are (by default they become constants first)\n"    \
+    "  --no-rewrite          keep the nodes no target takes as they are (by default\n" \
+    "                        a reflect/edge Pad, a Split or a Sum is written as\n"   \
+    "                        Slices, Concats and Adds when a target then takes it\n" \
+    "                        and the plan is estimated faster or has fewer device\n" \
+    "                        subgraphs; each rewrite is a note of the plan)\n"       \
     "  --bucket NAME=AxBxC   with -o: a shape of input NAME that the saved model's\n"  \
     "                        device subgraphs compile when a session is made, not at\n" \
     "                        the first run with it (repeat: the k-th of each input\n" \
