@@ -159,10 +159,14 @@ class PartitionerConfig:
         "capability" (everything supported is offloaded), or a function of a
         node ({"index", "name", "op"}) returning a target name to pin it to,
         or None to let seam decide (by cost).
+    rewrite: write a node no target takes as ops one takes (a reflect or edge
+        Pad as Slices and a Concat, a Split as Slices, a Sum as Adds) where
+        the plan is then estimated faster or has fewer device subgraphs
+        (default True; each rewrite is a note of the plan).
     """
 
     def __init__(self, *, model_support_percentage_threshold=0.5, min_subgraph_size=-1, max_subgraph_count=-1,
-                 ops_to_partition=None, on_violation="error", cpu_ops=None, pins=None, placement=None):
+                 ops_to_partition=None, on_violation="error", cpu_ops=None, pins=None, placement=None, rewrite=True):
         t = model_support_percentage_threshold
         if not isinstance(t, (int, float)) or not 0 <= t <= 1:
             raise ValueError(f"model_support_percentage_threshold must be between 0 and 1, got {t!r}")
@@ -183,6 +187,7 @@ class PartitionerConfig:
         self.cpu_ops = list(cpu_ops) if cpu_ops else []
         self.pins = dict(pins) if pins else {}
         self.placement = placement
+        self.rewrite = bool(rewrite)
         self._cpu_ops = _onnx_ops(self.ops_to_partition) + _onnx_ops(self.cpu_ops)
 
     def __repr__(self):
@@ -456,7 +461,7 @@ def _place(graph, name, tl, cfg, target_options):
                            max_subgraph_count=max(cfg.max_subgraph_count, 0),
                            on_violation_error=cfg.on_violation == "error", cpu_ops=list(cfg._cpu_ops),
                            pins=flat_pins, apply=True, target_options=topts, name=name,
-                           capability=cfg.placement == "capability")
+                           capability=cfg.placement == "capability", rewrite=cfg.rewrite)
     return json.loads(text)
 
 

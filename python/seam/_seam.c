@@ -454,14 +454,15 @@ static int strings_of(PyObject *seq_obj, const char **out, int32_t max, int32_t 
  * apply, the model is rewritten as the plan says (ai.seam Subgraph nodes). */
 static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"targets", "min_support", "min_subgraph_size", "max_subgraph_count", "on_violation_error",
-                             "cpu_ops", "pins", "analysis", "apply", "target_options", "name", "capability", NULL};
+                             "cpu_ops", "pins", "analysis", "apply", "target_options", "name", "capability",
+                             "rewrite", NULL};
     PyObject *targets_obj, *cpu_ops_obj = Py_None, *pins_obj = Py_None, *topts_obj = Py_None;
     double min_support = 0;
-    int min_size = 1, max_count = 0, on_error = 0, analysis = 0, apply = 0, capability = 0;
+    int min_size = 1, max_count = 0, on_error = 0, analysis = 0, apply = 0, capability = 0, rewrite = 0;
     const char *name = "";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|diipOOppOsp", kwlist, &targets_obj, &min_support, &min_size,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|diipOOppOspp", kwlist, &targets_obj, &min_support, &min_size,
                                      &max_count, &on_error, &cpu_ops_obj, &pins_obj, &analysis, &apply, &topts_obj,
-                                     &name, &capability))
+                                     &name, &capability, &rewrite))
         return NULL;
     const seam_backend *targets[MAX_TARGETS];
     const char *cpu_ops[MAX_LIST], *topts[MAX_LIST], *pin_strs[2 * MAX_LIST];
@@ -495,7 +496,8 @@ static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw
     seam_status st;
     graph_lock(self);
     Py_BEGIN_ALLOW_THREADS
-    st = seam_partition(self->model, &o, &plan);
+    st = rewrite ? seam_model_rewrite(self->model, &o, NULL) : SEAM_STATUS_OK;
+    if (!st) st = seam_partition(self->model, &o, &plan);
     if (!st) st = analysis ? seam_plan_analysis_json(plan, name, NULL, 0, &need) : seam_plan_json(plan, name, NULL, 0, &need);
     if (!st && !(text = malloc(need))) st = SEAM_STATUS_OUT_OF_MEMORY;
     if (!st) st = analysis ? seam_plan_analysis_json(plan, name, text, need, NULL) : seam_plan_json(plan, name, text, need, NULL);

@@ -307,6 +307,12 @@ seam_status seam_model_rewrite(seam_model *m, const seam_partition_options *opts
     if (applied_out) *applied_out = 0;
     if (!m || !opts || opts->n_targets < 1) return m ? SEAM_STATUS_OK : SEAM_STATUS_INVALID_ARGUMENT;
     seam_context *ctx = m->ctx;
+    /* most models hold no node of these forms: then nothing is partitioned here */
+    bool any = false;
+    for (int32_t i = 0; i < m->graph->n_nodes && !any; i++)
+        for (int32_t kind = 0; kind < RW_KINDS && !any; kind++)
+            any = is_std(&m->graph->nodes[i], rw_op[kind]) && applies(m->graph, &m->graph->nodes[i], kind);
+    if (!any) return SEAM_STATUS_OK;
     plan_score base;
     seam_plan *p = NULL;
     seam_status st = seam_partition(m, opts, &p);

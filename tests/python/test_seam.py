@@ -617,3 +617,34 @@ def test_float8_bits(work):
     # 1.1875 ties between 1.125 (0x39) and 1.25 (0x3A): even 0x3A
     assert out["y8"].dtype == np.uint8 and out["y8"].tolist() == [0x38, 0xB8, 0x7E, 0x00, 0x3A]
     assert out["bf"].tolist() == [1.0, 448.0, 2.0 ** -9]
+
+
+def test_rewrite_heals_for_a_rules_target(work):
+    """A torch model with reflection padding between two convs, traced for a
+    rules target with Conv, Slice and Concat but no Pad: the Pad is written
+    as Slices and a Concat (one device subgraph, a rewrite note), outputs
+    as torch's; with rewrite=False, two device subgraphs."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 8, 3)
+            self.pad = nn.ReflectionPad2d((1, 2, 2, 1))
+            self.b = nn.Conv2d(8, 4, 3)
+
+        def forward(self, x):
+            return self.b(self.pad(self.a(x)))
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    x = torch.randn(1, 3, 16, 16)
+    rules = os.path.join(work, "no_pad.json")
+    with open(rules, "w") as f:
+        json.dump({"name": "no_pad", "default": False, "ops": {"Conv": True, "Slice": True, "Concat": True}}, f)
+    healed = seam.trace(net, x, targets=[rules])
+    devices = [s for s in healed.plan["subgraphs"] if s["target"] != "cpu"]
+    assert len(devices) == 1 and any(n.startswith("rewrite:") for n in healed.plan["notes"])
+    with torch.no_grad():
+        want = net(x).numpy()
+    close(healed(x.numpy()), want)
+    kept = seam.trace(net, x, targets=[rules], partitioner_config=seam.PartitionerConfig(rewrite=False))
+    assert len([s for s in kept.plan["subgraphs"] if s["target"] != "cpu"]) == 2
