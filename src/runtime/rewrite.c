@@ -10,9 +10,14 @@
  *                              step -1) its borders, and the input
  *   Split                  ->  one Slice per output
  *   Sum of n inputs        ->  n - 1 Adds
+ *   HardSwish              ->  x * HardSigmoid(x, alpha 1/6, beta 1/2)
+ *   Expand read only by broadcasting binary ops that give the same shape
+ *                          without it  ->  gone (they broadcast its input)
  *
- * Each is exact: the same elements in the same order, or the same
- * additions in the same order. */
+ * Each is exact (the same elements in the same order, the same additions
+ * in the same order, nothing computed for Expand) but HardSwish, whose
+ * 1/6 is a multiplication by float 1/6 instead of a division by 6 (an ulp
+ * at most). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +29,10 @@
 #include "ops/ops.h"
 #include "partition/partition.h"
 
-enum { RW_PAD, RW_SPLIT, RW_SUM, RW_KINDS };
-static const char *const rw_op[RW_KINDS] = {"Pad", "Split", "Sum"};
-static const char *const rw_form[RW_KINDS] = {"as Slices and a Concat per padded axis", "as Slices",
-                                              "as Adds"};
+enum { RW_PAD, RW_SPLIT, RW_SUM, RW_HARDSWISH, RW_EXPAND, RW_KINDS };
+static const char *const rw_op[RW_KINDS] = {"Pad", "Split", "Sum", "HardSwish", "Expand"};
+static const char *const rw_form[RW_KINDS] = {"as Slices and a Concat per padded axis", "as Slices", "as Adds",
+                                              "as x * HardSigmoid(x)", "away (its readers broadcast)"};
 
 static bool is_std(const ir_node *n, const char *op) { return !n->domain[0] && !strcmp(n->op_type, op); }
 
@@ -200,6 +205,82 @@ static bool rewrite_sum(seam_model *m, ir_graph *g, int32_t i, bool *dead) {
     return true;
 }
 
+/* ---- HardSwish ---- */
+
+static bool rewrite_hardswish(seam_model *m, ir_graph *g, int32_t i, bool *dead) {
+    const ir_node *n = &g->nodes[i];
+    if (!is_std(n, "HardSwish") || n->n_inputs != 1 || n->inputs[0] < 0 || n->n_outputs != 1 || n->outputs[0] < 0)
+        return false;
+    int32_t x = n->inputs[0], y = n->outputs[0];
+    int32_t h = ir_new_value(m, g, n->name, "_hardsigmoid");
+    ir_attr at[2] = {{.name = "alpha", .kind = IR_ATTR_FLOAT, .f = 1.0f / 6.0f},
+                     {.name = "beta", .kind = IR_ATTR_FLOAT, .f = 0.5f}};
+    if (h < 0 || ir_new_node(m, g, g->nodes[i].name, "HardSigmoid", &x, 1, &h, 1, at, 2) < 0) return false;
+    int32_t ins[2] = {x, h};
+    if (ir_new_node(m, g, g->nodes[i].name, "Mul", ins, 2, &y, 1, NULL, 0) < 0) return false;
+    dead[i] = true;
+    return true;
+}
+
+/* ---- Expand ---- */
+
+/* A tensor type of known rank and dims. */
+static bool static_type(const ir_type *t) {
+    if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return false;
+    for (int32_t d = 0; d < t->rank; d++)
+        if (t->dims[d].v < 0) return false;
+    return true;
+}
+
+/* An Expand whose every reader is an elementwise binary op that broadcasts,
+ * and gives the same output shape when it reads the Expand's input instead
+ * (all shapes static). */
+static bool expand_form(const ir_graph *g, const ir_node *n) {
+    static const char *const binary[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater",
+                                         "And", "Or", "Xor", "Mod", "BitShift", "LessOrEqual",
+                                         "GreaterOrEqual"};
+    if (!is_std(n, "Expand") || n->n_inputs != 2 || n->inputs[0] < 0 || n->n_outputs != 1 || n->outputs[0] < 0)
+        return false;
+    const ir_value *e = &g->values[n->outputs[0]];
+    const ir_type *xt = &g->values[n->inputs[0]].type;
+    if ((e->flags & IR_VALUE_OUTPUT) || e->n_consumers < 1 || !static_type(xt)) return false;
+    for (int32_t c = 0; c < e->n_consumers; c++) {
+        const ir_node *r = &g->nodes[e->consumers[c]];
+        bool bin = false;
+        for (size_t k = 0; k < sizeof(binary) / sizeof(binary[0]) && !bin; k++) bin = is_std(r, binary[k]);
+        if (!bin || r->n_inputs != 2 || r->n_outputs != 1 || r->outputs[0] < 0 || r->n_implicit) return false;
+        int32_t other = r->inputs[0] == n->outputs[0] ? r->inputs[1] : r->inputs[0];
+        if (other < 0 || other == n->outputs[0]) return false;
+        const ir_type *ot = &g->values[other].type, *yt = &g->values[r->outputs[0]].type;
+        /* without the Expand the output is broadcast(x, other): it must be y's shape */
+        if (!static_type(ot) || !static_type(yt)) return false;
+        int32_t rank = xt->rank > ot->rank ? xt->rank : ot->rank;
+        if (rank != yt->rank) return false;
+        for (int32_t d = 0; d < rank; d++) {
+            int32_t dx = d - (rank - xt->rank), dot = d - (rank - ot->rank);
+            int64_t a = dx >= 0 ? xt->dims[dx].v : 1, b = dot >= 0 ? ot->dims[dot].v : 1;
+            if (a < 0 || b < 0 || (a != b && a != 1 && b != 1)) return false;
+            if ((a > b ? a : b) != yt->dims[d].v) return false;
+        }
+    }
+    return true;
+}
+
+static bool rewrite_expand(seam_model *m, ir_graph *g, int32_t i, bool *dead) {
+    (void)m;
+    const ir_node *n = &g->nodes[i];
+    if (!expand_form(g, n)) return false;
+    int32_t x = n->inputs[0], e = n->outputs[0];
+    const ir_value *ev = &g->values[e];
+    for (int32_t c = 0; c < ev->n_consumers; c++) {
+        ir_node *r = &g->nodes[ev->consumers[c]];
+        for (int32_t k = 0; k < r->n_inputs; k++)
+            if (r->inputs[k] == e) r->inputs[k] = x;
+    }
+    dead[i] = true;
+    return true;
+}
+
 /* ---- the driver ---- */
 
 static bool applies(const ir_graph *g, const ir_node *n, int32_t kind) {
@@ -208,7 +289,9 @@ static bool applies(const ir_graph *g, const ir_node *n, int32_t kind) {
     switch (kind) {
     case RW_PAD: return pad_form(g, n, buf, &rank);
     case RW_SPLIT: return split_form(g, n, buf, &axis);
-    default: return is_std(n, "Sum") && n->n_inputs >= 2 && n->n_outputs == 1;
+    case RW_SUM: return is_std(n, "Sum") && n->n_inputs >= 2 && n->n_outputs == 1;
+    case RW_HARDSWISH: return is_std(n, "HardSwish") && n->n_inputs == 1 && n->n_outputs == 1;
+    default: return expand_form(g, n);
     }
 }
 
@@ -223,8 +306,11 @@ static int32_t rewrite_named(seam_model *m, int32_t kind, const char *const *nam
         bool named = false;
         for (int32_t k = 0; k < n && !named; k++) named = g->nodes[i].name && !strcmp(g->nodes[i].name, names[k]);
         if (!named) continue;
-        bool ok = kind == RW_PAD ? rewrite_pad(m, g, i, dead) : kind == RW_SPLIT ? rewrite_split(m, g, i, dead)
-                                                                                  : rewrite_sum(m, g, i, dead);
+        bool ok = kind == RW_PAD         ? rewrite_pad(m, g, i, dead)
+                  : kind == RW_SPLIT     ? rewrite_split(m, g, i, dead)
+                  : kind == RW_SUM       ? rewrite_sum(m, g, i, dead)
+                  : kind == RW_HARDSWISH ? rewrite_hardswish(m, g, i, dead)
+                                         : rewrite_expand(m, g, i, dead);
         if (!ok) {
             free(dead);
             return -1;

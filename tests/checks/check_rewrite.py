@@ -3,13 +3,15 @@
 usage: /usr/bin/python3 check_rewrite.py SEAM_BINARY WORKDIR [-k CASE]
 
 Each case is a model where a node a rules target lacks (a reflect or edge
-Pad, a Split, a Sum of three) sits between nodes the target takes. For a
-target that also takes Slice, Concat and Add:
+Pad, a Split, a Sum of three, a HardSwish, an Expand read by a Mul) sits
+between nodes the target takes. For a target that also takes Slice,
+Concat, Add, HardSigmoid and Mul:
   - `seam partition` gives fewer device subgraphs than with --no-rewrite,
     and the plan's notes say what was rewritten;
   - `seam run --target` (the rewritten model) and the model saved by
     `seam partition -o` and run again give numpy's answer (np.pad, np.split,
-    a sum), within 1e-6 of the output's scale.
+    a sum, x * clip(x / 6 + 1/2, 0, 1), broadcasting), within 1e-6 of the
+    output's scale.
 For a target without Slice and Concat (the rewrite cannot help) and for one
 that takes the op itself, nothing is rewritten: the plan equals the one
 with --no-rewrite and has no rewrite note.
@@ -39,7 +41,7 @@ def target(name, ops):
     return path
 
 
-HEALS = target("heals", ["Relu", "Sigmoid", "Slice", "Concat", "Add"])
+HEALS = target("heals", ["Relu", "Sigmoid", "Slice", "Concat", "Add", "HardSigmoid", "Mul", "ReduceMean"])
 NARROW = target("narrow", ["Relu", "Sigmoid"])
 
 
@@ -92,6 +94,18 @@ def cases():
                          helper.make_node("Sum", ["r", "s", "x"], ["t"], name="sum"),
                          helper.make_node("Relu", ["t"], ["y0"], name="r2")], [], 13)
     out.append(("sum3", sum3, "Sum", [relu(relu(X) + sig(X) + X)]))
+    hsw = save("hardswish", [helper.make_node("Mul", ["x", "five"], ["r"], name="scale"),
+                             helper.make_node("HardSwish", ["r"], ["h"], name="hswish"),
+                             helper.make_node("Sigmoid", ["h"], ["y0"], name="s")],
+               [numpy_helper.from_array(np.array(5, np.float32), "five")], 14)
+    sx = X * np.float32(5)  # (both clipped ends and the ramp between)
+    out.append(("hardswish", hsw, "HardSwish", [sig(sx * np.clip(sx / 6 + 0.5, 0, 1))]))
+    shape = numpy_helper.from_array(np.array(X.shape, np.int64), "shape")
+    exp = save("expand", [helper.make_node("ReduceMean", ["x"], ["mu"], name="mean", axes=[1, 2], keepdims=1),
+                          helper.make_node("Expand", ["mu", "shape"], ["e"], name="expand"),
+                          helper.make_node("Mul", ["x", "e"], ["t"], name="mul"),
+                          helper.make_node("Sigmoid", ["t"], ["y0"], name="s")], [shape], 13)
+    out.append(("expand", exp, "Expand", [sig(X * X.mean(axis=(1, 2), keepdims=True))]))
     return out
 
 
