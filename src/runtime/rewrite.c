@@ -11,13 +11,17 @@
  *   Split                  ->  one Slice per output
  *   Sum of n inputs        ->  n - 1 Adds
  *   HardSwish              ->  x * HardSigmoid(x, alpha 1/6, beta 1/2)
+ *   InstanceNormalization, LayerNormalization (one output)
+ *                          ->  d = x - ReduceMean(x); d / Sqrt(ReduceMean(d * d)
+ *                              + epsilon) * scale + B (constant scale and B,
+ *                              as [C, 1, ...] for InstanceNormalization)
  *   Expand read only by broadcasting binary ops that give the same shape
  *                          without it  ->  gone (they broadcast its input)
  *
  * Each is exact (the same elements in the same order, the same additions
  * in the same order, nothing computed for Expand) but HardSwish, whose
  * 1/6 is a multiplication by float 1/6 instead of a division by 6 (an ulp
- * at most). */
+ * at most), and the normalizations, whose sums run in another order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +33,13 @@
 #include "ops/ops.h"
 #include "partition/partition.h"
 
-enum { RW_PAD, RW_SPLIT, RW_SUM, RW_HARDSWISH, RW_EXPAND, RW_KINDS };
-static const char *const rw_op[RW_KINDS] = {"Pad", "Split", "Sum", "HardSwish", "Expand"};
-static const char *const rw_form[RW_KINDS] = {"as Slices and a Concat per padded axis", "as Slices", "as Adds",
-                                              "as x * HardSigmoid(x)", "away (its readers broadcast)"};
+enum { RW_PAD, RW_SPLIT, RW_SUM, RW_HARDSWISH, RW_EXPAND, RW_INSTNORM, RW_LAYERNORM, RW_KINDS };
+static const char *const rw_op[RW_KINDS] = {"Pad", "Split", "Sum", "HardSwish", "Expand", "InstanceNormalization",
+                                            "LayerNormalization"};
+static const char *const rw_form[RW_KINDS] = {
+    "as Slices and a Concat per padded axis", "as Slices", "as Adds", "as x * HardSigmoid(x)",
+    "away (its readers broadcast)", "as ReduceMean, Sub, Mul, Add, Sqrt and Div",
+    "as ReduceMean, Sub, Mul, Add, Sqrt and Div"};
 
 static bool is_std(const ir_node *n, const char *op) { return !n->domain[0] && !strcmp(n->op_type, op); }
 
@@ -281,6 +288,91 @@ static bool rewrite_expand(seam_model *m, ir_graph *g, int32_t i, bool *dead) {
     return true;
 }
 
+/* ---- normalizations ---- */
+
+/* The axes a normalization averages over (first .. rank - 1) and its
+ * epsilon, for InstanceNormalization (first 2) or LayerNormalization (its
+ * axis); false when it is not one this rewrite takes: one output read,
+ * known rank, constant float32 scale and B. */
+static bool norm_form(const ir_graph *g, const ir_node *n, int32_t *first, int32_t *rank_out) {
+    bool inst = is_std(n, "InstanceNormalization"), layer = is_std(n, "LayerNormalization");
+    if ((!inst && !layer) || n->n_inputs < 2 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0) return false;
+    for (int32_t k = 1; k < n->n_outputs; k++) /* LayerNormalization's Mean and InvStdDev: none read */
+        if (n->outputs[k] >= 0 && (g->values[n->outputs[k]].n_consumers || g->values[n->outputs[k]].flags & IR_VALUE_OUTPUT))
+            return false;
+    const ir_type *t = &g->values[n->inputs[0]].type;
+    if (t->kind != IR_TYPE_TENSOR || t->elem != SEAM_DTYPE_FLOAT32 || t->rank < 2 || t->rank > 8) return false;
+    for (int32_t k = 1; k < n->n_inputs && k < 3; k++) {
+        const ir_tensor *c = n->inputs[k] >= 0 ? konst(g, n->inputs[k]) : NULL;
+        if (n->inputs[k] >= 0 && (!c || c->dtype != SEAM_DTYPE_FLOAT32)) return false;
+    }
+    if (inst && (n->n_inputs != 3 || n->inputs[2] < 0 || t->dims[1].v < 1)) return false;
+    int64_t axis = inst ? 2 : node_attr_int(n, "axis", -1);
+    axis = axis < 0 ? axis + t->rank : axis;
+    if (axis < (inst ? 2 : 0) || axis >= t->rank) return false;
+    if (layer && node_attr_int(n, "stash_type", 1) != 1) return false;
+    *first = (int32_t)axis;
+    *rank_out = t->rank;
+    return true;
+}
+
+/* y = ReduceMean(x) over axes first .. rank - 1, kept. */
+static int32_t reduce_mean(seam_model *m, ir_graph *g, const char *base, int32_t x, int32_t first, int32_t rank) {
+    if (x < 0) return -1;
+    int64_t axes[8];
+    int32_t n_axes = 0;
+    for (int32_t d = first; d < rank; d++) axes[n_axes++] = d;
+    int32_t y = ir_new_value(m, g, base, "_mean");
+    if (y < 0) return -1;
+    if (seam_op_opset(m, "") >= 18) {
+        int64_t dims[1] = {n_axes};
+        int32_t a = ir_new_init(m, g, base, "_axes", SEAM_DTYPE_INT64, 1, dims, axes);
+        int32_t ins[2] = {x, a};
+        return a < 0 || ir_new_node(m, g, base, "ReduceMean", ins, 2, &y, 1, NULL, 0) < 0 ? -1 : y;
+    }
+    ir_attr at[1] = {{.name = "axes", .kind = IR_ATTR_INTS, .n = n_axes, .ints = axes}};
+    int64_t *kept = seam_arena_memdup(&m->arena, axes, sizeof(int64_t) * (size_t)n_axes);
+    if (!kept) return -1;
+    at[0].ints = kept;
+    return ir_new_node(m, g, base, "ReduceMean", &x, 1, &y, 1, at, 1) < 0 ? -1 : y;
+}
+
+static int32_t binary(seam_model *m, ir_graph *g, const char *base, const char *op, int32_t a, int32_t b, int32_t out) {
+    int32_t y = out >= 0 ? out : ir_new_value(m, g, base, "_t");
+    int32_t ins[2] = {a, b};
+    return y < 0 || a < 0 || b < 0 || ir_new_node(m, g, base, op, ins, 2, &y, 1, NULL, 0) < 0 ? -1 : y;
+}
+
+static bool rewrite_norm(seam_model *m, ir_graph *g, int32_t i, bool *dead) {
+    int32_t first, rank;
+    if (!norm_form(g, &g->nodes[i], &first, &rank)) return false;
+    const ir_node *n = &g->nodes[i];
+    bool inst = is_std(n, "InstanceNormalization");
+    const char *base = n->name;
+    int32_t x = n->inputs[0], y = n->outputs[0];
+    int32_t scale = n->inputs[1], bias = n->n_inputs > 2 ? n->inputs[2] : -1;
+    float eps = node_attr_float(n, "epsilon", 1e-5f);
+    if (inst) { /* scale and B of [C] as [C, 1, ...]: broadcast over the spatial axes */
+        int64_t dims[8] = {g->values[x].type.dims[1].v, 1, 1, 1, 1, 1, 1, 1};
+        const ir_tensor *s = konst(g, scale), *b = konst(g, bias);
+        if (s->numel != dims[0] || b->numel != dims[0]) return false;
+        scale = ir_new_init(m, g, base, "_scale", SEAM_DTYPE_FLOAT32, rank - 1, dims, s->data);
+        bias = ir_new_init(m, g, base, "_bias", SEAM_DTYPE_FLOAT32, rank - 1, dims, b->data);
+    }
+    int64_t none = 0;
+    int32_t e = ir_new_init(m, g, base, "_epsilon", SEAM_DTYPE_FLOAT32, 0, &none, &eps);
+    int32_t mean = reduce_mean(m, g, base, x, first, rank);
+    int32_t d = binary(m, g, base, "Sub", x, mean, -1);
+    int32_t var = reduce_mean(m, g, base, binary(m, g, base, "Mul", d, d, -1), first, rank);
+    int32_t sd = ir_new_value(m, g, base, "_std"), ve = binary(m, g, base, "Add", var, e, -1);
+    if (sd < 0 || ve < 0 || ir_new_node(m, g, base, "Sqrt", &ve, 1, &sd, 1, NULL, 0) < 0) return false;
+    int32_t norm = binary(m, g, base, "Div", d, sd, -1);
+    int32_t scaled = binary(m, g, base, "Mul", norm, scale, bias >= 0 ? -1 : y);
+    if (scaled < 0 || (bias >= 0 && binary(m, g, base, "Add", scaled, bias, y) < 0)) return false;
+    dead[i] = true;
+    return true;
+}
+
 /* ---- the driver ---- */
 
 static bool applies(const ir_graph *g, const ir_node *n, int32_t kind) {
@@ -291,7 +383,8 @@ static bool applies(const ir_graph *g, const ir_node *n, int32_t kind) {
     case RW_SPLIT: return split_form(g, n, buf, &axis);
     case RW_SUM: return is_std(n, "Sum") && n->n_inputs >= 2 && n->n_outputs == 1;
     case RW_HARDSWISH: return is_std(n, "HardSwish") && n->n_inputs == 1 && n->n_outputs == 1;
-    default: return expand_form(g, n);
+    case RW_EXPAND: return expand_form(g, n);
+    default: return norm_form(g, n, &rank, &rank) && is_std(n, rw_op[kind]);
     }
 }
 
@@ -310,7 +403,8 @@ static int32_t rewrite_named(seam_model *m, int32_t kind, const char *const *nam
                   : kind == RW_SPLIT     ? rewrite_split(m, g, i, dead)
                   : kind == RW_SUM       ? rewrite_sum(m, g, i, dead)
                   : kind == RW_HARDSWISH ? rewrite_hardswish(m, g, i, dead)
-                                         : rewrite_expand(m, g, i, dead);
+                  : kind == RW_EXPAND    ? rewrite_expand(m, g, i, dead)
+                                         : rewrite_norm(m, g, i, dead);
         if (!ok) {
             free(dead);
             return -1;

@@ -3,15 +3,16 @@
 usage: /usr/bin/python3 check_rewrite.py SEAM_BINARY WORKDIR [-k CASE]
 
 Each case is a model where a node a rules target lacks (a reflect or edge
-Pad, a Split, a Sum of three, a HardSwish, an Expand read by a Mul) sits
-between nodes the target takes. For a target that also takes Slice,
-Concat, Add, HardSigmoid and Mul:
+Pad, a Split, a Sum of three, a HardSwish, an Expand read by a Mul, an
+InstanceNormalization, a LayerNormalization) sits between nodes the target
+takes. For a target that also takes Slice, Concat, Add, HardSigmoid, Mul,
+ReduceMean, Sub, Sqrt and Div:
   - `seam partition` gives fewer device subgraphs than with --no-rewrite,
     and the plan's notes say what was rewritten;
   - `seam run --target` (the rewritten model) and the model saved by
     `seam partition -o` and run again give numpy's answer (np.pad, np.split,
-    a sum, x * clip(x / 6 + 1/2, 0, 1), broadcasting), within 1e-6 of the
-    output's scale.
+    a sum, x * clip(x / 6 + 1/2, 0, 1), broadcasting, the normalizations in
+    float64), within 1e-6 of the output's scale.
 For a target without Slice and Concat (the rewrite cannot help) and for one
 that takes the op itself, nothing is rewritten: the plan equals the one
 with --no-rewrite and has no rewrite note.
@@ -41,7 +42,8 @@ def target(name, ops):
     return path
 
 
-HEALS = target("heals", ["Relu", "Sigmoid", "Slice", "Concat", "Add", "HardSigmoid", "Mul", "ReduceMean"])
+HEALS = target("heals", ["Relu", "Sigmoid", "Slice", "Concat", "Add", "HardSigmoid", "Mul", "ReduceMean", "Sub",
+                        "Sqrt", "Div"])
 NARROW = target("narrow", ["Relu", "Sigmoid"])
 
 
@@ -106,6 +108,24 @@ def cases():
                           helper.make_node("Mul", ["x", "e"], ["t"], name="mul"),
                           helper.make_node("Sigmoid", ["t"], ["y0"], name="s")], [shape], 13)
     out.append(("expand", exp, "Expand", [sig(X * X.mean(axis=(1, 2), keepdims=True))]))
+    sc, bi = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    inorm = save("instance_norm", [helper.make_node("Relu", ["x"], ["r"], name="r"),
+                                   helper.make_node("InstanceNormalization", ["r", "sc", "bi"], ["n"], name="inorm",
+                                                    epsilon=1e-3),
+                                   helper.make_node("Sigmoid", ["n"], ["y0"], name="s")],
+                 [numpy_helper.from_array(sc, "sc"), numpy_helper.from_array(bi, "bi")], 13)
+    rx = relu(X).astype(np.float64)
+    mu, var = rx.mean(axis=(2, 3), keepdims=True), rx.var(axis=(2, 3), keepdims=True)
+    want = (rx - mu) / np.sqrt(var + 1e-3) * sc[:, None, None] + bi[:, None, None]
+    out.append(("instance_norm", inorm, "InstanceNormalization", [sig(want).astype(np.float32)]))
+    ls, lb = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    lnorm = save("layer_norm", [helper.make_node("Relu", ["x"], ["r"], name="r"),
+                                helper.make_node("LayerNormalization", ["r", "ls", "lb"], ["n"], name="lnorm", axis=-1),
+                                helper.make_node("Sigmoid", ["n"], ["y0"], name="s")],
+                 [numpy_helper.from_array(ls, "ls"), numpy_helper.from_array(lb, "lb")], 17)
+    mu, var = rx.mean(axis=-1, keepdims=True), rx.var(axis=-1, keepdims=True)
+    out.append(("layer_norm", lnorm, "LayerNormalization",
+                [sig((rx - mu) / np.sqrt(var + 1e-5) * ls + lb).astype(np.float32)]))
     return out
 
 
@@ -139,7 +159,7 @@ for name, model, op, want in cases():
         notes = [n for n in p["notes"] if n.startswith("rewrite:")]
         ops = {n["op"] for n in p["nodes"]}
         check.expect(dev < dev0 and len(notes) == 1 and op in notes[0] and op not in ops,
-                     f"{name}: {op} rewritten for a target with Slice/Concat/Add: {dev0} -> {dev} device subgraphs",
+                     f"{name}: {op} rewritten for a target with the ops it becomes: {dev0} -> {dev} device subgraphs",
                      f"{dev0} -> {dev}, notes {notes}, ops {sorted(ops)}")
         out = os.path.join(WORK, name + ".out")
         r = subprocess.run([args.seam, "run", model, "--target", HEALS, "--input", f"x={xp}", "--output-dir", out],
