@@ -98,6 +98,10 @@ SEAM_API seam_status seam_rules_load(seam_context *ctx, const char *path, seam_b
 SEAM_API seam_status seam_rules_parse(seam_context *ctx, const char *json, const char *what, seam_backend **backend_out);
 /* Frees a backend made by seam_rules_load/parse (calls its release). */
 SEAM_API void seam_backend_free(seam_backend *backend);
+/* The "memory_bytes" a rules target declares (what its memory holds, for
+ * seam_partition_options.memory_bytes); 0 when it declares none or the
+ * backend is not a rules target. */
+SEAM_API int64_t seam_rules_memory_bytes(const seam_backend *backend);
 
 /* ---- partitioning ---- */
 
@@ -144,6 +148,13 @@ typedef struct seam_partition_options {
     const seam_pin *pins;        /* nodes forced onto a target */
     int32_t n_pins;
     seam_placement placement;    /* default SEAM_PLACEMENT_COST */
+    /* (optional) per target, in targets' order: the bytes its memory holds,
+     * 0 for no limit. A device subgraph needs its weights, its boundary
+     * inputs and the peak of its intermediate values (the shapes the model
+     * has; a symbolic dim counts as 32); no plan puts more on a target than
+     * it holds: nodes stay on the CPU instead (reason "memory"), and a pin
+     * that cannot be kept within it is an error naming the node. */
+    const int64_t *memory_bytes;
 } seam_partition_options;
 
 SEAM_API seam_partition_options seam_partition_defaults(void);
@@ -206,6 +217,7 @@ typedef enum seam_reason {
     SEAM_REASON_USER,              /* the caller's assignment */
     SEAM_REASON_COST,              /* supported, but cheaper on the CPU (the cost model's numbers in detail) */
     SEAM_REASON_UNIT,              /* a member of a QDQ unit, placed with the unit (detail: which and why) */
+    SEAM_REASON_MEMORY,            /* supported, but its target's memory (memory_bytes) holds no plan with it there */
 } seam_reason;
 
 /* The word plans use for a reason in their JSON ("supported", "cpu_ops",
@@ -231,6 +243,7 @@ typedef struct seam_plan_subgraph_info {
     const char *const *outputs; /* values read by other subgraphs or graph outputs */
     double est_us;            /* the cost model's time: nodes, launch and boundary transfers */
     int64_t boundary_bytes;   /* bytes of its inputs and outputs (values of known shape) */
+    int64_t memory_bytes;     /* a device subgraph's need on its target (seam_partition_options.memory_bytes) */
 } seam_plan_subgraph_info;
 
 /* Placement measured on this machine (--placement measured): the

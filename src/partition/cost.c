@@ -178,7 +178,9 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
     cm->launch_us = calloc((size_t)n_targets + 1, sizeof(double));
     cm->us_per_byte = calloc((size_t)n_targets + 1, sizeof(double));
     cm->stamp = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
-    if (!cm->cpu_us || !cm->dev_us || !cm->launch_us || !cm->us_per_byte || !cm->stamp) {
+    cm->last_use = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
+    cm->over = calloc(1, sizeof(int64_t));
+    if (!cm->cpu_us || !cm->dev_us || !cm->launch_us || !cm->us_per_byte || !cm->stamp || !cm->last_use || !cm->over) {
         cost_model_free(cm);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -224,6 +226,8 @@ void cost_model_free(cost_model *cm) {
     free(cm->launch_us);
     free(cm->us_per_byte);
     free(cm->stamp);
+    free(cm->last_use);
+    free(cm->over);
     memset(cm, 0, sizeof(*cm));
 }
 
@@ -273,17 +277,94 @@ static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
     return t;
 }
 
+/* Device subgraph s's need on its target: the weights its nodes read
+ * (each once), its inputs from outside, and the peak of the values it
+ * makes, each held from its node to its last reader inside (to the end
+ * when it leaves the subgraph). cm->stamp: s for weights and inputs
+ * counted (so call it after cost_subgraph's boundary count, with a mark of
+ * its own: -2 - s). */
+static double need_subgraph(const cost_model *cm, const seam_plan *p, int32_t s, double *weights_out) {
+    const ir_graph *g = p->model->graph;
+    const plan_subgraph *sg = &p->subgraphs[s];
+    double held = 0, live = 0, peak = 0, weights = 0;
+    int32_t mark = -2 - s;
+    for (int32_t k = 0; k < sg->n_nodes; k++) { /* the last reader of each value made here */
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        for (int32_t j = 0; j < n->n_inputs + n->n_implicit; j++)
+            if (n->inputs[j] >= 0) cm->last_use[n->inputs[j]] = k;
+        for (int32_t o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) cm->last_use[n->outputs[o]] = -1;
+    }
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        for (int32_t j = 0; j < n->n_inputs + n->n_implicit; j++) {
+            int32_t v = n->inputs[j];
+            if (v < 0 || cm->stamp[v] == mark) continue;
+            int32_t pr = g->values[v].producer;
+            if (pr >= 0 && p->node_target[pr] >= 0 && p->node_subgraph[pr] == s) continue; /* made here */
+            cm->stamp[v] = mark;
+            if (!runtime_value(g, p, v)) weights += value_bytes(&g->values[v]); /* a weight or a folded constant */
+            else held += value_bytes(&g->values[v]);                          /* a boundary input */
+        }
+        for (int32_t o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) live += value_bytes(&g->values[n->outputs[o]]);
+        peak = live > peak ? live : peak;
+        for (int32_t j = 0; j < n->n_inputs + n->n_implicit; j++) { /* values made here read for the last time */
+            int32_t v = n->inputs[j], pr = v >= 0 ? g->values[v].producer : -1;
+            if (v < 0 || pr < 0 || p->node_target[pr] < 0 || p->node_subgraph[pr] != s || cm->last_use[v] != k)
+                continue;
+            bool leaves = (g->values[v].flags & IR_VALUE_OUTPUT) != 0;
+            for (int32_t c = 0; c < g->values[v].n_consumers && !leaves; c++) {
+                int32_t r = g->values[v].consumers[c];
+                leaves = p->node_target[r] >= 0 && p->node_subgraph[r] != s;
+            }
+            if (!leaves) {
+                live -= value_bytes(&g->values[v]);
+                cm->last_use[v] = -2; /* (freed once) */
+            }
+        }
+    }
+    *weights_out = weights;
+    return held + peak;
+}
+
 double cost_plan(const cost_model *cm, seam_plan *p, bool store) {
     const ir_graph *g = p->model->graph;
     for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
-    double total = 0;
+    double total = 0, over = 0, weights[64] = {0}, transient[64] = {0};
     for (int32_t s = 0; s < p->n_subgraphs; s++) {
-        double bytes = 0, t = cost_subgraph(cm, p, s, &bytes);
+        double bytes = 0, t = cost_subgraph(cm, p, s, &bytes), need = 0, w = 0;
+        int32_t target = p->subgraphs[s].target;
         total += t;
+        if (target < cm->n_targets && (store || (cm->capacity && cm->capacity[target] > 0))) {
+            need = need_subgraph(cm, p, s, &w);
+            /* a target holds the weights of all its subgraphs, and the rest of one at a time */
+            weights[target] += w;
+            transient[target] = need > transient[target] ? need : transient[target];
+            need += w;
+        }
         if (store) {
             p->subgraphs[s].est_us = t;
             p->subgraphs[s].boundary_bytes = (int64_t)bytes;
+            p->subgraphs[s].need_bytes = (int64_t)need;
         }
     }
+    for (int32_t t = 0; cm->capacity && t < cm->n_targets && t < 64; t++)
+        if (cm->capacity[t] > 0 && weights[t] + transient[t] > (double)cm->capacity[t])
+            over += weights[t] + transient[t] - (double)cm->capacity[t];
+    *cm->over = over > 9e18 ? INT64_MAX : (int64_t)over;
     return total;
+}
+
+int64_t cost_target_need(const cost_model *cm, seam_plan *p, int32_t target) {
+    const ir_graph *g = p->model->graph;
+    for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
+    double weights = 0, transient = 0;
+    for (int32_t s = 0; s < p->n_subgraphs; s++) {
+        if (p->subgraphs[s].target != target) continue;
+        double w = 0, need = need_subgraph(cm, p, s, &w);
+        weights += w;
+        transient = need > transient ? need : transient;
+    }
+    return (int64_t)(weights + transient);
 }

@@ -170,8 +170,12 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     /* made after grouping, in the memory grouping's scratch gave back */
     if ((st = cost_model_init(&pr.cm, m->ctx, m, pr.targets, pr.n_targets, pr.supported_by))) goto done;
     pr.p->est_guessed = pr.cm.n_guessed;
+    pr.cm.capacity = opts->memory_bytes;
     seam_phase(m->ctx, "partition: cost model");
-    if (opts->placement == SEAM_PLACEMENT_COST && pr.n_targets > 0 && (st = partition_place_by_cost(&pr))) goto done;
+    bool limited = false; /* a memory that holds less than everything: the search keeps every plan within it */
+    for (int32_t t = 0; opts->memory_bytes && t < pr.n_targets; t++) limited |= opts->memory_bytes[t] > 0;
+    if ((opts->placement == SEAM_PLACEMENT_COST || limited) && pr.n_targets > 0 && (st = partition_place_by_cost(&pr)))
+        goto done;
     seam_phase(m->ctx, "partition: cost");
     if ((st = partition_enforce(&pr))) goto done;
     partition_estimate_final(&pr);

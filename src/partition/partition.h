@@ -13,6 +13,7 @@ typedef struct plan_subgraph {
     const char **inputs, **outputs;
     double est_us;           /* the cost model's time (cost.c) */
     int64_t boundary_bytes;
+    int64_t need_bytes;      /* on a device: weights, boundary inputs and peak intermediates (cost.c) */
 } plan_subgraph;
 
 struct seam_plan {
@@ -53,6 +54,9 @@ typedef struct cost_model {
     double *us_per_byte;  /* per target */
     int32_t *stamp;       /* per value: scratch for counting a boundary once */
     bool trivial;         /* no target makes offloading cost more than the CPU */
+    const int64_t *capacity; /* per target: bytes its memory holds, 0 = no limit (NULL: none) */
+    int32_t *last_use;    /* per value: scratch, the position of its last reader in a subgraph */
+    int64_t *over;        /* (one) the last cost_plan's bytes past the capacities, summed over subgraphs */
     int32_t n_guessed;    /* nodes with a dim known only at run time (each counted as COST_UNKNOWN_DIM) */
 } cost_model;
 
@@ -61,9 +65,14 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
 void cost_model_free(cost_model *cm);
 /* Node i's estimated time on target (n_targets = cpu). */
 double cost_node_us(const cost_model *cm, int32_t i, int32_t target);
-/* The plan's estimated time; with store, each subgraph's est_us and
- * boundary_bytes are set. */
+/* The plan's estimated time; with store, each subgraph's est_us,
+ * boundary_bytes and need_bytes are set. cm->over: the bytes the plan's
+ * device subgraphs need past their targets' capacities. */
 double cost_plan(const cost_model *cm, seam_plan *p, bool store);
+/* What target's memory holds under plan p: the weights of all its device
+ * subgraphs, and the largest of their other needs (boundary inputs and
+ * peak intermediates: one subgraph runs at a time). */
+int64_t cost_target_need(const cost_model *cm, seam_plan *p, int32_t target);
 /* Placement by cost searches graphs with at most this many movable nodes
  * exhaustively (default 12). */
 extern int32_t partition_exhaustive_limit;

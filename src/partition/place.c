@@ -159,18 +159,32 @@ static void set_cpu_by_cost(partitioner *pr, int32_t i, const char *detail) {
     pr->p->detail[i] = detail;
 }
 
-/* A plan as the search weighs it: its estimate, then (between plans
- * estimated alike, such as every plan of targets that declare no costs)
- * fewer device subgraphs, then fewer subgraphs. us < 0: out of memory. */
+/* A plan as the search weighs it: the bytes it puts past the targets'
+ * memory (none first), its estimate, then (between plans estimated alike,
+ * such as every plan of targets that declare no costs) less supported work
+ * left on the CPU, fewer device subgraphs, fewer subgraphs. us < 0: out
+ * of memory. */
 typedef struct score {
     double us;
     int32_t dev, all;
+    int64_t over;
+    double cpu_us; /* the CPU estimate of the supported nodes it leaves on the CPU */
 } score;
 
 static bool better(score a, score b) {
+    if (a.over != b.over) return a.over < b.over;
     if (a.us < b.us - 1e-9) return true;
     if (a.us > b.us + 1e-9) return false;
+    if (a.cpu_us < b.cpu_us - 1e-9) return true;
+    if (a.cpu_us > b.cpu_us + 1e-9) return false;
     return a.dev < b.dev || (a.dev == b.dev && a.all < b.all);
+}
+
+static double supported_on_cpu(const partitioner *pr, const int32_t *targets) {
+    double us = 0;
+    for (int32_t i = 0; i < pr->p->n_nodes; i++)
+        if (targets[i] == pr->n_targets && pr->supported_by[i]) us += pr->cm.cpu_us[i];
+    return us;
 }
 
 /* Applies targets (a place per movable node), each QDQ unit made whole in
@@ -178,11 +192,12 @@ static bool better(score a, score b) {
  * memory or when the search spent its evaluations). */
 static score try_targets(partitioner *pr, const cost_model *cm, int32_t *targets) {
     seam_plan *p = pr->p;
-    if (pr->evals_left-- <= 0) return (score){-1, 0, 0};
+    if (pr->evals_left-- <= 0) return (score){-1, 0, 0, 0, 0};
     partition_units_close(pr, targets);
     memcpy(p->node_target, targets, sizeof(int32_t) * (size_t)p->n_nodes);
-    if (plan_group(pr->ctx, p)) return (score){-1, 0, 0};
-    return (score){cost_plan(cm, p, false), p->n_device_subgraphs, p->n_subgraphs};
+    if (plan_group(pr->ctx, p)) return (score){-1, 0, 0, 0, 0};
+    double us = cost_plan(cm, p, false);
+    return (score){us, p->n_device_subgraphs, p->n_subgraphs, *cm->over, supported_on_cpu(pr, p->node_target)};
 }
 
 /* The places the search may give node i: a bit per device target that
@@ -364,7 +379,7 @@ static void local_search(partitioner *pr, const cost_model *cm, int32_t *best, s
             moved = true;
         }
         if (!subgraph_moves || pr->devices_only) moved = false;
-        score c = moved ? try_targets(pr, cm, t) : (score){-1, 0, 0};
+        score c = moved ? try_targets(pr, cm, t) : (score){-1, 0, 0, 0, 0};
         if (c.us >= 0 && better(c, *best_cost)) {
             *best_cost = c;
             memcpy(best, t, sizeof(int32_t) * (size_t)nn);
@@ -495,6 +510,114 @@ static void explain_retargets(partitioner *pr, const int32_t *cap, const int32_t
                   best_cost, cap_cost);
 }
 
+/* Moves to the CPU, one at a time, the movable node whose move leaves the
+ * best plan (fewest bytes past the memories first), until targets fits;
+ * then a local search from there; the result replaces best when better. */
+static void fit_greedily(partitioner *pr, const cost_model *cm, int32_t *targets, const int32_t *mov, int32_t n_mov,
+                         score *best_cost, int32_t *best) {
+    int32_t nn = pr->p->n_nodes;
+    score cur = try_targets(pr, cm, targets);
+    for (int32_t round = 0; cur.us >= 0 && cur.over > 0 && round < n_mov; round++) {
+        int32_t pick = -1;
+        score pick_score = {0};
+        for (int32_t k = 0; k < n_mov; k++) {
+            int32_t i = mov[k], was = targets[i];
+            if (was == pr->n_targets) continue;
+            targets[i] = pr->n_targets;
+            score sc = try_targets(pr, cm, targets);
+            targets[i] = was;
+            if (sc.us >= 0 && (pick < 0 || better(sc, pick_score))) pick = i, pick_score = sc;
+        }
+        if (pick < 0) break;
+        targets[pick] = pr->n_targets;
+        cur = pick_score;
+    }
+    if (cur.us < 0) return;
+    local_search(pr, cm, targets, &cur, true);
+    if (better(cur, *best_cost)) {
+        *best_cost = cur;
+        memcpy(best, targets, sizeof(int32_t) * (size_t)nn);
+    }
+}
+
+/* From targets (the movable nodes on the CPU), moves onto its first-fit
+ * target, one at a time, the node whose move leaves the best plan, while
+ * that plan is better; then a local search; the result replaces best when
+ * better. */
+static void grow_greedily(partitioner *pr, const cost_model *cm, int32_t *targets, const int32_t *mov, int32_t n_mov,
+                          score *best_cost, int32_t *best) {
+    int32_t nn = pr->p->n_nodes;
+    score cur = try_targets(pr, cm, targets);
+    for (int32_t round = 0; cur.us >= 0 && round < n_mov; round++) {
+        int32_t pick = -1, pick_t = -1;
+        score pick_score = cur;
+        for (int32_t k = 0; k < n_mov; k++) {
+            int32_t i = mov[k];
+            if (targets[i] != pr->n_targets) continue;
+            for (int32_t t = 0; t < pr->n_targets; t++) {
+                if (!(options_of(pr, i) >> t & 1)) continue;
+                targets[i] = t;
+                score sc = try_targets(pr, cm, targets);
+                targets[i] = pr->n_targets;
+                if (sc.us >= 0 && better(sc, pick_score)) pick = i, pick_t = t, pick_score = sc;
+            }
+        }
+        if (pick < 0) break;
+        targets[pick] = pick_t;
+        cur = pick_score;
+    }
+    if (cur.us < 0) return;
+    local_search(pr, cm, targets, &cur, true);
+    if (better(cur, *best_cost)) {
+        *best_cost = cur;
+        memcpy(best, targets, sizeof(int32_t) * (size_t)nn);
+    }
+}
+
+/* Nodes the search kept off a target whose memory their capability
+ * subgraph did not fit: reason "memory", with the numbers. */
+static void explain_memory(partitioner *pr, const int32_t *cap, const int32_t *best, const int64_t *cap_need) {
+    seam_plan *p = pr->p;
+    const int64_t *c = pr->cm.capacity;
+    int32_t moved = 0;
+    for (int32_t i = 0; i < p->n_nodes; i++) {
+        int32_t t = cap[i];
+        if (t >= pr->n_targets || best[i] != pr->n_targets || p->node_target[i] < 0 || c[t] <= 0 || cap_need[t] <= c[t])
+            continue;
+        char buf[300];
+        snprintf(buf, sizeof(buf), "with every supported node offloaded %s would hold %lld bytes (its subgraphs' weights, "
+                 "and the largest one's values); it holds %lld (memory_bytes)", p->target_names[t],
+                 (long long)cap_need[t], (long long)c[t]);
+        p->reason[i] = SEAM_REASON_MEMORY;
+        p->detail[i] = plan_strdup(p, buf);
+        moved++;
+    }
+    if (moved)
+        plan_note(p, "memory: %d supported node%s kept on the CPU so that no target holds more than its memory_bytes",
+                  moved, moved == 1 ? "" : "s");
+}
+
+/* The plan still puts more on a target than it holds: only pins can do
+ * that (the CPU takes every other node). The error names the subgraph, its
+ * need and the pinned nodes in it. */
+static seam_status memory_error(partitioner *pr) {
+    seam_plan *p = pr->p;
+    const ir_graph *g = pr->m->graph;
+    for (int32_t t = 0; t < pr->n_targets; t++) {
+        int64_t cap = pr->cm.capacity[t], need = cap > 0 ? cost_target_need(&pr->cm, p, t) : 0;
+        if (cap <= 0 || need <= cap) continue;
+        char pins[300] = "";
+        size_t off = 0;
+        for (int32_t i = 0; i < p->n_nodes && off < sizeof(pins); i++)
+            if (pr->pinned[i] && p->node_target[i] == t)
+                off += (size_t)snprintf(pins + off, sizeof(pins) - off, "%s'%s'", off ? ", " : "", g->nodes[i].name);
+        return seam_error(pr->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                          "no plan fits target '%s' (memory_bytes %lld): the nodes pinned there (%s) need %lld bytes",
+                          p->target_names[t], (long long)cap, off ? pins : "none", (long long)need);
+    }
+    return SEAM_STATUS_OK;
+}
+
 seam_status partition_place_by_cost(partitioner *pr) {
     seam_plan *p = pr->p;
     const ir_graph *g = pr->m->graph;
@@ -511,10 +634,15 @@ seam_status partition_place_by_cost(partitioner *pr) {
     pr->estimated = true;
     /* offloading never costs more: the capability plan, whose estimates
      * cost_plan stored */
-    if (cm->trivial && pr->n_targets < 2) return SEAM_STATUS_OK;
+    int64_t cap_over = *cm->over, cap_need[64] = {0};
+    bool limited = false;
+    for (int32_t t = 0; cm->capacity && t < pr->n_targets; t++) limited |= cm->capacity[t] > 0;
+    for (int32_t t = 0; limited && t < pr->n_targets; t++) cap_need[t] = cost_target_need(cm, p, t);
+    if (cm->trivial && pr->n_targets < 2 && !cap_over) return SEAM_STATUS_OK;
     /* targets that declare no costs estimate every plan alike: the search
-     * then chooses between them for the fewest subgraphs, the CPU aside */
-    pr->devices_only = cm->trivial;
+     * then chooses between them for the fewest subgraphs, the CPU aside
+     * (unless a memory holds too little) */
+    pr->devices_only = cm->trivial && !limited;
     int32_t *cap = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *best = malloc(sizeof(int32_t) * ((size_t)nn + 1));
     int32_t *mov = malloc(sizeof(int32_t) * ((size_t)nn + 1)), *cap_of = NULL;
     cap_subgraph *cap_sg = NULL;
@@ -554,7 +682,7 @@ seam_status partition_place_by_cost(partitioner *pr) {
         }
     if (n_mov == 0) goto done;
     memcpy(best, cap, sizeof(int32_t) * (size_t)nn);
-    score best_cost = {cap_cost, p->n_device_subgraphs, p->n_subgraphs};
+    score best_cost = {cap_cost, p->n_device_subgraphs, p->n_subgraphs, cap_over, supported_on_cpu(pr, cap)};
     int32_t cap_dev = p->n_device_subgraphs;
     /* exhaustive when the choices times the graph stay small: each regroups all of it */
     if (combos <= (double)(1u << partition_exhaustive_limit) && (double)nn * combos <= 4e6 &&
@@ -570,6 +698,15 @@ seam_status partition_place_by_cost(partitioner *pr) {
         int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
         local_search(pr, cm, best, &best_cost, true);
         int32_t starts = 2 + (pr->n_targets > 1 ? pr->n_targets + 1 : 0);
+        if (alt && limited && best_cost.over > 0) { /* and the first fit made to fit, the costliest node out first */
+            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+            fit_greedily(pr, cm, alt, mov, n_mov, &best_cost, best);
+        }
+        if (alt && limited) { /* and grown from the CPU alone, the best node in first, while it fits */
+            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+            for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
+            grow_greedily(pr, cm, alt, mov, n_mov, &best_cost, best);
+        }
         for (int32_t start = 0; alt && start < starts; start++) {
             memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
             if (start == 1 && pr->devices_only) continue;
@@ -599,7 +736,7 @@ seam_status partition_place_by_cost(partitioner *pr) {
         free(alt);
     }
     /* never worse than one backend alone */
-    bool to_cpu = cpu_allowed && all_cpu < best_cost.us - 1e-9;
+    bool to_cpu = cpu_allowed && (best_cost.over > 0 || all_cpu < best_cost.us - 1e-9);
     if (to_cpu) {
         for (int32_t i = 0; i < n_mov; i++) best[mov[i]] = pr->n_targets;
         /* nodes that are not movable (pins to cpu, cpu_ops) stay as they are */
@@ -610,6 +747,10 @@ seam_status partition_place_by_cost(partitioner *pr) {
         goto done;
     }
     double final_us = cost_plan(cm, p, true);
+    if (*cm->over > 0) {
+        st = memory_error(pr);
+        goto done;
+    }
     if (to_cpu) {
         plan_note(p, "placement by cost: the CPU alone (estimated %.1f us) beats offloading (%.1f us with every supported "
                   "node on its target): everything runs on the CPU", all_cpu, cap_cost);
@@ -622,6 +763,7 @@ seam_status partition_place_by_cost(partitioner *pr) {
     }
     explain_moves(pr, cap, best, cap_of, cap_sg, to_cpu, all_cpu, cap_cost);
     explain_retargets(pr, cap, best, final_us, cap_cost, cap_dev);
+    if (limited) explain_memory(pr, cap, best, cap_need);
     p->est.total_us = final_us; /* (the estimates of the plan as it is: no regrouping since) */
 done:
     free(cap);

@@ -99,7 +99,7 @@ seam_status seam_plan_subgraph(const seam_plan *p, int32_t id, seam_plan_subgrap
     if (!p || !out || id < 0 || id >= p->n_subgraphs) return SEAM_STATUS_INVALID_ARGUMENT;
     const plan_subgraph *sg = &p->subgraphs[id];
     *out = (seam_plan_subgraph_info){id, p->target_names[sg->target], sg->n_nodes, sg->n_inputs, sg->n_outputs,
-                                sg->nodes, sg->inputs, sg->outputs, sg->est_us, sg->boundary_bytes};
+                                sg->nodes, sg->inputs, sg->outputs, sg->est_us, sg->boundary_bytes, sg->need_bytes};
     return SEAM_STATUS_OK;
 }
 
@@ -123,6 +123,7 @@ const char *seam_reason_name(seam_reason r) {
     case SEAM_REASON_USER: return "user";
     case SEAM_REASON_COST: return "cost";
     case SEAM_REASON_UNIT: return "qdq_unit";
+    case SEAM_REASON_MEMORY: return "memory";
     }
     return "?";
 }

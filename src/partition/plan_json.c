@@ -244,6 +244,10 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
         jt_real_member(j, "estimated_us", sg.est_us);
         jt_key(j, "boundary_bytes", false);
         jt_int(j, sg.boundary_bytes);
+        if (strcmp(sg.target, "cpu") != 0) {
+            jt_key(j, "memory_bytes", false);
+            jt_int(j, sg.memory_bytes);
+        }
         jt_key(j, "precision", false);
         jt_cstr(j, subgraph_precision(p, &sg));
         JT_LIT(j, "}");

@@ -20,7 +20,8 @@ target is supported per an independent evaluation of the rules file.
 The cases: seed_mlp, seed_mlp_sort_mid, seed_mlp cpu_ops, seed_mlp analyze, validator, measured,
 and MODEL x TARGET [--no-fold] (resnet18 x neuron; the targets are neuron,
 ccrm, dense_npu, half and dnnl); MODEL x conv_only+npu_a, both orders (the
-targets chosen jointly: the same plan in either --target order).
+targets chosen jointly: the same plan in either --target order); memory
+budgets (rules memory_bytes, --target-memory, a pin that cannot fit).
 """
 import glob
 import json
@@ -207,4 +208,44 @@ for path in reals:
             f"device subgraphs {devs}, {sum(maps[0][k] != maps[1][k] for k in maps[0])} nodes differ")
     except Exception as e:
         check.fail(f"{case}: {e}")
+
+# Memory as a placement constraint (issue 34): a rules file's memory_bytes
+# and --target-memory keep every device subgraph within the target's
+# memory (nodes stay on the CPU, reason "memory"); a pin that cannot fit
+# is an error naming it; bad sizes are usage errors.
+if check.selected("memory budgets"):
+    r18 = os.path.join(MODELS, "resnet18.onnx")
+    small = os.path.join(WORK, "npu_a_4m.json")
+    with open(small, "w") as f:
+        json.dump({"name": "npu_a", "default": True, "memory_bytes": 4 << 20}, f)
+    try:
+        full = plan(r18, "--target", npu_a)
+        for label, args in (("rules memory_bytes 4M", ("--target", small)),
+                            ("--target-memory 8M", ("--target", npu_a, "--target-memory", "npu_a=8M"))):
+            cap = 4 << 20 if "4M" in label else 8 << 20
+            p = plan(r18, *args)
+            dev = [sg for sg in p["subgraphs"] if sg["target"] != "cpu"]
+            mem = [n for n in p["nodes"] if n["reason"].startswith("memory") or n.get("reason_code") == "memory"]
+            kept = sum(1 for n in p["nodes"] if n["target"] == "cpu")
+            check.expect(dev and all(sg["memory_bytes"] <= cap for sg in dev) and kept > 0 and
+                         any("memory" in n for n in p["notes"]) and
+                         sum(sg["memory_bytes"] for sg in full["subgraphs"] if sg["target"] != "cpu") > cap,
+                         f"memory budgets: {label}: {len(dev)} device subgraphs each within it, {kept} nodes on the CPU",
+                         f"needs {[sg['memory_bytes'] for sg in dev]}, notes {p['notes']}")
+        r = run("partition", r18, "--target", npu_a, "--target-memory", "npu_a=1M", "--pin",
+                "/layer4/layer4.1/conv2/Conv=npu_a")
+        check.expect(r.returncode == 2 and "/layer4/layer4.1/conv2/Conv" in r.stderr and "memory_bytes" in r.stderr,
+                     "memory budgets: a pin that cannot fit is a usage error naming it (exit 2)", r.stderr.strip()[-300:])
+        for bad in ("npu_a=lots", "nothing=1M", "npu_a"):
+            r = run("partition", r18, "--target", npu_a, "--target-memory", bad)
+            check.expect(r.returncode == 2 and "--target-memory" in r.stderr,
+                         f"memory budgets: --target-memory {bad} is a usage error", r.stderr.strip()[-200:])
+        neg = os.path.join(WORK, "npu_neg.json")
+        with open(neg, "w") as f:
+            json.dump({"name": "npu_a", "default": True, "memory_bytes": -1}, f)
+        r = run("partition", r18, "--target", neg)
+        check.expect(r.returncode == 1 and "memory_bytes" in r.stderr, "memory budgets: a negative memory_bytes is refused",
+                     r.stderr.strip()[-200:])
+    except Exception as e:
+        check.fail(f"memory budgets: {e}")
 check.finish()

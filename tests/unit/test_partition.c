@@ -664,6 +664,171 @@ static void multi_target_property_tests(void) {
     seam_context_free(ctx);
 }
 
+/* ---- memory as a placement constraint (issue 34) ---- */
+
+static int32_t value_named(const ir_graph *g, const char *name) {
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (strcmp(g->values[v].name, name) == 0) return v;
+    return -1;
+}
+
+/* A device subgraph's need, from the definition in seam_partition.h and
+ * the plan's public lists alone: the distinct values its nodes read that
+ * it does not make (weights, boundary inputs), plus the peak of the
+ * values it makes, each held from its node to its last reader inside, or
+ * to the end when it is one of the subgraph's outputs. */
+static double oracle_need(const struct seam_model *m, const seam_plan_subgraph_info *sg, double *weights) {
+    const ir_graph *g = m->graph;
+    *weights = 0;
+    bool inside[64] = {0};
+    for (int32_t k = 0; k < sg->n_nodes; k++) inside[sg->nodes[k]] = true;
+    double held = 0, live = 0, peak = 0;
+    bool seen[256] = {0};
+    for (int32_t k = 0; k < sg->n_nodes; k++) {
+        const ir_node *n = &g->nodes[sg->nodes[k]];
+        for (int32_t j = 0; j < n->n_inputs; j++) {
+            int32_t v = n->inputs[j], pr = g->values[v].producer;
+            if (seen[v] || (pr >= 0 && inside[pr])) continue;
+            seen[v] = true;
+            if (g->values[v].flags & IR_VALUE_INIT) *weights += oracle_value_bytes(g, g->values[v].name);
+            else held += oracle_value_bytes(g, g->values[v].name);
+        }
+        live += oracle_value_bytes(g, g->values[n->outputs[0]].name);
+        if (live > peak) peak = live;
+        for (int32_t j = 0; j < n->n_inputs; j++) { /* made inside, read here for the last time, not an output */
+            int32_t v = n->inputs[j], pr = g->values[v].producer;
+            if (pr < 0 || !inside[pr] || seen[v]) continue;
+            bool later = false, leaves = false;
+            for (int32_t q = k + 1; q < sg->n_nodes && !later; q++)
+                for (int32_t jj = 0; jj < g->nodes[sg->nodes[q]].n_inputs; jj++)
+                    later |= g->nodes[sg->nodes[q]].inputs[jj] == v;
+            for (int32_t o = 0; o < sg->n_outputs; o++) leaves |= value_named(g, sg->outputs[o]) == v;
+            if (!later && !leaves) {
+                live -= oracle_value_bytes(g, g->values[v].name);
+                seen[v] = true;
+            }
+        }
+    }
+    return held + peak;
+}
+
+/* Whether plan fits the capacities: per target, its subgraphs' weights
+ * plus the largest of their other needs (one runs at a time); each
+ * subgraph's memory_bytes checked against the oracle on the way. */
+static bool oracle_fits(const struct seam_model *m, const seam_plan *plan, const int64_t *cap, int32_t nt) {
+    double w[2] = {0, 0}, rest[2] = {0, 0};
+    for (int32_t s = 0; s < seam_plan_subgraph_count(plan); s++) {
+        seam_plan_subgraph_info sg;
+        seam_plan_subgraph(plan, s, &sg);
+        if (strcmp(sg.target, "cpu") == 0) continue;
+        int32_t t = sg.target[1] - '0';
+        double ws, need = oracle_need(m, &sg, &ws);
+        CHECK(fabs(need + ws - (double)sg.memory_bytes) <= 1.0);
+        w[t] += ws;
+        rest[t] = need > rest[t] ? need : rest[t];
+    }
+    bool fits = true;
+    for (int32_t t = 0; t < nt; t++) fits &= w[t] + rest[t] <= (double)cap[t];
+    return fits;
+}
+
+/* Random DAGs, one or two costed targets with random memory sizes: no
+ * plan puts more on a target than it holds (needs recomputed by the
+ * oracle above and checked against the plan's memory_bytes), and the plan
+ * is within 5% of the brute force over the assignments that fit. */
+static void memory_property_tests(void) {
+    seam_context *ctx;
+    seam_context_create(&ctx);
+    rng r = {0x853c49e6748fea9bull};
+    int graphs = 0, within = 0, binding = 0;
+    double worst = 1;
+    int32_t saved_limit = partition_exhaustive_limit;
+    for (int round = 0; round < 160; round++) {
+        partition_exhaustive_limit = round % 2 ? 0 : saved_limit;
+        int32_t nt = 1 + (int32_t)rnd(&r, 2), n = 3 + (int32_t)rnd(&r, 6), op_of[32];
+        struct seam_model *m = random_model(ctx, &r, n, op_of);
+        random_shapes(m, &r);
+        uint8_t ok[2][32];
+        double factor[2][32];
+        costed cs[2];
+        seam_backend be[2];
+        char names[2][4];
+        const seam_backend *list[2];
+        int64_t cap[2];
+        for (int32_t t = 0; t < nt; t++) {
+            for (int32_t i = 0; i < n; i++) {
+                ok[t][i] = rnd(&r, 100) < 75;
+                factor[t][i] = 0.05 + rnd(&r, 500) / 500.0;
+            }
+            cs[t] = (costed){ok[t], factor[t], (double)rnd(&r, 10), 5 + rnd(&r, 400) / 10.0};
+            snprintf(names[t], sizeof(names[t]), "t%d", t);
+            be[t] = (seam_backend){.abi_version = SEAM_BACKEND_ABI_VERSION, .name = names[t], .ctx = &cs[t],
+                                   .supports = costed_supports, .node_cost = costed_cost, .cost_traits = costed_traits};
+            list[t] = &be[t];
+            cap[t] = (int64_t)(4000 + rnd(&r, 3000000)); /* from a value or two to most of the graph */
+        }
+        seam_partition_options o = seam_partition_defaults();
+        o.targets = list;
+        o.n_targets = nt;
+        o.memory_bytes = cap;
+        seam_plan *plan = NULL;
+        CHECK(seam_partition(m, &o, &plan) == SEAM_STATUS_OK);
+        double chosen = -1;
+        CHECK(plan && oracle_fits(m, plan, cap, nt));
+        if (plan) chosen = oracle_multi_us(m, plan, cs);
+        seam_plan_free(plan);
+        /* brute force over the assignments that fit */
+        int32_t places[32][3], n_places[32], digit[32] = {0};
+        double combos = 1;
+        for (int32_t i = 0; i < n; i++) {
+            n_places[i] = 0;
+            places[i][n_places[i]++] = -1;
+            for (int32_t t = 0; t < nt; t++)
+                if (ok[t][i]) places[i][n_places[i]++] = t;
+            combos *= n_places[i];
+        }
+        double best = INFINITY, unlimited = INFINITY;
+        seam_pin pins[32];
+        char pname[32][16];
+        o.memory_bytes = NULL;
+        for (double c = 0; c < combos && combos <= 1024; c++) {
+            for (int32_t i = 0; i < n; i++) {
+                snprintf(pname[i], sizeof(pname[i]), "n%d", i);
+                int32_t t = places[i][digit[i]];
+                pins[i] = (seam_pin){pname[i], t < 0 ? "cpu" : names[t]};
+            }
+            o.pins = pins;
+            o.n_pins = n;
+            seam_plan *bp = NULL;
+            if (seam_partition(m, &o, &bp) == SEAM_STATUS_OK) {
+                bool ok_fit = oracle_fits(m, bp, cap, nt);
+                double tot = oracle_multi_us(m, bp, cs);
+                if (tot < unlimited) unlimited = tot;
+                if (ok_fit && tot < best) best = tot;
+            }
+            seam_plan_free(bp);
+            for (int32_t i = 0; i < n && ++digit[i] == n_places[i]; i++) digit[i] = 0;
+        }
+        o.pins = NULL;
+        o.n_pins = 0;
+        if (combos <= 1024 && chosen >= 0) {
+            graphs++;
+            within += chosen <= best * 1.05 + 1e-9;
+            binding += best > unlimited * (1 + 1e-9);
+            if (best > 0 && chosen / best > worst) worst = chosen / best;
+            if (chosen > best * 1.05 + 1e-9)
+                fprintf(stderr, "memory: round %d: %d nodes, %d targets, chosen %.2f us, brute force %.2f us (search %s)\n", round, n, nt,
+                        chosen, best, partition_exhaustive_limit ? "exhaustive" : "local");
+        }
+        free_model(m);
+    }
+    partition_exhaustive_limit = saved_limit;
+    printf("memory property tests: %d graphs against brute force over the plans that fit: %d within 5%% (worst %.3fx); "
+           "the memory bound the optimum in %d\n", graphs, within, worst, binding);
+    CHECK(graphs > 100 && within == graphs && binding > 20);
+    seam_context_free(ctx);
+}
+
 /* A rules target's "cost": with a high transfer cost a lone supported op
  * between CPU ops stays on the CPU; with free transfers and launches the
  * plan is the capability plan. */
@@ -1005,6 +1170,7 @@ int main(void) {
     property_tests();
     cost_property_tests();
     multi_target_property_tests();
+    memory_property_tests();
     rules_cost_tests();
     callback_tests();
     callback_property_tests();

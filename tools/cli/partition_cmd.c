@@ -175,6 +175,7 @@ int cmd_analyze(int argc, char **argv) {
     o.targets = t.opts.targets;
     o.n_targets = t.opts.n_targets;
     o.placement = t.opts.placement;
+    o.memory_bytes = t.opts.memory_bytes;
     if ((!t.no_rewrite && (st = seam_model_rewrite(m, &o, NULL))) || (st = seam_partition(m, &o, &plan))) {
         rc = cli_fail("analyze", ctx, st);
         goto done;

@@ -26,6 +26,16 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
         t->no_rewrite = true;
         return 1;
     }
+    if (strcmp(a, "--target-memory") == 0) {
+        const char *v = *k + 1 < argc ? argv[++*k] : NULL;
+        const char *eq = v ? strrchr(v, '=') : NULL;
+        if (!eq || eq == v || !eq[1] || t->n_memory_args >= MAX_TARGETS) {
+            cli_usage(cmd, "--target-memory wants NAME=SIZE (bytes, or with K, M or G), got '%s'", v ? v : "");
+            return TUSAGE;
+        }
+        t->memory_args[t->n_memory_args++] = v;
+        return 1;
+    }
     if (strcmp(a, "--no-jit") == 0) {
         t->no_jit = true;
         return 1;
@@ -160,6 +170,30 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     return 0;
 }
 
+/* Each target's memory: a rules file's "memory_bytes", or --target-memory
+ * NAME=SIZE (which wins); an unknown name or a bad size is a usage error. */
+static int targets_memory(cli_targets *t, const char *cmd) {
+    bool any = false;
+    for (int32_t k = 0; k < t->opts.n_targets; k++) any |= (t->memory[k] = seam_rules_memory_bytes(t->list[k])) > 0;
+    for (int32_t a = 0; a < t->n_memory_args; a++) {
+        const char *v = t->memory_args[a], *eq = strrchr(v, '=');
+        char *end;
+        double size = strtod(eq + 1, &end);
+        double unit = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
+        if (unit > 1) end++;
+        if (end == eq + 1 || *end || !(size >= 0) || size * unit > 9e18)
+            return cli_usage(cmd, "--target-memory %s: the size must be a number of bytes, or with K, M or G", v);
+        int32_t k = 0;
+        while (k < t->opts.n_targets && (strlen(t->list[k]->name) != (size_t)(eq - v) || strncmp(t->list[k]->name, v, (size_t)(eq - v))))
+            k++;
+        if (k == t->opts.n_targets) return cli_usage(cmd, "--target-memory %s: no --target is named '%.*s'", v, (int)(eq - v), v);
+        t->memory[k] = (int64_t)(size * unit);
+        any |= t->memory[k] > 0;
+    }
+    t->opts.memory_bytes = any ? t->memory : NULL;
+    return CLI_OK;
+}
+
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     if (t->targets_loaded) return CLI_OK; /* (--max-error loads them early) */
     t->targets_loaded = true;
@@ -206,7 +240,7 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     }
     t->opts.targets = t->list;
     t->opts.n_targets = n;
-    return CLI_OK;
+    return targets_memory(t, cmd);
 }
 
 seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan) {

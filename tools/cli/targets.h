@@ -21,6 +21,9 @@ typedef struct cli_targets {
     int32_t n_shapes;
     bool no_fold;               /* --no-fold */
     bool no_rewrite;            /* --no-rewrite */
+    const char *memory_args[MAX_TARGETS]; /* --target-memory NAME=SIZE */
+    int32_t n_memory_args;
+    int64_t memory[MAX_TARGETS]; /* per target in list: bytes its memory holds (0: no limit) */
     bool measured;              /* --placement measured */
     const char *target_options[64]; /* --target-option, passed through */
     int32_t n_target_options;
@@ -93,6 +96,9 @@ int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_m
     "                        stored with each device subgraph, passed untouched\n"    \
     "  --no-fold             keep nodes computed from constants and static shapes as\n"  \
     "                        they are (by default they become constants first)\n"    \
+    "  --target-memory NAME=SIZE  what target NAME's memory holds (bytes, or with\n" \
+    "                        K, M, G): no plan puts more on it (a rules file's\n"  \
+    "                        \"memory_bytes\" says the same)\n"                   \
     "  --no-rewrite          keep the nodes no target takes as they are (by default\n" \
     "                        a reflect/edge Pad, a Split or a Sum is written as\n"   \
     "                        Slices, Concats and Adds when a target then takes it\n" \

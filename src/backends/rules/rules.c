@@ -51,6 +51,7 @@ typedef struct rules {
     char *source;           /* the JSON text, for saving with a plan */
     /* "cost": what placement by cost reads (defaults: 0, 0, 1) */
     double launch_us, transfer_gbps, speedup;
+    int64_t memory_bytes;   /* "memory_bytes": what the device's memory holds; 0 = no limit */
     int32_t n_speedups;
     const char **speedup_ops; /* per-op speedups, in the JSON's order */
     double *speedups;
@@ -418,8 +419,14 @@ seam_status seam_rules_parse(seam_context *ctx, const char *text, const char *wh
                 ops = val;
             } else if (strcmp(key, "cost") == 0) {
                 if ((st = parse_cost(ctx, what, val, r))) break;
+            } else if (strcmp(key, "memory_bytes") == 0) {
+                if (!json_is_integer(val) || json_integer_value(val) < 0) {
+                    st = BAD("%s: memory_bytes: expected a whole number of bytes >= 0 (0: no limit)", what);
+                    break;
+                }
+                r->memory_bytes = (int64_t)json_integer_value(val);
             } else if (strcmp(key, "doc") != 0) {
-                st = BAD("%s: unknown key '%s' (known: name, default, ops, cost, doc)", what, key);
+                st = BAD("%s: unknown key '%s' (known: name, default, ops, cost, memory_bytes, doc)", what, key);
                 break;
             }
         }
@@ -483,6 +490,10 @@ seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **
 }
 
 void seam_backend_free(seam_backend *b) { backend_release(b); }
+
+int64_t seam_rules_memory_bytes(const seam_backend *b) {
+    return b && b->release == rules_release ? ((const rules *)b)->memory_bytes : 0;
+}
 
 /* The JSON a rules target was made from (for saving with a plan), or NULL
  * if b is not a rules target. */
