@@ -618,6 +618,60 @@ static seam_status memory_error(partitioner *pr) {
     return SEAM_STATUS_OK;
 }
 
+/* The local searches from every start (see inside); the best plan found
+ * replaces best when better. */
+static void search_from_starts(partitioner *pr, const cost_model *cm, const int32_t *cap, const int32_t *mov, int32_t n_mov,
+                               bool limited, int32_t *best, score *best_cost_out) {
+    int32_t nn = pr->p->n_nodes;
+    score best_cost = *best_cost_out;
+    /* starts: every supported node offloaded as the target order and
+     * its smoothing gave (whole subgraphs moved first, or single nodes
+     * only), every movable node on the CPU, and with several targets
+     * each target alone (the nodes it supports on it, the rest on the
+     * CPU); the best local optimum wins, so the order of the targets
+     * only breaks ties */
+    int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
+    local_search(pr, cm, best, &best_cost, true);
+    int32_t starts = 2 + (pr->n_targets > 1 ? pr->n_targets + 1 : 0);
+    if (alt && limited && best_cost.over > 0) { /* and the first fit made to fit, the costliest node out first */
+        memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+        fit_greedily(pr, cm, alt, mov, n_mov, &best_cost, best);
+    }
+    if (alt && limited) { /* and grown from the CPU alone, the best node in first, while it fits */
+        memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+        for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
+        grow_greedily(pr, cm, alt, mov, n_mov, &best_cost, best);
+    }
+    for (int32_t start = 0; alt && start < starts; start++) {
+        memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
+        if (start == 1 && pr->devices_only) continue;
+        if (start == 1)
+            for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
+        for (int32_t k = 0; start >= 2 && start < 2 + pr->n_targets && k < n_mov; k++)
+            alt[mov[k]] = pr->supported_by[mov[k]] >> (start - 2) & 1 ? start - 2
+                          : pr->devices_only                       ? cap[mov[k]]
+                                                                   : pr->n_targets;
+        /* and each node where it alone runs fastest (launches and transfers aside) */
+        for (int32_t k = 0; start == 2 + pr->n_targets && k < n_mov; k++) {
+            int32_t i = mov[k], T = pr->devices_only ? cap[i] : pr->n_targets;
+            for (int32_t x = 0; x < pr->n_targets; x++)
+                if (pr->supported_by[i] >> x & 1 && cost_node_us(cm, i, x) < (T == pr->n_targets ? cm->cpu_us[i]
+                                                                              : cost_node_us(cm, i, T)))
+                    T = x;
+            alt[i] = T;
+        }
+        score alt_cost = try_targets(pr, cm, alt);
+        if (alt_cost.us < 0) continue;
+        local_search(pr, cm, alt, &alt_cost, start != 0);
+        if (better(alt_cost, best_cost)) {
+            best_cost = alt_cost;
+            memcpy(best, alt, sizeof(int32_t) * (size_t)nn);
+        }
+    }
+    free(alt);
+    *best_cost_out = best_cost;
+}
+
 seam_status partition_place_by_cost(partitioner *pr) {
     seam_plan *p = pr->p;
     const ir_graph *g = pr->m->graph;
@@ -688,53 +742,8 @@ seam_status partition_place_by_cost(partitioner *pr) {
     if (combos <= (double)(1u << partition_exhaustive_limit) && (double)nn * combos <= 4e6 &&
         n_mov <= 2 * partition_exhaustive_limit)
         exhaustive(pr, cm, cap, best, &best_cost, mov, n_mov, combos);
-    else {
-        /* starts: every supported node offloaded as the target order and
-         * its smoothing gave (whole subgraphs moved first, or single nodes
-         * only), every movable node on the CPU, and with several targets
-         * each target alone (the nodes it supports on it, the rest on the
-         * CPU); the best local optimum wins, so the order of the targets
-         * only breaks ties */
-        int32_t *alt = malloc(sizeof(int32_t) * ((size_t)nn + 1));
-        local_search(pr, cm, best, &best_cost, true);
-        int32_t starts = 2 + (pr->n_targets > 1 ? pr->n_targets + 1 : 0);
-        if (alt && limited && best_cost.over > 0) { /* and the first fit made to fit, the costliest node out first */
-            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
-            fit_greedily(pr, cm, alt, mov, n_mov, &best_cost, best);
-        }
-        if (alt && limited) { /* and grown from the CPU alone, the best node in first, while it fits */
-            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
-            for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
-            grow_greedily(pr, cm, alt, mov, n_mov, &best_cost, best);
-        }
-        for (int32_t start = 0; alt && start < starts; start++) {
-            memcpy(alt, cap, sizeof(int32_t) * (size_t)nn);
-            if (start == 1 && pr->devices_only) continue;
-            if (start == 1)
-                for (int32_t k = 0; k < n_mov; k++) alt[mov[k]] = pr->n_targets;
-            for (int32_t k = 0; start >= 2 && start < 2 + pr->n_targets && k < n_mov; k++)
-                alt[mov[k]] = pr->supported_by[mov[k]] >> (start - 2) & 1 ? start - 2
-                              : pr->devices_only                       ? cap[mov[k]]
-                                                                       : pr->n_targets;
-            /* and each node where it alone runs fastest (launches and transfers aside) */
-            for (int32_t k = 0; start == 2 + pr->n_targets && k < n_mov; k++) {
-                int32_t i = mov[k], T = pr->devices_only ? cap[i] : pr->n_targets;
-                for (int32_t x = 0; x < pr->n_targets; x++)
-                    if (pr->supported_by[i] >> x & 1 && cost_node_us(cm, i, x) < (T == pr->n_targets ? cm->cpu_us[i]
-                                                                                  : cost_node_us(cm, i, T)))
-                        T = x;
-                alt[i] = T;
-            }
-            score alt_cost = try_targets(pr, cm, alt);
-            if (alt_cost.us < 0) continue;
-            local_search(pr, cm, alt, &alt_cost, start != 0);
-            if (better(alt_cost, best_cost)) {
-                best_cost = alt_cost;
-                memcpy(best, alt, sizeof(int32_t) * (size_t)nn);
-            }
-        }
-        free(alt);
-    }
+    else
+        search_from_starts(pr, cm, cap, mov, n_mov, limited, best, &best_cost);
     /* never worse than one backend alone */
     bool to_cpu = cpu_allowed && (best_cost.over > 0 || all_cpu < best_cost.us - 1e-9);
     if (to_cpu) {

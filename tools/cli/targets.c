@@ -14,6 +14,25 @@ void targets_init(cli_targets *t) {
 
 #define TUSAGE TARGETS_USAGE
 
+/* --no-rewrite and --target-memory NAME=SIZE: 1 when taken, TUSAGE on a
+ * bad value, 0 for another option. */
+static int placement_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k) {
+    const char *a = argv[*k];
+    if (strcmp(a, "--no-rewrite") == 0) {
+        t->no_rewrite = true;
+        return 1;
+    }
+    if (strcmp(a, "--target-memory") != 0) return 0;
+    const char *v = *k + 1 < argc ? argv[++*k] : NULL;
+    const char *eq = v ? strrchr(v, '=') : NULL;
+    if (!eq || eq == v || !eq[1] || t->n_memory_args >= MAX_TARGETS) {
+        cli_usage(cmd, "--target-memory wants NAME=SIZE (bytes, or with K, M or G), got '%s'", v ? v : "");
+        return TUSAGE;
+    }
+    t->memory_args[t->n_memory_args++] = v;
+    return 1;
+}
+
 int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *k) {
     const char *a = argv[*k];
     int pr = precision_option(t, cmd, argc, argv, k);
@@ -22,20 +41,8 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
         t->no_fold = true;
         return 1;
     }
-    if (strcmp(a, "--no-rewrite") == 0) {
-        t->no_rewrite = true;
-        return 1;
-    }
-    if (strcmp(a, "--target-memory") == 0) {
-        const char *v = *k + 1 < argc ? argv[++*k] : NULL;
-        const char *eq = v ? strrchr(v, '=') : NULL;
-        if (!eq || eq == v || !eq[1] || t->n_memory_args >= MAX_TARGETS) {
-            cli_usage(cmd, "--target-memory wants NAME=SIZE (bytes, or with K, M or G), got '%s'", v ? v : "");
-            return TUSAGE;
-        }
-        t->memory_args[t->n_memory_args++] = v;
-        return 1;
-    }
+    int placement = placement_option(t, cmd, argc, argv, k);
+    if (placement) return placement;
     if (strcmp(a, "--no-jit") == 0) {
         t->no_jit = true;
         return 1;
