@@ -434,13 +434,16 @@ static const struct attr_bound {
 } attr_bounds[] = {
     {"DepthToSpace", "blocksize", -1, 1, CONV_MAX_WINDOW, false},
     {"EyeLike", "k", 0, -DIM_MAX, DIM_MAX, false},
+    {"GRU", "hidden_size", 1, 1, DIM_MAX, false},
     {"GatherND", "batch_dims", 0, 0, INFER_MAX_RANK, false},
     {"LRN", "size", -1, 1, CONV_MAX_WINDOW, false},
+    {"LSTM", "hidden_size", 1, 1, DIM_MAX, false},
     {"MaxUnpool", "kernel_shape", 0, 1, CONV_MAX_WINDOW, true},
     {"MaxUnpool", "strides", 0, 1, CONV_MAX_WINDOW, true},
     {"MaxUnpool", "pads", 0, 0, CONV_MAX_WINDOW, true},
     {"Pad", "pads", 0, -DIM_MAX, DIM_MAX, true},     /* an attribute before opset 11 */
     {"Pad", "paddings", 0, -DIM_MAX, DIM_MAX, true}, /* opset 1 */
+    {"RNN", "hidden_size", 1, 1, DIM_MAX, false},
     {"RoiAlign", "output_height", 1, 1, DIM_MAX, false},
     {"RoiAlign", "output_width", 1, 1, DIM_MAX, false},
     {"RoiAlign", "sampling_ratio", 0, 0, CONV_MAX_WINDOW, false},
