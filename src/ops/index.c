@@ -97,8 +97,8 @@ static void infer_onehot(seam_infer *ic) {
         switch (d->dtype) {
         case SEAM_DTYPE_INT64: { int64_t v; memcpy(&v, d->data, 8); depth = v; break; }
         case SEAM_DTYPE_INT32: { int32_t v; memcpy(&v, d->data, 4); depth = v; break; }
-        case SEAM_DTYPE_FLOAT32: { float v; memcpy(&v, d->data, 4); depth = isfinite(v) ? (int64_t)v : -1; break; }
-        case SEAM_DTYPE_FLOAT64: { double v; memcpy(&v, d->data, 8); depth = isfinite(v) ? (int64_t)v : -1; break; }
+        case SEAM_DTYPE_FLOAT32: { float v; memcpy(&v, d->data, 4); depth = v >= 0 && v <= IR_MAX_DIM ? (int64_t)v : -1; break; }
+        case SEAM_DTYPE_FLOAT64: { double v; memcpy(&v, d->data, 8); depth = v >= 0 && v <= IR_MAX_DIM ? (int64_t)v : -1; break; }
         default: break;
         }
     }
@@ -174,7 +174,8 @@ static void infer_unique(seam_infer *ic) {
     int64_t inv = -1;
     if (x && !ax) {
         inv = 1;
-        for (int32_t k = 0; k < x->rank && inv >= 0; k++) inv = x->dims[k].v >= 0 ? inv * x->dims[k].v : -1;
+        for (int32_t k = 0; k < x->rank && inv >= 0; k++)
+            if (x->dims[k].v < 0 || __builtin_mul_overflow(inv, x->dims[k].v, &inv)) inv = -1;
     } else if (x && ax) {
         int32_t axis = op_axis(ax->i, x->rank);
         inv = axis >= 0 ? x->dims[axis].v : -1;

@@ -111,6 +111,19 @@ void infer_set_tensor(seam_infer *ic, int32_t i, int32_t dtype, int32_t rank, co
     if (t->kind != IR_TYPE_TENSOR) return;
     if (t->elem == SEAM_DTYPE_UNDEFINED) t->elem = dtype;
     if (rank < 0 || rank > INFER_MAX_RANK) return;
+    /* A dim an op computed out of [0, IR_MAX_DIM] (an attribute's size the
+     * op layer let through, a sum of dims) is recorded as unknown, never
+     * as a size: the kernels check the real one at run time, and no
+     * product of recorded dims wraps where one of 2^62 would. */
+    ir_dim fixed[INFER_MAX_RANK];
+    for (int32_t k = 0; k < rank; k++) {
+        if (dims[k].v >= -1 && dims[k].v <= IR_MAX_DIM) continue;
+        memcpy(fixed, dims, sizeof(ir_dim) * (size_t)rank);
+        for (int32_t j = k; j < rank; j++)
+            if (fixed[j].v < -1 || fixed[j].v > IR_MAX_DIM) fixed[j] = (ir_dim){-1, NULL};
+        dims = fixed;
+        break;
+    }
     if (t->rank < 0) {
         ir_dim *d = dims_copy(ic, rank, dims);
         if (!d) return;

@@ -105,6 +105,7 @@ static void infer_flatten(seam_infer *ic) {
         if (x->dims[k].v < 0 || *p < 0) *p = -1;
         else if (x->dims[k].v == 0) *p = 0;
         else if (*p <= IR_MAX_NUMEL / x->dims[k].v) *p *= x->dims[k].v;
+        else *p = -1;
     }
     infer_set_tensor_i64(ic, 0, dt, 2, (int64_t[]){a, b});
 }
@@ -327,7 +328,7 @@ static void infer_gather_nd(seam_infer *ic) {
     const ir_type *x = ranked(ic, 0), *idx = ranked(ic, 1);
     int32_t dt = infer_in_dtype(ic, 0);
     int64_t b = node_attr_int(ic->n, "batch_dims", 0);
-    if (!x || !idx || idx->rank < 1 || idx->dims[idx->rank - 1].v < 0 || b < 0) {
+    if (!x || !idx || idx->rank < 1 || idx->dims[idx->rank - 1].v < 0 || b < 0 || b > x->rank) {
         infer_set_dtype(ic, 0, dt);
         return;
     }
@@ -400,8 +401,9 @@ static void infer_pad(seam_infer *ic) {
         for (int32_t k = 0; k < cnt; k++) {
             int32_t a = na >= 0 ? op_axis(axes[k], x->rank) : k;
             if (a < 0) return;
-            int64_t d = x->dims[a].v, v = d + pads[k] + pads[k + cnt];
-            out[a] = d >= 0 && v >= 0 ? (ir_dim){v, NULL} : IR_DIM_UNKNOWN;
+            int64_t d = x->dims[a].v, v;
+            bool wrapped = __builtin_add_overflow(d, pads[k], &v) || __builtin_add_overflow(v, pads[k + cnt], &v);
+            out[a] = d >= 0 && !wrapped && v >= 0 && v <= IR_MAX_DIM ? (ir_dim){v, NULL} : IR_DIM_UNKNOWN;
         }
     }
     infer_set_tensor(ic, 0, dt, x->rank, out);
@@ -429,11 +431,14 @@ static void infer_resize(seam_infer *ic) {
         for (int32_t k = 0; k < x->rank; k++) {
             float s;
             memcpy(&s, (const char *)sc->data + 4 * k, 4);
-            if (x->dims[k].v >= 0 && s >= 0) out[k] = (ir_dim){(int64_t)((double)x->dims[k].v * s), NULL};
+            double v = (double)x->dims[k].v * s; /* in range before the cast: inf or 1e30 is no size */
+            if (x->dims[k].v >= 0 && v >= 0 && v <= (double)IR_MAX_DIM) out[k] = (ir_dim){(int64_t)v, NULL};
         }
     } else if (sa && sa->kind == IR_ATTR_FLOATS && sa->n == x->rank) {
-        for (int32_t k = 0; k < x->rank; k++)
-            if (x->dims[k].v >= 0 && sa->floats[k] >= 0) out[k] = (ir_dim){(int64_t)((double)x->dims[k].v * sa->floats[k]), NULL};
+        for (int32_t k = 0; k < x->rank; k++) {
+            double v = (double)x->dims[k].v * sa->floats[k];
+            if (x->dims[k].v >= 0 && v >= 0 && v <= (double)IR_MAX_DIM) out[k] = (ir_dim){(int64_t)v, NULL};
+        }
     }
     infer_set_tensor(ic, 0, dt, x->rank, out);
 }
@@ -448,9 +453,13 @@ static void infer_depth_space(seam_infer *ic) {
         return;
     }
     bool d2s = strcmp(ic->n->op_type, "DepthToSpace") == 0;
-    int64_t c = x->dims[1].v, h = x->dims[2].v, w = x->dims[3].v;
-    int64_t d[4] = {x->dims[0].v, c < 0 ? -1 : d2s ? c / (b * b) : c * b * b, h < 0 ? -1 : d2s ? h * b : h / b,
-                    w < 0 ? -1 : d2s ? w * b : w / b};
+    int64_t c = x->dims[1].v, h = x->dims[2].v, w = x->dims[3].v, cb, hb, wb;
+    /* b <= 4096: b * b does not wrap; the dims' products may (-1: unknown) */
+    if (c < 0 || __builtin_mul_overflow(c, b * b, &cb)) cb = -1;
+    if (h < 0 || __builtin_mul_overflow(h, b, &hb)) hb = -1;
+    if (w < 0 || __builtin_mul_overflow(w, b, &wb)) wb = -1;
+    int64_t d[4] = {x->dims[0].v, c < 0 ? -1 : d2s ? c / (b * b) : cb, h < 0 ? -1 : d2s ? hb : h / b,
+                    w < 0 ? -1 : d2s ? wb : w / b};
     ir_dim out[4] = {x->dims[0], {d[1], NULL}, {d[2], NULL}, {d[3], NULL}};
     infer_set_tensor(ic, 0, dt, 4, out);
 }

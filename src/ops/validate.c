@@ -420,32 +420,126 @@ static bool check_reshape(const ir_graph *g, const ir_node *n, const op_checks *
     return true;
 }
 
-/* Integer attributes that size, multiply or divide what an op computes:
- * bounded here, once for every backend, so that no kernel sees a product
- * that wrapped (blocksize^2 of 2^62 is 0: a division by zero). A missing
- * attribute is checked as `dflt`. */
+/* Integer attributes that size, multiply, divide or offset what an op
+ * computes: bounded here, once for every backend, so that no kernel sees a
+ * product or sum that wrapped (blocksize^2 of 2^62 is 0: a division by
+ * zero; EyeLike's row + k of 2^63 - 1 wraps). A missing attribute is
+ * checked as `dflt`; a list attribute (`ints`) entry by entry. An op's
+ * rules are adjacent. */
+#define DIM_MAX IR_MAX_DIM
 static const struct attr_bound {
     const char *op_type, *attr;
     int64_t dflt, lo, hi;
+    bool ints;
 } attr_bounds[] = {
-    {"LRN", "size", -1, 1, CONV_MAX_WINDOW},
-    {"DepthToSpace", "blocksize", -1, 1, CONV_MAX_WINDOW},
-    {"SpaceToDepth", "blocksize", -1, 1, CONV_MAX_WINDOW},
+    {"DepthToSpace", "blocksize", -1, 1, CONV_MAX_WINDOW, false},
+    {"EyeLike", "k", 0, -DIM_MAX, DIM_MAX, false},
+    {"GRU", "hidden_size", 1, 1, DIM_MAX, false},
+    {"GatherND", "batch_dims", 0, 0, INFER_MAX_RANK, false},
+    {"LRN", "size", -1, 1, CONV_MAX_WINDOW, false},
+    {"LSTM", "hidden_size", 1, 1, DIM_MAX, false},
+    {"MaxUnpool", "kernel_shape", 0, 1, CONV_MAX_WINDOW, true},
+    {"MaxUnpool", "strides", 0, 1, CONV_MAX_WINDOW, true},
+    {"MaxUnpool", "pads", 0, 0, CONV_MAX_WINDOW, true},
+    {"Pad", "pads", 0, -DIM_MAX, DIM_MAX, true},     /* an attribute before opset 11 */
+    {"Pad", "paddings", 0, -DIM_MAX, DIM_MAX, true}, /* opset 1 */
+    {"RNN", "hidden_size", 1, 1, DIM_MAX, false},
+    {"RoiAlign", "output_height", 1, 1, DIM_MAX, false},
+    {"RoiAlign", "output_width", 1, 1, DIM_MAX, false},
+    {"RoiAlign", "sampling_ratio", 0, 0, CONV_MAX_WINDOW, false},
+    {"SpaceToDepth", "blocksize", -1, 1, CONV_MAX_WINDOW, false},
+    {"Split", "split", 0, 0, DIM_MAX, true}, /* an attribute before opset 13 */
+    {"TfIdfVectorizer", "ngram_indexes", 0, 0, DIM_MAX - 1, true},
+    {"TfIdfVectorizer", "min_gram_length", 1, 1, CONV_MAX_WINDOW, false},
+    {"TfIdfVectorizer", "max_gram_length", 1, 1, CONV_MAX_WINDOW, false},
+    {"TfIdfVectorizer", "max_skip_count", 0, 0, CONV_MAX_WINDOW, false},
+    {"TopK", "k", 0, 0, DIM_MAX, false}, /* an attribute before opset 10 */
 };
 
-static bool check_bound(const ir_node *n, const op_checks *c, char *why, size_t why_size) {
+/* TfIdfVectorizer's ngram_counts: where the n-grams of each length start in
+ * the pool, so each in [0, pool size] and none before the one ahead of it
+ * (a start of 2^63 - 1 wrapped the CPU kernel's walk of the pool: SIGSEGV). */
+static bool check_ngram_counts(const ir_node *n, char *why, size_t why_size) {
+    const int64_t *c, *v;
+    int32_t nc = node_attr_ints(n, "ngram_counts", &c), np = node_attr_ints(n, "pool_int64s", &v);
+    if (nc < 0) return true;
+    if (np < 0) {
+        const ir_attr *s = node_attr(n, "pool_strings");
+        np = s && s->kind == IR_ATTR_STRINGS ? s->n : 0;
+    }
+    for (int32_t k = 0; k < nc; k++)
+        if (c[k] < (k ? c[k - 1] : 0) || c[k] > np)
+            return FAIL("ngram_counts[%d] = %lld is out of range [%lld, %d] (the pool's %d entries, in order)", k,
+                        (long long)c[k], (long long)(k ? c[k - 1] : 0), np, np);
+    return true;
+}
+
+/* Upsample's scales (an attribute before opset 9), Resize's and
+ * Upsample-9's when a constant: each finite and >= 0, and an output dim
+ * (input dim x scale) no longer than IR_MAX_DIM, so that no backend turns
+ * inf or 1e30 into an integer size. */
+static bool check_scales(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    bool upsample = strcmp(n->op_type, "Upsample") == 0;
+    const float *fa = NULL;
+    int32_t ns = upsample ? node_attr_floats(n, "scales", &fa) : -1;
+    if (ns < 0) { /* the input: Upsample-9 and Resize-10 input 1, Resize-11 input 2 */
+        int32_t i = upsample || n->opset < 11 ? 1 : 2;
+        const ir_tensor *t = i < n->n_inputs && n->inputs[i] >= 0 ? g->values[n->inputs[i]].konst : NULL;
+        if (!t || t->dtype != SEAM_DTYPE_FLOAT32 || t->numel > INFER_MAX_RANK) return true;
+        fa = t->data, ns = (int32_t)t->numel;
+    }
+    int32_t r = in_rank(g, n, 0);
+    for (int32_t k = 0; k < ns; k++) {
+        float s;
+        memcpy(&s, fa + k, sizeof(s));
+        if (!(s >= 0 && s <= (float)DIM_MAX))
+            return FAIL("scales[%d] = %g is out of range [0, %lld]", k, (double)s, (long long)DIM_MAX);
+        int64_t d = ns == r ? in_dim(g, n, 0, k) : -1;
+        if (d > 0 && (double)d * s > (double)DIM_MAX)
+            return FAIL("scales[%d] = %g makes axis %d %g long, over the limit %lld", k, (double)s, k, (double)d * s,
+                        (long long)DIM_MAX);
+    }
+    return true;
+}
+
+/* Pad's constant pads input (opset 11): the attribute's bounds. */
+static bool check_pads_input(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {
+    if (n->opset < 11 || n->n_inputs < 2 || n->inputs[1] < 0) return true;
+    const ir_tensor *t = g->values[n->inputs[1]].konst;
+    if (!t || t->dtype != SEAM_DTYPE_INT64) return true;
+    for (int64_t k = 0; k < t->numel; k++) {
+        int64_t v;
+        memcpy(&v, (const char *)t->data + 8 * k, 8);
+        if (v < -DIM_MAX || v > DIM_MAX)
+            return FAIL("pads[%lld] = %lld is out of range [%lld, %lld]", (long long)k, (long long)v,
+                        (long long)-DIM_MAX, (long long)DIM_MAX);
+    }
+    return true;
+}
+
+static bool check_bound(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
     if (c->scan) { /* the scan inputs are the last num_scan_inputs inputs (opset 8: after sequence_lens) */
         int64_t m = node_attr_int(n, "num_scan_inputs", -1), most = n->opset < 9 ? n->n_inputs - 1 : n->n_inputs;
         if (m < 1 || m > most)
             return FAIL("num_scan_inputs = %lld is out of range [1, %lld] (its %s)", (long long)m, (long long)most,
                         n->opset < 9 ? "inputs after sequence_lens" : "inputs");
     }
-    if (c->bound_rule < 0) return true;
-    const struct attr_bound *b = &attr_bounds[c->bound_rule];
-    int64_t v = node_attr_int(n, b->attr, b->dflt);
-    if (v < b->lo || v > b->hi)
-        return FAIL("%s = %lld is out of range [%lld, %lld]", b->attr, (long long)v, (long long)b->lo, (long long)b->hi);
-    return true;
+    const size_t count = sizeof(attr_bounds) / sizeof(attr_bounds[0]);
+    for (size_t k = c->bound_rule < 0 ? count : (size_t)c->bound_rule; k < count && strcmp(attr_bounds[k].op_type, n->op_type) == 0; k++) {
+        const struct attr_bound *b = &attr_bounds[k];
+        if (b->ints) {
+            if (!check_ints(n, b->attr, -1, b->lo, b->hi, why, why_size)) return false;
+            continue;
+        }
+        const ir_attr *a = node_attr(n, b->attr);
+        if (a && a->kind != IR_ATTR_INT) return FAIL("%s must be an int", b->attr);
+        int64_t v = a ? a->i : b->dflt;
+        if (v < b->lo || v > b->hi)
+            return FAIL("%s = %lld is out of range [%lld, %lld]", b->attr, (long long)v, (long long)b->lo,
+                        (long long)b->hi);
+    }
+    return (!c->scales || check_scales(g, n, why, why_size)) && (!c->pad || check_pads_input(g, n, why, why_size)) &&
+           (!c->tfidf || check_ngram_counts(n, why, why_size));
 }
 
 void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
@@ -454,8 +548,11 @@ void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
     c->axis_rule = -1;
     c->bound_rule = -1;
     if (!seam_op_default_domain(domain)) return;
-    for (size_t k = 0; k < sizeof(attr_bounds) / sizeof(attr_bounds[0]); k++)
+    for (size_t k = sizeof(attr_bounds) / sizeof(attr_bounds[0]); k-- > 0;) /* the op's first rule */
         if (strcmp(op_type, attr_bounds[k].op_type) == 0) c->bound_rule = (int32_t)k;
+    c->scales = strcmp(op_type, "Upsample") == 0 || strcmp(op_type, "Resize") == 0;
+    c->pad = strcmp(op_type, "Pad") == 0;
+    c->tfidf = strcmp(op_type, "TfIdfVectorizer") == 0;
     for (size_t k = 0; k < sizeof(axis_rules) / sizeof(axis_rules[0]); k++)
         if (strcmp(op_type, axis_rules[k].op_type) == 0) c->axis_rule = (int32_t)k;
     static const char *const window_ops[] = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose",
@@ -474,7 +571,7 @@ bool op_validate_with(const ir_graph *g, const ir_node *n, const op_checks *c, c
     if (!check_window(g, n, c, why, why_size)) return false;
     if (!check_perm(g, n, c, why, why_size)) return false;
     if (!check_reshape(g, n, c, why, why_size)) return false;
-    return check_bound(n, c, why, why_size);
+    return check_bound(g, n, c, why, why_size);
 }
 
 bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size) {

@@ -239,6 +239,39 @@ for target in ((), ("--target", "dnnl", "--placement", "capability")):
         scan.opset_import[0].version = 11
         expect(write(f"scan_num_scan_inputs_{m_bad}{tag}.onnx", scan), 1, "'scan' (Scan)",
                f"num_scan_inputs = {m_bad} is out of range [1, 2]", args=("run", *target))
+    # found by the sweep's 2^63 - 1 (issue 29): an ngram_counts start of 2^63 - 1 wrapped the CPU kernel's
+    # walk of the pool (SIGSEGV on cpu and in the saved file); now refused before any backend sees it
+    tfidf = model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", mode="TF", min_gram_length=2,
+                                    max_gram_length=2, max_skip_count=0, ngram_counts=[0, 2**63 - 1],
+                                    ngram_indexes=[0, 1], pool_int64s=[2, 3, 5, 4])],
+                  [vi("x", [6], TensorProto.INT32)], [vi("y", None)])
+    tfidf.opset_import[0].version = 9
+    expect(write(f"tfidf_ngram_counts_max{tag}.onnx", tfidf), 1, "'tfidf' (TfIdfVectorizer)",
+           "ngram_counts[1] = 9223372036854775807 is out of range [0, 4]", args=("run", *target))
+    # sizes the op layer now bounds instead of the kernels alone: Upsample's float scales (inf and 1e30 were
+    # cast to int64, undefined), Pad's pads (2^62 + 2^62 wrapped in inference), TopK's k, EyeLike's row + k
+    ups = model([helper.make_node("Upsample", ["x"], ["y"], name="up", scales=[1.0, 1.0, float("inf"), 2.0])],
+                [vi("x", [1, 1, 2, 2])], [vi("y", None)])
+    ups.opset_import[0].version = 7
+    expect(write(f"upsample_scales_inf{tag}.onnx", ups), 1, "'up' (Upsample)",
+           "scales[2] = inf is out of range [0, 1099511627776]", args=("run", *target))
+    ups.graph.node[0].attribute[0].floats[2] = 1e12
+    expect(write(f"upsample_scales_huge{tag}.onnx", ups), 1, "'up' (Upsample)",
+           "scales[2] = 1e+12 makes axis 2 2e+12 long, over the limit 1099511627776", args=("run", *target))
+    pad = model([helper.make_node("Pad", ["x"], ["y"], name="pad", pads=[0, 2**62, 0, 2**62])],
+                [vi("x", [2, 3])], [vi("y", None)])
+    pad.opset_import[0].version = 2
+    expect(write(f"pad_attr_huge{tag}.onnx", pad), 1, "'pad' (Pad)",
+           "pads[1] = 4611686018427387904 is out of range", args=("run", *target))
+    topk = model([helper.make_node("TopK", ["x"], ["v", "i"], name="topk", k=2**62)],
+                 [vi("x", [2, 3])], [vi("v", None), vi("i", None)])
+    topk.opset_import[0].version = 1
+    expect(write(f"topk_k_huge{tag}.onnx", topk), 1, "'topk' (TopK)",
+           "k = 4611686018427387904 is out of range [0, 1099511627776]", args=("run", *target))
+    eye = model([helper.make_node("EyeLike", ["x"], ["y"], name="eye", k=2**63 - 1)], [vi("x", [3, 3])],
+                [vi("y", None)])
+    expect(write(f"eyelike_k_max{tag}.onnx", eye), 1, "'eye' (EyeLike)",
+           "k = 9223372036854775807 is out of range", args=("run", *target))
     cat_max = model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=2**31 - 1)],
                     [vi("x", [2, 3])], [vi("y", None)])
     expect(write(f"concat_axis_max{tag}.onnx", cat_max), 1, "cat", "axis is out of range", args=("run", *target))

@@ -3,7 +3,7 @@
 usage: /usr/bin/python3 check_mutate.py SEAM_BINARY WORKDIR MODEL_DIR... [-k CASE] [--mutations N]
                                        [--timeout S] [--jobs N] [--seed S]
                                        [--targets cpu,dnnl] [--backend-lib SO]
-                                       [--sweep N]
+                                       [--sweep N] [--budget S]
 
 Every model under each MODEL_DIR (a node test folder holding model.onnx
 and test_data_set_0/input_*.pb, or a plain .onnx file) gets N mutations
@@ -41,14 +41,25 @@ one case again is printed.
 --sweep N adds a deterministic sweep of the attribute arithmetic: for
 each (op type, attribute) pair met in the models, the first N models
 holding it get an integer attribute set to each of 0, -1, -2^31, 2^31,
-2^31+1, 2^62 and -2^62, a float attribute to NaN, inf, -inf, 0, -1 and
-3.4e38 (every entry of a list), and a list attribute grown to 2^18 copies
-of its first entry, one variant each (N 0: every model), each run on every
-target and partitioned, saved and reloaded. The sizes, products and
-shifts ops compute from attributes (block sizes, windows, pads, groups)
+2^31+1, 2^62, -2^62, 2^63-1 and -2^63, a float attribute to NaN, inf,
+-inf, 0, -1 and 3.4e38 (every entry of a list), a list of two or more
+entries its first entry alone set to -1, 2^31, 2^62, -2^62 or 2^63-1 (NaN,
++-inf for floats: one axis's arithmetic wrapping while the others stay
+plausible), and a list attribute grown to 2^18 copies of its first entry,
+one variant each (N 0: every model). An integer or float attribute of the
+op's schema (onnx.defs) that no model sets (Conv's group and dilations,
+GRU's clip, ...) is added, with the same values, to the first N models
+holding the op (a list as long as the node's window has axes, pads twice
+that, else one entry). Each variant runs on every target and is
+partitioned, saved and reloaded. The sizes, products, sums and shifts ops
+compute from attributes (block sizes, windows, pads, groups, pool offsets)
 must be refused with a message, on every path, never wrap into a crash
-(issue 29). A sweep case is named MODEL/sNODE.ATTR=VALUE
-(test_depthtospace_example/s0.blocksize=0, .../s0.pads=huge).
+(issue 29). A sweep case is named MODEL/sNODE.ATTR=VALUE, the first entry
+alone MODEL/sNODE.ATTR.0=VALUE (test_depthtospace_example/s0.blocksize=0,
+.../s0.pads=huge, test_conv_with_strides_padding/s0.pads.0=-1).
+
+--budget S starts no case after S seconds (those left are counted in the
+summary, not failed): a time box for a slow machine or a sanitizer build.
 
 A case is named MODEL/mN (test_conv_with_padding/m1); -k selects cases.
 tests/checks/mutate_known.txt lists the crashes that are known and whose
@@ -65,6 +76,7 @@ import zlib
 
 import numpy as np
 import onnx
+import onnx.defs
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -88,6 +100,8 @@ parser.add_argument("--sweep", type=int, default=-1, metavar="N",
                     help="also sweep every integer and float attribute of the first N models holding each (op, "
                          "attribute) pair through extreme values, and lists through a huge length (0: every model; "
                          "default: no sweep)")
+parser.add_argument("--budget", type=float, default=0, metavar="S",
+                    help="start no case after S seconds; the rest are counted as skipped (default 0: no limit)")
 parser.add_argument("--known", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "mutate_known.txt"))
 args = parser.parse_args()
 TARGETS = [t.strip() for t in args.targets.split(",") if t.strip()]
@@ -100,8 +114,11 @@ WORK = os.path.abspath(args.work)
 ARTIFACTS = os.path.join(WORK, "artifacts")
 
 INTS = [0, -1, -2**31, 2**31 - 1, 2**62]
-SWEEP_INTS = [0, -1, -2**31, 2**31, 2**31 + 1, 2**62, -2**62]
+SWEEP_INTS = [0, -1, -2**31, 2**31, 2**31 + 1, 2**62, -2**62, 2**63 - 1, -2**63]
 SWEEP_FLOATS = [float("nan"), float("inf"), float("-inf"), 0.0, -1.0, 3.4e38]
+# a list's first entry alone (pads [2^62, 0, 0, 0]): the values that make one axis's
+# arithmetic wrap while the others stay plausible
+SWEEP_FIRST = [-1, 2**31, 2**62, -2**62, 2**63 - 1]
 HUGE = 1 << 18  # "huge": a list attribute grown to this many copies of its first entry
 FLOATS = [0.0, -1.0, float("nan"), float("inf"), float("-inf")]
 # how a run of seam may end on hostile input: a result or a refusal with a message
@@ -315,22 +332,29 @@ def make_case(name, path, pbs, index):
     if isinstance(index, tuple):  # the sweep: one attribute, one value
         _, node_k, attr, value = index
         node = list(all_nodes(m.graph))[node_k]
-        for a in node.attribute:
-            if a.name != attr:
-                continue
-            if value == "huge":
-                for field in ("ints", "floats", "strings"):
-                    lst = getattr(a, field)
-                    if len(lst):
-                        lst.extend([lst[0]] * (HUGE - len(lst)))
-            elif a.type == AttributeProto.INT:
-                a.i = value
-            elif a.type == AttributeProto.INTS:
-                a.ints[:] = [value] * len(a.ints)
-            elif a.type == AttributeProto.FLOAT:
-                a.f = value
-            elif a.type == AttributeProto.FLOATS:
-                a.floats[:] = [value] * len(a.floats)
+        name_, _, first = attr.partition(".")  # ATTR.0: the first entry only
+        a = next((a for a in node.attribute if a.name == name_), None)
+        if a is None:  # an attribute the node leaves at its default: added
+            kind, length = absent_kind(m, node, name_)
+            a = node.attribute.add()
+            a.name, a.type = name_, kind
+            if kind == AttributeProto.INTS:
+                a.ints.extend([1] * length)
+            elif kind == AttributeProto.FLOATS:
+                a.floats.extend([1.0] * length)
+        if value == "huge":
+            for field in ("ints", "floats", "strings"):
+                lst = getattr(a, field)
+                if len(lst):
+                    lst.extend([lst[0]] * (HUGE - len(lst)))
+        elif a.type == AttributeProto.INT:
+            a.i = value
+        elif a.type == AttributeProto.INTS:
+            a.ints[:] = [value] + list(a.ints[1:]) if first else [value] * len(a.ints)
+        elif a.type == AttributeProto.FLOAT:
+            a.f = value
+        elif a.type == AttributeProto.FLOATS:
+            a.floats[:] = [value] + list(a.floats[1:]) if first else [value] * len(a.floats)
         desc = f"sweep: {node.op_type} node {node_k}: {attr}={value if value != 'huge' else f'{HUGE} entries'}"
     for _ in range(0 if desc else 8):
         kind = rng.choice(KINDS)
@@ -375,33 +399,88 @@ def case_label(index):
     return f"s{index[1]}.{index[2]}={index[3]}" if isinstance(index, tuple) else f"m{index}"
 
 
+def schema_attrs(m, node):
+    """{name: AttributeProto type} of node's integer and float attributes in
+    its operator schema at the model's opset ({} for an unknown op)."""
+    ver = {o.domain: o.version for o in m.opset_import}
+    dom = "" if node.domain == "ai.onnx" else node.domain
+    try:
+        schema = onnx.defs.get_schema(node.op_type, ver.get(dom, ver.get("", 1)), dom)
+    except Exception:
+        return {}
+    A = AttributeProto
+    return {k: int(v.type) for k, v in schema.attributes.items() if int(v.type) in (A.INT, A.INTS, A.FLOAT, A.FLOATS)}
+
+
+SPATIAL_LISTS = ("kernel_shape", "strides", "dilations", "output_padding", "output_shape")
+
+
+def absent_kind(m, node, name):
+    """(type, length) of attribute NAME that node leaves at its default: a
+    list as long as its window has axes (pads twice that), else one entry."""
+    kind = schema_attrs(m, node).get(name, AttributeProto.INT)
+    if kind not in (AttributeProto.INTS, AttributeProto.FLOATS):
+        return kind, 0
+    n_sp = next((len(a.ints) for a in node.attribute if a.name in SPATIAL_LISTS and a.ints), 0)
+    if not n_sp:
+        n_sp = next((len(a.ints) // 2 for a in node.attribute if a.name == "pads" and a.ints), 0)
+    if not n_sp and node.input:
+        for v in list(m.graph.input) + list(m.graph.value_info):
+            if v.name == node.input[0] and v.type.tensor_type.HasField("shape"):
+                n_sp = max(len(v.type.tensor_type.shape.dim) - 2, 1)
+    n_sp = n_sp or 2
+    return kind, 2 * n_sp if name == "pads" else n_sp if name in SPATIAL_LISTS else 1
+
+
 def sweep_cases(all_models):
     """(name, path, pbs, ("s", node index, attribute, value)) for the sweep:
     each (op type, integer or float attribute) pair in its first args.sweep
-    models, through SWEEP_INTS or SWEEP_FLOATS, and each list attribute
-    grown to HUGE entries."""
-    seen = {}
-    out = []
+    models, through SWEEP_INTS or SWEEP_FLOATS (every entry of a list; and,
+    for a list of more entries, its first entry alone through SWEEP_FIRST,
+    as ATTR.0), and each list attribute grown to HUGE entries. An integer or
+    float attribute of the op's schema that no model sets is added, with
+    those values, to the first args.sweep models holding the op."""
     A = AttributeProto
+    loaded = []
+    present = set()
     for name, path, pbs in all_models:
         try:
             m = onnx.load(path, load_external_data=False)
         except Exception:
             continue
+        loaded.append((name, path, pbs, m))
+        present.update((n.op_type, a.name) for n in all_nodes(m.graph) for a in n.attribute)
+    seen = {}
+    out = []
+
+    def take(key):
+        if args.sweep and seen.get(key, 0) >= args.sweep:
+            return False
+        seen[key] = seen.get(key, 0) + 1
+        return True
+
+    for name, path, pbs, m in loaded:
         for k, node in enumerate(all_nodes(m.graph)):
+            cases = []
             for a in node.attribute:
                 ints = a.type == A.INT or (a.type == A.INTS and a.ints)
                 floats = a.type == A.FLOAT or (a.type == A.FLOATS and a.floats)
                 listed = (a.type == A.INTS and a.ints) or (a.type == A.FLOATS and a.floats) or \
                          (a.type == A.STRINGS and a.strings)
-                if not (ints or floats or listed):
+                if not (ints or floats or listed) or not take((node.op_type, a.name)):
                     continue
-                key = (node.op_type, a.name)
-                if args.sweep and seen.get(key, 0) >= args.sweep:
-                    continue
-                seen[key] = seen.get(key, 0) + 1
                 values = SWEEP_INTS if ints else SWEEP_FLOATS if floats else []
-                out += [(name, path, pbs, ("s", k, a.name, v)) for v in values + (["huge"] if listed else [])]
+                cases += [(a.name, v) for v in values + (["huge"] if listed else [])]
+                n_list = len(a.ints) if a.type == A.INTS else len(a.floats) if a.type == A.FLOATS else 0
+                if n_list > 1:
+                    cases += [(a.name + ".0", v) for v in (SWEEP_FIRST if ints else SWEEP_FLOATS[:3])]
+            for attr, kind in sorted(schema_attrs(m, node).items()):
+                if (node.op_type, attr) in present or not take((node.op_type, attr)):
+                    continue
+                cases += [(attr, v) for v in (SWEEP_INTS if kind in (A.INT, A.INTS) else SWEEP_FLOATS)]
+                if kind in (A.INTS, A.FLOATS):
+                    cases.append((attr, "huge"))
+            out += [(name, path, pbs, ("s", k, attr, v)) for attr, v in cases]
     return out
 
 
@@ -441,7 +520,14 @@ def verdict(code, err):
     return None
 
 
+T0 = time.monotonic()
+
+
 def run_case(case):
+    """(case, seed, folder, description, results); None when --budget was
+    spent before it started."""
+    if args.budget and time.monotonic() - T0 > args.budget:
+        return None
     name, path, pbs, index = case
     seed, d, mpath, inputs, desc = make_case(name, path, pbs, index)
     # In the sanitizer build a huge allocation returns NULL, as it does
@@ -487,8 +573,9 @@ def main():
         cases += [c for c in sweep_cases(all_models) if check.selected(f"{c[0]}/{case_label(c[3])}")]
     shutil.rmtree(os.path.join(WORK, "cases"), ignore_errors=True)
     os.makedirs(ARTIFACTS, exist_ok=True)
-    t0 = time.monotonic()
-    runs = known_hits = 0
+    global T0
+    T0 = t0 = time.monotonic()
+    runs = known_hits = skipped = 0
     outcomes = {}
     me = [sys.executable, os.path.abspath(__file__), args.seam, args.work, *args.dirs]
     if args.targets != "cpu,dnnl":
@@ -498,7 +585,11 @@ def main():
     if args.sweep >= 0:
         me += ["--sweep", str(args.sweep)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for case, seed, d, desc, results in pool.map(run_case, cases):
+        for got in pool.map(run_case, cases):
+            if got is None:
+                skipped += 1
+                continue
+            case, seed, d, desc, results = got
             name, _, _, index = case
             runs += len(results)
             bad = []
@@ -525,8 +616,9 @@ def main():
     summary = (f"{n_models} models, {len(cases)} mutations, {runs} runs in {secs:.0f} s "
                f"(on {args.targets}; {args.jobs} at once, timeout {args.timeout:g} s); "
                + ", ".join(f"{lb} {k} {n}" for (lb, k), n in sorted(outcomes.items()))
-               + (f"; {known_hits} known crashes (mutate_known.txt)" if known_hits else ""))
-    if check.everything and len(cases) < args.mutations * len(all_models):
+               + (f"; {known_hits} known crashes (mutate_known.txt)" if known_hits else "")
+               + (f"; {skipped} cases not started: the budget of {args.budget:g} s was spent" if skipped else ""))
+    if check.everything and not skipped and len(cases) < args.mutations * len(all_models):
         check.fail("fewer cases than models x mutations")
     check.finish(summary)
 

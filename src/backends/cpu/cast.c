@@ -421,7 +421,10 @@ static seam_status run_random(seam_kernel *k) {
     seam_tensor *y = kernel_out(k, 0, dt, rank, dims);
     if (!y) return kernel_oom(k);
     float seed = node_attr_float(k->n, "seed", 0);
-    uint64_t st = 0x9e3779b97f4a7c15ull ^ (uint64_t)(int64_t)seed;
+    /* a seed outside int64 (NaN, inf, 1e30) by its bits: the cast would be undefined */
+    uint32_t bits;
+    memcpy(&bits, &seed, sizeof(bits));
+    uint64_t st = 0x9e3779b97f4a7c15ull ^ (fabsf(seed) < 9.2e18f ? (uint64_t)(int64_t)seed : (uint64_t)bits);
     if (!st) st = 1;
     bool normal = strstr(op, "Normal") != NULL;
     double a = node_attr_float(k->n, normal ? "mean" : "low", normal ? 0.0f : 0.0f);

@@ -113,6 +113,14 @@ static seam_status resize_axes(seam_kernel *k, int32_t r, int64_t *axes, int32_t
     return SEAM_STATUS_OK;
 }
 
+/* v as an output size: false (and *out untouched) when v is NaN, negative
+ * or over SEAM_MAX_DIM, where casting it would be undefined or wrap. */
+static bool out_dim(double v, int64_t *out) {
+    if (!(v >= 0 && v <= (double)SEAM_MAX_DIM)) return false;
+    *out = (int64_t)v;
+    return true;
+}
+
 /* The output size and the scales from sizes, under
  * keep_aspect_ratio_policy. */
 static void resize_from_sizes(seam_kernel *k, const seam_tensor *x, const int64_t *sizes, const int64_t *axes,
@@ -127,7 +135,7 @@ static void resize_from_sizes(seam_kernel *k, const seam_tensor *x, const int64_
         }
         for (int32_t i = 0; i < na; i++) {
             p->scales[axes[i]] = s;
-            p->out[axes[i]] = (int64_t)floor(s * (double)x->dims[axes[i]] + 0.5);
+            if (!out_dim(floor(s * (double)x->dims[axes[i]] + 0.5), &p->out[axes[i]])) p->out[axes[i]] = -1;
         }
     } else {
         for (int32_t i = 0; i < na; i++) {
@@ -143,7 +151,9 @@ static seam_status resize_out_dims(seam_kernel *k, const seam_tensor *x, bool fr
                                    const seam_tensor *tz, const int64_t *axes, int32_t na, resize_plan *p) {
     int32_t r = p->r;
     if (!from_inputs) {
-        for (int32_t d = 0; d < r; d++) p->out[d] = (int64_t)floor((double)x->dims[d] * p->scales[d]);
+        for (int32_t d = 0; d < r; d++)
+            if (!out_dim(floor((double)x->dims[d] * p->scales[d]), &p->out[d]))
+                return kernel_fail(k, "scale %d gives an output size out of range", d);
         return SEAM_STATUS_OK;
     }
     for (int32_t d = 0; d < r; d++) p->scales[d] = 1, p->out[d] = x->dims[d];
@@ -161,7 +171,8 @@ static seam_status resize_out_dims(seam_kernel *k, const seam_tensor *x, bool fr
     if (ts)
         for (int32_t d = 0; d < r; d++) {
             if (!(p->scales[d] > 0)) return kernel_fail(k, "scale %d must be positive", d);
-            p->out[d] = (int64_t)floor((double)x->dims[d] * p->scales[d]);
+            if (!out_dim(floor((double)x->dims[d] * p->scales[d]), &p->out[d]))
+                return kernel_fail(k, "scale %d gives an output size out of range", d);
         }
     return SEAM_STATUS_OK;
 }

@@ -178,8 +178,10 @@ static seam_status run_roi_align(seam_kernel *k) {
         double rw = x2 - x1, rh = y2 - y1;
         if (!half) rw = fmax(rw, 1), rh = fmax(rh, 1);
         double bw = rw / (double)ow, bh = rh / (double)oh;
-        int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
-        if (gh < 0 || gw < 0 || gh > 1024 || gw > 1024) return kernel_fail(k, "sampling grid out of range");
+        /* the adaptive grid in double first: a NaN or inf spatial_scale is no count */
+        double fgh = sr > 0 ? (double)sr : ceil(rh / (double)oh), fgw = sr > 0 ? (double)sr : ceil(rw / (double)ow);
+        if (!(fgh >= 0 && fgw >= 0 && fgh <= 1024 && fgw <= 1024)) return kernel_fail(k, "sampling grid out of range");
+        int64_t gh = (int64_t)fgh, gw = (int64_t)fgw;
         double count = (double)(gh * gw > 1 ? gh * gw : 1);
         for (int64_t c = 0; c < C; c++) {
             int64_t base = (b * C + c) * H * W;
