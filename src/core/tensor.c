@@ -15,6 +15,21 @@ int64_t seam_shape_numel(const int64_t *dims, int32_t rank) {
     return n;
 }
 
+seam_value_view seam_value_view_of(const char *name, const seam_tensor *t, seam_tensor_view **elems) {
+    *elems = NULL;
+    if (t->dtype == SEAM_VALUE_NONE) return (seam_value_view){.kind = SEAM_KIND_NONE};
+    if (t->dtype != SEAM_VALUE_SEQUENCE)
+        return (seam_value_view){.kind = SEAM_KIND_TENSOR,
+                                 .tensor = {name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes}};
+    const seam_tensor *els = t->data;
+    *elems = calloc((size_t)t->numel + 1, sizeof(seam_tensor_view));
+    for (int64_t i = 0; *elems && i < t->numel; i++)
+        (*elems)[i] = (seam_tensor_view){name, (seam_dtype)els[i].dtype, els[i].rank, els[i].dims, els[i].data,
+                                         els[i].nbytes};
+    return (seam_value_view){.kind = SEAM_KIND_SEQUENCE, .elem_dtype = (seam_dtype)t->elem,
+                             .count = *elems ? (int32_t)t->numel : -1, .elements = *elems};
+}
+
 void seam_value_free(seam_tensor *t) {
     if (t->dtype == SEAM_VALUE_SEQUENCE && t->data)
         for (int64_t i = 0; i < t->numel; i++) seam_value_free(&((seam_tensor *)t->data)[i]);

@@ -43,6 +43,10 @@ static inline bool seam_is_value(int32_t dtype) { return dtype == SEAM_VALUE_SEQ
 /* Frees what t owns (for a sequence, every element's data too) and leaves
  * it empty. */
 void seam_value_free(seam_tensor *t);
+/* The public API's view of t (seam_session_set_input_value); a sequence's
+ * element views in *elems, which the caller frees (count -1 when out of
+ * memory). The views point into t. */
+seam_value_view seam_value_view_of(const char *name, const seam_tensor *t, seam_tensor_view **elems);
 /* dst = a copy of src that owns its data (elements of a sequence copied
  * too; string bytes shared). False when out of memory (dst untouched). */
 bool seam_value_copy(seam_tensor *dst, const seam_tensor *src);

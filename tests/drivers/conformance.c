@@ -139,23 +139,6 @@ static bool compare_value(const char *name, const seam_value_view *got, const se
     return true;
 }
 
-/* The API's view of a value read from a file; elems holds a sequence's
- * element views (freed by the caller). */
-static seam_value_view value_view(const char *name, const seam_tensor *t, seam_tensor_view **elems) {
-    *elems = NULL;
-    if (t->dtype == SEAM_VALUE_NONE) return (seam_value_view){.kind = SEAM_KIND_NONE};
-    if (t->dtype != SEAM_VALUE_SEQUENCE)
-        return (seam_value_view){.kind = SEAM_KIND_TENSOR,
-                                 .tensor = {name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes}};
-    const seam_tensor *els = t->data;
-    *elems = calloc((size_t)t->numel + 1, sizeof(seam_tensor_view));
-    for (int64_t i = 0; *elems && i < t->numel; i++)
-        (*elems)[i] = (seam_tensor_view){name, (seam_dtype)els[i].dtype, els[i].rank, els[i].dims, els[i].data,
-                                         els[i].nbytes};
-    return (seam_value_view){.kind = SEAM_KIND_SEQUENCE, .elem_dtype = (seam_dtype)t->elem,
-                             .count = (int32_t)t->numel, .elements = *elems};
-}
-
 /* Runs one test directory; returns a verdict, with a reason in why. */
 static int run_test(const char *dir, char *why, size_t n) {
     seam_context *ctx;
@@ -191,7 +174,7 @@ static int run_test(const char *dir, char *why, size_t n) {
                 break;
             }
             seam_tensor_view *elems;
-            seam_value_view vv = value_view(v->name, &ins[n_in], &elems);
+            seam_value_view vv = seam_value_view_of(v->name, &ins[n_in], &elems);
             st = seam_session_set_input_value(s, v->name, &vv);
             free(elems);
             n_in++;

@@ -463,7 +463,7 @@ static int run_feed(const run_opts *o, run_state *r) {
             if (rc) return rc;
         }
         seam_tensor_view *elems;
-        seam_value_view vv = run_value_view(v->name, t, &elems);
+        seam_value_view vv = seam_value_view_of(v->name, t, &elems);
         seam_status st = vv.count < 0 ? SEAM_STATUS_OUT_OF_MEMORY : seam_session_set_input_value(r->s, v->name, &vv);
         free(elems);
         if (st) {

@@ -19,10 +19,6 @@
 bool run_read_input(seam_context *ctx, const char *file, const ir_type *type, seam_tensor *t, char *err,
                     size_t errn);
 
-/* The API's view of a value read from a file (for
- * seam_session_set_input_value); a sequence's element views in *elems,
- * which the caller frees (count -1 when out of memory). */
-seam_value_view run_value_view(const char *name, const seam_tensor *t, seam_tensor_view **elems);
 
 /* The shape of an input file fixes the model's symbolic dims of that input
  * when it agrees with the model's rank and fixed dims: backends that

@@ -68,21 +68,6 @@ bool run_read_input(seam_context *ctx, const char *file, const ir_type *type, se
     return ok;
 }
 
-seam_value_view run_value_view(const char *name, const seam_tensor *t, seam_tensor_view **elems) {
-    *elems = NULL;
-    if (t->dtype == SEAM_VALUE_NONE) return (seam_value_view){.kind = SEAM_KIND_NONE};
-    if (t->dtype != SEAM_VALUE_SEQUENCE)
-        return (seam_value_view){.kind = SEAM_KIND_TENSOR,
-                                 .tensor = {name, (seam_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes}};
-    const seam_tensor *els = t->data;
-    *elems = calloc((size_t)t->numel + 1, sizeof(seam_tensor_view));
-    for (int64_t i = 0; *elems && i < t->numel; i++)
-        (*elems)[i] = (seam_tensor_view){name, (seam_dtype)els[i].dtype, els[i].rank, els[i].dims, els[i].data,
-                                         els[i].nbytes};
-    return (seam_value_view){.kind = SEAM_KIND_SEQUENCE, .elem_dtype = (seam_dtype)t->elem,
-                             .count = *elems ? (int32_t)t->numel : -1, .elements = *elems};
-}
-
 /* The shape of an input file fixes the model's symbolic dims of that input
  * when it agrees with the model's rank and fixed dims: backends that
  * compile for static shapes then take the model. "NAME=AxBxC" in arg, or
