@@ -23,6 +23,7 @@ typedef struct op_checks {
     int32_t bound_rule;     /* its first bounded integer attribute (validate.c's attr_bounds), or -1 */
     bool window, perm, reshape, leading_optional, scan;
     bool scales, pad, tfidf; /* Upsample/Resize scales, Pad's pads input, TfIdfVectorizer's ngram_counts */
+    bool constant;          /* Constant: one value attribute */
 } op_checks;
 void op_checks_find(const char *domain, const char *op_type, op_checks *c);
 /* op_validate with the checks of n's op found beforehand. */

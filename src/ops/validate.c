@@ -517,6 +517,27 @@ static bool check_pads_input(const ir_graph *g, const ir_node *n, char *why, siz
     return true;
 }
 
+/* Constant: exactly one value attribute, as ONNX's checker says. With two
+ * (a value tensor and a value_float) inference took the type from one and
+ * the data from the other, and dnnl compiled a view whose shape did not
+ * match its bytes (SIGSEGV in dnnl_memory_create, found by the sweep). */
+static bool check_constant(const ir_node *n, char *why, size_t why_size) {
+    static const char *const names[] = {"value",        "value_float",  "value_floats",  "value_int",
+                                        "value_ints",   "value_string", "value_strings", "sparse_value"};
+    int32_t count = 0;
+    const char *first = NULL, *second = NULL;
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (node_attr(n, names[k])) {
+            if (count == 0) first = names[k];
+            else if (count == 1) second = names[k];
+            count++;
+        }
+    if (count > 1)
+        return FAIL("has %d value attributes (%s, %s%s); a Constant takes exactly one", count, first, second,
+                    count > 2 ? ", ..." : "");
+    return true;
+}
+
 static bool check_bound(const ir_graph *g, const ir_node *n, const op_checks *c, char *why, size_t why_size) {
     if (c->scan) { /* the scan inputs are the last num_scan_inputs inputs (opset 8: after sequence_lens) */
         int64_t m = node_attr_int(n, "num_scan_inputs", -1), most = n->opset < 9 ? n->n_inputs - 1 : n->n_inputs;
@@ -539,7 +560,7 @@ static bool check_bound(const ir_graph *g, const ir_node *n, const op_checks *c,
                         (long long)b->hi);
     }
     return (!c->scales || check_scales(g, n, why, why_size)) && (!c->pad || check_pads_input(g, n, why, why_size)) &&
-           (!c->tfidf || check_ngram_counts(n, why, why_size));
+           (!c->tfidf || check_ngram_counts(n, why, why_size)) && (!c->constant || check_constant(n, why, why_size));
 }
 
 void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
@@ -553,6 +574,7 @@ void op_checks_find(const char *domain, const char *op_type, op_checks *c) {
     c->scales = strcmp(op_type, "Upsample") == 0 || strcmp(op_type, "Resize") == 0;
     c->pad = strcmp(op_type, "Pad") == 0;
     c->tfidf = strcmp(op_type, "TfIdfVectorizer") == 0;
+    c->constant = strcmp(op_type, "Constant") == 0;
     for (size_t k = 0; k < sizeof(axis_rules) / sizeof(axis_rules[0]); k++)
         if (strcmp(op_type, axis_rules[k].op_type) == 0) c->axis_rule = (int32_t)k;
     static const char *const window_ops[] = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose",

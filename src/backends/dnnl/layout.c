@@ -53,12 +53,16 @@ int32_t dx_view_slot(program *p, int32_t base, const slot *shape, const dnnl_mem
     memcpy(v->dims, shape->dims, sizeof(v->dims));
     v->alias = base;
     dnnl_memory_desc_t m, bm;
-    dx_md_of(v, &m);
+    /* a shape dnnl cannot describe (a dim < 0) leaves m unset: refused,
+     * never read (it was a SIGSEGV in dnnl_memory_create, by chance) */
+    if (!dx_md_of(v, &m)) {
+        p->view_error = true;
+        return -1;
+    }
     if (md && !dnnl_memory_desc_equal(&m, md)) v->has_md = true, v->md = *md, m = *md;
     /* a view never reaches past the bytes it views (a file whose shapes do
      * not agree is refused here, not read out of bounds at run time) */
-    dx_md_of(&p->slots[base], &bm);
-    if (dnnl_memory_desc_get_size(&m) > dnnl_memory_desc_get_size(&bm)) {
+    if (!dx_md_of(&p->slots[base], &bm) || dnnl_memory_desc_get_size(&m) > dnnl_memory_desc_get_size(&bm)) {
         p->view_error = true;
         return -1;
     }
