@@ -69,6 +69,7 @@ static int cmp_rule(const void *a, const void *b) { return strcmp(((const op_rul
 
 static const op_rule *find_rule(const rules *r, const char *op) {
     op_rule key = {.op = op};
+    if (!r->n_rules) return NULL; /* (a file without "ops": no array to search, which bsearch may not be given) */
     return bsearch(&key, r->rules, (size_t)r->n_rules, sizeof(op_rule), cmp_rule);
 }
 
