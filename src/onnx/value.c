@@ -36,7 +36,7 @@ static const char *elem_kind(uint32_t field) {
  * A TensorProto (dims as varints, fields up to 14) fails this. */
 static bool container_shape(const uint8_t *p, size_t n) {
     wire w = {p, p + n};
-    wire_field f;
+    wire_field f = {0};
     int r;
     while ((r = wire_next(&w, &f)) == 1) {
         if (f.num < 1 || f.num > 7) return false;
@@ -70,7 +70,7 @@ static seam_status read_sequence(seam_context *ctx, const uint8_t *p, size_t n, 
                           "%s: not a SequenceProto (malformed, or a TensorProto where the model takes a sequence)", what);
     int64_t count = 0;
     wire w = {p, p + n};
-    wire_field f;
+    wire_field f = {0};
     while (wire_next(&w, &f) == 1) {
         if (f.num >= 4)
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: a sequence of %s; seam's sequences hold tensors",
@@ -125,7 +125,7 @@ seam_status seam_onnx_value_read(seam_context *ctx, const void *bytes, size_t si
                           "%s: not an OptionalProto (malformed, or a TensorProto where the model takes an optional)",
                           what);
     wire w = {p, p + size};
-    wire_field f;
+    wire_field f = {0};
     while (wire_next(&w, &f) == 1) {
         if (f.num == 3) {
             if (held && held->kind == IR_TYPE_SEQUENCE)
