@@ -636,14 +636,25 @@ seam_status seam_session_run(seam_session *s) {
     return seam_exec_run(s->exec);
 }
 
+/* Output index's value (*v its value index); NULL with the error set when
+ * the index is out of range. */
+static const seam_tensor *output_at(seam_session *s, int32_t index, int32_t *v) {
+    const ir_graph *g = s->model->graph;
+    if (index < 0 || index >= g->n_outputs) {
+        seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range (%d outputs)", index,
+                   g->n_outputs);
+        return NULL;
+    }
+    *v = g->outputs[index];
+    return s->joined_valid ? &s->joined[index] : &s->exec->vals[*v].t;
+}
+
 seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view *view) {
     if (!s || !view) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;
-    if (index < 0 || index >= g->n_outputs)
-        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range (%d outputs)", index,
-                          g->n_outputs);
-    int32_t v = g->outputs[index];
-    const seam_tensor *t = s->joined_valid ? &s->joined[index] : &s->exec->vals[v].t;
+    int32_t v;
+    const seam_tensor *t = output_at(s, index, &v);
+    if (!t) return SEAM_STATUS_INVALID_ARGUMENT;
     if (t->dtype == SEAM_VALUE_SEQUENCE || t->dtype == SEAM_VALUE_NONE)
         return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
                           "output '%s' is %s, not a tensor: read it with seam_session_output_value", g->values[v].name,
@@ -655,11 +666,9 @@ seam_status seam_session_output(seam_session *s, int32_t index, seam_tensor_view
 seam_status seam_session_output_value(seam_session *s, int32_t index, seam_value_view *out) {
     if (!s || !out) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;
-    if (index < 0 || index >= g->n_outputs)
-        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "output index %d is out of range (%d outputs)", index,
-                          g->n_outputs);
-    int32_t v = g->outputs[index];
-    const seam_tensor *t = s->joined_valid ? &s->joined[index] : &s->exec->vals[v].t;
+    int32_t v;
+    const seam_tensor *t = output_at(s, index, &v);
+    if (!t) return SEAM_STATUS_INVALID_ARGUMENT;
     *out = (seam_value_view){.kind = SEAM_KIND_TENSOR};
     if (t->dtype == SEAM_VALUE_NONE) {
         out->kind = SEAM_KIND_NONE;
