@@ -39,6 +39,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+# SEAM_TEST_QUIET=1: checks that pass are counted, not printed (Checker.ok)
+QUIET = os.environ.get("SEAM_TEST_QUIET") == "1"
+
 # the floor of the scale in rel_err, so that an all-zero reference does not
 # divide by zero
 TINY = 1e-6
@@ -93,6 +96,7 @@ class Checker:
         self.title = title
         self.patterns = list(patterns or ())
         self.failures = []
+        self.passed = 0  # checks that passed (ok)
         self.seen = []   # every case name offered to selected(), in order
         self.ran = 0     # how many of them were selected
         # -k wins over sampling: a case asked for by name always runs
@@ -138,7 +142,12 @@ class Checker:
         self.failures.append(what)
 
     def ok(self, what):
-        print("ok  ", what, flush=True)
+        """Prints what passed, unless SEAM_TEST_QUIET=1 (scripts/test.sh
+        sets it: CI shows the start of a failed test's output, where the
+        FAIL lines then are); the count is in finish's summary either way."""
+        self.passed += 1
+        if not QUIET:
+            print("ok  ", what, flush=True)
 
     def expect(self, cond, what, detail=None):
         """Prints ok or FAIL for what (with detail on a failure); a failure
@@ -168,7 +177,8 @@ class Checker:
                   f"SEAM_TEST_SEED={self.seed}; unset SEAM_TEST_SAMPLE to run them all)")
         elif not self.everything:
             print(f"{self.title}: {self.ran} of {len(self.seen)} cases selected by -k")
-        print(f"{self.title}: {'FAILED' if self.failures else 'passed'}")
+        print(f"{self.title}: {'FAILED' if self.failures else 'passed'} ({self.passed} checks passed, "
+              f"{len(self.failures)} failed)")
         sys.exit(1 if self.failures else 0)
 
 
@@ -180,7 +190,10 @@ class Program:
         self.path, self.timeout = path, timeout
 
     def __call__(self, *args, env=None, timeout=None):
-        return subprocess.run([self.path, *map(str, args)], capture_output=True, text=True, env=env,
+        # bytes that are not UTF-8 (a message cut inside a character, a
+        # model's own strings) are replaced, never a UnicodeDecodeError that
+        # ends the whole checker
+        return subprocess.run([self.path, *map(str, args)], capture_output=True, text=True, errors="replace", env=env,
                               timeout=timeout if timeout is not None else self.timeout)
 
 
