@@ -311,6 +311,79 @@ SEAM_API seam_status seam_plan_json(const seam_plan *plan, const char *model_nam
 SEAM_API seam_status seam_plan_analysis_json(const seam_plan *plan, const char *model_name, char *buf, size_t size,
                                              size_t *needed);
 
+/* ---- pipeline stages ----
+ *
+ * A plan's nodes in execution order (its subgraphs in order, each one's
+ * nodes in order; constants left out) cut into n_stages contiguous stages,
+ * one per process of a pipeline, such that the slowest stage or link is as
+ * fast as it can be and every stage fits memory_bytes. A stage's time is
+ * its nodes' share of their subgraphs' estimates (seam_plan_subgraph_info
+ * .est_us, split in proportion to each node's own estimate: launches and
+ * boundary copies included). Its memory is what it holds while it runs: the
+ * weights its nodes read (each once), the values it receives (each once,
+ * for the whole stage), and the peak of the values it makes, each held
+ * from its node to its last reader in the stage, or to the stage's end
+ * when a later stage reads it or it is a graph output (a symbolic dim
+ * counts as 32). The link between stage k and k + 1 carries every value
+ * made before the cut and read after it (graph inputs as made by stage 0),
+ * each micro-batch: link_latency_us plus its bytes at link_gbits. */
+typedef struct seam_stage_options {
+    int32_t n_stages;        /* >= 1 */
+    int64_t memory_bytes;    /* what one stage's process may hold; 0: no limit */
+    double link_gbits;       /* the link's bandwidth, gigabits per second (default 10) */
+    double link_latency_us;  /* per transfer (default 20) */
+} seam_stage_options;
+SEAM_API seam_stage_options seam_stage_defaults(void);
+
+typedef struct seam_stage_info {
+    int32_t first, n_nodes;  /* positions in execution order (seam_stages_node_at) */
+    double compute_us;       /* the stage's time per micro-batch */
+    int64_t memory_bytes;    /* weights + received + peak of its own values */
+    int64_t weight_bytes, receive_bytes;
+    int64_t send_bytes;      /* over the link to the next stage (0 for the last) */
+    double send_us;          /* that link's time per micro-batch (0 for the last) */
+} seam_stage_info;
+
+typedef struct seam_stages seam_stages;
+
+/* Cuts plan (which must outlive the result) into stages. Fails with
+ * SEAM_STATUS_INVALID_ARGUMENT when no cut fits: naming the node that
+ * alone needs more than memory_bytes and what it needs, or saying how many
+ * stages the budget needs, or that the plan has fewer nodes than stages. */
+SEAM_API seam_status seam_plan_stages(const seam_plan *plan, const seam_stage_options *opts, seam_stages **out);
+SEAM_API void seam_stages_free(seam_stages *st);
+SEAM_API int32_t seam_stages_count(const seam_stages *st);
+SEAM_API seam_status seam_stages_stage(const seam_stages *st, int32_t k, seam_stage_info *out);
+/* The node at position pos of the execution order; -1 out of range. */
+SEAM_API int32_t seam_stages_node_at(const seam_stages *st, int32_t pos);
+/* The stage node runs in; -1 for a constant or an index out of range. */
+SEAM_API int32_t seam_stages_node_stage(const seam_stages *st, int32_t node);
+
+/* The pipeline's schedule for micro_batches inputs in flight, simulated:
+ * each stage and each link serves one micro-batch at a time, in order
+ * (micro-batch m enters stage k when stage k - 1's link has delivered it
+ * and stage k has finished m - 1). */
+typedef struct seam_stage_schedule {
+    int32_t micro_batches;
+    double makespan_us;       /* from the first input to the last output */
+    double latency_us;        /* one micro-batch alone: every stage and link */
+    double interval_us;       /* steady state: one output per this (the slowest stage or link) */
+    double throughput_per_s;  /* micro_batches / makespan */
+    double bubble_fraction;   /* the stages' idle share of n_stages x makespan */
+    int32_t bottleneck;       /* the slowest stage (or link k: the one after stage k) */
+    bool bottleneck_is_link;
+} seam_stage_schedule;
+/* busy (may be NULL): per stage, its busy share of the makespan. */
+SEAM_API seam_status seam_stages_simulate(const seam_stages *st, int32_t micro_batches, seam_stage_schedule *out,
+                                          double *busy);
+/* {"n_stages", "memory_limit", "link": {"gbits", "latency_us"}, "stages":
+ * [{"stage", "first", "nodes", "first_node", "last_node", "compute_us",
+ * "memory_bytes", "weight_bytes", "receive_bytes", "send_bytes",
+ * "send_us"}], "schedule": {...} (when micro_batches > 0, with each
+ * stage's "busy")}, snprintf-style as seam_plan_json. */
+SEAM_API seam_status seam_stages_json(const seam_stages *st, int32_t micro_batches, char *buf, size_t size,
+                                      size_t *needed);
+
 /* ---- folding ---- */
 
 /* Replaces every node whose output depends only on initializers and on

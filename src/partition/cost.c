@@ -160,7 +160,7 @@ static bool has_unknown_dim(const ir_graph *g, const ir_node *n) {
     return false;
 }
 
-static double value_bytes(const ir_value *v) {
+double cost_value_bytes(const ir_value *v) {
     const ir_type *t = &v->type;
     if (t->kind != IR_TYPE_TENSOR || t->rank < 0) return 0;
     double n = (double)seam_dtype_size((seam_dtype)t->elem);
@@ -258,7 +258,7 @@ static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
             int32_t pr = g->values[v].producer;
             if (pr >= 0 && p->node_subgraph[pr] == s) continue;
             cm->stamp[v] = s;
-            bytes += value_bytes(&g->values[v]);
+            bytes += cost_value_bytes(&g->values[v]);
         }
         for (int32_t o = 0; o < n->n_outputs; o++) { /* outputs read outside or returned */
             int32_t v = n->outputs[o];
@@ -269,7 +269,7 @@ static double cost_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
                 int32_t j = val->consumers[c];
                 out = p->node_target[j] >= 0 && p->node_subgraph[j] != s;
             }
-            if (out) bytes += value_bytes(&g->values[v]);
+            if (out) bytes += cost_value_bytes(&g->values[v]);
         }
     }
     if (bytes_out) *bytes_out = bytes;
@@ -303,11 +303,11 @@ static double need_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
             int32_t pr = g->values[v].producer;
             if (pr >= 0 && p->node_target[pr] >= 0 && p->node_subgraph[pr] == s) continue; /* made here */
             cm->stamp[v] = mark;
-            if (!runtime_value(g, p, v)) weights += value_bytes(&g->values[v]); /* a weight or a folded constant */
-            else held += value_bytes(&g->values[v]);                          /* a boundary input */
+            if (!runtime_value(g, p, v)) weights += cost_value_bytes(&g->values[v]); /* a weight or a folded constant */
+            else held += cost_value_bytes(&g->values[v]);                          /* a boundary input */
         }
         for (int32_t o = 0; o < n->n_outputs; o++)
-            if (n->outputs[o] >= 0) live += value_bytes(&g->values[n->outputs[o]]);
+            if (n->outputs[o] >= 0) live += cost_value_bytes(&g->values[n->outputs[o]]);
         peak = live > peak ? live : peak;
         for (int32_t j = 0; j < n->n_inputs + n->n_implicit; j++) { /* values made here read for the last time */
             int32_t v = n->inputs[j], pr = v >= 0 ? g->values[v].producer : -1;
@@ -319,7 +319,7 @@ static double need_subgraph(const cost_model *cm, const seam_plan *p, int32_t s,
                 leaves = p->node_target[r] >= 0 && p->node_subgraph[r] != s;
             }
             if (!leaves) {
-                live -= value_bytes(&g->values[v]);
+                live -= cost_value_bytes(&g->values[v]);
                 cm->last_use[v] = -2; /* (freed once) */
             }
         }

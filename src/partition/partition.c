@@ -179,6 +179,10 @@ static seam_status partition_once(seam_model *m, const seam_partition_options *o
     seam_phase(m->ctx, "partition: cost");
     if ((st = partition_enforce(&pr))) goto done;
     partition_estimate_final(&pr);
+    /* each node's own estimate, for what reads the plan later (stages.c) */
+    if ((pr.p->node_us = seam_arena_alloc(&pr.p->arena, sizeof(double) * ((size_t)g->n_nodes + 1))))
+        for (int32_t i = 0; i < g->n_nodes; i++)
+            pr.p->node_us[i] = pr.p->node_target[i] < 0 ? 0 : cost_node_us(&pr.cm, i, pr.p->node_target[i]);
     note_idle_targets(&pr);
     seam_phase(m->ctx, "partition: constraints");
 done:

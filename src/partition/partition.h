@@ -34,6 +34,7 @@ struct seam_plan {
     size_t notes_len, notes_cap;
     seam_plan_estimate est;  /* the cost model's estimates */
     int32_t est_guessed;     /* nodes whose sizes are known only at run time (their times guessed) */
+    double *node_us;         /* per node, its estimate on its target (cost.c); NULL for plans made otherwise */
     /* seam_plan_json's text between the size query and the fill */
     char *json, *json_model;
     size_t json_len;
@@ -63,6 +64,9 @@ typedef struct cost_model {
 seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam_model *m,
                             const seam_backend *const *targets, int32_t n_targets, const uint64_t *supported_by);
 void cost_model_free(cost_model *cm);
+/* A value's bytes from its type (a symbolic dim as COST_UNKNOWN_DIM; 0
+ * for a value that is not a tensor of known rank). */
+double cost_value_bytes(const ir_value *v);
 /* Node i's estimated time on target (n_targets = cpu). */
 double cost_node_us(const cost_model *cm, int32_t i, int32_t target);
 /* The plan's estimated time; with store, each subgraph's est_us,

@@ -7,11 +7,14 @@
 #include "cli.h"
 #include "ir/ir.h"
 #include "seam_report.h"
+#include "stages.h"
 #include "targets.h"
 #include "what_if.h"
 
-/* Prints the plan (or its analysis) as `--json` shows it: one line. */
-static int print_json(const char *cmd, seam_context *ctx, const seam_plan *plan, const char *path, bool analysis) {
+/* Prints the plan (or its analysis) as `--json` shows it: one line; with
+ * stages asked (stg), their "pipeline" object inside it. */
+static int print_json(const char *cmd, seam_context *ctx, const seam_plan *plan, const char *path, bool analysis,
+                      const cli_stages *stg) {
     size_t need = 0;
     seam_status st = analysis ? seam_plan_analysis_json(plan, path, NULL, 0, &need) : seam_plan_json(plan, path, NULL, 0, &need);
     char *text = st ? NULL : malloc(need);
@@ -22,9 +25,11 @@ static int print_json(const char *cmd, seam_context *ctx, const seam_plan *plan,
         cli_fail(cmd, ctx, st);
         return CLI_BAD_INPUT;
     }
-    printf("%s\n", text);
+    int rc = CLI_OK;
+    if (stg && stg->asked) rc = stages_print(stg, cmd, ctx, plan, text);
+    else printf("%s\n", text);
     free(text);
-    return CLI_OK;
+    return rc;
 }
 
 typedef struct count {
@@ -217,7 +222,7 @@ int cmd_analyze(int argc, char **argv) {
     free(unit_refused);
     double frac = counted ? (double)supported / counted : 1.0;
     if (as_json) {
-        rc = print_json("analyze", ctx, plan, path, true);
+        rc = print_json("analyze", ctx, plan, path, true, NULL);
     } else {
         printf("The following operations are supported:\n");
         for (int32_t k = 0; k < ns; k++) printf("  %s: %d\n", sup[k].op, sup[k].n);
@@ -274,18 +279,27 @@ static const char *PARTITION_HELP =
     "  --workdir DIR         also write DIR: plan.json, partitioned.onnx, each device\n"
     "                        subgraph as a model of its own (subgraph_<id>_<target>.onnx,\n"
     "                        which seam run accepts) and its backend's compile log\n"
-    "                        (.log); an existing DIR must be one seam wrote\n" TARGET_HELP;
+    "                        (.log); an existing DIR must be one seam wrote\n" STAGES_HELP TARGET_HELP;
 
 int cmd_partition(int argc, char **argv) {
     cli_targets t;
     targets_init(&t);
     const char *path = NULL, *out_path = NULL, *weights_file = NULL, *html = NULL, *workdir = NULL;
     bool as_json = false;
-    /* --weights-file, --html and --workdir are partition's own; take them out before the common parse */
+    cli_stages stg;
+    stages_init(&stg);
+    /* --weights-file, --html, --workdir and the stage options are partition's own; take them out before the common parse */
     char **args = calloc((size_t)argc + 1, sizeof(char *));
     int n_args = 0;
     if (!args) return CLI_BAD_INPUT;
     for (int k = 0; k < argc; k++) {
+        int taken = k ? stages_option(&stg, "partition", argc, argv, &k) : 0;
+        if (taken > 1) {
+            free(args);
+            targets_free(&t);
+            return CLI_USAGE;
+        }
+        if (taken) continue;
         const char **own = strcmp(argv[k], "--weights-file") == 0 ? &weights_file
                            : strcmp(argv[k], "--html") == 0      ? &html
                            : strcmp(argv[k], "--workdir") == 0   ? &workdir
@@ -303,6 +317,7 @@ int cmd_partition(int argc, char **argv) {
     }
     int rc = parse_common("partition", PARTITION_HELP, n_args, args, &t, &path, &as_json, &out_path);
     free(args);
+    if (!rc) rc = stages_check(&stg, "partition");
     if (!rc && weights_file && !out_path) {
         targets_free(&t);
         return cli_usage("partition", "--weights-file needs -o");
@@ -333,7 +348,7 @@ int cmd_partition(int argc, char **argv) {
     seam_plan_support(plan, &supported, &counted);
     double frac = counted ? (double)supported / counted : 1.0;
     if (as_json) {
-        if ((rc = print_json("partition", ctx, plan, path, false))) goto done;
+        if ((rc = print_json("partition", ctx, plan, path, false, &stg))) goto done;
     } else {
         printf("%s: %d subgraph%s (%d on devices); %.2f%% of operations (%d of %d) are supported\n", path, ns,
                ns == 1 ? "" : "s", seam_plan_device_subgraph_count(plan), 100.0 * frac, supported, counted);
@@ -355,6 +370,7 @@ int cmd_partition(int argc, char **argv) {
         free(h);
         const char *notes = seam_plan_notes(plan);
         if (*notes) printf("notes:\n%s", notes);
+        if (stg.asked && (rc = stages_print(&stg, "partition", ctx, plan, NULL))) goto done;
     }
     if (cli_same_file(path, html) || cli_same_file(path, workdir)) {
         fprintf(stderr, "seam partition: %s is the input model; write the report elsewhere\n",

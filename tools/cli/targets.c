@@ -177,6 +177,16 @@ int targets_option(cli_targets *t, const char *cmd, int argc, char **argv, int *
     return 0;
 }
 
+bool cli_parse_size(const char *s, int64_t *out) {
+    char *end;
+    double size = strtod(s, &end);
+    double unit = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
+    if (unit > 1) end++;
+    if (end == s || *end || !(size >= 0) || size * unit > 9e18) return false;
+    *out = (int64_t)(size * unit);
+    return true;
+}
+
 /* Each target's memory: a rules file's "memory_bytes", or --target-memory
  * NAME=SIZE (which wins); an unknown name or a bad size is a usage error. */
 static int targets_memory(cli_targets *t, const char *cmd) {
@@ -184,17 +194,14 @@ static int targets_memory(cli_targets *t, const char *cmd) {
     for (int32_t k = 0; k < t->opts.n_targets; k++) any |= (t->memory[k] = seam_rules_memory_bytes(t->list[k])) > 0;
     for (int32_t a = 0; a < t->n_memory_args; a++) {
         const char *v = t->memory_args[a], *eq = strrchr(v, '=');
-        char *end;
-        double size = strtod(eq + 1, &end);
-        double unit = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
-        if (unit > 1) end++;
-        if (end == eq + 1 || *end || !(size >= 0) || size * unit > 9e18)
+        int64_t size;
+        if (!cli_parse_size(eq + 1, &size))
             return cli_usage(cmd, "--target-memory %s: the size must be a number of bytes, or with K, M or G", v);
         int32_t k = 0;
         while (k < t->opts.n_targets && (strlen(t->list[k]->name) != (size_t)(eq - v) || strncmp(t->list[k]->name, v, (size_t)(eq - v))))
             k++;
         if (k == t->opts.n_targets) return cli_usage(cmd, "--target-memory %s: no --target is named '%.*s'", v, (int)(eq - v), v);
-        t->memory[k] = (int64_t)(size * unit);
+        t->memory[k] = size;
         any |= t->memory[k] > 0;
     }
     t->opts.memory_bytes = any ? t->memory : NULL;

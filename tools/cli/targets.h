@@ -126,4 +126,7 @@ int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_m
  * QLinear nodes for targets, or run in float on the CPU). */
 void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool units);
 
+/* A size in bytes, or with K, M or G (1024-based): false when s is not one. */
+bool cli_parse_size(const char *s, int64_t *out);
+
 #endif
