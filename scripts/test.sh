@@ -7,11 +7,11 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
 # each stage says when it began, in seconds since the start (CI allows 90 minutes; the goal is 30)
-stage() { echo "== $1 (at ${SECONDS} s)"; }
+stage() { echo "== $1 (at ${SECONDS} s; $(df -h . | awk 'NR == 2 {print $4}') of disk free)"; }
 # the machine, first: oneDNN's kernels, ONNX Runtime's int8 and several
 # checks depend on the CPU's instruction sets and cores
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores," \
-  "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo);" \
+  "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(df -h . | awk 'NR == 2 {print $4}') of disk free;" \
   "flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512bw|avx512_vnni|avx_vnni|avx512_bf16|amx_int8)$' | tr '\n' ' ')"
 # the Python checkers print their FAIL lines and a count, not every check
 # that passed (CI shows the start of a failed test's output)

@@ -611,6 +611,8 @@ def main():
                 check.ok(f"{case_name} [{desc}]: " + "; ".join(
                     f"{lb} {c}" + (f" ({e.strip().splitlines()[-1][:160]})" if c and e.strip() else "")
                     for lb, c, _, e in results))
+            if not bad:  # (a mutated model and its partitioned copy: 0.8 GB over the real models)
+                shutil.rmtree(d, ignore_errors=True)
     secs = time.monotonic() - t0
     n_models = len({c[0] for c in cases})
     summary = (f"{n_models} models, {len(cases)} mutations, {runs} runs in {secs:.0f} s "
