@@ -392,11 +392,14 @@ static void local_search(partitioner *pr, const cost_model *cm, int32_t *best, s
         if (nn > 20000) break;
         bool improved = false;
         const ir_graph *g = pr->m->graph;
-        /* only nodes at a subgraph's border (a neighbour in another one) */
+        /* only nodes at a subgraph's border (a neighbour in another one), and
+         * nodes inside a device subgraph that cost more there than on the CPU
+         * (a transformer's FFN MatMul in the middle of one dnnl subgraph) */
         if (try_targets(pr, cm, best).us < 0) break;
         for (int32_t i = 0; i < nn; i++) {
             const ir_node *n = &g->nodes[i];
-            border[i] = false;
+            int32_t on = p->node_target[i];
+            border[i] = on >= 0 && on < pr->n_targets && cost_node_us(cm, i, on) > cm->cpu_us[i];
             for (int32_t k = 0; k < n->n_inputs && !border[i]; k++) {
                 int32_t v = n->inputs[k], pv = v >= 0 ? g->values[v].producer : -1;
                 border[i] = pv >= 0 && p->node_target[pv] >= 0 && p->node_subgraph[pv] != p->node_subgraph[i];
@@ -468,6 +471,9 @@ static void explain_moves(partitioner *pr, const int32_t *cap, const int32_t *be
                 snprintf(buf, sizeof(buf), "its %s subgraph (%d node%s) %.3g us + %.3g us launch and transfer (%lld bytes) > "
                          "%.3g us on cpu", p->target_names[t], c->n_nodes, c->n_nodes == 1 ? "" : "s", c->nodes_us,
                          c->extra_us, (long long)c->bytes, c->cpu_us);
+            } else if (cost_node_us(cm, i, t) > cm->cpu_us[i]) {
+                snprintf(buf, sizeof(buf), "%.3g us on %s, %.3g on cpu (the backend's cost for this node), the "
+                         "boundary values it adds included", cost_node_us(cm, i, t), p->target_names[t], cm->cpu_us[i]);
             } else {
                 snprintf(buf, sizeof(buf), "%.3g us on %s (%.3g on cpu), but on %s it would add boundary values "
                          "whose transfers cost more",

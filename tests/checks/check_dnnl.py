@@ -550,12 +550,41 @@ if check.selected("matmul_cost_avx2"):
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
         return path
     avx512 = seamtest.dnnl_avx512_layouts()
+    # (the rule is N a multiple of 1024, whatever K: 1000 x 1000 stays on dnnl, 256 x 1024 goes)
     for (rows, k, n), env, want in (((64, 1024, 1024), AVX2, "cpu"), ((1024, 1024, 1024), AVX2, "dnnl"),
-                                    ((64, 256, 256), AVX2, "dnnl"), ((64, 1024, 1024), None, "dnnl" if avx512 else "cpu")):
+                                    ((64, 256, 256), AVX2, "dnnl"), ((64, 1000, 1000), AVX2, "dnnl"),
+                                    ((192, 256, 1024), AVX2, "cpu"), ((64, 1024, 1024), None, "dnnl" if avx512 else "cpu")):
         r = run("partition", mm_model(rows, k, n), "--target", "dnnl", "--json", env=env)
         got = json.loads(r.stdout)["nodes"][0]["target"] if r.returncode == 0 else f"exit {r.returncode}"
         label = f"matmul_cost_avx2: {rows}x{k}x{n}{' (oneDNN capped at AVX2)' if env else ''} on {want}"
         check.expect(got == want, label, f"on {got}: {r.stderr[-300:]}")
+
+# the same inside a long dnnl subgraph (the cost search looks past a
+# subgraph's border at the nodes its target runs slower than the CPU): a
+# transformer's FFN, 256 -> 1024 -> 256 at 192 rows, between chains of 120
+# Adds; the 256 -> 1024 MatMul goes to the CPU, the rest stays on dnnl
+if check.selected("matmul_cost_interior"):
+    def chain(x, tag, n):
+        nodes = []
+        for k in range(n):
+            nodes.append(helper.make_node("Add", [x, "c"], [f"{tag}{k}"], name=f"{tag}{k}"))
+            x = f"{tag}{k}"
+        return nodes, x
+    pre, a = chain("x", "a", 120)
+    post, z = chain("f2", "z", 120)
+    ffn = [helper.make_node("MatMul", [a, "w1"], ["f1"], name="up"), helper.make_node("Relu", ["f1"], ["r1"], name="relu"),
+           helper.make_node("MatMul", ["r1", "w2"], ["f2"], name="down")]
+    inits = [numpy_helper.from_array((rng.rand(256, 1024).astype(np.float32) - 0.5) / 30, "w1"),
+             numpy_helper.from_array((rng.rand(1024, 256).astype(np.float32) - 0.5) / 30, "w2"),
+             numpy_helper.from_array(np.full((256,), 0.01, np.float32), "c")]
+    g = helper.make_graph(pre + ffn + post, "g", [vi("x", [192, 256])], [vi(z, [192, 256])], inits)
+    path = os.path.join(work, "mm_cost_interior.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    r = run("partition", path, "--target", "dnnl", "--json", env=AVX2)
+    where = {nd["name"]: nd["target"] for nd in json.loads(r.stdout)["nodes"]} if r.returncode == 0 else {}
+    check.expect(where.get("up") == "cpu" and where.get("down") == "dnnl" and where.get("a0") == "dnnl",
+                 "matmul_cost_interior: the FFN's 256 -> 1024 MatMul inside a dnnl subgraph goes to the CPU "
+                 "(oneDNN capped at AVX2)", f"{where.get('up')}, {where.get('down')}, {where.get('a0')}: {r.stderr[-300:]}")
 
 # placement by cost without AVX-512, convolutions (dnnl.c, conv_cost_avx2):
 # a 3x3 stride-1 conv of 64 channels stays on the CPU (its Winograd beats
