@@ -191,18 +191,20 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
     /* Without AVX-512 oneDNN 2.6 has no brgemm matmul: MatMul and Gemm run
      * its gemm:jit on plain weights. Where the output's rows lie a multiple
      * of 4 KB apart (N a multiple of 1024 floats) its stores alias in the
-     * cache, and it takes 1.5-1.9x the CPU's packed GEMM at up to 512 rows
+     * cache, and it takes 1.5-1.9x the CPU's packed GEMM at up to 256 rows
      * (MatMul + Add by a constant weight on an AVX2 EPYC, 2 threads, 128
      * rows: N = 1024 1.61x, 1000 0.81x; 4096 1.67x, 4000 0.84x; 2048
-     * 1.50-1.65x; K makes no difference; 600 rows 0.86x; the transformers'
-     * FFNs 192 x 256 -> 1024 1.7x, 96 x 768 -> 3072 1.8x; mlp_large: 41.7
-     * ms on dnnl, 24.5 on the CPU, 20.8 in ONNX Runtime) */
+     * 1.50-1.65x; K makes no difference; the transformers' FFNs 192 x 256
+     * -> 1024 1.7x, 96 x 768 -> 3072 1.8x; mlp_large: 41.7 ms on dnnl, 24.5
+     * on the CPU, 20.8 in ONNX Runtime). At 512 rows it is 1.31x alone, but
+     * encoder_8x64 ran 27.3 -> 31.3 ms with its FFNs moved (the boundary
+     * copies); at 600 rows 0.86x: so up to 320 rows. */
     if ((is_op(n, "Gemm") || is_op(n, "MatMul")) && !dx_isa_avx512() && n->n_inputs > 1 &&
         n->n_outputs > 0 && dx_const_input(n, 1) && n->outputs[0].rank >= 1) {
         double w = (double)dx_value_numel(&n->inputs[1]), y = (double)dx_value_numel(&n->outputs[0]);
         int64_t cols = n->outputs[0].dims[n->outputs[0].rank - 1];
         double rows = cols > 0 && y > 0 ? y / (double)cols : 0;
-        if (cols >= 1024 && cols % 1024 == 0 && w >= 131072 && rows >= 1 && rows <= 512) return 1.7;
+        if (cols >= 1024 && cols % 1024 == 0 && w >= 131072 && rows >= 1 && rows <= 320) return 1.7;
     }
     /* Resize without AVX-512: oneDNN's resampling on channel blocks, then
      * a reorder of its large output: the text detector's 4x upsampling of
