@@ -46,7 +46,9 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    the path check did not prepare is prepared at the first run and kept
    (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
    against torch.
-3f. Grouped convs of few channels a group (gconv.c's direct loop):
+3f. Grouped convs of few channels a group (gconv.c's direct loop, its
+   AVX2 kernel bit for bit the AVX-512 one's, SEAM_CPU_GCONV=0's im2col
+   within 1e-5):
    ResNeXt's 32 groups of 4, 8, 16 and 32 channels, stride 2, output
    channels a group that leave blocks of 8, 4, 2 and 1 (15), strides 3 and
    (2, 1), dilation, asymmetric pads, 5x5 and 1x1 kernels, batch 2, every
@@ -491,6 +493,21 @@ def packed_run(name, x, w, b, group, strides, pads, act, weight, dil=(1, 1)):
         outs.append(np.load(os.path.join(d, "y.npy")))
     if outs[0].tobytes() != outs[1].tobytes():
         return None, "--threads 1 and --threads 2 differ"
+    if name.startswith("gconv_"):
+        # gconv.c's AVX2 kernel (the one a CPU without AVX-512 runs) sums in the
+        # AVX-512 kernel's order: the same bits; and the im2col path it replaces
+        # (SEAM_CPU_GCONV=0) agrees within rounding
+        for label, val in (("avx2", None), ("0", 1e-5)):
+            d = os.path.join(work, f"{name}.gconv_{label}")
+            r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet",
+                     env=dict(os.environ, SEAM_CPU_GCONV=label))
+            if r.returncode:
+                return None, f"seam run with SEAM_CPU_GCONV={label} failed: {r.stderr.strip()}"
+            got = np.load(os.path.join(d, "y.npy"))
+            if val is None and got.tobytes() != outs[0].tobytes():
+                return None, "SEAM_CPU_GCONV=avx2 (the AVX2 kernel) differs in bits from the default run"
+            if val is not None and not seamtest.rel_err(got, outs[0]) <= val:
+                return None, f"SEAM_CPU_GCONV=0 (im2col) is {seamtest.rel_err(got, outs[0]):.2e} from the direct loop"
     return outs[0], None
 
 

@@ -632,6 +632,9 @@ if check.selected("conv_cost_avx2"):
               "1x1_64": (conv_model("1x1_64", 64, 64, 1, 32), "dnnl", "dnnl"),
               # 64 -> 16: too few channels for the CPU's Winograd (its GEMM was 12x oneDNN's here)
               "3x3_64_to_16": (conv_model("3x3_64_to_16", 64, 16, 3, 64), "dnnl", "dnnl"),
+              # ResNeXt's 32 groups of 4 (oneDNN's gemm:jit against gconv.c's loop), and of 16 (even)
+              "grouped_4": (conv_model("grouped_4", 128, 128, 3, 56, group=32), "cpu", "dnnl"),
+              "grouped_16": (conv_model("grouped_16", 512, 512, 3, 14, group=32), "dnnl", "dnnl"),
 }
     for name, (path, want, want512) in models.items():
         for env in (AVX2, None):

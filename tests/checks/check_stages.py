@@ -77,7 +77,6 @@ def check_plan(label, model, plan, budget):
     check.expect(at == len(order), f"{label}: the stages cover the order ({at} of {len(order)})")
     sizes = value_bytes(model)
     inits = {t.name for t in model.graph.initializer}
-    pos = {i: q for q, i in enumerate(order)}
     made = {}
     for q, i in enumerate(order):
         for o in nodes[i].output:
@@ -169,7 +168,7 @@ def mlp_case():
     budget = int(weights / 2.5)
     model = onnx.load(path)
     r = run("partition", path, "--stages", "3", "--stage-memory", str(budget), "--json")
-    if check.expect(r.returncode == 0, f"mlp_budget: weights of 2.5 budgets in 3 stages", r.stderr.strip()[-300:]):
+    if check.expect(r.returncode == 0, "mlp_budget: weights of 2.5 budgets in 3 stages", r.stderr.strip()[-300:]):
         check_plan("mlp_budget", model, json.loads(r.stdout), budget)
     r = run("partition", path, "--stages", "2", "--stage-memory", str(budget))
     check.expect(r.returncode == 2 and "needs at least 3" in r.stderr, "mlp_budget: 2 stages refused: it needs at least 3",

@@ -15,8 +15,11 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include <pthread.h>
+#include <stdlib.h>
 #define GC_X86 1
 #define GC_TARGET __attribute__((target("avx512f,fma")))
+#define GC_TARGET2 __attribute__((target("avx2,fma")))
 #else
 #define GC_X86 0
 #endif
@@ -65,9 +68,31 @@ static bool plan_of(const conv_geom *g, int64_t Cg, int64_t Mg, gc_plan *q) {
     return q->per_task <= GC_MAX_TASK_FLOATS;
 }
 
+/* The kernels this CPU runs: 2 AVX-512, 1 AVX2 and FMA, 0 none (then the
+ * callers' im2col and sgemm). SEAM_CPU_GCONV=avx2 takes the AVX2 one on
+ * any CPU that has it (its tests compare the two bit for bit), =0 none. */
+static int gc_isa_state;
+#if GC_X86
+static pthread_once_t gc_once = PTHREAD_ONCE_INIT;
+static void gc_probe(void) {
+    const char *e = getenv("SEAM_CPU_GCONV");
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (e && !strcmp(e, "0")) gc_isa_state = 0;
+    else if (e && !strcmp(e, "avx2")) gc_isa_state = avx2 ? 1 : 0;
+    else gc_isa_state = cpu_gemm_avx512() ? 2 : avx2 ? 1 : 0;
+}
+#endif
+
+static int gc_isa(void) {
+#if GC_X86
+    pthread_once(&gc_once, gc_probe);
+#endif
+    return gc_isa_state;
+}
+
 bool cpu_gconv_fits(const conv_geom *g, int64_t group, int64_t Cg, int64_t Mg) {
     gc_plan q;
-    return GC_X86 && group > 1 && Cg > 1 && Mg >= 1 && Mg <= 64 && cpu_gemm_avx512() && plan_of(g, Cg, Mg, &q);
+    return GC_X86 && group > 1 && Cg > 1 && Mg >= 1 && Mg <= 64 && gc_isa() > 0 && plan_of(g, Cg, Mg, &q);
 }
 
 static int64_t task_count(int64_t group, int32_t threads) {
@@ -88,6 +113,7 @@ typedef struct gc_job {
     const act_params *post;
     float *scratch;
     int64_t group, Cg, Mg, tasks;
+    int isa;                   /* gc_isa() */
 } gc_job;
 
 /* Channel c's zero-padded phase planes: plane (r, s) row i, column j holds
@@ -155,6 +181,45 @@ GC_BLOCK(8)
 GC_BLOCK(4)
 GC_BLOCK(2)
 GC_BLOCK(1)
+
+/* The same on AVX2 (16 registers): 16 outputs a step for up to 4 output
+ * channels, 8 accumulators; each output summed in the same order, so
+ * the results are the AVX-512 kernel's bit for bit. */
+GC_TARGET2 static inline __attribute__((always_inline)) void
+block_body2(const gc_plan *q, const float *xq, const float *w, int64_t wst, int64_t Cg, float *st, const int MB) {
+    int64_t nk = q->nk, chan = q->chan, nf = q->nf;
+    for (int64_t i = 0; i < nf; i += 16) {
+        __m256 acc[4][2];
+#pragma GCC unroll 4
+        for (int m = 0; m < MB; m++) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+        for (int64_t c = 0; c < Cg; c++) {
+            const float *xc = xq + c * chan + i, *wc = w + c * nk;
+            for (int64_t kk = 0; kk < nk; kk++) {
+                __m256 x0 = _mm256_loadu_ps(xc + q->offs[kk]), x1 = _mm256_loadu_ps(xc + q->offs[kk] + 8);
+#pragma GCC unroll 4
+                for (int m = 0; m < MB; m++) {
+                    __m256 wv = _mm256_broadcast_ss(wc + m * wst + kk);
+                    acc[m][0] = _mm256_fmadd_ps(wv, x0, acc[m][0]);
+                    acc[m][1] = _mm256_fmadd_ps(wv, x1, acc[m][1]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int m = 0; m < MB; m++) {
+            _mm256_storeu_ps(st + m * nf + i, acc[m][0]);
+            _mm256_storeu_ps(st + m * nf + i + 8, acc[m][1]);
+        }
+    }
+}
+
+#define GC_BLOCK2(MB)                                                                                           \
+    GC_TARGET2 static void block2_##MB(const gc_plan *q, const float *xq, const float *w, int64_t wst, int64_t Cg, \
+                                       float *st) {                                                              \
+        block_body2(q, xq, w, wst, Cg, st, MB);                                                                  \
+    }
+GC_BLOCK2(4)
+GC_BLOCK2(2)
+GC_BLOCK2(1)
 #endif
 
 /* Task t: groups [t G / tasks, (t + 1) G / tasks), whole. */
@@ -172,7 +237,11 @@ static void gc_tasks(void *arg, int64_t begin, int64_t end) {
                 const float *w = j->w + (g * Mg + m) * Cg * nk;
                 float *sm = st + m * q->nf;
 #if GC_X86
-                if (Mg - m >= 8) block_8(q, xq, w, Cg * nk, Cg, sm), m += 8;
+                if (j->isa == 1) {
+                    if (Mg - m >= 4) block2_4(q, xq, w, Cg * nk, Cg, sm), m += 4;
+                    else if (Mg - m >= 2) block2_2(q, xq, w, Cg * nk, Cg, sm), m += 2;
+                    else block2_1(q, xq, w, Cg * nk, Cg, sm), m += 1;
+                } else if (Mg - m >= 8) block_8(q, xq, w, Cg * nk, Cg, sm), m += 8;
                 else if (Mg - m >= 4) block_4(q, xq, w, Cg * nk, Cg, sm), m += 4;
                 else if (Mg - m >= 2) block_2(q, xq, w, Cg * nk, Cg, sm), m += 2;
                 else block_1(q, xq, w, Cg * nk, Cg, sm), m += 1;
@@ -198,7 +267,7 @@ void cpu_gconv_run(seam_pool *pool, const conv_geom *g, int64_t N, int64_t group
     gc_plan q;
     if (!plan_of(g, Cg, Mg, &q)) return;
     gc_job j = {&q, NULL, w, bias, NULL, post, (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), group, Cg, Mg,
-                task_count(group, seam_pool_threads(pool))};
+                task_count(group, seam_pool_threads(pool)), gc_isa()};
     for (int64_t n = 0; n < N; n++) {
         j.x = x + n * group * Cg * q.H * q.W;
         j.y = y + n * group * Mg * q.OH * q.OW;

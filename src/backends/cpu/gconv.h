@@ -1,6 +1,7 @@
 /*
  * Grouped 2-D convolutions with few channels a group (ResNeXt's 32 groups
- * of 4 to 32 channels), float32, on CPUs with AVX-512: a direct loop per
+ * of 4 to 32 channels), float32, on CPUs with AVX-512 or AVX2 and FMA
+ * (the same sums in the same order: the same bits): a direct loop per
  * group instead of im2col and an sgemm of 4 to 32 rows per group and
  * block, whose calls and packing cost more than their products.
  *
@@ -37,7 +38,8 @@ typedef struct seam_pool seam_pool;
 /* Whether the direct loop takes a conv of geometry g (2-D) with `group`
  * groups of Cg input and Mg output channels: more than one group and
  * input channel a group, at most 64 output channels a group, planes of a
- * bounded size, and a CPU with AVX-512 (cpu_gemm_available). */
+ * bounded size, and a CPU with AVX-512, or AVX2 and FMA (SEAM_CPU_GCONV=avx2
+ * takes the AVX2 kernel anywhere, =0 neither). */
 bool cpu_gconv_fits(const conv_geom *g, int64_t group, int64_t Cg, int64_t Mg);
 
 /* Scratch bytes cpu_gconv_run needs on a pool of `threads` threads. */

@@ -169,6 +169,14 @@ static double conv_cost_avx2(const seam_node_view *n) {
      * detector's last 1x1 conv, 16 -> 1 at 640 x 640, took 5.7 ms against
      * the CPU's 0.67 */
     if (group == 1 && w[0] < 8 && y[2] * y[3] >= 4096) return 4.0;
+    /* grouped, fewer than 8 input channels a group (ResNeXt's 32 groups
+     * of 4): no channel block of 8 fits a group, so oneDNN runs
+     * x64:gemm:jit on the plain layout, against the CPU's direct loop
+     * (gconv.c): 128 -> 128 in 32 groups at 56 x 56 1.30 ms against 0.25;
+     * 8 a group at 28 x 28 0.39 against 0.24; 16 and 32 a group even or
+     * better on oneDNN */
+    if (group > 1 && !depthwise && w[1] < 8 && x[1] == group * w[1]) return 4.0;
+    if (group > 1 && !depthwise && w[1] == 8 && st[0] == 1 && st[1] == 1) return 1.5;
     /* (winograd.c's cpu_wino_fits: at least 48 input and 16 output
      * channels, C M >= 16 (C + M), 16 tiles of 4 x 4; a 3x3 conv it does
      * not take, 64 -> 16 at 160 x 160, ran 6.2-7.0 ms on the CPU's GEMM
