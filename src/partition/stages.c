@@ -173,6 +173,9 @@ static int32_t sweep(stage_model *sm, int32_t j, int32_t stop, int32_t step, dou
 
 static double mem_total(const stage_mem *m) { return m->weights + m->received + m->peak; }
 
+/* A byte count as int64 (dims up to 2^40 each can multiply past it). */
+static int64_t bytes_i64(double v) { return v >= 9.2e18 ? INT64_MAX : v > 0 ? (int64_t)v : 0; }
+
 /* Why no cut fits, into the context: the node that alone needs more than
  * the budget, or how many stages the budget needs. */
 static seam_status no_cut(stage_model *sm, seam_context *ctx, const seam_stage_options *o, const int32_t *reach,
@@ -293,9 +296,9 @@ seam_status seam_plan_stages(const seam_plan *plan, const seam_stage_options *op
         sweep(&sm, j, ends[s], 1, 0, &m);
         in->first = j, in->n_nodes = ends[s] - j;
         in->compute_us = sm.time[ends[s]] - sm.time[j];
-        in->weight_bytes = (int64_t)m.weights, in->receive_bytes = (int64_t)m.received;
-        in->memory_bytes = (int64_t)mem_total(&m);
-        if (s + 1 < o.n_stages) in->send_bytes = (int64_t)sm.cut[ends[s]], in->send_us = link_us(&o, sm.cut[ends[s]]);
+        in->weight_bytes = bytes_i64(m.weights), in->receive_bytes = bytes_i64(m.received);
+        in->memory_bytes = bytes_i64(mem_total(&m));
+        if (s + 1 < o.n_stages) in->send_bytes = bytes_i64(sm.cut[ends[s]]), in->send_us = link_us(&o, sm.cut[ends[s]]);
         for (int32_t q = j; q < ends[s]; q++) r->node_stage[r->order[q]] = s;
     }
     free(ends);
