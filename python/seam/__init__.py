@@ -288,6 +288,34 @@ def analyze(module_or_path, example_inputs=None, targets=("dnnl",)):
     return a
 
 
+def plan_stages(module_or_path, example_inputs=None, *, stages, targets=("dnnl",), stage_memory=0, link_gbits=10.0,
+                link_latency_us=20.0, micro_batches=0, partitioner_config=None):
+    """The model partitioned for targets and cut into `stages` pipeline
+    stages, one process each (`seam partition --stages`; docs/scale-out.md):
+    the plan as a dict, with "pipeline": n_stages, memory_limit, link, and
+    per stage its first position and node count, first and last node,
+    compute_us, memory_bytes (weights, received values and the peak of its
+    own, each within stage_memory bytes when that is > 0), weight_bytes,
+    receive_bytes, send_bytes and send_us over a link of link_gbits
+    gigabits per second and link_latency_us a transfer; with micro_batches
+    > 0 also "schedule" (makespan_us, latency_us, interval_us,
+    throughput_per_s, bubble_fraction, bottleneck) and each stage's busy
+    share. Raises ValueError naming the node that alone does not fit, or
+    how many stages the memory needs."""
+    if int(stages) < 1:
+        raise ValueError(f"plan_stages: stages={stages}: one stage at least")
+    graph, name = _graph(module_or_path, example_inputs)
+    graph.fold()
+    graph.fuse_qdq()
+    cfg = partitioner_config or PartitionerConfig()
+    return json.loads(graph.partition(_targets(targets), min_subgraph_size=max(cfg.min_subgraph_size, 1),
+                                      max_subgraph_count=max(cfg.max_subgraph_count, 0), cpu_ops=list(cfg._cpu_ops),
+                                      pins=[s for kv in cfg.pins.items() for s in kv], name=name,
+                                      capability=cfg.placement == "capability", rewrite=cfg.rewrite,
+                                      stages=int(stages), stage_memory=int(stage_memory), link_gbits=float(link_gbits),
+                                      link_latency_us=float(link_latency_us), micro_batches=int(micro_batches)))
+
+
 def _log_plan(plan, nodes):
     log.info("Num Partitions: %d", len(plan["subgraphs"]))
     for sg in plan["subgraphs"]:

@@ -447,23 +447,55 @@ static int strings_of(PyObject *seq_obj, const char **out, int32_t max, int32_t 
 #define MAX_TARGETS 16
 #define MAX_LIST 256
 
+/* The plan's JSON *text with the stages' object as its "pipeline" (the
+ * text seam partition --stages --json prints); *text reallocated. */
+static seam_status with_stages(const seam_plan *plan, const seam_stage_options *so, int micro, char **text) {
+    seam_stages *st = NULL;
+    seam_status rc = seam_plan_stages(plan, so, &st);
+    size_t need = 0;
+    char *pipe = NULL;
+    if (!rc) rc = seam_stages_json(st, micro, NULL, 0, &need);
+    if (!rc && !(pipe = malloc(need))) rc = SEAM_STATUS_OUT_OF_MEMORY;
+    if (!rc) rc = seam_stages_json(st, micro, pipe, need, NULL);
+    size_t n = *text ? strlen(*text) : 0;
+    while (n && (*text)[n - 1] != '}') n--;
+    char *all = !rc && n ? malloc(n + strlen(pipe) + 16) : NULL;
+    if (!rc && !all) rc = SEAM_STATUS_OUT_OF_MEMORY;
+    if (!rc) {
+        sprintf(all, "%.*s,\"pipeline\":%s}", (int)(n - 1), *text, pipe);
+        free(*text);
+        *text = all;
+    }
+    free(pipe);
+    seam_stages_free(st);
+    return rc;
+}
+
 /* partition(targets, min_support, min_subgraph_size, max_subgraph_count,
  *           on_violation_error, cpu_ops, pins, analysis, apply,
- *           target_options, name, capability) -> JSON text
+ *           target_options, name, capability, rewrite, stages, stage_memory,
+ *           link_gbits, link_latency_us, micro_batches) -> JSON text
+ * With stages (> 0), the text has the plan cut into that many pipeline
+ * stages as "pipeline" (and the schedule of micro_batches when > 0).
  * With analysis, no constraints apply and the text is the analysis; with
  * apply, the model is rewritten as the plan says (ai.seam Subgraph nodes). */
 static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"targets", "min_support", "min_subgraph_size", "max_subgraph_count", "on_violation_error",
                              "cpu_ops", "pins", "analysis", "apply", "target_options", "name", "capability",
-                             "rewrite", NULL};
+                             "rewrite", "stages", "stage_memory", "link_gbits", "link_latency_us", "micro_batches", NULL};
     PyObject *targets_obj, *cpu_ops_obj = Py_None, *pins_obj = Py_None, *topts_obj = Py_None;
     double min_support = 0;
-    int min_size = 1, max_count = 0, on_error = 0, analysis = 0, apply = 0, capability = 0, rewrite = 0;
+    int min_size = 1, max_count = 0, on_error = 0, analysis = 0, apply = 0, capability = 0, rewrite = 0, micro = 0;
     const char *name = "";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|diipOOppOspp", kwlist, &targets_obj, &min_support, &min_size,
+    seam_stage_options so = seam_stage_defaults();
+    so.n_stages = 0; /* (none unless asked) */
+    long long stage_mem = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|diipOOppOsppiLddi", kwlist, &targets_obj, &min_support, &min_size,
                                      &max_count, &on_error, &cpu_ops_obj, &pins_obj, &analysis, &apply, &topts_obj,
-                                     &name, &capability, &rewrite))
+                                     &name, &capability, &rewrite, &so.n_stages, &stage_mem, &so.link_gbits,
+                                     &so.link_latency_us, &micro))
         return NULL;
+    so.memory_bytes = (int64_t)stage_mem;
     const seam_backend *targets[MAX_TARGETS];
     const char *cpu_ops[MAX_LIST], *topts[MAX_LIST], *pin_strs[2 * MAX_LIST];
     seam_pin pins[MAX_LIST];
@@ -501,6 +533,7 @@ static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw
     if (!st) st = analysis ? seam_plan_analysis_json(plan, name, NULL, 0, &need) : seam_plan_json(plan, name, NULL, 0, &need);
     if (!st && !(text = malloc(need))) st = SEAM_STATUS_OUT_OF_MEMORY;
     if (!st) st = analysis ? seam_plan_analysis_json(plan, name, text, need, NULL) : seam_plan_json(plan, name, text, need, NULL);
+    if (!st && so.n_stages > 0) st = with_stages(plan, &so, micro, &text);
     if (!st && apply) st = seam_plan_apply(self->model, plan, targets, n_targets, n_topts ? topts : NULL, n_topts);
     seam_plan_free(plan);
     Py_END_ALLOW_THREADS

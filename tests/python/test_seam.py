@@ -236,6 +236,26 @@ def test_analyze(mlp, x, work, caplog):
     assert got == ref
 
 
+def test_plan_stages(mlp, x, work):
+    """seam.plan_stages is `seam partition --stages --json`'s "pipeline",
+    and a memory no stage can hold is a ValueError naming the node."""
+    path = export(mlp, x, work / "mlp_stages.onnx")
+    got = seam.plan_stages(path, stages=3, targets=(), stage_memory=0, micro_batches=6)
+    ref = cli("partition", path, "--stages", "3", "--simulate", "--micro-batches", "6", "--json")
+    assert got["pipeline"] == ref["pipeline"]
+    stages = got["pipeline"]["stages"]
+    assert [s["stage"] for s in stages] == [0, 1, 2] and stages[0]["first"] == 0
+    assert sum(s["nodes"] for s in stages) == sum(len(sg["nodes"]) for sg in got["subgraphs"])
+    assert got["pipeline"]["schedule"]["micro_batches"] == 6
+    budget = max(s["memory_bytes"] for s in stages)
+    tight = seam.plan_stages(path, stages=3, targets=(), stage_memory=budget)
+    assert all(s["memory_bytes"] <= budget for s in tight["pipeline"]["stages"])
+    with pytest.raises(ValueError, match="alone needs"):
+        seam.plan_stages(path, stages=2, targets=(), stage_memory=16)
+    with pytest.raises(ValueError):
+        seam.plan_stages(path, stages=0, targets=())
+
+
 # ---- save, load, replace_weights ---------------------------------------------
 
 def test_save_load(traced, mlp, x, work):
