@@ -304,6 +304,8 @@ def plan_stages(module_or_path, example_inputs=None, *, stages, targets=("dnnl",
     how many stages the memory needs."""
     if int(stages) < 1:
         raise ValueError(f"plan_stages: stages={stages}: one stage at least")
+    if int(micro_batches) < 0:
+        raise ValueError(f"plan_stages: micro_batches={micro_batches}: 0 (no schedule) or more")
     graph, name = _graph(module_or_path, example_inputs)
     graph.fold()
     graph.fuse_qdq()

@@ -60,6 +60,11 @@ static double link_us(const seam_stage_options *o, double bytes) {
     return o->link_latency_us + bytes * 8.0 / (o->link_gbits * 1e3);
 }
 
+/* Node i's own estimate on its target (the CPU's for plans made without one). */
+static double own_us(const stage_model *sm, int32_t i) {
+    return sm->p->node_us ? sm->p->node_us[i] : cpu_estimate_us(sm->g, &sm->g->nodes[i]);
+}
+
 /* Each position's share of its subgraph's estimate, in proportion to its
  * node's own estimate (evenly where they are all 0). */
 static void position_times(stage_model *sm) {
@@ -70,10 +75,9 @@ static void position_times(stage_model *sm) {
         const plan_subgraph *sg = &p->subgraphs[s];
         double sum = 0;
         for (int32_t k = 0; k < sg->n_nodes; k++)
-            sum += p->node_us ? p->node_us[sg->nodes[k]] : cpu_estimate_us(sm->g, &sm->g->nodes[sg->nodes[k]]);
+            sum += own_us(sm, sg->nodes[k]);
         for (int32_t k = 0; k < sg->n_nodes; k++, at++) {
-            double own = p->node_us ? p->node_us[sg->nodes[k]] : cpu_estimate_us(sm->g, &sm->g->nodes[sg->nodes[k]]);
-            double share = sum > 0 ? sg->est_us * own / sum : sg->est_us / sg->n_nodes;
+            double share = sum > 0 ? sg->est_us * own_us(sm, sg->nodes[k]) / sum : sg->est_us / sg->n_nodes;
             sm->time[at + 1] = sm->time[at] + (isfinite(share) && share > 0 ? share : 0);
         }
     }
@@ -150,14 +154,18 @@ static int32_t sweep(stage_model *sm, int32_t j, int32_t stop, int32_t step, dou
         for (int32_t o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0) live += cost_value_bytes(&g->values[n->outputs[o]]);
         if (live > peak) peak = live;
-        /* values made here read for the last time, and outputs nothing reads */
-        for (int32_t k = 0; k < n->n_inputs + n->n_implicit + n->n_outputs; k++) {
-            int32_t v = k < n->n_inputs + n->n_implicit ? n->inputs[k] : n->outputs[k - n->n_inputs - n->n_implicit];
-            if (v < 0 || sm->made_at[v] < j || sm->freed[v] == mark || sm->last_use[v] > i ||
-                (g->values[v].flags & IR_VALUE_OUTPUT) || (sm->last_use[v] < 0) != (k >= n->n_inputs + n->n_implicit))
-                continue;
-            sm->freed[v] = mark;
-            live -= cost_value_bytes(&g->values[v]);
+        /* values made in the stage read here for the last time, and this
+         * node's outputs that nothing reads, are freed (graph outputs are not) */
+        for (int32_t k = 0; k < n->n_inputs + n->n_implicit; k++) {
+            int32_t v = n->inputs[k];
+            if (v >= 0 && sm->made_at[v] >= j && sm->last_use[v] == i && sm->freed[v] != mark &&
+                !(g->values[v].flags & IR_VALUE_OUTPUT))
+                sm->freed[v] = mark, live -= cost_value_bytes(&g->values[v]);
+        }
+        for (int32_t o = 0; o < n->n_outputs; o++) {
+            int32_t v = n->outputs[o];
+            if (v >= 0 && sm->last_use[v] < 0 && !(g->values[v].flags & IR_VALUE_OUTPUT))
+                live -= cost_value_bytes(&g->values[v]);
         }
         int32_t e = i + 1;
         if (e != stop && e % step) continue;
@@ -336,6 +344,10 @@ int32_t seam_stages_node_stage(const seam_stages *st, int32_t node) {
 
 seam_status seam_stages_simulate(const seam_stages *st, int32_t micro_batches, seam_stage_schedule *out, double *busy) {
     if (!st || !out || micro_batches < 1) return SEAM_STATUS_INVALID_ARGUMENT;
+    if ((double)micro_batches * st->n_stages > 1e8) /* (a step per stage and micro-batch) */
+        return seam_error(st->plan->model->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                          "stages: %d micro-batches through %d stages: at most 1e8 steps are simulated", micro_batches,
+                          st->n_stages);
     int32_t S = st->n_stages;
     /* done[k]: when stage k finished the last micro-batch; sent[k]: when
      * link k delivered it */
@@ -367,7 +379,7 @@ seam_status seam_stages_simulate(const seam_stages *st, int32_t micro_batches, s
     return SEAM_STATUS_OK;
 }
 
-static json_t *stages_to_json(const seam_stages *st, int32_t micro_batches) {
+static json_t *stages_to_json(const seam_stages *st, int32_t micro_batches, seam_status *err) {
     const ir_graph *g = st->plan->model->graph;
     json_t *root = json_object(), *arr = json_array(), *link = json_object();
     json_object_set_new(root, "n_stages", json_integer(st->n_stages));
@@ -377,7 +389,14 @@ static json_t *stages_to_json(const seam_stages *st, int32_t micro_batches) {
     json_object_set_new(root, "link", link);
     double *busy = micro_batches > 0 ? calloc((size_t)st->n_stages, sizeof(double)) : NULL;
     seam_stage_schedule sc;
-    bool sim = busy && seam_stages_simulate(st, micro_batches, &sc, busy) == SEAM_STATUS_OK;
+    *err = micro_batches > 0 ? busy ? seam_stages_simulate(st, micro_batches, &sc, busy) : SEAM_STATUS_OUT_OF_MEMORY
+                             : SEAM_STATUS_OK;
+    bool sim = micro_batches > 0 && !*err;
+    if (*err) { /* (too many steps: said in the context) */
+        free(busy);
+        json_decref(root), json_decref(arr);
+        return NULL;
+    }
     for (int32_t k = 0; k < st->n_stages; k++) {
         const seam_stage_info *in = &st->info[k];
         const ir_node *a = &g->nodes[st->order[in->first]], *b = &g->nodes[st->order[in->first + in->n_nodes - 1]];
@@ -418,10 +437,11 @@ seam_status seam_stages_json(const seam_stages *stc, int32_t micro_batches, char
     seam_stages *st = (seam_stages *)stc; /* the text is kept between the size query and the fill */
     if (!buf || !st->json) {
         free(st->json);
-        json_t *root = stages_to_json(st, micro_batches);
+        seam_status err = SEAM_STATUS_OK;
+        json_t *root = stages_to_json(st, micro_batches, &err);
         st->json = root ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
         json_decref(root);
-        if (!st->json) return SEAM_STATUS_OUT_OF_MEMORY;
+        if (!st->json) return err ? err : SEAM_STATUS_OUT_OF_MEMORY;
         st->json_len = strlen(st->json);
     }
     if (needed) *needed = st->json_len + 1;

@@ -252,8 +252,10 @@ def test_plan_stages(mlp, x, work):
     assert all(s["memory_bytes"] <= budget for s in tight["pipeline"]["stages"])
     with pytest.raises(ValueError, match="alone needs"):
         seam.plan_stages(path, stages=2, targets=(), stage_memory=16)
-    with pytest.raises(ValueError):
-        seam.plan_stages(path, stages=0, targets=())
+    for bad in (dict(stages=0), dict(stages=2, micro_batches=-1), dict(stages=2, stage_memory=-1),
+                dict(stages=2, link_gbits=0.0)):
+        with pytest.raises(ValueError):
+            seam.plan_stages(path, targets=(), **bad)
 
 
 # ---- save, load, replace_weights ---------------------------------------------

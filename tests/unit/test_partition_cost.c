@@ -2,10 +2,10 @@
  * Property tests of placement by cost (split from test_partition.c):
  * random DAGs with random costs, one to three costed targets and random
  * memory budgets. Every plan's estimate is recomputed from the cost
- * model's definition and the random inputs (oracle_plan_us,
- * oracle_multi_us), never from seam's estimator; the cost plan is never
- * worse than the capability or all-CPU plans and within 5% of the brute
- * force over the ways of placing the supported nodes; with several
+ * model's definition and the random inputs (oracle_multi_us), never from
+ * seam's estimator; the cost plan is never worse than the capability or
+ * all-CPU plans and within 5% of the brute force over the ways of placing
+ * the supported nodes; with several
  * targets, the joint search equals the brute-force optimum; with memory
  * budgets, no plan puts more on a target than it holds (each subgraph's
  * need recomputed by oracle_need) and the plan is the best that fits.
@@ -43,18 +43,24 @@ static void costed_traits(void *ctx, double *launch_us, double *gbps) {
     *gbps = ((const costed *)ctx)->gbps;
 }
 
-/* Gives every value of a random model a float32 shape of random size, so
- * boundaries have bytes and nodes have work. */
-static double oracle_plan_us(const struct seam_model *m, const seam_plan *plan, const costed *c) {
+/* A plan's estimate recomputed from the cost model's definition
+ * (partition/cost.c's header) and the random inputs alone, so that the
+ * property tests do not take the code under test as their oracle: a
+ * node's CPU time (oracle_cpu_us, the built-in rates) on the CPU, times
+ * its factor on the costed target of its subgraph's name ("t0", "t1",
+ * ...); a device subgraph adds one launch and its boundary values' bytes
+ * (the plan's own boundary lists, which check_plan verifies
+ * independently) at gbps. */
+static double oracle_multi_us(const struct seam_model *m, const seam_plan *plan, const costed *cs) {
     const ir_graph *g = m->graph;
     double total = 0;
     for (int32_t s = 0; s < seam_plan_subgraph_count(plan); s++) {
         seam_plan_subgraph_info sg;
         seam_plan_subgraph(plan, s, &sg);
-        bool dev = strcmp(sg.target, "cpu") != 0;
+        const costed *c = strcmp(sg.target, "cpu") != 0 ? &cs[sg.target[1] - '0'] : NULL;
         for (int32_t k = 0; k < sg.n_nodes; k++)
-            total += oracle_cpu_us(g, sg.nodes[k]) * (dev ? c->factor[sg.nodes[k]] : 1);
-        if (!dev) continue;
+            total += oracle_cpu_us(g, sg.nodes[k]) * (c ? c->factor[sg.nodes[k]] : 1);
+        if (!c) continue;
         double bytes = 0;
         for (int32_t k = 0; k < sg.n_inputs; k++) bytes += oracle_value_bytes(g, sg.inputs[k]);
         for (int32_t k = 0; k < sg.n_outputs; k++) bytes += oracle_value_bytes(g, sg.outputs[k]);
@@ -63,16 +69,14 @@ static double oracle_plan_us(const struct seam_model *m, const seam_plan *plan, 
     return total;
 }
 
-/* The plan for o, its estimate recomputed by the oracle (checked against
- * seam's own); -1 when partitioning fails. */
-static double plan_total(struct seam_model *m, const seam_partition_options *o, const costed *c) {
+static double multi_total(struct seam_model *m, const seam_partition_options *o, const costed *cs) {
     seam_plan *plan = NULL;
     if (seam_partition(m, o, &plan)) return -1;
     seam_plan_estimate e;
     seam_plan_estimate_get(plan, &e);
-    double mine = oracle_plan_us(m, plan, c);
+    double mine = oracle_multi_us(m, plan, cs);
     if (fabs(mine - e.total_us) > 1e-6 * mine + 1e-9)
-        fprintf(stderr, "cost: seam estimates %.4f us, the oracle %.4f us\n", e.total_us, mine);
+        fprintf(stderr, "multi: seam estimates %.4f us, the oracle %.4f us\n", e.total_us, mine);
     CHECK(fabs(mine - e.total_us) <= 1e-6 * mine + 1e-9);
     seam_plan_free(plan);
     return mine;
@@ -105,13 +109,13 @@ static void cost_property_tests(void) {
             if (ok[i]) sup[n_sup++] = i;
         }
         costed c = {ok, factor, (double)rnd(&r, 50), 0.5 + rnd(&r, 400) / 10.0};
-        seam_backend be = {.abi_version = SEAM_BACKEND_ABI_VERSION, .name = "npu", .ctx = &c, .supports = costed_supports,
+        seam_backend be = {.abi_version = SEAM_BACKEND_ABI_VERSION, .name = "t0", .ctx = &c, .supports = costed_supports,
                            .node_cost = costed_cost, .cost_traits = costed_traits};
         const seam_backend *list[1] = {&be};
         seam_partition_options o = seam_partition_defaults();
         o.targets = list;
         o.n_targets = 1;
-        double chosen = plan_total(m, &o, &c);
+        double chosen = multi_total(m, &o, &c);
         seam_plan *plan = NULL;
         CHECK(seam_partition(m, &o, &plan) == SEAM_STATUS_OK);
         seam_plan_estimate e = {0};
@@ -123,7 +127,7 @@ static void cost_property_tests(void) {
         }
         seam_plan_free(plan);
         o.placement = SEAM_PLACEMENT_CAPABILITY;
-        double capability = plan_total(m, &o, &c);
+        double capability = multi_total(m, &o, &c);
         CHECK(chosen >= 0 && capability >= 0);
         CHECK(chosen <= capability * (1 + 1e-9) + 1e-9);
         double all_cpu = 0;
@@ -145,7 +149,7 @@ static void cost_property_tests(void) {
                 }
             o.pins = pins;
             o.n_pins = np;
-            double t = plan_total(m, &o, &c);
+            double t = multi_total(m, &o, &c);
             if (t >= 0 && t < best) best = t;
         }
         o.pins = NULL;
@@ -154,9 +158,9 @@ static void cost_property_tests(void) {
         o.min_subgraph_size = 1 + (int32_t)rnd(&r, 3);
         o.max_subgraph_count = (int32_t)rnd(&r, 4);
         o.placement = SEAM_PLACEMENT_CAPABILITY;
-        double cap_c = plan_total(m, &o, &c);
+        double cap_c = multi_total(m, &o, &c);
         o.placement = SEAM_PLACEMENT_COST;
-        double cost_c = plan_total(m, &o, &c);
+        double cost_c = multi_total(m, &o, &c);
         CHECK(cap_c >= 0 && cost_c >= 0 && cost_c <= cap_c * (1 + 1e-9) + 1e-9);
         o.min_subgraph_size = 1;
         o.max_subgraph_count = 0;
@@ -179,38 +183,6 @@ static void cost_property_tests(void) {
 }
 
 /* ---- several targets placed jointly (issue 34) ---- */
-
-/* oracle_plan_us with a costed target per name ("t0", "t1", ...). */
-static double oracle_multi_us(const struct seam_model *m, const seam_plan *plan, const costed *cs) {
-    const ir_graph *g = m->graph;
-    double total = 0;
-    for (int32_t s = 0; s < seam_plan_subgraph_count(plan); s++) {
-        seam_plan_subgraph_info sg;
-        seam_plan_subgraph(plan, s, &sg);
-        const costed *c = strcmp(sg.target, "cpu") != 0 ? &cs[sg.target[1] - '0'] : NULL;
-        for (int32_t k = 0; k < sg.n_nodes; k++)
-            total += oracle_cpu_us(g, sg.nodes[k]) * (c ? c->factor[sg.nodes[k]] : 1);
-        if (!c) continue;
-        double bytes = 0;
-        for (int32_t k = 0; k < sg.n_inputs; k++) bytes += oracle_value_bytes(g, sg.inputs[k]);
-        for (int32_t k = 0; k < sg.n_outputs; k++) bytes += oracle_value_bytes(g, sg.outputs[k]);
-        total += c->launch_us + bytes / (c->gbps * 1e3);
-    }
-    return total;
-}
-
-static double multi_total(struct seam_model *m, const seam_partition_options *o, const costed *cs) {
-    seam_plan *plan = NULL;
-    if (seam_partition(m, o, &plan)) return -1;
-    seam_plan_estimate e;
-    seam_plan_estimate_get(plan, &e);
-    double mine = oracle_multi_us(m, plan, cs);
-    if (fabs(mine - e.total_us) > 1e-6 * mine + 1e-9)
-        fprintf(stderr, "multi: seam estimates %.4f us, the oracle %.4f us\n", e.total_us, mine);
-    CHECK(fabs(mine - e.total_us) <= 1e-6 * mine + 1e-9);
-    seam_plan_free(plan);
-    return mine;
-}
 
 /* Random DAGs with two and three targets of overlapping coverage, random
  * speeds, launches and transfers: the plan is never above the targets'

@@ -249,6 +249,10 @@ static void option_tests(seam_context *ctx) {
     free(text);
     seam_stage_schedule sc;
     CHECK(seam_stages_simulate(st, 0, &sc, NULL) == SEAM_STATUS_INVALID_ARGUMENT);
+    /* a schedule past 1e8 steps is refused, not run for minutes */
+    CHECK(seam_stages_simulate(st, INT32_MAX, &sc, NULL) == SEAM_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(seam_context_last_error(ctx), "at most 1e8 steps");
+    CHECK(seam_stages_json(st, INT32_MAX, NULL, 0, &need) == SEAM_STATUS_INVALID_ARGUMENT);
     seam_stages_free(st);
     seam_plan_free(plan);
     free_model(m);

@@ -90,13 +90,14 @@ static void print_table(const cli_stages *s, const seam_stages *st, const seam_p
     }
 }
 
-static void print_schedule(const seam_stages *st, int32_t mb) {
+static int print_schedule(const seam_stages *st, int32_t mb, const char *cmd, seam_context *ctx) {
     int32_t n = seam_stages_count(st);
     double *busy = calloc((size_t)n, sizeof(double));
     seam_stage_schedule sc;
-    if (!busy || seam_stages_simulate(st, mb, &sc, busy)) {
+    seam_status rc = busy ? seam_stages_simulate(st, mb, &sc, busy) : SEAM_STATUS_OUT_OF_MEMORY;
+    if (rc) {
         free(busy);
-        return;
+        return cli_fail(cmd, ctx, rc);
     }
     printf("schedule of %d micro-batches: %.3f ms in all (%.1f a second); one every %.3f ms in steady state, set by %s "
            "%d; one alone takes %.3f ms; the stages idle %.1f%% of the time (busy:",
@@ -106,6 +107,7 @@ static void print_schedule(const seam_stages *st, int32_t mb) {
     for (int32_t k = 0; k < n; k++) printf(" %d: %.0f%%", k, 100.0 * busy[k]);
     printf(")\n");
     free(busy);
+    return CLI_OK;
 }
 
 int stages_print(const cli_stages *s, const char *cmd, seam_context *ctx, const seam_plan *plan, const char *plan_json) {
@@ -116,21 +118,23 @@ int stages_print(const cli_stages *s, const char *cmd, seam_context *ctx, const 
     if (plan_json) {
         size_t need = 0;
         char *text = NULL;
-        if (!seam_stages_json(st, mb, NULL, 0, &need) && (text = malloc(need)) && !seam_stages_json(st, mb, text, need, NULL)) {
+        int out = CLI_OK;
+        rc = seam_stages_json(st, mb, NULL, 0, &need);
+        if (!rc && !(text = malloc(need))) rc = SEAM_STATUS_OUT_OF_MEMORY;
+        if (!rc) rc = seam_stages_json(st, mb, text, need, NULL);
+        if (!rc) {
             size_t n = strlen(plan_json);
             while (n && plan_json[n - 1] != '}') n--;
             printf("%.*s,\"pipeline\":%s}\n", (int)(n ? n - 1 : 0), plan_json, text);
         } else {
-            fprintf(stderr, "seam %s: out of memory\n", cmd);
-            free(text);
-            seam_stages_free(st);
-            return CLI_BAD_INPUT;
+            out = cli_fail(cmd, ctx, rc);
         }
         free(text);
-    } else {
-        print_table(s, st, plan);
-        if (mb) print_schedule(st, mb);
+        seam_stages_free(st);
+        return out;
     }
+    print_table(s, st, plan);
+    int out = mb ? print_schedule(st, mb, cmd, ctx) : CLI_OK;
     seam_stages_free(st);
-    return CLI_OK;
+    return out;
 }
