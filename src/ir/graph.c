@@ -422,3 +422,13 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
     }
     return link_topo(ctx, g, sorted);
 }
+
+bool ir_model_add_note(struct seam_model *m, const char *text) {
+    const char **notes = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)(m->n_rewrites + 1));
+    const char *t = seam_arena_strdup(&m->arena, text);
+    if (!notes || !t) return false;
+    if (m->n_rewrites) memcpy(notes, m->rewrites, sizeof(char *) * (size_t)m->n_rewrites);
+    notes[m->n_rewrites++] = t;
+    m->rewrites = notes;
+    return true;
+}

@@ -266,7 +266,8 @@ struct seam_model {
     int32_t n_info_cache;
     const char **meta_keys, **meta_values;
     int32_t n_meta_cached; /* n_metadata when they were made (a plan's apply adds entries) */
-    /* what seam_model_rewrite did, a line each; every plan of the model
+    /* what seam_model_rewrite and the reading of contrib ops
+     * (ops/contrib_quant.c) did, a line each; every plan of the model
      * repeats them in its notes */
     const char **rewrites;
     int32_t n_rewrites;
@@ -303,6 +304,9 @@ bool ir_node_set_folded_op(ir_graph *g, int32_t node, const char *op);
 /* Removes the nodes with dead[i] set (and their side-array entries),
  * keeping the others' order; link the graph again after. */
 void ir_graph_remove_nodes(ir_graph *g, const bool *dead);
+/* Adds a line to m's notes on how it was rewritten (m->rewrites, which
+ * every plan of the model repeats); false when out of memory. */
+bool ir_model_add_note(struct seam_model *m, const char *text);
 /* Registers a big malloc'd buffer to be freed with the model. */
 bool ir_model_own(struct seam_model *m, void *p);
 

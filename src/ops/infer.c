@@ -366,5 +366,10 @@ seam_status seam_model_set_input_shape(seam_model *m, const char *name, int32_t 
 }
 
 seam_status ir_infer_model(struct seam_model *m) {
-    return infer_graph(m, m->graph) ? SEAM_STATUS_OK : SEAM_STATUS_INVALID_MODEL;
+    for (;;) { /* each round reads at least one contrib op as standard nodes, or ends */
+        if (!infer_graph(m, m->graph)) return SEAM_STATUS_INVALID_MODEL;
+        bool changed = false;
+        seam_status st = op_lower_contrib_quant(m, &changed);
+        if (st || !changed) return st;
+    }
 }

@@ -66,6 +66,13 @@ int seam_op_key_cmp(const char *domain_a, const char *op_a, const char *domain_b
  * an input's shape and applying a plan all refuse a node it refuses. */
 bool op_validate(const ir_graph *g, const ir_node *n, char *why, size_t why_size);
 
+/* ONNX Runtime's quantized contrib ops (com.microsoft QLinearAdd, QGemm,
+ * ...) of m's top graph replaced by the standard nodes they are defined by
+ * (contrib_quant.c), those whose types are known; the graph linked again.
+ * *changed says whether any was; ir_infer_model calls it after each round
+ * of inference. An error names the contrib node. */
+seam_status op_lower_contrib_quant(struct seam_model *m, bool *changed);
+
 /* ---- building new nodes (build.c) ---- */
 
 /* base+suffix made unique among g's value names, in m's arena (NULL when

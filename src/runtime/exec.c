@@ -101,9 +101,15 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         const seam_kernel_def *kd = exec_kernel_find(e, n->domain, n->op_type, n->opset);
         if (!kd || !kd->run) {
             seam_exec_free(e);
+            bool ms = !n->def && !strcmp(n->domain, "com.microsoft");
             return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)),
-                              !n->def ? "unknown op: seam has no definition of it"
-                                      : "the CPU backend has no kernel for this op");
+                              ms ? "unknown op: an ONNX Runtime contrib op seam has no definition of (of "
+                                   "com.microsoft's, seam reads the quantized ones ONNX Runtime's quantizer "
+                                   "writes: QLinearAdd, QLinearMul, QLinearConcat, QLinearGlobalAveragePool, "
+                                   "QLinearAveragePool, QLinearLeakyRelu, QLinearSigmoid, QLinearSoftmax, QGemm, "
+                                   "MatMulIntegerToFloat, DynamicQuantizeMatMul, QuantizeLinear, DequantizeLinear)"
+                              : !n->def ? "unknown op: seam has no definition of it"
+                                        : "the CPU backend has no kernel for this op");
         }
         e->defs[i] = kd;
         e->values_ok[i] = kd != &exec_subgraph_kernel && lookup->takes_values(kd);

@@ -473,16 +473,6 @@ static bool wins(plan_score a, plan_score b) {
     return a.us <= b.us * (1 + 1e-9) + 1e-9 && a.dev < b.dev;
 }
 
-static bool add_note(seam_model *m, const char *text) {
-    const char **notes = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)(m->n_rewrites + 1));
-    const char *t = seam_arena_strdup(&m->arena, text);
-    if (!notes || !t) return false;
-    if (m->n_rewrites) memcpy(notes, m->rewrites, sizeof(char *) * (size_t)m->n_rewrites);
-    notes[m->n_rewrites++] = t;
-    m->rewrites = notes;
-    return true;
-}
-
 seam_status seam_model_rewrite(seam_model *m, const seam_partition_options *opts, int32_t *applied_out) {
     if (applied_out) *applied_out = 0;
     if (!m || !opts || opts->n_targets < 1) return m ? SEAM_STATUS_OK : SEAM_STATUS_INVALID_ARGUMENT;
@@ -528,7 +518,7 @@ seam_status seam_model_rewrite(seam_model *m, const seam_partition_options *opts
                 snprintf(note, sizeof(note), "rewrite: %d %s node%s that no target takes written %s: %d device "
                          "subgraph%s instead of %d%s (--no-rewrite keeps %s)", n, rw_op[kind], n == 1 ? "" : "s",
                          rw_form[kind], tried.dev, tried.dev == 1 ? "" : "s", base.dev, est, n == 1 ? "it" : "them");
-                if (!add_note(m, note)) st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+                if (!ir_model_add_note(m, note)) st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
                 base = tried;
                 total += n;
                 seam_plan_free(p);
