@@ -46,6 +46,12 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    the path check did not prepare is prepared at the first run and kept
    (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
    against torch.
+3g. Dilated convs whose taps read the input for part of the output
+   (tapconv.c, each tap over its rectangle of outputs): ASPP's dilation
+   12 at 20 x 20, stride 2 with asymmetric pads and dilations, 5x5, the
+   taps conv_trim leaves, stride (1, 2), batch 2, fused activations, a
+   weight given at run time; against torch, and against SEAM_CPU_TAPCONV=0
+   (im2col) within 1e-5 but not in bits (the tap path ran).
 3f. Grouped convs of few channels a group (gconv.c's direct loop, its
    AVX2 kernel bit for bit the AVX-512 one's, SEAM_CPU_GCONV=0's im2col
    within 1e-5):
@@ -508,6 +514,19 @@ def packed_run(name, x, w, b, group, strides, pads, act, weight, dil=(1, 1)):
                 return None, "SEAM_CPU_GCONV=avx2 (the AVX2 kernel) differs in bits from the default run"
             if val is not None and not seamtest.rel_err(got, outs[0]) <= val:
                 return None, f"SEAM_CPU_GCONV=0 (im2col) is {seamtest.rel_err(got, outs[0]):.2e} from the direct loop"
+    if name.startswith("taps_"):
+        # tapconv.c sums tap by tap, im2col (SEAM_CPU_TAPCONV=0) over the whole
+        # column: the same values within rounding, other bits (so the tap path ran)
+        d = os.path.join(work, f"{name}.taps_off")
+        r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet",
+                 env=dict(os.environ, SEAM_CPU_TAPCONV="0"))
+        if r.returncode:
+            return None, f"seam run with SEAM_CPU_TAPCONV=0 failed: {r.stderr.strip()}"
+        got = np.load(os.path.join(d, "y.npy"))
+        if got.tobytes() == outs[0].tobytes():
+            return None, "the same bits with SEAM_CPU_TAPCONV=0: the conv did not run tap by tap"
+        if not seamtest.rel_err(got, outs[0]) <= 1e-5:
+            return None, f"SEAM_CPU_TAPCONV=0 (im2col) is {seamtest.rel_err(got, outs[0]):.2e} from the tap path"
     return outs[0], None
 
 
@@ -596,6 +615,19 @@ packed_case("trim_aspp_centre", (1, 64, 10, 10), (32, 64, 3, 3), pads=(12, 12, 1
 packed_case("trim_one_side", (1, 16, 9, 9), (24, 16, 3, 3), pads=(6, 1, 0, 1), dil=(6, 1))
 packed_case("trim_both_s2", (2, 8, 11, 13), (16, 8, 5, 5), strides=(2, 2), pads=(14, 14, 14, 14), dil=(7, 7))
 packed_case("trim_groups", (1, 32, 6, 6), (48, 8, 3, 3), group=4, pads=(8, 8, 8, 8), dil=(8, 8), bias=False)
+# taps that read the input for part of the output (tapconv.c: each tap over
+# its rectangle): ASPP's dilation 12 at 20 x 20 (36% of the pairs), stride
+# 2 with asymmetric pads and dilations, 5x5, the taps left after conv_trim,
+# stride (1, 2), batch 2, no bias, fused activations, a weight given at run
+# time (bitwise the initializer's)
+packed_case("taps_aspp_d12", (1, 96, 20, 20), (64, 96, 3, 3), pads=(12, 12, 12, 12), dil=(12, 12), act="relu")
+packed_case("taps_s2_asym_b2", (2, 48, 23, 19), (40, 48, 3, 3), strides=(2, 2), pads=(7, 5, 6, 8), dil=(6, 5),
+            bias=False, act="leaky")
+packed_case("taps_5x5", (1, 32, 16, 16), (48, 32, 5, 5), pads=(12, 12, 12, 12), dil=(6, 6), act="clip")
+packed_case("taps_after_trim", (1, 40, 12, 12), (36, 40, 5, 5), pads=(16, 16, 16, 16), dil=(8, 8), act="silu")
+packed_case("taps_s12", (1, 33, 14, 30), (70, 33, 3, 3), strides=(1, 2), pads=(9, 10, 9, 10), dil=(9, 10))
+packed_case("taps_weight_input", (2, 64, 20, 20), (32, 64, 3, 3), pads=(12, 12, 12, 12), dil=(12, 12), weight="input",
+            act="hardswish")
 
 # ---- one weight at sizes inference does not know (conv_keep) ----
 

@@ -9,7 +9,8 @@
  * constant weight packed once at session creation (another on each run),
  * the im2col columns written straight into the packed panels; a grouped
  * conv of few channels a group that the packed GEMM leaves runs gconv.c's
- * direct loop (AVX-512 too). Conv applies
+ * direct loop (AVX-512 too); a dilated conv whose taps read the input for
+ * few of its outputs runs tap by tap (tapconv.c). Conv applies
  * its bias and an activation the executor fused into it to each block of
  * the output as it is written.
  * ConvTranspose is the transposed product followed by col2im. */
@@ -21,6 +22,7 @@
 #include "backends/cpu/gconv.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/linalg.h"
+#include "backends/cpu/tapconv.h"
 #include "backends/cpu/winograd.h"
 #include "core/pool.h"
 
@@ -141,6 +143,7 @@ typedef struct conv_state {
     int64_t w_numel, group;
     cpu_gemm_packed **packed;   /* [group], or NULL */
     cpu_wino *wino;             /* or NULL */
+    cpu_tapconv *taps;          /* the weight per tap (tapconv.c), or NULL */
     /* the weight cut to the taps that read the input (conv_trim): the
      * box [h0, h1) x [w0, w1) of the last run that cut it, the cut weight,
      * and its own packs */
@@ -155,6 +158,7 @@ static void conv_state_free(void *p) {
     for (int64_t g = 0; s->packed && g < s->group; g++) cpu_gemm_packed_free(s->packed[g]);
     free(s->packed);
     cpu_wino_free(s->wino);
+    cpu_tapconv_free(s->taps);
     conv_state_free(s->trim);
     free(s->cut);
     free(s);
@@ -165,6 +169,7 @@ static void conv_state_free(void *p) {
 typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dwconv.c */
     CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
+    CONV_TAPS,      /* float32 2-D whose taps read the input for few outputs (dilated): tapconv.c */
     CONV_PACKED,    /* float32 1-D to 3-D with a packed constant weight: cpu_gemm_run */
     CONV_GROUPED,   /* float32 2-D, groups of few channels the packed GEMM leaves: gconv.c's direct loop */
     CONV_BLOCKED,   /* float32 1-D to 3-D, many output pixels: cblk_tasks (im2col per block + sgemm) */
@@ -257,6 +262,8 @@ typedef struct conv_run {
     bool prepacked;         /* CONV_PACKED on check's packs */
     size_t pack_floats;     /* CONV_PACKED: the weight packed now, in the scratch */
     cpu_wino *wino_now;     /* CONV_WINOGRAD: weights transformed for this run only */
+    cpu_tapconv *taps_now;  /* CONV_TAPS: the weight per tap for this run only */
+    const cpu_tapconv *taps;
     const cpu_wino *wino;
     void *col;              /* the scratch */
 } conv_run;
@@ -387,6 +394,8 @@ static void conv_keep(const conv_run *r) {
     conv_state *s = r->cs;
     if (!s || s->w != r->wt->data || s->w_numel != r->wt->numel || s->group != r->group) return;
     if (r->kind == CONV_WINOGRAD && !s->wino) s->wino = cpu_wino_prepare((const float *)s->w, r->M, r->Cg, r->group);
+    if (r->kind == CONV_TAPS && !s->taps)
+        s->taps = cpu_tapconv_prepare((const float *)s->w, r->M, r->Cg, r->w.kernel[0], r->w.kernel[1]);
     if (r->kind != CONV_PACKED || s->packed) return;
     cpu_gemm_packed **p = calloc((size_t)r->group, sizeof(*p));
     for (int64_t g = 0; p && g < r->group; g++)
@@ -434,6 +443,8 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 &&
              wino_pays(w, Cg, Mg, Kg, r->direct))
         r->kind = CONV_WINOGRAD;
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && cpu_tapconv_pays(w, group, Cg, Mg))
+        r->kind = CONV_TAPS;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n <= 3 && Kg > 0 &&
              packed_pays(Mg, Kg, out_prod, r->direct) && cpu_gemm_available())
         r->kind = CONV_PACKED;
@@ -465,6 +476,14 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
         else if (!(r->wino = r->wino_now = cpu_wino_prepare((const float *)r->vw.p, r->M, Cg, group)))
             return kernel_oom(k);
     }
+    if (r->kind == CONV_TAPS) {
+        conv_keep(r);
+        if (cs && cs->taps && cs->w == r->wt->data && cs->w_numel == r->wt->numel && cs->group == group)
+            r->taps = cs->taps;
+        else if (!(r->taps = r->taps_now =
+                       cpu_tapconv_prepare((const float *)r->vw.p, r->M, Cg, r->w.kernel[0], r->w.kernel[1])))
+            return kernel_oom(k);
+    }
     cblk_job *cb = &r->cb;
     if (r->kind == CONV_BLOCKED) {
         r->cb_tasks = 2 * threads < cb->blocks * group ? 2 * threads : cb->blocks * group;
@@ -474,6 +493,7 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
     conv_kind kind = r->kind;
     size_t scratch = kind == CONV_DEPTHWISE ? cpu_dw_scratch(&r->dj)
                      : kind == CONV_WINOGRAD ? cpu_wino_scratch_size(r->wino, &r->w, (int32_t)threads)
+                     : kind == CONV_TAPS     ? cpu_tapconv_scratch(&r->w, Cg, Mg, (int32_t)threads)
                      : kind == CONV_PACKED
                          ? sizeof(float) * (cpu_gemm_scratch(Mg, r->out_prod, threads) + r->pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(r->cb_tasks * (Kg * cb->nb + 16))
@@ -579,6 +599,9 @@ seam_status cpu_conv_run(seam_kernel *k) {
         case CONV_DEPTHWISE:
             cpu_dw_run(&r.dj, k->pool, r.vx.p, r.vw.p, r.b ? r.vb.p : NULL, r.post, r.vy.p, r.col);
             break;
+        case CONV_TAPS:
+            cpu_tapconv_run(r.taps, k->pool, &r.w, r.N, r.vx.p, r.b ? r.vb.p : NULL, r.post, r.vy.p, r.col);
+            break;
         case CONV_PACKED: conv_exec_packed(k, &r); break;
         case CONV_GROUPED:
             cpu_gconv_run(k->pool, &r.w, r.N, r.group, r.Cg, r.Mg, r.vx.p, r.vw.p, r.b ? r.vb.p : NULL, r.post, r.vy.p,
@@ -590,6 +613,7 @@ seam_status cpu_conv_run(seam_kernel *k) {
         }
     }
     cpu_wino_free(r.wino_now);
+    cpu_tapconv_free(r.taps_now);
     cpu_fview_release(&r.vx);
     cpu_fview_release(&r.vw);
     cpu_fview_release(&r.vb);
@@ -635,6 +659,16 @@ static void conv_pack(seam_check *c) {
         }
     }
     if (!cpu_gemm_available()) return;
+    /* tap by tap when the input's size is known and it pays there */
+    if (wt->rank == 4 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4 && xt->dims[2].v >= 1 && xt->dims[3].v >= 1) {
+        int64_t in[2] = {xt->dims[2].v, xt->dims[3].v}, ks[2] = {wt->dims[2], wt->dims[3]};
+        conv_geom g;
+        char why[160];
+        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && cpu_tapconv_pays(&g, group, Cg, Mg)) {
+            s->taps = cpu_tapconv_prepare((const float *)wt->data, M, Cg, wt->dims[2], wt->dims[3]);
+            return;
+        }
+    }
     /* the output's pixels when inference knows them */
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
     int64_t out_prod = yt && yt->kind == IR_TYPE_TENSOR && yt->rank == wt->rank ? 1 : -1;
