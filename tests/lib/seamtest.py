@@ -437,8 +437,10 @@ def u8_weights_copy(model, out_path):
     _INT8_WEIGHTS) are uint8 with 128 added to the values and to their zero
     points: every dequantized weight and every integer product (w - w_zp)
     is the same, and ONNX Runtime computes it with its u8 x u8 kernels,
-    which are exact on every CPU. Returns out_path, or None when the model
-    has no such weight."""
+    which are exact on every CPU. A product whose activation is int8 (its
+    zero point an int8 initializer) keeps its weights: ONNX Runtime has no
+    s8 x u8 kernel, and s8 x s8 does not saturate. Returns out_path, or
+    None when the model has no such weight."""
     m = onnx.load(model)
     inits = {i.name: i for i in m.graph.initializer}
     users = {}
@@ -451,6 +453,9 @@ def u8_weights_copy(model, out_path):
             continue
         wi, zi = _INT8_WEIGHTS[n.op_type]
         if len(n.input) <= wi or n.input[wi] not in inits:
+            continue
+        xz = n.input[2] if n.op_type != "DequantizeLinear" and len(n.input) > 2 else ""
+        if xz in inits and numpy_helper.to_array(inits[xz]).dtype == np.int8:
             continue
         wname = n.input[wi]
         w = numpy_helper.to_array(inits[wname])
