@@ -57,7 +57,6 @@ import time
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -88,62 +87,13 @@ def last(stderr):
 
 # ---- ONNX Runtime ---------------------------------------------------------------------------
 
-# (domain, op): (index of the int8 weight, of its zero point, of the zero
-# point that says the activation is uint8, or None when it always is)
-U8S8 = {("", "QLinearConv"): (3, 5, 2), (MS, "QGemm"): (3, 5, 2), (MS, "MatMulIntegerToFloat"): (1, 5, 4),
-        (MS, "DynamicQuantizeMatMul"): (1, 3, None)}
-
-
-def u8_weights(model, out_path):
-    """A copy of model whose constant int8 weights of u8 x s8 products are
-    uint8 with 128 added to the weights and their zero points (a zero
-    point made when there is none): the same products, run exactly by ONNX
-    Runtime's u8 x u8 kernels on a CPU without VNNI. Products whose
-    activation is int8 keep their weights (ONNX Runtime has no s8 x u8
-    kernel; the generator gives those 7-bit weights, which cannot
-    saturate). Returns out_path, or model when nothing changed."""
-    m = onnx.load(model)
-    inits = {i.name: i for i in m.graph.initializer}
-    readers = {}
-    for n in m.graph.node:
-        for x in n.input:
-            readers[x] = readers.get(x, 0) + 1
-    changed = False
-    for n in m.graph.node:
-        spec = U8S8.get((n.domain, n.op_type))
-        if not spec or len(n.input) <= spec[0] or n.input[spec[0]] not in inits:
-            continue
-        wi, zi, ai = spec
-        act_zp = n.input[ai] if ai is not None and len(n.input) > ai else ""
-        if act_zp and (act_zp not in inits or numpy_helper.to_array(inits[act_zp]).dtype != np.uint8):
-            continue
-        zn = n.input[zi] if len(n.input) > zi else ""
-        w = numpy_helper.to_array(inits[n.input[wi]])
-        if w.dtype != np.int8 or readers[n.input[wi]] > 1 or (zn and (zn not in inits or readers[zn] > 1)):
-            continue
-        inits[n.input[wi]].CopyFrom(numpy_helper.from_array((w.astype(np.int16) + 128).astype(np.uint8), n.input[wi]))
-        if zn:
-            z = numpy_helper.to_array(inits[zn])
-            inits[zn].CopyFrom(numpy_helper.from_array((z.astype(np.int16) + 128).astype(np.uint8), zn))
-        else:
-            zn = n.input[wi] + ".u8_zero_point"
-            m.graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), zn))
-            while len(n.input) <= zi:
-                n.input.append("")
-            n.input[zi] = zn
-        changed = True
-    if not changed:
-        return model
-    onnx.save(m, out_path)
-    return out_path
-
-
 def ort_outputs(name, info):
     """ONNX Runtime's output of model NAME on its input file: (array, None)
     or (None, why not)."""
     model = os.path.join(MODELS, info.get("ort_model", info["model"]))
     if not seamtest.cpu_has_vnni():
-        model = u8_weights(model, os.path.join(work, f"{name}.ort_u8.onnx"))
+        # (its u8 x s8 kernels saturate there: the same products as u8 x u8)
+        model = seamtest.u8_weights_copy(model, os.path.join(work, f"{name}.ort_u8.onnx")) or model
     out_dir = os.path.join(work, f"{name}.ort")
     shutil.rmtree(out_dir, ignore_errors=True)
     cmd = ["node", os.path.join(HERE, "ort_outputs.js"), seamtest.ORT_DIR, model, out_dir, "--opt", "all",

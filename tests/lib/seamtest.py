@@ -428,8 +428,13 @@ def dnnl_avx512_layouts():
 
 
 # (op, index of its int8 weight, index of that weight's zero point)
-_INT8_WEIGHTS = {"DequantizeLinear": (0, 2), "QLinearConv": (3, 5), "QLinearMatMul": (3, 5),
-                 "MatMulInteger": (1, 3), "ConvInteger": (1, 3)}
+# (domain, op): the index of its int8 weight, of the weight's zero point,
+# and of the zero point that says the activation's type (None: none, or
+# uint8 always); com.microsoft's are ONNX Runtime's contrib ops
+_INT8_WEIGHTS = {("", "DequantizeLinear"): (0, 2, None), ("", "QLinearConv"): (3, 5, 2),
+                 ("", "QLinearMatMul"): (3, 5, 2), ("", "MatMulInteger"): (1, 3, 2), ("", "ConvInteger"): (1, 3, 2),
+                 ("com.microsoft", "QGemm"): (3, 5, 2), ("com.microsoft", "MatMulIntegerToFloat"): (1, 5, 4),
+                 ("com.microsoft", "DynamicQuantizeMatMul"): (1, 3, None)}
 
 
 def u8_weights_copy(model, out_path):
@@ -449,12 +454,13 @@ def u8_weights_copy(model, out_path):
             users.setdefault(i, set()).add(n.op_type)
     changed, done = False, set()
     for n in m.graph.node:
-        if n.domain not in ("", "ai.onnx") or n.op_type not in _INT8_WEIGHTS:
+        spec = _INT8_WEIGHTS.get(("" if n.domain == "ai.onnx" else n.domain, n.op_type))
+        if not spec:
             continue
-        wi, zi = _INT8_WEIGHTS[n.op_type]
+        wi, zi, ai = spec
         if len(n.input) <= wi or n.input[wi] not in inits:
             continue
-        xz = n.input[2] if n.op_type != "DequantizeLinear" and len(n.input) > 2 else ""
+        xz = n.input[ai] if ai is not None and len(n.input) > ai else ""
         if xz in inits and numpy_helper.to_array(inits[xz]).dtype == np.int8:
             continue
         wname = n.input[wi]
