@@ -15,8 +15,10 @@ float depthwise kernel, or the int32 planes (SEAM_CPU_IDW=planes), or for
 at most 64 output pixels channels side by side; the float sums are
 exact), its im2col for pointwise convs (AVX2 vectors; the scalar gather
 with SEAM_CPU_ICONV_IM2COL=plain), its rows path (at
-most 8 rows of A or 1x1 images: each weight panel read once for all of
-them, int32 sums moved into int64 in time, so any K), and the plain loop
+most 8 rows of A, 1x1 images or output positions of a conv without
+groups, each position a row of its window's values: each weight panel
+read once for all of them, int32 sums moved into int64 in time, so any
+K), and the plain loop
 (SEAM_CPU_ICONV=0, and any other K above 32768, where an int32 sum could
 overflow).
 
@@ -121,6 +123,15 @@ CASES = {
     # a Gemm unit's 1x1 images (each position's channels stored together), int8 y clamped both ways, a partial panel
     "gemm_like_int8_y": ((40, 20, 1, 1), 13, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True, True,
                          "saturate_int8"),
+    # at most 8 output positions in all (ResNet's last layers at a small input): each position a row of its
+    # window's values, the rows path; padding, stride 2 with dilation and a batch of 2 (8 rows), 1-D, 3-D
+    "rows_2x2_pad": ((1, 40, 2, 2), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.INT8, True, True),
+    "rows_batch2_s2_dil": ((2, 19, 5, 4), 13, (3, 3), (2, 2), (1, 0, 1, 1), (2, 1), 1, T.INT8, T.INT8, False, True),
+    "rows_1d_k5": ((1, 33, 7), 17, (5,), (1,), (1, 0), (1,), 1, T.UINT8, T.INT8, True, False),
+    "rows_3d": ((1, 6, 3, 3, 3), 10, (3, 3, 3), (2, 2, 2), (1, 1, 1, 1, 1, 1), (1, 1, 1), 1, T.UINT8, T.INT8, False,
+                True),
+    "rows_saturating_int8_y": ((1, 64, 3, 3), 20, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, T.UINT8, T.INT8, True,
+                               True, "saturate_int8"),
     # a Gemm unit of batch 3 with K over 32768: 1x1 images, the rows path
     "gemm_like_rows_k_over_32768": ((3, 33001, 1, 1), 11, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True,
                                     True),

@@ -851,13 +851,36 @@ static void iconv_rows_items(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* (a conv of a few output positions, ResNet's last layers at a small
+ * input: 2 x 2 of 32 columns was an eighth of the GEMM's products, 13
+ * GOP/s; each position is a row of its window's values here) */
 bool cpu_iconv_rows_fits(const cpu_iconv_args *a) {
-    return a->w->group == 1 && a->kprod == 1 && a->out_prod == 1 && a->N * a->out_prod <= ICONV_ROWS_MAX;
+    return a->w->group == 1 && a->N * a->out_prod <= ICONV_ROWS_MAX;
+}
+
+/* Row r (image r / out_prod, output position r % out_prod) of x - x_zp in
+ * the packed weight's K order (kernel element major: index e * Cg + c),
+ * 0 where the window reads padding. */
+static void rows_im2col(const cpu_iconv_args *a, int64_t r, int16_t *d) {
+    const conv_geom *win = a->win;
+    int64_t n = r / a->out_prod, o = r % a->out_prod, Cg = a->Cg, od[CONV_MAX_SPATIAL];
+    for (int32_t k = win->n - 1; k >= 0; k--) od[k] = o % win->out[k], o /= win->out[k];
+    for (int64_t e = 0; e < a->kprod; e++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int32_t k = 0; k < win->n && inside; k++) {
+            int64_t at = od[k] * win->stride[k] - win->pad_lo[k] + a->koff[e * win->n + k];
+            inside = at >= 0 && at < win->in[k];
+            off = off * win->in[k] + at;
+        }
+        for (int64_t c = 0; c < Cg; c++)
+            d[e * Cg + c] = !inside ? 0 : (int16_t)(get8(a->x, a->xdt, (n * a->C + c) * a->in_prod + off) - a->xzp);
+    }
 }
 
 static bool iconv_rows_run(seam_pool *pool, const cpu_iconv_args *a) {
     const cpu_iconv_w *w = a->w;
-    int64_t rows = a->N, K = a->C, K2 = w->K2, M = w->M;
+    int64_t rows = a->N * a->out_prod, K = w->K, K2 = w->K2, M = w->M, P = a->out_prod;
     iconv_rows_job j = {.a = a, .rows = rows};
     int64_t want = 2 * (int64_t)(pool ? seam_pool_threads(pool) : 1);
     j.slices = w->panels >= want ? 1 : (want + w->panels - 1) / w->panels;
@@ -869,7 +892,8 @@ static bool iconv_rows_run(seam_pool *pool, const cpu_iconv_args *a) {
     if (!x16 || !j.part) return free(x16), free(j.part), false;
     for (int64_t r = 0; r < rows; r++) {
         int16_t *d = x16 + r * K2 * 2;
-        if (a->xdt == SEAM_DTYPE_UINT8)
+        if (a->kprod != 1 || P != 1) rows_im2col(a, r, d);
+        else if (a->xdt == SEAM_DTYPE_UINT8)
             for (int64_t p = 0; p < K; p++) d[p] = (int16_t)(((const uint8_t *)a->x)[r * K + p] - a->xzp);
         else
             for (int64_t p = 0; p < K; p++) d[p] = (int16_t)(((const int8_t *)a->x)[r * K + p] - a->xzp);
@@ -883,11 +907,12 @@ static bool iconv_rows_run(seam_pool *pool, const cpu_iconv_args *a) {
             for (int64_t l = 0; l < ICONV_MR && pn * ICONV_MR + l < M; l++) {
                 int64_t m = pn * ICONV_MR + l, t = 0;
                 for (int64_t sl = 0; sl < j.slices; sl++) t += j.part[((pn * j.slices + sl) * rows + r) * ICONV_MR + l];
+                int64_t at = (r / P * M + m) * P + r % P; /* y[n, m, o] */
                 if (!a->scale) {
-                    ((int32_t *)a->y)[r * M + m] = (int32_t)(uint32_t)(uint64_t)t; /* (wraps, as int32 output does) */
+                    ((int32_t *)a->y)[at] = (int32_t)(uint32_t)(uint64_t)t; /* (wraps, as int32 output does) */
                     continue;
                 }
-                put(a->y, a->odt, r * M + m, nearbyint((double)(t + (a->bias ? a->bias[m] : 0)) * a->scale[m]) + a->zp);
+                put(a->y, a->odt, at, nearbyint((double)(t + (a->bias ? a->bias[m] : 0)) * a->scale[m]) + a->zp);
             }
     free(x16), free(j.part);
     return true;

@@ -685,7 +685,7 @@ static seam_status int_conv(seam_kernel *k, const seam_tensor *x, const seam_ten
     j.xzp = xz ? get8(xz->data, xz->dtype, 0) : 0;
     j.tiles = (j.out_prod + CONV_TILE - 1) / CONV_TILE;
     int64_t K = j.Cg * j.kprod;
-    bool rows = j.group == 1 && j.kprod == 1 && j.out_prod == 1 && N <= ICONV_ROWS_MAX; /* cpu_iconv_rows_fits */
+    bool rows = j.group == 1 && N * j.out_prod <= ICONV_ROWS_MAX; /* cpu_iconv_rows_fits */
     if (cpu_iconv_available() && (cpu_iconv_fits(K) || rows) && (!ys || is_8bit(odt))) return iconv_fast(k, &j, w, wz);
     int16_t *w16 = malloc(sizeof(int16_t) * (size_t)(j.M * K + 1));
     int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j.kprod * j.win.n + 1));
