@@ -73,6 +73,31 @@ int64_t conv_geom_pad_end(const conv_geom *g, int32_t d) {
     return end > 0 ? end : 0;
 }
 
+void conv_geom_tap_range(const conv_geom *g, int32_t d, int64_t k, int64_t *lo, int64_t *hi) {
+    int64_t s = g->stride[d], a = g->pad_lo[d] - k * g->dil[d]; /* input = o * s - a */
+    int64_t first = a <= 0 ? 0 : (a + s - 1) / s;               /* o * s >= a */
+    int64_t top = g->in[d] - 1 + a;                             /* o * s <= top */
+    int64_t last = top < 0 ? -1 : top / s;
+    *lo = first;
+    *hi = last + 1 < g->out[d] ? last + 1 : g->out[d];
+    if (*hi < *lo) *hi = *lo;
+}
+
+double conv_geom_read_fraction(const conv_geom *g) {
+    double fraction = 1.0;
+    for (int32_t d = 0; d < g->n; d++) {
+        if (g->in[d] < 0 || g->out[d] < 0) return -1;
+        if (g->out[d] == 0 || g->kernel[d] == 0) return 1;
+        int64_t pairs = 0, lo, hi;
+        for (int64_t k = 0; k < g->kernel[d]; k++) {
+            conv_geom_tap_range(g, d, k, &lo, &hi);
+            pairs += hi - lo;
+        }
+        fraction *= (double)pairs / (double)(g->kernel[d] * g->out[d]);
+    }
+    return fraction;
+}
+
 bool conv_geom_infer(const ir_node *n, const ir_type *x, const int64_t *kernel, int32_t n_sp, bool ceil_mode,
                      ir_dim *out) {
     int64_t in[CONV_MAX_SPATIAL];

@@ -51,6 +51,17 @@ bool conv_geom_init(const ir_node *n, int32_t n_sp, const int64_t *in, const int
  * It can exceed pad_hi under ceil_mode (oneDNN takes this one). */
 int64_t conv_geom_pad_end(const conv_geom *g, int32_t d);
 
+/* The outputs [*lo, *hi) of axis d whose window reads the input (not
+ * padding) at kernel element k; sizes known. */
+void conv_geom_tap_range(const conv_geom *g, int32_t d, int64_t k, int64_t *lo, int64_t *hi);
+
+/* The share of (output, kernel element) pairs whose window reads the input
+ * (1: no padding is ever read); -1 when a size is not known. Below
+ * CONV_TAPS_FRACTION, the CPU runs a conv without groups tap by tap
+ * (backends/cpu/tapconv.c), and the cost model counts those pairs only. */
+double conv_geom_read_fraction(const conv_geom *g);
+#define CONV_TAPS_FRACTION 0.6
+
 /* For inference: the output dims of x's spatial axes (x dims from index
  * 2) into out[0..n_sp); false (out unknown) when conv_geom_init fails. */
 bool conv_geom_infer(const ir_node *n, const ir_type *x, const int64_t *kernel, int32_t n_sp, bool ceil_mode,

@@ -27,6 +27,7 @@
 #include "backends/backend.h"
 #include "core/context.h"
 #include "ops/attr.h"
+#include "ops/conv_geom.h"
 #include "partition/partition.h"
 
 /* A dim not known before the run (symbolic) counts as this many: estimates
@@ -75,6 +76,23 @@ static bool all_ones(const ir_attr *a) {
 }
 static bool is_rnn(const char *op);
 
+/* A float Conv without groups whose windows read padding for most of
+ * their taps (DeepLab's dilated convs on a small map): the share of
+ * (output, tap) pairs that read the input, which is the work the CPU's
+ * tap-by-tap path (and oneDNN, which skips padding) does; else 1. */
+static double taps_read(const ir_graph *g, const ir_node *n, const ir_type *w) {
+    if (strcmp(n->op_type, "Conv") || w->rank != 4 || n->n_inputs < 1 || n->inputs[0] < 0) return 1;
+    const ir_type *x = &g->values[n->inputs[0]].type;
+    if (x->kind != IR_TYPE_TENSOR || x->rank != 4) return 1;
+    int64_t in[2] = {x->dims[2].v, x->dims[3].v}, ks[2] = {w->dims[2].v, w->dims[3].v};
+    conv_geom geom;
+    char why[160];
+    if (in[0] < 1 || in[1] < 1 || ks[0] < 1 || ks[1] < 1 || !conv_geom_init(n, 2, in, ks, false, &geom, why, sizeof why))
+        return 1;
+    double f = conv_geom_read_fraction(&geom);
+    return f >= 0 && f <= CONV_TAPS_FRACTION ? f : 1;
+}
+
 cost_class cost_node_work(const ir_graph *g, const ir_node *n, double *work) {
     const char *op = n->op_type;
     if (is_rnn(op)) {
@@ -103,6 +121,7 @@ cost_class cost_node_work(const ir_graph *g, const ir_node *n, double *work) {
             if (strstr(op, "Conv")) {
                 for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v ? dim_size(&w->dims[d]) : 1;
                 const ir_attr *grp = node_attr(n, "group");
+                if (c == COST_GEMM && !(grp && grp->kind == IR_ATTR_INT && grp->i > 1)) k *= taps_read(g, n, w);
                 if (c == COST_GEMM && grp && grp->kind == IR_ATTR_INT && grp->i > 1) c = COST_GROUPED;
                 else if (c == COST_GEMM && w->rank == 4 && w->dims[2].v == 3 && w->dims[3].v == 3 && !strcmp(op, "Conv") &&
                          all_ones(node_attr(n, "strides")) && all_ones(node_attr(n, "dilations")))

@@ -23,17 +23,6 @@
 #include "backends/cpu/cpu.h"
 #include "core/pool.h"
 
-/* The outputs [*lo, *hi) of axis d whose window reads the input at tap k. */
-static void tap_range(const conv_geom *g, int32_t d, int64_t k, int64_t *lo, int64_t *hi) {
-    int64_t s = g->stride[d], a = g->pad_lo[d] - k * g->dil[d]; /* input = o * s - a */
-    int64_t first = a <= 0 ? 0 : (a + s - 1) / s;               /* o * s >= a */
-    int64_t top = g->in[d] - 1 + a;                             /* o * s <= top */
-    int64_t last = top < 0 ? -1 : top / s;
-    *lo = first;
-    *hi = last + 1 < g->out[d] ? last + 1 : g->out[d];
-    if (*hi < *lo) *hi = *lo;
-}
-
 /* SEAM_CPU_TAPCONV=0 turns the path off (its tests and benchmark compare) */
 static bool tc_off;
 static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
@@ -46,16 +35,8 @@ bool cpu_tapconv_pays(const conv_geom *g, int64_t group, int64_t C, int64_t M) {
     pthread_once(&tc_once, tc_probe);
     if (tc_off || g->n != 2 || group != 1 || C < 32 || M < 32 || !cpu_gemm_available()) return false;
     if (g->out[0] * g->out[1] < 64 || g->kernel[0] * g->kernel[1] < 2) return false;
-    double fraction = 1.0;
-    for (int32_t d = 0; d < 2; d++) {
-        int64_t pairs = 0, lo, hi;
-        for (int64_t k = 0; k < g->kernel[d]; k++) {
-            tap_range(g, d, k, &lo, &hi);
-            pairs += hi - lo;
-        }
-        fraction *= (double)pairs / (double)(g->kernel[d] * g->out[d]);
-    }
-    return fraction <= 0.6;
+    double fraction = conv_geom_read_fraction(g);
+    return fraction >= 0 && fraction <= CONV_TAPS_FRACTION;
 }
 
 void cpu_tapconv_free(cpu_tapconv *t) {
@@ -158,8 +139,8 @@ void cpu_tapconv_run(const cpu_tapconv *t, seam_pool *pool, const conv_geom *g, 
     int64_t full = -1;
     for (int64_t i = 0; i < t->taps && full < 0; i++) {
         int64_t y0, y1, x0, x1;
-        tap_range(g, 0, i / KW, &y0, &y1);
-        tap_range(g, 1, i % KW, &x0, &x1);
+        conv_geom_tap_range(g, 0, i / KW, &y0, &y1);
+        conv_geom_tap_range(g, 1, i % KW, &x0, &x1);
         if (y0 == 0 && y1 == OH && x0 == 0 && x1 == OW) full = i;
     }
     for (int64_t n = 0; n < N; n++) {
@@ -169,8 +150,8 @@ void cpu_tapconv_run(const cpu_tapconv *t, seam_pool *pool, const conv_geom *g, 
             int64_t i = step < 0 ? full : step;
             if (i < 0 || (step >= 0 && i == full)) continue;
             j.ky = i / KW, j.kx = i % KW;
-            tap_range(g, 0, j.ky, &j.y0, &j.y1);
-            tap_range(g, 1, j.kx, &j.x0, &j.x1);
+            conv_geom_tap_range(g, 0, j.ky, &j.y0, &j.y1);
+            conv_geom_tap_range(g, 1, j.kx, &j.x0, &j.x1);
             if (!(j.P = (j.y1 - j.y0) * (j.x1 - j.x0))) continue;
             seam_parallel_for(pool, C, 8, gather_channels, &j);
             cpu_gemm_b b = {xg, j.P, NULL};

@@ -21,7 +21,8 @@ typedef struct cpu_tapconv {
 } cpu_tapconv;
 
 /* Whether a float32 2-D conv of one group, C -> M channels, is faster tap
- * by tap: at most 60% of its (output, tap) pairs read the input, and the
+ * by tap: at most CONV_TAPS_FRACTION of its (output, tap) pairs read the
+ * input (ops/conv_geom.h), and the
  * products are large enough for the packed GEMM (which must be there). */
 bool cpu_tapconv_pays(const conv_geom *w, int64_t group, int64_t C, int64_t M);
 
