@@ -25,6 +25,10 @@ the user's cache is never touched.
 - analyze (and partition --json's guessed_nodes) says when the estimate
   guesses sizes known only at run time: for a model with symbolic dims,
   not for one with static shapes.
+- a dilated conv whose windows read padding at most taps (3x3, dilation
+  12 at 20 x 20: 36% of the (output, tap) pairs read the input) is
+  estimated at that share of the same conv with dilation 1 (the CPU runs
+  it tap by tap; the built-in rates, so the ratio is the cost model's).
 """
 import json
 import os
@@ -159,6 +163,29 @@ def guessed():
                      f"analyze: {m.group(0) if m else 'no line'}; json guessed_nodes {n}")
 
 
+def dilated():
+    """The cost model counts the (output, tap) pairs that read the input."""
+    if not check.selected("dilated conv"):
+        return
+    import numpy as np
+    from onnx import TensorProto
+    from onnx import helper
+    est = {}
+    for dil in (1, 12):
+        w = helper.make_tensor("w", TensorProto.FLOAT, [64, 128, 3, 3], np.zeros(64 * 128 * 9, np.float32))
+        node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[dil] * 4, dilations=[dil, dil])
+        path = os.path.join(args.work, f"dilated{dil}.onnx")
+        seamtest.save_model(path, [node], [seamtest.vi("x", [1, 128, 20, 20])], [seamtest.vi("y", None)], [w])
+        r = run("analyze", path, "--target", "dnnl", env=dict(ENV, SEAM_COST_RATES="off"))
+        m = re.search(r"all on the CPU ([0-9.]+) us", r.stdout)
+        if not check.expect(m, f"dilated conv: analyze gives an estimate (dilation {dil})", last(r)):
+            return
+        est[dil] = float(m.group(1))
+    ratio = est[12] / est[1]
+    check.expect(0.33 <= ratio <= 0.40, f"dilated conv: estimated at {ratio:.2f} of the undilated conv (0.36 of the "
+                 "pairs read the input)", f"{est[12]:.1f} us against {est[1]:.1f} us")
+
+
 def bad_files():
     if not check.selected("bad files"):
         return
@@ -187,6 +214,7 @@ def bad_files():
 shutil.rmtree(CACHE, ignore_errors=True)
 usage()
 guessed()
+dilated()
 if calibrate():
     believable()
     bad_files()
