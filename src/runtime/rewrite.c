@@ -17,11 +17,16 @@
  *                              as [C, 1, ...] for InstanceNormalization)
  *   Expand read only by broadcasting binary ops that give the same shape
  *                          without it  ->  gone (they broadcast its input)
+ *   GroupNormalization, Gelu, Mish, HardSigmoid  ->  rewrite_forms.c
  *
  * Each is exact (the same elements in the same order, the same additions
  * in the same order, nothing computed for Expand) but HardSwish, whose
  * 1/6 is a multiplication by float 1/6 instead of a division by 6 (an ulp
- * at most), and the normalizations, whose sums run in another order. */
+ * at most), and the normalizations, whose sums run in another order
+ * (rewrite_forms.c says how exact its forms are). Each kind is tried on
+ * its own, in the order of rw_op: a node whose form holds another kind's
+ * op the targets lack (a HardSwish as HardSigmoid for a target with Clip
+ * alone) is not taken through both. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +37,21 @@
 #include "ops/attr.h"
 #include "ops/ops.h"
 #include "partition/partition.h"
+#include "rewrite_forms.h"
 
-enum { RW_PAD, RW_SPLIT, RW_SUM, RW_HARDSWISH, RW_EXPAND, RW_INSTNORM, RW_LAYERNORM, RW_KINDS };
+enum {
+    RW_PAD, RW_SPLIT, RW_SUM, RW_HARDSWISH, RW_EXPAND, RW_INSTNORM, RW_LAYERNORM, RW_GROUPNORM, RW_GELU, RW_MISH,
+    RW_HARDSIGMOID, RW_KINDS
+};
 static const char *const rw_op[RW_KINDS] = {"Pad", "Split", "Sum", "HardSwish", "Expand", "InstanceNormalization",
-                                            "LayerNormalization"};
+                                            "LayerNormalization", "GroupNormalization", "Gelu", "Mish",
+                                            "HardSigmoid"};
 static const char *const rw_form[RW_KINDS] = {
     "as Slices and a Concat per padded axis", "as Slices", "as Adds", "as x * HardSigmoid(x)",
     "away (its readers broadcast)", "as ReduceMean, Sub, Mul, Add, Sqrt and Div",
-    "as ReduceMean, Sub, Mul, Add, Sqrt and Div"};
+    "as ReduceMean, Sub, Mul, Add, Sqrt and Div", "as Reshapes, ReduceMean, Sub, Mul, Add, Sqrt and Div",
+    "as the exporters' x * (1 + Erf(x / sqrt(2))) * 0.5 (or its Tanh form)", "as x * Tanh(Softplus(x))",
+    "as Clip(x * alpha + beta, 0, 1)"};
 
 static bool is_std(const ir_node *n, const char *op) { return !n->domain[0] && !strcmp(n->op_type, op); }
 
@@ -373,6 +385,20 @@ static bool rewrite_norm(seam_model *m, ir_graph *g, int32_t i, bool *dead) {
     return true;
 }
 
+/* ---- the helpers rewrite_forms.c shares (rewrite_forms.h) ---- */
+
+bool rw_is_std(const ir_node *n, const char *op) { return is_std(n, op); }
+
+const ir_tensor *rw_konst(const ir_graph *g, int32_t v) { return konst(g, v); }
+
+int32_t rw_binary(seam_model *m, ir_graph *g, const char *base, const char *op, int32_t a, int32_t b, int32_t out) {
+    return binary(m, g, base, op, a, b, out);
+}
+
+int32_t rw_reduce_mean(seam_model *m, ir_graph *g, const char *base, int32_t x, int32_t first, int32_t rank) {
+    return reduce_mean(m, g, base, x, first, rank);
+}
+
 /* ---- the driver ---- */
 
 static bool applies(const ir_graph *g, const ir_node *n, int32_t kind) {
@@ -384,9 +410,20 @@ static bool applies(const ir_graph *g, const ir_node *n, int32_t kind) {
     case RW_SUM: return is_std(n, "Sum") && n->n_inputs >= 2 && n->n_outputs == 1;
     case RW_HARDSWISH: return is_std(n, "HardSwish") && n->n_inputs == 1 && n->n_outputs == 1;
     case RW_EXPAND: return expand_form(g, n);
-    default: return norm_form(g, n, &rank, &rank) && is_std(n, rw_op[kind]);
+    case RW_INSTNORM:
+    case RW_LAYERNORM: return norm_form(g, n, &rank, &rank) && is_std(n, rw_op[kind]);
+    case RW_GROUPNORM: return rw_groupnorm_form(g, n);
+    case RW_GELU: return rw_gelu_form(g, n);
+    case RW_MISH: return rw_mish_form(g, n);
+    case RW_HARDSIGMOID: return rw_hardsigmoid_form(g, n);
+    default: return false;
     }
 }
+
+typedef bool (*rewrite_fn_t)(seam_model *m, ir_graph *g, int32_t i, bool *dead);
+static const rewrite_fn_t rewrite_fn[RW_KINDS] = {
+    rewrite_pad,  rewrite_split,        rewrite_sum,     rewrite_hardswish, rewrite_expand, rewrite_norm,
+    rewrite_norm, rw_rewrite_groupnorm, rw_rewrite_gelu, rw_rewrite_mish,   rw_rewrite_hardsigmoid};
 
 /* Rewrites the nodes of kind named in names (n of them) in m; the count
  * done, or -1 (out of memory, or a node not found). */
@@ -399,13 +436,7 @@ static int32_t rewrite_named(seam_model *m, int32_t kind, const char *const *nam
         bool named = false;
         for (int32_t k = 0; k < n && !named; k++) named = g->nodes[i].name && !strcmp(g->nodes[i].name, names[k]);
         if (!named) continue;
-        bool ok = kind == RW_PAD         ? rewrite_pad(m, g, i, dead)
-                  : kind == RW_SPLIT     ? rewrite_split(m, g, i, dead)
-                  : kind == RW_SUM       ? rewrite_sum(m, g, i, dead)
-                  : kind == RW_HARDSWISH ? rewrite_hardswish(m, g, i, dead)
-                  : kind == RW_EXPAND    ? rewrite_expand(m, g, i, dead)
-                                         : rewrite_norm(m, g, i, dead);
-        if (!ok) {
+        if (!rewrite_fn[kind](m, g, i, dead)) {
             free(dead);
             return -1;
         }
