@@ -403,8 +403,10 @@ SEAM_API seam_status seam_stages_json(const seam_stages *st, int32_t micro_batch
 SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 
 /* Rewrites that heal partitions: each node the targets of opts take none
- * of, whose op can be written exactly as ops they may take (a reflect or
- * edge Pad as Slices and a Concat, a Split as Slices, a Sum as Adds), is
+ * of, whose op can be written as ops they may take (a reflect or edge Pad
+ * as Slices and a Concat, a Split as Slices, a Sum as Adds; HardSwish,
+ * the normalizations, Gelu, Mish and HardSigmoid as their elementwise and
+ * reduction forms, within a few ulps: src/runtime/rewrite.c), is
  * written so when, and only when, seam_partition then finds a plan
  * estimated faster, or as fast with fewer device subgraphs (each kind is
  * tried on a copy of the model first). What was rewritten, and the
