@@ -46,6 +46,11 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    the path check did not prepare is prepared at the first run and kept
    (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
    against torch.
+3h. Convs whose one window covers each image (squeeze-and-excitation's
+   1x1 convs on [C, 1, 1], a classifier as a 7x7 conv), fewer than 8
+   images: the packed X W GEMM, against torch, and against OpenBLAS
+   (SEAM_CPU_PACKED_GEMM=0) within 1e-5, and at a depth of 512 or more
+   not in bits (the path ran).
 3g. Dilated convs whose taps read the input for part of the output
    (tapconv.c, each tap over its rectangle of outputs): ASPP's dilation
    12 at 20 x 20, stride 2 with asymmetric pads and dilations, 5x5, the
@@ -514,6 +519,21 @@ def packed_run(name, x, w, b, group, strides, pads, act, weight, dil=(1, 1)):
                 return None, "SEAM_CPU_GCONV=avx2 (the AVX2 kernel) differs in bits from the default run"
             if val is not None and not seamtest.rel_err(got, outs[0]) <= val:
                 return None, f"SEAM_CPU_GCONV=0 (im2col) is {seamtest.rel_err(got, outs[0]):.2e} from the direct loop"
+    if name.startswith("xw_"):
+        # a whole-window conv of few images on the packed X W GEMM: OpenBLAS
+        # (SEAM_CPU_PACKED_GEMM=0) gives the same values within rounding, other bits
+        d = os.path.join(work, f"{name}.xw_off")
+        r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet",
+                 env=dict(os.environ, SEAM_CPU_PACKED_GEMM="0"))
+        if r.returncode:
+            return None, f"seam run with SEAM_CPU_PACKED_GEMM=0 failed: {r.stderr.strip()}"
+        got = np.load(os.path.join(d, "y.npy"))
+        # (over a short depth OpenBLAS's dot products can sum in the same
+        # order: the cases of depth 512 or more tell the paths apart)
+        if np.prod(w.shape[1:]) >= 512 and got.tobytes() == outs[0].tobytes():
+            return None, "the same bits with SEAM_CPU_PACKED_GEMM=0: the conv did not run as X W"
+        if not seamtest.rel_err(got, outs[0]) <= 1e-5:
+            return None, f"SEAM_CPU_PACKED_GEMM=0 (OpenBLAS) is {seamtest.rel_err(got, outs[0]):.2e} from X W"
     if name.startswith("taps_"):
         # tapconv.c sums tap by tap, im2col (SEAM_CPU_TAPCONV=0) over the whole
         # column: the same values within rounding, other bits (so the tap path ran)
@@ -615,6 +635,15 @@ packed_case("trim_aspp_centre", (1, 64, 10, 10), (32, 64, 3, 3), pads=(12, 12, 1
 packed_case("trim_one_side", (1, 16, 9, 9), (24, 16, 3, 3), pads=(6, 1, 0, 1), dil=(6, 1))
 packed_case("trim_both_s2", (2, 8, 11, 13), (16, 8, 5, 5), strides=(2, 2), pads=(14, 14, 14, 14), dil=(7, 7))
 packed_case("trim_groups", (1, 32, 6, 6), (48, 8, 3, 3), group=4, pads=(8, 8, 8, 8), dil=(8, 8), bias=False)
+# one window covering each image, fewer than 8 images (conv.c's CONV_XW: X W^T
+# on the packed GEMM): squeeze-and-excitation's 1x1 convs on [C, 1, 1], a
+# classifier written as a 7x7 conv of a 7x7 map (batch 2), stride 2 on a
+# window the size of the input, no bias, a weight given at run time
+packed_case("xw_se_1x1", (1, 144, 1, 1), (576, 144, 1, 1), act="hardsigmoid")
+packed_case("xw_se_1x1_deep", (1, 576, 1, 1), (144, 576, 1, 1), act="relu")
+packed_case("xw_whole_7x7_b2", (2, 64, 7, 7), (100, 64, 7, 7), act="relu")
+packed_case("xw_stride2_no_bias", (3, 40, 3, 5), (72, 40, 3, 5), strides=(2, 2), bias=False)
+packed_case("xw_weight_input", (1, 96, 1, 1), (256, 96, 1, 1), weight="input", act="clip")
 # taps that read the input for part of the output (tapconv.c: each tap over
 # its rectangle): ASPP's dilation 12 at 20 x 20 (36% of the pairs), stride
 # 2 with asymmetric pads and dilations, 5x5, the taps left after conv_trim,

@@ -35,15 +35,19 @@ static void xw_state_free(void *p) {
 }
 
 /* Where X W with W packed once beats OpenBLAS sgemm, which packs W on
- * every call: with fewer than 8 rows on a weight too large for L2 (a
- * classifier at batch 1: both stream W from memory, where OpenBLAS's sgemm
- * with one row falls to a third of that), not on a few columns (one panel
- * of 32 computes 10). From 8 rows up the kernel alone wins 1.1x to 1.4x
+ * every call: with fewer than 8 rows (a classifier at batch 1, where
+ * OpenBLAS's sgemm with one row falls to a third of the memory's speed),
+ * not on a few columns (one panel of 32 computes 10). It first took only
+ * weights of 2^20 elements or more; on an AVX2 EPYC, 2 threads, Gemm by a
+ * transposed constant weight, smaller ones were 1.0-5.7x faster packed
+ * too (1 x 1024 by 1000 x 1024: 197 -> 51 us, mobilenet_v3_small's
+ * classifier; 1 x 576 by 1024: 108 -> 28; 1 x 256 by 256: 23 -> 4; 6 x 256
+ * by 512: 43 -> 19; 1 x 64 by 128: 3 -> 1), none slower. From 8 rows up the kernel alone wins 1.1x to 1.4x
  * up to some 160 rows (bench/results/cpugemm2.md), but inside the models,
  * 2 threads, it lost: encoder_2x32 2.9 -> 3.7 ms, encoder_1x128 6.0 ->
  * 6.5, mlp_large 13.6 -> 14.9 (bench/RESULTS.md), so those stay on
  * OpenBLAS. M < 0: not known (at check time). */
-static bool xw_pays(int64_t M, int64_t K, int64_t N) { return N >= 64 && M < 8 && K * N >= ((int64_t)1 << 20); }
+static bool xw_pays(int64_t M, int64_t K, int64_t N) { return N >= 64 && M < 8 && K * N >= 4096; }
 
 /* The packed weight for this run: check's when it was made from this
  * run's data (a fed initializer replaces it), else w packed into scratch
