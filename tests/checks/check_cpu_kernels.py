@@ -46,9 +46,12 @@ usage: /usr/bin/python3 check_cpu_kernels.py SEAM WORKDIR [-k PATTERN]
    the path check did not prepare is prepared at the first run and kept
    (conv_keep). Three runs in a session (--repeat), 3x3 and 1x1 weights,
    against torch.
-3h. Convs whose one window covers each image (squeeze-and-excitation's
-   1x1 convs on [C, 1, 1], a classifier as a 7x7 conv), fewer than 8
-   images: the packed X W GEMM, against torch, and against OpenBLAS
+3h. Convs of at most 64 output positions in all (a detector's head convs
+   at 3 x 3, stride 2 with asymmetric pads and dilation, batch 2, 9 output
+   channels, a weight given at run time), and convs whose one window
+   covers each image (squeeze-and-excitation's 1x1 convs on [C, 1, 1], a
+   classifier as a 7x7 conv), fewer than 8 images: the packed X W GEMM,
+   the windows as its rows, against torch, and against OpenBLAS
    (SEAM_CPU_PACKED_GEMM=0) within 1e-5, and at a depth of 512 or more
    not in bits (the path ran).
 3g. Dilated convs whose taps read the input for part of the output
@@ -644,6 +647,11 @@ packed_case("xw_se_1x1_deep", (1, 576, 1, 1), (144, 576, 1, 1), act="relu")
 packed_case("xw_whole_7x7_b2", (2, 64, 7, 7), (100, 64, 7, 7), act="relu")
 packed_case("xw_stride2_no_bias", (3, 40, 3, 5), (72, 40, 3, 5), strides=(2, 2), bias=False)
 packed_case("xw_weight_input", (1, 96, 1, 1), (256, 96, 1, 1), weight="input", act="clip")
+# few output positions in all (at most 64): the windows as rows, im2col with padding
+packed_case("xw_head_3x3", (1, 256, 3, 3), (256, 256, 3, 3), pads=(1, 1, 1, 1), act="relu")
+packed_case("xw_5x5_s2_b2_asym", (2, 64, 5, 6), (72, 64, 3, 3), strides=(2, 2), pads=(1, 0, 2, 1), dil=(1, 2))
+packed_case("xw_few_channels", (1, 256, 5, 5), (9, 256, 3, 3), pads=(1, 1, 1, 1), bias=False, act="hardswish")
+packed_case("xw_8x8_weight_input", (1, 64, 8, 8), (64, 64, 3, 3), pads=(1, 1, 1, 1), weight="input", act="leaky")
 # taps that read the input for part of the output (tapconv.c: each tap over
 # its rectangle): ASPP's dilation 12 at 20 x 20 (36% of the pairs), stride
 # 2 with asymmetric pads and dilations, 5x5, the taps left after conv_trim,

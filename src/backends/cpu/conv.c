@@ -171,7 +171,7 @@ static void conv_state_free(void *p) {
 typedef enum conv_kind {
     CONV_DEPTHWISE, /* one input channel per group: dwconv.c */
     CONV_WINOGRAD,  /* float32 3x3 stride 1 where cpu_wino_fits: cpu_wino_run */
-    CONV_XW,        /* float32, one window covering each image, few images: X W, cpu_gemm_xw_run */
+    CONV_XW,        /* float32, few output positions in all: X W^T, cpu_gemm_xw_run */
     CONV_TAPS,      /* float32 2-D whose taps read the input for few outputs (dilated): tapconv.c */
     CONV_PACKED,    /* float32 1-D to 3-D with a packed constant weight: cpu_gemm_run */
     CONV_GROUPED,   /* float32 2-D, groups of few channels the packed GEMM leaves: gconv.c's direct loop */
@@ -205,18 +205,35 @@ static bool packed_pays(int64_t Mg, int64_t Kg, int64_t out_prod, bool direct) {
     return out_prod >= 16 && (out_prod >= 128 || Mg >= 64);
 }
 
-/* A conv whose one window covers each image (no padding, the kernel the
- * input's size: the squeeze-and-excitation blocks' 1x1 convs on [C, 1,
- * 1], a classifier written as a conv) is the product X [N, K] W^T, K =
- * C * the kernel's size: with fewer than 8 images, the packed X W GEMM
- * (gemm.h), whose weight is packed once, as linalg.c's xw_pays has it
- * for MatMul and Gemm (on OpenBLAS one column ran at a third of the
- * memory's speed: mobilenet_v3_small's SE convs, 144 -> 576, 80 us). */
-static bool conv_xw_fits(const conv_geom *w, int64_t group, int64_t N, int64_t Kg, int64_t Mg) {
-    if (group != 1 || N >= 8 || Mg < 64 || Kg * Mg < 4096 || !cpu_gemm_available()) return false;
+/* Few output positions in all (the windows of fewer than XW_ROWS_MAX
+ * outputs: a detector's 3 x 3 and 5 x 5 head convs, ResNet's last layers
+ * at a small input; the squeeze-and-excitation blocks' 1x1 convs on [C,
+ * 1, 1], where one window covers each image): the product X W^T, X's rows
+ * the windows (K = C * the kernel's size values each, in W's order) and W
+ * packed once as X W's (gemm.h) with the output channels along the
+ * vectors. The packed conv GEMM puts the positions there, 9 of a tile's
+ * 16 or 32, and its im2col per depth block cost more than the product:
+ * on an AVX2 EPYC, 2 threads, 256 -> 256 channels 3x3 at 3 x 3 231 -> 100
+ * us (ONNX Runtime 92), 256 -> 819 at 3 x 3 500 -> 258, at 5 x 5 385 ->
+ * 291, 7 x 7 680 -> 528, 64 -> 64 at 8 x 8 82 -> 77; at 10 x 10 (128
+ * channels) 317 -> 374, so up to 64. Both sum each output over K in the
+ * same order with the same micro-kernel: the same bits. Where one window
+ * covers each image the images are the rows (OpenBLAS ran the SE convs'
+ * one column at a third of the memory's speed: 144 -> 576, 80 us). */
+#define XW_ROWS_MAX 64
+
+static bool conv_whole_window(const conv_geom *w) {
     for (int32_t d = 0; d < w->n; d++)
         if (w->out[d] != 1 || w->in[d] != w->kernel[d] || w->pad_lo[d] || w->pad_hi[d] || w->dil[d] != 1) return false;
     return true;
+}
+
+static bool conv_xw_fits(const conv_geom *w, int64_t group, int64_t N, int64_t Kg, int64_t Mg) {
+    if (group != 1 || Mg < 8 || Kg * Mg < 4096 || !cpu_gemm_available()) return false;
+    if (conv_whole_window(w)) return N < 8;
+    int64_t P = 1;
+    for (int32_t d = 0; d < w->n; d++) P *= w->out[d];
+    return N * P <= XW_ROWS_MAX;
 }
 
 /* Winograd's tiles a conv needs where the packed GEMM would take it
@@ -483,6 +500,12 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     r->pack_floats = r->kind == CONV_PACKED && !r->prepacked ? cpu_gemm_packed_floats(Mg, Kg) : 0;
 }
 
+/* CONV_XW's rows and their output, in the scratch after the GEMM's (none
+ * when one window covers each image: the images are the rows). */
+static size_t xw_rows_floats(const conv_run *r) {
+    return r->out_prod == 1 ? 0 : (size_t)(r->N * r->out_prod * (r->Kg + r->M)) + 16;
+}
+
 /* Winograd's weights (check's when they are this run's, else transformed
  * now: a weight computed or passed at run time), the blocked path's tasks,
  * and the scratch: the depthwise tasks' planes, the packed GEMM's B
@@ -525,7 +548,8 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
                      : kind == CONV_WINOGRAD ? cpu_wino_scratch_size(r->wino, &r->w, (int32_t)threads)
                      : kind == CONV_TAPS     ? cpu_tapconv_scratch(&r->w, Cg, Mg, (int32_t)threads)
                      : kind == CONV_XW
-                         ? sizeof(float) * (cpu_gemm_xw_scratch(r->N, r->M, (int32_t)threads) + 16 + xw_floats)
+                         ? sizeof(float) * (cpu_gemm_xw_scratch(r->N * r->out_prod, r->M, (int32_t)threads) + 16 +
+                                            xw_floats + xw_rows_floats(r))
                      : kind == CONV_PACKED
                          ? sizeof(float) * (cpu_gemm_scratch(Mg, r->out_prod, threads) + r->pack_floats)
                      : kind == CONV_BLOCKED ? sizeof(float) * (size_t)(r->cb_tasks * (Kg * cb->nb + 16))
@@ -535,7 +559,8 @@ static seam_status conv_prepare(seam_kernel *k, conv_run *r) {
     r->col = scratch ? kernel_scratch(k, scratch) : NULL;
     if (scratch && !r->col) return kernel_oom(k);
     if (xw_floats) {
-        float *at = (float *)r->col + cpu_gemm_xw_scratch(r->N, r->M, (int32_t)threads) + 16;
+        float *at = (float *)r->col + cpu_gemm_xw_scratch(r->N * r->out_prod, r->M, (int32_t)threads) + 16 +
+                    xw_rows_floats(r);
         cpu_gemm_wpack_into(&r->xw_now, (float *)(((uintptr_t)at + 63) & ~(uintptr_t)63), (const float *)r->vw.p, Kg,
                             r->M, true);
         r->xw = &r->xw_now;
@@ -567,14 +592,49 @@ static void conv_exec_packed(seam_kernel *k, const conv_run *r) {
     }
 }
 
-/* CONV_XW: y [N, M] = post(x [N, K] W^T + bias): the bias first, then
- * the product added onto it with the activation. */
+/* CONV_XW: y = post(X W^T + bias), X's rows the windows [N * P, K] (the
+ * images themselves when one window covers each); the bias first, then
+ * the product added onto it with the activation, then y [N, M, P] from
+ * the rows [N * P, M] where P > 1. */
 static void conv_exec_xw(seam_kernel *k, const conv_run *r) {
+    int64_t P = r->out_prod, R = r->N * P, K = r->Kg, M = r->M;
+    float *gemm = (float *)r->col, *rows = gemm + cpu_gemm_xw_scratch(R, M, seam_pool_threads(k->pool)) + 16;
+    float *out = P == 1 ? (float *)r->vy.p : rows + R * K;
+    const float *x = P == 1 ? (const float *)r->vx.p : rows;
+    if (P > 1) { /* row (n, p): K values in W's order, channel major, 0 where the window reads padding */
+        const conv_geom *w = &r->w;
+        int64_t kprod = r->kprod;
+        for (int64_t p = 0; p < P; p++) {
+            int64_t q = p, od[CONV_MAX_SPATIAL];
+            for (int32_t d = w->n - 1; d >= 0; d--) od[d] = q % w->out[d], q /= w->out[d];
+            for (int64_t e = 0; e < kprod; e++) {
+                int64_t off = 0, rem = e, ko[CONV_MAX_SPATIAL];
+                for (int32_t d = w->n - 1; d >= 0; d--) ko[d] = rem % w->kernel[d], rem /= w->kernel[d];
+                bool inside = true;
+                for (int32_t d = 0; d < w->n && inside; d++) {
+                    int64_t at = od[d] * w->stride[d] - w->pad_lo[d] + ko[d] * w->dil[d];
+                    inside = at >= 0 && at < w->in[d];
+                    off = off * w->in[d] + at;
+                }
+                for (int64_t n = 0; n < r->N; n++) {
+                    float *dst = rows + (n * P + p) * K + e;
+                    const float *src = (const float *)r->vx.p + n * r->C * r->in_prod + off;
+                    if (inside)
+                        for (int64_t c = 0; c < r->Cg; c++) dst[c * kprod] = src[c * r->in_prod];
+                    else
+                        for (int64_t c = 0; c < r->Cg; c++) dst[c * kprod] = 0.0f;
+                }
+            }
+        }
+    }
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t m = 0; m < M; m++) out[i * M + m] = r->b ? ((const float *)r->vb.p)[m] : 0.0f;
+    cpu_gemm_x xv = {x, K, false, 1.0f};
+    cpu_gemm_xw_run(k->pool, &xv, R, r->xw, out, M, true, r->post, gemm);
     float *y = (float *)r->vy.p;
-    for (int64_t n = 0; n < r->N; n++)
-        for (int64_t m = 0; m < r->M; m++) y[n * r->M + m] = r->b ? ((const float *)r->vb.p)[m] : 0.0f;
-    cpu_gemm_x xv = {(const float *)r->vx.p, r->Kg, false, 1.0f};
-    cpu_gemm_xw_run(k->pool, &xv, r->N, r->xw, y, r->M, true, r->post, (float *)r->col);
+    for (int64_t n = 0; P > 1 && n < r->N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t p = 0; p < P; p++) y[(n * M + m) * P + p] = out[(n * P + p) * M + m];
 }
 
 /* CONV_BLOCKED: each image's column blocks over the pool (cblk_tasks). */
