@@ -174,8 +174,11 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
 static inline __attribute__((always_inline)) void dw_lane_sums(const dw_vl *Pv, const dw_vl *Kv, dw_vl *S, int64_t OH,
                                                                int64_t OW, int64_t FW, const int64_t KH,
                                                                const int64_t KW, const int64_t sh, const int64_t sw,
-                                                               const int64_t dh, const int64_t dw) {
-    int64_t blk = OW >= 8 ? 8 : OW >= 4 ? 4 : 1;
+                                                               const int64_t dh, const int64_t dw, bool wide) {
+    /* (8 accumulators of 16 lanes are 16 AVX2 registers, all there are:
+     * they spilled, and a 5x5 conv of 672 channels at 10 x 10 ran at 7
+     * GMAC/s; without AVX-512, blocks of 4) */
+    int64_t blk = OW >= 8 && wide ? 8 : OW >= 4 ? 4 : 1;
     for (int64_t oh = 0; oh < OH; oh++) {
         const dw_vl *row = Pv + oh * sh * FW;
         dw_vl *srow = S + oh * OW;
@@ -259,13 +262,14 @@ DW_HOT static void dw_lanes(const dw_job *j, float *B, int64_t nm0) {
         for (int64_t h = 0; h < rows && cols > 0; h++)
             for (int64_t l = 0; l < lanes; l++)
                 for (int64_t q = 0; q < cols; q++) Pv[(h + pt) * FW + pl + q][l] = xs[l][h * W + q];
+    bool wide = __builtin_cpu_supports("avx512f");
     if (KH == 3 && KW == 3 && dh == 1 && dw == 1 && sh == sw && sh <= 2)
-        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 1, 1, 1, 1);
-        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 2, 2, 1, 1);
+        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 1, 1, 1, 1, wide);
+        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 3, 3, 2, 2, 1, 1, wide);
     else if (KH == 5 && KW == 5 && dh == 1 && dw == 1 && sh == sw && sh <= 2)
-        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 1, 1, 1, 1);
-        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 2, 2, 1, 1);
-    else dw_lane_sums(Pv, Kv, S, OH, OW, FW, KH, KW, sh, sw, dh, dw);
+        if (sh == 1) dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 1, 1, 1, 1, wide);
+        else dw_lane_sums(Pv, Kv, S, OH, OW, FW, 5, 5, 2, 2, 1, 1, wide);
+    else dw_lane_sums(Pv, Kv, S, OH, OW, FW, KH, KW, sh, sw, dh, dw, wide);
     /* the bias and the activation on the lanes (cpu_post_apply's kinds but
      * SiLU), then out of the lanes, 8 pixels at once by a transpose */
     int64_t O = OH * OW;
