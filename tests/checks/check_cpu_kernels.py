@@ -865,6 +865,38 @@ for bname, (sa, sb) in BINARY.items():
     for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)):
         binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
+# ---- Pow by one exponent: 2, 3, 1 and 0.5 as products and a square root ----
+
+def pow_case(name, e):
+    """x^e for a scalar constant e (elementwise.c's row of products or
+    sqrtf) against numpy in float64: within 1e-6 of the largest magnitude,
+    and the special values as powf has them (-0 and -inf to the 0.5: +0
+    and +inf; a negative base to 0.5: NaN; NaN stays NaN)."""
+    if not check.selected(name):
+        return
+    x = rng.randn(6, 37).astype(np.float32) * 3
+    x.flat[:6] = [-0.0, np.inf, -np.inf, np.nan, 0.0, -2.0]
+    y, err = run_model(name, [helper.make_node("Pow", ["x", "e"], ["y"])], x,
+                       [helper.make_tensor("e", TensorProto.FLOAT, [], [e])])
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref = np.power(x.astype(np.float64), np.float64(e)).astype(np.float32)
+    fin = np.isfinite(ref)
+    same_special = np.array_equal(np.isnan(y), np.isnan(ref)) and np.array_equal(y[~fin & ~np.isnan(ref)],
+                                                                                 ref[~fin & ~np.isnan(ref)])
+    zeros = ref == 0
+    same_sign = np.array_equal(np.signbit(y[zeros]), np.signbit(ref[zeros]))
+    e_fin = seamtest.rel_err(y[fin], ref[fin]) if fin.any() else 0.0
+    check.expect(same_special and same_sign and e_fin <= 1e-6,
+                 f"{name}: error {e_fin:.1e} against numpy; NaN, infinities and signed zeros as powf",
+                 f"specials {same_special}, zero signs {same_sign}")
+
+
+for e in (2.0, 3.0, 1.0, 0.5, 1.7):
+    pow_case(f"pow_scalar_{e:g}", e)
+
 # ---- LSTM and GRU with the default activations: whole gates vectorized ----
 
 # torch's gate order -> ONNX's: LSTM i, f, g, o -> i, o, f, c; GRU r, z, n -> z, r, h

@@ -129,6 +129,21 @@ static bool row_f32(binop op, float *o, const float *a, int64_t sa, const float 
     case OP_MUL: ROW_F32(x * z);
     case OP_DIV: ROW_F32(x / z);
     case OP_POW:
+        /* one exponent for the row: the common ones as products (GELU's
+         * x^3 of the tanh form called powf on every element: 730 us for
+         * 64 x 1024 floats, 11x ONNX Runtime), within 2 ulp of powf */
+        if (sa && !sb && (b[0] == 2.0f || b[0] == 3.0f || b[0] == 1.0f || b[0] == 0.5f)) {
+            float y = b[0];
+            if (y == 2.0f)
+                for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i];
+            else if (y == 3.0f)
+                for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i] * a[i];
+            else if (y == 1.0f)
+                for (int64_t i = 0; i < n; i++) o[i] = a[i];
+            else /* powf(-0, 0.5) is +0 and powf(-inf, 0.5) +inf, where sqrtf gives -0 and NaN */
+                for (int64_t i = 0; i < n; i++) o[i] = a[i] == -INFINITY ? INFINITY : sqrtf(a[i]) + 0.0f;
+            return true;
+        }
         for (int64_t i = 0; i < n; i++) {
             float y = b[i * sb];
             o[i] = y == 2.0f ? a[i * sa] * a[i * sa] : powf(a[i * sa], y);
