@@ -17,6 +17,7 @@ PKGS=(
   libopenblas-dev                        # MatMul/Gemm/Conv on the CPU backend
   libdnnl-dev                            # the dnnl backend
   graphviz libgraphviz-dev               # pictures of plans: seam --html lays out graphs with libgvc
+  openmpi-bin libopenmpi-dev             # pipeline stages across processes: mpirun -np N seam run STAGED.onnx
   bc time                                # benchmark scripts
   # tests
   clang libclang-rt-14-dev               # libFuzzer, sanitizers

@@ -261,6 +261,34 @@ done:
     return rc;
 }
 
+/* -o and --workdir: the plan applied to m, and with -o the result saved
+ * (with --stages, the stages recorded in it first). Returns an exit code. */
+static int apply_and_write(seam_context *ctx, seam_model *m, const seam_plan *plan, const cli_targets *t,
+                           const cli_stages *stg, const char *path, const char *out_path, const char *weights_file,
+                           bool as_json) {
+    struct stat a, b;
+    if (out_path && stat(path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        fprintf(stderr, "seam partition: -o %s is the input model; write the partitioned model elsewhere\n", out_path);
+        return CLI_BAD_INPUT;
+    }
+    seam_save_options so = {weights_file, 0};
+    /* with --stages, each node's stage is taken from the plan before it is
+     * applied, and recorded in the applied model (runtime/staged.h) */
+    staged_source src = {0};
+    int rc = stg->asked && out_path ? stages_source(stg, "partition", ctx, plan, &src) : CLI_OK;
+    if (rc) return rc;
+    seam_status st = seam_plan_apply(m, plan, t->opts.targets, t->opts.n_targets, t->target_options, t->n_target_options);
+    if (!st && src.n_stages) rc = stages_record("partition", ctx, m, &src, as_json);
+    stages_source_free(&src);
+    if (!st && !rc && out_path) st = seam_model_save(m, out_path, weights_file ? &so : NULL);
+    if (st) {
+        cli_fail("partition", ctx, st);
+        return CLI_BAD_INPUT;
+    }
+    if (!rc && out_path && !as_json) printf("wrote %s\n", out_path);
+    return rc;
+}
+
 static const char *PARTITION_HELP =
     "usage: seam partition MODEL --target T [--target T2 ...] [options] [--json]\n"
     "\n"
@@ -390,22 +418,9 @@ int cmd_partition(int argc, char **argv) {
         }
         if (!as_json) printf("wrote %s\n", html);
     }
-    if (out_path || workdir) {
-        struct stat a, b;
-        if (out_path && stat(path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            fprintf(stderr, "seam partition: -o %s is the input model; write the partitioned model elsewhere\n", out_path);
-            rc = CLI_BAD_INPUT;
-            goto done;
-        }
-        seam_save_options so = {weights_file, 0};
-        if ((st = seam_plan_apply(m, plan, t.opts.targets, t.opts.n_targets, t.target_options, t.n_target_options)) ||
-            (out_path && (st = seam_model_save(m, out_path, weights_file ? &so : NULL)))) {
-            rc = cli_fail("partition", ctx, st);
-            rc = CLI_BAD_INPUT;
-            goto done;
-        }
-        if (out_path && !as_json) printf("wrote %s\n", out_path);
-    }
+    if ((out_path || workdir) &&
+        (rc = apply_and_write(ctx, m, plan, &t, &stg, path, out_path, weights_file, as_json)))
+        goto done;
     if (workdir) {
         /* the compile logs come from compiling: a session is made, not run */
         const seam_backend *avail[2 * MAX_TARGETS + 1];

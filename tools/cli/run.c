@@ -72,6 +72,19 @@ static const char *RUN_HELP =
     "                        went to the CPU and why, a backend's slow kernels),\n"
     "                        printed once per session on stderr otherwise\n"
     "\n"
+    "A model saved by seam partition --stages N -o runs as a pipeline of N\n"
+    "processes: mpirun -np N seam run STAGED.onnx --input ... (docs/scale-out.md).\n"
+    "Rank 0 reads the inputs and writes the outputs; each rank holds its stage.\n"
+    "  --micro-batches M     split every input's first dim into M parts that flow\n"
+    "                        through the stages one after another (M must divide it);\n"
+    "                        the outputs are joined again\n"
+    "  --stage-timeout S     a rank waiting S seconds (default 10) for a value from\n"
+    "                        another rank, or for one to be taken, stops the run\n"
+    "                        with an error naming that rank\n"
+    "  --stage-report        each rank prints its stage, times and peak resident\n"
+    "                        memory on stderr\n"
+    "  --ignore-stages       run a staged model in this one process\n"
+    "\n"
     "Partitioning (all of seam partition's options):\n" TARGET_HELP;
 
 typedef struct named {
@@ -121,8 +134,10 @@ static const char *model_metadata(const seam_model *m, const char *key) {
 typedef struct run_opts {
     const char *path, *out_dir, *format, *html, *trace, *workdir;
     named inputs[MAX_NAMED], shapes[MAX_NAMED];
-    int n_inputs, n_shapes, repeat, threads;
+    int n_inputs, n_shapes, repeat, threads, micro_batches;
     bool report, dynamic_batch, quiet, compile_log, dump_values;
+    bool stage_report, ignore_stages;
+    double stage_timeout;
     bool help; /* --help: printed, nothing else to do */
     cli_targets tg;
 } run_opts;
@@ -177,7 +192,21 @@ static int run_option(run_opts *o, int argc, char **argv, int *k) {
     bool has_val = *k + 1 < argc;
     if (strcmp(a, "--input") == 0 || strcmp(a, "--shape") == 0) return option_named(o, argc, argv, k);
     if (strcmp(a, "--repeat") == 0 || strcmp(a, "--threads") == 0) return option_number(o, argc, argv, k);
-    if (strcmp(a, "--report") == 0) {
+    if (strcmp(a, "--micro-batches") == 0 || strcmp(a, "--stage-timeout") == 0) {
+        bool mb = a[2] == 'm';
+        if (!has_val) return cli_usage("run", "%s needs a number", a);
+        char *end;
+        double v = strtod(argv[++*k], &end);
+        if (*end || end == argv[*k] || !(v >= (mb ? 1 : 0.001)) || v > 1e6 || (mb && v != (double)(long)v))
+            return cli_usage("run", "%s wants %s, got '%s'", a, mb ? "a whole number from 1" : "seconds above 0",
+                             argv[*k]);
+        if (mb) o->micro_batches = (int)v;
+        else o->stage_timeout = v;
+    } else if (strcmp(a, "--stage-report") == 0) {
+        o->stage_report = true;
+    } else if (strcmp(a, "--ignore-stages") == 0) {
+        o->ignore_stages = true;
+    } else if (strcmp(a, "--report") == 0) {
         o->report = true;
     } else if (strcmp(a, "--html") == 0 || strcmp(a, "--profile") == 0 || strcmp(a, "--workdir") == 0) {
         if (!has_val) return cli_usage("run", "%s needs a %s", a, a[2] == 'w' ? "folder" : "file name");
@@ -331,8 +360,8 @@ static int run_partition_targets(run_opts *o, run_state *r) {
  * given with --backend-lib is looked for by name, as --target NAME does
  * (NAME.so or libseam_NAME.so on $SEAM_BACKEND_PATH, then next to seam).
  * One not found is left to the session, which names it and the fix. */
-static void find_saved_targets(cli_targets *tg, run_state *r) {
-    const ir_graph *g = r->m->graph;
+void run_find_saved_targets(cli_targets *tg, seam_context *ctx, const seam_model *m) {
+    const ir_graph *g = m->graph;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (strcmp(n->domain, "ai.seam") || strcmp(n->op_type, "Subgraph") || ir_node_attr(n, "rules")) continue;
@@ -346,7 +375,7 @@ static void find_saved_targets(cli_targets *tg, run_state *r) {
         for (int32_t k = 0; k < tg->n_avail && !have; k++) have = !strcmp(tg->avail[k]->name, name);
         const seam_backend *found = NULL;
         if (have || tg->n_avail >= (int32_t)(sizeof(tg->avail) / sizeof(tg->avail[0]))) continue;
-        if (seam_backend_find(r->ctx, name, &found) == SEAM_STATUS_OK && found) tg->avail[tg->n_avail++] = found;
+        if (seam_backend_find(ctx, name, &found) == SEAM_STATUS_OK && found) tg->avail[tg->n_avail++] = found;
     }
 }
 
@@ -373,7 +402,7 @@ static int run_partition(run_opts *o, run_state *r) {
     }
     if (o->tg.n_paths == 0 && o->tg.n_libs > 0 && (rc = targets_load(&o->tg, "run", r->ctx)))
         return rc; /* backends for a saved model */
-    if (o->tg.n_paths == 0) find_saved_targets(&o->tg, r);
+    if (o->tg.n_paths == 0) run_find_saved_targets(&o->tg, r->ctx, r->m);
     if ((o->html || o->workdir) && !r->rep) { /* no --target: the plan of the model as it is (every node on the CPU) */
         seam_partition_options po = seam_partition_defaults();
         seam_plan *plan = NULL;
@@ -592,12 +621,32 @@ static int run_steps(run_opts *o, run_state *r) {
     return run_print_outputs(r);
 }
 
+/* A staged model, or a run under mpirun: run_staged decides (-1: the
+ * plain run goes on). */
+static int run_maybe_staged(run_opts *o) {
+    stage_run_opts so;
+    memset(&so, 0, sizeof(so));
+    so.path = o->path, so.out_dir = o->out_dir, so.n_inputs = o->n_inputs;
+    for (int k = 0; k < o->n_inputs; k++) so.input_names[k] = o->inputs[k].name, so.input_files[k] = o->inputs[k].value;
+    so.threads = o->threads, so.micro_batches = o->micro_batches;
+    so.timeout_s = o->stage_timeout > 0 ? o->stage_timeout : 10;
+    so.report = o->stage_report, so.quiet = o->quiet, so.ignore_stages = o->ignore_stages;
+    /* what a staged run does not do */
+    so.other_options = o->repeat || o->html || o->trace || o->workdir || o->report || o->dynamic_batch ||
+                       o->n_shapes || o->tg.n_paths || strcmp(o->format, "npy") != 0;
+    so.tg = &o->tg;
+    return run_staged(&so);
+}
+
 int cmd_run(int argc, char **argv) {
     run_opts o;
     run_state r;
     memset(&r, 0, sizeof(r));
     int rc = run_parse(argc, argv, &o);
-    if (rc == CLI_OK && !o.help) rc = run_steps(&o, &r);
+    if (rc == CLI_OK && !o.help) {
+        int staged = run_maybe_staged(&o);
+        rc = staged >= 0 ? staged : run_steps(&o, &r);
+    }
     run_free(&o, &r);
     return rc == RUN_STOP ? CLI_OK : rc;
 }

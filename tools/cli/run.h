@@ -10,7 +10,9 @@
 
 #include "ir/ir.h"
 #include "core/tensor.h"
+#include "runtime/staged.h"
 #include "seam.h"
+#include "targets.h"
 
 /* Reads an input file into t as the model's type for it declares (NULL:
  * a tensor): a .npy (a tensor; numpy strings; uint16 for a bfloat16
@@ -47,5 +49,30 @@ void run_print_report(seam_session *s, const ir_graph *g);
  * declared types). Returns the exit code. */
 int run_write_outputs(seam_context *ctx, seam_session *s, const ir_graph *g, int32_t n_outputs, const char *out_dir,
                       const char *format);
+
+/* A saved model's device subgraphs name their targets: the plug-ins among
+ * them that tg does not have yet are looked for by name (run.c). */
+void run_find_saved_targets(cli_targets *tg, seam_context *ctx, const seam_model *m);
+
+/* What a staged run (run_staged.c, run_mpi.c) takes from seam run's
+ * command line. */
+typedef struct stage_run_opts {
+    const char *path, *out_dir;
+    int n_inputs;
+    const char *input_names[64], *input_files[64]; /* as many as run.c's MAX_NAMED */
+    int threads, micro_batches; /* micro_batches 0: not given (1) */
+    double timeout_s;           /* --stage-timeout: a receive or send without progress for this long fails */
+    bool report, quiet, ignore_stages, other_options;
+    cli_targets *tg;
+} stage_run_opts;
+
+/* Before a plain run: a staged file (run across MPI ranks), or a plain
+ * one started by mpirun on several ranks (refused). Returns -1 when the
+ * plain run goes on, else the exit code (run_staged.c). */
+int run_staged(const stage_run_opts *o);
+#if SEAM_WITH_MPI
+/* The pipeline on MPI_COMM_WORLD: this rank's stage of p (run_mpi.c). */
+int run_mpi_pipeline(const stage_run_opts *o, const staged_plan *p);
+#endif
 
 #endif

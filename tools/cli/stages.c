@@ -138,3 +138,45 @@ int stages_print(const cli_stages *s, const char *cmd, seam_context *ctx, const 
     seam_stages_free(st);
     return out;
 }
+
+int stages_source(const cli_stages *s, const char *cmd, seam_context *ctx, const seam_plan *plan, staged_source *out) {
+    memset(out, 0, sizeof(*out));
+    seam_stages *st = NULL;
+    seam_status rc = seam_plan_stages(plan, &s->o, &st);
+    if (rc) return cli_fail(cmd, ctx, rc);
+    int32_t n = seam_plan_node_count(plan);
+    char **names = calloc((size_t)n + 1, sizeof(char *));
+    int32_t *stage = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    bool ok = names && stage;
+    for (int32_t i = 0; ok && i < n; i++) {
+        seam_plan_node_info in;
+        seam_plan_node(plan, i, &in);
+        ok = (names[i] = strdup(in.name ? in.name : "")) != NULL;
+        stage[i] = seam_stages_node_stage(st, i);
+    }
+    int32_t n_stages = seam_stages_count(st);
+    seam_stages_free(st);
+    *out = (staged_source){n, n_stages, (const char *const *)names, stage};
+    if (!ok) {
+        stages_source_free(out);
+        fprintf(stderr, "seam %s: out of memory\n", cmd);
+        return CLI_BAD_INPUT;
+    }
+    return CLI_OK;
+}
+
+void stages_source_free(staged_source *src) {
+    for (int32_t i = 0; src->names && i < src->n_nodes; i++) free((char *)src->names[i]);
+    free((void *)src->names);
+    free((void *)src->stage);
+    memset(src, 0, sizeof(*src));
+}
+
+int stages_record(const char *cmd, seam_context *ctx, seam_model *m, const staged_source *src, bool quiet) {
+    char *notes = NULL;
+    seam_status st = staged_record(m, src, &notes);
+    if (st) return cli_fail(cmd, ctx, st);
+    if (!quiet && notes && *notes) fputs(notes, stdout);
+    free(notes);
+    return CLI_OK;
+}

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "runtime/staged.h"
 #include "seam_partition.h"
 
 typedef struct cli_stages {
@@ -17,7 +18,10 @@ typedef struct cli_stages {
     "  --stages N            also cut the plan into N pipeline stages (one process each):\n"      \
     "                        the slowest stage or link as fast as it can be, each stage\n"        \
     "                        within --stage-memory; prints each stage's nodes, time,\n"          \
-    "                        memory and what it sends (with --json: \"pipeline\")\n"              \
+    "                        memory and what it sends (with --json: \"pipeline\");\n"             \
+    "                        with -o, OUT.onnx records the stages (metadata\n"                   \
+    "                        \"seam.stages\"): run it with mpirun -np N seam run OUT.onnx\n"     \
+    "                        (with --weights-file, each rank reads its own weights alone)\n"    \
     "  --stage-memory SIZE   what one stage may hold (bytes, or with K, M or G)\n"               \
     "  --link-gbits G        the link between stages, gigabits per second (default 10)\n"        \
     "  --link-latency-us L   its latency per transfer (default 20)\n"                            \
@@ -34,5 +38,14 @@ int stages_check(const cli_stages *s, const char *cmd);
 /* Cuts plan into stages and prints them (plan_json: the plan's --json text
  * to merge them into, or NULL for the table). Returns an exit code. */
 int stages_print(const cli_stages *s, const char *cmd, seam_context *ctx, const seam_plan *plan, const char *plan_json);
+
+/* With --stages and -o: each plan node's name and stage, taken before the
+ * plan is applied (stages_source_free frees them). Returns an exit code. */
+int stages_source(const cli_stages *s, const char *cmd, seam_context *ctx, const seam_plan *plan, staged_source *out);
+void stages_source_free(staged_source *src);
+/* After seam_plan_apply: records the stages in the model's metadata,
+ * saying where a cut moved to a subgraph's boundary (on stdout unless
+ * quiet). Returns an exit code. */
+int stages_record(const char *cmd, seam_context *ctx, seam_model *m, const staged_source *src, bool quiet);
 
 #endif
