@@ -836,6 +836,8 @@ def binary_case(name, op, sa, sb, fn):
     if not check.selected(name):
         return
     a = rng.randn(*sa).astype(np.float32)
+    if op in ("Max", "Min"):  # NaN wins (numpy's maximum and minimum have it so too)
+        a.flat[::7] = np.nan
     b = np.asarray(rng.rand(*sb) + 0.5, np.float32)
     node = helper.make_node(op, ["x", "b"], ["y"])
     y, err = run_model(name, [node], a, [helper.make_tensor("b", TensorProto.FLOAT, sb, b.ravel())])
@@ -862,7 +864,8 @@ BINARY = {  # name: (shape of x, shape of b)
     "size1_inner": ((3, 4, 1), (3, 1, 1)),
 }
 for bname, (sa, sb) in BINARY.items():
-    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)):
+    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide),
+                   ("Max", np.maximum), ("Min", np.minimum)):
         binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
 # ---- Pow by one exponent: 2, 3, 1 and 0.5 as products and a square root ----
