@@ -868,6 +868,36 @@ for bname, (sa, sb) in BINARY.items():
                    ("Max", np.maximum), ("Min", np.minimum)):
         binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
+# ---- Transpose: blocks of 16 x 16 where the output's last axis reads with a stride ----
+
+def transpose_case(name, shape, perm, dtype=np.float32):
+    """Transpose against numpy, bit for bit: tensor.c's blocked copy (4-byte
+    elements whose output's last axis is strided in the input), and the
+    element-by-element copy (other sizes, a last axis read in place)."""
+    if not check.selected(name):
+        return
+    x = (rng.randn(*shape) * 100).astype(dtype)
+    onnx_dt = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64,
+               np.float16: TensorProto.FLOAT16}[dtype]
+    y, err = run_model(name, [helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], x, dtype=onnx_dt)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    want = x.transpose(perm)
+    check.expect(y.shape == want.shape and y.tobytes() == np.ascontiguousarray(want).tobytes(),
+                 f"{name}: numpy's transpose bit for bit")
+
+
+transpose_case("transpose_heads_120", (48, 16, 64), (1, 2, 0))  # swin_t's
+transpose_case("transpose_021_odd", (2, 33, 65), (0, 2, 1))
+transpose_case("transpose_201_tail", (5, 7, 300), (2, 0, 1))
+transpose_case("transpose_nchw_nhwc", (2, 24, 17, 19), (0, 2, 3, 1))
+transpose_case("transpose_nhwc_nchw", (1, 17, 19, 24), (0, 3, 1, 2))
+transpose_case("transpose_int32_5d", (3, 4, 5, 6, 7), (4, 2, 0, 3, 1), np.int32)
+transpose_case("transpose_last_in_place", (4, 30, 5, 40), (0, 2, 1, 3))
+transpose_case("transpose_int64", (30, 50, 7), (2, 1, 0), np.int64)
+transpose_case("transpose_size1_axes", (1, 64, 1, 100), (3, 2, 0, 1))
+
 # ---- Pow by one exponent: 2, 3, 1 and 0.5 as products and a square root ----
 
 def pow_case(name, e):

@@ -163,6 +163,63 @@ static seam_status run_unsqueeze(seam_kernel *k) {
 
 /* ---- Transpose ---- */
 
+/* A transpose of 4-byte elements whose output's last axis reads the input
+ * with a stride, and whose input's last axis (stride 1) is output axis
+ * `a`: blocks of TT x TT elements, read along a and written along the
+ * last axis, each in cache while it is moved (the element by element copy
+ * read a new line for every element: a head split of 48 x 16 x 64 to 16
+ * x 64 x 48, 168 us, 3x ONNX Runtime), over the pool by blocks of the
+ * other axes. */
+#define TT 16
+typedef struct tt_job {
+    const uint32_t *x;
+    uint32_t *y;
+    int32_t r, a;
+    const int64_t *dims, *st;
+    int64_t outer, a_blocks, ost_a, last;
+} tt_job;
+
+static void tt_blocks(void *arg, int64_t begin, int64_t end) {
+    const tt_job *j = arg;
+    int64_t A = j->dims[j->a], L = j->dims[j->r - 1], sl = j->st[j->r - 1];
+    for (int64_t t = begin; t < end; t++) {
+        int64_t o = t / j->a_blocks, a0 = t % j->a_blocks * TT, xo = 0, yo = 0, rem = o;
+        for (int32_t d = j->r - 2; d >= 0; d--) { /* the other axes' index of block o */
+            if (d == j->a) continue;
+            int64_t i = rem % j->dims[d];
+            rem /= j->dims[d];
+            xo += i * j->st[d];
+            int64_t ost = 1;
+            for (int32_t e = d + 1; e < j->r; e++) ost *= j->dims[e];
+            yo += i * ost;
+        }
+        int64_t a1 = a0 + TT < A ? a0 + TT : A;
+        for (int64_t b0 = 0; b0 < L; b0 += TT) {
+            int64_t b1 = b0 + TT < L ? b0 + TT : L;
+            for (int64_t ia = a0; ia < a1; ia++) {
+                uint32_t *dst = j->y + yo + ia * j->ost_a;
+                const uint32_t *src = j->x + xo + ia;
+                for (int64_t ib = b0; ib < b1; ib++) dst[ib] = src[ib * sl];
+            }
+        }
+    }
+}
+
+static bool tiled_transpose(seam_kernel *k, seam_tensor *y, const seam_tensor *x, int32_t r, const int64_t *dims,
+                            const int64_t *st) {
+    if (seam_dtype_size(x->dtype) != 4 || r < 2 || st[r - 1] == 1 || dims[r - 1] < 4 || y->numel < 4096) return false;
+    int32_t a = -1;
+    for (int32_t d = 0; d < r - 1; d++)
+        if (st[d] == 1 && dims[d] > 1) a = d;
+    if (a < 0) return false;
+    tt_job j = {x->data, y->data, r, a, dims, st, 1, (dims[a] + TT - 1) / TT, 1, dims[r - 1]};
+    for (int32_t d = a + 1; d < r; d++) j.ost_a *= dims[d];
+    for (int32_t d = 0; d < r - 1; d++)
+        if (d != a) j.outer *= dims[d];
+    seam_parallel_for(k->pool, j.outer * j.a_blocks, 4, tt_blocks, &j);
+    return true;
+}
+
 static seam_status run_transpose(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0);
     if (!x) return kernel_fail(k, "needs an input");
@@ -184,7 +241,8 @@ static seam_status run_transpose(seam_kernel *k) {
     }
     seam_tensor *y = kernel_out(k, 0, x->dtype, r, dims);
     if (!y) return kernel_oom(k);
-    strided_copy(y->data, x->data, seam_dtype_size(x->dtype), r, dims, st);
+    if (!tiled_transpose(k, y, x, r, dims, st))
+        strided_copy(y->data, x->data, seam_dtype_size(x->dtype), r, dims, st);
     return SEAM_STATUS_OK;
 }
 
