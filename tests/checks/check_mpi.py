@@ -49,6 +49,14 @@ MPIRUN = shutil.which("mpirun")
 MPI = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "--mca", "btl", "self,vader",
        "--mca", "btl_vader_single_copy_mechanism", "none"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_WAIT_POLICY="PASSIVE")
+# A build with AddressSanitizer (the test command runs every test under it
+# too): Open MPI's libraries and plugins keep allocations past MPI_Finalize,
+# which LeakSanitizer reports from frames it cannot name, so the ranks run
+# without leak detection (memory errors are still caught; seam's own code
+# is leak-checked by the single-process runs); and a rank's resident
+# memory holds the sanitizer's shadow and quarantine, so (b)'s bounds are
+# checked on the plain build only.
+ASAN = "libasan" in subprocess.run(["ldd", SEAM], capture_output=True, text=True).stdout
 MiB = 1 << 20
 BUDGET = 40 * MiB
 failures = []
@@ -65,8 +73,11 @@ def check(ok, what, detail=""):
 
 def run(args, timeout=120, env=None):
     t0 = time.monotonic()
+    env = env or ENV
+    if ASAN and args and args[0] == MPIRUN:
+        env = dict(env, ASAN_OPTIONS=(env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":"))
     try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env or ENV)
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
         return p.returncode, p.stdout + p.stderr, time.monotonic() - t0
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
@@ -181,7 +192,9 @@ def main():
     check(rc == 0 and len(base) == 3, f"(b) a trivial staged model's baseline (rc {rc}): {base}", out[-2000:])
     overhead = (max(base.values()) if base else 0) + 8 * 1024
     check(len(ranks_rss) == 3, f"(b) each rank reports its peak resident memory: {ranks_rss}")
-    for r, kib in sorted(ranks_rss.items()):
+    if ASAN:
+        print("skip (b) the bounds on resident memory: AddressSanitizer's shadow memory is in it", flush=True)
+    for r, kib in sorted(ranks_rss.items()) if not ASAN else ():
         check(kib <= BUDGET // 1024 + overhead,
               f"(b) rank {r}: {kib} KiB <= budget {BUDGET // 1024} KiB + overhead {overhead} KiB "
               f"(its weights {st['stage'][r]['weight_bytes'] // 1024} KiB)")
