@@ -482,6 +482,7 @@ seam_status staged_parse(seam_context *ctx, const char *text, staged_plan **out)
 /* The file at path mapped read-only (not paged in: what is read of it is
  * what is touched). */
 static seam_status map_file(seam_context *ctx, const char *path, const uint8_t **data, size_t *size) {
+    *data = NULL, *size = 0;
     int fd = open(path, O_RDONLY);
     if (fd < 0) return seam_error(ctx, SEAM_STATUS_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -499,8 +500,8 @@ static seam_status map_file(seam_context *ctx, const char *path, const uint8_t *
 
 seam_status staged_read(seam_context *ctx, const char *path, staged_plan **out) {
     *out = NULL;
-    const uint8_t *data;
-    size_t size;
+    const uint8_t *data = NULL;
+    size_t size = 0;
     seam_status st = map_file(ctx, path, &data, &size);
     if (st) return st;
     char *text = NULL;
@@ -555,8 +556,8 @@ seam_status staged_load_stage(seam_context *ctx, const char *path, const staged_
     for (int32_t k = 0; k < n_in + n_out; k++) io[k] = io_of(&p->values[idx[k]]);
     for (int32_t k = 0; k < sg->n_nodes; k++) keep[sg->nodes[k]] = true;
     onnx_stage_cut cut = {keep, p->n_file_nodes, sg->weights, sg->n_weights, io, io + n_in, n_in, n_out, SEAM_STAGES_KEY};
-    const uint8_t *data;
-    size_t size;
+    const uint8_t *data = NULL;
+    size_t size = 0;
     uint8_t *bytes = NULL;
     size_t n_bytes = 0;
     seam_status st = map_file(ctx, path, &data, &size);

@@ -522,34 +522,25 @@ def packed_run(name, x, w, b, group, strides, pads, act, weight, dil=(1, 1)):
                 return None, "SEAM_CPU_GCONV=avx2 (the AVX2 kernel) differs in bits from the default run"
             if val is not None and not seamtest.rel_err(got, outs[0]) <= val:
                 return None, f"SEAM_CPU_GCONV=0 (im2col) is {seamtest.rel_err(got, outs[0]):.2e} from the direct loop"
-    if name.startswith("xw_"):
-        # a whole-window conv of few images on the packed X W GEMM: OpenBLAS
-        # (SEAM_CPU_PACKED_GEMM=0) gives the same values within rounding, other bits
-        d = os.path.join(work, f"{name}.xw_off")
-        r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet",
-                 env=dict(os.environ, SEAM_CPU_PACKED_GEMM="0"))
+    # another path of the same conv (an environment switch turns this one
+    # off): the same values within rounding, other bits where the sums
+    # run in another order (so this path ran)
+    other = {"xw_": ("SEAM_CPU_PACKED_GEMM", "OpenBLAS", "as X W",
+                     # (over a short depth OpenBLAS's dot products can sum in the same order)
+                     np.prod(w.shape[1:]) >= 512),
+             "taps_": ("SEAM_CPU_TAPCONV", "im2col", "tap by tap", True)}
+    for prefix, (var, label, what, differs) in other.items():
+        if not name.startswith(prefix):
+            continue
+        d = os.path.join(work, f"{name}.{var}_off")
+        r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet", env=dict(os.environ, **{var: "0"}))
         if r.returncode:
-            return None, f"seam run with SEAM_CPU_PACKED_GEMM=0 failed: {r.stderr.strip()}"
+            return None, f"seam run with {var}=0 failed: {r.stderr.strip()}"
         got = np.load(os.path.join(d, "y.npy"))
-        # (over a short depth OpenBLAS's dot products can sum in the same
-        # order: the cases of depth 512 or more tell the paths apart)
-        if np.prod(w.shape[1:]) >= 512 and got.tobytes() == outs[0].tobytes():
-            return None, "the same bits with SEAM_CPU_PACKED_GEMM=0: the conv did not run as X W"
+        if differs and got.tobytes() == outs[0].tobytes():
+            return None, f"the same bits with {var}=0: the conv did not run {what}"
         if not seamtest.rel_err(got, outs[0]) <= 1e-5:
-            return None, f"SEAM_CPU_PACKED_GEMM=0 (OpenBLAS) is {seamtest.rel_err(got, outs[0]):.2e} from X W"
-    if name.startswith("taps_"):
-        # tapconv.c sums tap by tap, im2col (SEAM_CPU_TAPCONV=0) over the whole
-        # column: the same values within rounding, other bits (so the tap path ran)
-        d = os.path.join(work, f"{name}.taps_off")
-        r = seam("run", path, *args_in, "--threads", 2, "--output-dir", d, "--quiet",
-                 env=dict(os.environ, SEAM_CPU_TAPCONV="0"))
-        if r.returncode:
-            return None, f"seam run with SEAM_CPU_TAPCONV=0 failed: {r.stderr.strip()}"
-        got = np.load(os.path.join(d, "y.npy"))
-        if got.tobytes() == outs[0].tobytes():
-            return None, "the same bits with SEAM_CPU_TAPCONV=0: the conv did not run tap by tap"
-        if not seamtest.rel_err(got, outs[0]) <= 1e-5:
-            return None, f"SEAM_CPU_TAPCONV=0 (im2col) is {seamtest.rel_err(got, outs[0]):.2e} from the tap path"
+            return None, f"{var}=0 ({label}) is {seamtest.rel_err(got, outs[0]):.2e} from the run {what}"
     return outs[0], None
 
 
