@@ -859,6 +859,41 @@ for bname, (sa, sb) in BINARY.items():
                    ("Max", np.maximum), ("Min", np.minimum)):
         binary_case(f"{op.lower()}_{bname}", op, sa, sb, fn)
 
+# ---- ConvTranspose 2-D: the product, then col2im row by row ----
+
+def conv_transpose_case(name, xshape, M, k, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), opad=(0, 0), group=1):
+    """ConvTranspose against torch's conv_transpose2d (float64), cropped by
+    ONNX's pads: 2x2 stride 2 (U-Net's), overlapping windows, output
+    padding, dilation, asymmetric pads, groups, batch 2."""
+    if not check.selected(name):
+        return
+    x = rng.randn(*xshape).astype(np.float32)
+    w = (rng.randn(xshape[1], M // group, *k) * 0.3).astype(np.float32)
+    b = rng.randn(M).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=list(k), strides=list(strides),
+                            pads=list(pads), dilations=list(dil), output_padding=list(opad), group=group)
+    y, err = run_model(name, [node], x, [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
+                                         helper.make_tensor("b", TensorProto.FLOAT, b.shape, b)])
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = F.conv_transpose2d(torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64)),
+                             torch.from_numpy(b.astype(np.float64)), stride=strides, output_padding=opad,
+                             groups=group, dilation=dil).numpy()
+    ref = ref[:, :, pads[0]:ref.shape[2] - pads[2], pads[1]:ref.shape[3] - pads[3]]
+    if y.shape != ref.shape:
+        check.fail(f"{name}: shape {y.shape}, want {ref.shape}")
+        return
+    e = seamtest.rel_err(y, ref)
+    check.expect(e <= 1e-5, f"{name}: error {e:.1e} against torch")
+
+
+conv_transpose_case("convt_2x2_s2", (1, 64, 20, 20), 32, (2, 2), strides=(2, 2))
+conv_transpose_case("convt_3x3_s2_opad_b2", (2, 8, 7, 9), 6, (3, 3), strides=(2, 2), pads=(1, 0, 1, 2), opad=(1, 1))
+conv_transpose_case("convt_dil_s13", (1, 4, 5, 6), 10, (3, 2), strides=(1, 3), pads=(2, 1, 0, 1), dil=(2, 1))
+conv_transpose_case("convt_groups", (1, 6, 5, 5), 4, (3, 3), strides=(2, 2), group=2)
+conv_transpose_case("convt_4x4_s2_pad", (1, 5, 9, 8), 7, (4, 4), strides=(2, 2), pads=(1, 1, 1, 1))
+
 # ---- Transpose: blocks of 16 x 16 where the output's last axis reads with a stride ----
 
 def transpose_case(name, shape, perm, dtype=np.float32):
