@@ -200,9 +200,11 @@ static int lower_unary(lower *L, const char *op, bool channels_last_pool) {
     if (dt == SEAM_DTYPE_UNDEFINED) return LOWER_LATER;
     if (!is_8bit(dt)) return fail(L, "%s", "Y is not 8-bit");
     if (!check_scale(L, 1, "X_scale", true) || !check_scale(L, 3, "Y_scale", true)) return LOWER_FAILED;
+    if (in_at(L, 0) < 0) return fail(L, "%s", "X is missing");
     bool last = channels_last_pool && node_attr_int(&L->n, "channels_last", 0) != 0;
-    int32_t rank = L->g->values[in_at(L, 0)].type.rank;
-    if (last && L->g->values[in_at(L, 0)].type.kind != IR_TYPE_TENSOR) return LOWER_LATER;
+    const ir_type *xtype = &L->g->values[in_at(L, 0)].type;
+    int32_t rank = xtype->rank;
+    if (last && (xtype->kind != IR_TYPE_TENSOR || rank < 0)) return LOWER_LATER;
     if (last && (rank < 3 || rank > 8)) return fail(L, "%s", "a channels-last input needs rank 3 to 8");
     ir_attr at[16];
     int32_t na = 0;

@@ -219,6 +219,47 @@ def bad_case(info, bad):
                      f"({bad['op']}) and its scale", got)
 
 
+def malformed():
+    """Contrib nodes wrong in their structure, not their scales: an absent
+    X, too few inputs, a missing attribute, a channels-last input of rank
+    2. Each exits 1 naming the node, on the CPU and on dnnl (no crash: the
+    sanitizer build runs this too)."""
+    if not check.selected("malformed"):
+        return
+    from onnx import TensorProto as T
+    from onnx import helper, numpy_helper
+    one = [numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.uint8(10), "z")]
+    cases = {
+        "gap_no_x": (helper.make_node("QLinearGlobalAveragePool", ["", "s", "z", "s", "z"], ["y"], name="bad_node",
+                                      domain=MS), "X is missing"),
+        "sigmoid_no_x": (helper.make_node("QLinearSigmoid", ["", "s", "z", "s", "z"], ["y"], name="bad_node",
+                                          domain=MS), "X is missing"),
+        "add_six_inputs": (helper.make_node("QLinearAdd", ["x", "s", "z", "x", "s", "z"], ["y"], name="bad_node",
+                                            domain=MS), "at least 7 inputs"),
+        "softmax_no_opset": (helper.make_node("QLinearSoftmax", ["x", "s", "z", "s", "z"], ["y"], name="bad_node",
+                                              domain=MS), "opset"),
+        "gap_nhwc_rank2": (helper.make_node("QLinearGlobalAveragePool", ["x2", "s", "z", "s", "z"], ["y"],
+                                            name="bad_node", domain=MS, channels_last=1), "rank 3 to 8"),
+    }
+    x = os.path.join(work, "malformed.x.npy")
+    x2 = os.path.join(work, "malformed.x2.npy")
+    np.save(x, np.arange(36, dtype=np.uint8).reshape(1, 4, 3, 3))
+    np.save(x2, np.arange(8, dtype=np.uint8).reshape(2, 4))
+    for name, (node, want) in cases.items():
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", T.UINT8, [1, 4, 3, 3]),
+                                             helper.make_tensor_value_info("x2", T.UINT8, [2, 4])],
+                              [helper.make_tensor_value_info("y", T.UINT8, None)], one)
+        path = os.path.join(work, f"malformed_{name}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(MS, 1)]), path)
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl"])):
+            r = run("run", path, "--input", f"x={x}", "--input", f"x2={x2}", "--output-dir",
+                    os.path.join(work, f"malformed_{name}.{label}"), *extra)
+            err = r.stderr or ""
+            check.expect(r.returncode == 1 and "'bad_node'" in err and want in err and "internal" not in err.lower(),
+                         f"malformed {name} ({label}): exit 1 naming the node: {want}",
+                         f"exit {r.returncode}: {last(err)}")
+
+
 def main():
     # every model (about a second): which have bad variants is in their json
     t0 = time.time()
@@ -236,6 +277,7 @@ def main():
         for bad in info["bad"]:
             if check.selected(f"bad {bad['file'][:-len('.onnx')]}"):
                 bad_case(info, bad)
+    malformed()
     if summary:
         print("\nmax difference from ONNX Runtime's output (quanta, or relative for float outputs), seam's wall time")
         print(f"{'model':22} | " + " | ".join(f"{p:>17}" for p in PATHS))
