@@ -477,11 +477,11 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
     if (!r->f64 && Cg == 1 && group > 1 && wd->n == 2 &&
         cpu_dw_plan_make(&r->dj, wd, r->N, r->C, r->M, (int32_t)r->threads))
         r->kind = CONV_DEPTHWISE;
+    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && conv_xw_fits(w, group, r->N, Kg, Mg))
+        r->kind = CONV_XW;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n == 2 &&
              wino_pays(w, Cg, Mg, Kg, r->direct))
         r->kind = CONV_WINOGRAD;
-    else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && conv_xw_fits(w, group, r->N, Kg, Mg))
-        r->kind = CONV_XW;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && cpu_tapconv_pays(w, group, Cg, Mg))
         r->kind = CONV_TAPS;
     else if (x->dtype == SEAM_DTYPE_FLOAT32 && wt->dtype == SEAM_DTYPE_FLOAT32 && w->n <= 3 && Kg > 0 &&
@@ -503,7 +503,8 @@ static void conv_pick(seam_kernel *k, conv_run *r) {
 /* CONV_XW's rows and their output, in the scratch after the GEMM's (none
  * when one window covers each image: the images are the rows). */
 static size_t xw_rows_floats(const conv_run *r) {
-    return r->out_prod == 1 ? 0 : (size_t)(r->N * r->out_prod * (r->Kg + r->M)) + 16;
+    /* the rows, their output, and conv_exec_xw's table of taps (int64, aligned) */
+    return r->out_prod == 1 ? 0 : (size_t)(r->N * r->out_prod * (r->Kg + r->M) + 2 * r->out_prod * (2 * r->kprod + 1)) + 20;
 }
 
 /* Winograd's weights (check's when they are this run's, else transformed
@@ -596,6 +597,39 @@ static void conv_exec_packed(seam_kernel *k, const conv_run *r) {
  * images themselves when one window covers each); the bias first, then
  * the product added onto it with the activation, then y [N, M, P] from
  * the rows [N * P, M] where P > 1. */
+/* One row of CONV_XW: for each of Cg channel planes (in_prod apart in
+ * src), the values of its kprod taps; the n_in taps that read the input
+ * are at[j] in the window, at off[j] in the plane, and the others (the
+ * padding) 0. Kept out of line with restrict pointers (the table and the
+ * rows share a scratch) and without a branch per tap. */
+static void xw_gather(float *restrict dst, const float *restrict src, const int64_t *restrict off,
+                      const int64_t *restrict at, int64_t n_in, int64_t kprod, int64_t Cg, int64_t in_prod) {
+    if (n_in == kprod) {
+        for (int64_t c = 0; c < Cg; c++, src += in_prod, dst += kprod)
+            for (int64_t e = 0; e < kprod; e++) dst[e] = src[off[e]];
+        return;
+    }
+    memset(dst, 0, sizeof(float) * (size_t)(Cg * kprod));
+    for (int64_t c = 0; c < Cg; c++, src += in_prod, dst += kprod)
+        for (int64_t j = 0; j < n_in; j++) dst[at[j]] = src[off[j]];
+}
+
+typedef struct xw_rows_job {
+    float *rows;
+    const float *x;
+    int64_t P, K, kprod, Cg, in_plane, in_image;
+    int64_t *n_in, *off, *at; /* [P], [P, kprod], [P, kprod] */
+} xw_rows_job;
+
+static void xw_rows(void *arg, int64_t begin, int64_t end) {
+    const xw_rows_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        int64_t n = i / j->P, p = i % j->P;
+        xw_gather(j->rows + i * j->K, j->x + n * j->in_image, j->off + p * j->kprod, j->at + p * j->kprod, j->n_in[p],
+                  j->kprod, j->Cg, j->in_plane);
+    }
+}
+
 static void conv_exec_xw(seam_kernel *k, const conv_run *r) {
     int64_t P = r->out_prod, R = r->N * P, K = r->Kg, M = r->M;
     float *gemm = (float *)r->col, *rows = gemm + cpu_gemm_xw_scratch(R, M, seam_pool_threads(k->pool)) + 16;
@@ -604,28 +638,27 @@ static void conv_exec_xw(seam_kernel *k, const conv_run *r) {
     if (P > 1) { /* row (n, p): K values in W's order, channel major, 0 where the window reads padding */
         const conv_geom *w = &r->w;
         int64_t kprod = r->kprod;
+        /* per output position: the taps that read the input, their
+         * offsets in a plane and their places in the window */
+        xw_rows_job j = {.rows = rows, .x = (const float *)r->vx.p, .P = P, .K = K, .kprod = kprod, .Cg = r->Cg,
+                         .in_plane = r->in_prod, .in_image = r->C * r->in_prod};
+        j.n_in = (int64_t *)(((uintptr_t)(out + R * M) + 7) & ~(uintptr_t)7);
+        j.off = j.n_in + P, j.at = j.off + P * kprod;
         for (int64_t p = 0; p < P; p++) {
-            int64_t q = p, od[CONV_MAX_SPATIAL];
+            int64_t q = p, od[CONV_MAX_SPATIAL], n_in = 0, *off = j.off + p * kprod, *at = j.at + p * kprod;
             for (int32_t d = w->n - 1; d >= 0; d--) od[d] = q % w->out[d], q /= w->out[d];
             for (int64_t e = 0; e < kprod; e++) {
-                int64_t off = 0, rem = e, ko[CONV_MAX_SPATIAL];
+                int64_t rem = e, ko[CONV_MAX_SPATIAL], o = 0;
                 for (int32_t d = w->n - 1; d >= 0; d--) ko[d] = rem % w->kernel[d], rem /= w->kernel[d];
-                bool inside = true;
-                for (int32_t d = 0; d < w->n && inside; d++) {
-                    int64_t at = od[d] * w->stride[d] - w->pad_lo[d] + ko[d] * w->dil[d];
-                    inside = at >= 0 && at < w->in[d];
-                    off = off * w->in[d] + at;
+                for (int32_t d = 0; d < w->n && o >= 0; d++) {
+                    int64_t i = od[d] * w->stride[d] - w->pad_lo[d] + ko[d] * w->dil[d];
+                    o = i >= 0 && i < w->in[d] ? o * w->in[d] + i : -1;
                 }
-                for (int64_t n = 0; n < r->N; n++) {
-                    float *dst = rows + (n * P + p) * K + e;
-                    const float *src = (const float *)r->vx.p + n * r->C * r->in_prod + off;
-                    if (inside)
-                        for (int64_t c = 0; c < r->Cg; c++) dst[c * kprod] = src[c * r->in_prod];
-                    else
-                        for (int64_t c = 0; c < r->Cg; c++) dst[c * kprod] = 0.0f;
-                }
+                if (o >= 0) off[n_in] = o, at[n_in++] = e;
             }
+            j.n_in[p] = n_in;
         }
+        seam_parallel_for(k->pool, R, 1, xw_rows, &j);
     }
     for (int64_t i = 0; i < R; i++)
         for (int64_t m = 0; m < M; m++) out[i * M + m] = r->b ? ((const float *)r->vb.p)[m] : 0.0f;
@@ -753,33 +786,38 @@ static void conv_pack(seam_check *c) {
     *c->state = s;
     *c->free_state = conv_state_free;
     bool direct = conv_attrs_direct(c->n, wt);
+    const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
+    bool known = wt->rank == 4 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4 && xt->dims[2].v >= 1 &&
+                 xt->dims[3].v >= 1;
+    conv_geom geo;
+    char why[160];
+    /* few output positions in all, when the input's size is known: X W^T
+     * (conv_pick's first choice for them, before Winograd) */
+    if (known && cpu_gemm_available()) {
+        int64_t in[2] = {xt->dims[2].v, xt->dims[3].v}, ks[2] = {wt->dims[2], wt->dims[3]};
+        if (conv_geom_init(c->n, 2, in, ks, false, &geo, why, sizeof why) && xt->dims[0].v >= 1 &&
+            conv_xw_fits(&geo, group, xt->dims[0].v, Kg, Mg)) {
+            s->xw = cpu_gemm_wpack((const float *)wt->data, Kg, M, true);
+            return;
+        }
+    }
     /* Winograd when the sizes fit it: the input's H and W if inference
      * knows them, else 56 x 56 (conv_pick decides with the real sizes, and
      * prepares the other path then if this guess was wrong: conv_keep) */
-    const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
     if (wt->rank == 4 && wt->dims[2] == 3 && wt->dims[3] == 3 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4) {
         int64_t in[2], ks[2] = {3, 3};
         for (int32_t d = 0; d < 2; d++) in[d] = xt->dims[2 + d].v >= 1 ? xt->dims[2 + d].v : 56;
-        conv_geom g;
-        char why[160];
-        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && wino_pays(&g, Cg, Mg, Kg, direct)) {
+        if (conv_geom_init(c->n, 2, in, ks, false, &geo, why, sizeof why) && wino_pays(&geo, Cg, Mg, Kg, direct)) {
             s->wino = cpu_wino_prepare((const float *)wt->data, M, Cg, group);
             return;
         }
     }
     if (!cpu_gemm_available()) return;
     /* tap by tap when the input's size is known and it pays there */
-    if (wt->rank == 4 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4 && xt->dims[2].v >= 1 && xt->dims[3].v >= 1) {
+    if (known) {
         int64_t in[2] = {xt->dims[2].v, xt->dims[3].v}, ks[2] = {wt->dims[2], wt->dims[3]};
-        conv_geom g;
-        char why[160];
-        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && cpu_tapconv_pays(&g, group, Cg, Mg)) {
+        if (conv_geom_init(c->n, 2, in, ks, false, &geo, why, sizeof why) && cpu_tapconv_pays(&geo, group, Cg, Mg)) {
             s->taps = cpu_tapconv_prepare((const float *)wt->data, M, Cg, wt->dims[2], wt->dims[3]);
-            return;
-        }
-        if (conv_geom_init(c->n, 2, in, ks, false, &g, why, sizeof why) && xt->dims[0].v >= 1 &&
-            conv_xw_fits(&g, group, xt->dims[0].v, Kg, Mg)) {
-            s->xw = cpu_gemm_wpack((const float *)wt->data, Kg, M, true);
             return;
         }
     }
