@@ -98,10 +98,10 @@ args, seam, work, check = seamtest.checker_setup(__doc__, "cpu_kernels")
 rng = np.random.RandomState(7)
 
 
-def run_model(name, nodes, x, inits=(), opset=13, dtype=TensorProto.FLOAT):
+def run_model(name, nodes, x, inits=(), opset=13, dtype=TensorProto.FLOAT, out_dtype=None):
     """Runs the one-input model on 1 and 2 threads; (y, None) or (None, why)."""
     path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, [vi("x", x.shape, dtype)],
-                               [vi("y", None, dtype)], inits, name=name, opset=opset)
+                               [vi("y", None, dtype if out_dtype is None else out_dtype)], inits, name=name, opset=opset)
     f = os.path.join(work, name + ".x.npy")
     np.save(f, x)
     outs = []
@@ -955,6 +955,37 @@ def pow_case(name, e):
 
 for e in (2.0, 3.0, 1.0, 0.5, 1.7):
     pow_case(f"pow_scalar_{e:g}", e)
+
+# ---- NonZero: row by row, typed, against numpy ----
+
+def nonzero_case(name, x, dtype):
+    """np.nonzero's indices, as int64 [rank, count]: NaN counts (it is not
+    0), -0.0 does not; rows that end in zeros after the last element that
+    is not (the scan stops when the count is full), all zeros, all set."""
+    if not check.selected(name):
+        return
+    y, err = run_model(name, [helper.make_node("NonZero", ["x"], ["y"])], x, dtype=dtype, out_dtype=TensorProto.INT64)
+    if err:
+        check.fail(f"{name}: {err}")
+        return
+    ref = np.array(np.nonzero(x), dtype=np.int64).reshape(max(x.ndim, 1), -1)
+    ok = y is not None and y.dtype == np.int64 and y.shape == ref.shape and np.array_equal(y, ref)
+    check.expect(ok, f"{name}: {ref.shape[1]} indices as numpy's",
+                 f"got {None if y is None else (y.dtype, y.shape)}, want {ref.shape}")
+
+
+_nz = rng.randn(3, 7, 33).astype(np.float32) * (rng.rand(3, 7, 33) > 0.6)
+_nz[0, 0, :5] = [np.nan, -0.0, np.inf, 0.0, -np.inf]
+_nz[2, 6, :] = 0  # the last row: zeros after the last element set
+nonzero_case("nonzero_f32_rank3", _nz, TensorProto.FLOAT)
+nonzero_case("nonzero_bool_rank1", rng.rand(20475) > 0.7, TensorProto.BOOL)
+_nzb = rng.rand(20, 30) > 0.5
+_nzb[-1, -1] = True  # the very last element set: the count fills exactly there
+nonzero_case("nonzero_bool_last_set", _nzb, TensorProto.BOOL)
+nonzero_case("nonzero_i64_all_zero", np.zeros((4, 5), np.int64), TensorProto.INT64)
+nonzero_case("nonzero_i32_all_set", rng.randint(1, 9, (2, 3, 4, 5)).astype(np.int32), TensorProto.INT32)
+nonzero_case("nonzero_u8_rank2", (rng.rand(64, 49) > 0.9).astype(np.uint8) * 7, TensorProto.UINT8)
+nonzero_case("nonzero_f64_scattered", rng.randn(5, 9) * (rng.rand(5, 9) > 0.8), TensorProto.DOUBLE)
 
 # ---- LSTM and GRU with the default activations: whole gates vectorized ----
 
