@@ -103,6 +103,22 @@ cost_class cost_node_work(const ir_graph *g, const ir_node *n, double *work) {
     if (n->n_outputs > 0 && n->outputs[0] >= 0 && out == 0 && g->values[n->outputs[0]].type.kind != IR_TYPE_TENSOR) out = 1;
     if (n->n_outputs == 0 || n->outputs[0] < 0) out = 1;
     int32_t wi = product_weights(op);
+    /* TopK reads every element and orders the k it keeps: about log2(k)
+     * comparisons an element (a full sort, the seeds' MLP's TopK of 4096
+     * of 4096, is n log n), at the elementwise rate */
+    if (op[0] == 'T' && !strcmp(op, "TopK") && n->n_inputs > 0) {
+        double in = elems_of(g, n->inputs[0]), rows = 1, kept = out;
+        const ir_type *x = &g->values[n->inputs[0]].type;
+        const ir_attr *ax = node_attr(n, "axis");
+        int64_t axis = ax && ax->kind == IR_ATTR_INT ? ax->i : -1;
+        if (x->kind == IR_TYPE_TENSOR && x->rank > 0) {
+            if (axis < 0) axis += x->rank;
+            if (axis >= 0 && axis < x->rank) rows = in / dim_size(&x->dims[axis]);
+        }
+        double k = rows > 0 ? kept / rows : kept;
+        *work = (in > out ? in : out) * (k > 2 ? log2(k) : 1);
+        return COST_ELEM;
+    }
     if (wi < 0) {
         /* a reduction or pool reads more than it writes: its input counts */
         double in = n->n_inputs > 0 ? elems_of(g, n->inputs[0]) : 0;

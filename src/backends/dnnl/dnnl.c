@@ -219,6 +219,13 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
      * 16 channels to 640 x 640 took 9.9 ms (and 2.2 to reorder) against the
      * CPU's 1.5 */
     if (is_op(n, "Resize") && !dx_isa_avx512()) return 4.0;
+    /* ConvTranspose without AVX-512: oneDNN 2.6's deconvolution is
+     * x64:gemm:jit, against the CPU's GEMM and row-by-row col2im (an AVX2
+     * EPYC, 2 threads, a U-Net's 2x2 stride-2 upsamplings as single nodes,
+     * bench/op_bench.py: 512 -> 256 at 16 x 16 4.32 ms against 1.85, 256 ->
+     * 128 at 32 x 32 3.25 against 2.08, 64 -> 32 at 128 x 128 5.0 against
+     * 3.3) */
+    if (is_op(n, "ConvTranspose") && !dx_isa_avx512()) return 1.8;
     if (is_op(n, "Conv") && !dx_isa_avx512()) {
         double r = conv_cost_avx2(n);
         if (r > 0) return r;
