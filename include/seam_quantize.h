@@ -119,6 +119,32 @@ SEAM_API seam_status seam_quantizer_variant(seam_quantizer *q, const char *const
  * ranges stay. why (may be NULL) is the reason the notes give for them. */
 SEAM_API seam_status seam_quantizer_exclude(seam_quantizer *q, const char *const *names, int32_t n, const char *why);
 
+/* Binds calibration set `set` (0 .. n_sets - 1) as the inputs of session s
+ * (seam_session_set_input for each; the data stays valid until the run
+ * after it returns): how the caller hands its calibration sets to
+ * seam_quantizer_keep_within. SEAM_STATUS_OK, or an error that stops it. */
+typedef seam_status (*seam_calibration_bind_fn)(void *user, int32_t set, seam_session *s);
+
+struct seam_partition_options;
+
+/* Accuracy chosen per subgraph (--max-error; Python's
+ * seam.quantize(max_error=...)): after the calibration runs, before
+ * seam_quantizer_finish. The model's error is the largest, over the n_sets
+ * calibration sets and its float32 outputs, of max |y - y_fp32| / max
+ * |y_fp32|, run on the CPU kernels (QDQ units as int8). When the whole
+ * model quantized is off by more than max_error, it is partitioned for
+ * opts' targets (after seam_model_rewrite, as seam_partition would be),
+ * each subgraph holding quantized nodes is measured quantized alone, and
+ * subgraphs go back to float, the worst first, until the model is within
+ * max_error or none is left; their nodes are excluded from q as
+ * seam_quantizer_exclude does. *error_out (may be NULL): the error of the
+ * model as it will be finished. report (may be NULL): one line per such
+ * subgraph ("subgraph ID (TARGET, N nodes): kept in fp32|int8; quantized
+ * alone it is off by E%") and a last line with the model's error. */
+SEAM_API seam_status seam_quantizer_keep_within(seam_quantizer *q, const struct seam_partition_options *opts,
+                                                double max_error, int32_t n_sets, seam_calibration_bind_fn bind,
+                                                void *user, double *error_out, char *report, size_t report_len);
+
 /* What the quantizer left in float and why, one line per reason with the
  * nodes it concerns (at most a few named): "" when nothing. Valid until
  * seam_quantizer_free. */

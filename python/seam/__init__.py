@@ -541,7 +541,7 @@ def _calibration_sets(calibration, names):
 
 
 def quantize(model, output, calibration=None, *, dynamic=False, method="minmax", percentile=99.999,
-             per_channel=None, exclude=(), threads=0, reduce_range=False):
+             per_channel=None, exclude=(), threads=0, reduce_range=False, max_error=None, targets=("dnnl",)):
     """Quantizes a float model to int8 as `seam quantize` does and writes it
     to `output` (an ONNX file that seam's int8 targets and ONNX Runtime run).
 
@@ -555,8 +555,14 @@ def quantize(model, output, calibration=None, *, dynamic=False, method="minmax",
     `percentile` percent of the values). per_channel: None for the default
     (per channel static, per tensor dynamic). exclude: node names left in
     float. reduce_range: 7-bit weights in [-64, 64] (ONNX Runtime's
-    reduce_range), which dnnl runs in int8 on a CPU without VNNI. Returns a
-    dict of counts, with "notes": what stayed float and why.
+    reduce_range), which dnnl runs in int8 on a CPU without VNNI.
+    max_error: as `seam partition --precision int8 --max-error E`: the
+    model's error on the calibration sets (the largest over sets and float
+    outputs of max |y - y_fp32| / max |y_fp32|) kept at most E by leaving
+    in float the subgraphs of its partition for `targets` whose int8 costs
+    the most accuracy. Returns a dict of counts, with "notes": what stayed
+    float and why; with max_error, "error" (the model's error as written)
+    and "max_error_report": a line per subgraph, int8 or kept in fp32.
     """
     sets = None
     if calibration is not None:
@@ -572,13 +578,27 @@ def quantize(model, output, calibration=None, *, dynamic=False, method="minmax",
     else:
         graph, _ = _graph(model)
     names = [n for n, _, _ in graph.inputs()]
-    stats = graph.quantize(None if sets is None else _calibration_sets(sets, names), dynamic=dynamic, method=method,
-                           percentile=percentile, per_channel=per_channel, exclude=list(exclude), threads=threads,
-                           reduce_range=reduce_range)
+    calib = None if sets is None else _calibration_sets(sets, names)
+    extra = {}
+    if max_error is not None:
+        import numpy as np
+        if sets is None:
+            raise ValueError("quantize: max_error needs calibration sets: the error is measured on them")
+        calib = [{n: np.ascontiguousarray(a) for n, a in d.items()} for d in calib]  # read again per variant
+        extra = {"max_error": float(max_error), "targets": _targets(targets)}
+    stats = graph.quantize(calib, dynamic=dynamic, method=method, percentile=percentile, per_channel=per_channel,
+                           exclude=list(exclude), threads=threads, reduce_range=reduce_range, **extra)
     graph.save(os.fspath(output))
     stats["notes"] = [line for line in stats["notes"].split("\n") if line]
     for line in stats["notes"]:
         log.info("quantize: %s", line)
+    report = stats.pop("max_error_report", "")
+    if max_error is None:
+        stats.pop("error", None)
+    else:
+        stats["max_error_report"] = [line for line in report.split("\n") if line]
+        for line in stats["max_error_report"]:
+            log.info("quantize: %s", line)
     return stats
 
 

@@ -24,6 +24,7 @@
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <pythread.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -575,16 +576,54 @@ static int quantize_observe(GraphObject *g, seam_quantizer *q, PyObject *feeds) 
     return rc;
 }
 
+/* seam_quantizer_keep_within's binder: set k of a list of dicts of
+ * C-contiguous arrays (Python's seam.quantize makes them so), read in
+ * place; called with the GIL held. */
+typedef struct bind_sets {
+    PyObject *sets;  /* a list */
+    const char *why; /* what was wrong with a set, or NULL */
+} bind_sets;
+
+static seam_status bind_set(void *user, int32_t set, seam_session *s) {
+    bind_sets *b = user;
+    PyObject *feeds = PyList_GetItem(b->sets, set), *key, *value;
+    Py_ssize_t pos = 0;
+    if (!feeds || !PyDict_Check(feeds))
+        return b->why = "each calibration set must be a dict of input name -> array", SEAM_STATUS_INVALID_ARGUMENT;
+    while (PyDict_Next(feeds, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!name || !PyArray_Check(value) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)value) ||
+            !PyArray_ISALIGNED((PyArrayObject *)value))
+            return b->why = "each calibration set must map str names to C-contiguous numpy arrays",
+                   SEAM_STATUS_INVALID_ARGUMENT;
+        PyArrayObject *a = (PyArrayObject *)value;
+        int64_t dims[NPY_MAXDIMS];
+        for (int d = 0; d < PyArray_NDIM(a); d++) dims[d] = PyArray_DIM(a, d);
+        seam_status st = seam_session_set_input(s, name, seam_of_npy(PyArray_TYPE(a)), PyArray_NDIM(a), dims, PyArray_DATA(a));
+        if (st) return st;
+    }
+    return SEAM_STATUS_OK;
+}
+
 static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"calibration", "dynamic", "method", "percentile", "per_channel", "exclude", "threads",
-                             "reduce_range", NULL};
-    PyObject *calib = Py_None, *per_channel = Py_None, *exclude = NULL;
+                             "reduce_range", "max_error", "targets", NULL};
+    PyObject *calib = Py_None, *per_channel = Py_None, *exclude = NULL, *targets_obj = Py_None;
     int dynamic = 0, threads = 0, reduce_range = 0;
     const char *method = "minmax";
-    double percentile = 99.999;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpsdOOip", kwlist, &calib, &dynamic, &method, &percentile, &per_channel,
-                                     &exclude, &threads, &reduce_range))
+    double percentile = 99.999, max_error = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpsdOOipdO", kwlist, &calib, &dynamic, &method, &percentile,
+                                     &per_channel, &exclude, &threads, &reduce_range, &max_error, &targets_obj))
         return NULL;
+    const seam_backend *targets[MAX_TARGETS];
+    int32_t n_targets = 0;
+    if (targets_obj != Py_None && targets_of(targets_obj, targets, MAX_TARGETS, &n_targets)) return NULL;
+    if (max_error != 0 && !(max_error > 0 && isfinite(max_error)))
+        return PyErr_Format(PyExc_ValueError, "quantize: max_error must be a relative error above 0 (0.02 for 2%%), got %g",
+                            max_error);
+    if (max_error > 0 && (dynamic || !PyList_Check(calib)))
+        return PyErr_Format(PyExc_ValueError, "quantize: max_error needs static quantization and a list of calibration "
+                            "sets: the error is measured on them");
     seam_quantize_options o = seam_quantize_defaults();
     o.mode = dynamic ? SEAM_QUANT_DYNAMIC : SEAM_QUANT_STATIC;
     if (!strcmp(method, "percentile")) o.method = SEAM_CALIB_PERCENTILE;
@@ -613,13 +652,25 @@ static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(set);
     }
     if (!rc && PyErr_Occurred()) rc = -1;
+    char report[16384] = "";
+    double err = -1;
+    if (!rc && max_error > 0) {
+        seam_partition_options po = seam_partition_defaults();
+        po.targets = targets, po.n_targets = n_targets;
+        bind_sets bs = {calib, NULL};
+        st = seam_quantizer_keep_within(q, &po, max_error, (int32_t)PyList_Size(calib), bind_set, &bs, &err, report,
+                                        sizeof(report));
+        if (st && bs.why) rc = (PyErr_Format(PyExc_TypeError, "quantize: %s", bs.why), -1);
+        else if (st) rc = (graph_fail(self, st), -1);
+    }
     seam_quantize_stats qs;
     if (!rc && (st = seam_quantizer_finish(q, &qs))) rc = (graph_fail(self, st), -1);
     if (!rc)
-        r = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "quantized_ops", qs.quantized_ops, "activations",
+        r = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:d,s:s}", "quantized_ops", qs.quantized_ops, "activations",
                           qs.activations, "weights", qs.weights, "removed_activations", qs.removed_activations,
                           "dynamic_matmuls", qs.dynamic_matmuls, "left_float", qs.left_float, "calibration_runs",
-                          qs.calibration_runs, "notes", seam_quantizer_notes(q));
+                          qs.calibration_runs, "notes", seam_quantizer_notes(q), "error", err, "max_error_report",
+                          report);
     seam_quantizer_free(q);
     graph_unlock(self);
 out:
@@ -641,7 +692,7 @@ static PyMethodDef Graph_methods[] = {
     {"save", (PyCFunction)Graph_save, METH_VARARGS, "save(path, weights_file=None)"},
     {"quantize", (PyCFunction)(void (*)(void))Graph_quantize, METH_VARARGS | METH_KEYWORDS,
      "quantize(calibration=None, dynamic=False, method='minmax', percentile=99.999, per_channel=None, exclude=(), "
-     "threads=0, reduce_range=False) -> stats dict; the graph becomes its quantized form"},
+     "threads=0, reduce_range=False, max_error=0, targets=None) -> stats dict; the graph becomes its quantized form"},
     {"replace_weights", (PyCFunction)Graph_replace_weights, METH_VARARGS, "replace_weights(donor) -> count"},
     {"partition", (PyCFunction)(void (*)(void))Graph_partition, METH_VARARGS | METH_KEYWORDS,
      "partition(targets, ...) -> JSON text of the plan (or analysis)"},

@@ -447,7 +447,21 @@ for bad, why in ((lambda: seam.quantize(p("qdq_resblock", ".float.onnx"), f"{wor
         raise SystemExit(f"no error for the case about {why}")
     except ValueError as e:
         assert why in str(e), (why, str(e))
-import os
+import os, json
+assert not os.path.exists(f"{work}/never.onnx")
+# max_error on the int8 NPU target: the library's --max-error, the same report
+mset = [np.load(f) for f in sorted(glob.glob(p("qdq_mobilenet_v2", ".calib/*.npy")))]
+st = seam.quantize(p("qdq_mobilenet_v2", ".float.onnx"), f"{work}/py_maxerr.onnx", mset, max_error=0.05,
+                   targets=[sys.argv[3]])
+assert 0 <= st["error"] <= 0.05 and any("kept in fp32" in l for l in st["max_error_report"]), st
+json.dump({"error": st["error"], "report": st["max_error_report"]}, open(f"{work}/py_maxerr.json", "w"))
+for bad, why in ((lambda: seam.quantize(p("qdq_resblock", ".float.onnx"), f"{work}/never.onnx", sets, max_error=-1), "max_error"),
+                 (lambda: seam.quantize(p("dyn_transformer", ".float.onnx"), f"{work}/never.onnx", dynamic=True, max_error=0.1), "max_error")):
+    try:
+        bad()
+        raise SystemExit(f"no error for the case about {why}")
+    except ValueError as e:
+        assert why in str(e), (why, str(e))
 assert not os.path.exists(f"{work}/never.onnx")
 print("python ok")
 """
@@ -461,11 +475,24 @@ def case_python():
     if not os.path.isdir(os.path.join(pkg, "seam")) or "SEAM_SANITIZE:BOOL=ON" in text or "SEAM_TSAN:BOOL=ON" in text:
         return check.ok("python: skipped, this build has no Python package (the sanitizer builds)")
     env = dict(os.environ, PYTHONPATH=pkg)
-    r = subprocess.run(["/usr/bin/python3", "-c", PY, MODELS, work], capture_output=True, text=True, env=env,
+    npu = os.path.join(ROOT, "tests", "targets", "int8_npu.json")
+    r = subprocess.run(["/usr/bin/python3", "-c", PY, MODELS, work, npu], capture_output=True, text=True, env=env,
                        timeout=600)
-    if not check.expect(r.returncode == 0, "python: seam.quantize (static from numpy, dynamic, a torch module; three "
-                        "bad calls raise ValueError)", (r.stderr or r.stdout).strip()[-400:]):
+    if not check.expect(r.returncode == 0, "python: seam.quantize (static from numpy, dynamic, a torch module, "
+                        "max_error; five bad calls raise ValueError)", (r.stderr or r.stdout).strip()[-400:]):
         return
+    # max_error: the error it claims is the one the CLI measures on the file
+    # it wrote, and its report is the CLI's --max-error report
+    got = json.load(open(os.path.join(work, "py_maxerr.json")))
+    measured = rel_error(os.path.join(work, "py_maxerr.onnx"), "qdq_mobilenet_v2")
+    cli = run("partition", path("qdq_mobilenet_v2", ".float.onnx"), "--target", npu, "--precision", "int8",
+              "--calibration", calib("qdq_mobilenet_v2"), "--max-error", "0.05")
+    cli_lines = [l.split(": ", 1)[1] for l in cli.stderr.splitlines() if "--max-error 0.05:" in l]
+    check.expect(measured is not None and abs(measured - got["error"]) <= 1e-6 + 1e-3 * measured and
+                 got["report"] == cli_lines,
+                 f"python: seam.quantize(max_error=0.05) on the int8 NPU target: off by {100 * got['error']:.3g}% "
+                 f"claimed, {100 * (measured or 0):.3g}% measured on its file; the CLI's report, line for line",
+                 f"measured {measured}, report {got['report'][-2:]} against {cli_lines[-2:]}")
     for a, b, what in ((os.path.join(work, "py_static.onnx"), os.path.join(work, "qdq_resblock.q.onnx"), "static"),
                        (os.path.join(work, "py_dyn.onnx"), os.path.join(work, "dyn_transformer.dyn.onnx"), "dynamic")):
         if not os.path.exists(b):
