@@ -239,6 +239,18 @@ def main():
     check(rc == 2 and "staged for 3 ranks" in out and "mpirun -np 3" in out, f"(e) without mpirun: exit 2 ({rc})", out)
     rc, out, _ = run(MPI + ["-np", "2", SEAM, "run", "staged.onnx", "--input", "x=x.npy"])
     check(rc == 2 and "staged for 3 ranks, and mpirun started 2" in out, f"(e) -np 2: exit 2 ({rc})", out[-2000:])
+    # one stage under mpirun -np 1, micro-batched: the pipeline of one rank
+    # (it once said "run it with mpirun -np 1" under mpirun -np 1)
+    run([SEAM, "partition", "tiny.onnx", "--stages", "1", "-o", "tiny_one.onnx"])
+    rc, out, _ = run(MPI + ["-np", "1", SEAM, "run", "tiny_one.onnx", "--input", "x=xt.npy", "--micro-batches", "4",
+                            "--output-dir", "one_mb"])
+    rc1, out1, _ = run([SEAM, "run", "tiny_one.onnx", "--ignore-stages", "--input", "x=xt.npy", "--output-dir", "one_ig"])
+    tiny_y = lambda d: np.load(f"{d}/{tiny_out}.npy") if os.path.exists(f"{d}/{tiny_out}.npy") else None
+    ya, yb = tiny_y("one_mb"), tiny_y("one_ig")
+    check(rc == 0 and rc1 == 0 and ya is not None and yb is not None and ya.shape == yb.shape and
+          float(np.abs(ya - yb).max()) <= 1e-5 * float(np.abs(yb).max()),
+          f"(e) one stage, mpirun -np 1 --micro-batches 4: runs, as one process within rounding (rc {rc}, {rc1})",
+          out[-2000:] + out1[-1000:])
     rc, out, _ = run(MPI + ["-np", "3", SEAM, "run", "plain.onnx", "--input", "x=x.npy"])
     check(rc == 2 and "is not staged, and mpirun started 3" in out, f"(e) a plain file under -np 3: exit 2 ({rc})", out[-2000:])
 

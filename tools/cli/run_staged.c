@@ -23,6 +23,7 @@ static int env_number(const char *a, const char *b, const char *c, int fallback)
 
 int run_staged(const stage_run_opts *o) {
     int world = env_number("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL, 1);
+    bool launched = env_number("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL, 0) > 0; /* by mpirun, even -np 1 */
     int rank = env_number("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", 0);
     seam_context *ctx;
     if (seam_context_create(&ctx)) return CLI_BAD_INPUT;
@@ -58,7 +59,7 @@ int run_staged(const stage_run_opts *o) {
                     "with --ignore-stages\n",
                     o->path, p->n_stages, p->n_stages);
         rc = CLI_USAGE;
-    } else if (world == 1) {
+    } else if (world == 1 && !(launched && p->n_stages == 1)) {
         fprintf(stderr,
                 "seam run: %s is staged for %d ranks: run it with mpirun -np %d seam run %s --input ... (or in this one "
                 "process with --ignore-stages)\n",
