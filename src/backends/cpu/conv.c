@@ -24,6 +24,7 @@
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/tapconv.h"
 #include "backends/cpu/winograd.h"
+#include "backends/cpu/xwconv.h"
 #include "core/pool.h"
 
 /* ---- Conv ---- */
@@ -597,69 +598,14 @@ static void conv_exec_packed(seam_kernel *k, const conv_run *r) {
  * images themselves when one window covers each); the bias first, then
  * the product added onto it with the activation, then y [N, M, P] from
  * the rows [N * P, M] where P > 1. */
-/* One row of CONV_XW: for each of Cg channel planes (in_prod apart in
- * src), the values of its kprod taps; the n_in taps that read the input
- * are at[j] in the window, at off[j] in the plane, and the others (the
- * padding) 0. Kept out of line with restrict pointers (the table and the
- * rows share a scratch) and without a branch per tap. */
-static void xw_gather(float *restrict dst, const float *restrict src, const int64_t *restrict off,
-                      const int64_t *restrict at, int64_t n_in, int64_t kprod, int64_t Cg, int64_t in_prod) {
-    if (n_in == kprod) {
-        for (int64_t c = 0; c < Cg; c++, src += in_prod, dst += kprod)
-            for (int64_t e = 0; e < kprod; e++) dst[e] = src[off[e]];
-        return;
-    }
-    memset(dst, 0, sizeof(float) * (size_t)(Cg * kprod));
-    for (int64_t c = 0; c < Cg; c++, src += in_prod, dst += kprod)
-        for (int64_t j = 0; j < n_in; j++) dst[at[j]] = src[off[j]];
-}
-
-typedef struct xw_rows_job {
-    float *rows;
-    const float *x;
-    int64_t P, K, kprod, Cg, in_plane, in_image;
-    int64_t *n_in, *off, *at; /* [P], [P, kprod], [P, kprod] */
-} xw_rows_job;
-
-static void xw_rows(void *arg, int64_t begin, int64_t end) {
-    const xw_rows_job *j = arg;
-    for (int64_t i = begin; i < end; i++) {
-        int64_t n = i / j->P, p = i % j->P;
-        xw_gather(j->rows + i * j->K, j->x + n * j->in_image, j->off + p * j->kprod, j->at + p * j->kprod, j->n_in[p],
-                  j->kprod, j->Cg, j->in_plane);
-    }
-}
-
 static void conv_exec_xw(seam_kernel *k, const conv_run *r) {
     int64_t P = r->out_prod, R = r->N * P, K = r->Kg, M = r->M;
     float *gemm = (float *)r->col, *rows = gemm + cpu_gemm_xw_scratch(R, M, seam_pool_threads(k->pool)) + 16;
     float *out = P == 1 ? (float *)r->vy.p : rows + R * K;
     const float *x = P == 1 ? (const float *)r->vx.p : rows;
-    if (P > 1) { /* row (n, p): K values in W's order, channel major, 0 where the window reads padding */
-        const conv_geom *w = &r->w;
-        int64_t kprod = r->kprod;
-        /* per output position: the taps that read the input, their
-         * offsets in a plane and their places in the window */
-        xw_rows_job j = {.rows = rows, .x = (const float *)r->vx.p, .P = P, .K = K, .kprod = kprod, .Cg = r->Cg,
-                         .in_plane = r->in_prod, .in_image = r->C * r->in_prod};
-        j.n_in = (int64_t *)(((uintptr_t)(out + R * M) + 7) & ~(uintptr_t)7);
-        j.off = j.n_in + P, j.at = j.off + P * kprod;
-        for (int64_t p = 0; p < P; p++) {
-            int64_t q = p, od[CONV_MAX_SPATIAL], n_in = 0, *off = j.off + p * kprod, *at = j.at + p * kprod;
-            for (int32_t d = w->n - 1; d >= 0; d--) od[d] = q % w->out[d], q /= w->out[d];
-            for (int64_t e = 0; e < kprod; e++) {
-                int64_t rem = e, ko[CONV_MAX_SPATIAL], o = 0;
-                for (int32_t d = w->n - 1; d >= 0; d--) ko[d] = rem % w->kernel[d], rem /= w->kernel[d];
-                for (int32_t d = 0; d < w->n && o >= 0; d++) {
-                    int64_t i = od[d] * w->stride[d] - w->pad_lo[d] + ko[d] * w->dil[d];
-                    o = i >= 0 && i < w->in[d] ? o * w->in[d] + i : -1;
-                }
-                if (o >= 0) off[n_in] = o, at[n_in++] = e;
-            }
-            j.n_in[p] = n_in;
-        }
-        seam_parallel_for(k->pool, R, 1, xw_rows, &j);
-    }
+    if (P > 1) /* row (n, p): K values in W's order, channel major, 0 where the window reads padding */
+        cpu_xw_gather(k->pool, &r->w, (const float *)r->vx.p, r->N, r->C, r->Cg, r->in_prod, r->kprod, P, rows,
+                      (int64_t *)(((uintptr_t)(out + R * M) + 7) & ~(uintptr_t)7));
     for (int64_t i = 0; i < R; i++)
         for (int64_t m = 0; m < M; m++) out[i * M + m] = r->b ? ((const float *)r->vb.p)[m] : 0.0f;
     cpu_gemm_x xv = {x, K, false, 1.0f};

@@ -151,6 +151,7 @@ double cpu_resize_to_input(cpu_resize_coord cm, double xo, double scale, int64_t
  * double (resize.c); spatial.c's Resize takes its fast paths first and
  * hands everything else to it. */
 seam_status cpu_resize_general_run(seam_kernel *k);
+seam_status cpu_nonzero_run(seam_kernel *k); /* nonzero.c */
 seam_status cpu_resize_general_check(seam_check *c);
 
 /* erf of n floats, vectorizing, within 2.5 ulp (activation.c). */
