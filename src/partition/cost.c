@@ -8,8 +8,10 @@
  *     outputs of known shape) at the target's transfer_gbps.
  * A node's CPU time is seam's estimate from its shapes: Conv, ConvTranspose,
  * MatMul and Gemm by their multiply-adds, reductions and pools (a first
- * input over 4x the output) by the elements they read, everything else by
- * the elements it writes, each class at its rate, plus a fixed cost per
+ * input over 4x the output) by the elements they read, TopK by the
+ * elements it reads (or writes, if more) times log2 of the k it keeps
+ * (above 2), everything else by the elements it writes, each class at
+ * its rate (TopK the elementwise one), plus a fixed cost per
  * node (rates.c: guesses, or this machine's as `seam calibrate` measured
  * them). Its time on a target is that times the target's node_cost (a
  * fraction: 0.1 = ten times faster), times the target's measured scale

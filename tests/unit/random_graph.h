@@ -4,6 +4,7 @@
 #ifndef SEAM_TEST_RANDOM_GRAPH_H
 #define SEAM_TEST_RANDOM_GRAPH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +123,8 @@ static inline void random_shapes(struct seam_model *m, rng *r) {
  * (partition/cost.c's header) and the random inputs alone, so that the
  * property tests below do not take the code under test as their oracle: a
  * node's CPU time (the built-in guesses: SEAM_COST_RATES=off, set in main)
- * is 0.5 us plus its output's elements (its input's for a reduction) at 1000 per us (20000
+ * is 0.5 us plus its output's elements (its input's for a reduction; for
+ * TopK the larger of the two times log2 of k) at 1000 per us (20000
  * multiply-adds per us for Conv and MatMul, whose random weights have rank 1:
  * one multiply-add per element); on the target that times its factor; a
  * device subgraph adds one launch and its boundary values' bytes (the plan's
@@ -141,6 +143,10 @@ static inline double oracle_cpu_us(const ir_graph *g, int32_t i) {
     /* a node whose first input has more than 4x its output's elements is a
      * reduction: it counts the elements it reads, at the same rate */
     double in = !product && n->n_inputs > 0 && n->inputs[0] >= 0 ? (double)g->values[n->inputs[0]].type.dims[0].v : 0;
+    /* TopK (along the one axis here) reads its input and orders the k it
+     * keeps: the larger of the two, times log2 k (k above 2, else 1) */
+    if (strcmp(n->op_type, "TopK") == 0)
+        return 0.5 + (in > elems ? in : elems) * (elems > 2 ? log2(elems) : 1) / 1000.0;
     if (in > 4 * elems) elems = in;
     return 0.5 + elems / (product ? 20000.0 : 1000.0);
 }
