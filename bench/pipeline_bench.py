@@ -30,28 +30,9 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-
-def mlp(path, layers, hidden, out=16, seed=0):
-    rng = np.random.default_rng(seed)
-    nodes, inits, prev = [], [], "x"
-    for i in range(layers):
-        o = out if i == layers - 1 else hidden
-        inits += [numpy_helper.from_array((rng.standard_normal((hidden, o)) / np.sqrt(hidden)).astype(np.float32), f"w{i}"),
-                  numpy_helper.from_array((rng.standard_normal(o) * 0.1).astype(np.float32), f"b{i}")]
-        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"matmul{i}"))
-        nodes.append(helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"))
-        prev = f"a{i}"
-        if i < layers - 1:
-            nodes.append(helper.make_node("Relu", [prev], [f"h{i}"], name=f"relu{i}"))
-            prev = f"h{i}"
-    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", hidden])],
-                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", out])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, path)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+from seamtest import mlp_model  # noqa: E402
 
 
 REPORT = re.compile(r"rank (\d+) of \d+: .*?(\d+) micro-batches in ([0-9.]+) ms \(computing ([0-9.]+) ms, "
@@ -95,7 +76,7 @@ def main():
     a.seam = os.path.abspath(a.seam)
     os.makedirs(a.work, exist_ok=True)
     base = os.path.join(a.work, "mlp.onnx")
-    mlp(base, a.layers, a.hidden)
+    mlp_model(base, a.layers, a.hidden)
     rng = np.random.default_rng(1)
     xs = {}
     for m in (8, 64):

@@ -652,14 +652,16 @@ static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(set);
     }
     if (!rc && PyErr_Occurred()) rc = -1;
-    char report[16384] = "";
+    size_t report_len = (size_t)1 << 20; /* a line per subgraph (about 100 bytes) and the summary */
+    char *report = !rc && max_error > 0 ? PyMem_Malloc(report_len) : NULL;
     double err = -1;
+    if (!rc && max_error > 0 && !report) rc = (PyErr_NoMemory(), -1);
     if (!rc && max_error > 0) {
         seam_partition_options po = seam_partition_defaults();
         po.targets = targets, po.n_targets = n_targets;
         bind_sets bs = {calib, NULL};
         st = seam_quantizer_keep_within(q, &po, max_error, (int32_t)PyList_Size(calib), bind_set, &bs, &err, report,
-                                        sizeof(report));
+                                        report_len);
         if (st && bs.why) rc = (PyErr_Format(PyExc_TypeError, "quantize: %s", bs.why), -1);
         else if (st) rc = (graph_fail(self, st), -1);
     }
@@ -670,7 +672,8 @@ static PyObject *Graph_quantize(GraphObject *self, PyObject *args, PyObject *kw)
                           qs.activations, "weights", qs.weights, "removed_activations", qs.removed_activations,
                           "dynamic_matmuls", qs.dynamic_matmuls, "left_float", qs.left_float, "calibration_runs",
                           qs.calibration_runs, "notes", seam_quantizer_notes(q), "error", err, "max_error_report",
-                          report);
+                          report ? report : "");
+    PyMem_Free(report);
     seam_quantizer_free(q);
     graph_unlock(self);
 out:

@@ -39,7 +39,9 @@ import time
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from seamtest import mlp_model as mlp  # noqa: E402
 
 SEAM, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 MPIRUN = shutil.which("mpirun")
@@ -82,28 +84,6 @@ def run(args, timeout=120, env=None):
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
         return None, out, time.monotonic() - t0
-
-
-def mlp(path, layers, hidden, out=16, seed=0):
-    rng = np.random.default_rng(seed)
-    nodes, inits, prev = [], [], "x"
-    for i in range(layers):
-        o = out if i == layers - 1 else hidden
-        w = (rng.standard_normal((hidden, o)) / np.sqrt(hidden)).astype(np.float32)
-        b = (rng.standard_normal(o) * 0.1).astype(np.float32)
-        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
-        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"matmul{i}"))
-        nodes.append(helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"))
-        prev = f"a{i}"
-        if i < layers - 1:
-            nodes.append(helper.make_node("Relu", [prev], [f"h{i}"], name=f"relu{i}"))
-            prev = f"h{i}"
-    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", hidden])],
-                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", out])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, path)
-    return prev, sum(t.dims[0] * (t.dims[1] if len(t.dims) > 1 else 1) * 4 for t in inits)
 
 
 def staged(path):

@@ -380,6 +380,32 @@ def save_model(path, *args, **kw):
     return path
 
 
+def mlp_model(path, layers, hidden, out=16, seed=0):
+    """An MLP of `layers` MatMul + Add (+ Relu) layers of hidden x hidden
+    float32 random weights (the last hidden x out), input x ["N", hidden],
+    saved at path (check_mpi, bench/pipeline_bench.py). Returns its output's
+    name and its weights' bytes."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev = [], [], "x"
+    for i in range(layers):
+        o = out if i == layers - 1 else hidden
+        w = (rng.standard_normal((hidden, o)) / np.sqrt(hidden)).astype(np.float32)
+        b = (rng.standard_normal(o) * 0.1).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"matmul{i}"))
+        nodes.append(helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"))
+        prev = f"a{i}"
+        if i < layers - 1:
+            nodes.append(helper.make_node("Relu", [prev], [f"h{i}"], name=f"relu{i}"))
+            prev = f"h{i}"
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", hidden])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", out])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return prev, sum(t.dims[0] * (t.dims[1] if len(t.dims) > 1 else 1) * 4 for t in inits)
+
+
 # ---- ONNX Runtime (npm's onnxruntime-node), the peer ---------------------------
 
 LIB = os.path.dirname(os.path.abspath(__file__))

@@ -69,15 +69,17 @@ static seam_status bind_set(void *user, int32_t set, seam_session *s) { return c
 /* --max-error: which subgraphs stay in float (seam_quantizer_keep_within),
  * said on stderr line by line. */
 static seam_status keep_within(cli_targets *t, const char *cmd, seam_quantizer *q, const cli_calib *c) {
-    char report[16384];
-    seam_status st = seam_quantizer_keep_within(q, &t->opts, t->max_error, c->n_sets, bind_set, (void *)c, NULL, report,
-                                                sizeof(report));
+    size_t len = (size_t)1 << 20; /* a line per subgraph (about 100 bytes) and the summary */
+    char *report = malloc(len);
+    if (!report) return SEAM_STATUS_OUT_OF_MEMORY;
+    seam_status st = seam_quantizer_keep_within(q, &t->opts, t->max_error, c->n_sets, bind_set, (void *)c, NULL, report, len);
     for (const char *p = report; !st && *p;) {
         const char *e = strchr(p, '\n');
-        int len = e ? (int)(e - p) : (int)strlen(p);
-        fprintf(stderr, "seam %s: %.*s\n", cmd, len, p);
-        p += len + (e ? 1 : 0);
+        int n = e ? (int)(e - p) : (int)strlen(p);
+        fprintf(stderr, "seam %s: %.*s\n", cmd, n, p);
+        p += n + (e ? 1 : 0);
     }
+    free(report);
     return st;
 }
 

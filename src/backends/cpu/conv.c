@@ -735,17 +735,17 @@ static void conv_pack(seam_check *c) {
     const ir_type *xt = c->n->inputs[0] >= 0 ? &c->g->values[c->n->inputs[0]].type : NULL;
     bool known = wt->rank == 4 && xt && xt->kind == IR_TYPE_TENSOR && xt->rank == 4 && xt->dims[2].v >= 1 &&
                  xt->dims[3].v >= 1;
-    conv_geom geo;
+    conv_geom geo, at; /* at: the geometry at the input's known size */
     char why[160];
-    /* few output positions in all, when the input's size is known: X W^T
-     * (conv_pick's first choice for them, before Winograd) */
-    if (known && cpu_gemm_available()) {
+    if (known) {
         int64_t in[2] = {xt->dims[2].v, xt->dims[3].v}, ks[2] = {wt->dims[2], wt->dims[3]};
-        if (conv_geom_init(c->n, 2, in, ks, false, &geo, why, sizeof why) && xt->dims[0].v >= 1 &&
-            conv_xw_fits(&geo, group, xt->dims[0].v, Kg, Mg)) {
-            s->xw = cpu_gemm_wpack((const float *)wt->data, Kg, M, true);
-            return;
-        }
+        known = conv_geom_init(c->n, 2, in, ks, false, &at, why, sizeof why);
+    }
+    /* few output positions in all: X W^T (conv_pick's first choice for
+     * them, before Winograd) */
+    if (known && cpu_gemm_available() && xt->dims[0].v >= 1 && conv_xw_fits(&at, group, xt->dims[0].v, Kg, Mg)) {
+        s->xw = cpu_gemm_wpack((const float *)wt->data, Kg, M, true);
+        return;
     }
     /* Winograd when the sizes fit it: the input's H and W if inference
      * knows them, else 56 x 56 (conv_pick decides with the real sizes, and
@@ -760,12 +760,9 @@ static void conv_pack(seam_check *c) {
     }
     if (!cpu_gemm_available()) return;
     /* tap by tap when the input's size is known and it pays there */
-    if (known) {
-        int64_t in[2] = {xt->dims[2].v, xt->dims[3].v}, ks[2] = {wt->dims[2], wt->dims[3]};
-        if (conv_geom_init(c->n, 2, in, ks, false, &geo, why, sizeof why) && cpu_tapconv_pays(&geo, group, Cg, Mg)) {
-            s->taps = cpu_tapconv_prepare((const float *)wt->data, M, Cg, wt->dims[2], wt->dims[3]);
-            return;
-        }
+    if (known && cpu_tapconv_pays(&at, group, Cg, Mg)) {
+        s->taps = cpu_tapconv_prepare((const float *)wt->data, M, Cg, wt->dims[2], wt->dims[3]);
+        return;
     }
     /* the output's pixels when inference knows them */
     const ir_type *yt = c->n->n_outputs > 0 && c->n->outputs[0] >= 0 ? &c->g->values[c->n->outputs[0]].type : NULL;
