@@ -157,7 +157,7 @@ typedef struct iconv_job {
     const cpu_iconv_args *a;
     int64_t blocks, Mg, chunks;
     bool failed;
-    int vector_requant; /* 2: requant_avx512 (AVX-512VL and BW), 1: requant_avx2, 0: put() */
+    bool vector_requant; /* requant_avx2, else cpu_requant one by one */
 } iconv_job;
 
 /* x - x_zp for positions [o0, o0 + ICONV_NB) of image n, group g, as
@@ -390,75 +390,38 @@ static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t
     }
 }
 
-static inline void put(void *y, int32_t odt, int64_t i, double v) {
-    double lo = odt == SEAM_DTYPE_INT8 ? -128 : 0, hi = odt == SEAM_DTYPE_INT8 ? 127 : 255;
-    v = v == v ? (v < lo ? lo : v > hi ? hi : v) : 0;
+static inline void put(void *y, int32_t odt, int64_t i, int32_t v) {
     if (odt == SEAM_DTYPE_INT8) ((int8_t *)y)[i] = (int8_t)v;
     else ((uint8_t *)y)[i] = (uint8_t)v;
 }
 
 #if ICONV_X86
-/* put() over n sums (n <= 32) of one output row: the same double
- * arithmetic, eight lanes at a time (roundscale to nearest even is
- * nearbyint). */
-__attribute__((target("avx512f,avx512vl,avx512bw"))) static void requant_avx512(const int32_t *s, int64_t n, int64_t bias,
-                                                                               double sc, double zp, int32_t odt,
-                                                                               void *y) {
-    double lo = odt == SEAM_DTYPE_INT8 ? -128 : 0, hi = odt == SEAM_DTYPE_INT8 ? 127 : 255;
-    __m512d b = _mm512_set1_pd((double)bias), vs = _mm512_set1_pd(sc), vz = _mm512_set1_pd(zp);
-    __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
-    for (int64_t l = 0; l < n; l += 8) {
-        __mmask8 m = n - l >= 8 ? 0xff : (__mmask8)((1u << (n - l)) - 1);
-        __m512d v = _mm512_add_pd(_mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32(m, s + l)), b);
-        v = _mm512_roundscale_pd(_mm512_mul_pd(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        v = _mm512_min_pd(_mm512_max_pd(_mm512_add_pd(v, vz), vlo), vhi);
-        __m256i q = _mm512_cvtpd_epi32(v);
-        _mm_mask_storeu_epi8((char *)y + l, m, _mm256_cvtepi32_epi8(q));
-    }
-}
-
-/* The same on AVX2, eight lanes at a time, then four; the last n % 4 as put() does. */
-/* Eight sums s8v into eight 8-bit outputs at y, each lane with its own
- * bias and scale (b0/b1, s0/s1: lanes 0-3 and 4-7): round, then clamp to
- * [lo - zp, hi - zp] (all integers, so the same as clamping round + zp;
- * NaN goes to lo), then zp added and narrowed in int16. */
-__attribute__((target("avx2"))) static inline void requant8_core(__m256i s8v, __m256d b0, __m256d b1, __m256d s0, __m256d s1,
-                                                                double zp, bool s8, void *y) {
-    __m256d vz = _mm256_set1_pd(zp);
-    __m256d vlz = _mm256_sub_pd(_mm256_set1_pd(s8 ? -128 : 0), vz), vhz = _mm256_sub_pd(_mm256_set1_pd(s8 ? 127 : 255), vz);
-    __m256d v0 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(s8v)), b0);
-    __m256d v1 = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(s8v, 1)), b1);
-    v0 = _mm256_round_pd(_mm256_mul_pd(v0, s0), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v1 = _mm256_round_pd(_mm256_mul_pd(v1, s1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v0 = _mm256_min_pd(_mm256_max_pd(v0, vlz), vhz);
-    v1 = _mm256_min_pd(_mm256_max_pd(v1, vlz), vhz);
-    __m128i h = _mm_add_epi16(_mm_packs_epi32(_mm256_cvtpd_epi32(v0), _mm256_cvtpd_epi32(v1)), _mm_set1_epi16((int16_t)zp));
+/* cpu_requant on eight sums s8v into eight 8-bit outputs at y, each lane
+ * with its own bias and scale (sum + bias within int32: the caller checks
+ * cpu_requant_int32): the int32 add, the float
+ * multiply, the clamp to [lo - zp, hi - zp] (max first, so NaN goes to
+ * lo), rounding by the default mode (half to even, as nearbyintf), then
+ * zp added in int16 and narrowed. */
+__attribute__((target("avx2"))) static inline void requant8_core(__m256i s8v, __m256i vb, __m256 vs, int32_t zp, bool s8,
+                                                                void *y) {
+    __m256 vlo = _mm256_set1_ps((float)((s8 ? -128 : 0) - zp)), vhi = _mm256_set1_ps((float)((s8 ? 127 : 255) - zp));
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s8v, vb)), vs);
+    v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
+    __m256i q = _mm256_cvtps_epi32(v);
+    __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    h = _mm_add_epi16(h, _mm_set1_epi16((int16_t)zp));
     _mm_storel_epi64((__m128i *)y, s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
 }
 
-__attribute__((target("avx2"))) static void requant_avx2(const int32_t *s, int64_t n, int64_t bias, double sc, double zp,
+/* cpu_requant over n sums of one output row (one bias and scale). */
+__attribute__((target("avx2"))) static void requant_avx2(const int32_t *s, int64_t n, int64_t bias, float sc, int32_t zp,
                                                         int32_t odt, void *y) {
     bool s8 = odt == SEAM_DTYPE_INT8;
-    __m256d b = _mm256_set1_pd((double)bias), vs = _mm256_set1_pd(sc), vz = _mm256_set1_pd(zp);
-    __m256d vlo = _mm256_set1_pd(s8 ? -128 : 0), vhi = _mm256_set1_pd(s8 ? 127 : 255);
+    __m256i vb = _mm256_set1_epi32((int32_t)bias);
+    __m256 vs = _mm256_set1_ps(sc);
     int64_t l = 0;
-    for (; l + 8 <= n; l += 8)
-        requant8_core(_mm256_loadu_si256((const __m256i *)(s + l)), b, b, vs, vs, zp, s8, (char *)y + l);
-    for (; l + 4 <= n; l += 4) {
-        __m256d v = _mm256_add_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(s + l))), b);
-        v = _mm256_round_pd(_mm256_mul_pd(v, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        v = _mm256_min_pd(_mm256_max_pd(_mm256_add_pd(v, vz), vlo), vhi);
-        __m128i q = _mm256_cvtpd_epi32(v), h = _mm_packs_epi32(q, q);
-        int32_t four = _mm_cvtsi128_si32(s8 ? _mm_packs_epi16(h, h) : _mm_packus_epi16(h, h));
-        memcpy((char *)y + l, &four, 4);
-    }
-    for (; l < n; l++) {
-        double v = (double)((int64_t)s[l] + bias) * sc;
-        v = _mm_cvtsd_f64(_mm_round_sd(_mm_setzero_pd(), _mm_set_sd(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)) + zp;
-        v = v < (s8 ? -128 : 0) ? (s8 ? -128 : 0) : v > (s8 ? 127 : 255) ? (s8 ? 127 : 255) : v;
-        if (s8) ((int8_t *)y)[l] = (int8_t)v;
-        else ((uint8_t *)y)[l] = (uint8_t)v;
-    }
+    for (; l + 8 <= n; l += 8) requant8_core(_mm256_loadu_si256((const __m256i *)(s + l)), vb, vs, zp, s8, (char *)y + l);
+    for (; l < n; l++) put(y, odt, l, cpu_requant(s[l], bias, sc, zp, s8));
 }
 #endif
 
@@ -541,25 +504,23 @@ static void iconv_store(const iconv_job *j, const int32_t *s, int64_t n, int64_t
         return;
     }
     int64_t bias = a->bias ? a->bias[m] : 0;
-    double sc = a->scale[m];
+    float sc = a->scale[m];
 #if ICONV_X86
-    if (j->vector_requant) {
-        (j->vector_requant == 2 ? requant_avx512 : requant_avx2)(s, n, bias, sc, a->zp, a->odt, (char *)a->y + at);
+    if (j->vector_requant && cpu_requant_int32(a->w->K, bias)) {
+        requant_avx2(s, n, bias, sc, a->zp, a->odt, (char *)a->y + at);
         return;
     }
 #endif
-    for (int64_t l = 0; l < n; l++) put(a->y, a->odt, at + l, nearbyint((double)(s[l] + bias) * sc) + a->zp);
+    for (int64_t l = 0; l < n; l++) put(a->y, a->odt, at + l, cpu_requant(s[l], bias, sc, a->zp, a->odt == SEAM_DTYPE_INT8));
 }
 
 #if ICONV_X86
 /* requant_avx2 across eight output channels (each its own bias and
  * scale) of one position: the same arithmetic, lane by lane. */
-__attribute__((target("avx2"))) static void requant8_avx2(const int32_t *v8, const int64_t *bias, const double *sc,
-                                                         double zp, int32_t odt, void *y) {
-    __m256d b0 = _mm256_set_pd((double)bias[3], (double)bias[2], (double)bias[1], (double)bias[0]);
-    __m256d b1 = _mm256_set_pd((double)bias[7], (double)bias[6], (double)bias[5], (double)bias[4]);
-    requant8_core(_mm256_loadu_si256((const __m256i *)v8), b0, b1, _mm256_loadu_pd(sc), _mm256_loadu_pd(sc + 4), zp,
-                  odt == SEAM_DTYPE_INT8, y);
+__attribute__((target("avx2"))) static void requant8_avx2(const int32_t *v8, const int32_t *bias, const float *sc,
+                                                         int32_t zp, int32_t odt, void *y) {
+    requant8_core(_mm256_loadu_si256((const __m256i *)v8), _mm256_loadu_si256((const __m256i *)bias), _mm256_loadu_ps(sc),
+                  zp, odt == SEAM_DTYPE_INT8, y);
 }
 #endif
 
@@ -571,10 +532,14 @@ static void iconv_store_rows(const iconv_job *j, const int32_t *s, int64_t npos,
     const cpu_iconv_args *a = j->a;
     int64_t M = a->w->M;
     int64_t bias[ICONV_MR] = {0};
-    double sc[ICONV_MR] = {0};
+    int32_t bias32[ICONV_MR] = {0}; /* (for the vector's int32 add: where every bias fits, in32) */
+    float sc[ICONV_MR] = {0};
+    bool in32 = true;
     for (int64_t r = 0; r < nm; r++) {
         bias[r] = a->bias ? a->bias[m0 + r] : 0;
         sc[r] = a->scale ? a->scale[m0 + r] : 0;
+        in32 = in32 && cpu_requant_int32(a->w->K, bias[r]);
+        bias32[r] = in32 ? (int32_t)bias[r] : 0;
     }
     for (int64_t q = 0; q < npos; q++) {
         int64_t at = (p + q) * M + m0;
@@ -585,12 +550,12 @@ static void iconv_store_rows(const iconv_job *j, const int32_t *s, int64_t npos,
             continue;
         }
 #if ICONV_X86
-        if (j->vector_requant && nm == ICONV_MR) {
-            requant8_avx2(v, bias, sc, a->zp, a->odt, (char *)a->y + at);
+        if (j->vector_requant && nm == ICONV_MR && in32) {
+            requant8_avx2(v, bias32, sc, a->zp, a->odt, (char *)a->y + at);
             continue;
         }
 #endif
-        for (int64_t r = 0; r < nm; r++) put(a->y, a->odt, at + r, nearbyint((double)(v[r] + bias[r]) * sc[r]) + a->zp);
+        for (int64_t r = 0; r < nm; r++) put(a->y, a->odt, at + r, cpu_requant(v[r], bias[r], sc[r], a->zp, a->odt == SEAM_DTYPE_INT8));
     }
 }
 
@@ -912,7 +877,7 @@ static bool iconv_rows_run(seam_pool *pool, const cpu_iconv_args *a) {
                     ((int32_t *)a->y)[at] = (int32_t)(uint32_t)(uint64_t)t; /* (wraps, as int32 output does) */
                     continue;
                 }
-                put(a->y, a->odt, at, nearbyint((double)(t + (a->bias ? a->bias[m] : 0)) * a->scale[m]) + a->zp);
+                put(a->y, a->odt, at, cpu_requant(t, a->bias ? a->bias[m] : 0, a->scale[m], a->zp, a->odt == SEAM_DTYPE_INT8));
             }
     free(x16), free(j.part);
     return true;
@@ -925,10 +890,9 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     int64_t want = 2 * (int64_t)(pool ? seam_pool_threads(pool) : 1), items = blocks * w->group;
     int64_t chunks = items >= want ? 1 : (want + items - 1) / items;
     chunks = chunks < w->panels ? chunks : w->panels;
-    iconv_job j = {a, blocks, w->M / w->group, chunks < 1 ? 1 : chunks, false, 0};
+    iconv_job j = {a, blocks, w->M / w->group, chunks < 1 ? 1 : chunks, false, false};
 #if ICONV_X86
-    if (iconv_kernel == iconv_kernel_avx2) j.vector_requant = 1; /* (also where SEAM_CPU_ICONV=avx2 asks for it) */
-    else if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) j.vector_requant = 2;
+    j.vector_requant = __builtin_cpu_supports("avx2"); /* (every CPU the kernels run on) */
 #endif
     if (cpu_iconv_rows_fits(a)) return iconv_rows_run(pool, a);
     dw_float_job df = {.j = &j};

@@ -4,6 +4,7 @@
 #ifndef SEAM_CPU_ICONV_H
 #define SEAM_CPU_ICONV_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,6 +39,31 @@ cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t 
                             int64_t group, int64_t K, int64_t kprod, bool kn);
 void cpu_iconv_free(cpu_iconv_w *w);
 
+/* Requantization, as ONNX Runtime does it (and every path here, so that
+ * they give the same bits): the sum plus the bias, exact (int64), as
+ * float, times the float scale, clamped to the 8-bit output's range less
+ * the zero point (NaN to its low end), rounded half to even, plus the zero
+ * point. Where no sum overflows int32 (ONNX Runtime's accumulator), that is
+ * ONNX Runtime's result bit for bit; the vector forms in iconv.c do the
+ * same lane by lane where the sum cannot leave int32 (cpu_requant_int32). */
+static inline int32_t cpu_requant(int64_t acc, int64_t bias, float scale, int32_t zp, bool s8) {
+    float lo = (float)((s8 ? -128 : 0) - zp), hi = (float)((s8 ? 127 : 255) - zp), v = (float)(acc + bias) * scale;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    return (int32_t)nearbyintf(v) + zp;
+}
+
+/* Whether a sum of K products of 8-bit values less their zero points
+ * (each at most 255 * 255 in magnitude) plus bias stays in int32. */
+static inline bool cpu_requant_int32(int64_t K, int64_t bias) {
+    int64_t room = INT32_MAX - K * 65025;
+    return room >= 0 && bias <= room && bias >= -room;
+}
+
+/* The requantization's scale: a_scale * b_scale / y_scale in float, as
+ * ONNX Runtime computes it. */
+static inline float cpu_requant_scale(double as, double bs, double ys) { return (float)as * (float)bs / (float)ys; }
+
 typedef struct cpu_iconv_args {
     const void *x;           /* [N, C, in...], 8-bit */
     int32_t xdt, xzp;
@@ -45,11 +71,11 @@ typedef struct cpu_iconv_args {
     const int64_t *koff;     /* [kprod][win->n]: each kernel element's offset per axis */
     int64_t N, C, Cg, kprod, in_prod, out_prod;
     const cpu_iconv_w *w;
-    /* y[n, m, o] = saturate(round((sum + bias[m]) * scale[m]) + zp) in odt;
+    /* y[n, m, o] = cpu_requant(sum, bias[m], scale[m], zp, odt);
      * scale NULL: the int32 sum itself */
     const int64_t *bias;
-    const double *scale;
-    double zp;
+    const float *scale;
+    int32_t zp;
     int32_t odt;
     void *y;
 } cpu_iconv_args;

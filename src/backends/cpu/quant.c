@@ -332,11 +332,11 @@ static void imm_rows(void *arg, int64_t begin, int64_t end) {
                 cpu_set_i64(j->y->data, SEAM_DTYPE_INT32, at, acc);
                 continue;
             }
-            double s = cpu_get(rq->as->data, rq->as->dtype, qp_at(rq->as, oa, i, j->M)) *
-                       cpu_get(rq->bs->data, rq->bs->dtype, qp_at(rq->bs, ob, c, j->N)) /
-                       cpu_get(rq->ys->data, rq->ys->dtype, 0);
-            double zp = rq->yz ? (double)cpu_get_i64(rq->yz->data, rq->yz->dtype, 0) : 0;
-            put_int(j->y->data, rq->odt, at, sat(rq->odt, nearbyint((double)acc * s) + zp));
+            float s = cpu_requant_scale(cpu_get(rq->as->data, rq->as->dtype, qp_at(rq->as, oa, i, j->M)),
+                                        cpu_get(rq->bs->data, rq->bs->dtype, qp_at(rq->bs, ob, c, j->N)),
+                                        cpu_get(rq->ys->data, rq->ys->dtype, 0));
+            int32_t zp = rq->yz ? (int32_t)cpu_get_i64(rq->yz->data, rq->yz->dtype, 0) : 0;
+            put_int(j->y->data, rq->odt, at, cpu_requant(acc, 0, s, zp, rq->odt == SEAM_DTYPE_INT8));
         }
     }
 }
@@ -425,11 +425,12 @@ static seam_status imm_fast(seam_kernel *k, const imm_job *j, const seam_tensor 
         pw->kprod != 1)
         pw = now = cpu_iconv_pack(b->data, b->dtype, bzp ? bzp->data : NULL, bzp ? bzp->dtype : 0, bzp ? bzp->numel : 1, N,
                                   1, K, 1, true);
-    double *scale = rq->as ? malloc(sizeof(double) * (size_t)N) : NULL;
+    float *scale = rq->as ? malloc(sizeof(float) * (size_t)N) : NULL;
     bool ok = pw && (!rq->as || scale);
     for (int64_t c = 0; ok && scale && c < N; c++)
-        scale[c] = cpu_get(rq->as->data, rq->as->dtype, 0) * cpu_get(rq->bs->data, rq->bs->dtype, rq->bs->numel == 1 ? 0 : c) /
-                   cpu_get(rq->ys->data, rq->ys->dtype, 0);
+        scale[c] = cpu_requant_scale(cpu_get(rq->as->data, rq->as->dtype, 0),
+                                     cpu_get(rq->bs->data, rq->bs->dtype, rq->bs->numel == 1 ? 0 : c),
+                                     cpu_get(rq->ys->data, rq->ys->dtype, 0));
     conv_geom win;
     memset(&win, 0, sizeof(win)); /* no spatial axes */
     int64_t koff[1] = {0};
@@ -437,7 +438,7 @@ static seam_status imm_fast(seam_kernel *k, const imm_job *j, const seam_tensor 
         cpu_iconv_args ar = {.x = a->data, .xdt = a->dtype, .xzp = azp ? get8(azp->data, azp->dtype, 0) : 0, .win = &win,
                              .koff = koff, .N = a->numel / K, .C = K, .Cg = K, .kprod = 1, .in_prod = 1, .out_prod = 1,
                              .w = pw, .scale = scale, .odt = rq->odt, .y = j->y->data,
-                             .zp = rq->as && rq->yz ? (double)cpu_get_i64(rq->yz->data, rq->yz->dtype, 0) : 0};
+                             .zp = rq->as && rq->yz ? (int32_t)cpu_get_i64(rq->yz->data, rq->yz->dtype, 0) : 0};
         ok = cpu_iconv_run(k->pool, &ar);
     }
     cpu_iconv_free(now);
@@ -585,17 +586,18 @@ static void iconv_items(void *arg, int64_t begin, int64_t end) {
             }
         }
         for (int64_t m = g * j->Mg; m < (g + 1) * j->Mg; m++) {
-            double s = 0, zp = 0;
+            float s = 0;
+            int32_t zp = 0;
             int64_t bias = j->bias ? cpu_get_i64(j->bias->data, j->bias->dtype, m) : 0;
             if (j->ys) {
                 double wsc = cpu_get(j->ws->data, j->ws->dtype, j->ws->numel == 1 ? 0 : m);
-                s = cpu_get(j->xs->data, j->xs->dtype, 0) * wsc / cpu_get(j->ys->data, j->ys->dtype, 0);
-                zp = j->yz ? (double)cpu_get_i64(j->yz->data, j->yz->dtype, 0) : 0;
+                s = cpu_requant_scale(cpu_get(j->xs->data, j->xs->dtype, 0), wsc, cpu_get(j->ys->data, j->ys->dtype, 0));
+                zp = j->yz ? (int32_t)cpu_get_i64(j->yz->data, j->yz->dtype, 0) : 0;
             }
             for (int64_t o = o0; o < o1; o++) {
                 int64_t acc = dot16(j->w + m * K, col + (o - o0) * K, K), at = (n * j->M + m) * j->out_prod + o;
                 if (!j->ys) cpu_set_i64(j->y->data, SEAM_DTYPE_INT32, at, acc);
-                else put_int(j->y->data, j->odt, at, sat(j->odt, nearbyint((double)(acc + bias) * s) + zp));
+                else put_int(j->y->data, j->odt, at, cpu_requant(acc, bias, s, zp, j->odt == SEAM_DTYPE_INT8));
             }
         }
     }
@@ -624,7 +626,7 @@ static seam_status iconv_fast(seam_kernel *k, const iconv_job *j, const seam_ten
         pw->group != j->group || pw->kprod != j->kprod)
         pw = now = cpu_iconv_pack(w->data, w->dtype, wz ? wz->data : NULL, wz ? wz->dtype : 0, wz ? wz->numel : 1, j->M,
                                   j->group, K, j->kprod, false);
-    double *scale = j->ys ? malloc(sizeof(double) * (size_t)j->M) : NULL;
+    float *scale = j->ys ? malloc(sizeof(float) * (size_t)j->M) : NULL;
     int64_t *bias = j->bias ? malloc(sizeof(int64_t) * (size_t)j->M) : NULL;
     int64_t *koff = malloc(sizeof(int64_t) * (size_t)(j->kprod * j->win.n + 1));
     bool ok = pw && koff && (!j->ys || scale) && (!j->bias || bias);
@@ -632,7 +634,7 @@ static seam_status iconv_fast(seam_kernel *k, const iconv_job *j, const seam_ten
         if (bias) bias[m] = cpu_get_i64(j->bias->data, j->bias->dtype, m);
         if (scale) {
             double wsc = cpu_get(j->ws->data, j->ws->dtype, j->ws->numel == 1 ? 0 : m);
-            scale[m] = cpu_get(j->xs->data, j->xs->dtype, 0) * wsc / cpu_get(j->ys->data, j->ys->dtype, 0);
+            scale[m] = cpu_requant_scale(cpu_get(j->xs->data, j->xs->dtype, 0), wsc, cpu_get(j->ys->data, j->ys->dtype, 0));
         }
     }
     if (ok) {
@@ -640,7 +642,7 @@ static seam_status iconv_fast(seam_kernel *k, const iconv_job *j, const seam_ten
         cpu_iconv_args a = {.x = j->x->data, .xdt = j->x->dtype, .xzp = j->xzp, .win = &j->win, .koff = koff, .N = N,
                             .C = j->C, .Cg = j->Cg, .kprod = j->kprod, .in_prod = j->in_prod, .out_prod = j->out_prod,
                             .w = pw, .bias = bias, .scale = scale, .odt = j->odt, .y = j->y->data,
-                            .zp = j->ys && j->yz ? (double)cpu_get_i64(j->yz->data, j->yz->dtype, 0) : 0};
+                            .zp = j->ys && j->yz ? (int32_t)cpu_get_i64(j->yz->data, j->yz->dtype, 0) : 0};
         ok = cpu_iconv_run(k->pool, &a);
     }
     cpu_iconv_free(now);
