@@ -1,5 +1,6 @@
 /* The depthwise 2-D convolution (dwconv.h). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
@@ -15,6 +16,7 @@
 #include <immintrin.h>
 #define DW_512 1
 #define DW_512_TARGET __attribute__((target("avx512f,fma")))
+#define DW_256_TARGET __attribute__((target("avx2,fma")))
 #else
 #define DW_512 0
 #endif
@@ -41,10 +43,10 @@
  * geometry only); each channel writes just the interior. The bias and the
  * fused activation go over each output row while it is in L1. Every
  * channel is computed the same way whatever task runs it, so the result
- * does not depend on the thread count. On AVX-512 machines the common
- * geometries read the same phase planes with the "rows" below instead of
- * the flat loop. */
-/* One channel's outputs from its phase planes (the AVX-512 rows below):
+ * does not depend on the thread count. On AVX-512 and AVX2 machines the
+ * common geometries read the same phase planes with the "rows" below
+ * instead of the flat loop. */
+/* One channel's outputs from its phase planes (the rows below):
  * (planes, plane size, plane width, OH, OW, kernel, bias, y, post) */
 typedef void (*dw_rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, const float *, float, float *,
                            const act_params *);
@@ -59,7 +61,8 @@ typedef struct dw_job {
     int64_t PH, PW, slack;     /* one phase plane's rows and columns; columns read past the last plane */
     bool vec;                  /* small planes: DW_LANES channels at once (dw_lanes) */
     int64_t units;             /* channels (N * M), or blocks of DW_LANES of them */
-    dw_rows_fn rows;           /* the AVX-512 rows for this geometry, or NULL */
+    dw_rows_fn rows;           /* the rows for this geometry (AVX-512 or AVX2), or NULL */
+    bool rows512;              /* they are AVX-512's (dw_phases' stride-2 split goes with them) */
 } dw_job;
 
 /* Small planes (7x7, 14x14: the late layers of mobilenet_v3, mnasnet,
@@ -71,6 +74,11 @@ typedef struct dw_job {
  * 8x8 transposes, one per half. */
 #define DW_LANES 16
 #define DW_VEC_MAX_OUT 256 /* output pixels per channel */
+/* where the rows are AVX2's: 14x14 planes of mobilenet_v2 (3x3, strides 1
+ * and 2) took 67-80 us a conv of 384 channels on the rows against 118-154
+ * on the lanes; 7x7 ones 144 on the lanes, 164 on the rows (2-core AMD
+ * EPYC, AVX2) */
+#define DW_VEC_MAX_OUT_AVX2 100
 typedef float dw_vl __attribute__((vector_size(DW_LANES * sizeof(float))));
 typedef int32_t dw_vli __attribute__((vector_size(DW_LANES * sizeof(int32_t))));
 typedef float dw_v8 __attribute__((vector_size(8 * sizeof(float))));
@@ -140,14 +148,14 @@ static inline __attribute__((always_inline)) void dw_postl(dw_vl *p, const dw_vl
 
 /* Phase plane and buffer sizes for w; false when the planes would be too
  * large for a buffer per task (the caller then takes the im2col path). */
-static bool dw_geometry(const conv_geom *w, dw_job *j) {
+static bool dw_geometry(const conv_geom *w, dw_job *j, int64_t vec_max) {
     if (w->kernel[0] > 64 || w->kernel[1] > 64 || w->dil[0] > 64 || w->dil[1] > 64) return false;
     if (w->stride[0] > 64 || w->stride[1] > 64) return false;
     int64_t sh = w->stride[0], sw = w->stride[1], OH = w->out[0], OW = w->out[1], KH = w->kernel[0], KW = w->kernel[1];
     int64_t n;
     /* the whole padded plane the output reaches */
     int64_t FH = (OH - 1) * sh + (KH - 1) * w->dil[0] + 1, FW = (OW - 1) * sw + (KW - 1) * w->dil[1] + 1;
-    j->vec = OH * OW <= DW_VEC_MAX_OUT && FH * FW <= 4096;
+    j->vec = OH * OW <= vec_max && FH * FW <= 4096;
     if (j->vec) { /* the interleaved plane, the weights, the outputs */
         j->PH = FH, j->PW = FW, j->slack = 0;
         n = (FH * FW + KH * KW + OH * OW) * DW_LANES;
@@ -155,7 +163,7 @@ static bool dw_geometry(const conv_geom *w, dw_job *j) {
         j->PH = OH + (KH - 1) * w->dil[0] / sh;
         j->PW = OW + (KW - 1) * w->dil[1] / sw;
         /* columns read past the last plane: the widest tap's (dw_one) or
-         * a 16-column load's (the AVX-512 rows) */
+         * a 16-column load's (the rows) */
         j->slack = (KW - 1) * w->dil[1] / sw;
         if (j->slack < 16) j->slack = 16;
         if (j->PH > (1 << 20) || j->PW > (1 << 20) || j->PH * j->PW > (1 << 21) || sh * sw * j->PH * j->PW > (1 << 22))
@@ -331,6 +339,42 @@ static DW_512_TARGET void dw_split2_512(const float *src, int64_t W, float *cons
 }
 #endif
 
+/* Lanes [lo, hi) of 8 (clamped) as an AVX2 mask. */
+static inline __attribute__((always_inline)) DW_256_TARGET __m256i dw_mask8(int64_t lo, int64_t hi) {
+    lo = lo < 0 ? 0 : lo > 8 ? 8 : lo, hi = hi < 0 ? 0 : hi > 8 ? 8 : hi;
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)hi), idx),
+                            _mm256_cmpgt_epi32(idx, _mm256_set1_epi32((int32_t)lo - 1)));
+}
+
+/* dw_split2_512 on AVX2: 16 input columns at a time (masked loads at the
+ * row's end), split into the even and the odd ones by a shuffle and a
+ * permute, each stored into its phase's row (the lanes in range only). */
+static DW_256_TARGET void dw_split2_256(const float *src, int64_t W, float *const dst[2], const int64_t base[2],
+                                        const int64_t qlo[2], const int64_t qhi[2]) {
+    int64_t par[2], shift[2];
+    for (int pc = 0; pc < 2; pc++) par[pc] = base[pc] & 1, shift[pc] = (base[pc] - par[pc]) / 2;
+    for (int64_t i = 0; 2 * i < W; i += 8) {
+        bool whole = 2 * i + 16 <= W;
+        __m256 a = whole ? _mm256_loadu_ps(src + 2 * i) : _mm256_maskload_ps(src + 2 * i, dw_mask8(0, W - 2 * i));
+        __m256 b = whole ? _mm256_loadu_ps(src + 2 * i + 8) : _mm256_maskload_ps(src + 2 * i + 8, dw_mask8(0, W - 2 * i - 8));
+        /* shuffle: [a0 a2 b0 b2 | a4 a6 b4 b6]; the permute puts the 64-bit pairs in order */
+        __m256 e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+        __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+        __m256 v[2] = {e, o};
+        for (int pc = 0; pc < 2; pc++) {
+            int64_t q0 = i - shift[pc]; /* the plane column of lane 0 */
+            int64_t lo = qlo[pc] - q0 > 0 ? qlo[pc] - q0 : 0, hi = qhi[pc] - q0 < 8 ? qhi[pc] - q0 : 8;
+            if (lo == 0 && hi == 8) _mm256_storeu_ps(dst[pc] + q0, v[par[pc]]);
+            else if (lo < hi) { /* (a masked store is slow on some CPUs: AMD's) */
+                float t[8];
+                _mm256_storeu_ps(t, v[par[pc]]);
+                memcpy(dst[pc] + q0 + lo, t + lo, sizeof(float) * (size_t)(hi - lo));
+            }
+        }
+    }
+}
+
 /* Channel nm's input into the interiors of the phase planes its taps read
  * (the padding around them is zero already). */
 DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
@@ -345,7 +389,7 @@ DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
         for (int64_t a = 0; a < KH && !used; a++) used = (a * dh) % sh == pr;
         if (!used) continue;
 #if DW_512
-        if (sw == 2 && j->rows) { /* (the rows imply AVX-512F, and 3x3 or 5x5: both column phases read) */
+        if (sw == 2 && j->rows) { /* (the rows imply AVX2 or AVX-512F, and 3x3 or 5x5: both column phases read) */
             int64_t base[2], qlo[2], qhi[2];
             for (int pc = 0; pc < 2; pc++) {
                 base[pc] = pc - pl, qlo[pc] = base[pc] >= 0 ? 0 : (-base[pc] + 1) / 2;
@@ -356,7 +400,8 @@ DW_HOT static void dw_phases(const dw_job *j, float *P, int64_t nm) {
                 int64_t h = r * sh + pr - pt;
                 if (h < 0 || h >= H) continue;
                 float *const dst[2] = {P + (pr * 2) * PS + r * PW, P + (pr * 2 + 1) * PS + r * PW};
-                dw_split2_512(x + h * W, W, dst, base, qlo, qhi);
+                if (j->rows512) dw_split2_512(x + h * W, W, dst, base, qlo, qhi);
+                else dw_split2_256(x + h * W, W, dst, base, qlo, qhi);
             }
             continue;
         }
@@ -475,14 +520,68 @@ DW_ROWS_FN(5, 5, 1)
 DW_ROWS_FN(5, 5, 2)
 #undef DW_ROWS_FN
 
-/* The AVX-512 rows for geometry w, or NULL (another shape, or no AVX-512F). */
-static dw_rows_fn dw_rows_for(const conv_geom *w) {
+/* The same rows on AVX2 (and FMA): 8 columns a vector, of the last ones
+ * only those in the row stored (their loads read past the row into the
+ * next, or into the planes' slack, and are dropped); the post-op over each block's rows
+ * after (cpu_post_apply, as dw_rows512 does for the kinds it does not
+ * fuse). */
+static inline __attribute__((always_inline)) DW_256_TARGET void
+dw_rows256(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, const float *k, float bv, float *y,
+           const act_params *post, const int KH, const int KW, const int S, const int R) {
+    for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
+        int64_t oh = oh0 + R <= OH ? oh0 : OH - R, skip = oh0 - oh;
+        for (int64_t ow = 0; ow < OW; ow += 8) {
+            __m256 acc[DW_ROWS];
+            for (int r = 0; r < R; r++) acc[r] = _mm256_set1_ps(bv);
+            for (int a = 0; a < KH; a++)
+                for (int b = 0; b < KW; b++) {
+                    const float *q = P + ((a % S) * S + b % S) * PS + (oh + a / S) * PW + ow + b / S;
+                    __m256 kv = _mm256_set1_ps(k[a * KW + b]);
+                    for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + r * PW), acc[r]);
+                }
+            if (OW - ow >= 8) {
+                for (int r = 0; r < R; r++)
+                    if (r >= skip) _mm256_storeu_ps(y + (oh + r) * OW + ow, acc[r]);
+            } else { /* (a masked store is slow on some CPUs: AMD's) */
+                float t[8];
+                for (int r = 0; r < R; r++)
+                    if (r >= skip) {
+                        _mm256_storeu_ps(t, acc[r]);
+                        memcpy(y + (oh + r) * OW + ow, t, sizeof(float) * (size_t)(OW - ow));
+                    }
+            }
+        }
+        if (post && post->kind != ACT_NONE) cpu_post_apply(post, y + oh0 * OW, (oh + R - oh0) * OW, 0.0f);
+    }
+}
+
+#define DW_ROWS_FN(KH, KW, S)                                                                                       \
+    static DW_256_TARGET void dw_rows256_##KH##KW##S(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, \
+                                                    const float *k, float bv, float *y, const act_params *post) {  \
+        if (OH >= DW_ROWS) dw_rows256(P, PS, PW, OH, OW, k, bv, y, post, KH, KW, S, DW_ROWS);                      \
+        else dw_rows256(P, PS, PW, OH, OW, k, bv, y, post, KH, KW, S, 1);                                          \
+    }
+DW_ROWS_FN(3, 3, 1)
+DW_ROWS_FN(3, 3, 2)
+DW_ROWS_FN(5, 5, 1)
+DW_ROWS_FN(5, 5, 2)
+#undef DW_ROWS_FN
+
+/* The rows for geometry w, or NULL (another shape, or neither AVX-512F
+ * nor AVX2 with FMA); *is512 says which. SEAM_CPU_DW=avx2 takes the AVX2
+ * rows on any CPU that has them, SEAM_CPU_DW=flat neither (for the
+ * tests: every path against the same references). */
+static dw_rows_fn dw_rows_for(const conv_geom *w, bool *is512) {
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma")) return NULL;
+    const char *e = getenv("SEAM_CPU_DW");
+    if (e && strcmp(e, "flat") == 0) return NULL;
+    bool use512 = __builtin_cpu_supports("avx512f") && !(e && strcmp(e, "avx2") == 0);
+    if (!__builtin_cpu_supports("fma") || (!use512 && !__builtin_cpu_supports("avx2"))) return NULL;
     int64_t k = w->kernel[0], s = w->stride[0];
     if (w->kernel[1] != k || w->stride[1] != s || w->dil[0] != 1 || w->dil[1] != 1) return NULL;
-    if (k == 3) return s == 1 ? dw_rows512_331 : s == 2 ? dw_rows512_332 : NULL;
-    if (k == 5) return s == 1 ? dw_rows512_551 : s == 2 ? dw_rows512_552 : NULL;
+    if (is512) *is512 = use512;
+    if (k == 3) return s == 1 ? (use512 ? dw_rows512_331 : dw_rows256_331) : s == 2 ? (use512 ? dw_rows512_332 : dw_rows256_332) : NULL;
+    if (k == 5) return s == 1 ? (use512 ? dw_rows512_551 : dw_rows256_551) : s == 2 ? (use512 ? dw_rows512_552 : dw_rows256_552) : NULL;
     return NULL;
 }
 #endif
@@ -560,11 +659,17 @@ static void dw_tasks(void *arg, int64_t begin, int64_t end) {
 
 bool cpu_dw_plan_make(cpu_dw_plan *p, const conv_geom *w, int64_t N, int64_t C, int64_t M, int32_t threads) {
     dw_job j = {0};
-    if (w->n != 2 || C < 1 || M % C || !dw_geometry(w, &j)) return false;
+    if (w->n != 2 || C < 1 || M % C) return false;
+    int64_t vec_max = DW_VEC_MAX_OUT;
+#if DW_512
+    bool is512 = false;
+    if (dw_rows_for(w, &is512) && !is512) vec_max = DW_VEC_MAX_OUT_AVX2;
+#endif
+    if (!dw_geometry(w, &j, vec_max)) return false;
     *p = (cpu_dw_plan){.win = w, .N = N, .C = C, .M = M, .PH = j.PH, .PW = j.PW, .slack = j.slack,
                        .per_buf = j.per_buf, .vec = j.vec};
 #if DW_512
-    p->rows = !j.vec && dw_rows_for(w) != NULL;
+    p->rows = !j.vec && dw_rows_for(w, NULL) != NULL;
 #endif
     p->units = j.vec ? (N * M + DW_LANES - 1) / DW_LANES : N * M;
     /* a few tasks per thread, each with its planes (how many changes
@@ -589,7 +694,7 @@ void cpu_dw_run(const cpu_dw_plan *p, seam_pool *pool, const float *x, const flo
                 .PH = p->PH, .PW = p->PW, .slack = p->slack, .vec = p->vec, .units = p->units,
                 .rows = NULL};
 #if DW_512
-    if (p->rows) j.rows = dw_rows_for(p->win);
+    if (p->rows) j.rows = dw_rows_for(p->win, &j.rows512);
 #endif
     j.buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     seam_parallel_for(pool, p->tasks, 1, dw_tasks, &j);

@@ -2,12 +2,13 @@
  * The depthwise 2-D convolution (one input channel per group, float32),
  * three ways picked by cpu_dw_plan_make from the sizes (and, for the
  * second, whether the CPU has AVX-512F):
- *   - planes of at most 256 output pixels: 16 channels at once,
- *     interleaved so each tap is one vector (dw_lanes);
+ *   - planes of at most 256 output pixels (100 where the rows below are
+ *     AVX2's): 16 channels at once, interleaved so each tap is one vector
+ *     (dw_lanes);
  *   - larger planes, 3x3 or 5x5, strides 1 or 2, no dilation: per channel
  *     over zero-padded phase planes, four output rows of 16 columns per
- *     block in AVX-512 registers, the bias and post-op applied there
- *     (the "rows");
+ *     block in AVX-512 registers (8 columns in AVX2 ones), the bias (and
+ *     on AVX-512 the post-op) applied there (the "rows");
  *   - anything else: per channel, one flat loop over the phase planes.
  * conv.c's Conv takes this path when cpu_dw_plan_make says the geometry
  * fits; every channel is computed the same way whatever task runs it, so
@@ -31,7 +32,7 @@ typedef struct cpu_dw_plan {
     int64_t N, C, M;  /* images, input channels (= groups), output channels */
     int64_t PH, PW, slack, per_buf, units, tasks, per_task;
     bool vec;         /* small planes: several channels at once */
-    bool rows;        /* larger planes: AVX-512 rows (3x3 and 5x5, stride 1 or 2, no dilation) */
+    bool rows;        /* larger planes: the rows (3x3 and 5x5, stride 1 or 2, no dilation; AVX-512 or AVX2) */
 } cpu_dw_plan;
 
 /* Plans the conv of geometry w (2-D) over N images of C channels into M
