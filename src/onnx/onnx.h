@@ -12,6 +12,19 @@
  * *buf_out: a copy seam_model_load_buffer reads back. */
 seam_status onnx_model_pack(seam_model *model, uint8_t **buf_out, size_t *n_out);
 
+/* Node `node` of the main graph of m on its own, as serialized ONNX
+ * bytes malloc'd into *buf_out: the node (as the file had it), its inputs
+ * of known content as initializers (weights, folded shapes), the others
+ * as graph inputs of their inferred type with every dim a number, its
+ * outputs of their inferred type; m's IR version and opsets. UNSUPPORTED,
+ * with the reason, when an input's type or a dim is not known, when the
+ * node has a body (If, Loop, Scan) or reads a value of a body's scope, or
+ * a known input is of strings. canonical: the node, its graph and values
+ * renamed (in0, in1 ... by input position, out0 ...), so that two nodes
+ * of the same op, attributes, input types and known contents give the
+ * same bytes (save.c). */
+seam_status onnx_node_model_pack(seam_model *m, int32_t node, bool canonical, uint8_t **buf_out, size_t *n_out);
+
 /* Called with each standalone model onnx_subgraph_models makes: the
  * Subgraph node's name and the model's bytes, valid during the call. A
  * status other than OK ends the walk. */

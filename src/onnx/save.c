@@ -535,3 +535,157 @@ seam_status onnx_model_pack(seam_model *model, uint8_t **buf_out, size_t *n_out)
     seam_arena_free(&S.a);
     return st;
 }
+
+/* A tensor type with every dim a number (a symbolic dim's name dropped),
+ * allocated in S; NULL when a dim is not known. */
+static ir_type *concrete_type(saver *S, const ir_type *t) {
+    if (t->kind != IR_TYPE_TENSOR || t->rank < 0 || t->elem == SEAM_DTYPE_UNDEFINED) return NULL;
+    ir_type *c = NEW(S, ir_type);
+    ir_dim *d = arr(S, (size_t)t->rank, sizeof(ir_dim));
+    if (!c || !d) return NULL;
+    *c = *t;
+    c->denotation = NULL;
+    for (int32_t k = 0; k < t->rank; k++) {
+        if (t->dims[k].v < 0) return NULL;
+        d[k] = (ir_dim){t->dims[k].v, NULL};
+    }
+    c->dims = d;
+    return c;
+}
+
+/* The name node n's input k (out: output k) has in its own model. */
+static char *io_name(saver *S, const ir_graph *g, const ir_node *n, int32_t k, bool out, bool canonical) {
+    int32_t v = out ? n->outputs[k] : n->inputs[k];
+    if (!canonical || v < 0) return value_name(g, v);
+    if (!out)
+        for (int32_t j = 0; j < k; j++)
+            if (n->inputs[j] == v) k = j; /* (a value read twice keeps its first position) */
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%s%d", out ? "out" : "in", (int)k);
+    char *s = seam_arena_strdup(&S->a, buf);
+    if (!s) S->oom = true;
+    return s;
+}
+
+seam_status onnx_node_model_pack(seam_model *m, int32_t node, bool canonical, uint8_t **buf_out, size_t *n_out) {
+    *buf_out = NULL;
+    *n_out = 0;
+    seam_context *ctx = m->ctx;
+    const ir_graph *g = m->graph;
+    if (node < 0 || node >= g->n_nodes) return seam_error(ctx, SEAM_STATUS_INVALID_ARGUMENT, "no node %d", node);
+    const ir_node *n = &g->nodes[node];
+    if (ir_node_has_body(n)) return seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "%s has a body", n->op_type);
+    saver S = {0};
+    S.ctx = ctx;
+    seam_arena_init(&S.a, (size_t)1 << 16);
+    seam_status st = SEAM_STATUS_OK;
+    Onnx__ModelProto *mp = NEW(&S, Onnx__ModelProto);
+    Onnx__GraphProto *gp = NEW(&S, Onnx__GraphProto);
+    Onnx__NodeProto *np = NEW(&S, Onnx__NodeProto);
+    if (!mp || !gp || !np) goto oom;
+    onnx__model_proto__init(mp);
+    onnx__graph_proto__init(gp);
+    onnx__node_proto__init(np);
+    mp->has_ir_version = 1;
+    mp->ir_version = m->ir_version ? m->ir_version : 8;
+    mp->producer_name = (char *)"seam";
+    mp->n_opset_import = (size_t)m->n_opsets;
+    mp->opset_import = arr(&S, mp->n_opset_import, sizeof(*mp->opset_import));
+    if (!mp->opset_import) goto oom;
+    for (int32_t k = 0; k < m->n_opsets; k++) {
+        Onnx__OperatorSetIdProto *o = NEW(&S, Onnx__OperatorSetIdProto);
+        if (!o) goto oom;
+        onnx__operator_set_id_proto__init(o);
+        o->domain = (char *)m->opsets[k].domain;
+        o->has_version = 1;
+        o->version = m->opsets[k].version;
+        mp->opset_import[k] = o;
+    }
+    mp->graph = gp;
+    gp->name = canonical ? (char *)"node" : (char *)(n->name ? n->name : n->op_type);
+    np->name = canonical || n->name_generated ? NULL : (char *)n->name;
+    np->op_type = (char *)n->op_type;
+    np->domain = opt_str(n->domain);
+    np->n_input = (size_t)n->n_inputs;
+    np->input = arr(&S, np->n_input, sizeof(char *));
+    np->n_output = (size_t)n->n_outputs;
+    np->output = arr(&S, np->n_output, sizeof(char *));
+    np->n_attribute = (size_t)n->n_attrs;
+    np->attribute = arr(&S, np->n_attribute, sizeof(*np->attribute));
+    gp->node = arr(&S, 1, sizeof(*gp->node));
+    gp->input = arr(&S, np->n_input, sizeof(*gp->input));
+    gp->initializer = arr(&S, np->n_input, sizeof(*gp->initializer));
+    gp->output = arr(&S, np->n_output, sizeof(*gp->output));
+    if (!np->input || !np->output || !np->attribute || !gp->node || !gp->input || !gp->initializer || !gp->output)
+        goto oom;
+    gp->node[gp->n_node++] = np;
+    for (int32_t k = 0; k < n->n_attrs; k++)
+        if (!(np->attribute[k] = save_attr(&S, &n->attrs[k]))) goto oom;
+    for (int32_t k = 0; k < n->n_inputs; k++) {
+        int32_t v = n->inputs[k];
+        np->input[k] = io_name(&S, g, n, k, false, canonical);
+        if (v < 0) continue;
+        bool seen = false; /* (a value read twice is declared once) */
+        for (int32_t j = 0; j < k && !seen; j++) seen = n->inputs[j] == v;
+        if (seen) continue;
+        const ir_value *val = &g->values[v];
+        if (val->flags & IR_VALUE_OUTER) {
+            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "input '%s' is of an enclosing graph", val->name);
+            goto done;
+        }
+        if (val->konst) {
+            if (val->konst->dtype == SEAM_DTYPE_STRING) {
+                st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "input '%s' is a constant of strings", val->name);
+                goto done;
+            }
+            ir_tensor *t = NEW(&S, ir_tensor);
+            if (!t) goto oom;
+            *t = *val->konst;
+            t->name = np->input[k], t->doc = NULL;
+            if (!(gp->initializer[gp->n_initializer++] = save_tensor(&S, t))) goto oom;
+            continue;
+        }
+        ir_type *c = concrete_type(&S, &val->type);
+        if (S.oom) goto oom;
+        if (!c) {
+            st = seam_error(ctx, SEAM_STATUS_UNSUPPORTED, "input '%s' has no known tensor shape", val->name);
+            goto done;
+        }
+        Onnx__ValueInfoProto *vi = NEW(&S, Onnx__ValueInfoProto);
+        if (!vi) goto oom;
+        onnx__value_info_proto__init(vi);
+        vi->name = np->input[k];
+        if (!(vi->type = save_type(&S, c))) goto oom;
+        gp->input[gp->n_input++] = vi;
+    }
+    for (int32_t k = 0; k < n->n_outputs; k++) {
+        int32_t v = n->outputs[k];
+        np->output[k] = io_name(&S, g, n, k, true, canonical);
+        if (v < 0) continue;
+        Onnx__ValueInfoProto *vi = NEW(&S, Onnx__ValueInfoProto);
+        if (!vi) goto oom;
+        onnx__value_info_proto__init(vi);
+        vi->name = np->output[k];
+        ir_type *c = concrete_type(&S, &g->values[v].type);
+        if (S.oom) goto oom;
+        vi->type = c ? save_type(&S, c) : NULL; /* (an output's type may stay for the loader to infer) */
+        gp->output[gp->n_output++] = vi;
+    }
+    if (S.oom) goto oom;
+    size_t len = onnx__model_proto__get_packed_size(mp);
+    uint8_t *buf = len > (size_t)INT32_MAX ? NULL : malloc(len ? len : 1);
+    if (!buf) {
+        st = seam_error(ctx, len > (size_t)INT32_MAX ? SEAM_STATUS_UNSUPPORTED : SEAM_STATUS_OUT_OF_MEMORY,
+                        "node %d as a model: %zu bytes", node, len);
+        goto done;
+    }
+    onnx__model_proto__pack(mp, buf);
+    *buf_out = buf;
+    *n_out = len;
+    goto done;
+oom:
+    st = seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+done:
+    seam_arena_free(&S.a);
+    return st;
+}

@@ -20,6 +20,17 @@ hang and a run through a buffer all its programs share in its run. Against Debia
            skips that run);
   usage    no --target, a bad --repeat, a -k that selects nothing: exit 2;
            a missing --node-tests folder: exit 1;
+  models   --models DIR: a folder of three models written here (onnx.helper,
+           random weights): every distinct node at the shape it has there
+           is a case (a Relu at two shapes two cases, a second Relu of the
+           same shape none, a node of unknown shape counted as such, a
+           symbolic input sized by NAME.input.npy); the cases kept by
+           --keep-cases are node tests whose expected outputs are numpy's
+           (Relu, Add, a Conv by its weights); the toy's claimed cases
+           correct (exit 0); defect=wrong_relu makes the Relu cases 'wrong'
+           naming the model and node (exit 1); Sigmoid 'compile failed';
+           with --dnnl the whole folder through oneDNN, exit 0; a folder
+           without models: exit 1;
   dnnl     (--dnnl) oneDNN on Relu, Add, Conv with constant weights and
            Max/Min of two inputs: correct, exit 0; and every node test
            with no claimed test failing (the defects it found first are
@@ -149,6 +160,105 @@ def own_tests():
                 f.write(numpy_helper.from_array(a).SerializeToString())
     return root
 
+
+def models_folder():
+    """Three small models in WORKDIR/models: a conv net with Relus at two
+    shapes (one repeated) and an Add; a model whose input has a symbolic
+    batch sized by its NAME.input.npy; one with a Sigmoid (which the toy
+    claims and cannot compile) after a Mul; and a model whose input's dims
+    stay unknown (no .npy), so its nodes have no known shape."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    root = os.path.join(args.work, "models")
+    os.makedirs(root, exist_ok=True)
+    rng = np.random.default_rng(1)
+    f32 = TensorProto.FLOAT
+
+    def save(name, nodes, inputs, outputs, inits=()):
+        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        with open(os.path.join(root, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+    w = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+    save("convnet", [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                     helper.make_node("Relu", ["c"], ["r1"]),
+                     helper.make_node("Relu", ["r1"], ["r2"]),  # the same case as r1
+                     helper.make_node("Add", ["r2", "c"], ["a"]),
+                     helper.make_node("MaxPool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                     helper.make_node("Relu", ["p"], ["y"])],  # a Relu at another shape
+         [helper.make_tensor_value_info("x", f32, [1, 3, 8, 10])], [helper.make_tensor_value_info("y", f32, None)], [w])
+    save("symbolic", [helper.make_node("Mul", ["x", "x"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
+         [helper.make_tensor_value_info("x", f32, ["batch", 6])], [helper.make_tensor_value_info("y", f32, None)])
+    np.save(os.path.join(root, "symbolic.input.npy"), np.zeros((5, 6), np.float32))
+    save("sigmoid", [helper.make_node("Sigmoid", ["x"], ["y"])], [helper.make_tensor_value_info("x", f32, [2, 7])],
+         [helper.make_tensor_value_info("y", f32, None)])
+    save("unknown", [helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", f32, ["n", "m"])],
+         [helper.make_tensor_value_info("y", f32, None)])
+    return root, numpy_helper.to_array(w)
+
+
+if check.selected("models"):
+    import glob
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    root, wk = models_folder()
+    kept = os.path.join(args.work, "cases")
+    js = os.path.join(args.work, "models.json")
+    r = run(*toy, "--models", root, "--keep-cases", kept, "-k", "convnet", "-k", "symbolic", "--json", js)
+    head = r.stdout.splitlines()[0] if r.stdout else ""
+    check.expect(r.returncode == 0 and "4 models from" in head and "10 nodes: 8 cases; 1 the same as a case before, "
+                 "1 with an input of unknown shape" in head,
+                 f"models: the cases of the folder ({head}), exit {r.returncode}", r.stdout[-1200:] + r.stderr[-400:])
+    check.expect(row(r.stdout, "Relu") == [3, 3, 3, 3] and row(r.stdout, "Mul") == [1, 1, 1, 1],
+                 f"models: the toy's Relu cases (two convnet shapes, one symbolic) and Mul correct: Relu {row(r.stdout, 'Relu')}, "
+                 f"Mul {row(r.stdout, 'Mul')}", r.stdout[-1200:])
+    recs = json.load(open(js))["tests"] if os.path.exists(js) else []
+    check.expect(len(recs) == 7 and all(t["test"].split("_")[1] in ("convnet", "symbolic") for t in recs),
+                 f"models: a JSON record per selected case ({len(recs)})", [t["test"] for t in recs])
+
+    def case(pattern):
+        d = sorted(glob.glob(os.path.join(kept, pattern)))
+        if not d:
+            return None, None
+        io = os.path.join(d[0], "test_data_set_0")
+        read = lambda f: numpy_helper.to_array(onnx.load_tensor(os.path.join(io, f)))
+        return read("input_0.pb"), read("output_0.pb")
+    x, y = case("*_convnet_Relu_*")
+    check.expect(x is not None and x.shape == (1, 4, 8, 10) and np.array_equal(y, np.maximum(x, 0)) and (x < 0).any(),
+                 "models: the kept Relu case is a node test at the model's shape, its output numpy's Relu")
+    x, y = case("*_symbolic_Mul_*")
+    check.expect(x is not None and x.shape == (5, 6) and np.array_equal(y, x * x),
+                 "models: the symbolic batch sized by symbolic.input.npy (5 x 6), its output x * x")
+    xc, yc = case("*_convnet_Conv_*")
+    if xc is not None:
+        pad = np.pad(xc, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        ref = np.zeros((1, 4, 8, 10))
+        for dh in range(3):
+            for dw in range(3):
+                ref += np.einsum("nchw,oc->nohw", pad[:, :, dh:dh + 8, dw:dw + 10], wk[:, :, dh, dw])
+        check.expect(np.abs(yc - ref).max() < 1e-4, f"models: the Conv case keeps its weights: {np.abs(yc - ref).max():.2e}")
+    else:
+        check.fail("models: no Conv case kept")
+    r = run(*toy, "--models", root, "-k", "convnet", "--target-option", "defect=wrong_relu")
+    wrong = [ln for ln in r.stdout.splitlines() if ": wrong: " in ln]
+    check.expect(r.returncode == 1 and len(wrong) == 2 and all("_convnet_Relu_" in ln for ln in wrong),
+                 f"models: a wrong Relu fails both convnet Relu cases, named, exit {r.returncode}", r.stdout[-1000:])
+    r = run(*toy, "--models", root, "-k", "sigmoid")
+    check.expect(r.returncode == 1 and "(Sigmoid): compile failed" in r.stdout,
+                 f"models: the Sigmoid the toy claims and cannot build, exit {r.returncode}", r.stdout[-800:])
+    leftover = glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "seam-backend-check-*"))
+    r = run(*toy, "--models", os.path.join(args.work, "own_missing"))
+    check.expect(r.returncode == 1 and "--models" in r.stderr, f"models: a missing folder, exit {r.returncode}", r.stderr[-300:])
+    r = run(*toy, "--keep-cases", kept)
+    check.expect(r.returncode == 2, f"models: --keep-cases without --models is bad usage, exit {r.returncode}", r.stderr[-300:])
+    after = glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "seam-backend-check-*"))
+    check.expect(len(after) <= len(leftover), "models: the temporary cases are removed", after)
+    if args.dnnl:
+        r = run("backend-check", "--target", "dnnl", "--repeat", "0", "--models", root)
+        check.expect(r.returncode == 0 and (row(r.stdout, "Conv") or [0, 0, 0, 0])[3] == 1,
+                     f"models: the folder through dnnl, the Conv case correct, exit {r.returncode}", r.stdout[-1200:])
 
 if args.dnnl and check.selected("dnnl"):
     r = run("backend-check", "--target", "dnnl", "--repeat", "0", "--node-tests", own_tests())

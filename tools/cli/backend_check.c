@@ -20,6 +20,12 @@
  *      must be safe on two compiled handles at once (else "wrong");
  *   5. the target's time against the CPU kernels' (medians of --repeat).
  *
+ * With --models DIR the same runs over every distinct node of a folder's
+ * models at the shapes it has there, each cut out as a node test of its
+ * own with random inputs and the CPU kernels' outputs as the expected ones
+ * (backend_cases.c): what a backend meets on its users' models, not only
+ * on the suite's small shapes.
+ *
  * Prints a table per op (tests, claimed, compiled, correct, the time
  * ratio's geometric mean), then every claimed test that failed, and with
  * --json a record per test. Exits 1 when a claimed test failed to compile,
@@ -40,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend_cases.h"
 #include "cli.h"
 #include "ir/ir.h"
 #include "run.h"
@@ -81,7 +88,7 @@ static void free_data(test_data *d) {
 }
 
 static bool read_data(seam_context *ctx, const char *dir, test_data *d, char *err, size_t en) {
-    char path[1200];
+    char path[1600];
     for (int k = 0; k < MAX_IO; k++) {
         snprintf(path, sizeof(path), "%s/test_data_set_0/input_%d.pb", dir, k);
         if (!exists(path)) break;
@@ -100,7 +107,7 @@ static bool read_data(seam_context *ctx, const char *dir, test_data *d, char *er
 
 /* The model, its inputs' shapes from the data, folded. */
 static seam_model *load(seam_context *ctx, const char *dir, const test_data *d, char *err, size_t en) {
-    char path[1100];
+    char path[1600];
     snprintf(path, sizeof(path), "%s/model.onnx", dir);
     seam_model *m = NULL;
     if (seam_model_load(ctx, path, &m)) {
@@ -149,8 +156,16 @@ static double elem(seam_dtype t, const void *p, int64_t i) {
     }
 }
 
+/* The test being run is a case of --models: its expected outputs are the
+ * CPU kernels' on random inputs at a model's size, where sums of hundreds
+ * of products differ by their order, so floats are compared against the
+ * output's scale (atol 1e-4 of its largest magnitude), not element by
+ * element alone. (Set before each test's child is forked.) */
+static bool g_model_case;
+
 /* Whether got matches want: floats within rtol 1e-3 / atol 1e-7 (NaN where
- * NaN), other types byte for byte. why says where it differs. */
+ * NaN; a model case's atol: 1e-4 of the output's scale), other types byte
+ * for byte. why says where it differs. */
 static bool same(const seam_tensor_view *got, const void *want, seam_dtype wt, int32_t wrank, const int64_t *wdims,
                  size_t wbytes, char *why, size_t wn) {
     if (got->dtype != wt || got->rank != wrank || got->nbytes != wbytes || memcmp(got->dims, wdims, sizeof(int64_t) * (size_t)wrank))
@@ -160,10 +175,15 @@ static bool same(const seam_tensor_view *got, const void *want, seam_dtype wt, i
         return true;
     }
     int64_t n = (int64_t)(wbytes / (wt == SEAM_DTYPE_FLOAT32 ? 4 : 8));
+    double atol = 1e-7;
+    for (int64_t i = 0; g_model_case && i < n; i++) {
+        double b = fabs(elem(wt, want, i));
+        if (isfinite(b) && 1e-4 * b > atol) atol = 1e-4 * b;
+    }
     for (int64_t i = 0; i < n; i++) {
         double a = elem(wt, got->data, i), b = elem(wt, want, i);
         if (isnan(a) && isnan(b)) continue;
-        if (!(fabs(a - b) <= 1e-7 + 1e-3 * fabs(b)) && !(a == b))
+        if (!(fabs(a - b) <= atol + 1e-3 * fabs(b)) && !(a == b))
             return snprintf(why, wn, "output '%s'[%lld]: %.9g, expected %.9g", got->name, (long long)i, a, b), false;
     }
     return true;
@@ -481,6 +501,68 @@ static int cmp_result(const void *a, const void *b) {
     return c ? c : strcmp(x->test, y->test);
 }
 
+/* Appends a copy of s to the list; false when out of memory. */
+static bool push_name(char ***names, int *n, int *cap, const char *s) {
+    if (*n == *cap) {
+        char **grown = realloc(*names, sizeof(char *) * (size_t)(*cap = *cap ? 2 * *cap : 256));
+        if (!grown) return false;
+        *names = grown;
+    }
+    if (!((*names)[*n] = strdup(s))) return false;
+    (*n)++;
+    return true;
+}
+
+/* --models: the folder's cases written into --keep-cases or a temporary
+ * folder (case_dir; *temp), summed up on stdout, the ones -k selects
+ * appended to names. CLI_OK, or an exit status with its message printed
+ * (and the cases removed). */
+static int model_cases(seam_context *ctx, const char *models, const char *keep, int max_cases, char **pats, int n_pats,
+                       backend_cases *bc, char *case_dir, size_t cdn, bool *temp, char ***names, int *n_names, int *cap) {
+    int rc = CLI_OK, before = *n_names;
+    if (keep) {
+        snprintf(case_dir, cdn, "%s", keep);
+        if (mkdir(case_dir, 0755) && errno != EEXIST) {
+            fprintf(stderr, "seam backend-check: --keep-cases %s: %s\n", keep, strerror(errno));
+            return CLI_BAD_INPUT;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(case_dir, cdn, "%s/seam-backend-check-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+        *temp = mkdtemp(case_dir) != NULL;
+        if (!*temp) {
+            fprintf(stderr, "seam backend-check: a temporary folder %s: %s\n", case_dir, strerror(errno));
+            return CLI_BAD_INPUT;
+        }
+    }
+    if (backend_cases_write(ctx, models, case_dir, max_cases, bc)) {
+        fprintf(stderr, "seam backend-check: %s\n", bc->err);
+        rc = CLI_BAD_INPUT;
+    } else {
+        printf("backend-check: %d models from %s (%d could not be read: %s), %d nodes: %d cases; %d the same as a case "
+               "before, %d with an input of unknown shape, %d the CPU kernels cannot run on random inputs%s%s%s, %d past "
+               "--max-cases\n\n",
+               bc->models, models, bc->models_failed, bc->models_failed ? bc->first_failure : "none", bc->nodes, bc->n,
+               bc->dups, bc->no_shape, bc->cpu_failed, bc->cpu_failed ? " (first: " : "",
+               bc->cpu_failed ? bc->first_cpu_failure : "", bc->cpu_failed ? ")" : "", bc->over);
+        for (int k = 0; k < bc->n; k++)
+            if (selected(bc->names[k], pats, n_pats) && !push_name(names, n_names, cap, bc->names[k])) {
+                fprintf(stderr, "seam backend-check: out of memory\n");
+                rc = CLI_BAD_INPUT;
+                break;
+            }
+        if (!rc && *n_names == before) {
+            fprintf(stderr, "seam backend-check: no case from --models %s%s\n", models, n_pats ? " matches -k" : "");
+            rc = n_pats ? CLI_USAGE : CLI_BAD_INPUT;
+        }
+    }
+    if (rc) {
+        if (*temp) backend_cases_remove(case_dir, bc->names, bc->n), rmdir(case_dir);
+        backend_cases_free(bc);
+    }
+    return rc;
+}
+
 static const char *const help =
     "usage: seam backend-check --target T [options]\n\n"
     "Runs every ONNX backend node test through target T (a rules file, a built-in\n"
@@ -490,6 +572,14 @@ static const char *const help =
     "kernels' outputs). Prints a table per op and every claimed test that failed;\n"
     "exits 1 when one did (compile failed, run failed, wrong, crashed, timed out).\n\n"
     "  --node-tests DIR      the node tests (default " NODE_TESTS ")\n"
+    "  --models DIR          instead (or with --node-tests, as well): every distinct\n"
+    "                        node of the models in DIR at its shapes there (its known\n"
+    "                        inputs kept, the others random; expected outputs from\n"
+    "                        seam's CPU kernels), a node test of its own; inputs of\n"
+    "                        unknown dims take NAME.input.npy's (NAME.input_K.npy's)\n"
+    "  --max-cases N         at most N cases from --models (default 2000)\n"
+    "  --keep-cases DIR      write those cases into DIR and keep them (default: a\n"
+    "                        temporary folder, removed after)\n"
     "  -k PATTERN            only tests whose name contains PATTERN (or matches it,\n"
     "                        with * ? [); repeatable\n"
     "  --repeat N            time N runs of each correct test on T and on the CPU\n"
@@ -504,9 +594,10 @@ static const char *const help =
 int cmd_backend_check(int argc, char **argv) {
     cli_targets tg;
     targets_init(&tg);
-    const char *dir = NODE_TESTS, *json = NULL;
+    const char *dir = NODE_TESTS, *json = NULL, *models = NULL, *keep = NULL;
+    bool node_tests = true, node_tests_given = false;
     char *pats[MAX_K];
-    int n_pats = 0, repeat = 5, timeout = 60, rc = CLI_OK;
+    int n_pats = 0, repeat = 5, timeout = 60, max_cases = 2000, rc = CLI_OK;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         int tr = targets_option(&tg, "backend-check", argc, argv, &k);
@@ -517,7 +608,16 @@ int cmd_backend_check(int argc, char **argv) {
             return targets_free(&tg), CLI_OK;
         }
         bool has = k + 1 < argc;
-        if (!strcmp(a, "--node-tests") && has) dir = argv[++k];
+        if (!strcmp(a, "--node-tests") && has) dir = argv[++k], node_tests_given = true;
+        else if (!strcmp(a, "--models") && has) models = argv[++k];
+        else if (!strcmp(a, "--keep-cases") && has) keep = argv[++k];
+        else if (!strcmp(a, "--max-cases") && has) {
+            char *end;
+            long v = strtol(argv[++k], &end, 10);
+            if (*end || v < 1 || v > 100000)
+                return targets_free(&tg), cli_usage("backend-check", "--max-cases %s: a whole number from 1 to 100000", argv[k]);
+            max_cases = (int)v;
+        }
         else if (!strcmp(a, "--json") && has) json = argv[++k];
         else if (!strcmp(a, "--no-threads")) g_threads = false;
         else if (!strcmp(a, "-k") && has && n_pats < MAX_K) pats[n_pats++] = argv[++k];
@@ -543,40 +643,52 @@ int cmd_backend_check(int argc, char **argv) {
     bool listed = false; /* the session's backends: the target (a built-in one is in no list yet) */
     for (int32_t k = 0; k < tg.n_avail; k++) listed |= tg.avail[k] == tg.list[0];
     if (!listed) tg.avail[tg.n_avail++] = tg.list[0];
-    DIR *dd = opendir(dir);
-    if (!dd) {
+    if (keep && !models) {
+        rc = cli_usage("backend-check", "--keep-cases goes with --models (see --help)");
+        goto done;
+    }
+    node_tests = !models || node_tests_given;
+    char **names = NULL;
+    int n_names = 0, cap = 0, n_node_tests = 0;
+    DIR *dd = node_tests ? opendir(dir) : NULL;
+    if (node_tests && !dd) {
         fprintf(stderr, "seam backend-check: --node-tests %s: %s\n", dir, strerror(errno));
         rc = CLI_BAD_INPUT;
         goto done;
     }
-    char **names = NULL;
-    int n_names = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(dd));) {
+    for (struct dirent *e; dd && (e = readdir(dd));) {
         char p[1100];
         snprintf(p, sizeof(p), "%s/%s/model.onnx", dir, e->d_name);
         if (e->d_name[0] == '.' || !selected(e->d_name, pats, n_pats) || !exists(p)) continue;
-        if (n_names == cap) {
-            char **grown = realloc(names, sizeof(char *) * (size_t)(cap = cap ? 2 * cap : 256));
-            if (!grown) break;
-            names = grown;
-        }
-        if (!(names[n_names] = strdup(e->d_name))) break;
-        n_names++;
+        if (!push_name(&names, &n_names, &cap, e->d_name)) break;
     }
-    closedir(dd);
-    if (!n_names) {
+    if (dd) closedir(dd);
+    if (node_tests && !n_names) {
         fprintf(stderr, "seam backend-check: no node test in %s%s\n", dir, n_pats ? " matches -k" : "");
         rc = n_pats ? CLI_USAGE : CLI_BAD_INPUT;
         free(names);
         goto done;
     }
-    qsort(names, (size_t)n_names, sizeof(char *), cmp_str);
+    if (n_names) qsort(names, (size_t)n_names, sizeof(char *), cmp_str);
+    n_node_tests = n_names;
+    /* the models' cases, after the node tests */
+    backend_cases bc;
+    memset(&bc, 0, sizeof(bc));
+    char case_dir[1100] = "";
+    bool temp_cases = false;
+    if (models && (rc = model_cases(ctx, models, keep, max_cases, pats, n_pats, &bc, case_dir, sizeof(case_dir),
+                                    &temp_cases, &names, &n_names, &cap))) {
+        for (int k = 0; k < n_names; k++) free(names[k]);
+        free(names);
+        goto done;
+    }
     result *rs = calloc((size_t)n_names, sizeof(result));
     int bad = 0;
     double t0 = cli_now_ms();
     for (int k = 0; rs && k < n_names; k++) {
-        char p[1100];
-        snprintf(p, sizeof(p), "%s/%s", dir, names[k]);
+        char p[1400];
+        snprintf(p, sizeof(p), "%s/%s", k < n_node_tests ? dir : case_dir, names[k]);
+        g_model_case = k >= n_node_tests;
         snprintf(rs[k].test, sizeof(rs[k].test), "%s", names[k]);
         run_child(ctx, &tg, p, repeat, timeout, &rs[k]);
         if (!rs[k].op[0]) snprintf(rs[k].op, sizeof(rs[k].op), "(%s)", verdict_name[rs[k].v]);
@@ -586,8 +698,14 @@ int cmd_backend_check(int argc, char **argv) {
         qsort(rs, (size_t)n_names, sizeof(result), cmp_result);
         int claimed = 0, correct = 0;
         for (int k = 0; k < n_names; k++) claimed += rs[k].v != V_UNCLAIMED && rs[k].v != V_SKIPPED, correct += rs[k].v == V_CORRECT;
-        printf("backend-check: target '%s', %d node tests from %s in %.1f s: %d claimed, %d correct, %d failed\n\n",
-               tg.list[0]->name, n_names, dir, (cli_now_ms() - t0) / 1e3, claimed, correct, bad);
+        char from[1300];
+        if (n_node_tests && n_names > n_node_tests)
+            snprintf(from, sizeof(from), "%d node tests from %s and %d cases from %s", n_node_tests, dir,
+                     n_names - n_node_tests, models);
+        else if (n_node_tests) snprintf(from, sizeof(from), "%d node tests from %s", n_names, dir);
+        else snprintf(from, sizeof(from), "%d cases from the models in %s", n_names, models);
+        printf("backend-check: target '%s', %s in %.1f s: %d claimed, %d correct, %d failed\n\n", tg.list[0]->name,
+               from, (cli_now_ms() - t0) / 1e3, claimed, correct, bad);
         print_table(rs, n_names);
         if (bad) printf("\nclaimed and failed:\n");
         for (int k = 0; k < n_names; k++)
@@ -600,6 +718,9 @@ int cmd_backend_check(int argc, char **argv) {
     for (int k = 0; k < n_names; k++) free(names[k]);
     free(names);
     free(rs);
+    if (temp_cases) backend_cases_remove(case_dir, bc.names, bc.n), rmdir(case_dir);
+    else if (models) printf("\nthe cases are in %s (each a node test: model.onnx, test_data_set_0)\n", case_dir);
+    backend_cases_free(&bc);
 done:
     targets_free(&tg);
     seam_context_free(ctx);
