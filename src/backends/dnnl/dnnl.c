@@ -213,6 +213,14 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
         int64_t cols = n->outputs[0].dims[n->outputs[0].rank - 1];
         double rows = cols > 0 && y > 0 ? y / (double)cols : 0;
         if (cols >= 1024 && cols % 1024 == 0 && w >= 131072 && rows >= 1 && rows <= 320) return 1.7;
+        /* rows 2 KB apart (N an odd multiple of 512): 1.04-1.30x the CPU's
+         * packed GEMM, single MatMuls on the same EPYC, bench/op_bench.py:
+         * 64 x 256 -> 512 146 against 127 us, 128 x 512 -> 512 596 / 468,
+         * 320 x 256 -> 512 733 / 592, 200 x 384 -> 1536 1821 / 1525, 256 x
+         * 512 -> 2560 5445 / 4187; N = 500 and 768 0.78-0.79 (a
+         * transformer decoder's cross-attention K/V projection is 64 x 256
+         * -> 512) */
+        if (cols >= 512 && cols % 512 == 0 && w >= 65536 && rows >= 1 && rows <= 320) return 1.2;
     }
     /* Resize without AVX-512: oneDNN's resampling on channel blocks, then
      * a reorder of its large output: the text detector's 4x upsampling of
