@@ -66,7 +66,10 @@ static bool wants_positive(const char *op, int32_t k) {
 static bool fill(seam_tensor *t, bool positive, uint64_t *rng) {
     size_t es = seam_dtype_size((seam_dtype)t->dtype);
     t->numel = 1;
-    for (int32_t d = 0; d < t->rank; d++) t->numel *= t->dims[d];
+    for (int32_t d = 0; d < t->rank; d++) {
+        if (t->dims[d] < 0 || (t->dims[d] > 0 && t->numel > ((int64_t)1 << 28) / t->dims[d])) return false;
+        t->numel *= t->dims[d];
+    }
     if (!es || t->numel > ((int64_t)1 << 28)) return false;
     t->nbytes = es * (size_t)t->numel;
     t->data = calloc(t->nbytes ? t->nbytes : 1, 1);

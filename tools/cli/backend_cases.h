@@ -5,7 +5,7 @@
 
 #include "seam.h"
 
-#define BACKEND_CASE_MAX_IO 32
+#define BACKEND_CASE_MAX_IO 128 /* (as backend_check.c reads: a Concat may have dozens of inputs) */
 
 typedef struct backend_cases {
     char **names;          /* the cases written: folders under out, n of them */

@@ -54,7 +54,7 @@
 #include "targets.h"
 
 #define NODE_TESTS "/usr/share/libonnx-testdata/data/node"
-#define MAX_IO 32
+#define MAX_IO BACKEND_CASE_MAX_IO
 #define MAX_K 64
 
 static bool g_threads = true; /* --no-threads turns the two-thread run off */
