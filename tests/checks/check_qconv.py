@@ -11,9 +11,9 @@ Paths (src/backends/cpu/iconv.c, quant.c): the int16 GEMM of AVX-512BW
 (vpdpwssd with VNNI) or AVX2 (forced with SEAM_CPU_ICONV=avx2 on a CPU
 that has both; each case runs it too), its depthwise 2-D paths (one
 input and one output channel per group: blocks of 16 channels through the
-float depthwise kernel, or the int32 planes (SEAM_CPU_IDW=planes), or for
-at most 64 output pixels channels side by side; the float sums are
-exact), its im2col for pointwise convs (AVX2 vectors; the scalar gather
+float depthwise kernel (its rows for larger planes, its 16-channel lanes
+for small ones), or the int32 planes (SEAM_CPU_IDW=planes); the float sums
+are exact), its im2col for pointwise convs (AVX2 vectors; the scalar gather
 with SEAM_CPU_ICONV_IM2COL=plain), its rows path (at
 most 8 rows of A, 1x1 images or output positions of a conv without
 groups, each position a row of its window's values: each weight panel
@@ -106,7 +106,7 @@ CASES = {
     "2d_depthwise": ((2, 24, 19, 17), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 24, T.UINT8, T.INT8, True, True),
     "2d_depthwise_s2": ((1, 32, 16, 15), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 32, T.UINT8, T.INT8, False, True),
     "2d_depthwise_5x5_dil": ((1, 8, 20, 20), 8, (5, 5), (1, 2), (4, 3, 2, 4), (2, 1), 8, T.INT8, T.INT8, True, False),
-    # small planes (at most 64 output pixels: channels side by side), channels not a multiple of 8
+    # small planes (the float kernel's lanes), channels not a multiple of 16
     "2d_depthwise_small": ((2, 20, 5, 6), 20, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 20, T.UINT8, T.INT8, True, True),
     "2d_depthwise_small_7x7_s2_dil": ((1, 13, 9, 10), 13, (3, 5), (2, 1), (2, 3, 1, 2), (2, 1), 13, T.INT8, T.INT8, False, False),
     "2d_channel_multiplier": ((1, 8, 10, 10), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 8, T.UINT8, T.INT8, False, True),

@@ -604,21 +604,12 @@ static void iconv_dw_planes(void *arg, int64_t begin, int64_t end) {
     free(acc);
 }
 
-/* ---- depthwise, 2-D, small planes: channels side by side ----
- * With a few output pixels per plane (mobilenet's 7 x 7 and smaller at
- * 224, everything past the first blocks at 64 x 64) the planes above
- * spend their time on loop control: 960 planes of 2 x 2 took 74 us. Here
- * a block of DW_CH channels of one image is gathered pixel-major as
- * floats (x - x_zp; w - w_zp likewise), so each kernel element is one
- * vector operation over the channels. Float sums are exact: each product
- * is at most 255 * 255 and a window holds at most DW_MAX_TAPS of them,
- * below 2^24. The sums then go through iconv_store, the planes' own
- * requantization: the same bits. */
-#define DW_CH 8
+/* The float path below sums each window's products in float: exact, as
+ * each is at most 255 * 255 and a window holds at most DW_MAX_TAPS of
+ * them, below 2^24. */
 #define DW_MAX_TAPS 256
-#define DW_SMALL_OUT 64 /* output pixels per plane up to which this path is taken */
 
-/* SEAM_CPU_IDW=planes keeps larger planes on the int32 planes (for the
+/* SEAM_CPU_IDW=planes keeps every plane on the int32 planes (for the
  * tests: both paths must give the same bits). */
 static bool dw_float_on(void) {
     static int on = -1;
@@ -629,63 +620,15 @@ static bool dw_float_on(void) {
     return __atomic_load_n(&on, __ATOMIC_RELAXED) != 0;
 }
 
-static bool dw_small_fits(const cpu_iconv_args *a) {
-    const conv_geom *win = a->win;
-    return a->kprod <= DW_MAX_TAPS && win->out[0] * win->out[1] <= DW_SMALL_OUT && a->in_prod <= 65536;
-}
-
-CPU_HOT static void dw_small_block(const iconv_job *j, int64_t n, int64_t c0, int64_t cnt, float *xt, float *wt,
-                                   int32_t *sums) {
-    const cpu_iconv_args *a = j->a;
-    const conv_geom *win = a->win;
-    int64_t OH = win->out[0], OW = win->out[1], IH = win->in[0], IW = win->in[1], P = a->in_prod, Q = OH * OW;
-    for (int64_t l = 0; l < DW_CH; l++) {
-        const int64_t base = (n * a->C + c0 + (l < cnt ? l : 0)) * P;
-        for (int64_t p = 0; p < P; p++) {
-            int32_t v = l >= cnt ? 0
-                        : a->xdt == SEAM_DTYPE_UINT8 ? (int32_t)((const uint8_t *)a->x)[base + p]
-                                                     : (int32_t)((const int8_t *)a->x)[base + p];
-            xt[p * DW_CH + l] = l < cnt ? (float)(v - a->xzp) : 0.0f;
-        }
-        for (int64_t kk = 0; kk < a->kprod; kk++) wt[kk * DW_CH + l] = l < cnt ? (float)packed_w(a->w, c0 + l, kk) : 0.0f;
-    }
-    for (int64_t oh = 0; oh < OH; oh++)
-        for (int64_t ow = 0; ow < OW; ow++) {
-            float acc[DW_CH] = {0};
-            for (int64_t kk = 0; kk < a->kprod; kk++) {
-                int64_t ih = oh * win->stride[0] + a->koff[kk * 2] - win->pad_lo[0];
-                int64_t iw = ow * win->stride[1] + a->koff[kk * 2 + 1] - win->pad_lo[1];
-                if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) continue;
-                const float *xv = xt + (ih * IW + iw) * DW_CH, *wv = wt + kk * DW_CH;
-                for (int l = 0; l < DW_CH; l++) acc[l] += xv[l] * wv[l];
-            }
-            for (int l = 0; l < DW_CH; l++) sums[l * Q + oh * OW + ow] = (int32_t)acc[l];
-        }
-    for (int64_t l = 0; l < cnt; l++) iconv_store(j, sums + l * Q, Q, c0 + l, (n * a->C + c0 + l) * a->out_prod);
-}
-
-static void iconv_dw_small(void *arg, int64_t begin, int64_t end) {
-    iconv_job *j = arg;
-    const cpu_iconv_args *a = j->a;
-    int64_t blocks = (a->C + DW_CH - 1) / DW_CH, Q = a->win->out[0] * a->win->out[1];
-    float *xt = malloc(sizeof(float) * (size_t)(a->in_prod * DW_CH + a->kprod * DW_CH));
-    int32_t *sums = malloc(sizeof(int32_t) * (size_t)(Q * DW_CH));
-    if (!xt || !sums) {
-        free(xt), free(sums);
-        __atomic_store_n(&j->failed, true, __ATOMIC_RELAXED);
-        return;
-    }
-    for (int64_t item = begin; item < end; item++) {
-        int64_t n = item / blocks, c0 = item % blocks * DW_CH;
-        dw_small_block(j, n, c0, a->C - c0 < DW_CH ? a->C - c0 : DW_CH, xt, xt + a->in_prod * DW_CH, sums);
-    }
-    free(xt), free(sums);
-}
-
-/* ---- depthwise, 2-D, larger planes: the float kernel, exactly ----
+/* ---- depthwise, 2-D: the float kernel, exactly ----
  * The planes above add int32 rows with a loop the compiler vectorizes
  * poorly (a multiply of int32 lanes, strided reads for stride 2): 4x the
- * float depthwise kernel's time (dwconv.c) on mobilenet's planes. Here a
+ * float depthwise kernel's time (dwconv.c) on mobilenet's planes; on
+ * planes of a few pixels they spend their time on loop control (960
+ * planes of 2 x 2 took 74 us), where the float kernel takes 16 channels
+ * at once (its lanes). A pixel-major loop of 8 channels of this file's
+ * own (until 2026-11-29) took 136-140 us for mobilenet_v2's 960 x 7 x 7
+ * convs against the float kernel's 92-94 (2-core AVX2 EPYC). Here a
  * block of DW_FLOAT_CH channels of one image is converted to float (x -
  * x_zp; the weights w - w_zp) and goes through that kernel: every product
  * is an integer of at most 255 * 255 and a window holds at most
@@ -897,9 +840,7 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
     if (cpu_iconv_rows_fits(a)) return iconv_rows_run(pool, a);
     dw_float_job df = {.j = &j};
     bool dw = a->win->n == 2 && a->Cg == 1 && a->w->group == a->C && a->w->M == a->C;
-    if (dw && dw_small_fits(a))
-        seam_parallel_for(pool, a->N * ((a->C + DW_CH - 1) / DW_CH), 1, iconv_dw_small, &j);
-    else if (dw && dw_float_on() && dw_float_plans(&df, a)) {
+    if (dw && dw_float_on() && dw_float_plans(&df, a)) {
         float *wf = malloc(sizeof(float) * (size_t)(a->C * a->kprod));
         if (!wf) return false;
         for (int64_t c = 0; c < a->C; c++)
