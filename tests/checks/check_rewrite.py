@@ -24,6 +24,12 @@ that lacks one op of the new kinds' forms (Reshape, Erf, Tanh, Softplus,
 Clip: the rewrite would leave as many device subgraphs or more) and for one
 that takes the op itself, nothing is rewritten: the plan equals the one
 with --no-rewrite and has no rewrite note.
+
+relu6: a Clip to [0, 6] between two Convs (opset 13, bounds as inputs;
+opset 10, as attributes) is the Relu6 of a rules target that lists
+"Relu6" and not Clip: one device subgraph, and `seam run --target` gives
+numpy's conv-clip-conv; a Clip to [0, 5] stays on the CPU (three
+subgraphs); a target listing neither keeps both Clips on the CPU.
 """
 import json
 import os
@@ -293,4 +299,46 @@ for name, model, op, want, x, heal_ops, lacks in cases():
                          f"{name}: not rewritten for the {tname} target", f"{dev2} -> {dev1}, notes {p1['notes']}")
     except Exception as e:  # noqa: BLE001
         check.fail(f"{name}: {e}")
+if check.selected("relu6"):
+    try:
+        wa = (rng.standard_normal((4, 3, 3, 3)) * 0.5).astype(np.float32)
+        wb = (rng.standard_normal((2, 4, 3, 3)) * 0.5).astype(np.float32)
+        x6 = (rng.standard_normal((1, 3, 6, 5)) * 3).astype(np.float32)
+
+        def conv(a, w):  # stride 1, pads 1, by its taps
+            p = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+            return sum(np.einsum("nchw,oc->nohw", p[:, :, i:i + a.shape[2], j:j + a.shape[3]], w[:, :, i, j])
+                       for i in range(3) for j in range(3))
+
+        def clip_model(name, lo, hi, opset):
+            clip = (helper.make_node("Clip", ["c", "lo", "hi"], ["r"]) if opset >= 11
+                    else helper.make_node("Clip", ["c"], ["r"], min=lo, max=hi))
+            inits = [numpy_helper.from_array(wa, "wa"), numpy_helper.from_array(wb, "wb")]
+            if opset >= 11:
+                inits += [numpy_helper.from_array(np.array(lo, np.float32), "lo"),
+                          numpy_helper.from_array(np.array(hi, np.float32), "hi")]
+            nodes = [helper.make_node("Conv", ["x", "wa"], ["c"], pads=[1, 1, 1, 1]), clip,
+                     helper.make_node("Conv", ["r", "wb"], ["y0"], pads=[1, 1, 1, 1])]
+            return save(name, nodes, inits, opset, shape=list(x6.shape))
+        npu6 = target("npu6", ["Conv", "Relu6"])
+        xp = os.path.join(WORK, "relu6.x.npy")
+        np.save(xp, x6)
+        for name, lo, hi, opset, want_dev in (("relu6", 0.0, 6.0, 13, 1), ("relu6_op10", 0.0, 6.0, 10, 1),
+                                              ("clip05", 0.0, 5.0, 13, 2)):
+            model = clip_model(name, lo, hi, opset)
+            p, dev = partition(model, npu6)
+            clip_on = [n["target"] for n in p["nodes"] if n["op"] == "Clip"]
+            check.expect(dev == want_dev and clip_on == (["npu6"] if want_dev == 1 else ["cpu"]),
+                         f"relu6: {name}: Clip [{lo:g}, {hi:g}] at opset {opset} on {clip_on}, {dev} device subgraphs",
+                         json.dumps(p["nodes"])[-400:])
+            out = os.path.join(WORK, name + ".out")
+            r = run(model, xp, out, "--target", npu6)
+            got = outputs(out, 1) if r.returncode == 0 else []
+            want = [conv(np.clip(conv(x6, wa), lo, hi), wb).astype(np.float32)]
+            check.expect(r.returncode == 0 and close(got, want), f"relu6: {name}: seam run --target gives numpy's answer",
+                         f"{worst(got, want)}; {r.stderr[-300:]}")
+        p, dev = partition(clip_model("relu6_plain", 0.0, 6.0, 13), target("conv_only", ["Conv"]))
+        check.expect(dev == 2, f"relu6: a target without Relu6 or Clip keeps the Clip on the CPU ({dev} device subgraphs)")
+    except Exception as e:  # noqa: BLE001
+        check.fail(f"relu6: {e}")
 check.finish()

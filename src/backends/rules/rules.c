@@ -133,13 +133,64 @@ static bool check_cond(const attr_cond *c, const seam_node_view *v, char *why, s
     return true;
 }
 
+/* A bound of a Clip: its attribute (to opset 10) or its input k (from
+ * 11: a known scalar); absent: def. False when it is not known. */
+static bool clip_bound(const seam_node_view *v, const char *attr, int32_t k, double def, double *out) {
+    float f;
+    *out = def;
+    if (v->opset >= 0 && v->opset < 11) {
+        if (seam_node_attr_float(v, attr, &f)) *out = f;
+        return true;
+    }
+    if (k >= v->n_inputs || !v->inputs[k].name) return true;
+    seam_tensor_view t;
+    if (!seam_node_input_data(v, k, &t) || t.nbytes == 0) return false;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < t.rank; d++) numel *= t.dims[d];
+    if (numel != 1) return false;
+    switch (t.dtype) {
+    case SEAM_DTYPE_FLOAT32: *out = *(const float *)t.data; return true;
+    case SEAM_DTYPE_FLOAT64: *out = *(const double *)t.data; return true;
+    default: return false;
+    }
+}
+
+/* Whether v is a float Clip to [0, 6] (ReLU6, which some devices name
+ * and the ONNX exporters write as a Clip). */
+static bool is_relu6(const seam_node_view *v) {
+    if (strcmp(v->op_type, "Clip") || (v->domain && v->domain[0]) || v->n_inputs < 1 || !v->inputs[0].name) return false;
+    int32_t dt = v->inputs[0].dtype;
+    if (dt != SEAM_DTYPE_FLOAT32 && dt != SEAM_DTYPE_FLOAT16 && dt != SEAM_DTYPE_BFLOAT16 && dt != SEAM_DTYPE_FLOAT64)
+        return false;
+    double lo, hi;
+    return clip_bound(v, "min", 1, -INFINITY, &lo) && clip_bound(v, "max", 2, INFINITY, &hi) && lo == 0 && hi == 6;
+}
+
+static bool rule_holds(const op_rule *rule, const seam_node_view *v, char *why, size_t n);
+
 static bool rules_supports(void *ctx, const seam_node_view *v, char *why, size_t n) {
     const rules *r = ctx;
+    /* a Clip to [0, 6] is also the target's Relu6 where it lists one: the
+     * Clip's own rule first, then Relu6's */
+    const op_rule *relu6 = is_relu6(v) ? find_rule(r, "Relu6") : NULL;
+    if (relu6) {
+        const op_rule *clip = find_rule(r, v->op_type);
+        if (clip ? rule_holds(clip, v, why, n) : r->default_ok) return true;
+        char why6[300] = "";
+        if (rule_holds(relu6, v, why6, sizeof(why6))) return true;
+        if (!clip) snprintf(why, n, "Clip to [0, 6] as the target's Relu6: %s", why6);
+        return false;
+    }
     const op_rule *rule = find_rule(r, v->op_type);
     if (!rule) {
         if (!r->default_ok) snprintf(why, n, "%s is not listed and the default is false", v->op_type);
         return r->default_ok;
     }
+    return rule_holds(rule, v, why, n);
+}
+
+/* Whether every condition of rule holds for v; why says which fails. */
+static bool rule_holds(const op_rule *rule, const seam_node_view *v, char *why, size_t n) {
     if (!rule->supported) {
         snprintf(why, n, "%s is not supported", v->op_type);
         return false;
@@ -182,6 +233,9 @@ static double rules_cost(void *ctx, const seam_node_view *v) {
     const rules *r = ctx;
     for (int32_t k = 0; k < r->n_speedups; k++)
         if (strcmp(r->speedup_ops[k], v->op_type) == 0) return 1.0 / r->speedups[k];
+    if (is_relu6(v)) /* (a Clip to [0, 6] at Relu6's speedup, where only that is given) */
+        for (int32_t k = 0; k < r->n_speedups; k++)
+            if (strcmp(r->speedup_ops[k], "Relu6") == 0) return 1.0 / r->speedups[k];
     return 1.0 / r->speedup;
 }
 
