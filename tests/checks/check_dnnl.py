@@ -536,33 +536,40 @@ if check.selected("boundary_one_reorder"):
                      f"boundary_one_reorder: the second conv reads the blocked copy ({len(reorders)} reorders in all), "
                      f"error {e:.2e}", "\n".join(reorders))
 
-# placement by cost without AVX-512 (oneDNN capped at AVX2: its matmul is
-# gemm:jit on plain weights, packed at every run): a MatMul by a constant
-# weight of 1M elements with 64 rows stays on the CPU's packed GEMM; with
-# 1024 rows, or a 256 x 256 weight, or with AVX-512 allowed (where the CPU
-# has it: brgemm), it goes to dnnl (dnnl.c, dnnl_cost)
-if check.selected("matmul_cost_avx2"):
+# without AVX-512 (oneDNN capped at AVX2: its matmul is gemm:jit on B as
+# laid out), a constant B whose rows are a multiple of 512 floats apart is
+# copied with padded rows (matmul.c: the compile log says "wei ab(strided)"),
+# else they alias in the cache (1.5-1.9x the CPU's GEMM, which the cost
+# model once sent them to); other widths keep B dense. Each goes to dnnl
+# and matches the CPU kernels.
+if check.selected("matmul_pad_avx2"):
     def mm_model(rows, k, n):
         w = numpy_helper.from_array((rng.rand(k, n).astype(np.float32) - 0.5) / 30, "w")
         g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [vi("x", [rows, k])],
                               [vi("y", [rows, n])], [w])
         path = os.path.join(work, f"mm_cost_{rows}_{k}_{n}.onnx")
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        np.save(path + ".x.npy", np.asarray(rng.randn(rows, k), np.float32))
         return path
-    avx512 = seamtest.dnnl_avx512_layouts()
-    # (the rule is N a multiple of 1024, whatever K: 1000 x 1000 stays on dnnl, 256 x 1024 goes)
-    for (rows, k, n), env, want in (((64, 1024, 1024), AVX2, "cpu"), ((1024, 1024, 1024), AVX2, "dnnl"),
-                                    ((64, 256, 256), AVX2, "dnnl"), ((64, 1000, 1000), AVX2, "dnnl"),
-                                    ((192, 256, 1024), AVX2, "cpu"), ((64, 1024, 1024), None, "dnnl" if avx512 else "cpu")):
-        r = run("partition", mm_model(rows, k, n), "--target", "dnnl", "--json", env=env)
+    for (rows, k, n), padded in (((64, 1024, 1024), True), ((192, 256, 1024), True), ((48, 256, 512), True),
+                                 ((64, 1000, 1000), False), ((64, 256, 768), False)):
+        path = mm_model(rows, k, n)
+        r = run("partition", path, "--target", "dnnl", "--json", env=AVX2)
         got = json.loads(r.stdout)["nodes"][0]["target"] if r.returncode == 0 else f"exit {r.returncode}"
-        label = f"matmul_cost_avx2: {rows}x{k}x{n}{' (oneDNN capped at AVX2)' if env else ''} on {want}"
-        check.expect(got == want, label, f"on {got}: {r.stderr[-300:]}")
+        outs = {}
+        for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--compile-log"])):
+            rr = run("run", path, "--input", f"x={path}.x.npy", *extra, "--output-dir", f"{path}.{label}", env=AVX2)
+            outs[label] = rr
+        ok = all(rr.returncode == 0 for rr in outs.values())
+        e = rel_err(np.load(f"{path}.dnnl/y.npy"), np.load(f"{path}.cpu/y.npy")) if ok else float("inf")
+        strided = "wei ab(strided)" in outs["dnnl"].stderr
+        check.expect(got == "dnnl" and ok and e <= TOL and strided == padded,
+                     f"matmul_pad_avx2: {rows}x{k}x{n} (oneDNN capped at AVX2) on dnnl, B {'padded' if padded else 'dense'}, "
+                     f"error {e:.2e}", f"on {got}, strided {strided}: {outs['dnnl'].stderr[-400:]}")
 
-# the same inside a long dnnl subgraph (the cost search looks past a
-# subgraph's border at the nodes its target runs slower than the CPU): a
-# transformer's FFN, 256 -> 1024 -> 256 at 192 rows, between chains of 120
-# Adds; the 256 -> 1024 MatMul goes to the CPU, the rest stays on dnnl
+# inside a long dnnl subgraph: a transformer's FFN, 256 -> 1024 -> 256 at
+# 192 rows, between chains of 120 Adds, stays on dnnl whole (its 256 ->
+# 1024 MatMul went to the CPU while B's rows aliased, above)
 if check.selected("matmul_cost_interior"):
     def chain(x, tag, n):
         nodes = []
@@ -582,9 +589,9 @@ if check.selected("matmul_cost_interior"):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     r = run("partition", path, "--target", "dnnl", "--json", env=AVX2)
     where = {nd["name"]: nd["target"] for nd in json.loads(r.stdout)["nodes"]} if r.returncode == 0 else {}
-    check.expect(where.get("up") == "cpu" and where.get("down") == "dnnl" and where.get("a0") == "dnnl",
-                 "matmul_cost_interior: the FFN's 256 -> 1024 MatMul inside a dnnl subgraph goes to the CPU "
-                 "(oneDNN capped at AVX2)", f"{where.get('up')}, {where.get('down')}, {where.get('a0')}: {r.stderr[-300:]}")
+    check.expect(where.get("up") == "dnnl" and where.get("down") == "dnnl" and where.get("a0") == "dnnl",
+                 "matmul_cost_interior: the FFN inside a dnnl subgraph stays on dnnl (oneDNN capped at AVX2)",
+                 f"{where.get('up')}, {where.get('down')}, {where.get('a0')}: {r.stderr[-300:]}")
 
 # placement by cost without AVX-512, convolutions (dnnl.c, conv_cost_avx2):
 # a 3x3 stride-1 conv of 64 channels stays on the CPU (its Winograd beats

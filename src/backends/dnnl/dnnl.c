@@ -196,32 +196,11 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
     if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return dx_isa_avx512() ? 0.3 : 5.0;
     /* int8 (VNNI) against seam's CPU int8 loops */
     if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "MatMulInteger")) return 0.1;
-    /* Without AVX-512 oneDNN 2.6 has no brgemm matmul: MatMul and Gemm run
-     * its gemm:jit on plain weights. Where the output's rows lie a multiple
-     * of 4 KB apart (N a multiple of 1024 floats) its stores alias in the
-     * cache, and it takes 1.5-1.9x the CPU's packed GEMM at up to 256 rows
-     * (MatMul + Add by a constant weight on an AVX2 EPYC, 2 threads, 128
-     * rows: N = 1024 1.61x, 1000 0.81x; 4096 1.67x, 4000 0.84x; 2048
-     * 1.50-1.65x; K makes no difference; the transformers' FFNs 192 x 256
-     * -> 1024 1.7x, 96 x 768 -> 3072 1.8x; mlp_large: 41.7 ms on dnnl, 24.5
-     * on the CPU, 20.8 in ONNX Runtime). At 512 rows it is 1.31x alone, but
-     * encoder_8x64 ran 27.3 -> 31.3 ms with its FFNs moved (the boundary
-     * copies); at 600 rows 0.86x: so up to 320 rows. */
-    if ((is_op(n, "Gemm") || is_op(n, "MatMul")) && !dx_isa_avx512() && n->n_inputs > 1 &&
-        n->n_outputs > 0 && dx_const_input(n, 1) && n->outputs[0].rank >= 1) {
-        double w = (double)dx_value_numel(&n->inputs[1]), y = (double)dx_value_numel(&n->outputs[0]);
-        int64_t cols = n->outputs[0].dims[n->outputs[0].rank - 1];
-        double rows = cols > 0 && y > 0 ? y / (double)cols : 0;
-        if (cols >= 1024 && cols % 1024 == 0 && w >= 131072 && rows >= 1 && rows <= 320) return 1.7;
-        /* rows 2 KB apart (N an odd multiple of 512): 1.04-1.30x the CPU's
-         * packed GEMM, single MatMuls on the same EPYC, bench/op_bench.py:
-         * 64 x 256 -> 512 146 against 127 us, 128 x 512 -> 512 596 / 468,
-         * 320 x 256 -> 512 733 / 592, 200 x 384 -> 1536 1821 / 1525, 256 x
-         * 512 -> 2560 5445 / 4187; N = 500 and 768 0.78-0.79 (a
-         * transformer decoder's cross-attention K/V projection is 64 x 256
-         * -> 512) */
-        if (cols >= 512 && cols % 512 == 0 && w >= 65536 && rows >= 1 && rows <= 320) return 1.2;
-    }
+    /* (Without AVX-512 oneDNN 2.6's matmul is gemm:jit on B as it lies: a
+     * constant B whose rows are a multiple of 512 floats apart aliased in
+     * the cache, 1.5-1.9x the CPU's packed GEMM, and was costed so here
+     * until matmul.c padded its copy: now 0.4-0.9x the CPU's, single
+     * MatMuls on a 2-core AVX2 EPYC, 16 to 256 rows, N 512 to 4096.) */
     /* Resize without AVX-512: oneDNN's resampling on channel blocks, then
      * a reorder of its large output: the text detector's 4x upsampling of
      * 16 channels to 640 x 640 took 9.9 ms (and 2.2 to reorder) against the
