@@ -47,6 +47,15 @@ static uint8_t value_constant(const ir_graph *g, int32_t v) {
     return 0;
 }
 
+/* Whether output k of n is an optional side output (Dropout's mask,
+ * MaxPool's indices, LayerNormalization's mean and inverse deviation) that
+ * nothing reads. (Not every output: a Split's are all the op's own.) */
+static bool unread_side_output(const ir_graph *g, const ir_node *n, int32_t k) {
+    int32_t v = n->outputs[k];
+    if (k < 1 || n->domain[0] || g->values[v].n_consumers || (g->values[v].flags & IR_VALUE_OUTPUT)) return false;
+    return !strcmp(n->op_type, "Dropout") || !strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "LayerNormalization");
+}
+
 const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out) {
     const ir_graph *g = vb->g;
     const ir_node *n = &g->nodes[i];
@@ -89,6 +98,10 @@ const seam_node_view *view_node(view_builder *vb, int32_t i, seam_node_view *out
         vi->rank = -1;
         if (k < n->n_inputs) vb->producers[k] = NULL, vb->constant[k] = 0;
         if (v < 0) continue;
+        /* a side output nothing reads (no reader, not a graph output: an
+         * exporter's Dropout mask) is shown as absent, as if the node had
+         * not asked for it: a backend need not make it */
+        if (k > n->n_inputs && unread_side_output(g, n, k - n->n_inputs)) continue;
         if (k < n->n_inputs) vb->constant[k] = value_constant(g, v);
         const ir_value *val = &g->values[v];
         vi->name = val->name;

@@ -542,6 +542,43 @@ if check.selected("boundary_one_reorder"):
 # else they alias in the cache (1.5-1.9x the CPU's GEMM, which the cost
 # model once sent them to); other widths keep B dense. Each goes to dnnl
 # and matches the CPU kernels.
+# Dropout as the exporters write it: torch 1.13 gives swin_t's attention
+# dropout a ratio of 0 and training_mode true, and a mask output nothing
+# reads. dnnl takes it (an unread optional output is absent in the node's
+# view; training with ratio 0 drops nothing): Conv -> Dropout -> Conv is one
+# dnnl subgraph, equal to the CPU kernels. A mask that is a graph output, or
+# training with a ratio of 0.5, stays on the CPU with the reason.
+if check.selected("dropout_forms"):
+    w = numpy_helper.from_array((rng.rand(4, 4, 3, 3).astype(np.float32) - 0.5) / 3, "w")
+    x = np.asarray(rng.randn(1, 4, 6, 6), np.float32)
+    xp = os.path.join(work, "dropout.x.npy")
+    np.save(xp, x)
+    for name, ratio, mask_out, want in (("dropout_unread_mask", 0.0, False, "dnnl"),
+                                        ("dropout_mask_output", 0.0, True, "cpu"),
+                                        ("dropout_training", 0.5, False, "cpu")):
+        inits = [w, numpy_helper.from_array(np.array(ratio, np.float32), "ratio"),
+                 numpy_helper.from_array(np.array(True), "train")]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                 helper.make_node("Dropout", ["c", "ratio", "train"], ["d", "mask"]),
+                 helper.make_node("Conv", ["d", "w"], ["y"], pads=[1, 1, 1, 1])]
+        outs = [vi("y", [1, 4, 6, 6])] + ([helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, 4, 6, 6])]
+                                          if mask_out else [])
+        g = helper.make_graph(nodes, name, [vi("x", [1, 4, 6, 6])], outs, inits)
+        path = os.path.join(work, name + ".onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        r = run("partition", path, "--target", "dnnl", "--placement", "capability", "--json")
+        nodes_j = json.loads(r.stdout)["nodes"] if r.returncode == 0 else []
+        on = [nd["target"] for nd in nodes_j if nd["op"] == "Dropout"]
+        why = [nd["reason"] for nd in nodes_j if nd["op"] == "Dropout"]
+        ok = on == [want]
+        if want == "dnnl" and ok:
+            outs_run = {}
+            for label, extra in (("cpu", []), ("dnnl", ["--target", "dnnl", "--placement", "capability"])):
+                rr = run("run", path, "--input", f"x={xp}", *extra, "--output-dir", os.path.join(work, f"{name}.{label}"))
+                outs_run[label] = np.load(os.path.join(work, f"{name}.{label}", "y.npy")) if rr.returncode == 0 else None
+            ok = all(v is not None for v in outs_run.values()) and rel_err(outs_run["dnnl"], outs_run["cpu"]) <= TOL
+        check.expect(ok, f"dropout_forms: {name}: the Dropout on {want}", f"on {on}: {why} {r.stderr[-300:]}")
+
 if check.selected("matmul_pad_avx2"):
     def mm_model(rows, k, n):
         w = numpy_helper.from_array((rng.rand(k, n).astype(np.float32) - 0.5) / 30, "w")

@@ -419,12 +419,26 @@ static bool compile_pad(builder *b, bool *fused, const dx_io *io) {
 
 /* Dropout at inference is its input: dnnl passes it through, and makes
  * neither the mask nor a training run's random zeros (seam backend-check
- * found both returned wrong). */
+ * found both returned wrong). A mask nothing reads is absent in the view;
+ * a training_mode that is a known false is inference (the exporters write
+ * one: swin_t's 24 Dropouts cut its dnnl plan into 49 subgraphs). */
 static bool supports_dropout(const seam_node_view *n, char *why, size_t wn) {
     if (n->n_outputs > 1 && n->outputs[1].name && n->outputs[1].name[0])
         return dx_refuse(why, wn, "Dropout's mask output: dnnl passes the data through and makes no mask");
-    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].name[0])
-        return dx_refuse(why, wn, "Dropout with a training_mode input: dnnl runs inference only");
+    if (n->n_inputs > 2 && n->inputs[2].name && n->inputs[2].name[0]) {
+        /* training with a ratio of 0 drops nothing (torch 1.13 writes
+         * training_mode true and ratio 0 for swin_t's attention dropout) */
+        seam_tensor_view t, r;
+        bool known_false = n->input_constant && n->input_constant[2] && seam_node_input_data(n, 2, &t) &&
+                           t.dtype == SEAM_DTYPE_BOOL && t.nbytes == 1 && !*(const uint8_t *)t.data;
+        bool ratio0 = n->n_inputs > 1 && n->inputs[1].name && n->input_constant && n->input_constant[1] &&
+                      seam_node_input_data(n, 1, &r) &&
+                      ((r.dtype == SEAM_DTYPE_FLOAT32 && r.nbytes == 4 && *(const float *)r.data == 0) ||
+                       (r.dtype == SEAM_DTYPE_FLOAT64 && r.nbytes == 8 && *(const double *)r.data == 0));
+        if (!known_false && !ratio0)
+            return dx_refuse(why, wn, "Dropout with a training_mode input that may be true and a ratio that may not be 0: "
+                                      "dnnl runs inference only");
+    }
     return true;
 }
 
