@@ -359,6 +359,21 @@ static ProtobufCMessage *unpack_blob(saver *S, const ProtobufCMessageDescriptor 
     return msg;
 }
 
+/* m's opset imports into mp->opset_import (allocated, n_opset_import of
+ * them); false when out of memory. */
+static bool save_opsets(saver *S, const struct seam_model *m, Onnx__ModelProto *mp) {
+    for (int32_t k = 0; k < m->n_opsets; k++) {
+        Onnx__OperatorSetIdProto *o = NEW(S, Onnx__OperatorSetIdProto);
+        if (!o) return false;
+        onnx__operator_set_id_proto__init(o);
+        o->domain = (char *)m->opsets[k].domain;
+        o->has_version = 1;
+        o->version = m->opsets[k].version;
+        mp->opset_import[k] = o;
+    }
+    return true;
+}
+
 static Onnx__ModelProto *save_model(saver *S, const struct seam_model *m) {
     Onnx__ModelProto *mp = NEW(S, Onnx__ModelProto);
     if (!mp) return NULL;
@@ -380,16 +395,9 @@ static Onnx__ModelProto *save_model(saver *S, const struct seam_model *m) {
     S->unpacked = arr(S, (size_t)(m->n_functions + m->n_training_infos), sizeof(ProtobufCMessage *));
     mp->functions = arr(S, (size_t)m->n_functions, sizeof(*mp->functions));
     mp->training_info = arr(S, (size_t)m->n_training_infos, sizeof(*mp->training_info));
-    if (!mp->opset_import || !mp->metadata_props || !S->unpacked || !mp->functions || !mp->training_info) return NULL;
-    for (int32_t k = 0; k < m->n_opsets; k++) {
-        Onnx__OperatorSetIdProto *o = NEW(S, Onnx__OperatorSetIdProto);
-        if (!o) return NULL;
-        onnx__operator_set_id_proto__init(o);
-        o->domain = (char *)m->opsets[k].domain;
-        o->has_version = 1;
-        o->version = m->opsets[k].version;
-        mp->opset_import[k] = o;
-    }
+    if (!mp->opset_import || !mp->metadata_props || !S->unpacked || !mp->functions || !mp->training_info ||
+        !save_opsets(S, m, mp))
+        return NULL;
     for (int32_t k = 0; k < m->n_metadata; k++) {
         Onnx__StringStringEntryProto *e = NEW(S, Onnx__StringStringEntryProto);
         if (!e) return NULL;
@@ -591,16 +599,7 @@ seam_status onnx_node_model_pack(seam_model *m, int32_t node, bool canonical, ui
     mp->producer_name = (char *)"seam";
     mp->n_opset_import = (size_t)m->n_opsets;
     mp->opset_import = arr(&S, mp->n_opset_import, sizeof(*mp->opset_import));
-    if (!mp->opset_import) goto oom;
-    for (int32_t k = 0; k < m->n_opsets; k++) {
-        Onnx__OperatorSetIdProto *o = NEW(&S, Onnx__OperatorSetIdProto);
-        if (!o) goto oom;
-        onnx__operator_set_id_proto__init(o);
-        o->domain = (char *)m->opsets[k].domain;
-        o->has_version = 1;
-        o->version = m->opsets[k].version;
-        mp->opset_import[k] = o;
-    }
+    if (!mp->opset_import || !save_opsets(&S, m, mp)) goto oom;
     mp->graph = gp;
     gp->name = canonical ? (char *)"node" : (char *)(n->name ? n->name : n->op_type);
     np->name = canonical || n->name_generated ? NULL : (char *)n->name;

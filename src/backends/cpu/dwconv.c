@@ -522,9 +522,9 @@ DW_ROWS_FN(5, 5, 2)
 
 /* The same rows on AVX2 (and FMA): 8 columns a vector, of the last ones
  * only those in the row stored (their loads read past the row into the
- * next, or into the planes' slack, and are dropped); the post-op over each block's rows
- * after (cpu_post_apply, as dw_rows512 does for the kinds it does not
- * fuse). */
+ * next, or into the planes' slack, and are dropped); the post-op over
+ * each block's rows after (cpu_post_apply, as dw_rows512 does for the
+ * kinds it does not fuse). */
 static inline __attribute__((always_inline)) DW_256_TARGET void
 dw_rows256(const float *P, int64_t PS, int64_t PW, int64_t OH, int64_t OW, const float *k, float bv, float *y,
            const act_params *post, const int KH, const int KW, const int S, const int R) {

@@ -199,8 +199,8 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
     /* (Without AVX-512 oneDNN 2.6's matmul is gemm:jit on B as it lies: a
      * constant B whose rows are a multiple of 512 floats apart aliased in
      * the cache, 1.5-1.9x the CPU's packed GEMM, and was costed so here
-     * until matmul.c padded its copy: now 0.4-0.9x the CPU's, single
-     * MatMuls on a 2-core AVX2 EPYC, 16 to 256 rows, N 512 to 4096.) */
+     * until matmul.c padded its copy: now 0.66-0.91x the CPU's, single
+     * MatMuls on a 2-core AVX2 EPYC, 16 to 320 rows, N 512 to 4096.) */
     /* Resize without AVX-512: oneDNN's resampling on channel blocks, then
      * a reorder of its large output: the text detector's 4x upsampling of
      * 16 channels to 640 x 640 took 9.9 ms (and 2.2 to reorder) against the
