@@ -7,6 +7,9 @@ install(TARGETS seam_shared EXPORT seamTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES include/seam.h include/seam_partition.h include/seam_quantize.h include/seam_backend.h include/seam_report.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(SEAM_WITH_MPI)
+  install(FILES include/seam_mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(TARGETS seam RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The report library (seam_report.h, graphviz), for C programs that call it.
 install(TARGETS seam_report_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -27,6 +27,9 @@ seam_layer(plugin    SOURCES backends/plugin/*.c USES core ir ops ${SEAM_BACKEND
 seam_layer(partition SOURCES partition/*.c       USES core ir ops ${SEAM_BACKEND_IF} partition)
 seam_layer(runtime   SOURCES runtime/*.c         USES core ir onnx ops ${SEAM_BACKEND_IF} backends/cpu/kernels.h
                                                       partition runtime)
+# A staged model's pipeline over MPI (include/seam_mpi.h); built with
+# SEAM_WITH_MPI alone.
+seam_layer(mpi       SOURCES mpi/*.c             USES core ir onnx ops ${SEAM_BACKEND_IF} partition runtime mpi)
 # Pictures of plans and runs (graphviz): a library of its own, which
 # libseam.so does not link (the CLI and the Python package do).
 seam_layer(report    SOURCES report/*.c          USES core ir onnx report)

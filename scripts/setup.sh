@@ -24,6 +24,7 @@ PKGS=(
   libonnx-testdata                       # ONNX conformance models and data
   python3-onnx python3-numpy python3-torch python3-torchvision
   python3-pytest                         # tests/python
+  python3-mpi4py                         # tests: seam.Pipeline over an mpi4py communicator
   python3-setuptools python3-wheel python3-pip python3-venv  # `pip install .`: the wheel, tested in a fresh venv
   chromium                               # tests/checks/check_report.py opens the HTML pages headless
 )

@@ -98,7 +98,7 @@ from ._seam import UnsupportedError  # noqa: E402
 if _openblas_early:
     _check_openblas()
 
-__all__ = ["PartitionerConfig", "Model", "Session", "UnsupportedError", "analyze", "dynamic_batch", "load", "quantize",
+__all__ = ["PartitionerConfig", "Model", "Session", "Pipeline", "UnsupportedError", "analyze", "dynamic_batch", "load", "quantize",
            "replace_weights", "trace", "version", "builtin_targets",
            # onnxruntime's API (seam/ort.py)
            "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "NodeArg",
@@ -792,3 +792,85 @@ class Session:
 
 from .ort import (ExecutionMode, GraphOptimizationLevel, InferenceSession, IOBinding, ModelMetadata,  # noqa: E402
                   NodeArg, RunOptions, SessionOptions, get_all_providers, get_available_providers, get_device)
+
+
+class Pipeline:
+    """A staged model run across MPI ranks (docs/scale-out.md), over an
+    mpi4py communicator: the library's seam_pipeline (include/seam_mpi.h).
+
+        from mpi4py import MPI
+        p = seam.Pipeline("staged.onnx", MPI.COMM_WORLD, micro_batches=4)
+        out = p.run({"x": x} if p.rank == 0 else None)   # every rank
+        # rank 0: {output name: array}; the others: None
+
+    The model is staged by `seam partition MODEL --stages N -o STAGED.onnx`
+    (or seam.plan_stages); the communicator must have N ranks, and every
+    rank makes the Pipeline and calls run, in the same order. Rank r of the
+    communicator runs stage r and holds its weights alone; rank 0 gives the
+    inputs (numpy arrays or CPU torch tensors) and gets the outputs. seam
+    talks on a duplicate of comm, never on comm itself. A rank that does not
+    answer for stage_timeout seconds makes the others' run raise, naming it;
+    an input refused on rank 0 makes every rank's run raise ValueError with
+    rank 0's message, and the pipeline runs again after it. After any other
+    failed run the pipeline refuses to run: close it. threads: this rank's
+    worker threads (0: one per core); targets: backend libraries the saved
+    subgraphs need, as Session takes them."""
+
+    def __init__(self, path, comm=None, *, threads=0, micro_batches=1, stage_timeout=10.0, targets=None):
+        if not hasattr(_seam, "Pipeline"):
+            raise UnsupportedError("seam.Pipeline: this seam was built without MPI (build it with libopenmpi-dev "
+                                   "installed, or -DSEAM_WITH_MPI=ON)")
+        try:
+            from mpi4py import MPI
+        except ImportError as e:
+            raise ImportError("seam.Pipeline takes its communicator from mpi4py (Debian: python3-mpi4py)") from e
+        if comm is None:
+            comm = MPI.COMM_WORLD
+        if not isinstance(comm, MPI.Comm) or comm == MPI.COMM_NULL:
+            raise TypeError(f"Pipeline: comm must be an mpi4py communicator, not {type(comm).__name__}")
+        self._p = _seam.Pipeline(os.fspath(path), comm.py2f(), int(threads), int(micro_batches),
+                                 float(stage_timeout), _targets(targets) or None)
+
+    @property
+    def rank(self):
+        """This process's stage (its rank in the communicator)."""
+        return self._p.rank
+
+    @property
+    def stages(self):
+        return self._p.stages
+
+    @property
+    def inputs(self):
+        return self._p.inputs()
+
+    @property
+    def outputs(self):
+        return self._p.outputs()
+
+    def run(self, feeds=None):
+        """Every rank: one run. Rank 0 passes {input name: array} (every
+        input, every run) and gets {output name: numpy array}; the other
+        ranks pass nothing and get None."""
+        if isinstance(feeds, dict):
+            try:
+                feeds = {k: _to_numpy(v, f"input '{k}'") for k, v in feeds.items()}
+            except Exception as e:  # the run still happens, failing on every rank: none waits for this one
+                self._p.run_refused(f"rank {self.rank}: {e}")
+                raise
+        return self._p.run(feeds)
+
+    def stats(self):
+        """This rank's stage (rank, stages, nodes, weight_bytes,
+        micro_batches) and the last run's run_ms, compute_ms, wait_ms."""
+        return self._p.stats()
+
+    def close(self):
+        """Frees the pipeline (every rank; also when it is collected)."""
+        self._p.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

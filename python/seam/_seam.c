@@ -10,6 +10,8 @@
  *                     set_input_shape, partition (+ apply), save,
  *                     replace_weights
  *     Session(graph, targets, threads, dynamic_batch)  run(feeds) -> dict
+ *     Pipeline(path, comm, ...)  a staged model over MPI ranks (_pipeline.c;
+ *                     built with MPI only)
  *
  * Threads: seam wants one thread per context at a time, so each Graph has a
  * lock that every call on it, or on a session made from it, holds. The GIL
@@ -20,21 +22,17 @@
  * input, UnsupportedError, MemoryError, OSError for files, RuntimeError
  * for a bug in seam), its message the context's message.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <numpy/arrayobject.h>
+#define SEAM_PY_IMPORT_ARRAY /* numpy's API is imported here */
+#include "_seam.h" /* first: Python.h and numpy's header, as this module includes them */
 #include <pythread.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "seam.h"
-#include "seam_backend.h"
-
 static PyObject *UnsupportedError;
 
-static PyObject *raise_status(seam_status st, const char *msg) {
+PyObject *raise_status(seam_status st, const char *msg) {
     PyObject *type = PyExc_ValueError;
     switch (st) {
     case SEAM_STATUS_UNSUPPORTED: type = UnsupportedError; break;
@@ -68,13 +66,13 @@ static const struct {
 static bool is_float8(seam_dtype d) { return d >= SEAM_DTYPE_FLOAT8E4M3FN && d <= SEAM_DTYPE_FLOAT8E5M2FNUZ; }
 #define N_DTYPES ((int)(sizeof(dtype_map) / sizeof(dtype_map[0])))
 
-static seam_dtype seam_of_npy(int npy) {
+seam_dtype seam_of_npy(int npy) {
     for (int k = 0; k < N_DTYPES; k++)
         if (PyArray_EquivTypenums(dtype_map[k].npy, npy)) return dtype_map[k].seam;
     return SEAM_DTYPE_UNDEFINED;
 }
 
-static int npy_of_seam(seam_dtype d) {
+int npy_of_seam(seam_dtype d) {
     for (int k = 0; k < N_DTYPES; k++)
         if (dtype_map[k].seam == d) return dtype_map[k].npy;
     return -1;
@@ -82,11 +80,6 @@ static int npy_of_seam(seam_dtype d) {
 
 /* ---- Target ---- */
 
-typedef struct {
-    PyObject_HEAD
-    const seam_backend *backend;
-    seam_backend *owned; /* a rules target, freed with the object */
-} TargetObject;
 
 static void Target_dealloc(TargetObject *self) {
     seam_backend_free(self->owned);
@@ -143,7 +136,7 @@ static PyGetSetDef Target_getset[] = {
     {NULL},
 };
 
-static PyTypeObject TargetType = {
+PyTypeObject TargetType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seam._seam.Target",
     .tp_basicsize = sizeof(TargetObject),
     .tp_dealloc = (destructor)Target_dealloc,
@@ -1239,6 +1232,9 @@ PyMODINIT_FUNC PyInit__seam(void) {
         PyModule_AddObject(m, "Graph", (PyObject *)&GraphType) < 0 ||
         PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0)
         goto fail;
+#if SEAM_WITH_MPI
+    if (pipeline_add_type(m) < 0) goto fail;
+#endif
     return m;
 fail:
     Py_DECREF(m);

@@ -852,3 +852,24 @@ void subgraph_set_cache_size(seam_exec *e, int32_t node, int32_t n) {
     if (grown) s->cache = grown;
     s->cap_cache = n;
 }
+
+int32_t subgraph_find_targets(seam_context *ctx, const seam_model *m, const seam_backend **targets, int32_t n,
+                              int32_t cap) {
+    const ir_graph *g = m->graph;
+    for (int32_t i = 0; i < g->n_nodes && n < cap; i++) {
+        const ir_node *nd = &g->nodes[i];
+        if (strcmp(nd->domain, "ai.seam") || strcmp(nd->op_type, "Subgraph") || node_attr(nd, "rules")) continue;
+        size_t len = 0;
+        const char *t = str_attr(nd, "target", &len);
+        char name[64];
+        if (!t || !len || len >= sizeof(name)) continue;
+        memcpy(name, t, len);
+        name[len] = 0;
+        if (!strcmp(name, "cpu") || !strcmp(name, "dnnl") || strchr(name, '/')) continue;
+        bool have = false;
+        for (int32_t k = 0; k < n && !have; k++) have = targets[k] && !strcmp(targets[k]->name, name);
+        const seam_backend *found = NULL;
+        if (!have && seam_backend_find(ctx, name, &found) == SEAM_STATUS_OK && found) targets[n++] = found;
+    }
+    return n;
+}

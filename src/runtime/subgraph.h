@@ -34,4 +34,11 @@ void subgraph_set_cache_size(struct seam_exec *e, int32_t node, int32_t n);
  * False when out of memory. */
 bool subgraph_signature(const seam_tensor *const *xs, int32_t n_in, const bool *param, int64_t **sig, int32_t *len);
 
+/* The plug-in targets a saved model's Subgraph nodes name (not cpu, dnnl
+ * or a rules file's), found with seam_backend_find and added to
+ * targets[0 .. n) when not there yet, up to cap; returns the new count.
+ * One that cannot be found is left out (the session names it). */
+int32_t subgraph_find_targets(seam_context *ctx, const seam_model *m, const seam_backend **targets, int32_t n,
+                              int32_t cap);
+
 #endif

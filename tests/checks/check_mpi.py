@@ -27,7 +27,14 @@ stage's budget) and run under mpirun --oversubscribe -np 3:
   (f) --micro-batches 0, 3 parts of a batch of 8, and micro-batches on a
       plain file: exit 2.
 
-usage: check_mpi.py SEAM WORKDIR
+  (g) the library's pipeline over a communicator the caller split off
+      (tests/drivers/mpi_pipeline.c, mpirun -np 4): repeated runs and new
+      shapes bitwise against one session, micro-batches, refused inputs
+      agreed by every rank, nothing on the caller's communicator, a rank
+      that skips a run named within the timeout, as a status;
+  (h) the same from Python (seam.Pipeline over an mpi4py communicator).
+
+usage: check_mpi.py SEAM WORKDIR [MPI_PIPELINE]
 """
 import json
 import os
@@ -44,6 +51,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from seamtest import mlp_model as mlp  # noqa: E402
 
 SEAM, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+DRIVER = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
 MPIRUN = shutil.which("mpirun")
 # A container's ranks on one host: shared memory only (no network
 # interface), no CMA single copy (needs ptrace rights), no core binding
@@ -73,10 +81,16 @@ def check(ok, what, detail=""):
             print(detail, flush=True)
 
 
-def run(args, timeout=120, env=None):
+def run(args, timeout=120, env=None, seam_leaks=False):
+    """seam_leaks: under ASan, leaks are reported (not failing the run) and
+    failed here when a leak's stack holds a frame of seam's own (Open MPI's
+    are left out, see above)."""
     t0 = time.monotonic()
     env = env or ENV
-    if ASAN and args and args[0] == MPIRUN:
+    if ASAN and seam_leaks:
+        env = dict(env, ASAN_OPTIONS=(env.get("ASAN_OPTIONS", "") + ":detect_leaks=1").lstrip(":"),
+                   LSAN_OPTIONS="exitcode=0")
+    elif ASAN and args and args[0] == MPIRUN:
         env = dict(env, ASAN_OPTIONS=(env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":"))
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
@@ -242,8 +256,41 @@ def main():
     rc, out, _ = run([SEAM, "run", "plain.onnx", "--input", "x=x.npy", "--micro-batches", "2"])
     check(rc == 2 and "staged model" in out, f"(f) --micro-batches on a plain file: exit 2 ({rc})", out)
 
+    # (g) the library over the caller's communicator
+    rc, out, _ = run([SEAM, "partition", "tiny.onnx", "-o", "tiny_plain.onnx"])
+    check(rc == 0, f"(g) the tiny model's plan without stages (rc {rc})", out)
+    if DRIVER:
+        rc, out, _ = run(MPI + ["-np", "4", DRIVER, "tiny_staged.onnx", "tiny_plain.onnx", "64"], timeout=180,
+                         seam_leaks=True)
+        if ASAN:
+            reports = out.split("Direct leak of")[1:] + out.split("Indirect leak of")[1:]
+            ours = [r.split("\n\n")[0] for r in reports if re.search(r"libseam|/src/mpi/|/src/runtime/|mpi_pipeline\.c", r)]
+            check(not ours, f"(g) no leak from seam's frames under LeakSanitizer ({len(reports)} reports, all Open "
+                  f"MPI's)", "\n".join(ours)[:3000])
+        lines = [ln for ln in out.splitlines() if ln.startswith(("ok ", "FAIL"))]
+        check(rc == 0 and "mpi_pipeline: all passed" in out and len(lines) >= 30 and not any(
+            ln.startswith("FAIL") for ln in lines), f"(g) mpi_pipeline over a split communicator: rc {rc}, "
+              f"{len(lines)} checks", out[-4000:])
+
+    # (h) the same from Python: seam.Pipeline over an mpi4py communicator
+    pyenv = dict(ENV, PYTHONPATH=os.path.join(os.path.dirname(SEAM), "python"))
+    if ASAN:  # a plain interpreter cannot load an extension built with the sanitizers
+        print("(h) not here: the sanitizer build's Python extension (the plain build runs it)")
+    else:
+        python_pipeline(pyenv)
+
     print(f"{len(failures)} failure(s)" if failures else "all passed")
     return 1 if failures else 0
+
+
+def python_pipeline(pyenv):
+    rc, out, _ = run(MPI + ["-np", "4", sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                      "mpi_pipeline_py.py"),
+                            "tiny_staged.onnx", "tiny_plain.onnx", "tiny.onnx"], timeout=240, env=pyenv)
+    lines = [ln for ln in out.splitlines() if ln.startswith(("ok ", "FAIL"))]
+    check(rc == 0 and "mpi_pipeline_py: all passed" in out and len(lines) >= 20 and not any(
+        ln.startswith("FAIL") for ln in lines), f"(h) seam.Pipeline over mpi4py: rc {rc}, {len(lines)} checks",
+          out[-4000:])
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ for f in "$prefix/include/seam.h" "$prefix/include/seam_backend.h" "$prefix/incl
     [ -e "$f" ] || { echo "install: $f is missing"; exit 1; }
 done
 # internal headers stay out of the public include path
-[ -z "$(ls "$prefix/include" | grep -v '^seam\(_backend\|_partition\|_quantize\|_report\)\?\.h$')" ] || { echo "install: extra headers"; ls "$prefix/include"; exit 1; }
+[ -z "$(ls "$prefix/include" | grep -v '^seam\(_backend\|_partition\|_quantize\|_report\|_mpi\)\?\.h$')" ] || { echo "install: extra headers"; ls "$prefix/include"; exit 1; }
 # the SONAME carries the major version
 readelf -d "$lib/libseam.so" | grep -q 'SONAME.*libseam\.so\.0' || { echo "install: no SONAME libseam.so.0"; exit 1; }
 # only the public API is exported
@@ -68,6 +68,23 @@ LD_LIBRARY_PATH="$lib" "$work/project/consumer" "$work/relu1.onnx"
 
 echo "== the installed CLI"
 "$prefix/bin/seam" inspect "$work/relu1.onnx" >/dev/null
+
+# built with MPI: seam_mpi.h installed, and a program on it runs a staged
+# model over MPI_COMM_WORLD (one stage, mpirun -np 1)
+if nm -D --defined-only "$lib/libseam.so" | grep -q ' seam_pipeline_create$'; then
+    echo "== seam_mpi.h (a pipeline over MPI)"
+    [ -e "$prefix/include/seam_mpi.h" ] || { echo "install: libseam.so has the pipeline, seam_mpi.h is missing"; exit 1; }
+    "$prefix/bin/seam" partition "$work/relu1.onnx" --stages 1 -o "$work/relu1_staged.onnx" >/dev/null
+    # shellcheck disable=SC2046
+    # shellcheck disable=SC2086
+    OMPI_CC="$cc" mpicc -std=c11 -Wall -Werror $flags -o "$work/mpi-consumer" "$here/mpi_consumer.c" $(pkg-config --cflags --libs seam)
+    # (Open MPI's own allocations past MPI_Finalize: no leak check in sanitizer builds)
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        LD_LIBRARY_PATH="$lib" mpirun --oversubscribe --bind-to none --mca btl self,vader -np 1 \
+        "$work/mpi-consumer" "$work/relu1_staged.onnx"
+else
+    [ ! -e "$prefix/include/seam_mpi.h" ] || { echo "install: seam_mpi.h without the pipeline in libseam.so"; exit 1; }
+fi
 
 if [ "$py" = python ]; then
     echo "== the installed Python package"

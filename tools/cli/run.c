@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "ir/ir.h"
 #include "run.h"
+#include "runtime/subgraph.h"
 #include "seam_report.h"
 #include "targets.h"
 
@@ -361,22 +362,7 @@ static int run_partition_targets(run_opts *o, run_state *r) {
  * (NAME.so or libseam_NAME.so on $SEAM_BACKEND_PATH, then next to seam).
  * One not found is left to the session, which names it and the fix. */
 void run_find_saved_targets(cli_targets *tg, seam_context *ctx, const seam_model *m) {
-    const ir_graph *g = m->graph;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = &g->nodes[i];
-        if (strcmp(n->domain, "ai.seam") || strcmp(n->op_type, "Subgraph") || ir_node_attr(n, "rules")) continue;
-        const ir_attr *a = ir_node_attr(n, "target");
-        char name[64];
-        if (!a || a->kind != IR_ATTR_STRING || !a->s.len || a->s.len >= sizeof(name)) continue;
-        memcpy(name, a->s.data, a->s.len);
-        name[a->s.len] = 0;
-        if (!strcmp(name, "cpu") || !strcmp(name, "dnnl") || strchr(name, '/')) continue;
-        bool have = false;
-        for (int32_t k = 0; k < tg->n_avail && !have; k++) have = !strcmp(tg->avail[k]->name, name);
-        const seam_backend *found = NULL;
-        if (have || tg->n_avail >= (int32_t)(sizeof(tg->avail) / sizeof(tg->avail[0]))) continue;
-        if (seam_backend_find(ctx, name, &found) == SEAM_STATUS_OK && found) tg->avail[tg->n_avail++] = found;
-    }
+    tg->n_avail = subgraph_find_targets(ctx, m, tg->avail, tg->n_avail, (int32_t)(sizeof(tg->avail) / sizeof(tg->avail[0])));
 }
 
 /* The model's placement: partitioned for --target, the backends a saved
