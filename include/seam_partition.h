@@ -96,8 +96,23 @@ SEAM_API const seam_backend *seam_backend_dnnl(void);
  * Free with seam_backend_free. */
 SEAM_API seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **backend_out);
 SEAM_API seam_status seam_rules_parse(seam_context *ctx, const char *json, const char *what, seam_backend **backend_out);
-/* Frees a backend made by seam_rules_load/parse (calls its release). */
+/* Frees a backend made by seam_rules_load/parse or seam_backend_instance
+ * (calls its release). */
 SEAM_API void seam_backend_free(seam_backend *backend);
+/* An instance of a target: the backend `base` under the name "BASE:INDEX"
+ * (index >= 0; under base's own name when index < 0), whose compiles get
+ * `options` (at most 16) before the session's target options: e.g.
+ * "threads=2", this instance's thread count on dnnl. Two instances of one
+ * device are two targets to placement, each with its own memory budget
+ * (seam_partition_options.memory_bytes; a rules target's "memory_bytes" is
+ * each instance's default), placed jointly as any targets are. A
+ * subgraph's saved target_options begin with its instance's options, and
+ * a saved "BASE:INDEX" subgraph runs on a session that has that instance
+ * or BASE itself. base must outlive the instance. Free with
+ * seam_backend_free. */
+SEAM_API seam_status seam_backend_instance(seam_context *ctx, const seam_backend *base, int32_t index,
+                                           const char *const *options, int32_t n_options, seam_backend **backend_out);
+
 /* The "memory_bytes" a rules target declares (what its memory holds, for
  * seam_partition_options.memory_bytes); 0 when it declares none or the
  * backend is not a rules target. */

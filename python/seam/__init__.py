@@ -93,12 +93,12 @@ try:
     from . import _seam  # noqa: E402  (after OpenBLAS's kernels are chosen)
 finally:
     sys.setdlopenflags(_flags)
-from ._seam import UnsupportedError  # noqa: E402
+from ._seam import Target, UnsupportedError  # noqa: E402
 
 if _openblas_early:
     _check_openblas()
 
-__all__ = ["PartitionerConfig", "Model", "Session", "Pipeline", "UnsupportedError", "analyze", "dynamic_batch", "load", "quantize",
+__all__ = ["PartitionerConfig", "Model", "Session", "Pipeline", "Target", "UnsupportedError", "analyze", "dynamic_batch", "load", "quantize",
            "replace_weights", "trace", "version", "builtin_targets",
            # onnxruntime's API (seam/ort.py)
            "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "NodeArg",

@@ -83,7 +83,29 @@ int npy_of_seam(seam_dtype d) {
 
 static void Target_dealloc(TargetObject *self) {
     seam_backend_free(self->owned);
+    Py_XDECREF(self->base); /* after the instance that forwards to it */
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Target("BASE:K", threads=N) or Target(spec, threads=N): an instance of
+ * the target BASE (seam_backend_instance), under BASE:K or its own name,
+ * whose compiles get "threads=N" when N > 0. */
+static int target_instance(TargetObject *self, PyObject *base_spec, int32_t index, int threads) {
+    PyObject *base = PyObject_CallFunctionObjArgs((PyObject *)&TargetType, base_spec, NULL);
+    if (!base) return -1;
+    char opt[32];
+    snprintf(opt, sizeof(opt), "threads=%d", threads);
+    const char *opts[1] = {opt};
+    seam_context *ctx;
+    seam_status st = seam_context_create(&ctx);
+    if (!st) st = seam_backend_instance(ctx, ((TargetObject *)base)->backend, index, opts, threads > 0 ? 1 : 0, &self->owned);
+    if (st) raise_status(st, ctx ? seam_context_last_error(ctx) : "out of memory");
+    seam_context_free(ctx);
+    if (st) return Py_DECREF(base), -1;
+    self->backend = self->owned;
+    self->base = base;
+    self->memory = ((TargetObject *)base)->memory;
+    return 0;
 }
 
 static bool ends_with(const char *s, const char *tail) {
@@ -92,13 +114,36 @@ static bool ends_with(const char *s, const char *tail) {
 }
 
 static int Target_init(TargetObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"spec", NULL};
+    static char *kwlist[] = {"spec", "threads", "memory", NULL};
     const char *spec;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s", kwlist, &spec)) return -1;
+    int threads = 0;
+    long long memory = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|iL", kwlist, &spec, &threads, &memory)) return -1;
     if (self->backend) {
         PyErr_SetString(PyExc_TypeError, "Target is already initialized");
         return -1;
     }
+    if (threads < 0 || memory < 0) {
+        PyErr_Format(PyExc_ValueError, "Target('%s'): threads and memory must be >= 0", spec);
+        return -1;
+    }
+    const char *colon = strrchr(spec, ':');
+    size_t digits = colon ? strspn(colon + 1, "0123456789") : 0;
+    bool instance = colon && colon > spec && digits > 0 && digits <= 6 && !colon[1 + digits] && access(spec, F_OK) != 0;
+    if ((instance || threads > 0) && strncmp(spec, "cpu", instance ? (size_t)(colon - spec) + 1 : 4) == 0 &&
+        (instance ? colon - spec == 3 : true)) {
+        PyErr_SetString(PyExc_ValueError, "Target('cpu'): cpu has no instances or thread option (Session's threads= sets its threads)");
+        return -1;
+    }
+    if (instance || threads > 0) {
+        PyObject *base = instance ? PyUnicode_FromStringAndSize(spec, colon - spec) : PyUnicode_FromString(spec);
+        if (!base) return -1;
+        int rc = target_instance(self, base, instance ? atoi(colon + 1) : -1, threads);
+        Py_DECREF(base);
+        if (!rc && memory > 0) self->memory = memory;
+        return rc;
+    }
+    self->memory = memory;
     if (strcmp(spec, "cpu") == 0) {
         self->backend = seam_backend_cpu();
         return 0;
@@ -122,6 +167,7 @@ static int Target_init(TargetObject *self, PyObject *args, PyObject *kw) {
     else if (bare && access(spec, F_OK) != 0) st = seam_backend_find(ctx, spec, &self->backend); /* a plug-in: "cuda" */
     else if ((st = seam_rules_load(ctx, spec, &self->owned)) == SEAM_STATUS_OK) self->backend = self->owned;
     if (st) raise_status(st, seam_context_last_error(ctx));
+    else if (!self->memory) self->memory = seam_rules_memory_bytes(self->backend);
     seam_context_free(ctx);
     return st ? -1 : 0;
 }
@@ -131,8 +177,11 @@ static PyObject *Target_name(TargetObject *self, void *closure) {
     return PyUnicode_FromString(self->backend->name);
 }
 
+static PyObject *Target_memory(TargetObject *self, void *closure) { return PyLong_FromLongLong(self->memory); }
+
 static PyGetSetDef Target_getset[] = {
     {"name", (getter)Target_name, NULL, "the target's name, as plans show it", NULL},
+    {"memory", (getter)Target_memory, NULL, "what its memory holds, in bytes (0: no limit)", NULL},
     {NULL},
 };
 
@@ -141,7 +190,8 @@ PyTypeObject TargetType = {
     .tp_basicsize = sizeof(TargetObject),
     .tp_dealloc = (destructor)Target_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Target(spec): 'dnnl', 'cpu', a rules file or a backend library (.so)",
+    .tp_doc = "Target(spec, threads=0, memory=0): 'dnnl', 'cpu', a rules file or a backend library (.so); 'dnnl:1' "
+              "an instance of one (its own memory budget and threads)",
     .tp_init = (initproc)Target_init,
     .tp_new = PyType_GenericNew,
     .tp_getset = Target_getset,
@@ -392,7 +442,8 @@ static PyObject *Graph_replace_weights(GraphObject *self, PyObject *args) {
 }
 
 /* Fills a list of backend tables from a sequence of Target objects. */
-static int targets_of(PyObject *seq_obj, const seam_backend **out, int32_t max, int32_t *n_out) {
+/* The Target objects of a sequence; mem (may be NULL) gets each one's memory. */
+static int targets_mem_of(PyObject *seq_obj, const seam_backend **out, int64_t *mem, int32_t max, int32_t *n_out) {
     PyObject *seq = PySequence_Fast(seq_obj, "targets must be a sequence of Target");
     if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -409,10 +460,15 @@ static int targets_of(PyObject *seq_obj, const seam_backend **out, int32_t max, 
             return -1;
         }
         out[k] = ((TargetObject *)t)->backend;
+        if (mem) mem[k] = ((TargetObject *)t)->memory;
     }
     *n_out = (int32_t)n;
     Py_DECREF(seq);
     return 0;
+}
+
+static int targets_of(PyObject *seq_obj, const seam_backend **out, int32_t max, int32_t *n_out) {
+    return targets_mem_of(seq_obj, out, NULL, max, n_out);
 }
 
 /* A list of str as a C array kept in a bytes-holding list (for the
@@ -491,10 +547,11 @@ static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw
         return NULL;
     so.memory_bytes = (int64_t)stage_mem;
     const seam_backend *targets[MAX_TARGETS];
+    int64_t memory[MAX_TARGETS];
     const char *cpu_ops[MAX_LIST], *topts[MAX_LIST], *pin_strs[2 * MAX_LIST];
     seam_pin pins[MAX_LIST];
     int32_t n_targets, n_cpu_ops, n_topts, n_pin_strs;
-    if (targets_of(targets_obj, targets, MAX_TARGETS, &n_targets) ||
+    if (targets_mem_of(targets_obj, targets, memory, MAX_TARGETS, &n_targets) ||
         strings_of(cpu_ops_obj, cpu_ops, MAX_LIST, &n_cpu_ops, "cpu_ops must be a sequence of op types") ||
         strings_of(topts_obj, topts, MAX_LIST, &n_topts, "target_options must be a sequence of str") ||
         strings_of(pins_obj, pin_strs, 2 * MAX_LIST, &n_pin_strs, "pins must be a flat sequence node, target, ..."))
@@ -505,6 +562,8 @@ static PyObject *Graph_partition(GraphObject *self, PyObject *args, PyObject *kw
     seam_partition_options o = seam_partition_defaults();
     o.targets = targets;
     o.n_targets = n_targets;
+    for (int32_t k = 0; k < n_targets; k++) /* the targets' memory budgets, when any has one */
+        if (memory[k] > 0) o.memory_bytes = memory;
     o.placement = capability ? SEAM_PLACEMENT_CAPABILITY : SEAM_PLACEMENT_COST;
     if (!analysis) {
         o.min_support = min_support;

@@ -19,7 +19,9 @@
 typedef struct {
     PyObject_HEAD
     const seam_backend *backend;
-    seam_backend *owned; /* a rules target, freed with the object */
+    seam_backend *owned; /* a rules target or an instance, freed with the object */
+    PyObject *base;      /* an instance's base Target, kept while the instance lives */
+    int64_t memory;      /* what its memory holds (memory=, or a rules file's memory_bytes; 0: no limit) */
 } TargetObject;
 
 extern PyTypeObject TargetType;

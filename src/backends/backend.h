@@ -56,4 +56,10 @@ void backend_release(const seam_backend *b);
 /* Where the backend keeps tensors; SEAM_MEMORY_HOST for a version-1 table. */
 seam_memory backend_memory(const seam_backend *b);
 
+/* Instances (instance.c, seam_backend_instance): the backend an instance
+ * forwards to (b itself when it is none), and the options it gives every
+ * compile before the session's (NULL, *n 0, when none). */
+const seam_backend *backend_instance_base(const seam_backend *b);
+const char *const *backend_instance_options(const seam_backend *b, int32_t *n);
+
 #endif

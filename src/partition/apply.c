@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "core/context.h"
 #include "ir/ir.h"
 #include "partition/partition.h"
@@ -373,18 +374,21 @@ static seam_status build_subgraph(seam_context *ctx, struct seam_model *m, const
     sn->attrs[sn->n_attrs++] = body;
     sn->attrs[sn->n_attrs++] = string_attr(a, "target", target);
     if (rules) sn->attrs[sn->n_attrs++] = string_attr(a, "rules", rules);
-    if (n_options > 0) {
+    int32_t n_own = 0; /* an instance's own options first (backends/instance.c) */
+    const char *const *own = backend_instance_options(backend, &n_own);
+    if (n_own + n_options > 0) {
         ir_attr *oa = &sn->attrs[sn->n_attrs++];
         oa->name = "target_options";
         oa->kind = IR_ATTR_STRINGS;
-        oa->strings = seam_arena_alloc(a, sizeof(ir_bytes) * (size_t)n_options);
+        oa->strings = seam_arena_alloc(a, sizeof(ir_bytes) * (size_t)(n_own + n_options));
         if (!oa->strings) return oom(ctx);
-        for (int32_t k = 0; k < n_options; k++) {
-            oa->strings[k].data = (const uint8_t *)seam_arena_strdup(a, options[k]);
-            oa->strings[k].len = strlen(options[k]);
+        for (int32_t k = 0; k < n_own + n_options; k++) {
+            const char *o = k < n_own ? own[k] : options[k - n_own];
+            oa->strings[k].data = (const uint8_t *)seam_arena_strdup(a, o);
+            oa->strings[k].len = strlen(o);
             if (!oa->strings[k].data) return oom(ctx);
         }
-        oa->n = n_options;
+        oa->n = n_own + n_options;
     }
     if (bk->n > 0) {
         seam_status st = bucket_attr(ctx, a, bk, ins, n_in, &sn->attrs[sn->n_attrs++]);

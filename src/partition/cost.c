@@ -231,7 +231,8 @@ seam_status cost_model_init(cost_model *cm, seam_context *ctx, const struct seam
     }
     for (int32_t v = 0; v < g->n_values; v++) cm->stamp[v] = -1;
     double scale[64];
-    for (int32_t t = 0; t < n_targets && t < 64; t++) scale[t] = cost_rates_target_scale(targets[t]->name);
+    for (int32_t t = 0; t < n_targets && t < 64; t++) /* an instance is measured as its device */
+        scale[t] = cost_rates_target_scale(backend_instance_base(targets[t])->name);
     view_builder vb;
     view_init(&vb, m);
     seam_status st = SEAM_STATUS_OK;

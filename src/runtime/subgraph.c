@@ -126,12 +126,26 @@ static const char *str_attr(const ir_node *n, const char *name, size_t *len) {
     return (const char *)a->s.data;
 }
 
-/* A target the session was given, by name (the root executor holds them). */
+/* The length of an instance's base name ("dnnl" of "dnnl:1",
+ * seam_backend_instance), or len when the name is not an instance's. */
+static size_t instance_base_len(const char *name, size_t len) {
+    size_t c = len;
+    while (c > 0 && name[c - 1] >= '0' && name[c - 1] <= '9') c--;
+    return c > 1 && c < len && name[c - 1] == ':' ? c - 1 : len;
+}
+
+/* A target the session was given, by name (the root executor holds
+ * them); for an instance's subgraph ("dnnl:1") without that instance, its
+ * base target (the instance's options are in the node's target_options). */
 static const seam_backend *find_target(const seam_exec *e, const char *name, size_t len) {
     while (e && !e->targets) e = e->parent;
-    for (int32_t k = 0; e && k < e->n_targets; k++) {
-        const seam_backend *b = e->targets[k];
-        if (b && b->name && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
+    size_t base = instance_base_len(name, len);
+    for (int pass = 0; pass < (base < len ? 2 : 1); pass++) {
+        size_t n = pass ? base : len;
+        for (int32_t k = 0; e && k < e->n_targets; k++) {
+            const seam_backend *b = e->targets[k];
+            if (b && b->name && strlen(b->name) == n && memcmp(b->name, name, n) == 0) return b;
+        }
     }
     return NULL;
 }
@@ -862,6 +876,7 @@ int32_t subgraph_find_targets(seam_context *ctx, const seam_model *m, const seam
         size_t len = 0;
         const char *t = str_attr(nd, "target", &len);
         char name[64];
+        len = instance_base_len(t, len); /* an instance's subgraph runs on its base */
         if (!t || !len || len >= sizeof(name)) continue;
         memcpy(name, t, len);
         name[len] = 0;

@@ -30,6 +30,7 @@ import random
 import re
 import sys
 
+import numpy as np
 import onnx
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -248,4 +249,82 @@ if check.selected("memory budgets"):
                      r.stderr.strip()[-200:])
     except Exception as e:
         check.fail(f"memory budgets: {e}")
+
+# Several instances of one target (issue 34): --target dnnl:0 --target
+# dnnl:1, each with its own memory (--target-memory) and threads
+# (--target-threads), placed jointly; a rules target's instances each take
+# its memory_bytes. resnet18's weights (~45 MiB) do not fit one 30 MiB
+# instance; two hold all of it, each within its budget, in either order.
+# The run on both equals plain dnnl's bitwise, as does the saved plan run
+# again without targets (its dnnl:1 subgraph on dnnl with its own threads).
+if check.selected("instances"):
+    r18 = os.path.join(MODELS, "resnet18.onnx")
+    cap = 30 << 20
+    mem = ("--target-memory", "dnnl:0=30M", "--target-memory", "dnnl:1=30M")
+    try:
+        one = plan(r18, "--target", "dnnl:0", "--target-memory", "dnnl:0=30M")
+        both = plan(r18, "--target", "dnnl:0", "--target", "dnnl:1", *mem)
+        back = plan(r18, "--target", "dnnl:1", "--target", "dnnl:0", *mem)
+        on_cpu = [n["name"] for n in one["nodes"] if n["target"] == "cpu"]
+        expect(on_cpu and any("memory" in n for n in one["notes"]),
+               f"instances: one 30 MiB instance leaves {len(on_cpu)} nodes on the CPU (memory)")
+        for label, p in (("dnnl:0 first", both), ("dnnl:1 first", back)):
+            per = {}
+            for sg in p["subgraphs"]:
+                per.setdefault(sg["target"], []).append(sg["memory_bytes"])
+            cpu = [n["name"] for n in p["nodes"] if n["target"] == "cpu"]
+            expect(set(per) == {"dnnl:0", "dnnl:1"} and not cpu and all(len(v) == 1 and v[0] <= cap for v in per.values()),
+                   f"instances ({label}): every node on the two instances, each within 30 MiB: {per}", f"cpu: {cpu}")
+        inp = os.path.join(MODELS, "resnet18.input.npy")
+        outs = {}
+        for label, extra in (("dnnl", ("--target", "dnnl")),
+                             ("instances", ("--target", "dnnl:0", "--target", "dnnl:1", *mem,
+                                            "--target-threads", "dnnl:1=1"))):
+            d = os.path.join(WORK, "inst_" + label)
+            r = run("run", r18, *extra, "--input", "input=" + inp, "--output-dir", d, "--quiet")
+            expect(r.returncode == 0, f"instances: seam run --target {label} (rc {r.returncode})", r.stderr[-500:])
+            outs[label] = np.load(glob.glob(os.path.join(d, "*.npy"))[0]) if r.returncode == 0 else None
+        saved = os.path.join(WORK, "inst_saved.onnx")
+        r = run("partition", r18, "--target", "dnnl:0", "--target", "dnnl:1", *mem, "--target-threads", "dnnl:1=1",
+                "-o", saved)
+        expect(r.returncode == 0, f"instances: partition -o (rc {r.returncode})", r.stderr[-500:])
+        m = onnx.load(saved)
+        opts = {}
+        for n in m.graph.node:
+            if n.op_type == "Subgraph":
+                a = {x.name: x for x in n.attribute}
+                opts[a["target"].s.decode()] = [o.decode() for o in a["target_options"].strings] if "target_options" in a else []
+        expect(opts == {"dnnl:0": [], "dnnl:1": ["threads=1"]},
+               "instances: the saved subgraphs name their instance, dnnl:1's with its threads=1", str(opts))
+        d = os.path.join(WORK, "inst_reloaded")
+        r = run("run", saved, "--input", "input=" + inp, "--output-dir", d, "--compile-log")
+        expect(r.returncode == 0 and "threads: 1 (target option threads=1)" in r.stderr,
+               "instances: the saved plan runs without targets, dnnl:1's subgraph on dnnl with 1 thread", r.stderr[-800:])
+        outs["reloaded"] = np.load(glob.glob(os.path.join(d, "*.npy"))[0]) if r.returncode == 0 else None
+        want = np.load(os.path.join(MODELS, "resnet18.expected.0.npy"))
+        ok = all(v is not None for v in outs.values())
+        expect(ok and outs["instances"].tobytes() == outs["dnnl"].tobytes() and
+               outs["reloaded"].tobytes() == outs["dnnl"].tobytes() and
+               seamtest.abs_err(outs["dnnl"], want) <= 1e-4 * float(np.abs(want).max()),
+               "instances: the two instances' run and the reloaded plan's equal plain dnnl's bitwise, torch's within 1e-4")
+        # a rules target's instances each take its memory_bytes
+        small = os.path.join(WORK, "npu_a_4m.json")
+        with open(small, "w") as f:
+            json.dump({"name": "npu_a", "default": True, "memory_bytes": 4 << 20}, f)
+        p1 = plan(r18, "--target", small)
+        p2 = plan(r18, "--target", small + ":0", "--target", small + ":1")
+        dev1 = sum(1 for n in p1["nodes"] if n["target"] != "cpu")
+        dev2 = {t: sum(1 for n in p2["nodes"] if n["target"] == t) for t in ("npu_a:0", "npu_a:1")}
+        expect(all(v > 0 for v in dev2.values()) and sum(dev2.values()) > dev1 and
+               all(sg["memory_bytes"] <= 4 << 20 for sg in p2["subgraphs"] if sg["target"] != "cpu"),
+               f"instances: two 4 MiB npu_a instances take more nodes ({dev2}) than one ({dev1}), each subgraph within 4 MiB")
+        for bad, why in ((("--target", "dnnl:0", "--target", "dnnl:0"), "given twice"),
+                         (("--target", "cpu:1"), "no instances"),
+                         (("--target", "dnnl:1", "--target-threads", "dnnl:1=0"), "--target-threads"),
+                         (("--target", "dnnl:1", "--target-threads", "dnnl:2=2"), "no --target is named")):
+            r = run("partition", r18, *bad)
+            expect(r.returncode == 2 and why in r.stderr, f"instances: {' '.join(bad)}: exit 2 ({r.returncode})",
+                   r.stderr.strip()[-300:])
+    except Exception as e:
+        check.fail(f"instances: {e}")
 check.finish()

@@ -258,6 +258,41 @@ def test_plan_stages(mlp, x, work):
             seam.plan_stages(path, targets=(), **bad)
 
 
+def test_target_instances(work):
+    """Two instances of dnnl (seam.Target("dnnl:0", memory=...)), each with
+    its own memory: a model that one cannot hold runs on both, each within
+    its budget, dnnl:1 with its threads=1 saved; outputs as the CPU's
+    within float rounding. A budget is honoured from Python as from the CLI
+    (one instance alone leaves nodes on the CPU)."""
+    torch.manual_seed(5)
+    big = nn.Sequential(*[m for _ in range(6) for m in (nn.Linear(512, 512), nn.ReLU())]).eval()
+    xb = torch.rand(4, 512)
+    path = export(big, xb, work / "mlp_instances.onnx")
+    mib = 1 << 20
+    t0, t1 = seam.Target("dnnl:0", memory=4 * mib), seam.Target("dnnl:1", memory=4 * mib, threads=1)
+    assert (t0.name, t1.name, t1.memory) == ("dnnl:0", "dnnl:1", 4 * mib)
+    one = seam.Session(path, targets=[seam.Target("dnnl:0", memory=4 * mib)], placement="capability")
+    assert "cpu" in targets_of(one.plan)
+    s = seam.Session(path, targets=[t0, t1], placement="capability")
+    per = {}
+    for sg in s.plan["subgraphs"]:
+        per.setdefault(sg["target"], []).append(sg["memory_bytes"])
+    assert set(per) == {"dnnl:0", "dnnl:1"}, per
+    assert all(sum(v) <= 4 * mib for v in per.values()), per
+    close(s.run({"x": xb.numpy()})[s.outputs[0]["name"]], big(xb))
+    s.save(str(work / "instances_saved.onnx"))
+    m = onnx.load(str(work / "instances_saved.onnx"))
+    opts = {dict((a.name, a) for a in n.attribute)["target"].s.decode(): [o.decode() for a in n.attribute
+                                                                         if a.name == "target_options" for o in a.strings]
+            for n in m.graph.node if n.op_type == "Subgraph"}
+    assert opts == {"dnnl:0": [], "dnnl:1": ["threads=1"]}, opts
+    again = seam.Session(str(work / "instances_saved.onnx"))
+    close(again.run({"x": xb.numpy()})[again.outputs[0]["name"]], big(xb))
+    for bad in (lambda: seam.Target("cpu:1"), lambda: seam.Target("dnnl:0", threads=-1)):
+        with pytest.raises(ValueError):
+            bad()
+
+
 # ---- save, load, replace_weights ---------------------------------------------
 
 def test_save_load(traced, mlp, x, work):

@@ -369,7 +369,7 @@ static void memory_property_tests(void) {
     seam_context *ctx;
     seam_context_create(&ctx);
     rng r = {0x853c49e6748fea9bull};
-    int graphs = 0, within = 0, binding = 0;
+    int graphs = 0, within = 0, binding = 0, instances = 0;
     double worst = 1;
     int32_t saved_limit = partition_exhaustive_limit;
     for (int round = 0; round < 160; round++) {
@@ -395,6 +395,19 @@ static void memory_property_tests(void) {
                                    .supports = costed_supports, .node_cost = costed_cost, .cost_traits = costed_traits};
             list[t] = &be[t];
             cap[t] = (int64_t)(4000 + rnd(&r, 3000000)); /* from a value or two to most of the graph */
+        }
+        /* every third round of two targets: two instances of one device
+         * (seam_backend_instance), each with its own memory */
+        seam_backend *inst = NULL;
+        const char *tname[2] = {names[0], names[1]};
+        if (nt == 2 && round % 3 == 2) {
+            memcpy(ok[1], ok[0], sizeof(ok[0]));
+            memcpy(factor[1], factor[0], sizeof(factor[0]));
+            cs[1] = (costed){ok[1], factor[1], cs[0].launch_us, cs[0].gbps};
+            CHECK(seam_backend_instance(ctx, &be[0], 1, NULL, 0, &inst) == SEAM_STATUS_OK && inst &&
+                  !strcmp(inst->name, "t0:1"));
+            list[1] = inst, tname[1] = inst->name;
+            instances++;
         }
         seam_partition_options o = seam_partition_defaults();
         o.targets = list;
@@ -424,7 +437,7 @@ static void memory_property_tests(void) {
             for (int32_t i = 0; i < n; i++) {
                 snprintf(pname[i], sizeof(pname[i]), "n%d", i);
                 int32_t t = places[i][digit[i]];
-                pins[i] = (seam_pin){pname[i], t < 0 ? "cpu" : names[t]};
+                pins[i] = (seam_pin){pname[i], t < 0 ? "cpu" : tname[t]};
             }
             o.pins = pins;
             o.n_pins = n;
@@ -449,12 +462,14 @@ static void memory_property_tests(void) {
                 fprintf(stderr, "memory: round %d: %d nodes, %d targets, chosen %.2f us, brute force %.2f us (search %s)\n", round, n, nt,
                         chosen, best, partition_exhaustive_limit ? "exhaustive" : "local");
         }
+        seam_backend_free(inst);
         free_model(m);
     }
     partition_exhaustive_limit = saved_limit;
     printf("memory property tests: %d graphs against brute force over the plans that fit: %d within 5%% (worst %.3fx); "
-           "the memory bound the optimum in %d\n", graphs, within, worst, binding);
-    CHECK(graphs > 100 && within == graphs && binding > 20);
+           "the memory bound the optimum in %d; %d rounds of two instances of one target\n", graphs, within, worst, binding,
+           instances);
+    CHECK(graphs > 100 && within == graphs && binding > 20 && instances > 10);
     seam_context_free(ctx);
 }
 

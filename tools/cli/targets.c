@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "cli.h"
 
 void targets_init(cli_targets *t) {
@@ -22,14 +23,17 @@ static int placement_option(cli_targets *t, const char *cmd, int argc, char **ar
         t->no_rewrite = true;
         return 1;
     }
-    if (strcmp(a, "--target-memory") != 0) return 0;
+    bool threads = strcmp(a, "--target-threads") == 0;
+    if (strcmp(a, "--target-memory") != 0 && !threads) return 0;
     const char *v = *k + 1 < argc ? argv[++*k] : NULL;
     const char *eq = v ? strrchr(v, '=') : NULL;
-    if (!eq || eq == v || !eq[1] || t->n_memory_args >= MAX_TARGETS) {
-        cli_usage(cmd, "--target-memory wants NAME=SIZE (bytes, or with K, M or G), got '%s'", v ? v : "");
+    if (!eq || eq == v || !eq[1] || (threads ? t->n_thread_args : t->n_memory_args) >= MAX_TARGETS) {
+        if (threads) cli_usage(cmd, "--target-threads wants NAME=N (N >= 1), got '%s'", v ? v : "");
+        else cli_usage(cmd, "--target-memory wants NAME=SIZE (bytes, or with K, M or G), got '%s'", v ? v : "");
         return TUSAGE;
     }
-    t->memory_args[t->n_memory_args++] = v;
+    if (threads) t->thread_args[t->n_thread_args++] = v;
+    else t->memory_args[t->n_memory_args++] = v;
     return 1;
 }
 
@@ -208,6 +212,81 @@ static int targets_memory(cli_targets *t, const char *cmd) {
     return CLI_OK;
 }
 
+/* The index K of a target named BASE:K (an instance), or -1; *base_len
+ * the length of BASE. A file of that name is no instance. */
+static int32_t instance_index(const char *p, size_t *base_len) {
+    const char *colon = strrchr(p, ':');
+    if (!colon || colon == p || !colon[1] || strlen(colon + 1) > 6 || access(p, F_OK) == 0) return -1;
+    for (const char *c = colon + 1; *c; c++)
+        if (*c < '0' || *c > '9') return -1;
+    *base_len = (size_t)(colon - p);
+    return atoi(colon + 1);
+}
+
+/* The backend a --target names (not an instance): built in, a --backend-lib
+ * library's, a plug-in found by name, or a rules file (kept in *loaded).
+ * NULL after saying why. */
+static const seam_backend *target_of(cli_targets *t, const char *cmd, seam_context *ctx, const char *p,
+                                     const seam_backend *const *libs, int32_t n_libs, seam_backend **loaded) {
+    const seam_backend *found = NULL;
+    for (int32_t j = 0; j < n_libs && !found; j++)
+        if (strcmp(libs[j]->name, p) == 0) found = libs[j];
+    if (!found && strcmp(p, "dnnl") == 0 && access(p, F_OK) != 0) {
+#if SEAM_WITH_DNNL
+        return seam_backend_dnnl(); /* built in */
+#else
+        fprintf(stderr,
+                "seam %s: --target dnnl: this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF); its built-in "
+                "targets are: %s (rules files and --backend-lib add more)\n",
+                cmd, SEAM_TARGETS_BUILT);
+        return NULL;
+#endif
+    }
+    if (!found && access(p, F_OK) != 0 && !strchr(p, '/')) { /* a plug-in by name (seam_backend_find) */
+        seam_status st = seam_backend_find(ctx, p, &found);
+        if (st && (st != SEAM_STATUS_IO_ERROR || !strchr(p, '.'))) return cli_fail(cmd, ctx, st), NULL;
+        if (found) t->avail[t->n_avail++] = found;
+    }
+    if (!found) { /* a rules file */
+        seam_status st = seam_rules_load(ctx, p, loaded);
+        if (st) return cli_fail(cmd, ctx, st), NULL;
+        found = *loaded;
+        t->avail[t->n_avail++] = found;
+    }
+    return found;
+}
+
+/* --target-threads NAME=N: target NAME's compiles get "threads=N" (an
+ * instance made for it, under its own name); after the list is made. */
+static int targets_threads(cli_targets *t, const char *cmd, seam_context *ctx) {
+    for (int32_t a = 0; a < t->n_thread_args; a++) {
+        const char *v = t->thread_args[a], *eq = strrchr(v, '=');
+        char *end;
+        long n = strtol(eq + 1, &end, 10);
+        if (*end || n < 1 || n > 4096) return cli_usage(cmd, "--target-threads %s: N must be a whole number from 1", v);
+        int32_t k = 0;
+        while (k < t->opts.n_targets && (strlen(t->list[k]->name) != (size_t)(eq - v) || strncmp(t->list[k]->name, v, (size_t)(eq - v))))
+            k++;
+        if (k == t->opts.n_targets) return cli_usage(cmd, "--target-threads %s: no --target is named '%.*s'", v, (int)(eq - v), v);
+        if (backend_instance_base(t->list[k]) == seam_backend_cpu()) return cli_usage(cmd, "--target-threads %s: cpu takes --threads", v);
+        char opt[32];
+        snprintf(opt, sizeof(opt), "threads=%ld", n);
+        const char *opts[1] = {opt};
+        const char *colon = strrchr(t->list[k]->name, ':'); /* an instance keeps its index */
+        int32_t index = t->instances[k] && colon ? atoi(colon + 1) : -1;
+        seam_backend *inst = NULL;
+        seam_status st = seam_backend_instance(ctx, backend_instance_base(t->list[k]), index, opts, 1, &inst);
+        if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
+        bool replaced = false; /* the instance it replaces leaves the sessions' list too */
+        for (int32_t j = 0; j < t->n_avail; j++)
+            if (t->avail[j] == t->list[k] && t->instances[k]) t->avail[j] = inst, replaced = true;
+        if (!replaced) t->avail[t->n_avail++] = inst;
+        seam_backend_free(t->instances[k]);
+        t->list[k] = t->instances[k] = inst;
+    }
+    return CLI_OK;
+}
+
 int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     if (t->targets_loaded) return CLI_OK; /* (--max-error loads them early) */
     t->targets_loaded = true;
@@ -221,40 +300,30 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     for (int32_t k = 0; k < t->n_paths; k++) {
         const char *p = t->paths[k];
         if (strcmp(p, "cpu") == 0) continue;
-        const seam_backend *found = NULL;
-        for (int32_t j = 0; j < n_libs && !found; j++)
-            if (strcmp(libs[j]->name, p) == 0) found = libs[j];
-        if (!found && strcmp(p, "dnnl") == 0 && access(p, F_OK) != 0) {
-#if SEAM_WITH_DNNL
-            found = seam_backend_dnnl(); /* built in */
-#else
-            fprintf(stderr,
-                    "seam %s: --target dnnl: this seam was built without oneDNN (-DSEAM_WITH_DNNL=OFF); its built-in "
-                    "targets are: %s (rules files and --backend-lib add more)\n",
-                    cmd, SEAM_TARGETS_BUILT);
-            return CLI_BAD_INPUT;
-#endif
-        }
-        if (!found && access(p, F_OK) != 0 && !strchr(p, '/')) { /* a plug-in by name (seam_backend_find) */
-            seam_status st = seam_backend_find(ctx, p, &found);
-            if (st && (st != SEAM_STATUS_IO_ERROR || !strchr(p, '.'))) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
-            if (found) t->avail[t->n_avail++] = found;
-        }
-        if (found && found == seam_backend_dnnl()) {
-            t->list[n++] = found;
-            continue;
-        }
-        if (!found) { /* a rules file */
-            seam_status st = seam_rules_load(ctx, p, &t->loaded[k]);
+        size_t base_len = 0;
+        int32_t index = instance_index(p, &base_len);
+        char base[4096];
+        snprintf(base, sizeof(base), "%.*s", (int)(index >= 0 ? base_len : strlen(p)), p);
+        if (index >= 0 && !strcmp(base, "cpu"))
+            return cli_usage(cmd, "--target %s: cpu has no instances (it is always the last target; --threads sets its threads)", p);
+        const seam_backend *found = target_of(t, cmd, ctx, base, libs, n_libs, &t->loaded[k]);
+        if (!found) return CLI_BAD_INPUT;
+        if (index >= 0) { /* an instance: BASE:K */
+            seam_status st = seam_backend_instance(ctx, found, index, NULL, 0, &t->instances[n]);
             if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
-            found = t->loaded[k];
+            found = t->instances[n];
             t->avail[t->n_avail++] = found;
         }
+        for (int32_t j = 0; j < n; j++)
+            if (!strcmp(t->list[j]->name, found->name))
+                return cli_usage(cmd, "--target %s: a target named '%s' is given twice (instances of one device: "
+                                      "--target %s:0 --target %s:1)", p, found->name, base, base);
         t->list[n++] = found;
     }
     t->opts.targets = t->list;
     t->opts.n_targets = n;
-    return targets_memory(t, cmd);
+    int rc = targets_threads(t, cmd, ctx);
+    return rc ? rc : targets_memory(t, cmd);
 }
 
 seam_status targets_partition(cli_targets *t, seam_model *m, int32_t n_threads, seam_plan **plan) {
@@ -408,6 +477,7 @@ void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool 
 }
 
 void targets_free(cli_targets *t) {
+    for (int32_t k = 0; k < MAX_TARGETS; k++) seam_backend_free(t->instances[k]); /* before their bases */
     for (int32_t k = 0; k < MAX_TARGETS; k++) seam_backend_free(t->loaded[k]);
     for (int32_t k = 0; k < t->opts.n_pins; k++) free((char *)t->pins[k].node_name);
     free(t->cpu_ops_buf);

@@ -24,6 +24,9 @@ typedef struct cli_targets {
     const char *memory_args[MAX_TARGETS]; /* --target-memory NAME=SIZE */
     int32_t n_memory_args;
     int64_t memory[MAX_TARGETS]; /* per target in list: bytes its memory holds (0: no limit) */
+    const char *thread_args[MAX_TARGETS]; /* --target-threads NAME=N */
+    int32_t n_thread_args;
+    seam_backend *instances[MAX_TARGETS]; /* per target in list: the instance made for it (NAME:K, or threads) */
     bool measured;              /* --placement measured */
     const char *target_options[64]; /* --target-option, passed through */
     int32_t n_target_options;
@@ -99,6 +102,9 @@ int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_m
     "  --target-memory NAME=SIZE  what target NAME's memory holds (bytes, or with\n" \
     "                        K, M, G): no plan puts more on it (a rules file's\n"  \
     "                        \"memory_bytes\" says the same)\n"                   \
+    "  --target T:K          instance K of target T (dnnl:0, npu.json:1): a target\n" \
+    "                        of its own, with its own memory and threads\n"        \
+    "  --target-threads NAME=N  target NAME's compiles get threads=N\n"            \
     "  --no-rewrite          keep the nodes no target takes as they are (by default\n" \
     "                        a reflect/edge Pad, a Split or a Sum is written as\n"   \
     "                        Slices, Concats and Adds when a target then takes it\n" \

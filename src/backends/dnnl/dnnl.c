@@ -502,6 +502,7 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         release_program(p);
         return NULL;
     }
+    if (threads > 0) dx_log(p, "threads: %d (target option threads=%d)", threads, threads);
     /* a saved file may name dnnl for anything: check every node and every
      * boundary value as supports() would, before trusting a byte */
     for (int32_t i = 0; i < sg->n_nodes; i++) {

@@ -547,11 +547,13 @@ seam_status seam_rules_load(seam_context *ctx, const char *path, seam_backend **
 void seam_backend_free(seam_backend *b) { backend_release(b); }
 
 int64_t seam_rules_memory_bytes(const seam_backend *b) {
+    b = backend_instance_base(b); /* an instance's default: its device's */
     return b && b->release == rules_release ? ((const rules *)b)->memory_bytes : 0;
 }
 
 /* The JSON a rules target was made from (for saving with a plan), or NULL
  * if b is not a rules target. */
 const char *seam_rules_source(const seam_backend *b) {
+    b = backend_instance_base(b);
     return b && b->supports == rules_supports ? ((const rules *)b->ctx)->source : NULL;
 }
