@@ -38,3 +38,5 @@ static const seam_backend dnnl_off = {
 };
 
 const seam_backend *seam_backend_dnnl(void) { return &dnnl_off; }
+
+bool seam_backend_dnnl_bf16(void) { return false; }

@@ -90,6 +90,12 @@ SEAM_API const seam_backend *seam_backend_cpu(void);
  * between primitives, measured fastest); a program using the library sets
  * it in its own environment. Owned by seam. */
 SEAM_API const seam_backend *seam_backend_dnnl(void);
+/* Whether dnnl runs bfloat16 natively on this CPU (AVX512_BF16 or AMX, as
+ * oneDNN sees it: ONEDNN_MAX_CPU_ISA may limit it): its target option
+ * precision=bf16 (Conv, MatMul and Gemm with constant weights in bfloat16,
+ * float32 out) compiles only then, and is refused with the reason
+ * elsewhere. False in a build without oneDNN. */
+SEAM_API bool seam_backend_dnnl_bf16(void);
 
 /* Loads a rules target: a JSON description of a device's op coverage (see
  * docs/rules.md). An unknown key or a bad value is an error naming the key.

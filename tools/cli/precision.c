@@ -52,10 +52,14 @@ int precision_option(cli_targets *t, const char *cmd, int argc, char **argv, int
 static int precision_usage(const cli_targets *t, const char *cmd) {
     const char *p = t->precision ? t->precision : "fp32";
     bool int8 = !strncmp(p, "int8", 4);
-    if (!strcmp(p, "bf16"))
-        return cli_usage(cmd, "--precision bf16 is not built yet (int8, int8-dynamic and fp32 are; docs/quantized.md)");
-    if (!int8 && (t->calibration || t->max_error > 0))
-        return cli_usage(cmd, "--calibration and --max-error go with --precision int8 or int8-dynamic");
+    bool bf16 = !strcmp(p, "bf16");
+    if (bf16 && t->n_paths == 0)
+        return cli_usage(cmd, "--precision bf16 runs on dnnl's subgraphs (Conv, MatMul and Gemm in bfloat16): give "
+                              "--target dnnl");
+    if (!int8 && !bf16 && (t->calibration || t->max_error > 0))
+        return cli_usage(cmd, "--calibration and --max-error go with --precision int8, int8-dynamic or bf16");
+    if (bf16 && t->calibration && t->max_error <= 0)
+        return cli_usage(cmd, "--precision bf16 takes --calibration for --max-error only (bf16 needs no ranges)");
     if (!strcmp(p, "int8") && !t->calibration)
         return cli_usage(cmd, "--precision int8 needs --calibration DIR (or --precision int8-dynamic)");
     if (t->max_error > 0 && !t->calibration)
@@ -88,6 +92,7 @@ int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_m
     bool quiet = t->quiet;
     int rc = precision_usage(t, cmd);
     if (rc || !t->precision || !strcmp(t->precision, "fp32")) return rc;
+    if (!strcmp(t->precision, "bf16")) return CLI_OK; /* a target option of dnnl's (targets.c own_options) */
     bool dynamic = !strcmp(t->precision, "int8-dynamic");
     cli_calib c;
     memset(&c, 0, sizeof(c));

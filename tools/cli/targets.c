@@ -256,9 +256,36 @@ static const seam_backend *target_of(cli_targets *t, const char *cmd, seam_conte
     return found;
 }
 
-/* --target-threads NAME=N: target NAME's compiles get "threads=N" (an
- * instance made for it, under its own name); after the list is made. */
-static int targets_threads(cli_targets *t, const char *cmd, seam_context *ctx) {
+/* A target's options of its own: "threads=N" (--target-threads NAME=N)
+ * and, on dnnl and its instances, "precision=bf16" (--precision bf16):
+ * an instance made for target k under its own name, which seam_plan_apply
+ * writes first into its subgraphs' target_options. */
+static int own_options(cli_targets *t, const char *cmd, seam_context *ctx, int32_t k, const char *threads) {
+    char opt[2][32];
+    const char *opts[2];
+    int32_t n = 0;
+    if (threads) snprintf(opt[n], sizeof(opt[n]), "threads=%s", threads), opts[n] = opt[n], n++;
+    bool bf16 = t->precision && !strcmp(t->precision, "bf16") && backend_instance_base(t->list[k]) == seam_backend_dnnl();
+    if (bf16) snprintf(opt[n], sizeof(opt[n]), "precision=bf16"), opts[n] = opt[n], n++;
+    if (!n) return CLI_OK;
+    const char *colon = strrchr(t->list[k]->name, ':'); /* an instance keeps its index */
+    int32_t index = t->instances[k] && colon ? atoi(colon + 1) : -1;
+    seam_backend *inst = NULL;
+    seam_status st = seam_backend_instance(ctx, backend_instance_base(t->list[k]), index, opts, n, &inst);
+    if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
+    bool replaced = false; /* the instance it replaces leaves the sessions' list too */
+    for (int32_t j = 0; j < t->n_avail; j++)
+        if (t->avail[j] == t->list[k] && t->instances[k]) t->avail[j] = inst, replaced = true;
+    if (!replaced) t->avail[t->n_avail++] = inst;
+    seam_backend_free(t->instances[k]);
+    t->list[k] = t->instances[k] = inst;
+    return CLI_OK;
+}
+
+/* --target-threads NAME=N and --precision bf16, after the list is made. */
+static int targets_own_options(cli_targets *t, const char *cmd, seam_context *ctx) {
+    const char *threads[MAX_TARGETS] = {NULL};
+    char values[MAX_TARGETS][16];
     for (int32_t a = 0; a < t->n_thread_args; a++) {
         const char *v = t->thread_args[a], *eq = strrchr(v, '=');
         char *end;
@@ -268,21 +295,25 @@ static int targets_threads(cli_targets *t, const char *cmd, seam_context *ctx) {
         while (k < t->opts.n_targets && (strlen(t->list[k]->name) != (size_t)(eq - v) || strncmp(t->list[k]->name, v, (size_t)(eq - v))))
             k++;
         if (k == t->opts.n_targets) return cli_usage(cmd, "--target-threads %s: no --target is named '%.*s'", v, (int)(eq - v), v);
-        if (backend_instance_base(t->list[k]) == seam_backend_cpu()) return cli_usage(cmd, "--target-threads %s: cpu takes --threads", v);
-        char opt[32];
-        snprintf(opt, sizeof(opt), "threads=%ld", n);
-        const char *opts[1] = {opt};
-        const char *colon = strrchr(t->list[k]->name, ':'); /* an instance keeps its index */
-        int32_t index = t->instances[k] && colon ? atoi(colon + 1) : -1;
-        seam_backend *inst = NULL;
-        seam_status st = seam_backend_instance(ctx, backend_instance_base(t->list[k]), index, opts, 1, &inst);
-        if (st) return cli_fail(cmd, ctx, st), CLI_BAD_INPUT;
-        bool replaced = false; /* the instance it replaces leaves the sessions' list too */
-        for (int32_t j = 0; j < t->n_avail; j++)
-            if (t->avail[j] == t->list[k] && t->instances[k]) t->avail[j] = inst, replaced = true;
-        if (!replaced) t->avail[t->n_avail++] = inst;
-        seam_backend_free(t->instances[k]);
-        t->list[k] = t->instances[k] = inst;
+        snprintf(values[k], sizeof(values[k]), "%ld", n);
+        threads[k] = values[k];
+    }
+    bool bf16 = t->precision && !strcmp(t->precision, "bf16"), any_dnnl = false;
+    for (int32_t k = 0; k < t->opts.n_targets; k++) any_dnnl |= backend_instance_base(t->list[k]) == seam_backend_dnnl();
+    if (bf16 && !any_dnnl)
+        return cli_usage(cmd, "--precision bf16 runs on dnnl's subgraphs (Conv, MatMul and Gemm in bfloat16): give "
+                              "--target dnnl");
+    if (bf16 && !seam_backend_dnnl_bf16()) {
+        fprintf(stderr,
+                "seam %s: --precision bf16: this CPU has neither AVX512_BF16 nor AMX (as oneDNN sees it; "
+                "ONEDNN_MAX_CPU_ISA may limit it): oneDNN would emulate bfloat16, slower than float32. Run in fp32, "
+                "or int8 (--precision int8 --calibration DIR)\n",
+                cmd);
+        return CLI_BAD_INPUT;
+    }
+    for (int32_t k = 0; k < t->opts.n_targets; k++) {
+        int rc = own_options(t, cmd, ctx, k, threads[k]);
+        if (rc) return rc;
     }
     return CLI_OK;
 }
@@ -322,7 +353,7 @@ int targets_load(cli_targets *t, const char *cmd, seam_context *ctx) {
     }
     t->opts.targets = t->list;
     t->opts.n_targets = n;
-    int rc = targets_threads(t, cmd, ctx);
+    int rc = targets_own_options(t, cmd, ctx);
     return rc ? rc : targets_memory(t, cmd);
 }
 

@@ -34,6 +34,11 @@ void dx_context_init(void) { pthread_once(&dx_once, dx_init); }
 
 bool dx_isa_avx512(void) { return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core; }
 
+bool dx_isa_bf16(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
 bool dx_isa_vnni(void) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||

@@ -251,19 +251,22 @@ static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
     }
     dx_md_of(&p->slots[sw], &w);
     /* a squeeze-excite scale of the input, applied to the weights (pattern.c) */
-    int32_t se = group == 1 ? dx_se_scale_for_conv(b, sin, n->inputs[0].name) : -1;
+    int32_t se = group == 1 && !p->bf16 ? dx_se_scale_for_conv(b, sin, n->inputs[0].name) : -1;
     if (b->err[0]) return false;
     n = b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     int32_t sb = n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
     if (n->n_inputs > 2 && n->inputs[2].name && sb < 0) return dx_fail(b, "the bias is not constant"), false;
     if (sb >= 0) dx_md_of(&p->slots[sb], &g.bias), g.has_bias = true;
-    dnnl_memory_desc_init_by_tag(&g.any_src, src.ndims, src.dims, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&g.any_w, w.ndims, w.dims, dnnl_f32, dnnl_format_tag_any);
+    /* precision=bf16: input and weights in bfloat16 (the input converted
+     * as it is reordered in, the weights once now), float32 out */
+    dnnl_data_type_t in_t = p->bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_init_by_tag(&g.any_src, src.ndims, src.dims, in_t, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&g.any_w, w.ndims, w.dims, in_t, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&g.any_dst, src.ndims, n->outputs[0].dims, dnnl_f32, dnnl_format_tag_any);
     /* Winograd's shapes: 2-D, 3x3, stride 1, no dilation, one group */
     bool wino_shape = nsp == 2 && group == 1 && kernel[0] == 3 && kernel[1] == 3 && g.strides[0] == 1 &&
                       g.strides[1] == 1 && g.dilates[0] == 0 && g.dilates[1] == 0;
-    bool wino = se >= 0                       ? false /* (its weights are transformed at compile time) */
+    bool wino = se >= 0 || p->bf16            ? false /* (its weights are transformed at compile time; no bf16 Winograd) */
                 : p->conv == DX_CONV_WINOGRAD ? wino_shape
                 : p->conv == DX_CONV_AUTO   ? wino_shape && n->inputs[0].dims[1] >= WINO_MIN_CHANNELS &&
                                                 n->outputs[0].dims[1] >= WINO_MIN_CHANNELS
@@ -303,7 +306,7 @@ static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
      * open is channels-last brgconv, which costs a reorder of the input
      * here and another at the next Winograd convolution; resnet50 made 27
      * reorders per run that way, googlenet 48. */
-    if (!pd && blocked_md(&p->slots[sin])) {
+    if (!pd && !p->bf16 && blocked_md(&p->slots[sin])) {
         conv_desc k = g;
         k.any_src = p->slots[sin].md;
         pd = conv_prim(b, &k, dnnl_convolution_direct, false, true, &c, kinds, slots, &n_args, &sum_from, &failed);
@@ -319,7 +322,7 @@ static bool compile_conv(builder *b, bool *fused, const dx_io *io) {
     /* a grouped convolution (not depthwise) in channels-last when oneDNN
      * has a full-width kernel there: left open, it picks an AVX2 kernel
      * for a few channels a group, and its layout for the next ones */
-    if (!pd && group > 1 && n->inputs[1].dims[1] > 1 && src.ndims >= 3 && src.ndims <= 5) {
+    if (!pd && !p->bf16 && group > 1 && n->inputs[1].dims[1] > 1 && src.ndims >= 3 && src.ndims <= 5) {
         static const dnnl_format_tag_t cl[6] = {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb};
         conv_desc k = g;
         dnnl_memory_desc_init_by_tag(&k.any_src, src.ndims, src.dims, dnnl_f32, cl[src.ndims]);

@@ -467,19 +467,21 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
 static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
                           size_t err_size) {
     (void)ctx;
-    bool fuse = true;
+    bool fuse = true, bf16 = false;
     int32_t threads = 0, conv = DX_CONV_AUTO;
     for (int32_t k = 0; k < n_options; k++) {
         char *end;
         if (!strcmp(options[k], "fusion=off")) fuse = false;
         else if (!strcmp(options[k], "fusion=on")) fuse = true;
+        else if (!strcmp(options[k], "precision=bf16")) bf16 = true;
+        else if (!strcmp(options[k], "precision=fp32")) bf16 = false;
         else if (dx_conv_option(options[k], &conv)) continue;
         else if (!strncmp(options[k], "threads=", 8) && (threads = (int32_t)strtol(options[k] + 8, &end, 10)) >= 1 &&
                  threads <= 1024 && !*end) {
         } else {
             snprintf(err, err_size,
                      "dnnl: unknown or bad target option '%s' (known: fusion=on|off, threads=N with N >= 1, "
-                     "conv=auto|direct|winograd)",
+                     "conv=auto|direct|winograd, precision=fp32|bf16)",
                      options[k]);
             return NULL;
         }
@@ -490,8 +492,15 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         snprintf(err, err_size, "no oneDNN CPU engine");
         return NULL;
     }
+    if (bf16 && !dx_isa_bf16()) {
+        snprintf(err, err_size,
+                 "dnnl: precision=bf16: this CPU has neither AVX512_BF16 nor AMX (or oneDNN was limited below them, "
+                 "ONEDNN_MAX_CPU_ISA): oneDNN would emulate bfloat16, slower than float32. Run in fp32, or int8 "
+                 "(--precision int8 with --calibration)");
+        return NULL;
+    }
     program *p = calloc(1, sizeof(*p));
-    if (p) p->threads = threads, p->conv = conv;
+    if (p) p->threads = threads, p->conv = conv, p->bf16 = bf16;
     bool *fused = calloc((size_t)sg->n_nodes + 1, sizeof(bool));
     readers_index readers = {NULL, 0};
     if (!p || !fused || dnnl_stream_create(&p->stream, dx_ctx.engine, dnnl_stream_default_flags) != dnnl_success ||
@@ -503,6 +512,8 @@ static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *c
         return NULL;
     }
     if (threads > 0) dx_log(p, "threads: %d (target option threads=%d)", threads, threads);
+    if (bf16) dx_log(p, "precision: bf16 (Conv, MatMul and Gemm with constant weights read input and weights in "
+                        "bfloat16, accumulate and write float32)");
     /* a saved file may name dnnl for anything: check every node and every
      * boundary value as supports() would, before trusting a byte */
     for (int32_t i = 0; i < sg->n_nodes; i++) {
@@ -705,6 +716,11 @@ static seam_backend dnnl_backend = {
     .cost_traits = dnnl_cost_traits,
     .run_team = dx_run_team,
 };
+
+bool seam_backend_dnnl_bf16(void) {
+    dx_context_init();
+    return dx_ctx.ok && dx_isa_bf16();
+}
 
 const seam_backend *seam_backend_dnnl(void) {
     dx_context_init();

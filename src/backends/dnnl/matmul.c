@@ -84,6 +84,7 @@ typedef struct matmul {
     dnnl_memory_desc_t any_w;
     int32_t sa;              /* A's view */
     dnnl_memory_desc_t src;
+    bool bf16;               /* precision=bf16 with constant B: A and B in bfloat16, A converted as it is read */
     int32_t sb;              /* Gemm's C as a row, or -1 */
     dnnl_memory_desc_t bias;
     int32_t tnode;           /* the Transpose the product writes through, or -1 */
@@ -170,15 +171,17 @@ static bool matmul_b(builder *b, matmul *m, int32_t sw) {
     /* constant weights go in the layout the primitive prefers, reordered
      * once now (as for convolutions): no packing of B at every run */
     m->packed = p->slots[sw].constant;
-    if (dnnl_memory_desc_init_by_tag(&m->any_w, m->w.ndims, m->w.dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
-        m->packed = false;
+    m->bf16 = m->packed && p->bf16;
+    if (dnnl_memory_desc_init_by_tag(&m->any_w, m->w.ndims, m->w.dims, m->bf16 ? dnnl_bf16 : dnnl_f32,
+                                     dnnl_format_tag_any) != dnnl_success)
+        m->packed = m->bf16 = false;
     /* Without AVX-512 oneDNN 2.6's matmul is gemm:jit on B as it lies, and
      * rows of B a multiple of 512 floats (2 KB) apart alias in the cache:
      * copied once with 16 floats of padding per row, B reads at full speed
      * (a 2-core AVX2 EPYC, 2 threads: 32 x 256 x 1024 144 -> 107 us, 128 x
      * 512 x 2048 2011 -> 1730, 128 x 512 x 512 423 -> 398; N = 768 the same
      * either way) */
-    if (m->packed && !dx_isa_avx512() && r >= 2) {
+    if (m->packed && !m->bf16 && !dx_isa_avx512() && r >= 2) {
         int64_t N = m->w.dims[r - 1], K = m->w.dims[r - 2];
         bool batched = false;
         for (int32_t d = 0; d < r - 2; d++) batched = batched || m->w.dims[d] != 1;
@@ -210,6 +213,9 @@ static bool matmul_a_bias(builder *b, matmul *m) {
     dx_md_of(&av, &m->src);
     m->sa = dx_view_slot(p, m->sin, &av, av.has_md ? &av.md : NULL);
     if (m->sa < 0) return dx_fail(b, "out of memory"), false;
+    if (m->bf16 && dnnl_memory_desc_init_by_tag(&m->src, m->src.ndims, m->src.dims, dnnl_bf16, dx_plain_tag(m->src.ndims)) !=
+                       dnnl_success)
+        return dx_fail(b, "no bfloat16 layout for A"), false;
     m->sb = is_op(n, "Gemm") && n->n_inputs > 2 && n->inputs[2].name ? dx_input_slot(b, &n->inputs[2]) : -1;
     if (m->sb >= 0) {
         slot bv = p->slots[m->sb];
@@ -366,6 +372,12 @@ static bool compile_matmul(builder *b, bool *fused, const dx_io *io) {
     if (sd < 0) {
         dnnl_primitive_desc_destroy(pd);
         return dx_fail(b, "out of memory"), false;
+    }
+    if (m.bf16) /* A converted to bfloat16 as it is read, each run */
+        m.sa = dx_in_layout(b, m.sa, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0));
+    if (m.sa < 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return dx_fail(b, "could not convert A to bfloat16"), false;
     }
     if (m.packed) {
         m.a = dx_resident_copy(b, m.a, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));

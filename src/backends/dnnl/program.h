@@ -124,6 +124,8 @@ typedef struct program {
     size_t arena_bytes;
     int32_t threads;      /* OpenMP threads (target option threads=N), 0: oneDNN's default */
     int32_t conv;         /* the convolution algorithm (target option conv=...): a dx_conv_alg */
+    bool bf16;            /* target option precision=bf16: Conv, MatMul and Gemm with constant
+                             weights read their input and weights in bfloat16 (dst float32) */
     dnnl_stream_t stream; /* the program's own: compile's reorders and every run */
     void *scratch;        /* the scratchpad all steps share (they run one at a time) */
     size_t scratch_bytes;
@@ -167,6 +169,8 @@ void dx_context_init(void);
 /* run_team of the backend table (host.c): the OpenMP threads run body. */
 void dx_run_team(void *ctx, int32_t n_threads, void (*body)(void *arg, int32_t thread, int32_t n_threads), void *arg);
 bool dx_isa_avx512(void);
+/* oneDNN's ISA has bf16 instructions (AVX512_BF16; AMX machines have them too). */
+bool dx_isa_bf16(void);
 bool dx_isa_vnni(void);
 
 /* Who reads each value of a subgraph: (name, node) pairs sorted by name,
