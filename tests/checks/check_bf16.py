@@ -19,6 +19,13 @@ it):
   (d) with oneDNN limited below bfloat16 (ONEDNN_MAX_CPU_ISA=AVX512_CORE),
       --precision bf16 and a saved bf16 plan are refused, exit 1, with the
       reason;
+  (e) --max-error E --calibration DIR on resnet18 cut into 3 dnnl
+      subgraphs: with E half the all-bf16 error, subgraphs go back to fp32
+      until the model is within E, the saved plan's precision options say
+      which, and its outputs on the calibration sets, measured here against
+      the float32 plan's, are within E; with a loose E every subgraph stays
+      bf16; --max-error without --calibration, and --calibration alone,
+      are usage errors;
 everywhere: --precision bf16 without --target dnnl is a usage error (exit 2),
 and on a CPU without bfloat16 the refusal of (d).
 
@@ -209,4 +216,57 @@ for model, inp in (("resnet18", "input"), ("vit_small", None)):
         expect(r.returncode == 1 and "precision=bf16" in r.stderr and "AVX512_BF16" in r.stderr,
                f"oneDNN limited below bf16: the saved bf16 plan refused, naming the option, exit 1 ({r.returncode})",
                r.stderr[-300:])
+
+if NATIVE and check.selected("max-error"):
+    import re
+    r18 = os.path.join(MODELS, "resnet18.onnx")
+    cal = os.path.join(WORK, "calib")
+    os.makedirs(cal, exist_ok=True)
+    rng = np.random.default_rng(3)
+    sets = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32) for _ in range(3)]
+    for i, x in enumerate(sets):
+        np.save(os.path.join(cal, f"set{i}.npy"), x)
+    cut = ("--target", "dnnl", "--cpu-ops", "MaxPool,GlobalAveragePool")
+
+    def within(e, tag):
+        out = os.path.join(WORK, f"me_{tag}.onnx")
+        r = run("partition", r18, *cut, "--precision", "bf16", "--calibration", cal, "--max-error", str(e), "-o", out)
+        opts = []
+        if r.returncode == 0:
+            for n in onnx.load(out).graph.node:
+                if n.op_type == "Subgraph":
+                    opts += [o.decode() for a in n.attribute if a.name == "target_options" for o in a.strings
+                             if o.startswith(b"precision=")]
+        return r, out, opts
+
+    r, _, opts = within(1.0, "loose")
+    m = re.search(r"every subgraph in bf16 \((\d+)\): off by ([0-9.e+-]+)", r.stderr)
+    expect(r.returncode == 0 and m and int(m.group(1)) == 3 and opts == ["precision=bf16"] * 3 and "back to fp32" not in r.stderr,
+           f"max-error: a loose E keeps all 3 subgraphs in bf16 ({opts})", r.stderr[-600:])
+    full = float(m.group(2)) if m else 0.0
+    E = full / 2
+    r, out, opts = within(E, "tight")
+    fp32_plan = os.path.join(WORK, "me_fp32.onnx")
+    r2 = run("partition", r18, *cut, "-o", fp32_plan)
+    worst = 0.0
+    for i in range(len(sets)):
+        got, ref = [], []
+        for path, dst in ((out, got), (fp32_plan, ref)):
+            d = os.path.join(WORK, f"me_out_{i}")
+            rr = run("run", path, "--input", f"input={os.path.join(cal, f'set{i}.npy')}", "--output-dir", d, "--quiet")
+            dst.append(np.load(glob.glob(os.path.join(d, "*.npy"))[0]) if rr.returncode == 0 else None)
+        if got[0] is None or ref[0] is None:
+            worst = float("inf")
+            break
+        worst = max(worst, seamtest.abs_err(got[0], ref[0]) / float(np.abs(ref[0]).max()))
+    n_bf16 = opts.count("precision=bf16")
+    said = re.search(r"(\d+) of 3 subgraphs in bf16", r.stderr)
+    expect(r.returncode == 0 and r2.returncode == 0 and 0 < full and n_bf16 < 3 and opts.count("precision=fp32") == 3 - n_bf16
+           and said and int(said.group(1)) == n_bf16 and worst <= E * 1.0001,
+           f"max-error: E = {E:.2e} (half the all-bf16 {full:.2e}): {n_bf16} of 3 subgraphs kept in bf16, the saved plan "
+           f"off by {worst:.2e} on the calibration sets", r.stderr[-800:])
+    for bad in (("--precision", "bf16", "--max-error", "0.01"), ("--precision", "bf16", "--calibration", cal)):
+        rb = run("partition", r18, "--target", "dnnl", *bad)
+        expect(rb.returncode == 2, f"max-error: {' '.join(bad[2:3])} alone with bf16: exit 2 ({rb.returncode})",
+               rb.stderr[-300:])
 check.finish()

@@ -278,7 +278,8 @@ static int apply_and_write(seam_context *ctx, seam_model *m, const seam_plan *pl
     int rc = stg->asked && out_path ? stages_source(stg, "partition", ctx, plan, &src) : CLI_OK;
     if (rc) return rc;
     seam_status st = seam_plan_apply(m, plan, t->opts.targets, t->opts.n_targets, t->target_options, t->n_target_options);
-    if (!st && src.n_stages) rc = stages_record("partition", ctx, m, &src, as_json);
+    if (!st) rc = targets_bf16_within((cli_targets *)t, "partition", ctx, m);
+    if (!st && !rc && src.n_stages) rc = stages_record("partition", ctx, m, &src, as_json);
     stages_source_free(&src);
     if (!st && !rc && out_path) st = seam_model_save(m, out_path, weights_file ? &so : NULL);
     if (st) {

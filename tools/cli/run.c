@@ -346,6 +346,10 @@ static int run_partition_targets(run_opts *o, run_state *r) {
         cli_fail("run", r->ctx, st);
         return CLI_BAD_INPUT;
     }
+    if ((rc = targets_bf16_within(tg, "run", r->ctx, r->m))) {
+        seam_plan_free(plan);
+        return rc;
+    }
     const char *notes = seam_plan_notes(plan);
     for (const char *p = notes; *p && !o->quiet;) {
         const char *nl = strchr(p, '\n');

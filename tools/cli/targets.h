@@ -135,4 +135,9 @@ void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool 
 /* A size in bytes, or with K, M or G (1024-based): false when s is not one. */
 bool cli_parse_size(const char *s, int64_t *out);
 
+/* --precision bf16 --max-error E: after the plan is applied, subgraphs put
+ * back to float32, the worst first, until the outputs on the calibration
+ * sets are within E of the float32 model's (bf16_error.c). */
+int targets_bf16_within(cli_targets *t, const char *cmd, seam_context *ctx, seam_model *m);
+
 #endif
