@@ -293,6 +293,26 @@ def test_target_instances(work):
             bad()
 
 
+def test_bf16_target_option(work):
+    """dnnl's precision=bf16 from Python (target_options): the MLP's outputs
+    move off float32 by bfloat16's rounding, no more; on a CPU without
+    bfloat16 the session is refused, saying why."""
+    torch.manual_seed(6)
+    net = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 64)).eval()
+    xb = torch.rand(8, 256)
+    path = export(net, xb, work / "mlp_bf16.onnx")
+    f32 = seam.Session(path, targets=["dnnl"], placement="capability").run({"x": xb.numpy()})
+    try:
+        s = seam.Session(path, targets=["dnnl"], placement="capability", target_options=["precision=bf16"])
+    except seam.UnsupportedError as e:
+        assert "neither AVX512_BF16 nor AMX" in str(e)
+        return
+    got = s.run({"x": xb.numpy()})
+    (a,), (b,) = got.values(), f32.values()
+    err = float(np.abs(a - b).max() / np.abs(b).max())
+    assert 1e-5 < err < 3e-2, err
+
+
 # ---- save, load, replace_weights ---------------------------------------------
 
 def test_save_load(traced, mlp, x, work):

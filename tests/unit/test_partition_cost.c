@@ -51,13 +51,17 @@ static void costed_traits(void *ctx, double *launch_us, double *gbps) {
  * ...); a device subgraph adds one launch and its boundary values' bytes
  * (the plan's own boundary lists, which check_plan verifies
  * independently) at gbps. */
+/* The index of a test target by its name: "t0", "t1", or "t0:1" (an
+ * instance of t0, standing as the second target). */
+static int32_t target_index(const char *name) { return strchr(name, ':') ? 1 : name[1] - '0'; }
+
 static double oracle_multi_us(const struct seam_model *m, const seam_plan *plan, const costed *cs) {
     const ir_graph *g = m->graph;
     double total = 0;
     for (int32_t s = 0; s < seam_plan_subgraph_count(plan); s++) {
         seam_plan_subgraph_info sg;
         seam_plan_subgraph(plan, s, &sg);
-        const costed *c = strcmp(sg.target, "cpu") != 0 ? &cs[sg.target[1] - '0'] : NULL;
+        const costed *c = strcmp(sg.target, "cpu") != 0 ? &cs[target_index(sg.target)] : NULL;
         for (int32_t k = 0; k < sg.n_nodes; k++)
             total += oracle_cpu_us(g, sg.nodes[k]) * (c ? c->factor[sg.nodes[k]] : 1);
         if (!c) continue;
@@ -350,7 +354,7 @@ static bool oracle_fits(const struct seam_model *m, const seam_plan *plan, const
         seam_plan_subgraph_info sg;
         seam_plan_subgraph(plan, s, &sg);
         if (strcmp(sg.target, "cpu") == 0) continue;
-        int32_t t = sg.target[1] - '0';
+        int32_t t = target_index(sg.target);
         double ws, need = oracle_need(m, &sg, &ws);
         CHECK(fabs(need + ws - (double)sg.memory_bytes) <= 1.0);
         w[t] += ws;
