@@ -464,28 +464,35 @@ static bool compile_node(builder *b, int32_t i, bool *fused) {
     return dx_fail(b, "not implemented by the dnnl backend"), false;
 }
 
-static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
-                          size_t err_size) {
-    (void)ctx;
-    bool fuse = true, bf16 = false;
-    int32_t threads = 0, conv = DX_CONV_AUTO;
+/* The target options; false with the message in err on one it does not know. */
+static bool compile_options(const char *const *options, int32_t n_options, bool *fuse, bool *bf16, int32_t *threads,
+                            int32_t *conv, char *err, size_t err_size) {
     for (int32_t k = 0; k < n_options; k++) {
         char *end;
-        if (!strcmp(options[k], "fusion=off")) fuse = false;
-        else if (!strcmp(options[k], "fusion=on")) fuse = true;
-        else if (!strcmp(options[k], "precision=bf16")) bf16 = true;
-        else if (!strcmp(options[k], "precision=fp32")) bf16 = false;
-        else if (dx_conv_option(options[k], &conv)) continue;
-        else if (!strncmp(options[k], "threads=", 8) && (threads = (int32_t)strtol(options[k] + 8, &end, 10)) >= 1 &&
-                 threads <= 1024 && !*end) {
+        if (!strcmp(options[k], "fusion=off")) *fuse = false;
+        else if (!strcmp(options[k], "fusion=on")) *fuse = true;
+        else if (!strcmp(options[k], "precision=bf16")) *bf16 = true;
+        else if (!strcmp(options[k], "precision=fp32")) *bf16 = false;
+        else if (dx_conv_option(options[k], conv)) continue;
+        else if (!strncmp(options[k], "threads=", 8) && (*threads = (int32_t)strtol(options[k] + 8, &end, 10)) >= 1 &&
+                 *threads <= 1024 && !*end) {
         } else {
             snprintf(err, err_size,
                      "dnnl: unknown or bad target option '%s' (known: fusion=on|off, threads=N with N >= 1, "
                      "conv=auto|direct|winograd, precision=fp32|bf16)",
                      options[k]);
-            return NULL;
+            return false;
         }
     }
+    return true;
+}
+
+static void *dnnl_compile(void *ctx, const seam_subgraph_view *sg, const char *const *options, int32_t n_options, char *err,
+                          size_t err_size) {
+    (void)ctx;
+    bool fuse = true, bf16 = false;
+    int32_t threads = 0, conv = DX_CONV_AUTO;
+    if (!compile_options(options, n_options, &fuse, &bf16, &threads, &conv, err, err_size)) return NULL;
     dx_context_init();
     set_threads(threads);
     if (!dx_ctx.ok) {
