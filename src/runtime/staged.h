@@ -3,7 +3,7 @@
  * model's metadata_props as JSON under "seam.stages" (staged.c;
  * docs/scale-out.md). Nothing here sends anything: this is what a stage
  * is, which values cross between stages, and a stage's own model cut from
- * the file. The CLI's `seam run` (tools/cli/run_mpi.c) moves the values.
+ * the file. The pipeline (src/mpi, include/seam_mpi.h) moves the values.
  *
  *     seam partition MODEL --stages 3 -o STAGED.onnx
  *       stage 0: nodes a b     weights wa wb   sends h1 to 1

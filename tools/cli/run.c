@@ -588,13 +588,13 @@ static int run_print_outputs(run_state *r) {
 
 static void run_free(run_opts *o, run_state *r) {
     seam_report_free(r->rep);
-    targets_free(&o->tg);
     for (int k = 0; k < r->n_feeds; k++) seam_value_free(&r->feeds[k]);
     for (int k = 0; k < o->n_inputs; k++) seam_value_free(&r->loaded[k]);
     for (int k = 0; k < o->n_inputs; k++) free((char *)o->inputs[k].name);
     for (int k = 0; k < o->n_shapes; k++) free((char *)o->shapes[k].name);
     seam_session_free(r->s);
     seam_model_free(r->m);
+    targets_free(&o->tg); /* after the session: its compiled subgraphs are released through their targets */
     seam_context_free(r->ctx);
 }
 
