@@ -16,11 +16,12 @@ the user's cache is never touched.
   come from (measured on this machine; the guesses with
   SEAM_COST_RATES=off; the guesses with no entry for this machine; the
   guesses, naming the file, when it is not JSON or a rate is negative).
-- the estimates believe the clock: for mobilenet_v2 and googlenet (not
-  calibration models), `analyze`'s "all on the CPU" estimate is within
-  3x of `seam run`'s measured median, and the dnnl plan's estimate
-  (capability placement) within 3x of `seam run --target dnnl`'s (a loose bound for a shared machine;
-  bench/estimate_bench.py measures the fit on 19 unseen models).
+- the estimates are of the clock's order: for mobilenet_v2 and googlenet
+  (not calibration models), `analyze`'s "all on the CPU" estimate and the
+  dnnl plan's (capability placement) are within 10x of `seam run`'s
+  measured median (a bound for units and gross errors, such as the 600x
+  of issue 31, that a shared machine's load cannot cross; how close they
+  are is a benchmark's question: bench/estimate_bench.py, RESULTS.md).
 - --no-save leaves the file as it was.
 - analyze (and partition --json's guessed_nodes) says when the estimate
   guesses sizes known only at run time: for a model with symbolic dims,
@@ -133,8 +134,8 @@ def believable():
         if not check.expect(m and med, f"estimate {name}: analyze and run give numbers", last(r) + " / " + last(t)):
             continue
         est, meas = float(m.group(1)) / 1e3, float(med.group(1))
-        check.expect(meas / 3 <= est <= meas * 3, f"estimate {name}: {est:.2f} ms estimated, {meas:.2f} ms measured "
-                     f"(within 3x)", f"ratio {est / meas:.2f}")
+        check.expect(meas / 10 <= est <= meas * 10, f"estimate {name}: {est:.2f} ms estimated, {meas:.2f} ms measured "
+                     f"(within 10x)", f"ratio {est / meas:.2f}")
         # the dnnl plan (every node on dnnl) against a run of it
         r = run("partition", M[name], "--target", "dnnl", "--placement", "capability", "--json", env=ENV)
         t = run("run", M[name], "--target", "dnnl", "--placement", "capability", "--repeat", "5", env=ENV)
@@ -143,8 +144,8 @@ def believable():
                             last(r) + " / " + last(t)):
             continue
         est, meas = json.loads(r.stdout)["estimate"]["plan_us"] / 1e3, float(med.group(1))
-        check.expect(meas / 3 <= est <= meas * 3, f"estimate {name} on dnnl: {est:.2f} ms estimated, {meas:.2f} ms "
-                     f"measured (within 3x)", f"ratio {est / meas:.2f}")
+        check.expect(meas / 10 <= est <= meas * 10, f"estimate {name} on dnnl: {est:.2f} ms estimated, {meas:.2f} ms "
+                     f"measured (within 10x)", f"ratio {est / meas:.2f}")
 
 
 def guessed():
