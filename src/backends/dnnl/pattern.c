@@ -306,6 +306,7 @@ static bool se_fold_of(builder *b, int32_t mul, int32_t *conv, const char **x, c
 static bool se_defer(builder *b) {
     int32_t conv;
     const char *x, *s;
+    if (b->p->bf16) return false; /* (the convolution reads bfloat16 weights, made once: it applies no scale) */
     bool ok = se_fold_of(b, b->index, &conv, &x, &s);
     b->n = seam_subgraph_node(b->sg, b->index, b->storage);
     if (!ok) return false;
