@@ -122,11 +122,14 @@ int targets_precision(cli_targets *t, const char *cmd, seam_context *ctx, seam_m
     "                        (safe for per-position ops only; see docs/dynamic.md)\n" \
     "  --precision P         fp32 (default); int8: quantize the float model first as\n" \
     "                        seam quantize does (QDQ from --calibration); int8-dynamic:\n" \
-    "                        MatMul/Gemm weights, ranges at run time (docs/quantized.md)\n" \
+    "                        MatMul/Gemm weights, ranges at run time; bf16: dnnl's\n"  \
+    "                        Conv/MatMul/Gemm in bfloat16 (AVX512_BF16 or AMX CPUs)\n" \
+    "                        (docs/quantized.md)\n"                                    \
     "  --calibration DIR     the calibration sets (seam quantize --help says how)\n" \
-    "  --max-error E         with int8: subgraphs whose int8 error on the calibration\n" \
-    "                        sets would put the outputs off by more than E (0.02 or\n" \
-    "                        2%: of each output's largest magnitude) stay in fp32\n"
+    "  --max-error E         with int8 or bf16: subgraphs whose reduced precision on\n" \
+    "                        the calibration sets would put the outputs off by more\n" \
+    "                        than E (0.02 or 2%: of each output's largest magnitude)\n" \
+    "                        stay in fp32\n"
 
 /* Says once what became of a quantized model's QDQ units (made into
  * QLinear nodes for targets, or run in float on the CPU). */
