@@ -63,7 +63,7 @@ static int Pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
             tl[n++] = ((TargetObject *)t)->backend;
         }
     }
-    if (seam_context_create(&self->ctx)) {
+    if (!self->ctx && seam_context_create(&self->ctx)) { /* (an init called again after a failed one keeps it) */
         PyErr_NoMemory();
         return -1;
     }

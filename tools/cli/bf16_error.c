@@ -58,12 +58,8 @@ typedef struct outs {
 } outs;
 
 static seam_status measure(cli_targets *t, seam_model *m, const cli_calib *c, outs *ref, double *err) {
-    const seam_backend *avail[2 * MAX_TARGETS + 1];
-    int32_t n_avail = 0;
-    bool has_dnnl = false;
-    for (int32_t k = 0; k < t->n_avail; k++) has_dnnl |= (avail[n_avail++] = t->avail[k]) == seam_backend_dnnl();
-    if (!has_dnnl) avail[n_avail++] = seam_backend_dnnl();
-    seam_session_options so = {t->threads, false, false, avail, n_avail, NULL, NULL};
+    targets_for_sessions(t);
+    seam_session_options so = {t->threads, false, false, t->avail, t->n_avail, NULL, NULL};
     seam_session *s = NULL;
     seam_status st = seam_session_create(m, &so, &s);
     int32_t n_out = seam_model_output_count(m);
@@ -91,8 +87,11 @@ static seam_status measure(cli_targets *t, seam_model *m, const cli_calib *c, ou
             }
             if (!ref->y[at] || ref->numel[at] != n) continue;
             double worst = 0;
-            for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)y[i] - ref->y[at][i]));
-            if (isnan(worst) || worst != worst) worst = INFINITY;
+            for (size_t i = 0; i < n; i++) { /* (a NaN where float32 has a number counts as infinitely off) */
+                double d = fabs((double)y[i] - ref->y[at][i]);
+                if (isnan(d) && !isnan(ref->y[at][i])) d = INFINITY;
+                if (d > worst) worst = d;
+            }
             *err = fmax(*err, worst / (ref->scale[at] > 0 ? ref->scale[at] : 1));
         }
     }

@@ -181,10 +181,7 @@ static int measure_targets(const char *path, cli_targets *tg, int32_t threads, i
         rc = cli_fail("calibrate", ctx, st);
         goto done;
     }
-    bool has_dnnl = false; /* (as seam run: the built-in accelerated backend is always there) */
-    for (int32_t k = 0; k < tg->n_avail; k++) has_dnnl |= tg->avail[k] == seam_backend_dnnl();
-    if (!has_dnnl && tg->n_avail < (int32_t)(sizeof(tg->avail) / sizeof(tg->avail[0])))
-        tg->avail[tg->n_avail++] = seam_backend_dnnl();
+    targets_for_sessions(tg); /* (as seam run: the built-in accelerated backend is always there) */
     seam_session_options so = {0};
     so.n_threads = threads, so.profile = true, so.targets = tg->avail, so.n_targets = tg->n_avail;
     if ((st = seam_session_create(m, &so, &s))) {

@@ -424,12 +424,8 @@ int cmd_partition(int argc, char **argv) {
         goto done;
     if (workdir) {
         /* the compile logs come from compiling: a session is made, not run */
-        const seam_backend *avail[2 * MAX_TARGETS + 1];
-        int32_t n_avail = 0;
-        bool has_dnnl = false;
-        for (int32_t k = 0; k < t.n_avail; k++) has_dnnl |= (avail[n_avail++] = t.avail[k]) == seam_backend_dnnl();
-        if (!has_dnnl) avail[n_avail++] = seam_backend_dnnl();
-        seam_session_options so = {0, false, false, avail, n_avail, NULL, NULL};
+        targets_for_sessions(&t);
+        seam_session_options so = {0, false, false, t.avail, t.n_avail, NULL, NULL};
         if ((st = seam_report_set_partitioned(rep, m)) || (st = seam_session_create(m, &so, &sess)) ||
             (st = seam_report_write_workdir(rep, sess, NULL, 0, workdir))) {
             cli_fail("partition", ctx, st);

@@ -417,10 +417,7 @@ static int run_partition(run_opts *o, run_state *r) {
  * one, always there for saved models). */
 static int run_session(run_opts *o, run_state *r) {
     cli_targets *tg = &o->tg;
-    bool has_dnnl = false;
-    for (int32_t k = 0; k < tg->n_avail; k++) has_dnnl |= tg->avail[k] == seam_backend_dnnl();
-    if (!has_dnnl && tg->n_avail < (int32_t)(sizeof(tg->avail) / sizeof(tg->avail[0])))
-        tg->avail[tg->n_avail++] = seam_backend_dnnl();
+    targets_for_sessions(tg);
     bool profile = o->report || o->html || o->trace || o->workdir;
     seam_session_options opts = {o->threads, profile, o->dynamic_batch, tg->avail, tg->n_avail, NULL, NULL};
     if (isatty(2)) opts.progress = show_progress; /* only on a terminal */

@@ -507,6 +507,12 @@ void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool 
             targets ? "" : " on the CPU's int8 kernels (exact, but slower than oneDNN's: give --target dnnl)");
 }
 
+void targets_for_sessions(cli_targets *t) {
+    bool has_dnnl = false;
+    for (int32_t k = 0; k < t->n_avail; k++) has_dnnl |= t->avail[k] == seam_backend_dnnl();
+    if (!has_dnnl && t->n_avail < (int32_t)(sizeof(t->avail) / sizeof(t->avail[0]))) t->avail[t->n_avail++] = seam_backend_dnnl();
+}
+
 void targets_free(cli_targets *t) {
     for (int32_t k = 0; k < MAX_TARGETS; k++) seam_backend_free(t->instances[k]); /* before their bases */
     for (int32_t k = 0; k < MAX_TARGETS; k++) seam_backend_free(t->loaded[k]);

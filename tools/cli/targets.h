@@ -138,6 +138,11 @@ void cli_qdq_note(const char *cmd, seam_model *m, const seam_qdq_stats *q, bool 
 /* A size in bytes, or with K, M or G (1024-based): false when s is not one. */
 bool cli_parse_size(const char *s, int64_t *out);
 
+/* Every backend loaded (t->avail), with the built-in dnnl added when it is
+ * not there (a saved model's dnnl subgraphs need it): the targets a
+ * session of the command is given. */
+void targets_for_sessions(cli_targets *t);
+
 /* --precision bf16 --max-error E: after the plan is applied, subgraphs put
  * back to float32, the worst first, until the outputs on the calibration
  * sets are within E of the float32 model's (bf16_error.c). */
