@@ -138,15 +138,35 @@ CASES = {
 }
 
 
-def write_case(name, spec, op, runtime_w):
+def weights(rng, shape, wt, pc, fit8, extreme=False):
+    """w and its zero point (one per output channel, the leading axis, where
+    pc). fit8: every w - w_zp within int8, as a quantizer writes them
+    (iconv8.c's u8 x s8 GEMM takes those): int8 weights symmetric (zero
+    point 0, the whole range) or about a zero point within 5 of 0, uint8
+    weights about 128 or near it; otherwise over their whole range, zero
+    points up to 5 from 0 or from 125 (the int16 GEMM's)."""
+    M = shape[0]
+    if not fit8:
+        w = rng.randint(np.iinfo(NP[wt]).min, np.iinfo(NP[wt]).max + 1, size=shape).astype(NP[wt])
+        wz = (rng.randint(-5, 6, size=M) if wt == T.INT8 else rng.randint(100, 150, size=M)).astype(NP[wt])
+        return w, wz
+    if wt == T.INT8:
+        wz = rng.randint(-5, 6, size=M) if pc else np.zeros(M, np.int64)
+    else:
+        wz = rng.randint(120, 136, size=M) if pc else np.full(M, 128)
+    span = 128 - int(np.max(np.abs(wz - (0 if wt == T.INT8 else 128)))) if pc else 128
+    d = rng.randint(-span, span, size=shape)
+    return (d + wz.reshape(-1, *([1] * (len(shape) - 1)))).astype(NP[wt]), wz.astype(NP[wt])
+
+
+def write_case(name, spec, op, runtime_w, fit8=False):
     xs, M, ks, strides, pads, dil, group, xt, wt, pc, has_b = spec[:11]
     saturate = spec[11:] == ("saturate_int8",)  # int8 y, zero point 9, y_scale 1/1000 of the usual: most outputs clamp
-    rng = np.random.RandomState(zlib.crc32(name.encode()))
+    rng = np.random.RandomState(zlib.crc32((name + (" fit8" if fit8 else "")).encode()))
     C = xs[1]
     x = rng.randint(np.iinfo(NP[xt]).min, np.iinfo(NP[xt]).max + 1, size=xs).astype(NP[xt])
-    w = rng.randint(np.iinfo(NP[wt]).min, np.iinfo(NP[wt]).max + 1, size=(M, C // group, *ks)).astype(NP[wt])
+    w, wz = weights(rng, (M, C // group, *ks), wt, pc, fit8)
     xz = np.array(rng.randint(0, 40) if xt == T.UINT8 else rng.randint(-20, 20), NP[xt])
-    wz = (rng.randint(-5, 6, size=M) if wt == T.INT8 else rng.randint(100, 150, size=M)).astype(NP[wt])
     if not pc:
         wz = wz[:1].reshape(())
     attrs = {"kernel_shape": list(ks), "strides": list(strides), "dilations": list(dil), "group": group}
@@ -185,6 +205,7 @@ def write_case(name, spec, op, runtime_w):
             names.append("B")
         node = helper.make_node("QLinearConv", names, ["y"], **attrs)
         out_t = T.INT8 if saturate else T.UINT8
+    name += ".fit8" if fit8 else ""
     path = os.path.join(work, f"{name}.{op}{'.rw' if runtime_w else ''}.onnx")
     seamtest.save_model(path, [node], ins, [seamtest.vi("y", list(want.shape), out_t)],
                         seamtest.initializers(inits), opset=13)
@@ -215,15 +236,15 @@ MATMULS = {
 }
 
 
-def write_matmul(name, spec, op, runtime_b):
+def write_matmul(name, spec, op, runtime_b, fit8=False):
     ashape, N, at, bt, pc = spec[:5]
     extreme = spec[5:] == ("extreme",)
-    rng = np.random.RandomState(zlib.crc32(name.encode()))
+    rng = np.random.RandomState(zlib.crc32((name + (" fit8" if fit8 else "")).encode()))
     K = ashape[-1]
     a = rng.randint(np.iinfo(NP[at]).min, np.iinfo(NP[at]).max + 1, size=ashape).astype(NP[at])
-    b = rng.randint(np.iinfo(NP[bt]).min, np.iinfo(NP[bt]).max + 1, size=(K, N)).astype(NP[bt])
+    bt_, bz = weights(rng, (N, K), bt, pc, fit8)
+    b = np.ascontiguousarray(bt_.T)
     az = np.array(rng.randint(0, 30) if at == T.UINT8 else rng.randint(-10, 10), NP[at])
-    bz = (rng.randint(-5, 6, size=N) if bt == T.INT8 else rng.randint(100, 150, size=N)).astype(NP[bt])
     if extreme:  # (uint8 a and b) a - 0 = 255, b - 255 = -255
         a[:], b[:], az, bz = 255, 0, np.array(0, np.uint8), np.full(N, 255, np.uint8)
     if not pc:
@@ -248,6 +269,7 @@ def write_matmul(name, spec, op, runtime_b):
         node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
                                                   "y_scale", "y_zero_point"], ["y"])
         out_t = T.UINT8
+    name += ".fit8" if fit8 else ""
     path = os.path.join(work, f"{name}.{op}{'.rb' if runtime_b else ''}.onnx")
     seamtest.save_model(path, [node], ins, [seamtest.vi("y", list(want.shape), out_t)], seamtest.initializers(inits),
                         opset=13)
@@ -260,6 +282,11 @@ def write_matmul(name, spec, op, runtime_b):
 
 
 HAS_AVX2 = "avx2" in seamtest.cpu_flags()
+# iconv8.c's u8 x s8 GEMM (weights less their zero point within int8): AMX
+# tiles by default where the CPU has them, VNNI's vpdpbusd with
+# SEAM_CPU_ICONV8=vnni; SEAM_CPU_ICONV8=0 keeps to the int16 GEMM
+HAS_VNNI = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= set(seamtest.cpu_flags())
+HAS_AMX = HAS_VNNI and "amx_int8" in seamtest.cpu_flags()
 
 
 def run_seam(path, files, tag, env=None):
@@ -278,8 +305,10 @@ def compare(case, op, path, files, want):
     plain, err2 = run_seam(path, files, tag + ".plain", {"SEAM_CPU_ICONV": "0"})
     avx2, err3 = run_seam(path, files, tag + ".avx2", {"SEAM_CPU_ICONV": "avx2"}) if HAS_AVX2 else (None, None)
     other, err4 = run_seam(path, files, tag + ".other", {"SEAM_CPU_IDW": "planes", "SEAM_CPU_ICONV_IM2COL": "plain"})
-    if err or err2 or err3 or err4:
-        return check.fail(f"{case}: seam run failed: {err or err2 or err3 or err4}")
+    i16, err5 = run_seam(path, files, tag + ".i16", {"SEAM_CPU_ICONV8": "0"}) if HAS_VNNI else (None, None)
+    vnni, err6 = run_seam(path, files, tag + ".vnni", {"SEAM_CPU_ICONV8": "vnni"}) if HAS_AMX else (None, None)
+    if err or err2 or err3 or err4 or err5 or err6:
+        return check.fail(f"{case}: seam run failed: {err or err2 or err3 or err4 or err5 or err6}")
     check.expect(np.array_equal(other, plain), f"{case}: the fast path with its other im2col and depthwise paths "
                  "(SEAM_CPU_ICONV_IM2COL=plain, SEAM_CPU_IDW=planes) equals the plain loop bit for bit",
                  seamtest.steps(other, plain))
@@ -296,24 +325,30 @@ def compare(case, op, path, files, want):
     if HAS_AVX2:
         check.expect(np.array_equal(avx2, plain), f"{case}: the AVX2 kernel (SEAM_CPU_ICONV=avx2) equals the plain loop "
                      "bit for bit", seamtest.steps(avx2, plain))
+    if HAS_VNNI:
+        check.expect(np.array_equal(i16, plain), f"{case}: the int16 GEMM (SEAM_CPU_ICONV8=0) equals the plain loop "
+                     "bit for bit", seamtest.steps(i16, plain))
+    if HAS_AMX:
+        check.expect(np.array_equal(vnni, plain), f"{case}: the u8 x s8 GEMM on VNNI (SEAM_CPU_ICONV8=vnni) equals "
+                     "the plain loop bit for bit", seamtest.steps(vnni, plain))
 
 
 def main():
     for name, spec in MATMULS.items():
         for op in ("QLinearMatMul", "MatMulInteger"):
-            for runtime_b in (False, True):
-                case = f"{name} {op}{' runtime weight' if runtime_b else ''}"
+            for runtime_b, fit8 in ((False, False), (True, False), (False, True), (True, True)):
+                case = f"{name} {op}{' runtime weight' if runtime_b else ''}{' int8 weights' if fit8 else ''}"
                 if check.selected(case):
-                    compare(case, op, *write_matmul(name, spec, op, runtime_b))
+                    compare(case, op, *write_matmul(name, spec, op, runtime_b, fit8))
     for name, spec in CASES.items():
         for op in ("QLinearConv", "ConvInteger"):
-            for runtime_w in (False, True):
+            for runtime_w, fit8 in ((False, False), (True, False), (False, True), (True, True)):
                 if name == "k_over_32768" and runtime_w:
                     continue
-                case = f"{name} {op}{' runtime weight' if runtime_w else ''}"
+                case = f"{name} {op}{' runtime weight' if runtime_w else ''}{' int8 weights' if fit8 else ''}"
                 if not check.selected(case):
                     continue
-                compare(case, op, *write_case(name, spec, op, runtime_w))
+                compare(case, op, *write_case(name, spec, op, runtime_w, fit8))
     check.finish()
 
 

@@ -144,11 +144,13 @@ cpu_iconv_w *cpu_iconv_pack(const void *w, int32_t wdt, const void *wz, int32_t 
                         int64_t src = kn ? kk * M + m : m * K + kk % Cg * kprod + kk / Cg;
                         *d++ = (int16_t)(ml < Mg && kk < K ? get8(w, wdt, src) - z : 0);
                     }
+    p->w8 = cpu_iconv8_pack(w, wdt, wz, zdt, zn, M, group, K, kprod, kn);
     return p;
 }
 
 void cpu_iconv_free(cpu_iconv_w *w) {
     if (!w) return;
+    cpu_iconv8_free(w->w8);
     free(w->w);
     free(w);
 }
@@ -850,6 +852,8 @@ bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a) {
         free(wf);
     } else if (dw)
         seam_parallel_for(pool, a->N * a->C, 1, iconv_dw_planes, &j);
+    else if (w->w8)
+        return cpu_iconv8_run(pool, a, w->w8);
     else
         seam_parallel_for(pool, j.blocks * w->group * j.chunks, 1, iconv_items, &j);
     return !__atomic_load_n(&j.failed, __ATOMIC_RELAXED);

@@ -16,10 +16,13 @@
  * K is ordered kernel element major (index e * Cg + c for channel c at
  * kernel element e), so a pair is two channels at one kernel element,
  * next to each other in x wherever Cg is even. */
+typedef struct cpu_iconv8_w cpu_iconv8_w;
+
 typedef struct cpu_iconv_w {
     int64_t M, group, K, K2, panels; /* panels per group */
     int64_t kprod;                   /* kernel elements (1: a MatMul's B) */
     int16_t *w;
+    cpu_iconv8_w *w8;                /* iconv8.c's pack, where the CPU and the weights allow it; NULL otherwise */
     const void *src, *zsrc;          /* what it was packed from (packed at session creation) */
 } cpu_iconv_w;
 
@@ -88,5 +91,19 @@ bool cpu_iconv_rows_fits(const cpu_iconv_args *a);
 
 /* Runs the convolution; false when out of memory. */
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a);
+
+/* iconv8.c: the same convolution as a u8 x s8 GEMM on AMX tiles or
+ * AVX512-VNNI, for weights whose every value less its zero point fits
+ * int8 (the result is the same, bit for bit). cpu_iconv8_kind: "amx",
+ * "avx512_vnni", or NULL where the CPU has neither (SEAM_CPU_ICONV8=0
+ * turns it off, =vnni keeps to VNNI on an AMX CPU: for the tests).
+ * cpu_iconv8_pack: NULL where the path does not apply (the CPU, a weight
+ * outside int8, one channel per group, K over cpu_iconv_fits) or out of
+ * memory; cpu_iconv_pack calls it. */
+const char *cpu_iconv8_kind(void);
+cpu_iconv8_w *cpu_iconv8_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,
+                              int64_t group, int64_t K, int64_t kprod, bool kn);
+void cpu_iconv8_free(cpu_iconv8_w *w);
+bool cpu_iconv8_run(seam_pool *pool, const cpu_iconv_args *a, const cpu_iconv8_w *w);
 
 #endif
