@@ -95,6 +95,8 @@ CASES = {
     "2d_1x1": ((1, 64, 9, 9), 40, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, False, True),
     # pointwise, int8 x, an odd channel count, blocks in one image and blocks across two
     "2d_1x1_int8_odd_c": ((2, 33, 10, 7), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.INT8, T.INT8, True, True),
+    # int8 x, channels in fours, 63 positions (iconv8.c's pointwise im2col: 3 vectors of 16 and a tail of 15)
+    "2d_1x1_int8_x": ((1, 32, 7, 9), 24, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.INT8, T.INT8, True, True),
     "2d_1x1_grouped": ((1, 12, 12, 12), 18, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, T.UINT8, T.INT8, False, True),
     # depthwise planes over 256 output pixels (the float kernel's phase planes), 19 channels: a block of 16 and one of 3
     "2d_depthwise_large_s2": ((1, 19, 41, 38), 19, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 19, T.UINT8, T.INT8, True, True),

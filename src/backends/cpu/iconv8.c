@@ -273,6 +273,16 @@ typedef struct i8_job {
     bool failed;
 } i8_job;
 
+/* Whether the block's columns are rows of x: a pointwise conv (1x1,
+ * stride 1, no padding), every position in one image. */
+static bool pointwise(const cpu_iconv_args *a, int64_t p0, int64_t np) {
+    const conv_geom *win = a->win;
+    if (a->kprod != 1 || a->in_prod != a->out_prod || p0 % a->out_prod + np > a->out_prod) return false;
+    for (int32_t d = 0; d < win->n; d++)
+        if (win->stride[d] != 1 || win->pad_lo[d] != 0 || win->in[d] != win->out[d]) return false;
+    return true;
+}
+
 /* The block's columns: col[q][l][b] = x at K index 4q + b of position
  * p0 + l, flipped to uint8; x_zp in the padding, past K and past np. */
 static void i8_im2col(const i8_job *j, int64_t g, int64_t p0, int64_t np, uint8_t *col) {
@@ -297,17 +307,32 @@ static void i8_im2col(const i8_job *j, int64_t g, int64_t p0, int64_t np, uint8_
         }
         return;
     }
-    int64_t start[I8_NB][CONV_MAX_SPATIAL], img[I8_NB], off[I8_NB];
-    for (int64_t l = 0; l < np; l++) {
-        int64_t p = p0 + l, rem = p % a->out_prod;
-        img[l] = p / a->out_prod * a->C * a->in_prod; /* (a block may span images: group 1) */
-        for (int32_t d = win->n - 1; d >= 0; d--) {
-            start[l][d] = (rem % win->out[d]) * win->stride[d] - win->pad_lo[d];
-            rem /= win->out[d];
-        }
-    }
     const uint8_t *xg = x + g * a->Cg * a->in_prod;
     const int64_t cs = a->in_prod, Cg = a->Cg;
+#if I8_X86
+    if (i8_vector_im2col && Cg % 4 == 0 && pointwise(a, p0, np)) { /* the columns are rows of x */
+        const uint8_t *xb = xg + p0 / a->out_prod * a->C * a->in_prod + p0 % a->out_prod;
+        for (int64_t c = 0; c < Cg; c += 4) {
+            uint8_t *d = col + c / 4 * I8_NB * 4;
+            int64_t l = 0;
+            for (; l + 16 <= np; l += 16) quad16(xb + c * cs, cs, l, flip, d + l * 4);
+            for (; l < np; l++)
+                for (int b = 0; b < 4; b++) d[l * 4 + b] = xb[(c + b) * cs + l] ^ flip;
+        }
+        return;
+    }
+#endif
+    /* each position's window start, stepping through the positions (no division per position) */
+    int64_t start[I8_NB][CONV_MAX_SPATIAL], img[I8_NB], off[I8_NB], pos[CONV_MAX_SPATIAL];
+    int64_t n = p0 / a->out_prod, rem = p0 % a->out_prod;
+    for (int32_t d = win->n - 1; d >= 0; d--) pos[d] = rem % win->out[d], rem /= win->out[d];
+    for (int64_t l = 0; l < np; l++) {
+        img[l] = n * a->C * a->in_prod; /* (a block may span images: group 1) */
+        for (int32_t d = 0; d < win->n; d++) start[l][d] = pos[d] * win->stride[d] - win->pad_lo[d];
+        int32_t d = win->n - 1;
+        for (; d >= 0 && ++pos[d] == win->out[d]; d--) pos[d] = 0;
+        n += d < 0;
+    }
     for (int64_t kk = 0; kk < a->kprod; kk++) {
         for (int64_t l = 0; l < np; l++) {
             int64_t o = 0;
