@@ -140,13 +140,13 @@ CASES = {
 }
 
 
-def weights(rng, shape, wt, pc, fit8, extreme=False):
+def weights(rng, shape, wt, pc, fit8):
     """w and its zero point (one per output channel, the leading axis, where
-    pc). fit8: every w - w_zp within int8, as a quantizer writes them
-    (iconv8.c's u8 x s8 GEMM takes those): int8 weights symmetric (zero
-    point 0, the whole range) or about a zero point within 5 of 0, uint8
-    weights about 128 or near it; otherwise over their whole range, zero
-    points up to 5 from 0 or from 125 (the int16 GEMM's)."""
+    pc). fit8: every w - w_zp within int8, as a quantizer writes them:
+    int8 weights symmetric (zero point 0, the whole range; iconv8.c skips
+    its column sums when every zero point is 0) or about a zero point
+    within 5 of 0, uint8 weights about 128 or near it; otherwise over their
+    whole range, zero points up to 5 from 0 or from 125."""
     M = shape[0]
     if not fit8:
         w = rng.randint(np.iinfo(NP[wt]).min, np.iinfo(NP[wt]).max + 1, size=shape).astype(NP[wt])
@@ -284,7 +284,7 @@ def write_matmul(name, spec, op, runtime_b, fit8=False):
 
 
 HAS_AVX2 = "avx2" in seamtest.cpu_flags()
-# iconv8.c's u8 x s8 GEMM (weights less their zero point within int8): AMX
+# iconv8.c's u8 x s8 GEMM (zero points applied after the products): AMX
 # tiles by default where the CPU has them, VNNI's vpdpbusd with
 # SEAM_CPU_ICONV8=vnni; SEAM_CPU_ICONV8=0 keeps to the int16 GEMM
 HAS_VNNI = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= set(seamtest.cpu_flags())

@@ -93,12 +93,11 @@ bool cpu_iconv_rows_fits(const cpu_iconv_args *a);
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a);
 
 /* iconv8.c: the same convolution as a u8 x s8 GEMM on AMX tiles or
- * AVX512-VNNI, for weights whose every value less its zero point fits
- * int8 (the result is the same, bit for bit). cpu_iconv8_kind: "amx",
- * "avx512_vnni", or NULL where the CPU has neither (SEAM_CPU_ICONV8=0
- * turns it off, =vnni keeps to VNNI on an AMX CPU: for the tests).
- * cpu_iconv8_pack: NULL where the path does not apply (the CPU, a weight
- * outside int8, one channel per group, K over cpu_iconv_fits) or out of
+ * AVX512-VNNI, the zero points applied after (the result is the same, bit
+ * for bit). cpu_iconv8_kind: "amx", "avx512_vnni", or NULL where the CPU
+ * has neither (SEAM_CPU_ICONV8=0 turns it off, =vnni keeps to VNNI on an
+ * AMX CPU: for the tests). cpu_iconv8_pack: NULL where the path does not
+ * apply (the CPU, one channel per group, K over cpu_iconv_fits) or out of
  * memory; cpu_iconv_pack calls it. */
 const char *cpu_iconv8_kind(void);
 cpu_iconv8_w *cpu_iconv8_pack(const void *w, int32_t wdt, const void *wz, int32_t zdt, int64_t zn, int64_t M,

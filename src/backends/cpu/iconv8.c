@@ -2,23 +2,26 @@
  * CPU and the kernel allow them, AVX512-VNNI's vpdpbusd where not.
  *
  * iconv.c's int16 GEMM multiplies x - x_zp by w - w_zp, two products per
- * int32 lane. Where every weight less its zero point fits int8 (w' =
- * w - w_zp: symmetric int8 weights, uint8 weights about 128; cpu_iconv8_pack
- * checks), the sum splits:
+ * int32 lane. Here the input goes in as it is, as uint8 (an int8 input as
+ * x + 128, its zero point with it), the weight as int8 (a uint8 weight as
+ * w - 128, its zero point with it), four products per lane (vpdpbusd;
+ * tdpbsud on AMX tiles, sixteen rows of sixty-four at once), and the zero
+ * points come after, per output channel m and position p:
  *
- *     sum (x - x_zp) w' = sum x w' - x_zp sum w'
+ *     sum (x - x_zp)(w - w_zp) = sum x w - w_zp sum x - x_zp sum w + K x_zp w_zp
  *
- * so the GEMM multiplies the raw 8-bit input (an int8 input as x + 128,
- * its zero point + 128 with it) by w', four products per lane (vpdpbusd;
- * tdpbsud on AMX tiles, sixteen rows of sixty-four at once), and
- * x_zp * sum w' comes off each output channel's bias. The padding holds
- * x_zp, so it adds x_zp w' there, which the same term takes off. Every
- * sum is exact: a product is at most 255 * 128, K at most 32768
- * (cpu_iconv_fits), so the raw sums stay in int32, and the result is
- * the int16 GEMM's and the plain loop's, bit for bit.
+ * The last two terms go into each channel's bias; w_zp sum x (the column
+ * sums of the block's im2col, only where some w_zp is not 0) is taken off
+ * each sum before it is requantized. The padding holds x_zp: its
+ * products cancel in the same sum. Every sum is exact: a product is at
+ * most 255 * 128 and K at most 32768 (cpu_iconv_fits), so the raw sums
+ * stay in int32, and the corrections are added in int32 lanes that wrap
+ * (or in int64) to a result that is in int32 wherever the vector path is
+ * taken (cpu_requant_int32): the int16 GEMM's result, bit for bit.
  *
  *     for each work item (group, block of I8_NB positions, slabs of channels):
  *       im2col: the raw input as quads along K, col[K / 4][I8_NB][4]
+ *       the column sums, where a weight zero point is not 0
  *       for each slab: the kernel's sums [channels][I8_NB], then
  *       requantized into y (AVX-512, the arithmetic of cpu_requant) */
 #include <pthread.h>
@@ -53,7 +56,9 @@ struct cpu_iconv8_w {
     int64_t slab;                /* channels of a slab */
     bool amx;
     int8_t *w;     /* AMX: [group][Mgp][K4 * 4], Mgp = Mg rounded up to 16; VNNI: [group][panel][K4][I8_MR][4] */
-    int32_t *wsum; /* [M]: sum over K of w' */
+    int32_t *wsum; /* [M]: sum over K of w (as int8) */
+    int32_t *wz;   /* [M]: w's zero point (as int8) */
+    bool has_wz;   /* whether any is not 0 */
 };
 
 static pthread_once_t i8_once = PTHREAD_ONCE_INIT;
@@ -110,14 +115,7 @@ cpu_iconv8_w *cpu_iconv8_pack(const void *w, int32_t wdt, const void *wz, int32_
     bool amx = i8_kind == 2;
     int64_t K4 = amx ? (K + 63) / 64 * 16 : (K + 3) / 4;
     int64_t slab = amx ? I8_SLAB_AMX : I8_MR, rows = amx ? (Mg + 15) / 16 * 16 : (Mg + I8_MR - 1) / I8_MR * I8_MR;
-    /* every w' must fit int8 */
-    for (int64_t m = 0; m < M; m++) {
-        int32_t z = wz ? get8(wz, zdt, zn == 1 ? 0 : m) : 0;
-        for (int64_t k = 0; k < K; k++) {
-            int32_t v = get8(w, wdt, kn ? k * M + m : m * K + k) - z;
-            if (v < -128 || v > 127) return NULL;
-        }
-    }
+    const int32_t shift = wdt == SEAM_DTYPE_UINT8 ? 128 : 0; /* (a uint8 weight as int8) */
     cpu_iconv8_w *p = calloc(1, sizeof(*p));
     size_t n = (size_t)(group * rows * K4 * 4);
     if (!p) return NULL;
@@ -125,7 +123,8 @@ cpu_iconv8_w *cpu_iconv8_pack(const void *w, int32_t wdt, const void *wz, int32_
     p->slabs = (Mg + slab - 1) / slab;
     p->w = aligned_alloc(64, (n + 63) & ~(size_t)63);
     p->wsum = calloc((size_t)M, sizeof(int32_t));
-    if (!p->w || !p->wsum) {
+    p->wz = calloc((size_t)M, sizeof(int32_t));
+    if (!p->w || !p->wsum || !p->wz) {
         cpu_iconv8_free(p);
         return NULL;
     }
@@ -133,17 +132,18 @@ cpu_iconv8_w *cpu_iconv8_pack(const void *w, int32_t wdt, const void *wz, int32_
     for (int64_t g = 0; g < group; g++)
         for (int64_t ml = 0; ml < Mg; ml++) {
             int64_t m = g * Mg + ml;
-            int32_t z = wz ? get8(wz, zdt, zn == 1 ? 0 : m) : 0, sum = 0;
+            int32_t z = (wz ? get8(wz, zdt, zn == 1 ? 0 : m) : 0) - shift, sum = 0;
             for (int64_t kk = 0; kk < K; kk++) {
                 /* K index kk is kernel element kk / Cg of channel kk % Cg (as cpu_iconv_w) */
                 int64_t src = kn ? kk * M + m : m * K + kk % Cg * kprod + kk / Cg;
-                int32_t v = get8(w, wdt, src) - z;
+                int32_t v = get8(w, wdt, src) - shift;
                 sum += v;
                 int64_t at = amx ? (g * rows + ml) * K4 * 4 + kk
                                  : (((g * rows / I8_MR + ml / I8_MR) * K4 + kk / 4) * I8_MR + ml % I8_MR) * 4 + kk % 4;
                 p->w[at] = (int8_t)v;
             }
-            p->wsum[m] = sum;
+            p->wsum[m] = sum, p->wz[m] = z;
+            p->has_wz = p->has_wz || z != 0;
         }
     return p;
 }
@@ -152,6 +152,7 @@ void cpu_iconv8_free(cpu_iconv8_w *w) {
     if (!w) return;
     free(w->w);
     free(w->wsum);
+    free(w->wz);
     free(w);
 }
 
@@ -265,7 +266,7 @@ typedef struct i8_job {
     const cpu_iconv_args *a;
     const cpu_iconv8_w *w;
     int64_t blocks, chunks, per_image;
-    int64_t *bias;   /* [M]: the bias less x_zp * sum w' (x_zp flipped with x) */
+    int64_t *bias;   /* [M]: the bias less x_zp sum w, plus K x_zp w_zp (x_zp flipped with x) */
     int32_t *bias32; /* [M]: the same, wrapped to int32 */
     bool *vec;       /* [M]: whether the sum plus the bias stays in int32 (cpu_requant_int32): the vector's add */
     bool all_vec;
@@ -395,65 +396,94 @@ __attribute__((target("avx512f,avx512bw"))) static inline void rq16(__m512i s, _
     _mm512_mask_cvtepi32_storeu_epi8(y, k, _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(zp)));
 }
 
-/* n sums of channel m, consecutive in y from at. */
-__attribute__((target("avx512f,avx512bw"))) static void store_row(const i8_job *j, const int32_t *s, int64_t n,
-                                                                  int64_t m, int64_t at) {
+/* n sums of channel m, consecutive in y from at; sx: their positions'
+ * column sums (NULL: every w_zp is 0). */
+__attribute__((target("avx512f,avx512bw"))) static void store_row(const i8_job *j, const int32_t *s, const int32_t *sx,
+                                                                  int64_t n, int64_t m, int64_t at) {
     const cpu_iconv_args *a = j->a;
-    if (!a->scale) { /* the int32 sums: the raw sum plus the (wrapped) correction */
+    const int32_t wz = sx ? j->w->wz[m] : 0;
+    if (!a->scale) { /* the int32 sums: the raw sum plus the corrections, wrapping */
         int32_t *y = (int32_t *)a->y + at;
-        for (int64_t l = 0; l < n; l++) y[l] = (int32_t)((uint32_t)s[l] + (uint32_t)j->bias32[m]);
+        for (int64_t l = 0; l < n; l++)
+            y[l] = (int32_t)((uint32_t)s[l] + (uint32_t)j->bias32[m] - (uint32_t)wz * (uint32_t)(sx ? sx[l] : 0));
         return;
     }
     bool s8 = a->odt == SEAM_DTYPE_INT8;
     char *y = (char *)a->y + at;
     if (!j->vec[m]) {
-        for (int64_t l = 0; l < n; l++) put8(y, a->odt, l, cpu_requant(s[l], j->bias[m], a->scale[m], a->zp, s8));
+        for (int64_t l = 0; l < n; l++)
+            put8(y, a->odt, l, cpu_requant((int64_t)s[l] - (int64_t)wz * (sx ? sx[l] : 0), j->bias[m], a->scale[m], a->zp, s8));
         return;
     }
-    __m512i b = _mm512_set1_epi32(j->bias32[m]);
+    __m512i b = _mm512_set1_epi32(j->bias32[m]), vz = _mm512_set1_epi32(wz);
     __m512 sc = _mm512_set1_ps(a->scale[m]);
     for (int64_t l = 0; l < n; l += 16) {
         __mmask16 k = n - l >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - l)) - 1);
-        rq16(_mm512_maskz_loadu_epi32(k, s + l), b, sc, a->zp, s8, k, y + l);
+        __m512i v = _mm512_maskz_loadu_epi32(k, s + l);
+        if (sx) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(vz, _mm512_maskz_loadu_epi32(k, sx + l)));
+        rq16(v, b, sc, a->zp, s8, k, y + l);
     }
 }
 
 /* Positions of 1x1 images (a MatMul's rows): output (p, m) is y[p * M +
  * m], so per position the slab's nm channels go out together. */
-__attribute__((target("avx512f,avx512bw"))) static void store_cols(const i8_job *j, const int32_t *s, int64_t npos,
-                                                                   int64_t p, int64_t m0, int64_t nm) {
+__attribute__((target("avx512f,avx512bw"))) static void store_cols(const i8_job *j, const int32_t *s, const int32_t *sx,
+                                                                   int64_t npos, int64_t p, int64_t m0, int64_t nm) {
     const cpu_iconv_args *a = j->a;
     int64_t M = a->w->M;
     bool s8 = a->odt == SEAM_DTYPE_INT8;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(I8_NB));
     for (int64_t q = 0; q < npos; q++) {
         int64_t at = (p + q) * M + m0;
         for (int64_t r0 = 0; r0 < nm; r0 += 16) {
             int64_t cnt = nm - r0 < 16 ? nm - r0 : 16;
-            int32_t v[16];
-            for (int64_t r = 0; r < cnt; r++) v[r] = s[(r0 + r) * I8_NB + q];
-            if (!a->scale) {
-                for (int64_t r = 0; r < cnt; r++) ((int32_t *)a->y)[at + r0 + r] = (int32_t)((uint32_t)v[r] + (uint32_t)j->bias32[m0 + r0 + r]);
+            __mmask16 k = cnt == 16 ? (__mmask16)0xffff : (__mmask16)((1u << cnt) - 1);
+            /* the 16 channels' sums at position q (rows I8_NB apart) */
+            __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, s + r0 * I8_NB + q, 4);
+            __m512i b = _mm512_maskz_loadu_epi32(k, j->bias32 + m0 + r0);
+            if (sx) /* less w_zp times the position's column sum (wrapping; exact where it matters) */
+                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, j->w->wz + m0 + r0), _mm512_set1_epi32(sx[q])));
+            if (!a->scale) { /* the int32 sums: the raw sum plus the (wrapped) correction */
+                _mm512_mask_storeu_epi32((int32_t *)a->y + at + r0, k, _mm512_add_epi32(v, b));
                 continue;
             }
             if (!j->all_vec) {
+                int32_t t[16];
+                _mm512_storeu_si512(t, v);
                 for (int64_t r = 0; r < cnt; r++) {
                     int64_t m = m0 + r0 + r;
-                    put8(a->y, a->odt, at + r0 + r, cpu_requant(v[r], j->bias[m], a->scale[m], a->zp, s8));
+                    int64_t acc = (int64_t)t[r]; /* (the wrapped correction: t[r] is exact where it is taken) */
+                    if (sx) acc = (int64_t)s[(r0 + r) * I8_NB + q] - (int64_t)j->w->wz[m] * sx[q];
+                    put8(a->y, a->odt, at + r0 + r, cpu_requant(acc, j->bias[m], a->scale[m], a->zp, s8));
                 }
                 continue;
             }
-            __mmask16 k = cnt == 16 ? (__mmask16)0xffff : (__mmask16)((1u << cnt) - 1);
-            rq16(_mm512_maskz_loadu_epi32(k, v), _mm512_maskz_loadu_epi32(k, j->bias32 + m0 + r0),
-                 _mm512_maskz_loadu_ps(k, a->scale + m0 + r0), a->zp, s8, k, (char *)a->y + at + r0);
+            rq16(v, b, _mm512_maskz_loadu_ps(k, a->scale + m0 + r0), a->zp, s8, k, (char *)a->y + at + r0);
         }
     }
 }
 
-static void i8_store(const i8_job *j, const int32_t *sums, int64_t g, int64_t ml0, int64_t nm, int64_t p0, int64_t np) {
+/* Each position's sum of its K input values (uint8, padding as x_zp):
+ * the quads' bytes added in pairs (vpmaddubsw by 1s), the pairs in int32
+ * (vpmaddwd by 1s); the K tail's x_zp taken off. */
+__attribute__((target("avx512f,avx512bw"))) static void col_sums(const uint8_t *col, int64_t K4, int64_t K, uint8_t xz,
+                                                                 int32_t *sx) {
+    const __m512i one8 = _mm512_set1_epi8(1), one16 = _mm512_set1_epi16(1);
+    for (int h = 0; h < I8_NB / 16; h++) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int64_t q = 0; q < K4; q++)
+            acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_loadu_si512(col + (q * I8_NB + h * 16) * 4), one8), one16));
+        _mm512_storeu_si512(sx + h * 16, _mm512_sub_epi32(acc, _mm512_set1_epi32((int32_t)((K4 * 4 - K) * xz))));
+    }
+}
+
+static void i8_store(const i8_job *j, const int32_t *sums, const int32_t *sx, int64_t g, int64_t ml0, int64_t nm,
+                     int64_t p0, int64_t np) {
     const cpu_iconv_args *a = j->a;
     int64_t Mg = j->w->Mg, M = j->w->M;
     if (a->out_prod == 1) {
-        store_cols(j, sums, np, p0, g * Mg + ml0, nm);
+        store_cols(j, sums, sx, np, p0, g * Mg + ml0, nm);
         return;
     }
     for (int64_t q = 0; q < np;) { /* runs of one image */
@@ -461,7 +491,7 @@ static void i8_store(const i8_job *j, const int32_t *sums, int64_t g, int64_t ml
         int64_t len = a->out_prod - o < np - q ? a->out_prod - o : np - q;
         for (int64_t r = 0; r < nm; r++) {
             int64_t m = g * Mg + ml0 + r;
-            store_row(j, sums + r * I8_NB + q, len, m, (n * M + m) * a->out_prod + o);
+            store_row(j, sums + r * I8_NB + q, sx ? sx + q : NULL, len, m, (n * M + m) * a->out_prod + o);
         }
         q += len;
     }
@@ -472,7 +502,7 @@ static void i8_items(void *arg, int64_t begin, int64_t end) {
     const cpu_iconv_args *a = j->a;
     const cpu_iconv8_w *w = j->w;
     uint8_t *col = aligned_alloc(64, (size_t)(w->K4 * I8_NB * 4));
-    int32_t *sums = aligned_alloc(64, sizeof(int32_t) * (size_t)(w->slab * I8_NB));
+    int32_t *sums = aligned_alloc(64, sizeof(int32_t) * (size_t)(w->slab * I8_NB)), sx[I8_NB];
     if (!col || !sums) {
         free(col), free(sums);
         __atomic_store_n(&j->failed, true, __ATOMIC_RELAXED);
@@ -492,6 +522,7 @@ static void i8_items(void *arg, int64_t begin, int64_t end) {
             np = a->out_prod - o0 < I8_NB ? a->out_prod - o0 : I8_NB;
         }
         i8_im2col(j, g, p0, np, col);
+        if (w->has_wz) col_sums(col, w->K4, w->K, j->xz, sx);
         int64_t pc = (w->slabs + j->chunks - 1) / j->chunks, s0 = chunk * pc, s1 = s0 + pc < w->slabs ? s0 + pc : w->slabs;
         for (int64_t s = s0; s < s1; s++) {
             int64_t ml0 = s * w->slab, nm = w->Mg - ml0 < w->slab ? w->Mg - ml0 : w->slab;
@@ -499,7 +530,7 @@ static void i8_items(void *arg, int64_t begin, int64_t end) {
                 amx_slab(w->w + (g * rows + ml0) * w->K4 * 4, w->K4, nm > 16 ? 2 : 1, col, np, sums);
             else
                 vnni_panel(w->w + (g * rows + ml0) * w->K4 * 4, w->K4, col, np, sums);
-            i8_store(j, sums, g, ml0, nm, p0, np);
+            i8_store(j, sums, w->has_wz ? sx : NULL, g, ml0, nm, p0, np);
         }
     }
     if (w->amx) amx_end();
@@ -525,7 +556,7 @@ bool cpu_iconv8_run(seam_pool *pool, const cpu_iconv_args *a, const cpu_iconv8_w
     if (!j.bias || !j.bias32 || !j.vec) return free(j.bias), free(j.bias32), free(j.vec), false;
     for (int64_t m = 0; m < M; m++) {
         int64_t b = a->bias ? a->bias[m] : 0;
-        j.bias[m] = b - (int64_t)j.xz * w->wsum[m];
+        j.bias[m] = b - (int64_t)j.xz * w->wsum[m] + w->K * j.xz * (int64_t)w->wz[m];
         j.bias32[m] = (int32_t)(uint32_t)(uint64_t)j.bias[m];
         j.vec[m] = cpu_requant_int32(w->K, b);
         j.all_vec = j.all_vec && j.vec[m];
