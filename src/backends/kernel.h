@@ -60,6 +60,14 @@ struct seam_kernel {
      * sets seam_check.post_ops get one (act_is_post_op kinds), and only on
      * float32 outputs; kind ACT_NONE if none. */
     act_params post;
+    /* A quantized add the executor folded into this QuantizeLinear (see
+     * runtime/fuse.c): the node quantizes DQ(a) + DQ(b), the sum of the
+     * outputs of DequantizeLinear nodes qadd_dq[0] and qadd_dq[1], which
+     * do not run, nor does their Add; the kernel reads those nodes' inputs
+     * (kernel_node_in) and computes what the three would, element by
+     * element. Only kernels whose check() sets seam_check.qadd get one. */
+    bool qadd;
+    int32_t qadd_dq[2];
 };
 
 /* Where an executor finds each node's kernel: the host kernels it is
@@ -74,6 +82,8 @@ typedef struct seam_kernel_lookup {
 
 /* Input i, or NULL when the optional input is absent. */
 const seam_tensor *kernel_in(seam_kernel *k, int32_t i);
+/* Input i of another node of the graph (a folded node's: seam_kernel.qadd). */
+const seam_tensor *kernel_node_in(seam_kernel *k, int32_t node, int32_t i);
 int32_t kernel_n_in(const seam_kernel *k);
 int32_t kernel_n_out(const seam_kernel *k);
 bool kernel_has_out(const seam_kernel *k, int32_t i);
@@ -123,6 +133,9 @@ struct seam_check {
     /* check sets this when the kernel applies seam_kernel.post to its
      * float32 output 0: the executor may then fuse a following activation */
     bool post_ops;
+    /* check sets this when the kernel (QuantizeLinear's) runs a folded
+     * quantized add (seam_kernel.qadd) */
+    bool qadd;
 };
 
 /* Bodies of control-flow nodes (If, Loop, Scan, SequenceMap): a graph the

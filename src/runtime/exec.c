@@ -66,8 +66,9 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
     e->states = calloc((size_t)g->n_nodes + 1, sizeof(state_entry));
     e->how = malloc(sizeof(int32_t) * ((size_t)g->n_nodes + 1));
     e->post_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    e->qadd_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
     e->values_ok = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-    if (!e->vals || !e->kernels || !e->defs || !e->pos || !e->states || !e->how || !e->post_ok || !e->values_ok) {
+    if (!e->vals || !e->kernels || !e->defs || !e->pos || !e->states || !e->how || !e->post_ok || !e->qadd_ok || !e->values_ok) {
         seam_exec_free(e);
         return seam_error(ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     }
@@ -116,7 +117,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         if (kd->check) {
             reason[0] = 0;
             seam_check c = {g, n, i, reason, sizeof(reason), &e->states[i].state, &e->states[i].free_state,
-                            ctx, pool, e, false};
+                            ctx, pool, e, false, false};
             bool timed = kd == &exec_subgraph_kernel;
             struct timespec t0, t1;
             if (timed) clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -126,6 +127,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
                 k->check_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
             }
             e->post_ok[i] = c.post_ops;
+            e->qadd_ok[i] = c.qadd;
             if (st) {
                 if (reason[0]) seam_error(ctx, st, "%s: %s", ir_node_label(g, i, lab, sizeof(lab)), reason);
                 seam_exec_free(e);
@@ -171,6 +173,7 @@ void seam_exec_free(seam_exec *e) {
     free(e->pos);
     free(e->how);
     free(e->post_ok);
+    free(e->qadd_ok);
     free(e->values_ok);
     free(e->slab);
     free(e->dyn_slab);

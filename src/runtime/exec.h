@@ -65,6 +65,7 @@ typedef struct seam_exec {
     int32_t *pos;               /* topo position of each node */
     int32_t *how;               /* per node: EXEC_RUN, EXEC_SKIP or an aliased value */
     bool *post_ok;              /* per node: its check() set post_ops */
+    bool *qadd_ok;              /* per node: its check() set qadd */
     bool *values_ok;            /* per node: its kernel takes sequences and optionals */
     uint8_t *slab;
     size_t slab_size;

@@ -14,6 +14,16 @@
  *                              an alias of v (any act_is_post_op kind:
  *                              also Clip with constant bounds, LeakyRelu,
  *                              HardSigmoid, HardSwish)
+ *   DQ(a) -> u, DQ(b) -> v, Add(u, v) -> w, Q(w) -> y
+ *                              a quantized residual add (the QDQ form of a
+ *                              QLinearAdd): when u, v and w have no other
+ *                              reader, a and b are 8-bit of one shape and
+ *                              every scale and zero point is a constant
+ *                              scalar, the QuantizeLinear's kernel (its
+ *                              check set qadd) computes all three from a
+ *                              and b (seam_kernel.qadd) and the DQs and
+ *                              the Add do not run; SEAM_CPU_QADD=0 turns
+ *                              this off (the tests compare both)
  *   Conv -> v -> Sigmoid -> s, Mul(v, s) -> y
  *                              when v has only those two readers and s
  *                              only the Mul: the Conv applies SiLU
@@ -28,6 +38,7 @@
  * caller may hand in their buffers).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/exec_impl.h"
@@ -54,6 +65,84 @@ static bool post_op_of(const seam_exec *e, const ir_node *n, act_params *op) {
     if (!act_of_node(n, op) || !act_is_post_op(op->kind)) return false;
     if (op->kind == ACT_CLIP && n->opset >= 11)
         return const_scalar(e, n, 1, -INFINITY, &op->lo) && const_scalar(e, n, 2, INFINITY, &op->hi);
+    return true;
+}
+
+static bool is_8bit_tensor(const ir_value *v) {
+    return v->type.kind == IR_TYPE_TENSOR && (v->type.elem == SEAM_DTYPE_UINT8 || v->type.elem == SEAM_DTYPE_INT8);
+}
+
+/* Input i of n, when present, as a constant scalar of dtype dt (any
+ * 8-bit type when dt is 0); absent passes when optional. */
+static bool const_scalar_of(const seam_exec *e, const ir_node *n, int32_t i, int32_t dt, bool optional) {
+    if (i >= n->n_inputs || n->inputs[i] < 0) return optional;
+    const exec_value *ev = &e->vals[n->inputs[i]];
+    if (!ev->fixed || (e->g->values[n->inputs[i]].flags & IR_VALUE_OUTER) || !ev->t.data || ev->t.numel != 1) return false;
+    return dt ? ev->t.dtype == dt : ev->t.dtype == SEAM_DTYPE_UINT8 || ev->t.dtype == SEAM_DTYPE_INT8;
+}
+
+/* Whether two values' shapes are known to be equal: one rank, each dim
+ * the same number or the same symbol. */
+static bool same_shape(const ir_type *a, const ir_type *b) {
+    if (a->rank != b->rank || a->rank < 0 || (a->rank > 0 && (!a->dims || !b->dims))) return false;
+    for (int32_t d = 0; d < a->rank; d++) {
+        ir_dim x = a->dims[d], y = b->dims[d];
+        if (x.v >= 0 ? x.v != y.v : !x.sym || !y.sym || strcmp(x.sym, y.sym)) return false;
+    }
+    return true;
+}
+
+/* Value w (float32), read once (by the node being fused) and no output:
+ * its producer, else -1. */
+static int32_t sole_producer(const seam_exec *e, int32_t w) {
+    if (w < 0) return -1;
+    const ir_value *wv = &e->g->values[w];
+    if (!is_float32(wv) || wv->producer < 0 || wv->n_consumers != 1 || (wv->flags & (IR_VALUE_OUTPUT | IR_VALUE_OUTER)))
+        return -1;
+    int32_t p = wv->producer;
+    return e->how[p] == EXEC_RUN && e->g->nodes[p].n_outputs == 1 ? p : -1;
+}
+
+static bool qadd_on(void) {
+    static int on = -1;
+    if (__atomic_load_n(&on, __ATOMIC_RELAXED) < 0) {
+        const char *s = getenv("SEAM_CPU_QADD");
+        __atomic_store_n(&on, !(s && strcmp(s, "0") == 0), __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&on, __ATOMIC_RELAXED) != 0;
+}
+
+/* QuantizeLinear node qi of Add(DQ(a), DQ(b)): see the top of the file. */
+static bool fuse_qadd(seam_exec *e, int32_t qi) {
+    const ir_graph *g = e->g;
+    const ir_node *q = &g->nodes[qi];
+    if (!e->qadd_ok[qi] || e->how[qi] != EXEC_RUN || !qadd_on() || q->n_inputs < 2 ||
+        !const_scalar_of(e, q, 1, SEAM_DTYPE_FLOAT32, false) || !const_scalar_of(e, q, 2, 0, false))
+        return false;
+    int32_t ai = sole_producer(e, q->inputs[0]);
+    if (ai < 0) return false;
+    const ir_node *add = &g->nodes[ai];
+    if (!is_std(add, "Add") || add->n_inputs != 2 || e->kernels[ai].post.kind != ACT_NONE) return false;
+    int32_t dq[2];
+    for (int32_t side = 0; side < 2; side++) {
+        int32_t d = sole_producer(e, add->inputs[side]);
+        if (d < 0 || (side == 1 && d == dq[0])) return false;
+        const ir_node *n = &g->nodes[d];
+        if (!is_std(n, "DequantizeLinear") || n->n_inputs < 2 || n->inputs[0] < 0 || !is_8bit_tensor(&g->values[n->inputs[0]]) ||
+            !const_scalar_of(e, n, 1, SEAM_DTYPE_FLOAT32, false) || !const_scalar_of(e, n, 2, g->values[n->inputs[0]].type.elem, true))
+            return false;
+        dq[side] = d;
+    }
+    if (!same_shape(&g->values[g->nodes[dq[0]].inputs[0]].type, &g->values[g->nodes[dq[1]].inputs[0]].type)) return false;
+    seam_kernel *k = &e->kernels[qi];
+    k->qadd = true, k->qadd_dq[0] = dq[0], k->qadd_dq[1] = dq[1];
+    e->how[dq[0]] = e->how[dq[1]] = e->how[ai] = EXEC_SKIP;
+    /* the DQs' inputs are read when the Q runs */
+    for (int32_t side = 0; side < 2; side++) {
+        const ir_node *n = &g->nodes[dq[side]];
+        for (int32_t i = 0; i < n->n_inputs && i < 3; i++)
+            if (n->inputs[i] >= 0 && e->vals[n->inputs[i]].last_use < e->pos[qi]) e->vals[n->inputs[i]].last_use = e->pos[qi];
+    }
     return true;
 }
 
@@ -114,6 +203,7 @@ void exec_fuse(seam_exec *e) {
         const ir_node *n = &g->nodes[i];
         if (n->n_outputs < 1 || n->outputs[0] < 0) continue;
         int32_t y = n->outputs[0];
+        if (is_std(n, "QuantizeLinear") && fuse_qadd(e, i)) continue;
         if (g->values[y].flags & IR_VALUE_OUTPUT) continue;
         if (is_std(n, "Constant") && n->n_outputs == 1) {
             const ir_attr *a = node_attr(n, "value");

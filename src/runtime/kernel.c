@@ -49,6 +49,13 @@ const seam_tensor *kernel_in(seam_kernel *k, int32_t i) {
     return &k->exec->vals[k->n->inputs[i]].t;
 }
 
+const seam_tensor *kernel_node_in(seam_kernel *k, int32_t node, int32_t i) {
+    if (node < 0 || node >= k->g->n_nodes) return NULL;
+    const ir_node *n = &k->g->nodes[node];
+    if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0) return NULL;
+    return &k->exec->vals[n->inputs[i]].t;
+}
+
 seam_tensor *kernel_out(seam_kernel *k, int32_t i, int32_t dtype, int32_t rank, const int64_t *dims) {
     if (!kernel_has_out(k, i) || rank < 0 || rank > SEAM_MAX_RANK) return NULL;
     exec_value *ev = &k->exec->vals[k->n->outputs[i]];

@@ -130,7 +130,68 @@ static int64_t q8_parallel(seam_kernel *k, const q8_job *j, int64_t n) {
     return chunks * Q8_CHUNK;
 }
 
+/* A folded quantized add (seam_kernel.qadd, runtime/fuse.c): y =
+ * Q(DQ(a) + DQ(b)), every scale and zero point per tensor, computed as the
+ * three nodes compute it: each side (float)(x - zp) * scale in float32
+ * (dq8_f32), their float32 sum (the Add), then QuantizeLinear's
+ * arithmetic (quant_f32_to_8bit): the same bytes, in one pass over a and
+ * b instead of three over float tensors four times their size. */
+typedef struct qadd_job {
+    const void *a, *b;
+    bool as8, bs8, ys8;
+    int32_t za, zb;
+    float sa, sb, sy, zy;
+    uint8_t *y;
+} qadd_job;
+
+enum { QADD_CHUNK = 16384, QADD_STEP = 512 };
+
+CPU_HOT static void qadd_step(const qadd_job *j, int64_t at, int64_t n, float *t) {
+    const uint8_t *au = (const uint8_t *)j->a + at, *bu = (const uint8_t *)j->b + at;
+    const int8_t *as = (const int8_t *)j->a + at, *bs = (const int8_t *)j->b + at;
+    for (int64_t i = 0; i < n; i++) {
+        float fa = (float)((j->as8 ? (int32_t)as[i] : (int32_t)au[i]) - j->za) * j->sa;
+        float fb = (float)((j->bs8 ? (int32_t)bs[i] : (int32_t)bu[i]) - j->zb) * j->sb;
+        t[i] = fa + fb;
+    }
+    quant_f32_to_8bit(t, j->y + at, n, j->sy, j->zy, j->ys8);
+}
+
+static void qadd_chunks(void *arg, int64_t begin, int64_t end) {
+    const qadd_job *j = arg;
+    float t[QADD_STEP];
+    for (int64_t at = begin * QADD_CHUNK; at < end * QADD_CHUNK; at += QADD_STEP) qadd_step(j, at, QADD_STEP, t);
+}
+
+static seam_status run_qadd(seam_kernel *k) {
+    const seam_tensor *a = kernel_node_in(k, k->qadd_dq[0], 0), *b = kernel_node_in(k, k->qadd_dq[1], 0);
+    const seam_tensor *sa = kernel_node_in(k, k->qadd_dq[0], 1), *sb = kernel_node_in(k, k->qadd_dq[1], 1);
+    const seam_tensor *za = kernel_node_in(k, k->qadd_dq[0], 2), *zb = kernel_node_in(k, k->qadd_dq[1], 2);
+    const seam_tensor *sy = kernel_in(k, 1), *zy = kernel_in(k, 2);
+    /* (runtime/fuse.c folds only these: 8-bit a and b of one shape, scalar float32 scales, scalar zero points) */
+    if (!a || !b || !sa || !sb || !sy || a->rank != b->rank || a->numel != b->numel ||
+        (a->rank && memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank)))
+        return kernel_fail(k, "the folded Add's inputs do not match (a bug: run with SEAM_CPU_QADD=0)");
+    if (check_scales(k, sa, "x_scale") || check_scales(k, sb, "x_scale") || check_scales(k, sy, "y_scale"))
+        return SEAM_STATUS_RUN_FAILED;
+    int32_t odt = zy ? zy->dtype : SEAM_DTYPE_UINT8;
+    seam_tensor *y = kernel_out(k, 0, odt, a->rank, a->dims);
+    if (!y) return kernel_oom(k);
+    qadd_job j = {a->data, b->data, a->dtype == SEAM_DTYPE_INT8, b->dtype == SEAM_DTYPE_INT8, odt == SEAM_DTYPE_INT8,
+                  za ? (int32_t)cpu_get_i64(za->data, za->dtype, 0) : 0, zb ? (int32_t)cpu_get_i64(zb->data, zb->dtype, 0) : 0,
+                  ((const float *)sa->data)[0], ((const float *)sb->data)[0], ((const float *)sy->data)[0],
+                  zy ? (float)cpu_get_i64(zy->data, zy->dtype, 0) : 0.0f, y->data};
+    int64_t chunks = a->numel / QADD_CHUNK;
+    if (chunks > 1) seam_parallel_for(k->pool, chunks, 1, qadd_chunks, &j);
+    else chunks = 0;
+    float t[QADD_STEP];
+    for (int64_t at = chunks * QADD_CHUNK; at < a->numel; at += QADD_STEP)
+        qadd_step(&j, at, a->numel - at < QADD_STEP ? a->numel - at : QADD_STEP, t);
+    return SEAM_STATUS_OK;
+}
+
 static seam_status run_quantize(seam_kernel *k) {
+    if (k->qadd) return run_qadd(k);
     const seam_tensor *x = kernel_in(k, 0), *s = kernel_in(k, 1), *z = kernel_in(k, 2);
     if (!x || !s) return kernel_fail(k, "needs x and y_scale");
     if (check_scales(k, s, "y_scale")) return SEAM_STATUS_RUN_FAILED;
@@ -833,6 +894,7 @@ static seam_status check_quantize(seam_check *c) {
         return check_refuse(c, "QuantizeLinear on %s is not supported", seam_dtype_name(dt));
     if (zdt != SEAM_DTYPE_UNDEFINED && !quant_out_ok(zdt))
         return check_refuse(c, "QuantizeLinear to %s is not supported", seam_dtype_name(zdt));
+    c->qadd = true; /* (run_qadd) */
     return SEAM_STATUS_OK;
 }
 
