@@ -140,7 +140,9 @@ cost_class cost_node_work(const ir_graph *g, const ir_node *n, double *work) {
                 for (int32_t d = 1; d < w->rank; d++) k *= w->dims[d].v ? dim_size(&w->dims[d]) : 1;
                 const ir_attr *grp = node_attr(n, "group");
                 if (c == COST_GEMM && !(grp && grp->kind == IR_ATTR_INT && grp->i > 1)) k *= taps_read(g, n, w);
-                if (c == COST_GEMM && grp && grp->kind == IR_ATTR_INT && grp->i > 1) c = COST_GROUPED;
+                /* (int8 grouped convs too: the CPU runs an int8 depthwise conv on the
+                 * float depthwise kernel, and a grouped one pads its GEMM's panels) */
+                if (grp && grp->kind == IR_ATTR_INT && grp->i > 1) c = COST_GROUPED;
                 else if (c == COST_GEMM && w->rank == 4 && w->dims[2].v == 3 && w->dims[3].v == 3 && !strcmp(op, "Conv") &&
                          all_ones(node_attr(n, "strides")) && all_ones(node_attr(n, "dilations")))
                     c = COST_CONV3;

@@ -194,8 +194,14 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
      * reference cell (an AVX2 EPYC: the benchmark's LSTM 8.7 ms on dnnl,
      * 1.5 ms on the CPU's step, 2.0 in ONNX Runtime) */
     if (is_op(n, "LSTM") || is_op(n, "GRU") || is_op(n, "RNN")) return dx_isa_avx512() ? 0.3 : 5.0;
-    /* int8 (VNNI) against seam's CPU int8 loops */
-    if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "MatMulInteger")) return 0.1;
+    /* int8 (VNNI, AMX) against seam's CPU int8 GEMM, which uses the same
+     * instructions since session 53 (it was 0.1 against the int16 GEMM):
+     * whole quantized models on dnnl over the CPU kernels, an AMX machine,
+     * 2 threads (bench/quant_bench.py): resnet18 0.34, an MLP 0.42, the
+     * dynamically quantized transformer 0.47, a conv chain 0.44,
+     * mobilenet_v2 0.55 (its depthwise convs); dnnl takes no int8
+     * product without VNNI */
+    if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul") || is_op(n, "MatMulInteger")) return 0.4;
     /* (Without AVX-512 oneDNN 2.6's matmul is gemm:jit on B as it lies: a
      * constant B whose rows are a multiple of 512 floats apart aliased in
      * the cache, 1.5-1.9x the CPU's packed GEMM, and was costed so here
