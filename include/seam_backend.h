@@ -186,7 +186,16 @@ typedef struct seam_backend {
      * n_threads), and run_team returns when every body has returned. */
     void (*run_team)(void *ctx, int32_t n_threads, void (*body)(void *arg, int32_t thread, int32_t n_threads),
                      void *arg);
-    void *reserved[1];  /* NULL */
+    /* (optional) node_cost under target options: placement by cost calls
+     * it instead of node_cost for a target made with options of its own
+     * (seam_backend_instance; the CLI's --precision bf16 makes dnnl one
+     * with "precision=bf16"), passing those options. NULL: node_cost for
+     * every target. (The slot was reserved, NULL, before; a table that
+     * sets reserved to {NULL} still compiles.) */
+    union {
+        double (*node_cost_with)(void *ctx, const seam_node_view *node, const char *const *options, int32_t n_options);
+        void *reserved[1];
+    };
 } seam_backend;
 
 #ifdef __cplusplus

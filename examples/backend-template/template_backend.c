@@ -464,7 +464,7 @@ static const seam_backend template_table = {
      * seam then runs its CPU loops on those threads. The template has no
      * threads. VENDOR: set it if your host-side runtime has a pool. */
     .run_team = NULL,
-    .reserved = {NULL},
+    .node_cost_with = NULL, /* (node_cost under a target's own options: see docs/backend-guide.md) */
 };
 
 /* The one symbol seam looks up. seam passes its own ABI version; a table of

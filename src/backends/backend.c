@@ -52,6 +52,8 @@ double backend_node_cost(const seam_backend *b, const seam_node_view *node) {
     return b->node_cost ? b->node_cost(b->ctx, node) : 1;
 }
 
+bool backend_has_cost_with(const seam_backend *b) { return has_v2(b) && b->node_cost_with; }
+
 bool backend_compiles(const seam_backend *b) { return has_v2(b) && b->compile && b->run; }
 
 void *backend_compile(const seam_backend *b, const seam_subgraph_view *subgraph, const char *const *options,

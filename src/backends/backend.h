@@ -33,6 +33,8 @@ seam_status backend_check(seam_context *ctx, const seam_backend *b, const char *
 bool backend_supports(const seam_backend *b, const seam_node_view *node, char *why, size_t why_size);
 /* node_cost(); default 1. */
 double backend_node_cost(const seam_backend *b, const seam_node_view *node);
+/* Whether b has node_cost_with (a version-2 table). */
+bool backend_has_cost_with(const seam_backend *b);
 /* cost_traits() (a version-2 slot); default 0 and 0. The values are the
  * backend's as given: the caller keeps what is finite and positive. */
 void backend_cost_traits(const seam_backend *b, double *launch_us, double *transfer_gbps);

@@ -27,7 +27,13 @@ static bool inst_supports(void *ctx, const seam_node_view *node, char *why, size
     return backend_supports(base_of(ctx), node, why, why_size);
 }
 
-static double inst_node_cost(void *ctx, const seam_node_view *node) { return backend_node_cost(base_of(ctx), node); }
+/* (the base's node_cost_with, given the instance's own options, where it has one) */
+static double inst_node_cost(void *ctx, const seam_node_view *node) {
+    const instance *in = ctx;
+    if (in->n_opts && backend_has_cost_with(in->base))
+        return in->base->node_cost_with(in->base->ctx, node, (const char *const *)in->opts, in->n_opts);
+    return backend_node_cost(in->base, node);
+}
 
 static void inst_release(void *ctx) {
     instance *in = ctx;

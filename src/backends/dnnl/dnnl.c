@@ -226,6 +226,34 @@ static double dnnl_cost(void *ctx, const seam_node_view *n) {
     return is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm") || is_op(n, "MatMul") ? 0.5 : 0.9;
 }
 
+/* Under target options: precision=bf16 runs every Conv, MatMul and Gemm
+ * with constant weights in bfloat16 (conv.c, matmul.c). On an AMX
+ * machine, 2 threads (bench/bf16_bench.py, whole models over float32 on
+ * dnnl): mlp_large 0.19, resnet18 0.27, vit_b_16 0.35 (its other ops
+ * too); the depthwise nets 0.92-0.98 (their grouped convs and their
+ * short 1x1 products memory-bound, and each bf16 conv converts its
+ * input). So a product K deep: 0.25 from K = 256, 0.8 below; a grouped
+ * conv 0.95. */
+static double dnnl_cost_with(void *ctx, const seam_node_view *n, const char *const *options, int32_t n_options) {
+    double r = dnnl_cost(ctx, n);
+    bool bf16 = false;
+    for (int32_t k = 0; k < n_options; k++) bf16 = options[k] && !strcmp(options[k], "precision=bf16") ? true : bf16;
+    bool product = is_op(n, "Conv") || is_op(n, "MatMul") || is_op(n, "Gemm");
+    if (!bf16 || !product || n->n_inputs < 2 || !n->input_constant || !n->input_constant[1]) return r;
+    int64_t group = 1, transB = 0;
+    seam_node_attr_int(n, "group", &group);
+    seam_node_attr_int(n, "transB", &transB);
+    /* the products' depth: short ones are memory-bound either way */
+    const seam_value_info *w = &n->inputs[1];
+    int64_t K = 0;
+    if (is_op(n, "Conv")) {
+        K = w->rank >= 2 ? 1 : 0;
+        for (int32_t d = 1; d < w->rank; d++) K *= w->dims[d];
+    } else if (w->rank >= 2)
+        K = is_op(n, "Gemm") && transB ? w->dims[w->rank - 1] : w->dims[w->rank - 2];
+    return r * (group > 1 ? 0.95 : K >= 256 ? 0.25 : 0.8);
+}
+
 /* A subgraph costs a few microseconds to start (its primitives' dispatch),
  * and its boundary values a reorder out of and into oneDNN's blocked
  * layouts (host memory; about 10 GB/s). */
@@ -721,6 +749,7 @@ static seam_backend dnnl_backend = {
     .name = "dnnl",
     .supports = dnnl_supports,
     .node_cost = dnnl_cost,
+    .node_cost_with = dnnl_cost_with,
     .compile = dnnl_compile,
     .run = dnnl_run,
     .release_compiled = dnnl_release_compiled,
