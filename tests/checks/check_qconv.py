@@ -105,6 +105,11 @@ CASES = {
     "2d_dilated": ((1, 12, 16, 16), 10, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1, T.UINT8, T.INT8, False, True),
     "2d_same_upper": ((1, 8, 11, 9), 8, (4, 3), (2, 2), None, (1, 1), 1, T.UINT8, T.INT8, False, True),
     "2d_grouped": ((1, 32, 12, 12), 48, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, T.UINT8, T.INT8, True, True),
+    # wide rows (the float depthwise kernel's row path): stride 1 and 2, asymmetric pads, dilation; int8
+    # x, uint8 weights
+    "2d_depthwise_wide": ((1, 5, 9, 70), 5, (3, 3), (1, 1), (2, 0, 1, 3), (1, 1), 5, T.INT8, T.INT8, True, True),
+    "2d_depthwise_wide_s2_dil": ((2, 6, 11, 75), 6, (3, 5), (2, 2), (1, 2, 2, 1), (1, 2), 6, T.UINT8, T.UINT8, True,
+                                 True),
     "2d_depthwise": ((2, 24, 19, 17), 24, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 24, T.UINT8, T.INT8, True, True),
     "2d_depthwise_s2": ((1, 32, 16, 15), 32, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 32, T.UINT8, T.INT8, False, True),
     "2d_depthwise_5x5_dil": ((1, 8, 20, 20), 8, (5, 5), (1, 2), (4, 3, 2, 4), (2, 1), 8, T.INT8, T.INT8, True, False),
