@@ -73,11 +73,16 @@ static bool is_8bit_tensor(const ir_value *v) {
 }
 
 /* Input i of n, when present, as a constant scalar of dtype dt (any
- * 8-bit type when dt is 0); absent passes when optional. */
+ * 8-bit type when dt is 0; float32: a scale, finite and positive); absent
+ * passes when optional. */
 static bool const_scalar_of(const seam_exec *e, const ir_node *n, int32_t i, int32_t dt, bool optional) {
     if (i >= n->n_inputs || n->inputs[i] < 0) return optional;
     const exec_value *ev = &e->vals[n->inputs[i]];
     if (!ev->fixed || (e->g->values[n->inputs[i]].flags & IR_VALUE_OUTER) || !ev->t.data || ev->t.numel != 1) return false;
+    if (dt == SEAM_DTYPE_FLOAT32) { /* a scale: one the node's own kernel accepts (else it fails there, named) */
+        float v = ev->t.dtype == dt ? *(const float *)ev->t.data : 0;
+        return v > 0 && isfinite(v);
+    }
     return dt ? ev->t.dtype == dt : ev->t.dtype == SEAM_DTYPE_UINT8 || ev->t.dtype == SEAM_DTYPE_INT8;
 }
 

@@ -163,6 +163,15 @@ def main():
         else:
             check.expect(dur.get("add", 0) > 0, f"{name}: not folded ({form}): the Add ran", f"run: {dur}")
         check.expect(pdur.get("add", 0) > 0, f"{name}: SEAM_CPU_QADD=0 runs the Add", f"run: {pdur}")
+    # a scale the DQ refuses is not folded: the DQ fails, named, exit 1
+    if check.selected("zero scale"):
+        spec = ((2, 9), (2, 9), T.UINT8, T.UINT8, T.UINT8, (0.0, 3), (0.5, 0), (1.0, 0), "fold")
+        path, files, _, _ = write_case("zero_scale", spec)
+        a = [x for k, f in files.items() for x in ("--input", f"{k}={f}")]
+        r = subprocess.run([args.seam, "run", path, *a], capture_output=True, text=True, timeout=120)
+        check.expect(r.returncode == 1 and "dq_a" in r.stderr and "x_scale" in r.stderr,
+                     "zero scale: a DequantizeLinear's scale of 0 fails it, named, exit 1",
+                     f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
     check.finish()
 
 
