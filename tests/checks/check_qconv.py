@@ -97,6 +97,10 @@ CASES = {
     "2d_1x1_int8_odd_c": ((2, 33, 10, 7), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.INT8, T.INT8, True, True),
     # int8 x, channels in fours, 63 positions (iconv8.c's pointwise im2col: 3 vectors of 16 and a tail of 15)
     "2d_1x1_int8_x": ((1, 32, 7, 9), 24, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, T.INT8, T.INT8, True, True),
+    # stride 2 along rows of 16 channels and more (iconv8.c's every-other-byte gather): a 3x3 with int8 x
+    # and a 1x1 downsampling, wide enough that 16 positions fall in one row
+    "2d_3x3_s2_wide": ((1, 16, 9, 80), 24, (3, 3), (2, 2), (1, 1, 0, 1), (1, 1), 1, T.INT8, T.INT8, True, True),
+    "2d_1x1_s2_wide": ((2, 32, 6, 70), 16, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1, T.UINT8, T.INT8, True, True),
     "2d_1x1_grouped": ((1, 12, 12, 12), 18, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 3, T.UINT8, T.INT8, False, True),
     # depthwise planes over 256 output pixels (the float kernel's phase planes), 19 channels: a block of 16 and one of 3
     "2d_depthwise_large_s2": ((1, 19, 41, 38), 19, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 19, T.UINT8, T.INT8, True, True),

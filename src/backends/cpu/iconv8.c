@@ -246,13 +246,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void vnni_panel(co
 /* Four channels (x0, cstride apart) at 16 positions whose offsets are
  * consecutive from o: each 16 bytes, flipped (int8 to uint8), interleaved
  * into 16 quads at d. */
-__attribute__((target("avx512f,avx512bw"))) static inline void quad16(const uint8_t *x0, int64_t cstride, int64_t o,
-                                                                      uint8_t flip, uint8_t *d) {
+__attribute__((target("avx512f,avx512bw"))) static inline void quad16_of(__m128i c0, __m128i c1, __m128i c2, __m128i c3,
+                                                                         uint8_t flip, uint8_t *d) {
     const __m128i f = _mm_set1_epi8((char)flip);
-    __m128i c0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x0 + o)), f);
-    __m128i c1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x0 + cstride + o)), f);
-    __m128i c2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x0 + 2 * cstride + o)), f);
-    __m128i c3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x0 + 3 * cstride + o)), f);
+    c0 = _mm_xor_si128(c0, f), c1 = _mm_xor_si128(c1, f), c2 = _mm_xor_si128(c2, f), c3 = _mm_xor_si128(c3, f);
     __m128i a0 = _mm_unpacklo_epi8(c0, c1), a1 = _mm_unpackhi_epi8(c0, c1);
     __m128i b0 = _mm_unpacklo_epi8(c2, c3), b1 = _mm_unpackhi_epi8(c2, c3);
     _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(a0, b0));
@@ -260,6 +257,30 @@ __attribute__((target("avx512f,avx512bw"))) static inline void quad16(const uint
     _mm_storeu_si128((__m128i *)(d + 32), _mm_unpacklo_epi16(a1, b1));
     _mm_storeu_si128((__m128i *)(d + 48), _mm_unpackhi_epi16(a1, b1));
 }
+
+__attribute__((target("avx512f,avx512bw"))) static inline void quad16(const uint8_t *x0, int64_t cstride, int64_t o,
+                                                                      uint8_t flip, uint8_t *d) {
+    quad16_of(_mm_loadu_si128((const __m128i *)(x0 + o)), _mm_loadu_si128((const __m128i *)(x0 + cstride + o)),
+              _mm_loadu_si128((const __m128i *)(x0 + 2 * cstride + o)),
+              _mm_loadu_si128((const __m128i *)(x0 + 3 * cstride + o)), flip, d);
+}
+
+/* The even bytes of the 31 from p (a stride-2 conv's 16 positions; the
+ * 32nd byte, which would be past the last one read, is not loaded). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m128i even16(const uint8_t *p) {
+    const __m256i pick = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10,
+                                          12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+    __m256i v = _mm256_shuffle_epi8(_mm256_maskz_loadu_epi8(0x7fffffffu, p), pick);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(v, 0x08)); /* qwords 0 and 2 */
+}
+
+/* quad16 for positions whose offsets step by 2 from o. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void quad16_s2(const uint8_t *x0, int64_t cstride,
+                                                                                 int64_t o, uint8_t flip, uint8_t *d) {
+    quad16_of(even16(x0 + o), even16(x0 + cstride + o), even16(x0 + 2 * cstride + o), even16(x0 + 3 * cstride + o),
+              flip, d);
+}
+
 #endif
 
 typedef struct i8_job {
@@ -350,13 +371,15 @@ static void i8_im2col(const i8_job *j, int64_t g, int64_t p0, int64_t np, uint8_
 #if I8_X86
         if (i8_vector_im2col && Cg % 4 == 0) { /* every quad is four channels at this kernel element */
             for (int64_t l0 = 0; l0 < np; l0 += 16) {
-                bool ok = l0 + 16 <= np;
-                for (int64_t i = l0; ok && i < l0 + 16; i++) ok = off[i] >= 0 && (i == l0 || off[i] == off[i - 1] + 1);
+                /* 16 positions reading consecutive bytes, or every other byte (stride 2) */
+                int step = l0 + 16 <= np && off[l0] >= 0 && off[l0 + 1] - off[l0] <= 2 ? (int)(off[l0 + 1] - off[l0]) : 0;
+                for (int64_t i = l0 + 1; step > 0 && i < l0 + 16; i++) step = off[i] == off[i - 1] + step ? step : 0;
                 for (int64_t c = 0; c < Cg; c += 4) {
                     uint8_t *d = col + ((kk * Cg + c) / 4 * I8_NB + l0) * 4;
                     const uint8_t *xc = xg + c * cs;
-                    if (ok) {
-                        quad16(xc, cs, off[l0], flip, d);
+                    if (step == 1 || step == 2) {
+                        if (step == 1) quad16(xc, cs, off[l0], flip, d);
+                        else quad16_s2(xc, cs, off[l0], flip, d);
                         continue;
                     }
                     int64_t l1 = l0 + 16 < np ? l0 + 16 : np;
