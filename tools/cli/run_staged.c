@@ -30,6 +30,7 @@ int run_staged(const stage_run_opts *o) {
     staged_plan *p = NULL;
     seam_status st = staged_read(ctx, o->path, &p);
     int rc = -1;
+    bool ran = false;
     if (st) {
         /* in one process, the plain run's load says what is wrong */
         if (world > 1) rc = rank == 0 ? cli_fail("run", ctx, st) : CLI_BAD_INPUT;
@@ -81,7 +82,13 @@ int run_staged(const stage_run_opts *o) {
 #if SEAM_WITH_MPI /* (built only with MPI; without, the branch above took it) */
         rc = run_mpi_pipeline(o, p);
 #endif
+        ran = true; /* (a run's failure is each rank's own) */
     }
+    /* Refused before any run: rank 0 says why and fails; the others leave
+     * quietly with 0. Had they failed too, mpirun could end the job at the
+     * first of them, before rank 0's message was out (it did, under ASan);
+     * mpirun exits with rank 0's status either way. */
+    if (rc > 0 && world > 1 && rank != 0 && !ran) rc = CLI_OK;
     staged_free(p);
     seam_context_free(ctx);
     return rc;
