@@ -334,8 +334,37 @@ static bool iconv_pointwise(const cpu_iconv_args *a, int64_t p0, int64_t np) {
     return true;
 }
 
-static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t np, int16_t *col, int64_t K2) {
+void cpu_iconv_starts(const cpu_iconv_args *a, int64_t p0, int64_t np, int64_t (*start)[CONV_MAX_SPATIAL], int64_t *img) {
     const conv_geom *win = a->win;
+    int64_t pos[CONV_MAX_SPATIAL], n = p0 / a->out_prod, rem = p0 % a->out_prod;
+    for (int32_t d = win->n - 1; d >= 0; d--) pos[d] = rem % win->out[d], rem /= win->out[d];
+    for (int64_t l = 0; l < np; l++) {
+        img[l] = n * a->C * a->in_prod; /* (positions of a block may span images: group 1) */
+        for (int32_t d = 0; d < win->n; d++) start[l][d] = pos[d] * win->stride[d] - win->pad_lo[d];
+        int32_t d = win->n - 1;
+        for (; d >= 0 && ++pos[d] == win->out[d]; d--) pos[d] = 0;
+        n += d < 0;
+    }
+}
+
+void cpu_iconv_offsets(const cpu_iconv_args *a, int64_t kk, int64_t (*start)[CONV_MAX_SPATIAL], const int64_t *img,
+                       int64_t np, int64_t *off) {
+    const conv_geom *win = a->win;
+    for (int64_t l = 0; l < np; l++) {
+        int64_t o = 0;
+        for (int32_t d = 0; d < win->n; d++) {
+            int64_t at = start[l][d] + a->koff[kk * win->n + d];
+            if (at < 0 || at >= win->in[d]) {
+                o = -1;
+                break;
+            }
+            o = o * win->in[d] + at;
+        }
+        off[l] = o < 0 ? -1 : img[l] + o;
+    }
+}
+
+static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t np, int16_t *col, int64_t K2) {
     memset(col, 0, sizeof(int16_t) * (size_t)(ICONV_NB / ICONV_NR * K2 * 64));
 #if ICONV_X86
     if (iconv_vector_im2col && a->out_prod == 1 && a->in_prod == 1 && a->kprod == 1 && a->Cg == a->C) {
@@ -350,30 +379,12 @@ static void iconv_im2col(const cpu_iconv_args *a, int64_t g, int64_t p0, int64_t
     }
 #endif
     int64_t start[ICONV_NB][CONV_MAX_SPATIAL], img[ICONV_NB], off[ICONV_NB];
-    for (int64_t l = 0; l < np; l++) {
-        int64_t p = p0 + l, rem = p % a->out_prod;
-        img[l] = p / a->out_prod * a->C * a->in_prod; /* (positions of a block may span images: group 1) */
-        for (int32_t d = win->n - 1; d >= 0; d--) {
-            start[l][d] = (rem % win->out[d]) * win->stride[d] - win->pad_lo[d];
-            rem /= win->out[d];
-        }
-    }
+    cpu_iconv_starts(a, p0, np, start, img);
     const int64_t base = g * a->Cg * a->in_prod;
     const int32_t zp = a->xzp;
     bool ok16[ICONV_NB / 16];
     for (int64_t kk = 0; kk < a->kprod; kk++) {
-        for (int64_t l = 0; l < np; l++) {
-            int64_t o = 0;
-            for (int32_t d = 0; d < win->n; d++) {
-                int64_t at = start[l][d] + a->koff[kk * win->n + d];
-                if (at < 0 || at >= win->in[d]) {
-                    o = -1;
-                    break;
-                }
-                o = o * win->in[d] + at;
-            }
-            off[l] = o < 0 ? -1 : img[l] + o;
-        }
+        cpu_iconv_offsets(a, kk, start, img, np, off);
 #if ICONV_X86
         if (iconv_vector_im2col && a->Cg % 2 == 0) { /* every pair is two channels at this kernel element */
             pair_chunks(off, np, ok16);

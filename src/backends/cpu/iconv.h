@@ -89,6 +89,15 @@ typedef struct cpu_iconv_args {
 #define ICONV_ROWS_MAX 8
 bool cpu_iconv_rows_fits(const cpu_iconv_args *a);
 
+/* The im2cols' windows (iconv.c, iconv8.c), for np <= 64 output positions
+ * from p0: each position's window start per spatial axis and its image's
+ * first element in x (stepping through the positions, no division per
+ * position); then, per kernel element kk, each position's offset in x,
+ * -1 where the window reads padding. */
+void cpu_iconv_starts(const cpu_iconv_args *a, int64_t p0, int64_t np, int64_t (*start)[CONV_MAX_SPATIAL], int64_t *img);
+void cpu_iconv_offsets(const cpu_iconv_args *a, int64_t kk, int64_t (*start)[CONV_MAX_SPATIAL], const int64_t *img,
+                       int64_t np, int64_t *off);
+
 /* Runs the convolution; false when out of memory. */
 bool cpu_iconv_run(seam_pool *pool, const cpu_iconv_args *a);
 

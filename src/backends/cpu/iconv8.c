@@ -309,7 +309,6 @@ static bool pointwise(const cpu_iconv_args *a, int64_t p0, int64_t np) {
  * p0 + l, flipped to uint8; x_zp in the padding, past K and past np. */
 static void i8_im2col(const i8_job *j, int64_t g, int64_t p0, int64_t np, uint8_t *col) {
     const cpu_iconv_args *a = j->a;
-    const conv_geom *win = a->win;
     const int64_t K4 = j->w->K4;
     const uint8_t *x = a->x, flip = j->flip;
     memset(col, j->xz, (size_t)(K4 * I8_NB * 4));
@@ -344,30 +343,10 @@ static void i8_im2col(const i8_job *j, int64_t g, int64_t p0, int64_t np, uint8_
         return;
     }
 #endif
-    /* each position's window start, stepping through the positions (no division per position) */
-    int64_t start[I8_NB][CONV_MAX_SPATIAL], img[I8_NB], off[I8_NB], pos[CONV_MAX_SPATIAL];
-    int64_t n = p0 / a->out_prod, rem = p0 % a->out_prod;
-    for (int32_t d = win->n - 1; d >= 0; d--) pos[d] = rem % win->out[d], rem /= win->out[d];
-    for (int64_t l = 0; l < np; l++) {
-        img[l] = n * a->C * a->in_prod; /* (a block may span images: group 1) */
-        for (int32_t d = 0; d < win->n; d++) start[l][d] = pos[d] * win->stride[d] - win->pad_lo[d];
-        int32_t d = win->n - 1;
-        for (; d >= 0 && ++pos[d] == win->out[d]; d--) pos[d] = 0;
-        n += d < 0;
-    }
+    int64_t start[I8_NB][CONV_MAX_SPATIAL], img[I8_NB], off[I8_NB];
+    cpu_iconv_starts(a, p0, np, start, img);
     for (int64_t kk = 0; kk < a->kprod; kk++) {
-        for (int64_t l = 0; l < np; l++) {
-            int64_t o = 0;
-            for (int32_t d = 0; d < win->n; d++) {
-                int64_t at = start[l][d] + a->koff[kk * win->n + d];
-                if (at < 0 || at >= win->in[d]) {
-                    o = -1;
-                    break;
-                }
-                o = o * win->in[d] + at;
-            }
-            off[l] = o < 0 ? -1 : img[l] + o;
-        }
+        cpu_iconv_offsets(a, kk, start, img, np, off);
 #if I8_X86
         if (i8_vector_im2col && Cg % 4 == 0) { /* every quad is four channels at this kernel element */
             for (int64_t l0 = 0; l0 < np; l0 += 16) {
