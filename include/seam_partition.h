@@ -420,7 +420,12 @@ SEAM_API seam_status seam_stages_json(const seam_stages *st, int32_t micro_batch
  * "constant", in no subgraph, and they no longer tie device subgraphs to
  * the CPU. The readers of an Identity of an initializer (one per shared
  * weight, in many exports) read the initializer itself: backends see a
- * constant. *folded_out (may be NULL) gets how many nodes were folded. */
+ * constant. With symbolic input dims (named, e.g. "seq"), the shape
+ * arithmetic that depends on them becomes `ai.seam` `DimExpr` nodes: each
+ * keeps its index, name and output (plans report the op it was, with its
+ * expressions), reads only the inputs' shapes, and so runs before any
+ * device subgraph and cuts none (docs/dynamic.md). *folded_out (may be
+ * NULL) gets how many nodes were folded. */
 SEAM_API seam_status seam_model_fold(seam_model *model, int32_t *folded_out);
 
 /* Rewrites that heal partitions: each node the targets of opts take none

@@ -271,6 +271,9 @@ struct seam_model {
      * repeats them in its notes */
     const char **rewrites;
     int32_t n_rewrites;
+    /* the symbolic dims' expressions of the last inference of the top
+     * graph (ops/symdim.c), or NULL */
+    struct sym_state *sym;
 };
 
 /* ---- element types ---- */

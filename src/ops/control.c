@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/infer.h"
+#include "ops/symdim.h"
 
 static ir_graph *body_attr(const seam_infer *ic, const char *name) {
     const ir_attr *a = node_attr(ic->n, name);
@@ -196,6 +197,7 @@ static void infer_sequence_map(seam_infer *ic) {
 }
 
 const seam_op_def seam_ops_control[] = {
+    {"ai.seam", "DimExpr", 1, infer_dimexpr},
     {"ai.seam", "Subgraph", 1, infer_seam_subgraph},
     {"", "If", 1, infer_if},
     {"", "Loop", 1, infer_loop},

@@ -1,5 +1,6 @@
 /* The inference driver and the helpers in infer.h. */
 #include "ops/infer.h"
+#include "ops/symdim.h"
 
 #include <string.h>
 
@@ -290,6 +291,8 @@ static bool infer_graph(struct seam_model *m, ir_graph *g) {
     memset(cache, 0, sizeof(cache));
     struct infer_dims_cache dims_cache;
     memset(&dims_cache, 0, sizeof(dims_cache));
+    /* the top graph's symbolic dims as expressions (symdim.c) */
+    sym_state *sym = g == m->graph ? sym_begin(m, g) : NULL;
     for (int32_t t = 0; t < g->n_nodes; t++) {
         int32_t idx = g->topo[t];
         ir_node *n = &g->nodes[idx];
@@ -313,6 +316,7 @@ static bool infer_graph(struct seam_model *m, ir_graph *g) {
         seam_infer ic = {m, g, n, idx, &m->arena, &failed, &dims_cache};
         n->def->infer(&ic);
         if (failed) return false;
+        if (sym) sym_node(sym, &ic);
     }
     return true;
 }

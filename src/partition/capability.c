@@ -32,6 +32,38 @@ static bool input_symbolic(const ir_value *v) {
     return symbolic;
 }
 
+static bool is_dimexpr(const ir_node *n) { return !strcmp(n->op_type, "DimExpr") && !strcmp(n->domain, "ai.seam"); }
+
+/* Per node: it reads only values computed from the inputs' shapes (DimExpr
+ * nodes, ops/symdim.c), constants and initializers, at least one of the
+ * first kind: a mask or position table made from the shapes. NULL when the
+ * graph has no DimExpr (or out of memory: then nothing is pinned). */
+static bool *from_shapes(const ir_graph *g) {
+    bool any = false;
+    for (int32_t i = 0; i < g->n_nodes && !any; i++) any = is_dimexpr(&g->nodes[i]);
+    bool *node = any ? calloc((size_t)g->n_nodes + (size_t)g->n_values + 1, sizeof(bool)) : NULL;
+    if (!node) return NULL;
+    bool *val = node + g->n_nodes;
+    for (int32_t t = 0; t < g->n_nodes; t++) {
+        int32_t i = g->topo[t];
+        const ir_node *n = &g->nodes[i];
+        bool mine = is_dimexpr(n), some = false, all = true;
+        if (!mine && !n->domain[0] && !ir_node_has_body(n) && !n->n_implicit && !plan_is_constant_node(g, i)) {
+            for (int32_t k = 0; k < n->n_inputs && all; k++) {
+                int32_t v = n->inputs[k];
+                if (v < 0) continue;
+                const ir_value *x = &g->values[v];
+                if (val[v]) some = true;
+                else all = x->konst || (x->flags & IR_VALUE_INIT) || (x->producer >= 0 && plan_is_constant_node(g, x->producer));
+            }
+            node[i] = some && all;
+        }
+        for (int32_t k = 0; k < n->n_outputs && (mine || node[i]); k++)
+            if (n->outputs[k] >= 0) val[n->outputs[k]] = true;
+    }
+    return node;
+}
+
 static void note_symbolic(seam_plan *p, const ir_graph *g, int32_t n_refused) {
     char syms[400];
     size_t off = 0;
@@ -92,6 +124,7 @@ seam_status partition_support(partitioner *pr) {
         for (int32_t k = 0; k < n->n_outputs && derived; k++)
             if (n->outputs[k] >= 0) shape_val[n->outputs[k]] = true;
     }
+    bool *shaped = from_shapes(g);
     for (int32_t i = 0; i < g->n_nodes && !st; i++) {
         const ir_node *n = &g->nodes[i];
         if (plan_is_constant_node(g, i)) {
@@ -117,7 +150,13 @@ seam_status partition_support(partitioner *pr) {
          * subgraph yet (seam backend-check found a rules target given Scan,
          * and the session then refused) */
         bool body = !host_only && ir_node_has_body(n);
-        if (body) {
+        bool from_shape = shaped && shaped[i] && !host_only && !body;
+        if (from_shape) {
+            off += (size_t)snprintf(detail, sizeof(detail),
+                                    "computed from the inputs' shapes alone (DimExpr nodes' outputs and constants): the "
+                                    "CPU computes it before the device subgraphs, which it then never cuts");
+            body = true; /* (offered to no target) */
+        } else if (body) {
             off += (size_t)snprintf(detail, sizeof(detail), "a node with a body (If/Loop/Scan); only the CPU runs those");
         } else if (host_only) {
             int kind = host_only->type.kind;
@@ -149,6 +188,7 @@ seam_status partition_support(partitioner *pr) {
     }
     view_free(&vb);
     free(shape_val);
+    free(shaped);
     if (!st && n_unknown > 0) note_symbolic(p, g, n_unknown);
     /* a quantized model's int8 work kept off a target is a slower path than
      * asked for: said once per target, with the first node's reason */

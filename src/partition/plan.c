@@ -49,7 +49,8 @@ static const char *plan_strdup(seam_plan *p, const char *s) { return seam_arena_
 
 bool plan_is_constant_node(const ir_graph *g, int32_t i) {
     const ir_node *n = &g->nodes[i];
-    return ir_node_folded_op(g, i) ||
+    /* (a DimExpr keeps the op it was, and runs: ops/symdim.c) */
+    return (ir_node_folded_op(g, i) && strcmp(n->op_type, "DimExpr")) ||
            (n->op_type[0] == 'C' && strcmp(n->op_type, "Constant") == 0 && !n->domain[0] && n->n_inputs == 0);
 }
 

@@ -211,6 +211,38 @@ static const char *subgraph_precision(const seam_plan *p, const seam_plan_subgra
     return q && f ? "mixed" : q ? "int8" : "fp32";
 }
 
+/* A DimExpr node's expressions (ops/symdim.c) as "dimexpr", with its
+ * symbols' names for $k: what the shape arithmetic node computes. */
+static void jt_dimexpr(jtext *j, const ir_node *n) {
+    if (strcmp(n->op_type, "DimExpr") || strcmp(n->domain, "ai.seam")) return;
+    const ir_attr *ex = ir_node_attr(n, "exprs"), *sy = ir_node_attr(n, "symbols");
+    if (!ex || ex->kind != IR_ATTR_STRINGS || (sy && sy->kind != IR_ATTR_STRINGS)) return;
+    jt_key(j, "dimexpr", false);
+    JT_LIT(j, "[");
+    for (int32_t k = 0; k < ex->n; k++) {
+        char buf[1024];
+        size_t at = 0;
+        const char *e = (const char *)ex->strings[k].data, *end = e + ex->strings[k].len;
+        while (e < end && at < sizeof(buf) - 1) {
+            if (*e == '$') {
+                const char *q = e + 1;
+                long sym = 0;
+                while (q < end && *q >= '0' && *q <= '9' && sym < 100000) sym = sym * 10 + (*q++ - '0');
+                if (sy && q > e + 1 && sym < sy->n) {
+                    size_t l = sy->strings[sym].len < sizeof(buf) - 1 - at ? sy->strings[sym].len : sizeof(buf) - 1 - at;
+                    memcpy(buf + at, sy->strings[sym].data, l);
+                    at += l, e = q;
+                    continue;
+                }
+            }
+            buf[at++] = *e++;
+        }
+        if (k) JT_LIT(j, ",");
+        jt_str(j, buf, at);
+    }
+    JT_LIT(j, "]");
+}
+
 static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
     int32_t supported, counted;
     seam_plan_support(p, &supported, &counted);
@@ -320,6 +352,7 @@ static void plan_text(const seam_plan *p, const char *model_name, jtext *j) {
             jt_key(j, "unit", false);
             jt_int(j, p->node_unit[i]);
         }
+        jt_dimexpr(j, &p->model->graph->nodes[i]);
         JT_LIT(j, "}");
     }
     JT_LIT(j, "]");

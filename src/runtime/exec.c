@@ -94,7 +94,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
         }
     }
     int32_t n_sub = 0, done_sub = 0;
-    for (int32_t i = 0; progress && i < g->n_nodes; i++) n_sub += strcmp(g->nodes[i].domain, "ai.seam") == 0;
+    for (int32_t i = 0; progress && i < g->n_nodes; i++) n_sub += is_seam_subgraph(g->nodes[i].domain, g->nodes[i].op_type);
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         seam_kernel *k = &e->kernels[i];
@@ -135,7 +135,7 @@ seam_status seam_exec_create_with(seam_context *ctx, const ir_graph *g, seam_exe
             }
             k->state = e->states[i].state;
         }
-        if (progress && strcmp(n->domain, "ai.seam") == 0) progress(progress_user, ++done_sub, n_sub);
+        if (progress && is_seam_subgraph(n->domain, n->op_type)) progress(progress_user, ++done_sub, n_sub);
     }
     exec_fuse(e);
     seam_status st = exec_plan_memory(e);

@@ -25,8 +25,10 @@
 #include "core/pool.h"
 #include "ir/ir.h"
 #include "ops/ops.h"
+#include "ops/symdim.h"
 #include "partition/fold.h"
 #include "runtime/exec.h"
+#include "runtime/fold_eval.h"
 
 /* The largest output a node may have to be computed here. */
 #define EVAL_MAX_BYTES ((size_t)4 << 20)
@@ -224,10 +226,14 @@ static seam_status compute_constants(seam_model *m, int32_t *computed_out) {
     return st;
 }
 
-seam_status seam_model_fold(seam_model *m, int32_t *folded_out) {
+seam_status runtime_fold(seam_model *m, bool dimexpr, int32_t *folded_out) {
     if (folded_out) *folded_out = 0;
     if (!m) return SEAM_STATUS_INVALID_ARGUMENT;
     seam_status st = compute_constants(m, NULL);
+    /* shape arithmetic on symbolic dims as DimExpr nodes (ops/symdim.c) */
+    if (!st && dimexpr) st = sym_materialize(m, NULL);
     if (st) return st;
     return partition_fold_known(m, folded_out);
 }
+
+seam_status seam_model_fold(seam_model *m, int32_t *folded_out) { return runtime_fold(m, true, folded_out); }

@@ -210,6 +210,13 @@ void exec_fuse(seam_exec *e) {
         int32_t y = n->outputs[0];
         if (is_std(n, "QuantizeLinear") && fuse_qadd(e, i)) continue;
         if (g->values[y].flags & IR_VALUE_OUTPUT) continue;
+        /* shape arithmetic as DimExpr (ops/symdim.c) that nothing reads any
+         * more: the DimExpr its reader became computes what it needs */
+        if (!strcmp(n->domain, "ai.seam") && !strcmp(n->op_type, "DimExpr") && n->n_outputs == 1 &&
+            !g->values[y].n_consumers && !(g->values[y].flags & IR_VALUE_OUTER)) {
+            e->how[i] = EXEC_SKIP;
+            continue;
+        }
         if (is_std(n, "Constant") && n->n_outputs == 1) {
             const ir_attr *a = node_attr(n, "value");
             if (!a || a->kind != IR_ATTR_TENSOR || !a->t) continue;

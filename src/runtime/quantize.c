@@ -25,6 +25,7 @@
 
 #include "core/context.h"
 #include "onnx/onnx.h"
+#include "runtime/fold_eval.h"
 #include "runtime/quantize.h"
 
 seam_quantize_options seam_quantize_defaults(void) {
@@ -152,7 +153,7 @@ seam_status seam_quantizer_create(seam_model *m, const seam_quantize_options *op
     seam_status st = check_options(m->ctx, m, &o);
     if (st) return st;
     if ((st = check_float(m->ctx, m->graph))) return st;
-    if ((st = seam_model_fold(m, NULL))) return st;
+    if ((st = runtime_fold(m, false, NULL))) return st; /* (its file is for any runtime: no DimExpr) */
     seam_quantizer *q = calloc(1, sizeof(*q));
     if (!q) return seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
     q->ctx = m->ctx, q->m = m, q->o = o, q->n_exclude_user = o.n_exclude;

@@ -204,8 +204,12 @@ for path in reals:
         plans = [plan(path, "--target", a, "--target", b) for a, b in ((conv_only, npu_a), (npu_a, conv_only))]
         maps = [{n["name"]: n["target"] for n in p["nodes"]} for p in plans]
         devs = [sum(1 for sg in p["subgraphs"] if sg["target"] != "cpu") for p in plans]
+        # (shape arithmetic on symbolic dims is seam's DimExpr, and what is
+        # made from it alone runs before the device: the CPU's)
         check.expect(maps[0] == maps[1] and devs == [1, 1] and all(
-            sg["target"] == "npu_a" for p in plans for sg in p["subgraphs"]), case,
+            sg["target"] == "npu_a" or all("dimexpr" in p["nodes"][i] or "inputs' shapes alone" in
+                                           p["nodes"][i]["reason"] for i in sg["nodes"])
+            for p in plans for sg in p["subgraphs"]), case,
             f"device subgraphs {devs}, {sum(maps[0][k] != maps[1][k] for k in maps[0])} nodes differ")
     except Exception as e:
         check.fail(f"{case}: {e}")

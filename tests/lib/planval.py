@@ -14,6 +14,10 @@ A plan is valid when:
     whose inputs are all initializers or outputs of such nodes; a
     Shape/Size of a value whose shape ONNX's own inference makes static)
     or whose outputs reach no graph output (dead);
+  - shape arithmetic is honest: a node the plan says seam computes from
+    the inputs' shapes alone (a `dimexpr` list: it became a DimExpr node)
+    is a Shape or Size, or reads only initializers, constants and such
+    nodes; it reads no value at run time but the graph inputs' shapes;
   - execution order: running the subgraphs in the listed order, each
     subgraph's nodes in their listed order, every node reads only graph
     inputs, initializers, constants, or values a node before it produced
@@ -51,19 +55,20 @@ def _node_body_reads(node):
     return out
 
 
-def _static_shapes(model):
-    """Names whose shape ONNX's inference knows completely."""
+def _shapes(model):
+    """Per value name, the dims ONNX's inference gives it (an int where
+    static, None where not); {} for a model onnx cannot infer."""
     try:
         inferred = shape_inference.infer_shapes(model, strict_mode=False)
     except Exception:  # a model onnx cannot infer: no shape is known to be static
-        return set()
+        return {}
     g = inferred.graph
-    static = {t.name for t in g.initializer}
+    dims = {t.name: list(t.dims) for t in g.initializer}
     for v in list(g.input) + list(g.value_info) + list(g.output):
         t = v.type.tensor_type
-        if v.type.HasField("tensor_type") and t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
-            static.add(v.name)
-    return static
+        if v.type.HasField("tensor_type") and t.HasField("shape"):
+            dims[v.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+    return dims
 
 
 def validate(model, plan):
@@ -90,7 +95,8 @@ def validate(model, plan):
     reads = [[x for x in n.input if x] + sorted(_node_body_reads(n)) for n in nodes]
 
     # constants: computable before any input arrives, or dead
-    static = _static_shapes(model)
+    dims = _shapes(model)
+    static = {k for k, d in dims.items() if all(x is not None for x in d)}
     foldable = set()
     for i, n in enumerate(nodes):  # nodes are topologically sorted in a valid ONNX graph
         if n.op_type == "Constant" and not n.domain:
@@ -99,6 +105,12 @@ def validate(model, plan):
             foldable.add(i)
         elif reads[i] and all(x in inits or producer.get(x) in foldable for x in reads[i]):
             foldable.add(i)
+    # shape arithmetic: Shape/Size of anything, and what reads only it and constants
+    shaped = set(foldable)
+    for i, n in enumerate(nodes):
+        if not n.domain and (n.op_type in ("Shape", "Size") or
+                             (reads[i] and all(x in inits or producer.get(x) in shaped for x in reads[i]))):
+            shaped.add(i)
     live, stack = set(), [producer[o] for o in graph_outputs if o in producer]
     while stack:
         i = stack.pop()
@@ -107,7 +119,18 @@ def validate(model, plan):
         live.add(i)
         stack.extend(producer[x] for x in reads[i] if x in producer)
     consts = {i for i, t in target.items() if t == "constant"}
-    for i in sorted(consts - foldable - (set(range(len(nodes))) - live)):
+    dimexpr = {pn["index"] for pn in p_nodes if "dimexpr" in pn}
+    for i in sorted(dimexpr - shaped):
+        problems.append(f"node {i} '{nodes[i].name}' ({nodes[i].op_type}) is reported computed from the inputs' "
+                        f"shapes, but it reads {[x for x in reads[i] if producer.get(x) not in shaped][:3]}")
+    for i in dimexpr:  # (it reads the graph inputs' shapes only)
+        reads[i] = [x for x in reads[i] if x in graph_inputs]
+    # a number among a shape's elements that ONNX's inference cannot place
+    # (it gives up past a Reshape to computed dims) but seam's expressions
+    # can: a constant read from shapes alone passes here, and the runs at
+    # several shapes (check_symdim.py, check_hetero.py) check its value
+    symbolic = any(d is None for v in graph_inputs for d in dims.get(v, [None]))
+    for i in sorted(consts - foldable - (shaped if symbolic else set()) - (set(range(len(nodes))) - live)):
         problems.append(f"node {i} '{nodes[i].name}' ({nodes[i].op_type}) is reported constant, but it reads "
                         f"{[x for x in reads[i] if x not in inits and producer.get(x) not in foldable][:3]}, "
                         f"known only at run time, and its outputs are used")
@@ -156,6 +179,8 @@ def validate(model, plan):
                     continue
                 if o in graph_outputs or any(o in reads[j] for j in owner if j not in mine):
                     outs.add(o)
+        if mine & dimexpr:  # a DimExpr reads the graph inputs its symbols come from
+            ins |= set(s.get("inputs", [])) & set(graph_inputs)
         if set(s.get("inputs", [])) != ins or len(s.get("inputs", [])) != len(ins):
             problems.append(f"subgraph {s.get('id')} inputs: the plan says {sorted(s.get('inputs', []))[:6]}, "
                             f"the model {sorted(ins)[:6]} (missing {sorted(ins - set(s.get('inputs', [])))[:4]}, "

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "ops/symexpr.h"
 
 /* The conversions a C cast does exactly as the loop below would, one
  * typed loop each (the compiler vectorizes them): integers of up to 32 bits
@@ -288,6 +289,40 @@ static seam_status run_size(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+/* ai.seam DimExpr (ops/symdim.c): shape arithmetic as expressions of the
+ * inputs' dims, computed from the shapes alone. */
+static seam_status run_dimexpr(seam_kernel *k) {
+    const ir_attr *ex = node_attr(k->n, "exprs");
+    const int64_t *si, *sa, *shape;
+    int32_t n_syms = node_attr_ints(k->n, "sym_input", &si), rank = node_attr_ints(k->n, "shape", &shape);
+    int64_t to = node_attr_int(k->n, "to", SEAM_DTYPE_INT64), vals[SEAM_MAX_RANK];
+    if (!ex || ex->kind != IR_ATTR_STRINGS || n_syms < 0 || n_syms > SEAM_MAX_RANK ||
+        node_attr_ints(k->n, "sym_axis", &sa) != n_syms || rank < 0 || rank > 1 || (rank == 1 && shape[0] != ex->n) ||
+        (rank == 0 && ex->n != 1) || (to != SEAM_DTYPE_INT64 && to != SEAM_DTYPE_INT32))
+        return kernel_fail(k, "malformed DimExpr attributes (exprs, sym_input, sym_axis, shape, to)");
+    for (int32_t j = 0; j < n_syms; j++) {
+        const seam_tensor *x = si[j] >= 0 && si[j] < k->n->n_inputs ? kernel_in(k, (int32_t)si[j]) : NULL;
+        if (!x || sa[j] < 0 || sa[j] >= x->rank)
+            return kernel_fail(k, "symbol %d reads input %lld's dim %lld, which it does not have", j, (long long)si[j],
+                               (long long)sa[j]);
+        vals[j] = x->dims[sa[j]];
+    }
+    int64_t n = ex->n;
+    seam_tensor *y = kernel_out(k, 0, (int32_t)to, rank, &n);
+    if (!y) return kernel_oom(k);
+    for (int32_t e = 0; e < ex->n; e++) {
+        char buf[512], why[320];
+        int64_t v;
+        if (ex->strings[e].len >= sizeof(buf)) return kernel_fail(k, "expression %d is too long", e);
+        memcpy(buf, ex->strings[e].data, ex->strings[e].len);
+        buf[ex->strings[e].len] = 0;
+        if (!sx_eval(buf, vals, n_syms, &v, why, sizeof(why))) return kernel_fail(k, "%s", why);
+        if (to == SEAM_DTYPE_INT64) ((int64_t *)y->data)[e] = v;
+        else if (v < INT32_MIN || v > INT32_MAX) return kernel_fail(k, "expression %d = %lld overflows int32", e, (long long)v);
+        else ((int32_t *)y->data)[e] = (int32_t)v;
+    }
+    return SEAM_STATUS_OK;
+}
 
 static seam_status run_constant_of_shape(seam_kernel *k) {
     const seam_tensor *s = kernel_in(k, 0);
@@ -448,6 +483,7 @@ const seam_cpu_binding seam_cpu_cast[] = {
     {"", "Cast", 1, {run_cast, check_cast}},
     {"", "CastLike", 15, {run_cast, check_cast}},
     {"", "Shape", 1, {run_shape, NULL}},
+    {"ai.seam", "DimExpr", 1, {run_dimexpr, NULL}},
     {"", "Size", 1, {run_size, NULL}},
     {"", "ConstantOfShape", 9, {run_constant_of_shape, NULL}},
     {"", "Constant", 1, {run_constant, check_constant}},
