@@ -109,7 +109,7 @@ def main():
             parts, counts = {}, {}
             for side, exe in seams.items():
                 parts[side] = os.path.join(work, f"{name}.{side}.onnx")
-                rc, text = run([exe, "partition", path, "--target", a.target, "--quiet", "-o", parts[side]])
+                rc, text = run([exe, "partition", path, "--target", a.target, "-o", parts[side]])
                 if rc:
                     print(f"{name}: {side}: partition failed: {text.strip()[-200:]}")
                     parts.pop(side)
@@ -155,11 +155,11 @@ def main():
                               float(np.abs(y.astype(np.float64) - r).max() / max(np.abs(r).max(), 1e-30)))
                 row = dict(name=name, shape=shape, counts=dict(counts), best=best, err=err)
                 rows.append(row)
-                b = best
+                b = {k: best.get(k, math.inf) for k in ("baseline", "symbolic", "fixed", "ort")}
                 print(f"| {name} | {shape} | {counts.get('baseline', '')} / {counts.get('symbolic')} / {counts.get('fixed')} "
-                      f"| {b.get('baseline', float('nan')):.3f} | {b['symbolic']:.3f} | {b['fixed']:.3f} | {b['ort']:.3f} "
+                      f"| {b['baseline']:.3f} | {b['symbolic']:.3f} | {b['fixed']:.3f} | {b['ort']:.3f} "
                       f"| {b['symbolic'] / b['ort']:.2f} | {b['symbolic'] / b['fixed']:.2f} "
-                      f"| {b.get('baseline', float('nan')) / b['ort']:.2f} | {err:.1e} |", flush=True)
+                      f"| {b['baseline'] / b['ort']:.2f} | {err:.1e} |", flush=True)
             time.sleep(a.pause)
     print("\ncolumns: model | shape | device subgraphs baseline / symbolic / fixed | ms baseline | ms symbolic | "
           "ms fixed | ms ORT | symbolic / ORT | symbolic / fixed | baseline / ORT | max error against ORT")
@@ -169,7 +169,8 @@ def main():
         if rs:
             rs.sort(reverse=True)
             print(f"{label}: geometric mean {geomean([x for x, _ in rs]):.2f}, worst {rs[0][1]} {rs[0][0]:.2f}")
-    rs = [r["best"]["symbolic"] / r["best"]["fixed"] for r in rows if math.isfinite(r["best"]["symbolic"])]
+    rs = [r["best"]["symbolic"] / r["best"]["fixed"] for r in rows
+          if math.isfinite(r["best"].get("symbolic", math.inf)) and math.isfinite(r["best"]["fixed"])]
     if rs:
         print(f"symbolic / fixed: geometric mean {geomean(rs):.2f}, worst {max(rs):.2f}")
     return 0

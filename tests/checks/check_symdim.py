@@ -17,7 +17,9 @@ Cases:
   exprs     a conv net's arithmetic by hand, x [N, 4, H, W]: a stride-2 conv
             ((H-1)//2+1), a Reshape to a product of dims and one with -1,
             a Slice to min(H,3), a Range of H*W, a Pad by W%2 and a Reshape
-            by Div (ceil(W/2)), an Expand to x's shape, ConstantOfShape; the
+            by Div (ceil(W/2)), an Expand to x's shape, ConstantOfShape,
+            slices of a shape made a Reshape target, a 32-wide table sliced
+            to min(W,32) and broadcast with x (W); the
             dims `seam inspect --values` prints; saved cpu and dnnl
             partitions at five shapes against ONNX Runtime's outputs
   encoder   a torch transformer encoder exported with dynamic batch and
@@ -178,11 +180,21 @@ def exprs_model():
         helper.make_node("Expand", ["bias", "sx"], ["be"]), helper.make_node("Mul", ["be", "x"], ["y_expand"]),
         helper.make_node("Concat", ["nx1", "c4"], ["nc"], axis=0),
         helper.make_node("ConstantOfShape", ["nc"], ["y_cos"], value=numpy_helper.from_array(np.array([0.5], np.float32))),
+        # x.shape[:2] + x.shape[2:] as a Reshape target (slices of a shape)
+        const("e2", i64(2)), const("e4", i64(4)),
+        helper.make_node("Slice", ["sx", "s0", "e2"], ["lead"]), helper.make_node("Slice", ["sx", "e2", "e4"], ["hw_s"]),
+        helper.make_node("Concat", ["lead", "hw_s"], ["same"], axis=0),
+        helper.make_node("Reshape", ["x", "same"], ["y_same"]),
+        # a row of a 32-wide table sliced to W and broadcast with x: min(W,32) meets W
+        helper.make_node("Unsqueeze", ["wd", "ax"], ["wd1"]), const("a3", i64(3)),
+        helper.make_node("Slice", ["table", "s0", "wd1", "a3"], ["trow"]),
+        helper.make_node("Add", ["x", "trow"], ["y_table"]),
     ]
     consts = [x for x in n if x.op_type == "Constant"]
     others = [x for x in n if x.op_type != "Constant"]
-    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
-    outs = ["y_flat", "y_keep", "y_slice", "y_range", "y_pairs", "y_expand", "y_cos"]
+    table = rng.randn(1, 1, 1, 32).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(table, "table")]
+    outs = ["y_flat", "y_keep", "y_slice", "y_range", "y_pairs", "y_expand", "y_cos", "y_same", "y_table"]
     return consts + others, inits, outs
 
 
@@ -194,7 +206,7 @@ def case_exprs(name):
                                [vi(o, None) for o in outs], inits, name=name, opset=13)
     r, dims = inspect_dims(path)
     want = {"c": "[N,8,(H-1)//2+1,(W-1)//2+1]", "y_slice": "[N,4,min(H,3),W]", "r": "[H*W]",
-            "y_range": "[N,4,H,W]", "xp": "[N,4,H,W+W%2]", "y_expand": "[N,4,H,W]", "y_cos": "[N,4]",
+            "y_range": "[N,4,H,W]", "trow": "[1,1,1,min(W,32)]", "y_table": "[N,4,H,W]", "y_same": "[N,4,H,W]", "xp": "[N,4,H,W+W%2]", "y_expand": "[N,4,H,W]", "y_cos": "[N,4]",
             "y_keep": "[N,8*((H-1)//2)*((W-1)//2)+8*((H-1)//2)+8*((W-1)//2)+8]"}
     for v, d in want.items():
         check.expect(dims.get(v) == d, f"{name}: seam inspect --values: {v} {d}", detail=f"got {dims.get(v)}")
