@@ -39,6 +39,9 @@ hang and a run through a buffer all its programs share in its run. Against Debia
            against torch's interpolate: 2x linear and 3x nearest taken and
            right, a 0.6 linear and a 2.5 nearest (which out/in does not give)
            left to the CPU.
+  forms    (--dnnl) MaxPool's node tests: a table row per form under the op
+           (dtype, rank, auto_pad=..., ceil_mode=1, dilated): uint8
+           unclaimed, ceil_mode=1 claimed and correct; the JSON's `form`.
 """
 import json
 import os
@@ -275,5 +278,28 @@ if args.dnnl and check.selected("dnnl"):
     r = run("backend-check", "--target", "dnnl", "--repeat", "0", "--json", js)
     print("\n".join(r.stdout.splitlines()[:1] + [ln for ln in r.stdout.splitlines() if ": " in ln and "(" in ln][:20]))
     check.expect(r.returncode == 0, f"dnnl: every claimed node test passes, exit {r.returncode}", r.stdout[-1500:])
+
+if args.dnnl and check.selected("forms"):
+    # MaxPool's node tests come in many forms: a row per form under the op;
+    # oneDNN takes the float ones (ceil_mode=1 too), not uint8
+    js = os.path.join(args.work, "forms.json")
+    r = run("backend-check", "--target", "dnnl", "--repeat", "0", "-k", "test_maxpool", "--json", js)
+    lines = r.stdout.splitlines()
+    at = next((k for k, ln in enumerate(lines) if ln.split()[:1] == ["MaxPool"]), None)
+    forms = []
+    for ln in lines[at + 1:] if at is not None else []:
+        if not ln.startswith("  "):
+            break
+        f = ln.split()
+        forms.append((" ".join(f[:-5]), [int(x) for x in f[-5:-1]]))
+    u8 = [c for f, c in forms if f.startswith("uint8")]
+    ceil = [c for f, c in forms if "ceil_mode=1" in f]
+    check.expect(r.returncode == 0 and len(forms) >= 5 and u8 and all(c[1] == 0 for c in u8) and ceil
+                 and all(c[1] > 0 and c[3] == c[1] for c in ceil),
+                 f"forms: MaxPool's rows per form ({len(forms)}): uint8 unclaimed, ceil_mode=1 claimed and correct",
+                 "\n".join(lines[at:at + 12] if at is not None else lines[-12:]))
+    recs = json.load(open(js))["tests"] if os.path.exists(js) else []
+    check.expect(recs and any("ceil_mode=1" in t.get("form", "") for t in recs if t["op"] == "MaxPool"),
+                 "forms: the JSON gives each MaxPool test its form", str(recs[:2]))
 
 check.finish()

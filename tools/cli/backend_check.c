@@ -26,8 +26,10 @@
  * (backend_cases.c): what a backend meets on its users' models, not only
  * on the suite's small shapes.
  *
- * Prints a table per op (tests, claimed, compiled, correct, the time
- * ratio's geometric mean), then every claimed test that failed, and with
+ * Prints a table per op and, under an op of several, per form (input 0's
+ * dtype and rank, the attributes that pick a kernel: tests, claimed,
+ * compiled, correct, the time ratio's geometric mean), then every claimed
+ * test that failed, and with
  * --json a record per test. Exits 1 when a claimed test failed to compile,
  * to run, was wrong, crashed or ran over --timeout; 2 for bad usage.
  */
@@ -65,6 +67,7 @@ static const char *const verdict_name[] = {"unclaimed", "correct", "skipped", "c
 
 typedef struct result {
     char test[256], op[64];
+    char form[160]; /* the op's form: input 0's dtype and rank, and the attributes that pick a kernel */
     verdict v;
     int claimed, nodes;
     double ratio; /* target / CPU time; 0 when not timed */
@@ -290,6 +293,50 @@ static void check_threads(cli_targets *tg, const char *dir, const test_data *d, 
     free(want);
 }
 
+/* Integer attributes that pick another kernel when not their default. */
+static const struct {
+    const char *name;
+    int64_t def;
+} FORM_INTS[] = {
+    {"allowzero", 0}, {"antialias", 0}, {"batch_dims", 0}, {"ceil_mode", 0}, {"center_point_box", 0},
+    {"count_include_pad", 0}, {"exclude_outside", 0}, {"exclusive", 0}, {"fmod", 0}, {"keepdims", 1},
+    {"largest", 1}, {"layout", 0}, {"linear_before_reset", 0}, {"noop_with_empty_axes", 0}, {"reverse", 0},
+    {"saturate", 1}, {"select_last_index", 0}, {"sorted", 1}, {"storage_order", 0}, {"training_mode", 0},
+    {"transA", 0}, {"transB", 0}, {"upper", 1},
+};
+
+/* Node i's form (backend-check's table rows): input 0's dtype and rank,
+ * its string attributes (mode=..., auto_pad=...), integer ones off their
+ * default, grouped and dilated windows. */
+static void node_form(const ir_graph *g, int32_t i, char *out, size_t n) {
+    const ir_node *nd = &g->nodes[i];
+    size_t at = 0;
+#define PUT(...)                                                                         \
+    do {                                                                                 \
+        int w_ = snprintf(out + at, n - at, __VA_ARGS__);                                \
+        if (w_ > 0) at = (size_t)w_ < n - at ? at + (size_t)w_ : n - 1;                  \
+    } while (0)
+    out[0] = 0;
+    const ir_type *t = nd->n_inputs > 0 && nd->inputs[0] >= 0 ? &g->values[nd->inputs[0]].type : NULL;
+    if (t && t->kind == IR_TYPE_TENSOR) {
+        PUT("%s", seam_dtype_name((seam_dtype)t->elem));
+        if (t->rank >= 0) PUT(" %dd", t->rank);
+    }
+    for (int32_t a = 0; a < nd->n_attrs; a++) {
+        const ir_attr *x = &nd->attrs[a];
+        if (x->kind == IR_ATTR_STRING && x->s.len && x->s.len < 40)
+            PUT(" %s=%.*s", x->name, (int)x->s.len, (const char *)x->s.data);
+        for (size_t k = 0; x->kind == IR_ATTR_INT && k < sizeof(FORM_INTS) / sizeof(FORM_INTS[0]); k++)
+            if (!strcmp(x->name, FORM_INTS[k].name) && x->i != FORM_INTS[k].def) PUT(" %s=%lld", x->name, (long long)x->i);
+        if (x->kind == IR_ATTR_INT && !strcmp(x->name, "group") && x->i > 1) PUT(" grouped");
+        bool dilated = false;
+        for (int32_t k = 0; x->kind == IR_ATTR_INTS && !strcmp(x->name, "dilations") && k < x->n; k++) dilated |= x->ints[k] > 1;
+        if (dilated) PUT(" dilated");
+    }
+    if (!out[0]) PUT("-");
+#undef PUT
+}
+
 /* One test, in the child: its verdict and numbers into r; what it knows
  * after partitioning also goes to fd at once (the op and the claim, for a
  * crash or hang that follows). */
@@ -321,7 +368,10 @@ static void check_one(seam_context *ctx, cli_targets *tg, const char *dir, int r
         seam_plan_node_info ni;
         if (seam_plan_node(plan, i, &ni)) continue;
         if (!strcmp(ni.target, tname)) r->claimed++;
-        if (strcmp(ni.op_type, "Constant")) snprintf(r->op, sizeof(r->op), "%s", ni.op_type);
+        if (strcmp(ni.op_type, "Constant")) {
+            snprintf(r->op, sizeof(r->op), "%s", ni.op_type);
+            node_form(m->graph, i, r->form, sizeof(r->form));
+        }
     }
     r->v = V_CRASH;
     if (write(fd, r, sizeof(*r)) != (ssize_t)sizeof(*r)) _exit(3);
@@ -456,6 +506,7 @@ static int write_json(const char *path, const char *target, const result *rs, in
         json_t *t = json_object();
         json_object_set_new(t, "test", json_string(rs[k].test));
         json_object_set_new(t, "op", json_string(rs[k].op));
+        json_object_set_new(t, "form", json_string(rs[k].form));
         json_object_set_new(t, "verdict", json_string(verdict_name[rs[k].v]));
         json_object_set_new(t, "claimed_nodes", json_integer(rs[k].claimed));
         json_object_set_new(t, "nodes", json_integer(rs[k].nodes));
@@ -475,22 +526,36 @@ static int write_json(const char *path, const char *target, const result *rs, in
     return rc;
 }
 
+/* One row: the results k.. sharing the op (and the form, when by_form);
+ * returns the index past them. */
+static int table_row(const result *rs, int n, int k, bool by_form) {
+    int j = k, tests = 0, claimed = 0, compiled = 0, correct = 0, timed = 0;
+    double logsum = 0;
+    for (; j < n && !strcmp(rs[j].op, rs[k].op) && (!by_form || !strcmp(rs[j].form, rs[k].form)); j++) {
+        tests++;
+        if (rs[j].v == V_UNCLAIMED || rs[j].v == V_SKIPPED) continue;
+        claimed++;
+        compiled += rs[j].v != V_COMPILE && rs[j].v != V_CRASH && rs[j].v != V_TIMEOUT;
+        correct += rs[j].v == V_CORRECT;
+        if (rs[j].ratio > 0) logsum += log(rs[j].ratio), timed++;
+    }
+    char ratio[32] = "-", label[200];
+    if (timed) snprintf(ratio, sizeof(ratio), "%.2fx", exp(logsum / timed));
+    if (by_form) snprintf(label, sizeof(label), "  %s", rs[k].form[0] ? rs[k].form : "-");
+    else snprintf(label, sizeof(label), "%s", rs[k].op[0] ? rs[k].op : "?");
+    printf("%-44s %6d %8d %9d %8d %12s\n", label, tests, claimed, compiled, correct, ratio);
+    return j;
+}
+
+/* A row per op, and under it a row per form when the op has several. */
 static void print_table(const result *rs, int n) {
-    printf("%-28s %6s %8s %9s %8s %12s\n", "op", "tests", "claimed", "compiled", "correct", "time vs cpu");
+    printf("%-44s %6s %8s %9s %8s %12s\n", "op / form (dtype, rank, attributes)", "tests", "claimed", "compiled",
+           "correct", "time vs cpu");
     for (int k = 0; k < n;) {
-        int j = k, tests = 0, claimed = 0, compiled = 0, correct = 0, timed = 0;
-        double logsum = 0;
-        for (; j < n && !strcmp(rs[j].op, rs[k].op); j++) {
-            tests++;
-            if (rs[j].v == V_UNCLAIMED || rs[j].v == V_SKIPPED) continue;
-            claimed++;
-            compiled += rs[j].v != V_COMPILE && rs[j].v != V_CRASH && rs[j].v != V_TIMEOUT;
-            correct += rs[j].v == V_CORRECT;
-            if (rs[j].ratio > 0) logsum += log(rs[j].ratio), timed++;
-        }
-        char ratio[32] = "-";
-        if (timed) snprintf(ratio, sizeof(ratio), "%.2fx", exp(logsum / timed));
-        printf("%-28s %6d %8d %9d %8d %12s\n", rs[k].op[0] ? rs[k].op : "?", tests, claimed, compiled, correct, ratio);
+        int j = table_row(rs, n, k, false);
+        bool several = false;
+        for (int q = k + 1; q < j && !several; q++) several = strcmp(rs[q].form, rs[k].form) != 0;
+        for (int q = k; several && q < j;) q = table_row(rs, j, q, true);
         k = j;
     }
 }
@@ -498,6 +563,7 @@ static void print_table(const result *rs, int n) {
 static int cmp_result(const void *a, const void *b) {
     const result *x = a, *y = b;
     int c = strcmp(x->op, y->op);
+    if (!c) c = strcmp(x->form, y->form);
     return c ? c : strcmp(x->test, y->test);
 }
 
@@ -569,7 +635,8 @@ static const char *const help =
     "target, or a plug-in: --backend-lib X.so --target NAME): each test's nodes\n"
     "that T supports are placed on it; the session must compile, run and match the\n"
     "test's expected outputs (or, where seam's CPU kernels miss them too, the CPU\n"
-    "kernels' outputs). Prints a table per op and every claimed test that failed;\n"
+    "kernels' outputs). Prints a table per op (and per form: input 0's dtype and\n"
+    "rank, the attributes that pick a kernel) and every claimed test that failed;\n"
     "exits 1 when one did (compile failed, run failed, wrong, crashed, timed out).\n\n"
     "  --node-tests DIR      the node tests (default " NODE_TESTS ")\n"
     "  --models DIR          instead (or with --node-tests, as well): every distinct\n"
