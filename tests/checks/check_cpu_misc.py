@@ -26,6 +26,16 @@ usage: /usr/bin/python3 check_cpu_misc.py SEAM WORKDIR [-k PATTERN]
    channels of batch-1 NCHW tensors (densenet's), batch 2, the first and
    the last axis, an empty input, an input given twice, int64, against
    numpy.concatenate.
+   Rows of at most 256 bytes (a detector's boxes) take a row-by-row copy:
+   4- and 8-byte parts, mixed sizes with an empty part.
+   MaxPool of small planes (pool.c's 16-column vectors, stride 1):
+   googlenet's 832 x 7 x 7 with ceil_mode, 14 x 14, a 1 x 1 plane, 16
+   columns, 64 rows with a 5 x 5 window, 65 rows (the general path),
+   asymmetric pads, with NaN, inf and a window of NaN alone, bit for bit
+   numpy's fmax over the taps; ReduceMax/Min/Sum/Mean over short last axes
+   (rows of 1 to 65, NaN rows) and whole tensors of 65 K to 270 K elements
+   (the pool's chunks, a tail, one NaN in 270 K) against numpy; GlobalAveragePool of 3-D and
+   1-D inputs against numpy's mean.
 5. Values whose size only the run decides (runtime/plan_memory.c's
    dynamic slab): the first run allocates them, the later runs of the
    session place them in a slab planned from their sizes, and a value
@@ -451,6 +461,115 @@ concat_case("concat_empty_input", [(1, 8, 90, 90), (1, 0, 90, 90), (1, 9, 90, 90
 concat_case("concat_input_twice", [(1, 30, 40, 40), (1, 20, 40, 40), (1, 30, 40, 40)], 1, repeat=(0, 2))
 concat_case("concat_int64", [(2, 3000), (2, 7000)], 1, dtype=np.int64)
 concat_case("concat_small", [(1, 2), (1, 3)], 1)
+# rows of at most 256 bytes copied row by row: a detector's boxes (4-byte
+# parts), int64 parts of one element (8 bytes), mixed sizes with an empty part
+concat_case("concat_rows_boxes", [(3234, 2, 1), (3234, 2, 1)], 2)
+concat_case("concat_rows_four", [(3234, 1, 1)] * 4, 2)
+concat_case("concat_rows_int64", [(1600, 1)] * 4, 1, dtype=np.int64)
+concat_case("concat_rows_mixed", [(999, 3), (999, 0), (999, 1), (999, 12)], 1)
+
+
+# ---- MaxPool of small planes, GlobalAveragePool of any rank, short-row reductions (pool.c, reduce.c) ----
+
+def max_pool_ref(x, k, pads):
+    """Max pooling, stride 1, NaN passed over (-inf where a window has only NaN): numpy.fmax over the taps."""
+    t, l, b, r = pads
+    N, C, H, W = x.shape
+    xp = np.full((N, C, H + t + b, W + l + r), -np.inf, np.float32)
+    xp[:, :, t:t + H, l:l + W] = x
+    OH, OW = H + t + b - k[0] + 1, W + l + r - k[1] + 1
+    y = np.full((N, C, OH, OW), -np.inf, np.float32)
+    for a in range(k[0]):
+        for c in range(k[1]):
+            y = np.fmax(y, xp[:, :, a:a + OH, c:c + OW])
+    return y
+
+
+def pool_case(name, shape, k, pads, ceil=0, nan=False):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(np.float32)
+    if nan:  # NaN, inf and -inf among the values, and one window of NaN alone
+        flat = x.reshape(-1)
+        flat[rng.rand(flat.size) < 0.05] = np.nan
+        flat[rng.rand(flat.size) < 0.02] = np.inf
+        flat[rng.rand(flat.size) < 0.02] = -np.inf
+        x[0, 0, :k[0], :k[1]] = np.nan
+    want = max_pool_ref(x, k, pads)
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=list(k), pads=[pads[0], pads[1], pads[2], pads[3]],
+                            ceil_mode=ceil)
+    got, err = run_model(name, [node], {"x": x}, [("y", TensorProto.FLOAT)])
+    if err:
+        return check.fail(f"{name}: {err}")
+    check.expect(got[0].shape == want.shape and got[0].tobytes() == want.tobytes(),
+                 f"{name}: bit for bit numpy's max over the taps", f"shape {got[0].shape}, want {want.shape}")
+
+
+pool_case("maxpool_7x7_ceil", (1, 832, 7, 7), (3, 3), (1, 1, 1, 1), ceil=1)
+pool_case("maxpool_14x14_nan", (2, 5, 14, 14), (3, 3), (1, 1, 1, 1), nan=True)
+pool_case("maxpool_1x1_plane", (1, 3, 1, 1), (3, 3), (1, 1, 1, 1), nan=True)
+pool_case("maxpool_16_columns", (1, 4, 3, 16), (2, 2), (0, 0, 0, 0), nan=True)
+pool_case("maxpool_64_rows_k5", (1, 2, 64, 5), (5, 5), (2, 2, 2, 2), nan=True)
+pool_case("maxpool_65_rows", (1, 2, 65, 5), (3, 3), (1, 1, 1, 1), nan=True)
+pool_case("maxpool_asymmetric_pads", (1, 3, 9, 9), (3, 4), (0, 1, 2, 3), nan=True)
+
+
+def reduce_case(name, op, shape, keepdims, nan=False, every_axis=False):
+    """over the last axis, or (every_axis) over all of them"""
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(np.float32)
+    if nan:
+        x.reshape(-1)[rng.rand(x.size) < (0.1 if nan is True else nan)] = np.nan
+        x.reshape(-1)[rng.randint(x.size)] = np.nan  # (one at least)
+    inits = []
+    if every_axis:
+        node = helper.make_node(op, ["x"], ["y"], keepdims=keepdims)
+    elif op == "ReduceSum":  # (its axes an input since opset 13)
+        node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=keepdims)
+        inits = [numpy_helper.from_array(np.array([-1], np.int64), "axes")]
+    else:
+        node = helper.make_node(op, ["x"], ["y"], axes=[-1], keepdims=keepdims)
+    got, err = run_model(name, [node], {"x": x}, [("y", TensorProto.FLOAT)], inits, opset=13)
+    if err:
+        return check.fail(f"{name}: {err}")
+    f = {"ReduceMax": np.max, "ReduceMin": np.min, "ReduceSum": np.sum, "ReduceMean": np.mean}[op]
+    want = f(x.astype(np.float64), axis=None if every_axis else -1, keepdims=bool(keepdims)).astype(np.float32)
+    if op in ("ReduceMax", "ReduceMin"):
+        ok = got[0].shape == want.shape and got[0].tobytes() == want.tobytes()
+    else:
+        ok = got[0].shape == want.shape and seamtest.rel_err(got[0], want) <= 1e-6
+    check.expect(ok, f"{name}: {op} over the last axis of {shape} equal to numpy's", f"shape {got[0].shape}")
+
+
+reduce_case("reduce_max_rows_of_4", "ReduceMax", (27000, 4), 0)
+reduce_case("reduce_min_rows_nan", "ReduceMin", (500, 7), 1, nan=True)
+reduce_case("reduce_max_rows_nan", "ReduceMax", (3, 100, 64), 0, nan=True)
+reduce_case("reduce_sum_rows_of_1", "ReduceSum", (1000, 1), 1)
+reduce_case("reduce_mean_rows", "ReduceMean", (2, 56, 56, 16), 1)
+reduce_case("reduce_mean_rows_65", "ReduceMean", (300, 65), 0)
+# a whole tensor to one number, in chunks over the pool (a detector's boxes)
+reduce_case("reduce_max_all", "ReduceMax", (27000, 4), 0, every_axis=True)
+reduce_case("reduce_min_all_nan", "ReduceMin", (270001,), 1, nan=1e-5, every_axis=True)
+reduce_case("reduce_max_all_tail", "ReduceMax", (3, 65537), 0, every_axis=True)
+reduce_case("reduce_sum_all", "ReduceSum", (1000, 300), 0, every_axis=True)
+reduce_case("reduce_mean_all", "ReduceMean", (2, 3, 40000), 1, every_axis=True)
+
+
+def gap_case(name, shape):
+    if not check.selected(name):
+        return
+    x = rng.randn(*shape).astype(np.float32)
+    got, err = run_model(name, [helper.make_node("GlobalAveragePool", ["x"], ["y"])], {"x": x}, [("y", TensorProto.FLOAT)])
+    if err:
+        return check.fail(f"{name}: {err}")
+    want = x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(np.float32)
+    check.expect(got[0].shape == want.shape and seamtest.rel_err(got[0], want) <= 1e-6,
+                 f"{name}: GlobalAveragePool of {shape} equal to numpy's mean", f"shape {got[0].shape}")
+
+
+gap_case("gap_3d_video", (1, 512, 1, 7, 7))
+gap_case("gap_1d", (2, 64, 33))
 
 
 

@@ -147,6 +147,63 @@ CPU_HOT static void pool_planes_2d(pool_job *j, int64_t begin, int64_t end) {
     }
 }
 
+#ifdef POOL_VEC
+/* *acc = v > acc ? v : acc, lane by lane (a NaN in v passed over). (Eight
+ * lanes: GCC lowers wider vectors badly for the AVX2 clone.) */
+static inline __attribute__((always_inline)) void pool_max8(pool_v8 *acc, const pool_v8 *v) {
+    pool_v8i m = *v > *acc;
+    *acc = (pool_v8)(((pool_v8i)*v & m) | ((pool_v8i)*acc & ~m));
+}
+
+/* Whether pool_planes_small_max takes j: float32 max pooling without
+ * indices, stride and dilation 1, at most 16 output columns, 8 window
+ * columns and 64 output rows (googlenet's 3x3 pools at 14 x 14 and 7 x 7:
+ * the column vectors of pool_row need 8 whole windows in a row). */
+static bool small_max_fits(const pool_job *j) {
+    const conv_geom *w = &j->w;
+    return w->n == 2 && j->x->dtype == SEAM_DTYPE_FLOAT32 && !j->ind && j->kind == P_MAX && w->stride[0] == 1 &&
+           w->stride[1] == 1 && w->dil[0] == 1 && w->dil[1] == 1 && w->out[1] <= 16 && w->kernel[1] <= 8 &&
+           w->kernel[0] <= 8 && w->out[0] <= 64 && w->pad_lo[1] + w->in[1] <= 24 && w->pad_lo[0] < w->kernel[0];
+}
+
+/* Max pooling of small planes, stride 1: each padded input row's maxima
+ * over the window's columns as two vectors of 8 output columns (the
+ * padding -inf, which no max takes), then the window's rows of those. The
+ * same values as one window at a time: the max of the same taps, NaN
+ * passed over. */
+CPU_HOT static void pool_planes_small_max(pool_job *j, int64_t begin, int64_t end) {
+    const conv_geom *w = &j->w;
+    int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], kh = w->kernel[0], kw = w->kernel[1];
+    int64_t pt = w->pad_lo[0], pl = w->pad_lo[1], rows = OH + kh - 1, halves = OW > 8 ? 2 : 1;
+    pool_v8 hm[72][2];
+    float buf[48];
+    const pool_v8 ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (int64_t plane = begin; plane < end; plane++) {
+        const float *x = (const float *)j->x->data + plane * H * W;
+        float *y = (float *)j->y->data + plane * OH * OW;
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t ih = r - pt;
+            hm[r][0] = hm[r][1] = ninf;
+            if (ih < 0 || ih >= H) continue;
+            for (int k = 0; k < 6; k++) memcpy(buf + 8 * k, &ninf, sizeof(ninf));
+            memcpy(buf + pl, x + ih * W, sizeof(float) * (size_t)W);
+            for (int64_t h = 0; h < halves; h++)
+                for (int64_t b = 0; b < kw; b++) {
+                    pool_v8 v;
+                    memcpy(&v, buf + 8 * h + b, sizeof(v));
+                    pool_max8(&hm[r][h], &v);
+                }
+        }
+        for (int64_t oh = 0; oh < OH; oh++) {
+            pool_v8 acc[2] = {hm[oh][0], hm[oh][1]};
+            for (int64_t a = 1; a < kh; a++)
+                for (int64_t h = 0; h < halves; h++) pool_max8(&acc[h], &hm[oh + a][h]);
+            memcpy(y + oh * OW, acc, sizeof(float) * (size_t)OW);
+        }
+    }
+}
+#endif
+
 /* Max or average of each whole float32 plane (global pooling, or a window
  * that is the plane): eight running lanes, so the loop vectorizes without
  * reassociating one sum, and the lanes folded at the end. */
@@ -180,12 +237,19 @@ CPU_HOT static void pool_planes_whole(pool_job *j, int64_t begin, int64_t end) {
 static void pool_planes(void *arg, int64_t begin, int64_t end) {
     pool_job *j = arg;
     const conv_geom *w = &j->w;
-    if (w->n == 2 && j->x->dtype == SEAM_DTYPE_FLOAT32 && !j->ind && j->kind != P_LP && j->out_prod == 1 &&
-        w->kernel[0] == w->in[0] && w->kernel[1] == w->in[1] && !w->pad_lo[0] && !w->pad_lo[1] && !w->pad_hi[0] &&
-        !w->pad_hi[1] && w->dil[0] == 1 && w->dil[1] == 1) {
+    bool whole = j->x->dtype == SEAM_DTYPE_FLOAT32 && !j->ind && j->kind != P_LP && j->out_prod == 1;
+    for (int32_t d = 0; d < w->n && whole; d++) /* (any rank: a 3-D GlobalAveragePool too) */
+        whole = w->kernel[d] == w->in[d] && !w->pad_lo[d] && !w->pad_hi[d] && w->dil[d] == 1;
+    if (whole) {
         pool_planes_whole(j, begin, end);
         return;
     }
+#ifdef POOL_VEC
+    if (small_max_fits(j)) {
+        pool_planes_small_max(j, begin, end);
+        return;
+    }
+#endif
     if (w->n == 2 && j->x->dtype == SEAM_DTYPE_FLOAT32 && !j->ind && j->kind != P_LP) {
         pool_planes_2d(j, begin, end);
         return;

@@ -299,6 +299,105 @@ static void reduce_units(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Rows [begin, end) of a float32 reduction over the last axis (inner 1):
+ * the same arithmetic as float_cols' row paths, without the per-unit
+ * bookkeeping that dominated short rows (a detector's 27000 rows of 4). */
+static void reduce_rows_f32(void *arg, int64_t begin, int64_t end) {
+    const red_job *j = arg;
+    const float *x = j->x;
+    float *y = j->y;
+    int64_t len = j->len;
+    bool is_max = j->op == R_MAX;
+    for (int64_t o = begin; o < end; o++) {
+        const float *p = x + o * len;
+        if (j->op == R_SUM || j->op == R_MEAN) {
+            double a = row_sum_f32(p, len);
+            y[o] = (float)(j->op == R_MEAN ? a / (double)len : a);
+            continue;
+        }
+        float m = is_max ? -INFINITY : INFINITY;
+        int32_t nan = 0;
+        for (int64_t q = 0; q < len; q++) {
+            float v = p[q];
+            m = is_max ? (v > m ? v : m) : (v < m ? v : m);
+            nan |= v != v;
+        }
+        y[o] = nan ? NAN : m;
+    }
+}
+
+/* Long float32 rows (a reduction of a whole tensor to one number: the
+ * detector's 27000 x 4 boxes' max) in chunks of RED_CHUNK elements over the
+ * pool, each chunk's max, min or sum kept and the chunks combined in order:
+ * the same result whatever the thread count. */
+#define RED_CHUNK 16384
+typedef struct chunk_job {
+    const red_job *j;
+    int64_t chunks; /* per row */
+    double *part;   /* [rows * chunks] */
+    uint8_t *nan;   /* [rows * chunks] */
+} chunk_job;
+
+CPU_HOT static void reduce_chunks_f32(void *arg, int64_t begin, int64_t end) {
+    const chunk_job *c = arg;
+    const red_job *j = c->j;
+    bool is_max = j->op == R_MAX, ext = j->op == R_MAX || j->op == R_MIN;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t row = u / c->chunks, q0 = (u % c->chunks) * RED_CHUNK;
+        int64_t n = j->len - q0 < RED_CHUNK ? j->len - q0 : RED_CHUNK;
+        const float *p = (const float *)j->x + row * j->len + q0;
+        if (!ext) {
+            c->part[u] = row_sum_f32(p, n), c->nan[u] = 0;
+            continue;
+        }
+        float m = is_max ? -INFINITY : INFINITY;
+        int32_t any = 0;
+        int64_t i = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+        /* two vectors of eight lanes (GCC leaves scalar lanes of a max as they are) */
+        typedef float v8 __attribute__((vector_size(32)));
+        typedef int32_t v8i __attribute__((vector_size(32)));
+        v8 acc[2];
+        acc[0] = (v8){0, 0, 0, 0, 0, 0, 0, 0} + m, acc[1] = acc[0];
+        v8i nl[2] = {{0}, {0}};
+        for (; i + 16 <= n; i += 16)
+            for (int h = 0; h < 2; h++) {
+                v8 v;
+                memcpy(&v, p + i + 8 * h, sizeof(v));
+                v8i sel = is_max ? v > acc[h] : v < acc[h];
+                acc[h] = (v8)(((v8i)v & sel) | ((v8i)acc[h] & ~sel));
+                nl[h] |= v != v;
+            }
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 8; k++) m = is_max ? (acc[h][k] > m ? acc[h][k] : m) : (acc[h][k] < m ? acc[h][k] : m), any |= nl[h][k];
+#endif
+        for (; i < n; i++) m = is_max ? (p[i] > m ? p[i] : m) : (p[i] < m ? p[i] : m), any |= p[i] != p[i];
+        c->part[u] = m, c->nan[u] = (uint8_t)(any != 0);
+    }
+}
+
+static seam_status reduce_long_rows(seam_kernel *k, const red_job *j, int64_t rows) {
+    chunk_job c = {j, (j->len + RED_CHUNK - 1) / RED_CHUNK, NULL, NULL};
+    c.part = malloc((sizeof(double) + 1) * (size_t)(rows * c.chunks) + 1);
+    if (!c.part) return kernel_oom(k);
+    c.nan = (uint8_t *)(c.part + rows * c.chunks);
+    seam_parallel_for(k->pool, rows * c.chunks, 1, reduce_chunks_f32, &c);
+    bool is_max = j->op == R_MAX, ext = j->op == R_MAX || j->op == R_MIN;
+    for (int64_t r = 0; r < rows; r++) {
+        double a = ext ? (is_max ? -INFINITY : INFINITY) : 0;
+        bool nan = false;
+        for (int64_t q = 0; q < c.chunks; q++) {
+            double v = c.part[r * c.chunks + q];
+            nan |= c.nan[r * c.chunks + q] != 0;
+            a = !ext ? a + v : is_max ? (v > a ? v : a) : (v < a ? v : a);
+        }
+        if (j->op == R_MEAN) a /= (double)j->len;
+        ((float *)j->y)[r] = nan ? NAN : (float)a;
+    }
+    free(c.part);
+    return SEAM_STATUS_OK;
+}
+
 /* Moves the reduced axes of x behind the kept ones (a copy when they are
  * not already together). Sets outer/len/inner and *data (x's, or a copy
  * the caller frees when it differs). x is not empty. */
@@ -384,6 +483,17 @@ static seam_status run_reduce(seam_kernel *k) {
     int64_t outer = 0;
     seam_status st = group_axes(k, x, red, &j.x, &outer, &j.len, &j.inner);
     if (st) return st;
+    bool rows_f32 = j.inner == 1 && x->dtype == SEAM_DTYPE_FLOAT32 && (op == R_MAX || op == R_MIN || op == R_SUM || op == R_MEAN);
+    if (rows_f32 && j.len >= 4 * RED_CHUNK && outer < 4) {
+        st = reduce_long_rows(k, &j, outer);
+        if (j.x != x->data) free((void *)j.x);
+        return st;
+    }
+    if (rows_f32 && j.len <= 64) {
+        seam_parallel_for(k->pool, outer, 16384 / j.len + 1, reduce_rows_f32, &j);
+        if (j.x != x->data) free((void *)j.x);
+        return SEAM_STATUS_OK;
+    }
     j.blocks = (j.inner + COLS - 1) / COLS;
     int64_t per_unit = j.len * (j.inner < COLS ? j.inner : COLS);
     seam_parallel_for(k->pool, outer * j.blocks, 16384 / per_unit + 1, reduce_units, &j);
