@@ -35,7 +35,8 @@ usage: /usr/bin/python3 check_cpu_misc.py SEAM WORKDIR [-k PATTERN]
    numpy's fmax over the taps; ReduceMax/Min/Sum/Mean over short last axes
    (rows of 1 to 65, NaN rows) and whole tensors of 65 K to 270 K elements
    (the pool's chunks, a tail, one NaN in 270 K) against numpy; GlobalAveragePool of 3-D and
-   1-D inputs against numpy's mean.
+   1-D inputs against numpy's mean; Tile (copies doubling per axis) against
+   numpy.tile, a zero repeat and int64 and uint8 among them.
 5. Values whose size only the run decides (runtime/plan_memory.c's
    dynamic slab): the first run allocates them, the later runs of the
    session place them in a slab planned from their sizes, and a value
@@ -567,6 +568,27 @@ def gap_case(name, shape):
     check.expect(got[0].shape == want.shape and seamtest.rel_err(got[0], want) <= 1e-6,
                  f"{name}: GlobalAveragePool of {shape} equal to numpy's mean", f"shape {got[0].shape}")
 
+
+def tile_case(name, shape, reps, dtype=np.float32):
+    if not check.selected(name):
+        return
+    x = (rng.randn(*shape) * 100).astype(dtype)
+    node = helper.make_node("Tile", ["x", "reps"], ["y"])
+    inits = [numpy_helper.from_array(np.array(reps, np.int64), "reps")]
+    got, err = run_model(name, [node], {"x": x}, [("y", onnx_dtype(dtype))], inits, opset=13)
+    if err:
+        return check.fail(f"{name}: {err}")
+    want = np.tile(x, reps)
+    check.expect(got[0].shape == want.shape and np.array_equal(got[0], want), f"{name}: Tile {shape} by {reps} "
+                 f"equal to numpy.tile", f"shape {got[0].shape}, want {want.shape}")
+
+
+# Tile by doubling copies per axis (tensor.c)
+tile_case("tile_rows_cols", (6, 2), (100, 300))
+tile_case("tile_3d_int64", (2, 3, 4), (1, 2, 3), np.int64)
+tile_case("tile_zero_repeat", (5, 3), (0, 2))
+tile_case("tile_uint8_inner_one", (3, 1, 2), (2, 5, 1), np.uint8)
+tile_case("tile_ones", (4, 7), (1, 1))
 
 gap_case("gap_3d_video", (1, 512, 1, 7, 7))
 gap_case("gap_1d", (2, 64, 33))

@@ -510,6 +510,34 @@ static seam_status run_expand(seam_kernel *k) {
     return SEAM_STATUS_OK;
 }
 
+/* Tile, axis by axis from the first: the block of axis d is filled from
+ * x's sub-blocks, then copied after itself, doubling, until it holds its
+ * repeats: a few memcpy calls per input row, not an index per element. */
+typedef struct tile_job {
+    int32_t n;
+    size_t es;
+    const int64_t *xd, *reps;
+    int64_t xs[SEAM_MAX_RANK], ys[SEAM_MAX_RANK]; /* strides in elements */
+} tile_job;
+
+static void tile_fill(const tile_job *t, int32_t d, char *y, const char *x) {
+    size_t one; /* bytes of one repeat of axis d's block */
+    if (d == t->n - 1) {
+        one = (size_t)t->xd[d] * t->es;
+        memcpy(y, x, one);
+    } else {
+        for (int64_t i = 0; i < t->xd[d]; i++)
+            tile_fill(t, d + 1, y + (size_t)(i * t->ys[d]) * t->es, x + (size_t)(i * t->xs[d]) * t->es);
+        one = (size_t)(t->xd[d] * t->ys[d]) * t->es;
+    }
+    size_t have = one, want = one * (size_t)t->reps[d];
+    while (have < want) {
+        size_t c = have < want - have ? have : want - have;
+        memcpy(y + have, y, c);
+        have += c;
+    }
+}
+
 static seam_status run_tile(seam_kernel *k) {
     const seam_tensor *x = kernel_in(k, 0), *rp = kernel_in(k, 1);
     int64_t reps[SEAM_MAX_RANK], dims[SEAM_MAX_RANK];
@@ -523,15 +551,12 @@ static seam_status run_tile(seam_kernel *k) {
     if (numel < 0 || numel > MAX_DATA_NUMEL) return kernel_fail(k, "the result is too large");
     seam_tensor *y = kernel_out(k, 0, x->dtype, n, dims);
     if (!y) return kernel_oom(k);
-    size_t es = seam_dtype_size(x->dtype);
-    int64_t xs[SEAM_MAX_RANK], idx[SEAM_MAX_RANK] = {0};
-    cpu_strides(n, x->dims, xs);
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t off = 0;
-        for (int32_t d = 0; d < n; d++) off += (idx[d] % x->dims[d]) * xs[d];
-        cpu_copy_elem(y->data, i, x->data, off, es);
-        cpu_index_next(idx, dims, n);
-    }
+    if (!numel) return SEAM_STATUS_OK;
+    tile_job t = {n, seam_dtype_size(x->dtype), x->dims, reps, {0}, {0}};
+    cpu_strides(n, x->dims, t.xs);
+    cpu_strides(n, dims, t.ys);
+    if (n == 0) memcpy(y->data, x->data, t.es);
+    else tile_fill(&t, 0, (char *)y->data, (const char *)x->data);
     return SEAM_STATUS_OK;
 }
 
