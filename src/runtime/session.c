@@ -34,6 +34,9 @@ struct seam_session {
      * outputs handed out since the last run (by graph output) */
     seam_tensor **seq_in;
     seam_tensor_view **seq_out;
+    /* the graph computes shapes from its inputs' named dims (DimExpr,
+     * ops/symdim.c): inputs that name a dim alike must agree on it */
+    bool named_dims;
 };
 
 typedef struct pad_axis {
@@ -169,6 +172,8 @@ seam_status seam_session_create(seam_model *model, const seam_session_options *o
         seam_session_free(s);
         return st;
     }
+    for (int32_t i = 0; i < model->graph->n_nodes && !s->named_dims; i++)
+        s->named_dims = !strcmp(model->graph->nodes[i].op_type, "DimExpr") && !strcmp(model->graph->nodes[i].domain, "ai.seam");
     if (opts && opts->dynamic_batch) {
         const ir_graph *g = model->graph;
         s->dynamic_batch = true;
@@ -621,6 +626,34 @@ done:
     return st;
 }
 
+/* Inputs whose declared dims share a name (`seq` on input_ids and on
+ * attention_mask) given different sizes there: DimExpr nodes read each
+ * name from one input, so the run is refused, naming both. */
+static seam_status check_named_dims(seam_session *s) {
+    const ir_graph *g = s->model->graph;
+    for (int32_t a = 0; a < g->n_inputs; a++) {
+        const ir_value *va = &g->values[g->inputs[a]];
+        const seam_tensor *ta = &s->exec->vals[g->inputs[a]].t;
+        if ((va->flags & IR_VALUE_INIT) || va->type.kind != IR_TYPE_TENSOR || ta->rank != va->type.rank) continue;
+        for (int32_t da = 0; da < va->type.rank; da++) {
+            const char *nm = va->type.dims[da].sym; /* (kept when the shape was fixed: seam run's --input files) */
+            for (int32_t b = a; nm && b < g->n_inputs; b++) {
+                const ir_value *vb = &g->values[g->inputs[b]];
+                const seam_tensor *tb = &s->exec->vals[g->inputs[b]].t;
+                if ((vb->flags & IR_VALUE_INIT) || vb->type.kind != IR_TYPE_TENSOR || tb->rank != vb->type.rank) continue;
+                for (int32_t db = b == a ? da + 1 : 0; db < vb->type.rank; db++)
+                    if (vb->type.dims[db].sym && !strcmp(vb->type.dims[db].sym, nm) &&
+                        tb->dims[db] != ta->dims[da])
+                        return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT,
+                                          "inputs '%s' (axis %d) and '%s' (axis %d) both have the dim '%s' but were "
+                                          "given %lld and %lld: the model computes shapes from it",
+                                          va->name, da, vb->name, db, nm, (long long)ta->dims[da], (long long)tb->dims[db]);
+            }
+        }
+    }
+    return SEAM_STATUS_OK;
+}
+
 seam_status seam_session_run(seam_session *s) {
     if (!s) return SEAM_STATUS_INVALID_ARGUMENT;
     const ir_graph *g = s->model->graph;
@@ -629,6 +662,10 @@ seam_status seam_session_run(seam_session *s) {
         if (g->values[v].flags & IR_VALUE_INIT) continue;
         if (!s->exec->vals[v].bound)
             return seam_error(s->ctx, SEAM_STATUS_INVALID_ARGUMENT, "input '%s' was not set", g->values[v].name);
+    }
+    if (s->named_dims && !s->dynamic_batch) { /* (ONNX: one dim_param names one size in a model) */
+        seam_status st = check_named_dims(s);
+        if (st) return st;
     }
     if (s->dynamic_batch) return run_chunked(s);
     drop_joined(s);

@@ -30,6 +30,8 @@ Cases:
             past their inputs, divide by 0, overflow, read an axis the
             input lacks, or whose attributes disagree: `seam run` exits 1
             naming the node, never a crash
+  named_twice two inputs naming a dim alike: the run refuses sizes that
+            disagree (a DimExpr reads each name from one input), naming both
   no_fold   --no-fold keeps the shape arithmetic as the file has it
 """
 import json
@@ -308,6 +310,31 @@ def case_malformed(name):
                      detail=f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
 
 
+def case_named_twice(name):
+    """Two inputs name their dims alike (a [N, S], b [N, S]); y = Reshape(a,
+    Shape(b)): its DimExpr reads N and S from a, so b of another S must be
+    refused, as the file's own nodes would have refused it."""
+    if not check.selected(name):
+        return
+    nodes = [helper.make_node("Shape", ["b"], ["s"]), helper.make_node("Reshape", ["a", "s"], ["r"]),
+             helper.make_node("Add", ["r", "b"], ["y"])]
+    path = seamtest.save_model(os.path.join(work, name + ".onnx"), nodes, [vi("a", ["N", "S"]), vi("b", ["N", "S"])],
+                               [vi("y", None)], name=name, opset=13)
+    saved = save_partitions(path, name)
+    feeds = {}
+    for label, shape in (("a", (2, 3)), ("b", (2, 3)), ("b4", (2, 4))):
+        feeds[label] = os.path.join(work, f"{name}.{label}.npy")
+        np.save(feeds[label], np.full(shape, 1.5, np.float32))
+    for label, f in saved.items():
+        d, r = run_saved(f, {"a": feeds["a"], "b": feeds["b"]}, f"{name}.{label}.ok")
+        check.expect(r.returncode == 0 and np.array_equal(np.load(seamtest.output_file(d, "y")), np.full((2, 3), 3.0)),
+                     f"{name}: {label}: inputs that agree on S run", r.stderr.strip()[-300:])
+        _, r = run_saved(f, {"a": feeds["a"], "b": feeds["b4"]}, f"{name}.{label}.bad")
+        check.expect(r.returncode == 1 and "both have the dim 'S'" in r.stderr,
+                     f"{name}: {label}: b with another S is refused, naming both inputs and the dim",
+                     f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+
+
 def case_no_fold(name):
     if not check.selected(name):
         return
@@ -326,5 +353,6 @@ case_window("window")
 case_exprs("exprs")
 case_encoder("encoder")
 case_malformed("malformed")
+case_named_twice("named_twice")
 case_no_fold("no_fold")
 check.finish()
