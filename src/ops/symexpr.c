@@ -229,11 +229,21 @@ typedef struct pbuf {
     int32_t *syms, *n_syms, max_syms;
 } pbuf;
 
-static void put(pbuf *p, const char *fmt, const char *s, long long v) {
-    if (!p->ok) return;
-    int w = s ? snprintf(p->s + p->len, p->size - p->len, fmt, s) : snprintf(p->s + p->len, p->size - p->len, fmt, v);
-    if (w < 0 || (size_t)w >= p->size - p->len) p->ok = false;
-    else p->len += (size_t)w;
+static void put_text(pbuf *p, const char *s) {
+    size_t l = s ? strlen(s) : 0;
+    if (!p->ok || l >= p->size - p->len) {
+        p->ok = false;
+        return;
+    }
+    memcpy(p->s + p->len, s, l);
+    p->len += l;
+    p->s[p->len] = 0;
+}
+
+static void put_int(pbuf *p, const char *fmt, long long v) {
+    char b[32];
+    snprintf(b, sizeof(b), fmt, v);
+    put_text(p, b);
 }
 
 static void print_sx(const sx_atoms *at, const sx *e, pbuf *p);
@@ -242,46 +252,46 @@ static void print_atom(const sx_atoms *at, int32_t k, bool alone, pbuf *p) {
     const sx_atom *x = &at->v[k];
     bool form = p->syms != NULL;
     if (x->kind == SX_SYM) {
-        if (!form) return put(p, "%s", x->name, 0);
+        if (!form) return put_text(p, x->name);
         int32_t j = 0;
         while (j < *p->n_syms && p->syms[j] != k) j++;
         if (j == *p->n_syms) {
             if (j == p->max_syms) return (void)(p->ok = false);
             p->syms[(*p->n_syms)++] = k;
         }
-        return put(p, "$%lld", NULL, j);
+        return put_int(p, "$%lld", j);
     }
     if (x->kind == SX_MIN || x->kind == SX_MAX) {
-        put(p, "%s(", x->kind == SX_MIN ? "min" : "max", 0);
+        put_text(p, x->kind == SX_MIN ? "min(" : "max(");
         print_sx(at, &x->a, p);
-        put(p, "%s", ",", 0);
+        put_text(p, ",");
         print_sx(at, &x->b, p);
-        return put(p, "%s", ")", 0);
+        return put_text(p, ")");
     }
     int64_t c = 0;
     sx_is_const(&x->b, &c);
     bool wrap = form || !alone;
     bool simple = x->a.n == 1 && x->a.t[0].c == 1 && x->a.t[0].n == 1 && at->v[x->a.t[0].a[0]].kind == SX_SYM;
-    if (wrap) put(p, "%s", "(", 0);
-    if (!simple || form) put(p, "%s", "(", 0);
+    if (wrap) put_text(p, "(");
+    if (!simple || form) put_text(p, "(");
     print_sx(at, &x->a, p);
-    if (!simple || form) put(p, "%s", ")", 0);
-    put(p, "%s", x->kind == SX_DIV ? (form ? "/" : "//") : "%", 0);
-    put(p, "%lld", NULL, c);
-    if (wrap) put(p, "%s", ")", 0);
+    if (!simple || form) put_text(p, ")");
+    put_text(p, x->kind == SX_DIV ? (form ? "/" : "//") : "%");
+    put_int(p, "%lld", c);
+    if (wrap) put_text(p, ")");
 }
 
 static void print_sx(const sx_atoms *at, const sx *e, pbuf *p) {
-    if (e->n == 0) return put(p, "%s", "0", 0);
+    if (e->n == 0) return put_text(p, "0");
     for (int32_t k = 0; k < e->n; k++) {
         const sx_term *t = &e->t[k];
         long long c = t->c;
         if (c == INT64_MIN) return (void)(p->ok = false);
-        if (c < 0) put(p, "%s", "-", 0), c = -c;
-        else if (k > 0) put(p, "%s", "+", 0);
-        if (t->n == 0 || c != 1) put(p, t->n ? "%lld*" : "%lld", NULL, c);
+        if (c < 0) put_text(p, "-"), c = -c;
+        else if (k > 0) put_text(p, "+");
+        if (t->n == 0 || c != 1) put_int(p, t->n ? "%lld*" : "%lld", c);
         for (int32_t j = 0; j < t->n; j++) {
-            if (j) put(p, "%s", "*", 0);
+            if (j) put_text(p, "*");
             print_atom(at, t->a[j], t->n == 1 && t->c == 1, p); /* (-(H%7), never -H%7) */
         }
     }
