@@ -423,6 +423,18 @@ seam_status ir_graph_link(seam_context *ctx, ir_graph *g) {
     return link_topo(ctx, g, sorted);
 }
 
+bool ir_model_import(struct seam_model *m, const char *domain, int64_t version) {
+    for (int32_t k = 0; k < m->n_opsets; k++)
+        if (strcmp(m->opsets[k].domain, domain) == 0) return true;
+    ir_opset *os = seam_arena_alloc(&m->arena, sizeof(ir_opset) * (size_t)(m->n_opsets + 1));
+    if (!os) return false;
+    if (m->n_opsets) memcpy(os, m->opsets, sizeof(ir_opset) * (size_t)m->n_opsets);
+    os[m->n_opsets] = (ir_opset){domain, version};
+    m->opsets = os;
+    m->n_opsets++;
+    return true;
+}
+
 bool ir_model_add_note(struct seam_model *m, const char *text) {
     const char **notes = seam_arena_alloc(&m->arena, sizeof(char *) * (size_t)(m->n_rewrites + 1));
     const char *t = seam_arena_strdup(&m->arena, text);

@@ -310,6 +310,9 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *dead);
 /* Adds a line to m's notes on how it was rewritten (m->rewrites, which
  * every plan of the model repeats); false when out of memory. */
 bool ir_model_add_note(struct seam_model *m, const char *text);
+/* Imports domain at version into m when m does not import it yet; false
+ * when out of memory. */
+bool ir_model_import(struct seam_model *m, const char *domain, int64_t version);
 /* Registers a big malloc'd buffer to be freed with the model. */
 bool ir_model_own(struct seam_model *m, void *p);
 

@@ -782,73 +782,52 @@ void sym_node(sym_state *s, seam_infer *ic) {
 /* ---- DimExpr ---- */
 
 /* The expressions of a DimExpr node's symbols: input sym_input[k]'s dim
- * sym_axis[k]. */
-static int32_t dimexpr_syms(sym_state *s, seam_infer *ic, sx *syms) {
-    const int64_t *si, *sa;
-    int32_t n = node_attr_ints(ic->n, "sym_input", &si);
-    if (n < 0 || n > INFER_MAX_RANK || node_attr_ints(ic->n, "sym_axis", &sa) != n) return -1;
-    for (int32_t k = 0; k < n; k++)
-        if (si[k] < 0 || si[k] >= infer_n_inputs(ic) || !dim_sx(s, infer_in(ic, (int32_t)si[k]), (int32_t)sa[k], &syms[k]))
-            return -1;
-    return n;
+ * sym_axis[k]; false where one is not known. */
+static bool dimexpr_syms(sym_state *s, seam_infer *ic, const dimexpr_form *f, sx *syms) {
+    for (int32_t k = 0; k < f->n_syms; k++)
+        if (f->sym_input[k] < 0 || f->sym_input[k] >= infer_n_inputs(ic) ||
+            !dim_sx(s, infer_in(ic, (int32_t)f->sym_input[k]), (int32_t)f->sym_axis[k], &syms[k]))
+            return false;
+    return true;
 }
 
-static void dimexpr_values(sym_state *s, seam_infer *ic) {
-    const ir_attr *ex = node_attr(ic->n, "exprs");
-    sx syms[INFER_MAX_RANK];
-    int32_t n_syms = dimexpr_syms(s, ic, syms);
-    if (!ex || ex->kind != IR_ATTR_STRINGS || ex->n > SV_MAX || n_syms < 0) return;
+static void dimexpr_values(sym_state *s, seam_infer *ic, const dimexpr_form *f) {
+    sx syms[16];
+    if (f->n > SV_MAX || !dimexpr_syms(s, ic, f, syms)) return;
     sv o;
     memset(&o, 0, sizeof(o));
-    o.n = ex->n;
-    o.rank = node_attr_ints(ic->n, "shape", &(const int64_t *){NULL}) == 0 ? 0 : 1;
-    for (int32_t k = 0; k < ex->n; k++) {
-        char buf[512];
-        if (ex->strings[k].len >= sizeof(buf)) return;
-        memcpy(buf, ex->strings[k].data, ex->strings[k].len);
-        buf[ex->strings[k].len] = 0;
-        o.known[k] = sx_parse(&s->atoms, buf, syms, n_syms, &o.e[k]);
-    }
+    o.n = f->n, o.rank = f->rank;
+    for (int32_t k = 0; k < f->n; k++) o.known[k] = dimexpr_form_parse(f, k, &s->atoms, syms, &o.e[k]);
     set_sv(s, ic, 0, &o);
 }
 
 /* Its elements as numbers where the dims its symbols read are known. */
-static void dimexpr_known(seam_infer *ic, int32_t to, int32_t rank, const int64_t *shape) {
-    const ir_attr *ex = node_attr(ic->n, "exprs");
-    const int64_t *si, *sa;
-    int32_t n = node_attr_ints(ic->n, "sym_input", &si);
-    int64_t vals[INFER_MAX_RANK], out[SV_MAX];
+static void dimexpr_known(seam_infer *ic, const dimexpr_form *f) {
+    int64_t vals[16], out[SV_MAX];
     int32_t w[SV_MAX];
-    if (!ex || ex->kind != IR_ATTR_STRINGS || ex->n > SV_MAX || n < 0 || n > INFER_MAX_RANK ||
-        node_attr_ints(ic->n, "sym_axis", &sa) != n || (rank == 1 && shape[0] != ex->n) || (rank == 0 && ex->n != 1))
-        return;
-    for (int32_t k = 0; k < n; k++) {
-        const ir_type *t = si[k] >= 0 && si[k] < infer_n_inputs(ic) ? infer_in(ic, (int32_t)si[k]) : NULL;
-        if (!t || t->kind != IR_TYPE_TENSOR || sa[k] < 0 || sa[k] >= t->rank || t->dims[sa[k]].v < 0) return;
-        vals[k] = t->dims[sa[k]].v;
+    if (f->n > SV_MAX) return;
+    for (int32_t k = 0; k < f->n_syms; k++) {
+        int64_t i = f->sym_input[k], a = f->sym_axis[k];
+        const ir_type *t = i >= 0 && i < infer_n_inputs(ic) ? infer_in(ic, (int32_t)i) : NULL;
+        if (!t || t->kind != IR_TYPE_TENSOR || a < 0 || a >= t->rank || t->dims[a].v < 0) return;
+        vals[k] = t->dims[a].v;
     }
-    for (int32_t k = 0; k < ex->n; k++) {
-        char buf[512];
-        if (ex->strings[k].len >= sizeof(buf)) return;
-        memcpy(buf, ex->strings[k].data, ex->strings[k].len);
-        buf[ex->strings[k].len] = 0;
-        if (!sx_eval(buf, vals, n, &out[k], NULL, 0) || (to == SEAM_DTYPE_INT32 && (out[k] < INT32_MIN || out[k] > INT32_MAX)))
-            return; /* (the run says why) */
+    for (int32_t k = 0; k < f->n; k++) {
+        if (!dimexpr_form_eval(f, k, vals, &out[k], NULL, 0)) return; /* (the run says why) */
         w[k] = (int32_t)out[k];
     }
-    int64_t dims[1] = {ex->n};
-    infer_set_const(ic, 0, to, rank, dims, to == SEAM_DTYPE_INT64 ? (const void *)out : w);
+    int64_t dims[1] = {f->n};
+    infer_set_const(ic, 0, f->to, f->rank, dims, f->to == SEAM_DTYPE_INT64 ? (const void *)out : w);
 }
 
 void infer_dimexpr(seam_infer *ic) {
-    const int64_t *shape;
-    int32_t rank = node_attr_ints(ic->n, "shape", &shape);
-    int32_t to = (int32_t)node_attr_int(ic->n, "to", SEAM_DTYPE_INT64);
-    if (rank < 0 || rank > 1 || (to != SEAM_DTYPE_INT64 && to != SEAM_DTYPE_INT32)) return;
-    infer_set_tensor_i64(ic, 0, to, rank, shape);
-    dimexpr_known(ic, to, rank, shape);
+    dimexpr_form f;
+    if (!dimexpr_form_read(ic->n, &f)) return; /* (the session refuses it, naming the node) */
+    int64_t n = f.n;
+    infer_set_tensor_i64(ic, 0, f.to, f.rank, &n);
+    dimexpr_known(ic, &f);
     if (ic->model->sym && ic->model->sym->g == ic->g && !ic->g->values[ic->n->outputs[0]].konst)
-        dimexpr_values(ic->model->sym, ic);
+        dimexpr_values(ic->model->sym, ic, &f);
 }
 
 /* ---- materializing ---- */
@@ -915,17 +894,6 @@ static bool to_dimexpr(sym_state *s, ir_graph *g, int32_t i, const seam_op_def *
     return true;
 }
 
-static bool add_seam_opset(struct seam_model *m) {
-    for (int32_t k = 0; k < m->n_opsets; k++)
-        if (!strcmp(m->opsets[k].domain, "ai.seam")) return true;
-    ir_opset *os = seam_arena_alloc(&m->arena, sizeof(ir_opset) * (size_t)(m->n_opsets + 1));
-    if (!os) return false;
-    memcpy(os, m->opsets, sizeof(ir_opset) * (size_t)m->n_opsets);
-    os[m->n_opsets] = (ir_opset){"ai.seam", 1};
-    m->opsets = os, m->n_opsets++;
-    return true;
-}
-
 seam_status sym_materialize(struct seam_model *m, int32_t *n_out) {
     if (n_out) *n_out = 0;
     ir_graph *g = m->graph;
@@ -961,7 +929,7 @@ seam_status sym_materialize(struct seam_model *m, int32_t *n_out) {
                  "shapes alone (%d of them read by the model's other nodes; their expressions: seam inspect "
                  "--values); it reads no device subgraph's output, so it cuts none (--no-fold keeps the nodes)",
                  converted, front);
-        if (!add_seam_opset(m) || !ir_model_add_note(m, note)) st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
+        if (!ir_model_import(m, "ai.seam", 1) || !ir_model_add_note(m, note)) st = seam_error(m->ctx, SEAM_STATUS_OUT_OF_MEMORY, "out of memory");
         if (!st) st = ir_graph_link(m->ctx, g);
         if (!st) st = ir_infer_model(m);
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "ops/attr.h"
 #include "ops/symexpr.h"
 
 void sx_const(sx *e, int64_t v) {
@@ -433,4 +434,49 @@ bool sx_parse(sx_atoms *at, const char *s, const sx *syms, int32_t n_syms, sx *o
     bool ok = parse_sum(&p, &r) && (*p.s == 0 || fail(&p, "unexpected text"));
     if (ok) *out = r.e;
     return ok;
+}
+
+/* ---- DimExpr's attributes ---- */
+
+bool dimexpr_form_read(const ir_node *node, dimexpr_form *f) {
+    const int64_t *shape;
+    memset(f, 0, sizeof(*f));
+    f->exprs = node_attr(node, "exprs");
+    f->n_syms = node_attr_ints(node, "sym_input", &f->sym_input);
+    f->rank = node_attr_ints(node, "shape", &shape);
+    int64_t to = node_attr_int(node, "to", SEAM_DTYPE_INT64);
+    if (!f->exprs || f->exprs->kind != IR_ATTR_STRINGS || f->n_syms < 0 || f->n_syms > 16 ||
+        node_attr_ints(node, "sym_axis", &f->sym_axis) != f->n_syms || f->rank < 0 || f->rank > 1 ||
+        (f->rank == 0 ? f->exprs->n != 1 : shape[0] != f->exprs->n) || (to != SEAM_DTYPE_INT64 && to != SEAM_DTYPE_INT32))
+        return false;
+    f->n = f->exprs->n, f->to = (int32_t)to;
+    return true;
+}
+
+/* Expression e as a C string in buf; false (why set) when too long. */
+static bool form_text(const dimexpr_form *f, int32_t e, char *buf, size_t size, char *why, size_t why_size) {
+    const ir_bytes *b = &f->exprs->strings[e];
+    if (b->len >= size) {
+        if (why) snprintf(why, why_size, "expression %d is longer than %zu bytes", e, size - 1);
+        return false;
+    }
+    memcpy(buf, b->data, b->len);
+    buf[b->len] = 0;
+    return true;
+}
+
+bool dimexpr_form_eval(const dimexpr_form *f, int32_t e, const int64_t *vals, int64_t *out, char *why, size_t why_size) {
+    char buf[512];
+    if (!form_text(f, e, buf, sizeof(buf), why, why_size) || !sx_eval(buf, vals, f->n_syms, out, why, why_size))
+        return false;
+    if (f->to == SEAM_DTYPE_INT32 && (*out < INT32_MIN || *out > INT32_MAX)) {
+        if (why) snprintf(why, why_size, "expression %d = %lld overflows int32", e, (long long)*out);
+        return false;
+    }
+    return true;
+}
+
+bool dimexpr_form_parse(const dimexpr_form *f, int32_t e, sx_atoms *at, const sx *syms, sx *out) {
+    char buf[512];
+    return form_text(f, e, buf, sizeof(buf), NULL, 0) && sx_parse(at, buf, syms, f->n_syms, out);
 }

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/ir.h"
+
 #define SX_MAX_TERMS 8
 #define SX_MAX_DEG 4
 #define SX_MAX_ATOMS 4096
@@ -86,5 +88,22 @@ bool sx_eval(const char *s, const int64_t *vals, int32_t n_vals, int64_t *out, c
 /* The same form read as an expression, with $k = syms[k]; false when it
  * does not parse or is not one seam can hold. */
 bool sx_parse(sx_atoms *at, const char *s, const sx *syms, int32_t n_syms, sx *out);
+
+/* A DimExpr node's attributes (ops/symdim.c), read and checked once:
+ * `exprs` (strings, n of them), `sym_input` and `sym_axis` (symbol k is
+ * input sym_input[k]'s dim sym_axis[k]; at most 16), `shape` ([] with one
+ * expression, or [n]) and `to` (int64 or int32). */
+typedef struct dimexpr_form {
+    const ir_attr *exprs;
+    const int64_t *sym_input, *sym_axis;
+    int32_t n_syms, rank, n, to;
+} dimexpr_form;
+bool dimexpr_form_read(const ir_node *node, dimexpr_form *f);
+/* Element e as a number, with $k = vals[k]; false with why set (may be
+ * NULL) when it does not parse, overflows, divides by 0, or leaves int32
+ * where `to` is int32. */
+bool dimexpr_form_eval(const dimexpr_form *f, int32_t e, const int64_t *vals, int64_t *out, char *why, size_t why_size);
+/* Element e as an expression, with $k = syms[k]. */
+bool dimexpr_form_parse(const dimexpr_form *f, int32_t e, sx_atoms *at, const sx *syms, sx *out);
 
 #endif

@@ -485,16 +485,7 @@ static seam_status apply_plan(seam_model *m, const seam_plan *plan, const seam_b
         if ((st = build_subgraph(ctx, m, g, ng, plan, s, backend, map, options, n_options, bk))) return st;
     }
     /* the file now needs the ai.seam domain */
-    bool has = false;
-    for (int32_t k = 0; k < m->n_opsets; k++) has |= strcmp(m->opsets[k].domain, "ai.seam") == 0;
-    if (!has) {
-        ir_opset *os = seam_arena_alloc(a, sizeof(ir_opset) * (size_t)(m->n_opsets + 1));
-        if (!os) return oom(ctx);
-        memcpy(os, m->opsets, sizeof(ir_opset) * (size_t)m->n_opsets);
-        os[m->n_opsets] = (ir_opset){"ai.seam", 1};
-        m->opsets = os;
-        m->n_opsets++;
-    }
+    if (!ir_model_import(m, "ai.seam", 1)) return oom(ctx);
     if ((st = ir_graph_link(ctx, ng))) return st;
     /* values now made inside a body are no longer declared here */
     for (int32_t v = 0; v < ng->n_values; v++) {

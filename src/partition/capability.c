@@ -34,10 +34,11 @@ static bool input_symbolic(const ir_value *v) {
 
 static bool is_dimexpr(const ir_node *n) { return !strcmp(n->op_type, "DimExpr") && !strcmp(n->domain, "ai.seam"); }
 
-/* Per node: it reads only values computed from the inputs' shapes (DimExpr
- * nodes, ops/symdim.c), constants and initializers, at least one of the
- * first kind: a mask or position table made from the shapes. NULL when the
- * graph has no DimExpr (or out of memory: then nothing is pinned). */
+/* Per node: a DimExpr (ops/symdim.c: seam's own op, which no target is
+ * asked about), or one that reads only values computed from the inputs'
+ * shapes, constants and initializers, at least one of the first kind: a
+ * mask or position table made from the shapes. NULL when the graph has no
+ * DimExpr (or out of memory: then nothing is pinned). */
 static bool *from_shapes(const ir_graph *g) {
     bool any = false;
     for (int32_t i = 0; i < g->n_nodes && !any; i++) any = is_dimexpr(&g->nodes[i]);
@@ -58,7 +59,8 @@ static bool *from_shapes(const ir_graph *g) {
             }
             node[i] = some && all;
         }
-        for (int32_t k = 0; k < n->n_outputs && (mine || node[i]); k++)
+        node[i] |= mine;
+        for (int32_t k = 0; k < n->n_outputs && node[i]; k++)
             if (n->outputs[k] >= 0) val[n->outputs[k]] = true;
     }
     return node;

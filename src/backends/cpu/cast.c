@@ -291,79 +291,56 @@ static seam_status run_size(seam_kernel *k) {
 
 /* ai.seam DimExpr (ops/symdim.c): shape arithmetic as expressions of the
  * inputs' dims, computed from the shapes alone, once per input shape: the
- * state keeps the last symbols' values and the elements they gave. */
+ * state keeps the node's attributes, read at session creation, the last
+ * symbols' values and the elements they gave. */
 typedef struct dimexpr_cache {
+    dimexpr_form f;
     bool valid;
-    int64_t vals[SEAM_MAX_RANK];
+    int64_t vals[16];
     int64_t out[];
 } dimexpr_cache;
 
-static bool dimexpr_attrs(const ir_node *n, const ir_attr **ex, const int64_t **si, const int64_t **sa,
-                          int32_t *n_syms, int32_t *rank, int64_t *to) {
-    const int64_t *shape;
-    *ex = node_attr(n, "exprs");
-    *n_syms = node_attr_ints(n, "sym_input", si);
-    *rank = node_attr_ints(n, "shape", &shape);
-    *to = node_attr_int(n, "to", SEAM_DTYPE_INT64);
-    return *ex && (*ex)->kind == IR_ATTR_STRINGS && *n_syms >= 0 && *n_syms <= SEAM_MAX_RANK &&
-           node_attr_ints(n, "sym_axis", sa) == *n_syms && *rank >= 0 && *rank <= 1 &&
-           (*rank == 0 ? (*ex)->n == 1 : shape[0] == (*ex)->n) && (*to == SEAM_DTYPE_INT64 || *to == SEAM_DTYPE_INT32);
-}
-
 static seam_status check_dimexpr(seam_check *c) {
-    const ir_attr *ex;
-    const int64_t *si, *sa;
-    int32_t n_syms, rank;
-    int64_t to;
-    if (!dimexpr_attrs(c->n, &ex, &si, &sa, &n_syms, &rank, &to)) {
-        snprintf(c->reason, c->reason_size, "malformed DimExpr attributes (exprs, sym_input, sym_axis, shape, to)");
-        return SEAM_STATUS_UNSUPPORTED;
-    }
-    dimexpr_cache *dc = calloc(1, sizeof(dimexpr_cache) + sizeof(int64_t) * ((size_t)ex->n + 1));
+    dimexpr_form f;
+    if (!dimexpr_form_read(c->n, &f))
+        return check_refuse(c, "malformed DimExpr attributes (exprs, sym_input, sym_axis, shape, to)");
+    dimexpr_cache *dc = calloc(1, sizeof(dimexpr_cache) + sizeof(int64_t) * ((size_t)f.n + 1));
     if (!dc) return SEAM_STATUS_OUT_OF_MEMORY;
+    dc->f = f;
     *c->state = dc;
     *c->free_state = free;
     return SEAM_STATUS_OK;
 }
 
 static seam_status run_dimexpr(seam_kernel *k) {
-    const ir_attr *ex;
-    const int64_t *si, *sa;
-    int32_t n_syms, rank;
-    int64_t to, vals[SEAM_MAX_RANK];
-    if (!dimexpr_attrs(k->n, &ex, &si, &sa, &n_syms, &rank, &to))
-        return kernel_fail(k, "malformed DimExpr attributes (exprs, sym_input, sym_axis, shape, to)");
-    for (int32_t j = 0; j < n_syms; j++) {
-        const seam_tensor *x = si[j] >= 0 && si[j] < k->n->n_inputs ? kernel_in(k, (int32_t)si[j]) : NULL;
-        if (!x || sa[j] < 0 || sa[j] >= x->rank)
-            return kernel_fail(k, "symbol %d reads input %lld's dim %lld, which it does not have", j, (long long)si[j],
-                               (long long)sa[j]);
-        vals[j] = x->dims[sa[j]];
-    }
-    int64_t n = ex->n;
-    seam_tensor *y = kernel_out(k, 0, (int32_t)to, rank, &n);
-    if (!y) return kernel_oom(k);
     dimexpr_cache *dc = k->state;
-    bool hit = dc && dc->valid && !memcmp(dc->vals, vals, sizeof(int64_t) * (size_t)n_syms);
-    if (dc && !hit) dc->valid = false; /* (until every element is in) */
-    for (int32_t e = 0; e < ex->n; e++) {
-        char buf[512], why[320];
-        int64_t v;
-        if (hit) {
-            v = dc->out[e];
-        } else {
-            if (ex->strings[e].len >= sizeof(buf)) return kernel_fail(k, "expression %d is too long", e);
-            memcpy(buf, ex->strings[e].data, ex->strings[e].len);
-            buf[ex->strings[e].len] = 0;
-            if (!sx_eval(buf, vals, n_syms, &v, why, sizeof(why))) return kernel_fail(k, "%s", why);
-            if (to == SEAM_DTYPE_INT32 && (v < INT32_MIN || v > INT32_MAX))
-                return kernel_fail(k, "expression %d = %lld overflows int32", e, (long long)v);
-            if (dc) dc->out[e] = v;
-        }
-        if (to == SEAM_DTYPE_INT64) ((int64_t *)y->data)[e] = v;
-        else ((int32_t *)y->data)[e] = (int32_t)v;
+    if (!dc) return kernel_fail(k, "malformed DimExpr attributes (exprs, sym_input, sym_axis, shape, to)");
+    const dimexpr_form *f = &dc->f;
+    int64_t vals[16];
+    for (int32_t j = 0; j < f->n_syms; j++) {
+        int64_t i = f->sym_input[j], a = f->sym_axis[j];
+        const seam_tensor *x = i >= 0 && i < k->n->n_inputs ? kernel_in(k, (int32_t)i) : NULL;
+        if (!x || a < 0 || a >= x->rank)
+            return kernel_fail(k, "symbol %d reads input %lld's dim %lld, which it does not have", j, (long long)i,
+                               (long long)a);
+        vals[j] = x->dims[a];
     }
-    if (dc && !hit) dc->valid = true, memcpy(dc->vals, vals, sizeof(int64_t) * (size_t)n_syms);
+    int64_t n = f->n;
+    seam_tensor *y = kernel_out(k, 0, f->to, f->rank, &n);
+    if (!y) return kernel_oom(k);
+    if (!dc->valid || memcmp(dc->vals, vals, sizeof(int64_t) * (size_t)f->n_syms)) {
+        dc->valid = false; /* (until every element is in) */
+        for (int32_t e = 0; e < f->n; e++) {
+            char why[320];
+            if (!dimexpr_form_eval(f, e, vals, &dc->out[e], why, sizeof(why))) return kernel_fail(k, "%s", why);
+        }
+        dc->valid = true;
+        memcpy(dc->vals, vals, sizeof(int64_t) * (size_t)f->n_syms);
+    }
+    for (int32_t e = 0; e < f->n; e++) {
+        if (f->to == SEAM_DTYPE_INT64) ((int64_t *)y->data)[e] = dc->out[e];
+        else ((int32_t *)y->data)[e] = (int32_t)dc->out[e];
+    }
     return SEAM_STATUS_OK;
 }
 

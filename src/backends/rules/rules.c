@@ -170,10 +170,6 @@ static bool rule_holds(const op_rule *rule, const seam_node_view *v, char *why, 
 
 static bool rules_supports(void *ctx, const seam_node_view *v, char *why, size_t n) {
     const rules *r = ctx;
-    if (v->domain && !strcmp(v->domain, "ai.seam")) { /* the runtime's own (DimExpr): never a target's */
-        snprintf(why, n, "%s is seam's own op, run by the CPU", v->op_type);
-        return false;
-    }
     /* a Clip to [0, 6] is also the target's Relu6 where it lists one: the
      * Clip's own rule first, then Relu6's */
     const op_rule *relu6 = is_relu6(v) ? find_rule(r, "Relu6") : NULL;
